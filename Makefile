@@ -1,0 +1,30 @@
+# placer: the two commands a new user runs (as root on Debian 12).
+#   make demo   install what is missing, build, run the main job on an embedded default
+#   make test   install what is missing, build, run every test with CTest
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build demo test bench clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+configure: $(BUILD)/CMakeCache.txt
+
+build: deps configure
+	cmake --build $(BUILD) -j $(JOBS)
+
+demo: build
+	bash scripts/demo.sh $(BUILD)
+
+test: build
+	cd $(BUILD) && ctest --output-on-failure -LE gpu -j $(JOBS) --timeout 900
+
+clean:
+	rm -rf $(BUILD)

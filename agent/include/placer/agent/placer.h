@@ -1,0 +1,56 @@
+// The Placer interface: every algorithmic and learned placer, chosen by name.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "placer/graphs/cluster.h"
+#include "placer/graphs/ir.h"
+#include "placer/graphs/placement.h"
+
+namespace placer {
+
+class Environment;
+
+// Thrown when no memory-feasible placement exists or can be found; the
+// message says why (e.g. "op 'embedding' needs 12 GiB, largest device 8 GiB").
+class NoFeasiblePlacement : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct PlaceContext {
+  const Graph* graph = nullptr;
+  const Cluster* cluster = nullptr;
+  Environment* env = nullptr;      // costs, simulation and rewards; never null
+  uint64_t seed = 0;
+  int64_t sample_budget = 2000;    // evaluations a search method may spend
+  double time_limit_s = 60.0;
+  std::map<std::string, std::string> options;  // method-specific ("objective": "latency", ...)
+};
+
+struct PlaceResult {
+  Placement placement;
+  std::string method;
+  double place_seconds = 0.0;      // wall time to compute the placement
+  int64_t evaluations = 0;         // env evaluations spent
+  std::string note;                // e.g. "ilp: incumbent 1.2 s, bound 1.1 s, gap 8%; coarsened to 40 groups"
+  std::map<std::string, double> stats;
+};
+
+class Placer {
+ public:
+  virtual ~Placer() = default;
+  virtual std::string name() const = 0;
+  virtual PlaceResult place(const PlaceContext& context) = 0;
+};
+
+// Algorithmic placers: single, round_robin, random, expert, mincut, m_topo,
+// m_etf, m_sct, heft, dp, ilp, local_search.
+std::vector<std::string> placer_names();
+std::unique_ptr<Placer> make_placer(const std::string& name);  // throws InputError listing names
+
+}  // namespace placer

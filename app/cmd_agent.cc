@@ -1,0 +1,9 @@
+#include <CLI/CLI.hpp>
+
+#include "commands.h"
+
+namespace placer::cli {
+
+void add_agent_commands(CLI::App& app) {}
+
+}  // namespace placer::cli

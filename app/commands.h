@@ -1,0 +1,18 @@
+// Each component registers its subcommands on the `placer` CLI11 app.
+// A subcommand's callback throws InputError (or a subclass) for bad input;
+// main() prints "error: <what>" to stderr and exits 2.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace placer::cli {
+
+void add_graph_commands(CLI::App& app);    // graph build|import|info|validate   (cmd_graph.cc)
+void add_runtime_commands(CLI::App& app);  // measure, profile                   (cmd_runtime.cc)
+void add_env_commands(CLI::App& app);      // simulate, fidelity                 (cmd_env.cc)
+void add_agent_commands(CLI::App& app);    // place, baseline, train             (cmd_agent.cc)
+void add_service_commands(CLI::App& app);  // serve, query                       (cmd_service.cc)
+
+}  // namespace placer::cli

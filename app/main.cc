@@ -1,0 +1,31 @@
+// placer: learns where to run each operator of a neural network.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "placer/graphs/error.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"placer: learns where to run each operator of a neural network"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  placer::cli::add_graph_commands(app);
+  placer::cli::add_runtime_commands(app);
+  placer::cli::add_env_commands(app);
+  placer::cli::add_agent_commands(app);
+  placer::cli::add_service_commands(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const placer::InputError& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,42 @@
+// Per-op and per-transfer costs for the simulator: calibrated from a measured
+// Profile when there is one, else a roofline model from the cluster's constants.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "placer/graphs/cluster.h"
+#include "placer/graphs/ir.h"
+#include "placer/graphs/profile.h"
+
+namespace placer {
+
+class CostModel {
+ public:
+  // max(flops / peak_flops, bytes touched / mem_bandwidth) + op_overhead_s per op.
+  static CostModel roofline(const Graph& graph, const Cluster& cluster);
+  // Ops found in the profile (by name, else by signature, on the same device
+  // kind) take the measured time; the rest fall back to roofline. Links use
+  // the profile's alpha/beta fits where given.
+  static CostModel calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile);
+
+  double op_seconds(OpId op, DeviceId device) const { return op_s_[static_cast<size_t>(op.value) * devices_ + device.value]; }
+  double transfer_seconds(DeviceId from, DeviceId to, int64_t bytes) const;
+  int32_t devices() const { return devices_; }
+  int64_t ops() const { return devices_ ? static_cast<int64_t>(op_s_.size()) / devices_ : 0; }
+  // Fraction of ops whose cost came from a measurement (0 for roofline).
+  double calibrated_fraction() const { return calibrated_fraction_; }
+
+  // Overrides, e.g. for tests with hand-computed costs.
+  void set_op_seconds(OpId op, DeviceId device, double seconds);
+  void set_link(DeviceId from, DeviceId to, double alpha_s, double beta_Bps);
+
+ private:
+  int32_t devices_ = 0;
+  std::vector<double> op_s_;     // [op * devices + device]
+  std::vector<double> alpha_s_;  // [from * devices + to]
+  std::vector<double> beta_Bps_;
+  double calibrated_fraction_ = 0.0;
+};
+
+}  // namespace placer

@@ -1,0 +1,51 @@
+// Graph algorithms shared by the simulator, the placers and the policies.
+// Ops are stored in topological order (see Graph), so many of these are
+// single passes in id order.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "placer/graphs/ir.h"
+
+namespace placer {
+
+std::vector<OpId> topological_order(const Graph& graph);  // id order; kept for clarity
+
+// All ops from which `op` is reachable (excluding op), ascending.
+std::vector<OpId> ancestors(const Graph& graph, OpId op);
+// All ops reachable from `op` (excluding op), ascending.
+std::vector<OpId> descendants(const Graph& graph, OpId op);
+
+// Longest path where each op costs cost(op) and edges are free.
+struct CriticalPath {
+  double length = 0.0;
+  std::vector<OpId> ops;  // the path, in order
+};
+CriticalPath critical_path(const Graph& graph, const std::function<double(OpId)>& cost);
+
+double total_flops(const Graph& graph);
+int64_t total_param_bytes(const Graph& graph);
+// Bytes of all op outputs (an upper bound on activation memory).
+int64_t total_output_bytes(const Graph& graph);
+
+// Co-location: ops that must share a device end up in one group.
+// Forced together: ops sharing Op::group, a Backward op with its forward op,
+// an Update op with its param op.
+struct Grouping {
+  std::vector<int32_t> group_of;            // op -> group index
+  std::vector<std::vector<OpId>> members;   // group -> ops, ascending
+  int32_t size() const { return static_cast<int32_t>(members.size()); }
+};
+Grouping colocation_groups(const Graph& graph);
+
+// Coarsen to at most max_groups groups, merging along heavy edges while
+// keeping the quotient graph acyclic and starting from colocation_groups().
+Grouping coarsen(const Graph& graph, int32_t max_groups, const std::function<double(OpId)>& cost);
+
+// The quotient graph of a grouping: one op per group (flops, param bytes and
+// output bytes summed; edges of cross-group tensors kept). Used by placers
+// that work on groups; a group placement expands back with expand_placement.
+Graph quotient_graph(const Graph& graph, const Grouping& grouping);
+
+}  // namespace placer

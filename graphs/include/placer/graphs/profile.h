@@ -1,0 +1,38 @@
+// A profile measured on real devices by `placer profile`; the simulator is
+// calibrated from it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace placer {
+
+struct OpTiming {
+  std::string op;        // op name in the profiled graph
+  std::string signature; // op type + input shapes, to reuse timings across graphs
+  std::string device;    // device name it ran on ("cpu:0", "cuda:0")
+  std::string device_kind;
+  double seconds = 0.0;  // median over repetitions
+};
+
+// Transfer time fit t = alpha + bytes / beta between two devices.
+struct LinkFit {
+  std::string from;
+  std::string to;
+  double alpha_s = 0.0;
+  double beta_Bps = 0.0;
+  std::vector<std::pair<int64_t, double>> samples;  // (bytes, seconds)
+};
+
+struct Profile {
+  int version = 1;
+  std::string graph;             // graph name profiled
+  std::string devices;           // device spec it was measured on ("cpu:2")
+  std::string host;              // hostname and LibTorch version, informative
+  std::vector<OpTiming> ops;
+  std::vector<LinkFit> links;
+  double per_op_overhead_s = 0.0;  // executor overhead per operator, measured
+};
+
+}  // namespace placer

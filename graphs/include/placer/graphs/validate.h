@@ -1,0 +1,20 @@
+// Validation of graphs with errors that name the op and field.
+#pragma once
+
+#include "placer/graphs/ir.h"
+
+namespace placer {
+
+// Sizes beyond these are "absurd" and rejected.
+inline constexpr int64_t kMaxOps = 10'000'000;
+inline constexpr int64_t kMaxRank = 16;
+inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;  // 1 TiB
+
+// Throws GraphError naming the op and field: bad or negative sizes, dims,
+// FLOPs or param bytes; args referring to missing inputs; backward/update ops
+// whose `forward` is missing; param ops whose param_bytes != output bytes;
+// shape mismatches the IR can check (elementwise same-shape ATen ops,
+// mm/addmm/bmm inner dims, cat dims, backward outputs vs forward inputs).
+void validate_graph(const Graph& graph);
+
+}  // namespace placer

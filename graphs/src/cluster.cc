@@ -1,0 +1,192 @@
+#include "placer/graphs/cluster.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "placer/graphs/error.h"
+
+namespace placer {
+
+const char* device_kind_name(DeviceKind kind) { return kind == DeviceKind::Cpu ? "cpu" : "cuda"; }
+
+bool Device::operator==(const Device& o) const {
+  return name == o.name && kind == o.kind && physical == o.physical && memory_bytes == o.memory_bytes &&
+         peak_flops == o.peak_flops && mem_bandwidth == o.mem_bandwidth && op_overhead_s == o.op_overhead_s &&
+         threads == o.threads;
+}
+
+bool Link::operator==(const Link& o) const {
+  return from == o.from && to == o.to && latency_s == o.latency_s && bandwidth_Bps == o.bandwidth_Bps;
+}
+
+bool Cluster::operator==(const Cluster& o) const {
+  return name == o.name && source == o.source && devices == o.devices && links == o.links &&
+         default_link == o.default_link;
+}
+
+std::optional<DeviceId> Cluster::find(std::string_view device_name) const {
+  for (size_t i = 0; i < devices.size(); ++i)
+    if (devices[i].name == device_name) return DeviceId(static_cast<int32_t>(i));
+  return std::nullopt;
+}
+
+const Link& Cluster::link(DeviceId from, DeviceId to) const {
+  const std::string& a = devices[from.value].name;
+  const std::string& b = devices[to.value].name;
+  for (const Link& l : links)
+    if (l.from == a && l.to == b) return l;
+  return default_link;
+}
+
+double Cluster::transfer_seconds(DeviceId from, DeviceId to, int64_t bytes) const {
+  if (from == to) return 0.0;
+  const Link& l = link(from, to);
+  return l.latency_s + static_cast<double>(bytes) / l.bandwidth_Bps;
+}
+
+namespace {
+
+int64_t host_memory_bytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES);
+  const long page = sysconf(_SC_PAGE_SIZE);
+  if (pages <= 0 || page <= 0) return int64_t{8} << 30;
+  return static_cast<int64_t>(pages) * page;
+}
+
+bool parse_index(std::string_view text, int64_t& out) {
+  if (text.empty() || text.size() > 6) return false;
+  out = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+    out = out * 10 + (c - '0');
+  }
+  return true;
+}
+
+Device cpu_device(int index, int count) {
+  Device d;
+  d.name = "cpu:" + std::to_string(index);
+  d.kind = DeviceKind::Cpu;
+  d.memory_bytes = host_memory_bytes() / std::max(count, 1);
+  d.peak_flops = 5e10;
+  d.mem_bandwidth = 1e10;
+  d.op_overhead_s = 5e-6;
+  const int cores = std::max(1u, std::thread::hardware_concurrency());
+  d.threads = std::max(1, cores / std::max(count, 1));
+  return d;
+}
+
+Device cuda_device(const std::string& name, const std::string& physical) {
+  Device d;
+  d.name = name;
+  d.kind = DeviceKind::Cuda;
+  d.physical = physical == name ? "" : physical;
+  d.memory_bytes = int64_t{80} << 30;
+  d.peak_flops = 5e13;
+  d.mem_bandwidth = 2e12;
+  d.op_overhead_s = 5e-6;
+  return d;
+}
+
+}  // namespace
+
+Cluster parse_device_list(std::string_view spec) {
+  Cluster cluster;
+  cluster.name = std::string(spec);
+  cluster.source = "device list '" + std::string(spec) + "': defaults until a profile calibrates it";
+  cluster.default_link.latency_s = 10e-6;
+  cluster.default_link.bandwidth_Bps = 5e9;
+  if (spec.empty()) throw InputError("devices: empty device list (try cpu:2 or cpu,cuda:0)");
+
+  // "cpu:N" alone: this machine split into N CPU devices.
+  int64_t n = 0;
+  if (spec.rfind("cpu:", 0) == 0 && parse_index(spec.substr(4), n)) {
+    if (n < 1 || n > 256) throw InputError("devices: cpu:N needs 1 <= N <= 256, got '" + std::string(spec) + "'");
+    for (int i = 0; i < n; ++i) cluster.devices.push_back(cpu_device(i, static_cast<int>(n)));
+    return cluster;
+  }
+  // "vcuda:N": N virtual devices on physical cuda:0.
+  if (spec.rfind("vcuda:", 0) == 0 && parse_index(spec.substr(6), n)) {
+    if (n < 1 || n > 64) throw InputError("devices: vcuda:N needs 1 <= N <= 64");
+    for (int i = 0; i < n; ++i) {
+      Device d = cuda_device("cuda:" + std::to_string(i), "cuda:0");
+      d.memory_bytes /= n;
+      cluster.devices.push_back(d);
+    }
+    return cluster;
+  }
+
+  std::vector<std::string> terms;
+  size_t start = 0;
+  while (start <= spec.size()) {
+    size_t comma = spec.find(',', start);
+    if (comma == std::string_view::npos) comma = spec.size();
+    terms.emplace_back(spec.substr(start, comma - start));
+    start = comma + 1;
+  }
+  int cpus = 0;
+  for (const auto& t : terms)
+    if (t == "cpu" || t.rfind("cpu:", 0) == 0) ++cpus;
+  int next_cpu = 0;
+  for (const std::string& t : terms) {
+    if (t == "cpu") {
+      cluster.devices.push_back(cpu_device(next_cpu++, cpus));
+    } else if (t.rfind("cpu:", 0) == 0 && parse_index(t.substr(4), n)) {
+      Device d = cpu_device(static_cast<int>(n), cpus);
+      next_cpu = static_cast<int>(n) + 1;
+      cluster.devices.push_back(d);
+    } else if (t == "cuda") {
+      cluster.devices.push_back(cuda_device("cuda:0", "cuda:0"));
+    } else if (t.rfind("cuda:", 0) == 0 && parse_index(t.substr(5), n)) {
+      cluster.devices.push_back(cuda_device(t, t));
+    } else {
+      throw InputError("devices: bad device '" + t + "' in '" + std::string(spec) +
+                       "' (expected cpu, cpu:K, cuda:K, or the whole list cpu:N / vcuda:N)");
+    }
+  }
+  validate_cluster(cluster);
+  return cluster;
+}
+
+void validate_cluster(const Cluster& cluster) {
+  if (cluster.devices.empty()) throw InputError("cluster '" + cluster.name + "': devices: no devices");
+  if (cluster.devices.size() > 4096) throw InputError("cluster '" + cluster.name + "': devices: more than 4096");
+  std::set<std::string> names;
+  for (size_t i = 0; i < cluster.devices.size(); ++i) {
+    const Device& d = cluster.devices[i];
+    const std::string where = "cluster '" + cluster.name + "': devices[" + std::to_string(i) + "] '" + d.name + "': ";
+    const std::string prefix = d.kind == DeviceKind::Cpu ? "cpu:" : "cuda:";
+    int64_t idx = 0;
+    if (d.name.rfind(prefix, 0) != 0 || !parse_index(std::string_view(d.name).substr(prefix.size()), idx))
+      throw InputError(where + "name: expected '" + prefix + "K' for a " + device_kind_name(d.kind) + " device");
+    if (!names.insert(d.name).second) throw InputError(where + "name: duplicate device name");
+    if (d.memory_bytes <= 0) throw InputError(where + "memory_bytes: must be positive");
+    if (!(d.peak_flops > 0) || !std::isfinite(d.peak_flops)) throw InputError(where + "peak_flops: must be positive");
+    if (!(d.mem_bandwidth > 0) || !std::isfinite(d.mem_bandwidth))
+      throw InputError(where + "mem_bandwidth: must be positive");
+    if (!(d.op_overhead_s >= 0) || !std::isfinite(d.op_overhead_s))
+      throw InputError(where + "op_overhead_s: must be >= 0");
+    if (d.threads < 0) throw InputError(where + "threads: must be >= 0");
+  }
+  auto check_link = [&](const Link& l, const std::string& where) {
+    if (!(l.latency_s >= 0) || !std::isfinite(l.latency_s)) throw InputError(where + "latency_s: must be >= 0");
+    if (!(l.bandwidth_Bps > 0) || !std::isfinite(l.bandwidth_Bps))
+      throw InputError(where + "bandwidth_Bps: must be positive");
+  };
+  check_link(cluster.default_link, "cluster '" + cluster.name + "': default_link: ");
+  for (size_t i = 0; i < cluster.links.size(); ++i) {
+    const Link& l = cluster.links[i];
+    const std::string where = "cluster '" + cluster.name + "': links[" + std::to_string(i) + "]: ";
+    if (!names.count(l.from)) throw InputError(where + "from: unknown device '" + l.from + "'");
+    if (!names.count(l.to)) throw InputError(where + "to: unknown device '" + l.to + "'");
+    if (l.from == l.to) throw InputError(where + "a link from a device to itself");
+    check_link(l, where);
+  }
+}
+
+}  // namespace placer
