@@ -1,0 +1,41 @@
+// The registry of algorithmic placers, chosen by name.
+#include <functional>
+#include <utility>
+
+#include "placer/graphs/error.h"
+#include "placers_common.h"
+
+namespace placer {
+namespace {
+
+using Factory = std::unique_ptr<Placer> (*)();
+
+const std::vector<std::pair<std::string, Factory>>& factories() {
+  static const std::vector<std::pair<std::string, Factory>> list = {
+      {"single", placers::make_single},   {"round_robin", placers::make_round_robin},
+      {"random", placers::make_random},   {"expert", placers::make_expert},
+      {"mincut", placers::make_mincut},   {"m_topo", placers::make_m_topo},
+      {"m_etf", placers::make_m_etf},     {"m_sct", placers::make_m_sct},
+      {"heft", placers::make_heft},       {"dp", placers::make_dp},
+      {"ilp", placers::make_ilp},         {"local_search", placers::make_local_search},
+  };
+  return list;
+}
+
+}  // namespace
+
+std::vector<std::string> placer_names() {
+  std::vector<std::string> names;
+  for (const auto& [name, factory] : factories()) names.push_back(name);
+  return names;
+}
+
+std::unique_ptr<Placer> make_placer(const std::string& name) {
+  for (const auto& [n, factory] : factories())
+    if (n == name) return factory();
+  std::string known;
+  for (const auto& [n, factory] : factories()) known += (known.empty() ? "" : ", ") + n;
+  throw InputError("unknown placement method '" + name + "' (known: " + known + ")");
+}
+
+}  // namespace placer
