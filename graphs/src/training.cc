@@ -1,0 +1,131 @@
+// make_training_graph: forward graph -> full training step (see ir.h for the
+// exact meaning of placer::backward and placer::sgd).
+//
+// A tensor "requires grad" when it is a param's output, or a float output of
+// an op with a requires-grad input. Walking the forward ops in reverse
+// topological order, an op gets a backward op when it has a requires-grad
+// input and receives a gradient: it is the loss, or one of its requires-grad
+// outputs is an input of a consumer that got a backward op. Its backward op
+// emits one gradient per requires-grad input. Every param that receives a
+// gradient gets an sgd op after all backward ops.
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "placer/graphs/builders.h"
+#include "placer/graphs/error.h"
+
+namespace placer {
+
+namespace {
+
+bool is_scalar_float(const TensorSpec& spec) { return is_floating(spec.dtype) && spec.numel() == 1; }
+
+OpId find_loss(const Graph& g) {
+  for (int32_t k = static_cast<int32_t>(g.size()) - 1; k >= 0; --k) {
+    const Op& op = g.op(OpId(k));
+    if (!g.consumers(OpId(k)).empty()) continue;
+    if (op.outputs.size() == 1 && is_scalar_float(op.outputs[0]) && op.type != op_types::kInput &&
+        op.type != op_types::kParam) {
+      return OpId(k);
+    }
+  }
+  throw GraphError("graph '" + g.name + "': no loss (a forward sink with one scalar float output); cannot make a training graph");
+}
+
+// A gradient flowing into a forward op's output, produced by a backward op.
+struct GradIn {
+  TensorRef grad;        // output of a backward op
+  int32_t forward_output; // which output of the receiving forward op it is for
+};
+
+}  // namespace
+
+Graph make_training_graph(const Graph& forward, double learning_rate,
+                          const std::function<bool(const Op&)>& is_differentiable) {
+  if (forward.is_training()) {
+    throw GraphError("graph '" + forward.name + "' already has backward or update ops");
+  }
+  const int32_t n = static_cast<int32_t>(forward.size());
+  OpId loss = find_loss(forward);
+
+  // requires_grad[op][output]
+  std::vector<std::vector<char>> requires_grad(n);
+  for (int32_t k = 0; k < n; ++k) {
+    const Op& op = forward.op(OpId(k));
+    requires_grad[k].assign(op.outputs.size(), 0);
+    if (op.type == op_types::kParam) {
+      for (size_t j = 0; j < op.outputs.size(); ++j) requires_grad[k][j] = is_floating(op.outputs[j].dtype);
+      continue;
+    }
+    if (op.type == op_types::kInput) continue;
+    bool any = false;
+    for (const TensorRef& in : op.inputs) any = any || requires_grad[in.op.value][in.output];
+    if (!any) continue;
+    for (size_t j = 0; j < op.outputs.size(); ++j) requires_grad[k][j] = is_floating(op.outputs[j].dtype);
+  }
+
+  Graph g = forward;
+  std::vector<std::vector<GradIn>> grads_in(n);  // gradients arriving at each forward op
+  for (int32_t k = n - 1; k >= 0; --k) {
+    const OpId id(k);
+    const Op& op = forward.op(id);
+    if (op.type == op_types::kInput || op.type == op_types::kParam) continue;
+    if (id != loss && grads_in[k].empty()) continue;
+    std::vector<int64_t> grad_for;  // forward input indices that get a gradient
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      if (requires_grad[op.inputs[i].op.value][op.inputs[i].output]) grad_for.push_back(static_cast<int64_t>(i));
+    }
+    if (grad_for.empty()) continue;
+    if (is_differentiable && !is_differentiable(op)) {
+      throw GraphError("op '" + op.name + "' (" + op.type + ") is on the path to the loss but cannot be differentiated");
+    }
+    Op back;
+    back.name = op.name + "/grad";
+    back.type = op_types::kBackward;
+    back.inputs.push_back(TensorRef{id, 0});
+    std::vector<int64_t> grad_outputs;
+    for (const GradIn& gi : grads_in[k]) {
+      back.inputs.push_back(gi.grad);
+      grad_outputs.push_back(gi.forward_output);
+    }
+    for (int64_t i : grad_for) back.outputs.push_back(forward.op(op.inputs[i].op).outputs[op.inputs[i].output]);
+    back.args = {Arg::int_list(std::move(grad_outputs)), Arg::int_list(grad_for)};
+    back.flops = 2.0 * op.flops;
+    back.phase = Phase::Backward;
+    back.group = op.group;
+    back.layer = op.layer;
+    back.forward = id;
+    OpId bid = g.add_op(std::move(back));
+    for (size_t j = 0; j < grad_for.size(); ++j) {
+      const TensorRef& src = op.inputs[grad_for[j]];
+      grads_in[src.op.value].push_back(GradIn{TensorRef{bid, static_cast<int32_t>(j)}, src.output});
+    }
+  }
+
+  if (g.size() == forward.size()) {
+    throw GraphError("graph '" + forward.name + "': the loss '" + forward.op(loss).name +
+                     "' does not depend on any param; nothing to train");
+  }
+  for (int32_t k = 0; k < n; ++k) {
+    const Op& op = forward.op(OpId(k));
+    if (op.type != op_types::kParam || grads_in[k].empty()) continue;
+    Op update;
+    update.name = op.name + "/update";
+    update.type = op_types::kSgd;
+    update.inputs.push_back(TensorRef{OpId(k), 0});
+    for (const GradIn& gi : grads_in[k]) update.inputs.push_back(gi.grad);
+    update.args = {Arg::real(learning_rate)};
+    // Sum the gradients, then p -= lr * g.
+    const double numel = op.outputs.empty() ? 0.0 : static_cast<double>(op.outputs[0].numel());
+    update.flops = numel * (static_cast<double>(grads_in[k].size()) - 1.0) + 2.0 * numel;
+    update.phase = Phase::Update;
+    update.group = op.group;
+    update.layer = op.layer;
+    update.forward = OpId(k);
+    g.add_op(std::move(update));
+  }
+  return g;
+}
+
+}  // namespace placer
