@@ -171,8 +171,70 @@ Problem make_problem(const PlaceContext& context, double memory_fraction) {
   return p;
 }
 
-Problem make_group_problem(const Problem& op_problem, const Grouping& grouping, std::vector<int32_t>* unit_of_op) {
+namespace {
+
+// Merges the groups on each cycle of the quotient graph (Tarjan's strongly
+// connected components), so the quotient is a DAG whatever grouping came in.
+Grouping merge_cycles(const Problem& o, const Grouping& in) {
+  const int32_t G = in.size();
+  std::vector<std::vector<int32_t>> out(G);
+  for (int32_t v = 0; v < o.n; ++v)
+    for (const Edge& e : o.preds[v]) {
+      const int32_t a = in.group_of[e.op], b = in.group_of[v];
+      if (a != b) out[a].push_back(b);
+    }
+  std::vector<int32_t> index(G, -1), low(G, 0), comp(G, -1), stack;
+  std::vector<char> on_stack(G, 0);
+  int32_t counter = 0, comps = 0;
+  // Iterative Tarjan.
+  std::vector<std::pair<int32_t, size_t>> call;
+  for (int32_t root = 0; root < G; ++root) {
+    if (index[root] >= 0) continue;
+    call.push_back({root, 0});
+    while (!call.empty()) {
+      auto& [v, next] = call.back();
+      if (next == 0 && index[v] < 0) {
+        index[v] = low[v] = counter++;
+        stack.push_back(v);
+        on_stack[v] = 1;
+      }
+      if (next < out[v].size()) {
+        const int32_t w = out[v][next++];
+        if (index[w] < 0) call.push_back({w, 0});
+        else if (on_stack[w]) low[v] = std::min(low[v], index[w]);
+        continue;
+      }
+      if (low[v] == index[v]) {
+        int32_t w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = 0;
+          comp[w] = comps;
+        } while (w != v);
+        ++comps;
+      }
+      const int32_t done = v;
+      call.pop_back();
+      if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
+    }
+  }
+  if (comps == G) return in;
+  Grouping merged;
+  merged.group_of.resize(o.n);
+  merged.members.resize(comps);
+  for (int32_t v = 0; v < o.n; ++v) {
+    merged.group_of[v] = comp[in.group_of[v]];
+    merged.members[merged.group_of[v]].push_back(OpId(v));
+  }
+  return merged;
+}
+
+}  // namespace
+
+Problem make_group_problem(const Problem& op_problem, const Grouping& grouping_in, std::vector<int32_t>* unit_of_op) {
   const Problem& o = op_problem;
+  const Grouping grouping = merge_cycles(o, grouping_in);
   const int32_t G = grouping.size();
   // Group adjacency and a topological order (Kahn, smallest first member first).
   std::vector<std::unordered_map<int32_t, int64_t>> out(G);

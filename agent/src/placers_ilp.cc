@@ -1,0 +1,378 @@
+// Mixed-integer program for placement and scheduling (Tarnawski et al. 2020),
+// solved with CBC:
+//   x[g,d] in {0,1}   group g on device d (sum_d x = 1)
+//   s[i] >= 0         start of unit i;   p_i = sum_d t[i,d] x[g(i),d]
+//   z[e] in [0,1]     edge e crosses devices: z >= x[g(i),d] - x[g(j),d]
+//   s[j] >= s[i] + p_i + c_e z[e]                            precedence
+//   q[i,j] >= x[g(i),d] + x[g(j),d] - 1, y[i,j] in {0,1}     same device, order
+//   s[j] >= s[i] + p_i - M(1-y) - M(1-q);  s[i] >= s[j] + p_j - M y - M(1-q)
+//   sum_g mem[g] x[g,d] <= capacity[d]                       memory
+//   C >= s[i] + p_i;  C >= sum_i t[i,d] x[g(i),d]            makespan, load
+//   minimize C
+// Warm-started from the best list schedule; for identical devices, devices are
+// numbered in order of first use (symmetry breaking). Graphs above max_ops
+// are coarsened to max_groups groups first (and the note says so).
+#include <CbcModel.hpp>
+#include <CglClique.hpp>
+#include <CglFlowCover.hpp>
+#include <CglGomory.hpp>
+#include <CglMixedIntegerRounding2.hpp>
+#include <CglProbing.hpp>
+#include <CoinPackedMatrix.hpp>
+#include <OsiClpSolverInterface.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+
+#include "placer/env/environment.h"
+#include "placers_common.h"
+
+namespace placer::placers {
+
+// Exposed for tests and benchmarks through the placer's stats.
+struct IlpOutcome {
+  std::vector<int32_t> unit_device;
+  double incumbent = 0.0;
+  double bound = 0.0;
+  bool optimal = false;
+  double warm_makespan = 0.0;
+  std::string warm_method;
+  int64_t nodes = 0;
+  int32_t rows = 0, cols = 0;
+};
+
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+// Devices renumbered in order of first use by groups ranked by first unit.
+std::vector<int32_t> canonical_devices(const Problem& p, const std::vector<int32_t>& unit_device,
+                                       const std::vector<int32_t>& group_rank_order) {
+  std::vector<int32_t> relabel(p.k, -1);
+  int32_t next = 0;
+  for (int32_t g : group_rank_order) {
+    const int32_t d = unit_device[p.members[g][0]];
+    if (relabel[d] < 0) relabel[d] = next++;
+  }
+  for (int32_t d = 0; d < p.k; ++d)
+    if (relabel[d] < 0) relabel[d] = next++;
+  std::vector<int32_t> out(unit_device.size());
+  for (size_t u = 0; u < unit_device.size(); ++u) out[u] = relabel[unit_device[u]];
+  return out;
+}
+
+IlpOutcome solve_ilp(const Problem& p, double time_limit_s, bool symmetry_breaking) {
+  IlpOutcome out;
+  const int32_t n = p.n, k = p.k, G = p.groups();
+  std::vector<int32_t> group_order(G);
+  for (int32_t g = 0; g < G; ++g) group_order[g] = g;
+  std::sort(group_order.begin(), group_order.end(), [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
+
+  // Warm start: the best list schedule under the model's own timing.
+  struct Warm {
+    std::vector<int32_t> dev;
+    Schedule sched;
+    std::string method;
+  };
+  std::vector<Warm> warms;
+  auto add_warm = [&](std::vector<int32_t> dev, const std::string& method) {
+    if (symmetry_breaking) dev = canonical_devices(p, dev, group_order);
+    std::vector<int32_t> gd(G);
+    for (int32_t g = 0; g < G; ++g) gd[g] = dev[p.members[g][0]];
+    if (!fits_memory(p, gd)) return;
+    warms.push_back({dev, schedule_ready_order(p, dev), method});
+  };
+  try { add_warm(list_etf(p).unit_device, "m_etf"); } catch (const NoFeasiblePlacement&) {}
+  try { add_warm(list_heft(p).unit_device, "heft"); } catch (const NoFeasiblePlacement&) {}
+  try { add_warm(list_topo(p).unit_device, "m_topo"); } catch (const NoFeasiblePlacement&) {}
+  add_warm(std::vector<int32_t>(n, 0), "single");
+  if (warms.empty()) throw NoFeasiblePlacement("ilp: no list schedule fits device memory to start from");
+  const Warm& warm = *std::min_element(warms.begin(), warms.end(),
+                                       [](const Warm& a, const Warm& b) { return a.sched.makespan < b.sched.makespan; });
+  out.warm_makespan = warm.sched.makespan;
+  out.warm_method = warm.method;
+  const double M = warm.sched.makespan * (1.0 + 1e-9) + 1e-12;
+
+  // Reachability (units are topologically ordered).
+  const size_t words = (static_cast<size_t>(n) + 63) / 64;
+  std::vector<std::vector<uint64_t>> reach(n, std::vector<uint64_t>(words, 0));
+  for (int32_t u = n - 1; u >= 0; --u)
+    for (const Edge& e : p.succs[u]) {
+      reach[u][e.op >> 6] |= uint64_t{1} << (e.op & 63);
+      for (size_t w = 0; w < words; ++w) reach[u][w] |= reach[e.op][w];
+    }
+  auto reaches = [&](int32_t a, int32_t b) { return (reach[a][b >> 6] >> (b & 63)) & 1; };
+
+  // Columns.
+  std::vector<double> lb, ub, obj;
+  std::vector<char> integer;
+  auto col = [&](double l, double u, bool is_int) {
+    lb.push_back(l), ub.push_back(u), obj.push_back(0.0), integer.push_back(is_int);
+    return static_cast<int>(lb.size()) - 1;
+  };
+  std::vector<int> xcol(static_cast<size_t>(G) * k);
+  for (int32_t g = 0; g < G; ++g)
+    for (int32_t d = 0; d < k; ++d) xcol[g * k + d] = col(0.0, 1.0, true);
+  std::vector<int> scol(n);
+  for (int32_t i = 0; i < n; ++i) scol[i] = col(0.0, M, false);
+  // Lower bound on C: fastest-device critical path and average load.
+  double cp = 0.0, work = 0.0;
+  {
+    std::vector<double> tail(n, 0.0);
+    for (int32_t u = n - 1; u >= 0; --u) {
+      double best = kInf;
+      for (int32_t d = 0; d < k; ++d) best = std::min(best, p.c(u, d));
+      work += best;
+      double t = 0.0;
+      for (const Edge& e : p.succs[u]) t = std::max(t, tail[e.op]);
+      tail[u] = best + t;
+      cp = std::max(cp, tail[u]);
+    }
+  }
+  const int ccol = col(std::min(M, std::max(cp, work / k)), M, false);
+  obj[ccol] = 1.0;
+  struct EdgeVar {
+    int32_t from, to;
+    int col;  // -1: same group, never crosses
+    double comm;
+  };
+  std::vector<EdgeVar> edges;
+  for (int32_t j = 0; j < n; ++j)
+    for (const Edge& e : p.preds[j]) {
+      const bool same = p.group_of[e.op] == p.group_of[j];
+      const double comm = same ? 0.0 : p.mean_transfer(e.bytes);
+      edges.push_back({e.op, j, same || k == 1 ? -1 : col(0.0, 1.0, false), comm});
+    }
+  struct PairVar {
+    int32_t a, b;
+    int y, q;  // q = -1: same group, always on one device
+  };
+  std::vector<PairVar> pairs;
+  for (int32_t a = 0; a < n; ++a)
+    for (int32_t b = a + 1; b < n; ++b) {
+      if (reaches(a, b) || reaches(b, a)) continue;
+      bool zero = true;
+      for (int32_t d = 0; d < k && zero; ++d) zero = p.c(a, d) <= 0 && p.c(b, d) <= 0;
+      if (zero) continue;
+      const bool same = p.group_of[a] == p.group_of[b];
+      if (!same && k == 1) continue;
+      const int y = col(0.0, 1.0, true);
+      pairs.push_back({a, b, y, same ? -1 : col(0.0, 1.0, false)});
+    }
+
+  // Rows.
+  std::vector<int> ri, ci;
+  std::vector<double> vv, rlb, rub;
+  int row = 0;
+  auto put = [&](int c, double v) { ri.push_back(row), ci.push_back(c), vv.push_back(v); };
+  auto end_row = [&](double l, double u) { rlb.push_back(l), rub.push_back(u), ++row; };
+  const double inf = COIN_DBL_MAX;
+  // p_i as -sum_d t[i,d] x (coefficient sign s).
+  auto put_p = [&](int32_t i, double sign) {
+    for (int32_t d = 0; d < k; ++d)
+      if (p.c(i, d) != 0) put(xcol[p.group_of[i] * k + d], sign * p.c(i, d));
+  };
+  for (int32_t g = 0; g < G; ++g) {
+    for (int32_t d = 0; d < k; ++d) put(xcol[g * k + d], 1.0);
+    end_row(1.0, 1.0);
+  }
+  for (int32_t d = 0; d < k; ++d) {
+    for (int32_t g = 0; g < G; ++g)
+      if (p.group_mem[g] > 0) put(xcol[g * k + d], static_cast<double>(p.group_mem[g]));
+    end_row(-inf, static_cast<double>(p.capacity[d]));
+    // C - sum_i t[i,d] x >= 0
+    put(ccol, 1.0);
+    for (int32_t i = 0; i < n; ++i)
+      if (p.c(i, d) != 0) put(xcol[p.group_of[i] * k + d], -p.c(i, d));
+    end_row(0.0, inf);
+  }
+  for (const EdgeVar& e : edges) {
+    // s_j - s_i - p_i - c z >= 0
+    put(scol[e.to], 1.0);
+    put(scol[e.from], -1.0);
+    put_p(e.from, -1.0);
+    if (e.col >= 0 && e.comm > 0) put(e.col, -e.comm);
+    end_row(0.0, inf);
+    if (e.col >= 0)
+      for (int32_t d = 0; d < k; ++d) {  // z - x[gi,d] + x[gj,d] >= 0
+        put(e.col, 1.0);
+        put(xcol[p.group_of[e.from] * k + d], -1.0);
+        put(xcol[p.group_of[e.to] * k + d], 1.0);
+        end_row(0.0, inf);
+      }
+  }
+  for (int32_t i = 0; i < n; ++i) {
+    if (!p.succs[i].empty()) continue;
+    put(ccol, 1.0);  // C - s_i - p_i >= 0
+    put(scol[i], -1.0);
+    put_p(i, -1.0);
+    end_row(0.0, inf);
+  }
+  for (const PairVar& pv : pairs) {
+    if (pv.q >= 0)
+      for (int32_t d = 0; d < k; ++d) {  // q - x[ga,d] - x[gb,d] >= -1
+        put(pv.q, 1.0);
+        put(xcol[p.group_of[pv.a] * k + d], -1.0);
+        put(xcol[p.group_of[pv.b] * k + d], -1.0);
+        end_row(-1.0, inf);
+      }
+    // a before b: s_b - s_a - p_a - M y - M q >= -2M
+    put(scol[pv.b], 1.0);
+    put(scol[pv.a], -1.0);
+    put_p(pv.a, -1.0);
+    put(pv.y, -M);
+    if (pv.q >= 0) put(pv.q, -M);
+    end_row(pv.q >= 0 ? -2 * M : -M, inf);
+    // b before a: s_a - s_b - p_b + M y - M q >= -M
+    put(scol[pv.a], 1.0);
+    put(scol[pv.b], -1.0);
+    put_p(pv.b, -1.0);
+    put(pv.y, M);
+    if (pv.q >= 0) put(pv.q, -M);
+    end_row(pv.q >= 0 ? -M : 0.0, inf);
+  }
+  if (symmetry_breaking && k > 1) {
+    // Device d > 0 is used by group r only if device d-1 is used by an earlier group.
+    for (size_t r = 0; r < group_order.size(); ++r)
+      for (int32_t d = 1; d < k; ++d) {
+        const int32_t g = group_order[r];
+        if (static_cast<int32_t>(r) < d) {
+          ub[xcol[g * k + d]] = 0.0;
+          continue;
+        }
+        put(xcol[g * k + d], -1.0);
+        for (size_t r2 = 0; r2 < r; ++r2) put(xcol[group_order[r2] * k + d - 1], 1.0);
+        end_row(0.0, inf);
+      }
+  }
+  const int ncols = static_cast<int>(lb.size());
+  out.rows = row;
+  out.cols = ncols;
+  CoinPackedMatrix matrix(false, ri.data(), ci.data(), vv.data(), static_cast<CoinBigIndex>(vv.size()));
+  matrix.setDimensions(row, ncols);
+  OsiClpSolverInterface solver;
+  solver.messageHandler()->setLogLevel(0);
+  solver.loadProblem(matrix, lb.data(), ub.data(), obj.data(), rlb.data(), rub.data());
+  for (int c = 0; c < ncols; ++c)
+    if (integer[c]) solver.setInteger(c);
+
+  // The warm start as a full solution.
+  std::vector<double> sol(ncols, 0.0);
+  for (int32_t g = 0; g < G; ++g) sol[xcol[g * k + warm.dev[p.members[g][0]]]] = 1.0;
+  for (int32_t i = 0; i < n; ++i) sol[scol[i]] = warm.sched.start[i];
+  double load_max = 0.0;
+  for (int32_t d = 0; d < k; ++d) {
+    double l = 0.0;
+    for (int32_t i = 0; i < n; ++i)
+      if (warm.dev[i] == d) l += p.c(i, d);
+    load_max = std::max(load_max, l);
+  }
+  sol[ccol] = std::max({warm.sched.makespan, load_max, lb[ccol]});
+  for (const EdgeVar& e : edges)
+    if (e.col >= 0) sol[e.col] = warm.dev[e.from] != warm.dev[e.to] ? 1.0 : 0.0;
+  for (const PairVar& pv : pairs) {
+    const bool same_dev = warm.dev[pv.a] == warm.dev[pv.b];
+    if (pv.q >= 0) sol[pv.q] = same_dev ? 1.0 : 0.0;
+    sol[pv.y] = warm.sched.start[pv.a] <= warm.sched.start[pv.b] ? 1.0 : 0.0;
+  }
+
+  CbcModel model(solver);
+  model.setLogLevel(0);
+  model.messageHandler()->setLogLevel(0);
+  model.solver()->messageHandler()->setLogLevel(0);
+  model.setMaximumSeconds(std::max(0.1, time_limit_s));
+  model.setAllowableGap(1e-9);
+  model.setAllowableFractionGap(1e-6);
+  CglProbing probing;
+  probing.setUsingObjective(true);
+  probing.setMaxPass(1);
+  probing.setMaxProbe(50);
+  probing.setMaxLook(20);
+  CglGomory gomory;
+  gomory.setLimit(100);
+  CglMixedIntegerRounding2 mir;
+  CglFlowCover flow;
+  CglClique clique;
+  model.addCutGenerator(&probing, -1, "Probing");
+  model.addCutGenerator(&gomory, -1, "Gomory");
+  model.addCutGenerator(&mir, -1, "MIR2");
+  model.addCutGenerator(&flow, -1, "FlowCover");
+  model.addCutGenerator(&clique, -1, "Clique");
+  model.setBestSolution(sol.data(), ncols, sol[ccol], true);
+  model.branchAndBound();
+  out.nodes = model.getNodeCount();
+  const double* best = model.bestSolution();
+  out.optimal = model.isProvenOptimal();
+  out.bound = std::min(model.getBestPossibleObjValue(), best ? model.getObjValue() : kInf);
+  out.bound = std::max(out.bound, lb[ccol]);
+  out.unit_device.assign(n, 0);
+  if (best) {
+    out.incumbent = model.getObjValue();
+    for (int32_t g = 0; g < G; ++g) {
+      int32_t pick = 0;
+      for (int32_t d = 1; d < k; ++d)
+        if (best[xcol[g * k + d]] > best[xcol[g * k + pick]]) pick = d;
+      for (int32_t u : p.members[g]) out.unit_device[u] = pick;
+    }
+  } else {
+    out.incumbent = warm.sched.makespan;
+    out.unit_device = warm.dev;
+  }
+  if (out.optimal) out.bound = out.incumbent;
+  return out;
+}
+
+class IlpPlacer : public Placer {
+ public:
+  std::string name() const override { return "ilp"; }
+  PlaceResult place(const PlaceContext& ctx) override {
+    const auto started = Clock::now();
+    const Problem ops = make_problem(ctx, kMemoryFraction);
+    check_groups_fit(ops);
+    const int64_t max_ops = option_int(ctx, "max_ops", 40);
+    const int64_t max_groups = std::max<int64_t>(1, option_int(ctx, "max_groups", 24));
+    std::string coarse_note;
+    std::vector<int32_t> unit_of_op;
+    Problem coarse;
+    const Problem* p = &ops;
+    if (ops.n > max_ops) {
+      const Graph& graph = *ctx.graph;
+      const auto cost = [&](OpId op) { return ops.mean_cost(op.value); };
+      Grouping grouping = coarsen(graph, static_cast<int32_t>(max_groups), cost);
+      coarse = make_group_problem(ops, grouping, &unit_of_op);
+      p = &coarse;
+      coarse_note = "; coarsened " + std::to_string(ops.n) + " ops to " + std::to_string(coarse.n) +
+                    " groups (graph above max_ops=" + std::to_string(max_ops) + ")";
+    }
+    const bool symmetry = p->identical_devices && option_int(ctx, "symmetry_breaking", 1) != 0;
+    const IlpOutcome r = solve_ilp(*p, ctx.time_limit_s, symmetry);
+    std::vector<int32_t> op_device(ops.n);
+    for (int32_t v = 0; v < ops.n; ++v) op_device[v] = r.unit_device[p == &ops ? v : unit_of_op[v]];
+    const double gap = r.incumbent > 0 ? (r.incumbent - r.bound) / r.incumbent : 0.0;
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "ilp: incumbent %.6g s, bound %.6g s, gap %.2f%%%s; warm start %s %.6g s; %d rows, %d cols, %lld "
+                  "nodes%s",
+                  r.incumbent, r.bound, 100.0 * gap, r.optimal ? " (proven optimal)" : " (time limit)",
+                  r.warm_method.c_str(), r.warm_makespan, r.rows, r.cols, static_cast<long long>(r.nodes),
+                  symmetry ? "; symmetry breaking on identical devices" : "");
+    PlaceResult out = finish(ctx, op_device, name(), started, buf + coarse_note);
+    out.stats["incumbent_s"] = r.incumbent;
+    out.stats["bound_s"] = r.bound;
+    out.stats["gap"] = gap;
+    out.stats["optimal"] = r.optimal ? 1.0 : 0.0;
+    out.stats["warm_start_s"] = r.warm_makespan;
+    out.stats["nodes"] = static_cast<double>(r.nodes);
+    out.stats["units"] = p->n;
+    out.stats["coarsened"] = p == &ops ? 0.0 : 1.0;
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Placer> make_ilp() { return std::make_unique<IlpPlacer>(); }
+
+}  // namespace placer::placers
