@@ -1,0 +1,111 @@
+// Step results and timelines: status names and Chrome trace-event output.
+#include "placer/graphs/measurement.h"
+
+#include <cereal/archives/json.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+#include <map>
+#include <sstream>
+
+#include "placer/graphs/serialize.h"
+
+namespace placer {
+
+const char* step_status_name(StepStatus status) {
+  switch (status) {
+    case StepStatus::Ok: return "ok";
+    case StepStatus::Oom: return "oom";
+    case StepStatus::Timeout: return "timeout";
+    case StepStatus::Error: return "error";
+  }
+  return "error";
+}
+
+namespace {
+
+using cereal::make_nvp;
+
+// One trace event. Complete events ("X") carry ts/dur in microseconds;
+// metadata events ("M") name and order the lanes.
+struct TraceEvent {
+  std::string name;
+  std::string cat;
+  std::string ph;
+  double ts = 0.0;
+  double dur = 0.0;
+  int tid = 0;
+  std::string label;  // metadata: the lane name
+  int sort_index = -1;  // metadata: thread_sort_index
+
+  template <class A>
+  void save(A& ar) const {
+    ar(make_nvp("name", name), make_nvp("ph", ph), make_nvp("pid", 0), make_nvp("tid", tid));
+    if (ph == "X") {
+      ar(make_nvp("cat", cat), make_nvp("ts", ts), make_nvp("dur", dur));
+    } else if (sort_index >= 0) {
+      ar(make_nvp("args", Args{"sort_index", std::to_string(sort_index), true}));
+    } else {
+      ar(make_nvp("args", Args{"name", label, false}));
+    }
+  }
+
+  struct Args {
+    std::string key, value;
+    bool numeric;
+    template <class A>
+    void save(A& ar) const {
+      if (numeric)
+        ar(make_nvp(key, std::stoi(value)));
+      else
+        ar(make_nvp(key, value));
+    }
+  };
+};
+
+}  // namespace
+
+void write_chrome_trace(const std::vector<TimelineEvent>& events, const std::string& path) {
+  // Device lanes first, then transfer channels ("a->b"), each in order of first appearance.
+  std::vector<std::string> lanes;
+  std::map<std::string, int> tid_of;
+  for (int pass = 0; pass < 2; ++pass)
+    for (const TimelineEvent& e : events) {
+      const bool transfer = e.lane.find("->") != std::string::npos;
+      if (transfer != (pass == 1) || tid_of.count(e.lane)) continue;
+      tid_of[e.lane] = static_cast<int>(lanes.size());
+      lanes.push_back(e.lane);
+    }
+  std::vector<TraceEvent> trace;
+  trace.reserve(events.size() + 2 * lanes.size());
+  for (size_t k = 0; k < lanes.size(); ++k) {
+    TraceEvent name;
+    name.name = "thread_name";
+    name.ph = "M";
+    name.tid = static_cast<int>(k);
+    name.label = lanes[k];
+    trace.push_back(name);
+    TraceEvent order = name;
+    order.name = "thread_sort_index";
+    order.sort_index = static_cast<int>(k);
+    trace.push_back(order);
+  }
+  for (const TimelineEvent& e : events) {
+    TraceEvent t;
+    t.name = e.name;
+    t.cat = e.category;
+    t.ph = "X";
+    t.ts = e.start_s * 1e6;
+    t.dur = e.duration_s * 1e6;
+    t.tid = tid_of.at(e.lane);
+    trace.push_back(std::move(t));
+  }
+  std::ostringstream out;
+  {
+    cereal::JSONOutputArchive ar(out, cereal::JSONOutputArchive::Options::NoIndent());
+    ar(make_nvp("displayTimeUnit", std::string("ms")), make_nvp("traceEvents", trace));
+  }
+  out << '\n';
+  write_file_atomic(path, out.str());
+}
+
+}  // namespace placer

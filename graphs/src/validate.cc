@@ -1,0 +1,374 @@
+// validate_graph: every check a graph from outside must pass before anything
+// else reads it. Errors name the op and the field ("op 'fc1': outputs[0].shape[1]:
+// negative size -4"). Sizes are checked before they are multiplied, so no
+// overflow and no call into dtype tables with a value that is not a dtype.
+#include "placer/graphs/validate.h"
+
+#include <cmath>
+#include <string>
+#include <unordered_set>
+
+#include "placer/graphs/error.h"
+
+namespace placer {
+
+namespace {
+
+constexpr double kMaxFlops = 1e21;                  // a zettaFLOP for one op is absurd
+constexpr int64_t kMaxParamBytes = int64_t{1} << 50;  // 1 PiB (groups sum their members)
+constexpr size_t kMaxEdgesPerOp = 1 << 20;
+
+std::string shape_str(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "," : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+bool valid_dtype(DType t) { return static_cast<uint8_t>(t) <= static_cast<uint8_t>(DType::Bool); }
+
+class Validator {
+ public:
+  explicit Validator(const Graph& g) : g_(g) {}
+
+  void run() {
+    if (g_.size() > kMaxOps)
+      throw GraphError(detail::concat("graph '", g_.name, "': ", g_.size(), " ops, over the limit ", kMaxOps));
+    std::unordered_set<std::string> names;
+    names.reserve(g_.ops().size());
+    for (int32_t i = 0; i < g_.size(); ++i) {
+      id_ = i;
+      const Op& op = g_.op(OpId(i));
+      if (op.name.empty()) fail_at(detail::concat("ops[", i, "]"), "name", "empty name");
+      if (!names.insert(op.name).second) fail("name", "duplicate op name");
+      check_basics(op);
+    }
+    // Shape checks read other ops' outputs: only after every op passed the basics.
+    for (int32_t i = 0; i < g_.size(); ++i) {
+      id_ = i;
+      check_semantics(g_.op(OpId(i)));
+    }
+  }
+
+ private:
+  [[noreturn]] void fail_at(const std::string& who, const std::string& field, const std::string& message) const {
+    throw GraphError(who + ": " + field + ": " + message);
+  }
+  [[noreturn]] void fail(const std::string& field, const std::string& message) const {
+    fail_at("op '" + g_.op(OpId(id_)).name + "'", field, message);
+  }
+
+  const TensorSpec& spec(TensorRef t) const { return g_.op(t.op).outputs[t.output]; }
+
+  void check_basics(const Op& op) {
+    if (op.type.empty()) fail("type", "empty op type");
+    if (static_cast<uint8_t>(op.phase) > static_cast<uint8_t>(Phase::Update)) fail("phase", "not a phase");
+    if (op.inputs.size() > kMaxEdgesPerOp) fail("inputs", "absurd number of inputs");
+    if (op.outputs.size() > kMaxEdgesPerOp) fail("outputs", "absurd number of outputs");
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const TensorRef& t = op.inputs[k];
+      const std::string f = detail::concat("inputs[", k, "]");
+      if (!t.op.valid() || t.op.value >= id_)
+        fail(f, detail::concat("refers to op #", t.op.value, ", not an earlier op"));
+      const Op& producer = g_.op(t.op);
+      if (t.output < 0 || t.output >= static_cast<int32_t>(producer.outputs.size()))
+        fail(f, detail::concat("reads output ", t.output, " of '", producer.name, "', which has ",
+                               producer.outputs.size(), " output(s)"));
+    }
+    for (size_t k = 0; k < op.outputs.size(); ++k) check_tensor(op.outputs[k], detail::concat("outputs[", k, "]"));
+    if (op.param_bytes < 0) fail("param_bytes", detail::concat("negative size ", op.param_bytes));
+    if (op.param_bytes > kMaxParamBytes) fail("param_bytes", detail::concat("absurd size ", op.param_bytes));
+    if (!std::isfinite(op.flops) || op.flops < 0) fail("flops", detail::concat("must be finite and >= 0, got ", op.flops));
+    if (op.flops > kMaxFlops) fail("flops", detail::concat("absurd value ", op.flops));
+    for (size_t k = 0; k < op.args.size(); ++k) check_arg(op, op.args[k], detail::concat("args[", k, "]"));
+    if (op.forward.valid()) {
+      if (op.forward.value >= g_.size()) fail("forward", detail::concat("refers to missing op #", op.forward.value));
+      if (op.forward.value == id_) fail("forward", "refers to the op itself");
+    } else if (op.forward.value != -1) {
+      fail("forward", detail::concat("bad op id ", op.forward.value));
+    }
+    if (op.phase != Phase::Forward && !op.forward.valid())
+      fail("forward", std::string("a ") + phase_name(op.phase) + " op must name its forward op");
+  }
+
+  void check_tensor(const TensorSpec& t, const std::string& f) {
+    if (!valid_dtype(t.dtype)) fail(f + ".dtype", detail::concat("not a dtype (", static_cast<int>(t.dtype), ")"));
+    if (static_cast<int64_t>(t.shape.size()) > kMaxRank)
+      fail(f + ".shape", detail::concat("rank ", t.shape.size(), " is over the limit ", kMaxRank));
+    int64_t bytes = dtype_size(t.dtype);
+    for (size_t d = 0; d < t.shape.size(); ++d) {
+      const int64_t n = t.shape[d];
+      if (n < 0) fail(detail::concat(f, ".shape[", d, "]"), detail::concat("negative size ", n));
+      if (n > 0 && bytes > kMaxTensorBytes / n)
+        fail(f + ".shape", "absurd size " + shape_str(t.shape) + " (over " + std::to_string(kMaxTensorBytes) + " bytes)");
+      bytes *= n;
+    }
+    if (bytes > kMaxTensorBytes) fail(f + ".shape", "absurd size " + shape_str(t.shape));
+  }
+
+  void check_arg(const Op& op, const Arg& a, const std::string& f) {
+    const int64_t n_inputs = static_cast<int64_t>(op.inputs.size());
+    switch (a.kind) {
+      case Arg::Kind::Tensor:
+        if (a.i < 0 || a.i >= n_inputs)
+          fail(f, detail::concat("tensor argument refers to input ", a.i, ", the op has ", n_inputs, " input(s)"));
+        break;
+      case Arg::Kind::TensorList:
+        for (int64_t x : a.ints)
+          if (x < 0 || x >= n_inputs)
+            fail(f, detail::concat("tensor list refers to input ", x, ", the op has ", n_inputs, " input(s)"));
+        break;
+      case Arg::Kind::Bools:
+        for (int64_t x : a.ints)
+          if (x != 0 && x != 1) fail(f, detail::concat("bool list holds ", x));
+        break;
+      case Arg::Kind::ScalarType:
+        if (a.i < 0 || a.i > static_cast<int64_t>(DType::Bool)) fail(f, detail::concat("not a dtype (", a.i, ")"));
+        break;
+      case Arg::Kind::None:
+      case Arg::Kind::Int:
+      case Arg::Kind::Double:
+      case Arg::Kind::Bool:
+      case Arg::Kind::Ints:
+      case Arg::Kind::Doubles:
+      case Arg::Kind::String:
+      case Arg::Kind::Device: break;
+      default: fail(f, detail::concat("not an argument kind (", static_cast<int>(a.kind), ")"));
+    }
+  }
+
+  // Tensor operands in schema order: the Tensor args when the op has args,
+  // else its inputs in order.
+  std::vector<TensorRef> operands(const Op& op) const {
+    std::vector<TensorRef> out;
+    if (op.args.empty()) return op.inputs;
+    for (const Arg& a : op.args)
+      if (a.kind == Arg::Kind::Tensor) out.push_back(op.inputs[a.i]);
+    return out;
+  }
+
+  void expect_shape(const Op& op, const std::vector<int64_t>& want, const std::string& why) {
+    if (op.outputs.empty()) fail("outputs", "missing (expected " + shape_str(want) + ")");
+    if (op.outputs[0].shape != want)
+      fail("outputs[0].shape", shape_str(op.outputs[0].shape) + " does not match " + why + ": expected " + shape_str(want));
+  }
+
+  void expect_rank(const std::vector<int64_t>& shape, size_t rank, const std::string& what) {
+    if (shape.size() != rank)
+      fail("inputs", detail::concat(what, " must have rank ", rank, ", got ", shape_str(shape)));
+  }
+
+  void check_semantics(const Op& op) {
+    if (op.type == op_types::kParam) return check_param(op);
+    if (op.type == op_types::kInput) {
+      if (!op.inputs.empty()) fail("inputs", "an input op has no inputs");
+      return;
+    }
+    if (op.type == op_types::kBackward) return check_backward(op);
+    if (op.type == op_types::kSgd) return check_sgd(op);
+    if (op.type.rfind("aten::", 0) == 0) check_aten_shapes(op);
+  }
+
+  void check_param(const Op& op) {
+    if (!op.inputs.empty()) fail("inputs", "a param op has no inputs");
+    if (op.outputs.size() != 1) fail("outputs", "a param op has exactly one output");
+    const int64_t bytes = op.outputs[0].bytes();
+    if (op.param_bytes != bytes)
+      fail("param_bytes", detail::concat(op.param_bytes, " but the param tensor ", shape_str(op.outputs[0].shape), " ",
+                                         dtype_name(op.outputs[0].dtype), " has ", bytes, " bytes"));
+  }
+
+  void check_backward(const Op& op) {
+    if (op.phase != Phase::Backward) fail("phase", std::string("a backward op has phase backward, not ") + phase_name(op.phase));
+    const Op& fwd = g_.op(op.forward);
+    if (fwd.phase != Phase::Forward) fail("forward", "'" + fwd.name + "' is not a forward op");
+    if (op.inputs.empty() || op.inputs[0].op != op.forward || op.inputs[0].output != 0)
+      fail("inputs[0]", "must be output 0 of its forward op '" + fwd.name + "'");
+    if (op.args.size() < 2 || op.args[0].kind != Arg::Kind::Ints || op.args[1].kind != Arg::Kind::Ints)
+      fail("args", "a backward op has args [ints: forward output per gradient input, ints: forward input per output]");
+    const auto& grad_of = op.args[0].ints;
+    const auto& input_of = op.args[1].ints;
+    if (grad_of.size() + 1 != op.inputs.size())
+      fail("args[0]", detail::concat("has ", grad_of.size(), " entries for ", op.inputs.size() - 1, " gradient input(s)"));
+    if (input_of.size() != op.outputs.size())
+      fail("args[1]", detail::concat("has ", input_of.size(), " entries for ", op.outputs.size(), " output(s)"));
+    for (size_t m = 0; m < grad_of.size(); ++m) {
+      const int64_t k = grad_of[m];
+      if (k < 0 || k >= static_cast<int64_t>(fwd.outputs.size()))
+        fail(detail::concat("args[0][", m, "]"), detail::concat("forward op '", fwd.name, "' has no output ", k));
+      const TensorSpec& g = spec(op.inputs[m + 1]);
+      if (g.shape != fwd.outputs[k].shape)
+        fail(detail::concat("inputs[", m + 1, "]"),
+             detail::concat("gradient shape ", shape_str(g.shape), " does not match output ", k, " of '", fwd.name,
+                            "' ", shape_str(fwd.outputs[k].shape)));
+    }
+    for (size_t j = 0; j < input_of.size(); ++j) {
+      const int64_t k = input_of[j];
+      if (k < 0 || k >= static_cast<int64_t>(fwd.inputs.size()))
+        fail(detail::concat("args[1][", j, "]"), detail::concat("forward op '", fwd.name, "' has no input ", k));
+      const TensorSpec& x = spec(fwd.inputs[k]);
+      if (op.outputs[j] != x)
+        fail(detail::concat("outputs[", j, "]"),
+             detail::concat("gradient ", shape_str(op.outputs[j].shape), " ", dtype_name(op.outputs[j].dtype),
+                            " does not match input ", k, " of '", fwd.name, "' ", shape_str(x.shape), " ",
+                            dtype_name(x.dtype)));
+    }
+  }
+
+  void check_sgd(const Op& op) {
+    if (op.phase != Phase::Update) fail("phase", std::string("an sgd op has phase update, not ") + phase_name(op.phase));
+    const Op& param = g_.op(op.forward);
+    if (param.type != op_types::kParam) fail("forward", "'" + param.name + "' is not a param op");
+    if (op.inputs.empty() || op.inputs[0].op != op.forward || op.inputs[0].output != 0)
+      fail("inputs[0]", "must be the output of its param op '" + param.name + "'");
+    if (op.args.empty() || op.args[0].kind != Arg::Kind::Double) fail("args[0]", "must be the learning rate (double)");
+    for (size_t m = 1; m < op.inputs.size(); ++m) {
+      const TensorSpec& g = spec(op.inputs[m]);
+      if (g.shape != param.outputs[0].shape)
+        fail(detail::concat("inputs[", m, "]"), "gradient shape " + shape_str(g.shape) + " does not match param '" +
+                                                    param.name + "' " + shape_str(param.outputs[0].shape));
+    }
+  }
+
+  // Broadcast of two shapes (numpy rules); false if they do not broadcast.
+  static bool broadcast(const std::vector<int64_t>& a, const std::vector<int64_t>& b, std::vector<int64_t>& out) {
+    const size_t n = std::max(a.size(), b.size());
+    out.assign(n, 1);
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+      const int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+      if (x != y && x != 1 && y != 1) return false;
+      out[i] = x == 1 ? y : x;
+    }
+    return true;
+  }
+
+  void check_aten_shapes(const Op& op) {
+    const std::string& type = op.type;
+    const size_t dot = type.find('.');
+    const std::string base = type.substr(0, dot);
+    const std::string overload = dot == std::string::npos ? "" : type.substr(dot + 1);
+    const std::vector<TensorRef> xs = operands(op);
+    auto shape_of = [&](size_t k) -> const std::vector<int64_t>& { return spec(xs[k]).shape; };
+
+    static const std::unordered_set<std::string> kSameShape = {
+        "aten::relu",      "aten::relu_",       "aten::sigmoid",    "aten::tanh",       "aten::gelu",
+        "aten::dropout",   "aten::neg",         "aten::exp",        "aten::log",        "aten::sqrt",
+        "aten::rsqrt",     "aten::silu",        "aten::hardtanh",   "aten::relu6",      "aten::leaky_relu",
+        "aten::hardswish", "aten::hardsigmoid", "aten::softmax",    "aten::log_softmax", "aten::batch_norm",
+        "aten::layer_norm", "aten::clone",      "aten::contiguous"};
+    static const std::unordered_set<std::string> kBroadcast = {"aten::add", "aten::sub", "aten::mul", "aten::div"};
+
+    if (kSameShape.count(base) || (kBroadcast.count(base) && overload == "Scalar")) {
+      if (xs.empty()) fail("inputs", "missing tensor operand");
+      return expect_shape(op, shape_of(0), "its input " + shape_str(shape_of(0)));
+    }
+    if ((kBroadcast.count(base) && overload == "Tensor") || type == "aten::maximum" || type == "aten::minimum") {
+      if (xs.size() < 2) fail("inputs", "needs two tensor operands");
+      std::vector<int64_t> out;
+      if (!broadcast(shape_of(0), shape_of(1), out))
+        fail("inputs", "shapes " + shape_str(shape_of(0)) + " and " + shape_str(shape_of(1)) + " do not broadcast");
+      return expect_shape(op, out, "the broadcast of its inputs");
+    }
+    if (type == "aten::mm") {
+      if (xs.size() < 2) fail("inputs", "needs two matrices");
+      expect_rank(shape_of(0), 2, "self");
+      expect_rank(shape_of(1), 2, "mat2");
+      if (shape_of(0)[1] != shape_of(1)[0])
+        fail("inputs", "inner dimensions differ: " + shape_str(shape_of(0)) + " x " + shape_str(shape_of(1)));
+      return expect_shape(op, {shape_of(0)[0], shape_of(1)[1]}, "the matrix product");
+    }
+    if (type == "aten::addmm") {
+      if (xs.size() < 3) fail("inputs", "needs self, mat1 and mat2");
+      expect_rank(shape_of(1), 2, "mat1");
+      expect_rank(shape_of(2), 2, "mat2");
+      if (shape_of(1)[1] != shape_of(2)[0])
+        fail("inputs", "inner dimensions differ: " + shape_str(shape_of(1)) + " x " + shape_str(shape_of(2)));
+      const std::vector<int64_t> prod = {shape_of(1)[0], shape_of(2)[1]};
+      std::vector<int64_t> out;
+      if (!broadcast(shape_of(0), prod, out) || out != prod)
+        fail("inputs", "self " + shape_str(shape_of(0)) + " does not broadcast to " + shape_str(prod));
+      return expect_shape(op, prod, "the matrix product");
+    }
+    if (type == "aten::bmm") {
+      if (xs.size() < 2) fail("inputs", "needs two batches of matrices");
+      expect_rank(shape_of(0), 3, "self");
+      expect_rank(shape_of(1), 3, "mat2");
+      const auto &a = shape_of(0), &b = shape_of(1);
+      if (a[0] != b[0] || a[2] != b[1]) fail("inputs", "batch or inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
+      return expect_shape(op, {a[0], a[1], b[2]}, "the batched matrix product");
+    }
+    if (type == "aten::linear") {
+      if (xs.size() < 2) fail("inputs", "needs input and weight");
+      const auto &x = shape_of(0), &w = shape_of(1);
+      if (x.empty()) fail("inputs", "input must have rank >= 1");
+      expect_rank(w, 2, "weight");
+      if (x.back() != w[1]) fail("inputs", "input " + shape_str(x) + " does not match weight " + shape_str(w));
+      if (xs.size() >= 3 && shape_of(2) != std::vector<int64_t>{w[0]})
+        fail("inputs", "bias " + shape_str(shape_of(2)) + " does not match weight " + shape_str(w));
+      std::vector<int64_t> out = x;
+      out.back() = w[0];
+      return expect_shape(op, out, "input x weight^T");
+    }
+    if (type == "aten::cat") return check_cat(op);
+    if (type == "aten::conv2d") return check_conv2d(op, xs);
+  }
+
+  void check_cat(const Op& op) {
+    if (op.args.empty() || op.args[0].kind != Arg::Kind::TensorList) return;  // no schema args: nothing to check
+    const auto& list = op.args[0].ints;
+    if (list.empty()) fail("args[0]", "cat of no tensors");
+    int64_t dim = op.args.size() > 1 && op.args[1].kind == Arg::Kind::Int ? op.args[1].i : 0;
+    const std::vector<int64_t>& first = spec(op.inputs[list[0]]).shape;
+    const int64_t rank = static_cast<int64_t>(first.size());
+    if (dim < -rank || dim >= rank) fail("args[1]", detail::concat("dim ", dim, " out of range for rank ", rank));
+    if (dim < 0) dim += rank;
+    std::vector<int64_t> out = first;
+    out[dim] = 0;
+    for (int64_t k : list) {
+      const std::vector<int64_t>& s = spec(op.inputs[k]).shape;
+      bool ok = static_cast<int64_t>(s.size()) == rank;
+      for (int64_t d = 0; ok && d < rank; ++d) ok = d == dim || s[d] == first[d];
+      if (!ok)
+        fail("inputs", detail::concat("cat along dim ", dim, " of ", shape_str(first), " and ", shape_str(s),
+                                      ": other dimensions differ"));
+      out[dim] += s[dim];
+    }
+    expect_shape(op, out, "the concatenation");
+  }
+
+  // conv2d(input, weight, bias, stride, padding, dilation, groups)
+  void check_conv2d(const Op& op, const std::vector<TensorRef>& xs) {
+    const auto& a = op.args;
+    if (a.size() != 7 || a[3].kind != Arg::Kind::Ints || a[4].kind != Arg::Kind::Ints ||
+        a[5].kind != Arg::Kind::Ints || a[6].kind != Arg::Kind::Int || xs.size() < 2)
+      return;
+    const auto &x = spec(xs[0]).shape, &w = spec(xs[1]).shape;
+    expect_rank(x, 4, "conv2d input");
+    expect_rank(w, 4, "conv2d weight");
+    const int64_t groups = a[6].i;
+    if (groups < 1 || x[1] % groups != 0 || x[1] / groups != w[1])
+      fail("inputs", detail::concat("input ", shape_str(x), " does not match weight ", shape_str(w), " with groups ", groups));
+    auto pick = [](const std::vector<int64_t>& v, size_t k) { return v.size() == 1 ? v[0] : v.at(k); };
+    std::vector<int64_t> out = {x[0], w[0], 0, 0};
+    for (size_t k = 0; k < 2; ++k) {
+      if (a[3].ints.empty() || a[4].ints.empty() || a[5].ints.empty() || a[3].ints.size() > 2 ||
+          a[4].ints.size() > 2 || a[5].ints.size() > 2)
+        fail("args", "stride, padding and dilation need 1 or 2 values");
+      const int64_t stride = pick(a[3].ints, k), pad = pick(a[4].ints, k), dil = pick(a[5].ints, k);
+      if (stride < 1 || dil < 1 || pad < 0) fail("args", "bad stride, padding or dilation");
+      const int64_t span = dil * (w[2 + k] - 1) + 1;
+      out[2 + k] = (x[2 + k] + 2 * pad - span) / stride + 1;
+      if (x[2 + k] + 2 * pad < span) fail("inputs", "kernel larger than the padded input " + shape_str(x));
+    }
+    expect_shape(op, out, "the convolution of " + shape_str(x) + " with " + shape_str(w));
+  }
+
+  const Graph& g_;
+  int32_t id_ = 0;
+};
+
+}  // namespace
+
+void validate_graph(const Graph& graph) { Validator(graph).run(); }
+
+}  // namespace placer
