@@ -11,6 +11,12 @@
 
 namespace placer {
 
+// "type(dtype[shape],...)" (+ "<-forward type" for backward ops): reuses a
+// profile's timings across graphs that share operator shapes.
+std::string op_signature(const Graph& graph, OpId op);
+// The roofline time of one op on one device (0 for placer::input/param).
+double roofline_seconds(const Graph& graph, OpId op, const Device& device);
+
 class CostModel {
  public:
   // max(flops / peak_flops, bytes touched / mem_bandwidth) + op_overhead_s per op.
@@ -30,6 +36,16 @@ class CostModel {
   // Overrides, e.g. for tests with hand-computed costs.
   void set_op_seconds(OpId op, DeviceId device, double seconds);
   void set_link(DeviceId from, DeviceId to, double alpha_s, double beta_Bps);
+
+  // Every op costs op_seconds on every device; links are free (alpha = 0,
+  // beta = 0 means no per-byte cost). A start for hand-made test costs.
+  static CostModel uniform(int64_t ops, int32_t devices, double op_seconds);
+  double link_alpha_s(DeviceId from, DeviceId to) const { return alpha_s_[static_cast<size_t>(from.value) * devices_ + to.value]; }
+  double link_beta_Bps(DeviceId from, DeviceId to) const { return beta_Bps_[static_cast<size_t>(from.value) * devices_ + to.value]; }
+  // Multiplies every op cost on a device (hybrid-mode recalibration).
+  void scale_device(DeviceId device, double factor);
+  // Multiplies a link's transfer times (alpha x factor, beta / factor).
+  void scale_link(DeviceId from, DeviceId to, double factor);
 
  private:
   int32_t devices_ = 0;

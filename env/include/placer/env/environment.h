@@ -69,6 +69,8 @@ class Environment {
     int64_t evaluations = 0;
     int64_t cache_hits = 0;
     int64_t measurements = 0;
+    int64_t calibrations = 0;   // hybrid: times the simulator was refit to measurements
+    double step_scale = 1.0;    // hybrid: the current measured / simulated step factor
   };
   Stats stats() const;
 

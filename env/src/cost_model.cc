@@ -1,0 +1,211 @@
+// Per-op and per-link costs: roofline from the cluster's constants, or the
+// measured times of a Profile.
+#include "placer/env/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <unordered_map>
+
+#include "placer/graphs/error.h"
+
+namespace placer {
+namespace {
+
+bool is_free_op(const Op& op) { return op.type == op_types::kParam || op.type == op_types::kInput; }
+
+// Bytes an op reads and writes: every input tensor once plus every output.
+double bytes_touched(const Graph& graph, const Op& op) {
+  double bytes = 0.0;
+  for (const TensorRef& in : op.inputs) {
+    const Op& producer = graph.op(in.op);
+    if (in.output >= 0 && in.output < static_cast<int32_t>(producer.outputs.size()))
+      bytes += static_cast<double>(producer.outputs[in.output].bytes());
+  }
+  for (const TensorSpec& out : op.outputs) bytes += static_cast<double>(out.bytes());
+  return bytes;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+std::string op_signature(const Graph& graph, OpId id) {
+  const Op& op = graph.op(id);
+  std::ostringstream out;
+  out << op.type << '(';
+  for (size_t i = 0; i < op.inputs.size(); ++i) {
+    if (i) out << ',';
+    const Op& producer = graph.op(op.inputs[i].op);
+    const int32_t k = op.inputs[i].output;
+    if (k < 0 || k >= static_cast<int32_t>(producer.outputs.size())) {
+      out << '?';
+      continue;
+    }
+    const TensorSpec& spec = producer.outputs[k];
+    out << dtype_name(spec.dtype) << '[';
+    for (size_t d = 0; d < spec.shape.size(); ++d) out << (d ? "," : "") << spec.shape[d];
+    out << ']';
+  }
+  out << ')';
+  // Backward ops of different forward types share a type; the forward type tells them apart.
+  if (op.type == op_types::kBackward && op.forward.valid() && op.forward.value < graph.size())
+    out << "<-" << graph.op(op.forward).type;
+  return out.str();
+}
+
+double roofline_seconds(const Graph& graph, OpId id, const Device& device) {
+  const Op& op = graph.op(id);
+  if (is_free_op(op)) return 0.0;
+  const double compute = device.peak_flops > 0 ? op.flops / device.peak_flops : 0.0;
+  const double memory = device.mem_bandwidth > 0 ? bytes_touched(graph, op) / device.mem_bandwidth : 0.0;
+  return std::max(compute, memory) + device.op_overhead_s;
+}
+
+CostModel CostModel::roofline(const Graph& graph, const Cluster& cluster) {
+  CostModel model;
+  const int32_t d = cluster.size();
+  model.devices_ = d;
+  model.op_s_.assign(static_cast<size_t>(graph.size()) * d, 0.0);
+  for (int64_t o = 0; o < graph.size(); ++o)
+    for (int32_t k = 0; k < d; ++k)
+      model.op_s_[o * d + k] = roofline_seconds(graph, OpId(static_cast<int32_t>(o)), cluster.devices[k]);
+  model.alpha_s_.assign(static_cast<size_t>(d) * d, 0.0);
+  model.beta_Bps_.assign(static_cast<size_t>(d) * d, 0.0);
+  for (int32_t a = 0; a < d; ++a)
+    for (int32_t b = 0; b < d; ++b) {
+      if (a == b) continue;
+      const Link& link = cluster.link(DeviceId(a), DeviceId(b));
+      model.alpha_s_[a * d + b] = link.latency_s;
+      model.beta_Bps_[a * d + b] = link.bandwidth_Bps;
+    }
+  return model;
+}
+
+CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile) {
+  CostModel model = roofline(graph, cluster);
+  const int32_t d = cluster.size();
+
+  // name -> device name -> samples; signature -> device kind -> samples.
+  std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>> by_name_device;
+  std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>> by_name_kind;
+  std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>> by_sig_kind;
+  for (const OpTiming& t : profile.ops) {
+    if (!(t.seconds >= 0.0) || !std::isfinite(t.seconds))
+      throw InputError("profile: op '" + t.op + "' has a bad time (seconds must be finite and >= 0)");
+    std::string kind = t.device_kind;
+    if (kind.empty()) kind = t.device.substr(0, t.device.find(':'));
+    if (!t.op.empty()) {
+      by_name_device[t.op][t.device].push_back(t.seconds);
+      by_name_kind[t.op][kind].push_back(t.seconds);
+    }
+    if (!t.signature.empty()) by_sig_kind[t.signature][kind].push_back(t.seconds);
+  }
+  const bool same_graph = profile.graph.empty() || profile.graph == graph.name;
+  const double overhead = std::max(0.0, profile.per_op_overhead_s);
+
+  int64_t hits = 0, counted = 0;
+  std::vector<std::string> signatures(graph.size());
+  for (int64_t o = 0; o < graph.size(); ++o) {
+    const OpId id(static_cast<int32_t>(o));
+    const Op& op = graph.op(id);
+    bool any = false;
+    for (int32_t k = 0; k < d; ++k) {
+      const Device& dev = cluster.devices[k];
+      const std::string kind = device_kind_name(dev.kind);
+      const std::vector<double>* samples = nullptr;
+      if (same_graph) {
+        auto n = by_name_device.find(op.name);
+        if (n != by_name_device.end()) {
+          auto e = n->second.find(dev.name);
+          if (e != n->second.end()) samples = &e->second;
+        }
+        if (!samples) {
+          auto m = by_name_kind.find(op.name);
+          if (m != by_name_kind.end()) {
+            auto e = m->second.find(kind);
+            if (e != m->second.end()) samples = &e->second;
+          }
+        }
+      }
+      if (!samples && !by_sig_kind.empty()) {
+        if (signatures[o].empty()) signatures[o] = op_signature(graph, id);
+        auto s = by_sig_kind.find(signatures[o]);
+        if (s != by_sig_kind.end()) {
+          auto e = s->second.find(kind);
+          if (e != s->second.end()) samples = &e->second;
+        }
+      }
+      if (samples) {
+        model.op_s_[o * d + k] = median(*samples) + overhead;
+        any = true;
+      } else if (overhead > 0.0 && !is_free_op(op)) {
+        // Roofline already holds the device's own op_overhead_s; the measured
+        // executor overhead replaces it for a calibrated device kind.
+        model.op_s_[o * d + k] = std::max(0.0, model.op_s_[o * d + k] - dev.op_overhead_s) + overhead;
+      }
+    }
+    if (!is_free_op(op)) {
+      ++counted;
+      hits += any ? 1 : 0;
+    }
+  }
+  model.calibrated_fraction_ = counted ? static_cast<double>(hits) / static_cast<double>(counted) : 0.0;
+
+  for (const LinkFit& fit : profile.links) {
+    auto from = cluster.find(fit.from);
+    auto to = cluster.find(fit.to);
+    if (!from || !to || *from == *to) continue;  // a link of another machine
+    if (!(fit.alpha_s >= 0.0) || !(fit.beta_Bps > 0.0) || !std::isfinite(fit.alpha_s) || !std::isfinite(fit.beta_Bps))
+      throw InputError("profile: link " + fit.from + "->" + fit.to + " has a bad fit (alpha_s >= 0, beta_Bps > 0)");
+    model.set_link(*from, *to, fit.alpha_s, fit.beta_Bps);
+  }
+  return model;
+}
+
+double CostModel::transfer_seconds(DeviceId from, DeviceId to, int64_t bytes) const {
+  if (from == to) return 0.0;
+  const size_t i = static_cast<size_t>(from.value) * devices_ + to.value;
+  return alpha_s_[i] + (beta_Bps_[i] > 0 ? static_cast<double>(bytes) / beta_Bps_[i] : 0.0);
+}
+
+void CostModel::set_op_seconds(OpId op, DeviceId device, double seconds) {
+  PLACER_CHECK(op.value >= 0 && op.value < ops() && device.value >= 0 && device.value < devices_, "op ", op.value,
+               " device ", device.value);
+  op_s_[static_cast<size_t>(op.value) * devices_ + device.value] = seconds;
+}
+
+void CostModel::set_link(DeviceId from, DeviceId to, double alpha_s, double beta_Bps) {
+  PLACER_CHECK(from.value >= 0 && from.value < devices_ && to.value >= 0 && to.value < devices_, "link ", from.value,
+               "->", to.value);
+  alpha_s_[static_cast<size_t>(from.value) * devices_ + to.value] = alpha_s;
+  beta_Bps_[static_cast<size_t>(from.value) * devices_ + to.value] = beta_Bps;
+}
+
+CostModel CostModel::uniform(int64_t ops, int32_t devices, double op_seconds) {
+  CostModel model;
+  model.devices_ = devices;
+  model.op_s_.assign(static_cast<size_t>(ops) * devices, op_seconds);
+  model.alpha_s_.assign(static_cast<size_t>(devices) * devices, 0.0);
+  model.beta_Bps_.assign(static_cast<size_t>(devices) * devices, 0.0);
+  return model;
+}
+
+void CostModel::scale_device(DeviceId device, double factor) {
+  PLACER_CHECK(device.value >= 0 && device.value < devices_ && factor > 0, "device ", device.value, " factor ", factor);
+  for (size_t i = device.value; i < op_s_.size(); i += devices_) op_s_[i] *= factor;
+}
+
+void CostModel::scale_link(DeviceId from, DeviceId to, double factor) {
+  PLACER_CHECK(factor > 0, "factor ", factor);
+  const size_t i = static_cast<size_t>(from.value) * devices_ + to.value;
+  alpha_s_[i] *= factor;
+  if (beta_Bps_[i] > 0) beta_Bps_[i] /= factor;
+}
+
+}  // namespace placer

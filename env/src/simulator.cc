@@ -1,0 +1,368 @@
+// Event-driven simulation of one training step.
+//
+// Devices run one op at a time; among the ops whose inputs are present on a
+// device the lowest op id runs first (the runtime executor's rule). A tensor
+// needed on another device is sent once per (tensor, destination device) on
+// the directed link's channel, FIFO, costing alpha + bytes / beta. Events at
+// the same instant are all applied before idle devices pick their next op, so
+// frees happen before allocations and the choice sees every op made ready.
+//
+// Memory: param outputs are resident for the whole step. Any other output is
+// allocated when its op starts and freed when its last local use ends (a
+// local consumer op, a backward op of its producer, or an outgoing transfer);
+// a transferred copy is allocated on arrival and freed after its last
+// consumer on the destination. placer::sgd updates in place (no allocation).
+#include "placer/env/simulator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <queue>
+#include <string>
+
+#include "placer/graphs/error.h"
+
+namespace placer {
+
+SimContext::SimContext(const Graph& g) : graph(&g) {
+  PLACER_CHECK(g.size() < (int64_t{1} << 30), "graph too large for the simulator: ", g.size());
+  ops = static_cast<int32_t>(g.size());
+  out_begin.resize(ops + 1);
+  int32_t t = 0;
+  for (int32_t o = 0; o < ops; ++o) {
+    out_begin[o] = t;
+    t += static_cast<int32_t>(g.op(OpId(o)).outputs.size());
+  }
+  out_begin[ops] = t;
+  tensors = t;
+  tensor_op.resize(tensors);
+  tensor_bytes.resize(tensors);
+  resident.assign(ops, 0);
+  no_alloc.assign(ops, 0);
+  for (int32_t o = 0; o < ops; ++o) {
+    const Op& op = g.op(OpId(o));
+    resident[o] = op.type == op_types::kParam;
+    no_alloc[o] = op.type == op_types::kSgd;
+    for (int32_t k = 0; k < static_cast<int32_t>(op.outputs.size()); ++k) {
+      tensor_op[out_begin[o] + k] = o;
+      tensor_bytes[out_begin[o] + k] = op.outputs[k].bytes();
+    }
+  }
+
+  // Unique inputs per op, and the consumer lists (ascending op id since ops
+  // are visited in id order).
+  in_begin.resize(ops + 1);
+  std::vector<int32_t> cons_count(tensors + 1, 0);
+  std::vector<int32_t> last_seen(tensors, -1);
+  for (int32_t o = 0; o < ops; ++o) {
+    in_begin[o] = static_cast<int32_t>(in_tensor.size());
+    for (const TensorRef& in : g.op(OpId(o)).inputs) {
+      const int32_t tid = out_begin[in.op.value] + in.output;
+      if (last_seen[tid] == o) continue;
+      last_seen[tid] = o;
+      in_tensor.push_back(tid);
+      ++cons_count[tid];
+    }
+  }
+  in_begin[ops] = static_cast<int32_t>(in_tensor.size());
+  cons_begin.assign(tensors + 1, 0);
+  for (int32_t i = 0; i < tensors; ++i) cons_begin[i + 1] = cons_begin[i] + cons_count[i];
+  cons_op.resize(in_tensor.size());
+  cons_slot.resize(in_tensor.size());
+  std::vector<int32_t> fill(cons_begin.begin(), cons_begin.end() - 1);
+  for (int32_t o = 0; o < ops; ++o)
+    for (int32_t s = in_begin[o]; s < in_begin[o + 1]; ++s) {
+      const int32_t pos = fill[in_tensor[s]]++;
+      cons_op[pos] = o;
+      cons_slot[pos] = s;
+    }
+
+  // A backward op keeps every output of its forward op alive (autograd's saved state).
+  extra_begin.resize(ops + 1);
+  for (int32_t o = 0; o < ops; ++o) {
+    extra_begin[o] = static_cast<int32_t>(extra_tensor.size());
+    const Op& op = g.op(OpId(o));
+    if (op.type != op_types::kBackward || !op.forward.valid() || op.forward.value >= o) continue;
+    const int32_t f = op.forward.value;
+    for (int32_t tid = out_begin[f]; tid < out_begin[f + 1]; ++tid) {
+      bool already = false;
+      for (int32_t s = in_begin[o]; s < in_begin[o + 1]; ++s) already |= in_tensor[s] == tid;
+      if (!already) extra_tensor.push_back(tid);
+    }
+  }
+  extra_begin[ops] = static_cast<int32_t>(extra_tensor.size());
+}
+
+double LowerBound::value() const { return std::max({critical_path_s, average_work_s, lp_s}); }
+
+namespace {
+
+struct Event {
+  double time;
+  int32_t id;  // < ops: op id finished; else transfer id - ops arrived (op finishes sort first: frees before allocations)
+  bool operator>(const Event& o) const { return time > o.time || (time == o.time && id > o.id); }
+};
+
+// Reused buffers: one set per thread, so batch simulation allocates nothing per call.
+struct Workspace {
+  std::vector<int32_t> dev;
+  std::vector<int32_t> pending;
+  std::vector<int32_t> local_uses;   // [tensors]
+  std::vector<int32_t> xfer_begin;   // [tensors + 1]
+  std::vector<int32_t> xfer_dst;
+  std::vector<int32_t> xfer_tensor;
+  std::vector<int32_t> xfer_remaining;
+  std::vector<int32_t> slot_xfer;    // [in_tensor.size()]: transfer feeding that input, -1 = local
+  std::vector<int32_t> dev_tag;      // [devices]: tensor id whose transfer to this device was made last
+  std::vector<int32_t> dev_xfer;     // [devices]
+  std::vector<double> chan_free;     // [devices * devices]
+  std::vector<double> busy;
+  std::vector<int64_t> cur_bytes;
+  std::vector<int64_t> peak_bytes;
+  std::vector<uint8_t> running;
+  std::vector<std::vector<int32_t>> ready;  // per-device min-heaps of op ids
+  std::vector<Event> events;
+};
+
+Workspace& workspace() {
+  thread_local Workspace ws;
+  return ws;
+}
+
+const char* phase_category(Phase phase) {
+  switch (phase) {
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::Update: return "update";
+  }
+  return "forward";
+}
+
+}  // namespace
+
+StepResult simulate(const SimContext& ctx, const Placement& placement, const Cluster& cluster, const CostModel& costs,
+                    const SimOptions& options, std::vector<TimelineEvent>* timeline) {
+  const Graph& graph = *ctx.graph;
+  const int32_t n = ctx.ops;
+  const int32_t D = cluster.size();
+  if (D <= 0) throw PlacementError("cluster '" + cluster.name + "' has no devices");
+  if (static_cast<int64_t>(placement.device_of.size()) != n)
+    throw PlacementError("placement has " + std::to_string(placement.device_of.size()) + " ops, graph '" + graph.name +
+                         "' has " + std::to_string(n));
+  if (costs.devices() != D || costs.ops() != n)
+    throw InputError("cost model is for " + std::to_string(costs.ops()) + " ops x " + std::to_string(costs.devices()) +
+                     " devices, not " + std::to_string(n) + " x " + std::to_string(D));
+
+  Workspace& ws = workspace();
+  ws.dev.resize(n);
+  for (int32_t o = 0; o < n; ++o) {
+    const int32_t d = placement.device_of[o].value;
+    if (d < 0 || d >= D)
+      throw PlacementError("op '" + graph.op(OpId(o)).name + "' is placed on device " + std::to_string(d) +
+                           ", the cluster has " + std::to_string(D));
+    ws.dev[o] = d;
+  }
+  const int32_t* dev = ws.dev.data();
+
+  // Transfers of this placement: one per (tensor, remote device with consumers).
+  const int32_t T = ctx.tensors;
+  ws.local_uses.assign(T, 0);
+  ws.xfer_begin.resize(T + 1);
+  ws.xfer_dst.clear();
+  ws.xfer_tensor.clear();
+  ws.xfer_remaining.clear();
+  ws.slot_xfer.resize(ctx.in_tensor.size());
+  ws.dev_tag.assign(D, -1);
+  ws.dev_xfer.assign(D, -1);
+  for (int32_t t = 0; t < T; ++t) {
+    ws.xfer_begin[t] = static_cast<int32_t>(ws.xfer_dst.size());
+    const int32_t dp = dev[ctx.tensor_op[t]];
+    int32_t uses = 0;
+    for (int32_t c = ctx.cons_begin[t]; c < ctx.cons_begin[t + 1]; ++c) {
+      const int32_t dc = dev[ctx.cons_op[c]];
+      if (dc == dp) {
+        ++uses;
+        ws.slot_xfer[ctx.cons_slot[c]] = -1;
+        continue;
+      }
+      if (ws.dev_tag[dc] != t) {
+        ws.dev_tag[dc] = t;
+        ws.dev_xfer[dc] = static_cast<int32_t>(ws.xfer_dst.size());
+        ws.xfer_dst.push_back(dc);
+        ws.xfer_tensor.push_back(t);
+        ws.xfer_remaining.push_back(0);
+        ++uses;  // the outgoing transfer reads the source copy
+      }
+      ++ws.xfer_remaining[ws.dev_xfer[dc]];
+      ws.slot_xfer[ctx.cons_slot[c]] = ws.dev_xfer[dc];
+    }
+    ws.local_uses[t] = uses;
+  }
+  ws.xfer_begin[T] = static_cast<int32_t>(ws.xfer_dst.size());
+  for (int32_t o = 0; o < n; ++o)
+    for (int32_t e = ctx.extra_begin[o]; e < ctx.extra_begin[o + 1]; ++e) {
+      const int32_t t = ctx.extra_tensor[e];
+      if (dev[ctx.tensor_op[t]] == dev[o]) ++ws.local_uses[t];
+    }
+
+  const bool mem = options.track_memory;
+  ws.cur_bytes.assign(D, 0);
+  ws.peak_bytes.assign(D, 0);
+  ws.busy.assign(D, 0.0);
+  ws.running.assign(D, 0);
+  ws.chan_free.assign(static_cast<size_t>(D) * D, 0.0);
+  ws.ready.resize(std::max<size_t>(ws.ready.size(), D));
+  for (int32_t d = 0; d < D; ++d) ws.ready[d].clear();
+  ws.events.clear();
+  ws.pending.resize(n);
+  int64_t* cur = ws.cur_bytes.data();
+  int64_t* peak = ws.peak_bytes.data();
+  auto alloc = [&](int32_t d, int64_t bytes) {
+    cur[d] += bytes;
+    if (cur[d] > peak[d]) peak[d] = cur[d];
+  };
+  auto push_ready = [&](int32_t o) {
+    auto& q = ws.ready[dev[o]];
+    q.push_back(o);
+    std::push_heap(q.begin(), q.end(), std::greater<int32_t>());
+  };
+  auto push_event = [&](double time, int32_t id) {
+    ws.events.push_back(Event{time, id});
+    std::push_heap(ws.events.begin(), ws.events.end(), std::greater<Event>());
+  };
+
+  for (int32_t o = 0; o < n; ++o) {
+    ws.pending[o] = ctx.in_begin[o + 1] - ctx.in_begin[o];
+    if (mem && ctx.resident[o])
+      for (int32_t t = ctx.out_begin[o]; t < ctx.out_begin[o + 1]; ++t) alloc(dev[o], ctx.tensor_bytes[t]);
+  }
+  for (int32_t o = 0; o < n; ++o)
+    if (ws.pending[o] == 0) push_ready(o);
+
+  // Frees the source copy of tensor t once its last local use is done.
+  auto release_local = [&](int32_t t) {
+    if (--ws.local_uses[t] == 0 && mem) {
+      const int32_t p = ctx.tensor_op[t];
+      if (!ctx.resident[p] && !ctx.no_alloc[p]) cur[dev[p]] -= ctx.tensor_bytes[t];
+    }
+  };
+
+  int64_t transfer_bytes = 0;
+  int32_t finished = 0;
+  double now = 0.0;
+  double makespan = 0.0;
+  for (;;) {
+    // Idle devices pick their lowest ready op.
+    for (int32_t d = 0; d < D; ++d) {
+      if (ws.running[d] || ws.ready[d].empty()) continue;
+      auto& q = ws.ready[d];
+      std::pop_heap(q.begin(), q.end(), std::greater<int32_t>());
+      const int32_t o = q.back();
+      q.pop_back();
+      const double cost = costs.op_seconds(OpId(o), DeviceId(d));
+      ws.running[d] = 1;
+      ws.busy[d] += cost;
+      if (mem && !ctx.resident[o] && !ctx.no_alloc[o])
+        for (int32_t t = ctx.out_begin[o]; t < ctx.out_begin[o + 1]; ++t) alloc(d, ctx.tensor_bytes[t]);
+      if (timeline) {
+        const Op& op = graph.op(OpId(o));
+        timeline->push_back(TimelineEvent{op.name, cluster.devices[d].name, now, cost, phase_category(op.phase)});
+      }
+      push_event(now + cost, o);
+    }
+    if (ws.events.empty()) break;
+    now = ws.events.front().time;
+    while (!ws.events.empty() && ws.events.front().time == now) {
+      std::pop_heap(ws.events.begin(), ws.events.end(), std::greater<Event>());
+      const int32_t id = ws.events.back().id;
+      ws.events.pop_back();
+      if (id < n) {
+        const int32_t o = id;
+        const int32_t d = dev[o];
+        ws.running[d] = 0;
+        ++finished;
+        makespan = std::max(makespan, now);
+        for (int32_t t = ctx.out_begin[o]; t < ctx.out_begin[o + 1]; ++t) {
+          for (int32_t c = ctx.cons_begin[t]; c < ctx.cons_begin[t + 1]; ++c) {
+            const int32_t co = ctx.cons_op[c];
+            if (dev[co] == d && --ws.pending[co] == 0) push_ready(co);
+          }
+          for (int32_t x = ws.xfer_begin[t]; x < ws.xfer_begin[t + 1]; ++x) {
+            const int32_t dst = ws.xfer_dst[x];
+            const int64_t bytes = ctx.tensor_bytes[t];
+            double& free_at = ws.chan_free[static_cast<size_t>(d) * D + dst];
+            const double start = std::max(now, free_at);
+            const double dur = costs.transfer_seconds(DeviceId(d), DeviceId(dst), bytes);
+            free_at = start + dur;
+            transfer_bytes += bytes;
+            if (timeline) {
+              const std::string lane = cluster.devices[d].name + "->" + cluster.devices[dst].name;
+              const Op& op = graph.op(OpId(o));
+              timeline->push_back(TimelineEvent{lane + " " + op.name + ":" + std::to_string(t - ctx.out_begin[o]), lane,
+                                                start, dur, "transfer"});
+            }
+            push_event(start + dur, n + x);
+          }
+          if (ws.local_uses[t] == 0 && mem && !ctx.resident[o] && !ctx.no_alloc[o]) cur[d] -= ctx.tensor_bytes[t];
+        }
+        for (int32_t s = ctx.in_begin[o]; s < ctx.in_begin[o + 1]; ++s) {
+          const int32_t x = ws.slot_xfer[s];
+          if (x < 0) {
+            release_local(ctx.in_tensor[s]);
+          } else if (--ws.xfer_remaining[x] == 0 && mem) {
+            cur[d] -= ctx.tensor_bytes[ctx.in_tensor[s]];
+          }
+        }
+        for (int32_t e = ctx.extra_begin[o]; e < ctx.extra_begin[o + 1]; ++e) {
+          const int32_t t = ctx.extra_tensor[e];
+          if (dev[ctx.tensor_op[t]] == d) release_local(t);
+        }
+      } else {
+        const int32_t x = id - n;
+        const int32_t dst = ws.xfer_dst[x];
+        const int32_t t = ws.xfer_tensor[x];
+        if (mem) alloc(dst, ctx.tensor_bytes[t]);
+        release_local(t);
+        for (int32_t c = ctx.cons_begin[t]; c < ctx.cons_begin[t + 1]; ++c) {
+          const int32_t co = ctx.cons_op[c];
+          if (dev[co] == dst && --ws.pending[co] == 0) push_ready(co);
+        }
+      }
+    }
+  }
+  PLACER_CHECK(finished == n, "simulation stalled: ", finished, " of ", n, " ops ran");
+
+  StepResult result;
+  result.step_s = makespan;
+  result.samples_s = {makespan};
+  result.transfer_bytes = transfer_bytes;
+  result.devices.resize(D);
+  double worst_ratio = 0.0;
+  for (int32_t d = 0; d < D; ++d) {
+    const Device& device = cluster.devices[d];
+    result.devices[d].device = device.name;
+    result.devices[d].busy_s = ws.busy[d];
+    result.devices[d].peak_bytes = mem ? peak[d] : 0;
+    if (mem && device.memory_bytes > 0 && peak[d] > device.memory_bytes) {
+      const double ratio = static_cast<double>(peak[d] - device.memory_bytes) / static_cast<double>(device.memory_bytes);
+      if (result.status != StepStatus::Oom || ratio > worst_ratio) {
+        worst_ratio = ratio;
+        result.status = StepStatus::Oom;
+        result.oom_device = device.name;
+        result.oom_needed_bytes = peak[d];
+        result.oom_capacity_bytes = device.memory_bytes;
+      }
+    }
+  }
+  if (result.status == StepStatus::Oom)
+    result.message = "out of memory on " + result.oom_device + ": peak " + std::to_string(result.oom_needed_bytes) +
+                     " bytes, capacity " + std::to_string(result.oom_capacity_bytes) + " bytes (simulated)";
+  return result;
+}
+
+StepResult simulate(const Graph& graph, const Placement& placement, const Cluster& cluster, const CostModel& costs,
+                    const SimOptions& options, std::vector<TimelineEvent>* timeline) {
+  const SimContext context(graph);
+  return simulate(context, placement, cluster, costs, options, timeline);
+}
+
+}  // namespace placer
