@@ -1,9 +1,268 @@
+// placer serve | query | keygen: the placement service and its command-line client.
 #include <CLI/CLI.hpp>
 
+#include <sys/stat.h>
+
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
 #include "commands.h"
+#include "placer/graphs/error.h"
+#include "placer/graphs/serialize.h"
+#include "placer/service/client.h"
+#include "placer/service/config.h"
+#include "placer/service/metrics.h"
+#include "placer/service/protocol.h"
+#include "placer/service/server.h"
+#include "placer/service/service.h"
 
 namespace placer::cli {
+namespace {
 
-void add_service_commands(CLI::App& app) {}
+using namespace placer::service;
+
+struct ServeArgs {
+  std::string config;
+  std::string endpoint;
+  int metrics_port = -2;  // -2 = as configured
+  int workers = 0;
+  std::string state_dir;
+};
+
+void run_serve(const ServeArgs& a) {
+  ServiceConfig config = load_service_config(a.config);
+  if (!a.endpoint.empty()) config.endpoint = a.endpoint;
+  if (a.metrics_port != -2) config.metrics_port = a.metrics_port;
+  if (a.workers > 0) config.workers = a.workers;
+  if (!a.state_dir.empty()) config.state_dir = a.state_dir;
+
+  // Signals go to the waiting main thread only; every thread started below inherits the mask.
+  block_shutdown_signals();
+  std::unique_ptr<MetricsExposer> exposer;
+  std::unique_ptr<ServiceMetrics> metrics;
+  if (config.metrics_port >= 0) {
+    exposer = std::make_unique<MetricsExposer>(config.metrics_address, config.metrics_port);
+    metrics = std::make_unique<ServiceMetrics>(*exposer->registry());
+  }
+  PlacementService service(config, metrics.get());
+  Server server(config, [&service](const Request& r, Clock::time_point deadline) { return service.handle(r, deadline); },
+                metrics.get());
+  service.queue_depth = [&server] { return server.queue_depth(); };
+  server.start();
+  std::printf("placer serve: listening on %s (%d workers, queue %d, %zu policies%s)\n", server.endpoint().c_str(),
+              config.workers, config.queue_capacity, config.policies.size(), config.curve.enabled ? ", CurveZMQ on" : "");
+  if (exposer) std::printf("placer serve: metrics on http://%s:%d/metrics\n", config.metrics_address.c_str(), exposer->port());
+  std::fflush(stdout);
+  int sig = wait_for_shutdown_signal();
+  std::printf("placer serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  std::fflush(stdout);
+  server.stop();
+  service.shutdown();
+  auto s = server.stats();
+  std::printf("placer serve: stopped after %lld requests (%lld busy, %lld clients gone)\n", static_cast<long long>(s.received),
+              static_cast<long long>(s.busy), static_cast<long long>(s.client_gone));
+}
+
+// A key given inline (40 Z85 characters) or as a file holding one.
+std::string key_arg(const std::string& value, const std::string& flag) {
+  if (value.empty() || value.size() == 40) return value;
+  std::string text = read_file(value);
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+  if (text.size() != 40) throw InputError(flag + ": '" + value + "' holds no 40-character Z85 key");
+  return text;
+}
+
+struct QueryArgs {
+  std::string endpoint;
+  int timeout_ms = 60'000;
+  std::string server_key, client_public, client_secret;
+  // graph
+  std::string graph_file, builder;
+  std::vector<std::string> options;
+  bool forward_only = false;
+  // cluster
+  std::string cluster, devices, cluster_file;
+  // request-specific
+  std::string policy;
+  int64_t refine = 0;
+  bool no_placement = false;
+  std::vector<std::string> methods;
+  int64_t samples = 0;
+  double seconds = 0;
+  uint64_t seed = 0;
+  std::string placement_file;
+  std::string job_id;
+  int64_t deadline_ms = 0;
+  std::string output;
+  std::string raw;
+};
+
+std::string graph_json(const QueryArgs& a) {
+  if (a.graph_file.empty() == a.builder.empty()) throw InputError("give exactly one of --graph FILE and --builder NAME");
+  if (!a.graph_file.empty()) return "{\"inline\":" + graph_to_json(load_graph(a.graph_file)) + "}";
+  std::string opts;
+  for (const auto& kv : a.options) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos) throw InputError("--option: expected KEY=VALUE, got '" + kv + "'");
+    opts += (opts.empty() ? "" : ",") + json_quote(kv.substr(0, eq)) + ":" + kv.substr(eq + 1);
+  }
+  return "{\"builder\":" + json_quote(a.builder) + ",\"options\":{" + opts + "}" + (a.forward_only ? ",\"forward_only\":true" : "") + "}";
+}
+
+std::string cluster_json(const QueryArgs& a) {
+  int given = !a.cluster.empty() + !a.devices.empty() + !a.cluster_file.empty();
+  if (given != 1) throw InputError("give exactly one of --cluster PRESET, --devices LIST and --cluster-file FILE");
+  if (!a.cluster.empty()) return "\"cluster\":" + json_quote(a.cluster);
+  if (!a.devices.empty()) return "\"devices\":" + json_quote(a.devices);
+  return "\"cluster\":" + cluster_to_json(load_cluster(a.cluster_file));
+}
+
+std::string methods_json(const QueryArgs& a) {
+  if (a.methods.empty()) return "";
+  std::string out = ",\"methods\":[";
+  for (size_t i = 0; i < a.methods.size(); ++i) out += (i ? "," : "") + json_quote(a.methods[i]);
+  return out + "]";
+}
+
+std::string build_request(const std::string& type, const QueryArgs& a) {
+  std::string r = "{\"version\":" + std::to_string(kProtocolVersion) + ",\"id\":\"cli\",\"type\":" + json_quote(type);
+  if (a.deadline_ms > 0) r += ",\"deadline_ms\":" + std::to_string(a.deadline_ms);
+  if (a.seed) r += ",\"seed\":" + std::to_string(a.seed);
+  if (type == "place" || type == "baselines" || type == "optimize" || type == "evaluate") {
+    r += ",\"graph\":" + graph_json(a) + "," + cluster_json(a) + methods_json(a);
+    if (a.no_placement) r += ",\"include_placement\":false";
+  }
+  if (type == "place") {
+    if (!a.policy.empty()) r += ",\"policy\":" + json_quote(a.policy);
+    if (a.refine > 0) r += ",\"refine_samples\":" + std::to_string(a.refine);
+  }
+  if (type == "optimize") {
+    if (a.samples <= 0 && a.seconds <= 0) throw InputError("optimize: give --samples N and/or --seconds S");
+    r += ",\"budget\":{\"samples\":" + std::to_string(a.samples) + ",\"seconds\":" + json_number(a.seconds) + "}";
+  }
+  if (type == "evaluate") {
+    if (a.placement_file.empty()) throw InputError("evaluate: --placement FILE is required");
+    r += ",\"placement\":" + placement_to_json(load_placement(a.placement_file));
+  }
+  if (type == "status" || type == "result" || type == "cancel") r += ",\"job_id\":" + json_quote(a.job_id);
+  if (type == "result" && a.no_placement) r += ",\"include_placement\":false";
+  return r + "}";
+}
+
+// Prints the reply; returns the process exit status (0 ok, 1 error reply, 3 busy).
+int print_reply(const std::string& reply, const std::string& output) {
+  if (!output.empty()) write_file_atomic(output, reply + "\n");
+  std::printf("%s\n", reply.c_str());
+  if (reply.find("\"status\":\"ok\"") != std::string::npos) return 0;
+  auto m = reply.find("\"message\":");
+  std::fprintf(stderr, "error: the server answered: %s\n", m == std::string::npos ? reply.c_str() : reply.c_str() + m);
+  return reply.find("\"status\":\"busy\"") != std::string::npos ? 3 : 1;
+}
+
+void add_graph_cluster_flags(CLI::App* c, QueryArgs& a) {
+  c->add_option("--graph", a.graph_file, "Graph file (JSON or binary), sent inline");
+  c->add_option("--builder", a.builder, "Builder name (nmt, rnnlm, inception_v3, transformer, resnet, mlp), built by the server");
+  c->add_option("--option", a.options, "Builder option KEY=VALUE (repeatable)");
+  c->add_flag("--forward-only", a.forward_only, "Builder: forward pass only");
+  c->add_option("--cluster", a.cluster, "Cluster preset name (k80x4, ...)");
+  c->add_option("--devices", a.devices, "Device list (\"cpu:2\", \"cuda:0,cuda:1\")");
+  c->add_option("--cluster-file", a.cluster_file, "Cluster JSON file, read here and sent inline");
+  c->add_option("--method", a.methods, "Placer name (repeatable)");
+  c->add_flag("--no-placement", a.no_placement, "Leave the op->device map out of the reply");
+}
+
+}  // namespace
+
+void add_service_commands(CLI::App& app) {
+  auto serve_args = std::make_shared<ServeArgs>();
+  CLI::App* serve = app.add_subcommand("serve", "Run the placement service (ZeroMQ; SIGINT/SIGTERM stop it cleanly)");
+  serve->add_option("--config", serve_args->config, "Service config (YAML)")->required()->check(CLI::ExistingFile);
+  serve->add_option("--endpoint", serve_args->endpoint, "Override the endpoint (tcp://127.0.0.1:5555; port * = any)");
+  serve->add_option("--metrics-port", serve_args->metrics_port, "Prometheus /metrics port (0 = any, -1 = off)");
+  serve->add_option("--workers", serve_args->workers, "Override the worker count");
+  serve->add_option("--state-dir", serve_args->state_dir, "Override where job records are kept");
+  serve->callback([serve_args] { run_serve(*serve_args); });
+
+  auto q = std::make_shared<QueryArgs>();
+  CLI::App* query = app.add_subcommand("query", "Send one request to a placement service and print the JSON reply");
+  query->add_option("--endpoint", q->endpoint, "Service endpoint, tcp://HOST:PORT")->required();
+  query->add_option("--timeout-ms", q->timeout_ms, "Give up after this long without a reply");
+  query->add_option("--deadline-ms", q->deadline_ms, "The request's deadline on the server");
+  query->add_option("--seed", q->seed, "Seed for stochastic placers");
+  query->add_option("--server-key", q->server_key, "CurveZMQ: the server's public key (Z85 or a file)");
+  query->add_option("--client-public-key", q->client_public, "CurveZMQ: this client's public key (Z85 or a file)");
+  query->add_option("--client-secret-key", q->client_secret, "CurveZMQ: this client's secret key (Z85 or a file)");
+  query->add_option("--output,-o", q->output, "Also write the reply to this file");
+  query->require_subcommand(1);
+
+  auto send = [q](const std::string& type) {
+    ClientOptions o;
+    o.endpoint = q->endpoint;
+    o.timeout_ms = q->timeout_ms;
+    o.server_public_key = key_arg(q->server_key, "--server-key");
+    o.client_public_key = key_arg(q->client_public, "--client-public-key");
+    o.client_secret_key = key_arg(q->client_secret, "--client-secret-key");
+    std::string request = type == "raw" ? q->raw : build_request(type, *q);
+    Client client(o);
+    int rc = print_reply(client.request(request), q->output);
+    if (rc != 0) std::exit(rc);
+  };
+
+  CLI::App* place = query->add_subcommand("place", "Place a graph with a loaded policy (else the best baseline)");
+  add_graph_cluster_flags(place, *q);
+  place->add_option("--policy", q->policy, "Policy name (see `query policies`)");
+  place->add_option("--refine", q->refine, "Local-search samples after decoding");
+  place->callback([send] { send("place"); });
+
+  CLI::App* optimize = query->add_subcommand("optimize", "Start an optimize job; prints its job id");
+  add_graph_cluster_flags(optimize, *q);
+  optimize->add_option("--samples", q->samples, "Budget: placements evaluated");
+  optimize->add_option("--seconds", q->seconds, "Budget: wall seconds");
+  optimize->callback([send] { send("optimize"); });
+
+  CLI::App* baselines = query->add_subcommand("baselines", "Run algorithmic placers on a graph");
+  add_graph_cluster_flags(baselines, *q);
+  baselines->callback([send] { send("baselines"); });
+
+  CLI::App* evaluate = query->add_subcommand("evaluate", "Simulate a given placement");
+  add_graph_cluster_flags(evaluate, *q);
+  evaluate->add_option("--placement", q->placement_file, "Placement JSON file");
+  evaluate->callback([send] { send("evaluate"); });
+
+  for (const char* t : {"status", "result", "cancel"}) {
+    CLI::App* c = query->add_subcommand(t, std::string("Job ") + t);
+    c->add_option("job_id", q->job_id, "Job id from optimize")->required();
+    if (std::string(t) == "result") c->add_flag("--no-placement", q->no_placement, "Leave the placement out");
+    std::string type = t;
+    c->callback([send, type] { send(type); });
+  }
+  query->add_subcommand("policies", "List the loaded policies")->callback([send] { send("policies"); });
+  query->add_subcommand("health", "Server health")->callback([send] { send("health"); });
+  CLI::App* raw = query->add_subcommand("raw", "Send a JSON request as given");
+  raw->add_option("json", q->raw, "The request text")->required();
+  raw->callback([send] { send("raw"); });
+
+  auto key_out = std::make_shared<std::string>();
+  CLI::App* keygen = app.add_subcommand("keygen", "Make a CurveZMQ key pair (PREFIX.public, PREFIX.secret)");
+  keygen->add_option("--out", *key_out, "File prefix; without it the keys are printed");
+  keygen->callback([key_out] {
+    auto [pub, sec] = curve_keypair();
+    if (key_out->empty()) {
+      std::printf("public: %s\nsecret: %s\n", pub.c_str(), sec.c_str());
+      return;
+    }
+    write_file_atomic(*key_out + ".public", pub + "\n");
+    write_file_atomic(*key_out + ".secret", sec + "\n");
+    ::chmod((*key_out + ".secret").c_str(), 0600);
+    std::printf("%s.public\n%s.secret\n", key_out->c_str(), key_out->c_str());
+  });
+}
 
 }  // namespace placer::cli

@@ -1,0 +1,127 @@
+// The wire protocol of the placement service: versioned JSON requests parsed
+// into typed structs, and the replies. docs/protocol.md has an example of
+// every message. This file depends only on graphs/ so the fuzzer can link it
+// alone.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "placer/graphs/error.h"
+
+namespace placer::service {
+
+inline constexpr int kProtocolVersion = 1;
+
+enum class RequestType : uint8_t { Health, Policies, Baselines, Place, Evaluate, Optimize, Status, Result, Cancel };
+inline constexpr int kRequestTypes = 9;
+const char* request_type_name(RequestType type);  // "place", ...
+
+// Machine-readable error codes of error replies.
+namespace codes {
+inline constexpr const char* kBadJson = "bad_json";
+inline constexpr const char* kBadVersion = "bad_version";
+inline constexpr const char* kBadRequest = "bad_request";        // missing field, wrong type, bad value
+inline constexpr const char* kUnknownType = "unknown_type";
+inline constexpr const char* kTooLarge = "too_large";            // message or declared size over a limit
+inline constexpr const char* kBadGraph = "bad_graph";
+inline constexpr const char* kBadCluster = "bad_cluster";
+inline constexpr const char* kBadPlacement = "bad_placement";
+inline constexpr const char* kNotFound = "not_found";            // job or policy
+inline constexpr const char* kNoFeasible = "no_feasible_placement";
+inline constexpr const char* kBusy = "busy";
+inline constexpr const char* kDeadline = "deadline_exceeded";
+inline constexpr const char* kShuttingDown = "shutting_down";
+inline constexpr const char* kInternal = "internal";
+}  // namespace codes
+
+// An error reply: the code, the request field at fault (JSON-pointer-like
+// "graph.options.layers"; empty when not about one field) and a message.
+class RequestError : public InputError {
+ public:
+  RequestError(std::string code, std::string field, const std::string& message)
+      : InputError(field.empty() ? message : field + ": " + message), code_(std::move(code)), field_(std::move(field)) {}
+  const std::string& code() const { return code_; }
+  const std::string& field() const { return field_; }
+
+ private:
+  std::string code_;
+  std::string field_;
+};
+
+// Caps applied while parsing, before anything is allocated or built.
+struct ProtocolLimits {
+  int64_t max_request_bytes = 16 << 20;
+  int max_json_depth = 64;
+  int64_t max_builder_option = 1 << 20;   // any builder option value
+  int64_t max_builder_structure = 512;    // layers / blocks / steps / heads-like options
+  int64_t max_refine_samples = 5000;
+  int64_t max_budget_samples = 1'000'000;
+  double max_budget_seconds = 3600.0;
+  int64_t max_deadline_ms = 600'000;
+  int max_methods = 32;
+  int max_string = 256;                   // names, ids
+};
+
+// A graph: either built by name or given inline in the graph JSON format.
+struct GraphSpec {
+  std::string builder;                     // non-empty: build_graph(builder, options)
+  std::map<std::string, int64_t> options;
+  bool forward_only = false;
+  std::string inline_json;                 // non-empty: graph_from_json(inline_json)
+  // Stable text naming the graph's content (for caches).
+  std::string cache_key() const;
+};
+
+// A cluster: a preset name, a device list ("cpu:2"), or inline cluster JSON.
+// Never a path: a request cannot make the server open a file.
+struct ClusterSpec {
+  std::string preset;
+  std::string devices;
+  std::string inline_json;
+  std::string cache_key() const;
+};
+
+struct Budget {
+  int64_t samples = 0;      // 0 = unlimited (then seconds must be set)
+  double seconds = 0.0;     // 0 = unlimited (then samples must be set)
+};
+
+struct Request {
+  int version = kProtocolVersion;
+  std::string id;                      // echoed in the reply
+  RequestType type = RequestType::Health;
+  int64_t deadline_ms = 0;             // 0 = the server's default
+  GraphSpec graph;                     // baselines, place, evaluate, optimize
+  ClusterSpec cluster;                 // baselines, place, evaluate, optimize
+  std::string policy;                  // place: a loaded policy's name ("" = default)
+  int64_t refine_samples = 0;          // place: local search budget after decoding
+  bool include_placement = true;       // place, baselines, result
+  std::vector<std::string> methods;    // baselines / optimize: placer names
+  std::string placement_json;          // evaluate: {"device": {op: device}}
+  Budget budget;                       // optimize
+  std::string reward_mode = "simulated";  // optimize
+  uint64_t seed = 0;
+  std::string job_id;                  // status, result, cancel
+};
+
+// Parses one request. Throws RequestError naming the field and problem.
+Request parse_request(std::string_view text, const ProtocolLimits& limits = {});
+
+// Best-effort recovery of "id" from a request that failed to parse, so the
+// error reply can still be matched by the client. Never throws.
+std::string salvage_request_id(std::string_view text);
+
+// Reply builders. `result_json` is a JSON object's text.
+std::string ok_reply(const std::string& id, RequestType type, const std::string& result_json);
+std::string error_reply(const std::string& id, const std::string& type, const std::string& code,
+                        const std::string& field, const std::string& message);
+
+// Minimal JSON text helpers used by the reply builders.
+std::string json_quote(std::string_view s);
+std::string json_number(double v);  // finite -> shortest round-trip text; non-finite -> null
+
+}  // namespace placer::service

@@ -1,0 +1,96 @@
+// What the service does with a parsed request, independent of the transport:
+// place, evaluate, baselines, policies, health, and optimize jobs.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "placer/graphs/cluster.h"
+#include "placer/graphs/ir.h"
+#include "placer/graphs/measurement.h"
+#include "placer/graphs/placement.h"
+#include "placer/service/config.h"
+#include "placer/service/protocol.h"
+
+namespace placer::service {
+
+class ServiceMetrics;
+class PrometheusSink;
+using Clock = std::chrono::steady_clock;
+
+// A (graph, cluster) pair prepared once: parsed, validated, its lower bound and
+// the place fast path's baselines evaluated. Immutable, shared between requests.
+struct Problem {
+  Graph graph;
+  Cluster cluster;
+  double lower_bound_s = 0.0;
+  struct Baseline {
+    std::string method;
+    Placement placement;
+    StepResult result;
+    double place_seconds = 0.0;
+    std::string error;  // the placer failed (no feasible placement, ...)
+  };
+  std::vector<Baseline> baselines;
+  int best = -1;  // index of the fastest ok baseline, -1 if none
+};
+
+// Builds a Graph / Cluster from a request's spec. Throws RequestError
+// (bad_graph / bad_cluster / too_large) naming the field.
+Graph build_request_graph(const GraphSpec& spec, const ServiceConfig& config);
+Cluster build_request_cluster(const ClusterSpec& spec, const ServiceConfig& config);
+
+enum class JobState { Queued, Running, Done, Failed, Cancelled };
+const char* job_state_name(JobState state);
+
+class JobManager;
+
+class PlacementService {
+ public:
+  explicit PlacementService(ServiceConfig config, ServiceMetrics* metrics = nullptr);
+  ~PlacementService();  // cancels jobs
+  PlacementService(const PlacementService&) = delete;
+  PlacementService& operator=(const PlacementService&) = delete;
+
+  // The reply's "result" object as JSON text. Throws RequestError for bad
+  // requests; other exceptions are internal errors.
+  std::string handle(const Request& request, Clock::time_point deadline);
+
+  // Stops job runners: running jobs are cancelled and recorded as failed
+  // ("server shut down"). Idempotent.
+  void shutdown();
+
+  const ServiceConfig& config() const { return config_; }
+  int64_t running_jobs() const;
+  // Hooks for the transport to report its state in `health`.
+  std::function<int64_t()> queue_depth;
+
+ private:
+  std::shared_ptr<const Problem> problem(const Request& request);
+  std::string handle_place(const Request& request, Clock::time_point deadline);
+  std::string handle_evaluate(const Request& request);
+  std::string handle_baselines(const Request& request);
+  std::string handle_policies();
+  std::string handle_health();
+
+  ServiceConfig config_;
+  ServiceMetrics* metrics_;
+  Clock::time_point started_;
+  std::unique_ptr<JobManager> jobs_;
+
+  std::mutex cache_mutex_;
+  std::list<std::pair<std::string, std::shared_ptr<const Problem>>> cache_;  // most recent first
+};
+
+}  // namespace placer::service

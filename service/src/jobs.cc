@@ -1,0 +1,402 @@
+#include "jobs.h"
+
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <random>
+#include <set>
+
+#include "json_out.h"
+#include "placer/agent/placer.h"
+#include "placer/env/environment.h"
+#include "placer/graphs/serialize.h"
+#include "placer/service/metrics.h"
+
+namespace placer::service {
+namespace {
+
+double unix_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string new_job_id() {
+  static std::mutex m;
+  static std::mt19937_64 rng(std::random_device{}());
+  std::lock_guard<std::mutex> lock(m);
+  char buf[24];
+  std::snprintf(buf, sizeof buf, "j-%016llx", static_cast<unsigned long long>(rng()));
+  return buf;
+}
+
+bool valid_job_id(const std::string& id) {
+  if (id.size() != 18 || id.rfind("j-", 0) != 0) return false;
+  return std::all_of(id.begin() + 2, id.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
+}
+
+// Placers worth running again with a new seed.
+bool is_stochastic(const std::string& method) { return method == "random" || method == "local_search"; }
+
+JobState parse_state(const std::string& s) {
+  for (JobState st : {JobState::Queued, JobState::Running, JobState::Done, JobState::Failed, JobState::Cancelled})
+    if (s == job_state_name(st)) return st;
+  return JobState::Failed;
+}
+
+bool finished(JobState s) { return s == JobState::Done || s == JobState::Failed || s == JobState::Cancelled; }
+
+constexpr double kRoundSeconds = 0.5;  // cancellation answers within about one round
+constexpr int64_t kRoundSamples = 200;
+
+}  // namespace
+
+const char* job_state_name(JobState state) {
+  switch (state) {
+    case JobState::Queued: return "queued";
+    case JobState::Running: return "running";
+    case JobState::Done: return "done";
+    case JobState::Failed: return "failed";
+    case JobState::Cancelled: return "cancelled";
+  }
+  return "unknown";
+}
+
+JobManager::JobManager(const ServiceConfig& config, ServiceMetrics* metrics) : config_(config), metrics_(metrics) {
+  if (!config_.state_dir.empty()) load_persisted();
+  for (int i = 0; i < config_.job_runners; ++i) runners_.emplace_back([this] { runner(); });
+}
+
+JobManager::~JobManager() { shutdown(); }
+
+void JobManager::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ && runners_.empty()) return;
+    stopping_ = true;
+    for (auto& [id, job] : jobs_) job->cancel = true;
+  }
+  wake_.notify_all();
+  for (auto& t : runners_) t.join();
+  runners_.clear();
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& job : queue_) {
+    job->state = JobState::Failed;
+    job->error = "server shut down before the job started; submit it again";
+    job->finished_unix = unix_now();
+    persist(*job);
+  }
+  queue_.clear();
+}
+
+std::string JobManager::submit(const Request& request, std::shared_ptr<const Problem> problem) {
+  auto job = std::make_shared<Job>();
+  job->id = new_job_id();
+  job->request = request;
+  job->problem = std::move(problem);
+  job->created_unix = unix_now();
+  job->graph_name = job->problem->graph.name;
+  job->cluster_name = job->problem->cluster.name;
+  job->lower_bound_s = job->problem->lower_bound_s;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) throw RequestError(codes::kShuttingDown, "", "the server is shutting down");
+    expire();
+    if (static_cast<int>(queue_.size()) >= config_.job_queue)
+      throw RequestError(codes::kBusy, "", std::to_string(queue_.size()) + " optimize jobs are already waiting; try again later");
+    if (static_cast<int>(jobs_.size()) >= config_.max_jobs)
+      throw RequestError(codes::kBusy, "", "the server holds " + std::to_string(jobs_.size()) +
+                                               " job records; fetch results (or wait for them to expire) first");
+    jobs_[job->id] = job;
+    queue_.push_back(job);
+    persist(*job);
+  }
+  wake_.notify_one();
+  return job->id;
+}
+
+void JobManager::runner() {
+  for (;;) {
+    std::shared_ptr<Job> job;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      job = queue_.front();
+      queue_.pop_front();
+      if (job->cancel) continue;  // cancelled while queued (already recorded)
+      job->state = JobState::Running;
+      job->started_unix = unix_now();
+      persist(*job);
+    }
+    running_++;
+    if (metrics_) metrics_->set_running_jobs(running_);
+    std::string error;
+    try {
+      run(*job);
+    } catch (const std::exception& e) {
+      error = e.what();
+    } catch (...) {
+      error = "unknown exception";
+    }
+    running_--;
+    if (metrics_) metrics_->set_running_jobs(running_);
+    std::lock_guard<std::mutex> lock(mutex_);
+    job->finished_unix = unix_now();
+    if (!error.empty()) {
+      job->state = JobState::Failed;
+      job->error = "the search failed: " + error;
+    } else if (job->cancel) {
+      job->state = stopping_ ? JobState::Failed : JobState::Cancelled;
+      job->error = stopping_ ? "server shut down while the job ran; its best placement so far is kept"
+                             : "cancelled by request; its best placement so far is kept";
+    } else {
+      job->state = JobState::Done;
+    }
+    if (metrics_) metrics_->job_finished(job_state_name(job->state));
+    persist(*job);
+  }
+}
+
+void JobManager::run(Job& job) {
+  const Problem& p = *job.problem;
+  EnvOptions options;
+  options.mode = RewardMode::Simulated;
+  options.threads = 1;
+  Environment env(p.graph, p.cluster, options);
+  auto start = Clock::now();
+  const Budget& budget = job.request.budget;
+  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
+  auto update_best = [&](const std::string& method, const Placement& placement, const StepResult& r) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (r.ok() && (job.best_step_s == 0 || r.step_s < job.best_step_s)) {
+      job.best_step_s = r.step_s;
+      job.best_method = method;
+      job.best_placement = to_named(p.graph, p.cluster, placement);
+    }
+  };
+  if (p.best >= 0) {
+    const auto& b = p.baselines[p.best];
+    update_best(b.method, b.placement, b.result);
+    std::lock_guard<std::mutex> lock(mutex_);
+    job.start_method = b.method;
+    job.start_step_s = b.result.step_s;
+  }
+  std::vector<std::string> methods = job.request.methods.empty() ? config_.optimize_methods : job.request.methods;
+  for (const auto& m : methods) make_placer(m);  // names were checked at submit; fail early otherwise
+  auto out_of_budget = [&] {
+    return job.cancel || (budget.samples > 0 && job.samples >= budget.samples) ||
+           (budget.seconds > 0 && elapsed() >= budget.seconds);
+  };
+  double last_persist = 0;
+  for (int64_t round = 0; !out_of_budget(); ++round) {
+    bool ran = false;
+    for (const auto& method : methods) {
+      if (out_of_budget()) break;
+      if (round > 0 && !is_stochastic(method)) continue;
+      PlaceContext ctx;
+      ctx.graph = &p.graph;
+      ctx.cluster = &p.cluster;
+      ctx.env = &env;
+      ctx.seed = job.request.seed + static_cast<uint64_t>(round);
+      int64_t left = budget.samples > 0 ? budget.samples - job.samples : kRoundSamples;
+      ctx.sample_budget = std::max<int64_t>(1, std::min(left, kRoundSamples));
+      double time_left = budget.seconds > 0 ? budget.seconds - elapsed() : kRoundSeconds;
+      ctx.time_limit_s = std::max(0.01, std::min(time_left, kRoundSeconds));
+      PlaceResult result;
+      try {
+        result = make_placer(method)->place(ctx);
+      } catch (const NoFeasiblePlacement&) {
+        continue;  // this method cannot place the graph; others may
+      }
+      StepResult r = env.simulate(result.placement);
+      ran = true;
+      update_best(method, result.placement, r);
+      std::lock_guard<std::mutex> lock(mutex_);
+      job.samples += std::max<int64_t>(1, result.evaluations);
+      job.rounds = round + 1;
+      job.elapsed_s = elapsed();
+      if (job.elapsed_s - last_persist > 1.0) {
+        persist(job);
+        last_persist = job.elapsed_s;
+      }
+    }
+    if (!ran) break;  // only deterministic methods: one round is all there is
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  job.elapsed_s = elapsed();
+}
+
+std::shared_ptr<Job> JobManager::find(const std::string& id) {
+  auto it = valid_job_id(id) ? jobs_.find(id) : jobs_.end();
+  if (it == jobs_.end())
+    throw RequestError(codes::kNotFound, "job_id", "no job '" + id + "' (finished results are dropped once fetched or after " +
+                                                       json_number(config_.job_keep_s) + " s)");
+  return it->second;
+}
+
+std::string JobManager::describe(const Job& job, bool with_placement) const {
+  JsonOut o;
+  o.begin().field("job_id", job.id).field("state", job_state_name(job.state));
+  o.field("graph", job.graph_name).field("cluster", job.cluster_name);
+  o.begin_object("progress").field("samples", job.samples).field("budget_samples", job.request.budget.samples)
+      .field("elapsed_s", job.elapsed_s).field("budget_seconds", job.request.budget.seconds).field("rounds", job.rounds).end();
+  o.key("best");
+  if (job.best_step_s > 0) {
+    o.begin().field("method", job.best_method).field("step_s", job.best_step_s);
+    if (job.lower_bound_s > 0) o.field("gap_to_lower_bound", job.best_step_s / job.lower_bound_s - 1.0);
+    if (job.start_step_s > 0) o.field("speedup_vs_start", job.start_step_s / job.best_step_s);
+    o.end();
+  } else {
+    o.null();
+  }
+  o.field("lower_bound_s", job.lower_bound_s);
+  o.begin_object("start").field("method", job.start_method).field("step_s", job.start_step_s).end();
+  if (!job.error.empty()) o.field("error", job.error);
+  if (with_placement && job.best_step_s > 0) o.placement("placement", job.best_placement);
+  o.end();
+  return o.text();
+}
+
+std::string JobManager::status_json(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  expire();
+  return describe(*find(id), false);
+}
+
+std::string JobManager::result_json(const std::string& id, bool include_placement) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  expire();
+  auto job = find(id);
+  if (!finished(job->state))
+    throw RequestError(codes::kBadRequest, "job_id", "job '" + id + "' is " + job_state_name(job->state) +
+                                                         "; ask for `status`, or `cancel` it to get the best so far");
+  std::string text = describe(*job, include_placement);
+  forget(id);
+  return text;
+}
+
+std::string JobManager::cancel(const std::string& id) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto job = find(id);
+  if (!finished(job->state)) {
+    job->cancel = true;
+    if (job->state == JobState::Queued) {
+      queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
+      job->state = JobState::Cancelled;
+      job->error = "cancelled before it started";
+      job->finished_unix = unix_now();
+      if (metrics_) metrics_->job_finished("cancelled");
+      persist(*job);
+    }
+  }
+  JsonOut o;
+  o.begin().field("job_id", id).field("state", job_state_name(job->state)).field("cancel_requested", true).end();
+  return o.text();
+}
+
+int64_t JobManager::queued() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(queue_.size());
+}
+
+int64_t JobManager::stored() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return static_cast<int64_t>(jobs_.size());
+}
+
+void JobManager::expire() {
+  double now = unix_now();
+  std::vector<std::string> old;
+  for (const auto& [id, job] : jobs_)
+    if (finished(job->state) && now - job->finished_unix > config_.job_keep_s) old.push_back(id);
+  for (const auto& id : old) forget(id);
+}
+
+void JobManager::forget(const std::string& id) {
+  jobs_.erase(id);
+  if (!config_.state_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove(std::filesystem::path(config_.state_dir) / "jobs" / (id + ".json"), ec);
+  }
+}
+
+// A job record on disk: enough to answer status/result after a restart.
+void JobManager::persist(const Job& job) {
+  if (config_.state_dir.empty()) return;
+  JsonOut o;
+  o.begin().field("format", 1).field("job_id", job.id).field("state", job_state_name(job.state));
+  o.field("graph", job.graph_name).field("cluster", job.cluster_name);
+  o.field("created_unix", job.created_unix).field("started_unix", job.started_unix).field("finished_unix", job.finished_unix);
+  o.field("samples", job.samples).field("budget_samples", job.request.budget.samples).field("elapsed_s", job.elapsed_s);
+  o.field("budget_seconds", job.request.budget.seconds).field("rounds", job.rounds);
+  o.field("best_method", job.best_method).field("best_step_s", job.best_step_s).field("lower_bound_s", job.lower_bound_s);
+  o.field("start_method", job.start_method).field("start_step_s", job.start_step_s).field("error", job.error);
+  o.placement("best_placement", job.best_placement);
+  o.end();
+  std::filesystem::path dir = std::filesystem::path(config_.state_dir) / "jobs";
+  try {
+    std::filesystem::create_directories(dir);
+    write_file_atomic((dir / (job.id + ".json")).string(), o.text());
+  } catch (const std::exception&) {
+    // The in-memory record stays authoritative; a full disk must not fail the job.
+  }
+}
+
+void JobManager::load_persisted() {
+  std::filesystem::path dir = std::filesystem::path(config_.state_dir) / "jobs";
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string id = entry.path().stem().string();
+    if (entry.path().extension() != ".json" || !valid_job_id(id)) continue;
+    rapidjson::Document d;
+    try {
+      std::string text = read_file(entry.path().string());
+      d.Parse(text.c_str(), text.size());
+    } catch (const std::exception&) {
+      continue;
+    }
+    if (d.HasParseError() || !d.IsObject()) continue;
+    auto s = [&](const char* k) { auto it = d.FindMember(k); return it != d.MemberEnd() && it->value.IsString() ? std::string(it->value.GetString()) : std::string(); };
+    auto n = [&](const char* k) { auto it = d.FindMember(k); return it != d.MemberEnd() && it->value.IsNumber() ? it->value.GetDouble() : 0.0; };
+    auto job = std::make_shared<Job>();
+    job->id = id;
+    job->state = parse_state(s("state"));
+    job->graph_name = s("graph");
+    job->cluster_name = s("cluster");
+    job->created_unix = n("created_unix");
+    job->started_unix = n("started_unix");
+    job->finished_unix = n("finished_unix");
+    job->samples = static_cast<int64_t>(n("samples"));
+    job->request.budget.samples = static_cast<int64_t>(n("budget_samples"));
+    job->request.budget.seconds = n("budget_seconds");
+    job->elapsed_s = n("elapsed_s");
+    job->rounds = static_cast<int64_t>(n("rounds"));
+    job->best_method = s("best_method");
+    job->best_step_s = n("best_step_s");
+    job->lower_bound_s = n("lower_bound_s");
+    job->start_method = s("start_method");
+    job->start_step_s = n("start_step_s");
+    job->error = s("error");
+    auto bp = d.FindMember("best_placement");
+    if (bp != d.MemberEnd() && bp->value.IsObject()) {
+      auto dev = bp->value.FindMember("device");
+      if (dev != bp->value.MemberEnd() && dev->value.IsObject())
+        for (auto it = dev->value.MemberBegin(); it != dev->value.MemberEnd(); ++it)
+          if (it->value.IsString()) job->best_placement.device[it->name.GetString()] = it->value.GetString();
+      job->best_placement.graph = job->graph_name;
+    }
+    if (!finished(job->state)) {
+      // The process that ran it is gone: report it, keep the best found so far.
+      job->state = JobState::Failed;
+      job->error = "the server restarted while the job was " + s("state") +
+                   "; its best placement so far is kept; submit the optimize request again to continue";
+      job->finished_unix = unix_now();
+      persist(*job);
+    }
+    jobs_[id] = job;
+  }
+}
+
+}  // namespace placer::service

@@ -1,0 +1,172 @@
+#include "placer/service/metrics.h"
+
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <stdexcept>
+
+#include "placer/graphs/error.h"
+
+namespace placer::service {
+namespace {
+
+const prometheus::Histogram::BucketBoundaries& latency_buckets() {
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                                   0.1,   0.25,   0.5,   1,    2.5,   5, 10, 30};
+  return kBuckets;
+}
+
+}  // namespace
+
+std::vector<std::string> exported_metric_names() {
+  return {"placer_service_requests_total",       "placer_service_request_duration_seconds_bucket",
+          "placer_service_request_duration_seconds_sum", "placer_service_request_duration_seconds_count",
+          "placer_service_queue_depth",          "placer_service_running_jobs",
+          "placer_service_jobs_total",           "placer_service_clients_gone_total",
+          "placer_service_policies_loaded",      "placer_service_cache_lookups_total",
+          "placer_train_reward",                 "placer_train_step_seconds",
+          "placer_train_best_step_seconds",      "placer_train_entropy",
+          "placer_train_loss",                   "placer_train_samples_total",
+          "placer_train_samples_per_second",     "placer_train_cache_hits_total",
+          "placer_train_learning_rate",          "placer_train_updates",
+          "placer_train_lower_bound_seconds",    "placer_baseline_step_seconds"};
+}
+
+MetricsExposer::MetricsExposer(const std::string& address, int port) : registry_(std::make_shared<prometheus::Registry>()) {
+  std::string bind = address + ":" + std::to_string(port);
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(bind, 1);
+  } catch (const std::exception& e) {
+    throw InputError("metrics: cannot listen on " + bind + ": " + e.what());
+  }
+  exposer_->RegisterCollectable(registry_);
+  auto ports = exposer_->GetListeningPorts();
+  port_ = ports.empty() ? port : ports.front();
+}
+
+MetricsExposer::~MetricsExposer() = default;
+
+const char* outcome_name(Outcome outcome) {
+  switch (outcome) {
+    case Outcome::Ok: return "ok";
+    case Outcome::Error: return "error";
+    case Outcome::Busy: return "busy";
+    case Outcome::Deadline: return "deadline";
+    case Outcome::Internal: return "internal";
+    case Outcome::ClientGone: return "client_gone";
+  }
+  return "unknown";
+}
+
+ServiceMetrics::ServiceMetrics(prometheus::Registry& registry) {
+  requests_ = &prometheus::BuildCounter()
+                   .Name("placer_service_requests_total")
+                   .Help("Requests answered, by request type and outcome")
+                   .Register(registry);
+  latency_ = &prometheus::BuildHistogram()
+                  .Name("placer_service_request_duration_seconds")
+                  .Help("Time from receiving a request to sending its reply, by request type")
+                  .Register(registry);
+  jobs_ = &prometheus::BuildCounter()
+               .Name("placer_service_jobs_total")
+               .Help("Optimize jobs finished, by final state")
+               .Register(registry);
+  cache_ = &prometheus::BuildCounter()
+                .Name("placer_service_cache_lookups_total")
+                .Help("Lookups of prepared (graph, cluster) problems, by result")
+                .Register(registry);
+  queue_depth_ = &prometheus::BuildGauge()
+                      .Name("placer_service_queue_depth")
+                      .Help("Requests waiting for a worker")
+                      .Register(registry)
+                      .Add({});
+  running_jobs_ = &prometheus::BuildGauge()
+                       .Name("placer_service_running_jobs")
+                       .Help("Optimize jobs running now")
+                       .Register(registry)
+                       .Add({});
+  policies_ = &prometheus::BuildGauge()
+                   .Name("placer_service_policies_loaded")
+                   .Help("Learned policies the service can place with")
+                   .Register(registry)
+                   .Add({});
+  clients_gone_ = &prometheus::BuildCounter()
+                       .Name("placer_service_clients_gone_total")
+                       .Help("Replies dropped because the client had disconnected")
+                       .Register(registry)
+                       .Add({});
+}
+
+void ServiceMetrics::observe_request(const std::string& type, Outcome outcome, double seconds) {
+  requests_->Add({{"type", type}, {"outcome", outcome_name(outcome)}}).Increment();
+  latency_->Add({{"type", type}}, latency_buckets()).Observe(seconds);
+}
+
+void ServiceMetrics::set_queue_depth(int64_t depth) { queue_depth_->Set(static_cast<double>(depth)); }
+void ServiceMetrics::set_running_jobs(int64_t running) { running_jobs_->Set(static_cast<double>(running)); }
+void ServiceMetrics::job_finished(const std::string& state) { jobs_->Add({{"state", state}}).Increment(); }
+void ServiceMetrics::client_gone() { clients_gone_->Increment(); }
+void ServiceMetrics::set_policies(int64_t loaded) { policies_->Set(static_cast<double>(loaded)); }
+void ServiceMetrics::cache_lookup(bool hit) { cache_->Add({{"result", hit ? "hit" : "miss"}}).Increment(); }
+
+PrometheusSink::PrometheusSink(prometheus::Registry& registry, const std::string& run, const std::string& graph)
+    : run_(run), graph_(graph) {
+  prometheus::Labels labels{{"run", run}, {"graph", graph}};
+  auto gauge = [&](const char* name, const char* help) {
+    return &prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add(labels);
+  };
+  auto counter = [&](const char* name, const char* help) {
+    return &prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add(labels);
+  };
+  reward_ = gauge("placer_train_reward", "Mean reward of the last policy update's samples");
+  step_ = gauge("placer_train_step_seconds", "Mean step time of the last update's samples");
+  best_step_ = gauge("placer_train_best_step_seconds", "Step time of the best placement found so far");
+  entropy_ = gauge("placer_train_entropy", "Mean policy entropy per decision in the last update");
+  loss_ = gauge("placer_train_loss", "Policy loss of the last update");
+  samples_per_s_ = gauge("placer_train_samples_per_second", "Placements evaluated per second");
+  lr_ = gauge("placer_train_learning_rate", "Learning rate of the last update");
+  updates_ = gauge("placer_train_updates", "Policy updates done");
+  lower_bound_ = gauge("placer_train_lower_bound_seconds", "Lower bound on any placement's step time");
+  samples_ = counter("placer_train_samples_total", "Placements evaluated");
+  cache_hits_ = counter("placer_train_cache_hits_total", "Evaluations answered from the evaluation cache");
+  baseline_ = &prometheus::BuildGauge()
+                   .Name("placer_baseline_step_seconds")
+                   .Help("Step time of an algorithmic placer's placement, for comparison")
+                   .Register(registry);
+}
+
+void PrometheusSink::on_update(const UpdateMetrics& m) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  reward_->Set(m.reward_mean);
+  step_->Set(m.step_mean_s);
+  best_step_->Set(m.best_step_s);
+  entropy_->Set(m.entropy);
+  loss_->Set(m.loss);
+  samples_per_s_->Set(m.samples_per_s);
+  lr_->Set(m.lr);
+  updates_->Set(static_cast<double>(m.update));
+  // The trainer reports running totals; counters only move forward.
+  if (m.samples > last_samples_) samples_->Increment(static_cast<double>(m.samples - last_samples_));
+  last_samples_ = std::max(last_samples_, m.samples);
+  if (m.cache_hits > last_cache_hits_) cache_hits_->Increment(static_cast<double>(m.cache_hits - last_cache_hits_));
+  last_cache_hits_ = std::max(last_cache_hits_, m.cache_hits);
+}
+
+void PrometheusSink::set_baseline(const std::string& method, double step_s) {
+  baseline_->Add({{"run", run_}, {"graph", graph_}, {"method", method}}).Set(step_s);
+}
+
+void PrometheusSink::set_lower_bound(double seconds) { lower_bound_->Set(seconds); }
+
+std::unique_ptr<MetricsSink> make_prometheus_sink(int port, const std::string& run_name, const std::string& graph_name) {
+  if (port < 0 || port > 65535) throw InputError("--metrics-port: " + std::to_string(port) + " is not a port");
+  auto exposer = std::make_unique<MetricsExposer>("0.0.0.0", port);
+  auto sink = std::make_unique<PrometheusSink>(*exposer->registry(), run_name, graph_name);
+  sink->hold(std::move(exposer));
+  return sink;
+}
+
+}  // namespace placer::service

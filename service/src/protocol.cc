@@ -1,0 +1,355 @@
+// Request parsing with rapidjson (the JSON engine cereal uses), checking every
+// field's presence, type and range before anything is built.
+#include "placer/service/protocol.h"
+
+// cereal first: it configures rapidjson (assertions throw) the same way in every file.
+#include <cereal/archives/json.hpp>
+#include <rapidjson/document.h>
+#include <rapidjson/error/en.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <vector>
+
+namespace placer::service {
+namespace {
+
+using Value = rapidjson::Value;
+
+const char* kTypeNames[kRequestTypes] = {"health", "policies", "baselines", "place", "evaluate",
+                                         "optimize", "status", "result", "cancel"};
+
+[[noreturn]] void bad(const std::string& field, const std::string& message) {
+  throw RequestError(codes::kBadRequest, field, message);
+}
+
+const char* json_type_name(const Value& v) {
+  if (v.IsNull()) return "null";
+  if (v.IsBool()) return "a boolean";
+  if (v.IsNumber()) return "a number";
+  if (v.IsString()) return "a string";
+  if (v.IsArray()) return "an array";
+  return "an object";
+}
+
+// Depth of nested arrays/objects, computed without recursion so a hostile
+// document cannot exhaust the stack.
+int json_depth(const Value& root) {
+  int max_depth = 0;
+  std::vector<std::pair<const Value*, int>> stack{{&root, 1}};
+  while (!stack.empty()) {
+    auto [v, d] = stack.back();
+    stack.pop_back();
+    if (!v->IsObject() && !v->IsArray()) continue;
+    if (d > max_depth) max_depth = d;
+    if (v->IsObject()) {
+      for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) stack.push_back({&it->value, d + 1});
+    } else {
+      for (auto it = v->Begin(); it != v->End(); ++it) stack.push_back({it, d + 1});
+    }
+  }
+  return max_depth;
+}
+
+std::string to_text(const Value& v) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  v.Accept(writer);
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+class Fields {
+ public:
+  Fields(const Value& object, std::string prefix, const ProtocolLimits& limits)
+      : object_(object), prefix_(std::move(prefix)), limits_(limits) {}
+
+  std::string path(const char* name) const { return prefix_.empty() ? name : prefix_ + "." + name; }
+  const Value* find(const char* name) const {
+    auto it = object_.FindMember(name);
+    return it == object_.MemberEnd() ? nullptr : &it->value;
+  }
+  const Value& need(const char* name) const {
+    const Value* v = find(name);
+    if (!v) bad(path(name), "missing required field");
+    return *v;
+  }
+  std::string string(const char* name, bool required, const std::string& fallback = "") const {
+    const Value* v = required ? &need(name) : find(name);
+    if (!v) return fallback;
+    if (!v->IsString()) bad(path(name), std::string("expected a string, got ") + json_type_name(*v));
+    if (v->GetStringLength() > static_cast<unsigned>(limits_.max_string))
+      throw RequestError(codes::kTooLarge, path(name), "longer than " + std::to_string(limits_.max_string) + " characters");
+    return std::string(v->GetString(), v->GetStringLength());
+  }
+  int64_t integer(const char* name, bool required, int64_t fallback, int64_t lo, int64_t hi) const {
+    const Value* v = required ? &need(name) : find(name);
+    if (!v) return fallback;
+    return checked_integer(*v, path(name), lo, hi);
+  }
+  double number(const char* name, double fallback, double lo, double hi) const {
+    const Value* v = find(name);
+    if (!v) return fallback;
+    if (!v->IsNumber()) bad(path(name), std::string("expected a number, got ") + json_type_name(*v));
+    double d = v->GetDouble();
+    if (!std::isfinite(d) || d < lo) bad(path(name), "must be >= " + json_number(lo));
+    if (d > hi) throw RequestError(codes::kTooLarge, path(name), "must be <= " + json_number(hi));
+    return d;
+  }
+  bool boolean(const char* name, bool fallback) const {
+    const Value* v = find(name);
+    if (!v) return fallback;
+    if (!v->IsBool()) bad(path(name), std::string("expected true or false, got ") + json_type_name(*v));
+    return v->GetBool();
+  }
+
+  static int64_t checked_integer(const Value& v, const std::string& path, int64_t lo, int64_t hi) {
+    if (!v.IsNumber()) bad(path, std::string("expected an integer, got ") + json_type_name(v));
+    if (v.IsInt64()) {
+      int64_t i = v.GetInt64();
+      if (i < lo) bad(path, "must be >= " + std::to_string(lo));
+      if (i > hi) throw RequestError(codes::kTooLarge, path, std::to_string(i) + " exceeds the limit " + std::to_string(hi));
+      return i;
+    }
+    if (v.IsUint64()) throw RequestError(codes::kTooLarge, path, "exceeds the limit " + std::to_string(hi));
+    double d = v.GetDouble();
+    if (d != std::floor(d) || !std::isfinite(d)) bad(path, "expected an integer, got " + json_number(d));
+    if (d > static_cast<double>(hi)) throw RequestError(codes::kTooLarge, path, json_number(d) + " exceeds the limit " + std::to_string(hi));
+    if (d < static_cast<double>(lo)) bad(path, "must be >= " + std::to_string(lo));
+    return static_cast<int64_t>(d);
+  }
+
+ private:
+  const Value& object_;
+  std::string prefix_;
+  const ProtocolLimits& limits_;
+};
+
+// Builder options that multiply the number of operators.
+bool is_structural_option(const std::string& key) {
+  static const std::set<std::string> kKeys = {"layers", "blocks", "depth", "steps", "seq", "seq_len", "length",
+                                              "heads", "stages", "repeats", "cells", "modules", "num_layers"};
+  return kKeys.count(key) > 0;
+}
+
+void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits) {
+  if (!v.IsObject()) bad("graph", std::string("expected an object with \"builder\" or \"inline\", got ") + json_type_name(v));
+  Fields f(v, "graph", limits);
+  bool has_builder = f.find("builder"), has_inline = f.find("inline");
+  if (has_builder == has_inline) bad("graph", "give exactly one of \"builder\" and \"inline\"");
+  if (has_inline) {
+    const Value& g = *f.find("inline");
+    if (!g.IsObject()) bad("graph.inline", std::string("expected a graph object, got ") + json_type_name(g));
+    spec.inline_json = to_text(g);
+    return;
+  }
+  spec.builder = f.string("builder", true);
+  if (spec.builder.empty()) bad("graph.builder", "empty name");
+  spec.forward_only = f.boolean("forward_only", false);
+  if (const Value* o = f.find("options")) {
+    if (!o->IsObject()) bad("graph.options", std::string("expected an object of integers, got ") + json_type_name(*o));
+    if (o->MemberCount() > 64) throw RequestError(codes::kTooLarge, "graph.options", "more than 64 options");
+    for (auto it = o->MemberBegin(); it != o->MemberEnd(); ++it) {
+      std::string key(it->name.GetString(), it->name.GetStringLength());
+      if (key.size() > 64) throw RequestError(codes::kTooLarge, "graph.options", "option name longer than 64 characters");
+      int64_t hi = is_structural_option(key) ? limits.max_builder_structure : limits.max_builder_option;
+      spec.options[key] = Fields::checked_integer(it->value, "graph.options." + key, 0, hi);
+    }
+  }
+}
+
+void parse_cluster(const Fields& f, ClusterSpec& spec, const ProtocolLimits& limits) {
+  const Value* c = f.find("cluster");
+  const Value* d = f.find("devices");
+  if (!c && !d) bad("cluster", "missing: give \"cluster\" (a preset name or cluster object) or \"devices\" (\"cpu:2\")");
+  if (c && d) bad("cluster", "give only one of \"cluster\" and \"devices\"");
+  if (d) {
+    spec.devices = f.string("devices", true);
+    if (spec.devices.empty()) bad("devices", "empty device list");
+    return;
+  }
+  if (c->IsString()) {
+    spec.preset = f.string("cluster", true);
+    if (spec.preset.empty()) bad("cluster", "empty preset name");
+    return;
+  }
+  if (!c->IsObject()) bad("cluster", std::string("expected a preset name or a cluster object, got ") + json_type_name(*c));
+  spec.inline_json = to_text(*c);
+}
+
+std::vector<std::string> parse_methods(const Fields& f, const ProtocolLimits& limits) {
+  std::vector<std::string> out;
+  const Value* m = f.find("methods");
+  if (!m) return out;
+  if (!m->IsArray()) bad("methods", std::string("expected an array of placer names, got ") + json_type_name(*m));
+  if (m->Size() > static_cast<unsigned>(limits.max_methods))
+    throw RequestError(codes::kTooLarge, "methods", "more than " + std::to_string(limits.max_methods) + " names");
+  for (unsigned i = 0; i < m->Size(); ++i) {
+    const Value& s = (*m)[i];
+    std::string path = "methods[" + std::to_string(i) + "]";
+    if (!s.IsString()) bad(path, std::string("expected a string, got ") + json_type_name(s));
+    if (s.GetStringLength() == 0 || s.GetStringLength() > 64) bad(path, "bad placer name length");
+    out.emplace_back(s.GetString(), s.GetStringLength());
+  }
+  return out;
+}
+
+}  // namespace
+
+const char* request_type_name(RequestType type) { return kTypeNames[static_cast<int>(type)]; }
+
+std::string GraphSpec::cache_key() const {
+  if (!inline_json.empty()) return "inline:" + inline_json;
+  std::string key = "builder:" + builder + (forward_only ? ":fwd" : ":train");
+  for (const auto& [k, v] : options) key += ":" + k + "=" + std::to_string(v);
+  return key;
+}
+
+std::string ClusterSpec::cache_key() const {
+  if (!preset.empty()) return "preset:" + preset;
+  if (!devices.empty()) return "devices:" + devices;
+  return "inline:" + inline_json;
+}
+
+Request parse_request(std::string_view text, const ProtocolLimits& limits) {
+  if (static_cast<int64_t>(text.size()) > limits.max_request_bytes)
+    throw RequestError(codes::kTooLarge, "", "request of " + std::to_string(text.size()) + " bytes exceeds the limit of " +
+                                                 std::to_string(limits.max_request_bytes));
+  rapidjson::Document doc;
+  // Iterative parsing: deep nesting cannot overflow the stack.
+  doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag>(text.data(), text.size());
+  if (doc.HasParseError())
+    throw RequestError(codes::kBadJson, "", std::string("malformed JSON at byte ") + std::to_string(doc.GetErrorOffset()) +
+                                                ": " + rapidjson::GetParseError_En(doc.GetParseError()));
+  if (!doc.IsObject()) throw RequestError(codes::kBadJson, "", std::string("expected a JSON object, got ") + json_type_name(doc));
+  if (json_depth(doc) > limits.max_json_depth)
+    throw RequestError(codes::kTooLarge, "", "JSON nested deeper than " + std::to_string(limits.max_json_depth) + " levels");
+
+  Fields f(doc, "", limits);
+  Request r;
+  if (const Value* id = f.find("id")) {
+    if (id->IsString()) r.id = f.string("id", true);
+    else if (id->IsInt64()) r.id = std::to_string(id->GetInt64());
+    else bad("id", std::string("expected a string or an integer, got ") + json_type_name(*id));
+  }
+  const Value& version = f.need("version");
+  if (!version.IsInt64()) bad("version", std::string("expected an integer, got ") + json_type_name(version));
+  r.version = static_cast<int>(version.GetInt64());
+  if (version.GetInt64() != kProtocolVersion)
+    throw RequestError(codes::kBadVersion, "version",
+                       "protocol version " + std::to_string(version.GetInt64()) + " is not supported; this server speaks " +
+                           std::to_string(kProtocolVersion));
+  std::string type = f.string("type", true);
+  int found = -1;
+  for (int i = 0; i < kRequestTypes; ++i)
+    if (type == kTypeNames[i]) found = i;
+  if (found < 0) {
+    std::string known;
+    for (const char* n : kTypeNames) known += std::string(known.empty() ? "" : ", ") + n;
+    throw RequestError(codes::kUnknownType, "type", "unknown request type '" + type + "' (known: " + known + ")");
+  }
+  r.type = static_cast<RequestType>(found);
+  r.deadline_ms = f.integer("deadline_ms", false, 0, 1, limits.max_deadline_ms);
+  r.seed = static_cast<uint64_t>(f.integer("seed", false, 0, 0, INT64_MAX));
+  r.include_placement = f.boolean("include_placement", true);
+
+  switch (r.type) {
+    case RequestType::Health:
+    case RequestType::Policies:
+      break;
+    case RequestType::Status:
+    case RequestType::Result:
+    case RequestType::Cancel:
+      r.job_id = f.string("job_id", true);
+      if (r.job_id.empty()) bad("job_id", "empty job id");
+      break;
+    case RequestType::Baselines:
+    case RequestType::Place:
+    case RequestType::Evaluate:
+    case RequestType::Optimize:
+      parse_graph(f.need("graph"), r.graph, limits);
+      parse_cluster(f, r.cluster, limits);
+      r.methods = parse_methods(f, limits);
+      if (r.type == RequestType::Place) {
+        r.policy = f.string("policy", false);
+        r.refine_samples = f.integer("refine_samples", false, 0, 0, limits.max_refine_samples);
+      }
+      if (r.type == RequestType::Evaluate) {
+        const Value& p = f.need("placement");
+        if (!p.IsObject()) bad("placement", std::string("expected an object {\"device\": {op: device}}, got ") + json_type_name(p));
+        Fields pf(p, "placement", limits);
+        const Value& dev = pf.need("device");
+        if (!dev.IsObject()) bad("placement.device", std::string("expected an object mapping op names to device names, got ") + json_type_name(dev));
+        for (auto it = dev.MemberBegin(); it != dev.MemberEnd(); ++it)
+          if (!it->value.IsString())
+            bad("placement.device." + std::string(it->name.GetString(), it->name.GetStringLength()),
+                std::string("expected a device name, got ") + json_type_name(it->value));
+        r.placement_json = to_text(p);
+      }
+      if (r.type == RequestType::Optimize) {
+        const Value& b = f.need("budget");
+        if (!b.IsObject()) bad("budget", std::string("expected an object {\"samples\": N, \"seconds\": S}, got ") + json_type_name(b));
+        Fields bf(b, "budget", limits);
+        r.budget.samples = bf.integer("samples", false, 0, 0, limits.max_budget_samples);
+        r.budget.seconds = bf.number("seconds", 0.0, 0.0, limits.max_budget_seconds);
+        if (r.budget.samples == 0 && r.budget.seconds == 0.0) bad("budget", "give samples > 0 or seconds > 0");
+        r.reward_mode = f.string("reward_mode", false, "simulated");
+        if (r.reward_mode != "simulated")
+          bad("reward_mode", "'" + r.reward_mode + "' is not offered by the service (only \"simulated\": measuring would run "
+                             "the model on the server)");
+      }
+      break;
+  }
+  return r;
+}
+
+std::string salvage_request_id(std::string_view text) {
+  try {
+    rapidjson::Document doc;
+    doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag>(text.data(), text.size());
+    if (doc.HasParseError() || !doc.IsObject()) return "";
+    auto it = doc.FindMember("id");
+    if (it == doc.MemberEnd()) return "";
+    if (it->value.IsString() && it->value.GetStringLength() <= 256) return std::string(it->value.GetString(), it->value.GetStringLength());
+    if (it->value.IsInt64()) return std::to_string(it->value.GetInt64());
+  } catch (...) {
+  }
+  return "";
+}
+
+std::string json_quote(std::string_view s) {
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  writer.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
+
+std::string json_number(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.17g", v);
+  // Prefer the shortest text that reads back to the same double.
+  for (int precision = 6; precision < 17; ++precision) {
+    char shorter[32];
+    std::snprintf(shorter, sizeof shorter, "%.*g", precision, v);
+    if (std::strtod(shorter, nullptr) == v) return shorter;
+  }
+  return buf;
+}
+
+std::string ok_reply(const std::string& id, RequestType type, const std::string& result_json) {
+  return "{\"version\":" + std::to_string(kProtocolVersion) + ",\"id\":" + json_quote(id) + ",\"type\":" +
+         json_quote(request_type_name(type)) + ",\"status\":\"ok\",\"result\":" + result_json + "}";
+}
+
+std::string error_reply(const std::string& id, const std::string& type, const std::string& code, const std::string& field,
+                        const std::string& message) {
+  std::string status = code == codes::kBusy ? "busy" : "error";
+  return "{\"version\":" + std::to_string(kProtocolVersion) + ",\"id\":" + json_quote(id) + ",\"type\":" + json_quote(type) +
+         ",\"status\":" + json_quote(status) + ",\"error\":{\"code\":" + json_quote(code) + ",\"field\":" + json_quote(field) +
+         ",\"message\":" + json_quote(message) + "}}";
+}
+
+}  // namespace placer::service

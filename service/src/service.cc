@@ -1,0 +1,379 @@
+#include "placer/service/service.h"
+
+#include <rapidjson/document.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include "jobs.h"
+#include "json_out.h"
+#include "placer/agent/learned.h"
+#include "placer/agent/placer.h"
+#include "placer/env/environment.h"
+#include "placer/env/presets.h"
+#include "placer/graphs/builders.h"
+#include "placer/graphs/serialize.h"
+#include "placer/graphs/validate.h"
+#include "placer/service/metrics.h"
+
+namespace placer::service {
+namespace {
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double seconds_left(Clock::time_point deadline) {
+  return std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count());
+}
+
+EnvOptions simulated_env() {
+  EnvOptions options;
+  options.mode = RewardMode::Simulated;
+  options.threads = 1;  // the worker pool is the parallelism
+  return options;
+}
+
+Problem::Baseline run_baseline(const std::string& method, const Graph& graph, const Cluster& cluster, Environment& env,
+                               uint64_t seed, double time_limit_s) {
+  Problem::Baseline b;
+  b.method = method;
+  PlaceContext ctx;
+  ctx.graph = &graph;
+  ctx.cluster = &cluster;
+  ctx.env = &env;
+  ctx.seed = seed;
+  ctx.time_limit_s = std::max(0.05, time_limit_s);
+  auto start = Clock::now();
+  try {
+    PlaceResult r = make_placer(method)->place(ctx);
+    b.placement = std::move(r.placement);
+    b.result = env.simulate(b.placement);
+  } catch (const NoFeasiblePlacement& e) {
+    b.error = e.what();
+  }
+  b.place_seconds = seconds_since(start);
+  return b;
+}
+
+void write_step(JsonOut& o, const StepResult& r) {
+  o.field("status", step_status_name(r.status));
+  if (r.ok()) o.field("step_s", r.step_s);
+  else o.key("step_s").null().field("message", r.message);
+}
+
+}  // namespace
+
+Graph build_request_graph(const GraphSpec& spec, const ServiceConfig& config) {
+  Graph graph;
+  if (!spec.builder.empty()) {
+    auto names = builder_names();
+    if (std::find(names.begin(), names.end(), spec.builder) == names.end()) {
+      std::string known;
+      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+      throw RequestError(codes::kBadGraph, "graph.builder", "unknown builder '" + spec.builder + "' (known: " + known + ")");
+    }
+    BuilderOptions options;
+    options.values = spec.options;
+    options.forward_only = spec.forward_only;
+    try {
+      graph = build_graph(spec.builder, options);
+    } catch (const InputError& e) {
+      throw RequestError(codes::kBadGraph, "graph.options", e.what());
+    }
+  } else {
+    try {
+      graph = graph_from_json(spec.inline_json);
+    } catch (const InputError& e) {
+      throw RequestError(codes::kBadGraph, "graph.inline", e.what());
+    }
+  }
+  if (graph.size() == 0) throw RequestError(codes::kBadGraph, "graph", "the graph has no operators");
+  if (graph.size() > config.max_ops)
+    throw RequestError(codes::kTooLarge, "graph", "the graph has " + std::to_string(graph.size()) + " operators; this server places at most " +
+                                                      std::to_string(config.max_ops));
+  return graph;
+}
+
+Cluster build_request_cluster(const ClusterSpec& spec, const ServiceConfig& config) {
+  Cluster cluster;
+  std::string field = spec.devices.empty() ? "cluster" : "devices";
+  try {
+    if (!spec.preset.empty()) {
+      // A name only: resolve_cluster would also open files.
+      auto names = cluster_preset_names();
+      if (std::find(names.begin(), names.end(), spec.preset) == names.end()) {
+        std::string known;
+        for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
+        throw RequestError(codes::kBadCluster, "cluster", "unknown cluster preset '" + spec.preset + "' (known: " + known + ")");
+      }
+      cluster = cluster_preset(spec.preset);
+    } else if (!spec.devices.empty()) {
+      cluster = parse_device_list(spec.devices);
+    } else {
+      cluster = cluster_from_json(spec.inline_json);
+    }
+    validate_cluster(cluster);
+  } catch (const RequestError&) {
+    throw;
+  } catch (const InputError& e) {
+    throw RequestError(codes::kBadCluster, field, e.what());
+  }
+  if (cluster.size() > config.max_devices)
+    throw RequestError(codes::kTooLarge, field, "the cluster has " + std::to_string(cluster.size()) + " devices; at most " +
+                                                    std::to_string(config.max_devices));
+  return cluster;
+}
+
+PlacementService::PlacementService(ServiceConfig config, ServiceMetrics* metrics)
+    : config_(std::move(config)), metrics_(metrics), started_(Clock::now()) {
+  for (const auto& name : config_.place_baselines) make_placer(name);  // config errors at start, not per request
+  for (const auto& name : config_.optimize_methods) make_placer(name);
+  if (config_.default_policy.empty() && !config_.policies.empty()) config_.default_policy = config_.policies.front().name;
+  if (metrics_) metrics_->set_policies(static_cast<int64_t>(config_.policies.size()));
+  jobs_ = std::make_unique<JobManager>(config_, metrics_);
+}
+
+PlacementService::~PlacementService() { shutdown(); }
+
+void PlacementService::shutdown() {
+  if (jobs_) jobs_->shutdown();
+}
+
+int64_t PlacementService::running_jobs() const { return jobs_->running(); }
+
+std::shared_ptr<const Problem> PlacementService::problem(const Request& request) {
+  std::string key = request.graph.cache_key() + "\n" + request.cluster.cache_key();
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    for (auto it = cache_.begin(); it != cache_.end(); ++it) {
+      if (it->first == key) {
+        cache_.splice(cache_.begin(), cache_, it);
+        if (metrics_) metrics_->cache_lookup(true);
+        return cache_.front().second;
+      }
+    }
+  }
+  if (metrics_) metrics_->cache_lookup(false);
+  auto p = std::make_shared<Problem>();
+  p->graph = build_request_graph(request.graph, config_);
+  p->cluster = build_request_cluster(request.cluster, config_);
+  Environment env(p->graph, p->cluster, simulated_env());
+  p->lower_bound_s = env.lower_bound();
+  for (const auto& method : config_.place_baselines) {
+    p->baselines.push_back(run_baseline(method, p->graph, p->cluster, env, 0, 10.0));
+    const auto& b = p->baselines.back();
+    if (b.error.empty() && b.result.ok() && (p->best < 0 || b.result.step_s < p->baselines[p->best].result.step_s))
+      p->best = static_cast<int>(p->baselines.size()) - 1;
+  }
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  cache_.emplace_front(key, p);
+  while (static_cast<int>(cache_.size()) > std::max(1, config_.cache_entries)) cache_.pop_back();
+  return p;
+}
+
+std::string PlacementService::handle(const Request& r, Clock::time_point deadline) {
+  switch (r.type) {
+    case RequestType::Health: return handle_health();
+    case RequestType::Policies: return handle_policies();
+    case RequestType::Baselines: return handle_baselines(r);
+    case RequestType::Place: return handle_place(r, deadline);
+    case RequestType::Evaluate: return handle_evaluate(r);
+    case RequestType::Optimize: {
+      if (r.methods.size() > 0)
+        for (size_t i = 0; i < r.methods.size(); ++i) {
+          try {
+            make_placer(r.methods[i]);
+          } catch (const InputError& e) {
+            throw RequestError(codes::kBadRequest, "methods[" + std::to_string(i) + "]", e.what());
+          }
+        }
+      auto p = problem(r);
+      JsonOut o;
+      o.begin().field("job_id", jobs_->submit(r, p)).field("state", "queued").end();
+      return o.text();
+    }
+    case RequestType::Status: return jobs_->status_json(r.job_id);
+    case RequestType::Result: return jobs_->result_json(r.job_id, r.include_placement);
+    case RequestType::Cancel: return jobs_->cancel(r.job_id);
+  }
+  throw RequestError(codes::kUnknownType, "type", "unhandled request type");
+}
+
+std::string PlacementService::handle_place(const Request& r, Clock::time_point deadline) {
+  auto start = Clock::now();
+  const PolicyEntry* policy = nullptr;
+  std::string policy_name = r.policy.empty() ? config_.default_policy : r.policy;
+  for (const auto& p : config_.policies)
+    if (p.name == policy_name) policy = &p;
+  if (!r.policy.empty() && !policy)
+    throw RequestError(codes::kNotFound, "policy", "no policy '" + r.policy + "' is loaded (ask `policies`)");
+
+  auto p = problem(r);
+  Placement placement;
+  StepResult result;
+  std::string method, note;
+  if (policy) {
+    Environment env(p->graph, p->cluster, simulated_env());
+    PlaceContext ctx;
+    ctx.graph = &p->graph;
+    ctx.cluster = &p->cluster;
+    ctx.env = &env;
+    ctx.seed = r.seed;
+    ctx.time_limit_s = seconds_left(deadline);
+    try {
+      PlaceResult pr = place_with_checkpoint(policy->checkpoint, ctx);
+      placement = std::move(pr.placement);
+      result = env.simulate(placement);
+      method = "policy:" + policy->name;
+    } catch (const InputError& e) {
+      // The policy cannot place this graph/cluster (e.g. trained for another device count).
+      if (!r.policy.empty()) throw RequestError(codes::kBadRequest, "policy", "policy '" + policy->name + "': " + e.what());
+      note = "default policy '" + policy->name + "' not applicable (" + e.what() + "); used the best baseline";
+    } catch (const NoFeasiblePlacement& e) {
+      note = "policy '" + policy->name + "' found no feasible placement: " + e.what();
+    }
+  }
+  if (method.empty() || !result.ok()) {
+    if (p->best < 0) {
+      std::string why;
+      for (const auto& b : p->baselines) why += (why.empty() ? "" : "; ") + b.method + ": " + (b.error.empty() ? b.result.message : b.error);
+      throw RequestError(codes::kNoFeasible, "", "no placement fits this cluster: " + why);
+    }
+    const auto& b = p->baselines[p->best];
+    if (!method.empty()) note += "policy placement failed (" + std::string(step_status_name(result.status)) + "); ";
+    placement = b.placement;
+    result = b.result;
+    method = b.method;
+    if (policy_name.empty()) note += "no policy loaded: best of the fast-path baselines";
+  }
+  if (r.refine_samples > 0) {
+    Environment env(p->graph, p->cluster, simulated_env());
+    PlaceContext ctx;
+    ctx.graph = &p->graph;
+    ctx.cluster = &p->cluster;
+    ctx.env = &env;
+    ctx.seed = r.seed;
+    ctx.sample_budget = r.refine_samples;
+    ctx.time_limit_s = std::max(0.01, 0.5 * seconds_left(deadline));
+    try {
+      PlaceResult pr = make_placer("local_search")->place(ctx);
+      StepResult refined = env.simulate(pr.placement);
+      if (refined.ok() && refined.step_s < result.step_s) {
+        placement = std::move(pr.placement);
+        result = refined;
+        method += "+local_search";
+      }
+    } catch (const NoFeasiblePlacement&) {
+    }
+  }
+  JsonOut o;
+  o.begin().field("graph", p->graph.name).field("ops", p->graph.size()).field("cluster", p->cluster.name);
+  o.begin_array("devices");
+  for (const auto& d : p->cluster.devices) o.str(d.name);
+  o.end_array();
+  o.field("method", method);
+  write_step(o, result);
+  o.field("lower_bound_s", p->lower_bound_s);
+  if (p->lower_bound_s > 0 && result.ok()) o.field("gap_to_lower_bound", result.step_s / p->lower_bound_s - 1.0);
+  o.key("best_baseline");
+  if (p->best >= 0) {
+    const auto& b = p->baselines[p->best];
+    o.begin().field("method", b.method).field("step_s", b.result.step_s).end();
+    if (result.ok()) o.field("speedup_vs_best_baseline", b.result.step_s / result.step_s);
+  } else {
+    o.null();
+  }
+  o.field("place_seconds", seconds_since(start));
+  if (!note.empty()) o.field("note", note);
+  if (r.include_placement) o.placement("placement", to_named(p->graph, p->cluster, placement));
+  o.end();
+  return o.text();
+}
+
+std::string PlacementService::handle_evaluate(const Request& r) {
+  auto p = problem(r);
+  NamedPlacement named;
+  named.graph = p->graph.name;
+  rapidjson::Document d;
+  d.Parse(r.placement_json.c_str(), r.placement_json.size());
+  const auto& dev = d["device"];
+  for (auto it = dev.MemberBegin(); it != dev.MemberEnd(); ++it)
+    named.device[std::string(it->name.GetString(), it->name.GetStringLength())] =
+        std::string(it->value.GetString(), it->value.GetStringLength());
+  Placement placement;
+  try {
+    placement = from_named(p->graph, p->cluster, named);
+  } catch (const InputError& e) {
+    throw RequestError(codes::kBadPlacement, "placement", e.what());
+  }
+  Environment env(p->graph, p->cluster, simulated_env());
+  StepResult result = env.simulate(placement);
+  JsonOut o;
+  o.begin().field("graph", p->graph.name).field("cluster", p->cluster.name);
+  write_step(o, result);
+  o.field("lower_bound_s", p->lower_bound_s);
+  o.field("transfer_bytes", result.transfer_bytes);
+  if (!result.oom_device.empty()) o.field("oom_device", result.oom_device);
+  o.end();
+  return o.text();
+}
+
+std::string PlacementService::handle_baselines(const Request& r) {
+  std::vector<std::string> methods = r.methods.empty() ? config_.place_baselines : r.methods;
+  for (size_t i = 0; i < methods.size(); ++i) {
+    try {
+      make_placer(methods[i]);
+    } catch (const InputError& e) {
+      throw RequestError(codes::kBadRequest, "methods[" + std::to_string(i) + "]", e.what());
+    }
+  }
+  auto p = problem(r);
+  Environment env(p->graph, p->cluster, simulated_env());
+  JsonOut o;
+  o.begin().field("graph", p->graph.name).field("ops", p->graph.size()).field("cluster", p->cluster.name);
+  o.field("lower_bound_s", p->lower_bound_s);
+  o.begin_array("results");
+  for (const auto& method : methods) {
+    const Problem::Baseline* cached = nullptr;
+    for (const auto& b : p->baselines)
+      if (b.method == method && r.seed == 0) cached = &b;
+    Problem::Baseline fresh;
+    if (!cached) fresh = run_baseline(method, p->graph, p->cluster, env, r.seed, 30.0);
+    const Problem::Baseline& b = cached ? *cached : fresh;
+    o.begin().field("method", b.method).field("place_seconds", b.place_seconds);
+    if (!b.error.empty()) {
+      o.field("status", "no_feasible_placement").field("message", b.error);
+    } else {
+      write_step(o, b.result);
+      if (r.include_placement) o.placement("placement", to_named(p->graph, p->cluster, b.placement));
+    }
+    o.end();
+  }
+  o.end_array().end();
+  return o.text();
+}
+
+std::string PlacementService::handle_policies() {
+  JsonOut o;
+  o.begin().field("default", config_.default_policy).begin_array("policies");
+  for (const auto& p : config_.policies) {
+    std::error_code ec;
+    bool present = std::filesystem::exists(std::filesystem::path(p.checkpoint) / "checkpoint.pt", ec);
+    // Names and descriptions only: the server's paths are not the client's business.
+    o.begin().field("name", p.name).field("description", p.description).field("available", present).end();
+  }
+  o.end_array().end();
+  return o.text();
+}
+
+std::string PlacementService::handle_health() {
+  JsonOut o;
+  o.begin().field("status", "serving").field("protocol_version", kProtocolVersion);
+  o.field("uptime_s", seconds_since(started_)).field("workers", config_.workers);
+  o.field("queue_depth", queue_depth ? queue_depth() : int64_t{0});
+  o.field("running_jobs", jobs_->running()).field("queued_jobs", jobs_->queued()).field("stored_jobs", jobs_->stored());
+  o.field("policies", static_cast<int64_t>(config_.policies.size()));
+  o.end();
+  return o.text();
+}
+
+}  // namespace placer::service
