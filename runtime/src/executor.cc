@@ -1,0 +1,587 @@
+// The executor: one thread per device runs its ready ops lowest id first; one
+// thread per directed device pair (a transfer channel) copies tensors that
+// cross devices. Readiness is a per-op counter of input positions still
+// missing; memory is a per-slot refcount (uses left) and per-device live bytes.
+#include <algorithm>
+#include <cmath>
+
+#include "internal.h"
+#include "placer/graphs/error.h"
+
+namespace placer::rt {
+
+// ------------------------------------------------------------------ the plan
+
+namespace {
+
+[[noreturn]] void bad_op(const Op& op, const std::string& what) {
+  throw GraphError("op '" + op.name + "' (" + op.type + "): " + what);
+}
+
+OpKind kind_of(const Op& op) {
+  if (op.type == op_types::kInput) return OpKind::Input;
+  if (op.type == op_types::kParam) return OpKind::Param;
+  if (op.type == op_types::kBackward) return OpKind::Backward;
+  if (op.type == op_types::kSgd) return OpKind::Sgd;
+  return OpKind::Aten;
+}
+
+constexpr int32_t kPersistentRefs = 1 << 30;
+
+}  // namespace
+
+Plan make_plan(const Graph& graph, const Placement& placement, int32_t devices, bool retain_sinks) {
+  Plan plan;
+  plan.graph = &graph;
+  plan.devices = devices;
+  const int32_t n = static_cast<int32_t>(graph.size());
+  plan.ops.resize(n);
+  plan.calls.resize(n);
+  plan.deps.assign(n, 0);
+  std::unordered_map<uint64_t, int32_t> slot_index;  // (op, output, device) -> slot
+  auto key = [](int32_t op, int32_t out, int32_t dev) {
+    return (static_cast<uint64_t>(op) << 32) | (static_cast<uint64_t>(out) << 12) | static_cast<uint64_t>(dev);
+  };
+
+  // Pass 1: kinds, kernels, producer slots.
+  for (int32_t i = 0; i < n; ++i) {
+    const Op& op = graph.op(OpId(i));
+    OpPlan& p = plan.ops[i];
+    p.kind = kind_of(op);
+    p.device = placement.device_of[i].value;
+    if (p.kind == OpKind::Aten) {
+      plan.calls[i] = std::make_unique<OpCall>(bind_op(op));
+      p.call = plan.calls[i].get();
+    }
+    if ((p.kind == OpKind::Input || p.kind == OpKind::Param) && op.outputs.size() != 1)
+      bad_op(op, "must have exactly one output");
+    for (int32_t k = 0; k < static_cast<int32_t>(op.outputs.size()); ++k) {
+      SlotPlan s;
+      s.op = i;
+      s.output = k;
+      s.device = p.device;
+      s.bytes = op.outputs[k].bytes();
+      s.persistent = p.kind == OpKind::Input || p.kind == OpKind::Param;
+      if (s.persistent) s.refs = kPersistentRefs;
+      slot_index[key(i, k, p.device)] = static_cast<int32_t>(plan.slots.size());
+      p.out_slots.push_back(static_cast<int32_t>(plan.slots.size()));
+      plan.slots.push_back(std::move(s));
+    }
+  }
+  // Pass 2: inputs (local slots or transfers), views, backward holds.
+  for (int32_t i = 0; i < n; ++i) {
+    const Op& op = graph.op(OpId(i));
+    OpPlan& p = plan.ops[i];
+    p.in_slots.resize(op.inputs.size());
+    plan.deps[i] = static_cast<int32_t>(op.inputs.size());
+    for (size_t pos = 0; pos < op.inputs.size(); ++pos) {
+      const TensorRef& t = op.inputs[pos];
+      const int32_t src = plan.ops[t.op.value].out_slots[t.output];
+      int32_t slot = src;
+      if (plan.slots[src].device != p.device) {
+        auto [it, inserted] = slot_index.emplace(key(t.op.value, t.output, p.device), 0);
+        if (inserted) {
+          SlotPlan s;
+          s.op = t.op.value;
+          s.output = t.output;
+          s.device = p.device;
+          s.bytes = graph.op(t.op).outputs[t.output].bytes();
+          it->second = static_cast<int32_t>(plan.slots.size());
+          plan.slots.push_back(std::move(s));
+          TransferPlan tr;
+          tr.src = src;
+          tr.dst = it->second;
+          tr.channel = plan.slots[src].device * devices + p.device;
+          plan.slots[src].transfers.push_back(static_cast<int32_t>(plan.transfers.size()));
+          if (!plan.slots[src].persistent) plan.slots[src].refs++;
+          plan.transfers.push_back(tr);
+        }
+        slot = it->second;
+      }
+      p.in_slots[pos] = slot;
+      plan.slots[slot].waiters.push_back(i);
+      if (!plan.slots[slot].persistent) plan.slots[slot].refs++;
+    }
+    if (p.kind == OpKind::Aten) {
+      for (size_t k = 0; k < op.outputs.size() && k < p.call->view_of_input.size(); ++k) {
+        const int64_t in = p.call->view_of_input[k];
+        if (in < 0) continue;
+        SlotPlan& out = plan.slots[p.out_slots[k]];
+        out.bytes = 0;
+        out.view_of = p.in_slots[in];
+        if (!plan.slots[out.view_of].persistent) plan.slots[out.view_of].refs++;
+      }
+    }
+    if (p.kind == OpKind::Sgd) {
+      if (op.inputs.empty() || plan.ops[op.inputs[0].op.value].kind != OpKind::Param)
+        bad_op(op, "inputs[0] must be the output of a placer::param op");
+      for (int32_t slot : p.out_slots) {
+        plan.slots[slot].bytes = 0;
+        plan.slots[slot].view_of = p.in_slots[0];
+      }
+    }
+    if (p.kind == OpKind::Backward) {
+      if (!op.forward.valid() || op.forward.value >= i) bad_op(op, "forward must name an earlier op");
+      const Op& fwd = graph.op(op.forward);
+      OpPlan& fp = plan.ops[op.forward.value];
+      if (fp.kind != OpKind::Aten) bad_op(op, "its forward op '" + fwd.name + "' is not an ATen op");
+      if (fp.backward >= 0) bad_op(op, "forward op '" + fwd.name + "' already has a backward op");
+      if (op.inputs.empty() || op.inputs[0].op != op.forward) bad_op(op, "inputs[0] must be its forward op's output 0");
+      const std::vector<int64_t> empty;
+      const auto& grad_of = op.args.size() > 0 ? op.args[0].ints : empty;
+      const auto& grad_for = op.args.size() > 1 ? op.args[1].ints : empty;
+      if (grad_of.size() + 1 != op.inputs.size())
+        bad_op(op, "args[0] has " + std::to_string(grad_of.size()) + " entries for " +
+                       std::to_string(op.inputs.size() - 1) + " gradient inputs");
+      for (int64_t k : grad_of)
+        if (k < 0 || k >= static_cast<int64_t>(fwd.outputs.size())) bad_op(op, "args[0] names forward output " + std::to_string(k));
+      if (grad_for.size() != op.outputs.size())
+        bad_op(op, "args[1] has " + std::to_string(grad_for.size()) + " entries for " + std::to_string(op.outputs.size()) +
+                       " outputs");
+      std::vector<int32_t> leaves;
+      for (int64_t in : grad_for) {
+        if (in < 0 || in >= static_cast<int64_t>(fwd.inputs.size()))
+          bad_op(op, "args[1] names forward input " + std::to_string(in));
+        leaves.push_back(static_cast<int32_t>(in));
+      }
+      std::sort(leaves.begin(), leaves.end());
+      leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());
+      fp.backward = i;
+      fp.leaf_inputs = leaves;
+      fp.state = plan.states++;
+      p.state = fp.state;
+      // The forward's differentiated inputs and its outputs stay alive
+      // (autograd saved them) until this op has run.
+      for (int32_t pos : leaves) p.holds.push_back(fp.in_slots[pos]);
+      for (int32_t slot : fp.out_slots) p.holds.push_back(slot);
+      for (int32_t slot : p.holds)
+        if (!plan.slots[slot].persistent) plan.slots[slot].refs++;
+      bool sink = true;
+      for (OpId c : graph.consumers(op.forward)) sink = sink && plan.ops[c.value].kind == OpKind::Backward;
+      p.is_loss = sink && op.inputs.size() == 1 && !fwd.outputs.empty() && fwd.outputs[0].numel() == 1 &&
+                  is_floating(fwd.outputs[0].dtype);
+    }
+  }
+  // Graph outputs (forward sinks) kept for StepValues.
+  if (retain_sinks) {
+    for (int32_t i = 0; i < n; ++i) {
+      OpPlan& p = plan.ops[i];
+      if (p.kind != OpKind::Aten) continue;
+      bool sink = true;
+      for (OpId c : graph.consumers(OpId(i)))
+        sink = sink && (plan.ops[c.value].kind == OpKind::Backward || plan.ops[c.value].kind == OpKind::Sgd);
+      if (!sink) continue;
+      p.retain = true;
+      for (int32_t slot : p.out_slots) plan.slots[slot].refs++;
+    }
+  }
+  for (OpPlan& p : plan.ops)
+    for (int32_t slot : p.out_slots)
+      if (!plan.slots[slot].persistent && plan.slots[slot].view_of < 0) p.new_bytes += plan.slots[slot].bytes;
+  return plan;
+}
+
+// ------------------------------------------------------------ the executor
+
+struct Executor::Worker {
+  int32_t id = 0;
+  int32_t device = 0;      // device workers: the device; channels: the source
+  int32_t to = -1;         // channels: the destination
+  std::string lane;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> queue;
+  bool stop = false;
+  std::vector<TimelineEvent> events;
+  std::thread thread;
+};
+
+struct Executor::Step {
+  const Plan* plan = nullptr;
+  Session* session = nullptr;
+  std::vector<at::Tensor> slots;
+  std::unique_ptr<std::atomic<int32_t>[]> refs;
+  std::unique_ptr<std::atomic<int32_t>[]> deps;
+  std::vector<ForwardState> states;
+  std::atomic<int64_t> outstanding{0};
+  std::atomic<int32_t> ops_done{0};
+  std::atomic<bool> aborted{false};
+  std::mutex mu;
+  std::condition_variable cv;
+  StepOutcome outcome;  // status fields under mu
+  std::unique_ptr<std::atomic<int64_t>[]> live;
+  std::unique_ptr<std::atomic<int64_t>[]> peak;
+  std::vector<double> busy;  // per device, written only by its worker
+  std::atomic<int64_t> transfer_bytes{0};
+  Clock::time_point start;
+  bool timeline = false;
+};
+
+Executor::Executor(std::vector<DeviceCtx> devices) : devices_(std::move(devices)) {
+  const int32_t d = static_cast<int32_t>(devices_.size());
+  for (int32_t i = 0; i < d; ++i) {
+    auto w = std::make_unique<Worker>();
+    w->id = i;
+    w->device = i;
+    w->lane = devices_[i].name;
+    workers_.push_back(std::move(w));
+  }
+  for (int32_t a = 0; a < d; ++a)
+    for (int32_t b = 0; b < d; ++b) {
+      auto w = std::make_unique<Worker>();
+      w->id = static_cast<int32_t>(workers_.size());
+      w->device = a;
+      w->to = b;
+      w->lane = devices_[a].name + "->" + devices_[b].name;
+      workers_.push_back(std::move(w));  // a == b: never used, keeps indexing simple
+    }
+  for (auto& w : workers_)
+    if (w->to < 0 || w->to != w->device) w->thread = std::thread([this, p = w.get()] { worker_loop(p); });
+}
+
+Executor::~Executor() {
+  for (auto& w : workers_) {
+    {
+      std::lock_guard<std::mutex> lk(w->mu);
+      w->stop = true;
+    }
+    w->cv.notify_all();
+  }
+  for (auto& w : workers_)
+    if (w->thread.joinable()) w->thread.join();
+}
+
+void Executor::worker_loop(Worker* w) {
+  const DeviceCtx& dev = devices_[w->to >= 0 ? w->to : w->device];
+  // Channels copy with one thread: they should not steal the devices' cores.
+  enter_device_thread(dev, w->to >= 0 ? 1 : dev.threads);
+  for (;;) {
+    int32_t item;
+    Step* s;
+    {
+      std::unique_lock<std::mutex> lk(w->mu);
+      w->cv.wait(lk, [w] { return w->stop || !w->queue.empty(); });
+      if (w->stop) return;
+      item = w->queue.top();
+      w->queue.pop();
+      s = current_;
+    }
+    if (!s->aborted.load(std::memory_order_relaxed)) {
+      if (w->to >= 0) {
+        run_transfer(*s, item);
+      } else {
+        run_op(*s, item, w->device);
+      }
+    }
+    finish_item(*s);
+  }
+}
+
+void Executor::push(int32_t worker, int32_t item) {
+  current_->outstanding.fetch_add(1, std::memory_order_relaxed);
+  Worker& w = *workers_[worker];
+  {
+    std::lock_guard<std::mutex> lk(w.mu);
+    w.queue.push(item);
+  }
+  w.cv.notify_one();
+}
+
+void Executor::finish_item(Step& s) {
+  // Under the lock: once the count reaches zero the step may be destroyed.
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (s.outstanding.fetch_sub(1, std::memory_order_acq_rel) == 1) s.cv.notify_all();
+}
+
+void Executor::fail(Step& s, StepStatus status, const std::string& message) {
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (s.outcome.status == StepStatus::Ok) {
+    s.outcome.status = status;
+    s.outcome.message = message;
+  }
+  s.aborted.store(true);
+}
+
+bool Executor::reserve(Step& s, int32_t device, int64_t bytes, const std::string& what) {
+  if (bytes <= 0) return true;
+  const int64_t now = s.live[device].fetch_add(bytes) + bytes;
+  const int64_t capacity = devices_[device].capacity;
+  if (s.session->check_memory && capacity > 0 && now > capacity) {
+    s.live[device].fetch_sub(bytes);
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (s.outcome.status == StepStatus::Ok) {
+      s.outcome.status = StepStatus::Oom;
+      s.outcome.message = "device " + devices_[device].name + " out of memory at " + what + ": needs " +
+                          std::to_string(now) + " bytes, capacity " + std::to_string(capacity);
+      s.outcome.oom_device = devices_[device].name;
+      s.outcome.oom_needed = now;
+      s.outcome.oom_capacity = capacity;
+    }
+    s.aborted.store(true);
+    return false;
+  }
+  int64_t prev = s.peak[device].load(std::memory_order_relaxed);
+  while (now > prev && !s.peak[device].compare_exchange_weak(prev, now)) {
+  }
+  return true;
+}
+
+void Executor::release(Step& s, int32_t slot) {
+  const SlotPlan& sp = s.plan->slots[slot];
+  if (sp.persistent) return;
+  if (s.refs[slot].fetch_sub(1, std::memory_order_acq_rel) != 1) return;
+  s.slots[slot] = at::Tensor();
+  s.live[sp.device].fetch_sub(sp.bytes);
+  if (sp.view_of >= 0) release(s, sp.view_of);
+}
+
+void Executor::publish(Step& s, int32_t slot) {
+  const SlotPlan& sp = s.plan->slots[slot];
+  if (!sp.persistent && sp.refs == 0) {  // nobody reads it
+    s.refs[slot].store(1);
+    release(s, slot);
+    return;
+  }
+  for (int32_t t : sp.transfers) push(static_cast<int32_t>(devices_.size()) + s.plan->transfers[t].channel, t);
+  for (int32_t op : sp.waiters)
+    if (s.deps[op].fetch_sub(1, std::memory_order_acq_rel) == 1) push(s.plan->ops[op].device, op);
+}
+
+namespace {
+
+bool is_oom_message(const std::string& m) {
+  return m.find("out of memory") != std::string::npos || m.find("can't allocate memory") != std::string::npos ||
+         m.find("Tried to allocate") != std::string::npos;
+}
+
+const char* phase_category(Phase phase) {
+  switch (phase) {
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::Update: return "update";
+  }
+  return "forward";
+}
+
+}  // namespace
+
+void Executor::run_op(Step& s, int32_t id, int32_t device) {
+  const Plan& plan = *s.plan;
+  const Op& op = plan.graph->op(OpId(id));
+  const OpPlan& p = plan.ops[id];
+  const DeviceCtx& dev = devices_[device];
+  Session& session = *s.session;
+  if (!reserve(s, device, p.new_bytes, "op '" + op.name + "'")) return;
+
+  std::vector<at::Tensor> in(p.in_slots.size());
+  for (size_t i = 0; i < in.size(); ++i) in[i] = s.slots[p.in_slots[i]];
+  std::vector<at::Tensor> out;
+  const int reps = std::max(1, session.profile_reps);
+  const Clock::time_point t0 = Clock::now();
+  try {
+    for (int rep = 0; rep < reps; ++rep) {
+      const Clock::time_point r0 = Clock::now();
+      switch (p.kind) {
+        case OpKind::Input:
+        case OpKind::Param: {
+          at::Tensor& value = session.persistent[id];
+          if (!value.defined()) {
+            const int64_t bytes = plan.slots[p.out_slots[0]].bytes;
+            if (!reserve(s, device, bytes, "op '" + op.name + "'")) return;
+            session.persistent_bytes[device] += bytes;
+            value = p.kind == OpKind::Input ? make_input(op, session.seed, dev.torch_device)
+                                            : make_param(op, session.seed, dev.torch_device);
+          }
+          out = {value};
+          break;
+        }
+        case OpKind::Aten:
+          if (p.backward >= 0) {
+            ForwardState& st = s.states[p.state];
+            st.leaves.assign(in.size(), at::Tensor());
+            std::vector<at::Tensor> args = in;
+            for (int32_t pos : p.leaf_inputs) {
+              st.leaves[pos] = in[pos].detach().requires_grad_(true);
+              args[pos] = st.leaves[pos];
+            }
+            {
+              at::AutoGradMode grad_mode(true);
+              out = call_op(*p.call, op, args, dev.torch_device);
+            }
+            st.outputs = out;
+            for (at::Tensor& t : out)
+              if (t.defined() && t.requires_grad()) t = t.detach();
+          } else {
+            out = call_op(*p.call, op, in, dev.torch_device);
+          }
+          break;
+        case OpKind::Backward: {
+          const bool last = rep + 1 == reps;
+          out = run_backward(op, plan.graph->op(op.forward), s.states[p.state], in, p.is_loss, !last);
+          if (last) s.states[p.state] = ForwardState();
+          break;
+        }
+        case OpKind::Sgd:
+          run_sgd(op, in);
+          out.assign(op.outputs.size(), in[0]);
+          break;
+      }
+      if (session.profile_reps > 0) {
+        synchronize_device(dev);
+        session.op_seconds[id].push_back(seconds_since(r0));
+      }
+    }
+  } catch (const c10::Error& e) {
+    const std::string m = e.what_without_backtrace();
+    if (is_oom_message(m)) {
+      std::lock_guard<std::mutex> lk(s.mu);
+      if (s.outcome.status == StepStatus::Ok) {
+        s.outcome.status = StepStatus::Oom;
+        s.outcome.message = "device " + dev.name + " out of memory in op '" + op.name + "': " + m;
+        s.outcome.oom_device = dev.name;
+        s.outcome.oom_needed = s.live[device].load() + p.new_bytes;
+        s.outcome.oom_capacity = dev.capacity;
+      }
+      s.aborted.store(true);
+    } else {
+      fail(s, StepStatus::Error, "op '" + op.name + "' (" + op.type + ") on " + dev.name + ": " + m);
+    }
+    return;
+  } catch (const std::bad_alloc&) {
+    fail(s, StepStatus::Oom, "device " + dev.name + " out of memory in op '" + op.name + "'");
+    return;
+  } catch (const std::exception& e) {
+    fail(s, StepStatus::Error, "op '" + op.name + "' (" + op.type + ") on " + dev.name + ": " + e.what());
+    return;
+  }
+  const Clock::time_point t1 = Clock::now();
+
+  if (out.size() < op.outputs.size()) {
+    fail(s, StepStatus::Error, "op '" + op.name + "' (" + op.type + ") returned " + std::to_string(out.size()) +
+                                   " tensors, the graph says " + std::to_string(op.outputs.size()));
+    return;
+  }
+  for (size_t k = 0; k < op.outputs.size(); ++k) {
+    if (!out[k].defined() || out[k].sizes() != at::IntArrayRef(op.outputs[k].shape)) {
+      fail(s, StepStatus::Error, "op '" + op.name + "' (" + op.type + ") output " + std::to_string(k) + " has shape " +
+                                     (out[k].defined() ? shape_string(out[k].sizes()) : std::string("<none>")) +
+                                     ", the graph says " + shape_string(op.outputs[k].shape));
+      return;
+    }
+    s.slots[p.out_slots[k]] = std::move(out[k]);
+  }
+  s.busy[device] += std::chrono::duration<double>(t1 - t0).count();
+  if (s.timeline) {
+    TimelineEvent ev;
+    ev.name = op.name;
+    ev.lane = dev.name;
+    ev.start_s = std::chrono::duration<double>(t0 - s.start).count();
+    ev.duration_s = std::chrono::duration<double>(t1 - t0).count();
+    ev.category = phase_category(op.phase);
+    workers_[device]->events.push_back(std::move(ev));
+  }
+  for (int32_t slot : p.holds) release(s, slot);
+  for (int32_t slot : p.in_slots) release(s, slot);
+  for (int32_t slot : p.out_slots) publish(s, slot);
+  s.ops_done.fetch_add(1, std::memory_order_relaxed);
+}
+
+void Executor::run_transfer(Step& s, int32_t t) {
+  const TransferPlan& tr = s.plan->transfers[t];
+  const SlotPlan& src = s.plan->slots[tr.src];
+  const SlotPlan& dst = s.plan->slots[tr.dst];
+  const Op& op = s.plan->graph->op(OpId(src.op));
+  const std::string what = "transfer of '" + op.name + "' to " + devices_[dst.device].name;
+  if (!reserve(s, dst.device, dst.bytes, what)) return;
+  const Clock::time_point t0 = Clock::now();
+  try {
+    s.slots[tr.dst] = copy_to_device(s.slots[tr.src], devices_[src.device], devices_[dst.device]);
+  } catch (const std::exception& e) {
+    const std::string m = e.what();
+    fail(s, is_oom_message(m) ? StepStatus::Oom : StepStatus::Error, what + ": " + m);
+    return;
+  }
+  const Clock::time_point t1 = Clock::now();
+  s.transfer_bytes.fetch_add(dst.bytes, std::memory_order_relaxed);
+  if (s.timeline) {
+    Worker& w = *workers_[devices_.size() + tr.channel];
+    TimelineEvent ev;
+    ev.name = op.name + (src.output ? ":" + std::to_string(src.output) : std::string());
+    ev.lane = w.lane;
+    ev.start_s = std::chrono::duration<double>(t0 - s.start).count();
+    ev.duration_s = std::chrono::duration<double>(t1 - t0).count();
+    ev.category = "transfer";
+    w.events.push_back(std::move(ev));
+  }
+  release(s, tr.src);
+  publish(s, tr.dst);
+}
+
+StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<TimelineEvent>* timeline) {
+  const Plan& plan = *session.plan;
+  const int32_t d = static_cast<int32_t>(devices_.size());
+  Step s;
+  s.plan = &plan;
+  s.session = &session;
+  s.slots.assign(plan.slots.size(), at::Tensor());
+  s.refs.reset(new std::atomic<int32_t>[plan.slots.size()]);
+  for (size_t i = 0; i < plan.slots.size(); ++i) s.refs[i].store(plan.slots[i].refs, std::memory_order_relaxed);
+  s.deps.reset(new std::atomic<int32_t>[plan.ops.size()]);
+  for (size_t i = 0; i < plan.ops.size(); ++i) s.deps[i].store(plan.deps[i], std::memory_order_relaxed);
+  s.states.resize(plan.states);
+  s.live.reset(new std::atomic<int64_t>[d]);
+  s.peak.reset(new std::atomic<int64_t>[d]);
+  for (int32_t i = 0; i < d; ++i) {
+    s.live[i].store(session.persistent_bytes[i]);
+    s.peak[i].store(session.persistent_bytes[i]);
+  }
+  s.busy.assign(d, 0.0);
+  s.timeline = timeline != nullptr;
+  for (auto& w : workers_) w->events.clear();
+  current_ = &s;
+
+  s.start = Clock::now();
+  const auto deadline = s.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  // Keep the count above zero while seeding so no worker sees "done" early.
+  s.outstanding.fetch_add(1);
+  for (int32_t i = 0; i < static_cast<int32_t>(plan.ops.size()); ++i)
+    if (plan.deps[i] == 0) push(plan.ops[i].device, i);
+  finish_item(s);
+  {
+    std::unique_lock<std::mutex> lk(s.mu);
+    if (!s.cv.wait_until(lk, deadline, [&] { return s.outstanding.load() == 0; })) {
+      if (s.outcome.status == StepStatus::Ok) {
+        s.outcome.status = StepStatus::Timeout;
+        s.outcome.message = "step ran past the time limit of " + std::to_string(timeout_s) + " s";
+      }
+      s.aborted.store(true);
+      // Workers skip what is queued; an op already running finishes first.
+      s.cv.wait(lk, [&] { return s.outstanding.load() == 0; });
+    }
+  }
+  for (int32_t i = 0; i < d; ++i) synchronize_device(devices_[i]);
+  const double elapsed = seconds_since(s.start);
+  current_ = nullptr;
+
+  StepOutcome out = std::move(s.outcome);
+  if (out.status == StepStatus::Ok && s.ops_done.load() != static_cast<int32_t>(plan.ops.size()))
+    out = StepOutcome{StepStatus::Error, "executor stopped after " + std::to_string(s.ops_done.load()) + " of " +
+                                             std::to_string(plan.ops.size()) + " ops"};
+  out.step_s = elapsed;
+  out.busy_s = s.busy;
+  out.transfer_bytes = s.transfer_bytes.load();
+  out.peak_bytes.resize(d);
+  for (int32_t i = 0; i < d; ++i) out.peak_bytes[i] = s.peak[i].load();
+  if (out.status == StepStatus::Ok && !session.retained.empty())
+    for (size_t i = 0; i < plan.slots.size(); ++i)
+      if (s.slots[i].defined() && plan.ops[plan.slots[i].op].retain) session.retained[i] = s.slots[i];
+  if (timeline) {
+    for (auto& w : workers_)
+      for (auto& ev : w->events) timeline->push_back(std::move(ev));
+    std::sort(timeline->begin(), timeline->end(),
+              [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
+  }
+  return out;
+}
+
+}  // namespace placer::rt

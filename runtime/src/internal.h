@@ -1,0 +1,232 @@
+// Private to the runtime: the pieces runtime.cc wires together.
+//   devices.cc   DeviceCtx (a torch device, its stream and thread share), copies
+//   kernels.cc   OpCall: one graph op turned into a dispatcher call
+//   executor.cc  Plan (slots, refcounts, transfers) and Executor (threads, steps)
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <queue>
+#include <string>
+#include <thread>
+#include <unordered_map>
+#include <vector>
+
+#include "placer/graphs/cluster.h"
+#include "placer/graphs/ir.h"
+#include "placer/graphs/measurement.h"
+#include "placer/graphs/placement.h"
+
+#ifdef PLACER_WITH_CUDA
+#include <ATen/cuda/CUDAEvent.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace placer::rt {
+
+using Clock = std::chrono::steady_clock;
+inline double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+// ---------------------------------------------------------------- devices.cc
+
+struct DeviceCtx {
+  int index = 0;             // in the cluster
+  std::string name;          // "cpu:1", "cuda:0"
+  DeviceKind kind = DeviceKind::Cpu;
+  c10::Device torch_device{c10::kCPU};
+  int threads = 1;           // intra-op threads of its executor
+  int64_t capacity = 0;      // Device::memory_bytes
+#ifdef PLACER_WITH_CUDA
+  std::optional<c10::cuda::CUDAStream> stream;       // compute
+  std::optional<c10::cuda::CUDAStream> copy_stream;  // incoming transfers
+#endif
+};
+
+// Builds the contexts; throws InputError for a device this build or machine
+// cannot run (cuda without PLACER_CUDA, a GPU index the machine lacks).
+std::vector<DeviceCtx> make_devices(const Cluster& cluster);
+
+// Called first thing on every executor/channel thread: gives the thread its
+// own intra-op thread count (OpenMP's is per thread) and, on CUDA devices,
+// makes the device's stream current.
+void enter_device_thread(const DeviceCtx& device, int threads);
+
+// Copies `src` (produced on `from`) to `to`, as the transfer channel does:
+// a real copy even between two CPU devices so each device owns its memory.
+// On CUDA the copy waits for `ready` (the producer's event) and records
+// `done` on the destination side for the consumers.
+at::Tensor copy_to_device(const at::Tensor& src, const DeviceCtx& from, const DeviceCtx& to);
+
+// Waits until all work queued on the device is done (CUDA: its streams).
+void synchronize_device(const DeviceCtx& device);
+
+at::ScalarType to_scalar_type(DType dtype);
+
+bool cuda_runtime_available();
+int cuda_runtime_device_count();
+
+// ---------------------------------------------------------------- kernels.cc
+
+enum class OpKind : uint8_t { Input, Param, Backward, Sgd, Aten };
+
+// How one schema argument is filled at call time.
+struct ArgSlot {
+  enum class From : uint8_t { Constant, Tensor, TensorList, OptionalTensorList, Device };
+  From from = From::Constant;
+  int64_t input = -1;                // Tensor: index into Op::inputs
+  std::vector<int64_t> inputs;       // TensorList: indices (-1 = None)
+  bool cloned = false;               // the kernel writes this tensor: pass a private copy
+};
+
+// A graph op bound to its ATen kernel. Built once per op type and arguments.
+struct OpCall {
+  std::optional<c10::OperatorHandle> handle;
+  std::vector<c10::IValue> constants;  // one per schema argument (placeholders for tensors)
+  std::vector<ArgSlot> slots;
+  // For each graph output: the Op::inputs index it is a view of, or -1.
+  std::vector<int64_t> view_of_input;
+};
+
+// Resolves the schema by Op::type and checks/converts the arguments. Throws
+// GraphError naming the op for an unknown type or unusable arguments.
+OpCall bind_op(const Op& op);
+
+// Runs the kernel. `inputs` are the op's input tensors on its device.
+std::vector<at::Tensor> call_op(const OpCall& call, const Op& op, const std::vector<at::Tensor>& inputs,
+                                const c10::Device& device);
+
+// Seeded creation of placer::input / placer::param values (on the CPU with a
+// per-op generator, then moved: identical values on every device).
+at::Tensor make_input(const Op& op, uint64_t seed, const c10::Device& device);
+at::Tensor make_param(const Op& op, uint64_t seed, const c10::Device& device);
+
+// Autograd state a forward op keeps for its placer::backward op.
+struct ForwardState {
+  std::vector<at::Tensor> leaves;   // per Op::inputs index (undefined if not differentiated)
+  std::vector<at::Tensor> outputs;  // forward outputs, attached to the graph
+};
+
+// Gradient of one forward op (see op_types::kBackward).
+std::vector<at::Tensor> run_backward(const Op& backward, const Op& forward, ForwardState& state,
+                                     const std::vector<at::Tensor>& inputs, bool is_loss, bool retain_graph);
+
+void run_sgd(const Op& sgd, const std::vector<at::Tensor>& inputs);
+
+std::string shape_string(at::IntArrayRef sizes);
+std::string shape_string(const std::vector<int64_t>& sizes);
+
+// ---------------------------------------------------------------- executor.cc
+
+// Where a tensor lives during a step: one output of one op on one device.
+struct SlotPlan {
+  int32_t op = -1;
+  int32_t output = 0;
+  int32_t device = 0;
+  int64_t bytes = 0;          // accounted on `device` while live (0 for views)
+  int32_t refs = 0;           // uses before it is freed
+  bool persistent = false;    // params and inputs: kept across steps
+  int32_t view_of = -1;       // slot whose storage it shares (released with it)
+  std::vector<int32_t> waiters;    // ops on `device` reading it, one per input position
+  std::vector<int32_t> transfers;  // transfers that copy it out
+};
+
+struct TransferPlan {
+  int32_t src = -1;
+  int32_t dst = -1;
+  int32_t channel = -1;  // from * devices + to
+};
+
+struct OpPlan {
+  OpKind kind = OpKind::Aten;
+  int32_t device = 0;
+  const OpCall* call = nullptr;
+  std::vector<int32_t> in_slots;   // per Op::inputs position
+  std::vector<int32_t> out_slots;  // per output
+  int64_t new_bytes = 0;           // reserved before it runs
+  int32_t backward = -1;           // forward op: its placer::backward op
+  std::vector<int32_t> leaf_inputs;  // forward op: Op::inputs positions to differentiate
+  int32_t state = -1;              // forward op with backward (and that backward): ForwardState index
+  bool is_loss = false;            // backward op of the loss: seeds ones
+  std::vector<int32_t> holds;      // backward op: slots its forward kept alive for it
+  bool retain = false;             // run_once: keep the outputs for StepValues
+};
+
+struct Plan {
+  const Graph* graph = nullptr;
+  std::vector<std::unique_ptr<OpCall>> calls;  // per op (Aten ops only)
+  std::vector<OpPlan> ops;
+  std::vector<SlotPlan> slots;
+  std::vector<TransferPlan> transfers;
+  std::vector<int32_t> deps;       // per op: input positions to wait for
+  int32_t states = 0;
+  int32_t devices = 0;
+};
+
+// Binds every op to its kernel and lays out slots, refcounts and transfers.
+// Throws GraphError naming an op the runtime cannot execute.
+Plan make_plan(const Graph& graph, const Placement& placement, int32_t devices, bool retain_sinks);
+
+struct StepOutcome {
+  StepStatus status = StepStatus::Ok;
+  std::string message;
+  double step_s = 0.0;
+  std::vector<double> busy_s;      // per device
+  std::vector<int64_t> peak_bytes; // per device
+  int64_t transfer_bytes = 0;
+  std::string oom_device;
+  int64_t oom_needed = 0;
+  int64_t oom_capacity = 0;
+};
+
+// What survives from step to step while one plan is measured: params,
+// inputs and the bytes they hold.
+struct Session {
+  const Plan* plan = nullptr;
+  uint64_t seed = 0;
+  std::vector<at::Tensor> persistent;  // per op (params, inputs)
+  std::vector<int64_t> persistent_bytes;  // per device
+  bool check_memory = true;
+  int profile_reps = 0;                // > 0: each op's kernel runs this often, timed
+  std::vector<std::vector<double>> op_seconds;  // profile: per op samples
+  std::vector<at::Tensor> retained;    // per slot, when the plan retains it
+};
+
+class Executor {
+ public:
+  explicit Executor(std::vector<DeviceCtx> devices);
+  ~Executor();
+  const std::vector<DeviceCtx>& devices() const { return devices_; }
+
+  // One step; never throws for execution failures (they are the outcome).
+  StepOutcome run_step(Session& session, double timeout_s, std::vector<TimelineEvent>* timeline);
+
+ private:
+  struct Worker;
+  struct Step;
+  void worker_loop(Worker* w);
+  void push(int32_t worker, int32_t item);
+  void run_op(Step& s, int32_t op, int32_t device);
+  void run_transfer(Step& s, int32_t transfer);
+  void publish(Step& s, int32_t slot);
+  void release(Step& s, int32_t slot);
+  bool reserve(Step& s, int32_t device, int64_t bytes, const std::string& what);
+  void fail(Step& s, StepStatus status, const std::string& message);
+  void finish_item(Step& s);
+
+  std::vector<DeviceCtx> devices_;
+  std::vector<std::unique_ptr<Worker>> workers_;  // devices first, then channels
+  Step* current_ = nullptr;
+};
+
+}  // namespace placer::rt
