@@ -1,0 +1,107 @@
+// Roofline costs from the cluster's constants, and calibration from a profile.
+#include "placer/env/cost_model.h"
+
+#include <gtest/gtest.h>
+
+#include "placer/graphs/error.h"
+
+namespace placer {
+namespace {
+
+Graph two_op_graph() {
+  Graph g;
+  g.name = "g";
+  Op in;
+  in.name = "x";
+  in.type = op_types::kInput;
+  in.outputs.push_back(TensorSpec{{1000}, DType::Float32});  // 4000 bytes
+  const OpId x = g.add_op(in);
+  Op mm;
+  mm.name = "y";
+  mm.type = "aten::mm";
+  mm.inputs = {{x, 0}, {x, 0}};
+  mm.outputs.push_back(TensorSpec{{500}, DType::Float32});  // 2000 bytes
+  mm.flops = 2e9;
+  g.add_op(mm);
+  return g;
+}
+
+Cluster cluster() {
+  Cluster c;
+  Device cpu;
+  cpu.name = "cpu:0";
+  cpu.memory_bytes = 1 << 30;
+  cpu.peak_flops = 1e9;
+  cpu.mem_bandwidth = 1e3;  // memory bound: 10000 bytes touched -> 10 s
+  cpu.op_overhead_s = 0.5;
+  Device gpu;
+  gpu.name = "cuda:0";
+  gpu.kind = DeviceKind::Cuda;
+  gpu.memory_bytes = 1 << 30;
+  gpu.peak_flops = 1e12;
+  gpu.mem_bandwidth = 1e12;
+  gpu.op_overhead_s = 1e-3;
+  c.devices = {cpu, gpu};
+  c.default_link.latency_s = 2.0;
+  c.default_link.bandwidth_Bps = 100.0;
+  return c;
+}
+
+TEST(CostModel, Roofline) {
+  const CostModel m = CostModel::roofline(two_op_graph(), cluster());
+  EXPECT_EQ(m.ops(), 2);
+  EXPECT_EQ(m.devices(), 2);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(0), DeviceId(0)), 0.0);  // inputs are free
+  // cpu: max(2 s compute, (4000 + 4000 + 2000) / 1e3 = 10 s memory) + 0.5
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(0)), 10.5);
+  // gpu: max(2e-3, 1e-8) + 1e-3
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(1)), 3e-3);
+  EXPECT_DOUBLE_EQ(m.transfer_seconds(DeviceId(0), DeviceId(1), 300), 5.0);
+  EXPECT_DOUBLE_EQ(m.transfer_seconds(DeviceId(1), DeviceId(1), 300), 0.0);
+  EXPECT_EQ(m.calibrated_fraction(), 0.0);
+}
+
+TEST(CostModel, CalibratedByNameThenSignature) {
+  const Graph g = two_op_graph();
+  Profile p;
+  p.graph = "g";
+  p.ops.push_back({"y", "", "cpu:0", "cpu", 0.25});
+  p.ops.push_back({"y", "", "cpu:0", "cpu", 0.35});  // median of the two
+  p.links.push_back({"cpu:0", "cuda:0", 0.1, 1000.0, {}});
+  CostModel m = CostModel::calibrated(g, cluster(), p);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(0)), 0.3);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(1)), 3e-3);  // no cuda timing: roofline
+  EXPECT_DOUBLE_EQ(m.calibrated_fraction(), 1.0);
+  EXPECT_DOUBLE_EQ(m.transfer_seconds(DeviceId(0), DeviceId(1), 500), 0.6);
+  EXPECT_DOUBLE_EQ(m.transfer_seconds(DeviceId(1), DeviceId(0), 300), 5.0);  // unprofiled direction
+
+  // Another graph's profile matches by signature on the same device kind.
+  Profile other;
+  other.graph = "other";
+  other.ops.push_back({"something_else", op_signature(g, OpId(1)), "cuda:3", "cuda", 0.125});
+  other.ops.push_back({"y", "", "cpu:0", "cpu", 9.0});  // a different graph's op named y: ignored
+  other.per_op_overhead_s = 0.0;
+  const CostModel s = CostModel::calibrated(g, cluster(), other);
+  EXPECT_DOUBLE_EQ(s.op_seconds(OpId(1), DeviceId(1)), 0.125);
+  EXPECT_DOUBLE_EQ(s.op_seconds(OpId(1), DeviceId(0)), 10.5);
+  EXPECT_EQ(op_signature(g, OpId(1)), "aten::mm(float[1000],float[1000])");
+
+  Profile bad;
+  bad.ops.push_back({"y", "", "cpu:0", "cpu", -1.0});
+  EXPECT_THROW(CostModel::calibrated(g, cluster(), bad), InputError);
+}
+
+TEST(CostModel, OverridesAndScaling) {
+  CostModel m = CostModel::uniform(3, 2, 1.5);
+  m.set_op_seconds(OpId(2), DeviceId(1), 4.0);
+  m.scale_device(DeviceId(1), 2.0);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(0), DeviceId(0)), 1.5);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(0), DeviceId(1)), 3.0);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(2), DeviceId(1)), 8.0);
+  m.set_link(DeviceId(0), DeviceId(1), 1.0, 10.0);
+  m.scale_link(DeviceId(0), DeviceId(1), 2.0);
+  EXPECT_DOUBLE_EQ(m.transfer_seconds(DeviceId(0), DeviceId(1), 10), 4.0);
+}
+
+}  // namespace
+}  // namespace placer

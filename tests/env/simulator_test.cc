@@ -1,0 +1,272 @@
+// The simulator against step times and peak memories computed by hand.
+#include "placer/env/simulator.h"
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "placer/graphs/error.h"
+
+namespace placer {
+namespace {
+
+// An op of `bytes_out` bytes per output (float32 elements = bytes / 4).
+OpId add(Graph& g, const std::string& name, std::vector<TensorRef> inputs, std::vector<int64_t> out_bytes,
+         const std::string& type = "aten::relu") {
+  Op op;
+  op.name = name;
+  op.type = type;
+  op.inputs = std::move(inputs);
+  for (int64_t b : out_bytes) op.outputs.push_back(TensorSpec{{b / 4}, DType::Float32});
+  return g.add_op(std::move(op));
+}
+
+Cluster cluster_of(int devices, int64_t memory = 0) {
+  Cluster c;
+  c.name = "test";
+  for (int i = 0; i < devices; ++i) {
+    Device d;
+    d.name = "cpu:" + std::to_string(i);
+    d.memory_bytes = memory;
+    c.devices.push_back(d);
+  }
+  return c;
+}
+
+Placement place(std::vector<int> devices) {
+  Placement p;
+  for (int d : devices) p.device_of.push_back(DeviceId(d));
+  return p;
+}
+
+void set_costs(CostModel& m, const std::vector<double>& seconds) {
+  for (size_t o = 0; o < seconds.size(); ++o)
+    for (int d = 0; d < m.devices(); ++d) m.set_op_seconds(OpId(static_cast<int32_t>(o)), DeviceId(d), seconds[o]);
+}
+
+TEST(Simulator, ChainOnOneDevice) {
+  Graph g;
+  const OpId a = add(g, "a", {}, {100});
+  const OpId b = add(g, "b", {{a, 0}}, {200});
+  add(g, "c", {{b, 0}}, {300});
+  const Cluster c = cluster_of(1);
+  CostModel m = CostModel::uniform(3, 1, 0.0);
+  set_costs(m, {1.0, 2.0, 3.0});
+  const StepResult r = simulate(g, place({0, 0, 0}), c, m);
+  EXPECT_EQ(r.status, StepStatus::Ok);
+  EXPECT_DOUBLE_EQ(r.step_s, 6.0);
+  ASSERT_EQ(r.devices.size(), 1u);
+  EXPECT_DOUBLE_EQ(r.devices[0].busy_s, 6.0);
+  // a freed when b ends, so c's start sees b (200) + c (300).
+  EXPECT_EQ(r.devices[0].peak_bytes, 500);
+  EXPECT_EQ(r.transfer_bytes, 0);
+}
+
+TEST(Simulator, DiamondOverTwoDevices) {
+  Graph g;
+  const OpId a = add(g, "a", {}, {1000});
+  const OpId b = add(g, "b", {{a, 0}}, {500});
+  const OpId c = add(g, "c", {{a, 0}}, {2000});
+  add(g, "d", {{b, 0}, {c, 0}}, {100});
+  const Cluster cl = cluster_of(2);
+  CostModel m = CostModel::uniform(4, 2, 0.0);
+  set_costs(m, {1.0, 2.0, 3.0, 1.0});
+  m.set_link(DeviceId(0), DeviceId(1), 0.5, 1000.0);
+  m.set_link(DeviceId(1), DeviceId(0), 0.5, 1000.0);
+  std::vector<TimelineEvent> timeline;
+  const StepResult r = simulate(g, place({0, 0, 1, 0}), cl, m, {}, &timeline);
+  // a 0-1; b 1-3; a->cpu:1 1-2.5; c 2.5-5.5; c->cpu:0 5.5-8; d 8-9.
+  EXPECT_DOUBLE_EQ(r.step_s, 9.0);
+  EXPECT_DOUBLE_EQ(r.devices[0].busy_s, 4.0);
+  EXPECT_DOUBLE_EQ(r.devices[1].busy_s, 3.0);
+  EXPECT_EQ(r.transfer_bytes, 3000);
+  // cpu:0: b (500) + c's copy (2000) + d (100) at t=8, a already freed at 3.
+  EXPECT_EQ(r.devices[0].peak_bytes, 2600);
+  // cpu:1: a's copy (1000) + c (2000).
+  EXPECT_EQ(r.devices[1].peak_bytes, 3000);
+  ASSERT_EQ(timeline.size(), 6u);
+  int transfers = 0;
+  for (const TimelineEvent& e : timeline) {
+    if (e.category != "transfer") continue;
+    ++transfers;
+    if (e.lane == "cpu:0->cpu:1") {
+      EXPECT_DOUBLE_EQ(e.start_s, 1.0);
+      EXPECT_DOUBLE_EQ(e.duration_s, 1.5);
+    } else {
+      EXPECT_EQ(e.lane, "cpu:1->cpu:0");
+      EXPECT_DOUBLE_EQ(e.start_s, 5.5);
+      EXPECT_DOUBLE_EQ(e.duration_s, 2.5);
+    }
+  }
+  EXPECT_EQ(transfers, 2);
+}
+
+TEST(Simulator, FanOutSharesOneTransferPerDeviceAndQueuesFifo) {
+  Graph g;
+  const OpId a = add(g, "a", {}, {1000, 2000});
+  add(g, "b", {{a, 0}}, {12});
+  add(g, "c", {{a, 0}}, {12});
+  add(g, "d", {{a, 1}}, {12});
+  add(g, "e", {{a, 0}}, {12});
+  const Cluster cl = cluster_of(2);
+  CostModel m = CostModel::uniform(5, 2, 1.0);
+  set_costs(m, {1.0, 1.0, 1.0, 1.0, 5.0});
+  m.set_link(DeviceId(0), DeviceId(1), 0.0, 1000.0);
+  const StepResult r = simulate(g, place({0, 1, 1, 1, 0}), cl, m);
+  // a 0-1; e 1-6 on cpu:0. a:0 sent once (1-2), a:1 waits for the channel (2-4).
+  // b 2-3 (lowest id first), c 3-4, d 4-5. Step = e's end.
+  EXPECT_DOUBLE_EQ(r.step_s, 6.0);
+  EXPECT_EQ(r.transfer_bytes, 3000);
+  EXPECT_EQ(r.devices[0].peak_bytes, 3012);  // both outputs of a + e
+  // a:0's copy (1000) lives until c ends at 4; a:1's copy arrives at 4, then d.
+  EXPECT_EQ(r.devices[1].peak_bytes, 2012);
+  EXPECT_DOUBLE_EQ(r.devices[1].busy_s, 3.0);
+}
+
+TEST(Simulator, LowestReadyOpIdRunsFirst) {
+  Graph g;
+  const OpId a = add(g, "a", {}, {4});
+  const OpId b = add(g, "b", {}, {4});  // ready at 0 with a
+  add(g, "c", {{a, 0}}, {4});         // ready at 1, lower id than d
+  add(g, "d", {{b, 0}}, {4});
+  CostModel m = CostModel::uniform(4, 1, 1.0);
+  std::vector<TimelineEvent> tl;
+  simulate(g, place({0, 0, 0, 0}), cluster_of(1), m, {}, &tl);
+  ASSERT_EQ(tl.size(), 4u);
+  EXPECT_EQ(tl[0].name, "a");
+  EXPECT_EQ(tl[1].name, "b");
+  EXPECT_EQ(tl[2].name, "c");
+  EXPECT_EQ(tl[3].name, "d");
+}
+
+TEST(Simulator, ParamsResidentAndBackwardKeepsForwardOutputsAlive) {
+  Graph g;
+  const OpId p = add(g, "w", {}, {400}, op_types::kParam);
+  g.mutable_op(p).param_bytes = 400;
+  // f has two outputs; g reads only f:1; bw (backward of f) reads f:0 and g.
+  const OpId f = add(g, "f", {{p, 0}}, {100, 200});
+  const OpId gg = add(g, "g", {{f, 1}}, {48});
+  Op bw;
+  bw.name = "f_backward";
+  bw.type = op_types::kBackward;
+  bw.phase = Phase::Backward;
+  bw.forward = f;
+  bw.inputs = {{f, 0}, {gg, 0}};
+  bw.outputs = {TensorSpec{{100}, DType::Float32}};  // 400 bytes: gradient of w
+  const OpId b = g.add_op(bw);
+  Op sgd;
+  sgd.name = "w_sgd";
+  sgd.type = op_types::kSgd;
+  sgd.phase = Phase::Update;
+  sgd.forward = p;
+  sgd.inputs = {{p, 0}, {b, 0}};
+  g.add_op(sgd);
+  CostModel m = CostModel::uniform(5, 1, 1.0);
+  m.set_op_seconds(p, DeviceId(0), 0.0);
+  const StepResult r = simulate(g, place({0, 0, 0, 0, 0}), cluster_of(1), m);
+  EXPECT_DOUBLE_EQ(r.step_s, 4.0);
+  // w 400 throughout; f +300; g +48; f:1 still held by f_backward; bw +400.
+  EXPECT_EQ(r.devices[0].peak_bytes, 400 + 300 + 48 + 400);
+}
+
+TEST(Simulator, OomReportsTheWorstDevice) {
+  Graph g;
+  const OpId a = add(g, "a", {}, {1000});
+  const OpId b = add(g, "b", {{a, 0}}, {1000});
+  add(g, "c", {{b, 0}}, {4000});
+  CostModel m = CostModel::uniform(3, 2, 1.0);
+  // cpu:0 holds a and b (2000 at b's start) over 1500; cpu:1 holds b's copy + c = 5000 over 1500.
+  const StepResult r = simulate(g, place({0, 0, 1}), cluster_of(2, 1500), m);
+  EXPECT_EQ(r.status, StepStatus::Oom);
+  EXPECT_EQ(r.oom_device, "cpu:1");
+  EXPECT_EQ(r.oom_needed_bytes, 5000);
+  EXPECT_EQ(r.oom_capacity_bytes, 1500);
+  EXPECT_EQ(r.devices[0].peak_bytes, 2000);
+  EXPECT_NE(r.message.find("cpu:1"), std::string::npos);
+  // With enough memory the same placement runs.
+  EXPECT_TRUE(simulate(g, place({0, 0, 1}), cluster_of(2, 5000), m).ok());
+  // Memory tracking off: no OOM, no peaks.
+  SimOptions no_mem;
+  no_mem.track_memory = false;
+  EXPECT_TRUE(simulate(g, place({0, 0, 1}), cluster_of(2, 1500), m, no_mem).ok());
+}
+
+TEST(Simulator, RejectsPlacementsThatDoNotFit) {
+  Graph g;
+  add(g, "a", {}, {4});
+  CostModel m = CostModel::uniform(1, 1, 1.0);
+  EXPECT_THROW(simulate(g, place({}), cluster_of(1), m), PlacementError);
+  EXPECT_THROW(simulate(g, place({3}), cluster_of(1), m), PlacementError);
+  EXPECT_THROW(simulate(g, place({0}), cluster_of(2), m), InputError);  // cost model for 1 device
+}
+
+// Random DAGs with heterogeneous costs: deterministic, and never below the lower bound.
+Graph random_dag(std::mt19937_64& rng, int n) {
+  Graph g;
+  for (int o = 0; o < n; ++o) {
+    std::vector<TensorRef> in;
+    const int k = o == 0 ? 0 : static_cast<int>(rng() % 3);
+    for (int j = 0; j < k; ++j) in.push_back({OpId(static_cast<int32_t>(rng() % o)), 0});
+    add(g, "op" + std::to_string(o), in, {static_cast<int64_t>(4 * (1 + rng() % 1000))});
+  }
+  return g;
+}
+
+TEST(Simulator, LowerBoundNeverAboveSimulatedStepOnRandomDags) {
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> cost(0.0, 2.0);
+  for (int trial = 0; trial < 60; ++trial) {
+    const int n = 5 + static_cast<int>(rng() % 60);
+    const int D = 1 + static_cast<int>(rng() % 4);
+    Graph g = random_dag(rng, n);
+    Cluster cl = cluster_of(D);
+    CostModel m = CostModel::uniform(n, D, 0.0);
+    for (int o = 0; o < n; ++o)
+      for (int d = 0; d < D; ++d) m.set_op_seconds(OpId(o), DeviceId(d), cost(rng) * (1 + d * (trial % 3)));
+    for (int a = 0; a < D; ++a)
+      for (int b = 0; b < D; ++b)
+        if (a != b) m.set_link(DeviceId(a), DeviceId(b), cost(rng) * 0.1, 1e3 + 1e4 * cost(rng));
+    const LowerBound lb = lower_bound_parts(g, cl, m);
+    EXPECT_DOUBLE_EQ(lb.value(), lower_bound(g, cl, m));
+    EXPECT_GE(lb.value(), lb.critical_path_s);
+    for (int p = 0; p < 20; ++p) {
+      Placement pl;
+      for (int o = 0; o < n; ++o) pl.device_of.push_back(DeviceId(static_cast<int32_t>(rng() % D)));
+      const StepResult r = simulate(g, pl, cl, m);
+      EXPECT_LE(lb.value(), r.step_s + 1e-12) << "trial " << trial << " placement " << p;
+      double busiest = 0.0;
+      for (const auto& d : r.devices) busiest = std::max(busiest, d.busy_s);
+      EXPECT_GE(r.step_s + 1e-12, busiest);
+      const StepResult again = simulate(g, pl, cl, m);
+      EXPECT_EQ(again.step_s, r.step_s);
+      EXPECT_EQ(again.transfer_bytes, r.transfer_bytes);
+    }
+  }
+}
+
+TEST(LowerBound, HandComputedParts) {
+  // Four independent ops, 1 s on cpu:0 and 10 s on cpu:1.
+  Graph g;
+  for (int i = 0; i < 4; ++i) add(g, "op" + std::to_string(i), {}, {4});
+  CostModel m = CostModel::uniform(4, 2, 1.0);
+  for (int i = 0; i < 4; ++i) m.set_op_seconds(OpId(i), DeviceId(1), 10.0);
+  const LowerBound lb = lower_bound_parts(g, cluster_of(2), m);
+  EXPECT_DOUBLE_EQ(lb.critical_path_s, 1.0);
+  EXPECT_DOUBLE_EQ(lb.average_work_s, 2.0);
+  // min T: A = 40/11 ops' worth on cpu:0, the rest at 10 s on cpu:1.
+  EXPECT_NEAR(lb.lp_s, 40.0 / 11.0, 1e-5);
+  EXPECT_NEAR(lower_bound(g, cluster_of(2), m), 40.0 / 11.0, 1e-5);
+
+  // A chain: the critical path dominates; identical devices: no LP.
+  Graph chain;
+  OpId prev = add(chain, "c0", {}, {4});
+  for (int i = 1; i < 5; ++i) prev = add(chain, "c" + std::to_string(i), {{prev, 0}}, {4});
+  const LowerBound lc = lower_bound_parts(chain, cluster_of(3), CostModel::uniform(5, 3, 2.0));
+  EXPECT_DOUBLE_EQ(lc.critical_path_s, 10.0);
+  EXPECT_DOUBLE_EQ(lc.average_work_s, 10.0 / 3.0);
+  EXPECT_EQ(lc.lp_s, 0.0);
+  EXPECT_DOUBLE_EQ(lc.value(), 10.0);
+}
+
+}  // namespace
+}  // namespace placer
