@@ -9,6 +9,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <set>
@@ -151,11 +152,24 @@ void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits) 
   if (const Value* o = f.find("options")) {
     if (!o->IsObject()) bad("graph.options", std::string("expected an object of integers, got ") + json_type_name(*o));
     if (o->MemberCount() > 64) throw RequestError(codes::kTooLarge, "graph.options", "more than 64 options");
+    // The builder checks each option's own range; here only what could make
+    // the server build an enormous graph before it can count the ops.
+    int64_t structure = 1;
+    std::string structural;
     for (auto it = o->MemberBegin(); it != o->MemberEnd(); ++it) {
       std::string key(it->name.GetString(), it->name.GetStringLength());
       if (key.size() > 64) throw RequestError(codes::kTooLarge, "graph.options", "option name longer than 64 characters");
       int64_t hi = is_structural_option(key) ? limits.max_builder_structure : limits.max_builder_option;
-      spec.options[key] = Fields::checked_integer(it->value, "graph.options." + key, 0, hi);
+      int64_t value = Fields::checked_integer(it->value, "graph.options." + key, 0, hi);
+      spec.options[key] = value;
+      if (is_structural_option(key)) {
+        structure *= std::max<int64_t>(1, value);
+        structural += (structural.empty() ? "" : " x ") + key;
+        if (structure > limits.max_builder_structure)
+          throw RequestError(codes::kTooLarge, "graph.options",
+                             structural + " = " + std::to_string(structure) + " exceeds the limit " +
+                                 std::to_string(limits.max_builder_structure) + " on the graph's repeated structure");
+      }
     }
   }
 }

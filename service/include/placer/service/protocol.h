@@ -57,7 +57,7 @@ struct ProtocolLimits {
   int64_t max_request_bytes = 16 << 20;
   int max_json_depth = 64;
   int64_t max_builder_option = 1 << 20;   // any builder option value
-  int64_t max_builder_structure = 512;    // layers / blocks / steps / heads-like options
+  int64_t max_builder_structure = 4096;   // product of layers / blocks / steps-like options
   int64_t max_refine_samples = 5000;
   int64_t max_budget_samples = 1'000'000;
   double max_budget_seconds = 3600.0;

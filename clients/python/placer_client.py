@@ -1,0 +1,160 @@
+"""Python client for the placer placement service (protocol version 1).
+
+Needs only pyzmq (Debian: python3-zmq). Every method returns the reply's
+"result" object as a dict, or raises PlacerError (an error reply),
+PlacerBusy (the server's queue is full: retry later) or PlacerTimeout.
+
+    from placer_client import PlacerClient
+    with PlacerClient("tcp://127.0.0.1:5555") as c:
+        r = c.place(builder="nmt", options={"layers": 2}, cluster="k80x4")
+        print(r["method"], r["step_s"], r["best_baseline"])
+
+See docs/protocol.md for every message.
+"""
+
+import itertools
+import json
+
+import zmq
+
+PROTOCOL_VERSION = 1
+
+
+class PlacerError(Exception):
+    """An error reply: .code ("bad_graph", ...), .field ("graph.inline") and the message."""
+
+    def __init__(self, code, field, message, reply=None):
+        super().__init__(f"{code}: {field + ': ' if field else ''}{message}")
+        self.code = code
+        self.field = field
+        self.message = message
+        self.reply = reply
+
+
+class PlacerBusy(PlacerError):
+    pass
+
+
+class PlacerTimeout(Exception):
+    pass
+
+
+class PlacerClient:
+    def __init__(self, endpoint, timeout_ms=30000, server_public_key=None, client_public_key=None,
+                 client_secret_key=None, context=None):
+        self.endpoint = endpoint
+        self.timeout_ms = timeout_ms
+        self._curve = (server_public_key, client_public_key, client_secret_key)
+        self._ctx = context or zmq.Context.instance()
+        self._ids = itertools.count(1)
+        self._socket = None
+        self._connect()
+
+    def _connect(self):
+        if self._socket is not None:
+            self._socket.close(linger=0)
+        s = self._ctx.socket(zmq.DEALER)
+        s.setsockopt(zmq.LINGER, 0)
+        server_key, public, secret = self._curve
+        if server_key or public or secret:
+            if not (server_key and public and secret):
+                raise ValueError("CurveZMQ needs the server public key and the client key pair")
+            s.curve_serverkey = _key(server_key)
+            s.curve_publickey = _key(public)
+            s.curve_secretkey = _key(secret)
+        s.connect(self.endpoint)
+        self._socket = s
+
+    def close(self):
+        if self._socket is not None:
+            self._socket.close(linger=0)
+            self._socket = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- transport ---------------------------------------------------------
+    def call(self, type_, **fields):
+        """Sends one request and returns the reply's "result"."""
+        request_id = f"py-{next(self._ids)}"
+        message = {"version": PROTOCOL_VERSION, "id": request_id, "type": type_}
+        message.update({k: v for k, v in fields.items() if v is not None})
+        reply = self.send_raw(json.dumps(message).encode())
+        if reply.get("id") not in (request_id, ""):
+            raise PlacerError("protocol", "id", f"reply for {reply.get('id')!r}, expected {request_id!r}", reply)
+        status = reply.get("status")
+        if status == "ok":
+            return reply["result"]
+        err = reply.get("error", {})
+        cls = PlacerBusy if status == "busy" else PlacerError
+        raise cls(err.get("code", "?"), err.get("field", ""), err.get("message", ""), reply)
+
+    def send_raw(self, data):
+        """Sends bytes as they are; returns the decoded JSON reply."""
+        self._socket.send_multipart([b"", data])
+        if not self._socket.poll(self.timeout_ms, zmq.POLLIN):
+            self._connect()  # a late reply must not answer the next request
+            raise PlacerTimeout(f"no reply from {self.endpoint} within {self.timeout_ms} ms")
+        frames = self._socket.recv_multipart()
+        return json.loads(frames[-1])
+
+    # -- requests ----------------------------------------------------------
+    def health(self):
+        return self.call("health")
+
+    def policies(self):
+        return self.call("policies")
+
+    def place(self, graph=None, builder=None, options=None, cluster=None, devices=None, policy=None,
+              refine_samples=None, include_placement=True, deadline_ms=None, seed=None):
+        return self.call("place", **_problem(graph, builder, options, cluster, devices), policy=policy,
+                         refine_samples=refine_samples, include_placement=include_placement,
+                         deadline_ms=deadline_ms, seed=seed)
+
+    def baselines(self, graph=None, builder=None, options=None, cluster=None, devices=None, methods=None,
+                  include_placement=False, seed=None):
+        return self.call("baselines", **_problem(graph, builder, options, cluster, devices), methods=methods,
+                         include_placement=include_placement, seed=seed)
+
+    def evaluate(self, placement, graph=None, builder=None, options=None, cluster=None, devices=None):
+        """placement: {"device": {op name: device name}} (a `placer` placement file's content)."""
+        return self.call("evaluate", **_problem(graph, builder, options, cluster, devices),
+                         placement={"device": placement["device"]})
+
+    def optimize(self, samples=0, seconds=0.0, graph=None, builder=None, options=None, cluster=None,
+                 devices=None, methods=None, seed=None):
+        """Starts a job; returns its id."""
+        r = self.call("optimize", **_problem(graph, builder, options, cluster, devices),
+                      budget={"samples": samples, "seconds": seconds}, methods=methods, seed=seed)
+        return r["job_id"]
+
+    def status(self, job_id):
+        return self.call("status", job_id=job_id)
+
+    def result(self, job_id, include_placement=True):
+        return self.call("result", job_id=job_id, include_placement=include_placement)
+
+    def cancel(self, job_id):
+        return self.call("cancel", job_id=job_id)
+
+
+def _key(k):
+    return k.encode() if isinstance(k, str) else k
+
+
+def _problem(graph, builder, options, cluster, devices):
+    """graph: a graph dict (the placer.graph JSON format); or builder + options."""
+    if (graph is None) == (builder is None):
+        raise ValueError("give exactly one of graph= and builder=")
+    g = {"inline": graph} if graph is not None else {"builder": builder, "options": options or {}}
+    if (cluster is None) == (devices is None):
+        raise ValueError("give exactly one of cluster= (preset name or cluster dict) and devices=")
+    out = {"graph": g}
+    if cluster is not None:
+        out["cluster"] = cluster
+    else:
+        out["devices"] = devices
+    return out

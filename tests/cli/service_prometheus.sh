@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# A real Prometheus server scrapes a short `placer train --metrics-port` run;
+# the reward series is read back through Prometheus' HTTP API. Also:
+# `promtool check config` on the shipped scrape config and `promtool check
+# metrics` on what `placer serve` and `placer train` expose.
+set -euo pipefail
+PLACER=$1
+SRC=$2
+PY=/usr/bin/python3
+command -v prometheus >/dev/null && command -v promtool >/dev/null || { echo "SKIP: prometheus missing (scripts/install-deps.sh)"; exit 0; }
+WORK=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }
+trap cleanup EXIT
+
+free_port() { $PY -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+http_get() { $PY -c 'import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1], timeout=5).read().decode())' "$1"; }
+
+echo "== promtool check config (shipped)"
+promtool check config "$SRC/configs/prometheus/prometheus.yml"
+
+TRAIN_PORT=$(free_port)
+PROM_PORT=$(free_port)
+cat > "$WORK/prometheus.yml" <<CFG
+global:
+  scrape_interval: 1s
+scrape_configs:
+  - job_name: placer-train
+    scrape_interval: 1s
+    static_configs:
+      - targets: ["127.0.0.1:$TRAIN_PORT"]
+CFG
+promtool check config "$WORK/prometheus.yml"
+
+prometheus --config.file="$WORK/prometheus.yml" --storage.tsdb.path="$WORK/tsdb" \
+  --web.listen-address="127.0.0.1:$PROM_PORT" > "$WORK/prometheus.log" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 100); do http_get "http://127.0.0.1:$PROM_PORT/-/ready" >/dev/null 2>&1 && break; sleep 0.2; done
+http_get "http://127.0.0.1:$PROM_PORT/-/ready" >/dev/null || { echo "prometheus did not start"; cat "$WORK/prometheus.log"; exit 1; }
+
+cat > "$WORK/train.yaml" <<CFG
+name: promtest
+graph: {builder: mlp, options: {layers: 3, width: 64, input: 64, batch: 8}}
+cluster: k80x2
+policy: {type: seq2seq, hidden: 16}
+train: {updates: 1000000, samples_per_update: 8, time_limit_s: 12}
+warm_start: {methods: [], bc_steps: 0}
+run: {output_dir: $WORK/run, threads: 1}
+CFG
+echo "== placer train --metrics-port $TRAIN_PORT (12 s)"
+"$PLACER" train --config "$WORK/train.yaml" --metrics-port "$TRAIN_PORT" > "$WORK/train.log" 2>&1 &
+TRAIN=$!
+PIDS+=($TRAIN)
+# Lint what the run exposes while it runs.
+for _ in $(seq 50); do http_get "http://127.0.0.1:$TRAIN_PORT/metrics" > "$WORK/train.metrics" 2>/dev/null && grep -q placer_train_reward "$WORK/train.metrics" && break; sleep 0.2; done
+grep -q '^placer_train_reward{' "$WORK/train.metrics" || { echo "train exposes no reward"; cat "$WORK/train.log"; exit 1; }
+echo "== promtool check metrics (placer train)"
+promtool check metrics < "$WORK/train.metrics"
+
+# Read the reward series back through the HTTP API.
+found=""
+for _ in $(seq 60); do
+  out=$(http_get "http://127.0.0.1:$PROM_PORT/api/v1/query_range?query=placer_train_reward%7Brun%3D%22promtest%22%7D&start=$(( $(date +%s) - 120 ))&end=$(date +%s)&step=1" || true)
+  n=$(printf '%s' "$out" | $PY -c 'import json,sys; d=json.load(sys.stdin); r=d["data"]["result"]; print(len(r[0]["values"]) if r else 0)' 2>/dev/null || echo 0)
+  if [ "$n" -ge 3 ]; then found=$out; break; fi
+  sleep 0.5
+done
+[ -n "$found" ] || { echo "no reward series in Prometheus"; tail -5 "$WORK/train.log"; exit 1; }
+printf '%s' "$found" | $PY -c '
+import json, sys
+d = json.load(sys.stdin)
+s = d["data"]["result"][0]
+vals = [float(v) for _, v in s["values"]]
+assert s["metric"]["run"] == "promtest" and s["metric"]["graph"], s["metric"]
+assert all(v < 0 for v in vals), vals  # reward = -sqrt(step seconds)
+print("reward series via Prometheus: %d points, labels %s, first %.5f last %.5f" % (len(vals), s["metric"], vals[0], vals[-1]))
+'
+wait $TRAIN || { echo "placer train failed"; tail -5 "$WORK/train.log"; exit 1; }
+
+echo "== promtool check metrics (placer serve)"
+cat > "$WORK/service.yaml" <<CFG
+endpoint: tcp://127.0.0.1:*
+metrics_port: 0
+metrics_address: 127.0.0.1
+place:
+  baselines: [single, m_etf]
+CFG
+"$PLACER" serve --config "$WORK/service.yaml" > "$WORK/serve.log" 2>&1 &
+SERVE=$!
+PIDS+=($SERVE)
+for _ in $(seq 100); do grep -q "metrics on" "$WORK/serve.log" && break; sleep 0.1; done
+ENDPOINT=$(sed -n 's/^placer serve: listening on \(tcp:[^ ]*\).*/\1/p' "$WORK/serve.log")
+MPORT=$(sed -n 's/^placer serve: metrics on http:\/\/[^:]*:\([0-9]*\)\/metrics/\1/p' "$WORK/serve.log")
+"$PLACER" query --endpoint "$ENDPOINT" place --builder mlp --cluster k80x2 --no-placement > /dev/null
+"$PLACER" query --endpoint "$ENDPOINT" raw '{"version":1,"type":"nope"}' > /dev/null || true
+http_get "http://127.0.0.1:$MPORT/metrics" > "$WORK/serve.metrics"
+grep -q 'placer_service_requests_total{outcome="ok",type="place"} 1' "$WORK/serve.metrics"
+grep -q 'placer_service_requests_total{outcome="error",type="invalid"} 1' "$WORK/serve.metrics"
+promtool check metrics < "$WORK/serve.metrics"
+kill -INT $SERVE
+RC=0; wait $SERVE || RC=$?
+[ $RC -eq 0 ] || { echo "serve exited $RC on SIGINT"; exit 1; }
+echo "service_prometheus: OK"

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# End to end: `placer serve` + the Python client example (pyzmq), then SIGTERM
+# must stop the server cleanly with exit status 0.
+set -euo pipefail
+PLACER=$1
+SRC=$2
+PY=/usr/bin/python3
+$PY -c "import zmq" 2>/dev/null || { echo "SKIP: python3-zmq missing (scripts/install-deps.sh)"; exit 0; }
+WORK=$(mktemp -d)
+trap 'kill $SERVER 2>/dev/null || true; rm -rf "$WORK"' EXIT
+
+cat > "$WORK/service.yaml" <<CFG
+endpoint: tcp://127.0.0.1:*
+workers: 2
+metrics_port: -1
+state_dir: state
+place:
+  baselines: [single, round_robin, m_etf]
+jobs:
+  methods: [m_topo, local_search]
+CFG
+"$PLACER" serve --config "$WORK/service.yaml" > "$WORK/serve.log" 2>&1 &
+SERVER=$!
+ENDPOINT=""
+for _ in $(seq 100); do
+  ENDPOINT=$(sed -n 's/^placer serve: listening on \(tcp:[^ ]*\).*/\1/p' "$WORK/serve.log")
+  [ -n "$ENDPOINT" ] && break
+  sleep 0.1
+done
+[ -n "$ENDPOINT" ] || { echo "server did not start:"; cat "$WORK/serve.log"; exit 1; }
+echo "server at $ENDPOINT"
+
+cd "$SRC/clients/python"
+$PY example.py "$ENDPOINT"
+
+# The C++ command-line client too.
+"$PLACER" query --endpoint "$ENDPOINT" health | grep -q '"status":"serving"'
+if "$PLACER" query --endpoint "$ENDPOINT" place --builder mlp --cluster nope 2> "$WORK/err.txt"; then
+  echo "query with a bad cluster should fail"; exit 1
+fi
+grep -q "unknown cluster preset 'nope'" "$WORK/err.txt"
+
+kill -TERM $SERVER
+RC=0; wait $SERVER || RC=$?
+grep -q "SIGTERM received, shutting down" "$WORK/serve.log"
+[ $RC -eq 0 ] || { echo "server exited $RC"; exit 1; }
+echo "service_python: OK"

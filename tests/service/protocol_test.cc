@@ -1,0 +1,148 @@
+#include "placer/service/protocol.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace placer::service {
+namespace {
+
+// Parses and expects a RequestError with this code and field.
+void expect_error(const std::string& text, const std::string& code, const std::string& field,
+                  const std::string& message_part = "", const ProtocolLimits& limits = {}) {
+  try {
+    parse_request(text, limits);
+    ADD_FAILURE() << "parsed without error: " << text;
+  } catch (const RequestError& e) {
+    EXPECT_EQ(e.code(), code) << e.what();
+    EXPECT_EQ(e.field(), field) << e.what();
+    if (!message_part.empty()) EXPECT_NE(std::string(e.what()).find(message_part), std::string::npos) << e.what();
+  }
+}
+
+TEST(Protocol, ParsesPlaceWithBuilderAndPreset) {
+  Request r = parse_request(R"({"version":1,"id":"a1","type":"place","graph":{"builder":"nmt","options":{"layers":2,"batch":64}},
+                               "cluster":"k80x4","policy":"nmt4","refine_samples":100,"deadline_ms":2500,"seed":7})");
+  EXPECT_EQ(r.type, RequestType::Place);
+  EXPECT_EQ(r.id, "a1");
+  EXPECT_EQ(r.graph.builder, "nmt");
+  EXPECT_EQ(r.graph.options.at("layers"), 2);
+  EXPECT_EQ(r.graph.options.at("batch"), 64);
+  EXPECT_EQ(r.cluster.preset, "k80x4");
+  EXPECT_EQ(r.policy, "nmt4");
+  EXPECT_EQ(r.refine_samples, 100);
+  EXPECT_EQ(r.deadline_ms, 2500);
+  EXPECT_EQ(r.seed, 7u);
+  EXPECT_TRUE(r.include_placement);
+}
+
+TEST(Protocol, ParsesInlineGraphDevicesAndIntegerId) {
+  Request r = parse_request(R"({"version":1,"id":42,"type":"baselines","graph":{"inline":{"format":"placer.graph","ops":[]}},
+                               "devices":"cpu:2","methods":["m_etf","heft"],"include_placement":false})");
+  EXPECT_EQ(r.id, "42");
+  EXPECT_EQ(r.graph.inline_json, R"({"format":"placer.graph","ops":[]})");
+  EXPECT_EQ(r.cluster.devices, "cpu:2");
+  ASSERT_EQ(r.methods.size(), 2u);
+  EXPECT_EQ(r.methods[1], "heft");
+  EXPECT_FALSE(r.include_placement);
+}
+
+TEST(Protocol, ParsesOptimizeAndJobRequests) {
+  Request r = parse_request(R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2",
+                               "budget":{"samples":500,"seconds":2.5}})");
+  EXPECT_EQ(r.budget.samples, 500);
+  EXPECT_DOUBLE_EQ(r.budget.seconds, 2.5);
+  EXPECT_EQ(r.reward_mode, "simulated");
+  EXPECT_EQ(parse_request(R"({"version":1,"type":"cancel","job_id":"j-1"})").job_id, "j-1");
+  EXPECT_EQ(parse_request(R"({"version":1,"type":"health"})").type, RequestType::Health);
+}
+
+TEST(Protocol, MalformedJson) {
+  expect_error("{\"version\":1,", codes::kBadJson, "", "malformed JSON at byte");
+  expect_error("", codes::kBadJson, "");
+  expect_error("[1,2]", codes::kBadJson, "", "expected a JSON object, got an array");
+  expect_error(std::string("{\"version\":1,\"type\":\"health\"\0}", 30), codes::kBadJson, "");
+}
+
+TEST(Protocol, VersionChecks) {
+  expect_error(R"({"type":"health"})", codes::kBadRequest, "version", "missing required field");
+  expect_error(R"({"version":"1","type":"health"})", codes::kBadRequest, "version", "expected an integer, got a string");
+  expect_error(R"({"version":2,"type":"health"})", codes::kBadVersion, "version", "protocol version 2 is not supported");
+}
+
+TEST(Protocol, UnknownTypeListsKnownOnes) {
+  expect_error(R"({"version":1,"type":"teleport"})", codes::kUnknownType, "type", "unknown request type 'teleport' (known: health");
+  expect_error(R"({"version":1,"type":7})", codes::kBadRequest, "type", "expected a string, got a number");
+}
+
+TEST(Protocol, MissingAndWrongTypedFieldsAreNamed) {
+  expect_error(R"({"version":1,"type":"place","cluster":"k80x2"})", codes::kBadRequest, "graph", "missing required field");
+  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt"}})", codes::kBadRequest, "cluster", "missing");
+  expect_error(R"({"version":1,"type":"place","graph":"nmt","cluster":"k80x2"})", codes::kBadRequest, "graph", "got a string");
+  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","inline":{}},"cluster":"k80x2"})", codes::kBadRequest,
+               "graph", "exactly one");
+  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"layers":"two"}},"cluster":"k80x2"})",
+               codes::kBadRequest, "graph.options.layers", "expected an integer, got a string");
+  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"layers":2.5}},"cluster":"k80x2"})",
+               codes::kBadRequest, "graph.options.layers", "expected an integer, got 2.5");
+  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt"},"cluster":3})", codes::kBadRequest, "cluster",
+               "got a number");
+  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt"},"cluster":"k80x2","refine_samples":-1})",
+               codes::kBadRequest, "refine_samples", "must be >= 0");
+  expect_error(R"({"version":1,"type":"baselines","graph":{"builder":"nmt"},"cluster":"k80x2","methods":["m_etf",3]})",
+               codes::kBadRequest, "methods[1]", "expected a string");
+  expect_error(R"({"version":1,"type":"status"})", codes::kBadRequest, "job_id", "missing");
+  expect_error(R"({"version":1,"type":"optimize","graph":{"builder":"nmt"},"cluster":"k80x2","budget":{}})",
+               codes::kBadRequest, "budget", "samples > 0 or seconds > 0");
+  expect_error(R"({"version":1,"type":"optimize","graph":{"builder":"nmt"},"cluster":"k80x2","budget":{"samples":10},
+                  "reward_mode":"measured"})",
+               codes::kBadRequest, "reward_mode", "only \"simulated\"");
+  expect_error(R"({"version":1,"type":"evaluate","graph":{"builder":"nmt"},"cluster":"k80x2","placement":{"device":{"a":1}}})",
+               codes::kBadRequest, "placement.device.a", "expected a device name");
+  expect_error(R"({"version":1,"type":"health","include_placement":"yes"})", codes::kBadRequest, "include_placement",
+               "expected true or false");
+}
+
+TEST(Protocol, HugeDeclaredSizesAreRefusedBeforeAnythingIsBuilt) {
+  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"batch":1e15}},"cluster":"k80x2"})",
+               codes::kTooLarge, "graph.options.batch", "exceeds the limit 1048576");
+  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"batch":18446744073709551615}},"cluster":"k80x2"})",
+               codes::kTooLarge, "graph.options.batch");
+  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"layers":64,"steps":1000}},"cluster":"k80x2"})",
+               codes::kTooLarge, "graph.options", "layers x steps = 64000 exceeds the limit 4096");
+  expect_error(R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2","budget":{"samples":1000000000000}})",
+               codes::kTooLarge, "budget.samples");
+  expect_error(R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2","budget":{"seconds":1e300}})",
+               codes::kTooLarge, "budget.seconds");
+  expect_error(R"({"version":1,"type":"place","graph":{"builder":"mlp"},"cluster":"k80x2","refine_samples":99999999})",
+               codes::kTooLarge, "refine_samples");
+  expect_error(R"({"version":1,"type":"health","deadline_ms":100000000})", codes::kTooLarge, "deadline_ms");
+  ProtocolLimits small;
+  small.max_request_bytes = 64;
+  expect_error(std::string(100, ' '), codes::kTooLarge, "", "100 bytes exceeds the limit of 64", small);
+  expect_error(R"({"version":1,"type":"status","job_id":")" + std::string(1000, 'x') + "\"}", codes::kTooLarge, "job_id");
+}
+
+TEST(Protocol, DeepNestingIsRefusedWithoutRecursion) {
+  std::string deep = R"({"version":1,"type":"health","x":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+  expect_error(deep, codes::kTooLarge, "", "nested deeper than 64");
+}
+
+TEST(Protocol, SalvagesIdFromBadRequests) {
+  EXPECT_EQ(salvage_request_id(R"({"id":"x9","version":3})"), "x9");
+  EXPECT_EQ(salvage_request_id(R"({"id":12})"), "12");
+  EXPECT_EQ(salvage_request_id("not json"), "");
+}
+
+TEST(Protocol, ReplyBuilders) {
+  EXPECT_EQ(ok_reply("a", RequestType::Health, "{}"), R"({"version":1,"id":"a","type":"health","status":"ok","result":{}})");
+  EXPECT_EQ(error_reply("b", "place", codes::kBadGraph, "graph.inline", "cycle \"x\""),
+            R"({"version":1,"id":"b","type":"place","status":"error","error":{"code":"bad_graph","field":"graph.inline","message":"cycle \"x\""}})");
+  EXPECT_EQ(error_reply("", "", codes::kBusy, "", "full"),
+            R"({"version":1,"id":"","type":"","status":"busy","error":{"code":"busy","field":"","message":"full"}})");
+  EXPECT_EQ(json_number(0.25), "0.25");
+  EXPECT_EQ(json_number(1.0 / 0.0), "null");
+}
+
+}  // namespace
+}  // namespace placer::service

@@ -1,0 +1,257 @@
+// PlacementService with the real environment and placers: place, evaluate,
+// baselines, bad graphs/clusters/placements, optimize jobs, restarts.
+#include "placer/service/service.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <thread>
+
+#include "placer/graphs/builders.h"
+#include "placer/graphs/serialize.h"
+
+namespace placer::service {
+namespace {
+
+using namespace std::chrono_literals;
+
+ServiceConfig small_config() {
+  ServiceConfig c;
+  c.place_baselines = {"single", "round_robin", "m_etf"};
+  c.optimize_methods = {"m_topo", "local_search"};
+  return c;
+}
+
+std::string handle(PlacementService& s, const std::string& text) {
+  return s.handle(parse_request(text), Clock::now() + 60s);
+}
+
+// Runs a request that must fail; returns "code field: message".
+std::string fail(PlacementService& s, const std::string& text) {
+  try {
+    handle(s, text);
+  } catch (const RequestError& e) {
+    return e.code() + " " + e.what();
+  }
+  return "no error";
+}
+
+const char* kMlp = R"("graph":{"builder":"mlp","options":{"layers":2,"width":64,"input":64,"batch":8}})";
+
+std::string field_text(const std::string& json, const std::string& key) {
+  auto at = json.find("\"" + key + "\":");
+  if (at == std::string::npos) return "";
+  at += key.size() + 3;
+  auto end = json.find_first_of(",}", at);
+  return json.substr(at, end - at);
+}
+
+TEST(Service, PlaceWithoutPolicyReturnsTheBestBaselineWithBounds) {
+  PlacementService s(small_config());
+  std::string r = handle(s, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x2"})");
+  EXPECT_NE(r.find(R"("cluster":"k80x2","devices":["cuda:0","cuda:1"])"), std::string::npos) << r.substr(0, 300);
+  EXPECT_NE(r.find(R"("status":"ok")"), std::string::npos);
+  EXPECT_NE(r.find("no policy loaded: best of the fast-path baselines"), std::string::npos);
+  double step = std::stod(field_text(r, "step_s"));
+  double lb = std::stod(field_text(r, "lower_bound_s"));
+  EXPECT_GT(step, 0);
+  EXPECT_GT(lb, 0);
+  EXPECT_LE(lb, step * (1 + 1e-9));
+  // Without a policy the answer is the best baseline itself.
+  EXPECT_EQ(field_text(r, "speedup_vs_best_baseline"), "1.0");
+  EXPECT_NE(r.find(R"("placement":{"graph":"mlp","device":{)"), std::string::npos);
+}
+
+TEST(Service, UnknownPolicyIsNotFound) {
+  PlacementService s(small_config());
+  EXPECT_EQ(fail(s, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x2","policy":"ghost"})"),
+            "not_found policy: no policy 'ghost' is loaded (ask `policies`)");
+}
+
+TEST(Service, ClusterNamesAreNeverPaths) {
+  PlacementService s(small_config());
+  std::string e = fail(s, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"/etc/passwd"})");
+  EXPECT_EQ(e.rfind("bad_cluster cluster: unknown cluster preset '/etc/passwd' (known: k80x2", 0), 0u) << e;
+}
+
+TEST(Service, BadGraphsNameTheProblem) {
+  PlacementService s(small_config());
+  EXPECT_EQ(fail(s, R"({"version":1,"type":"place","graph":{"builder":"alexnet"},"cluster":"k80x2"})").rfind(
+                "bad_graph graph.builder: unknown builder 'alexnet' (known: ", 0),
+            0u);
+  std::string opt = fail(s, R"({"version":1,"type":"place","graph":{"builder":"mlp","options":{"colour":3}},"cluster":"k80x2"})");
+  EXPECT_EQ(opt.rfind("bad_graph graph.options: ", 0), 0u) << opt;
+  EXPECT_NE(opt.find("colour"), std::string::npos) << opt;
+
+  // A cycle: a -> b -> a, written by hand in the graph format.
+  Graph g;
+  g.name = "two";
+  Op a;
+  a.name = "a";
+  a.type = op_types::kInput;
+  a.outputs = {TensorSpec{{4}, DType::Float32}};
+  OpId ia = g.add_op(a);
+  Op b;
+  b.name = "b";
+  b.type = "aten::relu";
+  b.inputs = {TensorRef{ia, 0}};
+  b.args = {Arg::tensor(0)};
+  b.outputs = {TensorSpec{{4}, DType::Float32}};
+  g.add_op(b);
+  std::string text = graph_to_json(g);
+  std::string good = fail(s, R"({"version":1,"type":"evaluate","graph":{"inline":)" + text +
+                                 R"(},"cluster":"k80x2","placement":{"device":{"a":"cuda:0","b":"cuda:1"}}})");
+  EXPECT_EQ(good, "no error");
+  // Give op "a" an input from "b".
+  auto pos = text.find("\"inputs\": []");
+  ASSERT_NE(pos, std::string::npos) << text;
+  text.replace(pos, 12, R"("inputs": [{"op": "b", "output": 0}])");
+  std::string cyc = fail(s, R"({"version":1,"type":"place","graph":{"inline":)" + text + R"(},"cluster":"k80x2"})");
+  EXPECT_EQ(cyc.rfind("bad_graph graph.inline: ", 0), 0u) << cyc;
+  EXPECT_NE(cyc.find("cycle"), std::string::npos) << cyc;
+}
+
+TEST(Service, EvaluateChecksThePlacementAgainstTheGraph) {
+  PlacementService s(small_config());
+  Graph g = build_graph("mlp", BuilderOptions{{{"layers", 2}, {"width", 64}, {"input", 64}, {"batch", 8}}, false});
+  std::string devices;
+  for (const auto& op : g.ops()) devices += (devices.empty() ? "" : ",") + json_quote(op.name) + ":\"cuda:0\"";
+  std::string ok = handle(s, std::string(R"({"version":1,"type":"evaluate",)") + kMlp + R"(,"cluster":"k80x2","placement":{"device":{)" +
+                                 devices + "}}}");
+  EXPECT_NE(ok.find(R"("status":"ok")"), std::string::npos) << ok;
+  // The same placement evaluated for another graph: ops missing / unknown.
+  std::string wrong = fail(s, R"({"version":1,"type":"evaluate","graph":{"builder":"mlp","options":{"layers":3,"width":64,"input":64,"batch":8}},"cluster":"k80x2","placement":{"device":{)" +
+                                  devices + "}}}");
+  EXPECT_EQ(wrong.rfind("bad_placement placement: ", 0), 0u) << wrong;
+  std::string bad_device = fail(s, std::string(R"({"version":1,"type":"evaluate",)") + kMlp +
+                                       R"(,"cluster":"k80x2","placement":{"device":{)" + devices.substr(0, devices.size() - 8) + "\"cuda:9\"}}}");
+  EXPECT_NE(bad_device.find("cuda:9"), std::string::npos) << bad_device;
+}
+
+TEST(Service, BaselinesRunTheNamedPlacers) {
+  PlacementService s(small_config());
+  std::string r = handle(s, std::string(R"({"version":1,"type":"baselines",)") + kMlp +
+                                R"(,"devices":"cpu:2","methods":["single","heft"],"include_placement":false})");
+  EXPECT_NE(r.find(R"("results":[{"method":"single")"), std::string::npos) << r;
+  EXPECT_NE(r.find(R"({"method":"heft")"), std::string::npos) << r;
+  EXPECT_EQ(r.find("\"placement\""), std::string::npos);
+  EXPECT_EQ(fail(s, std::string(R"({"version":1,"type":"baselines",)") + kMlp + R"(,"cluster":"k80x2","methods":["magic"]})")
+                .rfind("bad_request methods[0]: unknown placement method 'magic'", 0),
+            0u);
+}
+
+std::string wait_state(PlacementService& s, const std::string& id, const std::string& want, int max_ms = 20000) {
+  std::string r;
+  for (int i = 0; i < max_ms / 20; ++i) {
+    r = handle(s, R"({"version":1,"type":"status","job_id":")" + id + "\"}");
+    if (r.find("\"state\":\"" + want + "\"") != std::string::npos) return r;
+    std::this_thread::sleep_for(20ms);
+  }
+  return r;
+}
+
+std::string job_id_of(const std::string& reply) {
+  auto at = reply.find("\"job_id\":\"");
+  return reply.substr(at + 10, 18);
+}
+
+TEST(Service, OptimizeJobRunsToItsBudgetAndResultIsKeptUntilFetched) {
+  PlacementService s(small_config());
+  std::string id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                                           R"(,"cluster":"k80x2","budget":{"samples":300}})"));
+  std::string done = wait_state(s, id, "done");
+  ASSERT_NE(done.find("\"state\":\"done\""), std::string::npos) << done;
+  EXPECT_GE(std::stoll(field_text(done, "samples")), 300);
+  std::string r = handle(s, R"({"version":1,"type":"result","job_id":")" + id + "\"}");
+  EXPECT_NE(r.find(R"("placement":{"graph":"mlp")"), std::string::npos);
+  // The search starts from the best baseline, so it is never worse.
+  EXPECT_GE(std::stod(field_text(r, "speedup_vs_start")), 1.0);
+  EXPECT_EQ(fail(s, R"({"version":1,"type":"result","job_id":")" + id + "\"}").rfind("not_found job_id: no job", 0), 0u);
+}
+
+TEST(Service, CancelStopsAJobMidWayAndKeepsTheBestSoFar) {
+  ServiceConfig c = small_config();
+  c.optimize_methods = {"local_search"};
+  PlacementService s(c);
+  std::string id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                                           R"(,"cluster":"k80x4","budget":{"seconds":60}})"));
+  wait_state(s, id, "running");
+  std::this_thread::sleep_for(300ms);
+  auto t0 = Clock::now();
+  handle(s, R"({"version":1,"type":"cancel","job_id":")" + id + "\"}");
+  std::string r = wait_state(s, id, "cancelled", 5000);
+  EXPECT_LT(Clock::now() - t0, 3s);
+  EXPECT_NE(r.find("\"state\":\"cancelled\""), std::string::npos) << r;
+  EXPECT_NE(r.find("cancelled by request; its best placement so far is kept"), std::string::npos) << r;
+  EXPECT_NE(handle(s, R"({"version":1,"type":"result","job_id":")" + id + "\"}").find("\"placement\""), std::string::npos);
+}
+
+TEST(Service, FullJobQueueIsBusy) {
+  ServiceConfig c = small_config();
+  c.job_queue = 1;
+  c.optimize_methods = {"local_search"};
+  PlacementService s(c);
+  std::string req = std::string(R"({"version":1,"type":"optimize",)") + kMlp + R"(,"cluster":"k80x2","budget":{"seconds":30}})";
+  std::string first = job_id_of(handle(s, req));
+  wait_state(s, first, "running");
+  std::string second = job_id_of(handle(s, req));
+  EXPECT_EQ(fail(s, req).rfind("busy 1 optimize jobs are already waiting", 0), 0u);
+  handle(s, R"({"version":1,"type":"cancel","job_id":")" + second + "\"}");
+  EXPECT_NE(wait_state(s, second, "cancelled").find("cancelled before it started"), std::string::npos);
+  handle(s, R"({"version":1,"type":"cancel","job_id":")" + first + "\"}");
+}
+
+TEST(Service, JobsRunningWhenTheServerStopsReportFailedAfterRestart) {
+  auto dir = std::filesystem::temp_directory_path() / ("placer_svc_state_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  ServiceConfig c = small_config();
+  c.state_dir = dir.string();
+  c.optimize_methods = {"local_search"};
+  std::string id, done_id;
+  {
+    PlacementService s(c);
+    done_id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                                      R"(,"cluster":"k80x2","budget":{"samples":50}})"));
+    wait_state(s, done_id, "done");
+    id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                                 R"(,"cluster":"k80x2","budget":{"seconds":60}})"));
+    wait_state(s, id, "running");
+    // A crash would leave the record "running"; simulate that by writing it back as such.
+  }
+  {
+    PlacementService s(c);  // restarted with the same state dir
+    std::string r = handle(s, R"({"version":1,"type":"status","job_id":")" + id + "\"}");
+    EXPECT_NE(r.find("\"state\":\"failed\""), std::string::npos) << r;
+    EXPECT_NE(r.find("server shut down while the job ran"), std::string::npos) << r;
+    std::string d = handle(s, R"({"version":1,"type":"result","job_id":")" + done_id + "\"}");
+    EXPECT_NE(d.find("\"state\":\"done\""), std::string::npos) << d;
+    EXPECT_NE(d.find(R"("placement":{"graph":"mlp")"), std::string::npos);
+  }
+  // A record left "running" by a process that died.
+  std::string rec = read_file((dir / "jobs" / (id + ".json")).string());
+  auto at = rec.find("\"state\":\"failed\"");
+  ASSERT_NE(at, std::string::npos);
+  rec.replace(at, 17, "\"state\":\"running\"");
+  write_file_atomic((dir / "jobs" / (id + ".json")).string(), rec);
+  {
+    PlacementService s(c);
+    std::string r = handle(s, R"({"version":1,"type":"status","job_id":")" + id + "\"}");
+    EXPECT_NE(r.find("\"state\":\"failed\""), std::string::npos) << r;
+    EXPECT_NE(r.find("the server restarted while the job was running"), std::string::npos) << r;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Service, HealthAndPolicies) {
+  ServiceConfig c = small_config();
+  c.policies = {{"p1", "/nonexistent/run", "test policy"}};
+  PlacementService s(c);
+  std::string h = handle(s, R"({"version":1,"type":"health"})");
+  EXPECT_NE(h.find(R"("status":"serving","protocol_version":1)"), std::string::npos) << h;
+  EXPECT_EQ(handle(s, R"({"version":1,"type":"policies"})"),
+            R"({"default":"p1","policies":[{"name":"p1","description":"test policy","available":false}]})");
+}
+
+}  // namespace
+}  // namespace placer::service
