@@ -1,0 +1,381 @@
+#include "features.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "placer/graphs/error.h"
+
+namespace placer::learned {
+
+int64_t op_type_bucket(const std::string& type) {
+  uint64_t h = 1469598103934665603ULL;
+  for (unsigned char c : type) {
+    h ^= c;
+    h *= 1099511628211ULL;
+  }
+  return static_cast<int64_t>(h % kTypeBuckets);
+}
+
+namespace {
+
+float log_scaled(double v, double scale) { return static_cast<float>(std::log10(1.0 + std::max(0.0, v)) / scale); }
+float clip(double v, double lo, double hi) { return static_cast<float>(std::min(hi, std::max(lo, v))); }
+
+// Units ordered by their first op, so unit order is a topological-ish order.
+Grouping sorted_grouping(const Graph& graph, Grouping g) {
+  std::vector<int32_t> order(g.members.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return g.members[a].front().value < g.members[b].front().value;
+  });
+  Grouping out;
+  out.members.reserve(order.size());
+  out.group_of.assign(graph.size(), -1);
+  for (int32_t i = 0; i < static_cast<int32_t>(order.size()); ++i) {
+    if (g.members[order[i]].empty()) continue;
+    out.members.push_back(std::move(g.members[order[i]]));
+    for (OpId op : out.members.back()) out.group_of[op.value] = static_cast<int32_t>(out.members.size()) - 1;
+  }
+  return out;
+}
+
+Grouping split_by_placement(const Graph& graph, const Grouping& g, const Placement& placement) {
+  Grouping out;
+  out.group_of.assign(graph.size(), -1);
+  for (const auto& members : g.members) {
+    std::map<int32_t, std::vector<OpId>> by_device;
+    for (OpId op : members) by_device[placement[op].value].push_back(op);
+    for (auto& [dev, ops] : by_device) {
+      out.members.push_back(std::move(ops));
+      for (OpId op : out.members.back()) out.group_of[op.value] = static_cast<int32_t>(out.members.size()) - 1;
+    }
+  }
+  return sorted_grouping(graph, std::move(out));
+}
+
+}  // namespace
+
+DynamicState::DynamicState(const UnitCosts* costs)
+    : c_(costs), load_(costs->devices, 0.f), mem_(costs->devices, 0.0), device_of_(costs->units, -1),
+      in_edges_(costs->units) {
+  for (size_t e = 0; e < c_->edge_src.size(); ++e) in_edges_[c_->edge_dst[e]].push_back({c_->edge_src[e], c_->edge_w[e]});
+}
+
+void DynamicState::features(int32_t t, float* out) const {
+  const int32_t D = c_->devices;
+  float max_load = 0.f, mean_cost = 0.f;
+  for (int32_t d = 0; d < D; ++d) {
+    max_load = std::max(max_load, load_[d]);
+    mean_cost += c_->cost[static_cast<size_t>(t) * D + d] / D;
+  }
+  std::vector<float> in_frac(D, 0.f);
+  for (auto [src, w] : in_edges_[t]) {
+    int32_t dev = device_of_[src];
+    if (dev >= 0) in_frac[dev] += w;
+  }
+  for (int32_t d = 0; d < D; ++d) {
+    float* f = out + d * kDynamicFeatures;
+    const float cost = c_->cost[static_cast<size_t>(t) * D + d];
+    const double cap = std::max(1.0, c_->capacity[d]);
+    f[0] = load_[d];
+    f[1] = clip(mem_[d] / cap, 0.0, 4.0);
+    f[2] = (mem_[d] + c_->mem_bytes[t] > cap) ? 1.f : 0.f;
+    f[3] = in_frac[d];
+    f[4] = mean_cost > 0 ? clip(cost / mean_cost - 1.0, -4.0, 4.0) : 0.f;
+    f[5] = clip(load_[d] + cost - max_load, -4.0, 4.0);
+  }
+}
+
+void DynamicState::place(int32_t t, int32_t device) {
+  device_of_[t] = device;
+  load_[device] += c_->cost[static_cast<size_t>(t) * c_->devices + device];
+  mem_[device] += c_->mem_bytes[t];
+}
+
+Placement Problem::expand(const std::vector<int32_t>& unit_device) const {
+  PLACER_CHECK(static_cast<int32_t>(unit_device.size()) == n, "expand: ", unit_device.size(), " != ", n);
+  Placement p;
+  p.device_of.assign(graph->size(), DeviceId(0));
+  for (int32_t u = 0; u < n; ++u)
+    for (OpId op : units.members[u]) p.device_of[op.value] = DeviceId(unit_device[u]);
+  return p;
+}
+
+std::vector<int32_t> Problem::contract(const Placement& placement) const {
+  std::vector<int32_t> out(n);
+  for (int32_t u = 0; u < n; ++u) out[u] = placement[units.members[u].front()].value;
+  return out;
+}
+
+namespace {
+
+// Per-op mean cost over devices, in seconds.
+std::vector<double> mean_op_cost(const Graph& graph, const CostModel& costs, int32_t devices) {
+  std::vector<double> c(graph.size(), 0.0);
+  for (int32_t i = 0; i < graph.size(); ++i) {
+    double s = 0;
+    for (int32_t d = 0; d < devices; ++d) s += costs.op_seconds(OpId(i), DeviceId(d));
+    c[i] = s / devices;
+  }
+  return c;
+}
+
+int64_t op_memory(const Op& op) { return op.param_bytes + op.output_bytes(); }
+
+UnitCosts unit_costs_for(const Graph& graph, const Cluster& cluster, const CostModel& costs,
+                         const std::vector<int32_t>& unit_of_op, int32_t units, double fair_share_s) {
+  UnitCosts uc;
+  uc.units = units;
+  uc.devices = cluster.size();
+  uc.cost.assign(static_cast<size_t>(units) * uc.devices, 0.f);
+  uc.mem_bytes.assign(units, 0.0);
+  for (const auto& dev : cluster.devices) uc.capacity.push_back(static_cast<double>(dev.memory_bytes));
+  std::map<std::pair<int32_t, int32_t>, double> edge_bytes;
+  std::vector<double> in_bytes(units, 0.0);
+  for (int32_t i = 0; i < graph.size(); ++i) {
+    const Op& op = graph.op(OpId(i));
+    const int32_t u = unit_of_op[i];
+    for (int32_t d = 0; d < uc.devices; ++d)
+      uc.cost[static_cast<size_t>(u) * uc.devices + d] +=
+          static_cast<float>(costs.op_seconds(OpId(i), DeviceId(d)) / fair_share_s);
+    uc.mem_bytes[u] += static_cast<double>(op_memory(op));
+    for (const TensorRef& in : op.inputs) {
+      const int32_t s = unit_of_op[in.op.value];
+      if (s == u) continue;
+      const double b = static_cast<double>(graph.op(in.op).outputs[in.output].bytes());
+      in_bytes[u] += b;
+      if (s < u) edge_bytes[{s, u}] += b;
+    }
+  }
+  for (const auto& [k, b] : edge_bytes) {
+    uc.edge_src.push_back(k.first);
+    uc.edge_dst.push_back(k.second);
+    uc.edge_w.push_back(in_bytes[k.second] > 0 ? static_cast<float>(b / in_bytes[k.second]) : 0.f);
+  }
+  return uc;
+}
+
+}  // namespace
+
+Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs, const ProblemOptions& options) {
+  if (cluster.size() < 1) throw InputError("cluster '" + cluster.name + "' has no devices");
+  if (cluster.size() > kMaxDevices)
+    throw InputError("cluster '" + cluster.name + "' has " + std::to_string(cluster.size()) +
+                     " devices; the learned policies support at most " + std::to_string(kMaxDevices));
+  if (graph.size() == 0) throw InputError("graph '" + graph.name + "' has no ops");
+  Problem p;
+  p.graph = &graph;
+  p.cluster = &cluster;
+  p.d = cluster.size();
+  const std::vector<double> op_cost = mean_op_cost(graph, costs, p.d);
+  Grouping g = sorted_grouping(graph, colocation_groups(graph));
+  if (options.max_units > 0 && g.size() > options.max_units)
+    g = sorted_grouping(graph, coarsen(graph, options.max_units, [&](OpId op) { return op_cost[op.value]; }));
+  if (options.keep_apart) g = split_by_placement(graph, g, *options.keep_apart);
+  p.units = std::move(g);
+  p.n = p.units.size();
+  const int32_t n = p.n;
+
+  const double total_cost = std::max(1e-12, std::accumulate(op_cost.begin(), op_cost.end(), 0.0));
+  const double fair_share = total_cost / p.d;
+  const double mean_unit_cost = total_cost / n;
+  p.costs = unit_costs_for(graph, cluster, costs, p.units.group_of, n, fair_share);
+
+  // Op-level top and bottom levels (longest paths with mean costs).
+  std::vector<double> top(graph.size(), 0.0), bottom(graph.size(), 0.0);
+  for (int32_t i = 0; i < graph.size(); ++i) {
+    double t = 0;
+    for (const TensorRef& in : graph.op(OpId(i)).inputs) t = std::max(t, top[in.op.value]);
+    top[i] = t + op_cost[i];
+  }
+  for (int32_t i = static_cast<int32_t>(graph.size()) - 1; i >= 0; --i) {
+    double b = 0;
+    for (OpId c : graph.consumers(OpId(i))) b = std::max(b, bottom[c.value]);
+    bottom[i] = b + op_cost[i];
+  }
+  const double cp = std::max(1e-12, *std::max_element(top.begin(), top.end()));
+
+  double min_capacity = 1e30;
+  for (const auto& dev : cluster.devices) min_capacity = std::min(min_capacity, static_cast<double>(dev.memory_bytes));
+  min_capacity = std::max(1.0, min_capacity);
+  const Link& link = cluster.default_link;
+
+  // Unit-level adjacency (deduplicated, both directions kept as parent/child).
+  std::vector<std::vector<int32_t>> parents(n), children(n);
+  std::vector<double> in_b(n, 0.0), out_b(n, 0.0);
+  {
+    std::map<std::pair<int32_t, int32_t>, bool> seen;
+    for (int32_t i = 0; i < graph.size(); ++i) {
+      const int32_t u = p.units.group_of[i];
+      for (const TensorRef& in : graph.op(OpId(i)).inputs) {
+        const int32_t s = p.units.group_of[in.op.value];
+        if (s == u) continue;
+        const double b = static_cast<double>(graph.op(in.op).outputs[in.output].bytes());
+        in_b[u] += b;
+        out_b[s] += b;
+        if (seen.emplace(std::make_pair(s, u), true).second) {
+          parents[u].push_back(s);
+          children[s].push_back(u);
+          p.parent_src.push_back(s);
+          p.parent_dst.push_back(u);
+        }
+      }
+    }
+  }
+
+  p.x.assign(static_cast<size_t>(n) * kUnitFeatures, 0.f);
+  p.type.assign(n, 0);
+  for (int32_t u = 0; u < n; ++u) {
+    const auto& members = p.units.members[u];
+    double c = 0, flops = 0, params = 0, outb = 0, tmin = 1e30, bmax = 0;
+    int fwd = 0, bwd = 0, upd = 0;
+    OpId main = members.front();
+    double main_flops = -1;
+    for (OpId op : members) {
+      const Op& o = graph.op(op);
+      c += op_cost[op.value];
+      flops += o.flops;
+      params += static_cast<double>(o.param_bytes);
+      outb += static_cast<double>(o.output_bytes());
+      tmin = std::min(tmin, top[op.value] - op_cost[op.value]);
+      bmax = std::max(bmax, bottom[op.value]);
+      if (o.phase == Phase::Forward) {
+        ++fwd;
+        if (o.flops > main_flops) { main_flops = o.flops; main = op; }
+      } else if (o.phase == Phase::Backward) {
+        ++bwd;
+      } else {
+        ++upd;
+      }
+    }
+    const Op& m = graph.op(main);
+    p.type[u] = op_type_bucket(m.type);
+    float* f = &p.x[static_cast<size_t>(u) * kUnitFeatures];
+    const double k = static_cast<double>(members.size());
+    f[0] = clip(c / fair_share, 0.0, 4.0);
+    f[1] = static_cast<float>(std::log1p(c / mean_unit_cost) / 3.0);
+    f[2] = clip((std::log10(c + 1e-9) + 6.0) / 3.0, -1.0, 3.0);
+    f[3] = log_scaled(flops, 12.0);
+    f[4] = log_scaled(in_b[u], 10.0);
+    f[5] = log_scaled(out_b[u], 10.0);
+    f[6] = log_scaled(params, 10.0);
+    f[7] = clip(p.costs.mem_bytes[u] / min_capacity, 0.0, 2.0);
+    const double xfer = out_b[u] > 0 ? link.latency_s + out_b[u] / link.bandwidth_Bps : 0.0;
+    f[8] = static_cast<float>(std::log1p(xfer / mean_unit_cost) / 3.0);
+    f[9] = static_cast<float>(std::log1p(static_cast<double>(parents[u].size())) / 3.0);
+    f[10] = static_cast<float>(std::log1p(static_cast<double>(children[u].size())) / 3.0);
+    f[11] = static_cast<float>(u) / n;
+    f[12] = static_cast<float>(tmin / cp);
+    f[13] = static_cast<float>(bmax / cp);
+    f[14] = static_cast<float>(std::log1p(k) / 5.0);
+    f[15] = static_cast<float>(fwd / k);
+    f[16] = static_cast<float>(bwd / k);
+    f[17] = static_cast<float>(upd / k);
+    // Output shape of the main op: up to 2 outputs x 4 dims.
+    for (size_t o = 0; o < std::min<size_t>(2, m.outputs.size()); ++o)
+      for (size_t dim = 0; dim < std::min<size_t>(4, m.outputs[o].shape.size()); ++dim)
+        f[18 + o * 4 + dim] = static_cast<float>(std::log2(1.0 + std::max<int64_t>(0, m.outputs[o].shape[dim])) / 16.0);
+    // Adjacency: up to 3 parents and 3 children, relative positions.
+    for (size_t j = 0; j < std::min<size_t>(3, parents[u].size()); ++j)
+      f[26 + j] = static_cast<float>(parents[u][j] - u) / n;
+    for (size_t j = 0; j < std::min<size_t>(3, children[u].size()); ++j)
+      f[29 + j] = static_cast<float>(children[u][j] - u) / n;
+  }
+
+  // Devices: kind, speed, memory relative to what the graph needs.
+  double need = 0;
+  for (double b : p.costs.mem_bytes) need += b;
+  need = std::max(1.0, need);
+  double max_flops = 1, max_bw = 1;
+  for (const auto& dev : cluster.devices) {
+    max_flops = std::max(max_flops, dev.peak_flops);
+    max_bw = std::max(max_bw, dev.mem_bandwidth);
+  }
+  p.dev.assign(static_cast<size_t>(p.d) * kDeviceFeatures, 0.f);
+  for (int32_t d = 0; d < p.d; ++d) {
+    const Device& dev = cluster.devices[d];
+    float* f = &p.dev[static_cast<size_t>(d) * kDeviceFeatures];
+    f[0] = dev.kind == DeviceKind::Cpu ? 1.f : 0.f;
+    f[1] = dev.kind == DeviceKind::Cuda ? 1.f : 0.f;
+    f[2] = static_cast<float>(dev.peak_flops / max_flops);
+    f[3] = static_cast<float>(dev.mem_bandwidth / max_bw);
+    f[4] = clip(static_cast<double>(dev.memory_bytes) / need, 0.0, 4.0);
+    f[5] = log_scaled(static_cast<double>(dev.memory_bytes), 11.0);
+    f[6] = static_cast<float>(std::log10(1.0 + dev.op_overhead_s * 1e6) / 3.0);
+    f[7] = static_cast<float>(p.d) / kMaxDevices;
+  }
+
+  // Parallel peers (Placeto): units neither ancestors nor descendants, on the
+  // unit graph restricted to forward edges (src < dst), sampled.
+  p.peers.assign(n, {});
+  if (options.max_peers > 0 && n <= 4096) {
+    const int32_t words = (n + 63) / 64;
+    std::vector<uint64_t> anc(static_cast<size_t>(n) * words, 0), desc(static_cast<size_t>(n) * words, 0);
+    for (int32_t u = 0; u < n; ++u)
+      for (int32_t s : parents[u])
+        if (s < u) {
+          for (int32_t w = 0; w < words; ++w) anc[u * words + w] |= anc[s * words + w];
+          anc[u * words + s / 64] |= 1ULL << (s % 64);
+        }
+    for (int32_t u = n - 1; u >= 0; --u)
+      for (int32_t c : children[u])
+        if (c > u) {
+          for (int32_t w = 0; w < words; ++w) desc[u * words + w] |= desc[c * words + w];
+          desc[u * words + c / 64] |= 1ULL << (c % 64);
+        }
+    std::mt19937_64 rng(options.seed);
+    std::vector<int32_t> cand;
+    for (int32_t u = 0; u < n; ++u) {
+      cand.clear();
+      for (int32_t v = 0; v < n; ++v) {
+        if (v == u) continue;
+        const uint64_t bit = 1ULL << (v % 64);
+        if ((anc[u * words + v / 64] & bit) || (desc[u * words + v / 64] & bit)) continue;
+        cand.push_back(v);
+      }
+      // Nearest in order first (the ones that actually compete for time), then sampled.
+      std::sort(cand.begin(), cand.end(), [u](int32_t a, int32_t b) { return std::abs(a - u) < std::abs(b - u); });
+      if (static_cast<int32_t>(cand.size()) > options.max_peers) {
+        const int32_t near = options.max_peers / 2;
+        std::shuffle(cand.begin() + near, cand.end(), rng);
+        cand.resize(options.max_peers);
+      }
+      p.peers[u] = cand;
+    }
+  }
+  return p;
+}
+
+UnitCosts group_costs(const Problem& problem, const std::vector<int32_t>& group_of_unit, int32_t groups) {
+  const UnitCosts& uc = problem.costs;
+  UnitCosts g;
+  g.units = groups;
+  g.devices = uc.devices;
+  g.capacity = uc.capacity;
+  g.cost.assign(static_cast<size_t>(groups) * uc.devices, 0.f);
+  g.mem_bytes.assign(groups, 0.0);
+  for (int32_t u = 0; u < uc.units; ++u) {
+    const int32_t k = group_of_unit[u];
+    for (int32_t d = 0; d < uc.devices; ++d) g.cost[static_cast<size_t>(k) * uc.devices + d] += uc.cost[static_cast<size_t>(u) * uc.devices + d];
+    g.mem_bytes[k] += uc.mem_bytes[u];
+  }
+  // Edges: unit edges mapped to groups; weight = share of the group's incoming edge weight.
+  std::map<std::pair<int32_t, int32_t>, float> w;
+  std::vector<float> in(groups, 0.f);
+  for (size_t e = 0; e < uc.edge_src.size(); ++e) {
+    const int32_t s = group_of_unit[uc.edge_src[e]], t = group_of_unit[uc.edge_dst[e]];
+    if (s == t) continue;
+    in[t] += uc.edge_w[e];
+    if (s < t) w[{s, t}] += uc.edge_w[e];
+  }
+  for (const auto& [k, v] : w) {
+    g.edge_src.push_back(k.first);
+    g.edge_dst.push_back(k.second);
+    g.edge_w.push_back(in[k.second] > 0 ? v / in[k.second] : 0.f);
+  }
+  return g;
+}
+
+}  // namespace placer::learned

@@ -1,0 +1,77 @@
+// place_with_checkpoint: greedy decoding with a trained policy.
+#include "placer/agent/learned.h"
+
+#include <torch/nn.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "placer/env/environment.h"
+#include "placer/graphs/error.h"
+#include "placer/graphs/serialize.h"
+#include "policy.h"
+#include "trainer.h"
+
+namespace placer {
+
+PlaceResult place_with_checkpoint(const std::string& run_dir, const PlaceContext& context) {
+  namespace fs = std::filesystem;
+  if (!context.graph || !context.cluster || !context.env)
+    throw InputError("place_with_checkpoint: graph, cluster and env are required");
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string path = fs::is_directory(run_dir) ? run_dir + "/" + learned::kCheckpointFile : run_dir;
+  const std::string dir = fs::is_directory(run_dir) ? run_dir : fs::path(run_dir).parent_path().string();
+  TrainConfig config;
+  auto policy = learned::load_policy(path, &config);
+  torch::NoGradGuard no_grad;
+
+  const Graph& graph = *context.graph;
+  const Cluster& cluster = *context.cluster;
+  // On the graph the run trained on, decode over the same units (the warm
+  // start's split) and also consider the best placement the run found.
+  std::optional<Placement> warm, best;
+  auto read_same_graph = [&](const std::string& file) -> std::optional<Placement> {
+    if (!fs::exists(file)) return std::nullopt;
+    try {
+      NamedPlacement named = load_placement(file);
+      if (static_cast<int64_t>(named.device.size()) != graph.size()) return std::nullopt;
+      return from_named(graph, cluster, named);
+    } catch (const InputError&) {
+      return std::nullopt;  // another graph or cluster: decode only
+    }
+  };
+  warm = read_same_graph(dir + "/warm_start_placement.json");
+  best = read_same_graph(dir + "/best_placement.json");
+
+  learned::ProblemOptions po;
+  po.max_units = config.policy == "hierarchical" ? 0 : config.max_groups;
+  po.keep_apart = warm ? &*warm : nullptr;
+  po.seed = config.seed;
+  learned::Problem problem = learned::make_problem(graph, cluster, context.env->costs(), po);
+  learned::SampleOptions so;
+  so.temperature = config.temperature;
+  so.greedy_rows = 1;
+  std::mt19937_64 rng(context.seed);
+  learned::Rollout r = policy->sample(problem, 1, so, rng);
+  PlaceResult result;
+  result.method = "learned:" + config.policy;
+  result.placement = problem.expand(r.unit_device[0]);
+  result.evaluations = 0;
+  result.note = "greedy decode of " + config.policy + " policy from " + path + " over " + std::to_string(problem.n) + " units";
+  if (best) {
+    const StepResult decoded = context.env->simulate(result.placement);
+    const StepResult stored = context.env->simulate(*best);
+    result.evaluations = 2;
+    result.stats["greedy_simulated_s"] = decoded.ok() ? decoded.step_s : -1.0;
+    result.stats["best_found_simulated_s"] = stored.ok() ? stored.step_s : -1.0;
+    if (stored.ok() && (!decoded.ok() || stored.step_s < decoded.step_s)) {
+      result.placement = *best;
+      result.note = "best placement found by training run " + dir + " (greedy decode simulated " +
+                    std::to_string(decoded.step_s) + " s, best " + std::to_string(stored.step_s) + " s)";
+    }
+  }
+  result.place_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
+
+}  // namespace placer

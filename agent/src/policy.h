@@ -1,0 +1,168 @@
+// The learned placement policies (private to agent/): LibTorch modules that
+// turn a Problem (features.h) into sampled placements and log-probabilities.
+//
+//   seq2seq       ColocRL: bi-LSTM encoder over units in topological order,
+//                 LSTM decoder with content-based attention, previous device fed back.
+//   hierarchical  feed-forward Grouper (unit -> group) + seq2seq Placer over groups.
+//   gnn           message passing with separate parent / child / peer aggregators
+//                 (Placeto, GDP) feeding the same attention decoder.
+//
+// Every decoder step also sees per-device dynamic features of the partial
+// placement (load, memory, where its inputs live), and devices are described
+// by features plus an index embedding, so one policy serves several clusters.
+#pragma once
+
+#include <torch/nn.h>
+
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "features.h"
+#include "placer/agent/train.h"
+
+namespace placer::learned {
+
+struct PolicyOptions {
+  std::string kind = "seq2seq";
+  int hidden = 64;
+  int type_embedding = 16;
+  int grouper_groups = 0;  // hierarchical: 0 = min(256, 20 x devices)
+  int gnn_layers = 3;
+};
+
+struct SampleOptions {
+  double temperature = 1.0;
+  double noise = 0.0;       // std of Gaussian logit noise
+  int greedy_rows = 0;      // the first greedy_rows samples take the argmax everywhere
+};
+
+// What a batch of sampled placements needs to be scored again (REINFORCE, PPO).
+struct Rollout {
+  int32_t batch = 0;
+  std::vector<std::vector<int32_t>> unit_device;  // [sample][unit]
+  torch::Tensor actions;   // B x S device per decoder step (long)
+  torch::Tensor dynamic;   // B x S x D x kDynamicFeatures
+  torch::Tensor groups;    // hierarchical: B x U group per unit (long)
+  torch::Tensor old_logp;  // B x decisions, log-prob when sampled (no grad)
+  double temperature = 1.0;
+  std::vector<UnitCosts> group_costs;  // hierarchical: per sample
+};
+
+struct LogProbs {
+  torch::Tensor logp;      // B x decisions
+  torch::Tensor entropy;   // B x decisions
+};
+
+class PolicyImpl : public torch::nn::Module {
+ public:
+  // forced: decode these unit devices (teacher forcing, for behaviour cloning).
+  virtual Rollout sample(const Problem& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
+                         const std::vector<int32_t>* forced = nullptr) = 0;
+  virtual LogProbs evaluate(const Problem& problem, const Rollout& rollout) = 0;
+  virtual std::string kind() const = 0;
+};
+
+// The attention decoder shared by every policy.
+class DecoderImpl : public torch::nn::Module {
+ public:
+  explicit DecoderImpl(int hidden);
+  // enc: B x S x H (B may be 1 and is expanded). Samples devices step by step.
+  void decode(const torch::Tensor& enc, const torch::Tensor& dev_features, const std::vector<const UnitCosts*>& costs,
+              int32_t batch, const SampleOptions& options, std::mt19937_64& rng, const std::vector<int32_t>* forced,
+              std::vector<std::vector<int32_t>>* actions, torch::Tensor* dynamic, torch::Tensor* logp);
+  // Teacher-forced log-probs and entropies (B x S) of the given actions.
+  LogProbs score(const torch::Tensor& enc, const torch::Tensor& dev_features, const torch::Tensor& actions,
+                 const torch::Tensor& dynamic, double temperature);
+
+ private:
+  torch::Tensor device_embeddings(const torch::Tensor& dev_features);  // D x H
+  int hidden_;
+  torch::nn::Linear dev_proj_{nullptr};
+  torch::nn::Embedding dev_index_{nullptr};
+  torch::nn::LSTM lstm_{nullptr};
+  torch::nn::Linear att_{nullptr}, comb_{nullptr}, dyn_proj_{nullptr}, score_{nullptr};
+  torch::Tensor start_;
+};
+TORCH_MODULE(Decoder);
+
+// Unit embedding: numeric features + hashed op-type embedding.
+class UnitEmbeddingImpl : public torch::nn::Module {
+ public:
+  UnitEmbeddingImpl(int hidden, int type_embedding);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& type);  // N x H
+ private:
+  torch::nn::Embedding type_{nullptr};
+  torch::nn::Linear proj_{nullptr};
+};
+TORCH_MODULE(UnitEmbedding);
+
+class Seq2SeqPolicyImpl : public PolicyImpl {
+ public:
+  explicit Seq2SeqPolicyImpl(const PolicyOptions& options);
+  Rollout sample(const Problem& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
+                 const std::vector<int32_t>* forced) override;
+  LogProbs evaluate(const Problem& problem, const Rollout& rollout) override;
+  std::string kind() const override { return "seq2seq"; }
+
+ private:
+  torch::Tensor encode(const Problem& problem);  // 1 x N x H
+  UnitEmbedding embed_{nullptr};
+  torch::nn::LSTM encoder_{nullptr};
+  Decoder decoder_{nullptr};
+};
+TORCH_MODULE(Seq2SeqPolicy);
+
+class GnnPolicyImpl : public PolicyImpl {
+ public:
+  explicit GnnPolicyImpl(const PolicyOptions& options);
+  Rollout sample(const Problem& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
+                 const std::vector<int32_t>* forced) override;
+  LogProbs evaluate(const Problem& problem, const Rollout& rollout) override;
+  std::string kind() const override { return "gnn"; }
+
+ private:
+  torch::Tensor encode(const Problem& problem);  // 1 x N x H
+  int layers_;
+  UnitEmbedding embed_{nullptr};
+  torch::nn::ModuleList self_{nullptr}, parent_{nullptr}, child_{nullptr}, peer_{nullptr};
+  torch::nn::ModuleList norm_{nullptr};
+  Decoder decoder_{nullptr};
+};
+TORCH_MODULE(GnnPolicy);
+
+class HierarchicalPolicyImpl : public PolicyImpl {
+ public:
+  explicit HierarchicalPolicyImpl(const PolicyOptions& options);
+  Rollout sample(const Problem& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
+                 const std::vector<int32_t>* forced) override;
+  LogProbs evaluate(const Problem& problem, const Rollout& rollout) override;
+  std::string kind() const override { return "hierarchical"; }
+  int32_t groups_for(const Problem& problem) const;
+
+ private:
+  // B x G x H group encodings for the given B x U grouping.
+  torch::Tensor encode_groups(const Problem& problem, const torch::Tensor& unit_emb, const torch::Tensor& groups, int32_t G);
+  int fixed_groups_;
+  UnitEmbedding embed_{nullptr};
+  torch::nn::Linear grouper_hidden_{nullptr}, grouper_out_{nullptr};
+  torch::nn::Linear group_proj_{nullptr};
+  torch::nn::LSTM encoder_{nullptr};
+  Decoder decoder_{nullptr};
+};
+TORCH_MODULE(HierarchicalPolicy);
+
+// Throws InputError for an unknown kind.
+std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options);
+
+// The policy stored in a `placer train` checkpoint file, in eval mode; its
+// config goes to *config. Throws InputError naming the file and field.
+std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config);
+
+// Problem features as tensors.
+torch::Tensor unit_features(const Problem& problem);     // N x kUnitFeatures
+torch::Tensor unit_types(const Problem& problem);        // N (long)
+torch::Tensor device_features(const Problem& problem);   // D x kDeviceFeatures
+
+}  // namespace placer::learned
