@@ -460,6 +460,8 @@ std::vector<size_t> order_records(const JsonReader<GraphError>& r, const std::ve
   // walk[seen_at[cur]..] is the cycle, against the edge direction.
   std::vector<size_t> cycle(walk.begin() + seen_at[cur], walk.end());
   std::reverse(cycle.begin(), cycle.end());
+  // Start at the op listed first in the file, so the message is stable.
+  std::rotate(cycle.begin(), std::min_element(cycle.begin(), cycle.end()), cycle.end());
   std::string path;
   for (size_t i : cycle) path += "'" + recs[i].op.name + "' -> ";
   path += "'" + recs[cycle.front()].op.name + "'";

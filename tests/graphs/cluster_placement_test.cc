@@ -1,0 +1,148 @@
+#include <gtest/gtest.h>
+
+#include "placer/graphs/cluster.h"
+#include "placer/graphs/error.h"
+#include "placer/graphs/placement.h"
+#include "placer/graphs/serialize.h"
+#include "tiny_graphs.h"
+
+namespace placer {
+namespace {
+
+using testing::tiny_forward;
+using testing::tiny_training;
+
+template <class E, class F>
+std::string error_of(F&& body) {
+  try {
+    body();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw another exception: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "did not throw";
+  return "";
+}
+
+#define EXPECT_ERROR_CONTAINS(E, body, text)                                                \
+  do {                                                                                      \
+    const std::string _msg = error_of<E>([&] { body; });                                    \
+    EXPECT_NE(_msg.find(text), std::string::npos) << "got: " << _msg << "\nexpected: " << (text); \
+  } while (0)
+
+TEST(Cluster, ParseDeviceList) {
+  const Cluster two = parse_device_list("cpu:2");
+  ASSERT_EQ(two.size(), 2);
+  EXPECT_EQ(two.devices[0].name, "cpu:0");
+  EXPECT_EQ(two.devices[1].name, "cpu:1");
+  EXPECT_EQ(two.devices[1].kind, DeviceKind::Cpu);
+  EXPECT_GT(two.devices[0].memory_bytes, 0);
+  EXPECT_EQ(two.find("cpu:1"), DeviceId(1));
+  EXPECT_FALSE(two.find("cuda:0").has_value());
+
+  const Cluster mixed = parse_device_list("cpu,cuda:0,cuda:1");
+  ASSERT_EQ(mixed.size(), 3);
+  EXPECT_EQ(mixed.devices[0].name, "cpu:0");
+  EXPECT_EQ(mixed.devices[2].name, "cuda:1");
+  EXPECT_EQ(mixed.devices[2].kind, DeviceKind::Cuda);
+
+  EXPECT_ERROR_CONTAINS(InputError, parse_device_list(""), "empty device list");
+  EXPECT_ERROR_CONTAINS(InputError, parse_device_list("tpu:0"), "bad device 'tpu:0'");
+  EXPECT_ERROR_CONTAINS(InputError, parse_device_list("cpu:0,cpu:0"), "duplicate device name");
+}
+
+TEST(Cluster, LinksAndTransferTime) {
+  Cluster c = parse_device_list("cpu:3");
+  c.default_link = Link{"", "", 1e-5, 1e9};
+  c.links.push_back(Link{"cpu:0", "cpu:2", 2e-5, 4e9});
+  validate_cluster(c);
+  EXPECT_DOUBLE_EQ(c.transfer_seconds(DeviceId(0), DeviceId(2), 4'000'000), 2e-5 + 1e-3);
+  EXPECT_DOUBLE_EQ(c.transfer_seconds(DeviceId(2), DeviceId(0), 4'000'000), 1e-5 + 4e-3);  // default
+  EXPECT_DOUBLE_EQ(c.transfer_seconds(DeviceId(1), DeviceId(1), 4'000'000), 0.0);
+  c.links.push_back(Link{"cpu:0", "cpu:9", 1e-5, 1e9});
+  EXPECT_ERROR_CONTAINS(InputError, validate_cluster(c), "links[1]: to: unknown device 'cpu:9'");
+  c.links.pop_back();
+  c.devices[1].memory_bytes = 0;
+  EXPECT_ERROR_CONTAINS(InputError, validate_cluster(c), "devices[1] 'cpu:1': memory_bytes: must be positive");
+}
+
+TEST(Placement, NamedRoundTrip) {
+  const Graph g = tiny_training();
+  const Cluster c = parse_device_list("cpu:2");
+  // x and the dense block on cpu:1 with their backward ops; the rest on cpu:0.
+  Placement p = single_device(g, DeviceId(0));
+  for (int32_t op : {0, 3, 4, 7, 8}) p.device_of[op] = DeviceId(1);
+  validate_placement(g, c, p);
+  const NamedPlacement named = to_named(g, c, p);
+  EXPECT_EQ(named.graph, "tiny");
+  EXPECT_EQ(named.device.at("fc_grad"), "cpu:1");
+  EXPECT_EQ(named.device.at("loss"), "cpu:0");
+  EXPECT_EQ(named.device.size(), 11u);
+  EXPECT_EQ(from_named(g, c, named), p);
+  EXPECT_EQ(from_named(g, c, placement_from_json(placement_to_json(named))), p);
+  EXPECT_NE(placement_hash(p), placement_hash(single_device(g, DeviceId(0))));
+  EXPECT_EQ(placement_hash(p), placement_hash(from_named(g, c, named)));
+}
+
+TEST(Placement, MissingOpIsNamed) {
+  const Graph g = tiny_forward();
+  const Cluster c = parse_device_list("cpu:2");
+  NamedPlacement named = to_named(g, c, single_device(g, DeviceId(0)));
+  named.device.erase("relu");
+  EXPECT_ERROR_CONTAINS(PlacementError, from_named(g, c, named), "op 'relu' has no device");
+}
+
+TEST(Placement, UnknownDeviceIsNamed) {
+  const Graph g = tiny_forward();
+  const Cluster c = parse_device_list("cpu:2");
+  NamedPlacement named = to_named(g, c, single_device(g, DeviceId(0)));
+  named.device["fc"] = "cuda:7";
+  EXPECT_ERROR_CONTAINS(PlacementError, from_named(g, c, named), "op 'fc' is placed on device 'cuda:7'");
+  Placement p = single_device(g, DeviceId(0));
+  p.device_of[3] = DeviceId(5);
+  EXPECT_ERROR_CONTAINS(PlacementError, validate_placement(g, c, p), "op 'fc' is placed on device #5");
+}
+
+TEST(Placement, OpNotInGraphIsNamed) {
+  const Graph g = tiny_forward();
+  const Cluster c = parse_device_list("cpu:2");
+  NamedPlacement named = to_named(g, c, single_device(g, DeviceId(0)));
+  named.device["ghost"] = "cpu:0";
+  EXPECT_ERROR_CONTAINS(PlacementError, from_named(g, c, named), "op 'ghost' is not in graph 'tiny'");
+}
+
+TEST(Placement, SplitGroupIsNamed) {
+  Graph g = tiny_forward();
+  g.mutable_op(OpId(3)).group = "dense";
+  g.mutable_op(OpId(4)).group = "dense";
+  const Cluster c = parse_device_list("cpu:2");
+  Placement p = single_device(g, DeviceId(0));
+  p.device_of[4] = DeviceId(1);
+  EXPECT_ERROR_CONTAINS(PlacementError, validate_placement(g, c, p), "co-location group 'dense' is split");
+  p.device_of[3] = DeviceId(1);
+  EXPECT_NO_THROW(validate_placement(g, c, p));
+}
+
+TEST(Placement, BackwardFollowsItsForwardOp) {
+  const Graph g = tiny_training();
+  const Cluster c = parse_device_list("cpu:2");
+  Placement p = single_device(g, DeviceId(0));
+  p.device_of[8] = DeviceId(1);  // fc_grad away from fc
+  EXPECT_ERROR_CONTAINS(PlacementError, validate_placement(g, c, p), "op 'fc_grad' must share a device with 'fc'");
+  p = single_device(g, DeviceId(0));
+  p.device_of[9] = DeviceId(1);  // w_sgd away from w
+  EXPECT_ERROR_CONTAINS(PlacementError, validate_placement(g, c, p), "op 'w_sgd' must share a device with 'w'");
+}
+
+TEST(Placement, WrongSize) {
+  const Graph g = tiny_forward();
+  const Cluster c = parse_device_list("cpu:2");
+  Placement p = single_device(g, DeviceId(0));
+  p.device_of.pop_back();
+  EXPECT_ERROR_CONTAINS(PlacementError, validate_placement(g, c, p), "has 5 entries, graph 'tiny' has 6 ops");
+}
+
+}  // namespace
+}  // namespace placer

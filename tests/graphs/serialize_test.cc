@@ -1,0 +1,484 @@
+#include "placer/graphs/serialize.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+
+#include "placer/graphs/error.h"
+#include "tiny_graphs.h"
+
+// Tracks the largest single allocation made by this thread while armed, so a
+// test can prove that a file claiming 2^60 elements is rejected before the
+// loader allocates for it. Replacing operator new is allowed; the default
+// operator delete frees with free().
+namespace {
+thread_local bool g_track_allocations = false;
+thread_local size_t g_largest_allocation = 0;
+}  // namespace
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
+void* operator new(size_t size) {
+  if (g_track_allocations && size > g_largest_allocation) g_largest_allocation = size;
+  if (void* p = std::malloc(size ? size : 1)) return p;
+  throw std::bad_alloc();
+}
+void* operator new[](size_t size) { return ::operator new(size); }
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete[](void* p) noexcept { std::free(p); }
+void operator delete(void* p, size_t) noexcept { std::free(p); }
+void operator delete[](void* p, size_t) noexcept { std::free(p); }
+
+namespace placer {
+namespace {
+
+using testing::every_arg_kind;
+using testing::f32;
+using testing::make_op;
+using testing::tiny_forward;
+using testing::tiny_training;
+
+// Runs body and returns the message of the E it throws; fails if it throws nothing.
+template <class E, class F>
+std::string error_of(F&& body) {
+  try {
+    body();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw another exception: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "did not throw";
+  return "";
+}
+
+std::string temp_path(const std::string& name) {
+  return (::testing::TempDir() + "placer_serialize_" + std::to_string(::getpid()) + "_" + name);
+}
+
+TEST(SerializeGraph, JsonRoundTripIsExact) {
+  for (const Graph& g : {tiny_forward(), tiny_training(), every_arg_kind()}) {
+    const std::string json = graph_to_json(g);
+    const Graph back = graph_from_json(json);
+    EXPECT_EQ(back, g) << json;
+    EXPECT_EQ(graph_to_json(back), json);
+  }
+}
+
+TEST(SerializeGraph, JsonUsesNamesNotIds) {
+  const std::string json = graph_to_json(tiny_training());
+  EXPECT_NE(json.find("\"format\": \"placer.graph\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"version\": 1"), std::string::npos);
+  EXPECT_NE(json.find("\"op\": \"relu_grad\""), std::string::npos);  // an input, by name
+  EXPECT_NE(json.find("\"forward\": \"fc\""), std::string::npos);
+  EXPECT_NE(json.find("\"phase\": \"backward\""), std::string::npos);
+  EXPECT_NE(json.find("\"dtype\": \"float\""), std::string::npos);
+}
+
+TEST(SerializeGraph, BinaryRoundTripIsExact) {
+  for (const Graph& g : {tiny_forward(), tiny_training(), every_arg_kind()}) {
+    const std::string bytes = graph_to_binary(g);
+    EXPECT_EQ(graph_from_binary(bytes), g);
+    EXPECT_EQ(graph_to_binary(graph_from_binary(bytes)), bytes);
+  }
+}
+
+TEST(SerializeGraph, SaveAndLoadByExtension) {
+  const Graph g = tiny_training();
+  const std::string json_path = temp_path("g.json"), bin_path = temp_path("g.bin");
+  save_graph(g, json_path);
+  save_graph(g, bin_path);
+  EXPECT_EQ(read_file(json_path).substr(0, 1), "{");
+  EXPECT_EQ(read_file(bin_path).substr(0, 7), "PLGRAPH");
+  EXPECT_EQ(load_graph(json_path), g);
+  EXPECT_EQ(load_graph(bin_path), g);
+  // A JSON file with a binary extension is rejected, naming the path.
+  const std::string wrong = temp_path("g.graph");
+  write_file_atomic(wrong, read_file(json_path));
+  const std::string msg = error_of<GraphError>([&] { load_graph(wrong); });
+  EXPECT_NE(msg.find(wrong), std::string::npos) << msg;
+  EXPECT_NE(msg.find("not a placer binary graph"), std::string::npos) << msg;
+  std::remove(json_path.c_str());
+  std::remove(bin_path.c_str());
+  std::remove(wrong.c_str());
+}
+
+TEST(SerializeFiles, MissingFileNamesThePath) {
+  const std::string msg = error_of<InputError>([] { read_file("/nonexistent/dir/g.json"); });
+  EXPECT_NE(msg.find("/nonexistent/dir/g.json"), std::string::npos) << msg;
+  const std::string wmsg = error_of<InputError>([] { write_file_atomic("/nonexistent/dir/out.json", "x"); });
+  EXPECT_NE(wmsg.find("/nonexistent/dir/out.json"), std::string::npos) << wmsg;
+}
+
+// ---- JSON inputs from outside ------------------------------------------------
+
+std::string graph_json(const std::string& ops) {
+  return R"({"format":"placer.graph","version":1,"name":"t","ops":[)" + ops + "]}";
+}
+
+TEST(SerializeGraph, OpsInAnyOrderAreSortedTopologically) {
+  // relu listed before its input, and `fc` before `x`.
+  const std::string text = graph_json(R"(
+    {"name":"relu","type":"aten::relu","inputs":[{"op":"fc","output":0}],"args":[{"kind":"tensor","value":0}],
+     "outputs":[{"shape":[4,2],"dtype":"float"}],"flops":8},
+    {"name":"fc","type":"aten::mm","inputs":[{"op":"x"},{"op":"w"}],"outputs":[{"shape":[4,2]}],"flops":48},
+    {"name":"w","type":"placer::param","outputs":[{"shape":[3,2]}],"param_bytes":24},
+    {"name":"x","type":"placer::input","outputs":[{"shape":[4,3]}]})");
+  const Graph g = graph_from_json(text);
+  ASSERT_EQ(g.size(), 4);
+  // Kahn's order with the smallest file index first: w (file 2), x (3), fc (1), relu (0).
+  EXPECT_EQ(g.op(OpId(0)).name, "w");
+  EXPECT_EQ(g.op(OpId(1)).name, "x");
+  EXPECT_EQ(g.op(OpId(2)).name, "fc");
+  EXPECT_EQ(g.op(OpId(3)).name, "relu");
+  EXPECT_EQ(g.op(OpId(2)).inputs, (std::vector<TensorRef>{{OpId(1), 0}, {OpId(0), 0}}));
+  EXPECT_EQ(g.op(OpId(3)).flops, 8.0);
+  EXPECT_EQ(g.op(OpId(0)).param_bytes, 24);
+}
+
+TEST(SerializeGraph, CycleIsNamed) {
+  const std::string text = graph_json(R"(
+    {"name":"in","type":"placer::input","outputs":[{"shape":[2]}]},
+    {"name":"a","type":"aten::add.Tensor","inputs":[{"op":"in"},{"op":"c"}],"outputs":[{"shape":[2]}]},
+    {"name":"b","type":"aten::relu","inputs":[{"op":"a"}],"outputs":[{"shape":[2]}]},
+    {"name":"c","type":"aten::relu","inputs":[{"op":"b"}],"outputs":[{"shape":[2]}]},
+    {"name":"d","type":"aten::relu","inputs":[{"op":"c"}],"outputs":[{"shape":[2]}]})");
+  const std::string msg = error_of<GraphError>([&] { graph_from_json(text); });
+  EXPECT_NE(msg.find("cycle of 3 op(s)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("'a' -> 'b' -> 'c' -> 'a'"), std::string::npos) << msg;
+}
+
+TEST(SerializeGraph, SelfLoopIsACycle) {
+  const std::string text =
+      graph_json(R"({"name":"a","type":"aten::relu","inputs":[{"op":"a"}],"outputs":[{"shape":[2]}]})");
+  const std::string msg = error_of<GraphError>([&] { graph_from_json(text); });
+  EXPECT_NE(msg.find("cycle of 1 op(s): 'a' -> 'a'"), std::string::npos) << msg;
+}
+
+TEST(SerializeGraph, DuplicateNamesAreNamed) {
+  const std::string text = graph_json(R"(
+    {"name":"x","type":"placer::input","outputs":[{"shape":[2]}]},
+    {"name":"y","type":"placer::input","outputs":[{"shape":[2]}]},
+    {"name":"x","type":"placer::input","outputs":[{"shape":[2]}]})");
+  const std::string msg = error_of<GraphError>([&] { graph_from_json(text); });
+  EXPECT_NE(msg.find("ops[2] 'x': duplicate op name (also ops[0])"), std::string::npos) << msg;
+}
+
+TEST(SerializeGraph, EdgeToMissingOpIsNamed) {
+  const std::string text = graph_json(R"(
+    {"name":"x","type":"placer::input","outputs":[{"shape":[2]}]},
+    {"name":"r","type":"aten::relu","inputs":[{"op":"x"},{"op":"ghost"}],"outputs":[{"shape":[2]}]})");
+  const std::string msg = error_of<GraphError>([&] { graph_from_json(text); });
+  EXPECT_NE(msg.find("ops[1] 'r': field 'inputs[1].op' refers to missing op 'ghost'"), std::string::npos) << msg;
+}
+
+TEST(SerializeGraph, OutputIndexOutOfRangeIsNamed) {
+  const std::string text = graph_json(R"(
+    {"name":"x","type":"placer::input","outputs":[{"shape":[2]}]},
+    {"name":"r","type":"aten::relu","inputs":[{"op":"x","output":1}],"outputs":[{"shape":[2]}]})");
+  const std::string msg = error_of<GraphError>([&] { graph_from_json(text); });
+  EXPECT_NE(msg.find("ops[1] 'r': field 'inputs[0].output' is 1 but 'x' has 1 output(s)"), std::string::npos) << msg;
+}
+
+TEST(SerializeGraph, ForwardToMissingOpIsNamed) {
+  const std::string text = graph_json(R"(
+    {"name":"x","type":"placer::input","outputs":[{"shape":[2]}],"phase":"backward","forward":"nope"})");
+  const std::string msg = error_of<GraphError>([&] { graph_from_json(text); });
+  EXPECT_NE(msg.find("ops[0] 'x': field 'forward' refers to missing op 'nope'"), std::string::npos) << msg;
+}
+
+TEST(SerializeGraph, MissingAndMistypedFieldsAreNamed) {
+  struct Case {
+    std::string ops;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {R"({"name":"x","type":"placer::input"})", "ops[0] 'x': field 'outputs' missing"},
+      {R"({"type":"placer::input","outputs":[]})", "ops[0]: field 'name' missing"},
+      {R"({"name":"","type":"placer::input","outputs":[]})", "ops[0]: field 'name' is empty"},
+      {R"({"name":"x","outputs":[]})", "ops[0] 'x': field 'type' missing"},
+      {R"({"name":"x","type":"t","outputs":[],"flops":"many"})", "ops[0] 'x': field 'flops' must be a number, got \"many\""},
+      {R"({"name":"x","type":"t","outputs":[],"param_bytes":1.5})", "ops[0] 'x': field 'param_bytes' must be an integer"},
+      {R"({"name":"x","type":"t","outputs":{}})", "ops[0] 'x': field 'outputs' must be an array, got an object"},
+      {R"({"name":"x","type":"t","outputs":[{"shape":[2,"3"]}]})", "ops[0] 'x': field 'outputs[0].shape[1]' must be an integer"},
+      {R"({"name":"x","type":"t","outputs":[{"dtype":"float"}]})", "ops[0] 'x': field 'outputs[0].shape' missing"},
+      {R"({"name":"x","type":"t","outputs":[{"shape":[2],"dtype":"float7"}]})", "ops[0] 'x': field 'outputs[0].dtype': unknown dtype 'float7'"},
+      {R"({"name":"x","type":"t","outputs":[],"phase":"sideways"})", "ops[0] 'x': field 'phase': unknown phase 'sideways'"},
+      {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"complex","value":1}]})", "ops[0] 'x' args[0]: field 'kind': unknown argument kind 'complex'"},
+      {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"int"}]})", "ops[0] 'x' args[0]: field 'value' missing"},
+      {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"ints","value":[1,2.5]}]})", "ops[0] 'x' args[0]: field 'value[1]' must be an integer"},
+      {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"dtype","value":"quad"}]})", "ops[0] 'x' args[0]: field 'value': unknown dtype 'quad'"},
+      {R"(42)", "ops[0]: field 'ops[]' must be an object, got 42"},
+  };
+  for (const Case& c : cases) {
+    const std::string msg = error_of<GraphError>([&] { graph_from_json(graph_json(c.ops)); });
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << "got: " << msg << "\nexpected: " << c.expected;
+  }
+}
+
+TEST(SerializeGraph, NegativeAndAbsurdSizesAreNamed) {
+  std::string msg = error_of<GraphError>([&] {
+    graph_from_json(graph_json(R"({"name":"x","type":"placer::input","outputs":[{"shape":[4,-3]}]})"));
+  });
+  EXPECT_NE(msg.find("op 'x': outputs[0].shape[1]: negative size -3"), std::string::npos) << msg;
+  msg = error_of<GraphError>([&] {
+    graph_from_json(
+        graph_json(R"({"name":"x","type":"placer::input","outputs":[{"shape":[1048576,1048576,1048576]}]})"));
+  });
+  EXPECT_NE(msg.find("op 'x': outputs[0].shape: absurd size [1048576,1048576,1048576]"), std::string::npos) << msg;
+  msg = error_of<GraphError>([&] {
+    graph_from_json(graph_json(R"({"name":"x","type":"t","outputs":[],"param_bytes":-8})"));
+  });
+  EXPECT_NE(msg.find("op 'x': param_bytes: negative size -8"), std::string::npos) << msg;
+  msg = error_of<GraphError>([&] {
+    graph_from_json(graph_json(R"({"name":"x","type":"t","outputs":[],"flops":-1})"));
+  });
+  EXPECT_NE(msg.find("op 'x': flops: must be finite and >= 0"), std::string::npos) << msg;
+  msg = error_of<GraphError>([&] {
+    graph_from_json(graph_json(R"({"name":"x","type":"t","outputs":[{"shape":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]})"));
+  });
+  EXPECT_NE(msg.find("op 'x': outputs[0].shape: rank 17 is over the limit 16"), std::string::npos) << msg;
+}
+
+TEST(SerializeGraph, NotAGraphFile) {
+  struct Case {
+    std::string text;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {"", "not a placer graph file: JSON parse error at byte 0"},
+      {"hello", "not a placer graph file: JSON parse error"},
+      {"[1,2,3]", "not a placer graph file: the top level is not a JSON object"},
+      {"{}", "not a placer graph file: field 'format' missing"},
+      {R"({"format":"placer.cluster","version":1})", "not a placer graph file: field 'format' is \"placer.cluster\""},
+      {R"({"format":"placer.graph","version":99,"ops":[]})", "unsupported graph format version 99"},
+      {R"({"format":"placer.graph","version":1})", "field 'ops' missing"},
+      {R"({"format":"placer.graph","version":1,"ops":[)", "JSON parse error"},
+  };
+  for (const Case& c : cases) {
+    const std::string msg = error_of<GraphError>([&] { graph_from_json(c.text); });
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << "got: " << msg << "\nexpected: " << c.expected;
+  }
+}
+
+TEST(SerializeGraph, DeeplyNestedJsonIsAnErrorNotACrash) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const std::string msg = error_of<GraphError>([&] { graph_from_json(deep); });
+  EXPECT_NE(msg.find("not a placer graph file"), std::string::npos) << msg;
+  const std::string inside = graph_json(R"({"name":"x","type":"t","outputs":)" + deep + "}");
+  EXPECT_NE(error_of<GraphError>([&] { graph_from_json(inside); }).find("ops[0] 'x'"), std::string::npos);
+}
+
+TEST(SerializeGraph, EmptyGraphRoundTrips) {
+  Graph g;
+  g.name = "empty";
+  EXPECT_EQ(graph_from_json(graph_to_json(g)), g);
+  EXPECT_EQ(graph_from_binary(graph_to_binary(g)), g);
+}
+
+// ---- binary inputs ------------------------------------------------------------
+
+TEST(SerializeBinary, EveryTruncationIsAnError) {
+  const std::string bytes = graph_to_binary(tiny_training());
+  for (size_t n = 0; n < bytes.size(); ++n) {
+    const std::string cut = bytes.substr(0, n);
+    try {
+      graph_from_binary(cut);
+      ADD_FAILURE() << "a binary cut to " << n << " of " << bytes.size() << " bytes loaded";
+    } catch (const GraphError& e) {
+      EXPECT_NE(std::string(e.what()).find("binary graph"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NE(error_of<GraphError>([&] { graph_from_binary(bytes + "x"); }).find("1 unexpected trailing bytes"),
+            std::string::npos);
+}
+
+TEST(SerializeBinary, CorruptedBytesNeverCrash) {
+  // Every single-byte corruption either loads a valid graph or is a GraphError.
+  const std::string bytes = graph_to_binary(tiny_training());
+  int rejected = 0;
+  for (size_t i = 0; i < bytes.size(); ++i)
+    for (unsigned char x : {0xffu, 0x80u, 0x01u}) {
+      std::string bad = bytes;
+      bad[i] = static_cast<char>(bad[i] ^ x);
+      try {
+        graph_from_binary(bad);
+      } catch (const GraphError&) {
+        ++rejected;
+      }
+    }
+  EXPECT_GT(rejected, static_cast<int>(bytes.size()));  // most corruptions are caught
+}
+
+// Binary layout (see serialize.cc): 8 magic bytes, u32 version, u64 name
+// length, name, u64 attr count, ..., u64 op count, ...
+std::string binary_prefix() {
+  std::string s("PLGRAPH\0", 8);
+  const uint32_t version = 1;
+  s.append(reinterpret_cast<const char*>(&version), 4);
+  return s;
+}
+
+std::string u64(uint64_t v) { return std::string(reinterpret_cast<const char*>(&v), 8); }
+
+TEST(SerializeBinary, HugeSizeFieldsAreRejectedWithoutAllocating) {
+  const uint64_t huge = uint64_t{1} << 60;
+  struct Case {
+    std::string bytes;
+    std::string expected;
+  };
+  const std::vector<Case> cases = {
+      {binary_prefix() + u64(huge) + "tail", "field 'name' claims 1152921504606846976 elements"},
+      {binary_prefix() + u64(0) + u64(huge), "field 'attrs' claims"},
+      {binary_prefix() + u64(0) + u64(0) + u64(huge), "field 'ops' claims"},
+      // One op whose name is "a", type "t", then 2^60 inputs.
+      {binary_prefix() + u64(0) + u64(0) + u64(1) + u64(1) + "a" + u64(1) + "t" + u64(huge) + std::string(80, '\0'),
+       "ops[0] 'a': field 'inputs' claims"},
+      // ... 0 inputs, 0 args, 1 output with dtype 0 and a shape of 2^60 dims.
+      {binary_prefix() + u64(0) + u64(0) + u64(1) + u64(1) + "a" + u64(1) + "t" + u64(0) + u64(0) + u64(1) +
+           std::string(1, '\0') + u64(huge) + std::string(80, '\0'),
+       "ops[0] 'a': field 'outputs.shape' claims"},
+  };
+  for (const Case& c : cases) {
+    g_largest_allocation = 0;
+    g_track_allocations = true;
+    std::string msg;
+    try {
+      graph_from_binary(c.bytes);
+    } catch (const GraphError& e) {
+      msg = e.what();
+    }
+    g_track_allocations = false;
+    EXPECT_NE(msg.find(c.expected), std::string::npos) << "got: " << msg << "\nexpected: " << c.expected;
+    EXPECT_LT(g_largest_allocation, size_t{1} << 16) << "largest allocation while loading: " << g_largest_allocation;
+  }
+}
+
+TEST(SerializeBinary, BadEnumsAreRejected) {
+  Graph g = tiny_forward();
+  std::string bytes = graph_to_binary(g);
+  // The phase byte of the last op sits before its group/layer strings and forward id:
+  // ... u8 phase, u64 0 (group), u64 len + "" (layer), i32 forward = 1 + 8 + 8 + 4 bytes from the end.
+  const size_t phase_at = bytes.size() - (1 + 8 + 8 + 4);
+  ASSERT_EQ(bytes[phase_at], 0);
+  bytes[phase_at] = 7;
+  EXPECT_NE(error_of<GraphError>([&] { graph_from_binary(bytes); }).find("ops[5] 'loss': bad phase 7"),
+            std::string::npos);
+}
+
+// ---- cluster, placement, profile, step result ------------------------------------
+
+TEST(SerializeCluster, RoundTripAndErrors) {
+  Cluster c = parse_device_list("cpu:2");
+  c.links.push_back(Link{"cpu:0", "cpu:1", 1e-5, 3e9});
+  const std::string json = cluster_to_json(c);
+  EXPECT_EQ(cluster_from_json(json), c) << json;
+
+  const std::string bad_link = R"({"format":"placer.cluster","version":1,"devices":[
+      {"name":"cpu:0","memory_bytes":1000}],"links":[{"from":"cpu:0","to":"cuda:3"}]})";
+  std::string msg = error_of<InputError>([&] { cluster_from_json(bad_link); });
+  EXPECT_NE(msg.find("links[0]: to: unknown device 'cuda:3'"), std::string::npos) << msg;
+  const std::string no_memory = R"({"format":"placer.cluster","version":1,"devices":[{"name":"cuda:0"}]})";
+  msg = error_of<InputError>([&] { cluster_from_json(no_memory); });
+  EXPECT_NE(msg.find("devices[0] 'cuda:0': field 'memory_bytes' missing"), std::string::npos) << msg;
+  // Kind defaults from the name.
+  const Cluster small = cluster_from_json(
+      R"({"format":"placer.cluster","version":1,"devices":[{"name":"cuda:0","memory_bytes":1024}]})");
+  EXPECT_EQ(small.devices.at(0).kind, DeviceKind::Cuda);
+  EXPECT_EQ(small.devices.at(0).memory_bytes, 1024);
+  msg = error_of<InputError>([&] { cluster_from_json(graph_to_json(tiny_forward())); });
+  EXPECT_NE(msg.find("not a placer cluster file"), std::string::npos) << msg;
+}
+
+TEST(SerializePlacement, RoundTripAndErrors) {
+  NamedPlacement p;
+  p.graph = "tiny";
+  p.device = {{"x", "cpu:0"}, {"fc", "cpu:1"}, {"we\"ird name", "cpu:1"}};
+  const std::string json = placement_to_json(p);
+  EXPECT_NE(json.find("\"format\": \"placer.placement\""), std::string::npos) << json;
+  const NamedPlacement back = placement_from_json(json);
+  EXPECT_EQ(back.graph, p.graph);
+  EXPECT_EQ(back.device, p.device);
+  std::string msg = error_of<PlacementError>([] {
+    placement_from_json(R"({"format":"placer.placement","version":1,"placement":{"x":3}})");
+  });
+  EXPECT_NE(msg.find("placement: op 'x': device must be a string, got 3"), std::string::npos) << msg;
+  msg = error_of<PlacementError>([] {
+    placement_from_json(R"({"format":"placer.placement","version":1,"placement":{"x":"cpu:0","x":"cpu:1"}})");
+  });
+  EXPECT_NE(msg.find("placement: op 'x': listed twice"), std::string::npos) << msg;
+  const std::string path = temp_path("p.json");
+  save_placement(p, path);
+  EXPECT_EQ(load_placement(path).device, p.device);
+  std::remove(path.c_str());
+}
+
+TEST(SerializeProfile, RoundTrip) {
+  Profile p;
+  p.graph = "tiny";
+  p.devices = "cpu:2";
+  p.host = "test";
+  p.per_op_overhead_s = 3.5e-6;
+  p.ops.push_back(OpTiming{"fc", "aten::addmm(2;4x3;3x2)", "cpu:0", "cpu", 1.25e-5});
+  LinkFit l;
+  l.from = "cpu:0";
+  l.to = "cpu:1";
+  l.alpha_s = 2e-6;
+  l.beta_Bps = 4e9;
+  l.samples = {{1024, 2.3e-6}, {1 << 20, 2.6e-4}};
+  p.links.push_back(l);
+  const Profile back = profile_from_json(profile_to_json(p));
+  EXPECT_EQ(back.version, 1);
+  EXPECT_EQ(back.graph, "tiny");
+  EXPECT_EQ(back.devices, "cpu:2");
+  EXPECT_EQ(back.per_op_overhead_s, 3.5e-6);
+  ASSERT_EQ(back.ops.size(), 1u);
+  EXPECT_EQ(back.ops[0].signature, "aten::addmm(2;4x3;3x2)");
+  EXPECT_EQ(back.ops[0].seconds, 1.25e-5);
+  ASSERT_EQ(back.links.size(), 1u);
+  EXPECT_EQ(back.links[0].samples, l.samples);
+  EXPECT_EQ(back.links[0].beta_Bps, 4e9);
+  const std::string msg = error_of<InputError>([] {
+    profile_from_json(R"({"format":"placer.profile","version":1,"ops":[{"op":"a","device":"cpu:0","seconds":-1}]})");
+  });
+  EXPECT_NE(msg.find("ops[0]: field 'seconds' must be a finite number >= 0"), std::string::npos) << msg;
+}
+
+TEST(SerializeStepResult, RoundTrip) {
+  StepResult r;
+  r.status = StepStatus::Oom;
+  r.message = "cuda:1 out of memory";
+  r.step_s = 0.125;
+  r.iqr_s = 0.001;
+  r.samples_s = {0.12, 0.125, 0.13};
+  r.devices = {DeviceStats{"cuda:0", 0.1, 1 << 30}, DeviceStats{"cuda:1", 0.05, 3}};
+  r.transfer_bytes = 123456789012;
+  r.oom_device = "cuda:1";
+  r.oom_needed_bytes = 5;
+  r.oom_capacity_bytes = 4;
+  const StepResult b = step_result_from_json(step_result_to_json(r));
+  EXPECT_EQ(b.status, StepStatus::Oom);
+  EXPECT_EQ(b.message, r.message);
+  EXPECT_EQ(b.step_s, 0.125);
+  EXPECT_EQ(b.samples_s, r.samples_s);
+  ASSERT_EQ(b.devices.size(), 2u);
+  EXPECT_EQ(b.devices[0].peak_bytes, 1 << 30);
+  EXPECT_EQ(b.devices[1].device, "cuda:1");
+  EXPECT_EQ(b.transfer_bytes, 123456789012);
+  EXPECT_EQ(b.oom_needed_bytes, 5);
+  EXPECT_EQ(b.oom_capacity_bytes, 4);
+  const std::string msg = error_of<InputError>(
+      [] { step_result_from_json(R"({"format":"placer.step_result","version":1,"status":"meh"})"); });
+  EXPECT_NE(msg.find("unknown status 'meh'"), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace placer
