@@ -5,10 +5,12 @@
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <gtest/gtest.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -136,52 +138,123 @@ c10::IValue to_ivalue(const Arg& a, const std::vector<at::Tensor>& in) {
   return c10::IValue();
 }
 
-// Runs every forward op of g on CPU and checks each output against its spec.
-void execute_forward(const Graph& g) {
+std::vector<at::Tensor> call_aten(const Op& op, const std::vector<at::Tensor>& in) {
+  check_schema(op);
+  auto handle = schema_of(op.type);
+  torch::jit::Stack stack;
+  for (const Arg& a : op.args) stack.push_back(to_ivalue(a, in));
+  handle.callBoxed(&stack);
+  std::vector<at::Tensor> out;
+  for (const c10::IValue& v : stack) {
+    if (v.isTensor()) {
+      out.push_back(v.toTensor());
+    } else {
+      EXPECT_TRUE(v.isTensorList()) << op.name;
+      for (const at::Tensor& t : v.toTensorVector()) out.push_back(t);
+    }
+  }
+  return out;
+}
+
+void expect_specs(const Op& op, const std::vector<at::Tensor>& out) {
+  ASSERT_EQ(out.size(), op.outputs.size()) << op.name;
+  for (size_t j = 0; j < out.size(); ++j) {
+    EXPECT_EQ(out[j].sizes().vec(), op.outputs[j].shape) << op.name << " output " << j;
+    EXPECT_EQ(out[j].scalar_type(), to_aten(op.outputs[j].dtype)) << op.name << " output " << j;
+    if (is_floating(op.outputs[j].dtype)) {
+      EXPECT_TRUE(at::isfinite(out[j]).all().item<bool>()) << op.name << " output " << j;
+    }
+  }
+}
+
+// Runs a graph on CPU op by op through the dispatcher, the way ir.h defines
+// it, and checks every output against its spec:
+//  - forward ops with real tensors (params as autograd leaves);
+//  - each placer::backward op as autograd over its single forward op, fed by
+//    the gradient tensors its inputs[1..] name (summed per forward output,
+//    the loss seeded with ones, unfed outputs with zeros);
+//  - each placer::sgd op: the sum of its gradients must equal the param's
+//    gradient from one autograd pass over the whole forward graph, which
+//    checks the gradient routing of make_training_graph end to end.
+// Returns the number of sgd ops checked.
+int execute(const Graph& g) {
   at::manual_seed(0);
   std::vector<std::vector<at::Tensor>> values(g.size());
+  std::optional<OpId> loss;
+  int checked = 0;
   for (int32_t k = 0; k < g.size(); ++k) {
     const Op& op = g.op(OpId(k));
-    if (op.phase != Phase::Forward) continue;
-    std::vector<at::Tensor> in;
-    for (const TensorRef& r : op.inputs) in.push_back(values[r.op.value].at(r.output));
     std::vector<at::Tensor> out;
-    if (op.type == op_types::kParam) {
-      out.push_back(at::randn(op.outputs[0].shape) * 0.1);
-    } else if (op.type == op_types::kInput) {
-      const TensorSpec& s = op.outputs[0];
-      if (is_floating(s.dtype)) {
-        out.push_back(at::randn(s.shape, at::TensorOptions().dtype(to_aten(s.dtype))));
-      } else {
-        ASSERT_EQ(op.args.size(), 1u) << op.name;
-        out.push_back(at::randint(op.args[0].i, s.shape, at::TensorOptions().dtype(to_aten(s.dtype))));
-      }
-    } else {
-      ASSERT_EQ(op.type.rfind("aten::", 0), 0u) << op.name;
-      check_schema(op);
-      auto handle = schema_of(op.type);
-      torch::jit::Stack stack;
-      for (const Arg& a : op.args) stack.push_back(to_ivalue(a, in));
-      handle.callBoxed(&stack);
-      for (const c10::IValue& v : stack) {
-        if (v.isTensor()) {
-          out.push_back(v.toTensor());
+    if (op.phase == Phase::Forward) {
+      std::vector<at::Tensor> in;
+      for (const TensorRef& r : op.inputs) in.push_back(values[r.op.value].at(r.output));
+      if (op.type == op_types::kParam) {
+        out.push_back((at::randn(op.outputs[0].shape) * 0.1).requires_grad_(true));
+      } else if (op.type == op_types::kInput) {
+        const TensorSpec& s = op.outputs[0];
+        auto options = at::TensorOptions().dtype(to_aten(s.dtype));
+        if (is_floating(s.dtype)) {
+          out.push_back(at::randn(s.shape, options));
         } else {
-          ASSERT_TRUE(v.isTensorList()) << op.name;
-          for (const at::Tensor& t : v.toTensorVector()) out.push_back(t);
+          EXPECT_EQ(op.args.size(), 1u) << op.name;
+          out.push_back(at::randint(op.args.at(0).i, s.shape, options));
         }
+      } else {
+        EXPECT_EQ(op.type.rfind("aten::", 0), 0u) << op.name;
+        out = call_aten(op, in);
       }
-    }
-    ASSERT_EQ(out.size(), op.outputs.size()) << op.name;
-    for (size_t j = 0; j < out.size(); ++j) {
-      EXPECT_EQ(out[j].sizes().vec(), op.outputs[j].shape) << op.name << " output " << j;
-      EXPECT_EQ(out[j].scalar_type(), to_aten(op.outputs[j].dtype)) << op.name << " output " << j;
-      if (is_floating(op.outputs[j].dtype)) {
-        EXPECT_TRUE(at::isfinite(out[j]).all().item<bool>()) << op.name << " output " << j;
+    } else if (op.type == op_types::kBackward) {
+      const Op& fwd = g.op(op.forward);
+      if (!loss) {  // the first backward op is the loss's: one whole-graph pass for reference
+        loss = op.forward;
+        values[loss->value].at(0).backward();
       }
+      std::vector<at::Tensor> in;
+      for (const TensorRef& r : fwd.inputs) in.push_back(values[r.op.value].at(r.output).detach());
+      std::vector<at::Tensor> wrt;
+      for (int64_t i : op.args.at(1).ints) {
+        in.at(i) = in.at(i).clone().requires_grad_(true);  // clone: an input used twice is two leaves
+        wrt.push_back(in.at(i));
+      }
+      std::vector<at::Tensor> fwd_out = call_aten(fwd, in);
+      std::vector<at::Tensor> seeds(fwd_out.size());
+      for (size_t i = 1; i < op.inputs.size(); ++i) {
+        int64_t j = op.args.at(0).ints.at(i - 1);
+        const at::Tensor& gi = values[op.inputs[i].op.value].at(op.inputs[i].output);
+        seeds.at(j) = seeds[j].defined() ? seeds[j] + gi : gi;
+      }
+      std::vector<at::Tensor> outs, grads;
+      for (size_t j = 0; j < fwd_out.size(); ++j) {
+        if (!fwd_out[j].requires_grad()) continue;
+        outs.push_back(fwd_out[j]);
+        grads.push_back(seeds[j].defined() ? seeds[j]
+                                           : (op.forward == *loss ? at::ones_like(fwd_out[j])
+                                                                  : at::zeros_like(fwd_out[j])));
+      }
+      auto result = torch::autograd::grad(outs, wrt, grads, /*retain_graph=*/false, /*create_graph=*/false,
+                                          /*allow_unused=*/true);
+      for (size_t j = 0; j < result.size(); ++j) {
+        out.push_back(result[j].defined() ? result[j] : at::zeros_like(wrt[j]));
+      }
+    } else if (op.type == op_types::kSgd) {
+      EXPECT_TRUE(loss.has_value());
+      at::Tensor sum;
+      for (size_t i = 1; i < op.inputs.size(); ++i) {
+        const at::Tensor& gi = values[op.inputs[i].op.value].at(op.inputs[i].output);
+        sum = sum.defined() ? sum + gi : gi;
+      }
+      const at::Tensor& param = values[op.inputs.at(0).op.value].at(0);
+      EXPECT_TRUE(param.grad().defined()) << op.name;
+      if (param.grad().defined()) {
+        EXPECT_TRUE(at::allclose(sum, param.grad(), 1e-3, 1e-6))
+            << op.name << ": max difference " << (sum - param.grad()).abs().max().item<double>();
+      }
+      ++checked;
     }
+    expect_specs(op, out);
     values[k] = std::move(out);
   }
+  return checked;
 }
 
 // Every builder's training graph validates and survives JSON and binary.
@@ -234,7 +307,7 @@ TEST(Builders, MlpCountsAndFlopsByHand) {
   check_io(g);
 }
 
-TEST(Builders, MlpExecutes) { execute_forward(build_graph("mlp", opts({{"batch", 4}}, true))); }
+TEST(Builders, MlpTrainingStepRunsOnCpu) { EXPECT_EQ(execute(build_graph("mlp", opts({{"batch", 4}}))), 6); }
 
 // ---- RNNLM --------------------------------------------------------------------------
 
@@ -277,8 +350,8 @@ TEST(Builders, RnnlmCountsAndFlopsByHand) {
   check_io(g);
 }
 
-TEST(Builders, RnnlmExecutes) {
-  execute_forward(build_graph("rnnlm", opts({{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 4}, {"vocab", 10}}, true)));
+TEST(Builders, RnnlmTrainingStepRunsOnCpu) {
+  EXPECT_EQ(execute(build_graph("rnnlm", opts({{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 4}, {"vocab", 10}}))), 7);
 }
 
 // ---- NMT ----------------------------------------------------------------------------
@@ -321,8 +394,8 @@ TEST(Builders, NmtCountsAndFlopsByHand) {
   check_io(g);
 }
 
-TEST(Builders, NmtExecutes) {
-  execute_forward(build_graph("nmt", opts({{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 4}, {"vocab", 10}}, true)));
+TEST(Builders, NmtTrainingStepRunsOnCpu) {
+  EXPECT_EQ(execute(build_graph("nmt", opts({{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 4}, {"vocab", 10}}))), 14);
 }
 
 // ---- Transformer -----------------------------------------------------------------------
@@ -364,9 +437,9 @@ TEST(Builders, TransformerCountsAndFlopsByHand) {
   check_io(g);
 }
 
-TEST(Builders, TransformerExecutes) {
-  execute_forward(build_graph("transformer", opts({{"layers", 2}, {"dec_layers", 1}, {"d_model", 16}, {"heads", 2},
-                                                   {"ffn", 32}, {"seq", 5}, {"batch", 2}, {"vocab", 11}}, true)));
+TEST(Builders, TransformerTrainingStepRunsOnCpu) {
+  EXPECT_EQ(execute(build_graph("transformer", opts({{"layers", 2}, {"dec_layers", 1}, {"d_model", 16}, {"heads", 2},
+                                                   {"ffn", 32}, {"seq", 5}, {"batch", 2}, {"vocab", 11}}))), 50);
 }
 
 // ---- Inception-V3 ----------------------------------------------------------------------
@@ -421,8 +494,8 @@ TEST(Builders, InceptionCountsByHand) {
   check_io(g);
 }
 
-TEST(Builders, InceptionExecutes) {
-  execute_forward(build_graph("inception_v3", opts({{"batch", 2}, {"image", 75}, {"width_div", 8}, {"classes", 10}}, true)));
+TEST(Builders, InceptionTrainingStepRunsOnCpu) {
+  EXPECT_EQ(execute(build_graph("inception_v3", opts({{"batch", 2}, {"image", 75}, {"width_div", 8}, {"classes", 10}}))), 284);
 }
 
 // ---- ResNet ----------------------------------------------------------------------------
@@ -468,8 +541,8 @@ TEST(Builders, ResnetCountsByHand) {
   check_io(g);
 }
 
-TEST(Builders, ResnetExecutes) {
-  execute_forward(build_graph("resnet", opts({{"batch", 2}, {"image", 32}, {"width_div", 16}, {"classes", 10}}, true)));
+TEST(Builders, ResnetTrainingStepRunsOnCpu) {
+  EXPECT_EQ(execute(build_graph("resnet", opts({{"batch", 2}, {"image", 32}, {"width_div", 16}, {"classes", 10}}))), 161);
 }
 
 // ---- Defaults, options, errors ------------------------------------------------------------
