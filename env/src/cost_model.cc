@@ -35,27 +35,28 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+// Same text as the runtime's profile writes (runtime/src/runtime.cc), so a
+// profile's timings match ops of other graphs with the same shapes.
 std::string op_signature(const Graph& graph, OpId id) {
   const Op& op = graph.op(id);
+  auto shape = [](std::ostringstream& out, const TensorSpec& spec) {
+    out << dtype_name(spec.dtype) << '[';
+    for (size_t d = 0; d < spec.shape.size(); ++d) out << (d ? "," : "") << spec.shape[d];
+    out << ']';
+  };
   std::ostringstream out;
   out << op.type << '(';
   for (size_t i = 0; i < op.inputs.size(); ++i) {
     if (i) out << ',';
     const Op& producer = graph.op(op.inputs[i].op);
     const int32_t k = op.inputs[i].output;
-    if (k < 0 || k >= static_cast<int32_t>(producer.outputs.size())) {
+    if (k < 0 || k >= static_cast<int32_t>(producer.outputs.size()))
       out << '?';
-      continue;
-    }
-    const TensorSpec& spec = producer.outputs[k];
-    out << dtype_name(spec.dtype) << '[';
-    for (size_t d = 0; d < spec.shape.size(); ++d) out << (d ? "," : "") << spec.shape[d];
-    out << ']';
+    else
+      shape(out, producer.outputs[k]);
   }
+  if (op.inputs.empty() && !op.outputs.empty()) shape(out, op.outputs[0]);
   out << ')';
-  // Backward ops of different forward types share a type; the forward type tells them apart.
-  if (op.type == op_types::kBackward && op.forward.valid() && op.forward.value < graph.size())
-    out << "<-" << graph.op(op.forward).type;
   return out.str();
 }
 

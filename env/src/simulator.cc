@@ -7,15 +7,20 @@
 // the same instant are all applied before idle devices pick their next op, so
 // frees happen before allocations and the choice sees every op made ready.
 //
-// Memory: param outputs are resident for the whole step. Any other output is
-// allocated when its op starts and freed when its last local use ends (a
-// local consumer op, a backward op of its producer, or an outgoing transfer);
-// a transferred copy is allocated on arrival and freed after its last
-// consumer on the destination. placer::sgd updates in place (no allocation).
+// Memory, as the runtime's executor counts it: param and input outputs are
+// resident for the whole step. Any other output is allocated when its op
+// starts and freed when its last use ends: a consumer op on its device, an
+// outgoing transfer, a view of it, or the backward op of its producer or of
+// an op that differentiates it (autograd keeps a forward op's outputs and
+// differentiated inputs until its backward ran). A transferred copy is
+// allocated on arrival and freed after its last use on the destination.
+// Views (aten::view, transpose, chunk, ...) and placer::sgd outputs take no
+// new memory and keep their base alive.
 #include "placer/env/simulator.h"
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <queue>
 #include <string>
 
@@ -37,11 +42,9 @@ SimContext::SimContext(const Graph& g) : graph(&g) {
   tensor_op.resize(tensors);
   tensor_bytes.resize(tensors);
   resident.assign(ops, 0);
-  no_alloc.assign(ops, 0);
   for (int32_t o = 0; o < ops; ++o) {
     const Op& op = g.op(OpId(o));
-    resident[o] = op.type == op_types::kParam;
-    no_alloc[o] = op.type == op_types::kSgd;
+    resident[o] = op.type == op_types::kParam || op.type == op_types::kInput;
     for (int32_t k = 0; k < static_cast<int32_t>(op.outputs.size()); ++k) {
       tensor_op[out_begin[o] + k] = o;
       tensor_bytes[out_begin[o] + k] = op.outputs[k].bytes();
@@ -64,6 +67,7 @@ SimContext::SimContext(const Graph& g) : graph(&g) {
     }
   }
   in_begin[ops] = static_cast<int32_t>(in_tensor.size());
+  alloc_bytes = tensor_bytes;
   cons_begin.assign(tensors + 1, 0);
   for (int32_t i = 0; i < tensors; ++i) cons_begin[i + 1] = cons_begin[i] + cons_count[i];
   cons_op.resize(in_tensor.size());
@@ -76,20 +80,61 @@ SimContext::SimContext(const Graph& g) : graph(&g) {
       cons_slot[pos] = s;
     }
 
-  // A backward op keeps every output of its forward op alive (autograd's saved state).
+  // Views: an output aliasing an input takes no memory and keeps the input alive.
+  view_base.assign(tensors, -1);
+  for (int32_t o = 0; o < ops; ++o) {
+    const Op& op = g.op(OpId(o));
+    const bool sgd = op.type == op_types::kSgd;
+    if ((!sgd && !is_view_op(op.type)) || in_begin[o] == in_begin[o + 1]) continue;
+    for (int32_t tid = out_begin[o]; tid < out_begin[o + 1]; ++tid) {
+      view_base[tid] = slot_of(o, 0);
+      alloc_bytes[tid] = 0;
+    }
+  }
+
+  // A backward op holds its forward op's outputs and differentiated inputs
+  // (args[1]: the forward input index of each gradient it returns).
   extra_begin.resize(ops + 1);
   for (int32_t o = 0; o < ops; ++o) {
-    extra_begin[o] = static_cast<int32_t>(extra_tensor.size());
+    extra_begin[o] = static_cast<int32_t>(extra_hold.size());
     const Op& op = g.op(OpId(o));
     if (op.type != op_types::kBackward || !op.forward.valid() || op.forward.value >= o) continue;
     const int32_t f = op.forward.value;
-    for (int32_t tid = out_begin[f]; tid < out_begin[f + 1]; ++tid) {
-      bool already = false;
-      for (int32_t s = in_begin[o]; s < in_begin[o + 1]; ++s) already |= in_tensor[s] == tid;
-      if (!already) extra_tensor.push_back(tid);
-    }
+    const Op& fwd = g.op(op.forward);
+    std::vector<int32_t> slots;
+    if (op.args.size() > 1)
+      for (int64_t pos : op.args[1].ints)
+        if (pos >= 0 && pos < static_cast<int64_t>(fwd.inputs.size())) slots.push_back(slot_of(f, static_cast<int32_t>(pos)));
+    std::sort(slots.begin(), slots.end());
+    slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
+    for (int32_t slot : slots) extra_hold.push_back(~slot);
+    for (int32_t tid = out_begin[f]; tid < out_begin[f + 1]; ++tid) extra_hold.push_back(tid);
   }
-  extra_begin[ops] = static_cast<int32_t>(extra_tensor.size());
+  extra_begin[ops] = static_cast<int32_t>(extra_hold.size());
+}
+
+int32_t SimContext::slot_of(int32_t op, int32_t position) const {
+  const TensorRef& ref = graph->op(OpId(op)).inputs[position];
+  const int32_t tid = out_begin[ref.op.value] + ref.output;
+  for (int32_t s = in_begin[op]; s < in_begin[op + 1]; ++s)
+    if (in_tensor[s] == tid) return s;
+  PLACER_CHECK(false, "input ", position, " of op ", op, " has no slot");
+  return -1;
+}
+
+bool is_view_op(std::string_view type) {
+  // ATen ops whose schema returns an alias of an input (Tensor(a) / Tensor(a)[]).
+  static const char* const kViews[] = {
+      "aten::view", "aten::view_as", "aten::reshape", "aten::reshape_as", "aten::t", "aten::transpose",
+      "aten::permute", "aten::expand", "aten::expand_as", "aten::select", "aten::slice", "aten::chunk",
+      "aten::split", "aten::split_with_sizes", "aten::tensor_split", "aten::unbind", "aten::unsqueeze",
+      "aten::squeeze", "aten::flatten", "aten::unflatten", "aten::narrow", "aten::as_strided", "aten::alias",
+      "aten::detach", "aten::contiguous", "aten::diagonal", "aten::movedim", "aten::swapaxes", "aten::unfold",
+      "aten::numpy_T", "aten::mT", "aten::matrix_H", "aten::view_as_real", "aten::view_as_complex"};
+  const std::string_view base = type.substr(0, type.find('.'));
+  for (const char* v : kViews)
+    if (base == v) return true;
+  return false;
 }
 
 double LowerBound::value() const { return std::max({critical_path_s, average_work_s, lp_s}); }
@@ -198,11 +243,23 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
     ws.local_uses[t] = uses;
   }
   ws.xfer_begin[T] = static_cast<int32_t>(ws.xfer_dst.size());
-  for (int32_t o = 0; o < n; ++o)
-    for (int32_t e = ctx.extra_begin[o]; e < ctx.extra_begin[o + 1]; ++e) {
-      const int32_t t = ctx.extra_tensor[e];
-      if (dev[ctx.tensor_op[t]] == dev[o]) ++ws.local_uses[t];
-    }
+  // Holds beyond consumers: views on their base, backward ops on forward state.
+  auto hold_slot = [&](int32_t slot) {
+    const int32_t x = ws.slot_xfer[slot];
+    if (x < 0)
+      ++ws.local_uses[ctx.in_tensor[slot]];
+    else
+      ++ws.xfer_remaining[x];
+  };
+  for (int32_t t = 0; t < T; ++t)
+    if (ctx.view_base[t] >= 0) hold_slot(ctx.view_base[t]);
+  for (int32_t e = 0; e < static_cast<int32_t>(ctx.extra_hold.size()); ++e) {
+    const int32_t h = ctx.extra_hold[e];
+    if (h >= 0)
+      ++ws.local_uses[h];
+    else
+      hold_slot(~h);
+  }
 
   const bool mem = options.track_memory;
   ws.cur_bytes.assign(D, 0);
@@ -233,16 +290,29 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
   for (int32_t o = 0; o < n; ++o) {
     ws.pending[o] = ctx.in_begin[o + 1] - ctx.in_begin[o];
     if (mem && ctx.resident[o])
-      for (int32_t t = ctx.out_begin[o]; t < ctx.out_begin[o + 1]; ++t) alloc(dev[o], ctx.tensor_bytes[t]);
+      for (int32_t t = ctx.out_begin[o]; t < ctx.out_begin[o + 1]; ++t) alloc(dev[o], ctx.alloc_bytes[t]);
   }
   for (int32_t o = 0; o < n; ++o)
     if (ws.pending[o] == 0) push_ready(o);
 
-  // Frees the source copy of tensor t once its last local use is done.
-  auto release_local = [&](int32_t t) {
-    if (--ws.local_uses[t] == 0 && mem) {
-      const int32_t p = ctx.tensor_op[t];
-      if (!ctx.resident[p] && !ctx.no_alloc[p]) cur[dev[p]] -= ctx.tensor_bytes[t];
+  // Frees the producer's copy of tensor t (a view: releases its base).
+  std::function<void(int32_t)> release_slot;
+  auto free_tensor = [&](int32_t t) {
+    const int32_t p = ctx.tensor_op[t];
+    if (ctx.resident[p]) return;
+    if (mem) cur[dev[p]] -= ctx.alloc_bytes[t];
+    if (ctx.view_base[t] >= 0) release_slot(ctx.view_base[t]);
+  };
+  auto release_tensor = [&](int32_t t) {
+    if (--ws.local_uses[t] == 0) free_tensor(t);
+  };
+  // Releases one use of an op's input slot: the local tensor or the transferred copy.
+  release_slot = [&](int32_t slot) {
+    const int32_t x = ws.slot_xfer[slot];
+    if (x < 0) {
+      release_tensor(ctx.in_tensor[slot]);
+    } else if (--ws.xfer_remaining[x] == 0 && mem) {
+      cur[ws.xfer_dst[x]] -= ctx.tensor_bytes[ws.xfer_tensor[x]];
     }
   };
 
@@ -261,8 +331,8 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
       const double cost = costs.op_seconds(OpId(o), DeviceId(d));
       ws.running[d] = 1;
       ws.busy[d] += cost;
-      if (mem && !ctx.resident[o] && !ctx.no_alloc[o])
-        for (int32_t t = ctx.out_begin[o]; t < ctx.out_begin[o + 1]; ++t) alloc(d, ctx.tensor_bytes[t]);
+      if (mem && !ctx.resident[o])
+        for (int32_t t = ctx.out_begin[o]; t < ctx.out_begin[o + 1]; ++t) alloc(d, ctx.alloc_bytes[t]);
       if (timeline) {
         const Op& op = graph.op(OpId(o));
         timeline->push_back(TimelineEvent{op.name, cluster.devices[d].name, now, cost, phase_category(op.phase)});
@@ -302,26 +372,22 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
             }
             push_event(start + dur, n + x);
           }
-          if (ws.local_uses[t] == 0 && mem && !ctx.resident[o] && !ctx.no_alloc[o]) cur[d] -= ctx.tensor_bytes[t];
-        }
-        for (int32_t s = ctx.in_begin[o]; s < ctx.in_begin[o + 1]; ++s) {
-          const int32_t x = ws.slot_xfer[s];
-          if (x < 0) {
-            release_local(ctx.in_tensor[s]);
-          } else if (--ws.xfer_remaining[x] == 0 && mem) {
-            cur[d] -= ctx.tensor_bytes[ctx.in_tensor[s]];
-          }
+          if (ws.local_uses[t] == 0) free_tensor(t);  // nobody reads it
         }
         for (int32_t e = ctx.extra_begin[o]; e < ctx.extra_begin[o + 1]; ++e) {
-          const int32_t t = ctx.extra_tensor[e];
-          if (dev[ctx.tensor_op[t]] == d) release_local(t);
+          const int32_t h = ctx.extra_hold[e];
+          if (h >= 0)
+            release_tensor(h);
+          else
+            release_slot(~h);
         }
+        for (int32_t s = ctx.in_begin[o]; s < ctx.in_begin[o + 1]; ++s) release_slot(s);
       } else {
         const int32_t x = id - n;
         const int32_t dst = ws.xfer_dst[x];
         const int32_t t = ws.xfer_tensor[x];
         if (mem) alloc(dst, ctx.tensor_bytes[t]);
-        release_local(t);
+        release_tensor(t);
         for (int32_t c = ctx.cons_begin[t]; c < ctx.cons_begin[t + 1]; ++c) {
           const int32_t co = ctx.cons_op[c];
           if (dev[co] == dst && --ws.pending[co] == 0) push_ready(co);

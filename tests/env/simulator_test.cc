@@ -169,6 +169,37 @@ TEST(Simulator, ParamsResidentAndBackwardKeepsForwardOutputsAlive) {
   EXPECT_EQ(r.devices[0].peak_bytes, 400 + 300 + 48 + 400);
 }
 
+TEST(Simulator, ViewsTakeNoMemoryAndBackwardHoldsDifferentiatedInputs) {
+  Graph g;
+  const OpId a = add(g, "a", {}, {400});
+  const OpId v = add(g, "v", {{a, 0}}, {400}, "aten::view");
+  add(g, "c", {{v, 0}}, {4});
+  CostModel m = CostModel::uniform(3, 1, 1.0);
+  EXPECT_EQ(simulate(g, place({0, 0, 0}), cluster_of(1), m).devices[0].peak_bytes, 404);
+  EXPECT_TRUE(is_view_op("aten::transpose.int"));
+  EXPECT_FALSE(is_view_op("aten::add.Tensor"));
+
+  // f's backward differentiates f's input a (args[1] = {0}): a lives until it ran.
+  Graph h;
+  const OpId x = add(h, "x", {}, {400});
+  const OpId f = add(h, "f", {{x, 0}}, {100});
+  Op bw;
+  bw.name = "f_backward";
+  bw.type = op_types::kBackward;
+  bw.phase = Phase::Backward;
+  bw.forward = f;
+  bw.inputs = {{f, 0}};
+  bw.args = {Arg::int_list({}), Arg::int_list({0})};
+  bw.outputs = {TensorSpec{{100}, DType::Float32}};
+  h.add_op(bw);
+  const StepResult r = simulate(h, place({0, 0, 0}), cluster_of(1), CostModel::uniform(3, 1, 1.0));
+  EXPECT_EQ(r.devices[0].peak_bytes, 400 + 100 + 400);
+  // Same with x on another device: the held copy is f's device's.
+  const StepResult r2 = simulate(h, place({1, 0, 0}), cluster_of(2), CostModel::uniform(3, 2, 1.0));
+  EXPECT_EQ(r2.devices[0].peak_bytes, 400 + 100 + 400);
+  EXPECT_EQ(r2.devices[1].peak_bytes, 400);
+}
+
 TEST(Simulator, OomReportsTheWorstDevice) {
   Graph g;
   const OpId a = add(g, "a", {}, {1000});

@@ -11,7 +11,7 @@
 
 namespace placer {
 
-// "type(dtype[shape],...)" (+ "<-forward type" for backward ops): reuses a
+// "type(dtype[shape],...)" as the runtime's profile writes it: reuses a
 // profile's timings across graphs that share operator shapes.
 std::string op_signature(const Graph& graph, OpId op);
 // The roofline time of one op on one device (0 for placer::input/param).
