@@ -1,9 +1,333 @@
+// `placer place` (one placement by an algorithmic method or a trained
+// checkpoint) and `placer baseline` (the comparison table of the methods).
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
 #include "commands.h"
+#include "placer/agent/learned.h"
+#include "placer/agent/placer.h"
+#include "placer/env/environment.h"
+#include "placer/env/presets.h"
+#include "placer/graphs/error.h"
+#include "placer/graphs/serialize.h"
+#include "placer/runtime/runtime.h"
 
 namespace placer::cli {
+namespace {
 
-void add_agent_commands(CLI::App& app) {}
+struct PlaceArgs {
+  std::string method;
+  std::string checkpoint;
+  std::string graph;
+  std::string cluster;
+  std::string devices;
+  std::string output;
+  uint64_t seed = 0;
+  double time_limit_s = 60.0;
+  int64_t budget = 2000;
+  std::vector<std::string> options;
+};
+
+Cluster cluster_of(const PlaceArgs& a) {
+  if (a.cluster.empty() == a.devices.empty()) throw InputError("give exactly one of --cluster or --devices");
+  return resolve_cluster(a.cluster.empty() ? a.devices : a.cluster);
+}
+
+std::map<std::string, std::string> parse_options(const std::vector<std::string>& items) {
+  std::map<std::string, std::string> out;
+  for (const std::string& item : items) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw InputError("--option '" + item + "': expected KEY=VALUE");
+    out[item.substr(0, eq)] = item.substr(eq + 1);
+  }
+  return out;
+}
+
+void add_common(CLI::App* cmd, PlaceArgs& a) {
+  cmd->add_option("--graph", a.graph, "Graph file (.json or binary)")->required();
+  cmd->add_option("--cluster", a.cluster, "Cluster preset (k80x4, p100x4, ...) or cluster JSON file");
+  cmd->add_option("--devices", a.devices, "Device list instead of --cluster, e.g. cpu:2");
+  cmd->add_option("--seed", a.seed, "Random seed (random, local_search, mincut)");
+  cmd->add_option("--time-limit", a.time_limit_s, "Seconds a solver may take (ilp)")->check(CLI::PositiveNumber);
+  cmd->add_option("--budget", a.budget, "Evaluations a search may spend (local_search)")->check(CLI::PositiveNumber);
+  cmd->add_option("--option", a.options, "Method option KEY=VALUE, repeatable (dp: objective=latency, ilp: max_ops=40)");
+}
+
+PlaceContext context_of(const PlaceArgs& a, const Graph& graph, const Cluster& cluster, Environment& env) {
+  PlaceContext ctx;
+  ctx.graph = &graph;
+  ctx.cluster = &cluster;
+  ctx.env = &env;
+  ctx.seed = a.seed;
+  ctx.sample_budget = a.budget;
+  ctx.time_limit_s = a.time_limit_s;
+  ctx.options = parse_options(a.options);
+  return ctx;
+}
+
+void run_place(const PlaceArgs& a) {
+  if (a.method.empty() == a.checkpoint.empty()) throw InputError("give exactly one of --method or --checkpoint");
+  const Graph graph = load_graph(a.graph);
+  const Cluster cluster = cluster_of(a);
+  Environment env(graph, cluster);
+  const PlaceContext ctx = context_of(a, graph, cluster, env);
+  PlaceResult r;
+  try {
+    r = a.checkpoint.empty() ? make_placer(a.method)->place(ctx) : place_with_checkpoint(a.checkpoint, ctx);
+  } catch (const NoFeasiblePlacement& e) {
+    throw std::runtime_error(std::string("no feasible placement: ") + e.what());
+  }
+  save_placement(to_named(graph, cluster, r.placement), a.output);
+  const StepResult s = env.simulate(r.placement);
+  const double lb = env.lower_bound();
+  std::printf("method        %s\n", r.method.c_str());
+  std::printf("graph         %s (%lld ops) on %s (%d devices)\n", graph.name.c_str(),
+              static_cast<long long>(graph.size()), cluster.name.c_str(), cluster.size());
+  std::printf("simulated     %.6g s per step (%s)\n", s.step_s, step_status_name(s.status));
+  std::printf("lower bound   %.6g s (gap %.1f%%)\n", lb, lb > 0 ? 100.0 * (s.step_s - lb) / lb : 0.0);
+  std::printf("placed in     %.3f s\n", r.place_seconds);
+  if (!r.note.empty()) std::printf("note          %s\n", r.note.c_str());
+  std::printf("wrote         %s\n", a.output.c_str());
+}
+
+struct Row {
+  std::string method;
+  bool ok = false;
+  std::string error;
+  double sim_s = 0.0;
+  std::string sim_status;
+  double measured_s = NAN;
+  std::string measured_status;
+  std::vector<int64_t> peak_bytes;
+  double place_s = 0.0;
+  double gap = 0.0;
+  std::string note;
+};
+
+std::string json_escape(const std::string& s) {
+  std::string o;
+  for (char c : s) {
+    if (c == '"' || c == '\\') o += '\\', o += c;
+    else if (c == '\n') o += "\\n";
+    else if (static_cast<unsigned char>(c) < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      o += buf;
+    } else o += c;
+  }
+  return o;
+}
+
+std::string fmt(const char* f, double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, f, v);
+  return buf;
+}
+
+std::string peaks_mib(const std::vector<int64_t>& peaks) {
+  std::string s;
+  for (size_t i = 0; i < peaks.size(); ++i)
+    s += (i ? "/" : "") + fmt("%.0f", static_cast<double>(peaks[i]) / (1024.0 * 1024.0));
+  return s;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+struct BaselineArgs {
+  PlaceArgs place;
+  std::string methods = "all";
+  bool measure = false;
+  std::string json, csv;
+  bool markdown = false;
+};
+
+void run_baseline(const BaselineArgs& b) {
+  const PlaceArgs& a = b.place;
+  const Graph graph = load_graph(a.graph);
+  const Cluster cluster = cluster_of(a);
+  std::vector<std::string> methods;
+  if (b.methods == "all") {
+    methods = placer_names();
+  } else {
+    std::stringstream ss(b.methods);
+    std::string m;
+    while (std::getline(ss, m, ','))
+      if (!m.empty()) {
+        make_placer(m);  // InputError listing the names if unknown
+        methods.push_back(m);
+      }
+    if (methods.empty()) throw InputError("--method: no method given");
+  }
+  Environment env(graph, cluster);
+  const double lb = env.lower_bound();
+  std::unique_ptr<Runtime> runtime;
+  std::string runtime_error;
+  if (b.measure) {
+    try {
+      runtime = std::make_unique<Runtime>(cluster);
+    } catch (const std::exception& e) {
+      runtime_error = e.what();
+    }
+  }
+  std::vector<Row> rows;
+  for (const std::string& m : methods) {
+    Row row;
+    row.method = m;
+    std::fprintf(stderr, "placing with %s...\n", m.c_str());
+    try {
+      const PlaceContext ctx = context_of(a, graph, cluster, env);
+      const PlaceResult r = make_placer(m)->place(ctx);
+      const StepResult s = env.simulate(r.placement);
+      row.ok = true;
+      row.sim_s = s.step_s;
+      row.sim_status = step_status_name(s.status);
+      for (const DeviceStats& d : s.devices) row.peak_bytes.push_back(d.peak_bytes);
+      row.place_s = r.place_seconds;
+      row.gap = lb > 0 ? (s.step_s - lb) / lb : 0.0;
+      row.note = r.note;
+      if (b.measure) {
+        if (runtime) {
+          MeasureOptions mo;
+          mo.seed = a.seed;
+          const StepResult meas = runtime->measure(graph, r.placement, mo);
+          row.measured_status = step_status_name(meas.status);
+          if (meas.ok()) row.measured_s = meas.step_s;
+        } else {
+          row.measured_status = "unavailable: " + runtime_error;
+        }
+      }
+    } catch (const NoFeasiblePlacement& e) {
+      row.error = std::string("no feasible placement: ") + e.what();
+    }
+    rows.push_back(row);
+  }
+
+  // Table.
+  std::vector<std::string> header = {"method", "simulated step (ms)"};
+  if (b.measure) header.push_back("measured step (ms)");
+  for (const char* h : {"peak memory per device (MiB)", "time to place (s)", "gap to lower bound"}) header.push_back(h);
+  std::vector<std::vector<std::string>> cells;
+  for (const Row& r : rows) {
+    std::vector<std::string> c = {r.method};
+    if (!r.ok) {
+      c.push_back("infeasible");
+      if (b.measure) c.push_back("-");
+      c.push_back("-");
+      c.push_back("-");
+      c.push_back("-");
+    } else {
+      c.push_back(fmt("%.3f", r.sim_s * 1e3));
+      if (b.measure) c.push_back(std::isnan(r.measured_s) ? r.measured_status : fmt("%.3f", r.measured_s * 1e3));
+      c.push_back(peaks_mib(r.peak_bytes));
+      c.push_back(fmt("%.3f", r.place_s));
+      c.push_back(fmt("%.1f%%", 100.0 * r.gap));
+    }
+    cells.push_back(c);
+  }
+  std::printf("%s on %s: lower bound %.3f ms\n\n", graph.name.c_str(), cluster.name.c_str(), lb * 1e3);
+  if (b.markdown) {
+    std::string line = "|", sep = "|";
+    for (const auto& h : header) line += " " + h + " |", sep += "---|";
+    std::printf("%s\n%s\n", line.c_str(), sep.c_str());
+    for (const auto& c : cells) {
+      std::string l = "|";
+      for (const auto& v : c) l += " " + v + " |";
+      std::printf("%s\n", l.c_str());
+    }
+  } else {
+    std::vector<size_t> width(header.size());
+    for (size_t i = 0; i < header.size(); ++i) width[i] = header[i].size();
+    for (const auto& c : cells)
+      for (size_t i = 0; i < c.size(); ++i) width[i] = std::max(width[i], c[i].size());
+    auto print = [&](const std::vector<std::string>& c) {
+      for (size_t i = 0; i < c.size(); ++i) std::printf("%-*s  ", static_cast<int>(width[i]), c[i].c_str());
+      std::printf("\n");
+    };
+    print(header);
+    for (const auto& c : cells) print(c);
+  }
+  std::printf("\n");
+  for (const Row& r : rows) {
+    if (!r.ok) std::printf("%s: %s\n", r.method.c_str(), r.error.c_str());
+    else if (!r.note.empty()) std::printf("%s: %s\n", r.method.c_str(), r.note.c_str());
+  }
+
+  if (!b.json.empty()) {
+    std::ostringstream o;
+    o << "{\n  \"graph\": \"" << json_escape(graph.name) << "\",\n  \"ops\": " << graph.size() << ",\n  \"cluster\": \""
+      << json_escape(cluster.name) << "\",\n  \"lower_bound_s\": " << lb << ",\n  \"methods\": [\n";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const Row& r = rows[i];
+      o << "    {\"method\": \"" << r.method << "\", \"feasible\": " << (r.ok ? "true" : "false");
+      if (r.ok) {
+        o << ", \"simulated_step_s\": " << r.sim_s << ", \"place_seconds\": " << r.place_s
+          << ", \"gap_to_lower_bound\": " << r.gap << ", \"peak_bytes\": [";
+        for (size_t d = 0; d < r.peak_bytes.size(); ++d) o << (d ? ", " : "") << r.peak_bytes[d];
+        o << "]";
+        if (b.measure) {
+          o << ", \"measured_status\": \"" << json_escape(r.measured_status) << "\"";
+          if (!std::isnan(r.measured_s)) o << ", \"measured_step_s\": " << r.measured_s;
+        }
+        o << ", \"note\": \"" << json_escape(r.note) << "\"";
+      } else {
+        o << ", \"error\": \"" << json_escape(r.error) << "\"";
+      }
+      o << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+    }
+    o << "  ]\n}\n";
+    write_file_atomic(b.json, o.str());
+  }
+  if (!b.csv.empty()) {
+    std::ostringstream o;
+    o << "method,feasible,simulated_step_s,measured_step_s,peak_bytes_per_device,place_seconds,gap_to_lower_bound,note\n";
+    for (const Row& r : rows) {
+      std::string peaks;
+      for (size_t d = 0; d < r.peak_bytes.size(); ++d) peaks += (d ? ";" : "") + std::to_string(r.peak_bytes[d]);
+      o << r.method << "," << (r.ok ? 1 : 0) << "," << (r.ok ? fmt("%.9g", r.sim_s) : "") << ","
+        << (std::isnan(r.measured_s) ? "" : fmt("%.9g", r.measured_s)) << "," << peaks << ","
+        << (r.ok ? fmt("%.6g", r.place_s) : "") << "," << (r.ok ? fmt("%.6g", r.gap) : "") << ","
+        << csv_field(r.ok ? r.note : r.error) << "\n";
+    }
+    write_file_atomic(b.csv, o.str());
+  }
+}
+
+}  // namespace
+
+void add_agent_commands(CLI::App& app) {
+  auto place_args = std::make_shared<PlaceArgs>();
+  CLI::App* place = app.add_subcommand("place", "Place a graph with an algorithmic method or a trained checkpoint");
+  place->add_option("--method", place_args->method, "Placement method: single, round_robin, random, expert, mincut, "
+                                                    "m_topo, m_etf, m_sct, heft, dp, ilp, local_search");
+  place->add_option("--checkpoint", place_args->checkpoint, "A `placer train` result folder (learned placer)");
+  add_common(place, *place_args);
+  place->add_option("-o,--output", place_args->output, "Placement file to write (JSON)")->required();
+  place->callback([place_args] { run_place(*place_args); });
+
+  auto base = std::make_shared<BaselineArgs>();
+  CLI::App* baseline = app.add_subcommand("baseline", "Compare placement methods on one graph and cluster");
+  add_common(baseline, base->place);
+  baseline->add_option("--method", base->methods, "all, or a comma-separated list of methods")->capture_default_str();
+  baseline->add_flag("--measure", base->measure, "Also measure each placement with the runtime");
+  baseline->add_option("--json", base->json, "Write the results as JSON");
+  baseline->add_option("--csv", base->csv, "Write the results as CSV");
+  baseline->add_flag("--markdown", base->markdown, "Print the table as Markdown");
+  baseline->callback([base] { run_baseline(*base); });
+}
 
 }  // namespace placer::cli

@@ -354,7 +354,26 @@ bool repair_memory(const Problem& p, std::vector<int32_t>& group_device) {
       used[d] -= p.group_mem[g];
       used[best] += p.group_mem[g];
     }
-    if (used[d] > p.capacity[d]) return false;
+  }
+  if (fits_memory(p, group_device)) return true;
+  // Moves alone did not do it: repack first-fit decreasing by size, keeping
+  // each group on its planned device when it fits there, else on the device
+  // with the most room.
+  std::vector<int32_t> order(p.groups());
+  for (int32_t g = 0; g < p.groups(); ++g) order[g] = g;
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p.group_mem[a] > p.group_mem[b]; });
+  std::fill(used.begin(), used.end(), 0);
+  for (int32_t g : order) {
+    int32_t d = group_device[g];
+    if (used[d] + p.group_mem[g] > p.capacity[d]) {
+      d = -1;
+      for (int32_t t = 0; t < p.k; ++t)
+        if (used[t] + p.group_mem[g] <= p.capacity[t] && (d < 0 || p.capacity[t] - used[t] > p.capacity[d] - used[d]))
+          d = t;
+      if (d < 0) return false;
+    }
+    group_device[g] = d;
+    used[d] += p.group_mem[g];
   }
   return true;
 }

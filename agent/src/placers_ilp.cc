@@ -295,6 +295,8 @@ IlpOutcome solve_ilp(const Problem& p, double time_limit_s, bool symmetry_breaki
   CglMixedIntegerRounding2 mir;
   CglFlowCover flow;
   CglClique clique;
+  clique.setStarCliqueReport(false);
+  clique.setRowCliqueReport(false);
   model.addCutGenerator(&probing, -1, "Probing");
   model.addCutGenerator(&gomory, -1, "Gomory");
   model.addCutGenerator(&mir, -1, "MIR2");

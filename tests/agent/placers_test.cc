@@ -1,0 +1,310 @@
+// Algorithmic placers: exact optima on tiny hand-costed graphs (brute force,
+// dp and ilp agree), and valid, memory-feasible placements from every placer
+// on every builder graph and presets with 2, 4 and 8 devices.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include "placer/agent/placer.h"
+#include "placer/env/environment.h"
+#include "placer/env/presets.h"
+#include "placer/env/simulator.h"
+#include "placer/graphs/algorithms.h"
+#include "placer/graphs/builders.h"
+#include "placer/graphs/error.h"
+
+namespace placer {
+namespace {
+
+struct Tiny {
+  Graph graph;
+  Cluster cluster;
+  Profile profile;
+};
+
+// Adds op `name` of type `type` reading `inputs`, with one float output of
+// `out_floats` elements; its time is `ms` milliseconds on every device.
+OpId add(Tiny& t, const std::string& name, const std::string& type, std::vector<OpId> inputs, int64_t out_floats,
+         double ms, const std::string& group = {}) {
+  Op op;
+  op.name = name;
+  op.type = type;
+  for (OpId in : inputs) op.inputs.push_back({in, 0});
+  op.outputs.push_back(TensorSpec{{out_floats}, DType::Float32});
+  op.group = group;
+  if (type == op_types::kParam) op.param_bytes = out_floats * 4;
+  OpId id = t.graph.add_op(std::move(op));
+  for (const Device& d : t.cluster.devices) {
+    OpTiming timing;
+    timing.op = name;
+    timing.device = d.name;
+    timing.device_kind = "cpu";
+    timing.seconds = ms * 1e-3;
+    t.profile.ops.push_back(timing);
+  }
+  return id;
+}
+
+Tiny make_tiny(const std::string& name, int devices, int64_t memory_bytes, double alpha_s, double beta_Bps) {
+  Tiny t;
+  t.graph.name = name;
+  t.profile.graph = name;
+  t.cluster.name = "tiny";
+  for (int d = 0; d < devices; ++d) {
+    Device dev;
+    dev.name = "cpu:" + std::to_string(d);
+    dev.kind = DeviceKind::Cpu;
+    dev.memory_bytes = memory_bytes;
+    t.cluster.devices.push_back(dev);
+  }
+  t.cluster.default_link.latency_s = alpha_s;
+  t.cluster.default_link.bandwidth_Bps = beta_Bps;
+  for (int a = 0; a < devices; ++a)
+    for (int b = 0; b < devices; ++b)
+      if (a != b) {
+        LinkFit fit;
+        fit.from = "cpu:" + std::to_string(a);
+        fit.to = "cpu:" + std::to_string(b);
+        fit.alpha_s = alpha_s;
+        fit.beta_Bps = beta_Bps;
+        t.profile.links.push_back(fit);
+      }
+  return t;
+}
+
+std::unique_ptr<Environment> make_env(const Tiny& t) {
+  EnvOptions options;
+  options.profile = t.profile;
+  options.threads = 1;
+  return std::make_unique<Environment>(t.graph, t.cluster, options);
+}
+
+// The best simulated step over every group-respecting placement.
+double brute_force(const Graph& graph, const Cluster& cluster, Environment& env) {
+  const Grouping groups = colocation_groups(graph);
+  const int G = groups.size(), k = cluster.size();
+  std::vector<int> gd(G, 0);
+  double best = std::numeric_limits<double>::infinity();
+  while (true) {
+    Placement p;
+    p.device_of.resize(graph.size());
+    for (int g = 0; g < G; ++g)
+      for (OpId op : groups.members[g]) p.device_of[op.value] = DeviceId(gd[g]);
+    const StepResult r = env.simulate(p);
+    if (r.ok()) best = std::min(best, r.step_s);
+    int i = 0;
+    while (i < G && ++gd[i] == k) gd[i++] = 0;
+    if (i == G) break;
+  }
+  return best;
+}
+
+PlaceResult run(const std::string& method, const Graph& graph, const Cluster& cluster, Environment& env,
+                std::map<std::string, std::string> options = {}, double time_limit = 20.0) {
+  PlaceContext ctx;
+  ctx.graph = &graph;
+  ctx.cluster = &cluster;
+  ctx.env = &env;
+  ctx.seed = 7;
+  ctx.sample_budget = 60;
+  ctx.time_limit_s = time_limit;
+  ctx.options = std::move(options);
+  return make_placer(method)->place(ctx);
+}
+
+double step_of(Environment& env, const PlaceResult& r) { return env.simulate(r.placement).step_s; }
+
+// a -> {b, c} -> d on two devices, 0.5 ms per transfer. Hand optimum: a and
+// b on one device, c and d on the other: 1 + 0.5 + 4 + 1 = 6.5 ms (the
+// branch that stays finishes at 5 ms and arrives at 5.5 ms).
+TEST(PlacersTiny, ForkJoinAllAgreeOnOptimum) {
+  Tiny t = make_tiny("forkjoin", 2, int64_t{1} << 30, 0.5e-3, 1e15);
+  OpId a = add(t, "a", "aten::relu", {}, 16, 1.0);
+  OpId b = add(t, "b", "aten::relu", {a}, 16, 4.0);
+  OpId c = add(t, "c", "aten::relu", {a}, 16, 4.0);
+  add(t, "d", "aten::add.Tensor", {b, c}, 16, 1.0);
+  auto env = make_env(t);
+  const double best = brute_force(t.graph, t.cluster, *env);
+  EXPECT_NEAR(best, 6.5e-3, 1e-9);
+  EXPECT_NEAR(step_of(*env, run("dp", t.graph, t.cluster, *env)), best, 1e-9);
+  const PlaceResult ilp = run("ilp", t.graph, t.cluster, *env);
+  EXPECT_NEAR(step_of(*env, ilp), best, 1e-9);
+  EXPECT_EQ(ilp.stats.at("optimal"), 1.0) << ilp.note;
+  EXPECT_NEAR(ilp.stats.at("incumbent_s"), 6.5e-3, 1e-9);
+  EXPECT_NEAR(ilp.stats.at("bound_s"), 6.5e-3, 1e-7);
+  // The list schedulers see the same optimum here.
+  EXPECT_NEAR(step_of(*env, run("m_etf", t.graph, t.cluster, *env)), best, 1e-9);
+  // Single device is 10 ms.
+  EXPECT_NEAR(step_of(*env, run("single", t.graph, t.cluster, *env)), 10e-3, 1e-9);
+}
+
+// A chain whose four layers (param + op, co-located) cannot share one device:
+// each param is 400 bytes, a device holds 1100. The cut must go where the
+// tensor is smallest: b -> c (10 floats = 40 bytes = 0.4 ms at 1e5 B/s), so
+// the optimum is 4 x 1 ms + 0.4 ms = 4.4 ms.
+Tiny memory_chain() {
+  Tiny t = make_tiny("chain", 2, 1100, 0.0, 1e5);
+  OpId x = add(t, "x", op_types::kInput, {}, 4, 0.0);
+  OpId prev = x;
+  const int64_t sizes[] = {25, 10, 25, 4};
+  const char* names[] = {"a", "b", "c", "d"};
+  for (int i = 0; i < 4; ++i) {
+    const std::string layer = std::string("L") + names[i];
+    OpId w = add(t, std::string("w_") + names[i], op_types::kParam, {}, 100, 0.0, layer);
+    prev = add(t, names[i], "aten::mul.Tensor", {prev, w}, sizes[i], 1.0, layer);
+  }
+  return t;
+}
+
+TEST(PlacersTiny, MemoryBoundChainAllAgreeOnOptimum) {
+  Tiny t = memory_chain();
+  auto env = make_env(t);
+  EXPECT_THROW(run("single", t.graph, t.cluster, *env), NoFeasiblePlacement);
+  const double best = brute_force(t.graph, t.cluster, *env);
+  EXPECT_NEAR(best, 4.4e-3, 1e-9);
+  const PlaceResult dp = run("dp", t.graph, t.cluster, *env);
+  EXPECT_NEAR(step_of(*env, dp), best, 1e-9) << dp.note;
+  const PlaceResult ilp = run("ilp", t.graph, t.cluster, *env);
+  EXPECT_NEAR(step_of(*env, ilp), best, 1e-9) << ilp.note;
+  EXPECT_EQ(ilp.stats.at("optimal"), 1.0) << ilp.note;
+  // Every other placer fits in memory here.
+  for (const std::string& m : placer_names()) {
+    if (m == "single") continue;
+    const PlaceResult r = run(m, t.graph, t.cluster, *env);
+    const StepResult s = env->simulate(r.placement);
+    EXPECT_TRUE(s.ok()) << m << ": " << s.message;
+    EXPECT_GE(s.step_s, best - 1e-12) << m;
+  }
+}
+
+// Three 3 ms branches b, c, e after a 1 ms op a; s = b + c and d = s + e
+// (0.5 ms each) on three devices, 0.25 ms per transfer. Hand optimum: a, b on
+// one device, c, s, d on another, e on the third: b ends at 4, arrives at
+// 4.25 when c ends; s 4.25-4.75; e arrives at 4.5; d 4.75-5.25 ms.
+TEST(PlacersTiny, ThreeBranchesThreeDevices) {
+  Tiny t = make_tiny("branches", 3, int64_t{1} << 30, 0.25e-3, 1e15);
+  OpId a = add(t, "a", "aten::relu", {}, 8, 1.0);
+  OpId b = add(t, "b", "aten::relu", {a}, 8, 3.0);
+  OpId c = add(t, "c", "aten::relu", {a}, 8, 3.0);
+  OpId e = add(t, "e", "aten::relu", {a}, 8, 3.0);
+  OpId s = add(t, "s", "aten::add.Tensor", {b, c}, 8, 0.5);
+  add(t, "d", "aten::add.Tensor", {s, e}, 8, 0.5);
+  auto env = make_env(t);
+  const double best = brute_force(t.graph, t.cluster, *env);
+  EXPECT_NEAR(best, 5.25e-3, 1e-9);
+  const PlaceResult ilp = run("ilp", t.graph, t.cluster, *env);
+  EXPECT_NEAR(step_of(*env, ilp), best, 1e-9) << ilp.note;
+  EXPECT_EQ(ilp.stats.at("optimal"), 1.0);
+  EXPECT_NEAR(ilp.stats.at("incumbent_s"), 5.25e-3, 1e-9);
+  // dp minimizes its stage objective (slowest stage, or the sum), which here
+  // does not single out the makespan optimum (several splits tie on 4.25 ms
+  // for the slowest stage); it must still be valid and within one transfer.
+  const PlaceResult dp = run("dp", t.graph, t.cluster, *env);
+  EXPECT_GE(step_of(*env, dp), best - 1e-12);
+  EXPECT_LE(step_of(*env, dp), best + 0.25e-3 + 1e-9) << dp.note;
+}
+
+TEST(PlacersTiny, NoFeasiblePlacementNamesTheOp) {
+  Tiny t = make_tiny("huge", 2, 1000, 0.0, 1e9);
+  OpId w = add(t, "big_weight", op_types::kParam, {}, 1000, 0.0, "g");
+  add(t, "use", "aten::relu", {w}, 4, 1.0, "g");
+  auto env = make_env(t);
+  for (const std::string& m : placer_names()) {
+    try {
+      run(m, t.graph, t.cluster, *env);
+      ADD_FAILURE() << m << " placed a graph that fits nowhere";
+    } catch (const NoFeasiblePlacement& e) {
+      EXPECT_NE(std::string(e.what()).find(m == "single" ? "single" : "big_weight"), std::string::npos)
+          << m << ": " << e.what();
+    }
+  }
+}
+
+TEST(Placers, RegistryListsEveryMethodAndRejectsUnknown) {
+  const auto names = placer_names();
+  for (const char* m : {"single", "round_robin", "random", "expert", "mincut", "m_topo", "m_etf", "m_sct", "heft",
+                        "dp", "ilp", "local_search"})
+    EXPECT_NE(std::find(names.begin(), names.end(), m), names.end()) << m;
+  try {
+    make_placer("magic");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("m_etf"), std::string::npos);
+  }
+}
+
+BuilderOptions small(const std::string& name) {
+  BuilderOptions o;
+  if (name == "rnnlm" || name == "nmt") o.values = {{"layers", 2}, {"hidden", 64}, {"steps", 3}, {"batch", 8}, {"vocab", 100}};
+  else if (name == "transformer") o.values = {{"layers", 2}, {"dec_layers", 1}, {"d_model", 32}, {"heads", 2}, {"ffn", 64}, {"seq", 8}, {"batch", 4}, {"vocab", 100}};
+  else if (name == "inception_v3") o.values = {{"batch", 2}, {"image", 75}, {"classes", 10}, {"width_div", 8}};
+  else if (name == "resnet") o.values = {{"batch", 2}, {"image", 32}, {"classes", 10}, {"width_div", 8}};
+  else if (name == "mlp") o.values = {{"batch", 8}, {"input", 32}, {"width", 32}, {"classes", 10}, {"layers", 3}};
+  return o;
+}
+
+// Every placer on every builder graph and 2, 4 and 8-device presets returns a
+// valid placement that respects co-location and fits in memory.
+TEST(Placers, EveryPlacerEveryBuilderEveryPresetIsValid) {
+  for (const std::string& builder : builder_names()) {
+    const Graph graph = build_graph(builder, small(builder));
+    const Grouping groups = colocation_groups(graph);
+    for (const std::string preset : {"k80x2", "p100x4", "k80x8"}) {
+      const Cluster cluster = cluster_preset(preset);
+      EnvOptions options;
+      options.threads = 1;
+      Environment env(graph, cluster, options);
+      for (const std::string& m : placer_names()) {
+        SCOPED_TRACE(builder + " on " + preset + " by " + m);
+        PlaceResult r;
+        try {
+          r = run(m, graph, cluster, env, {}, 1.0);
+        } catch (const std::exception& e) {
+          ADD_FAILURE() << e.what();
+          continue;
+        }
+        EXPECT_EQ(r.method, m);
+        ASSERT_EQ(r.placement.device_of.size(), static_cast<size_t>(graph.size()));
+        EXPECT_NO_THROW(validate_placement(graph, cluster, r.placement));
+        for (const auto& members : groups.members)
+          for (OpId op : members) EXPECT_EQ(r.placement[op], r.placement[members[0]]);
+        const StepResult s = env.simulate(r.placement);
+        EXPECT_TRUE(s.ok()) << s.message;
+        EXPECT_GE(s.step_s, env.lower_bound() * (1 - 1e-9));
+      }
+    }
+  }
+}
+
+TEST(Placers, ExpertPutsLstmLayersOnTheirOwnDevices) {
+  const Graph graph = build_graph("nmt", small("nmt"));
+  const Cluster cluster = cluster_preset("k80x4");
+  Environment env(graph, cluster);
+  const PlaceResult r = run("expert", graph, cluster, env);
+  for (int64_t i = 0; i < graph.size(); ++i) {
+    const Op& op = graph.op(OpId(static_cast<int32_t>(i)));
+    if (op.phase != Phase::Forward) continue;
+    const int d = r.placement.device_of[i].value;
+    if (op.layer == "enc_lstm0" || op.layer == "dec_lstm0") { EXPECT_EQ(d, 0) << op.name; }
+    if (op.layer == "enc_lstm1" || op.layer == "dec_lstm1") { EXPECT_EQ(d, 1) << op.name; }
+    if (op.layer == "attention") { EXPECT_EQ(d, 2) << op.name; }
+    if (op.layer == "softmax") { EXPECT_EQ(d, 3) << op.name; }
+  }
+}
+
+TEST(Placers, SeededRandomAndLocalSearchAreDeterministic) {
+  const Graph graph = build_graph("mlp", small("mlp"));
+  const Cluster cluster = cluster_preset("k80x4");
+  Environment env(graph, cluster);
+  EXPECT_EQ(run("random", graph, cluster, env).placement, run("random", graph, cluster, env).placement);
+  const PlaceResult a = run("local_search", graph, cluster, env);
+  EXPECT_EQ(a.evaluations, 60);
+  EXPECT_EQ(a.placement, run("local_search", graph, cluster, env).placement);
+  // Never worse than where it started.
+  EXPECT_GE(a.stats.at("best_reward"), a.stats.at("start_reward"));
+}
+
+}  // namespace
+}  // namespace placer
