@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <limits>
 #include <queue>
 #include <unordered_map>
@@ -282,12 +283,29 @@ Problem make_group_problem(const Problem& op_problem, const Grouping& grouping_i
       p.succs[unit_of_group[g]].push_back({unit_of_group[b], bytes});
       p.preds[unit_of_group[b]].push_back({unit_of_group[g], bytes});
     }
-  p.group_of.resize(G);
-  p.members.resize(G);
-  p.group_mem = p.mem;
+  // Units holding ops of one co-location group must share a device.
+  std::vector<int32_t> parent(G);
+  for (int32_t u = 0; u < G; ++u) parent[u] = u;
+  std::function<int32_t(int32_t)> root = [&](int32_t u) { return parent[u] == u ? u : parent[u] = root(parent[u]); };
+  std::vector<int32_t> unit_of_cgroup(o.groups(), -1);
+  for (int32_t v = 0; v < o.n; ++v) {
+    const int32_t u = unit_of_group[grouping.group_of[v]];
+    int32_t& seen = unit_of_cgroup[o.group_of[v]];
+    if (seen < 0) seen = u;
+    else parent[root(u)] = root(seen);
+  }
+  p.group_of.assign(G, -1);
+  std::vector<int32_t> index_of_root(G, -1);
   for (int32_t u = 0; u < G; ++u) {
-    p.group_of[u] = u;
-    p.members[u] = {u};
+    const int32_t r = root(u);
+    if (index_of_root[r] < 0) {
+      index_of_root[r] = static_cast<int32_t>(p.members.size());
+      p.members.emplace_back();
+      p.group_mem.push_back(0);
+    }
+    p.group_of[u] = index_of_root[r];
+    p.members[p.group_of[u]].push_back(u);
+    p.group_mem[p.group_of[u]] += p.mem[u];
   }
   p.capacity = o.capacity;
   p.alpha = o.alpha;

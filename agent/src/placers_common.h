@@ -61,8 +61,9 @@ int64_t op_memory_estimate(const Op& op);
 // memory_fraction: share of each device's memory the placers may fill.
 Problem make_problem(const PlaceContext& context, double memory_fraction);
 
-// A problem whose units are the groups of `grouping` (groups on a cycle of
-// the quotient graph are merged first); unit_of_op[v] is the unit of op v.
+// A problem whose units are the parts of `grouping` (parts on a cycle of the
+// quotient graph are merged first); units holding ops of one co-location
+// group form one group. unit_of_op[v] is the unit of op v.
 Problem make_group_problem(const Problem& op_problem, const Grouping& grouping,
                            std::vector<int32_t>* unit_of_op);
 

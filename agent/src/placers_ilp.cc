@@ -326,6 +326,41 @@ IlpOutcome solve_ilp(const Problem& p, double time_limit_s, bool symmetry_breaki
   return out;
 }
 
+Grouping phase_chunks(const Problem& ops, const Graph& graph, int64_t chunks) {
+  const int32_t G = ops.groups();
+  std::vector<int32_t> order(G);
+  for (int32_t g = 0; g < G; ++g) order[g] = g;
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return ops.members[a][0] < ops.members[b][0]; });
+  double total = 0.0;
+  std::vector<double> work(G, 0.0);
+  for (int32_t g = 0; g < G; ++g) {
+    for (int32_t u : ops.members[g]) work[g] += ops.mean_cost(u);
+    total += work[g];
+  }
+  std::vector<int32_t> chunk_of_group(G, 0);
+  double acc = 0.0;
+  for (int32_t g : order) {
+    const double mid = acc + work[g] / 2;
+    chunk_of_group[g] = std::min<int32_t>(static_cast<int32_t>(chunks - 1),
+                                          static_cast<int32_t>(total > 0 ? mid / total * chunks : 0));
+    acc += work[g];
+  }
+  Grouping out;
+  out.group_of.resize(ops.n);
+  std::vector<int32_t> index(2 * chunks, -1);
+  for (int32_t v = 0; v < ops.n; ++v) {
+    const bool forward = graph.op(OpId(v)).phase == Phase::Forward;
+    const int32_t key = 2 * chunk_of_group[ops.group_of[v]] + (forward ? 0 : 1);
+    if (index[key] < 0) {
+      index[key] = static_cast<int32_t>(out.members.size());
+      out.members.emplace_back();
+    }
+    out.group_of[v] = index[key];
+    out.members[index[key]].push_back(OpId(v));
+  }
+  return out;
+}
+
 class IlpPlacer : public Placer {
  public:
   std::string name() const override { return "ilp"; }
@@ -342,11 +377,26 @@ class IlpPlacer : public Placer {
     if (ops.n > max_ops) {
       const Graph& graph = *ctx.graph;
       const auto cost = [&](OpId op) { return ops.mean_cost(op.value); };
-      Grouping grouping = coarsen(graph, static_cast<int32_t>(max_groups), cost);
+      Grouping grouping;
+      std::string how;
+      if (!graph.is_training()) {
+        grouping = coarsen(graph, static_cast<int32_t>(max_groups), cost);
+        how = "coarsen()";
+      }
+      if (grouping.size() < 2) {
+        // Training graphs: forward and backward of a co-location group make
+        // the group quotient cyclic, so coarsen() collapses it. Cut the groups
+        // (by first op) into contiguous chunks balanced by work, and split each
+        // chunk into its forward and its backward/update ops: the chunks'
+        // quotient is then acyclic and each chunk's two halves share a device.
+        grouping = phase_chunks(ops, graph, std::max<int64_t>(1, max_groups / 2));
+        how = "forward/backward chunks";
+      }
       coarse = make_group_problem(ops, grouping, &unit_of_op);
       p = &coarse;
-      coarse_note = "; coarsened " + std::to_string(ops.n) + " ops to " + std::to_string(coarse.n) +
-                    " groups (graph above max_ops=" + std::to_string(max_ops) + ")";
+      coarse_note = "; coarsened " + std::to_string(ops.n) + " ops to " + std::to_string(coarse.n) + " units in " +
+                    std::to_string(coarse.groups()) + " groups by " + how + " (graph above max_ops=" +
+                    std::to_string(max_ops) + ")";
     }
     const bool symmetry = p->identical_devices && option_int(ctx, "symmetry_breaking", 1) != 0;
     const IlpOutcome r = solve_ilp(*p, ctx.time_limit_s, symmetry);

@@ -135,7 +135,7 @@ class SctPlacer : public Placer {
     const auto started = Clock::now();
     const Problem p = make_problem(ctx, kMemoryFraction);
     check_groups_fit(p);
-    const int64_t lp_max_ops = option_int(ctx, "sct_lp_max_ops", 20000);
+    const int64_t lp_max_ops = option_int(ctx, "sct_lp_max_ops", 600);
     std::vector<int32_t> fav;
     std::string how;
     double lp_makespan = 0.0;
