@@ -6,6 +6,7 @@
 
 #include "builder_util.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/validate.h"
 
 namespace placer {
 namespace build {
@@ -449,6 +450,15 @@ Graph build_graph(const std::string& name, const BuilderOptions& options) {
   const Entry& entry = find_entry(name);
   build::Options resolved(name, entry.options(), options);
   Graph forward = entry.forward(resolved);
+  for (const Op& op : forward.ops()) {
+    for (const TensorSpec& spec : op.outputs) {
+      if (spec.bytes() > kMaxTensorBytes) {
+        throw InputError(detail::concat("builder ", name, ": op ", op.name, " would produce a tensor of ",
+                                        spec.bytes(), " bytes (limit ", kMaxTensorBytes,
+                                        "); use smaller options"));
+      }
+    }
+  }
   forward.name = name;
   forward.attrs["builder"] = name;
   for (const auto& [key, value] : resolved.values()) forward.attrs[key] = std::to_string(value);

@@ -286,7 +286,7 @@ void check_training_shape(const Graph& g) {
 
 // ---- MLP ---------------------------------------------------------------------------
 
-TEST(Builders, MlpCountsAndFlopsByHand) {
+void MlpCountsAndFlopsByHand() {
   const int64_t B = 4, I = 8, W = 16, C = 3, L = 3;
   Graph g = build_graph("mlp", opts({{"batch", B}, {"input", I}, {"width", W}, {"classes", C}, {"layers", L}}));
   Tally t = tally(g);
@@ -307,11 +307,11 @@ TEST(Builders, MlpCountsAndFlopsByHand) {
   check_io(g);
 }
 
-TEST(Builders, MlpTrainingStepRunsOnCpu) { EXPECT_EQ(execute(build_graph("mlp", opts({{"batch", 4}}))), 6); }
+void MlpTrainingStepRunsOnCpu() { EXPECT_EQ(execute(build_graph("mlp", opts({{"batch", 4}}))), 6); }
 
 // ---- RNNLM --------------------------------------------------------------------------
 
-TEST(Builders, RnnlmCountsAndFlopsByHand) {
+void RnnlmCountsAndFlopsByHand() {
   const int64_t L = 2, H = 8, T = 3, B = 4, V = 10;
   Graph g = build_graph("rnnlm", opts({{"layers", L}, {"hidden", H}, {"steps", T}, {"batch", B}, {"vocab", V}}));
   Tally t = tally(g);
@@ -350,13 +350,13 @@ TEST(Builders, RnnlmCountsAndFlopsByHand) {
   check_io(g);
 }
 
-TEST(Builders, RnnlmTrainingStepRunsOnCpu) {
+void RnnlmTrainingStepRunsOnCpu() {
   EXPECT_EQ(execute(build_graph("rnnlm", opts({{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 4}, {"vocab", 10}}))), 7);
 }
 
 // ---- NMT ----------------------------------------------------------------------------
 
-TEST(Builders, NmtCountsAndFlopsByHand) {
+void NmtCountsAndFlopsByHand() {
   const int64_t L = 2, H = 8, S = 3, B = 4, V = 10;
   Graph g = build_graph("nmt", opts({{"layers", L}, {"hidden", H}, {"steps", S}, {"batch", B}, {"vocab", V}}));
   Tally t = tally(g);
@@ -394,13 +394,13 @@ TEST(Builders, NmtCountsAndFlopsByHand) {
   check_io(g);
 }
 
-TEST(Builders, NmtTrainingStepRunsOnCpu) {
+void NmtTrainingStepRunsOnCpu() {
   EXPECT_EQ(execute(build_graph("nmt", opts({{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 4}, {"vocab", 10}}))), 14);
 }
 
 // ---- Transformer -----------------------------------------------------------------------
 
-TEST(Builders, TransformerCountsAndFlopsByHand) {
+void TransformerCountsAndFlopsByHand() {
   const int64_t N = 2, M = 1, D = 16, h = 2, F = 32, S = 5, B = 2, V = 11;
   Graph g = build_graph("transformer", opts({{"layers", N}, {"dec_layers", M}, {"d_model", D}, {"heads", h},
                                              {"ffn", F}, {"seq", S}, {"batch", B}, {"vocab", V}}));
@@ -437,7 +437,7 @@ TEST(Builders, TransformerCountsAndFlopsByHand) {
   check_io(g);
 }
 
-TEST(Builders, TransformerTrainingStepRunsOnCpu) {
+void TransformerTrainingStepRunsOnCpu() {
   EXPECT_EQ(execute(build_graph("transformer", opts({{"layers", 2}, {"dec_layers", 1}, {"d_model", 16}, {"heads", 2},
                                                    {"ffn", 32}, {"seq", 5}, {"batch", 2}, {"vocab", 11}}))), 50);
 }
@@ -452,7 +452,7 @@ constexpr double kTvInceptionFcMacs = 2048000.0;
 constexpr double kTvInceptionBnElems = 8967488.0;
 constexpr int64_t kTvInceptionParams = 23834568;
 
-TEST(Builders, InceptionMatchesTorchvision) {
+void InceptionMatchesTorchvision() {
   const int64_t B = 2;
   Graph g = build_graph("inception_v3", opts({{"batch", B}}, true));
   Tally t = tally(g);
@@ -467,7 +467,7 @@ TEST(Builders, InceptionMatchesTorchvision) {
   EXPECT_EQ(last.outputs[0].shape, (std::vector<int64_t>{B, 2048, 8, 8}));
 }
 
-TEST(Builders, InceptionCountsByHand) {
+void InceptionCountsByHand() {
   Graph g = build_graph("inception_v3", opts({{"batch", 2}, {"image", 75}, {"width_div", 8}, {"classes", 10}}));
   Tally t = tally(g);
   // 6 ops per BasicConv2d (3 params, conv, bn, relu). Stem 5 convs + 2 pools;
@@ -494,7 +494,7 @@ TEST(Builders, InceptionCountsByHand) {
   check_io(g);
 }
 
-TEST(Builders, InceptionTrainingStepRunsOnCpu) {
+void InceptionTrainingStepRunsOnCpu() {
   EXPECT_EQ(execute(build_graph("inception_v3", opts({{"batch", 2}, {"image", 75}, {"width_div", 8}, {"classes", 10}}))), 284);
 }
 
@@ -506,7 +506,7 @@ constexpr int64_t kTvResnet50Params = 25557032;
 constexpr double kTvResnet101ConvMacs = 7799357440.0;
 constexpr int64_t kTvResnet101Params = 44549160;
 
-TEST(Builders, ResnetMatchesTorchvision) {
+void ResnetMatchesTorchvision() {
   Graph g = build_graph("resnet", opts({{"batch", 1}}, true));
   Tally t = tally(g);
   EXPECT_EQ(t.by_type["aten::conv2d"], 53);
@@ -521,7 +521,7 @@ TEST(Builders, ResnetMatchesTorchvision) {
   EXPECT_EQ(t101.param_bytes, 4 * kTvResnet101Params);
 }
 
-TEST(Builders, ResnetCountsByHand) {
+void ResnetCountsByHand() {
   Graph g = build_graph("resnet", opts({{"batch", 2}, {"image", 32}, {"width_div", 16}, {"classes", 10}}));
   Tally t = tally(g);
   // Stem conv-bn-relu (6) + maxpool; bottleneck: 3 convs (6, 6, 5 ops) + add +
@@ -541,13 +541,13 @@ TEST(Builders, ResnetCountsByHand) {
   check_io(g);
 }
 
-TEST(Builders, ResnetTrainingStepRunsOnCpu) {
+void ResnetTrainingStepRunsOnCpu() {
   EXPECT_EQ(execute(build_graph("resnet", opts({{"batch", 2}, {"image", 32}, {"width_div", 16}, {"classes", 10}}))), 161);
 }
 
 // ---- Defaults, options, errors ------------------------------------------------------------
 
-TEST(Builders, DefaultSizesBuildFastWithExpectedCounts) {
+void DefaultSizesBuildFastWithExpectedCounts() {
   // Hand-computed training-graph op counts at the default sizes.
   const std::map<std::string, int64_t> expected{
       {"rnnlm", 538 + 524 + 7},       // 10+4L+12LT+2T forward, L=2 T=20
@@ -573,7 +573,7 @@ TEST(Builders, DefaultSizesBuildFastWithExpectedCounts) {
   EXPECT_EQ(builder_names().size(), 6u);
 }
 
-TEST(Builders, DefaultsArePublishedSizes) {
+void DefaultsArePublishedSizes() {
   EXPECT_EQ(builder_defaults("nmt").at("batch"), 64);
   EXPECT_EQ(builder_defaults("inception_v3").at("batch"), 32);
   EXPECT_EQ(builder_defaults("inception_v3").at("image"), 299);
@@ -581,13 +581,13 @@ TEST(Builders, DefaultsArePublishedSizes) {
   EXPECT_EQ(builder_defaults("rnnlm").at("hidden"), 2048);
 }
 
-TEST(Builders, ForwardOnlyHasNoTrainingOps) {
+void ForwardOnlyHasNoTrainingOps() {
   Graph g = build_graph("mlp", opts({}, true));
   EXPECT_FALSE(g.is_training());
   EXPECT_EQ(g.size(), 14);
 }
 
-TEST(Builders, BadOptionsAreInputErrors) {
+void BadOptionsAreInputErrors() {
   auto message = [](const std::string& name, const BuilderOptions& o) -> std::string {
     try {
       build_graph(name, o);
@@ -604,6 +604,51 @@ TEST(Builders, BadOptionsAreInputErrors) {
   EXPECT_NE(message("inception_v3", opts({{"image", 74}})).find("'image'"), std::string::npos);
   EXPECT_NE(message("transformer", opts({{"d_model", 10}, {"heads", 3}})).find("divisible"), std::string::npos);
   EXPECT_THROW(builder_defaults("nope"), InputError);
+  // Each option is in range, but the logits would be 64 Ki x 64 Ki x 1 M floats.
+  EXPECT_NE(message("transformer", opts({{"batch", 65536}, {"seq", 65536}, {"vocab", 1000000}}, true))
+                .find("would produce a tensor"),
+            std::string::npos);
+}
+
+
+// One test per builder (each test process loads LibTorch, so few large tests run faster).
+TEST(Builders, Mlp) {
+  { SCOPED_TRACE("MlpCountsAndFlopsByHand"); MlpCountsAndFlopsByHand(); }
+  { SCOPED_TRACE("MlpTrainingStepRunsOnCpu"); MlpTrainingStepRunsOnCpu(); }
+}
+
+TEST(Builders, Rnnlm) {
+  { SCOPED_TRACE("RnnlmCountsAndFlopsByHand"); RnnlmCountsAndFlopsByHand(); }
+  { SCOPED_TRACE("RnnlmTrainingStepRunsOnCpu"); RnnlmTrainingStepRunsOnCpu(); }
+}
+
+TEST(Builders, Nmt) {
+  { SCOPED_TRACE("NmtCountsAndFlopsByHand"); NmtCountsAndFlopsByHand(); }
+  { SCOPED_TRACE("NmtTrainingStepRunsOnCpu"); NmtTrainingStepRunsOnCpu(); }
+}
+
+TEST(Builders, Transformer) {
+  { SCOPED_TRACE("TransformerCountsAndFlopsByHand"); TransformerCountsAndFlopsByHand(); }
+  { SCOPED_TRACE("TransformerTrainingStepRunsOnCpu"); TransformerTrainingStepRunsOnCpu(); }
+}
+
+TEST(Builders, InceptionV3) {
+  { SCOPED_TRACE("InceptionMatchesTorchvision"); InceptionMatchesTorchvision(); }
+  { SCOPED_TRACE("InceptionCountsByHand"); InceptionCountsByHand(); }
+  { SCOPED_TRACE("InceptionTrainingStepRunsOnCpu"); InceptionTrainingStepRunsOnCpu(); }
+}
+
+TEST(Builders, Resnet) {
+  { SCOPED_TRACE("ResnetMatchesTorchvision"); ResnetMatchesTorchvision(); }
+  { SCOPED_TRACE("ResnetCountsByHand"); ResnetCountsByHand(); }
+  { SCOPED_TRACE("ResnetTrainingStepRunsOnCpu"); ResnetTrainingStepRunsOnCpu(); }
+}
+
+TEST(Builders, DefaultsOptionsAndErrors) {
+  { SCOPED_TRACE("DefaultSizesBuildFastWithExpectedCounts"); DefaultSizesBuildFastWithExpectedCounts(); }
+  { SCOPED_TRACE("DefaultsArePublishedSizes"); DefaultsArePublishedSizes(); }
+  { SCOPED_TRACE("ForwardOnlyHasNoTrainingOps"); ForwardOnlyHasNoTrainingOps(); }
+  { SCOPED_TRACE("BadOptionsAreInputErrors"); BadOptionsAreInputErrors(); }
 }
 
 }  // namespace
