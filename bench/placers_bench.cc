@@ -41,8 +41,9 @@ Run place(const std::string& method, const Graph& graph, const Cluster& cluster,
   return r;
 }
 
-// A random layered DAG of n ops (seeded): each op reads 1-2 ops of the
-// previous layers, costs 1-9 ms (profile), outputs 64 KiB - 1 MiB.
+// A random layered DAG of n ops (seeded), 4 ops per layer after one source:
+// each op reads 1-2 ops of the layer before, costs 1-9 ms (profile) and
+// outputs 4-32 MiB (0.4-3 ms over a p100x4 PCIe link).
 std::pair<Graph, Profile> layered_dag(int n, uint64_t seed, const Cluster& cluster) {
   std::mt19937_64 rng(seed);
   Graph g;
@@ -50,23 +51,25 @@ std::pair<Graph, Profile> layered_dag(int n, uint64_t seed, const Cluster& clust
   Profile prof;
   prof.graph = g.name;
   std::vector<OpId> ids;
+  constexpr int kWidth = 4;
   for (int i = 0; i < n; ++i) {
     Op op;
     op.name = "op" + std::to_string(i);
     op.type = i == 0 ? "placer::input" : "aten::relu";
     if (i > 0) {
-      const int window = std::min(i, 6);
+      const int layer = (i - 1) / kWidth;
+      const int lo = layer == 0 ? 0 : 1 + (layer - 1) * kWidth, hi = layer == 0 ? 1 : 1 + layer * kWidth;
       const int fan = 1 + static_cast<int>(rng() % 2);
       for (int f = 0; f < fan; ++f) {
-        const OpId in = ids[i - 1 - static_cast<int>(rng() % window)];
+        const OpId in = ids[lo + static_cast<int>(rng() % (hi - lo))];
         bool dup = false;
         for (auto& r : op.inputs) dup |= r.op == in;
         if (!dup) op.inputs.push_back({in, 0});
       }
     }
-    op.outputs.push_back(TensorSpec{{static_cast<int64_t>(16384 + rng() % 245760)}, DType::Float32});
+    op.outputs.push_back(TensorSpec{{static_cast<int64_t>((1 + rng() % 8) << 20)}, DType::Float32});
     ids.push_back(g.add_op(std::move(op)));
-    const double ms = 1.0 + static_cast<double>(rng() % 9);
+    const double ms = i == 0 ? 0.0 : 1.0 + static_cast<double>(rng() % 9);
     for (const Device& d : cluster.devices) prof.ops.push_back({"op" + std::to_string(i), "", d.name, "", ms * 1e-3});
   }
   return {g, prof};

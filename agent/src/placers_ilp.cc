@@ -115,22 +115,22 @@ IlpOutcome solve_ilp(const Problem& p, double time_limit_s, bool symmetry_breaki
   std::vector<int> xcol(static_cast<size_t>(G) * k);
   for (int32_t g = 0; g < G; ++g)
     for (int32_t d = 0; d < k; ++d) xcol[g * k + d] = col(0.0, 1.0, true);
-  std::vector<int> scol(n);
-  for (int32_t i = 0; i < n; ++i) scol[i] = col(0.0, M, false);
-  // Lower bound on C: fastest-device critical path and average load.
+  // Heads (earliest starts) and tails (work after an op) with every op on its
+  // fastest device and free transfers: bounds on s and cuts on C.
+  std::vector<double> fastest(n), head(n, 0.0), tail(n, 0.0);
   double cp = 0.0, work = 0.0;
-  {
-    std::vector<double> tail(n, 0.0);
-    for (int32_t u = n - 1; u >= 0; --u) {
-      double best = kInf;
-      for (int32_t d = 0; d < k; ++d) best = std::min(best, p.c(u, d));
-      work += best;
-      double t = 0.0;
-      for (const Edge& e : p.succs[u]) t = std::max(t, tail[e.op]);
-      tail[u] = best + t;
-      cp = std::max(cp, tail[u]);
-    }
+  for (int32_t u = 0; u < n; ++u) {
+    fastest[u] = kInf;
+    for (int32_t d = 0; d < k; ++d) fastest[u] = std::min(fastest[u], p.c(u, d));
+    work += fastest[u];
+    for (const Edge& e : p.preds[u]) head[u] = std::max(head[u], head[e.op] + fastest[e.op]);
   }
+  for (int32_t u = n - 1; u >= 0; --u) {
+    for (const Edge& e : p.succs[u]) tail[u] = std::max(tail[u], fastest[e.op] + tail[e.op]);
+    cp = std::max(cp, head[u] + fastest[u] + tail[u]);
+  }
+  std::vector<int> scol(n);
+  for (int32_t i = 0; i < n; ++i) scol[i] = col(std::min(head[i], M), std::max(0.0, M - fastest[i] - tail[i]), false);
   const int ccol = col(std::min(M, std::max(cp, work / k)), M, false);
   obj[ccol] = 1.0;
   struct EdgeVar {
@@ -204,11 +204,10 @@ IlpOutcome solve_ilp(const Problem& p, double time_limit_s, bool symmetry_breaki
       }
   }
   for (int32_t i = 0; i < n; ++i) {
-    if (!p.succs[i].empty()) continue;
-    put(ccol, 1.0);  // C - s_i - p_i >= 0
+    put(ccol, 1.0);  // C - s_i - p_i >= tail_i
     put(scol[i], -1.0);
     put_p(i, -1.0);
-    end_row(0.0, inf);
+    end_row(tail[i], inf);
   }
   for (const PairVar& pv : pairs) {
     if (pv.q >= 0)
@@ -282,6 +281,7 @@ IlpOutcome solve_ilp(const Problem& p, double time_limit_s, bool symmetry_breaki
   model.setLogLevel(0);
   model.messageHandler()->setLogLevel(0);
   model.solver()->messageHandler()->setLogLevel(0);
+  model.setUseElapsedTime(true);
   model.setMaximumSeconds(std::max(0.1, time_limit_s));
   model.setAllowableGap(1e-9);
   model.setAllowableFractionGap(1e-6);
