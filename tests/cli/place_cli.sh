@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# placer place / placer baseline end to end on a small MLP graph.
+set -euo pipefail
+PLACER="$1"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$PLACER" place --help | grep -q -- "--method" || fail "place --help"
+"$PLACER" baseline --help | grep -q -- "--markdown" || fail "baseline --help"
+"$PLACER" graph build mlp -o "$TMP/g.json" >/dev/null 2>&1 ||
+  "$PLACER" graph build --builder mlp -o "$TMP/g.json" >/dev/null || fail "graph build"
+
+for m in single round_robin expert m_etf dp ilp; do
+  "$PLACER" place --method "$m" --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/$m.json" --time-limit 5 > "$TMP/$m.out" ||
+    fail "place --method $m"
+  grep -q "simulated" "$TMP/$m.out" || fail "$m: no summary"
+  grep -q '"device"' "$TMP/$m.json" || grep -q 'cuda:0' "$TMP/$m.json" || fail "$m: placement file"
+done
+"$PLACER" place --method dp --graph "$TMP/g.json" --devices cpu:2 -o "$TMP/cpu.json" > /dev/null || fail "--devices"
+
+# Bad input: unknown method, both or neither of --cluster/--devices, missing graph.
+set +e
+"$PLACER" place --method magic --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q "unknown placement method 'magic'" "$TMP/err" || fail "unknown method not reported"
+"$PLACER" place --method dp --graph "$TMP/g.json" -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q -- "--cluster" "$TMP/err" || fail "missing cluster not reported"
+"$PLACER" place --method dp --graph "$TMP/nope.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] || fail "missing graph accepted"
+set -e
+
+"$PLACER" baseline --graph "$TMP/g.json" --cluster k80x4 --method single,expert,m_etf,dp \
+  --markdown --json "$TMP/b.json" --csv "$TMP/b.csv" > "$TMP/b.md" || fail "baseline"
+grep -q "| method | simulated step (ms) |" "$TMP/b.md" || fail "baseline markdown header"
+for m in single expert m_etf dp; do grep -q "| $m |" "$TMP/b.md" || fail "baseline row $m"; done
+python3 - "$TMP/b.json" "$TMP/b.csv" <<'PY' || fail "baseline json/csv"
+import csv, json, sys
+j = json.load(open(sys.argv[1]))
+assert [m["method"] for m in j["methods"]] == ["single", "expert", "m_etf", "dp"], j
+lb = j["lower_bound_s"]
+for m in j["methods"]:
+    assert m["feasible"] and m["simulated_step_s"] >= lb * (1 - 1e-9), m
+    assert len(m["peak_bytes"]) == 4
+rows = list(csv.DictReader(open(sys.argv[2])))
+assert len(rows) == 4 and rows[0]["method"] == "single"
+PY
+echo "place_cli: ok"
