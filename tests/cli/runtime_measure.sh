@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# placer measure / profile end to end: build a tiny graph, write a placement,
+# measure it (with a trace and JSON), profile it, and check the error paths.
+set -euo pipefail
+PLACER="$1"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$PLACER" measure --help | grep -q -- "--placement" || fail "measure --help"
+"$PLACER" profile --help | grep -q -- "--devices" || fail "profile --help"
+
+"$PLACER" graph build mlp --opt batch=4 --opt input=8 --opt width=8 --opt classes=3 --opt layers=2 -o "$TMP/g.json" >/dev/null
+# Every op on cpu:1 except the first layer's ops on cpu:0 (a split placement).
+python3 - "$TMP/g.json" "$TMP/p.json" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1]))
+ops = g["ops"]
+byname = {o["name"]: o for o in ops}
+def dev(o):
+    # backward/update ops follow their forward op (co-location)
+    while o.get("forward") and o["type"] in ("placer::backward", "placer::sgd"):
+        o = byname[o["forward"]]
+    return "cpu:0" if o["name"].startswith("fc0") or o["name"].startswith("input") else "cpu:1"
+placement = {o["name"]: dev(o) for o in ops}
+json.dump({"format": "placer.placement", "version": 1, "graph": g.get("name", ""), "placement": placement},
+          open(sys.argv[2], "w"))
+PY
+
+"$PLACER" measure --graph "$TMP/g.json" --placement "$TMP/p.json" --devices cpu:2 --warmup 1 --steps 3 \
+  --trace "$TMP/trace.json" --json "$TMP/r.json" > "$TMP/out.txt"
+grep -q "step" "$TMP/out.txt" || fail "measure output"
+python3 -c "import json,sys; t=json.load(open('$TMP/trace.json')); assert t" || fail "trace is not JSON"
+python3 - "$TMP/r.json" <<'PY' || fail "result JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = json.dumps(r)
+assert "ok" in s, s
+PY
+
+"$PLACER" profile --graph "$TMP/g.json" --devices cpu:2 --repetitions 2 -o "$TMP/profile.json" >/dev/null
+python3 -c "import json; p=json.load(open('$TMP/profile.json')); assert p" || fail "profile is not JSON"
+
+# Errors: a device the cluster lacks, and a tiny timeout -> non-zero exit.
+sed 's/"cpu:1"/"cpu:7"/' "$TMP/p.json" > "$TMP/bad.json"
+if "$PLACER" measure --graph "$TMP/g.json" --placement "$TMP/bad.json" --devices cpu:2 2> "$TMP/err.txt"; then
+  fail "unknown device accepted"
+fi
+grep -q "cpu:7" "$TMP/err.txt" || fail "error does not name the device: $(cat "$TMP/err.txt")"
+if "$PLACER" measure --graph "$TMP/g.json" --placement "$TMP/p.json" --devices cpu:2 --timeout 0.000001 2> "$TMP/err.txt"; then
+  fail "timeout not reported"
+fi
+grep -q "timeout" "$TMP/err.txt" || fail "timeout message: $(cat "$TMP/err.txt")"
+echo "ok"
