@@ -1,9 +1,179 @@
+// placer simulate / placer fidelity: the simulator and its measured error.
 #include <CLI/CLI.hpp>
 
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <memory>
+#include <sstream>
+#include <string>
+
 #include "commands.h"
+#include "placer/env/cost_model.h"
+#include "placer/env/fidelity.h"
+#include "placer/env/presets.h"
+#include "placer/env/simulator.h"
+#include "placer/graphs/error.h"
+#include "placer/graphs/serialize.h"
+#include "placer/runtime/runtime.h"
 
 namespace placer::cli {
 
-void add_env_commands(CLI::App& app) {}
+namespace {
+
+struct SimulateArgs {
+  std::string graph, placement, cluster = "cpu:2", profile, trace, json;
+  bool no_memory = false;
+};
+
+struct FidelityArgs {
+  std::string graph, devices = "cpu:2", out = ".", name;
+  int placements = 50, warmup = 2, steps = 5, repetitions = 5;
+  uint64_t seed = 1;
+};
+
+std::string fmt(double v, int precision = 6) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
+  return buf;
+}
+
+void run_simulate(const SimulateArgs& a) {
+  const Graph graph = load_graph(a.graph);
+  const Cluster cluster = resolve_cluster(a.cluster);
+  const Placement placement = from_named(graph, cluster, load_placement(a.placement));
+  const bool calibrated = !a.profile.empty();
+  const CostModel costs =
+      calibrated ? CostModel::calibrated(graph, cluster, load_profile(a.profile)) : CostModel::roofline(graph, cluster);
+  SimOptions options;
+  options.track_memory = !a.no_memory;
+  std::vector<TimelineEvent> events;
+  const SimContext context(graph);
+  const StepResult r = simulate(context, placement, cluster, costs, options, a.trace.empty() ? nullptr : &events);
+  const LowerBound lb = lower_bound_parts(graph, cluster, costs);
+  const double gap = lb.value() > 0 ? r.step_s / lb.value() - 1.0 : 0.0;
+
+  if (!a.json.empty()) {
+    std::string result = step_result_to_json(r);
+    while (!result.empty() && (result.back() == '\n' || result.back() == ' ')) result.pop_back();
+    std::ostringstream o;
+    o << "{\n\"graph\": \"" << graph.name << "\",\n\"cluster\": \"" << cluster.name << "\",\n\"cost_model\": \""
+      << (calibrated ? "calibrated" : "roofline") << "\",\n\"calibrated_fraction\": " << fmt(costs.calibrated_fraction())
+      << ",\n\"lower_bound_s\": " << fmt(lb.value(), 9) << ",\n\"lower_bound\": {\"critical_path_s\": "
+      << fmt(lb.critical_path_s, 9) << ", \"average_work_s\": " << fmt(lb.average_work_s, 9)
+      << ", \"lp_s\": " << fmt(lb.lp_s, 9) << "},\n\"gap\": " << fmt(gap, 9) << ",\n\"result\": " << result << "\n}\n";
+    write_file_atomic(a.json, o.str());
+  }
+  if (!a.trace.empty()) write_chrome_trace(events, a.trace);
+
+  std::printf("graph %s (%lld ops) on %s, %s costs%s\n", graph.name.c_str(), static_cast<long long>(graph.size()),
+              cluster.name.c_str(), calibrated ? "calibrated" : "roofline",
+              calibrated ? (" (" + fmt(100 * costs.calibrated_fraction(), 3) + "% of ops measured)").c_str() : "");
+  std::printf("status: %s%s%s\n", step_status_name(r.status), r.message.empty() ? "" : ": ", r.message.c_str());
+  std::printf("step: %.6g s   lower bound: %.6g s (critical path %.6g, average work %.6g, LP %.6g)   gap: %.2f%%\n",
+              r.step_s, lb.value(), lb.critical_path_s, lb.average_work_s, lb.lp_s, 100 * gap);
+  std::printf("transfers: %lld bytes\n", static_cast<long long>(r.transfer_bytes));
+  for (size_t d = 0; d < r.devices.size(); ++d) {
+    const DeviceStats& s = r.devices[d];
+    const int64_t cap = cluster.devices[d].memory_bytes;
+    std::printf("  %-8s busy %.6g s (%5.1f%%)  peak %lld bytes", s.device.c_str(), s.busy_s,
+                r.step_s > 0 ? 100 * s.busy_s / r.step_s : 0.0, static_cast<long long>(s.peak_bytes));
+    if (cap > 0) std::printf(" of %lld (%.1f%%)", static_cast<long long>(cap), 100.0 * s.peak_bytes / cap);
+    std::printf("\n");
+  }
+  if (!a.trace.empty()) std::printf("trace: %s (%zu events)\n", a.trace.c_str(), events.size());
+  if (!r.ok()) throw CLI::RuntimeError(1);
+}
+
+void run_fidelity(const FidelityArgs& a) {
+  const Graph graph = load_graph(a.graph);
+  const Cluster cluster = parse_device_list(a.devices);
+  std::ostringstream command;
+  command << "placer fidelity --graph " << a.graph << " --devices " << a.devices << " --placements " << a.placements
+          << " --seed " << a.seed << " --warmup " << a.warmup << " --steps " << a.steps << " --repetitions "
+          << a.repetitions << " -o " << a.out;
+  if (!a.name.empty()) command << " --name " << a.name;
+  mkdir(a.out.c_str(), 0755);
+  const std::string stem = a.out + "/fidelity_" + (a.name.empty() ? graph.name : a.name);
+
+  Runtime runtime(cluster);
+  ProfileOptions po;
+  po.repetitions = a.repetitions;
+  std::fprintf(stderr, "profiling %s (%lld ops) on %s...\n", graph.name.c_str(), static_cast<long long>(graph.size()),
+               cluster.name.c_str());
+  const Profile profile = runtime.profile(graph, po);
+  const CostModel costs = CostModel::calibrated(graph, cluster, profile);
+  const SimContext context(graph);
+
+  FidelityReport report;
+  report.graph = graph.name;
+  report.ops = graph.size();
+  report.devices = a.devices;
+  report.command = command.str();
+  report.host = profile.host;
+  report.calibrated_fraction = costs.calibrated_fraction();
+  report.per_op_overhead_s = profile.per_op_overhead_s;
+  const auto placements = diverse_placements(graph, cluster.size(), a.placements, a.seed);
+  MeasureOptions mo;
+  mo.warmup_steps = a.warmup;
+  mo.measured_steps = a.steps;
+  mo.seed = a.seed;
+  for (size_t i = 0; i < placements.size(); ++i) {
+    const auto& [kind, placement] = placements[i];
+    const StepResult measured = runtime.measure(graph, placement, mo);
+    const StepResult simulated = simulate(context, placement, cluster, costs);
+    std::fprintf(stderr, "[%zu/%zu] %-11s measured %s %.6g s  simulated %.6g s\n", i + 1, placements.size(),
+                 kind.c_str(), step_status_name(measured.status), measured.step_s, simulated.step_s);
+    if (!measured.ok()) {
+      ++report.failed;
+      continue;
+    }
+    report.points.push_back({kind, measured.step_s, measured.iqr_s, simulated.step_s, simulated.transfer_bytes});
+  }
+  if (report.points.size() < 2) throw InputError("fidelity: fewer than two placements measured ok");
+  report.compute_statistics();
+  write_file_atomic(stem + ".json", report.to_json());
+  write_file_atomic(stem + ".md", report.to_markdown());
+  write_file_atomic(stem + ".svg", report.to_svg());
+  std::printf("%s on %s: %zu placements (%d failed): Spearman %.3f, Kendall tau-b %.3f, MAPE %.1f%% -> %s.{md,json,svg}\n",
+              graph.name.c_str(), a.devices.c_str(), report.points.size(), report.failed, report.spearman,
+              report.kendall, 100 * report.mape, stem.c_str());
+}
+
+}  // namespace
+
+void add_env_commands(CLI::App& app) {
+  auto sargs = std::make_shared<SimulateArgs>();
+  CLI::App* sim = app.add_subcommand("simulate", "Simulate one training step of a placed graph on a cluster");
+  sim->add_option("--graph", sargs->graph, "Graph file (.json or binary)")->required();
+  sim->add_option("--placement", sargs->placement, "Placement file (JSON: op name -> device name)")->required();
+  sim->add_option("--cluster", sargs->cluster,
+                  "A preset (k80x2, k80x4, k80x8, p100x4, p100x8, h100x8, cpu+k80x2), a cluster JSON file, or a device "
+                  "list (cpu:2)")
+      ->capture_default_str();
+  sim->add_option("--profile", sargs->profile, "Profile from `placer profile` calibrating op and link costs");
+  sim->add_option("--trace", sargs->trace, "Write the simulated step as a Chrome trace (Perfetto) JSON file");
+  sim->add_option("--json", sargs->json, "Write the result, lower bound and gap as JSON");
+  sim->add_flag("--no-memory", sargs->no_memory, "Do not track memory (no peaks, no OOM)");
+  sim->callback([sargs] { run_simulate(*sargs); });
+
+  auto fargs = std::make_shared<FidelityArgs>();
+  CLI::App* fid = app.add_subcommand(
+      "fidelity", "Measure diverse placements for real and in the calibrated simulator; report rank correlation and MAPE");
+  fid->add_option("--graph", fargs->graph, "Graph file (.json or binary)")->required();
+  fid->add_option("--devices", fargs->devices, "Devices to measure on: cpu:N, cpu,cuda:0, ...")->capture_default_str();
+  fid->add_option("--placements", fargs->placements, "Number of placements")
+      ->capture_default_str()
+      ->check(CLI::Range(2, 100000));
+  fid->add_option("-o,--out", fargs->out, "Output directory for fidelity_<graph>.{md,json,svg}")->capture_default_str();
+  fid->add_option("--name", fargs->name, "File name stem instead of the graph name");
+  fid->add_option("--seed", fargs->seed, "Seed of placements, inputs and params")->capture_default_str();
+  fid->add_option("--warmup", fargs->warmup, "Warm-up steps per placement")->capture_default_str()->check(CLI::Range(0, 1000));
+  fid->add_option("--steps", fargs->steps, "Measured steps per placement")->capture_default_str()->check(CLI::Range(1, 1000));
+  fid->add_option("--repetitions", fargs->repetitions, "Profile runs per op (median kept)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  fid->callback([fargs] { run_fidelity(*fargs); });
+}
 
 }  // namespace placer::cli

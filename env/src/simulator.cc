@@ -20,7 +20,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
 #include <queue>
 #include <string>
 
@@ -295,8 +294,25 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
   for (int32_t o = 0; o < n; ++o)
     if (ws.pending[o] == 0) push_ready(o);
 
-  // Frees the producer's copy of tensor t (a view: releases its base).
-  std::function<void(int32_t)> release_slot;
+  // Releases one use of an op's input slot (the local tensor or the
+  // transferred copy); a freed view releases its base in turn.
+  auto release_slot = [&](int32_t slot) {
+    for (;;) {
+      const int32_t x = ws.slot_xfer[slot];
+      if (x >= 0) {
+        if (--ws.xfer_remaining[x] == 0 && mem) cur[ws.xfer_dst[x]] -= ctx.tensor_bytes[ws.xfer_tensor[x]];
+        return;
+      }
+      const int32_t t = ctx.in_tensor[slot];
+      if (--ws.local_uses[t] != 0) return;
+      const int32_t p = ctx.tensor_op[t];
+      if (ctx.resident[p]) return;
+      if (mem) cur[dev[p]] -= ctx.alloc_bytes[t];
+      slot = ctx.view_base[t];
+      if (slot < 0) return;
+    }
+  };
+  // Frees the producer's copy of tensor t.
   auto free_tensor = [&](int32_t t) {
     const int32_t p = ctx.tensor_op[t];
     if (ctx.resident[p]) return;
@@ -305,15 +321,6 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
   };
   auto release_tensor = [&](int32_t t) {
     if (--ws.local_uses[t] == 0) free_tensor(t);
-  };
-  // Releases one use of an op's input slot: the local tensor or the transferred copy.
-  release_slot = [&](int32_t slot) {
-    const int32_t x = ws.slot_xfer[slot];
-    if (x < 0) {
-      release_tensor(ctx.in_tensor[slot]);
-    } else if (--ws.xfer_remaining[x] == 0 && mem) {
-      cur[ws.xfer_dst[x]] -= ctx.tensor_bytes[ws.xfer_tensor[x]];
-    }
   };
 
   int64_t transfer_bytes = 0;

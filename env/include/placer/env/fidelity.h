@@ -1,0 +1,57 @@
+// The simulator's error against real measurements: diverse placements of one
+// graph, measured and simulated, compared by rank correlation and by MAPE.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "placer/graphs/cluster.h"
+#include "placer/graphs/ir.h"
+#include "placer/graphs/placement.h"
+
+namespace placer {
+
+// Spearman's rho (Pearson on tie-averaged ranks) and Kendall's tau-b.
+// Need two samples of the same size >= 2; 0 when either is constant.
+double spearman(const std::vector<double>& a, const std::vector<double>& b);
+double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b);
+// Mean of |predicted - actual| / actual over actual > 0.
+double mean_absolute_percentage_error(const std::vector<double>& actual, const std::vector<double>& predicted);
+
+// Up to `count` distinct placements that keep co-location groups together:
+// every op on one device, round robin, contiguous splits at several cut
+// points, random, and perturbations of those. Each is named by its kind.
+std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, int32_t devices, int count,
+                                                                  uint64_t seed);
+
+struct FidelityPoint {
+  std::string kind;            // "single", "round_robin", "split", "random", "perturbed"
+  double measured_s = 0.0;     // median of the measured steps
+  double measured_iqr_s = 0.0;
+  double simulated_s = 0.0;
+  int64_t transfer_bytes = 0;
+};
+
+struct FidelityReport {
+  std::string graph;
+  int64_t ops = 0;
+  std::string devices;
+  std::string command;
+  std::string host;
+  double calibrated_fraction = 0.0;
+  double per_op_overhead_s = 0.0;
+  std::vector<FidelityPoint> points;  // ok measurements only
+  int failed = 0;                     // placements whose measurement failed
+  double spearman = 0.0;
+  double kendall = 0.0;
+  double mape = 0.0;
+
+  void compute_statistics();
+  std::string to_json() const;
+  std::string to_markdown() const;
+  std::string to_svg() const;  // scatter plot, simulated vs measured, log axes
+};
+
+}  // namespace placer

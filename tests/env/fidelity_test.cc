@@ -1,0 +1,75 @@
+// Rank statistics, MAPE and the diverse placement generator of `placer fidelity`.
+#include "placer/env/fidelity.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <set>
+
+#include "placer/graphs/error.h"
+
+namespace placer {
+namespace {
+
+TEST(Fidelity, RankStatisticsByHand) {
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
+  EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {4, 3, 2, 1}), -1.0);
+  // Tied ranks are averaged: ranks {1, 2.5, 2.5, 4} vs {1, 2, 3, 4}.
+  EXPECT_NEAR(spearman({1, 2, 2, 3}, {1, 2, 3, 4}), 4.5 / std::sqrt(22.5), 1e-12);
+  EXPECT_NEAR(kendall_tau_b({1, 2, 3, 4}, {1, 3, 2, 4}), 4.0 / 6.0, 1e-12);
+  EXPECT_NEAR(kendall_tau_b({1, 2, 2, 3}, {1, 2, 3, 4}), 5.0 / std::sqrt(30.0), 1e-12);
+  EXPECT_EQ(spearman({1, 1, 1}, {1, 2, 3}), 0.0);
+  EXPECT_NEAR(mean_absolute_percentage_error({1, 2}, {1.1, 1.8}), 0.1, 1e-12);
+  EXPECT_THROW(spearman({1}, {1}), InputError);
+  EXPECT_THROW(kendall_tau_b({1, 2}, {1, 2, 3}), InputError);
+}
+
+TEST(Fidelity, DiversePlacementsKeepGroupsAndAreDistinct) {
+  Graph g;
+  g.name = "g";
+  for (int i = 0; i < 40; ++i) {
+    Op op;
+    op.name = "op" + std::to_string(i);
+    op.type = "aten::relu";
+    if (i) op.inputs.push_back({OpId(i - 1), 0});
+    op.outputs.push_back(TensorSpec{{4}, DType::Float32});
+    if (i % 10 < 2) op.group = "pair" + std::to_string(i / 10);  // ops 10k and 10k+1 together
+    g.add_op(std::move(op));
+  }
+  const auto ps = diverse_placements(g, 2, 30, 5);
+  ASSERT_EQ(ps.size(), 30u);
+  EXPECT_EQ(ps[0].first, "single");
+  EXPECT_EQ(ps[1].first, "single");
+  std::set<uint64_t> hashes;
+  std::set<std::string> kinds;
+  for (const auto& [kind, p] : ps) {
+    kinds.insert(kind);
+    hashes.insert(placement_hash(p));
+    ASSERT_EQ(p.device_of.size(), 40u);
+    for (int k = 0; k < 4; ++k) EXPECT_EQ(p.device_of[10 * k], p.device_of[10 * k + 1]);
+  }
+  EXPECT_EQ(hashes.size(), 30u);
+  for (const char* k : {"single", "round_robin", "split", "blocks", "random", "perturbed"}) EXPECT_TRUE(kinds.count(k)) << k;
+  // Deterministic in the seed.
+  EXPECT_EQ(diverse_placements(g, 2, 30, 5)[29].second, ps[29].second);
+}
+
+TEST(Fidelity, ReportWritesStatisticsAndPlot) {
+  FidelityReport r;
+  r.graph = "g";
+  r.devices = "cpu:2";
+  r.points = {{"single", 1.0, 0.01, 1.1, 0}, {"split", 2.0, 0.02, 1.8, 100}, {"random", 3.0, 0.0, 3.3, 5}};
+  r.compute_statistics();
+  EXPECT_DOUBLE_EQ(r.spearman, 1.0);
+  EXPECT_DOUBLE_EQ(r.kendall, 1.0);
+  EXPECT_NEAR(r.mape, 0.1, 1e-12);
+  EXPECT_NE(r.to_json().find("\"spearman\": 1"), std::string::npos);
+  EXPECT_NE(r.to_markdown().find("met"), std::string::npos);
+  const std::string svg = r.to_svg();
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n') > 10, true);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace placer
