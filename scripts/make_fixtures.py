@@ -148,6 +148,7 @@ def real_models():
     return {
         "resnet18": (lambda: tv.resnet18(), [("x", [2, 3, 64, 64], "float")]),
         "resnet50": (lambda: tv.resnet50(), [("x", [1, 3, 64, 64], "float")]),
+        "resnet101": (lambda: tv.resnet101(), [("x", [1, 3, 64, 64], "float")]),
         "resnet152": (lambda: tv.resnet152(), [("x", [1, 3, 64, 64], "float")]),
         "mobilenet_v2": (lambda: tv.mobilenet_v2(), [("x", [2, 3, 64, 64], "float")]),
         "googlenet": (lambda: tv.googlenet(aux_logits=False, init_weights=True), [("x", [1, 3, 64, 64], "float")]),

@@ -327,8 +327,8 @@ TEST(TorchScriptImport, RealModelsTracedByPyTorch) {
     const auto forward = count_types(g);
     int aten = 0;
     for (const auto& [type, n] : forward) aten += type.rfind("aten::", 0) == 0 ? n : 0;
-    EXPECT_GT(aten, 10);
-    EXPECT_GT(count_types(g, Phase::Backward).at("placer::backward"), 10);
+    EXPECT_GE(aten, 4);  // the LSTM LM: embedding, lstm, linear, loss
+    EXPECT_GE(count_types(g, Phase::Backward).at("placer::backward"), 4);
     // Every trainable parameter is a param op of its own, nothing else is.
     EXPECT_EQ(param_bytes(g), m.parameters * 4);
     // The loss reduces the model's output, whose shape PyTorch reported.
