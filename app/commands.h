@@ -14,5 +14,6 @@ void add_runtime_commands(CLI::App& app);  // measure, profile                  
 void add_env_commands(CLI::App& app);      // simulate, fidelity                 (cmd_env.cc)
 void add_agent_commands(CLI::App& app);    // place, baseline, train             (cmd_agent.cc)
 void add_service_commands(CLI::App& app);  // serve, query                       (cmd_service.cc)
+void add_train_commands(CLI::App& app);    // train                              (cmd_train.cc)
 
 }  // namespace placer::cli

@@ -51,8 +51,9 @@ class Section {
 
   YAML::Node get(const std::string& key) {
     used_.insert(key);
-    if (!node_ || node_.IsNull()) return YAML::Node();
-    return node_[key];
+    if (!node_ || node_.IsNull()) return YAML::Node(YAML::NodeType::Undefined);
+    const YAML::Node& map = node_;  // const access: a missing key reads as undefined
+    return map[key];
   }
 
   void str(const std::string& key, std::string* out) {

@@ -1,0 +1,89 @@
+// `placer train`: trains a learned placer from a config and prints the
+// comparison with the baselines.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "commands.h"
+#include "placer/agent/train.h"
+#include "placer/graphs/error.h"
+
+namespace placer::cli {
+
+namespace {
+
+struct TrainArgs {
+  std::string config;
+  bool resume = false;
+  bool quiet = false;
+  std::string output;
+  int64_t updates = -1;
+  int64_t max_samples = -1;
+  double time_limit_s = -1;
+  int64_t seed = -1;
+  int64_t stop_after = -1;
+  int threads = 0;
+};
+
+void print_summary(const TrainConfig& c, const TrainResult& r) {
+  std::printf("\n%s: %s on %s, policy %s, %s reward\n", c.name.c_str(), c.graph.describe().c_str(), c.cluster.c_str(),
+              c.policy.c_str(), c.reward_mode.c_str());
+  std::printf("  %lld updates, %lld sampled placements, %.1f s\n", static_cast<long long>(r.updates),
+              static_cast<long long>(r.samples), r.seconds);
+  std::printf("  %-22s %12s %10s %10s\n", "method", "step (s)", "vs learned", "place (s)");
+  std::printf("  %-22s %12.6g %10s %10s%s\n", ("learned:" + c.policy).c_str(), r.best_step_s, "", "",
+              r.best_measured ? "  (measured)" : "");
+  for (const auto& b : r.baselines) {
+    if (!b.ok) {
+      std::printf("  %-22s %12s %10s %10.3f  %s\n", b.method.c_str(), "failed", "", b.seconds, b.note.substr(0, 80).c_str());
+      continue;
+    }
+    const double gain = b.step_s > 0 ? 100.0 * (b.step_s - r.best_step_s) / b.step_s : 0.0;
+    char g[32];
+    std::snprintf(g, sizeof g, "%+.1f%%", gain);
+    std::printf("  %-22s %12.6g %10s %10.3f\n", b.method.c_str(), b.step_s, g, b.seconds);
+  }
+  if (r.lower_bound_s > 0)
+    std::printf("  lower bound %.6g s: learned is %.1f%% above it\n", r.lower_bound_s,
+                100.0 * (r.best_step_s / r.lower_bound_s - 1.0));
+  for (const auto& [g, v] : r.held_out)
+    std::printf("  held-out %-30s %.6g s (placed in %.3f s, no training)\n", g.c_str(), v.first, v.second);
+  std::printf("  results in %s (train.csv, reward.svg, best_placement.json, summary.json, checkpoint.pt)\n",
+              r.output_dir.c_str());
+}
+
+}  // namespace
+
+void add_train_commands(CLI::App& app) {
+  auto args = std::make_shared<TrainArgs>();
+  CLI::App* cmd = app.add_subcommand("train", "Train a learned placer (seq2seq, hierarchical or gnn) from a config");
+  cmd->add_option("-c,--config", args->config, "Config file (YAML or JSON), e.g. configs/nmt_k80x4.yaml")->required();
+  cmd->add_flag("--resume", args->resume, "Continue from the checkpoint in the output folder");
+  cmd->add_option("-o,--output", args->output, "Result folder (default: the config's run.output_dir or runs/<name>)");
+  cmd->add_option("--updates", args->updates, "Override train.updates");
+  cmd->add_option("--max-samples", args->max_samples, "Override train.max_samples");
+  cmd->add_option("--time-limit", args->time_limit_s, "Override train.time_limit_s (seconds)");
+  cmd->add_option("--seed", args->seed, "Override run.seed");
+  cmd->add_option("--threads", args->threads, "Override run.threads (LibTorch intra-op threads)");
+  cmd->add_option("--stop-after", args->stop_after, "Stop after this many updates in total (checkpoint kept; --resume continues)");
+  cmd->add_flag("-q,--quiet", args->quiet, "No progress line");
+  cmd->callback([args]() {
+    TrainConfig c = load_train_config(args->config);
+    if (!args->output.empty()) c.output_dir = args->output;
+    if (args->updates >= 0) c.updates = args->updates;
+    if (args->max_samples >= 0) c.max_samples = args->max_samples;
+    if (args->time_limit_s >= 0) c.time_limit_s = args->time_limit_s;
+    if (args->seed >= 0) c.seed = static_cast<uint64_t>(args->seed);
+    if (args->threads > 0) c.threads = args->threads;
+    TrainControls ctl;
+    ctl.resume = args->resume;
+    ctl.progress = !args->quiet;
+    ctl.stop_after_updates = args->stop_after;
+    TrainResult r = train(c, nullptr, ctl);
+    print_summary(c, r);
+  });
+}
+
+}  // namespace placer::cli

@@ -1,0 +1,240 @@
+// Benchmarks of the learned placer (results in bench/results/learned_*.md).
+//
+//   learned_bench settings CONFIG...   train each config (simulated presets) and print
+//                                      learned vs every baseline, search time, gap to the
+//                                      lower bound, samples to reach 2% of the final best
+//   learned_bench ilp                  small graphs where `ilp` proves the optimum
+//   learned_bench gnn CONFIG           family training, held-out graphs vs per-graph training
+//   learned_bench hierarchical CONFIG  time and peak memory of one policy update
+//
+// Options: --updates N (override), --out DIR (run folders, default bench_runs/).
+#include <sys/resource.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "placer/agent/placer.h"
+#include "placer/agent/train.h"
+#include "placer/env/environment.h"
+#include "placer/env/presets.h"
+#include "placer/graphs/builders.h"
+#include "placer/graphs/error.h"
+
+using namespace placer;
+
+namespace {
+
+int64_t g_updates = -1;
+std::string g_out = "bench_runs";
+bool g_nowarm = false;
+
+double peak_rss_gb() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_maxrss / 1024.0 / 1024.0;
+}
+
+struct CsvRow {
+  int64_t samples;
+  double elapsed, best;
+};
+std::vector<CsvRow> read_log(const std::string& path) {
+  std::vector<CsvRow> rows;
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  while (std::getline(in, line)) {
+    long long u, s;
+    double e, rm, sm, b;
+    if (std::sscanf(line.c_str(), "%lld,%lld,%lf,%lf,%lf,%lf", &u, &s, &e, &rm, &sm, &b) == 6) rows.push_back({s, e, b});
+  }
+  return rows;
+}
+
+// First logged point whose best is within 2% of the final best.
+std::pair<int64_t, double> within_two_percent(const std::vector<CsvRow>& rows) {
+  if (rows.empty()) return {0, 0};
+  const double final_best = rows.back().best;
+  for (const auto& r : rows)
+    if (r.best <= final_best * 1.02) return {r.samples, r.elapsed};
+  return {rows.back().samples, rows.back().elapsed};
+}
+
+TrainConfig prepare(TrainConfig c) {
+  if (g_updates >= 0) c.updates = g_updates;
+  if (g_nowarm) {
+    c.warm_start.clear();
+    c.name += "_nowarm";
+  }
+  c.output_dir = g_out + "/" + c.name;
+  return c;
+}
+
+TrainControls quiet() {
+  TrainControls t;
+  t.progress = false;
+  return t;
+}
+
+void settings(const std::vector<std::string>& configs) {
+  std::printf("| setting | ops | units | best baseline | expert | warm start | learned | vs best baseline | vs expert | lower bound gap | samples | train time | to 2%% of final |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& path : configs) {
+    TrainConfig c = prepare(load_train_config(path));
+    const TrainResult r = train(c, nullptr, quiet());
+    std::string best_m = "-";
+    double best_s = 0, expert_s = 0;
+    for (const auto& b : r.baselines) {
+      if (!b.ok) continue;
+      if (best_s == 0 || b.step_s < best_s) best_s = b.step_s, best_m = b.method;
+      if (b.method == "expert") expert_s = b.step_s;
+    }
+    const auto rows = read_log(c.output_dir + "/train.csv");
+    const auto two = within_two_percent(rows);
+    std::ifstream sj(c.output_dir + "/summary.json");
+    std::string summary((std::istreambuf_iterator<char>(sj)), std::istreambuf_iterator<char>());
+    int64_t ops = 0, units = 0;
+    if (auto p = summary.find("\"ops\": "); p != std::string::npos) ops = std::atoll(summary.c_str() + p + 7);
+    if (auto p = summary.find("\"units\": "); p != std::string::npos) units = std::atoll(summary.c_str() + p + 9);
+    auto pct = [](double base, double x) { return base > 0 ? 100.0 * (base - x) / base : 0.0; };
+    std::printf("| %s | %lld | %lld | %s %.4f s | %.4f s | %s %.4f s | %.4f s | %+.1f%% | %+.1f%% | %.1f%% | %lld | %.0f s | %lld samples, %.0f s |\n",
+                c.name.c_str(), static_cast<long long>(ops), static_cast<long long>(units), best_m.c_str(), best_s,
+                expert_s, r.warm_start_method.empty() ? "none" : r.warm_start_method.c_str(), r.warm_start_step_s,
+                r.best_step_s, pct(best_s, r.best_step_s), pct(expert_s, r.best_step_s),
+                100.0 * (r.best_step_s / r.lower_bound_s - 1.0), static_cast<long long>(r.samples),
+                rows.empty() ? 0.0 : rows.back().elapsed, static_cast<long long>(two.first), two.second);
+    std::fflush(stdout);
+  }
+}
+
+void ilp() {
+  struct Case {
+    std::string builder;
+    std::map<std::string, int64_t> options;
+    std::string cluster;
+  };
+  const std::vector<Case> cases = {
+      {"mlp", {{"layers", 2}, {"width", 512}, {"batch", 64}}, "k80x2"},
+      {"mlp", {{"layers", 4}, {"width", 1024}, {"batch", 128}}, "k80x2"},
+      {"rnnlm", {{"layers", 1}, {"steps", 2}, {"hidden", 512}, {"vocab", 2000}}, "k80x2"},
+      {"mlp", {{"layers", 3}, {"width", 2048}, {"batch", 256}}, "k80x4"},
+  };
+  std::printf("| graph | cluster | ops | ilp (proved optimal) | learned | gap | samples |\n|---|---|---|---|---|---|---|\n");
+  for (const auto& k : cases) {
+    BuilderOptions bo;
+    bo.values = k.options;
+    Graph g = build_graph(k.builder, bo);
+    Environment env(g, resolve_cluster(k.cluster));
+    auto p = make_placer("ilp");
+    PlaceContext ctx;
+    ctx.graph = &env.graph();
+    ctx.cluster = &env.cluster();
+    ctx.env = &env;
+    ctx.time_limit_s = 120;
+    PlaceResult pr = p->place(ctx);
+    const bool optimal = pr.stats.count("optimal") && pr.stats["optimal"] > 0.5 && pr.stats["coarsened"] < 0.5;
+    const StepResult ilp_step = env.simulate(pr.placement);
+    TrainConfig c;
+    c.name = "ilp_" + k.builder + "_" + std::to_string(g.size()) + "_" + k.cluster;
+    c.graph.builder = k.builder;
+    c.graph.options = k.options;
+    c.cluster = k.cluster;
+    c.updates = 60;
+    c.samples_per_update = 16;
+    c.lr = 0.005;
+    c.warm_start = {"m_etf", "m_topo"};
+    c = prepare(c);
+    const TrainResult r = train(c, nullptr, quiet());
+    std::printf("| %s | %s | %lld | %.6f s%s | %.6f s | %+.2f%% | %lld |\n", bo.values.empty() ? k.builder.c_str() : GraphSource{k.builder, k.options}.describe().c_str(),
+                k.cluster.c_str(), static_cast<long long>(g.size()), ilp_step.step_s, optimal ? "" : " (NOT proved)",
+                r.best_step_s, 100.0 * (r.best_step_s / ilp_step.step_s - 1.0), static_cast<long long>(r.samples));
+    std::fflush(stdout);
+  }
+}
+
+void gnn(const std::string& path) {
+  TrainConfig c = prepare(load_train_config(path));
+  const auto t0 = std::chrono::steady_clock::now();
+  const TrainResult fam = train(c, nullptr, quiet());
+  const double fam_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  std::printf("family training: %zu graphs, %lld updates, %lld samples, %.0f s\n\n", c.family.size(),
+              static_cast<long long>(fam.updates), static_cast<long long>(fam.samples), fam_s);
+  std::printf("| held-out graph | gnn zero-shot | place time | best baseline | per-graph trained (seq2seq) | zero-shot vs per-graph |\n|---|---|---|---|---|---|\n");
+  for (const auto& src : c.held_out) {
+    const auto& [zero, secs] = fam.held_out.at(src.describe());
+    TrainConfig per;
+    per.name = "pergraph_" + src.builder + "_" + std::to_string(fam.held_out.size()) + "_" + std::to_string(std::hash<std::string>()(src.describe()) % 10000);
+    per.graph = src;
+    per.cluster = c.cluster;
+    per.updates = 100;
+    per.samples_per_update = 16;
+    per.lr = 0.005;
+    per.warm_start = {"m_etf", "m_topo", "expert"};
+    per.compare = {};
+    per = prepare(per);
+    const TrainResult r = train(per, nullptr, quiet());
+    double best_base = 0;
+    std::string best_m;
+    for (const auto& b : r.baselines)
+      if (b.ok && (best_base == 0 || b.step_s < best_base)) best_base = b.step_s, best_m = b.method;
+    std::printf("| %s | %.4f s | %.3f s | %s %.4f s | %.4f s | %+.1f%% |\n", src.describe().c_str(), zero, secs,
+                best_m.c_str(), best_base, r.best_step_s, 100.0 * (zero / r.best_step_s - 1.0));
+    std::fflush(stdout);
+  }
+}
+
+void hierarchical(const std::string& path) {
+  TrainConfig c = prepare(load_train_config(path));
+  if (g_updates < 0) c.updates = 3;
+  const auto t0 = std::chrono::steady_clock::now();
+  const TrainResult r = train(c, nullptr, quiet());
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto rows = read_log(c.output_dir + "/train.csv");
+  std::printf("| graph | ops | updates | samples/update | seconds per update (incl. %d simulations) | peak RSS | setup (graph, features, env) |\n|---|---|---|---|---|---|---|\n",
+              c.samples_per_update);
+  double prev = 0, worst = 0;
+  for (const auto& row : rows) worst = std::max(worst, row.elapsed - prev), prev = row.elapsed;
+  std::ifstream sj(c.output_dir + "/summary.json");
+  std::string summary((std::istreambuf_iterator<char>(sj)), std::istreambuf_iterator<char>());
+  long long ops = 0;
+  if (auto p = summary.find("\"ops\": "); p != std::string::npos) ops = std::atoll(summary.c_str() + p + 7);
+  std::printf("| %s | %lld | %lld | %d | max %.1f s, mean %.1f s | %.2f GB | %.1f s |\n", c.graph.describe().c_str(), ops,
+              static_cast<long long>(r.updates), c.samples_per_update, worst,
+              rows.empty() ? 0.0 : rows.back().elapsed / rows.size(), peak_rss_gb(),
+              total - (rows.empty() ? 0.0 : rows.back().elapsed));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--updates") && i + 1 < argc) g_updates = std::atoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--out") && i + 1 < argc) g_out = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-warm-start")) g_nowarm = true;
+    else args.push_back(argv[i]);
+  }
+  if (args.empty()) {
+    std::fprintf(stderr, "usage: learned_bench settings CONFIG... | ilp | gnn CONFIG | hierarchical CONFIG [--updates N] [--out DIR] [--no-warm-start]\n");
+    return 2;
+  }
+  try {
+    const std::string mode = args[0];
+    if (mode == "settings") settings({args.begin() + 1, args.end()});
+    else if (mode == "ilp") ilp();
+    else if (mode == "gnn" && args.size() == 2) gnn(args[1]);
+    else if (mode == "hierarchical" && args.size() == 2) hierarchical(args[1]);
+    else throw InputError("unknown mode '" + mode + "'");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
