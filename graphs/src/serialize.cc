@@ -622,8 +622,7 @@ Graph graph_from_json(const std::string& text) {
   const rj::Value& ops = r.array(r.require(doc, "ops", ""), "", "ops");
   if (ops.Size() > static_cast<rj::SizeType>(kMaxOps))
     r.fail("", detail::concat("field 'ops' has ", ops.Size(), " ops, more than the limit ", kMaxOps));
-  std::vector<OpRecord> recs;
-  recs.reserve(ops.Size());
+  std::vector<OpRecord> recs;  // not reserved: `[{},{},...]` must not buy room for a million ops
   for (rj::SizeType i = 0; i < ops.Size(); ++i) recs.push_back(parse_op(r, ops[i], i));
 
   const std::vector<size_t> order = order_records(r, recs);
