@@ -96,16 +96,23 @@ struct OverheadResult {
   double executor = 0, plain = 0;
 };
 
+int g_threads = 0;  // --threads: intra-op threads of the device and the plain loop
+
 OverheadResult overhead(int64_t n, int blocks, int rounds) {
   const Graph g = mlp_chain(n, blocks);
-  Runtime rt(parse_device_list("cpu:1"));
+  Cluster cluster = parse_device_list("cpu:1");
+  if (g_threads > 0) cluster.devices[0].threads = g_threads;
+  Runtime rt(cluster);
   const Placement p = single_device(g, DeviceId(0));
   MeasureOptions one;
   one.warmup_steps = 0;
   one.measured_steps = 1;
-  const int threads = std::max(1u, std::thread::hardware_concurrency());
-  at::set_num_threads(threads);  // the plain loop gets the same cores as the device
-  const at::Tensor x = at::randn({n, n}), w = at::rand({n, n}) * (1.0 / std::sqrt(double(n))), b = at::randn({n});
+  at::set_num_threads(cluster.devices[0].threads);  // the plain loop gets the same cores as the device
+  // Same distributions as the runtime draws (normal inputs, uniform +-1/sqrt(fan_in) params):
+  // sgemm time depends on the values (zeros after relu), so they must match.
+  const double bound = 1.0 / std::sqrt(double(n));
+  const at::Tensor x = at::randn({n, n}), w = at::rand({n, n}) * (2 * bound) - bound,
+                   b = at::rand({n}) * (2 * bound) - bound;
   std::vector<double> ex, pl;
   rt.measure(g, p, one);
   plain_loop(x, w, b, blocks);
@@ -122,14 +129,17 @@ OverheadResult overhead(int64_t n, int blocks, int rounds) {
 int main(int argc, char** argv) {
   int64_t size = 256, small = 32;
   int chain = 8, rounds = 15, blocks = 100;
+  bool skip_a = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--size")) size = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--chain")) chain = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--blocks")) blocks = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--small-size")) small = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--threads")) g_threads = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--skip-a")) skip_a = std::atoi(argv[i + 1]) != 0;
     else {
-      std::fprintf(stderr, "usage: runtime_bench [--size N] [--chain K] [--rounds R] [--blocks B] [--small-size N]\n");
+      std::fprintf(stderr, "usage: runtime_bench [--size N] [--chain K] [--rounds R] [--blocks B] [--small-size N] [--threads T] [--skip-a 1]\n");
       return 2;
     }
   }
@@ -142,7 +152,7 @@ int main(int argc, char** argv) {
   }
 
   // (a) parallelism
-  {
+  if (!skip_a) {
     std::vector<std::vector<OpId>> branch;
     const Graph g = two_branches(size, chain, &branch);
     Runtime rt(parse_device_list("cpu:2"));

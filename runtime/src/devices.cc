@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <cstdlib>
 
 #include "internal.h"
 #include "placer/graphs/error.h"
