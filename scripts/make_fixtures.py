@@ -99,6 +99,17 @@ class Branchy(nn.Module):
         return y
 
 
+class NoDerivative(nn.Module):
+    """aten::nextafter has no derivative in ATen: a training graph must fail, an inference graph works."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x):
+        return torch.nextafter(self.fc(x), x).sum(1)
+
+
 def save_traced(model, example, path):
     model.eval()
     with torch.no_grad():
@@ -116,6 +127,7 @@ def make_tiny(out_dir):
     save_traced(nn.TransformerEncoderLayer(8, 2, dim_feedforward=16), (torch.randn(4, 2, 8),),
                 os.path.join(out_dir, "tiny_transformer.pt"))
     save_traced(Regression(), (torch.randn(4, 3), torch.randn(4, 2)), os.path.join(out_dir, "tiny_regression.pt"))
+    save_traced(NoDerivative(), (torch.randn(2, 4),), os.path.join(out_dir, "no_derivative.pt"))
     torch.jit.script(Branchy().eval()).save(os.path.join(out_dir, "control_flow.pt"))
     with open(os.path.join(out_dir, "not_a_model.pt"), "wb") as f:
         f.write(b"this is not a TorchScript archive\n" * 4)

@@ -259,6 +259,22 @@ TEST(TorchScriptImport, ErrorsNameTheProblem) {
                      {"aten::_convolution", "conv"});
 }
 
+TEST(TorchScriptImport, OpWithoutDerivativeFailsOnlyForTraining) {
+  ImportOptions options;
+  options.forward_only = true;
+  const Graph g = import_torchscript(fixture("no_derivative.pt"), inputs({"x:2x4:float"}), options);
+  EXPECT_EQ(count_types(g).at("aten::nextafter"), 1);
+  try {
+    import_torchscript(fixture("no_derivative.pt"), inputs({"x:2x4:float"}));
+    ADD_FAILURE() << "expected a GraphError";
+  } catch (const GraphError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("no_derivative.pt"), std::string::npos) << what;
+    EXPECT_NE(what.find("aten::nextafter"), std::string::npos) << what;
+    EXPECT_NE(what.find("derivative for 'nextafter' is not implemented"), std::string::npos) << what;
+  }
+}
+
 // ---------------------------------------------------------------- real models, traced now
 
 struct RealModel {

@@ -10,7 +10,7 @@
 #include <ATen/ATen.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/dispatch/Dispatcher.h>
-#include <torch/csrc/autograd/function.h>
+#include <torch/csrc/autograd/autograd.h>
 #include <torch/csrc/jit/passes/constant_pooling.h>
 #include <torch/csrc/jit/passes/constant_propagation.h>
 #include <torch/csrc/jit/passes/dead_code_elimination.h>
@@ -521,11 +521,13 @@ GradStatus Importer::grad_status(const c10::OperatorHandle& handle, const std::v
                                  const std::vector<char>& needs_grad, std::string* reason) {
   c10::AutoGradMode enable_grad(true);
   torch::jit::Stack stack;
+  std::vector<at::Tensor> leaves;
   bool any_float = false;
   const auto leaf = [&](const at::Tensor& t, bool needed) {
     if (!needed || !t.defined() || !at::isFloatingType(t.scalar_type())) return t;
     any_float = true;
-    return t.detach().clone().requires_grad_(true);
+    leaves.push_back(t.detach().clone().requires_grad_(true));
+    return leaves.back();
   };
   size_t next = 0;  // needs_grad has one entry per tensor, lists flattened
   for (const auto& v : inputs) {
@@ -548,24 +550,30 @@ GradStatus Importer::grad_status(const c10::OperatorHandle& handle, const std::v
     if (newline != std::string::npos) reason->resize(newline);
     return GradStatus::NotImplemented;
   }
-  bool any_grad = false;
+  // Some derivatives are declared but "not implemented": they fail only when
+  // the backward runs, so run it, as the runtime's placer::backward will.
+  std::vector<at::Tensor> outputs, grad_outputs;
   for (const auto& v : stack) {
     std::vector<at::Tensor> outs;
     if (v.isTensor()) outs.push_back(v.toTensor());
     if (v.isTensorList()) outs = v.toTensorVector();
     for (const auto& t : outs) {
       if (!t.defined() || !t.requires_grad()) continue;
-      const auto fn = t.grad_fn();
-      if (!fn) continue;
-      const std::string name = fn->name();
-      if (name.find("NotImplemented") != std::string::npos || name.find("Error") != std::string::npos) {
-        *reason = "ATen has no derivative for it (grad_fn " + name + ")";
-        return GradStatus::NotImplemented;
-      }
-      any_grad = true;
+      outputs.push_back(t);
+      grad_outputs.push_back(at::ones_like(t));
     }
   }
-  return any_grad ? GradStatus::Differentiable : GradStatus::NoGradient;
+  if (outputs.empty()) return GradStatus::NoGradient;
+  try {
+    torch::autograd::grad(outputs, leaves, grad_outputs, /*retain_graph=*/false, /*create_graph=*/false,
+                          /*allow_unused=*/true);
+  } catch (const std::exception& e) {
+    *reason = e.what();
+    const auto newline = reason->find('\n');
+    if (newline != std::string::npos) reason->resize(newline);
+    return GradStatus::NotImplemented;
+  }
+  return GradStatus::Differentiable;
 }
 
 void Importer::execute_aten(Node* node) {
