@@ -13,6 +13,8 @@
 #include <sstream>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/serialize.h"
+#include "placer/graphs/validate.h"
 #include "placer/torchscript/import.h"
 
 namespace placer {
@@ -151,6 +153,8 @@ TEST(TorchScriptImport, TinyCnnTraining) {
   EXPECT_EQ(count_types(g, Phase::Backward).at("placer::backward"), 7);
   EXPECT_EQ(count_types(g, Phase::Update).at("placer::sgd"), 6);
   EXPECT_EQ(g.size(), 16 + 7 + 6);
+  EXPECT_NO_THROW(validate_graph(g));
+  EXPECT_EQ(graph_from_binary(graph_to_binary(g)), g);
 }
 
 TEST(TorchScriptImport, LstmLanguageModel) {
@@ -340,6 +344,8 @@ TEST(TorchScriptImport, RealModelsTracedByPyTorch) {
     for (const auto& spec : m.inputs) samples.push_back(parse_sample_input(spec));
     const Graph g = import_torchscript(m.file, samples);
     EXPECT_TRUE(g.is_training());
+    EXPECT_NO_THROW(validate_graph(g));
+    EXPECT_EQ(graph_from_json(graph_to_json(g)), g);
     const auto forward = count_types(g);
     int aten = 0;
     for (const auto& [type, n] : forward) aten += type.rfind("aten::", 0) == 0 ? n : 0;
