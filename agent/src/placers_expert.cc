@@ -23,6 +23,10 @@ std::vector<int32_t> balanced_contiguous(const std::vector<double>& w, int32_t n
   const int32_t B = static_cast<int32_t>(w.size());
   std::vector<int32_t> part(B, 0);
   if (B == 0 || n <= 1) return part;
+  if (B <= n) {  // one block per device
+    for (int32_t i = 0; i < B; ++i) part[i] = i;
+    return part;
+  }
   std::vector<double> prefix(B + 1, 0.0);
   for (int32_t i = 0; i < B; ++i) prefix[i + 1] = prefix[i] + w[i];
   if (B > 400) {  // greedy by prefix sums

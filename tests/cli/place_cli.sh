@@ -14,7 +14,7 @@ for m in single round_robin expert m_etf dp ilp; do
   "$PLACER" place --method "$m" --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/$m.json" --time-limit 5 > "$TMP/$m.out" ||
     fail "place --method $m"
   grep -q "simulated" "$TMP/$m.out" || fail "$m: no summary"
-  grep -q '"device"' "$TMP/$m.json" || grep -q 'cuda:0' "$TMP/$m.json" || fail "$m: placement file"
+  grep -q '"placement"' "$TMP/$m.json" || fail "$m: placement file"
 done
 "$PLACER" place --method dp --graph "$TMP/g.json" --devices cpu:2 -o "$TMP/cpu.json" > /dev/null || fail "--devices"
 
