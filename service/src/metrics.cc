@@ -1,11 +1,19 @@
 #include "placer/service/metrics.h"
 
 #include <prometheus/counter.h>
-#include <prometheus/exposer.h>
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <stdexcept>
 
 #include "placer/graphs/error.h"
@@ -37,17 +45,76 @@ std::vector<std::string> exported_metric_names() {
 
 MetricsExposer::MetricsExposer(const std::string& address, int port) : registry_(std::make_shared<prometheus::Registry>()) {
   std::string bind = address + ":" + std::to_string(port);
-  try {
-    exposer_ = std::make_unique<prometheus::Exposer>(bind, 1);
-  } catch (const std::exception& e) {
-    throw InputError("metrics: cannot listen on " + bind + ": " + e.what());
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  if (port < 0 || port > 65535 || ::inet_pton(AF_INET, address.c_str(), &addr.sin_addr) != 1)
+    throw InputError("metrics: '" + bind + "' is not an IPv4 address and port");
+  fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int one = 1;
+  ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 16) != 0) {
+    std::string why = std::strerror(errno);
+    if (fd_ >= 0) ::close(fd_);
+    throw InputError("metrics: cannot listen on " + bind + ": " + why);
   }
-  exposer_->RegisterCollectable(registry_);
-  auto ports = exposer_->GetListeningPorts();
-  port_ = ports.empty() ? port : ports.front();
+  socklen_t len = sizeof addr;
+  ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len);
+  port_ = ntohs(addr.sin_port);
+  thread_ = std::thread([this] { serve(); });
 }
 
-MetricsExposer::~MetricsExposer() = default;
+MetricsExposer::~MetricsExposer() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+  ::close(fd_);
+}
+
+// One connection at a time: scrapes are rare and small. Every read and write
+// has a timeout, so a stuck client cannot hold the exposer.
+void MetricsExposer::serve() {
+  while (!stop_) {
+    pollfd p{fd_, POLLIN, 0};
+    if (::poll(&p, 1, 100) <= 0) continue;
+    int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) continue;
+    timeval tv{2, 0};
+    ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    ::setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    std::string request;
+    char buf[2048];
+    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384) {
+      ssize_t n = ::recv(c, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      request.append(buf, static_cast<size_t>(n));
+    }
+    std::string status = "200 OK", type = "text/plain; version=0.0.4; charset=utf-8", body;
+    bool head = request.rfind("HEAD ", 0) == 0;
+    if (request.rfind("GET ", 0) != 0 && !head) {
+      status = "405 Method Not Allowed";
+      type = "text/plain";
+      body = "only GET /metrics\n";
+    } else {
+      std::string target = request.substr(head ? 5 : 4, request.find(' ', head ? 5 : 4) - (head ? 5 : 4));
+      if (target == "/metrics" || target.rfind("/metrics?", 0) == 0) {
+        body = prometheus::TextSerializer().Serialize(registry_->Collect());
+        scrapes_++;
+      } else {
+        status = "404 Not Found";
+        type = "text/plain";
+        body = "see /metrics\n";
+      }
+    }
+    std::string response = "HTTP/1.1 " + status + "\r\nContent-Type: " + type + "\r\nContent-Length: " +
+                           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + (head ? "" : body);
+    for (size_t sent = 0; sent < response.size();) {
+      ssize_t n = ::send(c, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += static_cast<size_t>(n);
+    }
+    ::close(c);
+  }
+}
 
 const char* outcome_name(Outcome outcome) {
   switch (outcome) {

@@ -12,7 +12,10 @@
 #include <filesystem>
 #include <regex>
 #include <set>
-#include <zmq.hpp>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "placer/graphs/serialize.h"
 
@@ -116,25 +119,20 @@ TEST(Metrics, ExposerServesOverHttpOnAnyPort) {
   UpdateMetrics m;
   m.reward_mean = -0.5;
   sink->on_update(m);
-  // A plain HTTP GET over a ZeroMQ STREAM socket keeps this test free of extra libraries.
-  zmq::context_t ctx;
-  zmq::socket_t s(ctx, zmq::socket_type::stream);
-  s.set(zmq::sockopt::linger, 0);
-  s.connect("tcp://127.0.0.1:" + std::to_string(prom->port()));
-  zmq::message_t id;
-  zmq::message_t empty;
-  ASSERT_TRUE(s.recv(id));  // connection notification
-  ASSERT_TRUE(s.recv(empty));
-  std::string get = "GET /metrics HTTP/1.0\r\nHost: localhost\r\n\r\n";
-  s.send(zmq::buffer(id.data(), id.size()), zmq::send_flags::sndmore);
-  s.send(zmq::buffer(get));
+  // A plain HTTP GET over a socket.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(prom->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  std::string get = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(::send(fd, get.data(), get.size(), 0), static_cast<ssize_t>(get.size()));
   std::string body;
-  s.set(zmq::sockopt::rcvtimeo, 2000);
-  for (;;) {
-    zmq::message_t who, data;
-    if (!s.recv(who) || !s.recv(data) || data.size() == 0) break;
-    body += data.to_string();
-  }
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) body.append(buf, static_cast<size_t>(n));
+  ::close(fd);
   EXPECT_NE(body.find(R"(placer_train_reward{graph="mlp",run="http-run"} -0.5)"), std::string::npos) << body.substr(0, 400);
 }
 

@@ -232,7 +232,7 @@ TEST(Service, JobsRunningWhenTheServerStopsReportFailedAfterRestart) {
   std::string rec = read_file((dir / "jobs" / (id + ".json")).string());
   auto at = rec.find("\"state\":\"failed\"");
   ASSERT_NE(at, std::string::npos);
-  rec.replace(at, 17, "\"state\":\"running\"");
+  rec.replace(at, std::string("\"state\":\"failed\"").size(), "\"state\":\"running\"");
   write_file_atomic((dir / "jobs" / (id + ".json")).string(), rec);
   {
     PlacementService s(c);

@@ -4,18 +4,19 @@
 // outcome, run name, graph name, placer method).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "placer/agent/train.h"
 
 namespace prometheus {
 class Registry;
-class Exposer;
 class Counter;
 class Gauge;
 class Histogram;
@@ -28,18 +29,28 @@ namespace placer::service {
 // Every metric name the program exports (tests check the dashboards against it).
 std::vector<std::string> exported_metric_names();
 
-// A registry served over HTTP at /metrics. port 0 picks a free port.
+// A registry served over HTTP at /metrics (text format 0.0.4). port 0 picks
+// a free port. A small HTTP/1.x responder of our own rather than
+// prometheus-cpp's civetweb Exposer: Debian's civetweb worker crashes inside
+// vsnprintf on every scrape in processes that also load LibTorch.
 class MetricsExposer {
  public:
   MetricsExposer(const std::string& address, int port);
   ~MetricsExposer();
+  MetricsExposer(const MetricsExposer&) = delete;
+  MetricsExposer& operator=(const MetricsExposer&) = delete;
   int port() const { return port_; }
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+  int64_t scrapes() const { return scrapes_.load(); }
 
  private:
+  void serve();
   std::shared_ptr<prometheus::Registry> registry_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  int fd_ = -1;
   int port_ = 0;
+  std::atomic<bool> stop_{false};
+  std::atomic<int64_t> scrapes_{0};
+  std::thread thread_;
 };
 
 // Request outcomes (the "outcome" label).

@@ -18,6 +18,7 @@
 namespace placer::service {
 
 class ServiceMetrics;
+using Clock = std::chrono::steady_clock;
 
 // Turns a parsed request into its reply's "result" JSON; throws RequestError
 // for bad requests, anything else for internal failures.
