@@ -47,7 +47,10 @@ std::string human_count(double n, const char* unit) {
     ++p;
   }
   char buf[64];
-  std::snprintf(buf, sizeof(buf), p == 0 ? "%.0f %s%s" : "%.3g %s%s", n, prefixes[p], unit);
+  if (p == 0 && unit[0] == '\0')
+    std::snprintf(buf, sizeof(buf), "%.0f", n);  // a plain count: no trailing space
+  else
+    std::snprintf(buf, sizeof(buf), p == 0 ? "%.0f %s%s" : "%.3g %s%s", n, prefixes[p], unit);
   return buf;
 }
 

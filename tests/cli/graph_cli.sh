@@ -107,6 +107,21 @@ head -c 100 "$T/mlp.bin" >"$T/truncated.bin"
 expect_error "truncated binary" 2 "binary graph" "$PLACER" graph validate "$T/truncated.bin"
 expect_error "missing file" 2 "$T/nope.json" "$PLACER" graph info "$T/nope.json"
 
+# TorchScript import of a fixture the repo ships, and a model with control flow
+SRC=${2:-.}
+if [[ -f "$SRC/tests/fixtures/tiny_cnn.pt" ]]; then
+  expect_ok "import tiny_cnn" "$PLACER" graph import "$SRC/tests/fixtures/tiny_cnn.pt" --input x:2x3x8x8:float -o "$T/cnn.bin"
+  expect_stdout "import reports" "graph 'tiny_cnn'"
+  expect_ok "validate imported" "$PLACER" graph validate "$T/cnn.bin"
+  expect_stdout "validate imported" "ok: "
+  expect_error "import bad input spec" 2 "unknown dtype 'floaty'" \
+    "$PLACER" graph import "$SRC/tests/fixtures/tiny_cnn.pt" --input x:2x3x8x8:floaty -o "$T/x.json"
+  expect_error "import control flow" 2 "prim::If" \
+    "$PLACER" graph import "$SRC/tests/fixtures/control_flow.pt" --input x:2x3:float -o "$T/x.json"
+else
+  fail "fixture $SRC/tests/fixtures/tiny_cnn.pt is missing"
+fi
+
 if [[ $failures -gt 0 ]]; then
   echo "graph_cli: $failures failure(s)" >&2
   exit 1
