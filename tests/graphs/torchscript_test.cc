@@ -12,6 +12,8 @@
 #include <memory>
 #include <sstream>
 
+#include <unistd.h>
+
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/validate.h"
@@ -356,6 +358,23 @@ TEST(TorchScriptImport, RealModelsTracedByPyTorch) {
     // The loss reduces the model's output, whose shape PyTorch reported.
     const Op& loss = op_named(g, "loss");
     EXPECT_EQ(g.op(loss.inputs[0].op).outputs[loss.inputs[0].output].shape, m.output_shape);
+    if (m.name == "resnet18") {
+      // 20 convs, 20 batch norms, 17 relus, 8 residual adds, max/avg pool,
+      // flatten, fc + loss; 62 parameter tensors, 40 batch-norm buffers.
+      EXPECT_EQ(forward.at("aten::_convolution"), 20);
+      EXPECT_EQ(forward.at("aten::batch_norm"), 20);
+      EXPECT_EQ(forward.at("aten::relu"), 17);
+      EXPECT_EQ(forward.at("aten::add.Tensor"), 8);
+      EXPECT_EQ(forward.at("placer::param"), 62);
+      EXPECT_EQ(forward.at("placer::input"), 41);
+      EXPECT_EQ(aten, 70);
+      EXPECT_EQ(g.size(), 1 + 62 + 40 + 70 + 70 + 62);
+      EXPECT_EQ(op_named(g, "layer1.0.conv1/_convolution").layer, "layer1.0");
+      EXPECT_EQ(op_named(g, "layer1.0.conv1.weight").layer, "layer1.0");
+      EXPECT_EQ(op_named(g, "layer1.0/add").layer, "layer1.0");
+      EXPECT_EQ(op_named(g, "layer2.0.downsample.0/_convolution").layer, "layer2.0.downsample");
+      EXPECT_EQ(op_named(g, "fc/linear").layer, "fc");
+    }
     std::printf("[ model    ] %-20s %5lld ops (%d forward ATen), %.3g GFLOP forward\n", m.name.c_str(),
                 static_cast<long long>(g.size()), aten, [&] {
                   double f = 0;

@@ -426,6 +426,16 @@ TensorRef Importer::tensor_ref(const Slot& s, const Value* v) {
   return materialize(s.value.toTensor(), v->debugName());
 }
 
+// The block a module's tensors belong to, as for ops: the module itself, or
+// the enclosing one for a leaf module inside a block ("layer1.0").
+std::string layer_of(const Slot& module) {
+  const std::string& path = module.path;
+  const auto dot = path.rfind('.');
+  if (dot == std::string::npos) return path;
+  const bool leaf = module.module.children().size() == 0;
+  return leaf ? path.substr(0, dot) : path;
+}
+
 void Importer::visit_get_attr(Node* node) {
   const Slot& owner = slot(node->input(0));
   if (owner.kind != Slot::Kind::Module) fail("prim::GetAttr on a value that is not a module: " + describe(node));
@@ -453,8 +463,7 @@ void Importer::visit_get_attr(Node* node) {
       op.type = op_types::kParam;
       op.outputs.push_back(TensorSpec{t.sizes().vec(), *dtype});
       op.param_bytes = op.outputs[0].bytes();
-      const auto dot = path.rfind('.');
-      op.layer = dot == std::string::npos ? path : path.substr(0, dot);
+      op.layer = layer_of(owner);
       ref = TensorRef{out_.add_op(std::move(op)), 0};
       tensor_ops_.emplace(t.unsafeGetTensorImpl(), ref);
       if (at::isFloatingType(t.scalar_type())) requires_grad_.insert({ref.op.value, 0});
@@ -468,7 +477,10 @@ void Importer::visit_get_attr(Node* node) {
   } else {
     result.kind = Slot::Kind::Const;  // a buffer or a plain attribute
     result.value = value;
-    if (value.isTensor()) materialize(value.toTensor(), path);  // names the op after the buffer
+    if (value.isTensor()) {  // names the op after the buffer
+      const TensorRef ref = materialize(value.toTensor(), path);
+      if (out_.op(ref.op).layer.empty()) out_.mutable_op(ref.op).layer = layer_of(owner);
+    }
   }
   slots_[node->output()] = std::move(result);
 }
