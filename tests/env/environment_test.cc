@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "placer/env/simulator.h"
+#include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
 
 namespace placer {
@@ -173,6 +174,36 @@ TEST(Environment, RejectsBadInput) {
   Placement short_placement;
   short_placement.device_of = {DeviceId(0)};
   EXPECT_THROW(env.evaluate(short_placement), PlacementError);
+}
+
+TEST(Environment, MeasuredAndHybridUseTheRuntime) {
+  BuilderOptions bo;
+  bo.values = {{"batch", 4}, {"input", 16}, {"width", 16}, {"layers", 2}, {"classes", 4}};
+  const Graph g = build_graph("mlp", bo);
+  const Cluster cpus = parse_device_list("cpu:2");
+  EnvOptions measured;
+  measured.mode = RewardMode::Measured;
+  measured.measure_warmup = 0;
+  measured.measure_steps = 1;
+  Environment env(g, cpus, measured);
+  const Evaluation e = env.evaluate(single_device(g, DeviceId(1)));
+  EXPECT_TRUE(e.measured);
+  EXPECT_TRUE(e.result.ok()) << e.result.message;
+  EXPECT_GT(e.result.step_s, 0.0);
+  EXPECT_TRUE(env.evaluate(single_device(g, DeviceId(1))).cached);
+  EXPECT_EQ(env.stats().measurements, 1);
+
+  EnvOptions hybrid = measured;
+  hybrid.mode = RewardMode::Hybrid;
+  hybrid.hybrid_measure_top = 1;
+  Environment hy(g, cpus, hybrid);
+  const auto batch = hy.evaluate_batch({single_device(g, DeviceId(0)), single_device(g, DeviceId(1))});
+  int measured_count = 0;
+  for (const auto& ev : batch) measured_count += ev.measured;
+  EXPECT_GE(measured_count, 1);
+  EXPECT_EQ(hy.stats().measurements, measured_count);
+  EXPECT_EQ(hy.stats().calibrations, measured_count);
+  EXPECT_GT(hy.stats().step_scale, 0.0);
 }
 
 }  // namespace
