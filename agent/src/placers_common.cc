@@ -520,10 +520,11 @@ ListResult list_etf(const Problem& p, const std::vector<int32_t>* favourite_pare
     const int32_t g = p.group_of[u];
     return pinned[g] >= 0 ? pinned[g] == d : book.fits(g, d);
   };
+  std::vector<char> relaxed(p.n, 0);  // favourite device no longer required
   auto make_ready = [&](int32_t u) {
     const int32_t g = p.group_of[u];
     int32_t only = pinned[g];
-    if (only < 0 && favourite_parent && (*favourite_parent)[u] >= 0) {
+    if (only < 0 && favourite_parent && !relaxed[u] && (*favourite_parent)[u] >= 0) {
       const int32_t d = r.unit_device[(*favourite_parent)[u]];
       if (d >= 0 && book.fits(g, d)) only = d;
     }
@@ -545,7 +546,15 @@ ListResult list_etf(const Problem& p, const std::vector<int32_t>* favourite_pare
     int32_t best_d = -1;
     for (int32_t d = 0; d < p.k; ++d) {
       auto& h = heaps[d];
-      while (!h.empty() && (done[h.top().unit] || !allowed(h.top().unit, d))) h.pop();
+      while (!h.empty() && (done[h.top().unit] || !allowed(h.top().unit, d))) {
+        const int32_t u = h.top().unit;
+        h.pop();
+        // A favourite child whose parent's device filled up may go elsewhere.
+        if (!done[u] && favourite_parent && !relaxed[u] && pinned[p.group_of[u]] < 0) {
+          relaxed[u] = 1;
+          make_ready(u);
+        }
+      }
       if (h.empty()) continue;
       const double t = std::max(free[d], h.top().ready);
       if (t < best_t) best_t = t, best_d = d;
