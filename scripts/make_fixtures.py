@@ -121,7 +121,9 @@ def save_traced(model, example, path):
 def make_tiny(out_dir):
     torch.manual_seed(0)
     os.makedirs(out_dir, exist_ok=True)
-    save_traced(TinyCNN(), (torch.randn(2, 3, 8, 8),), os.path.join(out_dir, "tiny_cnn.pt"))
+    cnn = save_traced(TinyCNN(), (torch.randn(2, 3, 8, 8),), os.path.join(out_dir, "tiny_cnn.pt"))
+    # Frozen before saving: weights are constants, batchnorm folded into the conv.
+    torch.jit.freeze(cnn).save(os.path.join(out_dir, "tiny_cnn_frozen.pt"))
     save_traced(TinyLSTMLM(), (torch.randint(0, 20, (5, 2)),), os.path.join(out_dir, "tiny_lstm_lm.pt"))
     save_traced(UnrolledLSTMLM(), (torch.randint(0, 20, (3, 2)),), os.path.join(out_dir, "tiny_lstm_unrolled.pt"))
     save_traced(nn.TransformerEncoderLayer(8, 2, dim_feedforward=16), (torch.randn(4, 2, 8),),

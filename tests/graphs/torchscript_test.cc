@@ -159,6 +159,15 @@ TEST(TorchScriptImport, TinyCnnTraining) {
   EXPECT_EQ(graph_from_binary(graph_to_binary(g)), g);
 }
 
+TEST(TorchScriptImport, FrozenArchiveWeightsBecomeParams) {
+  // torch.jit.freeze folded the batchnorm into the conv: conv 108 + 4, fc 320 + 5.
+  const Graph g = import_torchscript(fixture("tiny_cnn_frozen.pt"), inputs({"x:2x3x8x8:float"}));
+  EXPECT_EQ(param_bytes(g), (108 + 4 + 320 + 5) * 4);
+  EXPECT_EQ(count_types(g).at("placer::param"), 4);
+  EXPECT_EQ(count_types(g, Phase::Update).at("placer::sgd"), 4);
+  EXPECT_EQ(count_types(g).count("aten::batch_norm"), 0u);
+}
+
 TEST(TorchScriptImport, LstmLanguageModel) {
   ImportOptions options;
   options.forward_only = true;

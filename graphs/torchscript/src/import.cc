@@ -764,6 +764,28 @@ void Importer::visit(Node* node) {
   if (kind == c10::prim::Constant) {
     Slot s;
     s.value = *torch::jit::toIValue(node->output());
+    // An archive frozen before saving (torch.jit.freeze) has no parameters
+    // left: its weights are constants. Float tensor constants are then the
+    // trainable weights.
+    if (parameters_.empty() && s.value.isTensor() && s.value.toTensor().defined() &&
+        at::isFloatingType(s.value.toTensor().scalar_type()) && s.value.toTensor().numel() > 1) {
+      const at::Tensor& t = s.value.toTensor();
+      TensorRef ref;
+      if (auto it = tensor_ops_.find(t.unsafeGetTensorImpl()); it != tensor_ops_.end()) {
+        ref = it->second;
+      } else {
+        Op op;
+        op.name = unique_name(node->output()->debugName());
+        op.type = op_types::kParam;
+        op.outputs.push_back(TensorSpec{t.sizes().vec(), *to_dtype(t.scalar_type())});
+        op.param_bytes = op.outputs[0].bytes();
+        ref = TensorRef{out_.add_op(std::move(op)), 0};
+        tensor_ops_.emplace(t.unsafeGetTensorImpl(), ref);
+        requires_grad_.insert({ref.op.value, 0});
+      }
+      s.kind = Slot::Kind::Tensor;
+      s.refs = {ref};
+    }
     slots_[node->output()] = std::move(s);
     return;
   }
