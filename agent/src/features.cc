@@ -59,8 +59,21 @@ Grouping split_by_placement(const Graph& graph, const Grouping& g, const Placeme
 
 DynamicState::DynamicState(const UnitCosts* costs)
     : c_(costs), load_(costs->devices, 0.f), mem_(costs->devices, 0.0), device_of_(costs->units, -1),
-      in_edges_(costs->units) {
-  for (size_t e = 0; e < c_->edge_src.size(); ++e) in_edges_[c_->edge_dst[e]].push_back({c_->edge_src[e], c_->edge_w[e]});
+      avail_(costs->devices, 0.f), finish_(costs->units, 0.f), in_edges_(costs->units) {
+  for (size_t e = 0; e < c_->edge_src.size(); ++e)
+    in_edges_[c_->edge_dst[e]].push_back({c_->edge_src[e], c_->edge_w[e], c_->edge_xfer.empty() ? 0.f : c_->edge_xfer[e]});
+}
+
+void DynamicState::finish_times(int32_t t, float* eft) const {
+  const int32_t D = c_->devices;
+  for (int32_t d = 0; d < D; ++d) {
+    float ready = avail_[d];
+    for (const InEdge& e : in_edges_[t]) {
+      const int32_t dev = device_of_[e.src];
+      if (dev >= 0) ready = std::max(ready, finish_[e.src] + (dev == d ? 0.f : e.xfer));
+    }
+    eft[d] = ready + c_->cost[static_cast<size_t>(t) * D + d];
+  }
 }
 
 void DynamicState::features(int32_t t, float* out) const {
@@ -70,11 +83,13 @@ void DynamicState::features(int32_t t, float* out) const {
     max_load = std::max(max_load, load_[d]);
     mean_cost += c_->cost[static_cast<size_t>(t) * D + d] / D;
   }
-  std::vector<float> in_frac(D, 0.f);
-  for (auto [src, w] : in_edges_[t]) {
-    int32_t dev = device_of_[src];
-    if (dev >= 0) in_frac[dev] += w;
+  std::vector<float> in_frac(D, 0.f), eft(D);
+  for (const InEdge& e : in_edges_[t]) {
+    const int32_t dev = device_of_[e.src];
+    if (dev >= 0) in_frac[dev] += e.w;
   }
+  finish_times(t, eft.data());
+  const float min_eft = *std::min_element(eft.begin(), eft.end());
   for (int32_t d = 0; d < D; ++d) {
     float* f = out + d * kDynamicFeatures;
     const float cost = c_->cost[static_cast<size_t>(t) * D + d];
@@ -85,10 +100,15 @@ void DynamicState::features(int32_t t, float* out) const {
     f[3] = in_frac[d];
     f[4] = mean_cost > 0 ? clip(cost / mean_cost - 1.0, -4.0, 4.0) : 0.f;
     f[5] = clip(load_[d] + cost - max_load, -4.0, 4.0);
+    f[6] = clip(eft[d] - min_eft, 0.0, 4.0);
   }
 }
 
 void DynamicState::place(int32_t t, int32_t device) {
+  std::vector<float> eft(c_->devices);
+  finish_times(t, eft.data());
+  finish_[t] = eft[device];
+  avail_[device] = eft[device];
   device_of_[t] = device;
   load_[device] += c_->cost[static_cast<size_t>(t) * c_->devices + device];
   mem_[device] += c_->mem_bytes[t];
@@ -149,10 +169,12 @@ UnitCosts unit_costs_for(const Graph& graph, const Cluster& cluster, const CostM
       if (s < u) edge_bytes[{s, u}] += b;
     }
   }
+  const Link& link = cluster.default_link;
   for (const auto& [k, b] : edge_bytes) {
     uc.edge_src.push_back(k.first);
     uc.edge_dst.push_back(k.second);
     uc.edge_w.push_back(in_bytes[k.second] > 0 ? static_cast<float>(b / in_bytes[k.second]) : 0.f);
+    uc.edge_xfer.push_back(static_cast<float>((link.latency_s + b / link.bandwidth_Bps) / fair_share_s));
   }
   return uc;
 }
@@ -362,18 +384,23 @@ UnitCosts group_costs(const Problem& problem, const std::vector<int32_t>& group_
     g.mem_bytes[k] += uc.mem_bytes[u];
   }
   // Edges: unit edges mapped to groups; weight = share of the group's incoming edge weight.
-  std::map<std::pair<int32_t, int32_t>, float> w;
+  std::map<std::pair<int32_t, int32_t>, std::pair<float, float>> w;  // (share, transfer)
   std::vector<float> in(groups, 0.f);
   for (size_t e = 0; e < uc.edge_src.size(); ++e) {
     const int32_t s = group_of_unit[uc.edge_src[e]], t = group_of_unit[uc.edge_dst[e]];
     if (s == t) continue;
     in[t] += uc.edge_w[e];
-    if (s < t) w[{s, t}] += uc.edge_w[e];
+    if (s < t) {
+      auto& v = w[{s, t}];
+      v.first += uc.edge_w[e];
+      v.second += uc.edge_xfer.empty() ? 0.f : uc.edge_xfer[e];
+    }
   }
   for (const auto& [k, v] : w) {
     g.edge_src.push_back(k.first);
     g.edge_dst.push_back(k.second);
-    g.edge_w.push_back(in[k.second] > 0 ? v / in[k.second] : 0.f);
+    g.edge_w.push_back(in[k.second] > 0 ? v.first / in[k.second] : 0.f);
+    g.edge_xfer.push_back(v.second);
   }
   return g;
 }

@@ -19,7 +19,7 @@ namespace placer::learned {
 
 inline constexpr int kUnitFeatures = 32;      // numeric features per unit
 inline constexpr int kDeviceFeatures = 8;     // numeric features per device
-inline constexpr int kDynamicFeatures = 6;    // per (step, device) of a partial placement
+inline constexpr int kDynamicFeatures = 7;    // per (step, device) of a partial placement
 inline constexpr int kTypeBuckets = 1024;     // hashed op-type vocabulary
 inline constexpr int kMaxDevices = 16;        // device index embeddings
 
@@ -37,6 +37,7 @@ struct UnitCosts {
   std::vector<double> capacity;   // per device
   std::vector<int32_t> edge_src, edge_dst;  // src < dst
   std::vector<float> edge_w;      // share of dst's incoming bytes
+  std::vector<float> edge_xfer;   // transfer time of the edge's bytes, relative to total / devices
 };
 
 // Dynamic features for step t given the devices of units 0..t-1.
@@ -50,10 +51,19 @@ class DynamicState {
 
  private:
   const UnitCosts* c_;
+  // Earliest finish of unit t on each device (list-scheduling estimate, as
+  // Placeto's simulated start times): devices free at avail_, inputs arrive
+  // at their producer's finish plus a transfer when on another device.
+  void finish_times(int32_t t, float* eft) const;
+  struct InEdge {
+    int32_t src;
+    float w, xfer;
+  };
   std::vector<float> load_;
   std::vector<double> mem_;
   std::vector<int32_t> device_of_;
-  std::vector<std::vector<std::pair<int32_t, float>>> in_edges_;  // dst -> (src, w)
+  std::vector<float> avail_, finish_;
+  std::vector<std::vector<InEdge>> in_edges_;
 };
 
 // The placement problem for one graph on one cluster, at unit granularity.
