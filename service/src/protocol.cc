@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <set>
 #include <vector>
@@ -36,20 +37,22 @@ const char* json_type_name(const Value& v) {
   return "an object";
 }
 
-// Depth of nested arrays/objects, computed without recursion so a hostile
-// document cannot exhaust the stack.
-int json_depth(const Value& root) {
-  int max_depth = 0;
-  std::vector<std::pair<const Value*, int>> stack{{&root, 1}};
-  while (!stack.empty()) {
-    auto [v, d] = stack.back();
-    stack.pop_back();
-    if (!v->IsObject() && !v->IsArray()) continue;
-    if (d > max_depth) max_depth = d;
-    if (v->IsObject()) {
-      for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) stack.push_back({&it->value, d + 1});
-    } else {
-      for (auto it = v->Begin(); it != v->End(); ++it) stack.push_back({it, d + 1});
+// Depth of nested arrays/objects in the raw text (brackets outside strings),
+// checked before parsing: one pass over the bytes, no recursion.
+int json_depth(std::string_view t) {
+  int depth = 0, max_depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < t.size(); ++i) {
+    char c = t[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      max_depth = std::max(max_depth, ++depth);
+    } else if (c == '}' || c == ']') {
+      --depth;
     }
   }
   return max_depth;
@@ -61,6 +64,82 @@ std::string to_text(const Value& v) {
   v.Accept(writer);
   return std::string(buffer.GetString(), buffer.GetSize());
 }
+
+// The raw text of a valid JSON document's value at `path` (first match of
+// each key), found by skipping values without building anything: cheaper
+// than writing the parsed value out again, and it keeps the client's bytes.
+// Returns false if the path is not there (the caller then falls back).
+class RawScanner {
+ public:
+  explicit RawScanner(std::string_view text) : t_(text) {}
+  bool find(const std::vector<std::string_view>& path, std::string_view* out) {
+    i_ = 0;
+    for (std::string_view key : path) {
+      ws();
+      if (i_ >= t_.size() || t_[i_] != '{') return false;
+      ++i_;
+      bool found = false;
+      for (;;) {
+        ws();
+        if (i_ < t_.size() && t_[i_] == '}') return false;
+        size_t k0 = i_;
+        if (!skip_string()) return false;
+        std::string_view k = t_.substr(k0 + 1, i_ - k0 - 2);
+        ws();
+        if (i_ >= t_.size() || t_[i_] != ':') return false;
+        ++i_;
+        ws();
+        if (k == key) { found = true; break; }
+        if (!skip_value()) return false;
+        ws();
+        if (i_ < t_.size() && t_[i_] == ',') ++i_;
+      }
+      if (!found) return false;
+    }
+    size_t v0 = i_;
+    if (!skip_value()) return false;
+    *out = t_.substr(v0, i_ - v0);
+    return true;
+  }
+
+ private:
+  void ws() {
+    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\r' || t_[i_] == '\t')) ++i_;
+  }
+  bool skip_string() {
+    if (i_ >= t_.size() || t_[i_] != '"') return false;
+    for (++i_; i_ < t_.size(); ++i_) {
+      if (t_[i_] == '\\') ++i_;
+      else if (t_[i_] == '"') { ++i_; return true; }
+    }
+    return false;
+  }
+  // Iterative: nesting depth does not touch the stack.
+  bool skip_value() {
+    int depth = 0;
+    do {
+      ws();
+      if (i_ >= t_.size()) return false;
+      char c = t_[i_];
+      if (c == '"') {
+        if (!skip_string()) return false;
+      } else if (c == '{' || c == '[') {
+        ++depth;
+        ++i_;
+      } else if (c == '}' || c == ']') {
+        if (--depth < 0) return false;
+        ++i_;
+      } else if (c == ',' || c == ':') {
+        ++i_;
+      } else {
+        while (i_ < t_.size() && !std::strchr(",:{}[] \n\r\t\"", t_[i_])) ++i_;
+      }
+    } while (depth > 0);
+    return true;
+  }
+  std::string_view t_;
+  size_t i_ = 0;
+};
 
 class Fields {
  public:
@@ -135,7 +214,10 @@ bool is_structural_option(const std::string& key) {
   return kKeys.count(key) > 0;
 }
 
-void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits) {
+// raw_inline: the client's bytes of graph.inline when the request was parsed
+// with that object replaced by {} (large graphs: parsed once, on a cache miss).
+void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits, std::string_view raw,
+                 std::string_view raw_inline) {
   if (!v.IsObject()) bad("graph", std::string("expected an object with \"builder\" or \"inline\", got ") + json_type_name(v));
   Fields f(v, "graph", limits);
   bool has_builder = f.find("builder"), has_inline = f.find("inline");
@@ -143,7 +225,10 @@ void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits) 
   if (has_inline) {
     const Value& g = *f.find("inline");
     if (!g.IsObject()) bad("graph.inline", std::string("expected a graph object, got ") + json_type_name(g));
-    spec.inline_json = to_text(g);
+    std::string_view span;
+    if (!raw_inline.empty()) spec.inline_json = std::string(raw_inline);
+    else if (RawScanner(raw).find({"graph", "inline"}, &span) && !span.empty() && span.front() == '{') spec.inline_json = std::string(span);
+    else spec.inline_json = to_text(g);
     return;
   }
   spec.builder = f.string("builder", true);
@@ -231,15 +316,30 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
   if (static_cast<int64_t>(text.size()) > limits.max_request_bytes)
     throw RequestError(codes::kTooLarge, "", "request of " + std::to_string(text.size()) + " bytes exceeds the limit of " +
                                                  std::to_string(limits.max_request_bytes));
+  if (json_depth(text) > limits.max_json_depth)
+    throw RequestError(codes::kTooLarge, "", "JSON nested deeper than " + std::to_string(limits.max_json_depth) + " levels");
+  // A large inline graph is kept as the client's text and only parsed (by the
+  // graph loader, which validates it) when the server has not prepared that
+  // exact graph before; the rest of the request is parsed here as usual.
+  std::string_view raw_inline;
+  std::string stripped;
+  std::string_view to_parse = text;
+  if (text.size() > 64 * 1024 && RawScanner(text).find({"graph", "inline"}, &raw_inline) && raw_inline.size() > 2 &&
+      raw_inline.front() == '{' && raw_inline.back() == '}') {
+    size_t at = static_cast<size_t>(raw_inline.data() - text.data());
+    stripped.reserve(text.size() - raw_inline.size() + 2);
+    stripped.append(text.substr(0, at)).append("{}").append(text.substr(at + raw_inline.size()));
+    to_parse = stripped;
+  } else {
+    raw_inline = {};
+  }
   rapidjson::Document doc;
   // Iterative parsing: deep nesting cannot overflow the stack.
-  doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag>(text.data(), text.size());
+  doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag>(to_parse.data(), to_parse.size());
   if (doc.HasParseError())
     throw RequestError(codes::kBadJson, "", std::string("malformed JSON at byte ") + std::to_string(doc.GetErrorOffset()) +
                                                 ": " + rapidjson::GetParseError_En(doc.GetParseError()));
   if (!doc.IsObject()) throw RequestError(codes::kBadJson, "", std::string("expected a JSON object, got ") + json_type_name(doc));
-  if (json_depth(doc) > limits.max_json_depth)
-    throw RequestError(codes::kTooLarge, "", "JSON nested deeper than " + std::to_string(limits.max_json_depth) + " levels");
 
   Fields f(doc, "", limits);
   Request r;
@@ -283,7 +383,7 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
     case RequestType::Place:
     case RequestType::Evaluate:
     case RequestType::Optimize:
-      parse_graph(f.need("graph"), r.graph, limits);
+      parse_graph(f.need("graph"), r.graph, limits, text, raw_inline);
       parse_cluster(f, r.cluster, limits);
       r.methods = parse_methods(f, limits);
       if (r.type == RequestType::Place) {
