@@ -3,7 +3,9 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -28,7 +30,7 @@ struct SimulateArgs {
 
 struct FidelityArgs {
   std::string graph, devices = "cpu:2", out = ".", name;
-  int placements = 50, warmup = 2, steps = 5, repetitions = 5;
+  int placements = 50, warmup = 2, steps = 5, repetitions = 5, rounds = 1;
   uint64_t seed = 1;
 };
 
@@ -91,17 +93,62 @@ void run_fidelity(const FidelityArgs& a) {
   std::ostringstream command;
   command << "placer fidelity --graph " << a.graph << " --devices " << a.devices << " --placements " << a.placements
           << " --seed " << a.seed << " --warmup " << a.warmup << " --steps " << a.steps << " --repetitions "
-          << a.repetitions << " -o " << a.out;
+          << a.repetitions << " --rounds " << a.rounds << " -o " << a.out;
   if (!a.name.empty()) command << " --name " << a.name;
   mkdir(a.out.c_str(), 0755);
   const std::string stem = a.out + "/fidelity_" + (a.name.empty() ? graph.name : a.name);
 
+  // Under a shared machine's varying load, each round profiles then measures
+  // every placement; the minimum over rounds estimates the unloaded time on
+  // both sides (per-op medians min-merged, per-placement step samples min).
   Runtime runtime(cluster);
   ProfileOptions po;
   po.repetitions = a.repetitions;
-  std::fprintf(stderr, "profiling %s (%lld ops) on %s...\n", graph.name.c_str(), static_cast<long long>(graph.size()),
-               cluster.name.c_str());
-  const Profile profile = runtime.profile(graph, po);
+  const auto placements = diverse_placements(graph, cluster.size(), a.placements, a.seed);
+  MeasureOptions mo;
+  mo.warmup_steps = a.warmup;
+  mo.measured_steps = a.steps;
+  mo.seed = a.seed;
+  Profile profile;
+  std::map<std::pair<std::string, std::string>, size_t> timing_index;
+  std::vector<StepResult> best(placements.size());
+  std::vector<bool> failed(placements.size(), false);
+  for (int round = 0; round < a.rounds; ++round) {
+    std::fprintf(stderr, "round %d/%d: profiling %s (%lld ops) on %s...\n", round + 1, a.rounds, graph.name.c_str(),
+                 static_cast<long long>(graph.size()), cluster.name.c_str());
+    const Profile p = runtime.profile(graph, po);
+    if (round == 0) {
+      profile = p;
+      for (size_t i = 0; i < profile.ops.size(); ++i) timing_index[{profile.ops[i].op, profile.ops[i].device}] = i;
+    } else {
+      for (const OpTiming& t : p.ops) {
+        auto it = timing_index.find({t.op, t.device});
+        if (it != timing_index.end())
+          profile.ops[it->second].seconds = std::min(profile.ops[it->second].seconds, t.seconds);
+      }
+      for (size_t l = 0; l < p.links.size() && l < profile.links.size(); ++l) {
+        profile.links[l].alpha_s = std::min(profile.links[l].alpha_s, p.links[l].alpha_s);
+        profile.links[l].beta_Bps = std::max(profile.links[l].beta_Bps, p.links[l].beta_Bps);
+      }
+      profile.per_op_overhead_s = std::min(profile.per_op_overhead_s, p.per_op_overhead_s);
+    }
+    for (size_t i = 0; i < placements.size(); ++i) {
+      if (failed[i]) continue;
+      StepResult measured = runtime.measure(graph, placements[i].second, mo);
+      if (!measured.ok()) {
+        failed[i] = true;
+        std::fprintf(stderr, "[%zu/%zu] %-11s %s: %s\n", i + 1, placements.size(), placements[i].first.c_str(),
+                     step_status_name(measured.status), measured.message.c_str());
+        continue;
+      }
+      double fastest = measured.step_s;
+      for (double v : measured.samples_s) fastest = std::min(fastest, v);
+      measured.step_s = fastest;
+      if (round == 0 || measured.step_s < best[i].step_s) best[i] = measured;
+      std::fprintf(stderr, "[%zu/%zu] %-11s measured %.6g s (best %.6g s)\n", i + 1, placements.size(),
+                   placements[i].first.c_str(), measured.step_s, best[i].step_s);
+    }
+  }
   const CostModel costs = CostModel::calibrated(graph, cluster, profile);
   const SimContext context(graph);
 
@@ -113,22 +160,13 @@ void run_fidelity(const FidelityArgs& a) {
   report.host = profile.host;
   report.calibrated_fraction = costs.calibrated_fraction();
   report.per_op_overhead_s = profile.per_op_overhead_s;
-  const auto placements = diverse_placements(graph, cluster.size(), a.placements, a.seed);
-  MeasureOptions mo;
-  mo.warmup_steps = a.warmup;
-  mo.measured_steps = a.steps;
-  mo.seed = a.seed;
   for (size_t i = 0; i < placements.size(); ++i) {
-    const auto& [kind, placement] = placements[i];
-    const StepResult measured = runtime.measure(graph, placement, mo);
-    const StepResult simulated = simulate(context, placement, cluster, costs);
-    std::fprintf(stderr, "[%zu/%zu] %-11s measured %s %.6g s  simulated %.6g s\n", i + 1, placements.size(),
-                 kind.c_str(), step_status_name(measured.status), measured.step_s, simulated.step_s);
-    if (!measured.ok()) {
+    if (failed[i]) {
       ++report.failed;
       continue;
     }
-    report.points.push_back({kind, measured.step_s, measured.iqr_s, simulated.step_s, simulated.transfer_bytes});
+    const StepResult simulated = simulate(context, placements[i].second, cluster, costs);
+    report.points.push_back({placements[i].first, best[i].step_s, best[i].iqr_s, simulated.step_s, simulated.transfer_bytes});
   }
   if (report.points.size() < 2) throw InputError("fidelity: fewer than two placements measured ok");
   report.compute_statistics();
@@ -170,6 +208,10 @@ void add_env_commands(CLI::App& app) {
   fid->add_option("--seed", fargs->seed, "Seed of placements, inputs and params")->capture_default_str();
   fid->add_option("--warmup", fargs->warmup, "Warm-up steps per placement")->capture_default_str()->check(CLI::Range(0, 1000));
   fid->add_option("--steps", fargs->steps, "Measured steps per placement")->capture_default_str()->check(CLI::Range(1, 1000));
+  fid->add_option("--rounds", fargs->rounds,
+                  "Rounds of profile + measure-all; the minimum over rounds is kept on both sides (for shared machines)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100));
   fid->add_option("--repetitions", fargs->repetitions, "Profile runs per op (median kept)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));

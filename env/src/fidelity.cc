@@ -237,7 +237,7 @@ std::string FidelityReport::to_markdown() const {
     << fmt(kendall, 3) << " | " << fmt(100 * mape, 3) << "% | " << fmt(100 * calibrated_fraction, 3) << "% | "
     << fmt(per_op_overhead_s * 1e6, 3) << " us/op |\n\n";
   o << "Goal: Spearman >= 0.9 and MAPE <= 10%: " << (spearman >= 0.9 && mape <= 0.10 ? "met" : "NOT met") << ".\n\n";
-  o << "| # | kind | measured s (IQR) | simulated s | error | transfer MB |\n|---:|---|---:|---:|---:|---:|\n";
+  o << "| # | kind | measured s (IQR of its round) | simulated s | error | transfer MB |\n|---:|---|---:|---:|---:|---:|\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
     o << "| " << i << " | " << p.kind << " | " << fmt(p.measured_s, 4) << " (" << fmt(p.measured_iqr_s, 2) << ") | "
