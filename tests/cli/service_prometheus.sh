@@ -4,7 +4,7 @@
 # `promtool check config` on the shipped scrape config and `promtool check
 # metrics` on what `placer serve` and `placer train` expose.
 set -euo pipefail
-PLACER=$1
+PLACER=$(realpath "$1")
 SRC=$2
 PY=/usr/bin/python3
 command -v prometheus >/dev/null && command -v promtool >/dev/null || { echo "SKIP: prometheus missing (scripts/install-deps.sh)"; exit 0; }
@@ -19,6 +19,26 @@ http_get() { $PY -c 'import sys,urllib.request; sys.stdout.write(urllib.request.
 echo "== promtool check config (shipped)"
 promtool check config "$SRC/configs/prometheus/prometheus.yml"
 
+echo "== placer serve with --metrics-port"
+cat > "$WORK/service.yaml" <<CFG
+endpoint: tcp://127.0.0.1:*
+metrics_port: 0
+metrics_address: 127.0.0.1
+place:
+  baselines: [single, m_etf]
+CFG
+"$PLACER" serve --config "$WORK/service.yaml" > "$WORK/serve.log" 2>&1 &
+SERVE=$!
+PIDS+=($SERVE)
+for _ in $(seq 100); do grep -q "metrics on" "$WORK/serve.log" && break; sleep 0.1; done
+ENDPOINT=$(sed -n 's/^placer serve: listening on \(tcp:[^ ]*\).*/\1/p' "$WORK/serve.log")
+MPORT=$(sed -n 's/^placer serve: metrics on http:\/\/[^:]*:\([0-9]*\)\/metrics/\1/p' "$WORK/serve.log")
+"$PLACER" query --endpoint "$ENDPOINT" place --builder mlp --cluster k80x2 --no-placement > /dev/null
+"$PLACER" query --endpoint "$ENDPOINT" raw '{"version":1,"type":"nope"}' > /dev/null || true
+http_get "http://127.0.0.1:$MPORT/metrics" > "$WORK/serve.metrics"
+grep -q 'placer_service_requests_total{outcome="ok",type="place"} 1' "$WORK/serve.metrics"
+grep -q 'placer_service_requests_total{outcome="error",type="invalid"} 1' "$WORK/serve.metrics"
+promtool check metrics < "$WORK/serve.metrics"
 TRAIN_PORT=$(free_port)
 PROM_PORT=$(free_port)
 cat > "$WORK/prometheus.yml" <<CFG
@@ -29,6 +49,10 @@ scrape_configs:
     scrape_interval: 1s
     static_configs:
       - targets: ["127.0.0.1:$TRAIN_PORT"]
+  - job_name: placer-serve
+    scrape_interval: 1s
+    static_configs:
+      - targets: ["127.0.0.1:$MPORT"]
 CFG
 promtool check config "$WORK/prometheus.yml"
 
@@ -38,6 +62,21 @@ PIDS+=($!)
 for _ in $(seq 100); do http_get "http://127.0.0.1:$PROM_PORT/-/ready" >/dev/null 2>&1 && break; sleep 0.2; done
 http_get "http://127.0.0.1:$PROM_PORT/-/ready" >/dev/null || { echo "prometheus did not start"; cat "$WORK/prometheus.log"; exit 1; }
 
+# The service's request counter, read back through Prometheus' HTTP API.
+query() { http_get "http://127.0.0.1:$PROM_PORT/api/v1/query?query=$1"; }
+ok=""
+for _ in $(seq 60); do
+  v=$(query 'placer_service_requests_total%7Btype%3D%22place%22%2Coutcome%3D%22ok%22%7D' | $PY -c 'import json,sys; r=json.load(sys.stdin)["data"]["result"]; print(r[0]["value"][1] if r else "")' 2>/dev/null || true)
+  if [ "$v" = "1" ]; then ok=1; break; fi
+  sleep 0.5
+done
+[ -n "$ok" ] || { echo "Prometheus did not get placer_service_requests_total from placer serve"; exit 1; }
+echo "placer_service_requests_total{type=place,outcome=ok} = 1 via Prometheus"
+kill -INT $SERVE
+RC=0; wait $SERVE || RC=$?
+[ $RC -eq 0 ] || { echo "serve exited $RC on SIGINT"; exit 1; }
+
+"$PLACER" train --help | grep -q -- "--metrics-port" || { echo "FAIL: placer train has no --metrics-port (app/cmd_train.cc must pass placer::service::make_prometheus_sink to train())"; exit 1; }
 cat > "$WORK/train.yaml" <<CFG
 name: promtest
 graph: {builder: mlp, options: {layers: 3, width: 64, input: 64, batch: 8}}
@@ -77,27 +116,4 @@ print("reward series via Prometheus: %d points, labels %s, first %.5f last %.5f"
 '
 wait $TRAIN || { echo "placer train failed"; tail -5 "$WORK/train.log"; exit 1; }
 
-echo "== promtool check metrics (placer serve)"
-cat > "$WORK/service.yaml" <<CFG
-endpoint: tcp://127.0.0.1:*
-metrics_port: 0
-metrics_address: 127.0.0.1
-place:
-  baselines: [single, m_etf]
-CFG
-"$PLACER" serve --config "$WORK/service.yaml" > "$WORK/serve.log" 2>&1 &
-SERVE=$!
-PIDS+=($SERVE)
-for _ in $(seq 100); do grep -q "metrics on" "$WORK/serve.log" && break; sleep 0.1; done
-ENDPOINT=$(sed -n 's/^placer serve: listening on \(tcp:[^ ]*\).*/\1/p' "$WORK/serve.log")
-MPORT=$(sed -n 's/^placer serve: metrics on http:\/\/[^:]*:\([0-9]*\)\/metrics/\1/p' "$WORK/serve.log")
-"$PLACER" query --endpoint "$ENDPOINT" place --builder mlp --cluster k80x2 --no-placement > /dev/null
-"$PLACER" query --endpoint "$ENDPOINT" raw '{"version":1,"type":"nope"}' > /dev/null || true
-http_get "http://127.0.0.1:$MPORT/metrics" > "$WORK/serve.metrics"
-grep -q 'placer_service_requests_total{outcome="ok",type="place"} 1' "$WORK/serve.metrics"
-grep -q 'placer_service_requests_total{outcome="error",type="invalid"} 1' "$WORK/serve.metrics"
-promtool check metrics < "$WORK/serve.metrics"
-kill -INT $SERVE
-RC=0; wait $SERVE || RC=$?
-[ $RC -eq 0 ] || { echo "serve exited $RC on SIGINT"; exit 1; }
 echo "service_prometheus: OK"

@@ -2,7 +2,7 @@
 # End to end: `placer serve` + the Python client example (pyzmq), then SIGTERM
 # must stop the server cleanly with exit status 0.
 set -euo pipefail
-PLACER=$1
+PLACER=$(realpath "$1")
 SRC=$2
 PY=/usr/bin/python3
 $PY -c "import zmq" 2>/dev/null || { echo "SKIP: python3-zmq missing (scripts/install-deps.sh)"; exit 0; }
