@@ -3,8 +3,7 @@
 // graph would come) and check every reply. Reports p50/p90/p99 latency,
 // throughput, lost/wrong replies and the server's memory over the run.
 //
-//   build/bench/service_bench --clients 16 --requests 10000 --builder nmt --option layers=2 --option steps=... \
-//       --cluster k80x4 --workers 2
+//   build/bench/service_bench --clients 16 --requests 10000 --builder rnnlm --cluster k80x4 --workers 2
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

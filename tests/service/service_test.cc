@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <thread>
 
+#include "placer/agent/train.h"
 #include "placer/graphs/builders.h"
 #include "placer/graphs/serialize.h"
 
@@ -240,6 +241,37 @@ TEST(Service, JobsRunningWhenTheServerStopsReportFailedAfterRestart) {
     EXPECT_NE(r.find("\"state\":\"failed\""), std::string::npos) << r;
     EXPECT_NE(r.find("the server restarted while the job was running"), std::string::npos) << r;
   }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Service, PlaceDecodesWithALoadedPolicyAndExplicitPolicyErrorsAreNamed) {
+  auto dir = std::filesystem::temp_directory_path() / ("placer_svc_policy_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  TrainConfig t;
+  t.name = "svc";
+  t.graph.builder = "mlp";
+  t.graph.options = {{"layers", 2}, {"width", 64}, {"input", 64}, {"batch", 8}};
+  t.cluster = "k80x2";
+  t.hidden = 16;
+  t.updates = 3;
+  t.samples_per_update = 4;
+  t.warm_start = {"m_etf"};
+  t.bc_steps = 5;
+  t.output_dir = dir.string();
+  TrainControls quiet;
+  quiet.progress = false;
+  train(t, nullptr, quiet);
+  ServiceConfig c = small_config();
+  c.policies = {{"mlp2", dir.string(), "tiny"}};
+  PlacementService s(c);
+  std::string r = handle(s, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x2"})");
+  EXPECT_NE(r.find(R"("method":"policy:mlp2","status":"ok")"), std::string::npos) << r.substr(0, 400);
+  EXPECT_NE(r.find(R"("best_baseline":{"method":)"), std::string::npos);
+  // Naming a policy the server does not hold is an error, not a fallback.
+  EXPECT_EQ(fail(s, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x2","policy":"nope"})"),
+            "not_found policy: no policy 'nope' is loaded (ask `policies`)");
+  EXPECT_EQ(handle(s, R"({"version":1,"type":"policies"})"),
+            R"({"default":"mlp2","policies":[{"name":"mlp2","description":"tiny","available":true}]})");
   std::filesystem::remove_all(dir);
 }
 
