@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Jobs across a crash: `placer serve` is killed with SIGKILL while an optimize
+# job runs; the restarted server (same state_dir) reports that job failed,
+# keeping its best placement so far, and still serves a finished job's result.
+set -euo pipefail
+PLACER=$(realpath "$1")
+WORK=$(mktemp -d)
+SERVER=""
+trap '[ -n "$SERVER" ] && kill -9 $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
+cat > "$WORK/service.yaml" <<CFG
+endpoint: tcp://127.0.0.1:*
+metrics_port: -1
+state_dir: state
+place:
+  baselines: [single, m_etf]
+jobs:
+  methods: [local_search]
+CFG
+start() {
+  "$PLACER" serve --config "$WORK/service.yaml" > "$WORK/serve.log" 2>&1 &
+  SERVER=$!
+  for _ in $(seq 100); do
+    EP=$(sed -n 's/^placer serve: listening on \(tcp:[^ ]*\).*/\1/p' "$WORK/serve.log"); [ -n "$EP" ] && return 0; sleep 0.1
+  done
+  echo "server did not start"; cat "$WORK/serve.log"; exit 1
+}
+job_of() { sed -n 's/.*"job_id":"\(j-[0-9a-f]*\)".*/\1/p'; }
+start
+DONE=$("$PLACER" query --endpoint "$EP" optimize --builder mlp --cluster k80x2 --samples 50 | job_of)
+for _ in $(seq 100); do "$PLACER" query --endpoint "$EP" status "$DONE" | grep -q '"state":"done"' && break; sleep 0.1; done
+RUNNING=$("$PLACER" query --endpoint "$EP" optimize --builder mlp --cluster k80x4 --seconds 120 | job_of)
+for _ in $(seq 100); do "$PLACER" query --endpoint "$EP" status "$RUNNING" | grep -q '"state":"running"' && break; sleep 0.1; done
+sleep 1.5  # let it save progress
+kill -9 $SERVER; wait $SERVER 2>/dev/null || true
+start
+S=$("$PLACER" query --endpoint "$EP" status "$RUNNING")
+echo "$S" | grep -q '"state":"failed"' || { echo "expected failed: $S"; exit 1; }
+echo "$S" | grep -q 'the server restarted while the job was running' || { echo "$S"; exit 1; }
+"$PLACER" query --endpoint "$EP" result "$RUNNING" | grep -q '"placement":{"graph":"mlp"' || { echo "best placement so far was not kept"; exit 1; }
+"$PLACER" query --endpoint "$EP" result "$DONE" | grep -q '"state":"done"'
+if "$PLACER" query --endpoint "$EP" result "$DONE" 2>/dev/null; then echo "a fetched result must be gone"; exit 1; fi
+kill -TERM $SERVER; RC=0; wait $SERVER || RC=$?; SERVER=""
+[ $RC -eq 0 ] || { echo "serve exited $RC"; exit 1; }
+echo "service_restart: OK"
