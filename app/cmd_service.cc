@@ -201,6 +201,7 @@ void add_service_commands(CLI::App& app) {
   query->add_option("--client-secret-key", q->client_secret, "CurveZMQ: this client's secret key (Z85 or a file)");
   query->add_option("--output,-o", q->output, "Also write the reply to this file");
   query->require_subcommand(1);
+  query->fallthrough();  // --endpoint, -o, keys may also follow the request name
 
   auto send = [q](const std::string& type) {
     ClientOptions o;
