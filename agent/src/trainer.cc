@@ -387,6 +387,26 @@ void Trainer::save_checkpoint() {
   fs::rename(tmp, path);
 }
 
+// Module::load resizes parameters to whatever the file holds; check the
+// shapes so a checkpoint from another policy shape is a clear error.
+void load_model_checked(PolicyImpl& policy, torch::serialize::InputArchive& model, const std::string& path) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> want;
+  for (const auto& p : policy.named_parameters()) want.push_back({p.key(), p.value().sizes().vec()});
+  policy.load(model);
+  for (const auto& [name, shape] : want) {
+    const auto got = policy.named_parameters()[name].sizes().vec();
+    if (got != shape) {
+      auto str = [](const std::vector<int64_t>& v) {
+        std::string o = "[";
+        for (size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + std::to_string(v[i]);
+        return o + "]";
+      };
+      throw InputError(path + ": field 'model': parameter '" + name + "' has shape " + str(got) + ", the " +
+                       policy.kind() + " policy expects " + str(shape) + " (a checkpoint of another version?)");
+    }
+  }
+}
+
 struct LoadedArchive {
   torch::serialize::InputArchive archive;
   std::string config_json, state_json;
@@ -414,7 +434,7 @@ void Trainer::load_checkpoint(const std::string& path) {
   try {
     torch::serialize::InputArchive model, optimizer;
     if (!la.archive.try_read("model", model)) throw InputError(path + ": field 'model' missing");
-    policy_->load(model);
+    load_model_checked(*policy_, model, path);
     if (!la.archive.try_read("optimizer", optimizer)) throw InputError(path + ": field 'optimizer' missing");
     opt_->load(optimizer);
   } catch (const InputError&) {
@@ -643,7 +663,7 @@ std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* co
   try {
     torch::serialize::InputArchive model;
     if (!la.archive.try_read("model", model)) throw InputError(path + ": field 'model' missing");
-    policy->load(model);
+    load_model_checked(*policy, model, path);
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
