@@ -132,10 +132,18 @@ class RawScanner {
       } else if (c == ',' || c == ':') {
         ++i_;
       } else {
-        while (i_ < t_.size() && !std::strchr(",:{}[] \n\r\t\"", t_[i_])) ++i_;
+        // A literal or number: up to the next structural character. Any other
+        // byte (NUL included) moves on, so the scan always advances.
+        size_t start = i_;
+        while (i_ < t_.size() && !is_structural(t_[i_])) ++i_;
+        if (i_ == start) ++i_;
       }
     } while (depth > 0);
     return true;
+  }
+  static bool is_structural(char c) {
+    return c == ',' || c == ':' || c == '{' || c == '}' || c == '[' || c == ']' || c == ' ' || c == '\n' || c == '\r' ||
+           c == '\t' || c == '"';
   }
   std::string_view t_;
   size_t i_ = 0;

@@ -128,6 +128,15 @@ TEST(Protocol, DeepNestingIsRefusedWithoutRecursion) {
   expect_error(deep, codes::kTooLarge, "", "nested deeper than 64");
 }
 
+TEST(Protocol, LargeInlineGraphKeepsTheClientsTextAndMalformedOnesEnd) {
+  std::string graph = R"({"format":"placer.graph", "ops": [ )" + std::string(70000, ' ') + "]}";
+  Request r = parse_request(R"({"version":1,"type":"place","graph":{"inline":)" + graph + R"(},"cluster":"k80x2"})");
+  EXPECT_EQ(r.graph.inline_json, graph);  // the bytes as sent, whitespace and all
+  // A NUL byte and unbalanced brackets inside a large inline value: an error, never a hang.
+  std::string bad = R"({"version":1,"type":"place","graph":{"inline":{"a":[)" + std::string(1, '\0') + std::string(70000, 'x');
+  expect_error(bad, codes::kBadJson, "");
+}
+
 TEST(Protocol, SalvagesIdFromBadRequests) {
   EXPECT_EQ(salvage_request_id(R"({"id":"x9","version":3})"), "x9");
   EXPECT_EQ(salvage_request_id(R"({"id":12})"), "12");
