@@ -74,6 +74,17 @@ struct Server::Impl {
     if (metrics) metrics->client_gone();
   }
 
+  void forward_replies() {
+    for (int n = 0; n < 256; ++n) {
+      std::vector<zmq::message_t> parts;
+      if (!zmq::recv_multipart(replies, std::back_inserter(parts), zmq::recv_flags::dontwait)) break;
+      if (parts.empty()) continue;
+      std::string body = parts.back().to_string();
+      parts.pop_back();
+      send_to_client(parts, body);
+    }
+  }
+
   void io_loop() {
     zmq::pollitem_t items[] = {{static_cast<void*>(frontend), 0, ZMQ_POLLIN, 0},
                                {static_cast<void*>(replies), 0, ZMQ_POLLIN, 0}};
@@ -93,20 +104,21 @@ struct Server::Impl {
         if (metrics) metrics->set_queue_depth(0);
       }
       if (draining) {
-        std::lock_guard<std::mutex> lock(mutex);
-        if (busy_workers == 0 && queue.empty()) break;
-      }
-      zmq::poll(items, 2, std::chrono::milliseconds(draining ? 10 : 50));
-      if (items[1].revents & ZMQ_POLLIN) {
-        for (int n = 0; n < 256; ++n) {
-          std::vector<zmq::message_t> parts;
-          if (!zmq::recv_multipart(replies, std::back_inserter(parts), zmq::recv_flags::dontwait)) break;
-          if (parts.empty()) continue;
-          std::string body = parts.back().to_string();
-          parts.pop_back();
-          send_to_client(parts, body);
+        bool idle;
+        {
+          std::lock_guard<std::mutex> lock(mutex);
+          idle = busy_workers == 0 && queue.empty();
+        }
+        if (idle) {
+          // Workers send before they count themselves idle: forward what is
+          // still in the inproc pipe, then stop.
+          zmq::pollitem_t last[] = {{static_cast<void*>(replies), 0, ZMQ_POLLIN, 0}};
+          while (zmq::poll(last, 1, std::chrono::milliseconds(20)) > 0) forward_replies();
+          break;
         }
       }
+      zmq::poll(items, 2, std::chrono::milliseconds(draining ? 10 : 50));
+      if (items[1].revents & ZMQ_POLLIN) forward_replies();
       if ((items[0].revents & ZMQ_POLLIN) && !draining) {
         for (int n = 0; n < 256; ++n) {
           std::vector<zmq::message_t> parts;
