@@ -167,6 +167,8 @@ class Trainer {
   std::vector<LogRow> rows_;
   std::string dir_;
   bool tty_ = false;
+  int bc_steps_used_ = 0;
+  bool bc_reproduced_ = false;
 };
 
 void Trainer::warm_start(Task& t) {
@@ -217,21 +219,29 @@ void Trainer::behaviour_clone() {
     }
   if (targets.empty()) return;
   torch::optim::Adam bc(policy_->parameters(), torch::optim::AdamOptions(c_.bc_lr));
-  const double threshold = std::log(0.6);
-  for (int step = 0; step < c_.bc_steps; ++step) {
+  // p > 0.5 for every target decision means greedy decoding reproduces it.
+  const double threshold = std::log(0.55);
+  int step = 0;
+  double worst = -1e9;
+  for (; step < c_.bc_steps; ++step) {
     bc.zero_grad();
-    double worst = 0;
+    worst = 0;
     torch::Tensor loss = torch::zeros({});
     for (auto& tg : targets) {
       LogProbs lp = policy_->evaluate(tg.task->problem, tg.rollout);
       loss = loss - lp.logp.mean();
       worst = std::min(worst, lp.logp.min().item<double>());
     }
-    if (worst > threshold) break;  // greedy decoding now reproduces every target
+    if (worst > threshold) break;
     loss.backward();
     torch::nn::utils::clip_grad_norm_(policy_->parameters(), std::max(1e-6, c_.grad_clip));
     bc.step();
   }
+  bc_steps_used_ = step;
+  bc_reproduced_ = worst > threshold;
+  if (!bc_reproduced_)
+    std::fprintf(stderr, "warm start: behaviour cloning stopped after %d steps before reproducing the baseline exactly "
+                 "(least likely target decision p=%.3f)\n", step, std::exp(worst));
 }
 
 void Trainer::one_update() {
@@ -627,6 +637,7 @@ TrainResult Trainer::run() {
     << ",\n  \"best_step_s\": " << num(res.best_step_s) << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
     << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s)
     << ",\n  \"warm_start\": {\"method\": " << json_str(res.warm_start_method) << ", \"step_s\": " << num(res.warm_start_step_s)
+    << ", \"bc_steps\": " << bc_steps_used_ << ", \"bc_reproduced\": " << (bc_reproduced_ ? "true" : "false")
     << "},\n  \"baselines\": [";
   for (size_t i = 0; i < res.baselines.size(); ++i) {
     const auto& b = res.baselines[i];
