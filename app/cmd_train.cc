@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "placer/agent/train.h"
 #include "placer/graphs/error.h"
+#include "placer/service/metrics.h"
 
 namespace placer::cli {
 
@@ -25,6 +26,7 @@ struct TrainArgs {
   int64_t seed = -1;
   int64_t stop_after = -1;
   int threads = 0;
+  int metrics_port = -1;
 };
 
 void print_summary(const TrainConfig& c, const TrainResult& r) {
@@ -69,6 +71,8 @@ void add_train_commands(CLI::App& app) {
   cmd->add_option("--threads", args->threads, "Override run.threads (LibTorch intra-op threads)");
   cmd->add_option("--stop-after", args->stop_after, "Stop after this many updates in total (checkpoint kept; --resume continues)");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress line");
+  cmd->add_option("--metrics-port", args->metrics_port,
+                  "Serve Prometheus metrics of this run on 0.0.0.0:PORT/metrics (0 = any free port)");
   cmd->callback([args]() {
     TrainConfig c = load_train_config(args->config);
     if (!args->output.empty()) c.output_dir = args->output;
@@ -81,7 +85,13 @@ void add_train_commands(CLI::App& app) {
     ctl.resume = args->resume;
     ctl.progress = !args->quiet;
     ctl.stop_after_updates = args->stop_after;
-    TrainResult r = train(c, nullptr, ctl);
+    std::unique_ptr<MetricsSink> sink;
+    if (args->metrics_port >= 0) {
+      sink = placer::service::make_prometheus_sink(args->metrics_port, c.name, c.graph.describe());
+      auto* prom = dynamic_cast<placer::service::PrometheusSink*>(sink.get());
+      std::fprintf(stderr, "metrics: serving http://0.0.0.0:%d/metrics\n", prom ? prom->port() : args->metrics_port);
+    }
+    TrainResult r = train(c, sink.get(), ctl);
     print_summary(c, r);
   });
 }
