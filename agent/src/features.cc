@@ -247,6 +247,14 @@ Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel
     }
   }
 
+  // Model blocks (Op::layer, e.g. "lstm1", "attention") in order of first
+  // appearance: a block's ordinal is what lets a policy map "layer k of L"
+  // to devices on graphs of the family it has not seen.
+  std::map<std::string, int32_t> layer_rank;
+  for (const Op& op : graph.ops())
+    if (!op.layer.empty() && op.phase == Phase::Forward) layer_rank.emplace(op.layer, static_cast<int32_t>(layer_rank.size()));
+  const double layers = std::max<size_t>(1, layer_rank.size());
+
   p.x.assign(static_cast<size_t>(n) * kUnitFeatures, 0.f);
   p.type.assign(n, 0);
   for (int32_t u = 0; u < n; ++u) {
@@ -304,6 +312,12 @@ Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel
       f[26 + j] = static_cast<float>(parents[u][j] - u) / n;
     for (size_t j = 0; j < std::min<size_t>(3, children[u].size()); ++j)
       f[29 + j] = static_cast<float>(children[u][j] - u) / n;
+    const std::string& layer = graph.op(main).layer.empty() ? graph.op(members.front()).layer : graph.op(main).layer;
+    const auto it = layer_rank.find(layer);
+    if (it != layer_rank.end()) {
+      f[32] = static_cast<float>((it->second + 0.5) / layers);
+      f[33] = 1.f;
+    }
   }
 
   // Devices: kind, speed, memory relative to what the graph needs.

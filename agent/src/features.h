@@ -17,7 +17,7 @@
 
 namespace placer::learned {
 
-inline constexpr int kUnitFeatures = 32;      // numeric features per unit
+inline constexpr int kUnitFeatures = 34;      // numeric features per unit
 inline constexpr int kDeviceFeatures = 8;     // numeric features per device
 inline constexpr int kDynamicFeatures = 7;    // per (step, device) of a partial placement
 inline constexpr int kTypeBuckets = 1024;     // hashed op-type vocabulary
