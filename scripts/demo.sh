@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # `make demo`: the main job on an embedded default.
 #  1. builds a reduced NMT training-step graph and prints its summary,
-#  2. trains the learned placer on this machine's own devices (cpu:2, or a GPU
+#  2. profiles it on cpu:2 (per-op times, link fits) to calibrate the simulator,
+#  3. trains the learned placer on this machine's own devices (cpu:2, or a GPU
 #     when the build has CUDA and one is present) with hybrid rewards: every
 #     placement simulated, the best measured for real,
-#  3. prints the learned placement next to the algorithmic baselines, measured
+#  4. prints the learned placement next to the algorithmic baselines, measured
 #     the same way.
 # Results (config copy, CSV log, reward plot, best placement, checkpoint) land in runs/demo/.
 set -euo pipefail
@@ -19,7 +20,11 @@ echo "== 1. the graph: a reduced NMT (seq2seq LSTM with attention), full trainin
 "$PLACER" graph info "$OUT/nmt.json"
 
 echo
-echo "== 2. train the learned placer (configs/demo.yaml) on this machine's devices"
+echo "== 2. profile it on this machine's devices (calibrates the simulator)"
+"$PLACER" profile --graph "$OUT/nmt.json" --devices cpu:2 -o "$OUT/profile.json"
+
+echo
+echo "== 3. train the learned placer (configs/demo.yaml) on this machine's devices"
 "$PLACER" train --config configs/demo.yaml
 
 echo
