@@ -12,19 +12,7 @@ namespace {
 using testing::tiny_forward;
 using testing::tiny_training;
 
-template <class E, class F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw another exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
+using testing::error_of;
 
 #define EXPECT_ERROR_CONTAINS(E, body, text)                                                \
   do {                                                                                      \

@@ -45,20 +45,7 @@ using testing::make_op;
 using testing::tiny_forward;
 using testing::tiny_training;
 
-// Runs body and returns the message of the E it throws; fails if it throws nothing.
-template <class E, class F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw another exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
+using testing::error_of;
 
 std::string temp_path(const std::string& name) {
   return (::testing::TempDir() + "placer_serialize_" + std::to_string(::getpid()) + "_" + name);

@@ -1,6 +1,9 @@
 // Hand-made graphs for the graphs/ tests; every number here is checked by hand.
 #pragma once
 
+#include <gtest/gtest.h>
+
+#include <exception>
 #include <limits>
 #include <string>
 #include <vector>
@@ -97,6 +100,21 @@ inline Graph every_arg_kind() {
   op.layer = "layer/0";
   g.add_op(std::move(op));
   return g;
+}
+
+// Runs body and returns the message of the E it throws; fails if it throws nothing.
+template <class E, class F>
+std::string error_of(F&& body) {
+  try {
+    body();
+  } catch (const E& e) {
+    return e.what();
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << "threw another exception: " << e.what();
+    return "";
+  }
+  ADD_FAILURE() << "did not throw";
+  return "";
 }
 
 }  // namespace placer::testing
