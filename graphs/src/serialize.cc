@@ -934,6 +934,7 @@ struct JsonOpTiming {
   void save(A& ar) const {
     ar(make_nvp("op", t->op), make_nvp("signature", t->signature), make_nvp("device", t->device),
        make_nvp("device_kind", t->device_kind), make_nvp("seconds", t->seconds));
+    if (t->contended_seconds > 0) ar(make_nvp("contended_seconds", t->contended_seconds));
   }
 };
 struct JsonSample {
@@ -991,6 +992,9 @@ Profile profile_from_json(const std::string& text) {
     t.seconds = r.number(r.require(v, "seconds", where), where, "seconds");
     if (t.op.empty() && t.signature.empty()) r.fail(where, "needs field 'op' or 'signature'");
     if (!(t.seconds >= 0) || !std::isfinite(t.seconds)) r.fail(where, "field 'seconds' must be a finite number >= 0");
+    t.contended_seconds = r.opt_number(v, "contended_seconds", where, 0.0);
+    if (!(t.contended_seconds >= 0) || !std::isfinite(t.contended_seconds))
+      r.fail(where, "field 'contended_seconds' must be a finite number >= 0");
     p.ops.push_back(std::move(t));
   }
   if (const rj::Value* links = r.member(doc, "links")) {

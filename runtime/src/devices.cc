@@ -1,6 +1,8 @@
 // Devices: torch devices, per-thread core shares, streams and copies.
 #include <ATen/Parallel.h>
 #include <dlfcn.h>
+#include <pthread.h>
+#include <sched.h>
 
 #include <algorithm>
 #include <thread>
@@ -63,11 +65,28 @@ int cuda_runtime_device_count() {
 #endif
 }
 
+// The cores this process may run on (its affinity mask: a container's cpuset).
+std::vector<int> allowed_cores() {
+  std::vector<int> cores;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) cores.push_back(c);
+  return cores;
+}
+
 std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
   std::vector<DeviceCtx> out;
   const int cores = std::max(1u, std::thread::hardware_concurrency());
   int cpu_devices = 0;
   for (const Device& d : cluster.devices) cpu_devices += d.kind == DeviceKind::Cpu;
+  // cpu:N with N > 1: each CPU device's executor thread gets its own slice of
+  // the allowed cores, so two devices never share a core and the OS cannot
+  // put both on one (their parallelism is then real and repeatable).
+  const std::vector<int> allowed = allowed_cores();
+  const bool pin = cpu_devices > 1 && static_cast<int>(allowed.size()) >= cpu_devices;
+  int cpu_seen = 0;
   for (int i = 0; i < cluster.size(); ++i) {
     const Device& d = cluster.devices[i];
     DeviceCtx ctx;
@@ -78,6 +97,11 @@ std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
     if (d.kind == DeviceKind::Cpu) {
       ctx.torch_device = c10::Device(c10::kCPU);
       ctx.threads = d.threads > 0 ? d.threads : std::max(1, cores / std::max(1, cpu_devices));
+      if (pin) {
+        const size_t per = allowed.size() / cpu_devices;
+        for (size_t c = cpu_seen * per; c < (cpu_seen + 1) * per; ++c) ctx.cores.push_back(allowed[c]);
+      }
+      ++cpu_seen;
     } else {
 #ifdef PLACER_WITH_CUDA
       const int index = parse_cuda_index(d);
@@ -99,7 +123,7 @@ std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
   return out;
 }
 
-void enter_device_thread(const DeviceCtx& device, int threads) {
+void enter_device_thread(const DeviceCtx& device, int threads, bool pin) {
   // Let ATen's lazy per-thread init run first so it cannot undo our setting.
   at::internal::lazy_init_num_threads();
   threads = std::max(1, threads);
@@ -109,6 +133,12 @@ void enter_device_thread(const DeviceCtx& device, int threads) {
     at::set_num_threads(threads);
   }
   if (auto fn = mkl_set_local()) fn(threads);
+  if (pin && !device.cores.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : device.cores) CPU_SET(c, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof(set), &set);  // best effort: unpinned on failure
+  }
   // Executors run kernels without recording autograd graphs unless an op
   // needs its backward (then they turn it on around that one call).
   c10::AutogradState::set_tls_state(c10::AutogradState(/*grad_mode=*/false, /*inference_mode=*/false,

@@ -4,6 +4,8 @@
 // missing; memory is a per-slot refcount (uses left) and per-device live bytes.
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <cstdlib>
 
 #include "internal.h"
 #include "placer/graphs/error.h"
@@ -183,6 +185,21 @@ Plan make_plan(const Graph& graph, const Placement& placement, int32_t devices, 
 
 // ------------------------------------------------------------ the executor
 
+namespace {
+// A device worker's queue item for a copy it makes itself: sorts before every op id.
+constexpr int32_t kCopyItem = std::numeric_limits<int32_t>::min();
+
+// PLACER_SPIN_US (default 1000): how long an idle executor or channel thread
+// spins before it sleeps; 0 turns spinning off.
+double spin_seconds() {
+  const char* env = std::getenv("PLACER_SPIN_US");
+  if (!env) return 1000e-6;
+  char* end = nullptr;
+  const double us = std::strtod(env, &end);
+  return end != env && us >= 0 && us <= 1e6 ? us * 1e-6 : 1000e-6;
+}
+}  // namespace
+
 struct Executor::Worker {
   int32_t id = 0;
   int32_t device = 0;      // device workers: the device; channels: the source
@@ -191,6 +208,7 @@ struct Executor::Worker {
   std::mutex mu;
   std::condition_variable cv;
   std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> queue;
+  std::atomic<int32_t> queued{0};  // queue.size(), readable without the lock
   bool stop = false;
   std::vector<TimelineEvent> events;
   std::thread thread;
@@ -239,7 +257,8 @@ Executor::Executor(std::vector<DeviceCtx> devices) : devices_(std::move(devices)
       workers_.push_back(std::move(w));  // a == b: never used, keeps indexing simple
     }
   for (auto& w : workers_)
-    if (w->to < 0 || w->to != w->device) w->thread = std::thread([this, p = w.get()] { worker_loop(p); });
+    if (w->to < 0 || (w->to != w->device && !copies_on_destination(w->device, w->to)))
+      w->thread = std::thread([this, p = w.get()] { worker_loop(p); });
 }
 
 Executor::~Executor() {
@@ -257,21 +276,36 @@ Executor::~Executor() {
 void Executor::worker_loop(Worker* w) {
   const DeviceCtx& dev = devices_[w->to >= 0 ? w->to : w->device];
   // Channels copy with one thread: they should not steal the devices' cores.
+  // A channel runs on its destination device's cores: measured on cpu:2, a
+  // floating copy thread preempts whichever device it lands on and makes
+  // steps 25% slower and less repeatable than one that waits its turn there.
   enter_device_thread(dev, w->to >= 0 ? 1 : dev.threads);
+  const double spin_s = spin_seconds();
   for (;;) {
     int32_t item;
     Step* s;
+    // Spin (yielding the core) a little before sleeping: waking a sleeping
+    // thread costs tens of microseconds, and far more on a VM whose idle vCPU
+    // halted, on every cross-device hand-off.
+    if (spin_s > 0 && w->queued.load(std::memory_order_acquire) == 0) {
+      const Clock::time_point until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
+                                                         std::chrono::duration<double>(spin_s));
+      while (w->queued.load(std::memory_order_acquire) == 0 && Clock::now() < until) std::this_thread::yield();
+    }
     {
       std::unique_lock<std::mutex> lk(w->mu);
       w->cv.wait(lk, [w] { return w->stop || !w->queue.empty(); });
       if (w->stop) return;
       item = w->queue.top();
       w->queue.pop();
+      w->queued.fetch_sub(1, std::memory_order_relaxed);
       s = current_;
     }
     if (!s->aborted.load(std::memory_order_relaxed)) {
       if (w->to >= 0) {
         run_transfer(*s, item);
+      } else if (item < 0) {
+        run_transfer(*s, item - kCopyItem);  // a copy this device makes itself
       } else {
         run_op(*s, item, w->device);
       }
@@ -286,6 +320,7 @@ void Executor::push(int32_t worker, int32_t item) {
   {
     std::lock_guard<std::mutex> lk(w.mu);
     w.queue.push(item);
+    w.queued.fetch_add(1, std::memory_order_release);
   }
   w.cv.notify_one();
 }
@@ -348,7 +383,14 @@ void Executor::publish(Step& s, int32_t slot) {
     release(s, slot);
     return;
   }
-  for (int32_t t : sp.transfers) push(static_cast<int32_t>(devices_.size()) + s.plan->transfers[t].channel, t);
+  for (int32_t t : sp.transfers) {
+    const TransferPlan& tr = s.plan->transfers[t];
+    const int32_t to = s.plan->slots[tr.dst].device;
+    if (copies_on_destination(sp.device, to))
+      push(to, kCopyItem + t);  // ahead of every op in that device's queue, oldest first
+    else
+      push(static_cast<int32_t>(devices_.size()) + tr.channel, t);
+  }
   for (int32_t op : sp.waiters)
     if (s.deps[op].fetch_sub(1, std::memory_order_acq_rel) == 1) push(s.plan->ops[op].device, op);
 }
@@ -478,6 +520,7 @@ void Executor::run_op(Step& s, int32_t id, int32_t device) {
     s.slots[p.out_slots[k]] = std::move(out[k]);
   }
   s.busy[device] += std::chrono::duration<double>(t1 - t0).count();
+  if (!session.step_op_seconds.empty()) session.step_op_seconds[id] = std::chrono::duration<double>(t1 - t0).count();
   if (s.timeline) {
     TimelineEvent ev;
     ev.name = op.name;

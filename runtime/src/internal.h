@@ -46,6 +46,7 @@ struct DeviceCtx {
   DeviceKind kind = DeviceKind::Cpu;
   c10::Device torch_device{c10::kCPU};
   int threads = 1;           // intra-op threads of its executor
+  std::vector<int> cores;    // CPU devices: the cores its executor thread is pinned to (empty = not pinned)
   int64_t capacity = 0;      // Device::memory_bytes
 #ifdef PLACER_WITH_CUDA
   std::optional<c10::cuda::CUDAStream> stream;       // compute
@@ -60,7 +61,7 @@ std::vector<DeviceCtx> make_devices(const Cluster& cluster);
 // Called first thing on every executor/channel thread: gives the thread its
 // own intra-op thread count (OpenMP's is per thread) and, on CUDA devices,
 // makes the device's stream current.
-void enter_device_thread(const DeviceCtx& device, int threads);
+void enter_device_thread(const DeviceCtx& device, int threads, bool pin = true);
 
 // Copies `src` (produced on `from`) to `to`, as the transfer channel does:
 // a real copy even between two CPU devices so each device owns its memory.
@@ -199,6 +200,9 @@ struct Session {
   bool check_memory = true;
   int profile_reps = 0;                // > 0: each op's kernel runs this often, timed
   std::vector<std::vector<double>> op_seconds;  // profile: per op samples
+  // When sized to the plan's ops: each op's time in the last step, as it ran
+  // there (caches, allocator and neighbours as in a real step).
+  std::vector<double> step_op_seconds;
   std::vector<at::Tensor> retained;    // per slot, when the plan retains it
 };
 
@@ -207,6 +211,13 @@ class Executor {
   explicit Executor(std::vector<DeviceCtx> devices);
   ~Executor();
   const std::vector<DeviceCtx>& devices() const { return devices_; }
+  // A copy between two CPU devices is made by the destination's own executor
+  // thread, ahead of its queued ops (a memcpy needs a core, and the
+  // destination's is the one that waits for it); other pairs use the link's
+  // channel thread. The simulator follows the same rule.
+  bool copies_on_destination(int32_t from, int32_t to) const {
+    return devices_[from].kind == DeviceKind::Cpu && devices_[to].kind == DeviceKind::Cpu;
+  }
 
   // One step; never throws for execution failures (they are the outcome).
   StepOutcome run_step(Session& session, double timeout_s, std::vector<TimelineEvent>* timeline);

@@ -415,6 +415,8 @@ TEST(SerializeProfile, RoundTrip) {
   p.host = "test";
   p.per_op_overhead_s = 3.5e-6;
   p.ops.push_back(OpTiming{"fc", "aten::addmm(2;4x3;3x2)", "cpu:0", "cpu", 1.25e-5});
+  p.ops.push_back(OpTiming{"relu", "", "cpu:0", "cpu", 1e-6});
+  p.ops.back().contended_seconds = 1.5e-6;
   LinkFit l;
   l.from = "cpu:0";
   l.to = "cpu:1";
@@ -427,9 +429,11 @@ TEST(SerializeProfile, RoundTrip) {
   EXPECT_EQ(back.graph, "tiny");
   EXPECT_EQ(back.devices, "cpu:2");
   EXPECT_EQ(back.per_op_overhead_s, 3.5e-6);
-  ASSERT_EQ(back.ops.size(), 1u);
+  ASSERT_EQ(back.ops.size(), 2u);
   EXPECT_EQ(back.ops[0].signature, "aten::addmm(2;4x3;3x2)");
   EXPECT_EQ(back.ops[0].seconds, 1.25e-5);
+  EXPECT_EQ(back.ops[0].contended_seconds, 0.0);  // not measured
+  EXPECT_EQ(back.ops[1].contended_seconds, 1.5e-6);
   ASSERT_EQ(back.links.size(), 1u);
   EXPECT_EQ(back.links[0].samples, l.samples);
   EXPECT_EQ(back.links[0].beta_Bps, 4e9);
@@ -437,6 +441,11 @@ TEST(SerializeProfile, RoundTrip) {
     profile_from_json(R"({"format":"placer.profile","version":1,"ops":[{"op":"a","device":"cpu:0","seconds":-1}]})");
   });
   EXPECT_NE(msg.find("ops[0]: field 'seconds' must be a finite number >= 0"), std::string::npos) << msg;
+  const std::string cmsg = error_of<InputError>([] {
+    profile_from_json(
+        R"({"format":"placer.profile","version":1,"ops":[{"op":"a","device":"cpu:0","seconds":1,"contended_seconds":-2}]})");
+  });
+  EXPECT_NE(cmsg.find("ops[0]: field 'contended_seconds' must be a finite number >= 0"), std::string::npos) << cmsg;
 }
 
 TEST(SerializeStepResult, RoundTrip) {

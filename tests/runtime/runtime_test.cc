@@ -361,16 +361,25 @@ TEST(Runtime, ProfileTimesEveryOpAndFitsLinks) {
   o.transfer_sizes = {1 << 10, 1 << 16, 1 << 20};
   Profile p = rt.profile(train, o);
   EXPECT_EQ(p.ops.size(), static_cast<size_t>(train.size()));  // one device kind
+  int contended = 0;
   for (const auto& t : p.ops) {
     EXPECT_EQ(t.device, "cpu:0");
     EXPECT_GE(t.seconds, 0.0);
+    // Timed again with both CPU devices busy (one copy of the graph on each).
+    EXPECT_GE(t.contended_seconds, 0.0);
+    contended += t.contended_seconds > 0;
   }
+  EXPECT_GT(contended, 0);
   ASSERT_EQ(p.links.size(), 2u);  // cpu:0->cpu:1 and back
   for (const auto& l : p.links) {
     EXPECT_EQ(l.samples.size(), 3u);
     EXPECT_GT(l.beta_Bps, 1e6);
-    EXPECT_GE(l.alpha_s, 0.0);
+    // Hops through the executor: every transfer pays a hand-off, so alpha > 0.
+    EXPECT_GT(l.alpha_s, 0.0);
+    EXPECT_LT(l.alpha_s, 0.1);
   }
+  // Both directions come from the one chain that alternates between them.
+  EXPECT_EQ(p.links[0].alpha_s, p.links[1].alpha_s);
   EXPECT_GT(p.per_op_overhead_s, 0.0);
   EXPECT_LT(p.per_op_overhead_s, 1e-3);
 }

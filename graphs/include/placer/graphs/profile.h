@@ -14,6 +14,9 @@ struct OpTiming {
   std::string device;    // device name it ran on ("cpu:0", "cuda:0")
   std::string device_kind;
   double seconds = 0.0;  // median over repetitions
+  // CPU devices: the median while every other CPU device of the host runs
+  // ops too (memory-system and core contention); 0 = not measured.
+  double contended_seconds = 0.0;
 };
 
 // Transfer time fit t = alpha + bytes / beta between two devices.
