@@ -96,6 +96,8 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
   std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>> by_name_device;
   std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>> by_name_kind;
   std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>> by_sig_kind;
+  // The same, for contended times (CPU devices of one host).
+  std::unordered_map<std::string, std::vector<double>> cont_by_name, cont_by_sig;
   for (const OpTiming& t : profile.ops) {
     if (!(t.seconds >= 0.0) || !std::isfinite(t.seconds))
       throw InputError("profile: op '" + t.op + "' has a bad time (seconds must be finite and >= 0)");
@@ -106,12 +108,17 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
       by_name_kind[t.op][kind].push_back(t.seconds);
     }
     if (!t.signature.empty()) by_sig_kind[t.signature][kind].push_back(t.seconds);
+    if (t.contended_seconds > 0 && std::isfinite(t.contended_seconds) && kind == "cpu") {
+      if (!t.op.empty()) cont_by_name[t.op].push_back(t.contended_seconds);
+      if (!t.signature.empty()) cont_by_sig[t.signature].push_back(t.contended_seconds);
+    }
   }
   const bool same_graph = profile.graph.empty() || profile.graph == graph.name;
   const double overhead = std::max(0.0, profile.per_op_overhead_s);
 
   int64_t hits = 0, counted = 0;
   std::vector<std::string> signatures(graph.size());
+  std::vector<double> contended;  // [op * d + device], -1 = not measured
   for (int64_t o = 0; o < graph.size(); ++o) {
     const OpId id(static_cast<int32_t>(o));
     const Op& op = graph.op(id);
@@ -145,6 +152,22 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
       if (samples) {
         model.op_s_[o * d + k] = median(*samples) + overhead;
         any = true;
+        if (dev.kind == DeviceKind::Cpu && !cont_by_name.empty()) {
+          const std::vector<double>* cont = nullptr;
+          if (same_graph) {
+            auto c = cont_by_name.find(op.name);
+            if (c != cont_by_name.end()) cont = &c->second;
+          }
+          if (!cont) {
+            if (signatures[o].empty()) signatures[o] = op_signature(graph, id);
+            auto c = cont_by_sig.find(signatures[o]);
+            if (c != cont_by_sig.end()) cont = &c->second;
+          }
+          if (cont) {
+            if (contended.empty()) contended.assign(model.op_s_.size(), -1.0);
+            contended[o * d + k] = median(*cont) + overhead;
+          }
+        }
       } else if (overhead > 0.0 && !is_free_op(op)) {
         // Roofline already holds the device's own op_overhead_s; the measured
         // executor overhead replaces it for a calibrated device kind.
@@ -157,6 +180,16 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
     }
   }
   model.calibrated_fraction_ = counted ? static_cast<double>(hits) / static_cast<double>(counted) : 0.0;
+  std::vector<DeviceId> cpus;
+  for (int32_t k = 0; k < d; ++k)
+    if (cluster.devices[k].kind == DeviceKind::Cpu) cpus.push_back(DeviceId(k));
+  if (!contended.empty() && cpus.size() >= 2) {
+    // Not measured: as alone. Measured below alone (noise): alone.
+    model.contended_s_.resize(model.op_s_.size());
+    for (size_t i = 0; i < model.op_s_.size(); ++i)
+      model.contended_s_[i] = contended[i] < 0 ? model.op_s_[i] : std::max(contended[i], model.op_s_[i]);
+    model.set_contention_group(cpus);
+  }
 
   for (const LinkFit& fit : profile.links) {
     auto from = cluster.find(fit.from);
@@ -181,6 +214,23 @@ void CostModel::set_op_seconds(OpId op, DeviceId device, double seconds) {
   op_s_[static_cast<size_t>(op.value) * devices_ + device.value] = seconds;
 }
 
+void CostModel::set_contended_seconds(OpId op, DeviceId device, double seconds) {
+  PLACER_CHECK(op.value >= 0 && op.value < ops() && device.value >= 0 && device.value < devices_, "op ", op.value,
+               " device ", device.value);
+  if (contended_s_.empty()) contended_s_ = op_s_;
+  contended_s_[static_cast<size_t>(op.value) * devices_ + device.value] = seconds;
+}
+
+void CostModel::set_contention_group(const std::vector<DeviceId>& devices) {
+  if (group_.empty()) group_.assign(devices_, -1);
+  if (contended_s_.empty()) contended_s_ = op_s_;
+  for (DeviceId dev : devices) {
+    PLACER_CHECK(dev.value >= 0 && dev.value < devices_, "device ", dev.value);
+    group_[dev.value] = groups_;
+  }
+  ++groups_;
+}
+
 void CostModel::set_link(DeviceId from, DeviceId to, double alpha_s, double beta_Bps) {
   PLACER_CHECK(from.value >= 0 && from.value < devices_ && to.value >= 0 && to.value < devices_, "link ", from.value,
                "->", to.value);
@@ -200,6 +250,7 @@ CostModel CostModel::uniform(int64_t ops, int32_t devices, double op_seconds) {
 void CostModel::scale_device(DeviceId device, double factor) {
   PLACER_CHECK(device.value >= 0 && device.value < devices_ && factor > 0, "device ", device.value, " factor ", factor);
   for (size_t i = device.value; i < op_s_.size(); i += devices_) op_s_[i] *= factor;
+  for (size_t i = device.value; i < contended_s_.size(); i += devices_) contended_s_[i] *= factor;
 }
 
 void CostModel::scale_link(DeviceId from, DeviceId to, double factor) {

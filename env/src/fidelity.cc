@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <cstdio>
 #include <numeric>
 #include <random>
@@ -206,6 +207,14 @@ void FidelityReport::compute_statistics() {
     kendall = kendall_tau_b(m, s);
   }
   mape = mean_absolute_percentage_error(m, s);
+  std::vector<double> r0, r1;
+  for (const auto& p : points)
+    if (p.rounds_s.size() >= 2) {
+      r0.push_back(p.rounds_s[0]);
+      r1.push_back(p.rounds_s[1]);
+    }
+  retest_spearman = r0.size() >= 2 && r0.size() == points.size() ? placer::spearman(r0, r1)
+                                                                  : std::numeric_limits<double>::quiet_NaN();
 }
 
 std::string FidelityReport::to_json() const {
@@ -215,12 +224,15 @@ std::string FidelityReport::to_json() const {
     << json_escape(host) << "\",\n  \"calibrated_fraction\": " << fmt(calibrated_fraction)
     << ",\n  \"per_op_overhead_s\": " << fmt(per_op_overhead_s) << ",\n  \"placements\": " << points.size()
     << ",\n  \"failed\": " << failed << ",\n  \"spearman\": " << fmt(spearman) << ",\n  \"kendall_tau_b\": "
-    << fmt(kendall) << ",\n  \"mape\": " << fmt(mape) << ",\n  \"points\": [\n";
+    << fmt(kendall) << ",\n  \"mape\": " << fmt(mape) << ",\n  \"retest_spearman\": "
+    << (std::isnan(retest_spearman) ? std::string("null") : fmt(retest_spearman)) << ",\n  \"points\": [\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
     o << "    {\"kind\": \"" << p.kind << "\", \"measured_s\": " << fmt(p.measured_s, 8)
       << ", \"measured_iqr_s\": " << fmt(p.measured_iqr_s, 8) << ", \"simulated_s\": " << fmt(p.simulated_s, 8)
-      << ", \"transfer_bytes\": " << p.transfer_bytes << "}" << (i + 1 < points.size() ? "," : "") << "\n";
+      << ", \"transfer_bytes\": " << p.transfer_bytes << ", \"rounds_s\": [";
+    for (size_t r = 0; r < p.rounds_s.size(); ++r) o << (r ? ", " : "") << fmt(p.rounds_s[r], 8);
+    o << "]}" << (i + 1 < points.size() ? "," : "") << "\n";
   }
   o << "  ]\n}\n";
   return o.str();
@@ -237,6 +249,9 @@ std::string FidelityReport::to_markdown() const {
     << fmt(kendall, 3) << " | " << fmt(100 * mape, 3) << "% | " << fmt(100 * calibrated_fraction, 3) << "% | "
     << fmt(per_op_overhead_s * 1e6, 3) << " us/op |\n\n";
   o << "Goal: Spearman >= 0.9 and MAPE <= 10%: " << (spearman >= 0.9 && mape <= 0.10 ? "met" : "NOT met") << ".\n\n";
+  if (!std::isnan(retest_spearman))
+    o << "The measurement against itself (round 1 vs round 2 of the same placements): Spearman "
+      << fmt(retest_spearman, 3) << ". A simulator cannot rank placements more reliably than the measurement does.\n\n";
   o << "| # | kind | measured s (IQR of its round) | simulated s | error | transfer MB |\n|---:|---|---:|---:|---:|---:|\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
@@ -270,7 +285,9 @@ std::string FidelityReport::to_svg() const {
   o << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">" << xml_escape(graph) << " on "
     << xml_escape(devices) << ": simulated vs measured step time</text>\n";
   o << "<text x=\"" << W / 2 << "\" y=\"38\" text-anchor=\"middle\">Spearman " << fmt(spearman, 3) << ", Kendall "
-    << fmt(kendall, 3) << ", MAPE " << fmt(100 * mape, 3) << "%, n = " << points.size() << "</text>\n";
+    << fmt(kendall, 3) << ", MAPE " << fmt(100 * mape, 3) << "%, n = " << points.size();
+  if (!std::isnan(retest_spearman)) o << " (measured vs re-measured: Spearman " << fmt(retest_spearman, 3) << ")";
+  o << "</text>\n";
   // Axes and decade ticks.
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
     << "\" fill=\"none\" stroke=\"black\"/>\n";

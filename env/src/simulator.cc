@@ -20,6 +20,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <queue>
 #include <string>
 
@@ -165,7 +166,17 @@ struct Workspace {
   std::vector<uint8_t> running;
   std::vector<std::vector<int32_t>> ready;  // per-device min-heaps of op ids
   std::vector<Event> events;
+  // Contention (CostModel::has_contention): the running op's remaining
+  // fraction, its current duration at the present rate, and when it started.
+  std::vector<int32_t> run_op;
+  std::vector<double> frac, dur, last, finish, started;
+  std::vector<int32_t> group_busy;
+  std::vector<uint8_t> group_changed;
 };
+
+// Ready items: op ids, and copies made on their destination device (CPU to
+// CPU), kCopyItem + transfer index, which sort before every op.
+constexpr int32_t kCopyItem = std::numeric_limits<int32_t>::min();
 
 Workspace& workspace() {
   thread_local Workspace ws;
@@ -276,11 +287,38 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
     cur[d] += bytes;
     if (cur[d] > peak[d]) peak[d] = cur[d];
   };
-  auto push_ready = [&](int32_t o) {
-    auto& q = ws.ready[dev[o]];
-    q.push_back(o);
+  auto push_item = [&](int32_t d, int32_t item) {
+    auto& q = ws.ready[d];
+    q.push_back(item);
     std::push_heap(q.begin(), q.end(), std::greater<int32_t>());
   };
+  auto push_ready = [&](int32_t o) { push_item(dev[o], o); };
+  // Devices of one contention group share a host (cpu:N). The runtime's rule
+  // there: a copy between two of them is made by the destination device
+  // itself, ahead of its ops, oldest transfer first (a ready item
+  // kCopyItem + x sorts below every op id). Other pairs copy on the link's channel.
+  std::vector<int32_t> host(D, -1);
+  for (int32_t d = 0; d < D; ++d)
+    if (cluster.devices[d].kind == DeviceKind::Cpu) host[d] = costs.contention_group(DeviceId(d));
+  auto on_destination = [&](int32_t from, int32_t to) { return host[from] >= 0 && host[from] == host[to]; };
+  // Cost of a ready item on device d: an op, or a copy made there.
+  auto item_seconds = [&](int32_t item, int32_t d) {
+    if (item >= 0) return costs.op_seconds(OpId(item), DeviceId(d));
+    const int32_t x = item - kCopyItem;
+    const int32_t t = ws.xfer_tensor[x];
+    return costs.transfer_seconds(DeviceId(dev[ctx.tensor_op[t]]), DeviceId(d), ctx.tensor_bytes[t]);
+  };
+  auto item_name = [&](int32_t item, int32_t d, std::string* lane) {
+    if (item >= 0) {
+      *lane = cluster.devices[d].name;
+      return graph.op(OpId(item)).name;
+    }
+    const int32_t t = ws.xfer_tensor[item - kCopyItem];
+    const int32_t p = ctx.tensor_op[t];
+    *lane = cluster.devices[dev[p]].name + "->" + cluster.devices[d].name;
+    return *lane + " " + graph.op(OpId(p)).name + ":" + std::to_string(t - ctx.out_begin[p]);
+  };
+  auto item_category = [&](int32_t item) { return item >= 0 ? phase_category(graph.op(OpId(item)).phase) : "transfer"; };
   auto push_event = [&](double time, int32_t id) {
     ws.events.push_back(Event{time, id});
     std::push_heap(ws.events.begin(), ws.events.end(), std::greater<Event>());
@@ -323,10 +361,59 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
     if (--ws.local_uses[t] == 0) free_tensor(t);
   };
 
+  // Contention: an op's duration depends on how many devices of its group
+  // are busy; when that number changes, running ops are re-timed.
+  const bool contention = costs.has_contention();
+  std::vector<int32_t> group_of;
+  std::vector<int32_t> group_size;
+  if (contention) {
+    ws.run_op.assign(D, -1);
+    ws.frac.assign(D, 0.0);
+    ws.dur.assign(D, 0.0);
+    ws.last.assign(D, 0.0);
+    ws.finish.assign(D, 0.0);
+    ws.started.assign(D, 0.0);
+    group_of.resize(D);
+    int32_t groups = 0;
+    for (int32_t d = 0; d < D; ++d) {
+      group_of[d] = costs.contention_group(DeviceId(d));
+      groups = std::max(groups, group_of[d] + 1);
+    }
+    group_size.assign(groups, 0);
+    for (int32_t d = 0; d < D; ++d)
+      if (group_of[d] >= 0) ++group_size[group_of[d]];
+    ws.group_busy.assign(groups, 0);
+    ws.group_changed.assign(groups, 0);
+  }
+  auto duration_now = [&](int32_t o, int32_t d) {
+    const double alone = item_seconds(o, d);
+    const int32_t g = group_of[d];
+    if (o < 0 || g < 0 || group_size[g] < 2) return alone;
+    const double share = static_cast<double>(ws.group_busy[g] - 1) / static_cast<double>(group_size[g] - 1);
+    return alone + (costs.contended_seconds(OpId(o), DeviceId(d)) - alone) * share;
+  };
+
   int64_t transfer_bytes = 0;
   int32_t finished = 0;
   double now = 0.0;
   double makespan = 0.0;
+  // Contention: ends the item running on d at `now`, or returns false for a
+  // stale event (the item was re-timed after this event was queued).
+  auto finish_item = [&](int32_t d, int32_t item) {
+    if (!ws.running[d] || ws.run_op[d] != item || ws.finish[d] != now) return false;
+    const double took = now - ws.started[d];
+    if (item >= 0) ws.busy[d] += took;
+    if (timeline) {
+      std::string lane;
+      std::string name = item_name(item, d, &lane);
+      timeline->push_back(TimelineEvent{std::move(name), std::move(lane), ws.started[d], took, item_category(item)});
+    }
+    if (group_of[d] >= 0) {
+      --ws.group_busy[group_of[d]];
+      ws.group_changed[group_of[d]] = 1;
+    }
+    return true;
+  };
   for (;;) {
     // Idle devices pick their lowest ready op.
     for (int32_t d = 0; d < D; ++d) {
@@ -335,16 +422,47 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
       std::pop_heap(q.begin(), q.end(), std::greater<int32_t>());
       const int32_t o = q.back();
       q.pop_back();
-      const double cost = costs.op_seconds(OpId(o), DeviceId(d));
       ws.running[d] = 1;
-      ws.busy[d] += cost;
-      if (mem && !ctx.resident[o])
+      if (o >= 0 && mem && !ctx.resident[o])
         for (int32_t t = ctx.out_begin[o]; t < ctx.out_begin[o + 1]; ++t) alloc(d, ctx.alloc_bytes[t]);
-      if (timeline) {
-        const Op& op = graph.op(OpId(o));
-        timeline->push_back(TimelineEvent{op.name, cluster.devices[d].name, now, cost, phase_category(op.phase)});
+      if (contention) {
+        // Timed below, once every device has picked its op.
+        ws.run_op[d] = o;
+        ws.frac[d] = 1.0;
+        ws.dur[d] = 0.0;
+        ws.last[d] = now;
+        ws.started[d] = now;
+        if (group_of[d] >= 0) {
+          ++ws.group_busy[group_of[d]];
+          ws.group_changed[group_of[d]] = 1;
+        } else {
+          ws.dur[d] = item_seconds(o, d);
+          ws.finish[d] = now + ws.dur[d];
+          push_event(ws.finish[d], o >= 0 ? o : n + (o - kCopyItem));
+        }
+        continue;
       }
-      push_event(now + cost, o);
+      const double cost = item_seconds(o, d);
+      if (o >= 0) ws.busy[d] += cost;
+      if (timeline) {
+        std::string lane;
+        std::string name = item_name(o, d, &lane);
+        timeline->push_back(TimelineEvent{std::move(name), std::move(lane), now, cost, item_category(o)});
+      }
+      push_event(now + cost, o >= 0 ? o : n + (o - kCopyItem));
+    }
+    if (contention) {
+      // Re-time every running op of a group whose number of busy devices changed.
+      for (int32_t d = 0; d < D; ++d) {
+        const int32_t g = group_of[d];
+        if (g < 0 || !ws.group_changed[g] || !ws.running[d]) continue;
+        if (ws.dur[d] > 0) ws.frac[d] = std::max(0.0, ws.frac[d] - (now - ws.last[d]) / ws.dur[d]);
+        ws.last[d] = now;
+        ws.dur[d] = duration_now(ws.run_op[d], d);
+        ws.finish[d] = now + ws.frac[d] * ws.dur[d];
+        push_event(ws.finish[d], ws.run_op[d] >= 0 ? ws.run_op[d] : n + (ws.run_op[d] - kCopyItem));
+      }
+      std::fill(ws.group_changed.begin(), ws.group_changed.end(), 0);
     }
     if (ws.events.empty()) break;
     now = ws.events.front().time;
@@ -355,6 +473,7 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
       if (id < n) {
         const int32_t o = id;
         const int32_t d = dev[o];
+        if (contention && !finish_item(d, o)) continue;  // re-timed since: a stale event
         ws.running[d] = 0;
         ++finished;
         makespan = std::max(makespan, now);
@@ -366,6 +485,11 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
           for (int32_t x = ws.xfer_begin[t]; x < ws.xfer_begin[t + 1]; ++x) {
             const int32_t dst = ws.xfer_dst[x];
             const int64_t bytes = ctx.tensor_bytes[t];
+            if (on_destination(d, dst)) {
+              transfer_bytes += bytes;
+              push_item(dst, kCopyItem + x);
+              continue;
+            }
             double& free_at = ws.chan_free[static_cast<size_t>(d) * D + dst];
             const double start = std::max(now, free_at);
             const double dur = costs.transfer_seconds(DeviceId(d), DeviceId(dst), bytes);
@@ -393,6 +517,10 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
         const int32_t x = id - n;
         const int32_t dst = ws.xfer_dst[x];
         const int32_t t = ws.xfer_tensor[x];
+        if (on_destination(dev[ctx.tensor_op[t]], dst)) {  // the copy ran on dst itself
+          if (contention && !finish_item(dst, kCopyItem + x)) continue;
+          ws.running[dst] = 0;
+        }
         if (mem) alloc(dst, ctx.tensor_bytes[t]);
         release_tensor(t);
         for (int32_t c = ctx.cons_begin[t]; c < ctx.cons_begin[t + 1]; ++c) {

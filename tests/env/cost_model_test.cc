@@ -91,6 +91,41 @@ TEST(CostModel, CalibratedByNameThenSignature) {
   EXPECT_THROW(CostModel::calibrated(g, cluster(), bad), InputError);
 }
 
+TEST(CostModel, ContendedTimesMakeCpuDevicesOneContentionGroup) {
+  const Graph g = two_op_graph();
+  Cluster two_cpus;
+  for (int i = 0; i < 2; ++i) {
+    Device d;
+    d.name = "cpu:" + std::to_string(i);
+    d.memory_bytes = 1 << 30;
+    two_cpus.devices.push_back(d);
+  }
+  Profile p;
+  p.graph = "g";
+  p.per_op_overhead_s = 0.01;
+  OpTiming t{"y", "", "cpu:0", "cpu", 0.3};
+  t.contended_seconds = 0.5;
+  p.ops.push_back(t);
+  const CostModel m = CostModel::calibrated(g, two_cpus, p);
+  ASSERT_TRUE(m.has_contention());
+  EXPECT_GE(m.contention_group(DeviceId(0)), 0);
+  EXPECT_EQ(m.contention_group(DeviceId(0)), m.contention_group(DeviceId(1)));
+  for (int d = 0; d < 2; ++d) {
+    EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(d)), 0.31);
+    EXPECT_DOUBLE_EQ(m.contended_seconds(OpId(1), DeviceId(d)), 0.51);
+    EXPECT_DOUBLE_EQ(m.contended_seconds(OpId(0), DeviceId(d)), 0.0);  // inputs stay free
+  }
+  // A contended time below the alone time (noise) is taken as the alone time.
+  p.ops[0].contended_seconds = 0.2;
+  EXPECT_DOUBLE_EQ(CostModel::calibrated(g, two_cpus, p).contended_seconds(OpId(1), DeviceId(0)), 0.31);
+  // Without contended times, or with one CPU device, there is no contention.
+  p.ops[0].contended_seconds = 0.0;
+  EXPECT_FALSE(CostModel::calibrated(g, two_cpus, p).has_contention());
+  p.ops[0].contended_seconds = 0.5;
+  EXPECT_FALSE(CostModel::calibrated(g, cluster(), p).has_contention());
+  EXPECT_EQ(CostModel::calibrated(g, cluster(), p).contention_group(DeviceId(0)), -1);
+}
+
 TEST(CostModel, OverridesAndScaling) {
   CostModel m = CostModel::uniform(3, 2, 1.5);
   m.set_op_seconds(OpId(2), DeviceId(1), 4.0);

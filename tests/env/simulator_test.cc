@@ -21,12 +21,15 @@ OpId add(Graph& g, const std::string& name, std::vector<TensorRef> inputs, std::
   return g.add_op(std::move(op));
 }
 
-Cluster cluster_of(int devices, int64_t memory = 0) {
+// GPU-like devices by default: transfers go over the link's channel. CPU
+// devices copy on the destination device instead (tested separately).
+Cluster cluster_of(int devices, int64_t memory = 0, DeviceKind kind = DeviceKind::Cuda) {
   Cluster c;
   c.name = "test";
   for (int i = 0; i < devices; ++i) {
     Device d;
-    d.name = "cpu:" + std::to_string(i);
+    d.kind = kind;
+    d.name = std::string(kind == DeviceKind::Cpu ? "cpu:" : "cuda:") + std::to_string(i);
     d.memory_bytes = memory;
     c.devices.push_back(d);
   }
@@ -89,11 +92,11 @@ TEST(Simulator, DiamondOverTwoDevices) {
   for (const TimelineEvent& e : timeline) {
     if (e.category != "transfer") continue;
     ++transfers;
-    if (e.lane == "cpu:0->cpu:1") {
+    if (e.lane == "cuda:0->cuda:1") {
       EXPECT_DOUBLE_EQ(e.start_s, 1.0);
       EXPECT_DOUBLE_EQ(e.duration_s, 1.5);
     } else {
-      EXPECT_EQ(e.lane, "cpu:1->cpu:0");
+      EXPECT_EQ(e.lane, "cuda:1->cuda:0");
       EXPECT_DOUBLE_EQ(e.start_s, 5.5);
       EXPECT_DOUBLE_EQ(e.duration_s, 2.5);
     }
@@ -121,6 +124,66 @@ TEST(Simulator, FanOutSharesOneTransferPerDeviceAndQueuesFifo) {
   // a:0's copy (1000) lives until c ends at 4; a:1's copy arrives at 4, then d.
   EXPECT_EQ(r.devices[1].peak_bytes, 2012);
   EXPECT_DOUBLE_EQ(r.devices[1].busy_s, 3.0);
+}
+
+TEST(Simulator, CopiesWithinAHostRunOnTheDestinationDeviceAheadOfItsOps) {
+  // The fan-out above on two CPU devices of one host: the copies take cpu:1 itself.
+  Graph g;
+  const OpId a = add(g, "a", {}, {1000, 2000});
+  add(g, "b", {{a, 0}}, {12});
+  add(g, "c", {{a, 0}}, {12});
+  add(g, "d", {{a, 1}}, {12});
+  add(g, "e", {{a, 0}}, {12});
+  CostModel m = CostModel::uniform(5, 2, 1.0);
+  set_costs(m, {1.0, 1.0, 1.0, 1.0, 5.0});
+  m.set_link(DeviceId(0), DeviceId(1), 0.0, 1000.0);
+  const Cluster cl = cluster_of(2, 0, DeviceKind::Cpu);
+  // Not one host (no contention group): the link's channel, as above.
+  EXPECT_DOUBLE_EQ(simulate(g, place({0, 1, 1, 1, 0}), cl, m).step_s, 6.0);
+  m.set_contention_group({DeviceId(0), DeviceId(1)});  // contended = alone: no slowdown
+  std::vector<TimelineEvent> tl;
+  const StepResult r = simulate(g, place({0, 1, 1, 1, 0}), cl, m, {}, &tl);
+  // a 0-1, e 1-6 on cpu:0. On cpu:1: copy of a:0 1-2, copy of a:1 2-4 (copies
+  // go first, oldest first), then b 4-5, c 5-6, d 6-7.
+  EXPECT_DOUBLE_EQ(r.step_s, 7.0);
+  EXPECT_EQ(r.transfer_bytes, 3000);
+  EXPECT_DOUBLE_EQ(r.devices[1].busy_s, 3.0);  // ops only, as the runtime counts it
+  EXPECT_EQ(r.devices[1].peak_bytes, 3012);    // both copies + b's output at 4
+  int copies = 0;
+  for (const TimelineEvent& e : tl) {
+    if (e.category != "transfer") continue;
+    EXPECT_EQ(e.lane, "cpu:0->cpu:1");
+    EXPECT_DOUBLE_EQ(e.start_s, copies == 0 ? 1.0 : 2.0);
+    EXPECT_DOUBLE_EQ(e.duration_s, copies == 0 ? 1.0 : 2.0);
+    ++copies;
+  }
+  EXPECT_EQ(copies, 2);
+}
+
+TEST(Simulator, ContentionSlowsOpsWhileOtherDevicesOfTheGroupAreBusy) {
+  Graph g;
+  add(g, "a", {}, {4});
+  add(g, "b", {}, {4});
+  CostModel m = CostModel::uniform(2, 2, 0.0);
+  set_costs(m, {2.0, 1.0});  // alone
+  for (int d = 0; d < 2; ++d) {
+    m.set_contended_seconds(OpId(0), DeviceId(d), 3.0);
+    m.set_contended_seconds(OpId(1), DeviceId(d), 2.0);
+  }
+  const Cluster cl = cluster_of(2, 0, DeviceKind::Cpu);
+  // No group yet: independent devices.
+  EXPECT_DOUBLE_EQ(simulate(g, place({0, 1}), cl, m).step_s, 2.0);
+  m.set_contention_group({DeviceId(0), DeviceId(1)});
+  std::vector<TimelineEvent> tl;
+  const StepResult r = simulate(g, place({0, 1}), cl, m, {}, &tl);
+  // Both busy from 0: a runs at 1/3 of its work per s, b at 1/2; b ends at 2.
+  // a has 1/3 left, alone now: 2/3 s more.
+  EXPECT_DOUBLE_EQ(r.step_s, 2.0 + 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(r.devices[0].busy_s, 2.0 + 2.0 / 3.0);
+  EXPECT_DOUBLE_EQ(r.devices[1].busy_s, 2.0);
+  ASSERT_EQ(tl.size(), 2u);
+  // One device: the group has nobody to contend with.
+  EXPECT_DOUBLE_EQ(simulate(g, place({0, 0}), cl, m).step_s, 3.0);
 }
 
 TEST(Simulator, LowestReadyOpIdRunsFirst) {
@@ -209,11 +272,11 @@ TEST(Simulator, OomReportsTheWorstDevice) {
   // cpu:0 holds a and b (2000 at b's start) over 1500; cpu:1 holds b's copy + c = 5000 over 1500.
   const StepResult r = simulate(g, place({0, 0, 1}), cluster_of(2, 1500), m);
   EXPECT_EQ(r.status, StepStatus::Oom);
-  EXPECT_EQ(r.oom_device, "cpu:1");
+  EXPECT_EQ(r.oom_device, "cuda:1");
   EXPECT_EQ(r.oom_needed_bytes, 5000);
   EXPECT_EQ(r.oom_capacity_bytes, 1500);
   EXPECT_EQ(r.devices[0].peak_bytes, 2000);
-  EXPECT_NE(r.message.find("cpu:1"), std::string::npos);
+  EXPECT_NE(r.message.find("cuda:1"), std::string::npos);
   // With enough memory the same placement runs.
   EXPECT_TRUE(simulate(g, place({0, 0, 1}), cluster_of(2, 5000), m).ok());
   // Memory tracking off: no OOM, no peaks.

@@ -33,6 +33,22 @@ class CostModel {
   // Fraction of ops whose cost came from a measurement (0 for roofline).
   double calibrated_fraction() const { return calibrated_fraction_; }
 
+  // Contention between devices that share a host (cpu:N devices share this
+  // machine's memory system and cores). An op on a device of a contention
+  // group takes op_seconds when it runs alone in its group and
+  // contended_seconds when every other device of the group is busy, in
+  // proportion in between. A copy between two CPU devices of one group is
+  // made by the destination device (the runtime's rule for cpu:N), not on a
+  // channel. No groups: devices are independent.
+  bool has_contention() const { return !contended_s_.empty(); }
+  double contended_seconds(OpId op, DeviceId device) const {
+    return contended_s_[static_cast<size_t>(op.value) * devices_ + device.value];
+  }
+  int32_t contention_group(DeviceId device) const { return group_.empty() ? -1 : group_[device.value]; }
+  void set_contended_seconds(OpId op, DeviceId device, double seconds);
+  // Puts devices in one contention group (a new group number each call).
+  void set_contention_group(const std::vector<DeviceId>& devices);
+
   // Overrides, e.g. for tests with hand-computed costs.
   void set_op_seconds(OpId op, DeviceId device, double seconds);
   void set_link(DeviceId from, DeviceId to, double alpha_s, double beta_Bps);
@@ -53,6 +69,9 @@ class CostModel {
   std::vector<double> alpha_s_;  // [from * devices + to]
   std::vector<double> beta_Bps_;
   double calibrated_fraction_ = 0.0;
+  std::vector<double> contended_s_;  // [op * devices + device]; empty = no contention
+  std::vector<int32_t> group_;       // [device]: contention group, -1 = none
+  int32_t groups_ = 0;
 };
 
 }  // namespace placer

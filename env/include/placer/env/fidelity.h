@@ -32,6 +32,7 @@ struct FidelityPoint {
   double measured_iqr_s = 0.0;
   double simulated_s = 0.0;
   int64_t transfer_bytes = 0;
+  std::vector<double> rounds_s;  // the fastest step of each round, in order
 };
 
 struct FidelityReport {
@@ -47,6 +48,10 @@ struct FidelityReport {
   double spearman = 0.0;
   double kendall = 0.0;
   double mape = 0.0;
+  // The measurement against itself: Spearman between the first two rounds'
+  // times (the most any simulator's rank correlation can be expected to
+  // reach on this machine); NaN with fewer than two rounds.
+  double retest_spearman = 0.0;
 
   void compute_statistics();
   std::string to_json() const;
