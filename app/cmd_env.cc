@@ -131,8 +131,12 @@ void run_fidelity(const FidelityArgs& a) {
     } else {
       for (const OpTiming& t : p.ops) {
         auto it = timing_index.find({t.op, t.device});
-        if (it != timing_index.end())
-          profile.ops[it->second].seconds = std::min(profile.ops[it->second].seconds, t.seconds);
+        if (it == timing_index.end()) continue;
+        OpTiming& kept = profile.ops[it->second];
+        kept.seconds = std::min(kept.seconds, t.seconds);
+        if (t.contended_seconds > 0)
+          kept.contended_seconds = kept.contended_seconds > 0 ? std::min(kept.contended_seconds, t.contended_seconds)
+                                                              : t.contended_seconds;
       }
       for (size_t l = 0; l < p.links.size() && l < profile.links.size(); ++l) {
         profile.links[l].alpha_s = std::min(profile.links[l].alpha_s, p.links[l].alpha_s);
