@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "features.h"
+#include "placer/env/environment.h"
 #include "placer/agent/train.h"
 
 namespace placer::learned {
@@ -159,6 +160,13 @@ std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options);
 // The policy stored in a `placer train` checkpoint file, in eval mode; its
 // config goes to *config. Throws InputError naming the file and field.
 std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config);
+
+// Places a graph with a trained policy and no training: the greedy decode
+// plus samples - 1 placements sampled at `temperature`; the env's simulator
+// keeps the fastest (a failed or OOM placement only if all fail). Writes the
+// kept placement's simulated step to *simulated_s when given.
+Placement decode_best(PolicyImpl& policy, const Problem& problem, const Environment& env, int samples,
+                      double temperature, uint64_t seed, double* simulated_s = nullptr);
 
 // Problem features as tensors.
 torch::Tensor unit_features(const Problem& problem);     // N x kUnitFeatures

@@ -616,11 +616,10 @@ TrainResult Trainer::run() {
       po.max_units = c_.max_groups;
       po.seed = c_.seed;
       Problem p = make_problem(env.graph(), env.cluster(), env.costs(), po);
-      SampleOptions so;
-      so.greedy_rows = 1;
-      std::mt19937_64 rng(c_.seed);
-      Rollout r = policy_->sample(p, 1, so, rng);
-      Placement placement = p.expand(r.unit_device[0]);
+      const bool was_training = policy_->is_training();
+      policy_->eval();
+      Placement placement = decode_best(*policy_, p, env, c_.place_samples, c_.temperature, c_.seed);
+      policy_->train(was_training);
       const double secs = seconds_since(t1);
       const Evaluation e = env.evaluate(placement);
       res.held_out[s.describe()] = {step_of(e, c_.reward_exponent), secs};

@@ -193,6 +193,7 @@ TrainConfig parse_train_config(const std::string& text, const std::string& origi
   policy.integer("max_groups", &c.max_groups, 0, 100000);
   policy.integer("grouper_groups", &c.grouper_groups, 0, 4096);
   policy.integer("gnn_layers", &c.gnn_layers, 1, 16);
+  policy.integer("place_samples", &c.place_samples, 1, 4096);
   policy.finish();
 
   Section reward(top.get("reward"), origin, "reward");
@@ -311,7 +312,8 @@ std::string train_config_to_json(const TrainConfig& c) {
   o << "  \"family\": " << sources(c.family) << ",\n  \"held_out\": " << sources(c.held_out) << ",\n";
   o << "  \"cluster\": " << q(c.cluster) << ",\n  \"compare\": " << list(c.compare) << ",\n";
   o << "  \"policy\": {\"type\": " << q(c.policy) << ", \"hidden\": " << c.hidden << ", \"type_embedding\": " << c.type_embedding
-    << ", \"max_groups\": " << c.max_groups << ", \"grouper_groups\": " << c.grouper_groups << ", \"gnn_layers\": " << c.gnn_layers << "},\n";
+    << ", \"max_groups\": " << c.max_groups << ", \"grouper_groups\": " << c.grouper_groups << ", \"gnn_layers\": " << c.gnn_layers
+    << ", \"place_samples\": " << c.place_samples << "},\n";
   o << "  \"reward\": {\"mode\": " << q(c.reward_mode) << ", \"exponent\": " << d(c.reward_exponent)
     << ", \"failure_penalty_s\": " << d(c.failure_penalty_s) << ", \"measure_warmup\": " << c.measure_warmup
     << ", \"measure_steps\": " << c.measure_steps << ", \"hybrid_measure_top\": " << c.hybrid_measure_top

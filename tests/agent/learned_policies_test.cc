@@ -163,10 +163,11 @@ TEST(LearnedPolicies, GnnPlacesHeldOutGraphsOfTheFamily) {
   ASSERT_EQ(r.held_out.size(), 1u);
   const auto& [step, secs] = r.held_out.begin()->second;
   // Never trained on 2 chains of 4: one chain per device takes 4.002 s (the
-  // optimum), all on one device 8.001 s. The zero-shot placement must keep
-  // most of the parallelism (on this toy family some seeds reach the optimum
-  // exactly, others misplace one op: 5.006 s).
-  EXPECT_LT(step, 0.7 * 8.001);
+  // optimum), all on one device 8.001 s. The zero-shot placement (greedy plus
+  // 15 samples, the simulator keeps the fastest) must keep the parallelism:
+  // the greedy decode alone reached the optimum for some seeds and misplaced
+  // one op (5.006 s) for others.
+  EXPECT_LE(step, 5.006 + 1e-6);
   EXPECT_LT(secs, 1.0);
 }
 
