@@ -1,7 +1,10 @@
 // Simulator speed: simulated operators per second on one core.
 //
-//   build/bench/sim_bench [--ops 50000] [--reps 20] [--cluster k80x8] [--builder NAME key=value ...]
+//   build/bench/sim_bench [--ops 50000] [--reps 20] [--cluster k80x8] [--contention F] [--builder NAME key=value ...]
 //
+// --contention F: all CPU devices of the cluster form one host (contention
+// group, copies made on the destination) with every op F times slower while
+// all of them are busy, as a calibrated cpu:N model has: the rate-based path.
 // Graphs: a random layered DAG of --ops operators (1-3 inputs from the last
 // 64 ops, an occasional long skip, outputs of 4 KiB-4 MiB), and optionally a
 // benchmark builder's training graph. Placements: random per op (the most
@@ -90,6 +93,7 @@ int main(int argc, char** argv) {
   int reps = 20;
   std::string cluster_spec = "k80x8";
   std::string builder;
+  double contention = 0.0;
   BuilderOptions bopts;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -104,9 +108,10 @@ int main(int argc, char** argv) {
     else if (a == "--reps") reps = std::atoi(next().c_str());
     else if (a == "--cluster") cluster_spec = next();
     else if (a == "--builder") builder = next();
+    else if (a == "--contention") contention = std::atof(next().c_str());
     else if (a.find('=') != std::string::npos) bopts.values[a.substr(0, a.find('='))] = std::atoll(a.substr(a.find('=') + 1).c_str());
     else {
-      std::fprintf(stderr, "usage: sim_bench [--ops N] [--reps R] [--cluster SPEC] [--builder NAME key=value ...]\n");
+      std::fprintf(stderr, "usage: sim_bench [--ops N] [--reps R] [--cluster SPEC] [--contention F] [--builder NAME key=value ...]\n");
       return 2;
     }
   }
@@ -125,7 +130,17 @@ int main(int argc, char** argv) {
     std::printf("| graph | ops | placement | context build ms | simulate ms | ops/s (prepared) | ops/s (incl. context) | step s | transfer MB | ops/s wall |\n");
     std::printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const Graph& g : graphs) {
-      const CostModel costs = CostModel::roofline(g, cluster);
+      CostModel costs = CostModel::roofline(g, cluster);
+      if (contention > 0) {
+        std::vector<DeviceId> cpus;
+        for (int32_t d = 0; d < D; ++d)
+          if (cluster.devices[d].kind == DeviceKind::Cpu) cpus.push_back(DeviceId(d));
+        for (int64_t o = 0; o < g.size(); ++o)
+          for (DeviceId d : cpus)
+            costs.set_contended_seconds(OpId(static_cast<int32_t>(o)), d,
+                                        contention * costs.op_seconds(OpId(static_cast<int32_t>(o)), d));
+        costs.set_contention_group(cpus);
+      }
       std::mt19937_64 rng(2);
       Placement random, blocks, rr;
       for (int64_t o = 0; o < g.size(); ++o) {
