@@ -2,12 +2,12 @@
 # Simulator fidelity on cpu:2: builds the reduced benchmark graphs, measures
 # diverse placements of each for real and in the calibrated simulator, and
 # writes bench/results/fidelity_<graph>.{md,json,svg}.
-# Usage: bash bench/run_fidelity.sh [BUILD_DIR] [PLACEMENTS] [ROUNDS]
+# Usage: bash bench/run_fidelity.sh [BUILD_DIR] [PLACEMENTS=30] [ROUNDS=6]
 # Run it on an otherwise idle machine: cpu:N devices need their own cores.
 set -euo pipefail
 BUILD=${1:-build}
 PLACEMENTS=${2:-30}
-ROUNDS=${3:-3}
+ROUNDS=${3:-6}
 P="$BUILD/placer"
 OUT=bench/results
 TMP=$(mktemp -d)
