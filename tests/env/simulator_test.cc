@@ -104,17 +104,25 @@ TEST(Simulator, DiamondOverTwoDevices) {
   EXPECT_EQ(transfers, 2);
 }
 
-TEST(Simulator, FanOutSharesOneTransferPerDeviceAndQueuesFifo) {
+// a (two outputs of 1000 and 2000 bytes) feeds b, c, d and e; every op takes
+// 1 s but e 5 s; the link moves 1000 bytes/s with no latency.
+Graph fan_out(CostModel* m) {
   Graph g;
   const OpId a = add(g, "a", {}, {1000, 2000});
   add(g, "b", {{a, 0}}, {12});
   add(g, "c", {{a, 0}}, {12});
   add(g, "d", {{a, 1}}, {12});
   add(g, "e", {{a, 0}}, {12});
+  *m = CostModel::uniform(5, 2, 1.0);
+  set_costs(*m, {1.0, 1.0, 1.0, 1.0, 5.0});
+  m->set_link(DeviceId(0), DeviceId(1), 0.0, 1000.0);
+  return g;
+}
+
+TEST(Simulator, FanOutSharesOneTransferPerDeviceAndQueuesFifo) {
+  CostModel m;
+  const Graph g = fan_out(&m);
   const Cluster cl = cluster_of(2);
-  CostModel m = CostModel::uniform(5, 2, 1.0);
-  set_costs(m, {1.0, 1.0, 1.0, 1.0, 5.0});
-  m.set_link(DeviceId(0), DeviceId(1), 0.0, 1000.0);
   const StepResult r = simulate(g, place({0, 1, 1, 1, 0}), cl, m);
   // a 0-1; e 1-6 on cpu:0. a:0 sent once (1-2), a:1 waits for the channel (2-4).
   // b 2-3 (lowest id first), c 3-4, d 4-5. Step = e's end.
@@ -128,15 +136,8 @@ TEST(Simulator, FanOutSharesOneTransferPerDeviceAndQueuesFifo) {
 
 TEST(Simulator, CopiesWithinAHostRunOnTheDestinationDeviceAheadOfItsOps) {
   // The fan-out above on two CPU devices of one host: the copies take cpu:1 itself.
-  Graph g;
-  const OpId a = add(g, "a", {}, {1000, 2000});
-  add(g, "b", {{a, 0}}, {12});
-  add(g, "c", {{a, 0}}, {12});
-  add(g, "d", {{a, 1}}, {12});
-  add(g, "e", {{a, 0}}, {12});
-  CostModel m = CostModel::uniform(5, 2, 1.0);
-  set_costs(m, {1.0, 1.0, 1.0, 1.0, 5.0});
-  m.set_link(DeviceId(0), DeviceId(1), 0.0, 1000.0);
+  CostModel m;
+  const Graph g = fan_out(&m);
   const Cluster cl = cluster_of(2, 0, DeviceKind::Cpu);
   // Not one host (no contention group): the link's channel, as above.
   EXPECT_DOUBLE_EQ(simulate(g, place({0, 1, 1, 1, 0}), cl, m).step_s, 6.0);
