@@ -189,6 +189,13 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
     for (size_t i = 0; i < model.op_s_.size(); ++i)
       model.contended_s_[i] = contended[i] < 0 ? model.op_s_[i] : std::max(contended[i], model.op_s_[i]);
     model.set_contention_group(cpus);
+    // Copies are memory-bound like most ops: they slow down by the typical
+    // (median) contended / alone ratio of the profiled ops.
+    std::vector<double> ratios;
+    for (size_t i = 0; i < model.op_s_.size(); ++i)
+      if (contended[i] >= 0 && model.op_s_[i] > 1e-5) ratios.push_back(model.contended_s_[i] / model.op_s_[i]);
+    if (!ratios.empty())
+      for (DeviceId dev : cpus) model.set_copy_contention(dev, std::max(1.0, median(ratios)));
   }
 
   for (const LinkFit& fit : profile.links) {
@@ -219,6 +226,12 @@ void CostModel::set_contended_seconds(OpId op, DeviceId device, double seconds) 
                " device ", device.value);
   if (contended_s_.empty()) contended_s_ = op_s_;
   contended_s_[static_cast<size_t>(op.value) * devices_ + device.value] = seconds;
+}
+
+void CostModel::set_copy_contention(DeviceId device, double factor) {
+  PLACER_CHECK(device.value >= 0 && device.value < devices_ && factor >= 1.0, "device ", device.value, " factor ", factor);
+  if (copy_factor_.empty()) copy_factor_.assign(devices_, 1.0);
+  copy_factor_[device.value] = factor;
 }
 
 void CostModel::set_contention_group(const std::vector<DeviceId>& devices) {

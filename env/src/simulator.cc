@@ -388,9 +388,11 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
   auto duration_now = [&](int32_t o, int32_t d) {
     const double alone = item_seconds(o, d);
     const int32_t g = group_of[d];
-    if (o < 0 || g < 0 || group_size[g] < 2) return alone;
+    if (g < 0 || group_size[g] < 2) return alone;
     const double share = static_cast<double>(ws.group_busy[g] - 1) / static_cast<double>(group_size[g] - 1);
-    return alone + (costs.contended_seconds(OpId(o), DeviceId(d)) - alone) * share;
+    const double contended =
+        o >= 0 ? costs.contended_seconds(OpId(o), DeviceId(d)) : alone * costs.copy_contention(DeviceId(d));
+    return alone + (contended - alone) * share;
   };
 
   int64_t transfer_bytes = 0;

@@ -187,6 +187,29 @@ TEST(Simulator, ContentionSlowsOpsWhileOtherDevicesOfTheGroupAreBusy) {
   EXPECT_DOUBLE_EQ(simulate(g, place({0, 0}), cl, m).step_s, 3.0);
 }
 
+TEST(Simulator, CopiesWithinAHostSlowDownWhileTheOtherDeviceIsBusy) {
+  Graph g;
+  const OpId a = add(g, "a", {}, {1000});
+  add(g, "b", {}, {4});
+  add(g, "c", {{a, 0}}, {4});
+  CostModel m = CostModel::uniform(3, 2, 1.0);
+  set_costs(m, {1.0, 4.0, 1.0});
+  m.set_link(DeviceId(0), DeviceId(1), 0.0, 1000.0);  // the copy of a: 1 s alone
+  m.set_contention_group({DeviceId(0), DeviceId(1)});  // ops: contended = alone
+  m.set_copy_contention(DeviceId(1), 2.0);
+  std::vector<TimelineEvent> tl;
+  const StepResult r = simulate(g, place({0, 0, 1}), cluster_of(2, 0, DeviceKind::Cpu), m, {}, &tl);
+  // cpu:0: a 0-1, b 1-5. cpu:1: the copy of a from 1, with b running: 2 s, to 3; c 3-4.
+  EXPECT_DOUBLE_EQ(r.step_s, 5.0);
+  for (const TimelineEvent& e : tl) {
+    if (e.category == "transfer") {
+      EXPECT_DOUBLE_EQ(e.start_s, 1.0);
+      EXPECT_DOUBLE_EQ(e.duration_s, 2.0);
+    }
+    if (e.name == "c") EXPECT_DOUBLE_EQ(e.start_s, 3.0);
+  }
+}
+
 TEST(Simulator, LowestReadyOpIdRunsFirst) {
   Graph g;
   const OpId a = add(g, "a", {}, {4});

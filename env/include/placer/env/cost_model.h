@@ -46,6 +46,10 @@ class CostModel {
   }
   int32_t contention_group(DeviceId device) const { return group_.empty() ? -1 : group_[device.value]; }
   void set_contended_seconds(OpId op, DeviceId device, double seconds);
+  // A copy made on `device` (within its group) takes this many times its link
+  // time while every other device of the group is busy (1 = no slowdown).
+  double copy_contention(DeviceId device) const { return copy_factor_.empty() ? 1.0 : copy_factor_[device.value]; }
+  void set_copy_contention(DeviceId device, double factor);
   // Puts devices in one contention group (a new group number each call).
   void set_contention_group(const std::vector<DeviceId>& devices);
 
@@ -71,6 +75,7 @@ class CostModel {
   double calibrated_fraction_ = 0.0;
   std::vector<double> contended_s_;  // [op * devices + device]; empty = no contention
   std::vector<int32_t> group_;       // [device]: contention group, -1 = none
+  std::vector<double> copy_factor_;  // [device]; empty = 1
   int32_t groups_ = 0;
 };
 
