@@ -31,6 +31,10 @@ struct PolicyOptions {
   int type_embedding = 16;
   int grouper_groups = 0;  // hierarchical: 0 = min(256, 20 x devices)
   int gnn_layers = 3;
+  // Decoder: "lstm" (ColocRL: a recurrent state carried across units) or
+  // "pointwise" (each unit scored from its own encoding, the previous unit's
+  // device and attention over all units, with no state that counts positions).
+  std::string decoder = "lstm";
 };
 
 struct SampleOptions {
@@ -68,7 +72,7 @@ class PolicyImpl : public torch::nn::Module {
 // The attention decoder shared by every policy.
 class DecoderImpl : public torch::nn::Module {
  public:
-  explicit DecoderImpl(int hidden);
+  DecoderImpl(int hidden, bool recurrent = true);
   // enc: B x S x H (B may be 1 and is expanded). Samples devices step by step.
   void decode(const torch::Tensor& enc, const torch::Tensor& dev_features, const std::vector<const UnitCosts*>& costs,
               int32_t batch, const SampleOptions& options, std::mt19937_64& rng, const std::vector<int32_t>* forced,
@@ -80,6 +84,8 @@ class DecoderImpl : public torch::nn::Module {
  private:
   torch::Tensor device_embeddings(const torch::Tensor& dev_features);  // D x H
   int hidden_;
+  bool recurrent_;
+  torch::nn::Linear step_{nullptr};  // pointwise: (unit encoding, previous device) -> query
   torch::nn::Linear dev_proj_{nullptr};
   torch::nn::Embedding dev_index_{nullptr};
   torch::nn::LSTM lstm_{nullptr};

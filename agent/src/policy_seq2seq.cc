@@ -21,10 +21,13 @@ torch::Tensor device_features(const Problem& problem) {
 
 // ---------------------------------------------------------------- decoder
 
-DecoderImpl::DecoderImpl(int hidden) : hidden_(hidden) {
+DecoderImpl::DecoderImpl(int hidden, bool recurrent) : hidden_(hidden), recurrent_(recurrent) {
   dev_proj_ = register_module("dev_proj", nn::Linear(kDeviceFeatures, hidden));
   dev_index_ = register_module("dev_index", nn::Embedding(kMaxDevices, hidden));
-  lstm_ = register_module("lstm", nn::LSTM(nn::LSTMOptions(2 * hidden, hidden)));
+  if (recurrent_)
+    lstm_ = register_module("lstm", nn::LSTM(nn::LSTMOptions(2 * hidden, hidden)));
+  else
+    step_ = register_module("step", nn::Linear(2 * hidden, hidden));
   att_ = register_module("att", nn::Linear(nn::LinearOptions(hidden, hidden).bias(false)));
   comb_ = register_module("comb", nn::Linear(2 * hidden, hidden));
   dyn_proj_ = register_module("dyn_proj", nn::Linear(kDynamicFeatures, hidden));
@@ -83,9 +86,14 @@ void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_feat
   std::vector<float> noisy(D), probs(D);
   const double T = options.temperature;
   for (int64_t t = 0; t < S; ++t) {
-    auto out = lstm_->forward(torch::cat({encB.select(1, t), prev}, 1).unsqueeze(0), hx);
-    hx = std::get<1>(out);
-    const torch::Tensor h = std::get<0>(out)[0];                                      // B x H
+    torch::Tensor h;                                                                 // B x H
+    if (recurrent_) {
+      auto out = lstm_->forward(torch::cat({encB.select(1, t), prev}, 1).unsqueeze(0), hx);
+      hx = std::get<1>(out);
+      h = std::get<0>(out)[0];
+    } else {
+      h = torch::tanh(step_(torch::cat({encB.select(1, t), prev}, 1)));
+    }
     const torch::Tensor a = torch::softmax(torch::bmm(keys, h.unsqueeze(2)).squeeze(2), 1);  // B x S
     const torch::Tensor ctx = torch::bmm(a.unsqueeze(1), encB).squeeze(1);            // B x H
     const torch::Tensor q = torch::tanh(comb_(torch::cat({h, ctx}, 1)));
@@ -136,8 +144,9 @@ LogProbs DecoderImpl::score(const torch::Tensor& enc, const torch::Tensor& dev_f
     const torch::Tensor fed = dev_e.index_select(0, actions.narrow(1, 0, S - 1).reshape({-1})).view({B, S - 1, H});
     prev = torch::cat({prev, fed}, 1);
   }
-  const torch::Tensor in = torch::cat({encB, prev}, 2).transpose(0, 1);            // S x B x 2H
-  const torch::Tensor hs = std::get<0>(lstm_->forward(in)).transpose(0, 1);        // B x S x H
+  const torch::Tensor in = torch::cat({encB, prev}, 2);                            // B x S x 2H
+  const torch::Tensor hs = recurrent_ ? std::get<0>(lstm_->forward(in.transpose(0, 1))).transpose(0, 1)
+                                      : torch::tanh(step_(in));                     // B x S x H
   const torch::Tensor keys = att_(encB);
   const torch::Tensor a = torch::softmax(torch::bmm(hs, keys.transpose(1, 2)), 2);  // B x S x S
   const torch::Tensor ctx = torch::bmm(a, encB);
@@ -169,7 +178,9 @@ Seq2SeqPolicyImpl::Seq2SeqPolicyImpl(const PolicyOptions& options) {
   PLACER_CHECK(H % 2 == 0, "hidden must be even, got ", H);
   embed_ = register_module("embed", UnitEmbedding(H, options.type_embedding));
   encoder_ = register_module("encoder", nn::LSTM(nn::LSTMOptions(H, H / 2).bidirectional(true)));
-  decoder_ = register_module("decoder", Decoder(H));
+  if (options.decoder != "lstm" && options.decoder != "pointwise")
+    throw InputError("policy.decoder: unknown decoder '" + options.decoder + "' (lstm, pointwise)");
+  decoder_ = register_module("decoder", Decoder(H, options.decoder == "lstm"));
 }
 
 torch::Tensor Seq2SeqPolicyImpl::encode(const Problem& problem) {

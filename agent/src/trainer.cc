@@ -64,6 +64,7 @@ PolicyOptions policy_options(const TrainConfig& c) {
   p.type_embedding = c.type_embedding;
   p.grouper_groups = c.grouper_groups;
   p.gnn_layers = c.gnn_layers;
+  p.decoder = c.decoder;
   return p;
 }
 

@@ -194,6 +194,7 @@ TrainConfig parse_train_config(const std::string& text, const std::string& origi
   policy.integer("grouper_groups", &c.grouper_groups, 0, 4096);
   policy.integer("gnn_layers", &c.gnn_layers, 1, 16);
   policy.integer("place_samples", &c.place_samples, 1, 4096);
+  policy.str("decoder", &c.decoder);
   policy.finish();
 
   Section reward(top.get("reward"), origin, "reward");
@@ -244,6 +245,8 @@ TrainConfig parse_train_config(const std::string& text, const std::string& origi
   if (c.name.empty()) top.fail("name", "must not be empty");
   if (c.policy != "seq2seq" && c.policy != "hierarchical" && c.policy != "gnn")
     top.fail("policy.type", "unknown policy '" + c.policy + "' (known: seq2seq, hierarchical, gnn)");
+  if (c.decoder != "lstm" && c.decoder != "pointwise")
+    top.fail("policy.decoder", "unknown decoder '" + c.decoder + "' (known: lstm, pointwise)");
   if (c.reward_mode != "simulated" && c.reward_mode != "measured" && c.reward_mode != "hybrid")
     top.fail("reward.mode", "unknown mode '" + c.reward_mode + "' (known: simulated, measured, hybrid)");
   if (c.algorithm != "reinforce" && c.algorithm != "ppo")
@@ -313,7 +316,7 @@ std::string train_config_to_json(const TrainConfig& c) {
   o << "  \"cluster\": " << q(c.cluster) << ",\n  \"compare\": " << list(c.compare) << ",\n";
   o << "  \"policy\": {\"type\": " << q(c.policy) << ", \"hidden\": " << c.hidden << ", \"type_embedding\": " << c.type_embedding
     << ", \"max_groups\": " << c.max_groups << ", \"grouper_groups\": " << c.grouper_groups << ", \"gnn_layers\": " << c.gnn_layers
-    << ", \"place_samples\": " << c.place_samples << "},\n";
+    << ", \"place_samples\": " << c.place_samples << ", \"decoder\": " << q(c.decoder) << "},\n";
   o << "  \"reward\": {\"mode\": " << q(c.reward_mode) << ", \"exponent\": " << d(c.reward_exponent)
     << ", \"failure_penalty_s\": " << d(c.failure_penalty_s) << ", \"measure_warmup\": " << c.measure_warmup
     << ", \"measure_steps\": " << c.measure_steps << ", \"hybrid_measure_top\": " << c.hybrid_measure_top

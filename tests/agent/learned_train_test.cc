@@ -230,6 +230,7 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "reward: {mode: real}\n", "reward.mode: unknown mode 'real'");
   expect_error(ok + "policy: {hidden: 33}\n", "policy.hidden: must be even");
   expect_error(ok + "policy: {place_samples: 0}\n", "policy.place_samples: must be in [1, 4096]");
+  expect_error(ok + "policy: {decoder: gru}\n", "policy.decoder: unknown decoder 'gru'");
   expect_error(ok + "graph2: 1\n", "graph2: unknown field");
   expect_error("name: x\ncluster: k80x2\n", "graph: missing");
   expect_error("name: x\ngraph: {builder: mlp, file: a.json}\ncluster: k80x2\n", "graph: give exactly one");

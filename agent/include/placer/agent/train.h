@@ -41,6 +41,7 @@ struct TrainConfig {
   int max_groups = 256;            // seq2seq/gnn: coarsen co-location groups to at most this many
   int grouper_groups = 0;          // hierarchical: groups (0 = min(256, 20 x devices))
   int gnn_layers = 3;
+  std::string decoder = "lstm";    // lstm (ColocRL) | pointwise (no recurrent state; for gnn families)
   // Placing without training (held-out graphs, `placer place --checkpoint`):
   // the greedy decode plus place_samples - 1 sampled ones; the simulator keeps
   // the fastest. 1 = greedy only.
