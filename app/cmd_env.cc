@@ -30,7 +30,7 @@ struct SimulateArgs {
 };
 
 struct FidelityArgs {
-  std::string graph, devices = "cpu:2", out = ".", name, save_placements;
+  std::string graph, devices = "cpu:2", out = ".", name, save_placements, replot;
   int placements = 50, warmup = 2, steps = 5, repetitions = 5, rounds = 1;
   uint64_t seed = 1;
 };
@@ -89,6 +89,23 @@ void run_simulate(const SimulateArgs& a) {
 }
 
 void run_fidelity(const FidelityArgs& a) {
+  if (!a.replot.empty()) {
+    // Re-render a report's markdown and plot from its JSON, measuring nothing.
+    FidelityReport report;
+    try {
+      report = FidelityReport::from_json(read_file(a.replot));
+    } catch (const InputError& e) {
+      throw InputError(a.replot + ": " + e.what());
+    }
+    std::string stem = a.replot;
+    if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
+    write_file_atomic(stem + ".md", report.to_markdown());
+    write_file_atomic(stem + ".svg", report.to_svg());
+    std::printf("%s on %s: %zu placements: Spearman %.3f, MAPE %.1f%% -> %s.{md,svg}\n", report.graph.c_str(),
+                report.devices.c_str(), report.points.size(), report.spearman, 100 * report.mape, stem.c_str());
+    return;
+  }
+  if (a.graph.empty()) throw InputError("fidelity: --graph is required (or --replot REPORT.json)");
   const Graph graph = load_graph(a.graph);
   const Cluster cluster = parse_device_list(a.devices);
   std::ostringstream command;
@@ -214,7 +231,9 @@ void add_env_commands(CLI::App& app) {
   auto fargs = std::make_shared<FidelityArgs>();
   CLI::App* fid = app.add_subcommand(
       "fidelity", "Measure diverse placements for real and in the calibrated simulator; report rank correlation and MAPE");
-  fid->add_option("--graph", fargs->graph, "Graph file (.json or binary)")->required();
+  fid->add_option("--graph", fargs->graph, "Graph file (.json or binary); required unless --replot");
+  fid->add_option("--replot", fargs->replot,
+                  "Re-render REPORT.md and REPORT.svg from a fidelity REPORT.json written earlier (measures nothing)");
   fid->add_option("--devices", fargs->devices, "Devices to measure on: cpu:N, cpu,cuda:0, ...")->capture_default_str();
   fid->add_option("--placements", fargs->placements, "Number of placements")
       ->capture_default_str()

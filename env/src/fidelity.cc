@@ -10,8 +10,18 @@
 #include <set>
 #include <sstream>
 
+#include <cereal/archives/json.hpp>
+
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
+
+// cereal bundles RapidJSON under its own namespace upstream; Debian's cereal
+// uses the system RapidJSON. Either way json.hpp has included it by now.
+#if defined(CEREAL_RAPIDJSON_NAMESPACE)
+namespace rj = CEREAL_RAPIDJSON_NAMESPACE;
+#else
+namespace rj = RAPIDJSON_NAMESPACE;
+#endif
 
 namespace placer {
 namespace {
@@ -217,6 +227,49 @@ void FidelityReport::compute_statistics() {
                                                                   : std::numeric_limits<double>::quiet_NaN();
 }
 
+FidelityReport FidelityReport::from_json(const std::string& text) {
+  rj::Document doc;
+  doc.Parse(text.c_str(), text.size());
+  if (doc.HasParseError() || !doc.IsObject()) throw InputError("fidelity report: not a JSON object");
+  auto str = [&](const rj::Value& v, const char* key) -> std::string {
+    if (!v.HasMember(key) || !v[key].IsString()) throw InputError(std::string("fidelity report: field '") + key + "' must be a string");
+    return v[key].GetString();
+  };
+  auto num = [&](const rj::Value& v, const char* key, const std::string& where) -> double {
+    if (!v.HasMember(key) || !v[key].IsNumber())
+      throw InputError("fidelity report: " + where + "field '" + key + "' must be a number");
+    return v[key].GetDouble();
+  };
+  FidelityReport r;
+  r.graph = str(doc, "graph");
+  r.devices = str(doc, "devices");
+  r.command = str(doc, "command");
+  r.host = str(doc, "host");
+  r.ops = static_cast<int64_t>(num(doc, "ops", ""));
+  r.calibrated_fraction = num(doc, "calibrated_fraction", "");
+  r.per_op_overhead_s = num(doc, "per_op_overhead_s", "");
+  r.failed = static_cast<int>(num(doc, "failed", ""));
+  if (!doc.HasMember("points") || !doc["points"].IsArray()) throw InputError("fidelity report: field 'points' must be a list");
+  const rj::Value& pts = doc["points"];
+  for (rj::SizeType i = 0; i < pts.Size(); ++i) {
+    const std::string where = "points[" + std::to_string(i) + "]: ";
+    if (!pts[i].IsObject()) throw InputError("fidelity report: " + where + "must be an object");
+    FidelityPoint p;
+    p.kind = str(pts[i], "kind");
+    p.measured_s = num(pts[i], "measured_s", where);
+    p.measured_iqr_s = num(pts[i], "measured_iqr_s", where);
+    p.simulated_s = num(pts[i], "simulated_s", where);
+    p.transfer_bytes = static_cast<int64_t>(num(pts[i], "transfer_bytes", where));
+    if (pts[i].HasMember("rounds_s") && pts[i]["rounds_s"].IsArray())
+      for (const auto& v : pts[i]["rounds_s"].GetArray())
+        if (v.IsNumber()) p.rounds_s.push_back(v.GetDouble());
+    r.points.push_back(std::move(p));
+  }
+  if (r.points.size() < 2) throw InputError("fidelity report: needs at least two points");
+  r.compute_statistics();
+  return r;
+}
+
 std::string FidelityReport::to_json() const {
   std::ostringstream o;
   o << "{\n  \"graph\": \"" << json_escape(graph) << "\",\n  \"ops\": " << ops << ",\n  \"devices\": \""
@@ -263,7 +316,7 @@ std::string FidelityReport::to_markdown() const {
 }
 
 std::string FidelityReport::to_svg() const {
-  const double W = 560, H = 560, L = 80, R = 20, T = 50, B = 70;
+  const double W = 560, H = 560, L = 80, R = 20, T = 66, B = 70;
   double lo = 1e300, hi = 0;
   for (const auto& p : points)
     for (double v : {p.measured_s, p.simulated_s})
@@ -285,16 +338,34 @@ std::string FidelityReport::to_svg() const {
   o << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">" << xml_escape(graph) << " on "
     << xml_escape(devices) << ": simulated vs measured step time</text>\n";
   o << "<text x=\"" << W / 2 << "\" y=\"38\" text-anchor=\"middle\">Spearman " << fmt(spearman, 3) << ", Kendall "
-    << fmt(kendall, 3) << ", MAPE " << fmt(100 * mape, 3) << "%, n = " << points.size();
-  if (!std::isnan(retest_spearman)) o << " (measured vs re-measured: Spearman " << fmt(retest_spearman, 3) << ")";
-  o << "</text>\n";
+    << fmt(kendall, 3) << ", MAPE " << fmt(100 * mape, 3) << "%, n = " << points.size() << "</text>\n";
+  if (!std::isnan(retest_spearman))
+    o << "<text x=\"" << W / 2 << "\" y=\"54\" text-anchor=\"middle\" fill=\"#555\">measured vs re-measured (round 1 vs 2): Spearman "
+      << fmt(retest_spearman, 3) << "</text>\n";
   // Axes and decade ticks.
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
     << "\" fill=\"none\" stroke=\"black\"/>\n";
-  for (int e = static_cast<int>(std::floor(llo)); e <= static_cast<int>(std::ceil(lhi)); ++e)
-    for (int m : {1, 2, 5}) {
-      const double v = m * std::pow(10.0, e);
-      if (std::log10(v) < llo || std::log10(v) > lhi) continue;
+  // Ticks at 1, 2, 5 x 10^e; finer steps when the data span less than a decade.
+  std::vector<double> fine;
+  for (int k = 10; k < 100; ++k) fine.push_back(k / 10.0);
+  std::vector<double> ticks;
+  for (const std::vector<double>& steps :
+       {std::vector<double>{1, 2, 5}, std::vector<double>{1, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8}, fine}) {
+    ticks.clear();
+    for (int e = static_cast<int>(std::floor(llo)); e <= static_cast<int>(std::ceil(lhi)); ++e)
+      for (double m : steps) {
+        const double v = m * std::pow(10.0, e);
+        if (std::log10(v) >= llo && std::log10(v) <= lhi) ticks.push_back(v);
+      }
+    if (ticks.size() >= 3) break;
+  }
+  if (ticks.size() > 8) {  // thin the finest set to at most 8 labels
+    const size_t every = (ticks.size() + 7) / 8;
+    std::vector<double> thinned;
+    for (size_t i = 0; i < ticks.size(); i += every) thinned.push_back(ticks[i]);
+    ticks.swap(thinned);
+  }
+  for (double v : ticks) {
       o << "<line x1=\"" << x(v) << "\" y1=\"" << T << "\" x2=\"" << x(v) << "\" y2=\"" << H - B
         << "\" stroke=\"#ddd\"/>\n";
       o << "<line x1=\"" << L << "\" y1=\"" << y(v) << "\" x2=\"" << W - R << "\" y2=\"" << y(v)

@@ -69,6 +69,35 @@ TEST(Fidelity, ReportWritesStatisticsAndPlot) {
   EXPECT_EQ(svg.rfind("<svg", 0), 0u);
   EXPECT_EQ(std::count(svg.begin(), svg.end(), '\n') > 10, true);
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_TRUE(std::isnan(r.retest_spearman));  // one round: no re-measurement
+  EXPECT_NE(r.to_json().find("\"retest_spearman\": null"), std::string::npos);
+}
+
+TEST(Fidelity, ReportReadsBackFromItsJsonWithTheRetestFigure) {
+  FidelityReport r;
+  r.graph = "g";
+  r.devices = "cpu:2";
+  r.command = "placer fidelity ...";
+  r.host = "test";
+  r.ops = 12;
+  // Round 2 ranks the points in reverse: the measurement disagrees with itself.
+  r.points = {{"single", 1.0, 0.0, 1.1, 0, {1.0, 3.0}},
+              {"split", 2.0, 0.0, 1.8, 100, {2.0, 2.0}},
+              {"random", 3.0, 0.0, 3.3, 5, {3.0, 1.0}}};
+  r.compute_statistics();
+  EXPECT_DOUBLE_EQ(r.retest_spearman, -1.0);
+  EXPECT_NE(r.to_markdown().find("round 1 vs round 2"), std::string::npos);
+  const FidelityReport back = FidelityReport::from_json(r.to_json());
+  EXPECT_EQ(back.to_json(), r.to_json());
+  EXPECT_EQ(back.to_svg(), r.to_svg());
+  EXPECT_EQ(back.points[2].rounds_s, (std::vector<double>{3.0, 1.0}));
+  try {
+    FidelityReport::from_json(R"({"graph": "g", "devices": "cpu:2", "command": "", "host": "", "ops": 1,
+        "calibrated_fraction": 1, "per_op_overhead_s": 0, "failed": 0, "points": [{"kind": "single"}]})");
+    ADD_FAILURE() << "a point without times was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("points[0]: field 'measured_s' must be a number"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

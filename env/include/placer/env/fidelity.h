@@ -54,6 +54,9 @@ struct FidelityReport {
   double retest_spearman = 0.0;
 
   void compute_statistics();
+  // Reads what to_json() wrote (statistics are recomputed); throws InputError
+  // naming the field for anything else.
+  static FidelityReport from_json(const std::string& text);
   std::string to_json() const;
   std::string to_markdown() const;
   std::string to_svg() const;  // scatter plot, simulated vs measured, log axes

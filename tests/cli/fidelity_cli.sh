@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# placer fidelity end to end on a tiny graph: measures a few placements for
+# real and in the calibrated simulator, writes the report (md, json, svg) and
+# the placements, re-renders it with --replot, and checks the error paths.
+set -euo pipefail
+PLACER="$1"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+
+"$PLACER" fidelity --help | grep -q -- "--replot" || fail "fidelity --help"
+"$PLACER" graph build mlp --opt batch=4 --opt input=16 --opt width=16 --opt classes=3 --opt layers=3 -o "$TMP/g.json" >/dev/null
+"$PLACER" fidelity --graph "$TMP/g.json" --devices cpu:2 --placements 6 --rounds 2 --steps 2 --warmup 1 \
+  --repetitions 2 -o "$TMP/out" --save-placements "$TMP/pl" > "$TMP/stdout.txt" 2> "$TMP/stderr.txt" \
+  || { cat "$TMP/stderr.txt"; fail "fidelity run"; }
+grep -q "Spearman" "$TMP/stdout.txt" || fail "summary line"
+grep -q "re-measured" "$TMP/stdout.txt" || fail "two rounds give the measurement's own Spearman"
+for ext in md json svg; do [ -s "$TMP/out/fidelity_mlp.$ext" ] || fail "missing fidelity_mlp.$ext"; done
+[ "$(ls "$TMP/pl" | wc -l)" -eq 6 ] || fail "expected 6 saved placements, got $(ls "$TMP/pl")"
+python3 - "$TMP/out/fidelity_mlp.json" <<'PY' || fail "report JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["placements"] == 6, r["placements"]
+assert all(len(p["rounds_s"]) == 2 for p in r["points"]), r["points"]
+assert all(p["measured_s"] > 0 and p["simulated_s"] > 0 for p in r["points"])
+assert r["retest_spearman"] is not None
+PY
+# A saved placement measures and simulates like any other.
+first=$(ls "$TMP/pl" | head -1)
+"$PLACER" measure --graph "$TMP/g.json" --placement "$TMP/pl/$first" --devices cpu:2 --steps 1 --warmup 0 >/dev/null \
+  || fail "saved placement does not measure"
+
+# --replot re-renders md and svg from the JSON alone.
+rm "$TMP/out/fidelity_mlp.md" "$TMP/out/fidelity_mlp.svg"
+"$PLACER" fidelity --replot "$TMP/out/fidelity_mlp.json" > "$TMP/replot.txt" || fail "replot"
+[ -s "$TMP/out/fidelity_mlp.svg" ] && grep -q "</svg>" "$TMP/out/fidelity_mlp.svg" || fail "replot svg"
+grep -q "Spearman" "$TMP/out/fidelity_mlp.md" || fail "replot md"
+
+# Errors name the problem.
+if "$PLACER" fidelity --devices cpu:2 > /dev/null 2> "$TMP/e1.txt"; then fail "no --graph accepted"; fi
+grep -q -- "--graph is required" "$TMP/e1.txt" || fail "missing graph message: $(cat "$TMP/e1.txt")"
+echo '{"graph": "g"}' > "$TMP/bad.json"
+if "$PLACER" fidelity --replot "$TMP/bad.json" > /dev/null 2> "$TMP/e2.txt"; then fail "bad report accepted"; fi
+grep -q "bad.json: fidelity report: field 'devices' must be a string" "$TMP/e2.txt" || fail "bad report message: $(cat "$TMP/e2.txt")"
+echo "fidelity_cli: ok"
