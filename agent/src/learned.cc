@@ -17,7 +17,7 @@ namespace placer {
 namespace learned {
 
 Placement decode_best(PolicyImpl& policy, const Problem& problem, const Environment& env, int samples,
-                      double temperature, uint64_t seed, double* simulated_s) {
+                      double temperature, uint64_t seed, StepResult* simulated) {
   torch::NoGradGuard no_grad;
   SampleOptions so;
   so.temperature = temperature;
@@ -25,20 +25,18 @@ Placement decode_best(PolicyImpl& policy, const Problem& problem, const Environm
   std::mt19937_64 rng(seed);
   const Rollout r = policy.sample(problem, std::max(1, samples), so, rng);
   Placement best;
-  double best_s = 0.0;
-  bool best_ok = false;
+  StepResult best_sim;
   for (int32_t k = 0; k < r.batch; ++k) {
     Placement p = problem.expand(r.unit_device[k]);
-    const StepResult sim = env.simulate(p);
+    StepResult sim = env.simulate(p);
     // Failures rank behind every success, then by step time (OOM: simulated peak time).
-    const bool better = k == 0 || (sim.ok() && !best_ok) || (sim.ok() == best_ok && sim.step_s < best_s);
+    const bool better = k == 0 || (sim.ok() && !best_sim.ok()) || (sim.ok() == best_sim.ok() && sim.step_s < best_sim.step_s);
     if (better) {
       best = std::move(p);
-      best_s = sim.step_s;
-      best_ok = sim.ok();
+      best_sim = std::move(sim);
     }
   }
-  if (simulated_s) *simulated_s = best_s;
+  if (simulated) *simulated = std::move(best_sim);
   return best;
 }
 
@@ -80,18 +78,17 @@ PlaceResult place_with_checkpoint(const std::string& run_dir, const PlaceContext
   learned::Problem problem = learned::make_problem(graph, cluster, context.env->costs(), po);
   PlaceResult result;
   result.method = "learned:" + config.policy;
-  double decoded_s = 0.0;
+  StepResult decoded;
   result.placement = learned::decode_best(*policy, problem, *context.env, config.place_samples, config.temperature,
-                                          context.seed, &decoded_s);
+                                          context.seed, &decoded);
   result.evaluations = config.place_samples;
-  result.stats["decoded_simulated_s"] = decoded_s;
+  result.stats["decoded_simulated_s"] = decoded.step_s;
   result.note = config.place_samples > 1
                     ? "best of the greedy decode and " + std::to_string(config.place_samples - 1) + " samples of the " +
                           config.policy + " policy from " + path + " over " + std::to_string(problem.n) + " units"
                     : "greedy decode of " + config.policy + " policy from " + path + " over " +
                           std::to_string(problem.n) + " units";
   if (best) {
-    const StepResult decoded = context.env->simulate(result.placement);
     const StepResult stored = context.env->simulate(*best);
     result.evaluations += 1;
     result.stats["greedy_simulated_s"] = decoded.ok() ? decoded.step_s : -1.0;

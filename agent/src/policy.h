@@ -72,7 +72,8 @@ class PolicyImpl : public torch::nn::Module {
 // The attention decoder shared by every policy.
 class DecoderImpl : public torch::nn::Module {
  public:
-  DecoderImpl(int hidden, bool recurrent = true);
+  // decoder: "lstm" or "pointwise" (PolicyOptions::decoder); InputError otherwise.
+  DecoderImpl(int hidden, const std::string& decoder);
   // enc: B x S x H (B may be 1 and is expanded). Samples devices step by step.
   void decode(const torch::Tensor& enc, const torch::Tensor& dev_features, const std::vector<const UnitCosts*>& costs,
               int32_t batch, const SampleOptions& options, std::mt19937_64& rng, const std::vector<int32_t>* forced,
@@ -170,9 +171,9 @@ std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* co
 // Places a graph with a trained policy and no training: the greedy decode
 // plus samples - 1 placements sampled at `temperature`; the env's simulator
 // keeps the fastest (a failed or OOM placement only if all fail). Writes the
-// kept placement's simulated step to *simulated_s when given.
+// kept placement's simulated result to *simulated when given.
 Placement decode_best(PolicyImpl& policy, const Problem& problem, const Environment& env, int samples,
-                      double temperature, uint64_t seed, double* simulated_s = nullptr);
+                      double temperature, uint64_t seed, StepResult* simulated = nullptr);
 
 // Problem features as tensors.
 torch::Tensor unit_features(const Problem& problem);     // N x kUnitFeatures

@@ -26,9 +26,7 @@ GnnPolicyImpl::GnnPolicyImpl(const PolicyOptions& options) : layers_(options.gnn
     peer_->push_back(nn::Linear(nn::LinearOptions(H, H).bias(false)));
     norm_->push_back(nn::LayerNorm(nn::LayerNormOptions({H})));
   }
-  if (options.decoder != "lstm" && options.decoder != "pointwise")
-    throw InputError("policy.decoder: unknown decoder '" + options.decoder + "' (lstm, pointwise)");
-  decoder_ = register_module("decoder", Decoder(H, options.decoder == "lstm"));
+  decoder_ = register_module("decoder", Decoder(H, options.decoder));
 }
 
 namespace {

@@ -24,9 +24,7 @@ HierarchicalPolicyImpl::HierarchicalPolicyImpl(const PolicyOptions& options) : f
   grouper_out_ = register_module("grouper_out", nn::Linear(H, fixed_groups_ > 0 ? fixed_groups_ : 256));
   group_proj_ = register_module("group_proj", nn::Linear(H + 1, H));
   encoder_ = register_module("encoder", nn::LSTM(nn::LSTMOptions(H, H / 2).bidirectional(true)));
-  if (options.decoder != "lstm" && options.decoder != "pointwise")
-    throw InputError("policy.decoder: unknown decoder '" + options.decoder + "' (lstm, pointwise)");
-  decoder_ = register_module("decoder", Decoder(H, options.decoder == "lstm"));
+  decoder_ = register_module("decoder", Decoder(H, options.decoder));
 }
 
 int32_t HierarchicalPolicyImpl::groups_for(const Problem& problem) const {

@@ -21,7 +21,9 @@ torch::Tensor device_features(const Problem& problem) {
 
 // ---------------------------------------------------------------- decoder
 
-DecoderImpl::DecoderImpl(int hidden, bool recurrent) : hidden_(hidden), recurrent_(recurrent) {
+DecoderImpl::DecoderImpl(int hidden, const std::string& decoder) : hidden_(hidden), recurrent_(decoder == "lstm") {
+  if (decoder != "lstm" && decoder != "pointwise")
+    throw InputError("policy.decoder: unknown decoder '" + decoder + "' (known: lstm, pointwise)");
   dev_proj_ = register_module("dev_proj", nn::Linear(kDeviceFeatures, hidden));
   dev_index_ = register_module("dev_index", nn::Embedding(kMaxDevices, hidden));
   if (recurrent_)
@@ -178,9 +180,7 @@ Seq2SeqPolicyImpl::Seq2SeqPolicyImpl(const PolicyOptions& options) {
   PLACER_CHECK(H % 2 == 0, "hidden must be even, got ", H);
   embed_ = register_module("embed", UnitEmbedding(H, options.type_embedding));
   encoder_ = register_module("encoder", nn::LSTM(nn::LSTMOptions(H, H / 2).bidirectional(true)));
-  if (options.decoder != "lstm" && options.decoder != "pointwise")
-    throw InputError("policy.decoder: unknown decoder '" + options.decoder + "' (lstm, pointwise)");
-  decoder_ = register_module("decoder", Decoder(H, options.decoder == "lstm"));
+  decoder_ = register_module("decoder", Decoder(H, options.decoder));
 }
 
 torch::Tensor Seq2SeqPolicyImpl::encode(const Problem& problem) {

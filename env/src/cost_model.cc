@@ -92,25 +92,24 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
   CostModel model = roofline(graph, cluster);
   const int32_t d = cluster.size();
 
-  // name -> device name -> samples; signature -> device kind -> samples.
-  std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>> by_name_device;
-  std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>> by_name_kind;
-  std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>> by_sig_kind;
-  // The same, for contended times (CPU devices of one host).
-  std::unordered_map<std::string, std::vector<double>> cont_by_name, cont_by_sig;
+  // name -> device name -> samples; name or signature -> device kind -> samples;
+  // the same by kind for contended times (CPU devices of one host).
+  using Samples = std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>>;
+  Samples by_name_device, by_name_kind, by_sig_kind, cont_by_name_kind, cont_by_sig_kind;
   for (const OpTiming& t : profile.ops) {
     if (!(t.seconds >= 0.0) || !std::isfinite(t.seconds))
       throw InputError("profile: op '" + t.op + "' has a bad time (seconds must be finite and >= 0)");
     std::string kind = t.device_kind;
     if (kind.empty()) kind = t.device.substr(0, t.device.find(':'));
+    const bool contended = t.contended_seconds > 0 && std::isfinite(t.contended_seconds);
     if (!t.op.empty()) {
       by_name_device[t.op][t.device].push_back(t.seconds);
       by_name_kind[t.op][kind].push_back(t.seconds);
+      if (contended) cont_by_name_kind[t.op][kind].push_back(t.contended_seconds);
     }
-    if (!t.signature.empty()) by_sig_kind[t.signature][kind].push_back(t.seconds);
-    if (t.contended_seconds > 0 && std::isfinite(t.contended_seconds) && kind == "cpu") {
-      if (!t.op.empty()) cont_by_name[t.op].push_back(t.contended_seconds);
-      if (!t.signature.empty()) cont_by_sig[t.signature].push_back(t.contended_seconds);
+    if (!t.signature.empty()) {
+      by_sig_kind[t.signature][kind].push_back(t.seconds);
+      if (contended) cont_by_sig_kind[t.signature][kind].push_back(t.contended_seconds);
     }
   }
   const bool same_graph = profile.graph.empty() || profile.graph == graph.name;
@@ -118,6 +117,21 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
 
   int64_t hits = 0, counted = 0;
   std::vector<std::string> signatures(graph.size());
+  auto find = [](const Samples& samples, const std::string& key, const std::string& inner) -> const std::vector<double>* {
+    auto outer = samples.find(key);
+    if (outer == samples.end()) return nullptr;
+    auto e = outer->second.find(inner);
+    return e == outer->second.end() ? nullptr : &e->second;
+  };
+  // By op name on this graph's own profile, else by signature (any graph).
+  auto lookup = [&](const Samples& by_name, const Samples& by_sig, int64_t o, const std::string& kind) {
+    const std::vector<double>* found = same_graph ? find(by_name, graph.op(OpId(static_cast<int32_t>(o))).name, kind) : nullptr;
+    if (!found && !by_sig.empty()) {
+      if (signatures[o].empty()) signatures[o] = op_signature(graph, OpId(static_cast<int32_t>(o)));
+      found = find(by_sig, signatures[o], kind);
+    }
+    return found;
+  };
   std::vector<double> contended;  // [op * d + device], -1 = not measured
   for (int64_t o = 0; o < graph.size(); ++o) {
     const OpId id(static_cast<int32_t>(o));
@@ -126,47 +140,16 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
     for (int32_t k = 0; k < d; ++k) {
       const Device& dev = cluster.devices[k];
       const std::string kind = device_kind_name(dev.kind);
-      const std::vector<double>* samples = nullptr;
-      if (same_graph) {
-        auto n = by_name_device.find(op.name);
-        if (n != by_name_device.end()) {
-          auto e = n->second.find(dev.name);
-          if (e != n->second.end()) samples = &e->second;
-        }
-        if (!samples) {
-          auto m = by_name_kind.find(op.name);
-          if (m != by_name_kind.end()) {
-            auto e = m->second.find(kind);
-            if (e != m->second.end()) samples = &e->second;
-          }
-        }
-      }
-      if (!samples && !by_sig_kind.empty()) {
-        if (signatures[o].empty()) signatures[o] = op_signature(graph, id);
-        auto s = by_sig_kind.find(signatures[o]);
-        if (s != by_sig_kind.end()) {
-          auto e = s->second.find(kind);
-          if (e != s->second.end()) samples = &e->second;
-        }
-      }
+      const std::vector<double>* samples = same_graph ? find(by_name_device, op.name, dev.name) : nullptr;
+      if (!samples) samples = lookup(by_name_kind, by_sig_kind, o, kind);
       if (samples) {
         model.op_s_[o * d + k] = median(*samples) + overhead;
         any = true;
-        if (dev.kind == DeviceKind::Cpu && !cont_by_name.empty()) {
-          const std::vector<double>* cont = nullptr;
-          if (same_graph) {
-            auto c = cont_by_name.find(op.name);
-            if (c != cont_by_name.end()) cont = &c->second;
-          }
-          if (!cont) {
-            if (signatures[o].empty()) signatures[o] = op_signature(graph, id);
-            auto c = cont_by_sig.find(signatures[o]);
-            if (c != cont_by_sig.end()) cont = &c->second;
-          }
-          if (cont) {
-            if (contended.empty()) contended.assign(model.op_s_.size(), -1.0);
-            contended[o * d + k] = median(*cont) + overhead;
-          }
+        const std::vector<double>* cont =
+            dev.kind == DeviceKind::Cpu ? lookup(cont_by_name_kind, cont_by_sig_kind, o, kind) : nullptr;
+        if (cont) {
+          if (contended.empty()) contended.assign(model.op_s_.size(), -1.0);
+          contended[o * d + k] = median(*cont) + overhead;
         }
       } else if (overhead > 0.0 && !is_free_op(op)) {
         // Roofline already holds the device's own op_overhead_s; the measured

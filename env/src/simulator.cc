@@ -170,7 +170,8 @@ struct Workspace {
   // fraction, its current duration at the present rate, and when it started.
   std::vector<int32_t> run_op;
   std::vector<double> frac, dur, last, finish, started;
-  std::vector<int32_t> group_busy;
+  std::vector<int32_t> group_of;     // [devices]: contention group (host), -1 = none
+  std::vector<int32_t> group_size, group_busy;
   std::vector<uint8_t> group_changed;
 };
 
@@ -294,13 +295,22 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
   };
   auto push_ready = [&](int32_t o) { push_item(dev[o], o); };
   // Devices of one contention group share a host (cpu:N). The runtime's rule
-  // there: a copy between two of them is made by the destination device
+  // there: a copy between two CPU devices is made by the destination device
   // itself, ahead of its ops, oldest transfer first (a ready item
   // kCopyItem + x sorts below every op id). Other pairs copy on the link's channel.
-  std::vector<int32_t> host(D, -1);
-  for (int32_t d = 0; d < D; ++d)
-    if (cluster.devices[d].kind == DeviceKind::Cpu) host[d] = costs.contention_group(DeviceId(d));
-  auto on_destination = [&](int32_t from, int32_t to) { return host[from] >= 0 && host[from] == host[to]; };
+  ws.group_of.resize(D);
+  int32_t groups = 0;
+  for (int32_t d = 0; d < D; ++d) {
+    ws.group_of[d] = costs.contention_group(DeviceId(d));
+    groups = std::max(groups, ws.group_of[d] + 1);
+  }
+  const int32_t* group_of = ws.group_of.data();
+  auto on_destination = [&](int32_t from, int32_t to) {
+    return group_of[from] >= 0 && group_of[from] == group_of[to] && cluster.devices[from].kind == DeviceKind::Cpu &&
+           cluster.devices[to].kind == DeviceKind::Cpu;
+  };
+  // The event that ends a ready item: an op's id, or n + transfer index.
+  auto event_id = [&](int32_t item) { return item >= 0 ? item : n + (item - kCopyItem); };
   // Cost of a ready item on device d: an op, or a copy made there.
   auto item_seconds = [&](int32_t item, int32_t d) {
     if (item >= 0) return costs.op_seconds(OpId(item), DeviceId(d));
@@ -364,8 +374,6 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
   // Contention: an op's duration depends on how many devices of its group
   // are busy; when that number changes, running ops are re-timed.
   const bool contention = costs.has_contention();
-  std::vector<int32_t> group_of;
-  std::vector<int32_t> group_size;
   if (contention) {
     ws.run_op.assign(D, -1);
     ws.frac.assign(D, 0.0);
@@ -373,23 +381,17 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
     ws.last.assign(D, 0.0);
     ws.finish.assign(D, 0.0);
     ws.started.assign(D, 0.0);
-    group_of.resize(D);
-    int32_t groups = 0;
-    for (int32_t d = 0; d < D; ++d) {
-      group_of[d] = costs.contention_group(DeviceId(d));
-      groups = std::max(groups, group_of[d] + 1);
-    }
-    group_size.assign(groups, 0);
+    ws.group_size.assign(groups, 0);
     for (int32_t d = 0; d < D; ++d)
-      if (group_of[d] >= 0) ++group_size[group_of[d]];
+      if (group_of[d] >= 0) ++ws.group_size[group_of[d]];
     ws.group_busy.assign(groups, 0);
     ws.group_changed.assign(groups, 0);
   }
   auto duration_now = [&](int32_t o, int32_t d) {
     const double alone = item_seconds(o, d);
     const int32_t g = group_of[d];
-    if (g < 0 || group_size[g] < 2) return alone;
-    const double share = static_cast<double>(ws.group_busy[g] - 1) / static_cast<double>(group_size[g] - 1);
+    if (g < 0 || ws.group_size[g] < 2) return alone;
+    const double share = static_cast<double>(ws.group_busy[g] - 1) / static_cast<double>(ws.group_size[g] - 1);
     const double contended =
         o >= 0 ? costs.contended_seconds(OpId(o), DeviceId(d)) : alone * costs.copy_contention(DeviceId(d));
     return alone + (contended - alone) * share;
@@ -440,7 +442,7 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
         } else {
           ws.dur[d] = item_seconds(o, d);
           ws.finish[d] = now + ws.dur[d];
-          push_event(ws.finish[d], o >= 0 ? o : n + (o - kCopyItem));
+          push_event(ws.finish[d], event_id(o));
         }
         continue;
       }
@@ -451,7 +453,7 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
         std::string name = item_name(o, d, &lane);
         timeline->push_back(TimelineEvent{std::move(name), std::move(lane), now, cost, item_category(o)});
       }
-      push_event(now + cost, o >= 0 ? o : n + (o - kCopyItem));
+      push_event(now + cost, event_id(o));
     }
     if (contention) {
       // Re-time every running op of a group whose number of busy devices changed.
@@ -462,7 +464,7 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
         ws.last[d] = now;
         ws.dur[d] = duration_now(ws.run_op[d], d);
         ws.finish[d] = now + ws.frac[d] * ws.dur[d];
-        push_event(ws.finish[d], ws.run_op[d] >= 0 ? ws.run_op[d] : n + (ws.run_op[d] - kCopyItem));
+        push_event(ws.finish[d], event_id(ws.run_op[d]));
       }
       std::fill(ws.group_changed.begin(), ws.group_changed.end(), 0);
     }

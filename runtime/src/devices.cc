@@ -123,7 +123,7 @@ std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
   return out;
 }
 
-void enter_device_thread(const DeviceCtx& device, int threads, bool pin) {
+void enter_device_thread(const DeviceCtx& device, int threads) {
   // Let ATen's lazy per-thread init run first so it cannot undo our setting.
   at::internal::lazy_init_num_threads();
   threads = std::max(1, threads);
@@ -133,7 +133,7 @@ void enter_device_thread(const DeviceCtx& device, int threads, bool pin) {
     at::set_num_threads(threads);
   }
   if (auto fn = mkl_set_local()) fn(threads);
-  if (pin && !device.cores.empty()) {
+  if (!device.cores.empty()) {
     cpu_set_t set;
     CPU_ZERO(&set);
     for (int c : device.cores) CPU_SET(c, &set);

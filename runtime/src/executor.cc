@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <cstdio>
 #include <cstdlib>
 
 #include "internal.h"
@@ -190,13 +191,19 @@ namespace {
 constexpr int32_t kCopyItem = std::numeric_limits<int32_t>::min();
 
 // PLACER_SPIN_US (default 1000): how long an idle executor or channel thread
-// spins before it sleeps; 0 turns spinning off.
+// spins before it sleeps; 0 turns spinning off. A value that is not a number
+// of microseconds in [0, 1e6] is reported and the default kept.
 double spin_seconds() {
+  constexpr double kDefault = 1000e-6;
   const char* env = std::getenv("PLACER_SPIN_US");
-  if (!env) return 1000e-6;
+  if (!env) return kDefault;
   char* end = nullptr;
   const double us = std::strtod(env, &end);
-  return end != env && us >= 0 && us <= 1e6 ? us * 1e-6 : 1000e-6;
+  if (end == env || *end != '\0' || !(us >= 0 && us <= 1e6)) {
+    std::fprintf(stderr, "placer: PLACER_SPIN_US='%s' is not a number of microseconds in [0, 1000000]; using 1000\n", env);
+    return kDefault;
+  }
+  return us * 1e-6;
 }
 }  // namespace
 
@@ -238,7 +245,7 @@ struct Executor::Step {
   bool timeline = false;
 };
 
-Executor::Executor(std::vector<DeviceCtx> devices) : devices_(std::move(devices)) {
+Executor::Executor(std::vector<DeviceCtx> devices) : devices_(std::move(devices)), spin_s_(spin_seconds()) {
   const int32_t d = static_cast<int32_t>(devices_.size());
   for (int32_t i = 0; i < d; ++i) {
     auto w = std::make_unique<Worker>();
@@ -275,12 +282,11 @@ Executor::~Executor() {
 
 void Executor::worker_loop(Worker* w) {
   const DeviceCtx& dev = devices_[w->to >= 0 ? w->to : w->device];
-  // Channels copy with one thread: they should not steal the devices' cores.
-  // A channel runs on its destination device's cores: measured on cpu:2, a
-  // floating copy thread preempts whichever device it lands on and makes
-  // steps 25% slower and less repeatable than one that waits its turn there.
+  // A channel copies with one thread, pinned to its destination device's
+  // cores: measured on cpu:2, a floating copy thread preempts whichever device
+  // it lands on and makes steps 25% slower and less repeatable.
   enter_device_thread(dev, w->to >= 0 ? 1 : dev.threads);
-  const double spin_s = spin_seconds();
+  const double spin_s = spin_s_;
   for (;;) {
     int32_t item;
     Step* s;
@@ -519,14 +525,15 @@ void Executor::run_op(Step& s, int32_t id, int32_t device) {
     }
     s.slots[p.out_slots[k]] = std::move(out[k]);
   }
-  s.busy[device] += std::chrono::duration<double>(t1 - t0).count();
-  if (!session.step_op_seconds.empty()) session.step_op_seconds[id] = std::chrono::duration<double>(t1 - t0).count();
+  const double took = std::chrono::duration<double>(t1 - t0).count();
+  s.busy[device] += took;
+  if (!session.step_op_seconds.empty()) session.step_op_seconds[id] = took;
   if (s.timeline) {
     TimelineEvent ev;
     ev.name = op.name;
     ev.lane = dev.name;
     ev.start_s = std::chrono::duration<double>(t0 - s.start).count();
-    ev.duration_s = std::chrono::duration<double>(t1 - t0).count();
+    ev.duration_s = took;
     ev.category = phase_category(op.phase);
     workers_[device]->events.push_back(std::move(ev));
   }

@@ -59,9 +59,9 @@ struct DeviceCtx {
 std::vector<DeviceCtx> make_devices(const Cluster& cluster);
 
 // Called first thing on every executor/channel thread: gives the thread its
-// own intra-op thread count (OpenMP's is per thread) and, on CUDA devices,
-// makes the device's stream current.
-void enter_device_thread(const DeviceCtx& device, int threads, bool pin = true);
+// own intra-op thread count (OpenMP's is per thread), pins it to the device's
+// cores (cpu:N) and, on CUDA devices, makes the device's stream current.
+void enter_device_thread(const DeviceCtx& device, int threads);
 
 // Copies `src` (produced on `from`) to `to`, as the transfer channel does:
 // a real copy even between two CPU devices so each device owns its memory.
@@ -236,6 +236,7 @@ class Executor {
   void finish_item(Step& s);
 
   std::vector<DeviceCtx> devices_;
+  double spin_s_ = 0.0;  // how long an idle worker spins before it sleeps (PLACER_SPIN_US)
   std::vector<std::unique_ptr<Worker>> workers_;  // devices first, then channels
   Step* current_ = nullptr;
 };

@@ -194,20 +194,20 @@ Graph replicate(const Graph& graph, int copies) {
   return out;
 }
 
-// A chain x -> add -> add -> ... whose ops alternate between two devices, so
-// every add waits for a transfer of `bytes` from the other device.
-Graph ping_pong(int64_t bytes, int hops) {
+// A chain x -> add -> add -> ... of `adds` ops on tensors of `bytes`. Placed
+// alternately on two devices, every add waits for a transfer from the other.
+Graph add_chain(int64_t bytes, int adds) {
   Graph g;
-  g.name = "ping_pong";
+  g.name = "add_chain";
   const int64_t numel = std::max<int64_t>(1, bytes / 4);
   Op in;
   in.name = "x";
   in.type = op_types::kInput;
   in.outputs = {TensorSpec{{numel}, DType::Float32}};
   g.add_op(in);
-  for (int i = 1; i <= hops; ++i) {
+  for (int i = 1; i <= adds; ++i) {
     Op add;
-    add.name = "hop" + std::to_string(i);
+    add.name = "add" + std::to_string(i);
     add.type = "aten::add.Tensor";
     add.inputs = {TensorRef{OpId(i - 1), 0}, TensorRef{OpId(i - 1), 0}};
     add.args = {Arg::tensor(0), Arg::tensor(1), Arg::integer(1)};
@@ -351,7 +351,7 @@ Profile Runtime::profile(const Graph& graph, const ProfileOptions& options) {
       }
       if (cpu_pair) {
         for (int64_t bytes : options.transfer_sizes) {
-          const Graph chain = ping_pong(bytes, kHops);
+          const Graph chain = add_chain(bytes, kHops);
           Placement placement;
           placement.device_of.resize(chain.size());
           for (int32_t i = 0; i < static_cast<int32_t>(chain.size()); ++i) placement.device_of[i] = DeviceId(i % 2 ? b : a);
@@ -406,23 +406,8 @@ Profile Runtime::profile(const Graph& graph, const ProfileOptions& options) {
   if (!overheads.empty()) {
     prof.per_op_overhead_s = quantile(overheads, 0.5);
   } else {
-    Graph chain;
-    chain.name = "overhead_chain";
-    Op in;
-    in.name = "x";
-    in.type = op_types::kInput;
-    in.outputs = {TensorSpec{{16}, DType::Float32}};
-    chain.add_op(in);
     const int kOps = 200;
-    for (int i = 0; i < kOps; ++i) {
-      Op add;
-      add.name = "add" + std::to_string(i);
-      add.type = "aten::add.Tensor";
-      add.inputs = {TensorRef{OpId(i), 0}, TensorRef{OpId(0), 0}};
-      add.args = {Arg::tensor(0), Arg::tensor(1), Arg::integer(1)};
-      add.outputs = {TensorSpec{{16}, DType::Float32}};
-      chain.add_op(add);
-    }
+    const Graph chain = add_chain(64, kOps);
     const Plan plan = make_plan(chain, single_device(chain, DeviceId(0)), d, false);
     Session iso = new_session(plan, 0, d);
     iso.check_memory = false;
