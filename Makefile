@@ -5,13 +5,14 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test bench clean
+.PHONY: all deps configure build demo test bench clean gpu-bundle
 
 all: build
 
 deps:
 	@bash scripts/install-deps.sh
 
+# LibTorch comes from the project environment (.venv, made by deps) or TORCH_PYTHON.
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
@@ -25,6 +26,10 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -LE gpu -j $(JOBS) --timeout 900
+
+# What a bare GPU machine needs (Debian .debs, a pyzmq wheel) for scripts/gpu-check.sh: docs/gpu.md.
+gpu-bundle: deps
+	bash scripts/gpu-bundle.sh gpu-bundle
 
 clean:
 	rm -rf $(BUILD)

@@ -20,6 +20,8 @@ struct TrainArgs {
   bool resume = false;
   bool quiet = false;
   std::string output;
+  std::string cluster;
+  std::string profile;
   int64_t updates = -1;
   int64_t max_samples = -1;
   double time_limit_s = -1;
@@ -64,6 +66,8 @@ void add_train_commands(CLI::App& app) {
   cmd->add_option("-c,--config", args->config, "Config file (YAML or JSON), e.g. configs/nmt_k80x4.yaml")->required();
   cmd->add_flag("--resume", args->resume, "Continue from the checkpoint in the output folder");
   cmd->add_option("-o,--output", args->output, "Result folder (default: the config's run.output_dir or runs/<name>)");
+  cmd->add_option("--cluster", args->cluster, "Override cluster (a preset, a cluster file or a device list, e.g. cpu:8+cuda:0)");
+  cmd->add_option("--profile", args->profile, "Override reward.profile (a `placer profile` output for that cluster)");
   cmd->add_option("--updates", args->updates, "Override train.updates");
   cmd->add_option("--max-samples", args->max_samples, "Override train.max_samples");
   cmd->add_option("--time-limit", args->time_limit_s, "Override train.time_limit_s (seconds)");
@@ -76,6 +80,8 @@ void add_train_commands(CLI::App& app) {
   cmd->callback([args]() {
     TrainConfig c = load_train_config(args->config);
     if (!args->output.empty()) c.output_dir = args->output;
+    if (!args->cluster.empty()) c.cluster = args->cluster;
+    if (!args->profile.empty()) c.profile = args->profile;
     if (args->updates >= 0) c.updates = args->updates;
     if (args->max_samples >= 0) c.max_samples = args->max_samples;
     if (args->time_limit_s >= 0) c.time_limit_s = args->time_limit_s;

@@ -6,11 +6,15 @@
 
 #include "commands.h"
 #include "placer/graphs/error.h"
+#include "placer/runtime/runtime.h"
 
 int main(int argc, char** argv) {
   CLI::App app{"placer: learns where to run each operator of a neural network"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
+  app.set_version_flag(
+      "--version", [] { return "placer " PLACER_VERSION "\n" + placer::describe(placer::build_info()); },
+      "Print the version, the LibTorch and CUDA it was built with, and the GPUs it sees");
   placer::cli::add_graph_commands(app);
   placer::cli::add_runtime_commands(app);
   placer::cli::add_env_commands(app);

@@ -3,7 +3,9 @@
 //      cpu:2, split over both devices vs all on one; target >= 1.7x.
 //  (b) overhead: the executor on one device vs a plain sequential LibTorch
 //      loop over the same kernels, interleaved in one run; target <= 1.05x.
-// Usage: runtime_bench [--size N] [--chain K] [--rounds R] [--small-size N]
+//      --device cuda:0 runs (b) on a GPU: the plain loop then ends with a
+//      device synchronization, as the executor's step does.
+// Usage: runtime_bench [--size N] [--chain K] [--rounds R] [--small-size N] [--device D]
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
@@ -21,6 +23,10 @@
 #include "placer/graphs/ir.h"
 #include "placer/graphs/placement.h"
 #include "placer/runtime/runtime.h"
+
+#ifdef PLACER_WITH_CUDA
+#include <c10/cuda/CUDAFunctions.h>
+#endif
 
 using namespace placer;
 
@@ -89,6 +95,9 @@ double plain_loop(const at::Tensor& x, const at::Tensor& w, const at::Tensor& bi
   const auto t0 = std::chrono::steady_clock::now();
   at::Tensor h = x;
   for (int i = 0; i < blocks; ++i) h = at::relu(at::add(at::mm(h, w), bias, 1));
+#ifdef PLACER_WITH_CUDA
+  if (h.is_cuda()) c10::cuda::device_synchronize();
+#endif
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
@@ -97,10 +106,11 @@ struct OverheadResult {
 };
 
 int g_threads = 0;  // --threads: intra-op threads of the device and the plain loop
+std::string g_device = "cpu:1";  // --device: where (b) runs
 
 OverheadResult overhead(int64_t n, int blocks, int rounds) {
   const Graph g = mlp_chain(n, blocks);
-  Cluster cluster = parse_device_list("cpu:1");
+  Cluster cluster = parse_device_list(g_device);
   if (g_threads > 0) cluster.devices[0].threads = g_threads;
   Runtime rt(cluster);
   const Placement p = single_device(g, DeviceId(0));
@@ -111,8 +121,9 @@ OverheadResult overhead(int64_t n, int blocks, int rounds) {
   // Same distributions as the runtime draws (normal inputs, uniform +-1/sqrt(fan_in) params):
   // sgemm time depends on the values (zeros after relu), so they must match.
   const double bound = 1.0 / std::sqrt(double(n));
-  const at::Tensor x = at::randn({n, n}), w = at::rand({n, n}) * (2 * bound) - bound,
-                   b = at::rand({n}) * (2 * bound) - bound;
+  const c10::Device where = cluster.devices[0].kind == DeviceKind::Cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  const at::Tensor x = at::randn({n, n}).to(where), w = (at::rand({n, n}) * (2 * bound) - bound).to(where),
+                   b = (at::rand({n}) * (2 * bound) - bound).to(where);
   std::vector<double> ex, pl;
   rt.measure(g, p, one);
   plain_loop(x, w, b, blocks);
@@ -138,8 +149,9 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--small-size")) small = std::atoll(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--threads")) g_threads = std::atoi(argv[i + 1]);
     else if (!std::strcmp(argv[i], "--skip-a")) skip_a = std::atoi(argv[i + 1]) != 0;
+    else if (!std::strcmp(argv[i], "--device")) g_device = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: runtime_bench [--size N] [--chain K] [--rounds R] [--blocks B] [--small-size N] [--threads T] [--skip-a 1]\n");
+      std::fprintf(stderr, "usage: runtime_bench [--size N] [--chain K] [--rounds R] [--blocks B] [--small-size N] [--threads T] [--skip-a 1] [--device cpu:1|cuda:0]\n");
       return 2;
     }
   }
@@ -178,7 +190,7 @@ int main(int argc, char** argv) {
     std::printf("\nspeedup: **%.2fx** (target >= 1.7x, limit 2x)\n\n", r1.step_s / r2.step_s);
   }
   // (b) overhead
-  std::printf("## (b) executor vs plain LibTorch loop, one device (cpu:1), interleaved, %d rounds\n\n", rounds);
+  std::printf("## (b) executor vs plain LibTorch loop, one device (%s), interleaved, %d rounds\n\n", g_device.c_str(), rounds);
   std::printf("| ops | op size | executor median (s) | plain loop median (s) | ratio |\n|---|---|---|---|---|\n");
   for (int64_t n : {size, small}) {
     const OverheadResult r = overhead(n, blocks, rounds);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # `make demo`: the main job on an embedded default.
 #  1. builds a reduced NMT training-step graph and prints its summary,
-#  2. profiles it on cpu:2 (per-op times, link fits) to calibrate the simulator,
-#  3. trains the learned placer on this machine's own devices (cpu:2, or a GPU
-#     when the build has CUDA and one is present) with hybrid rewards: every
+#  2. profiles it on this machine's devices (per-op times, link fits) to
+#     calibrate the simulator: cpu:2, or cpu:2+cuda:0 when the build has CUDA
+#     and a GPU is visible (PLACER_DEVICES overrides),
+#  3. trains the learned placer on those devices with hybrid rewards: every
 #     placement simulated, the best measured for real,
 #  4. prints the learned placement next to the algorithmic baselines, measured
 #     the same way.
@@ -14,6 +15,13 @@ PLACER="$BUILD/placer"
 OUT=runs/demo
 mkdir -p "$OUT"
 
+"$PLACER" --version
+if [ -z "${PLACER_DEVICES:-}" ]; then
+  if "$PLACER" --version | grep -q '^  cuda:0 '; then PLACER_DEVICES=cpu:2+cuda:0; else PLACER_DEVICES=cpu:2; fi
+fi
+echo "devices: $PLACER_DEVICES"
+
+echo
 echo "== 1. the graph: a reduced NMT (seq2seq LSTM with attention), full training step"
 "$PLACER" graph build nmt --opt layers=2 --opt hidden=256 --opt steps=8 --opt batch=16 --opt vocab=2000 \
   -o "$OUT/nmt.json"
@@ -21,11 +29,11 @@ echo "== 1. the graph: a reduced NMT (seq2seq LSTM with attention), full trainin
 
 echo
 echo "== 2. profile it on this machine's devices (calibrates the simulator)"
-"$PLACER" profile --graph "$OUT/nmt.json" --devices cpu:2 -o "$OUT/profile.json"
+"$PLACER" profile --graph "$OUT/nmt.json" --devices "$PLACER_DEVICES" -o "$OUT/profile.json"
 
 echo
 echo "== 3. train the learned placer (configs/demo.yaml) on this machine's devices"
-"$PLACER" train --config configs/demo.yaml
+"$PLACER" train --config configs/demo.yaml --cluster "$PLACER_DEVICES" --profile "$OUT/profile.json"
 
 echo
 echo "== results in $OUT/: config, training log (CSV), reward plot (SVG), best placement, checkpoint"

@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# Installs what placer needs from Debian 12's packages, and only what is missing.
-# Idempotent; downloads nothing from anywhere else. Run as root (or with sudo).
+# Installs what placer needs, and only what is missing:
+#   1. Debian 12 packages (compilers, cppzmq, cereal, prometheus-cpp, GoogleTest,
+#      CBC, METIS, CLI11, spdlog, yaml-cpp, the prometheus server);
+#   2. a project-local Python environment, $PLACER_VENV (default .venv, git-ignored),
+#      with scripts/requirements.txt from PyPI: torch==2.11.0, whose C++ libraries
+#      are placer's LibTorch (CUDA 13.0 build), torchvision, pyzmq, numpy.
+# Idempotent. Run as root (or with sudo for the Debian part).
+#   PLACER_SKIP_APT=1   skip the Debian part (e.g. on a machine without a package registry)
 set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$(pwd)
+VENV=${PLACER_VENV:-$ROOT/.venv}
 
 PACKAGES=(
-  build-essential cmake pkg-config git
-  libtorch-dev          # LibTorch 1.13 (CPU): runtime kernels, policies, TorchScript import
+  build-essential cmake ninja-build pkg-config git
   cppzmq-dev            # ZeroMQ service
   libcereal-dev         # JSON / binary serialization
   prometheus-cpp-dev    # metrics exposition
@@ -16,25 +24,39 @@ PACKAGES=(
   libspdlog-dev         # logging
   libyaml-cpp-dev       # YAML configs
   prometheus            # the real server, for the metrics integration test
-  python3 python3-zmq   # the Python client example and its test
-  python3-torch python3-torchvision  # makes the TorchScript test fixtures (PyTorch 1.13)
+  python3 python3-venv  # the project environment below
 )
 
-missing=()
-for p in "${PACKAGES[@]}"; do
-  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$p")
+if [ "${PLACER_SKIP_APT:-0}" != 1 ]; then
+  missing=()
+  for p in "${PACKAGES[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+      missing+=("$p")
+    fi
+  done
+  if [ ${#missing[@]} -eq 0 ]; then
+    echo "install-deps: all ${#PACKAGES[@]} Debian packages present"
+  else
+    echo "install-deps: installing ${missing[*]}"
+    SUDO=""
+    if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+    export DEBIAN_FRONTEND=noninteractive
+    $SUDO apt-get update -qq
+    $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
   fi
-done
-
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "install-deps: all ${#PACKAGES[@]} packages present"
-  exit 0
 fi
 
-echo "install-deps: installing ${missing[*]}"
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# The Python environment: torch 2.11.0 (LibTorch), made once; checked every time.
+want_torch=$(sed -n 's/^torch==\([^ ]*\).*/\1/p' scripts/requirements.txt)
+if "$VENV/bin/python3" - "$want_torch" 2>/dev/null <<'PY'
+import sys, torch, torchvision, zmq, numpy
+sys.exit(0 if torch.__version__.split("+")[0] == sys.argv[1] else 1)
+PY
+then
+  echo "install-deps: $VENV has torch $want_torch, torchvision, pyzmq and numpy"
+  exit 0
+fi
+echo "install-deps: installing scripts/requirements.txt into $VENV (4.7 GB once installed, mostly the CUDA 13 wheels; under 2 minutes on the development VM)"
+[ -x "$VENV/bin/python3" ] || python3 -m venv "$VENV"
+"$VENV/bin/python3" -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
+"$VENV/bin/python3" -c "import torch; print('install-deps: torch', torch.__version__, 'CUDA', torch.version.cuda)"

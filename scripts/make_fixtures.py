@@ -9,7 +9,7 @@
                                           one JSON line per model: file, inputs,
                                           parameter count and output shape.
 
-Needs PyTorch (made with torch 1.13 / torchvision 0.14, Debian's python3-torch).
+Needs PyTorch: run it with the project environment, .venv/bin/python3 (torch 2.11, torchvision 0.26).
 Every model is traced in eval mode with a fixed seed, so reruns give the same graphs.
 """
 import json

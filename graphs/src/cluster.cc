@@ -121,12 +121,21 @@ Cluster parse_device_list(std::string_view spec) {
     return cluster;
   }
 
+  // A list: "cpu,cuda:0", "cpu:0,cpu:1,cuda:0"; "+" joins whole parts, so
+  // "cpu:8+cuda:0" is this machine split into 8 CPU devices plus cuda:0.
   std::vector<std::string> terms;
   size_t start = 0;
   while (start <= spec.size()) {
-    size_t comma = spec.find(',', start);
+    size_t comma = spec.find_first_of(",+", start);
     if (comma == std::string_view::npos) comma = spec.size();
-    terms.emplace_back(spec.substr(start, comma - start));
+    const std::string_view term = spec.substr(start, comma - start);
+    const bool joined = (comma < spec.size() && spec[comma] == '+') || (start > 0 && spec[start - 1] == '+');
+    if (joined && term.rfind("cpu:", 0) == 0 && parse_index(term.substr(4), n)) {
+      if (n < 1 || n > 256) throw InputError("devices: cpu:N needs 1 <= N <= 256, got '" + std::string(term) + "'");
+      for (int i = 0; i < n; ++i) terms.push_back("cpu");
+    } else {
+      terms.emplace_back(term);
+    }
     start = comma + 1;
   }
   int cpus = 0;
@@ -146,7 +155,7 @@ Cluster parse_device_list(std::string_view spec) {
       cluster.devices.push_back(cuda_device(t, t));
     } else {
       throw InputError("devices: bad device '" + t + "' in '" + std::string(spec) +
-                       "' (expected cpu, cpu:K, cuda:K, or the whole list cpu:N / vcuda:N)");
+                       "' (expected cpu, cpu:K, cuda:K, the whole list cpu:N / vcuda:N, or cpu:N+cuda:K)");
     }
   }
   validate_cluster(cluster);

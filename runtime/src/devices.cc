@@ -6,14 +6,22 @@
 
 #include <algorithm>
 #include <thread>
+#include <cstdio>
 #include <cstdlib>
 
 #include "internal.h"
 #include "placer/graphs/error.h"
 
+#include <torch/csrc/api/include/torch/version.h>
+
+#include "placer/runtime/runtime.h"
+
 #ifdef PLACER_WITH_CUDA
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <c10/cuda/CUDAGuard.h>
+#include <cuda_runtime_api.h>
 #endif
 
 namespace placer::rt {
@@ -43,7 +51,10 @@ SetThreadsFn omp_set_threads() {
   return fn;
 }
 MklSetLocalFn mkl_set_local() {
-  static MklSetLocalFn fn = reinterpret_cast<MklSetLocalFn>(dlsym(RTLD_DEFAULT, "mkl_set_num_threads_local"));
+  // MKL's C entry point (mkl.h maps mkl_set_num_threads_local to it). The
+  // lower-case symbol is the Fortran one, which takes a pointer: calling it
+  // with an int crashes (the MKL linked into torch 2.11 exports both).
+  static MklSetLocalFn fn = reinterpret_cast<MklSetLocalFn>(dlsym(RTLD_DEFAULT, "MKL_Set_Num_Threads_Local"));
   return fn;
 }
 
@@ -63,6 +74,64 @@ int cuda_runtime_device_count() {
 #else
   return 0;
 #endif
+}
+
+}  // namespace placer::rt
+
+namespace placer {
+
+BuildInfo build_info() {
+  BuildInfo info;
+  info.torch_version = TORCH_VERSION;
+#ifdef PLACER_WITH_CUDA
+  info.cuda_compiled = true;
+  int version = 0;
+  if (cudaRuntimeGetVersion(&version) == cudaSuccess && version > 0)
+    info.cuda_version = std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
+  const int count = rt::cuda_runtime_device_count();
+  for (int i = 0; i < count; ++i) {
+    const cudaDeviceProp* prop = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(i));
+    GpuInfo g;
+    g.name = "cuda:" + std::to_string(i);
+    g.model = prop->name;
+    g.memory_bytes = static_cast<int64_t>(prop->totalGlobalMem);
+    g.capability_major = prop->major;
+    g.capability_minor = prop->minor;
+    info.gpus.push_back(std::move(g));
+  }
+#endif
+  return info;
+}
+
+std::string describe(const BuildInfo& info) {
+  std::string s = "LibTorch " + info.torch_version + "\n";
+  s += info.cuda_compiled ? "CUDA paths: compiled, CUDA runtime " + (info.cuda_version.empty() ? std::string("unknown") : info.cuda_version) + "\n"
+                          : std::string("CUDA paths: not compiled (LibTorch without CUDA)\n");
+  if (info.gpus.empty()) {
+    s += "GPUs: none visible\n";
+  } else {
+    s += "GPUs: " + std::to_string(info.gpus.size()) + "\n";
+    for (const GpuInfo& g : info.gpus) {
+      char line[256];
+      std::snprintf(line, sizeof(line), "  %s  %s, %.1f GiB, sm_%d%d\n", g.name.c_str(), g.model.c_str(),
+                    static_cast<double>(g.memory_bytes) / (1 << 30), g.capability_major, g.capability_minor);
+      s += line;
+    }
+  }
+  return s;
+}
+
+}  // namespace placer
+
+namespace placer::rt {
+
+std::string visible_gpus() {
+  const BuildInfo info = build_info();
+  if (!info.cuda_compiled) return "this build has no CUDA paths";
+  if (info.gpus.empty()) return "this machine has no visible CUDA GPU";
+  std::string s = "this machine has " + std::to_string(info.gpus.size()) + ":";
+  for (size_t i = 0; i < info.gpus.size(); ++i) s += (i ? ", " : " ") + info.gpus[i].name + " (" + info.gpus[i].model + ")";
+  return s;
 }
 
 // The cores this process may run on (its affinity mask: a container's cpuset).
@@ -92,6 +161,7 @@ std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
     DeviceCtx ctx;
     ctx.index = i;
     ctx.name = d.name;
+    ctx.lane = d.name;
     ctx.kind = d.kind;
     ctx.capacity = d.memory_bytes;
     if (d.kind == DeviceKind::Cpu) {
@@ -107,12 +177,15 @@ std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
       const int index = parse_cuda_index(d);
       const int count = cuda_runtime_device_count();
       if (index < 0 || index >= count)
-        throw InputError("devices: '" + d.name + "' needs cuda:" + std::to_string(index) + " but this machine has " +
-                         std::to_string(count) + " GPU(s)");
+        throw InputError("devices: '" + d.name + "' needs cuda:" + std::to_string(index) + " but " + visible_gpus());
       ctx.torch_device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
       ctx.threads = 1;
       ctx.stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(index));
       ctx.copy_stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(index));
+      const std::string physical = "cuda:" + std::to_string(index);
+      if (physical != d.name) ctx.lane = d.name + " (virtual, on " + physical + ")";
+      for (const Device& other : cluster.devices)
+        if (&other != &d && other.kind == DeviceKind::Cuda && parse_cuda_index(other) == index) ctx.shares_gpu = true;
 #else
       (void)parse_cuda_index(d);
       throw InputError("devices: '" + d.name + "' is a CUDA device but this build has no CUDA (configure with -DPLACER_CUDA=ON against a CUDA LibTorch)");
@@ -141,8 +214,7 @@ void enter_device_thread(const DeviceCtx& device, int threads) {
   }
   // Executors run kernels without recording autograd graphs unless an op
   // needs its backward (then they turn it on around that one call).
-  c10::AutogradState::set_tls_state(c10::AutogradState(/*grad_mode=*/false, /*inference_mode=*/false,
-                                                       /*fw_grad_mode=*/false));
+  c10::GradMode::set_enabled(false);
 #ifdef PLACER_WITH_CUDA
   if (device.kind == DeviceKind::Cuda) {
     c10::cuda::set_device(device.torch_device.index());
@@ -157,32 +229,62 @@ at::Tensor copy_to_device(const at::Tensor& src, const DeviceCtx& from, const De
     return src.clone(at::MemoryFormat::Contiguous);
   }
 #ifdef PLACER_WITH_CUDA
-  // Conservative ordering: the copy waits for everything queued so far on the
-  // producer's compute stream; consumers' stream waits for the copy.
-  if (from.kind == DeviceKind::Cuda) {
+  // Every copy runs on a copy stream, ordered by events, never by a device-wide
+  // synchronization: it waits for the producer's compute stream (an event
+  // recorded now, after the producing kernel was queued), and the consumer's
+  // compute stream waits for the copy.
+  if (from.kind == DeviceKind::Cuda && to.kind == DeviceKind::Cpu) {
+    // GPU -> CPU: into a pinned buffer (a real async DMA); the CPU consumer
+    // needs the bytes, so this thread waits for this one copy only.
     at::cuda::CUDAEvent produced;
     produced.record(*from.stream);
-    const DeviceCtx& side = to.kind == DeviceKind::Cuda ? to : from;
-    c10::cuda::CUDAGuard guard(side.torch_device.index());
-    c10::cuda::CUDAStreamGuard stream_guard(*side.copy_stream);
-    produced.block(*side.copy_stream);
-    at::Tensor dst;
-    if (to.kind == DeviceKind::Cpu) {
-      dst = src.to(to.torch_device, /*non_blocking=*/false, /*copy=*/true);  // synchronous on copy stream
-    } else {
-      dst = src.to(to.torch_device, /*non_blocking=*/true, /*copy=*/true);
-      src.record_stream(*side.copy_stream);
-      dst.record_stream(*to.stream);
-      at::cuda::CUDAEvent copied;
-      copied.record(*to.copy_stream);
-      copied.block(*to.stream);
-    }
+    c10::cuda::CUDAGuard guard(from.torch_device.index());
+    c10::cuda::CUDAStreamGuard stream_guard(*from.copy_stream);
+    produced.block(*from.copy_stream);
+    at::Tensor dst = at::empty(src.sizes(), src.options().device(at::kCPU).pinned_memory(true));
+    dst.copy_(src, /*non_blocking=*/true);
+    src.record_stream(*from.copy_stream);
+    at::cuda::CUDAEvent copied;
+    copied.record(*from.copy_stream);
+    copied.synchronize();
     return dst;
   }
-  // CPU -> CUDA
+  if (from.kind == DeviceKind::Cpu) {
+    // CPU -> GPU: staged through a pinned buffer (unless the tensor is pinned
+    // already), so the DMA is async on the copy stream. The caching host
+    // allocator keeps the staging buffer until the copy has run.
+    at::Tensor host = src;
+    if (!src.is_pinned()) {
+      host = at::empty(src.sizes(), src.options().pinned_memory(true));
+      host.copy_(src);
+    }
+    c10::cuda::CUDAGuard guard(to.torch_device.index());
+    c10::cuda::CUDAStreamGuard stream_guard(*to.copy_stream);
+    at::Tensor dst = at::empty(src.sizes(), src.options().device(to.torch_device));
+    dst.copy_(host, /*non_blocking=*/true);
+    dst.record_stream(*to.stream);
+    at::cuda::CUDAEvent copied;
+    copied.record(*to.copy_stream);
+    copied.block(*to.stream);
+    return dst;
+  }
+  // GPU -> GPU: the destination's copy stream pulls the tensor. Across two
+  // physical GPUs ATen's copy is a peer copy (cudaMemcpyPeerAsync) where peer
+  // access exists and is staged by the driver otherwise; two virtual devices
+  // on one GPU make a device-local copy.
+  at::cuda::CUDAEvent produced;
+  produced.record(*from.stream);
+  produced.block(*to.copy_stream);
   c10::cuda::CUDAGuard guard(to.torch_device.index());
-  c10::cuda::CUDAStreamGuard stream_guard(*to.copy_stream);
-  at::Tensor dst = src.to(to.torch_device, /*non_blocking=*/false, /*copy=*/true);
+  c10::cuda::CUDAMultiStreamGuard streams(
+      from.torch_device.index() == to.torch_device.index()
+          ? std::vector<c10::cuda::CUDAStream>{*to.copy_stream}
+          : std::vector<c10::cuda::CUDAStream>{*from.copy_stream, *to.copy_stream});
+  if (from.torch_device.index() != to.torch_device.index()) produced.block(*from.copy_stream);
+  at::Tensor dst = at::empty(src.sizes(), src.options().device(to.torch_device));
+  dst.copy_(src, /*non_blocking=*/true);
+  src.record_stream(*to.copy_stream);
+  if (from.torch_device.index() != to.torch_device.index()) src.record_stream(*from.copy_stream);
   dst.record_stream(*to.stream);
   at::cuda::CUDAEvent copied;
   copied.record(*to.copy_stream);
@@ -199,6 +301,68 @@ void synchronize_device(const DeviceCtx& device) {
     device.stream->synchronize();
     device.copy_stream->synchronize();
   }
+#endif
+}
+
+void step_begun(const DeviceCtx& device) {
+#ifdef PLACER_WITH_CUDA
+  if (device.kind == DeviceKind::Cuda) device.step_begin->record(*device.stream);
+#endif
+}
+
+void op_begun(const DeviceCtx& device, int32_t op) {
+#ifdef PLACER_WITH_CUDA
+  if (device.kind != DeviceKind::Cuda) return;
+  auto& events = *device.op_events;
+  if (static_cast<size_t>(op) >= events.size()) events.resize(static_cast<size_t>(op) + 1);
+  events[op].begin.record(*device.stream);
+#endif
+}
+
+void op_ended(const DeviceCtx& device, int32_t op) {
+#ifdef PLACER_WITH_CUDA
+  if (device.kind != DeviceKind::Cuda) return;
+  OpEvents& e = (*device.op_events)[op];
+  e.end.record(*device.stream);
+  e.recorded = true;
+#endif
+}
+
+bool op_span(const DeviceCtx& device, int32_t op, double& start_s, double& end_s) {
+#ifdef PLACER_WITH_CUDA
+  if (device.kind != DeviceKind::Cuda) return false;
+  auto& events = *device.op_events;
+  if (static_cast<size_t>(op) >= events.size() || !events[op].recorded) return false;
+  OpEvents& e = events[op];
+  e.recorded = false;
+  start_s = device.step_begin->elapsed_time(e.begin) * 1e-3;
+  end_s = device.step_begin->elapsed_time(e.end) * 1e-3;
+  return true;
+#else
+  return false;
+#endif
+}
+
+void reset_peak(const DeviceCtx& device) {
+#ifdef PLACER_WITH_CUDA
+  if (device.kind == DeviceKind::Cuda && !device.shares_gpu)
+    c10::cuda::CUDACachingAllocator::resetPeakStats(device.torch_device.index());
+#endif
+}
+
+int64_t allocator_peak(const DeviceCtx& device) {
+#ifdef PLACER_WITH_CUDA
+  if (device.kind == DeviceKind::Cuda && !device.shares_gpu) {
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(device.torch_device.index());
+    return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
+  }
+#endif
+  return -1;
+}
+
+void release_cached_memory(const DeviceCtx& device) {
+#ifdef PLACER_WITH_CUDA
+  if (device.kind == DeviceKind::Cuda) c10::cuda::CUDACachingAllocator::emptyCache();
 #endif
 }
 

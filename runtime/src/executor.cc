@@ -251,7 +251,7 @@ Executor::Executor(std::vector<DeviceCtx> devices) : devices_(std::move(devices)
     auto w = std::make_unique<Worker>();
     w->id = i;
     w->device = i;
-    w->lane = devices_[i].name;
+    w->lane = devices_[i].lane;
     workers_.push_back(std::move(w));
   }
   for (int32_t a = 0; a < d; ++a)
@@ -260,7 +260,7 @@ Executor::Executor(std::vector<DeviceCtx> devices) : devices_(std::move(devices)
       w->id = static_cast<int32_t>(workers_.size());
       w->device = a;
       w->to = b;
-      w->lane = devices_[a].name + "->" + devices_[b].name;
+      w->lane = devices_[a].lane + "->" + devices_[b].lane;
       workers_.push_back(std::move(w));  // a == b: never used, keeps indexing simple
     }
   for (auto& w : workers_)
@@ -431,11 +431,14 @@ void Executor::run_op(Step& s, int32_t id, int32_t device) {
   for (size_t i = 0; i < in.size(); ++i) in[i] = s.slots[p.in_slots[i]];
   std::vector<at::Tensor> out;
   const int reps = std::max(1, session.profile_reps);
+  const bool gpu = dev.kind == DeviceKind::Cuda;
   const Clock::time_point t0 = Clock::now();
   if (!s.started.load(std::memory_order_relaxed) && !s.started.exchange(true)) s.first_op = t0;
   try {
     for (int rep = 0; rep < reps; ++rep) {
       const Clock::time_point r0 = Clock::now();
+      // A GPU op is only queued here: events on its stream time its kernels.
+      if (gpu) op_begun(dev, id);
       switch (p.kind) {
         case OpKind::Input:
         case OpKind::Param: {
@@ -481,9 +484,11 @@ void Executor::run_op(Step& s, int32_t id, int32_t device) {
           out.assign(op.outputs.size(), in[0]);
           break;
       }
+      if (gpu) op_ended(dev, id);
       if (session.profile_reps > 0) {
         synchronize_device(dev);
-        session.op_seconds[id].push_back(seconds_since(r0));
+        double begin = 0, end = 0;
+        session.op_seconds[id].push_back(gpu && op_span(dev, id, begin, end) ? end - begin : seconds_since(r0));
       }
     }
   } catch (const c10::Error& e) {
@@ -526,9 +531,11 @@ void Executor::run_op(Step& s, int32_t id, int32_t device) {
     s.slots[p.out_slots[k]] = std::move(out[k]);
   }
   const double took = std::chrono::duration<double>(t1 - t0).count();
-  s.busy[device] += took;
-  if (!session.step_op_seconds.empty()) session.step_op_seconds[id] = took;
-  if (s.timeline) {
+  // GPU ops: busy time, op times and trace spans come from their events
+  // once the step is synchronized (gpu_times()).
+  if (!gpu) s.busy[device] += took;
+  if (!gpu && !session.step_op_seconds.empty()) session.step_op_seconds[id] = took;
+  if (s.timeline && !gpu) {
     TimelineEvent ev;
     ev.name = op.name;
     ev.lane = dev.name;
@@ -574,6 +581,30 @@ void Executor::run_transfer(Step& s, int32_t t) {
   publish(s, tr.dst);
 }
 
+void Executor::gpu_times(Step& s) {
+  const Plan& plan = *s.plan;
+  Session& session = *s.session;
+  for (int32_t id = 0; id < static_cast<int32_t>(plan.ops.size()); ++id) {
+    const int32_t device = plan.ops[id].device;
+    const DeviceCtx& dev = devices_[device];
+    double begin = 0, end = 0;
+    if (!op_span(dev, id, begin, end)) continue;
+    s.busy[device] += end - begin;
+    if (!session.step_op_seconds.empty()) session.step_op_seconds[id] = end - begin;
+    if (s.timeline) {
+      const Op& op = plan.graph->op(OpId(id));
+      TimelineEvent ev;
+      ev.name = op.name;
+      ev.lane = dev.lane;
+      // The step's mark on this GPU is taken with the host clock's start.
+      ev.start_s = begin;
+      ev.duration_s = end - begin;
+      ev.category = phase_category(op.phase);
+      workers_[device]->events.push_back(std::move(ev));
+    }
+  }
+}
+
 StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<TimelineEvent>* timeline) {
   const Plan& plan = *session.plan;
   const int32_t d = static_cast<int32_t>(devices_.size());
@@ -597,6 +628,10 @@ StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<T
   for (auto& w : workers_) w->events.clear();
   current_ = &s;
 
+  for (int32_t i = 0; i < d; ++i) {
+    reset_peak(devices_[i]);
+    step_begun(devices_[i]);
+  }
   s.start = Clock::now();
   const auto deadline = s.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   // Keep the count above zero while seeding so no worker sees "done" early.
@@ -621,12 +656,17 @@ StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<T
   // on a loaded machine their scheduler latency is not the placement's.
   bool cuda = false;
   for (int32_t i = 0; i < d; ++i) {
-    synchronize_device(devices_[i]);
+    try {
+      synchronize_device(devices_[i]);
+    } catch (const std::exception& e) {  // an asynchronous kernel failure surfaces here
+      fail(s, StepStatus::Error, "device " + devices_[i].name + ": " + e.what());
+    }
     cuda = cuda || devices_[i].kind == DeviceKind::Cuda;
   }
   const Clock::time_point first = s.started.load() ? s.first_op : s.start;
   const double elapsed = std::chrono::duration<double>((cuda ? Clock::now() : s.end) - first).count();
   current_ = nullptr;
+  if (cuda) gpu_times(s);
 
   StepOutcome out = std::move(s.outcome);
   if (out.status == StepStatus::Ok && s.ops_done.load() != static_cast<int32_t>(plan.ops.size()))
@@ -636,7 +676,12 @@ StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<T
   out.busy_s = s.busy;
   out.transfer_bytes = s.transfer_bytes.load();
   out.peak_bytes.resize(d);
-  for (int32_t i = 0; i < d; ++i) out.peak_bytes[i] = s.peak[i].load();
+  for (int32_t i = 0; i < d; ++i) {
+    // A GPU that is the device's alone: what its allocator really held.
+    const int64_t real = allocator_peak(devices_[i]);
+    out.peak_bytes[i] = real >= 0 ? real : s.peak[i].load();
+    if (out.status != StepStatus::Ok) release_cached_memory(devices_[i]);
+  }
   if (out.status == StepStatus::Ok && !session.retained.empty())
     for (size_t i = 0; i < plan.slots.size(); ++i)
       if (s.slots[i].defined() && plan.ops[plan.slots[i].op].retain) session.retained[i] = s.slots[i];

@@ -40,9 +40,19 @@ inline double seconds_since(Clock::time_point t0) {
 
 // ---------------------------------------------------------------- devices.cc
 
+#ifdef PLACER_WITH_CUDA
+// A pair of timing events around one op's kernels on its device's stream.
+struct OpEvents {
+  at::cuda::CUDAEvent begin{cudaEventDefault};
+  at::cuda::CUDAEvent end{cudaEventDefault};
+  bool recorded = false;
+};
+#endif
+
 struct DeviceCtx {
   int index = 0;             // in the cluster
   std::string name;          // "cpu:1", "cuda:0"
+  std::string lane;          // trace lane: the name, plus "(virtual, on cuda:0)" for a virtual GPU
   DeviceKind kind = DeviceKind::Cpu;
   c10::Device torch_device{c10::kCPU};
   int threads = 1;           // intra-op threads of its executor
@@ -51,6 +61,11 @@ struct DeviceCtx {
 #ifdef PLACER_WITH_CUDA
   std::optional<c10::cuda::CUDAStream> stream;       // compute
   std::optional<c10::cuda::CUDAStream> copy_stream;  // incoming transfers
+  bool shares_gpu = false;   // another device of the cluster is the same physical GPU
+  // Per op id: its timing events on this device (touched by this device's
+  // worker during a step, read by the measuring thread after it).
+  std::shared_ptr<std::vector<OpEvents>> op_events = std::make_shared<std::vector<OpEvents>>();
+  std::shared_ptr<at::cuda::CUDAEvent> step_begin = std::make_shared<at::cuda::CUDAEvent>(cudaEventDefault);
 #endif
 };
 
@@ -70,7 +85,26 @@ void enter_device_thread(const DeviceCtx& device, int threads);
 at::Tensor copy_to_device(const at::Tensor& src, const DeviceCtx& from, const DeviceCtx& to);
 
 // Waits until all work queued on the device is done (CUDA: its streams).
+// Throws c10::Error for an asynchronous kernel failure.
 void synchronize_device(const DeviceCtx& device);
+
+// GPU-side timing of the ops of a step (no-ops on CPU devices and in builds
+// without CUDA). step_begun() marks the step's start on the device stream;
+// op_begun()/op_ended() put events around one op's kernels; after the step
+// is synchronized, op_span() gives that op's [start, end) in seconds since
+// the step's start mark, and clears it (false if it was not recorded).
+void step_begun(const DeviceCtx& device);
+void op_begun(const DeviceCtx& device, int32_t op);
+void op_ended(const DeviceCtx& device, int32_t op);
+bool op_span(const DeviceCtx& device, int32_t op, double& start_s, double& end_s);
+
+// Memory the device's allocator really used at its peak since reset_peak()
+// (CUDA devices that are the only user of their GPU), or -1 where only our
+// own accounting knows (CPU devices, virtual GPUs).
+void reset_peak(const DeviceCtx& device);
+int64_t allocator_peak(const DeviceCtx& device);
+// After a failed step: give cached GPU blocks back so the next step starts clean.
+void release_cached_memory(const DeviceCtx& device);
 
 at::ScalarType to_scalar_type(DType dtype);
 
@@ -234,6 +268,7 @@ class Executor {
   bool reserve(Step& s, int32_t device, int64_t bytes, const std::string& what);
   void fail(Step& s, StepStatus status, const std::string& message);
   void finish_item(Step& s);
+  void gpu_times(Step& s);  // after synchronization: GPU ops' event times
 
   std::vector<DeviceCtx> devices_;
   double spin_s_ = 0.0;  // how long an idle worker spins before it sleeps (PLACER_SPIN_US)

@@ -58,8 +58,8 @@ std::string Client::request(const std::string& json) {
     throw TimeoutError("no reply from " + m.options.endpoint + " within " + std::to_string(m.options.timeout_ms) + " ms");
   }
   std::vector<zmq::message_t> parts;
-  zmq::recv_multipart(m.socket, std::back_inserter(parts));
-  if (parts.empty()) throw InputError("empty reply from " + m.options.endpoint);
+  const auto received = zmq::recv_multipart(m.socket, std::back_inserter(parts));
+  if (!received || parts.empty()) throw InputError("empty reply from " + m.options.endpoint);
   return parts.back().to_string();
 }
 

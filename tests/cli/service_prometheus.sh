@@ -6,8 +6,8 @@
 set -euo pipefail
 PLACER=$(realpath "$1")
 SRC=$2
-PY=/usr/bin/python3
-command -v prometheus >/dev/null && command -v promtool >/dev/null || { echo "SKIP: prometheus missing (scripts/install-deps.sh)"; exit 0; }
+PY=${PLACER_PYTHON:-$SRC/.venv/bin/python3}
+command -v prometheus >/dev/null && command -v promtool >/dev/null || { echo "FAIL: prometheus/promtool missing (scripts/install-deps.sh installs them)"; exit 1; }
 WORK=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; wait 2>/dev/null || true; rm -rf "$WORK"; }

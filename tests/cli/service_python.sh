@@ -4,8 +4,8 @@
 set -euo pipefail
 PLACER=$(realpath "$1")
 SRC=$2
-PY=/usr/bin/python3
-$PY -c "import zmq" 2>/dev/null || { echo "SKIP: python3-zmq missing (scripts/install-deps.sh)"; exit 0; }
+PY=${PLACER_PYTHON:-$SRC/.venv/bin/python3}
+$PY -c "import zmq" || { echo "FAIL: $PY cannot import zmq (scripts/install-deps.sh installs pyzmq)"; exit 1; }
 WORK=$(mktemp -d)
 trap 'kill $SERVER 2>/dev/null || true; rm -rf "$WORK"' EXIT
 

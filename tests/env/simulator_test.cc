@@ -206,7 +206,9 @@ TEST(Simulator, CopiesWithinAHostSlowDownWhileTheOtherDeviceIsBusy) {
       EXPECT_DOUBLE_EQ(e.start_s, 1.0);
       EXPECT_DOUBLE_EQ(e.duration_s, 2.0);
     }
-    if (e.name == "c") EXPECT_DOUBLE_EQ(e.start_s, 3.0);
+    if (e.name == "c") {
+      EXPECT_DOUBLE_EQ(e.start_s, 3.0);
+    }
   }
 }
 

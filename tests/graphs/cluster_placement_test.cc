@@ -36,6 +36,15 @@ TEST(Cluster, ParseDeviceList) {
   EXPECT_EQ(mixed.devices[2].name, "cuda:1");
   EXPECT_EQ(mixed.devices[2].kind, DeviceKind::Cuda);
 
+  // "+" joins a whole cpu:N split with GPUs (the GPU run book's cpu:8+cuda:0).
+  const Cluster joined = parse_device_list("cpu:3+cuda:0");
+  ASSERT_EQ(joined.size(), 4);
+  EXPECT_EQ(joined.devices[2].name, "cpu:2");
+  EXPECT_EQ(joined.devices[2].kind, DeviceKind::Cpu);
+  EXPECT_EQ(joined.devices[3].name, "cuda:0");
+  EXPECT_EQ(joined.devices[0].threads, parse_device_list("cpu:3").devices[0].threads);
+  EXPECT_ERROR_CONTAINS(InputError, parse_device_list("cpu:0+cuda:0"), "cpu:N needs 1 <= N");
+
   EXPECT_ERROR_CONTAINS(InputError, parse_device_list(""), "empty device list");
   EXPECT_ERROR_CONTAINS(InputError, parse_device_list("tpu:0"), "bad device 'tpu:0'");
   EXPECT_ERROR_CONTAINS(InputError, parse_device_list("cpu:0,cpu:0"), "duplicate device name");

@@ -15,95 +15,12 @@
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
+#include "runtime_helpers.h"
 
 namespace placer {
 namespace {
 
-Op make(const std::string& name, const std::string& type, std::vector<TensorRef> inputs, std::vector<Arg> args,
-        std::vector<TensorSpec> outputs) {
-  Op op;
-  op.name = name;
-  op.type = type;
-  op.inputs = std::move(inputs);
-  op.args = std::move(args);
-  op.outputs = std::move(outputs);
-  return op;
-}
-
-TensorSpec f32(std::vector<int64_t> shape) { return TensorSpec{std::move(shape), DType::Float32}; }
-
-Op param(const std::string& name, std::vector<int64_t> shape) {
-  Op op = make(name, op_types::kParam, {}, {}, {f32(std::move(shape))});
-  op.param_bytes = op.outputs[0].bytes();
-  return op;
-}
-
-// loss = sum(w * w) over a [2,3] parameter.
-Graph square_loss_graph() {
-  Graph g;
-  g.name = "square";
-  OpId w = g.add_op(param("w", {2, 3}));
-  OpId sq = g.add_op(make("sq", "aten::mul.Tensor", {{w, 0}, {w, 0}}, {Arg::tensor(0), Arg::tensor(1)}, {f32({2, 3})}));
-  g.add_op(make("loss", "aten::sum", {{sq, 0}}, {Arg::tensor(0), Arg::none()}, {f32({})}));
-  return g;
-}
-
-// A two-layer MLP by hand: linear -> relu -> linear -> cross entropy.
-Graph hand_mlp() {
-  Graph g;
-  g.name = "hand_mlp";
-  OpId x = g.add_op(make("x", op_types::kInput, {}, {}, {f32({8, 6})}));
-  OpId w1 = g.add_op(param("w1", {5, 6}));
-  OpId b1 = g.add_op(param("b1", {5}));
-  OpId l1 = g.add_op(make("l1", "aten::linear", {{x, 0}, {w1, 0}, {b1, 0}},
-                          {Arg::tensor(0), Arg::tensor(1), Arg::tensor(2)}, {f32({8, 5})}));
-  OpId r1 = g.add_op(make("r1", "aten::relu", {{l1, 0}}, {Arg::tensor(0)}, {f32({8, 5})}));
-  OpId w2 = g.add_op(param("w2", {3, 5}));
-  OpId l2 = g.add_op(make("l2", "aten::linear", {{r1, 0}, {w2, 0}}, {Arg::tensor(0), Arg::tensor(1), Arg::none()},
-                          {f32({8, 3})}));
-  Op labels = make("labels", op_types::kInput, {}, {Arg::integer(3)}, {TensorSpec{{8}, DType::Int64}});
-  OpId y = g.add_op(labels);
-  g.add_op(make("loss", "aten::cross_entropy_loss", {{l2, 0}, {y, 0}},
-                {Arg::tensor(0), Arg::tensor(1), Arg::none(), Arg::integer(1), Arg::integer(-100), Arg::real(0.0)},
-                {f32({})}));
-  return g;
-}
-
-Cluster cpus(int n) { return parse_device_list("cpu:" + std::to_string(n)); }
-
-// A placement honouring co-location: each group on a seeded random device.
-Placement random_placement(const Graph& g, int devices, uint32_t seed) {
-  Grouping groups = colocation_groups(g);
-  std::mt19937 rng(seed);
-  Placement p;
-  p.device_of.assign(g.size(), DeviceId(0));
-  for (const auto& members : groups.members) {
-    DeviceId d(static_cast<int32_t>(rng() % devices));
-    for (OpId op : members) p.device_of[op.value] = d;
-  }
-  return p;
-}
-
-Placement round_robin_groups(const Graph& g, int devices) {
-  Grouping groups = colocation_groups(g);
-  Placement p;
-  p.device_of.assign(g.size(), DeviceId(0));
-  for (int32_t k = 0; k < groups.size(); ++k)
-    for (OpId op : groups.members[k]) p.device_of[op.value] = DeviceId(k % devices);
-  return p;
-}
-
-void expect_same_values(const StepValues& a, const StepValues& b, double tol, const std::string& what) {
-  ASSERT_EQ(a.tensors.size(), b.tensors.size()) << what;
-  for (const auto& [name, va] : a.tensors) {
-    auto it = b.tensors.find(name);
-    ASSERT_NE(it, b.tensors.end()) << what << ": " << name;
-    const auto& vb = it->second;
-    ASSERT_EQ(va.size(), vb.size()) << what << ": " << name;
-    for (size_t i = 0; i < va.size(); ++i)
-      ASSERT_NEAR(va[i], vb[i], tol * (1.0 + std::fabs(va[i]))) << what << ": " << name << "[" << i << "]";
-  }
-}
+using namespace rt_test;
 
 TEST(Runtime, SquareLossGradientAndUpdateAreExact) {
   const Graph fwd = square_loss_graph();
@@ -142,23 +59,6 @@ TEST(Runtime, HandMlpSameUnderEveryPlacement) {
   // A different seed gives different values (the comparison can fail).
   const StepValues other = rt2.run_once(train, single_device(train, DeviceId(0)), 4);
   EXPECT_NE(ref.tensors.at("w1"), other.tensors.at("w1"));
-}
-
-struct BuilderCase {
-  std::string name;
-  std::map<std::string, int64_t> options;
-};
-
-std::vector<BuilderCase> tiny_builders() {
-  return {
-      {"mlp", {{"batch", 4}, {"input", 12}, {"width", 10}, {"classes", 5}, {"layers", 3}}},
-      {"rnnlm", {{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 2}, {"vocab", 11}}},
-      {"nmt", {{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 2}, {"vocab", 11}}},
-      {"transformer",
-       {{"layers", 1}, {"dec_layers", 1}, {"d_model", 8}, {"heads", 2}, {"ffn", 16}, {"seq", 4}, {"batch", 2}, {"vocab", 13}}},
-      {"resnet", {{"batch", 1}, {"image", 32}, {"classes", 4}, {"width_div", 64}, {"depth", 50}}},
-      {"inception_v3", {{"batch", 1}, {"image", 75}, {"classes", 4}, {"width_div", 64}}},
-  };
 }
 
 TEST(Runtime, BuilderGraphsSameUnderEveryPlacement) {
@@ -323,7 +223,29 @@ TEST(Runtime, BadPlacementsAndOpsThrow) {
   } catch (const GraphError& e) {
     EXPECT_NE(std::string(e.what()).find("nope"), std::string::npos);
   }
-  EXPECT_THROW(Runtime(parse_device_list("cuda:0")), InputError);
+  if (!cuda_available()) {
+    // Without a GPU the error names the device and says what exists.
+    try {
+      Runtime cuda(parse_device_list("cpu,cuda:0"));
+      FAIL() << "expected InputError";
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      EXPECT_NE(m.find("'cuda:0'"), std::string::npos) << m;
+      EXPECT_TRUE(m.find("no visible CUDA GPU") != std::string::npos || m.find("no CUDA paths") != std::string::npos) << m;
+    }
+  }
+}
+
+TEST(Runtime, BuildInfoNamesLibTorchAndCuda) {
+  const BuildInfo info = build_info();
+  EXPECT_EQ(info.torch_version.rfind("2.11", 0), 0u) << info.torch_version;
+  EXPECT_EQ(static_cast<int>(info.gpus.size()), cuda_device_count());
+  const std::string text = describe(info);
+  EXPECT_NE(text.find("LibTorch " + info.torch_version), std::string::npos) << text;
+  EXPECT_NE(text.find(info.gpus.empty() ? "GPUs: none visible" : "GPUs: "), std::string::npos) << text;
+  if (info.cuda_compiled) {
+    EXPECT_EQ(info.cuda_version.rfind("13.", 0), 0u) << info.cuda_version;
+  }
 }
 
 TEST(Runtime, TimelineWritesValidChromeTrace) {

@@ -16,7 +16,9 @@ void expect_error(const std::string& text, const std::string& code, const std::s
   } catch (const RequestError& e) {
     EXPECT_EQ(e.code(), code) << e.what();
     EXPECT_EQ(e.field(), field) << e.what();
-    if (!message_part.empty()) EXPECT_NE(std::string(e.what()).find(message_part), std::string::npos) << e.what();
+    if (!message_part.empty()) {
+      EXPECT_NE(std::string(e.what()).find(message_part), std::string::npos) << e.what();
+    }
   }
 }
 

@@ -183,6 +183,16 @@ double estimate_flops(const std::string& base, const std::vector<c10::IValue>& i
     if (!a.defined() || a.dim() == 0) return first_out;
     return 2.0 * std::max(1.0, first_out) * static_cast<double>(a.size(-1));
   }
+  if (base == "aten::scaled_dot_product_attention") {
+    // q[..., L, E] k[..., S, E] v[..., S, Ev]: scores q k^T (2 L S E per
+    // batch-head), softmax (about 5 L S), and the weighted sum of v (2 L S Ev).
+    const at::Tensor q = tensor(0), k = tensor(1), v = tensor(2);
+    if (!q.defined() || !k.defined() || !v.defined() || q.dim() < 2 || k.dim() < 2 || v.dim() < 2) return first_out;
+    const double e = static_cast<double>(q.size(-1)), l = static_cast<double>(q.size(-2));
+    const double s = static_cast<double>(k.size(-2)), ev = static_cast<double>(v.size(-1));
+    const double heads = static_cast<double>(q.numel()) / (l * e);
+    return heads * l * s * (2.0 * e + 5.0 + 2.0 * ev);
+  }
   if (base == "aten::addmm" || base == "aten::baddbmm" || base == "aten::addmv") {
     const at::Tensor a = tensor(1);
     if (!a.defined() || a.dim() == 0) return first_out;

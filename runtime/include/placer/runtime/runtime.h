@@ -70,4 +70,22 @@ class Runtime {
 bool cuda_available();
 int cuda_device_count();
 
+// What this build runs on: the LibTorch it was built against, whether its CUDA
+// paths are compiled in (and the CUDA version), and the GPUs it sees now.
+struct GpuInfo {
+  std::string name;          // "cuda:0"
+  std::string model;         // "NVIDIA H100 80GB HBM3"
+  int64_t memory_bytes = 0;
+  int capability_major = 0, capability_minor = 0;
+};
+struct BuildInfo {
+  std::string torch_version;   // "2.11.0"
+  bool cuda_compiled = false;  // PLACER_CUDA
+  std::string cuda_version;    // the CUDA toolkit LibTorch was built with ("13.0"), empty without
+  std::vector<GpuInfo> gpus;
+};
+BuildInfo build_info();
+// One line per fact, for `placer --version`.
+std::string describe(const BuildInfo& info);
+
 }  // namespace placer

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# The GPU run book: on a bare GPU machine (nvcc, CMake, ninja and torch 2.11
+# there; none of our Debian libraries, no network), from the repo root, build
+# placer against that machine's torch, run every test including the `gpu`
+# label, and measure what only a GPU can tell. docs/gpu.md explains it.
+#
+#   scripts/gpu-check.sh BUNDLE OUTDIR [--configure-only]
+#
+# BUNDLE  the folder `make gpu-bundle` made on a development machine (Debian
+#         .deb files and a pyzmq wheel). Unpacked with `dpkg -x` into a prefix
+#         under /tmp, never into /.
+# OUTDIR  where results go: at most 8 files (summary.md, logs.txt, results.tar.gz).
+# --configure-only   stop after configuring (the dry run on a machine without a GPU).
+#
+# Environment: TORCH_PYTHON (default /opt/torch/.venv/bin/python3 if it exists,
+# else .venv/bin/python3), JOBS (default nproc), CPU_DEVICES (default 8: the
+# cpu:8 of cpu:8+cuda:0), BUDGET_S (default 1140: the whole run stays inside 20 min).
+set -uo pipefail
+
+usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then usage; exit 0; fi
+if [ $# -lt 2 ] || [ $# -gt 3 ]; then usage >&2; exit 2; fi
+BUNDLE=$1
+OUTDIR=$2
+MODE=${3:-}
+if [ -n "$MODE" ] && [ "$MODE" != --configure-only ]; then
+  echo "gpu-check: unknown option '$MODE' (expected --configure-only)" >&2
+  exit 2
+fi
+[ -f CMakeLists.txt ] && [ -f scripts/gpu-check.sh ] || { echo "gpu-check: run it from the placer repo root" >&2; exit 2; }
+[ -d "$BUNDLE/debs" ] || { echo "gpu-check: BUNDLE '$BUNDLE' has no debs/ folder (make it with: make gpu-bundle)" >&2; exit 2; }
+ls "$BUNDLE"/debs/*.deb >/dev/null 2>&1 || { echo "gpu-check: BUNDLE '$BUNDLE/debs' holds no .deb files" >&2; exit 2; }
+mkdir -p "$OUTDIR" || { echo "gpu-check: cannot create OUTDIR '$OUTDIR'" >&2; exit 2; }
+OUTDIR=$(cd "$OUTDIR" && pwd)
+BUNDLE=$(cd "$BUNDLE" && pwd)
+
+ROOT=$(pwd)
+START=$(date +%s)
+BUDGET_S=${BUDGET_S:-1140}
+JOBS=${JOBS:-$(nproc)}
+CPU_DEVICES=${CPU_DEVICES:-8}
+MIXED="cpu:${CPU_DEVICES}+cuda:0"
+if [ -z "${TORCH_PYTHON:-}" ]; then
+  if [ -x /opt/torch/.venv/bin/python3 ]; then TORCH_PYTHON=/opt/torch/.venv/bin/python3; else TORCH_PYTHON=$ROOT/.venv/bin/python3; fi
+fi
+WORK=${GPU_CHECK_WORK:-/tmp/placer-gpu-check}
+PREFIX=$WORK/prefix
+BUILD=${GPU_CHECK_BUILD:-$ROOT/build-gpu}
+RES=$WORK/results
+LOGS=$OUTDIR/logs.txt
+SUMMARY=$OUTDIR/summary.md
+rm -rf "$RES"
+mkdir -p "$PREFIX" "$RES"
+: > "$LOGS"
+
+left() { echo $((BUDGET_S - ($(date +%s) - START))); }
+note() { echo "$*" | tee -a "$SUMMARY"; }
+# step NAME SECONDS CMD...: runs CMD with a time limit (never past the budget),
+# its output into logs.txt, and one line of verdict into summary.md.
+step() {
+  local name=$1 limit=$2
+  shift 2
+  local remain
+  remain=$(left)
+  [ "$limit" -gt "$remain" ] && limit=$remain
+  if [ "$limit" -le 10 ]; then
+    note "| $name | skipped: the ${BUDGET_S} s budget is spent | |"
+    return 1
+  fi
+  echo "===== $name: $* (limit ${limit}s)" >> "$LOGS"
+  local t0 rc
+  t0=$(date +%s)
+  timeout --kill-after=10 "$limit" "$@" >> "$LOGS" 2>&1
+  rc=$?
+  local took=$(( $(date +%s) - t0 ))
+  if [ $rc -eq 0 ]; then note "| $name | ok | ${took} s |"
+  elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note "| $name | TIMED OUT after ${limit} s | ${took} s |"
+  else note "| $name | FAILED (exit $rc; see logs.txt) | ${took} s |"; fi
+  return $rc
+}
+
+{
+  echo "# placer GPU check"
+  echo
+  echo "Commit $(git rev-parse --short HEAD 2>/dev/null || echo unknown), $(date -u +%Y-%m-%dT%H:%MZ), $(nproc) cores"
+  echo
+  echo '```'
+  if command -v nvidia-smi >/dev/null; then nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader 2>&1
+  else echo "nvidia-smi: not on PATH"; fi
+  "$TORCH_PYTHON" -c "import torch; print('torch', torch.__version__, 'cuda', torch.version.cuda, 'gpus', torch.cuda.device_count())" 2>&1
+  echo "bundle: $(ls "$BUNDLE"/debs | wc -l) .deb, $(head -1 "$BUNDLE/MANIFEST" 2>/dev/null)"
+  echo '```'
+  echo
+  echo "| step | result | took |"
+  echo "|---|---|---|"
+} > "$SUMMARY"
+
+# 1. The bundle into the prefix; BLAS/LAPACK links that Debian's alternatives would make.
+for deb in "$BUNDLE"/debs/*.deb; do
+  if command -v dpkg >/dev/null; then
+    dpkg -x "$deb" "$PREFIX"
+  else  # a .deb is an ar archive holding data.tar.*
+    rm -rf "$WORK/deb" && mkdir -p "$WORK/deb" && (cd "$WORK/deb" && ar x "$deb") && tar -xf "$WORK"/deb/data.tar.* -C "$PREFIX"
+  fi
+done
+LIB=$PREFIX/usr/lib/x86_64-linux-gnu
+for alt in blas lapack; do
+  for f in "$LIB/$alt"/lib*.so*; do [ -e "$f" ] && ln -sf "$alt/$(basename "$f")" "$LIB/$(basename "$f")"; done
+done
+if ls "$BUNDLE"/wheels/*.whl >/dev/null 2>&1; then
+  "$TORCH_PYTHON" -m pip install -q --no-index --no-deps --no-compile --target "$WORK/site" "$BUNDLE"/wheels/*.whl >> "$LOGS" 2>&1 &&
+    export PYTHONPATH=$WORK/site${PYTHONPATH:+:$PYTHONPATH}
+fi
+export CPATH=$PREFIX/usr/include${CPATH:+:$CPATH}
+export LIBRARY_PATH=$LIB${LIBRARY_PATH:+:$LIBRARY_PATH}
+export LD_LIBRARY_PATH=$LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export PKG_CONFIG_SYSROOT_DIR=$PREFIX
+export PKG_CONFIG_LIBDIR=$LIB/pkgconfig:$PREFIX/usr/share/pkgconfig
+export PATH=$PREFIX/usr/bin:$PATH
+
+# 2. Configure against this machine's torch and the prefix; build with every core.
+GEN=()
+command -v ninja >/dev/null && GEN=(-G Ninja)
+step configure 300 cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release -DTORCH_PYTHON="$TORCH_PYTHON" \
+  -DCMAKE_PREFIX_PATH="$PREFIX/usr" -DPKG_CONFIG_EXECUTABLE="$PREFIX/usr/bin/pkgconf" -DPLACER_CUDA=ON ||
+  { note; note "Configure failed: nothing else can run."; exit 1; }
+grep -E "placer: LibTorch|CUDA paths" "$LOGS" | tail -1 | sed 's/^-- /    /' >> "$SUMMARY"
+if [ "$MODE" = --configure-only ]; then
+  note
+  note "Configured only (--configure-only): $BUILD"
+  exit 0
+fi
+step build 600 cmake --build "$BUILD" -j "$JOBS" || { note; note "Build failed: nothing else can run."; exit 1; }
+P=$BUILD/placer
+"$P" --version >> "$SUMMARY" 2>&1
+
+# 3. Every test, the gpu label included. The Prometheus server test needs the
+# server binary, which the bundle leaves out (it is large and only that test uses it).
+step tests 420 ctest --test-dir "$BUILD" -j "$JOBS" --timeout 300 --output-on-failure -E cli.service_prometheus
+grep -E "tests passed|Failed|\*\*\*" "$LOGS" | grep -v "^ *Start" | tail -20 | sed 's/^/    /' >> "$SUMMARY"
+
+# 4. Profile and fidelity: cpu:8+cuda:0 for nmt and inception_v3, and cpu:8 alone.
+"$P" graph build nmt --opt layers=2 --opt hidden=256 --opt steps=8 --opt batch=16 --opt vocab=2000 -o "$RES/nmt.json" >> "$LOGS" 2>&1
+"$P" graph build inception_v3 --opt batch=8 --opt image=299 -o "$RES/inception_v3.json" >> "$LOGS" 2>&1
+step "profile nmt on $MIXED" 120 "$P" profile --graph "$RES/nmt.json" --devices "$MIXED" -o "$RES/profile_nmt_mixed.json"
+for g in nmt inception_v3; do
+  step "fidelity $g on $MIXED" 180 "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements 30 --rounds 2 \
+    -o "$RES/fidelity_mixed" --name "${g}_cpu${CPU_DEVICES}_cuda0"
+done
+step "fidelity nmt on cpu:$CPU_DEVICES" 150 "$P" fidelity --graph "$RES/nmt.json" --devices "cpu:$CPU_DEVICES" --placements 30 \
+  --rounds 2 -o "$RES/fidelity_cpu" --name "nmt_cpu${CPU_DEVICES}"
+for f in "$RES"/fidelity_*/*.md; do [ -f "$f" ] && { echo; echo "### $(basename "$f")"; sed -n '1,30p' "$f"; } >> "$SUMMARY"; done
+
+# 5. The executor vs a plain LibTorch loop on cuda:0.
+step "runtime bench on cuda:0" 120 "$BUILD/bench/runtime_bench" --device cuda:0 --skip-a 1 --rounds 15
+sed -n '/## (b)/,$p' "$LOGS" | head -20 >> "$SUMMARY"
+
+# 6. The demo's learned placer trained with measured rewards on cpu:8+cuda:0.
+step "train demo (measured) on $MIXED" 240 "$P" train --config configs/demo.yaml --cluster "$MIXED" \
+  --profile "$RES/profile_nmt_mixed.json" -o "$RES/train_mixed" -q
+[ -f "$RES/train_mixed/summary.txt" ] && cat "$RES/train_mixed/summary.txt" >> "$SUMMARY"
+grep -A 20 "^demo:" "$LOGS" | tail -20 >> "$SUMMARY"
+
+# 7. At most 8 files: summary.md, logs.txt, results.tar.gz.
+tar -czf "$OUTDIR/results.tar.gz" -C "$WORK" results 2>/dev/null
+note
+note "Total $(( $(date +%s) - START )) s. Files: summary.md, logs.txt, results.tar.gz"

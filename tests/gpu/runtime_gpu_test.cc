@@ -1,0 +1,152 @@
+// The runtime on real CUDA devices. CTest label `gpu`: `make test` leaves
+// these out, and without a GPU every case skips (it never passes by doing
+// nothing). scripts/gpu-check.sh runs them on a GPU machine.
+#include <ATen/Context.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "../runtime/runtime_helpers.h"
+#include "placer/graphs/builders.h"
+#include "placer/graphs/error.h"
+#include "placer/runtime/runtime.h"
+
+namespace placer {
+namespace {
+
+using namespace rt_test;
+
+#define REQUIRE_GPU()                                                 \
+  do {                                                                \
+    if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU visible here"; \
+  } while (0)
+
+// Exact-enough comparisons with the CPU need full fp32 on the GPU too.
+void no_tf32() {
+  at::globalContext().setAllowTF32CuBLAS(false);
+  at::globalContext().setAllowTF32CuDNN(false);
+}
+
+TEST(Gpu, SameValuesOnCpuAndGpuUnderEveryPlacement) {
+  REQUIRE_GPU();
+  no_tf32();
+  Runtime rt(parse_device_list("cpu:1+cuda:0"));
+  ASSERT_EQ(rt.cluster().devices[1].name, "cuda:0");
+  for (const BuilderCase& c : tiny_builders()) {
+    BuilderOptions opts;
+    opts.values = c.options;
+    const Graph g = build_graph(c.name, opts);
+    const StepValues cpu = rt.run_once(g, single_device(g, DeviceId(0)), 11);
+    expect_same_values(cpu, rt.run_once(g, single_device(g, DeviceId(1)), 11), 1e-3, c.name + " all on cuda:0");
+    expect_same_values(cpu, rt.run_once(g, round_robin_groups(g, 2), 11), 1e-3, c.name + " cpu:0 + cuda:0");
+    expect_same_values(cpu, rt.run_once(g, random_placement(g, 2, 3), 11), 1e-3, c.name + " random cpu:0 + cuda:0");
+  }
+}
+
+TEST(Gpu, MeasureTimesWithEventsAndReportsAllocatorPeak) {
+  REQUIRE_GPU();
+  const Graph train = make_training_graph(hand_mlp(), 0.05);
+  Runtime rt(parse_device_list("cpu:1+cuda:0"));
+  MeasureOptions o;
+  o.warmup_steps = 2;
+  o.measured_steps = 5;
+  std::vector<TimelineEvent> events;
+  const StepResult r = rt.measure(train, round_robin_groups(train, 2), o, &events);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_EQ(r.samples_s.size(), 5u);
+  EXPECT_GT(r.step_s, 0.0);
+  EXPECT_GT(r.devices[1].busy_s, 0.0);
+  EXPECT_LT(r.devices[1].busy_s, r.step_s * 1.01);
+  EXPECT_GT(r.devices[1].peak_bytes, 0);  // the caching allocator's own peak
+  EXPECT_GT(r.transfer_bytes, 0);
+  bool gpu_lane = false, link_lane = false;
+  for (const TimelineEvent& e : events) {
+    gpu_lane = gpu_lane || e.lane == "cuda:0";
+    link_lane = link_lane || e.lane == "cpu:0->cuda:0" || e.lane == "cuda:0->cpu:0";
+    EXPECT_GE(e.start_s, -1e-3) << e.name;
+    EXPECT_GE(e.duration_s, 0.0) << e.name;
+  }
+  EXPECT_TRUE(gpu_lane);
+  EXPECT_TRUE(link_lane);
+}
+
+// x[N,1] @ y[1,N]: a 256 GiB output, far beyond any GPU. Our accounting is
+// told the device is larger still, so the real CUDA allocator fails.
+TEST(Gpu, RealCudaOutOfMemoryIsAStatusAndTheNextStepRuns) {
+  REQUIRE_GPU();
+  const int64_t n = int64_t{1} << 18;
+  Graph g;
+  g.name = "huge";
+  OpId x = g.add_op(make("x", op_types::kInput, {}, {}, {f32({n, 1})}));
+  OpId y = g.add_op(make("y", op_types::kInput, {}, {}, {f32({1, n})}));
+  g.add_op(make("mm", "aten::mm", {{x, 0}, {y, 0}}, {Arg::tensor(0), Arg::tensor(1)}, {f32({n, n})}));
+  Cluster c = parse_device_list("cuda:0");
+  c.devices[0].memory_bytes = int64_t{1} << 50;
+  Runtime rt(c);
+  const StepResult r = rt.measure(g, single_device(g, DeviceId(0)), MeasureOptions{});
+  EXPECT_EQ(r.status, StepStatus::Oom) << r.message;
+  EXPECT_EQ(r.oom_device, "cuda:0");
+  EXPECT_NE(r.message.find("cuda:0"), std::string::npos) << r.message;
+  const Graph small = make_training_graph(hand_mlp(), 0.05);
+  const StepResult next = rt.measure(small, single_device(small, DeviceId(0)), MeasureOptions{});
+  EXPECT_TRUE(next.ok()) << next.message;
+}
+
+TEST(Gpu, VirtualGpusMatchOneGpuAndSayTheyAreVirtual) {
+  REQUIRE_GPU();
+  no_tf32();
+  const Graph train = make_training_graph(hand_mlp(), 0.05);
+  Runtime rt(parse_device_list("vcuda:2"));
+  const StepValues one = rt.run_once(train, single_device(train, DeviceId(0)), 5);
+  expect_same_values(one, rt.run_once(train, round_robin_groups(train, 2), 5), 1e-4, "vcuda:2 round robin");
+  std::vector<TimelineEvent> events;
+  MeasureOptions o;
+  o.warmup_steps = 1;
+  o.measured_steps = 1;
+  const StepResult r = rt.measure(train, round_robin_groups(train, 2), o, &events);
+  ASSERT_TRUE(r.ok()) << r.message;
+  EXPECT_TRUE(std::any_of(events.begin(), events.end(), [](const TimelineEvent& e) {
+    return e.lane.find("cuda:1 (virtual, on cuda:0)") != std::string::npos;
+  }));
+}
+
+TEST(Gpu, ProfileTimesGpuOpsWithEventsAndFitsPcieLinks) {
+  REQUIRE_GPU();
+  const Graph train = make_training_graph(hand_mlp(), 0.05);
+  Runtime rt(parse_device_list("cpu:1+cuda:0"));
+  ProfileOptions o;
+  o.repetitions = 3;
+  const Profile p = rt.profile(train, o);
+  int gpu_ops = 0;
+  for (const OpTiming& t : p.ops)
+    if (t.device == "cuda:0") {
+      ++gpu_ops;
+      EXPECT_GE(t.seconds, 0.0) << t.op;
+      EXPECT_LT(t.seconds, 1.0) << t.op;
+    }
+  EXPECT_EQ(gpu_ops, static_cast<int>(train.size()));
+  int links = 0;
+  for (const LinkFit& l : p.links) {
+    ++links;
+    EXPECT_GT(l.beta_Bps, 1e8) << l.from << "->" << l.to;  // PCIe/NVLink: far above 100 MB/s
+    EXPECT_GT(l.alpha_s, 0.0) << l.from << "->" << l.to;
+  }
+  EXPECT_EQ(links, 2);
+}
+
+TEST(Gpu, AMissingGpuIsNamedWithWhatExists) {
+  REQUIRE_GPU();
+  const std::string missing = "cuda:" + std::to_string(cuda_device_count());
+  try {
+    Runtime rt(parse_device_list("cpu," + missing));
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("'" + missing + "'"), std::string::npos) << m;
+    EXPECT_NE(m.find("cuda:0 ("), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace placer
