@@ -158,7 +158,6 @@ sed -n '/## (b)/,$p' "$LOGS" | head -20 >> "$SUMMARY"
 # 6. The demo's learned placer trained with measured rewards on cpu:8+cuda:0.
 step "train demo (measured) on $MIXED" 240 "$P" train --config configs/demo.yaml --cluster "$MIXED" \
   --profile "$RES/profile_nmt_mixed.json" -o "$RES/train_mixed" -q
-[ -f "$RES/train_mixed/summary.txt" ] && cat "$RES/train_mixed/summary.txt" >> "$SUMMARY"
 grep -A 20 "^demo:" "$LOGS" | tail -20 >> "$SUMMARY"
 
 # 7. At most 8 files: summary.md, logs.txt, results.tar.gz.
