@@ -1,0 +1,506 @@
+// The recorder both importers share: see recorder.h.
+#include "recorder.h"
+
+#include <torch/csrc/autograd/autograd.h>
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "placer/graphs/builders.h"
+#include "placer/graphs/error.h"
+
+namespace placer::pt {
+
+std::optional<DType> to_dtype(at::ScalarType type) {
+  switch (type) {
+    case at::kFloat: return DType::Float32;
+    case at::kHalf: return DType::Float16;
+    case at::kBFloat16: return DType::BFloat16;
+    case at::kDouble: return DType::Float64;
+    case at::kLong: return DType::Int64;
+    case at::kInt: return DType::Int32;
+    case at::kShort: return DType::Int16;
+    case at::kChar: return DType::Int8;
+    case at::kByte: return DType::UInt8;
+    case at::kBool: return DType::Bool;
+    default: return std::nullopt;
+  }
+}
+
+at::ScalarType to_scalar_type(DType dtype) {
+  switch (dtype) {
+    case DType::Float32: return at::kFloat;
+    case DType::Float16: return at::kHalf;
+    case DType::BFloat16: return at::kBFloat16;
+    case DType::Float64: return at::kDouble;
+    case DType::Int64: return at::kLong;
+    case DType::Int32: return at::kInt;
+    case DType::Int16: return at::kShort;
+    case DType::Int8: return at::kChar;
+    case DType::UInt8: return at::kByte;
+    case DType::Bool: return at::kBool;
+  }
+  return at::kFloat;
+}
+
+std::string first_line(std::string text) {
+  const auto newline = text.find('\n');
+  if (newline != std::string::npos) text.resize(newline);
+  return text;
+}
+
+namespace {
+
+double numel_of(const c10::IValue& v) {
+  return v.isTensor() && v.toTensor().defined() ? static_cast<double>(v.toTensor().numel()) : 0.0;
+}
+
+bool starts_with(const std::string& s, const char* prefix) { return s.rfind(prefix, 0) == 0; }
+
+}  // namespace
+
+double estimate_flops(const std::string& base, const std::vector<c10::IValue>& in,
+                      const std::vector<at::Tensor>& out) {
+  double out_numel = 0;
+  for (const auto& t : out) out_numel += static_cast<double>(t.numel());
+  const double first_out = out.empty() ? 0.0 : static_cast<double>(out[0].numel());
+  const auto tensor = [&](size_t i) -> at::Tensor {
+    return i < in.size() && in[i].isTensor() ? in[i].toTensor() : at::Tensor();
+  };
+
+  static const std::set<std::string> kViews = {
+      "aten::view", "aten::reshape", "aten::_reshape_alias", "aten::flatten", "aten::unflatten",
+      "aten::unsqueeze", "aten::squeeze", "aten::transpose", "aten::t", "aten::permute",
+      "aten::expand", "aten::expand_as", "aten::select", "aten::slice", "aten::narrow",
+      "aten::chunk", "aten::split", "aten::split_with_sizes", "aten::unbind", "aten::detach",
+      "aten::alias", "aten::as_strided", "aten::view_as", "aten::reshape_as", "aten::numpy_T",
+      "aten::_unsafe_view", "aten::view_copy", "aten::lift_fresh_copy"};
+  if (kViews.count(base)) return 0.0;
+
+  const bool conv = base == "aten::_convolution" || base == "aten::convolution" ||
+                    starts_with(base, "aten::conv1d") || starts_with(base, "aten::conv2d") ||
+                    starts_with(base, "aten::conv3d") || starts_with(base, "aten::conv_transpose");
+  if (conv) {
+    // 2 x (one multiply-add per weight element per output position) + bias.
+    const at::Tensor input = tensor(0), weight = tensor(1), bias = tensor(2);
+    if (!input.defined() || !weight.defined() || weight.dim() < 1) return first_out;
+    bool transposed = starts_with(base, "aten::conv_transpose");
+    if ((base == "aten::_convolution" || base == "aten::convolution") && in.size() > 6 && in[6].isBool()) {
+      transposed = in[6].toBool();
+    }
+    const double per_position = static_cast<double>(weight.numel()) / static_cast<double>(weight.size(0));
+    const double positions = transposed ? static_cast<double>(input.numel()) : first_out;
+    return 2.0 * positions * per_position + (bias.defined() ? first_out : 0.0);
+  }
+  if (base == "aten::linear") {
+    const at::Tensor weight = tensor(1), bias = tensor(2);
+    if (!weight.defined()) return first_out;
+    const double k = static_cast<double>(weight.dim() == 2 ? weight.size(1) : weight.size(0));
+    return 2.0 * first_out * k + (bias.defined() ? first_out : 0.0);
+  }
+  if (base == "aten::matmul" || base == "aten::mm" || base == "aten::bmm" || base == "aten::dot" ||
+      base == "aten::mv") {
+    const at::Tensor a = tensor(0);
+    if (!a.defined() || a.dim() == 0) return first_out;
+    return 2.0 * std::max(1.0, first_out) * static_cast<double>(a.size(-1));
+  }
+  if (starts_with(base, "aten::scaled_dot_product_attention") || starts_with(base, "aten::_scaled_dot_product_")) {
+    // q[..., L, E] k[..., S, E] v[..., S, Ev]: scores q k^T (2 L S E per
+    // batch-head), softmax (about 5 L S), and the weighted sum of v (2 L S Ev).
+    const at::Tensor q = tensor(0), k = tensor(1), v = tensor(2);
+    if (!q.defined() || !k.defined() || !v.defined() || q.dim() < 2 || k.dim() < 2 || v.dim() < 2) return first_out;
+    const double e = static_cast<double>(q.size(-1)), l = static_cast<double>(q.size(-2));
+    const double s = static_cast<double>(k.size(-2)), ev = static_cast<double>(v.size(-1));
+    const double heads = static_cast<double>(q.numel()) / (l * e);
+    return heads * l * s * (2.0 * e + 5.0 + 2.0 * ev);
+  }
+  if (base == "aten::addmm" || base == "aten::baddbmm" || base == "aten::addmv") {
+    const at::Tensor a = tensor(1);
+    if (!a.defined() || a.dim() == 0) return first_out;
+    return 2.0 * first_out * static_cast<double>(a.size(-1)) + first_out;
+  }
+  if (base == "aten::lstm" || base == "aten::gru" || base == "aten::rnn_tanh" || base == "aten::rnn_relu") {
+    // input, hx, params, has_biases, num_layers, dropout, train, bidirectional, batch_first
+    const at::Tensor input = tensor(0);
+    if (!input.defined() || in.size() < 8 || !in[2].isTensorList() || !in[3].isBool()) return first_out;
+    const auto params = in[2].toTensorList();
+    const bool has_biases = in[3].toBool();
+    const size_t stride = has_biases ? 4 : 2;
+    const double tokens = static_cast<double>(input.numel()) / static_cast<double>(input.size(-1));
+    const int gates_per_hidden = base == "aten::lstm" ? 4 : base == "aten::gru" ? 3 : 1;
+    const int elementwise_per_hidden = base == "aten::lstm" ? 9 : base == "aten::gru" ? 8 : 1;
+    double flops = 0;
+    for (size_t i = 0; i + 1 < params.size(); i += stride) {
+      const at::Tensor w_ih = params[i], w_hh = params[i + 1];
+      const double gates = static_cast<double>(w_ih.size(0));
+      const double hidden = gates / gates_per_hidden;
+      flops += tokens * (2.0 * static_cast<double>(w_ih.numel() + w_hh.numel()) + (has_biases ? 2.0 * gates : 0.0) +
+                         elementwise_per_hidden * hidden);
+    }
+    return flops;
+  }
+  if (starts_with(base, "aten::max_pool") || starts_with(base, "aten::avg_pool")) {
+    if (in.size() > 1 && in[1].isIntList()) {
+      double window = 1;
+      for (int64_t k : in[1].toIntVector()) window *= static_cast<double>(k);
+      return first_out * window;
+    }
+    return numel_of(in[0]);
+  }
+  static const std::set<std::string> kReductions = {
+      "aten::sum", "aten::mean", "aten::var", "aten::std", "aten::norm", "aten::amax", "aten::amin",
+      "aten::max", "aten::min", "aten::argmax", "aten::argmin", "aten::prod", "aten::logsumexp",
+      "aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d",
+      "aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d", "aten::adaptive_max_pool3d"};
+  if (kReductions.count(base)) return in.empty() ? out_numel : std::max(out_numel, numel_of(in[0]));
+  return out_numel;  // elementwise and everything else: one op per output element
+}
+
+
+std::string fused_op_hint(const std::string& type) {
+  static const std::map<std::string, std::string> kHints = {
+      {"aten::_transformer_encoder_layer_fwd",
+       "PyTorch took the fused inference fast path of nn.TransformerEncoderLayer; trace or export the model in "
+       "training mode (model.train(), or with dropout=0.0 for deterministic results) so the layer is recorded "
+       "as its reference ops, or import it with --forward-only"},
+      {"aten::_native_multi_head_attention",
+       "PyTorch took the fused inference fast path of nn.MultiheadAttention; trace or export the model in "
+       "training mode (model.train()) so attention is recorded as its reference ops, or import it with "
+       "--forward-only"},
+  };
+  const std::string base = type.substr(0, type.find('.'));
+  auto it = kHints.find(base);
+  return it == kHints.end() ? std::string() : it->second;
+}
+
+// ---------------------------------------------------------------- Recorder
+
+Recorder::Recorder(std::string file, const ImportOptions& options)
+    : file_(std::move(file)), options_(options), generator_(at::make_generator<at::CPUGeneratorImpl>(20240607)) {}
+
+void Recorder::fail(const std::string& message) const { throw InputError(file_ + ": " + message); }
+
+std::string Recorder::unique_name(const std::string& base) {
+  int& count = name_counts_[base];
+  std::string name = count == 0 ? base : base + "_" + std::to_string(count);
+  ++count;
+  while (out_.find(name)) name = base + "_" + std::to_string(count++);
+  return name;
+}
+
+std::optional<TensorRef> Recorder::known(const at::Tensor& t) const {
+  auto it = tensors_.find(t.unsafeGetTensorImpl());
+  if (it == tensors_.end()) return std::nullopt;
+  return it->second;
+}
+
+TensorRef Recorder::param(const at::Tensor& t, const std::string& name, const std::string& layer) {
+  if (auto ref = known(t)) return *ref;
+  const auto dtype = to_dtype(t.scalar_type());
+  if (!dtype) fail("parameter '" + name + "' has unsupported dtype " + std::string(c10::toString(t.scalar_type())));
+  Op op;
+  op.name = unique_name(name);
+  op.type = op_types::kParam;
+  op.outputs.push_back(TensorSpec{t.sizes().vec(), *dtype});
+  op.param_bytes = op.outputs[0].bytes();
+  op.layer = layer;
+  const TensorRef ref{out_.add_op(std::move(op)), 0};
+  tensors_.emplace(t.unsafeGetTensorImpl(), ref);
+  if (at::isFloatingType(t.scalar_type())) requires_grad_.insert({ref.op.value, 0});
+  return ref;
+}
+
+TensorRef Recorder::constant(const at::Tensor& t, const std::string& name, const std::string& layer) {
+  if (auto ref = known(t)) return *ref;
+  const auto dtype = to_dtype(t.scalar_type());
+  if (!dtype) fail("constant '" + name + "' has unsupported dtype " + std::string(c10::toString(t.scalar_type())));
+  Op op;
+  op.name = unique_name(name.empty() ? "constant" : name);
+  op.type = op_types::kInput;
+  op.outputs.push_back(TensorSpec{t.sizes().vec(), *dtype});
+  if (!is_floating(*dtype) && t.numel() > 0) {
+    op.args.push_back(Arg::integer(std::max<int64_t>(1, t.max().item<int64_t>() + 1)));
+  }
+  op.layer = layer;
+  const TensorRef ref{out_.add_op(std::move(op)), 0};
+  tensors_.emplace(t.unsafeGetTensorImpl(), ref);
+  return ref;
+}
+
+TensorRef Recorder::input(const std::string& name, const at::Tensor& value, int64_t high) {
+  const auto dtype = to_dtype(value.scalar_type());
+  if (!dtype) fail("input '" + name + "' has unsupported dtype " + std::string(c10::toString(value.scalar_type())));
+  Op op;
+  op.name = unique_name(name);
+  op.type = op_types::kInput;
+  op.outputs = {TensorSpec{value.sizes().vec(), *dtype}};
+  if (!is_floating(*dtype)) op.args.push_back(Arg::integer(high));
+  return TensorRef{out_.add_op(std::move(op)), 0};
+}
+
+Recorder::GradStatus Recorder::grad_status(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& inputs,
+                                           const std::vector<char>& needs_grad, std::string* reason) {
+  c10::AutoGradMode enable_grad(true);
+  torch::jit::Stack stack;
+  std::vector<at::Tensor> leaves;
+  bool any_float = false;
+  const auto leaf = [&](const at::Tensor& t, bool needed) {
+    if (!needed || !t.defined() || !at::isFloatingType(t.scalar_type())) return t;
+    any_float = true;
+    leaves.push_back(t.detach().clone().requires_grad_(true));
+    return leaves.back();
+  };
+  size_t next = 0;  // needs_grad has one entry per tensor, lists flattened
+  for (const auto& v : inputs) {
+    if (v.isTensor()) {
+      stack.push_back(leaf(v.toTensor(), needs_grad.at(next++)));
+    } else if (v.isTensorList()) {
+      std::vector<at::Tensor> list;
+      for (const at::Tensor& t : v.toTensorVector()) list.push_back(leaf(t, needs_grad.at(next++)));
+      stack.push_back(c10::IValue(list));
+    } else if (v.isList() && v.toListRef().size() > 0 && v.type()->containedType(0)->kind() == c10::TypeKind::OptionalType) {
+      c10::List<std::optional<at::Tensor>> list;
+      for (const auto& e : v.toListRef()) {
+        list.push_back(e.isNone() ? std::optional<at::Tensor>() : std::optional<at::Tensor>(leaf(e.toTensor(), needs_grad.at(next++))));
+      }
+      stack.push_back(c10::IValue(list));
+    } else {
+      stack.push_back(v);
+    }
+  }
+  if (!any_float) return GradStatus::NoGradient;
+  try {
+    handle.callBoxed(stack);
+  } catch (const std::exception& e) {
+    *reason = first_line(e.what());
+    return GradStatus::NotImplemented;
+  }
+  // Some derivatives are declared but "not implemented": they fail only when
+  // the backward runs, so run it, as the runtime's placer::backward will.
+  std::vector<at::Tensor> outputs, grad_outputs;
+  for (const auto& v : stack) {
+    std::vector<at::Tensor> outs;
+    if (v.isTensor()) outs.push_back(v.toTensor());
+    if (v.isTensorList()) outs = v.toTensorVector();
+    for (const auto& t : outs) {
+      if (!t.defined() || !t.requires_grad()) continue;
+      outputs.push_back(t);
+      grad_outputs.push_back(at::ones_like(t));
+    }
+  }
+  if (outputs.empty()) return GradStatus::NoGradient;
+  try {
+    torch::autograd::grad(outputs, leaves, grad_outputs, /*retain_graph=*/false, /*create_graph=*/false,
+                          /*allow_unused=*/true);
+  } catch (const std::exception& e) {
+    *reason = first_line(e.what());
+    return GradStatus::NotImplemented;
+  }
+  return GradStatus::Differentiable;
+}
+
+RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector<CallArg>& args,
+                            const std::string& where, const std::string& name, const std::string& layer) {
+  const c10::FunctionSchema& schema = handle.schema();
+  const c10::OperatorName& opname = schema.operator_name();
+  const std::string type = opname.name + (opname.overload_name.empty() ? "" : "." + opname.overload_name);
+  const auto& arguments = schema.arguments();
+  PLACER_CHECK(arguments.size() == args.size(), "call of ", type, " with ", args.size(), " arguments");
+
+  Op op;
+  op.type = type;
+  std::vector<c10::IValue> values;
+  std::vector<char> needs_grad;  // per tensor argument (lists flattened)
+  const auto input_index = [&](TensorRef ref) -> int64_t {
+    needs_grad.push_back(requires_grad_.count({ref.op.value, ref.output}) ? 1 : 0);
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      if (op.inputs[i] == ref) return static_cast<int64_t>(i);
+    }
+    op.inputs.push_back(ref);
+    return static_cast<int64_t>(op.inputs.size() - 1);
+  };
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const c10::IValue& v = args[i].value;
+    const auto& refs = args[i].refs;
+    const auto& arg = arguments[i];
+    values.push_back(v);
+    const auto argument = [&] { return where + " argument '" + arg.name() + "'"; };
+    if (v.isTensor()) {
+      PLACER_CHECK(refs.size() == 1 && refs[0], "tensor argument without its op");
+      op.args.push_back(Arg::tensor(input_index(*refs[0])));
+    } else if (!refs.empty()) {  // Tensor[] or Tensor?[]
+      std::vector<int64_t> indices;
+      for (const auto& ref : refs) indices.push_back(ref ? input_index(*ref) : -1);
+      op.args.push_back(Arg::tensor_list(std::move(indices)));
+    } else if (v.isNone()) {
+      op.args.push_back(Arg::none());
+    } else if (arg.real_type()->kind() == c10::TypeKind::ScalarTypeType ||
+               (arg.real_type()->kind() == c10::TypeKind::OptionalType &&
+                arg.real_type()->containedTypes().at(0)->kind() == c10::TypeKind::ScalarTypeType)) {
+      const auto dtype = to_dtype(static_cast<at::ScalarType>(v.toInt()));
+      if (!dtype) fail(argument() + " names an unsupported dtype");
+      op.args.push_back(Arg::scalar_type(*dtype));
+    } else if (v.isBool()) {
+      op.args.push_back(Arg::boolean(v.toBool()));
+    } else if (v.isInt()) {
+      op.args.push_back(Arg::integer(v.toInt()));
+    } else if (v.isDouble()) {
+      op.args.push_back(Arg::real(v.toDouble()));
+    } else if (v.isIntList()) {
+      op.args.push_back(Arg::int_list(v.toIntVector()));
+    } else if (v.isDoubleList()) {
+      op.args.push_back(Arg::real_list(v.toDoubleVector()));
+    } else if (v.isBoolList()) {
+      std::vector<int64_t> bools;
+      for (bool b : v.toBoolList()) bools.push_back(b ? 1 : 0);
+      op.args.push_back(Arg::bool_list(std::move(bools)));
+    } else if (v.isString()) {
+      op.args.push_back(Arg::string(v.toStringRef()));
+    } else if (v.isDevice()) {
+      op.args.push_back(Arg::device(v.toDevice().str()));
+    } else if (v.isTensorList() || v.isList()) {
+      fail(argument() + " is an empty tensor list, not supported");
+    } else {
+      fail(argument() + " has a value of type " + v.tagKind() + ", not supported");
+    }
+  }
+
+  torch::jit::Stack stack = values;
+  try {
+    at::NoGradGuard no_grad;
+    handle.callBoxed(stack);
+  } catch (const std::exception& e) {
+    fail("running " + where + " on the sample inputs failed: " + first_line(e.what()));
+  }
+
+  // Outputs: tensors and tensor lists are flattened into Op::outputs in order.
+  std::vector<at::Tensor> produced;
+  RecordedCall result;
+  result.returns = stack;
+  result.refs.resize(stack.size());
+  std::vector<size_t> counts(stack.size(), 0);
+  for (size_t i = 0; i < stack.size(); ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      produced.push_back(v.toTensor());
+      counts[i] = 1;
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) produced.push_back(t);
+      counts[i] = v.toTensorVector().size();
+    }
+  }
+  for (const at::Tensor& t : produced) {
+    if (!t.defined()) fail(where + " returned an undefined tensor, not supported");
+    const auto dtype = to_dtype(t.scalar_type());
+    if (!dtype) fail(where + " produces dtype " + std::string(c10::toString(t.scalar_type())) + ", not supported");
+    op.outputs.push_back(TensorSpec{t.sizes().vec(), *dtype});
+  }
+  if (op.outputs.empty()) fail(where + " produces no tensor; nothing to place");
+
+  op.flops = estimate_flops(opname.name, values, produced);
+  op.name = unique_name(name);
+  op.layer = layer;
+
+  const bool any_grad = std::find(needs_grad.begin(), needs_grad.end(), 1) != needs_grad.end();
+  if (!options_.forward_only && any_grad) {
+    std::string key = type + "|";
+    for (char c : needs_grad) key.push_back(c ? '1' : '0');
+    if (!grad_status_.count(key)) {
+      std::string reason;
+      grad_status_[key] = grad_status(handle, values, needs_grad, &reason);
+      if (const std::string hint = fused_op_hint(type); !hint.empty()) reason += "; " + hint;
+      grad_reason_[key] = reason;
+    }
+    op_grad_key_[op.name] = key;
+  }
+
+  result.op = out_.add_op(std::move(op));
+  if (any_grad) {
+    for (size_t j = 0; j < produced.size(); ++j) {
+      if (at::isFloatingType(produced[j].scalar_type())) requires_grad_.insert({result.op.value, static_cast<int32_t>(j)});
+    }
+  }
+  int32_t next = 0;
+  for (size_t i = 0; i < stack.size(); ++i) {
+    for (size_t j = 0; j < counts[i]; ++j) result.refs[i].push_back(TensorRef{result.op, next++});
+  }
+  return result;
+}
+
+TensorRef Recorder::add_loss(const std::vector<TensorRef>& outputs) {
+  // Backward starts at a scalar float loss: use the output if it is one,
+  // else reduce the first floating-point output with aten::mean.
+  for (const TensorRef& ref : outputs) {
+    const TensorSpec& spec = out_.op(ref.op).outputs[ref.output];
+    if (!is_floating(spec.dtype)) continue;
+    if (spec.numel() == 1 && spec.shape.empty() && outputs.size() == 1) return ref;
+    Op loss;
+    loss.name = unique_name("loss");
+    loss.type = "aten::mean";
+    loss.inputs = {ref};
+    loss.args = {Arg::tensor(0), Arg::none()};
+    loss.outputs = {TensorSpec{{}, spec.dtype}};
+    loss.flops = static_cast<double>(spec.numel());
+    loss.layer = "loss";
+    return TensorRef{out_.add_op(std::move(loss)), 0};
+  }
+  fail("the model has no floating-point output to train on (use --forward-only for an inference graph)");
+}
+
+namespace {
+
+// The ops that `roots` depend on, in the original order, with refs renumbered.
+// Work nothing needs (a buffer's in-place counter, an unused branch) goes.
+Graph live_subgraph(const Graph& g, const std::vector<TensorRef>& roots) {
+  std::vector<char> live(g.size(), 0);
+  std::vector<int32_t> stack;
+  for (const TensorRef& r : roots) stack.push_back(r.op.value);
+  while (!stack.empty()) {
+    const int32_t id = stack.back();
+    stack.pop_back();
+    if (live[id]) continue;
+    live[id] = 1;
+    for (const TensorRef& in : g.op(OpId(id)).inputs) stack.push_back(in.op.value);
+  }
+  Graph out;
+  out.name = g.name;
+  out.attrs = g.attrs;
+  std::vector<int32_t> remap(g.size(), -1);
+  for (int32_t i = 0; i < static_cast<int32_t>(g.size()); ++i) {
+    if (!live[i]) continue;
+    Op op = g.op(OpId(i));
+    for (TensorRef& in : op.inputs) in.op = OpId(remap[in.op.value]);
+    remap[i] = out.add_op(std::move(op)).value;
+  }
+  return out;
+}
+
+}  // namespace
+
+Graph Recorder::finish(const std::vector<TensorRef>& outputs, std::optional<TensorRef> loss) {
+  if (outputs.empty() && !loss) fail("the program returns no tensor computed from its inputs or parameters");
+  std::vector<TensorRef> roots = outputs;
+  if (!options_.forward_only) roots.push_back(loss ? *loss : add_loss(outputs));
+  const Graph live = live_subgraph(out_, roots);
+  if (options_.forward_only) return live;
+  const auto is_differentiable = [this](const Op& op) {
+    auto key = op_grad_key_.find(op.name);
+    if (key == op_grad_key_.end()) return true;
+    return grad_status_.at(key->second) != GradStatus::NotImplemented;
+  };
+  try {
+    return make_training_graph(live, options_.learning_rate, is_differentiable);
+  } catch (const GraphError& e) {
+    std::string message = e.what();
+    for (const auto& [name, key] : op_grad_key_) {
+      if (message.find("'" + name + "'") != std::string::npos && !grad_reason_[key].empty()) {
+        message += " (" + grad_reason_[key] + ")";
+        break;
+      }
+    }
+    throw GraphError(file_ + ": " + message);
+  }
+}
+
+}  // namespace placer::pt
