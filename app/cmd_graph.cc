@@ -218,12 +218,17 @@ void add_graph_commands(CLI::App& app) {
       std::string output;
     };
     auto args = std::make_shared<Args>();
-    CLI::App* cmd = graph->add_subcommand("import", "Import a TorchScript model (.pt) as a graph");
-    cmd->add_option("model", args->model, "TorchScript file saved by torch.jit.save (traced or scripted)")->required();
-    cmd->add_option("--input", args->inputs,
-                    "Sample input NAME:SHAPE:DTYPE for each forward argument, e.g. x:8x3x224x224:float "
-                    "(dtypes: float, half, double, long, int, bool, ...); repeatable")
+    CLI::App* cmd = graph->add_subcommand(
+        "import", "Import a PyTorch model as a graph: a torch.export program (.pt2) or a TorchScript file (.pt)");
+    cmd->add_option("model", args->model,
+                    "MODEL.pt2 written by torch.export.save (torch 2.6+), or MODEL.pt written by torch.jit.save "
+                    "(traced or scripted)")
         ->required();
+    cmd->add_option("--input", args->inputs,
+                    "Sample input NAME:SHAPE:DTYPE, e.g. x:8x3x224x224:float (dtypes: float, half, double, long, "
+                    "int, bool, ...); repeatable. TorchScript: one per forward argument, required. .pt2: optional; "
+                    "an input without one uses the example recorded in the archive (needed only for a symbolic "
+                    "size without an example)");
     cmd->add_flag("--forward-only", args->forward_only, "Keep the inference graph (no backward and update ops)");
     cmd->add_option("--lr", args->learning_rate, "Learning rate of the generated SGD update ops")->capture_default_str();
     cmd->add_option("-o,--output", args->output, "Output file: .json (exchange format) or anything else (binary)")
@@ -234,9 +239,11 @@ void add_graph_commands(CLI::App& app) {
       ImportOptions options;
       options.forward_only = args->forward_only;
       options.learning_rate = args->learning_rate;
-      const Graph g = import_torchscript(args->model, inputs, options);
+      const Graph g = import_model(args->model, inputs, options);
       save_graph(g, args->output);
       print_written(g, args->output);
+      if (auto it = g.attrs.find("input_shapes"); it != g.attrs.end()) std::printf("input shapes: %s\n", it->second.c_str());
+      if (auto it = g.attrs.find("weights"); it != g.attrs.end()) std::printf("weights: %s\n", it->second.c_str());
     });
   }
 

@@ -447,8 +447,12 @@ void Executor::run_op(Step& s, int32_t id, int32_t device) {
             const int64_t bytes = plan.slots[p.out_slots[0]].bytes;
             if (!reserve(s, device, bytes, "op '" + op.name + "'")) return;
             session.persistent_bytes[device] += bytes;
-            value = p.kind == OpKind::Input ? make_input(op, session.seed, dev.torch_device)
-                                            : make_param(op, session.seed, dev.torch_device);
+            if (static_cast<size_t>(id) < session.initial.size() && session.initial[id].defined()) {
+              value = session.initial[id].to(dev.torch_device).clone();
+            } else {
+              value = p.kind == OpKind::Input ? make_input(op, session.seed, dev.torch_device)
+                                              : make_param(op, session.seed, dev.torch_device);
+            }
           }
           out = {value};
           break;

@@ -230,6 +230,7 @@ struct Session {
   const Plan* plan = nullptr;
   uint64_t seed = 0;
   std::vector<at::Tensor> persistent;  // per op (params, inputs)
+  std::vector<at::Tensor> initial;     // run_once: given values of inputs/params (CPU), per op; else drawn
   std::vector<int64_t> persistent_bytes;  // per device
   bool check_memory = true;
   int profile_reps = 0;                // > 0: each op's kernel runs this often, timed

@@ -117,12 +117,29 @@ StepResult Runtime::measure(const Graph& graph, const Placement& placement, cons
   return result;
 }
 
-StepValues Runtime::run_once(const Graph& graph, const Placement& placement, uint64_t seed) {
+StepValues Runtime::run_once(const Graph& graph, const Placement& placement, uint64_t seed,
+                             const StepValues* feed) {
   validate_placement(graph, impl_->cluster, placement);
   std::lock_guard<std::mutex> lk(impl_->mu);
   const int d = impl_->cluster.size();
   const Plan plan = make_plan(graph, placement, d, true);
   Session session = new_session(plan, seed, d);
+  if (feed) {
+    session.initial.assign(plan.ops.size(), at::Tensor());
+    for (const auto& [name, values] : feed->tensors) {
+      const auto id = graph.find(name);
+      if (!id) throw InputError("run_once: the values given name op '" + name + "', which the graph lacks");
+      const Op& op = graph.op(*id);
+      const OpKind kind = plan.ops[id->value].kind;
+      if (kind != OpKind::Input && kind != OpKind::Param)
+        throw InputError("run_once: op '" + name + "' is not an input or parameter; its value cannot be given");
+      const TensorSpec& spec = op.outputs.at(0);
+      if (static_cast<int64_t>(values.size()) != spec.numel())
+        throw InputError(detail::concat("run_once: op '", name, "' has ", spec.numel(), " elements; ", values.size(),
+                                        " values given"));
+      session.initial[id->value] = at::tensor(values, at::kFloat).reshape(spec.shape).to(to_scalar_type(spec.dtype));
+    }
+  }
   session.retained.assign(plan.slots.size(), at::Tensor());
   const StepOutcome o = impl_->executor.run_step(session, 1e9, nullptr);
   if (o.status != StepStatus::Ok)

@@ -55,8 +55,11 @@ class Runtime {
   StepResult measure(const Graph& graph, const Placement& placement, const MeasureOptions& options,
                      std::vector<TimelineEvent>* timeline = nullptr);
 
-  // One step from fixed seeded inputs and params; returns the values.
-  StepValues run_once(const Graph& graph, const Placement& placement, uint64_t seed = 0);
+  // One step from fixed seeded inputs and params; returns the values. `feed`
+  // gives some inputs' and params' values by op name (flattened, converted to
+  // the op's dtype), e.g. the weights of a PyTorch model to compare with eager.
+  StepValues run_once(const Graph& graph, const Placement& placement, uint64_t seed = 0,
+                      const StepValues* feed = nullptr);
 
   // Per-op times on each device kind and link alpha/beta fits.
   Profile profile(const Graph& graph, const ProfileOptions& options);

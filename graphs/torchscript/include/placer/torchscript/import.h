@@ -1,4 +1,5 @@
-// Import of TorchScript models into the graph IR, through LibTorch.
+// Import of PyTorch models into the graph IR, through LibTorch: TorchScript
+// archives (torch.jit.save) and torch.export programs (torch.export.save).
 // No LibTorch types here: app/ and tests include this header.
 #pragma once
 
@@ -31,5 +32,25 @@ struct ImportOptions {
 // differentiate.
 Graph import_torchscript(const std::string& path, const std::vector<SampleInput>& inputs,
                          const ImportOptions& options = {});
+
+// Reads MODEL.pt2 written by torch.export.save (torch 2.6+, export schema
+// 8.x): the program's JSON, its parameters, buffers and constants. Executes it
+// node by node like the TorchScript path and returns the IR (a training step
+// unless forward_only). `inputs` may give a user input's shape (needed for a
+// symbolic size the archive has no example for; static sizes must match);
+// others use the example recorded in the archive. The graph's attrs say which
+// ("input_shapes"). Both the default (training IR, with in-place ops) and the
+// decomposed core-ATen form (run_decompositions()) import. Throws InputError
+// naming the file, record, node and target: not an export archive, another
+// schema version, a custom op or higher-order op, a shape that disagrees with
+// the program's metadata, an op ATen cannot differentiate.
+Graph import_exported_program(const std::string& path, const std::vector<SampleInput>& inputs,
+                              const ImportOptions& options = {});
+
+// Whether PATH is a torch.export archive (a zip with models/<name>.json).
+bool is_exported_program(const std::string& path);
+
+// import_exported_program for a .pt2 file or export archive, else import_torchscript.
+Graph import_model(const std::string& path, const std::vector<SampleInput>& inputs, const ImportOptions& options = {});
 
 }  // namespace placer

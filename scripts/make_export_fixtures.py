@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""Export models with torch.export and record what eager PyTorch computes.
+
+    make_export_fixtures.py OUTDIR [--real] [--lr 0.01] [NAME...]
+
+For each model it writes:
+  OUTDIR/NAME.pt2       torch.export.save of the exported program
+  OUTDIR/NAME.eager.pt  torch.save of a dict of tensors:
+                          feed/<op name>   the inputs, parameters, buffers and
+                                           constants the program was run with
+                          expect/loss      the loss eager PyTorch computes
+                          expect/<param>   each parameter after one SGD step
+
+The loss is what placer's importer trains on: the program's output when it is
+one scalar, else the mean of its first floating-point output. The update is
+plain SGD (p - lr * grad), as placer::sgd does. Without --real it makes the
+small fixtures of the tests; with --real the models of bench/results/import.md.
+Run it with the project environment's python (.venv/bin/python3).
+"""
+import argparse
+import math
+import os
+import sys
+import warnings
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+warnings.filterwarnings("ignore")
+
+
+# ---------------------------------------------------------------- models
+
+class TinyCnn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.relu = nn.ReLU(inplace=True)
+        self.fc = nn.Linear(8 * 4 * 4, 5)
+
+    def forward(self, x):
+        y = self.relu(self.bn(self.conv(x)))
+        y = F.max_pool2d(y, 2)
+        return self.fc(y.flatten(1))
+
+
+class LstmLm(nn.Module):
+    def __init__(self, vocab=50, dim=16, hidden=32, layers=2):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.lstm = nn.LSTM(dim, hidden, layers)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, tokens):
+        y, _ = self.lstm(self.embed(tokens))
+        return self.out(y)
+
+
+class GptBlock(nn.Module):
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(dim)
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+        self.ln2 = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, 4 * dim)
+        self.fc_out = nn.Linear(4 * dim, dim)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=2)
+        q = q.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, c // self.heads).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(c // self.heads))
+        mask = torch.ones(t, t, dtype=torch.bool, device=x.device).tril()
+        att = att.masked_fill(~mask, float("-inf")).softmax(dim=-1)
+        y = (att @ v).transpose(1, 2).reshape(b, t, c)
+        x = x + self.proj(y)
+        return x + self.fc_out(F.gelu(self.fc(self.ln2(x))))
+
+
+class Gpt(nn.Module):
+    """A GPT-2-style decoder: token and position embeddings, pre-norm blocks, tied head."""
+
+    def __init__(self, vocab=64, dim=32, heads=4, layers=2, context=16):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, dim)
+        self.wpe = nn.Embedding(context, dim)
+        self.blocks = nn.ModuleList([GptBlock(dim, heads) for _ in range(layers)])
+        self.ln_f = nn.LayerNorm(dim)
+
+    def forward(self, tokens):
+        t = tokens.shape[1]
+        pos = torch.arange(t, device=tokens.device)
+        x = self.wte(tokens) + self.wpe(pos)
+        for block in self.blocks:
+            x = block(x)
+        return self.ln_f(x) @ self.wte.weight.t()
+
+
+class Seq2Seq(nn.Module):
+    def __init__(self, dim=16, heads=2, layers=1, ff=32):
+        super().__init__()
+        self.transformer = nn.Transformer(dim, heads, layers, layers, ff, dropout=0.0, batch_first=True)
+
+    def forward(self, src, tgt):
+        return self.transformer(src, tgt)
+
+
+class Encoder(nn.Module):
+    def __init__(self, dim=16, heads=2, layers=2):
+        super().__init__()
+        layer = nn.TransformerEncoderLayer(dim, heads, 32, dropout=0.0, batch_first=True)
+        self.encoder = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+
+    def forward(self, src):
+        return self.encoder(src)
+
+
+class Regression(nn.Module):
+    """Returns its own scalar loss: the importer trains on it as it is."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(3, 2)
+
+    def forward(self, x, target):
+        return F.mse_loss(self.fc(x), target)
+
+
+def tokens(*shape, high):
+    return torch.randint(0, high, shape)
+
+
+def small_models():
+    """name -> (module, example inputs, train mode, decompose, dynamic_shapes)."""
+    return {
+        # Training-IR form in train mode: batch norm's counter (add_) and relu_ are in place.
+        "tiny_cnn": (TinyCnn(), (torch.randn(2, 3, 8, 8),), True, False, None),
+        # The decomposed core-ATen form, eval mode.
+        "tiny_cnn_core": (TinyCnn(), (torch.randn(2, 3, 8, 8),), False, True, None),
+        "tiny_lstm_lm": (LstmLm(), (tokens(6, 2, high=50),), True, False, None),
+        "tiny_gpt": (Gpt(), (tokens(2, 8, high=64),), True, False, None),
+        "tiny_transformer": (Seq2Seq(), (torch.randn(2, 5, 16), torch.randn(2, 4, 16)), True, False, None),
+        "tiny_regression": (Regression(), (torch.randn(4, 3), torch.randn(4, 2)), True, False, None),
+        # The batch size is symbolic (2..64), recorded example 4.
+        "tiny_dynamic": (TinyCnn(), (torch.randn(4, 3, 8, 8),), False, False,
+                         ({0: torch.export.Dim("batch", min=2, max=64)},)),
+    }
+
+
+def real_models():
+    import torchvision.models as tv
+
+    def vision(ctor, size, batch=2, **kw):
+        return (ctor(weights=None, **kw), (torch.randn(batch, 3, size, size),), False, False, None)
+
+    return {
+        "resnet50": vision(tv.resnet50, 224),
+        "inception_v3": vision(tv.inception_v3, 299, aux_logits=False, init_weights=False),
+        "mobilenet_v2": vision(tv.mobilenet_v2, 224),
+        "googlenet": vision(tv.googlenet, 224, aux_logits=False, init_weights=False),
+        "vit_b_16": vision(tv.vit_b_16, 224, batch=1),
+        "transformer": (Seq2Seq(dim=256, heads=8, layers=3, ff=1024),
+                        (torch.randn(4, 32, 256), torch.randn(4, 24, 256)), True, False, None),
+        "gpt2_blocks": (Gpt(vocab=8192, dim=384, heads=6, layers=6, context=128),
+                        (tokens(4, 128, high=8192),), True, False, None),
+        "lstm_lm": (LstmLm(vocab=10000, dim=256, hidden=512, layers=2), (tokens(32, 16, high=10000),), True, False, None),
+    }
+
+
+# ---------------------------------------------------------------- eager reference
+
+def first_float(out):
+    flat = list(out) if isinstance(out, (tuple, list)) else [out]
+    floats = [t for t in flat if isinstance(t, torch.Tensor) and t.is_floating_point()]
+    if len(flat) == 1 and floats and floats[0].dim() == 0:
+        return floats[0]
+    return floats[0].mean()
+
+
+def write(outdir, name, module, inputs, train, decompose, dynamic, lr):
+    torch.manual_seed(abs(hash(name)) % 1000)
+    module.train(train)
+    program = torch.export.export(module, inputs, dynamic_shapes=dynamic)
+    if decompose:
+        program = program.run_decompositions()
+    torch.export.save(program, os.path.join(outdir, name + ".pt2"))
+
+    names = [s.arg.name for s in program.graph_signature.input_specs if s.kind.name == "USER_INPUT"]
+    feed = {}
+    for n, t in zip(names, inputs):
+        feed["feed/" + n] = t.detach().clone()
+    for n, p in module.named_parameters():
+        feed["feed/" + n] = p.detach().clone()
+    for n, b in module.named_buffers():
+        feed["feed/" + n] = b.detach().clone()
+    for n, c in program.constants.items():
+        if isinstance(c, torch.Tensor):
+            feed["feed/" + n] = c.detach().clone()
+
+    # Eager: the same mode, the same inputs; one SGD step.
+    module.zero_grad()
+    loss = first_float(module(*inputs))
+    loss.backward()
+    expect = {"expect/loss": loss.detach().reshape(())}
+    with torch.no_grad():
+        for n, p in module.named_parameters():
+            expect["expect/" + n] = p - lr * p.grad if p.grad is not None else p.detach().clone()
+    torch.save({**feed, **expect}, os.path.join(outdir, name + ".eager.pt"))
+    return len(program.graph.nodes)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("outdir")
+    ap.add_argument("names", nargs="*", help="models to write (default: all of the set)")
+    ap.add_argument("--real", action="store_true", help="the full-size models of bench/results/import.md")
+    ap.add_argument("--lr", type=float, default=0.01, help="SGD learning rate of the expected update")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    models = real_models() if args.real else small_models()
+    unknown = [n for n in args.names if n not in models]
+    if unknown:
+        sys.exit(f"unknown model(s) {unknown}; known: {sorted(models)}")
+    os.makedirs(args.outdir, exist_ok=True)
+    for name in args.names or models:
+        module, inputs, train, decompose, dynamic = models[name]
+        nodes = write(args.outdir, name, module, inputs, train, decompose, dynamic, args.lr)
+        print(f"{name}: {nodes} FX nodes -> {os.path.join(args.outdir, name)}.pt2", flush=True)
+
+
+if __name__ == "__main__":
+    main()
