@@ -153,6 +153,36 @@ def small_models():
     }
 
 
+def other_fixtures(outdir):
+    """Archives the importer must refuse, or that show a fused fast path."""
+    @torch.library.custom_op("placer_test::twice", mutates_args=())
+    def twice(x: torch.Tensor) -> torch.Tensor:
+        return x * 2
+
+    @twice.register_fake
+    def _(x):
+        return torch.empty_like(x)
+
+    class CustomOp(nn.Module):
+        def forward(self, x):
+            return twice(x).sum()
+
+    class Cond(nn.Module):
+        def forward(self, x):
+            return torch.cond(x.sum() > 0, lambda x: x + 1, lambda x: x - 1, (x,))
+
+    torch.export.save(torch.export.export(CustomOp(), (torch.randn(3),)), os.path.join(outdir, "custom_op.pt2"))
+    torch.export.save(torch.export.export(Cond(), (torch.randn(3),)), os.path.join(outdir, "cond.pt2"))
+    # nn.TransformerEncoder in eval mode: torch.jit.trace records the fused
+    # inference op (no derivative); torch.export records the reference ops.
+    encoder = Encoder().eval()
+    src = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        torch.jit.trace(encoder, (src,)).save(os.path.join(outdir, "encoder_fastpath.pt"))
+        torch.export.save(torch.export.export(encoder, (src,)), os.path.join(outdir, "encoder_eval.pt2"))
+    print(f"custom_op, cond, encoder_fastpath (.pt), encoder_eval -> {outdir}", flush=True)
+
+
 def real_models():
     import torchvision.models as tv
 
@@ -232,6 +262,8 @@ def main():
         module, inputs, train, decompose, dynamic = models[name]
         nodes = write(args.outdir, name, module, inputs, train, decompose, dynamic, args.lr)
         print(f"{name}: {nodes} FX nodes -> {os.path.join(args.outdir, name)}.pt2", flush=True)
+    if not args.real and not args.names:
+        other_fixtures(args.outdir)
 
 
 if __name__ == "__main__":

@@ -163,7 +163,8 @@ std::string fused_op_hint(const std::string& type) {
       {"aten::_transformer_encoder_layer_fwd",
        "PyTorch took the fused inference fast path of nn.TransformerEncoderLayer; trace or export the model in "
        "training mode (model.train(), or with dropout=0.0 for deterministic results) so the layer is recorded "
-       "as its reference ops, or import it with --forward-only"},
+       "as its reference ops, export it with torch.export (which records the reference ops), or import it with "
+       "--forward-only"},
       {"aten::_native_multi_head_attention",
        "PyTorch took the fused inference fast path of nn.MultiheadAttention; trace or export the model in "
        "training mode (model.train()) so attention is recorded as its reference ops, or import it with "

@@ -3,6 +3,7 @@
 // No LibTorch types here: app/ and tests include this header.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,10 @@ Graph import_torchscript(const std::string& path, const std::vector<SampleInput>
 // the program's metadata, an op ATen cannot differentiate.
 Graph import_exported_program(const std::string& path, const std::vector<SampleInput>& inputs,
                               const ImportOptions& options = {});
+
+// The tensors of a dict {name: Tensor} written by torch.save, flattened to
+// float, by name. For comparing an imported program with eager PyTorch.
+std::map<std::string, std::vector<float>> load_tensor_dict(const std::string& path);
 
 // Whether PATH is a torch.export archive (a zip with models/<name>.json).
 bool is_exported_program(const std::string& path);
