@@ -1,20 +1,26 @@
-// How long TorchScript import takes, and whether the runtime can execute what
-// it produced.
+// How long model import takes (TorchScript .pt or torch.export .pt2), and
+// whether the runtime can execute what it produced.
 //
-//   import_bench MODEL.pt NAME:SHAPE:DTYPE... [--repeat N] [--forward-only] [--run]
+//   import_bench MODEL.pt|MODEL.pt2 [NAME:SHAPE:DTYPE...] [--repeat N] [--forward-only] [--run]
+//                [--eager VALUES.pt]
 //
 // Prints one markdown table row per model: ops (forward/backward/update),
-// forward GFLOP, param MB, and the wall time of import_torchscript() (load,
-// freeze, execute op by op, training graph), best and median of N runs.
+// forward GFLOP, param MB, and the wall time of import_model() (load, execute
+// op by op, training graph), best and median of N runs.
 // --run executes the imported training step once on cpu:0 with the runtime
 // and reports its status and step time (a check that every op is callable).
+// --eager runs one step on cpu:2 (ops split by co-location group) with the
+// weights and inputs of VALUES.pt (scripts/make_export_fixtures.py) and
+// compares the loss and the updated parameters with eager PyTorch's.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
 #include <vector>
 
+#include "placer/graphs/algorithms.h"
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/placement.h"
@@ -28,6 +34,7 @@ int main(int argc, char** argv) {
   std::vector<SampleInput> inputs;
   int repeat = 3;
   bool run = false;
+  std::string eager;
   ImportOptions options;
   try {
     for (int i = 1; i < argc; ++i) {
@@ -38,8 +45,11 @@ int main(int argc, char** argv) {
         options.forward_only = true;
       } else if (a == "--run") {
         run = true;
+      } else if (a == "--eager" && i + 1 < argc) {
+        eager = argv[++i];
       } else if (a == "-h" || a == "--help") {
-        std::printf("usage: import_bench MODEL.pt NAME:SHAPE:DTYPE... [--repeat N] [--forward-only] [--run]\n");
+        std::printf("usage: import_bench MODEL.pt|MODEL.pt2 [NAME:SHAPE:DTYPE...] [--repeat N] [--forward-only] [--run] "
+                    "[--eager VALUES.pt]\n");
         return 0;
       } else if (model.empty()) {
         model = a;
@@ -47,8 +57,9 @@ int main(int argc, char** argv) {
         inputs.push_back(parse_sample_input(a));
       }
     }
-    if (model.empty() || inputs.empty()) {
-      std::fprintf(stderr, "usage: import_bench MODEL.pt NAME:SHAPE:DTYPE... [--repeat N] [--forward-only] [--run]\n");
+    if (model.empty()) {
+      std::fprintf(stderr, "usage: import_bench MODEL.pt|MODEL.pt2 [NAME:SHAPE:DTYPE...] [--repeat N] [--forward-only] "
+                           "[--run] [--eager VALUES.pt]\n");
       return 2;
     }
 
@@ -56,7 +67,7 @@ int main(int argc, char** argv) {
     Graph g;
     for (int r = 0; r < repeat; ++r) {
       const auto start = std::chrono::steady_clock::now();
-      g = import_torchscript(model, inputs, options);
+      g = import_model(model, inputs, options);
       times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     }
     validate_graph(g);
@@ -82,6 +93,44 @@ int main(int argc, char** argv) {
       measure.measured_steps = 1;
       const StepResult result = runtime.measure(g, single_device(g, DeviceId(0)), measure);
       std::printf(" %s %.3f s |", result.ok() ? "ok" : ("FAILED: " + result.message).c_str(), result.step_s);
+    }
+    if (!eager.empty()) {
+      // Eager's weights and inputs in, eager's loss and update out.
+      const auto values = load_tensor_dict(eager);
+      StepValues feed;
+      for (const auto& [key, v] : values) {
+        if (key.rfind("feed/", 0) == 0 && g.find(key.substr(5))) feed.tensors[key.substr(5)] = v;
+      }
+      const Grouping groups = colocation_groups(g);
+      Placement split;
+      split.device_of.assign(g.size(), DeviceId(0));
+      for (int32_t k = 0; k < groups.size(); ++k)
+        for (OpId op : groups.members[k]) split.device_of[op.value] = DeviceId(k % 2);
+      Runtime runtime(parse_device_list("cpu:2"));
+      const StepValues got = runtime.run_once(g, split, 0, &feed);
+      std::string loss = g.find("loss") ? "loss" : "";
+      for (const Op& op : g.ops()) {
+        if (!loss.empty()) break;
+        if (op.phase == Phase::Forward && op.outputs.size() == 1 && op.outputs[0].shape.empty() &&
+            op.type != op_types::kInput && got.tensors.count(op.name))
+          loss = op.name;
+      }
+      const double want = values.at("expect/loss").at(0);
+      const double have = got.tensors.count(loss) ? got.tensors.at(loss).at(0) : NAN;
+      double worst = 0;  // relative to the parameter's largest magnitude
+      for (const auto& [key, v] : values) {
+        if (key.rfind("expect/", 0) != 0 || key == "expect/loss") continue;
+        const auto& mine = got.tensors.at(key.substr(7));
+        double diff = 0, scale = 1;
+        for (size_t k = 0; k < v.size() && k < mine.size(); ++k) {
+          diff = std::max(diff, std::fabs(static_cast<double>(mine[k]) - v[k]));
+          scale = std::max(scale, std::fabs(static_cast<double>(v[k])));
+        }
+        worst = std::max(worst, diff / scale);
+      }
+      const double loss_err = std::fabs(have - want) / std::max(1.0, std::fabs(want));
+      std::printf(" loss %.6g vs eager %.6g (rel err %.1e), params after SGD max rel err %.1e: %s |", have, want,
+                  loss_err, worst, loss_err <= 1e-4 && worst <= 1e-4 ? "match" : "MISMATCH");
     }
     std::printf("\n");
     return 0;

@@ -183,11 +183,27 @@ def other_fixtures(outdir):
     print(f"custom_op, cond, encoder_fastpath (.pt), encoder_eval -> {outdir}", flush=True)
 
 
+class SquareLoss(nn.Module):
+    """model(*x).pow(2).mean(): a scalar loss with gradients everywhere (the mean
+    of a LayerNorm-ed output is 0, and so is its gradient)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, *inputs):
+        return self.model(*inputs).pow(2).mean()
+
+
 def real_models():
     import torchvision.models as tv
 
     def vision(ctor, size, batch=2, **kw):
-        return (ctor(weights=None, **kw), (torch.randn(batch, 3, size, size),), False, False, None)
+        model = ctor(weights=None, **kw)
+        for p in model.parameters():  # vit_b_16 starts its head at zero: no gradient would flow
+            if p.dim() > 1 and not p.abs().sum():
+                nn.init.normal_(p, std=0.02)
+        return (SquareLoss(model), (torch.randn(batch, 3, size, size),), False, False, None)
 
     return {
         "resnet50": vision(tv.resnet50, 224),
@@ -195,11 +211,11 @@ def real_models():
         "mobilenet_v2": vision(tv.mobilenet_v2, 224),
         "googlenet": vision(tv.googlenet, 224, aux_logits=False, init_weights=False),
         "vit_b_16": vision(tv.vit_b_16, 224, batch=1),
-        "transformer": (Seq2Seq(dim=256, heads=8, layers=3, ff=1024),
+        "transformer": (SquareLoss(Seq2Seq(dim=256, heads=8, layers=3, ff=1024)),
                         (torch.randn(4, 32, 256), torch.randn(4, 24, 256)), True, False, None),
-        "gpt2_blocks": (Gpt(vocab=8192, dim=384, heads=6, layers=6, context=128),
+        "gpt2_blocks": (SquareLoss(Gpt(vocab=8192, dim=384, heads=6, layers=6, context=128)),
                         (tokens(4, 128, high=8192),), True, False, None),
-        "lstm_lm": (LstmLm(vocab=10000, dim=256, hidden=512, layers=2), (tokens(32, 16, high=10000),), True, False, None),
+        "lstm_lm": (SquareLoss(LstmLm(vocab=10000, dim=256, hidden=512, layers=2)), (tokens(32, 16, high=10000),), True, False, None),
     }
 
 

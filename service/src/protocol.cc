@@ -215,6 +215,36 @@ class Fields {
   const ProtocolLimits& limits_;
 };
 
+// RFC 4648 base64 (padding optional; no whitespace). Throws naming `field`
+// and the first bad character.
+std::string decode_base64(std::string_view text, const std::string& field) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  while (!text.empty() && text.back() == '=') text.remove_suffix(1);
+  if (text.size() % 4 == 1) bad(field, "not base64: its length is impossible");
+  std::string out;
+  out.reserve(text.size() / 4 * 3 + 2);
+  uint32_t acc = 0;
+  int bits = 0;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const int v = value(text[i]);
+    if (v < 0) bad(field, "not base64: character " + std::to_string(i) + " is not in the base64 alphabet");
+    acc = (acc << 6) | static_cast<uint32_t>(v);
+    bits += 6;
+    if (bits >= 8) {
+      bits -= 8;
+      out.push_back(static_cast<char>((acc >> bits) & 0xFF));
+    }
+  }
+  return out;
+}
+
 // Builder options that multiply the number of operators.
 bool is_structural_option(const std::string& key) {
   static const std::set<std::string> kKeys = {"layers", "blocks", "depth", "steps", "seq", "seq_len", "length",
@@ -226,10 +256,28 @@ bool is_structural_option(const std::string& key) {
 // with that object replaced by {} (large graphs: parsed once, on a cache miss).
 void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits, std::string_view raw,
                  std::string_view raw_inline) {
-  if (!v.IsObject()) bad("graph", std::string("expected an object with \"builder\" or \"inline\", got ") + json_type_name(v));
+  if (!v.IsObject()) bad("graph", std::string("expected an object with \"builder\", \"inline\" or \"pt2\", got ") + json_type_name(v));
   Fields f(v, "graph", limits);
-  bool has_builder = f.find("builder"), has_inline = f.find("inline");
-  if (has_builder == has_inline) bad("graph", "give exactly one of \"builder\" and \"inline\"");
+  const bool has_builder = f.find("builder"), has_inline = f.find("inline"), has_pt2 = f.find("pt2");
+  if (has_builder + has_inline + has_pt2 != 1) bad("graph", "give exactly one of \"builder\", \"inline\" and \"pt2\"");
+  if (has_pt2) {
+    const Value& b = *f.find("pt2");
+    if (!b.IsString()) bad("graph.pt2", std::string("expected the base64 text of a .pt2 archive, got ") + json_type_name(b));
+    spec.pt2 = decode_base64(std::string_view(b.GetString(), b.GetStringLength()), "graph.pt2");
+    if (spec.pt2.empty()) bad("graph.pt2", "empty archive");
+    spec.forward_only = f.boolean("forward_only", false);
+    if (const Value* in = f.find("inputs")) {
+      if (!in->IsArray()) bad("graph.inputs", std::string("expected an array of \"NAME:SHAPE:DTYPE\" strings, got ") + json_type_name(*in));
+      if (in->Size() > 64) throw RequestError(codes::kTooLarge, "graph.inputs", "more than 64 inputs");
+      for (unsigned i = 0; i < in->Size(); ++i) {
+        const Value& e = (*in)[i];
+        const std::string path = "graph.inputs[" + std::to_string(i) + "]";
+        if (!e.IsString() || e.GetStringLength() == 0 || e.GetStringLength() > 256) bad(path, "expected a NAME:SHAPE:DTYPE string");
+        spec.inputs.emplace_back(e.GetString(), e.GetStringLength());
+      }
+    }
+    return;
+  }
   if (has_inline) {
     const Value& g = *f.find("inline");
     if (!g.IsObject()) bad("graph.inline", std::string("expected a graph object, got ") + json_type_name(g));
@@ -309,6 +357,11 @@ const char* request_type_name(RequestType type) { return kTypeNames[static_cast<
 
 std::string GraphSpec::cache_key() const {
   if (!inline_json.empty()) return "inline:" + inline_json;
+  if (!pt2.empty()) {
+    std::string key = "pt2:" + pt2 + (forward_only ? ":fwd" : ":train");
+    for (const auto& in : inputs) key += ":" + in;
+    return key;
+  }
   std::string key = "builder:" + builder + (forward_only ? ":fwd" : ":train");
   for (const auto& [k, v] : options) key += ":" + k + "=" + std::to_string(v);
   return key;

@@ -1,9 +1,11 @@
 #include "placer/service/service.h"
 
 #include <rapidjson/document.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 
 #include "jobs.h"
@@ -16,6 +18,7 @@
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/validate.h"
 #include "placer/service/metrics.h"
+#include "placer/torchscript/import.h"
 
 namespace placer::service {
 namespace {
@@ -62,6 +65,48 @@ void write_step(JsonOut& o, const StepResult& r) {
 
 }  // namespace
 
+// A client's torch.export archive, imported from a private temporary file
+// that is removed whatever happens. Errors name graph.pt2, not the file.
+static Graph import_pt2(const GraphSpec& spec) {
+  std::string path = (std::filesystem::temp_directory_path() / "placer-pt2-XXXXXX").string();
+  const int fd = mkstemp(path.data());
+  if (fd < 0) throw std::runtime_error("cannot make a temporary file for graph.pt2");
+  struct Remove {
+    std::string path;
+    ~Remove() { std::remove(path.c_str()); }
+  } remove{path};
+  const char* data = spec.pt2.data();
+  size_t left = spec.pt2.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, data, left);
+    if (n <= 0) {
+      ::close(fd);
+      throw std::runtime_error("cannot write the temporary copy of graph.pt2");
+    }
+    data += n;
+    left -= static_cast<size_t>(n);
+  }
+  ::close(fd);
+  std::string field = "graph.pt2";
+  try {
+    std::vector<SampleInput> inputs;
+    for (size_t i = 0; i < spec.inputs.size(); ++i) {
+      field = "graph.inputs[" + std::to_string(i) + "]";
+      inputs.push_back(parse_sample_input(spec.inputs[i]));
+    }
+    field = "graph.pt2";
+    ImportOptions options;
+    options.forward_only = spec.forward_only;
+    Graph g = import_exported_program(path, inputs, options);
+    g.name = "pt2";
+    return g;
+  } catch (const InputError& e) {
+    std::string message = e.what();
+    for (size_t at = message.find(path); at != std::string::npos; at = message.find(path)) message.replace(at, path.size(), "graph.pt2");
+    throw RequestError(codes::kBadGraph, field, message);
+  }
+}
+
 Graph build_request_graph(const GraphSpec& spec, const ServiceConfig& config) {
   Graph graph;
   if (!spec.builder.empty()) {
@@ -79,6 +124,8 @@ Graph build_request_graph(const GraphSpec& spec, const ServiceConfig& config) {
     } catch (const InputError& e) {
       throw RequestError(codes::kBadGraph, "graph.options", e.what());
     }
+  } else if (!spec.pt2.empty()) {
+    graph = import_pt2(spec);
   } else {
     try {
       graph = graph_from_json(spec.inline_json);

@@ -72,6 +72,8 @@ struct GraphSpec {
   std::map<std::string, int64_t> options;
   bool forward_only = false;
   std::string inline_json;                 // non-empty: graph_from_json(inline_json)
+  std::string pt2;                         // non-empty: a torch.export archive (the decoded bytes)
+  std::vector<std::string> inputs;         // pt2: optional NAME:SHAPE:DTYPE input shapes
   // Stable text naming the graph's content (for caches).
   std::string cache_key() const;
 };

@@ -1,0 +1,116 @@
+"""Hand a PyTorch model to placer: export it with torch.export, and ask a
+running placement service to place it.
+
+    import torch, placer_export
+    path = placer_export.export(model, (torch.randn(8, 3, 224, 224),), "model.pt2")
+    reply = placer_export.place(path, "tcp://127.0.0.1:5555", cluster="k80x4")
+    print(reply["method"], reply["step_s"], reply["placement"]["device"])
+
+Or from a shell, for an archive saved before:
+
+    python3 placer_export.py place model.pt2 --endpoint tcp://127.0.0.1:5555 --cluster k80x4
+
+`placer graph import model.pt2 -o model.json` reads the same archive locally.
+
+Placement needs the program's structure and shapes, not its weights, so
+`place` sends the archive without its large weight payloads (the importer
+makes up values for tensors it does not find; integer buffers, which may be
+indices, are kept). Needs torch (the project environment's, 2.6 or newer) to
+export, and pyzmq to talk to the service.
+"""
+
+import argparse
+import base64
+import io
+import json
+import os
+import sys
+import zipfile
+
+DEFAULT_KEEP_BYTES = 64 * 1024
+
+
+def export(model, example_inputs, path, dynamic_shapes=None, decompose=False, train=None):
+    """torch.export the model on its example inputs and save it to PATH (.pt2).
+
+    train: put the model in train (True) or eval (False) mode first; None leaves it.
+    decompose: save the core-ATen form (ExportedProgram.run_decompositions()).
+    """
+    import torch
+
+    if train is not None:
+        model.train(train)
+    program = torch.export.export(model, tuple(example_inputs), dynamic_shapes=dynamic_shapes)
+    if decompose:
+        program = program.run_decompositions()
+    torch.export.save(program, path)
+    return path
+
+
+def structure_only(path, keep_bytes=DEFAULT_KEEP_BYTES):
+    """The archive's bytes without weight payloads larger than keep_bytes.
+
+    Integer tensors are always kept (they may be indices or position ids)."""
+    with zipfile.ZipFile(path) as src:
+        configs = {}
+        for name in src.namelist():
+            if name.endswith("model_weights_config.json") or name.endswith("model_constants_config.json"):
+                folder = name.rsplit("/", 1)[0]
+                for entry in json.loads(src.read(name)).get("config", {}).values():
+                    dtype = (entry.get("tensor_meta") or {}).get("dtype", 7)
+                    configs[folder + "/" + entry["path_name"]] = dtype
+        out = io.BytesIO()
+        with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
+            for info in src.infolist():
+                floating = configs.get(info.filename) in (6, 7, 8, 13)  # half, float, double, bfloat16
+                if floating and info.file_size > keep_bytes:
+                    continue
+                dst.writestr(info, src.read(info.filename))
+        return out.getvalue()
+
+
+def place(path, endpoint="tcp://127.0.0.1:5555", cluster=None, devices=None, inputs=None, forward_only=False,
+          refine_samples=None, timeout_ms=120000, keep_bytes=DEFAULT_KEEP_BYTES, **fields):
+    """Ask the service at ENDPOINT to place the program in PATH; returns the reply's result.
+
+    cluster: a preset name ("k80x4") or cluster dict; or devices: "cpu:2".
+    inputs: optional ["x:16x3x224x224:float", ...] for symbolic sizes.
+    Raises placer_client.PlacerError on an error reply."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from placer_client import PlacerClient
+
+    if (cluster is None) == (devices is None):
+        raise ValueError("give exactly one of cluster= and devices=")
+    graph = {"pt2": base64.b64encode(structure_only(path, keep_bytes)).decode("ascii"), "forward_only": forward_only}
+    if inputs:
+        graph["inputs"] = list(inputs)
+    request = {"graph": graph, "refine_samples": refine_samples, **fields}
+    request["cluster" if cluster is not None else "devices"] = cluster if cluster is not None else devices
+    with PlacerClient(endpoint, timeout_ms=timeout_ms) as client:
+        return client.call("place", **request)
+
+
+def main():
+    ap = argparse.ArgumentParser(description="Send a torch.export archive (.pt2) to a placer service.")
+    sub = ap.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("place", help="place MODEL.pt2 and print the reply as JSON")
+    p.add_argument("model", help="archive written by torch.export.save (or placer_export.export)")
+    p.add_argument("--endpoint", default="tcp://127.0.0.1:5555")
+    p.add_argument("--cluster", help="preset name, e.g. k80x4")
+    p.add_argument("--devices", help="device list, e.g. cpu:2")
+    p.add_argument("--input", action="append", default=[], help="NAME:SHAPE:DTYPE for a symbolic size; repeatable")
+    p.add_argument("--forward-only", action="store_true", help="place the inference graph")
+    p.add_argument("--refine-samples", type=int, help="local search samples after the fast path")
+    p.add_argument("--no-placement", action="store_true", help="leave the op -> device map out of the output")
+    args = ap.parse_args()
+    if (args.cluster is None) == (args.devices is None):
+        ap.error("give exactly one of --cluster and --devices")
+    result = place(args.model, args.endpoint, cluster=args.cluster, devices=args.devices, inputs=args.input,
+                   forward_only=args.forward_only, refine_samples=args.refine_samples,
+                   include_placement=not args.no_placement)
+    json.dump(result, sys.stdout, indent=1)
+    print()
+
+
+if __name__ == "__main__":
+    main()
