@@ -17,15 +17,8 @@ metrics_port: -1
 place:
   baselines: [single, round_robin, m_etf]
 CFG
-"$PLACER" serve --config "$WORK/service.yaml" > "$WORK/serve.log" 2>&1 &
-SERVER=$!
-ENDPOINT=""
-for _ in $(seq 100); do
-  ENDPOINT=$(sed -n 's/^placer serve: listening on \(tcp:[^ ]*\).*/\1/p' "$WORK/serve.log")
-  [ -n "$ENDPOINT" ] && break
-  sleep 0.1
-done
-[ -n "$ENDPOINT" ] || { echo "server did not start:"; cat "$WORK/serve.log"; exit 1; }
+source "$SRC/tests/cli/lib/serve.sh"
+start_server "$WORK/service.yaml" "$WORK/serve.log"
 
 cd "$WORK"
 PYTHONPATH="$SRC/clients/python" "$PY" - "$ENDPOINT" <<'PYEOF'
