@@ -1,11 +1,9 @@
 #include "placer/service/service.h"
 
 #include <rapidjson/document.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <filesystem>
 
 #include "jobs.h"
@@ -65,28 +63,8 @@ void write_step(JsonOut& o, const StepResult& r) {
 
 }  // namespace
 
-// A client's torch.export archive, imported from a private temporary file
-// that is removed whatever happens. Errors name graph.pt2, not the file.
+// A client's torch.export archive, imported from the request's bytes.
 static Graph import_pt2(const GraphSpec& spec) {
-  std::string path = (std::filesystem::temp_directory_path() / "placer-pt2-XXXXXX").string();
-  const int fd = mkstemp(path.data());
-  if (fd < 0) throw std::runtime_error("cannot make a temporary file for graph.pt2");
-  struct Remove {
-    std::string path;
-    ~Remove() { std::remove(path.c_str()); }
-  } remove{path};
-  const char* data = spec.pt2.data();
-  size_t left = spec.pt2.size();
-  while (left > 0) {
-    const ssize_t n = ::write(fd, data, left);
-    if (n <= 0) {
-      ::close(fd);
-      throw std::runtime_error("cannot write the temporary copy of graph.pt2");
-    }
-    data += n;
-    left -= static_cast<size_t>(n);
-  }
-  ::close(fd);
   std::string field = "graph.pt2";
   try {
     std::vector<SampleInput> inputs;
@@ -97,13 +75,11 @@ static Graph import_pt2(const GraphSpec& spec) {
     field = "graph.pt2";
     ImportOptions options;
     options.forward_only = spec.forward_only;
-    Graph g = import_exported_program(path, inputs, options);
+    Graph g = import_exported_program_bytes(spec.pt2, "graph.pt2", inputs, options);
     g.name = "pt2";
     return g;
   } catch (const InputError& e) {
-    std::string message = e.what();
-    for (size_t at = message.find(path); at != std::string::npos; at = message.find(path)) message.replace(at, path.size(), "graph.pt2");
-    throw RequestError(codes::kBadGraph, field, message);
+    throw RequestError(codes::kBadGraph, field, e.what());
   }
 }
 

@@ -21,7 +21,7 @@ source "$SRC/tests/cli/lib/serve.sh"
 start_server "$WORK/service.yaml" "$WORK/serve.log"
 
 cd "$WORK"
-PYTHONPATH="$SRC/clients/python" "$PY" - "$ENDPOINT" <<'PYEOF'
+PYTHONPATH="$SRC/clients/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" - "$ENDPOINT" <<'PYEOF'
 import sys, torch, torch.nn as nn
 import placer_export
 from placer_client import PlacerError
@@ -71,7 +71,7 @@ print("front door: OK")
 PYEOF
 
 # The command-line form, and a request that is not base64.
-PYTHONPATH="$SRC/clients/python" "$PY" "$SRC/clients/python/placer_export.py" place net.pt2 \
+PYTHONPATH="$SRC/clients/python${PYTHONPATH:+:$PYTHONPATH}" "$PY" "$SRC/clients/python/placer_export.py" place net.pt2 \
   --endpoint "$ENDPOINT" --cluster k80x2 --no-placement > reply.json
 grep -q '"method"' reply.json || { echo "no method in: $(cat reply.json)"; exit 1; }
 "$PY" - "$ENDPOINT" <<'PYEOF'

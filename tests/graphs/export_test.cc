@@ -153,6 +153,14 @@ TEST(ExportImport, ImportModelPicksTheFormat) {
   EXPECT_TRUE(is_exported_program(fixture("tiny_cnn.pt2")));
   EXPECT_FALSE(is_exported_program(std::string(PLACER_FIXTURES_DIR) + "/tiny_cnn.pt"));
   EXPECT_EQ(import_model(fixture("tiny_cnn.pt2"), {}).attrs.at("source"), "torch.export");
+  // From the archive's bytes (a service request), the same graph.
+  std::ifstream in(fixture("tiny_cnn.pt2"), std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const Graph from_bytes = import_exported_program_bytes(bytes, "request.pt2", {});
+  EXPECT_EQ(from_bytes.size(), import_exported_program(fixture("tiny_cnn.pt2"), {}).size());
+  EXPECT_NE(error_of([&] { import_exported_program_bytes(bytes.substr(0, 100), "request.pt2", {}); })
+                .find("request.pt2: not a torch.export archive"),
+            std::string::npos);
   EXPECT_EQ(import_model(std::string(PLACER_FIXTURES_DIR) + "/tiny_cnn.pt", {parse_sample_input("x:2x3x8x8:float")})
                 .attrs.at("source"),
             "torchscript");

@@ -18,6 +18,7 @@
 #include <caffe2/serialize/inline_container.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -25,6 +26,7 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <sstream>
 #include <unordered_map>
 
 #include "placer/graphs/error.h"
@@ -104,8 +106,9 @@ struct Val {
 
 class ExportImporter {
  public:
-  ExportImporter(const std::string& file, const ImportOptions& options)
-      : file_(file), rec_(file, options), json_{"torch.export program"} {}
+  // `bytes`: the archive itself (then `file` only names it in errors), or null to read `file`.
+  ExportImporter(const std::string& file, const std::string* bytes, const ImportOptions& options)
+      : file_(file), bytes_(bytes), rec_(file, options), json_{"torch.export program"} {}
 
   Graph run(const std::vector<SampleInput>& samples);
 
@@ -127,18 +130,20 @@ class ExportImporter {
   void visit(const rj::Value& node, size_t index);
   void visit_aten(const rj::Value& node, const std::string& target, const std::string& where);
   void visit_symbolic(const rj::Value& node, const std::string& target, const std::string& where);
-  std::pair<std::string, std::string> module_of(const rj::Value& node) const;
+  std::string module_of(const rj::Value& node) const;
   void check_output(const std::string& name, const at::Tensor& t, const std::string& where) const;
 
   std::string file_;
+  const std::string* bytes_;
   pt::Recorder rec_;
   JsonReader<InputError> json_;
+  std::unique_ptr<std::istringstream> stream_;  // outlives archive_, which reads it
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive_;
   rj::Document doc_;
   const rj::Value* graph_ = nullptr;
   const rj::Value* tensor_values_ = nullptr;
   std::unordered_map<std::string, Val> values_;
-  std::set<std::string> module_paths_;          // every module some node ran in
+  std::set<std::string> parent_modules_;        // modules that hold another module some node ran in
   std::map<std::string, std::string> inputs_said_;  // user input -> where its shape came from
   std::set<std::string> synthesized_;           // weights not stored in the archive
   bool overridden_ = false;                     // some --input changed a symbolic size
@@ -149,9 +154,14 @@ class ExportImporter {
 
 void ExportImporter::open() {
   std::error_code ec;
-  if (!std::filesystem::is_regular_file(file_, ec)) fail("no such file");
+  if (!bytes_ && !std::filesystem::is_regular_file(file_, ec)) fail("no such file");
   try {
-    archive_ = std::make_unique<caffe2::serialize::PyTorchStreamReader>(file_);
+    if (bytes_) {
+      stream_ = std::make_unique<std::istringstream>(*bytes_);
+      archive_ = std::make_unique<caffe2::serialize::PyTorchStreamReader>(stream_.get());
+    } else {
+      archive_ = std::make_unique<caffe2::serialize::PyTorchStreamReader>(file_);
+    }
   } catch (const std::exception& e) {
     fail("not a torch.export archive (torch.export.save output, a zip file): " + pt::first_line(e.what()));
   }
@@ -633,9 +643,9 @@ Val ExportImporter::argument(const rj::Value& arg, const c10::Argument* schema_a
 
 // ---------------------------------------------------------------- nodes
 
-// The module a node ran in ("layer1.0.conv1") and its type, from nn_module_stack
+// The module a node ran in ("layer1.0.conv1"), from nn_module_stack
 // ("L__self__,,Net;L__self___layer1_0,layer1.0,Bottleneck;...").
-std::pair<std::string, std::string> ExportImporter::module_of(const rj::Value& node) const {
+std::string ExportImporter::module_of(const rj::Value& node) const {
   const rj::Value* metadata = json_.member(node, "metadata");
   if (!metadata || !metadata->IsObject()) return {};
   const rj::Value* stack = json_.member(*metadata, "nn_module_stack");
@@ -645,7 +655,7 @@ std::pair<std::string, std::string> ExportImporter::module_of(const rj::Value& n
   const std::string entry = text.substr(start);
   const auto first = entry.find(','), last = entry.rfind(',');
   if (first == std::string::npos || last == first) return {};
-  return {entry.substr(first + 1, last - first - 1), entry.substr(last + 1)};
+  return entry.substr(first + 1, last - first - 1);
 }
 
 void ExportImporter::check_output(const std::string& name, const at::Tensor& t, const std::string& where) const {
@@ -862,15 +872,12 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
     }
   }
 
-  const auto [path, type] = module_of(node);
+  // The block the op belongs to: its module, or the enclosing one for a leaf
+  // module such as a conv inside a ResNet block ("layer1.0").
+  const std::string path = module_of(node);
   const std::string short_kind = op.substr(op.find("::") + 2);
   std::string layer = path;
-  if (const auto d = path.rfind('.'); d != std::string::npos) {
-    const bool leaf = std::none_of(module_paths_.begin(), module_paths_.end(), [&](const std::string& p) {
-      return p.size() > path.size() && p.compare(0, path.size() + 1, path + ".") == 0;
-    });
-    if (leaf) layer = path.substr(0, d);
-  }
+  if (const auto d = path.rfind('.'); d != std::string::npos && !parent_modules_.count(path)) layer = path.substr(0, d);
   const pt::RecordedCall call = rec_.call(*handle, args, where, path.empty() ? short_kind : path + "/" + short_kind, layer);
 
   // Outputs: one Argument per return, or one as_tensors for a Tensor[] return.
@@ -913,8 +920,11 @@ Graph ExportImporter::run(const std::vector<SampleInput>& samples) {
 
   const rj::Value& nodes = json_.array(json_.require(*graph_, "nodes", "graph"), "graph", "nodes");
   for (rj::SizeType i = 0; i < nodes.Size(); ++i) {
-    const auto [path, type] = nodes[i].IsObject() ? module_of(nodes[i]) : std::pair<std::string, std::string>();
-    if (!path.empty()) module_paths_.insert(path);
+    const std::string path = nodes[i].IsObject() ? module_of(nodes[i]) : std::string();
+    for (auto d = path.rfind('.'); d != std::string::npos; d = path.rfind('.', d - 1)) {
+      parent_modules_.insert(path.substr(0, d));
+      if (d == 0) break;
+    }
   }
   for (rj::SizeType i = 0; i < nodes.Size(); ++i) {
     if (nodes[i].IsObject() && nodes[i].HasMember("inputs")) collect_used(nodes[i]["inputs"]);
@@ -971,7 +981,14 @@ bool is_exported_program(const std::string& path) {
 Graph import_exported_program(const std::string& path, const std::vector<SampleInput>& inputs,
                               const ImportOptions& options) {
   if (!(options.learning_rate > 0.0)) throw InputError("learning rate must be positive");
-  ExportImporter importer(path, options);
+  ExportImporter importer(path, nullptr, options);
+  return importer.run(inputs);
+}
+
+Graph import_exported_program_bytes(const std::string& bytes, const std::string& label,
+                                    const std::vector<SampleInput>& inputs, const ImportOptions& options) {
+  if (!(options.learning_rate > 0.0)) throw InputError("learning rate must be positive");
+  ExportImporter importer(label, &bytes, options);
   return importer.run(inputs);
 }
 

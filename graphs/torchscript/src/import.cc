@@ -155,10 +155,7 @@ torch::jit::Module Importer::load() {
   try {
     return torch::jit::load(file_, c10::kCPU);
   } catch (const std::exception& e) {
-    std::string what = e.what();
-    const auto newline = what.find('\n');
-    if (newline != std::string::npos) what = what.substr(0, newline);
-    fail("not a TorchScript archive (torch.jit.save output): " + what);
+    fail("not a TorchScript archive (torch.jit.save output): " + pt::first_line(e.what()));
   }
 }
 

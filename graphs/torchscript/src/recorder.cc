@@ -361,7 +361,7 @@ RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector
     } else if (v.isDevice()) {
       op.args.push_back(Arg::device(v.toDevice().str()));
     } else if (v.isTensorList() || v.isList()) {
-      fail(argument() + " is an empty tensor list, not supported");
+      fail(argument() + " is an empty or unsupported list (" + v.type()->str() + "), not supported");
     } else {
       fail(argument() + " has a value of type " + v.tagKind() + ", not supported");
     }

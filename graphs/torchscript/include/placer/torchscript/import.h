@@ -52,6 +52,11 @@ Graph import_exported_program(const std::string& path, const std::vector<SampleI
 // float, by name. For comparing an imported program with eager PyTorch.
 std::map<std::string, std::vector<float>> load_tensor_dict(const std::string& path);
 
+// The same from the archive's bytes (a service request); `label` names it in
+// errors and gives the graph its name.
+Graph import_exported_program_bytes(const std::string& bytes, const std::string& label,
+                                    const std::vector<SampleInput>& inputs, const ImportOptions& options = {});
+
 // Whether PATH is a torch.export archive (a zip with models/<name>.json).
 bool is_exported_program(const std::string& path);
 
