@@ -1,5 +1,10 @@
 // placer serve | query | keygen: the placement service and its command-line client.
 #include <CLI/CLI.hpp>
+// cereal first: it configures rapidjson the same way in every file.
+#include <cereal/archives/json.hpp>
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <sys/stat.h>
 
@@ -14,6 +19,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "placer/agent/train.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
 #include "placer/service/client.h"
@@ -102,7 +108,31 @@ struct QueryArgs {
   int64_t deadline_ms = 0;
   std::string output;
   std::string raw;
+  // optimize: learned jobs
+  std::string learned, train_config, reward_mode, save_as;
 };
+
+// `--train-config FILE`: a `placer train` config, checked here, sent as the
+// request's "learned" object without what the server takes from the request
+// (name, graph, cluster, family, held_out, run.output_dir). Also returns the
+// config's own sample budget for a request that gives none.
+std::string learned_object(const std::string& path, int64_t* samples) {
+  TrainConfig c = load_train_config(path);
+  if (!c.profile.empty()) throw InputError(path + ": reward.profile: a file here cannot be read by the server; leave it out");
+  if (!c.family.empty() || !c.held_out.empty())
+    throw InputError(path + ": family/held_out: a service job trains on the request's one graph");
+  *samples = c.max_samples > 0 ? c.max_samples : c.updates * c.samples_per_update;
+  rapidjson::Document d;
+  std::string text = train_config_to_json(c);
+  d.Parse(text.c_str(), text.size());
+  for (const char* key : {"name", "graph", "cluster", "family", "held_out"}) d.RemoveMember(key);
+  d["run"].RemoveMember("output_dir");
+  d["reward"].RemoveMember("profile");
+  rapidjson::StringBuffer buffer;
+  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
+  d.Accept(writer);
+  return std::string(buffer.GetString(), buffer.GetSize());
+}
 
 std::string graph_json(const QueryArgs& a) {
   if (a.graph_file.empty() == a.builder.empty()) throw InputError("give exactly one of --graph FILE and --builder NAME");
@@ -144,8 +174,19 @@ std::string build_request(const std::string& type, const QueryArgs& a) {
     if (a.refine > 0) r += ",\"refine_samples\":" + std::to_string(a.refine);
   }
   if (type == "optimize") {
-    if (a.samples <= 0 && a.seconds <= 0) throw InputError("optimize: give --samples N and/or --seconds S");
-    r += ",\"budget\":{\"samples\":" + std::to_string(a.samples) + ",\"seconds\":" + json_number(a.seconds) + "}";
+    int64_t samples = a.samples;
+    if (!a.learned.empty() && !a.train_config.empty()) throw InputError("optimize: give --learned TYPE or --train-config FILE, not both");
+    if (!a.train_config.empty()) {
+      int64_t config_samples = 0;
+      r += ",\"learned\":" + learned_object(a.train_config, &config_samples);
+      if (samples <= 0 && a.seconds <= 0) samples = config_samples;
+    } else if (!a.learned.empty()) {
+      r += ",\"learned\":" + json_quote(a.learned);
+    }
+    if (!a.reward_mode.empty()) r += ",\"reward_mode\":" + json_quote(a.reward_mode);
+    if (!a.save_as.empty()) r += ",\"save_as\":" + json_quote(a.save_as);
+    if (samples <= 0 && a.seconds <= 0) throw InputError("optimize: give --samples N and/or --seconds S");
+    r += ",\"budget\":{\"samples\":" + std::to_string(samples) + ",\"seconds\":" + json_number(a.seconds) + "}";
   }
   if (type == "evaluate") {
     if (a.placement_file.empty()) throw InputError("evaluate: --placement FILE is required");
@@ -226,6 +267,13 @@ void add_service_commands(CLI::App& app) {
   add_graph_cluster_flags(optimize, *q);
   optimize->add_option("--samples", q->samples, "Budget: placements evaluated");
   optimize->add_option("--seconds", q->seconds, "Budget: wall seconds");
+  optimize->add_option("--learned", q->learned, "A learned job: train a policy of this type (seq2seq, hierarchical, gnn)");
+  optimize->add_option("--train-config", q->train_config,
+                       "A learned job with this `placer train` config (its graph, cluster and output_dir are ignored; "
+                       "its sample budget is used unless --samples/--seconds)")
+      ->check(CLI::ExistingFile);
+  optimize->add_option("--reward-mode", q->reward_mode, "Learned job: simulated, measured or hybrid (server's devices)");
+  optimize->add_option("--save-as", q->save_as, "Learned job: keep the result as a policy of this name for `place --policy`");
   optimize->callback([send] { send("optimize"); });
 
   CLI::App* baselines = query->add_subcommand("baselines", "Run algorithmic placers on a graph");

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <mutex>
 
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
@@ -42,17 +43,44 @@ Placement decode_best(PolicyImpl& policy, const Problem& problem, const Environm
 
 }  // namespace learned
 
-PlaceResult place_with_checkpoint(const std::string& run_dir, const PlaceContext& context) {
+struct LoadedPolicy::Impl {
+  std::string path, dir;
+  TrainConfig config;
+  std::shared_ptr<learned::PolicyImpl> policy;
+  mutable std::mutex mutex;  // LibTorch modules: one decode at a time
+};
+
+LoadedPolicy::LoadedPolicy() : impl_(std::make_unique<Impl>()) {}
+LoadedPolicy::~LoadedPolicy() = default;
+const std::string& LoadedPolicy::policy_type() const { return impl_->config.policy; }
+
+std::shared_ptr<const LoadedPolicy> LoadedPolicy::load(const std::string& run_dir) {
   namespace fs = std::filesystem;
+  std::shared_ptr<LoadedPolicy> p(new LoadedPolicy());
+  p->impl_->path = fs::is_directory(run_dir) ? run_dir + "/" + learned::kCheckpointFile : run_dir;
+  p->impl_->dir = fs::is_directory(run_dir) ? run_dir : fs::path(run_dir).parent_path().string();
+  p->impl_->policy = learned::load_policy(p->impl_->path, &p->impl_->config);
+  return p;
+}
+
+PlaceResult place_with_checkpoint(const std::string& run_dir, const PlaceContext& context) {
   if (!context.graph || !context.cluster || !context.env)
     throw InputError("place_with_checkpoint: graph, cluster and env are required");
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string path = fs::is_directory(run_dir) ? run_dir + "/" + learned::kCheckpointFile : run_dir;
-  const std::string dir = fs::is_directory(run_dir) ? run_dir : fs::path(run_dir).parent_path().string();
-  TrainConfig config;
-  auto policy = learned::load_policy(path, &config);
-  torch::NoGradGuard no_grad;
+  PlaceResult result = LoadedPolicy::load(run_dir)->place(context);
+  result.place_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return result;
+}
 
+PlaceResult LoadedPolicy::place(const PlaceContext& context) const {
+  namespace fs = std::filesystem;
+  if (!context.graph || !context.cluster || !context.env)
+    throw InputError("LoadedPolicy::place: graph, cluster and env are required");
+  const auto t0 = std::chrono::steady_clock::now();
+  const std::string& path = impl_->path;
+  const std::string& dir = impl_->dir;
+  const TrainConfig& config = impl_->config;
+  torch::NoGradGuard no_grad;
   const Graph& graph = *context.graph;
   const Cluster& cluster = *context.cluster;
   // On the graph the run trained on, decode over the same units (the warm
@@ -79,8 +107,10 @@ PlaceResult place_with_checkpoint(const std::string& run_dir, const PlaceContext
   PlaceResult result;
   result.method = "learned:" + config.policy;
   StepResult decoded;
-  result.placement = learned::decode_best(*policy, problem, *context.env, config.place_samples, config.temperature,
+  std::unique_lock<std::mutex> decode_lock(impl_->mutex);
+  result.placement = learned::decode_best(*impl_->policy, problem, *context.env, config.place_samples, config.temperature,
                                           context.seed, &decoded);
+  decode_lock.unlock();
   result.evaluations = config.place_samples;
   result.stats["decoded_simulated_s"] = decoded.step_s;
   result.note = config.place_samples > 1

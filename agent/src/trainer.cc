@@ -225,6 +225,7 @@ void Trainer::behaviour_clone() {
   int step = 0;
   double worst = -1e9;
   for (; step < c_.bc_steps; ++step) {
+    if (ctl_.cancel && ctl_.cancel->load()) break;  // a cancelled job stops within one step
     bc.zero_grad();
     worst = 0;
     torch::Tensor loss = torch::zeros({});
@@ -340,6 +341,7 @@ void Trainer::one_update() {
     UpdateMetrics m;
     m.update = row.update;
     m.reward_mean = row.reward_mean;
+    m.reward_best = t.best_reward;
     m.step_mean_s = row.step_mean_s;
     m.best_step_s = t.best_step_s;
     m.entropy = row.entropy;

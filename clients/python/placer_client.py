@@ -14,6 +14,7 @@ See docs/protocol.md for every message.
 
 import itertools
 import json
+import time
 
 import zmq
 
@@ -125,11 +126,33 @@ class PlacerClient:
                          placement={"device": placement["device"]})
 
     def optimize(self, samples=0, seconds=0.0, graph=None, builder=None, options=None, cluster=None,
-                 devices=None, methods=None, seed=None):
-        """Starts a job; returns its id."""
+                 devices=None, methods=None, seed=None, learned=None, reward_mode=None, save_as=None):
+        """Starts a job; returns its id.
+
+        A search job runs `methods`. A learned job trains a policy: `learned` is a
+        policy type ("seq2seq", "hierarchical", "gnn") or a dict in the schema of
+        `placer train` configs without graph, cluster and paths, e.g.
+        {"policy": {"type": "seq2seq"}, "train": {"lr": 0.005}, "warm_start": {"methods": ["m_etf"]}}.
+        reward_mode: "simulated", or "measured"/"hybrid" on the server's devices
+        (when its config allows). save_as keeps the result as a named policy."""
         r = self.call("optimize", **_problem(graph, builder, options, cluster, devices),
-                      budget={"samples": samples, "seconds": seconds}, methods=methods, seed=seed)
+                      budget={"samples": samples, "seconds": seconds}, methods=methods, seed=seed,
+                      learned=learned, reward_mode=reward_mode, save_as=save_as)
         return r["job_id"]
+
+    def wait(self, job_id, poll_s=0.5, timeout_s=None, on_status=None):
+        """Polls `status` until the job finishes; returns its last status.
+        on_status(status) is called after every poll (progress, reward curve)."""
+        start = time.monotonic()
+        while True:
+            st = self.status(job_id)
+            if on_status:
+                on_status(st)
+            if st["state"] in ("done", "failed", "cancelled"):
+                return st
+            if timeout_s is not None and time.monotonic() - start > timeout_s:
+                raise PlacerTimeout(f"job {job_id} still {st['state']} after {timeout_s} s")
+            time.sleep(poll_s)
 
     def status(self, job_id):
         return self.call("status", job_id=job_id)

@@ -94,7 +94,10 @@ ServiceConfig parse_service_config(const std::string& yaml_text, const std::stri
     c.max_jobs = get(j, "max_jobs", "jobs.", c.max_jobs);
     c.job_keep_s = get(j, "keep_results_s", "jobs.", c.job_keep_s);
     c.optimize_methods = get_list(j, "methods", "jobs.", c.optimize_methods);
+    c.measure_jobs = get(j, "measure", "jobs.", c.measure_jobs);
+    c.job_metric_series = get(j, "metric_series", "jobs.", c.job_metric_series);
   }
+  if (c.job_metric_series < 1) throw InputError("jobs.metric_series: must be >= 1");
   if (c.job_runners < 1) throw InputError("jobs.runners: must be >= 1");
   if (YAML::Node ps = root["policies"]) {
     if (!ps.IsSequence()) throw InputError("policies: expected a list of {name, checkpoint}");

@@ -8,6 +8,8 @@
 #include <random>
 #include <set>
 
+#include <unistd.h>
+
 #include "json_out.h"
 #include "placer/agent/placer.h"
 #include "placer/env/environment.h"
@@ -63,16 +65,34 @@ const char* job_state_name(JobState state) {
 }
 
 JobManager::JobManager(const ServiceConfig& config, ServiceMetrics* metrics) : config_(config), metrics_(metrics) {
-  if (!config_.state_dir.empty()) load_persisted();
+  if (config_.state_dir.empty()) {
+    // Learned jobs' folders live only as long as this process.
+    temp_dir_ = (std::filesystem::temp_directory_path() / ("placer-jobs-" + std::to_string(::getpid()) + "-" +
+                                                          new_job_id().substr(2, 8)))
+                    .string();
+  } else {
+    load_persisted();
+  }
+}
+
+void JobManager::start() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!runners_.empty() || stopping_) return;
   for (int i = 0; i < config_.job_runners; ++i) runners_.emplace_back([this] { runner(); });
 }
 
-JobManager::~JobManager() { shutdown(); }
+JobManager::~JobManager() {
+  shutdown();
+  if (!temp_dir_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(temp_dir_, ec);
+  }
+}
 
 void JobManager::shutdown() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_ && runners_.empty()) return;
+    if (stopping_ && runners_.empty() && queue_.empty()) return;
     stopping_ = true;
     for (auto& [id, job] : jobs_) job->cancel = true;
   }
@@ -81,6 +101,7 @@ void JobManager::shutdown() {
   runners_.clear();
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& job : queue_) {
+    if (job->learned && !config_.state_dir.empty()) continue;  // stays queued on disk: the next server runs it
     job->state = JobState::Failed;
     job->error = "server shut down before the job started; submit it again";
     job->finished_unix = unix_now();
@@ -98,6 +119,13 @@ std::string JobManager::submit(const Request& request, std::shared_ptr<const Pro
   job->graph_name = job->problem->graph.name;
   job->cluster_name = job->problem->cluster.name;
   job->lower_bound_s = job->problem->lower_bound_s;
+  for (const auto& b : job->problem->baselines)
+    if (b.error.empty() && b.result.ok()) job->baselines.emplace_back(b.method, b.result.step_s);
+  if (job->problem->best >= 0) {
+    job->start_method = job->problem->baselines[job->problem->best].method;
+    job->start_step_s = job->problem->baselines[job->problem->best].result.step_s;
+  }
+  if (!request.learned_json.empty()) prepare_learned(*job);  // throws RequestError naming the field
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (stopping_) throw RequestError(codes::kShuttingDown, "", "the server is shutting down");
@@ -126,14 +154,16 @@ void JobManager::runner() {
       queue_.pop_front();
       if (job->cancel) continue;  // cancelled while queued (already recorded)
       job->state = JobState::Running;
-      job->started_unix = unix_now();
+      if (job->started_unix == 0) job->started_unix = unix_now();
+      export_series(*job);
       persist(*job);
     }
     running_++;
     if (metrics_) metrics_->set_running_jobs(running_);
     std::string error;
     try {
-      run(*job);
+      if (job->learned) run_learned(*job);
+      else run(*job);
     } catch (const std::exception& e) {
       error = e.what();
     } catch (...) {
@@ -143,9 +173,15 @@ void JobManager::runner() {
     if (metrics_) metrics_->set_running_jobs(running_);
     std::lock_guard<std::mutex> lock(mutex_);
     job->finished_unix = unix_now();
+    job->waiting.clear();
     if (!error.empty()) {
       job->state = JobState::Failed;
-      job->error = "the search failed: " + error;
+      job->error = (job->learned ? "training failed: " : "the search failed: ") + error;
+    } else if (job->cancel && stopping_ && job->learned && !config_.state_dir.empty()) {
+      // Checkpointed: the next server resumes it.
+      job->state = JobState::Queued;
+      persist(*job);
+      continue;
     } else if (job->cancel) {
       job->state = stopping_ ? JobState::Failed : JobState::Cancelled;
       job->error = stopping_ ? "server shut down while the job ran; its best placement so far is kept"
@@ -154,6 +190,7 @@ void JobManager::runner() {
       job->state = JobState::Done;
     }
     if (metrics_) metrics_->job_finished(job_state_name(job->state));
+    limit_series();
     persist(*job);
   }
 }
@@ -237,13 +274,34 @@ std::shared_ptr<Job> JobManager::find(const std::string& id) {
 
 std::string JobManager::describe(const Job& job, bool with_placement) const {
   JsonOut o;
-  o.begin().field("job_id", job.id).field("state", job_state_name(job.state));
+  o.begin().field("job_id", job.id).field("state", job_state_name(job.state)).field("kind", job.learned ? "learned" : "search");
   o.field("graph", job.graph_name).field("cluster", job.cluster_name);
+  if (job.learned) o.field("policy_type", job.policy_type).field("reward_mode", job.reward_mode);
+  if (!job.waiting.empty()) o.field("waiting", job.waiting);
+  if (job.devices_from_unix > 0)
+    o.begin_object("devices_held").field("from_unix", job.devices_from_unix).field("until_unix", job.devices_until_unix).end();
   o.begin_object("progress").field("samples", job.samples).field("budget_samples", job.request.budget.samples)
-      .field("elapsed_s", job.elapsed_s).field("budget_seconds", job.request.budget.seconds).field("rounds", job.rounds).end();
+      .field("elapsed_s", job.elapsed_s).field("budget_seconds", job.request.budget.seconds);
+  if (job.learned) {
+    o.field("updates", job.updates).field("restarts", job.restarts);
+    if (job.resumed_at_update >= 0) o.field("resumed_at_update", job.resumed_at_update);
+  } else {
+    o.field("rounds", job.rounds);
+  }
+  o.end();
+  if (job.learned) {
+    // The last updates' reward curve, oldest first.
+    o.begin_array("curve");
+    for (const auto& p : job.curve)
+      o.begin().field("update", p.update).field("samples", p.samples).field("reward_mean", p.reward_mean)
+          .field("reward_best", p.reward_best).field("best_step_s", p.best_step_s).field("entropy", p.entropy)
+          .field("elapsed_s", p.elapsed_s).end();
+    o.end_array();
+  }
   o.key("best");
   if (job.best_step_s > 0) {
     o.begin().field("method", job.best_method).field("step_s", job.best_step_s);
+    if (job.learned) o.field("measured", job.best_measured);
     if (job.lower_bound_s > 0) o.field("gap_to_lower_bound", job.best_step_s / job.lower_bound_s - 1.0);
     if (job.start_step_s > 0) o.field("speedup_vs_start", job.start_step_s / job.best_step_s);
     o.end();
@@ -252,6 +310,10 @@ std::string JobManager::describe(const Job& job, bool with_placement) const {
   }
   o.field("lower_bound_s", job.lower_bound_s);
   o.begin_object("start").field("method", job.start_method).field("step_s", job.start_step_s).end();
+  o.begin_array("baselines");
+  for (const auto& [method, step] : job.baselines) o.begin().field("method", method).field("step_s", step).end();
+  o.end_array();
+  if (!job.save_as.empty()) o.field("save_as", job.save_as).field("saved", job.saved_as == job.save_as);
   if (!job.error.empty()) o.field("error", job.error);
   if (with_placement && job.best_step_s > 0) o.placement("placement", job.best_placement);
   o.end();
@@ -314,6 +376,11 @@ void JobManager::expire() {
 }
 
 void JobManager::forget(const std::string& id) {
+  auto it = jobs_.find(id);
+  if (it != jobs_.end() && it->second->learned && !it->second->dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(it->second->dir, ec);  // a policy kept with save_as has its own copy
+  }
   jobs_.erase(id);
   if (!config_.state_dir.empty()) {
     std::error_code ec;
@@ -332,6 +399,15 @@ void JobManager::persist(const Job& job) {
   o.field("budget_seconds", job.request.budget.seconds).field("rounds", job.rounds);
   o.field("best_method", job.best_method).field("best_step_s", job.best_step_s).field("lower_bound_s", job.lower_bound_s);
   o.field("start_method", job.start_method).field("start_step_s", job.start_step_s).field("error", job.error);
+  o.begin_array("baselines");
+  for (const auto& [method, step] : job.baselines) o.begin().field("method", method).field("step_s", step).end();
+  o.end_array();
+  if (job.learned) {
+    o.field("learned", true).field("train_config", job.train_json).field("policy_type", job.policy_type);
+    o.field("reward_mode", job.reward_mode).field("save_as", job.save_as).field("saved_as", job.saved_as);
+    o.field("updates", job.updates).field("budget_updates", job.budget_updates).field("restarts", job.restarts);
+    o.field("best_measured", job.best_measured);
+  }
   o.placement("best_placement", job.best_placement);
   o.end();
   std::filesystem::path dir = std::filesystem::path(config_.state_dir) / "jobs";
@@ -347,6 +423,7 @@ void JobManager::load_persisted() {
   std::filesystem::path dir = std::filesystem::path(config_.state_dir) / "jobs";
   std::error_code ec;
   if (!std::filesystem::is_directory(dir, ec)) return;
+  std::vector<std::shared_ptr<Job>> resume;
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::string id = entry.path().stem().string();
     if (entry.path().extension() != ".json" || !valid_job_id(id)) continue;
@@ -379,6 +456,26 @@ void JobManager::load_persisted() {
     job->start_method = s("start_method");
     job->start_step_s = n("start_step_s");
     job->error = s("error");
+    auto bl = d.FindMember("baselines");
+    if (bl != d.MemberEnd() && bl->value.IsArray())
+      for (const auto& b : bl->value.GetArray())
+        if (b.IsObject() && b.HasMember("method") && b["method"].IsString() && b.HasMember("step_s") && b["step_s"].IsNumber())
+          job->baselines.emplace_back(b["method"].GetString(), b["step_s"].GetDouble());
+    auto lj = d.FindMember("learned");
+    job->learned = lj != d.MemberEnd() && lj->value.IsBool() && lj->value.GetBool();
+    if (job->learned) {
+      job->train_json = s("train_config");
+      job->policy_type = s("policy_type");
+      job->reward_mode = s("reward_mode");
+      job->save_as = s("save_as");
+      job->saved_as = s("saved_as");
+      job->updates = static_cast<int64_t>(n("updates"));
+      job->budget_updates = static_cast<int64_t>(n("budget_updates"));
+      job->restarts = static_cast<int64_t>(n("restarts"));
+      auto bm = d.FindMember("best_measured");
+      job->best_measured = bm != d.MemberEnd() && bm->value.IsBool() && bm->value.GetBool();
+      job->dir = (std::filesystem::path(jobs_dir()) / id).string();
+    }
     auto bp = d.FindMember("best_placement");
     if (bp != d.MemberEnd() && bp->value.IsObject()) {
       auto dev = bp->value.FindMember("device");
@@ -387,7 +484,13 @@ void JobManager::load_persisted() {
           if (it->value.IsString()) job->best_placement.device[it->name.GetString()] = it->value.GetString();
       job->best_placement.graph = job->graph_name;
     }
-    if (!finished(job->state)) {
+    if (!finished(job->state) && job->learned && !job->train_json.empty()) {
+      // Checkpointed in its folder: it resumes where the last server stopped.
+      if (job->state == JobState::Running) job->restarts += 1;
+      job->state = JobState::Queued;
+      job->cancel = false;
+      resume.push_back(job);
+    } else if (!finished(job->state)) {
       // The process that ran it is gone: report it, keep the best found so far.
       job->state = JobState::Failed;
       job->error = "the server restarted while the job was " + s("state") +
@@ -396,6 +499,11 @@ void JobManager::load_persisted() {
       persist(*job);
     }
     jobs_[id] = job;
+  }
+  std::sort(resume.begin(), resume.end(), [](const auto& a, const auto& b) { return a->created_unix < b->created_unix; });
+  for (auto& job : resume) {
+    queue_.push_back(job);
+    persist(*job);
   }
 }
 

@@ -5,17 +5,30 @@
 #include <atomic>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "placer/graphs/placement.h"
 #include "placer/service/service.h"
 
+namespace placer {
+class MetricsSink;
+class RemoteEvaluator;
+}  // namespace placer
+
 namespace placer::service {
+
+// One point of a learned job's reward curve (one policy update).
+struct CurvePoint {
+  int64_t update = 0, samples = 0;
+  double reward_mean = 0, reward_best = 0, best_step_s = 0, entropy = 0, elapsed_s = 0;
+};
 
 struct Job {
   std::string id;
@@ -35,12 +48,31 @@ struct Job {
   std::string start_method;
   std::string error;
   std::string graph_name, cluster_name;
+  std::vector<std::pair<std::string, double>> baselines;  // the fast path's, simulated (method, step s)
+
+  // Learned jobs (request.learned_json non-empty): `placer train` in the runner.
+  bool learned = false;
+  std::string train_json;                // the resolved train config (train_config_to_json)
+  std::string policy_type, reward_mode;
+  std::string save_as, saved_as;
+  std::string dir;                       // the trainer's output folder (checkpoint, train.csv, reward.svg)
+  int64_t updates = 0, budget_updates = 0;
+  bool best_measured = false;
+  int64_t restarts = 0;                  // server restarts this job resumed from
+  int64_t resumed_at_update = -1;
+  std::string waiting;                   // why the job is not progressing now ("" = it is)
+  double devices_from_unix = 0, devices_until_unix = 0;  // measured jobs: when they held the server's devices
+  std::deque<CurvePoint> curve;          // the last kCurvePoints updates
+  std::shared_ptr<MetricsSink> series;   // its Prometheus series, while exported
 };
+
+inline constexpr size_t kCurvePoints = 32;
 
 class JobManager {
  public:
   JobManager(const ServiceConfig& config, ServiceMetrics* metrics);
   ~JobManager();
+  void start();  // starts the runners (after the hooks below are set)
 
   // Queues a job for a prepared problem; throws RequestError(busy) when the
   // queue is full. Returns the job id.
@@ -50,6 +82,12 @@ class JobManager {
   std::string result_json(const std::string& id, bool include_placement);
   std::string cancel(const std::string& id);
   void shutdown();
+  // Set by the service before jobs run.
+  // Keeps a finished learned job's run folder as a named policy; throws InputError.
+  std::function<void(const std::string& name, const std::string& run_dir, const std::string& description)> save_policy;
+  // Rejects a save_as name the server's config already uses (throws RequestError).
+  std::function<void(const std::string& name)> check_policy_name;
+  std::shared_ptr<RemoteEvaluator> remote;  // rollout workers for learned jobs, when configured
   int64_t running() const { return running_.load(); }
   int64_t queued() const;
   int64_t stored() const;
@@ -57,6 +95,12 @@ class JobManager {
  private:
   void runner();
   void run(Job& job);
+  void run_learned(Job& job);              // learned_job.cc
+  // A learned job's config, folder and files, checked at submit (learned_job.cc).
+  void prepare_learned(Job& job);
+  std::string jobs_dir() const;            // state_dir/jobs, or a temporary folder
+  void export_series(Job& job);            // call with mutex_ held
+  void limit_series();                     // call with mutex_ held
   std::shared_ptr<Job> find(const std::string& id);  // throws RequestError(not_found)
   void persist(const Job& job);      // call with mutex_ held
   void forget(const std::string& id);  // call with mutex_ held
@@ -73,6 +117,11 @@ class JobManager {
   std::vector<std::thread> runners_;
   std::atomic<int64_t> running_{0};
   bool stopping_ = false;
+  std::string temp_dir_;                   // jobs_dir() without a state_dir
+  // Measured jobs use the server's devices one at a time.
+  std::mutex devices_mutex_;
+  std::condition_variable devices_free_;
+  std::string devices_holder_;             // the job id measuring now
 };
 
 }  // namespace placer::service

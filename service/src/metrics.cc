@@ -12,7 +12,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <stdexcept>
 
@@ -40,6 +42,7 @@ std::vector<std::string> exported_metric_names() {
           "placer_train_loss",                   "placer_train_samples_total",
           "placer_train_samples_per_second",     "placer_train_cache_hits_total",
           "placer_train_learning_rate",          "placer_train_updates",
+          "placer_train_reward_best",            "placer_train_updates_per_second",
           "placer_train_lower_bound_seconds",    "placer_baseline_step_seconds"};
 }
 
@@ -128,7 +131,7 @@ const char* outcome_name(Outcome outcome) {
   return "unknown";
 }
 
-ServiceMetrics::ServiceMetrics(prometheus::Registry& registry) {
+ServiceMetrics::ServiceMetrics(prometheus::Registry& registry) : registry_(registry) {
   requests_ = &prometheus::BuildCounter()
                    .Name("placer_service_requests_total")
                    .Help("Requests answered, by request type and outcome")
@@ -183,17 +186,25 @@ PrometheusSink::PrometheusSink(prometheus::Registry& registry, const std::string
     : run_(run), graph_(graph) {
   prometheus::Labels labels{{"run", run}, {"graph", graph}};
   auto gauge = [&](const char* name, const char* help) {
-    return &prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add(labels);
+    auto& family = prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+    auto* g = &family.Add(labels);
+    gauges_.emplace_back(&family, g);
+    return g;
   };
   auto counter = [&](const char* name, const char* help) {
-    return &prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add(labels);
+    auto& family = prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+    auto* c = &family.Add(labels);
+    counters_.emplace_back(&family, c);
+    return c;
   };
   reward_ = gauge("placer_train_reward", "Mean reward of the last policy update's samples");
+  reward_best_ = gauge("placer_train_reward_best", "Best reward of any sample so far (reward = -step_s^exponent)");
   step_ = gauge("placer_train_step_seconds", "Mean step time of the last update's samples");
   best_step_ = gauge("placer_train_best_step_seconds", "Step time of the best placement found so far");
   entropy_ = gauge("placer_train_entropy", "Mean policy entropy per decision in the last update");
   loss_ = gauge("placer_train_loss", "Policy loss of the last update");
   samples_per_s_ = gauge("placer_train_samples_per_second", "Placements evaluated per second");
+  updates_per_s_ = gauge("placer_train_updates_per_second", "Policy updates per second over the run");
   lr_ = gauge("placer_train_learning_rate", "Learning rate of the last update");
   updates_ = gauge("placer_train_updates", "Policy updates done");
   lower_bound_ = gauge("placer_train_lower_bound_seconds", "Lower bound on any placement's step time");
@@ -205,14 +216,30 @@ PrometheusSink::PrometheusSink(prometheus::Registry& registry, const std::string
                    .Register(registry);
 }
 
+// The run's series leave the registry with it (service jobs come and go;
+// label cardinality stays bounded by the jobs alive).
+PrometheusSink::~PrometheusSink() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [family, g] : gauges_) family->Remove(g);
+  for (auto& [family, c] : counters_) family->Remove(c);
+  for (auto* g : baselines_) baseline_->Remove(g);
+}
+
 void PrometheusSink::on_update(const UpdateMetrics& m) {
   std::lock_guard<std::mutex> lock(mutex_);
   reward_->Set(m.reward_mean);
+  // reward = -step^exponent is monotone in the step time: the best reward is the best step's.
+  if (std::isfinite(m.reward_best) && (!best_reward_set_ || m.reward_best > best_reward_)) {
+    best_reward_ = m.reward_best;
+    best_reward_set_ = true;
+    reward_best_->Set(best_reward_);
+  }
   step_->Set(m.step_mean_s);
   best_step_->Set(m.best_step_s);
   entropy_->Set(m.entropy);
   loss_->Set(m.loss);
   samples_per_s_->Set(m.samples_per_s);
+  if (m.elapsed_s > 0) updates_per_s_->Set(static_cast<double>(m.update) / m.elapsed_s);
   lr_->Set(m.lr);
   updates_->Set(static_cast<double>(m.update));
   // The trainer reports running totals; counters only move forward.
@@ -223,7 +250,10 @@ void PrometheusSink::on_update(const UpdateMetrics& m) {
 }
 
 void PrometheusSink::set_baseline(const std::string& method, double step_s) {
-  baseline_->Add({{"run", run_}, {"graph", graph_}, {"method", method}}).Set(step_s);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto* g = &baseline_->Add({{"run", run_}, {"graph", graph_}, {"method", method}});
+  g->Set(step_s);
+  if (std::find(baselines_.begin(), baselines_.end(), g) == baselines_.end()) baselines_.push_back(g);
 }
 
 void PrometheusSink::set_lower_bound(double seconds) { lower_bound_->Set(seconds); }

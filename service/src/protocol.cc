@@ -10,6 +10,7 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <cstdio>
@@ -470,10 +471,32 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
         r.budget.samples = bf.integer("samples", false, 0, 0, limits.max_budget_samples);
         r.budget.seconds = bf.number("seconds", 0.0, 0.0, limits.max_budget_seconds);
         if (r.budget.samples == 0 && r.budget.seconds == 0.0) bad("budget", "give samples > 0 or seconds > 0");
-        r.reward_mode = f.string("reward_mode", false, "simulated");
-        if (r.reward_mode != "simulated")
-          bad("reward_mode", "'" + r.reward_mode + "' is not offered by the service (only \"simulated\": measuring would run "
-                             "the model on the server)");
+        r.reward_mode = f.string("reward_mode", false, "");
+        if (!r.reward_mode.empty() && r.reward_mode != "simulated" && r.reward_mode != "measured" && r.reward_mode != "hybrid")
+          bad("reward_mode", "'" + r.reward_mode + "': expected simulated, measured or hybrid");
+        if (const Value* l = f.find("learned")) {
+          if (l->IsString()) {
+            std::string type(l->GetString(), l->GetStringLength());
+            if (type != "seq2seq" && type != "hierarchical" && type != "gnn")
+              bad("learned", "'" + type + "': expected a policy type (seq2seq, hierarchical, gnn) or a train-config object");
+            r.learned_json = "{\"policy\":{\"type\":\"" + type + "\"}}";
+          } else if (l->IsObject()) {
+            r.learned_json = to_text(*l);
+          } else {
+            bad("learned", std::string("expected a policy type or a train-config object, got ") + json_type_name(*l));
+          }
+          if (!r.methods.empty()) bad("methods", "give either methods (a search job) or learned (a learned job), not both");
+        } else if (!r.reward_mode.empty() && r.reward_mode != "simulated") {
+          bad("reward_mode", "only learned jobs measure; a search job with methods is simulated");
+        }
+        r.save_as = f.string("save_as", false);
+        if (!r.save_as.empty()) {
+          if (r.learned_json.empty()) bad("save_as", "only a learned job's result can be kept as a policy");
+          if (r.save_as.size() > 64 || !std::all_of(r.save_as.begin(), r.save_as.end(), [](char c) {
+                return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+              }) || r.save_as.front() == '.')
+            bad("save_as", "'" + r.save_as + "': a policy name is 1 to 64 letters, digits, '-', '_' or '.', not starting with '.'");
+        }
       }
       break;
   }

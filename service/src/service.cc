@@ -6,6 +6,8 @@
 #include <chrono>
 #include <filesystem>
 
+#include <unistd.h>
+
 #include "jobs.h"
 #include "json_out.h"
 #include "placer/agent/learned.h"
@@ -151,11 +153,119 @@ PlacementService::PlacementService(ServiceConfig config, ServiceMetrics* metrics
   for (const auto& name : config_.place_baselines) make_placer(name);  // config errors at start, not per request
   for (const auto& name : config_.optimize_methods) make_placer(name);
   if (config_.default_policy.empty() && !config_.policies.empty()) config_.default_policy = config_.policies.front().name;
-  if (metrics_) metrics_->set_policies(static_cast<int64_t>(config_.policies.size()));
+  policies_ = config_.policies;
+  if (!config_.state_dir.empty()) {
+    saved_dir_ = (std::filesystem::path(config_.state_dir) / "policies").string();
+  } else {
+    saved_dir_ = (std::filesystem::temp_directory_path() / ("placer-policies-" + std::to_string(::getpid()))).string();
+    saved_dir_temporary_ = true;
+  }
+  load_saved_policies();
+  if (metrics_) metrics_->set_policies(static_cast<int64_t>(policies_.size()));
   jobs_ = std::make_unique<JobManager>(config_, metrics_);
+  jobs_->save_policy = [this](const std::string& name, const std::string& dir, const std::string& description) {
+    save_policy(name, dir, description);
+  };
+  jobs_->check_policy_name = [this](const std::string& name) {
+    for (const auto& p : config_.policies)
+      if (p.name == name)
+        throw RequestError(codes::kBadRequest, "save_as", "'" + name + "' is a policy of the server's config; choose another name");
+  };
+  jobs_->start();
 }
 
-PlacementService::~PlacementService() { shutdown(); }
+PlacementService::~PlacementService() {
+  shutdown();
+  if (saved_dir_temporary_) {
+    std::error_code ec;
+    std::filesystem::remove_all(saved_dir_, ec);
+  }
+}
+
+// Policies kept by earlier learned jobs (save_as) in state_dir/policies/NAME/.
+void PlacementService::load_saved_policies() {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(saved_dir_, ec)) return;
+  std::vector<PolicyEntry> found;
+  for (const auto& entry : std::filesystem::directory_iterator(saved_dir_, ec)) {
+    std::string name = entry.path().filename().string();
+    if (!entry.is_directory(ec) || name.empty() || name.front() == '.' || !std::filesystem::exists(entry.path() / "checkpoint.pt", ec))
+      continue;
+    if (std::any_of(config_.policies.begin(), config_.policies.end(), [&](const PolicyEntry& p) { return p.name == name; }))
+      continue;  // the config's policy of that name wins
+    PolicyEntry e;
+    e.name = name;
+    e.checkpoint = entry.path().string();
+    try {
+      e.description = read_file((entry.path() / "description.txt").string());
+    } catch (const std::exception&) {
+    }
+    found.push_back(e);
+  }
+  std::sort(found.begin(), found.end(), [](const PolicyEntry& a, const PolicyEntry& b) { return a.name < b.name; });
+  policies_.insert(policies_.end(), found.begin(), found.end());
+}
+
+// Copies a finished run's policy files to saved_dir_/NAME (replacing an
+// earlier saved policy of that name) and registers it.
+void PlacementService::save_policy(const std::string& name, const std::string& run_dir, const std::string& description) {
+  namespace fs = std::filesystem;
+  fs::path target = fs::path(saved_dir_) / name;
+  fs::path staging = fs::path(saved_dir_) / ("." + name + ".saving");
+  fs::remove_all(staging);
+  fs::create_directories(staging);
+  for (const char* file : {"checkpoint.pt", "config.json", "best_placement.json", "warm_start_placement.json", "summary.json",
+                           "train.csv", "reward.svg"}) {
+    std::error_code ec;
+    if (fs::exists(fs::path(run_dir) / file, ec)) fs::copy_file(fs::path(run_dir) / file, staging / file);
+  }
+  if (!fs::exists(staging / "checkpoint.pt")) throw InputError("the run left no checkpoint.pt");
+  write_file_atomic((staging / "description.txt").string(), description);
+  std::lock_guard<std::mutex> lock(policies_mutex_);
+  fs::remove_all(target);
+  fs::rename(staging, target);
+  auto it = std::find_if(policies_.begin(), policies_.end(), [&](const PolicyEntry& p) { return p.name == name; });
+  if (it == policies_.end()) it = policies_.insert(policies_.end(), PolicyEntry{});
+  it->name = name;
+  it->checkpoint = target.string();
+  it->description = description;
+  loaded_.erase(name);
+  if (metrics_) metrics_->set_policies(static_cast<int64_t>(policies_.size()));
+}
+
+std::vector<PolicyEntry> PlacementService::policy_list() {
+  std::lock_guard<std::mutex> lock(policies_mutex_);
+  return policies_;
+}
+
+std::optional<PlacementService::PolicyHandle> PlacementService::find_policy(const std::string& name) {
+  namespace fs = std::filesystem;
+  PolicyHandle h;
+  {
+    std::lock_guard<std::mutex> lock(policies_mutex_);
+    auto it = std::find_if(policies_.begin(), policies_.end(), [&](const PolicyEntry& p) { return p.name == name; });
+    if (it == policies_.end()) return std::nullopt;
+    h.entry = *it;
+  }
+  fs::path file = fs::is_directory(h.entry.checkpoint) ? fs::path(h.entry.checkpoint) / "checkpoint.pt" : fs::path(h.entry.checkpoint);
+  std::error_code ec;
+  auto mtime = fs::last_write_time(file, ec);
+  if (ec) throw RequestError(codes::kNotFound, "policy", "policy '" + name + "' has no checkpoint on the server (ask `policies`)");
+  h.version = std::to_string(mtime.time_since_epoch().count());
+  {
+    std::lock_guard<std::mutex> lock(policies_mutex_);
+    auto it = loaded_.find(name);
+    if (it != loaded_.end() && it->second.first == h.version) {
+      h.policy = it->second.second;
+      return h;
+    }
+  }
+  // Loaded outside the lock (a large checkpoint must not stall other names).
+  h.policy = LoadedPolicy::load(h.entry.checkpoint);
+  std::lock_guard<std::mutex> lock(policies_mutex_);
+  loaded_[name] = {h.version, h.policy};
+  return h;
+}
 
 void PlacementService::shutdown() {
   if (jobs_) jobs_->shutdown();
@@ -223,10 +333,17 @@ std::string PlacementService::handle(const Request& r, Clock::time_point deadlin
 
 std::string PlacementService::handle_place(const Request& r, Clock::time_point deadline) {
   auto start = Clock::now();
-  const PolicyEntry* policy = nullptr;
   std::string policy_name = r.policy.empty() ? config_.default_policy : r.policy;
-  for (const auto& p : config_.policies)
-    if (p.name == policy_name) policy = &p;
+  std::optional<PolicyHandle> policy;
+  if (!policy_name.empty()) {
+    try {
+      policy = find_policy(policy_name);
+    } catch (const RequestError&) {
+      if (!r.policy.empty()) throw;
+    } catch (const InputError& e) {
+      if (!r.policy.empty()) throw RequestError(codes::kBadRequest, "policy", "policy '" + policy_name + "': " + e.what());
+    }
+  }
   if (!r.policy.empty() && !policy)
     throw RequestError(codes::kNotFound, "policy", "no policy '" + r.policy + "' is loaded (ask `policies`)");
 
@@ -235,24 +352,39 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
   StepResult result;
   std::string method, note;
   if (policy) {
-    Environment env(p->graph, p->cluster, simulated_env());
-    PlaceContext ctx;
-    ctx.graph = &p->graph;
-    ctx.cluster = &p->cluster;
-    ctx.env = &env;
-    ctx.seed = r.seed;
-    ctx.time_limit_s = seconds_left(deadline);
-    try {
-      PlaceResult pr = place_with_checkpoint(policy->checkpoint, ctx);
+    const std::string memo_key = policy->entry.name + "\n" + policy->version + "\n" + std::to_string(r.seed);
+    {
+      std::lock_guard<std::mutex> lock(p->memo_mutex);
+      auto it = p->policy_memo.find(memo_key);
+      if (it != p->policy_memo.end()) {
+        placement = it->second.placement;
+        result = it->second.result;
+        method = "policy:" + policy->entry.name;
+      }
+    }
+    if (method.empty()) try {
+      Environment env(p->graph, p->cluster, simulated_env());
+      PlaceContext ctx;
+      ctx.graph = &p->graph;
+      ctx.cluster = &p->cluster;
+      ctx.env = &env;
+      ctx.seed = r.seed;
+      ctx.time_limit_s = seconds_left(deadline);
+      PlaceResult pr = policy->policy->place(ctx);
       placement = std::move(pr.placement);
       result = env.simulate(placement);
-      method = "policy:" + policy->name;
+      method = "policy:" + policy->entry.name;
+      std::lock_guard<std::mutex> lock(p->memo_mutex);
+      if (p->policy_memo.size() >= 64) p->policy_memo.clear();  // bounded: a few policies x seeds
+      p->policy_memo[memo_key] = {placement, result, ""};
+    } catch (const RequestError&) {
+      throw;
     } catch (const InputError& e) {
       // The policy cannot place this graph/cluster (e.g. trained for another device count).
-      if (!r.policy.empty()) throw RequestError(codes::kBadRequest, "policy", "policy '" + policy->name + "': " + e.what());
-      note = "default policy '" + policy->name + "' not applicable (" + e.what() + "); used the best baseline";
+      if (!r.policy.empty()) throw RequestError(codes::kBadRequest, "policy", "policy '" + policy->entry.name + "': " + e.what());
+      note = "default policy '" + policy->entry.name + "' not applicable (" + e.what() + "); used the best baseline";
     } catch (const NoFeasiblePlacement& e) {
-      note = "policy '" + policy->name + "' found no feasible placement: " + e.what();
+      note = "policy '" + policy->entry.name + "' found no feasible placement: " + e.what();
     }
   }
   if (method.empty() || !result.ok()) {
@@ -378,7 +510,7 @@ std::string PlacementService::handle_baselines(const Request& r) {
 std::string PlacementService::handle_policies() {
   JsonOut o;
   o.begin().field("default", config_.default_policy).begin_array("policies");
-  for (const auto& p : config_.policies) {
+  for (const auto& p : policy_list()) {
     std::error_code ec;
     bool present = std::filesystem::exists(std::filesystem::path(p.checkpoint) / "checkpoint.pt", ec);
     // Names and descriptions only: the server's paths are not the client's business.
@@ -394,7 +526,7 @@ std::string PlacementService::handle_health() {
   o.field("uptime_s", seconds_since(started_)).field("workers", config_.workers);
   o.field("queue_depth", queue_depth ? queue_depth() : int64_t{0});
   o.field("running_jobs", jobs_->running()).field("queued_jobs", jobs_->queued()).field("stored_jobs", jobs_->stored());
-  o.field("policies", static_cast<int64_t>(config_.policies.size()));
+  o.field("policies", static_cast<int64_t>(policy_list().size()));
   o.end();
   return o.text();
 }

@@ -54,9 +54,29 @@ TEST(Protocol, ParsesOptimizeAndJobRequests) {
                                "budget":{"samples":500,"seconds":2.5}})");
   EXPECT_EQ(r.budget.samples, 500);
   EXPECT_DOUBLE_EQ(r.budget.seconds, 2.5);
-  EXPECT_EQ(r.reward_mode, "simulated");
+  EXPECT_EQ(r.reward_mode, "");  // the train config's (learned jobs) or simulated
+  EXPECT_TRUE(r.learned_json.empty());
   EXPECT_EQ(parse_request(R"({"version":1,"type":"cancel","job_id":"j-1"})").job_id, "j-1");
   EXPECT_EQ(parse_request(R"({"version":1,"type":"health"})").type, RequestType::Health);
+}
+
+TEST(Protocol, ParsesLearnedOptimizeRequests) {
+  Request r = parse_request(R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2",
+                               "budget":{"samples":64},"learned":"gnn","save_as":"mlp-gnn.v2"})");
+  EXPECT_EQ(r.learned_json, R"({"policy":{"type":"gnn"}})");
+  EXPECT_EQ(r.save_as, "mlp-gnn.v2");
+  r = parse_request(R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"devices":"cpu:2","budget":{"seconds":5},
+                       "learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"lr":0.02}},"reward_mode":"hybrid"})");
+  EXPECT_EQ(r.learned_json, R"({"policy":{"type":"seq2seq","hidden":8},"train":{"lr":0.02}})");
+  EXPECT_EQ(r.reward_mode, "hybrid");
+  const std::string head = R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2","budget":{"samples":9},)";
+  expect_error(head + R"("learned":"lstm"})", codes::kBadRequest, "learned", "expected a policy type");
+  expect_error(head + R"("learned":[1]})", codes::kBadRequest, "learned", "got an array");
+  expect_error(head + R"("learned":"seq2seq","methods":["m_etf"]})", codes::kBadRequest, "methods", "not both");
+  expect_error(head + R"("learned":"seq2seq","save_as":"a/b"})", codes::kBadRequest, "save_as", "a policy name is");
+  expect_error(head + R"("learned":"seq2seq","save_as":".hidden"})", codes::kBadRequest, "save_as", "not starting with");
+  expect_error(head + R"("save_as":"x"})", codes::kBadRequest, "save_as", "only a learned job");
+  expect_error(head + R"("learned":"seq2seq","reward_mode":"real"})", codes::kBadRequest, "reward_mode", "expected simulated");
 }
 
 TEST(Protocol, MalformedJson) {
@@ -98,7 +118,7 @@ TEST(Protocol, MissingAndWrongTypedFieldsAreNamed) {
                codes::kBadRequest, "budget", "samples > 0 or seconds > 0");
   expect_error(R"({"version":1,"type":"optimize","graph":{"builder":"nmt"},"cluster":"k80x2","budget":{"samples":10},
                   "reward_mode":"measured"})",
-               codes::kBadRequest, "reward_mode", "only \"simulated\"");
+               codes::kBadRequest, "reward_mode", "only learned jobs measure");
   expect_error(R"({"version":1,"type":"evaluate","graph":{"builder":"nmt"},"cluster":"k80x2","placement":{"device":{"a":1}}})",
                codes::kBadRequest, "placement.device.a", "expected a device name");
   expect_error(R"({"version":1,"type":"health","include_placement":"yes"})", codes::kBadRequest, "include_placement",

@@ -8,7 +8,11 @@
 #include <filesystem>
 #include <thread>
 
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
 #include "placer/agent/train.h"
+#include "placer/service/metrics.h"
 #include "placer/graphs/builders.h"
 #include "placer/graphs/serialize.h"
 
@@ -283,6 +287,40 @@ TEST(Service, HealthAndPolicies) {
   EXPECT_NE(h.find(R"("status":"serving","protocol_version":1)"), std::string::npos) << h;
   EXPECT_EQ(handle(s, R"({"version":1,"type":"policies"})"),
             R"({"default":"p1","policies":[{"name":"p1","description":"test policy","available":false}]})");
+}
+
+// Learned jobs export reward series labelled by job; only the newest
+// job_metric_series finished jobs keep them (bounded label cardinality), and a
+// fetched result takes its series away.
+TEST(Service, LearnedJobSeriesAreBoundedAndLeaveWithTheJob) {
+  prometheus::Registry registry;
+  ServiceMetrics metrics(registry);
+  ServiceConfig config = small_config();
+  config.job_metric_series = 1;
+  PlacementService s(config, &metrics);
+  auto run_job = [&] {
+    std::string r = handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                                  R"(,"cluster":"k80x2","budget":{"samples":32},"learned":{"policy":{"type":"seq2seq","hidden":8},)"
+                                  R"("train":{"samples_per_update":8},"warm_start":{"methods":["m_etf"],"bc_steps":0}}})");
+    std::string id = field_text(r, "job_id");
+    id = id.substr(1, id.size() - 2);
+    for (int i = 0; i < 600; ++i) {
+      std::string st = handle(s, R"({"version":1,"type":"status","job_id":")" + id + R"("})");
+      if (st.find(R"("state":"done")") != std::string::npos) break;
+      EXPECT_EQ(st.find(R"("state":"failed")"), std::string::npos) << st;
+      std::this_thread::sleep_for(50ms);
+    }
+    return id;
+  };
+  auto text = [&] { return prometheus::TextSerializer().Serialize(registry.Collect()); };
+  std::string a = run_job();
+  EXPECT_NE(text().find("placer_train_reward{graph=\"mlp\",run=\"" + a + "\"}"), std::string::npos);
+  std::string b = run_job();
+  EXPECT_EQ(text().find("run=\"" + a + "\""), std::string::npos) << "the older job's series must go";
+  EXPECT_NE(text().find("placer_train_updates{graph=\"mlp\",run=\"" + b + "\"} 4"), std::string::npos) << text();
+  std::string result = handle(s, R"({"version":1,"type":"result","job_id":")" + b + R"(","include_placement":false})");
+  EXPECT_NE(result.find(R"("kind":"learned")"), std::string::npos) << result;
+  EXPECT_EQ(text().find("run=\"" + b + "\""), std::string::npos) << "a fetched job's series must go";
 }
 
 }  // namespace

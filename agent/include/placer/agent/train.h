@@ -99,6 +99,7 @@ std::string train_config_to_json(const TrainConfig& config);
 struct UpdateMetrics {
   int64_t update = 0;
   double reward_mean = 0.0;
+  double reward_best = 0.0;       // best reward of any sample so far
   double step_mean_s = 0.0;       // mean step time of this update's samples
   double best_step_s = 0.0;
   double entropy = 0.0;

@@ -34,7 +34,8 @@ struct ServiceConfig {
   int64_t max_ops = 50'000;              // graphs larger than this are refused
   int max_devices = 256;
   // Place fast path.
-  std::vector<std::string> place_baselines = {"single", "round_robin", "m_topo", "m_etf", "heft"};
+  std::vector<std::string> place_baselines = {"single", "round_robin", "expert", "m_topo", "m_etf",
+                                              "m_sct",  "heft",        "dp",     "mincut"};
   int cache_entries = 32;                // prepared (graph, cluster) problems kept
   // Optimize jobs.
   int job_runners = 1;                   // jobs running at once
@@ -42,6 +43,10 @@ struct ServiceConfig {
   int max_jobs = 1000;                   // records kept (finished ones expire first)
   double job_keep_s = 3600.0;            // finished results kept this long unless fetched
   std::vector<std::string> optimize_methods = {"m_etf", "heft", "local_search"};
+  // Learned jobs may use measured/hybrid rewards on the server's own devices
+  // (one such job at a time). Off by default: measuring runs client models.
+  bool measure_jobs = false;
+  int job_metric_series = 16;            // learned jobs with reward series in /metrics (oldest finished dropped)
   std::vector<PolicyEntry> policies;
   std::string default_policy;            // "" = the first policy, if any
   CurveConfig curve;

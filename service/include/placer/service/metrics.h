@@ -68,8 +68,11 @@ class ServiceMetrics {
   void client_gone();
   void set_policies(int64_t loaded);
   void cache_lookup(bool hit);
+  // Learned jobs add their training series (PrometheusSink) here.
+  prometheus::Registry& registry() { return registry_; }
 
  private:
+  prometheus::Registry& registry_;
   prometheus::Family<prometheus::Counter>* requests_;
   prometheus::Family<prometheus::Histogram>* latency_;
   prometheus::Family<prometheus::Counter>* jobs_;
@@ -85,6 +88,7 @@ class ServiceMetrics {
 class PrometheusSink : public MetricsSink {
  public:
   PrometheusSink(prometheus::Registry& registry, const std::string& run, const std::string& graph);
+  ~PrometheusSink() override;  // removes the run's series from the registry
   // Keeps the exposer alive as long as the sink (make_prometheus_sink).
   void hold(std::unique_ptr<MetricsExposer> exposer) { exposer_ = std::move(exposer); }
   int port() const { return exposer_ ? exposer_->port() : 0; }
@@ -95,9 +99,15 @@ class PrometheusSink : public MetricsSink {
   void set_lower_bound(double seconds);
 
  private:
-  prometheus::Gauge *reward_, *step_, *best_step_, *entropy_, *loss_, *samples_per_s_, *lr_, *updates_, *lower_bound_;
+  prometheus::Gauge *reward_, *reward_best_, *step_, *best_step_, *entropy_, *loss_, *samples_per_s_, *updates_per_s_, *lr_,
+      *updates_, *lower_bound_;
   prometheus::Counter *samples_, *cache_hits_;
   prometheus::Family<prometheus::Gauge>* baseline_;
+  std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>> gauges_;
+  std::vector<std::pair<prometheus::Family<prometheus::Counter>*, prometheus::Counter*>> counters_;
+  std::vector<prometheus::Gauge*> baselines_;
+  double best_reward_ = 0;
+  bool best_reward_set_ = false;
   std::string run_, graph_;
   int64_t last_samples_ = 0, last_cache_hits_ = 0;
   std::mutex mutex_;

@@ -105,7 +105,13 @@ struct Request {
   std::vector<std::string> methods;    // baselines / optimize: placer names
   std::string placement_json;          // evaluate: {"device": {op: device}}
   Budget budget;                       // optimize
-  std::string reward_mode = "simulated";  // optimize
+  std::string reward_mode;             // optimize: simulated | measured | hybrid (learned jobs); "" = the config's
+  // optimize: a learned job. The text of a train-config object in the schema
+  // of `placer train` configs (policy, reward, train, warm_start, run,
+  // compare); graph, cluster and paths come from the server. Empty: a search
+  // job with `methods`.
+  std::string learned_json;
+  std::string save_as;                 // optimize (learned): keep the result as a named policy
   uint64_t seed = 0;
   std::string job_id;                  // status, result, cancel
 };

@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -22,6 +23,10 @@
 #include "placer/graphs/placement.h"
 #include "placer/service/config.h"
 #include "placer/service/protocol.h"
+
+namespace placer {
+class LoadedPolicy;
+}
 
 namespace placer::service {
 
@@ -44,6 +49,15 @@ struct Problem {
   };
   std::vector<Baseline> baselines;
   int best = -1;  // index of the fastest ok baseline, -1 if none
+  // Placements a named policy decoded for this problem, by policy, checkpoint
+  // time and seed: a policy's answer is deterministic, so it is decoded once.
+  struct PolicyAnswer {
+    Placement placement;
+    StepResult result;
+    std::string note;
+  };
+  mutable std::mutex memo_mutex;
+  mutable std::map<std::string, PolicyAnswer> policy_memo;
 };
 
 // Builds a Graph / Cluster from a request's spec. Throws RequestError
@@ -78,6 +92,17 @@ class PlacementService {
 
  private:
   std::shared_ptr<const Problem> problem(const Request& request);
+  // A policy by name: its entry and the policy loaded from its checkpoint,
+  // reloaded only when the checkpoint file changes. nullptr if no such name.
+  struct PolicyHandle {
+    PolicyEntry entry;
+    std::shared_ptr<const LoadedPolicy> policy;
+    std::string version;  // the checkpoint's change time
+  };
+  std::optional<PolicyHandle> find_policy(const std::string& name);
+  void save_policy(const std::string& name, const std::string& run_dir, const std::string& description);
+  void load_saved_policies();
+  std::vector<PolicyEntry> policy_list();
   std::string handle_place(const Request& request, Clock::time_point deadline);
   std::string handle_evaluate(const Request& request);
   std::string handle_baselines(const Request& request);
@@ -88,6 +113,13 @@ class PlacementService {
   ServiceMetrics* metrics_;
   Clock::time_point started_;
   std::unique_ptr<JobManager> jobs_;
+
+  // Policies: the config's, then those kept by learned jobs (save_as).
+  std::mutex policies_mutex_;
+  std::vector<PolicyEntry> policies_;
+  std::map<std::string, std::pair<std::string, std::shared_ptr<const LoadedPolicy>>> loaded_;  // name -> (version, policy)
+  std::string saved_dir_;  // where save_as keeps policies (state_dir/policies, or a temporary folder)
+  bool saved_dir_temporary_ = false;
 
   std::mutex cache_mutex_;
   std::list<std::pair<std::string, std::shared_ptr<const Problem>>> cache_;  // most recent first

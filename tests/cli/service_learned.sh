@@ -1,0 +1,181 @@
+#!/usr/bin/env bash
+# Learned optimize jobs end to end, as a user would drive them:
+# - a job sent with `placer query optimize --train-config` reaches exactly
+#   the result of `placer train` with the same config and seed;
+# - save_as keeps it as a policy that `place --policy` uses (and that survives
+#   a restart);
+# - status shows progress and the reward curve; the job's reward series is in
+#   /metrics; cancel stops a job within about one update;
+# - measured jobs take the server's devices one at a time;
+# - a server killed with SIGKILL mid-job resumes the job from its checkpoint;
+# - bad learned requests get errors naming the field.
+set -euo pipefail
+PLACER=$(realpath "$1")
+SRC=$(realpath "$2")
+PY=${PLACER_PYTHON:-$SRC/.venv/bin/python3}
+export PYTHONPATH="$SRC/clients/python${PYTHONPATH:+:$PYTHONPATH}"
+WORK=$(mktemp -d)
+SERVER=""
+trap '[ -n "$SERVER" ] && kill -9 $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
+source "$SRC/tests/cli/lib/serve.sh"
+
+cat > "$WORK/service.yaml" <<CFG
+endpoint: tcp://127.0.0.1:*
+metrics_port: 0
+metrics_address: 127.0.0.1
+state_dir: state
+place:
+  baselines: [single, m_etf, expert]
+jobs:
+  runners: 2
+  measure: true
+CFG
+cat > "$WORK/train.yaml" <<CFG
+name: same
+graph: {builder: mlp, options: {layers: 3, width: 64, input: 64, batch: 8}}
+cluster: k80x2
+policy: {type: seq2seq, hidden: 16}
+train: {updates: 30, samples_per_update: 8, lr: 0.01}
+warm_start: {methods: [m_etf, m_topo], bc_steps: 20}
+run: {seed: 3, threads: 1, output_dir: $WORK/train-run}
+CFG
+MLP=(--builder mlp --option layers=3 --option width=64 --option input=64 --option batch=8)
+job_of() { sed -n 's/.*"job_id":"\(j-[0-9a-f]*\)".*/\1/p'; }
+wait_state() {  # JOB STATE...: polls until the job is in one of the states
+  local job=$1; shift
+  for _ in $(seq 600); do
+    S=$("$PLACER" query --endpoint "$ENDPOINT" status "$job")
+    for st in "$@"; do echo "$S" | grep -q "\"state\":\"$st\"" && return 0; done
+    echo "$S" | grep -q '"state":"failed"' && { echo "job failed: $S"; exit 1; }
+    sleep 0.2
+  done
+  echo "job $job never reached $*: $S"; exit 1
+}
+
+start_server "$WORK/service.yaml" "$WORK/serve.log"
+MPORT=$(sed -n 's/^placer serve: metrics on http:\/\/[^:]*:\([0-9]*\)\/metrics/\1/p' "$WORK/serve.log")
+
+echo "== the same config through placer train and through the service"
+"$PLACER" train --config "$WORK/train.yaml" -q > "$WORK/train.out"
+JOB=$("$PLACER" query --endpoint "$ENDPOINT" optimize "${MLP[@]}" --cluster k80x2 --train-config "$WORK/train.yaml" \
+      --save-as mlp-k80x2 --no-placement | job_of)
+wait_state "$JOB" done
+"$PLACER" query --endpoint "$ENDPOINT" status "$JOB" > "$WORK/status.json"
+curl -sf "http://127.0.0.1:$MPORT/metrics" > "$WORK/metrics.txt" || "$PY" -c 'import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' "http://127.0.0.1:$MPORT/metrics" > "$WORK/metrics.txt"
+"$PLACER" query --endpoint "$ENDPOINT" result "$JOB" > "$WORK/result.json"
+"$PY" - "$WORK/train-run/summary.json" "$WORK/result.json" "$WORK/status.json" "$WORK/metrics.txt" "$JOB" <<'EOF'
+import json, sys
+summary = json.load(open(sys.argv[1]))
+result = json.load(open(sys.argv[2]))["result"]
+status = json.load(open(sys.argv[3]))["result"]
+metrics = open(sys.argv[4]).read()
+job = sys.argv[5]
+assert result["state"] == "done" and result["kind"] == "learned", result
+assert result["best"]["step_s"] == summary["best_step_s"], (result["best"], summary["best_step_s"])
+assert result["progress"]["samples"] == summary["samples"] == 240, (result["progress"], summary["samples"])
+assert result["progress"]["updates"] == 30
+assert result["saved"] is True and result["save_as"] == "mlp-k80x2"
+assert {b["method"] for b in result["baselines"]} >= {"single", "m_etf", "expert"}, result["baselines"]
+assert len(status["curve"]) == 30 or len(status["curve"]) == 32, len(status["curve"])
+assert status["curve"][-1]["update"] == 30 and status["curve"][-1]["samples"] == 240
+assert f'placer_train_reward{{graph="mlp",run="{job}"}}' in metrics, "no reward series for the job in /metrics"
+assert f'placer_train_reward_best{{graph="mlp",run="{job}"}}' in metrics
+print(f"service job = placer train: best {result['best']['step_s']:.6g} s after {result['progress']['samples']} samples; "
+      f"curve of {len(status['curve'])} points; reward series in /metrics")
+EOF
+
+echo "== the kept policy answers place"
+P=$("$PLACER" query --endpoint "$ENDPOINT" place "${MLP[@]}" --cluster k80x2 --policy mlp-k80x2 --no-placement)
+echo "$P" | grep -q '"method":"policy:mlp-k80x2"' || { echo "$P"; exit 1; }
+"$PLACER" query --endpoint "$ENDPOINT" policies | grep -q '"name":"mlp-k80x2"'
+
+echo "== Python client: a learned job by policy type, cancel, measured jobs, errors"
+"$PY" - "$ENDPOINT" <<'EOF'
+import sys, time
+from placer_client import PlacerClient, PlacerError
+c = PlacerClient(sys.argv[1], timeout_ms=60000)
+mlp = dict(builder="mlp", options={"layers": 3, "width": 64, "input": 64, "batch": 8})
+
+# cancel: a long job stops within about one update
+job = c.optimize(seconds=600, cluster="k80x4", learned={"policy": {"type": "seq2seq", "hidden": 16},
+                 "warm_start": {"methods": ["m_etf"], "bc_steps": 0}}, **mlp)
+for _ in range(600):
+    st = c.status(job)
+    if st["progress"].get("updates", 0) >= 2:
+        break
+    time.sleep(0.1)
+assert st["state"] == "running" and st["curve"], st
+t0 = time.monotonic()
+c.cancel(job)
+st = c.wait(job, poll_s=0.05, timeout_s=30)
+assert st["state"] == "cancelled", st
+print(f"cancelled after {st['progress']['updates']} updates, {time.monotonic() - t0:.2f} s after the request")
+assert st["best"]["step_s"] > 0
+
+# two measured jobs on the server's CPU devices: never on the devices at once
+small = dict(builder="mlp", options={"layers": 2, "width": 32, "input": 32, "batch": 4})
+cfg = {"policy": {"type": "seq2seq", "hidden": 8}, "warm_start": {"methods": ["m_etf"], "bc_steps": 0},
+       "train": {"samples_per_update": 4}, "reward": {"measure_warmup": 1, "measure_steps": 2}}
+a = c.optimize(samples=24, devices="cpu:2", learned=cfg, reward_mode="measured", **small)
+b = c.optimize(samples=24, devices="cpu:2", learned=cfg, reward_mode="measured", **small)
+sa, sb = c.wait(a, timeout_s=300), c.wait(b, timeout_s=300)
+for s in (sa, sb):
+    assert s["state"] == "done" and s["reward_mode"] == "measured" and s["best"]["measured"] is True, s
+ha, hb = sa["devices_held"], sb["devices_held"]
+assert ha["until_unix"] <= hb["from_unix"] or hb["until_unix"] <= ha["from_unix"], (ha, hb)
+print(f"measured jobs held the devices {ha['until_unix'] - ha['from_unix']:.2f} s and "
+      f"{hb['until_unix'] - hb['from_unix']:.2f} s, one after the other")
+
+def expect(code, field, **kw):
+    try:
+        c.optimize(**kw)
+    except PlacerError as e:
+        assert e.code == code and e.field == field, (e.code, e.field, str(e))
+        print(f"  {code} {field}: {e}")
+        return
+    raise AssertionError(f"accepted: {kw}")
+expect("bad_request", "learned.graph", samples=10, cluster="k80x2", learned={"graph": {"builder": "nmt"}}, **mlp)
+expect("bad_request", "learned.train.lr", samples=10, cluster="k80x2", learned={"train": {"lr": "fast"}}, **mlp)
+expect("bad_request", "learned", samples=10, cluster="k80x2", learned="transformer", **mlp)
+expect("bad_request", "save_as", samples=10, cluster="k80x2", learned="seq2seq", save_as="../x", **mlp)
+expect("bad_request", "methods", samples=10, cluster="k80x2", learned="seq2seq", methods=["m_etf"], **mlp)
+expect("bad_request", "devices", samples=10, cluster="k80x2", learned="seq2seq", reward_mode="measured", **mlp)
+expect("bad_request", "reward_mode", samples=10, cluster="k80x2", methods=["m_etf"], reward_mode="measured", **mlp)
+EOF
+
+echo "== SIGKILL mid-job: the restarted server resumes it from its checkpoint"
+RESUME=$("$PY" - "$ENDPOINT" <<'EOF'
+import sys
+from placer_client import PlacerClient
+c = PlacerClient(sys.argv[1])
+print(c.optimize(samples=4000, cluster="k80x4", builder="mlp", options={"layers": 6, "width": 128},
+                 learned={"policy": {"type": "seq2seq", "hidden": 16}, "train": {"samples_per_update": 8},
+                          "warm_start": {"methods": ["m_etf"], "bc_steps": 10}, "run": {"checkpoint_every": 5}}))
+EOF
+)
+for _ in $(seq 600); do
+  U=$("$PLACER" query --endpoint "$ENDPOINT" status "$RESUME" | sed -n 's/.*"updates":\([0-9]*\).*/\1/p')
+  [ -n "$U" ] && [ "$U" -ge 12 ] && break
+  sleep 0.1
+done
+[ "${U:-0}" -ge 12 ] || { echo "the job did not get to 12 updates"; exit 1; }
+sleep 2.5  # its record on disk follows within 2 s
+kill -9 $SERVER; wait $SERVER 2>/dev/null || true
+echo "killed at update $U"
+start_server "$WORK/service.yaml" "$WORK/serve2.log"
+wait_state "$RESUME" done
+"$PLACER" query --endpoint "$ENDPOINT" result "$RESUME" --no-placement > "$WORK/resumed.json"
+"$PY" - "$WORK/resumed.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))["result"]
+assert r["state"] == "done" and r["progress"]["restarts"] == 1, r
+assert r["progress"]["resumed_at_update"] >= 10, r["progress"]
+assert r["progress"]["samples"] == 4000 and r["progress"]["updates"] == 500, r["progress"]
+print(f"resumed at update {r['progress']['resumed_at_update']} after 1 restart; finished {r['progress']['updates']} "
+      f"updates, best {r['best']['step_s']:.6g} s")
+EOF
+P=$("$PLACER" query --endpoint "$ENDPOINT" place "${MLP[@]}" --cluster k80x2 --policy mlp-k80x2 --no-placement)
+echo "$P" | grep -q '"method":"policy:mlp-k80x2"' || { echo "the kept policy did not survive the restart: $P"; exit 1; }
+kill -TERM $SERVER; RC=0; wait $SERVER || RC=$?; SERVER=""
+[ $RC -eq 0 ] || { echo "serve exited $RC"; exit 1; }
+echo "service_learned: OK"
