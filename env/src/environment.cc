@@ -11,6 +11,7 @@
 #include <thread>
 #include <unordered_map>
 
+#include "placer/env/remote.h"
 #include "placer/env/simulator.h"
 #include "placer/graphs/error.h"
 #include "placer/runtime/runtime.h"
@@ -87,6 +88,9 @@ struct Environment::Impl {
   std::atomic<int64_t> evaluations{0};
   std::atomic<int64_t> hits{0};
   std::atomic<int64_t> measurements{0};
+  std::atomic<int64_t> remote_evaluations{0};
+  std::mutex remote_mu;
+  std::shared_ptr<const RemoteProblem> remote_problems[2];  // simulated, measured; prepared on first use
 
   std::mutex runtime_mu;
   std::unique_ptr<Runtime> runtime;
@@ -116,6 +120,34 @@ struct Environment::Impl {
     mo.measured_steps = options.measure_steps;
     ++measurements;
     return runtime->measure(graph, p, mo);
+  }
+
+  // The placements at `indices`, evaluated by options.remote in one batch.
+  std::vector<StepResult> evaluate_remotely(RewardMode mode, const std::vector<Placement>& placements,
+                                            const std::vector<size_t>& indices) {
+    std::shared_ptr<const RemoteProblem> problem;
+    {
+      std::lock_guard<std::mutex> lock(remote_mu);
+      auto& slot = remote_problems[mode == RewardMode::Measured ? 1 : 0];
+      if (!slot) {
+        RemoteSettings settings;
+        settings.mode = mode;
+        settings.measure_warmup = options.measure_warmup;
+        settings.measure_steps = options.measure_steps;
+        settings.profile = options.profile ? &*options.profile : nullptr;
+        slot = options.remote->prepare(graph, cluster, settings);
+      }
+      problem = slot;
+    }
+    std::vector<Placement> batch;
+    batch.reserve(indices.size());
+    for (size_t i : indices) batch.push_back(placements[i]);
+    std::vector<StepResult> results = options.remote->evaluate(*problem, batch);
+    PLACER_CHECK(results.size() == batch.size(), "remote evaluator returned ", results.size(), " results for ",
+                 batch.size(), " placements");
+    remote_evaluations += static_cast<int64_t>(batch.size());
+    if (mode == RewardMode::Measured) measurements += static_cast<int64_t>(batch.size());
+    return results;
   }
 
   // Refits the corrections from every measured sample: per device, measured
@@ -237,6 +269,7 @@ Environment::Stats Environment::stats() const {
   s.evaluations = impl_->evaluations.load();
   s.cache_hits = impl_->hits.load();
   s.measurements = impl_->measurements.load();
+  s.remote = impl_->remote_evaluations.load();
   std::lock_guard<std::mutex> lock(impl_->calib_mu);
   s.calibrations = impl_->calibrations;
   s.step_scale = impl_->step_scale;
@@ -293,7 +326,17 @@ std::vector<Evaluation> Environment::evaluate_batch(const std::vector<Placement>
   };
 
   if (im.options.mode == RewardMode::Measured) {
-    for (size_t i : todo) fill(i, im.measure(placements[i]), true);
+    if (im.options.remote && !todo.empty()) {
+      std::vector<StepResult> results = im.evaluate_remotely(RewardMode::Measured, placements, todo);
+      for (size_t k = 0; k < todo.size(); ++k) fill(todo[k], std::move(results[k]), true);
+    } else {
+      for (size_t i : todo) fill(i, im.measure(placements[i]), true);
+    }
+  } else if (im.options.mode == RewardMode::Simulated && im.options.remote) {
+    if (!todo.empty()) {
+      std::vector<StepResult> results = im.evaluate_remotely(RewardMode::Simulated, placements, todo);
+      for (size_t k = 0; k < todo.size(); ++k) fill(todo[k], std::move(results[k]), false);
+    }
   } else {
     parallel_for(todo.size(), im.options.threads, [&](size_t k) { fill(todo[k], im.simulate(placements[todo[k]]), false); });
     if (im.options.mode == RewardMode::Hybrid && !todo.empty()) {
@@ -313,10 +356,20 @@ std::vector<Evaluation> Environment::evaluate_batch(const std::vector<Placement>
         if (r < top || new_best) to_measure.push_back(order[r]);
         else break;
       }
-      for (size_t i : to_measure) {
-        StepResult measured = im.measure(placements[i]);
-        im.recalibrate(placements[i], measured);
-        fill(i, std::move(measured), true);
+      if (im.options.remote && !to_measure.empty()) {
+        // Measuring does not depend on the calibration: one remote batch,
+        // then the refits in order, give what one by one would.
+        std::vector<StepResult> measured = im.evaluate_remotely(RewardMode::Measured, placements, to_measure);
+        for (size_t k = 0; k < to_measure.size(); ++k) {
+          im.recalibrate(placements[to_measure[k]], measured[k]);
+          fill(to_measure[k], std::move(measured[k]), true);
+        }
+      } else {
+        for (size_t i : to_measure) {
+          StepResult measured = im.measure(placements[i]);
+          im.recalibrate(placements[i], measured);
+          fill(i, std::move(measured), true);
+        }
       }
       if (!to_measure.empty()) {
         // The rest were simulated before this recalibration: simulate again.

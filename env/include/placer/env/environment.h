@@ -31,6 +31,8 @@ struct RewardOptions {
   double overflow_penalty_s = 100.0;
 };
 
+class RemoteEvaluator;  // env/remote.h
+
 struct EnvOptions {
   RewardMode mode = RewardMode::Simulated;
   RewardOptions reward;
@@ -39,6 +41,10 @@ struct EnvOptions {
   int hybrid_measure_top = 1;   // hybrid: measure the best N of each batch and every new best
   int threads = 0;              // simulated batch evaluation threads (0 = cores)
   std::optional<Profile> profile;  // calibrates the cost model when given
+  // Evaluates uncached placements elsewhere (env/remote.h): every one in
+  // simulated and measured mode; in hybrid mode only the measurements (the
+  // simulation stays here, where the calibration lives). Null = here.
+  std::shared_ptr<RemoteEvaluator> remote;
 };
 
 struct Evaluation {
@@ -69,6 +75,7 @@ class Environment {
     int64_t evaluations = 0;
     int64_t cache_hits = 0;
     int64_t measurements = 0;
+    int64_t remote = 0;         // evaluations (simulations or measurements) done by options.remote
     int64_t calibrations = 0;   // hybrid: times the simulator was refit to measurements
     double step_scale = 1.0;    // hybrid: the current measured / simulated step factor
   };

@@ -1,0 +1,46 @@
+// Evaluation in other processes or on other machines. An Environment whose
+// options name a RemoteEvaluator sends it the placements it has not cached
+// and keeps the cache, rewards and penalties itself. The service library
+// implements it over ZeroMQ (service/workers.h: WorkerPool and `placer
+// worker`); env/ only knows this interface.
+#pragma once
+
+#include <memory>
+#include <vector>
+
+#include "placer/env/environment.h"
+
+namespace placer {
+
+// How the far side evaluates: what it needs besides graph and cluster to give
+// the result the local environment would give.
+struct RemoteSettings {
+  RewardMode mode = RewardMode::Simulated;  // Simulated or Measured (hybrid sends its measurements as Measured)
+  int measure_warmup = 2;
+  int measure_steps = 5;
+  const Profile* profile = nullptr;  // calibrates the simulator; null = roofline
+};
+
+// What an evaluator prepared for one environment (e.g. the serialized graph
+// and cluster), reused for every batch of that environment.
+class RemoteProblem {
+ public:
+  virtual ~RemoteProblem() = default;
+};
+
+class RemoteEvaluator {
+ public:
+  virtual ~RemoteEvaluator() = default;
+  // Once per environment and mode, before its first batch; graph, cluster and
+  // profile are copied, so they need not outlive the call.
+  virtual std::shared_ptr<const RemoteProblem> prepare(const Graph& graph, const Cluster& cluster,
+                                                       const RemoteSettings& settings) = 0;
+  // One result per placement, in order; blocks until every placement has one.
+  // Placements are already validated against the problem's graph and cluster.
+  // Throws (InputError or a subclass, with a message that says what to do)
+  // when it cannot finish: no worker able to do it within its timeout, or a
+  // worker that answered that it cannot do the task.
+  virtual std::vector<StepResult> evaluate(const RemoteProblem& problem, const std::vector<Placement>& placements) = 0;
+};
+
+}  // namespace placer
