@@ -517,7 +517,8 @@ TrainResult Trainer::run() {
   fs::create_directories(dir_);
   cluster_ = resolve_cluster(c_.cluster);
   validate_cluster(cluster_);
-  const EnvOptions eo = env_options(c_);
+  EnvOptions eo = env_options(c_);
+  eo.remote = ctl_.remote;
   std::vector<GraphSource> sources = (c_.policy == "gnn" && !c_.family.empty()) ? c_.family : std::vector<GraphSource>{c_.graph};
   for (const auto& s : sources) {
     auto t = std::make_unique<Task>();
@@ -629,6 +630,7 @@ TrainResult Trainer::run() {
     }
   }
   res.seconds = seconds_since(t_start);
+  for (const auto& t : tasks_) res.remote_evaluations += t->env->stats().remote;
   // summary.json
   std::ostringstream o;
   o << "{\n  \"name\": " << json_str(c_.name) << ",\n  \"graph\": " << json_str(tasks_[0]->env->graph().name)
@@ -636,6 +638,7 @@ TrainResult Trainer::run() {
     << ",\n  \"cluster\": " << json_str(cluster_.name) << ",\n  \"policy\": " << json_str(c_.policy)
     << ",\n  \"reward_mode\": " << json_str(c_.reward_mode) << ",\n  \"updates\": " << res.updates
     << ",\n  \"samples\": " << res.samples << ",\n  \"train_seconds\": " << num(rl_seconds_)
+    << ",\n  \"remote_evaluations\": " << res.remote_evaluations
     << ",\n  \"best_step_s\": " << num(res.best_step_s) << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
     << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s)
     << ",\n  \"warm_start\": {\"method\": " << json_str(res.warm_start_method) << ", \"step_s\": " << num(res.warm_start_step_s)

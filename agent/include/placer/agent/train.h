@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,8 @@
 #include "placer/graphs/placement.h"
 
 namespace placer {
+
+class RemoteEvaluator;  // env/remote.h
 
 // A graph to train on: a builder with options, or a graph file.
 struct GraphSource {
@@ -122,6 +125,9 @@ struct TrainControls {
   bool progress = true;           // progress line on stderr
   int64_t stop_after_updates = -1;  // stop (with a checkpoint) after this many updates in total
   const std::atomic<bool>* cancel = nullptr;  // set to stop early (checkpoint written)
+  // Evaluates the sampled placements elsewhere (e.g. service::WorkerPool: `placer
+  // worker` processes); simulated and measured rewards are the same as here.
+  std::shared_ptr<RemoteEvaluator> remote;
 };
 
 struct BaselineResult {
@@ -147,6 +153,7 @@ struct TrainResult {
   std::vector<BaselineResult> baselines;  // config.compare, evaluated in the same env
   // gnn: held-out graphs placed with no training: graph -> (step s, seconds to place).
   std::map<std::string, std::pair<double, double>> held_out;
+  int64_t remote_evaluations = 0;  // evaluations done by controls.remote in this invocation
 };
 
 // Trains a policy as the config says; writes output_dir/{config.yaml,config.json,
