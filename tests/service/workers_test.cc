@@ -1,0 +1,321 @@
+// The WorkerPool with in-process workers (run_worker threads) and with fake
+// workers speaking the wire protocol by hand: results equal to local
+// evaluation, exactly one result per placement, re-sends after a worker goes
+// silent, late and duplicate replies ignored, errors as clear exceptions.
+// Assertions never depend on timing: a worker that a loaded machine makes
+// look lost only causes extra re-sends, never a different result.
+#include "placer/service/workers.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <future>
+#include <random>
+#include <thread>
+#include <zmq.hpp>
+#include <zmq_addon.hpp>
+
+#include "placer/env/presets.h"
+#include "placer/graphs/algorithms.h"
+#include "placer/graphs/builders.h"
+#include "placer/graphs/serialize.h"
+
+namespace placer::service {
+namespace {
+
+using namespace std::chrono_literals;
+
+Graph small_graph() {
+  BuilderOptions bo;
+  bo.values = {{"batch", 4}, {"input", 16}, {"width", 16}, {"layers", 2}, {"classes", 4}};
+  return build_graph("mlp", bo);
+}
+
+std::vector<Placement> random_placements(const Graph& g, int count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  const Grouping groups = colocation_groups(g);
+  std::vector<Placement> out;
+  for (int k = 0; k < count; ++k) {
+    Placement p;
+    p.device_of.assign(static_cast<size_t>(g.size()), DeviceId(0));
+    for (const auto& group : groups.members) {
+      const DeviceId d(static_cast<int32_t>(rng() % 2));
+      for (OpId op : group) p.device_of[static_cast<size_t>(op.value)] = d;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+WorkerPoolOptions fast_pool() {
+  WorkerPoolOptions o;
+  o.heartbeat_ms = 200;
+  o.liveness = 3;
+  o.worker_wait_s = 30;  // generous: only the tests about missing workers lower it
+  return o;
+}
+
+// A run_worker thread; stops (saying goodbye) when destroyed.
+class InProcessWorker {
+ public:
+  InProcessWorker(const std::string& endpoint, const std::string& name, int threads = 1, std::string devices = "cpu:2") {
+    WorkerOptions o;
+    o.name = name;
+    o.threads = threads;
+    o.heartbeat_ms = 200;
+    o.devices = std::move(devices);
+    thread_ = std::thread([this, endpoint, o] { stats_ = run_worker(endpoint, o, stop_); });
+  }
+  ~InProcessWorker() {
+    stop_ = true;
+    thread_.join();
+  }
+  WorkerStats stop() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+    return stats_;
+  }
+
+ private:
+  std::atomic<bool> stop_{false};
+  WorkerStats stats_;
+  std::thread thread_;
+};
+
+// A worker driven by hand: a DEALER socket and the protocol's frames.
+class FakeWorker {
+ public:
+  FakeWorker(const std::string& endpoint, const std::string& name) : name_(name), socket_(ctx_, zmq::socket_type::dealer) {
+    socket_.set(zmq::sockopt::linger, 0);
+    socket_.connect(endpoint);
+    ready();
+  }
+  void ready() { send({"PLW1", "READY", name_, "cpu:0,cpu:1", "1", "200"}); }
+  void send(const std::vector<std::string>& frames) {
+    std::vector<zmq::const_buffer> parts;
+    for (const auto& f : frames) parts.push_back(zmq::buffer(f));
+    zmq::send_multipart(socket_, parts);
+  }
+  // The next message whose command is `command` (heartbeats and others
+  // skipped), or empty. Meanwhile it heartbeats, and registers again if a
+  // stalled machine made the pool forget it, unless `command` is DISCONNECT.
+  std::vector<std::string> next(const std::string& command, std::chrono::milliseconds timeout = 30s) {
+    const auto until = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < until) {
+      zmq::pollitem_t items[] = {{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0}};
+      zmq::poll(items, 1, 50ms);
+      if (command != "DISCONNECT" && std::chrono::steady_clock::now() - last_heartbeat_ > 100ms) {
+        heartbeat();
+        last_heartbeat_ = std::chrono::steady_clock::now();
+      }
+      if (!(items[0].revents & ZMQ_POLLIN)) continue;
+      std::vector<zmq::message_t> parts;
+      if (!zmq::recv_multipart(socket_, std::back_inserter(parts))) continue;
+      if (command != "DISCONNECT" && parts.size() >= 2 && parts[1].to_string() == "DISCONNECT") ready();
+      if (parts.size() >= 2 && parts[1].to_string() == command) {
+        std::vector<std::string> out;
+        for (auto& p : parts) out.push_back(p.to_string());
+        return out;
+      }
+    }
+    return {};
+  }
+  void heartbeat() { send({"PLW1", "HEARTBEAT"}); }
+
+ private:
+  std::string name_;
+  zmq::context_t ctx_;
+  zmq::socket_t socket_;
+  std::chrono::steady_clock::time_point last_heartbeat_{};
+};
+
+std::string result_json(double step_s) {
+  StepResult r;
+  r.step_s = step_s;
+  return step_result_to_json(r);
+}
+
+TEST(WorkerPool, BindsAnyPortAndFailsClearlyWithoutWorkers) {
+  WorkerPoolOptions o = fast_pool();
+  o.worker_wait_s = 0.3;
+  WorkerPool pool(o);
+  EXPECT_EQ(pool.endpoint().rfind("tcp://127.0.0.1:", 0), 0u);
+  EXPECT_NE(pool.endpoint(), "tcp://127.0.0.1:*");
+  const Graph g = small_graph();
+  RemoteSettings s;
+  auto problem = pool.prepare(g, cluster_preset("k80x2"), s);
+  try {
+    pool.evaluate(*problem, random_placements(g, 2, 1));
+    FAIL() << "expected RemoteError";
+  } catch (const RemoteError& e) {
+    EXPECT_NE(std::string(e.what()).find("no worker able to evaluate graph 'mlp'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("placer worker --connect " + pool.endpoint()), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(WorkerPool(WorkerPoolOptions{"tcp://999.1.1.1:1"}), InputError);
+}
+
+TEST(WorkerPool, SimulatedResultsEqualLocalOnesExactlyOnce) {
+  WorkerPool pool(fast_pool());
+  InProcessWorker a(pool.endpoint(), "a"), b(pool.endpoint(), "b", 2);
+  ASSERT_EQ(pool.wait_for_workers(2, 30), 2);
+  const Graph g = small_graph();
+  const Cluster c = cluster_preset("k80x2");
+  auto remote = std::shared_ptr<WorkerPool>(&pool, [](WorkerPool*) {});
+  EnvOptions ro;
+  ro.remote = remote;
+  Environment local(g, c), far(g, c, ro);
+  auto batch = random_placements(g, 40, 11);
+  batch.push_back(batch[3]);  // a repeat: evaluated once
+  const auto want = local.evaluate_batch(batch);
+  const auto got = far.evaluate_batch(batch);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(step_result_to_json(got[i].result), step_result_to_json(want[i].result)) << i;
+    EXPECT_EQ(got[i].reward, want[i].reward) << i;
+  }
+  const auto s = pool.stats();
+  EXPECT_EQ(s.results, far.stats().remote);
+  EXPECT_EQ(s.results + far.stats().cache_hits, static_cast<int64_t>(batch.size()));
+  EXPECT_GE(s.problems_sent, 1);
+  EXPECT_LE(s.problems_sent, s.workers_joined);  // once per worker registration
+}
+
+TEST(WorkerPool, ConcurrentBatchesFromSeveralThreads) {
+  WorkerPool pool(fast_pool());
+  InProcessWorker a(pool.endpoint(), "a", 2);
+  ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
+  const Graph g = small_graph();
+  const Cluster c = cluster_preset("k80x2");
+  Environment local(g, c);
+  auto problem = pool.prepare(g, c, RemoteSettings{});
+  std::vector<std::future<std::vector<StepResult>>> runs;
+  std::vector<std::vector<Placement>> batches;
+  for (int t = 0; t < 4; ++t) batches.push_back(random_placements(g, 10, 100 + t));
+  for (int t = 0; t < 4; ++t) runs.push_back(std::async(std::launch::async, [&, t] { return pool.evaluate(*problem, batches[t]); }));
+  for (int t = 0; t < 4; ++t) {
+    const auto results = runs[t].get();
+    ASSERT_EQ(results.size(), 10u);
+    for (size_t i = 0; i < results.size(); ++i) EXPECT_EQ(results[i].step_s, local.simulate(batches[t][i]).step_s);
+  }
+  EXPECT_EQ(pool.stats().results, 40);
+}
+
+TEST(WorkerPool, ResendsTheTasksOfASilentWorkerAndIgnoresItsLateReply) {
+  WorkerPool pool(fast_pool());
+  FakeWorker silent(pool.endpoint(), "silent");
+  ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
+  const Graph g = small_graph();
+  const Cluster c = cluster_preset("k80x2");
+  auto problem = pool.prepare(g, c, RemoteSettings{});
+  const auto batch = random_placements(g, 6, 21);
+  auto run = std::async(std::launch::async, [&] { return pool.evaluate(*problem, batch); });
+  // It takes a task (after its problem), then says nothing more: no result, no heartbeat.
+  ASSERT_FALSE(silent.next("PROBLEM").empty());
+  const auto task = silent.next("TASK");
+  ASSERT_EQ(task.size(), 5u);
+  InProcessWorker good(pool.endpoint(), "good");
+  const auto results = run.get();
+  Environment local(g, c);
+  for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(results[i].step_s, local.simulate(batch[i]).step_s) << i;
+  auto s = pool.stats();
+  EXPECT_GE(s.workers_lost, 1);
+  EXPECT_GE(s.resent, 1);
+  EXPECT_EQ(s.results, 6);
+  // Its answer comes late: ignored (the placement counted once), and the pool
+  // tells the unknown worker to register again.
+  silent.send({"PLW1", "RESULT", task[2], result_json(999.0)});
+  EXPECT_FALSE(silent.next("DISCONNECT").empty());
+  s = pool.stats();
+  EXPECT_EQ(s.results, 6);
+  EXPECT_GE(s.ignored, 1);
+}
+
+TEST(WorkerPool, DuplicateRepliesCountOnce) {
+  WorkerPool pool(fast_pool());
+  FakeWorker fake(pool.endpoint(), "twice");
+  ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
+  const Graph g = small_graph();
+  auto problem = pool.prepare(g, cluster_preset("k80x2"), RemoteSettings{});
+  const auto batch = random_placements(g, 3, 5);
+  auto run = std::async(std::launch::async, [&] { return pool.evaluate(*problem, batch); });
+  for (int k = 0; k < 3; ++k) {
+    const auto task = fake.next("TASK");
+    ASSERT_EQ(task.size(), 5u);
+    const double step = 1.0 + std::stoi(task[2]);  // task ids start at 1, in batch order
+    fake.send({"PLW1", "RESULT", task[2], result_json(step)});
+    fake.send({"PLW1", "RESULT", task[2], result_json(-1.0)});
+  }
+  const auto results = run.get();
+  for (size_t i = 0; i < results.size(); ++i) EXPECT_EQ(results[i].step_s, 2.0 + static_cast<double>(i));
+  // The duplicates of the last task may still be on their way.
+  for (int n = 0; n < 100 && pool.stats().ignored < 3; ++n) std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(pool.stats().ignored, 3);
+  EXPECT_EQ(pool.stats().results, 3);
+}
+
+TEST(WorkerPool, AWorkersErrorFailsTheBatchWithItsMessage) {
+  WorkerPool pool(fast_pool());
+  FakeWorker fake(pool.endpoint(), "grumpy");
+  ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
+  const Graph g = small_graph();
+  auto problem = pool.prepare(g, cluster_preset("k80x2"), RemoteSettings{});
+  auto run = std::async(std::launch::async, [&] { return pool.evaluate(*problem, random_placements(g, 2, 5)); });
+  const auto task = fake.next("TASK");
+  ASSERT_EQ(task.size(), 5u);
+  fake.send({"PLW1", "ERROR", task[2], "the GPU caught fire"});
+  try {
+    run.get();
+    FAIL() << "expected RemoteError";
+  } catch (const RemoteError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("worker 'grumpy' (cpu:0,cpu:1) cannot evaluate graph 'mlp'"), std::string::npos) << what;
+    EXPECT_NE(what.find("the GPU caught fire"), std::string::npos) << what;
+  }
+}
+
+TEST(WorkerPool, MeasuredTasksGoOnlyToWorkersWithTheDevices) {
+  WorkerPoolOptions o = fast_pool();
+  o.worker_wait_s = 0.5;
+  WorkerPool pool(o);
+  InProcessWorker small(pool.endpoint(), "one-cpu", 1, "cpu:1");
+  ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
+  const Graph g = small_graph();
+  const Cluster cpus = parse_device_list("cpu:2");
+  RemoteSettings s;
+  s.mode = RewardMode::Measured;
+  s.measure_warmup = 0;
+  s.measure_steps = 1;
+  auto problem = pool.prepare(g, cpus, s);
+  const std::vector<Placement> one = {single_device(g, DeviceId(1))};
+  try {
+    pool.evaluate(*problem, one);
+    FAIL() << "expected RemoteError";
+  } catch (const RemoteError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("measured tasks need a worker with devices cpu:0,cpu:1"), std::string::npos) << what;
+    EXPECT_NE(what.find("'one-cpu' (cpu:0)"), std::string::npos) << what;
+  }
+  // A worker with both devices measures it for real.
+  InProcessWorker two(pool.endpoint(), "two-cpus", 1, "cpu:2");
+  ASSERT_EQ(pool.wait_for_workers(2, 30), 2);
+  const auto results = pool.evaluate(*problem, one);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].ok()) << results[0].message;
+  EXPECT_GT(results[0].step_s, 0.0);
+  EXPECT_EQ(results[0].samples_s.size(), 1u);
+}
+
+TEST(WorkerPool, AWorkerLeavingSaysGoodbye) {
+  WorkerPool pool(fast_pool());
+  {
+    InProcessWorker a(pool.endpoint(), "brief");
+    ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
+  }
+  for (int n = 0; n < 200 && !pool.workers().empty(); ++n) std::this_thread::sleep_for(10ms);
+  EXPECT_TRUE(pool.workers().empty());
+  EXPECT_GE(pool.stats().workers_left + pool.stats().workers_lost, 1);
+}
+
+}  // namespace
+}  // namespace placer::service
