@@ -10,6 +10,7 @@
 #include "placer/agent/train.h"
 #include "placer/graphs/error.h"
 #include "placer/service/metrics.h"
+#include "placer/service/workers.h"
 
 namespace placer::cli {
 
@@ -29,7 +30,39 @@ struct TrainArgs {
   int64_t stop_after = -1;
   int threads = 0;
   int metrics_port = -1;
+  std::string workers_bind;
+  int min_workers = 1;
+  double workers_wait_s = 300.0;
 };
+
+// The pool `placer worker` processes connect to, once min_workers have joined.
+std::shared_ptr<placer::service::WorkerPool> start_workers(const TrainArgs& a) {
+  placer::service::WorkerPoolOptions o;
+  o.bind = a.workers_bind;
+  o.worker_wait_s = a.workers_wait_s;
+  o.log = [](const std::string& line) { std::fprintf(stderr, "workers: %s\n", line.c_str()); };
+  auto pool = std::make_shared<placer::service::WorkerPool>(o);
+  std::fprintf(stderr, "workers: connect with: placer worker --connect %s%s\n", pool->endpoint().c_str(),
+               pool->endpoint().find("0.0.0.0") != std::string::npos ? "  (this machine's address for 0.0.0.0)" : "");
+  if (a.min_workers > 0) {
+    std::fprintf(stderr, "workers: waiting for %d worker(s), at most %.0f s\n", a.min_workers, a.workers_wait_s);
+    const int live = pool->wait_for_workers(a.min_workers, a.workers_wait_s);
+    if (live < a.min_workers)
+      throw InputError("--min-workers: only " + std::to_string(live) + " of " + std::to_string(a.min_workers) +
+                       " workers connected to " + pool->endpoint() + " within " + std::to_string(static_cast<int>(a.workers_wait_s)) +
+                       " s (--workers-wait)");
+  }
+  return pool;
+}
+
+void print_worker_stats(const placer::service::WorkerPool& pool, const TrainResult& r) {
+  const auto s = pool.stats();
+  std::printf("  workers: %lld joined, %lld lost, %lld left; %lld tasks sent (%lld re-sent after a loss), "
+              "%lld late results ignored; %lld evaluations remote\n",
+              static_cast<long long>(s.workers_joined), static_cast<long long>(s.workers_lost),
+              static_cast<long long>(s.workers_left), static_cast<long long>(s.tasks_sent), static_cast<long long>(s.resent),
+              static_cast<long long>(s.ignored), static_cast<long long>(r.remote_evaluations));
+}
 
 void print_summary(const TrainConfig& c, const TrainResult& r) {
   std::printf("\n%s: %s on %s, policy %s, %s reward\n", c.name.c_str(), c.graph.describe().c_str(), c.cluster.c_str(),
@@ -77,6 +110,14 @@ void add_train_commands(CLI::App& app) {
   cmd->add_flag("-q,--quiet", args->quiet, "No progress line");
   cmd->add_option("--metrics-port", args->metrics_port,
                   "Serve Prometheus metrics of this run on 0.0.0.0:PORT/metrics (0 = any free port)");
+  cmd->add_option("--workers-bind", args->workers_bind,
+                  "Evaluate placements on `placer worker` processes that connect here, e.g. 'tcp://*:5557' "
+                  "(port * = any free port; the endpoint is printed)");
+  cmd->add_option("--min-workers", args->min_workers, "With --workers-bind: workers to wait for before training")
+      ->capture_default_str();
+  cmd->add_option("--workers-wait", args->workers_wait_s,
+                  "With --workers-bind: seconds to wait for --min-workers, and for a worker able to take a task")
+      ->capture_default_str();
   cmd->callback([args]() {
     TrainConfig c = load_train_config(args->config);
     if (!args->output.empty()) c.output_dir = args->output;
@@ -97,8 +138,14 @@ void add_train_commands(CLI::App& app) {
       auto* prom = dynamic_cast<placer::service::PrometheusSink*>(sink.get());
       std::fprintf(stderr, "metrics: serving http://0.0.0.0:%d/metrics\n", prom ? prom->port() : args->metrics_port);
     }
+    std::shared_ptr<placer::service::WorkerPool> pool;
+    if (!args->workers_bind.empty()) {
+      pool = start_workers(*args);
+      ctl.remote = pool;
+    }
     TrainResult r = train(c, sink.get(), ctl);
     print_summary(c, r);
+    if (pool) print_worker_stats(*pool, r);
   });
 }
 

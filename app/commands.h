@@ -15,5 +15,6 @@ void add_env_commands(CLI::App& app);      // simulate, fidelity                
 void add_agent_commands(CLI::App& app);    // place, baseline, train             (cmd_agent.cc)
 void add_service_commands(CLI::App& app);  // serve, query                       (cmd_service.cc)
 void add_train_commands(CLI::App& app);    // train                              (cmd_train.cc)
+void add_worker_commands(CLI::App& app);   // worker                             (cmd_worker.cc)
 
 }  // namespace placer::cli

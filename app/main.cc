@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   placer::cli::add_agent_commands(app);
   placer::cli::add_service_commands(app);
   placer::cli::add_train_commands(app);
+  placer::cli::add_worker_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

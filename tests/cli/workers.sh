@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Rollouts on several processes over loopback: `placer train --workers-bind`
+# with three `placer worker` processes. Worker C joins mid-run and holds the
+# first task it gets (--slow-ms) until it is SIGKILLed: the batch it held
+# still completes (its task goes to A or B once the pool finds C gone: its
+# connection drops, or on a real network its heartbeats stop), the
+# run has every sample, and its summary equals a local run's (simulated
+# rewards are exact through workers). A and B stop cleanly on SIGTERM.
+set -euo pipefail
+PLACER=$(realpath "$1")
+SRC=$(realpath "$2")
+source "$SRC/tests/cli/lib/workers.sh"
+WORK=$(mktemp -d)
+TRAINER="" A="" B="" C=""
+trap 'for p in $TRAINER $A $B $C; do kill -9 $p 2>/dev/null || true; wait $p 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
+cd "$WORK"
+write_config run.yaml 150
+
+"$PLACER" train -c run.yaml -o local -q > local.out 2>&1
+
+start_trainer run.yaml remote 'tcp://127.0.0.1:*' 2
+EP="tcp://127.0.0.1:$PORT"
+"$PLACER" worker --connect "$EP" --name A > A.log 2>&1 & A=$!
+"$PLACER" worker --connect "$EP" --name B --threads 2 > B.log 2>&1 & B=$!
+wait_for_line remote/train.csv '^5,' 120          # training is under way on A and B
+"$PLACER" worker --connect "$EP" --name C --slow-ms 600000 -v > C.log 2>&1 & C=$!
+wait_for_line C.log 'task [0-9]* started' 60     # C now holds a task of a batch
+sleep 0.5
+kill -9 $C; wait $C 2>/dev/null || true; C=""
+echo "C killed holding: $(grep -m1 'started' C.log)"
+wait_trainer remote
+grep -Eq "worker 'C' \(cpu:0,cpu:1\) (was lost|is unreachable)" remote.err || { echo "C's loss not reported:"; cat remote.err; exit 1; }
+check_lost_and_resent remote
+same_summary local remote
+[ "$(wc -l < remote/train.csv)" -eq 151 ] || { echo "train.csv: expected 150 updates"; exit 1; }
+for w in A B; do
+  pid=${!w}
+  kill -TERM "$pid"; rc=0; wait "$pid" || rc=$?
+  [ $rc -eq 0 ] || { echo "worker $w exited $rc on SIGTERM:"; cat $w.log; exit 1; }
+  grep -q 'stopped after' $w.log || { cat $w.log; exit 1; }
+done
+A="" B=""
+echo "workers: OK"
