@@ -554,6 +554,7 @@ TrainResult Trainer::run() {
     po.seed = c_.seed;
     t->problem = make_problem(t->env->graph(), t->env->cluster(), t->env->costs(), po);
   }
+  if (sink_) sink_->on_reference(tasks_[0]->env->lower_bound(), tasks_[0]->warm_results);
   torch::manual_seed(c_.seed);
   rng_.seed(c_.seed);
   policy_ = make_policy(policy_options(c_));

@@ -84,6 +84,14 @@ class JobSink : public MetricsSink {
     }
     if (series) series->on_update(m);
   }
+  void on_reference(double lower_bound_s, const std::vector<BaselineResult>& baselines) override {
+    std::shared_ptr<MetricsSink> series;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      series = job_.series;
+    }
+    if (series) series->on_reference(lower_bound_s, baselines);
+  }
 
  private:
   std::mutex& mutex_;

@@ -183,37 +183,41 @@ void ServiceMetrics::set_policies(int64_t loaded) { policies_->Set(static_cast<d
 void ServiceMetrics::cache_lookup(bool hit) { cache_->Add({{"result", hit ? "hit" : "miss"}}).Increment(); }
 
 PrometheusSink::PrometheusSink(prometheus::Registry& registry, const std::string& run, const std::string& graph)
-    : run_(run), graph_(graph) {
-  prometheus::Labels labels{{"run", run}, {"graph", graph}};
-  auto gauge = [&](const char* name, const char* help) {
-    auto& family = prometheus::BuildGauge().Name(name).Help(help).Register(registry);
-    auto* g = &family.Add(labels);
-    gauges_.emplace_back(&family, g);
-    return g;
-  };
-  auto counter = [&](const char* name, const char* help) {
-    auto& family = prometheus::BuildCounter().Name(name).Help(help).Register(registry);
-    auto* c = &family.Add(labels);
-    counters_.emplace_back(&family, c);
-    return c;
-  };
-  reward_ = gauge("placer_train_reward", "Mean reward of the last policy update's samples");
-  reward_best_ = gauge("placer_train_reward_best", "Best reward of any sample so far (reward = -step_s^exponent)");
-  step_ = gauge("placer_train_step_seconds", "Mean step time of the last update's samples");
-  best_step_ = gauge("placer_train_best_step_seconds", "Step time of the best placement found so far");
-  entropy_ = gauge("placer_train_entropy", "Mean policy entropy per decision in the last update");
-  loss_ = gauge("placer_train_loss", "Policy loss of the last update");
-  samples_per_s_ = gauge("placer_train_samples_per_second", "Placements evaluated per second");
-  updates_per_s_ = gauge("placer_train_updates_per_second", "Policy updates per second over the run");
-  lr_ = gauge("placer_train_learning_rate", "Learning rate of the last update");
-  updates_ = gauge("placer_train_updates", "Policy updates done");
-  lower_bound_ = gauge("placer_train_lower_bound_seconds", "Lower bound on any placement's step time");
-  samples_ = counter("placer_train_samples_total", "Placements evaluated");
-  cache_hits_ = counter("placer_train_cache_hits_total", "Evaluations answered from the evaluation cache");
+    : registry_(registry), run_(run), graph_(graph) {
   baseline_ = &prometheus::BuildGauge()
                    .Name("placer_baseline_step_seconds")
                    .Help("Step time of an algorithmic placer's placement, for comparison")
                    .Register(registry);
+}
+
+prometheus::Gauge* PrometheusSink::add_gauge(const char* name, const char* help) {
+  auto& family = prometheus::BuildGauge().Name(name).Help(help).Register(registry_);
+  auto* g = &family.Add({{"run", run_}, {"graph", graph_}});
+  gauges_.emplace_back(&family, g);
+  return g;
+}
+
+// The per-update series appear with the first update: a run that has not
+// sampled yet shows no reward rather than a reward of 0.
+void PrometheusSink::add_update_series() {
+  auto counter = [&](const char* name, const char* help) {
+    auto& family = prometheus::BuildCounter().Name(name).Help(help).Register(registry_);
+    auto* c = &family.Add({{"run", run_}, {"graph", graph_}});
+    counters_.emplace_back(&family, c);
+    return c;
+  };
+  reward_ = add_gauge("placer_train_reward", "Mean reward of the last policy update's samples");
+  reward_best_ = add_gauge("placer_train_reward_best", "Best reward of any sample so far (reward = -step_s^exponent)");
+  step_ = add_gauge("placer_train_step_seconds", "Mean step time of the last update's samples");
+  best_step_ = add_gauge("placer_train_best_step_seconds", "Step time of the best placement found so far");
+  entropy_ = add_gauge("placer_train_entropy", "Mean policy entropy per decision in the last update");
+  loss_ = add_gauge("placer_train_loss", "Policy loss of the last update");
+  samples_per_s_ = add_gauge("placer_train_samples_per_second", "Placements evaluated per second");
+  updates_per_s_ = add_gauge("placer_train_updates_per_second", "Policy updates per second over the run");
+  lr_ = add_gauge("placer_train_learning_rate", "Learning rate of the last update");
+  updates_ = add_gauge("placer_train_updates", "Policy updates done");
+  samples_ = counter("placer_train_samples_total", "Placements evaluated");
+  cache_hits_ = counter("placer_train_cache_hits_total", "Evaluations answered from the evaluation cache");
 }
 
 // The run's series leave the registry with it (service jobs come and go;
@@ -227,6 +231,7 @@ PrometheusSink::~PrometheusSink() {
 
 void PrometheusSink::on_update(const UpdateMetrics& m) {
   std::lock_guard<std::mutex> lock(mutex_);
+  if (!reward_) add_update_series();
   reward_->Set(m.reward_mean);
   // reward = -step^exponent is monotone in the step time: the best reward is the best step's.
   if (std::isfinite(m.reward_best) && (!best_reward_set_ || m.reward_best > best_reward_)) {
@@ -256,7 +261,17 @@ void PrometheusSink::set_baseline(const std::string& method, double step_s) {
   if (std::find(baselines_.begin(), baselines_.end(), g) == baselines_.end()) baselines_.push_back(g);
 }
 
-void PrometheusSink::set_lower_bound(double seconds) { lower_bound_->Set(seconds); }
+void PrometheusSink::on_reference(double lower_bound_s, const std::vector<BaselineResult>& baselines) {
+  if (lower_bound_s > 0) set_lower_bound(lower_bound_s);
+  for (const auto& b : baselines)
+    if (b.ok) set_baseline(b.method, b.step_s);
+}
+
+void PrometheusSink::set_lower_bound(double seconds) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!lower_bound_) lower_bound_ = add_gauge("placer_train_lower_bound_seconds", "Lower bound on any placement's step time");
+  lower_bound_->Set(seconds);
+}
 
 std::unique_ptr<MetricsSink> make_prometheus_sink(int port, const std::string& run_name, const std::string& graph_name) {
   if (port < 0 || port > 65535) throw InputError("--metrics-port: " + std::to_string(port) + " is not a port");

@@ -72,9 +72,6 @@ for _ in $(seq 60); do
 done
 [ -n "$ok" ] || { echo "Prometheus did not get placer_service_requests_total from placer serve"; exit 1; }
 echo "placer_service_requests_total{type=place,outcome=ok} = 1 via Prometheus"
-kill -INT $SERVE
-RC=0; wait $SERVE || RC=$?
-[ $RC -eq 0 ] || { echo "serve exited $RC on SIGINT"; exit 1; }
 
 "$PLACER" train --help | grep -q -- "--metrics-port" || { echo "FAIL: placer train has no --metrics-port (app/cmd_train.cc must pass placer::service::make_prometheus_sink to train())"; exit 1; }
 cat > "$WORK/train.yaml" <<CFG
@@ -82,11 +79,11 @@ name: promtest
 graph: {builder: mlp, options: {layers: 3, width: 64, input: 64, batch: 8}}
 cluster: k80x2
 policy: {type: seq2seq, hidden: 16}
-train: {updates: 1000000, samples_per_update: 8, time_limit_s: 12}
-warm_start: {methods: [], bc_steps: 0}
+train: {updates: 1000000, samples_per_update: 8, time_limit_s: 45}
+warm_start: {methods: [m_etf], bc_steps: 0}
 run: {output_dir: $WORK/run, threads: 1}
 CFG
-echo "== placer train --metrics-port $TRAIN_PORT (12 s)"
+echo "== placer train --metrics-port $TRAIN_PORT (45 s)"
 "$PLACER" train --config "$WORK/train.yaml" --metrics-port "$TRAIN_PORT" > "$WORK/train.log" 2>&1 &
 TRAIN=$!
 PIDS+=($TRAIN)
@@ -114,6 +111,60 @@ assert s["metric"]["run"] == "promtest" and s["metric"]["graph"], s["metric"]
 assert all(v < 0 for v in vals), vals  # reward = -sqrt(step seconds)
 print("reward series via Prometheus: %d points, labels %s, first %.5f last %.5f" % (len(vals), s["metric"], vals[0], vals[-1]))
 '
+
+# A live service job beside the live training run: a learned optimize job.
+JOB=$("$PLACER" query --endpoint "$ENDPOINT" optimize --builder mlp --option layers=3 --cluster k80x2 --learned seq2seq \
+      --seconds 10 --no-placement | sed -n 's/.*"job_id":"\(j-[0-9a-f]*\)".*/\1/p')
+[ -n "$JOB" ] || { echo "no learned job"; exit 1; }
+for _ in $(seq 20); do "$PLACER" query --endpoint "$ENDPOINT" place --builder mlp --cluster k80x2 --no-placement > /dev/null; sleep 0.2; done
+
+# Every query of the shipped Grafana dashboard must return data from this
+# Prometheus (a panel whose query names no real series shows nothing), and the
+# per-run panels must show both the training run and the service job.
+echo "== every dashboard query against Prometheus"
+cat > "$WORK/dash.py" <<'PYEOF'
+import json, sys, urllib.parse, urllib.request
+dash, base, job = json.load(open(sys.argv[1])), sys.argv[2], sys.argv[3]
+def get(path, **params):
+    url = base + path + "?" + urllib.parse.urlencode(params, doseq=True)
+    return json.load(urllib.request.urlopen(url, timeout=5))["data"]
+missing = []
+for var in dash["templating"]["list"]:  # label_values(METRIC, LABEL)
+    metric, label = var["query"]["query"][len("label_values("):-1].split(", ")
+    values = get(f"/api/v1/label/{label}/values", **{"match[]": metric})
+    if not {"promtest", job} <= set(values):
+        missing.append(f"variable {var['name']}: {values}")
+n = 0
+for panel in dash["panels"]:
+    for t in panel.get("targets", []):
+        expr = t["expr"].replace("$run", ".*")
+        n += 1
+        result = get("/api/v1/query", query=expr)["result"]
+        if not result:
+            missing.append(f"{panel['title']!r}: {expr}: no data")
+        elif '{run=~' in t["expr"] and not expr.startswith("rate("):
+            runs = {r["metric"].get("run") for r in result}
+            if not {"promtest", job} <= runs:
+                missing.append(f"{panel['title']!r}: {expr}: runs {sorted(r for r in runs if r)}")
+if missing:
+    print("\n".join(missing))
+    sys.exit(1)
+print(f"{n} dashboard queries and {len(dash['templating']['list'])} variable(s) return data, "
+      f"for run promtest and service job {job}")
+PYEOF
+ok=""
+for _ in $(seq 40); do
+  if "$PY" "$WORK/dash.py" "$SRC/configs/grafana/dashboards/placer.json" "http://127.0.0.1:$PROM_PORT" "$JOB" > "$WORK/dash.out" 2>&1; then
+    ok=1; break
+  fi
+  sleep 0.5
+done
+cat "$WORK/dash.out"
+[ -n "$ok" ] || { echo "dashboard queries without data (above)"; exit 1; }
+
 wait $TRAIN || { echo "placer train failed"; tail -5 "$WORK/train.log"; exit 1; }
+kill -INT $SERVE
+RC=0; wait $SERVE || RC=$?
+[ $RC -eq 0 ] || { echo "serve exited $RC on SIGINT"; exit 1; }
 
 echo "service_prometheus: OK"

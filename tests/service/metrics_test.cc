@@ -106,7 +106,8 @@ TEST(Metrics, EveryDashboardExpressionNamesAnExportedMetric) {
     }
   }
   EXPECT_GE(expressions, 10);
-  for (const char* t : {"Reward (mean of each update's samples)", "Best step time vs baselines", "Samples per second",
+  for (const char* t : {"Reward per run or job (mean of each update, best so far)", "Best step time vs baselines",
+                        "Samples and updates per second",
                         "Service requests per second", "Service latency p50 / p99"})
     EXPECT_TRUE(titles.count(t)) << t;
 }

@@ -114,10 +114,15 @@ struct UpdateMetrics {
   double lr = 0.0;
 };
 
+struct BaselineResult;
+
 class MetricsSink {
  public:
   virtual ~MetricsSink() = default;
   virtual void on_update(const UpdateMetrics& metrics) = 0;
+  // Once, before the first update: what the run is compared with (the lower
+  // bound and the warm start's baselines, evaluated in the run's environment).
+  virtual void on_reference(double lower_bound_s, const std::vector<BaselineResult>& baselines) {}
 };
 
 struct TrainControls {

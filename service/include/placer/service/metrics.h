@@ -94,14 +94,19 @@ class PrometheusSink : public MetricsSink {
   int port() const { return exposer_ ? exposer_->port() : 0; }
 
   void on_update(const UpdateMetrics& m) override;
+  void on_reference(double lower_bound_s, const std::vector<BaselineResult>& baselines) override;
   // For the "best step time vs baselines" panel.
   void set_baseline(const std::string& method, double step_s);
   void set_lower_bound(double seconds);
 
  private:
-  prometheus::Gauge *reward_, *reward_best_, *step_, *best_step_, *entropy_, *loss_, *samples_per_s_, *updates_per_s_, *lr_,
-      *updates_, *lower_bound_;
-  prometheus::Counter *samples_, *cache_hits_;
+  prometheus::Gauge* add_gauge(const char* name, const char* help);
+  void add_update_series();
+  prometheus::Registry& registry_;
+  prometheus::Gauge *reward_ = nullptr, *reward_best_ = nullptr, *step_ = nullptr, *best_step_ = nullptr, *entropy_ = nullptr,
+                    *loss_ = nullptr, *samples_per_s_ = nullptr, *updates_per_s_ = nullptr, *lr_ = nullptr, *updates_ = nullptr,
+                    *lower_bound_ = nullptr;
+  prometheus::Counter *samples_ = nullptr, *cache_hits_ = nullptr;
   prometheus::Family<prometheus::Gauge>* baseline_;
   std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>> gauges_;
   std::vector<std::pair<prometheus::Family<prometheus::Counter>*, prometheus::Counter*>> counters_;
