@@ -2,8 +2,14 @@
 // clients send N `place` requests for one graph (inline JSON, as a user's own
 // graph would come) and check every reply. Reports p50/p90/p99 latency,
 // throughput, lost/wrong replies and the server's memory over the run.
+// --policy-samples trains a policy first (a learned optimize job with
+// save_as) and every request names it; --background-job keeps a learned job
+// training during the load; --health-probe times `health` every 100 ms.
 //
 //   build/bench/service_bench --clients 16 --requests 10000 --builder rnnlm --cluster k80x4 --workers 2
+//   build/bench/service_bench --clients 16 --requests 10000 --builder rnnlm --cluster k80x4 --builder-requests --policy-samples 256
+//   build/bench/service_bench --clients 8 --requests 4000 --builder rnnlm --cluster k80x4 --builder-requests --policy-samples 256 \
+//       --background-job --health-probe
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -12,6 +18,7 @@
 #include <cstdio>
 #include <fstream>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -57,7 +64,8 @@ int main(int argc, char** argv) {
   int64_t requests = 10000;
   std::string builder = "nmt", cluster = "k80x4";
   std::vector<std::string> options;
-  bool builder_requests = false;
+  bool builder_requests = false, background_job = false, health_probe = false;
+  int64_t policy_samples = 0;
   app.add_option("--clients", clients, "Concurrent clients");
   app.add_option("--requests", requests, "Total place requests");
   app.add_option("--workers", workers, "Server worker threads");
@@ -65,6 +73,10 @@ int main(int argc, char** argv) {
   app.add_option("--option", options, "Builder option KEY=VALUE");
   app.add_option("--cluster", cluster, "Cluster preset");
   app.add_flag("--builder-requests", builder_requests, "Send the builder name instead of the inline graph");
+  app.add_option("--policy-samples", policy_samples,
+                 "Train a seq2seq policy for the graph first (a learned job of this many samples, save_as) and place with it");
+  app.add_flag("--background-job", background_job, "Keep a learned optimize job training while the clients run");
+  app.add_flag("--health-probe", health_probe, "Time a `health` request every 100 ms during the load");
   CLI11_PARSE(app, argc, argv);
 
   BuilderOptions bo;
@@ -92,9 +104,43 @@ int main(int argc, char** argv) {
   service.queue_depth = [&] { return server.queue_depth(); };
   server.start();
 
+  auto call = [&](const std::string& text) {
+    ClientOptions o;
+    o.endpoint = server.endpoint();
+    o.timeout_ms = 600000;
+    Client c(o);
+    return c.request(text);
+  };
+  auto job_request = [&](int64_t samples, double seconds, const std::string& save_as) {
+    std::string r = "{\"version\":1,\"type\":\"optimize\",\"graph\":" + graph_spec + ",\"cluster\":" + json_quote(cluster) +
+                    ",\"budget\":{\"samples\":" + std::to_string(samples) + ",\"seconds\":" + json_number(seconds) + "}" +
+                    ",\"learned\":{\"policy\":{\"type\":\"seq2seq\"},\"warm_start\":{\"methods\":[\"m_etf\",\"expert\"]}}";
+    if (!save_as.empty()) r += ",\"save_as\":" + json_quote(save_as);
+    std::string reply = call(r + "}");
+    std::string id = field(reply, "job_id");
+    if (id.size() < 3) throw std::runtime_error("optimize failed: " + reply.substr(0, 300));
+    return id.substr(1, id.size() - 2);
+  };
+  std::string policy;
+  double train_s = 0;
+  if (policy_samples > 0) {
+    auto t0 = Clock::now();
+    std::string id = job_request(policy_samples, 0, "bench-policy");
+    for (;;) {
+      std::string st = call("{\"version\":1,\"type\":\"status\",\"job_id\":\"" + id + "\"}");
+      if (st.find("\"state\":\"done\"") != std::string::npos) break;
+      if (st.find("\"state\":\"failed\"") != std::string::npos) {
+        std::fprintf(stderr, "policy job failed: %s\n", st.c_str());
+        return 1;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    train_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    policy = "bench-policy";
+  }
   auto make_request = [&](int64_t i) {
     return "{\"version\":1,\"id\":\"" + std::to_string(i) + "\",\"type\":\"place\",\"graph\":" + graph_spec +
-           ",\"cluster\":" + json_quote(cluster) + "}";
+           ",\"cluster\":" + json_quote(cluster) + (policy.empty() ? "" : ",\"policy\":" + json_quote(policy)) + "}";
   };
   // The expected answer, from one request before timing.
   std::string expected_step, expected_method;
@@ -124,6 +170,25 @@ int main(int argc, char** argv) {
   std::vector<std::pair<int64_t, int64_t>> rss;  // (requests done, kB)
   std::mutex rss_mutex;
   rss.push_back({0, rss_kb()});
+  std::string background;
+  if (background_job) background = job_request(1000000, 3600, "");
+  std::atomic<bool> load_done{false};
+  std::vector<double> health;
+  std::thread prober;
+  if (health_probe) {
+    prober = std::thread([&] {
+      ClientOptions o;
+      o.endpoint = server.endpoint();
+      o.timeout_ms = 10000;
+      Client c(o);
+      while (!load_done) {
+        auto t0 = Clock::now();
+        std::string r = c.request("{\"version\":1,\"type\":\"health\"}");
+        if (r.find("\"status\":\"ok\"") != std::string::npos) health.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    });
+  }
   auto start = Clock::now();
   std::vector<std::thread> threads;
   for (int t = 0; t < clients; ++t) {
@@ -168,6 +233,13 @@ int main(int argc, char** argv) {
   }
   for (auto& t : threads) t.join();
   double wall = std::chrono::duration<double>(Clock::now() - start).count();
+  load_done = true;
+  if (prober.joinable()) prober.join();
+  std::string background_status;
+  if (!background.empty()) {
+    background_status = call("{\"version\":1,\"type\":\"status\",\"job_id\":\"" + background + "\"}");
+    call("{\"version\":1,\"type\":\"cancel\",\"job_id\":\"" + background + "\"}");
+  }
   rss.push_back({requests, rss_kb()});
   server.stop();
   service.shutdown();
@@ -182,8 +254,13 @@ int main(int argc, char** argv) {
               request_bytes, reply_bytes);
   std::printf("- server: %d workers, queue %d; %d clients (DEALER, one request in flight each), %u hardware threads\n", workers,
               config.queue_capacity, clients, std::thread::hardware_concurrency());
-  std::printf("- first request (cold: parse, lower bound, baselines %s): %.1f ms; answer %s at %s s\n", "single/round_robin/m_topo/m_etf/heft",
-              first_s * 1e3, expected_method.c_str(), expected_step.c_str());
+  std::string names;
+  for (const auto& b : config.place_baselines) names += (names.empty() ? "" : "/") + b;
+  if (!policy.empty())
+    std::printf("- policy: a seq2seq policy trained by a learned optimize job of %lld samples (%.1f s), kept with save_as; "
+                "every request names it\n", static_cast<long long>(policy_samples), train_s);
+  std::printf("- first request (cold: parse, lower bound, baselines %s%s): %.1f ms; answer %s at %s s\n", names.c_str(),
+              policy.empty() ? "" : ", policy load and decode", first_s * 1e3, expected_method.c_str(), expected_step.c_str());
   std::printf("- requests: %lld, ok %lld, wrong %lld, lost %lld, busy %lld\n", static_cast<long long>(requests),
               static_cast<long long>(ok.load()), static_cast<long long>(wrong.load()), static_cast<long long>(lost.load()),
               static_cast<long long>(busy.load()));
@@ -191,6 +268,14 @@ int main(int argc, char** argv) {
   if (!latencies.empty())
     std::printf("- latency ms: p50 %.2f, p90 %.2f, p99 %.2f, max %.2f, mean %.2f\n", pct(latencies, 0.5) * 1e3,
                 pct(latencies, 0.9) * 1e3, pct(latencies, 0.99) * 1e3, latencies.back() * 1e3, mean * 1e3);
+  if (!background.empty())
+    std::printf("- a learned job trained during the load: %lld samples, %lld updates\n",
+                std::stoll("0" + field(background_status, "samples")), std::stoll("0" + field(background_status, "updates")));
+  if (!health.empty()) {
+    std::sort(health.begin(), health.end());
+    std::printf("- health during the load (%zu probes): p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", health.size(),
+                pct(health, 0.5) * 1e3, pct(health, 0.99) * 1e3, health.back() * 1e3);
+  }
   std::printf("- process RSS (kB) by requests done:");
   std::sort(rss.begin(), rss.end());
   for (const auto& [n, kb] : rss) std::printf(" %lld:%lld", static_cast<long long>(n), static_cast<long long>(kb));
