@@ -5,13 +5,12 @@
 
 #include <gtest/gtest.h>
 
-#include <random>
 
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
-#include "placer/graphs/algorithms.h"
 #include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
+#include "remote_helpers.h"
 
 namespace placer {
 namespace {
@@ -55,31 +54,14 @@ class FakeRemote : public RemoteEvaluator {
   bool fail = false;
 };
 
-Graph small_graph() {
-  BuilderOptions bo;
-  bo.values = {{"batch", 4}, {"input", 16}, {"width", 16}, {"layers", 2}, {"classes", 4}};
-  return build_graph("mlp", bo);
-}
-
 std::vector<Placement> random_placements(const Graph& g, int count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  const auto groups = colocation_groups(g);
-  std::vector<Placement> out;
-  for (int k = 0; k < count; ++k) {
-    Placement p;
-    p.device_of.assign(static_cast<size_t>(g.size()), DeviceId(0));
-    for (const auto& group : groups.members) {
-      const DeviceId d(static_cast<int32_t>(rng() % 2));
-      for (OpId op : group) p.device_of[static_cast<size_t>(op.value)] = d;
-    }
-    out.push_back(p);
-  }
+  auto out = testing::random_placements(g, 2, count, seed);
   out.push_back(out.front());  // a repeat inside the batch
   return out;
 }
 
 TEST(RemoteEnvironment, SimulatedGoesRemoteWithTheSameResultsAndCache) {
-  const Graph g = small_graph();
+  const Graph g = testing::small_mlp();
   const Cluster c = cluster_preset("k80x2");
   auto remote = std::make_shared<FakeRemote>();
   EnvOptions ro;
@@ -106,7 +88,7 @@ TEST(RemoteEnvironment, SimulatedGoesRemoteWithTheSameResultsAndCache) {
 }
 
 TEST(RemoteEnvironment, MeasuredGoesRemote) {
-  const Graph g = small_graph();
+  const Graph g = testing::small_mlp();
   auto remote = std::make_shared<FakeRemote>();
   EnvOptions o;
   o.mode = RewardMode::Measured;
@@ -122,7 +104,7 @@ TEST(RemoteEnvironment, MeasuredGoesRemote) {
 }
 
 TEST(RemoteEnvironment, HybridSimulatesHereAndMeasuresRemotely) {
-  const Graph g = small_graph();
+  const Graph g = testing::small_mlp();
   auto remote = std::make_shared<FakeRemote>();
   EnvOptions o;
   o.mode = RewardMode::Hybrid;
@@ -141,7 +123,7 @@ TEST(RemoteEnvironment, HybridSimulatesHereAndMeasuresRemotely) {
 }
 
 TEST(RemoteEnvironment, AFailingRemoteThrowsAndCachesNothing) {
-  const Graph g = small_graph();
+  const Graph g = testing::small_mlp();
   auto remote = std::make_shared<FakeRemote>();
   remote->fail = true;
   EnvOptions o;

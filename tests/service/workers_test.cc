@@ -11,41 +11,22 @@
 #include <atomic>
 #include <chrono>
 #include <future>
-#include <random>
 #include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
 #include "placer/env/presets.h"
-#include "placer/graphs/algorithms.h"
 #include "placer/graphs/builders.h"
 #include "placer/graphs/serialize.h"
+#include "../env/remote_helpers.h"
 
 namespace placer::service {
 namespace {
 
 using namespace std::chrono_literals;
 
-Graph small_graph() {
-  BuilderOptions bo;
-  bo.values = {{"batch", 4}, {"input", 16}, {"width", 16}, {"layers", 2}, {"classes", 4}};
-  return build_graph("mlp", bo);
-}
-
 std::vector<Placement> random_placements(const Graph& g, int count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  const Grouping groups = colocation_groups(g);
-  std::vector<Placement> out;
-  for (int k = 0; k < count; ++k) {
-    Placement p;
-    p.device_of.assign(static_cast<size_t>(g.size()), DeviceId(0));
-    for (const auto& group : groups.members) {
-      const DeviceId d(static_cast<int32_t>(rng() % 2));
-      for (OpId op : group) p.device_of[static_cast<size_t>(op.value)] = d;
-    }
-    out.push_back(p);
-  }
-  return out;
+  return testing::random_placements(g, 2, count, seed);
 }
 
 WorkerPoolOptions fast_pool() {
@@ -130,6 +111,20 @@ class FakeWorker {
   std::chrono::steady_clock::time_point last_heartbeat_{};
 };
 
+// A pool with one fake worker registered, and a problem prepared: the small
+// MLP on k80x2, simulated.
+struct PoolAndFake {
+  explicit PoolAndFake(const std::string& name) : pool(fast_pool()), fake(pool.endpoint(), name) {
+    EXPECT_EQ(pool.wait_for_workers(1, 30), 1);
+    problem = pool.prepare(graph, cluster, RemoteSettings{});
+  }
+  WorkerPool pool;
+  FakeWorker fake;
+  Graph graph = testing::small_mlp();
+  Cluster cluster = cluster_preset("k80x2");
+  std::shared_ptr<const RemoteProblem> problem;
+};
+
 std::string result_json(double step_s) {
   StepResult r;
   r.step_s = step_s;
@@ -142,7 +137,7 @@ TEST(WorkerPool, BindsAnyPortAndFailsClearlyWithoutWorkers) {
   WorkerPool pool(o);
   EXPECT_EQ(pool.endpoint().rfind("tcp://127.0.0.1:", 0), 0u);
   EXPECT_NE(pool.endpoint(), "tcp://127.0.0.1:*");
-  const Graph g = small_graph();
+  const Graph g = testing::small_mlp();
   RemoteSettings s;
   auto problem = pool.prepare(g, cluster_preset("k80x2"), s);
   try {
@@ -159,7 +154,7 @@ TEST(WorkerPool, SimulatedResultsEqualLocalOnesExactlyOnce) {
   WorkerPool pool(fast_pool());
   InProcessWorker a(pool.endpoint(), "a"), b(pool.endpoint(), "b", 2);
   ASSERT_EQ(pool.wait_for_workers(2, 30), 2);
-  const Graph g = small_graph();
+  const Graph g = testing::small_mlp();
   const Cluster c = cluster_preset("k80x2");
   auto remote = std::shared_ptr<WorkerPool>(&pool, [](WorkerPool*) {});
   EnvOptions ro;
@@ -185,7 +180,7 @@ TEST(WorkerPool, ConcurrentBatchesFromSeveralThreads) {
   WorkerPool pool(fast_pool());
   InProcessWorker a(pool.endpoint(), "a", 2);
   ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
-  const Graph g = small_graph();
+  const Graph g = testing::small_mlp();
   const Cluster c = cluster_preset("k80x2");
   Environment local(g, c);
   auto problem = pool.prepare(g, c, RemoteSettings{});
@@ -202,21 +197,18 @@ TEST(WorkerPool, ConcurrentBatchesFromSeveralThreads) {
 }
 
 TEST(WorkerPool, ResendsTheTasksOfASilentWorkerAndIgnoresItsLateReply) {
-  WorkerPool pool(fast_pool());
-  FakeWorker silent(pool.endpoint(), "silent");
-  ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
-  const Graph g = small_graph();
-  const Cluster c = cluster_preset("k80x2");
-  auto problem = pool.prepare(g, c, RemoteSettings{});
-  const auto batch = random_placements(g, 6, 21);
-  auto run = std::async(std::launch::async, [&] { return pool.evaluate(*problem, batch); });
+  PoolAndFake setup("silent");
+  WorkerPool& pool = setup.pool;
+  FakeWorker& silent = setup.fake;
+  const auto batch = random_placements(setup.graph, 6, 21);
+  auto run = std::async(std::launch::async, [&] { return pool.evaluate(*setup.problem, batch); });
   // It takes a task (after its problem), then says nothing more: no result, no heartbeat.
   ASSERT_FALSE(silent.next("PROBLEM").empty());
   const auto task = silent.next("TASK");
   ASSERT_EQ(task.size(), 5u);
   InProcessWorker good(pool.endpoint(), "good");
   const auto results = run.get();
-  Environment local(g, c);
+  Environment local(setup.graph, setup.cluster);
   for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(results[i].step_s, local.simulate(batch[i]).step_s) << i;
   auto s = pool.stats();
   EXPECT_GE(s.workers_lost, 1);
@@ -232,13 +224,11 @@ TEST(WorkerPool, ResendsTheTasksOfASilentWorkerAndIgnoresItsLateReply) {
 }
 
 TEST(WorkerPool, DuplicateRepliesCountOnce) {
-  WorkerPool pool(fast_pool());
-  FakeWorker fake(pool.endpoint(), "twice");
-  ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
-  const Graph g = small_graph();
-  auto problem = pool.prepare(g, cluster_preset("k80x2"), RemoteSettings{});
-  const auto batch = random_placements(g, 3, 5);
-  auto run = std::async(std::launch::async, [&] { return pool.evaluate(*problem, batch); });
+  PoolAndFake setup("twice");
+  WorkerPool& pool = setup.pool;
+  FakeWorker& fake = setup.fake;
+  const auto batch = random_placements(setup.graph, 3, 5);
+  auto run = std::async(std::launch::async, [&] { return pool.evaluate(*setup.problem, batch); });
   for (int k = 0; k < 3; ++k) {
     const auto task = fake.next("TASK");
     ASSERT_EQ(task.size(), 5u);
@@ -255,12 +245,10 @@ TEST(WorkerPool, DuplicateRepliesCountOnce) {
 }
 
 TEST(WorkerPool, AWorkersErrorFailsTheBatchWithItsMessage) {
-  WorkerPool pool(fast_pool());
-  FakeWorker fake(pool.endpoint(), "grumpy");
-  ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
-  const Graph g = small_graph();
-  auto problem = pool.prepare(g, cluster_preset("k80x2"), RemoteSettings{});
-  auto run = std::async(std::launch::async, [&] { return pool.evaluate(*problem, random_placements(g, 2, 5)); });
+  PoolAndFake setup("grumpy");
+  const auto batch = random_placements(setup.graph, 2, 5);
+  auto run = std::async(std::launch::async, [&] { return setup.pool.evaluate(*setup.problem, batch); });
+  FakeWorker& fake = setup.fake;
   const auto task = fake.next("TASK");
   ASSERT_EQ(task.size(), 5u);
   fake.send({"PLW1", "ERROR", task[2], "the GPU caught fire"});
@@ -280,7 +268,7 @@ TEST(WorkerPool, MeasuredTasksGoOnlyToWorkersWithTheDevices) {
   WorkerPool pool(o);
   InProcessWorker small(pool.endpoint(), "one-cpu", 1, "cpu:1");
   ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
-  const Graph g = small_graph();
+  const Graph g = testing::small_mlp();
   const Cluster cpus = parse_device_list("cpu:2");
   RemoteSettings s;
   s.mode = RewardMode::Measured;
