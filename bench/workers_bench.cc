@@ -1,7 +1,7 @@
 // Rollout throughput: placements evaluated per second by an Environment on
 // its own (1 thread, and one per core) and through a WorkerPool with 1, 2, 4
 // `placer worker` processes (simulated evaluation), side by side in one run,
-// on the same fresh placements in trainer-sized batches. Remote results are
+// on the same fresh placements (the `random` placer's) in trainer-sized batches. Remote results are
 // checked against the local ones (they must be equal).
 //
 //   build/bench/workers_bench --builder inception_v3 --cluster k80x4 --samples 1600 --batch 16 --workers 1,2,4
@@ -17,15 +17,14 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "placer/agent/placer.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
 #include "placer/env/remote.h"
-#include "placer/graphs/algorithms.h"
 #include "placer/graphs/builders.h"
 #include "placer/service/workers.h"
 
@@ -45,18 +44,17 @@ std::string loadavg() {
   return a + " " + b + " " + c;
 }
 
-std::vector<Placement> random_placements(const Graph& g, int devices, int count, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  const Grouping groups = colocation_groups(g);
+// The `random` placer's placements (memory-aware, one device per co-location group).
+std::vector<Placement> random_placements(Environment& env, int count, uint64_t seed) {
+  auto placer = make_placer("random");
+  PlaceContext ctx;
+  ctx.graph = &env.graph();
+  ctx.cluster = &env.cluster();
+  ctx.env = &env;
   std::vector<Placement> out;
   for (int k = 0; k < count; ++k) {
-    Placement p;
-    p.device_of.assign(static_cast<size_t>(g.size()), DeviceId(0));
-    for (const auto& group : groups.members) {
-      const DeviceId d(static_cast<int32_t>(rng() % static_cast<uint64_t>(devices)));
-      for (OpId op : group) p.device_of[static_cast<size_t>(op.value)] = d;
-    }
-    out.push_back(std::move(p));
+    ctx.seed = seed + static_cast<uint64_t>(k);
+    out.push_back(placer->place(ctx).placement);
   }
   return out;
 }
@@ -129,13 +127,14 @@ int main(int argc, char** argv) {
   }
   const Graph graph = build_graph(builder, bo);
   const Cluster cluster = resolve_cluster(cluster_name);
-  const auto all = random_placements(graph, cluster.size(), samples, 12345);
+  Environment scratch(graph, cluster);
+  const auto all = random_placements(scratch, samples, 12345);
   std::vector<std::vector<Placement>> batches;
   for (int i = 0; i < samples; i += batch)
     batches.emplace_back(all.begin() + i, all.begin() + std::min(samples, i + batch));
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::printf("graph %s (%d ops), cluster %s (%d devices), %d fresh placements in batches of %d, %u hardware threads\n",
-              graph.name.c_str(), graph.size(), cluster.name.c_str(), cluster.size(), samples, batch, cores);
+              graph.name.c_str(), static_cast<int>(graph.size()), cluster.name.c_str(), cluster.size(), samples, batch, cores);
   std::printf("load average at start: %s\n", loadavg().c_str());
   std::fflush(stdout);
 
@@ -181,7 +180,7 @@ int main(int argc, char** argv) {
     r.slow_ms = slow;
     r.workers = count;
     // Warm-up: the problem goes to every worker and each builds its environment.
-    const auto warm = random_placements(graph, cluster.size(), 4 * count, 999);
+    const auto warm = random_placements(scratch, 4 * count, 999);
     const auto t0 = Clock::now();
     env.evaluate_batch(warm);
     r.setup_s = seconds_since(t0);
