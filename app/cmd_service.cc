@@ -65,6 +65,8 @@ void run_serve(const ServeArgs& a) {
   std::printf("placer serve: listening on %s (%d workers, queue %d, %zu policies%s)\n", server.endpoint().c_str(),
               config.workers, config.queue_capacity, config.policies.size(), config.curve.enabled ? ", CurveZMQ on" : "");
   if (exposer) std::printf("placer serve: metrics on http://%s:%d/metrics\n", config.metrics_address.c_str(), exposer->port());
+  if (!service.rollouts_endpoint().empty())
+    std::printf("placer serve: rollout workers connect to %s (placer worker --connect)\n", service.rollouts_endpoint().c_str());
   std::fflush(stdout);
   int sig = wait_for_shutdown_signal();
   std::printf("placer serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");

@@ -54,7 +54,7 @@ ServiceConfig parse_service_config(const std::string& yaml_text, const std::stri
   if (!root.IsMap()) throw InputError("service config: expected a mapping at the top level");
   static const std::set<std::string> kKeys = {"endpoint", "workers", "queue_capacity", "default_deadline_ms", "metrics_port",
                                               "metrics_address", "state_dir", "limits", "place", "jobs", "policies",
-                                              "default_policy", "curve"};
+                                              "default_policy", "curve", "rollouts"};
   for (const auto& kv : root)
     if (!kKeys.count(kv.first.as<std::string>())) throw InputError("service config: unknown key '" + kv.first.as<std::string>() + "'");
 
@@ -98,6 +98,11 @@ ServiceConfig parse_service_config(const std::string& yaml_text, const std::stri
     c.job_metric_series = get(j, "metric_series", "jobs.", c.job_metric_series);
   }
   if (c.job_metric_series < 1) throw InputError("jobs.metric_series: must be >= 1");
+  if (YAML::Node r = root["rollouts"]) {
+    c.rollouts_bind = get<std::string>(r, "bind", "rollouts.", "");
+    c.rollouts_wait_s = get(r, "worker_wait_s", "rollouts.", c.rollouts_wait_s);
+    if (c.rollouts_wait_s <= 0) throw InputError("rollouts.worker_wait_s: must be > 0");
+  }
   if (c.job_runners < 1) throw InputError("jobs.runners: must be >= 1");
   if (YAML::Node ps = root["policies"]) {
     if (!ps.IsSequence()) throw InputError("policies: expected a list of {name, checkpoint}");

@@ -283,7 +283,7 @@ std::string JobManager::describe(const Job& job, bool with_placement) const {
   o.begin_object("progress").field("samples", job.samples).field("budget_samples", job.request.budget.samples)
       .field("elapsed_s", job.elapsed_s).field("budget_seconds", job.request.budget.seconds);
   if (job.learned) {
-    o.field("updates", job.updates).field("restarts", job.restarts);
+    o.field("updates", job.updates).field("restarts", job.restarts).field("remote_evaluations", job.remote_evaluations);
     if (job.resumed_at_update >= 0) o.field("resumed_at_update", job.resumed_at_update);
   } else {
     o.field("rounds", job.rounds);

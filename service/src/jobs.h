@@ -64,6 +64,7 @@ struct Job {
   double devices_from_unix = 0, devices_until_unix = 0;  // measured jobs: when they held the server's devices
   std::deque<CurvePoint> curve;          // the last kCurvePoints updates
   std::shared_ptr<MetricsSink> series;   // its Prometheus series, while exported
+  int64_t remote_evaluations = 0;        // done by rollout workers (this server process)
 };
 
 inline constexpr size_t kCurvePoints = 32;

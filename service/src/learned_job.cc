@@ -234,6 +234,7 @@ void JobManager::run_learned(Job& job) {
   ctl.resume = fs::exists(job.dir + "/checkpoint.pt");
   ctl.progress = false;
   ctl.cancel = &job.cancel;
+  ctl.remote = remote;
   double last_persist = 0;
   JobSink sink(mutex_, job, start, elapsed_before, ctl.resume, [&] {
     if (job.elapsed_s - last_persist < 2.0) return;  // the record on disk follows within 2 s
@@ -246,6 +247,7 @@ void JobManager::run_learned(Job& job) {
   job.elapsed_s = elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   job.updates = r.updates;
   job.samples = r.samples;
+  job.remote_evaluations += r.remote_evaluations;
   if (r.best_step_s > 0) {
     job.best_step_s = r.best_step_s;
     job.best_measured = r.best_measured;

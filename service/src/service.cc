@@ -18,6 +18,7 @@
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/validate.h"
 #include "placer/service/metrics.h"
+#include "placer/service/workers.h"
 #include "placer/torchscript/import.h"
 
 namespace placer::service {
@@ -171,8 +172,18 @@ PlacementService::PlacementService(ServiceConfig config, ServiceMetrics* metrics
       if (p.name == name)
         throw RequestError(codes::kBadRequest, "save_as", "'" + name + "' is a policy of the server's config; choose another name");
   };
+  if (!config_.rollouts_bind.empty()) {
+    WorkerPoolOptions wo;
+    wo.bind = config_.rollouts_bind;
+    wo.worker_wait_s = config_.rollouts_wait_s;
+    wo.log = [](const std::string& line) { std::fprintf(stderr, "placer serve: rollouts: %s\n", line.c_str()); };
+    rollouts_ = std::make_shared<WorkerPool>(wo);
+    jobs_->remote = rollouts_;
+  }
   jobs_->start();
 }
+
+std::string PlacementService::rollouts_endpoint() const { return rollouts_ ? rollouts_->endpoint() : ""; }
 
 PlacementService::~PlacementService() {
   shutdown();
@@ -527,6 +538,7 @@ std::string PlacementService::handle_health() {
   o.field("queue_depth", queue_depth ? queue_depth() : int64_t{0});
   o.field("running_jobs", jobs_->running()).field("queued_jobs", jobs_->queued()).field("stored_jobs", jobs_->stored());
   o.field("policies", static_cast<int64_t>(policy_list().size()));
+  if (rollouts_) o.field("rollout_workers", static_cast<int64_t>(rollouts_->workers().size()));
   o.end();
   return o.text();
 }

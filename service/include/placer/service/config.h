@@ -47,6 +47,10 @@ struct ServiceConfig {
   // (one such job at a time). Off by default: measuring runs client models.
   bool measure_jobs = false;
   int job_metric_series = 16;            // learned jobs with reward series in /metrics (oldest finished dropped)
+  // Rollout workers for learned jobs: a WorkerPool bound here ("" = evaluate in
+  // the job runner); `placer worker --connect` processes join it.
+  std::string rollouts_bind;
+  double rollouts_wait_s = 60.0;         // a batch waits this long for a worker able to do it
   std::vector<PolicyEntry> policies;
   std::string default_policy;            // "" = the first policy, if any
   CurveConfig curve;

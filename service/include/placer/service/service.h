@@ -69,6 +69,7 @@ enum class JobState { Queued, Running, Done, Failed, Cancelled };
 const char* job_state_name(JobState state);
 
 class JobManager;
+class WorkerPool;
 
 class PlacementService {
  public:
@@ -87,6 +88,8 @@ class PlacementService {
 
   const ServiceConfig& config() const { return config_; }
   int64_t running_jobs() const;
+  // The bound rollout endpoint ("" = none), for the log line and tests.
+  std::string rollouts_endpoint() const;
   // Hooks for the transport to report its state in `health`.
   std::function<int64_t()> queue_depth;
 
@@ -113,6 +116,7 @@ class PlacementService {
   ServiceMetrics* metrics_;
   Clock::time_point started_;
   std::unique_ptr<JobManager> jobs_;
+  std::shared_ptr<WorkerPool> rollouts_;  // rollout workers for learned jobs (rollouts.bind)
 
   // Policies: the config's, then those kept by learned jobs (save_as).
   std::mutex policies_mutex_;
