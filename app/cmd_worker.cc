@@ -39,7 +39,7 @@ void add_worker_commands(CLI::App& app) {
   cmd->add_option("--threads", args->options.threads, "Evaluations at a time (measurements always run alone)")
       ->capture_default_str();
   cmd->add_option("--name", args->options.name, "Name in the trainer's log (default host:pid)");
-  cmd->add_option("--heartbeat-ms", args->options.heartbeat_ms, "Heartbeat interval (the pool's must match)")
+  cmd->add_option("--heartbeat-ms", args->options.heartbeat_ms, "Heartbeat interval in ms; keep it equal to the pool's (1000)")
       ->capture_default_str();
   cmd->add_flag("-v,--verbose", args->options.verbose, "A log line per task");
   // Testing only (tests/cli/workers.sh): a worker that holds its task this long.

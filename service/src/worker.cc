@@ -259,7 +259,7 @@ WorkerStats WorkerRun::run() {
   bool heard = false;
   while (!stop_) {
     zmq::pollitem_t items[] = {{static_cast<void*>(socket_), 0, ZMQ_POLLIN, 0}, {nullptr, waker_.fd(), ZMQ_POLLIN, 0}};
-    zmq::poll(items, 2, milliseconds(std::clamp(o_.heartbeat_ms / 4, 10, 100)));
+    if (!poll_interruptible(items, milliseconds(std::clamp(o_.heartbeat_ms / 4, 10, 100)))) continue;
     if (items[0].revents & ZMQ_POLLIN)
       for (int n = 0; n < 1024; ++n) {
         std::vector<zmq::message_t> parts;

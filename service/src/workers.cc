@@ -293,7 +293,7 @@ struct WorkerPool::Impl {
     const auto tick = milliseconds(std::clamp(options.heartbeat_ms / 4, 10, 100));
     while (!stop) {
       zmq::pollitem_t items[] = {{static_cast<void*>(router), 0, ZMQ_POLLIN, 0}, {nullptr, waker.fd(), ZMQ_POLLIN, 0}};
-      zmq::poll(items, 2, tick);
+      if (!poll_interruptible(items, tick)) continue;
       if (items[1].revents & ZMQ_POLLIN) waker.drain();
       std::lock_guard<std::mutex> lock(mu);
       if (items[0].revents & ZMQ_POLLIN)

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <string>
 #include <string_view>
 #include <vector>
+#include <zmq.hpp>
 
 #include "placer/graphs/placement.h"
 
@@ -127,6 +129,18 @@ inline Placement decode_placement(const std::string& bytes) {
     p.device_of.push_back(DeviceId(static_cast<int32_t>(v)));
   }
   return p;
+}
+
+// zmq::poll over a socket and a waker; false when a signal interrupted it
+// (the caller loops again), other errors thrown.
+inline bool poll_interruptible(zmq::pollitem_t (&items)[2], std::chrono::milliseconds timeout) {
+  try {
+    zmq::poll(items, 2, timeout);
+    return true;
+  } catch (const zmq::error_t& e) {
+    if (e.num() == EINTR) return false;
+    throw;
+  }
 }
 
 inline std::string ms_text(double seconds) { return std::to_string(static_cast<int64_t>(seconds * 1000)) + " ms"; }
