@@ -182,7 +182,7 @@ struct WorkerPool::Impl {
       if (parts.size() < 5) return;
       int64_t id = 0;
       if (!parse_int(parts[3].to_string(), &id)) return;
-      if (w) w->in_flight.erase(static_cast<uint64_t>(id));
+      const bool held = w && w->in_flight.erase(static_cast<uint64_t>(id)) > 0;
       auto t = tasks.find(static_cast<uint64_t>(id));
       if (t == tasks.end() || !t->second.batch->error.empty()) {
         ++stats.ignored;  // late (re-sent and answered already), duplicate, or of a failed batch
@@ -200,11 +200,11 @@ struct WorkerPool::Impl {
       } else if (command == kError) {
         fail(*t->second.batch, "worker " + (w ? w->label() : std::string("(unregistered)")) + " cannot evaluate " +
                                    t->second.problem->describe + ": " + parts[4].to_string().substr(0, 2000));
-      } else {  // NEED: it dropped the problem from its cache; send both again
-        if (w) w->problems.erase(parts[4].to_string());
+      } else if (held) {  // NEED: it dropped the problem from its cache; send both again
+        w->problems.erase(parts[4].to_string());
         t->second.queued_since = Clock::now();
         queue.push_front(t->first);
-      }
+      }  // a NEED from a worker that no longer holds the task: re-sent already
     }
     // Anything from a worker we do not know (expired, or of a pool before us):
     // it registers again.

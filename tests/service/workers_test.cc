@@ -40,8 +40,10 @@ WorkerPoolOptions fast_pool() {
 // A run_worker thread; stops (saying goodbye) when destroyed.
 class InProcessWorker {
  public:
-  InProcessWorker(const std::string& endpoint, const std::string& name, int threads = 1, std::string devices = "cpu:2") {
+  InProcessWorker(const std::string& endpoint, const std::string& name, int threads = 1, std::string devices = "cpu:2",
+                  int problem_cache = 4) {
     WorkerOptions o;
+    o.problem_cache = problem_cache;
     o.name = name;
     o.threads = threads;
     o.heartbeat_ms = 200;
@@ -242,6 +244,51 @@ TEST(WorkerPool, DuplicateRepliesCountOnce) {
   for (int n = 0; n < 100 && pool.stats().ignored < 3; ++n) std::this_thread::sleep_for(20ms);
   EXPECT_EQ(pool.stats().ignored, 3);
   EXPECT_EQ(pool.stats().results, 3);
+}
+
+TEST(WorkerPool, AWorkerThatDroppedTheProblemGetsItAgain) {
+  PoolAndFake setup("forgetful");
+  const auto batch = random_placements(setup.graph, 1, 9);
+  auto run = std::async(std::launch::async, [&] { return setup.pool.evaluate(*setup.problem, batch); });
+  FakeWorker& fake = setup.fake;
+  const auto problem = fake.next("PROBLEM");
+  ASSERT_EQ(problem.size(), 9u);
+  const auto task = fake.next("TASK");
+  ASSERT_EQ(task.size(), 5u);
+  EXPECT_EQ(task[3], problem[2]);  // the task names its problem by key
+  fake.send({"PLW1", "NEED", task[2], task[3]});
+  const auto again = fake.next("PROBLEM");
+  ASSERT_EQ(again.size(), 9u);
+  EXPECT_EQ(again[2], problem[2]);
+  const auto task_again = fake.next("TASK");
+  ASSERT_EQ(task_again.size(), 5u);
+  EXPECT_EQ(task_again[2], task[2]);  // the same task id
+  fake.send({"PLW1", "RESULT", task[2], result_json(3.0)});
+  EXPECT_EQ(run.get()[0].step_s, 3.0);
+  EXPECT_EQ(setup.pool.stats().problems_sent, 2);
+}
+
+TEST(WorkerPool, AWorkerKeepingOneProblemAsksForTheOtherAgain) {
+  WorkerPool pool(fast_pool());
+  InProcessWorker w(pool.endpoint(), "small-cache", 1, "cpu:2", /*problem_cache=*/1);
+  ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
+  const Graph g = testing::small_mlp();
+  const Cluster two = cluster_preset("k80x2"), four = cluster_preset("k80x4");
+  auto p2 = pool.prepare(g, two, RemoteSettings{});
+  auto p4 = pool.prepare(g, four, RemoteSettings{});
+  Environment local2(g, two), local4(g, four);
+  const auto batch = random_placements(g, 3, 17);  // devices 0 and 1: valid on both clusters
+  for (int round = 0; round < 2; ++round) {
+    const auto r2 = pool.evaluate(*p2, batch);
+    const auto r4 = pool.evaluate(*p4, batch);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      EXPECT_EQ(r2[i].step_s, local2.simulate(batch[i]).step_s);
+      EXPECT_EQ(r4[i].step_s, local4.simulate(batch[i]).step_s);
+    }
+  }
+  // Each problem was sent once, then again after the worker had dropped it for the other one.
+  EXPECT_GE(pool.stats().problems_sent, 3);
+  EXPECT_EQ(pool.stats().results, 12);
 }
 
 TEST(WorkerPool, AWorkersErrorFailsTheBatchWithItsMessage) {
