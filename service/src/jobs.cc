@@ -302,6 +302,7 @@ std::string JobManager::describe(const Job& job, bool with_placement) const {
   if (job.best_step_s > 0) {
     o.begin().field("method", job.best_method).field("step_s", job.best_step_s);
     if (job.learned) o.field("measured", job.best_measured);
+    if (job.best_simulated_s > 0) o.field("simulated_step_s", job.best_simulated_s);
     if (job.lower_bound_s > 0) o.field("gap_to_lower_bound", job.best_step_s / job.lower_bound_s - 1.0);
     if (job.start_step_s > 0) o.field("speedup_vs_start", job.start_step_s / job.best_step_s);
     o.end();
@@ -406,7 +407,7 @@ void JobManager::persist(const Job& job) {
     o.field("learned", true).field("train_config", job.train_json).field("policy_type", job.policy_type);
     o.field("reward_mode", job.reward_mode).field("save_as", job.save_as).field("saved_as", job.saved_as);
     o.field("updates", job.updates).field("budget_updates", job.budget_updates).field("restarts", job.restarts);
-    o.field("best_measured", job.best_measured);
+    o.field("best_measured", job.best_measured).field("best_simulated_s", job.best_simulated_s);
   }
   o.placement("best_placement", job.best_placement);
   o.end();
@@ -474,6 +475,7 @@ void JobManager::load_persisted() {
       job->restarts = static_cast<int64_t>(n("restarts"));
       auto bm = d.FindMember("best_measured");
       job->best_measured = bm != d.MemberEnd() && bm->value.IsBool() && bm->value.GetBool();
+      job->best_simulated_s = n("best_simulated_s");
       job->dir = (std::filesystem::path(jobs_dir()) / id).string();
     }
     auto bp = d.FindMember("best_placement");

@@ -58,6 +58,7 @@ struct Job {
   std::string dir;                       // the trainer's output folder (checkpoint, train.csv, reward.svg)
   int64_t updates = 0, budget_updates = 0;
   bool best_measured = false;
+  double best_simulated_s = 0;           // a measured best placement's simulated step time (0 = not simulated)
   int64_t restarts = 0;                  // server restarts this job resumed from
   int64_t resumed_at_update = -1;
   std::string waiting;                   // why the job is not progressing now ("" = it is)

@@ -12,6 +12,9 @@
 
 #include "jobs.h"
 #include "placer/agent/train.h"
+#include "placer/env/environment.h"
+#include "placer/env/presets.h"
+#include "placer/graphs/builders.h"
 #include "placer/graphs/serialize.h"
 #include "placer/service/metrics.h"
 
@@ -243,7 +246,22 @@ void JobManager::run_learned(Job& job) {
   });
   TrainResult r = train(c, &sink, ctl);
 
+  // A measured best placement is also simulated, so the two can be compared.
+  double simulated_s = 0;
+  if (r.best_measured && !r.best_placement.device.empty()) {
+    BuilderOptions bo;
+    bo.values = c.graph.options;
+    bo.forward_only = c.graph.forward_only;
+    Graph graph = c.graph.file.empty() ? build_graph(c.graph.builder, bo) : load_graph(c.graph.file);
+    Cluster cluster = resolve_cluster(c.cluster);
+    EnvOptions eo;
+    eo.threads = 1;
+    StepResult sim = Environment(graph, cluster, eo).simulate(from_named(graph, cluster, r.best_placement));
+    if (sim.ok()) simulated_s = sim.step_s;
+  }
+
   std::lock_guard<std::mutex> lock(mutex_);
+  job.best_simulated_s = simulated_s;
   job.elapsed_s = elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   job.updates = r.updates;
   job.samples = r.samples;

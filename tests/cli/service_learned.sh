@@ -121,6 +121,7 @@ b = c.optimize(samples=24, devices="cpu:2", learned=cfg, reward_mode="measured",
 sa, sb = c.wait(a, timeout_s=300), c.wait(b, timeout_s=300)
 for s in (sa, sb):
     assert s["state"] == "done" and s["reward_mode"] == "measured" and s["best"]["measured"] is True, s
+    assert s["best"]["simulated_step_s"] > 0, s["best"]
 ha, hb = sa["devices_held"], sb["devices_held"]
 assert ha["until_unix"] <= hb["from_unix"] or hb["until_unix"] <= ha["from_unix"], (ha, hb)
 print(f"measured jobs held the devices {ha['until_unix'] - ha['from_unix']:.2f} s and "
