@@ -47,6 +47,8 @@ struct LoadedPolicy::Impl {
   std::string path, dir;
   TrainConfig config;
   std::shared_ptr<learned::PolicyImpl> policy;
+  // The run's warm-start and best placements, read once with the checkpoint.
+  std::optional<NamedPlacement> warm, best;
   mutable std::mutex mutex;  // LibTorch modules: one decode at a time
 };
 
@@ -60,6 +62,16 @@ std::shared_ptr<const LoadedPolicy> LoadedPolicy::load(const std::string& run_di
   p->impl_->path = fs::is_directory(run_dir) ? run_dir + "/" + learned::kCheckpointFile : run_dir;
   p->impl_->dir = fs::is_directory(run_dir) ? run_dir : fs::path(run_dir).parent_path().string();
   p->impl_->policy = learned::load_policy(p->impl_->path, &p->impl_->config);
+  auto read = [&](const std::string& file) -> std::optional<NamedPlacement> {
+    if (!fs::exists(file)) return std::nullopt;
+    try {
+      return load_placement(file);
+    } catch (const InputError&) {
+      return std::nullopt;  // unreadable: decode only
+    }
+  };
+  p->impl_->warm = read(p->impl_->dir + "/warm_start_placement.json");
+  p->impl_->best = read(p->impl_->dir + "/best_placement.json");
   return p;
 }
 
@@ -86,18 +98,16 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context) const {
   // On the graph the run trained on, decode over the same units (the warm
   // start's split) and also consider the best placement the run found.
   std::optional<Placement> warm, best;
-  auto read_same_graph = [&](const std::string& file) -> std::optional<Placement> {
-    if (!fs::exists(file)) return std::nullopt;
+  auto same_graph = [&](const std::optional<NamedPlacement>& named) -> std::optional<Placement> {
+    if (!named || static_cast<int64_t>(named->device.size()) != graph.size()) return std::nullopt;
     try {
-      NamedPlacement named = load_placement(file);
-      if (static_cast<int64_t>(named.device.size()) != graph.size()) return std::nullopt;
-      return from_named(graph, cluster, named);
+      return from_named(graph, cluster, *named);
     } catch (const InputError&) {
       return std::nullopt;  // another graph or cluster: decode only
     }
   };
-  warm = read_same_graph(dir + "/warm_start_placement.json");
-  best = read_same_graph(dir + "/best_placement.json");
+  warm = same_graph(impl_->warm);
+  best = same_graph(impl_->best);
 
   learned::ProblemOptions po;
   po.max_units = config.policy == "hierarchical" ? 0 : config.max_groups;

@@ -125,9 +125,7 @@ std::string JobManager::submit(const Request& request, std::shared_ptr<const Pro
     job->start_method = job->problem->baselines[job->problem->best].method;
     job->start_step_s = job->problem->baselines[job->problem->best].result.step_s;
   }
-  if (!request.learned_json.empty()) prepare_learned(*job);  // throws RequestError naming the field
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
+  auto admit = [&](bool insert) {  // with mutex_ held
     if (stopping_) throw RequestError(codes::kShuttingDown, "", "the server is shutting down");
     expire();
     if (static_cast<int>(queue_.size()) >= config_.job_queue)
@@ -135,9 +133,23 @@ std::string JobManager::submit(const Request& request, std::shared_ptr<const Pro
     if (static_cast<int>(jobs_.size()) >= config_.max_jobs)
       throw RequestError(codes::kBusy, "", "the server holds " + std::to_string(jobs_.size()) +
                                                " job records; fetch results (or wait for them to expire) first");
+    if (!insert) return;
     jobs_[job->id] = job;
     queue_.push_back(job);
     persist(*job);
+  };
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    admit(false);  // refuse before a learned job writes its folder
+  }
+  try {
+    if (!request.learned_json.empty()) prepare_learned(*job);  // throws RequestError naming the field
+    std::lock_guard<std::mutex> lock(mutex_);
+    admit(true);
+  } catch (...) {
+    std::error_code ec;
+    if (!job->dir.empty()) std::filesystem::remove_all(job->dir, ec);
+    throw;
   }
   wake_.notify_one();
   return job->id;
@@ -174,18 +186,21 @@ void JobManager::runner() {
     std::lock_guard<std::mutex> lock(mutex_);
     job->finished_unix = unix_now();
     job->waiting.clear();
-    if (!error.empty()) {
-      job->state = JobState::Failed;
-      job->error = (job->learned ? "training failed: " : "the search failed: ") + error;
-    } else if (job->cancel && stopping_ && job->learned && !config_.state_dir.empty()) {
-      // Checkpointed: the next server resumes it.
+    if (stopping_ && job->learned && !job->cancelled_by_user && !config_.state_dir.empty()) {
+      // Checkpointed: the next server resumes it (an error now is most likely the shutdown's).
       job->state = JobState::Queued;
       persist(*job);
       continue;
+    } else if (!error.empty()) {
+      job->state = JobState::Failed;
+      job->error = (job->learned ? "training failed: " : "the search failed: ") + error;
+      if (job->best_placement.device.empty()) job->best_step_s = 0;  // a time without its placement means nothing
+    } else if (job->cancel && !job->cancelled_by_user) {
+      job->state = JobState::Failed;
+      job->error = "server shut down while the job ran; its best placement so far is kept";
     } else if (job->cancel) {
-      job->state = stopping_ ? JobState::Failed : JobState::Cancelled;
-      job->error = stopping_ ? "server shut down while the job ran; its best placement so far is kept"
-                             : "cancelled by request; its best placement so far is kept";
+      job->state = JobState::Cancelled;
+      job->error = "cancelled by request; its best placement so far is kept";
     } else {
       job->state = JobState::Done;
     }
@@ -344,6 +359,7 @@ std::string JobManager::cancel(const std::string& id) {
   auto job = find(id);
   if (!finished(job->state)) {
     job->cancel = true;
+    job->cancelled_by_user = true;
     if (job->state == JobState::Queued) {
       queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
       job->state = JobState::Cancelled;
@@ -486,7 +502,14 @@ void JobManager::load_persisted() {
           if (it->value.IsString()) job->best_placement.device[it->name.GetString()] = it->value.GetString();
       job->best_placement.graph = job->graph_name;
     }
-    if (!finished(job->state) && job->learned && !job->train_json.empty()) {
+    std::error_code dir_ec;
+    if (!finished(job->state) && job->learned && !std::filesystem::is_directory(job->dir, dir_ec)) {
+      job->state = JobState::Failed;
+      job->error = "the server restarted while the job was " + s("state") + ", and its folder " + job->dir +
+                   " is gone; submit the optimize request again";
+      job->finished_unix = unix_now();
+      persist(*job);
+    } else if (!finished(job->state) && job->learned && !job->train_json.empty()) {
       // Checkpointed in its folder: it resumes where the last server stopped.
       if (job->state == JobState::Running) job->restarts += 1;
       job->state = JobState::Queued;
@@ -501,6 +524,11 @@ void JobManager::load_persisted() {
       persist(*job);
     }
     jobs_[id] = job;
+  }
+  // Folders of learned jobs whose record is gone (a crash between the two deletes of forget()).
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    std::string id = entry.path().filename().string();
+    if (entry.is_directory(ec) && valid_job_id(id) && !jobs_.count(id)) std::filesystem::remove_all(entry.path(), ec);
   }
   std::sort(resume.begin(), resume.end(), [](const auto& a, const auto& b) { return a->created_unix < b->created_unix; });
   for (auto& job : resume) {

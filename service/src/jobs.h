@@ -35,7 +35,8 @@ struct Job {
   Request request;                       // the optimize request (graph spec, budget, methods)
   std::shared_ptr<const Problem> problem;
   JobState state = JobState::Queued;
-  std::atomic<bool> cancel{false};
+  std::atomic<bool> cancel{false};        // set by cancel() and at shutdown
+  bool cancelled_by_user = false;          // cancel() (not the shutdown)
   double created_unix = 0, started_unix = 0, finished_unix = 0;
   int64_t samples = 0;
   double elapsed_s = 0;

@@ -166,6 +166,14 @@ void JobManager::prepare_learned(Job& job) {
     }
     throw RequestError(codes::kBadRequest, field, what);
   }
+  // A job shares the server: one LibTorch thread, and a bounded warm start
+  // (the budget counts training time only).
+  c.threads = 1;
+  c.env_threads = 1;
+  if (c.bc_steps > 5000)
+    throw RequestError(codes::kBadRequest, F + ".warm_start.bc_steps", "at most 5000 in a service job, got " + std::to_string(c.bc_steps));
+  if (c.hidden > 1024)
+    throw RequestError(codes::kBadRequest, F + ".policy.hidden", "at most 1024 in a service job, got " + std::to_string(c.hidden));
   if (c.reward_mode != "simulated") {
     if (!config_.measure_jobs)
       throw RequestError(codes::kBadRequest, "reward_mode",
@@ -188,7 +196,12 @@ void JobManager::prepare_learned(Job& job) {
 
 void JobManager::run_learned(Job& job) {
   TrainConfig c = parse_train_config(job.train_json, job.id + " (job record)");
+  // Paths inside the job's folder follow the folder (a state_dir may move between runs).
   c.output_dir = job.dir;
+  if (!c.graph.file.empty()) c.graph.file = job.dir + "/graph.bin";
+  if (fs::path(c.cluster).filename() == "cluster.json") c.cluster = job.dir + "/cluster.json";
+  if (c.reward_mode != "simulated" && !config_.measure_jobs)
+    throw InputError("the server's config no longer allows measuring jobs (jobs.measure: false)");
   const auto start = std::chrono::steady_clock::now();
   double elapsed_before;  // of earlier server processes
   {
@@ -260,7 +273,7 @@ void JobManager::run_learned(Job& job) {
     if (sim.ok()) simulated_s = sim.step_s;
   }
 
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   job.best_simulated_s = simulated_s;
   job.elapsed_s = elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   job.updates = r.updates;
@@ -275,15 +288,20 @@ void JobManager::run_learned(Job& job) {
   for (const auto& b : r.baselines)
     if (b.ok && std::none_of(job.baselines.begin(), job.baselines.end(), [&](const auto& x) { return x.first == b.method; }))
       job.baselines.emplace_back(b.method, b.step_s);
-  if (!job.save_as.empty() && !job.cancel && save_policy) {
-    try {
-      save_policy(job.save_as, job.dir,
-                  c.policy + " policy learned by job " + job.id + " for " + job.graph_name + " on " + job.cluster_name);
-      job.saved_as = job.save_as;
-    } catch (const std::exception& e) {
-      job.error = "the job finished but could not be kept as policy '" + job.save_as + "': " + e.what();
-    }
+  if (job.save_as.empty() || job.cancel || !save_policy) return;
+  const std::string name = job.save_as;
+  const std::string description =
+      c.policy + " policy learned by job " + job.id + " for " + job.graph_name + " on " + job.cluster_name;
+  lock.unlock();  // copying a checkpoint must not stall status requests and other jobs
+  std::string error;
+  try {
+    save_policy(name, job.dir, description);
+  } catch (const std::exception& e) {
+    error = e.what();
   }
+  lock.lock();
+  if (error.empty()) job.saved_as = name;
+  else job.error = "the job finished but could not be kept as policy '" + name + "': " + error;
 }
 
 void JobManager::export_series(Job& job) {
@@ -312,7 +330,7 @@ void JobManager::limit_series() {
 }
 
 std::string JobManager::jobs_dir() const {
-  if (!config_.state_dir.empty()) return (fs::path(config_.state_dir) / "jobs").string();
+  if (!config_.state_dir.empty()) return (fs::absolute(config_.state_dir) / "jobs").lexically_normal().string();
   return temp_dir_;
 }
 

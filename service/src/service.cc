@@ -158,10 +158,14 @@ PlacementService::PlacementService(ServiceConfig config, ServiceMetrics* metrics
   if (!config_.state_dir.empty()) {
     saved_dir_ = (std::filesystem::path(config_.state_dir) / "policies").string();
   } else {
-    saved_dir_ = (std::filesystem::temp_directory_path() / ("placer-policies-" + std::to_string(::getpid()))).string();
+    static std::atomic<uint64_t> services{0};
+    saved_dir_ = (std::filesystem::temp_directory_path() /
+                  ("placer-policies-" + std::to_string(::getpid()) + "-" + std::to_string(services++) + "-" +
+                   std::to_string(std::chrono::steady_clock::now().time_since_epoch().count())))
+                     .string();
     saved_dir_temporary_ = true;
   }
-  load_saved_policies();
+  if (!saved_dir_temporary_) load_saved_policies();
   if (metrics_) metrics_->set_policies(static_cast<int64_t>(policies_.size()));
   jobs_ = std::make_unique<JobManager>(config_, metrics_);
   jobs_->save_policy = [this](const std::string& name, const std::string& dir, const std::string& description) {
@@ -222,7 +226,8 @@ void PlacementService::load_saved_policies() {
 void PlacementService::save_policy(const std::string& name, const std::string& run_dir, const std::string& description) {
   namespace fs = std::filesystem;
   fs::path target = fs::path(saved_dir_) / name;
-  fs::path staging = fs::path(saved_dir_) / ("." + name + ".saving");
+  static std::atomic<uint64_t> saves{0};
+  fs::path staging = fs::path(saved_dir_) / ("." + name + ".saving-" + std::to_string(::getpid()) + "-" + std::to_string(saves++));
   fs::remove_all(staging);
   fs::create_directories(staging);
   for (const char* file : {"checkpoint.pt", "config.json", "best_placement.json", "warm_start_placement.json", "summary.json",

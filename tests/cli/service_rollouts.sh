@@ -49,6 +49,8 @@ for _ in $(seq 300); do
   U=$("$PLACER" query --endpoint "$ENDPOINT" status "$JOB" | sed -n 's/.*"updates":\([0-9]*\).*/\1/p')
   [ -n "$U" ] && [ "$U" -ge 5 ] && break; sleep 0.1
 done
+[ "${U:-0}" -ge 5 ] || { echo "the job did not get to 5 updates"; exit 1; }
+"$PLACER" query --endpoint "$ENDPOINT" status "$JOB" | grep -q '"state":"running"' || { echo "the job is not running any more"; exit 1; }
 kill -9 $W1; W1=""
 echo "killed the slow worker at update ${U:-?}"
 for _ in $(seq 600); do

@@ -82,8 +82,9 @@ class PlacementService {
   // requests; other exceptions are internal errors.
   std::string handle(const Request& request, Clock::time_point deadline);
 
-  // Stops job runners: running jobs are cancelled and recorded as failed
-  // ("server shut down"). Idempotent.
+  // Stops job runners: running jobs are cancelled; search jobs are recorded
+  // failed ("server shut down"), learned jobs with a state_dir go back to
+  // queued for the next server to resume. Idempotent.
   void shutdown();
 
   const ServiceConfig& config() const { return config_; }
