@@ -36,16 +36,21 @@ EnvOptions simulated_env() {
   return options;
 }
 
-Problem::Baseline run_baseline(const std::string& method, const Graph& graph, const Cluster& cluster, Environment& env,
-                               uint64_t seed, double time_limit_s) {
-  Problem::Baseline b;
-  b.method = method;
+PlaceContext place_context(const Graph& graph, const Cluster& cluster, Environment& env, uint64_t seed, double time_limit_s) {
   PlaceContext ctx;
   ctx.graph = &graph;
   ctx.cluster = &cluster;
   ctx.env = &env;
   ctx.seed = seed;
-  ctx.time_limit_s = std::max(0.05, time_limit_s);
+  ctx.time_limit_s = time_limit_s;
+  return ctx;
+}
+
+Problem::Baseline run_baseline(const std::string& method, const Graph& graph, const Cluster& cluster, Environment& env,
+                               uint64_t seed, double time_limit_s) {
+  Problem::Baseline b;
+  b.method = method;
+  PlaceContext ctx = place_context(graph, cluster, env, seed, std::max(0.05, time_limit_s));
   auto start = Clock::now();
   try {
     PlaceResult r = make_placer(method)->place(ctx);
@@ -380,13 +385,7 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
     }
     if (method.empty()) try {
       Environment env(p->graph, p->cluster, simulated_env());
-      PlaceContext ctx;
-      ctx.graph = &p->graph;
-      ctx.cluster = &p->cluster;
-      ctx.env = &env;
-      ctx.seed = r.seed;
-      ctx.time_limit_s = seconds_left(deadline);
-      PlaceResult pr = policy->policy->place(ctx);
+      PlaceResult pr = policy->policy->place(place_context(p->graph, p->cluster, env, r.seed, seconds_left(deadline)));
       placement = std::move(pr.placement);
       result = env.simulate(placement);
       method = "policy:" + policy->entry.name;
@@ -418,13 +417,8 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
   }
   if (r.refine_samples > 0) {
     Environment env(p->graph, p->cluster, simulated_env());
-    PlaceContext ctx;
-    ctx.graph = &p->graph;
-    ctx.cluster = &p->cluster;
-    ctx.env = &env;
-    ctx.seed = r.seed;
+    PlaceContext ctx = place_context(p->graph, p->cluster, env, r.seed, std::max(0.01, 0.5 * seconds_left(deadline)));
     ctx.sample_budget = r.refine_samples;
-    ctx.time_limit_s = std::max(0.01, 0.5 * seconds_left(deadline));
     try {
       PlaceResult pr = make_placer("local_search")->place(ctx);
       StepResult refined = env.simulate(pr.placement);
