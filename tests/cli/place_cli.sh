@@ -32,6 +32,7 @@ set -e
   --markdown --json "$TMP/b.json" --csv "$TMP/b.csv" > "$TMP/b.md" || fail "baseline"
 grep -q "| method | simulated step (ms) |" "$TMP/b.md" || fail "baseline markdown header"
 for m in single expert m_etf dp; do grep -q "| $m |" "$TMP/b.md" || fail "baseline row $m"; done
+grep -q "| m_etf | [0-9.]* | [0-9.]* (planned makespan; simulated [+-][0-9]*%) |" "$TMP/b.md" || fail "m_etf's own estimate beside the simulated step"
 python3 - "$TMP/b.json" "$TMP/b.csv" <<'PY' || fail "baseline json/csv"
 import csv, json, sys
 j = json.load(open(sys.argv[1]))
@@ -40,6 +41,8 @@ lb = j["lower_bound_s"]
 for m in j["methods"]:
     assert m["feasible"] and m["simulated_step_s"] >= lb * (1 - 1e-9), m
     assert len(m["peak_bytes"]) == 4
+    # the placer's own estimate is reported beside the simulator's figure, never instead of it
+    assert ("own_estimate_s" in m) == (m["method"] in ("m_etf", "dp")), m
 rows = list(csv.DictReader(open(sys.argv[2])))
 assert len(rows) == 4 and rows[0]["method"] == "single"
 PY
