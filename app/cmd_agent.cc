@@ -129,7 +129,9 @@ void own_estimate(const PlaceResult& r, Row* row) {
     row->own_kind = "planned makespan";
   } else if (!std::isnan(get("dp_objective_s"))) {
     row->own_s = get("dp_objective_s");
-    row->own_kind = get("prefix_fallback") > 0 ? "dp objective, topological-order fallback" : "dp objective";
+    row->own_kind = std::string(get("dp_objective_throughput") > 0 ? "dp throughput (max stage) objective"
+                                                                    : "dp latency objective") +
+                    (get("prefix_fallback") > 0 ? ", topological-order fallback" : "");
   } else if (!std::isnan(get("incumbent_s"))) {
     row->own_s = get("incumbent_s");
     row->own_kind = std::string(get("optimal") > 0 ? "optimal" : "incumbent") + " for " +

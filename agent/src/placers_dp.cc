@@ -107,6 +107,7 @@ class DpPlacer : public Placer {
     out.stats["ideals"] = static_cast<double>(ideals.size.size());
     out.stats["prefix_fallback"] = ideals.prefixes ? 1.0 : 0.0;
     out.stats["dp_objective_s"] = candidates[best].second.objective;
+    out.stats["dp_objective_throughput"] = candidates[best].first == "throughput" ? 1.0 : 0.0;  // else latency
     return out;
   }
 
