@@ -396,7 +396,8 @@ class IlpPlacer : public Placer {
       p = &coarse;
       coarse_note = "; coarsened " + std::to_string(ops.n) + " ops to " + std::to_string(coarse.n) + " units in " +
                     std::to_string(coarse.groups()) + " groups by " + how + " (graph above max_ops=" +
-                    std::to_string(max_ops) + ")";
+                    std::to_string(max_ops) + "); " + std::string("scope: the bound and any optimality hold for these ") +
+                    std::to_string(coarse.n) + " units, not for the " + std::to_string(ops.n) + "-op graph";
     }
     const bool symmetry = p->identical_devices && option_int(ctx, "symmetry_breaking", 1) != 0;
     const IlpOutcome r = solve_ilp(*p, ctx.time_limit_s, symmetry);
