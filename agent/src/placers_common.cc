@@ -396,15 +396,50 @@ bool repair_memory(const Problem& p, std::vector<int32_t>& group_device) {
   return true;
 }
 
+double LinkBook::data_ready(int32_t v, int32_t d, const std::vector<int32_t>& dev, const std::vector<double>& finish,
+                            bool commit) {
+  const Problem& p = *p_;
+  order_.clear();
+  for (int32_t i = 0; i < static_cast<int32_t>(p.preds[v].size()); ++i) order_.push_back({finish[p.preds[v][i].op], i});
+  std::sort(order_.begin(), order_.end());  // FIFO: the earliest finished input goes first
+  if (!commit) {
+    tmp_free_.resize(p.k);
+    for (int32_t f = 0; f < p.k; ++f) tmp_free_[f] = chan_free_[static_cast<size_t>(f) * p.k + d];
+  }
+  double ready = 0.0;
+  for (const auto& [done, i] : order_) {
+    const int32_t u = p.preds[v][i].op;
+    const int64_t bytes = p.preds[v][i].bytes;
+    const int32_t from = dev[u];
+    if (from == d) {
+      ready = std::max(ready, done);
+      continue;
+    }
+    const int64_t key = static_cast<int64_t>(u) * p.k + d;
+    auto it = sent_.find(key);
+    int64_t have = it == sent_.end() ? 0 : it->second.bytes;
+    double arrival = it == sent_.end() ? 0.0 : it->second.arrival;
+    if (bytes > have || it == sent_.end()) {
+      double& chan = commit ? chan_free_[static_cast<size_t>(from) * p.k + d] : tmp_free_[from];
+      const double start = std::max(done, chan);
+      arrival = start + p.transfer(from, d, bytes - have);
+      chan = arrival;
+      if (commit) sent_[key] = {std::max(bytes, have), arrival};
+    }
+    ready = std::max(ready, arrival);
+  }
+  return ready;
+}
+
 Schedule schedule_in_order(const Problem& p, const std::vector<int32_t>& dev, const std::vector<int32_t>& order) {
   Schedule s;
   s.start.assign(p.n, 0.0);
   s.finish.assign(p.n, 0.0);
   std::vector<double> free(p.k, 0.0);
+  LinkBook links(p);
   for (int32_t u : order) {
     const int32_t d = dev[u];
-    double ready = 0.0;
-    for (const Edge& e : p.preds[u]) ready = std::max(ready, s.finish[e.op] + p.transfer(dev[e.op], d, e.bytes));
+    const double ready = links.data_ready(u, d, dev, s.finish, true);
     s.start[u] = std::max(ready, free[d]);
     s.finish[u] = s.start[u] + p.c(u, d);
     free[d] = s.finish[u];
@@ -421,6 +456,7 @@ Schedule schedule_ready_order(const Problem& p, const std::vector<int32_t>& dev)
   std::vector<double> arrival(p.n, 0.0);
   std::vector<std::vector<int32_t>> pending(p.k);
   std::vector<double> busy(p.k, 0.0);
+  LinkBook links(p);
   using Done = std::pair<double, int32_t>;
   std::priority_queue<Done, std::vector<Done>, std::greater<Done>> running;
   for (int32_t u = 0; u < p.n; ++u) {
@@ -443,8 +479,10 @@ Schedule schedule_ready_order(const Problem& p, const std::vector<int32_t>& dev)
       running.pop();
       for (const Edge& e : p.succs[u]) {
         const int32_t v = e.op;
-        arrival[v] = std::max(arrival[v], s.finish[u] + p.transfer(dev[u], dev[v], e.bytes));
-        if (--missing[v] == 0) pending[dev[v]].push_back(v);
+        if (--missing[v] == 0) {
+          arrival[v] = links.data_ready(v, dev[v], dev, s.finish, true);
+          pending[dev[v]].push_back(v);
+        }
       }
       continue;
     }
@@ -499,23 +537,24 @@ ListResult list_etf(const Problem& p, const std::vector<int32_t>* favourite_pare
   std::vector<int32_t> missing(p.n);
   std::vector<char> done(p.n, 0);
   const std::vector<double> rank = upward_rank(p);
-  // Per device: ready units keyed by (data-ready time on that device, -rank, id).
+  // Per device: ready units keyed by (data-ready time on that device plus a
+  // preference penalty, -rank, id). m_sct's penalty: off its favourite
+  // parent's device a unit counts as ready later by that edge's mean transfer.
   struct Key {
     double ready;
+    double penalty;
     double neg_rank;
     int32_t unit;
+    double order() const { return ready + penalty; }
     bool operator>(const Key& o) const {
-      if (ready != o.ready) return ready > o.ready;
+      if (order() != o.order()) return order() > o.order();
       if (neg_rank != o.neg_rank) return neg_rank > o.neg_rank;
       return unit > o.unit;
     }
   };
   std::vector<std::priority_queue<Key, std::vector<Key>, std::greater<Key>>> heaps(p.k);
-  auto data_ready = [&](int32_t u, int32_t d) {
-    double t = 0.0;
-    for (const Edge& e : p.preds[u]) t = std::max(t, r.schedule.finish[e.op] + p.transfer(r.unit_device[e.op], d, e.bytes));
-    return t;
-  };
+  LinkBook links(p);
+  auto data_ready = [&](int32_t u, int32_t d) { return links.data_ready(u, d, r.unit_device, r.schedule.finish, false); };
   auto allowed = [&](int32_t u, int32_t d) {
     const int32_t g = p.group_of[u];
     return pinned[g] >= 0 ? pinned[g] == d : book.fits(g, d);
@@ -523,15 +562,20 @@ ListResult list_etf(const Problem& p, const std::vector<int32_t>* favourite_pare
   std::vector<char> relaxed(p.n, 0);  // favourite device no longer required
   auto make_ready = [&](int32_t u) {
     const int32_t g = p.group_of[u];
-    int32_t only = pinned[g];
-    if (only < 0 && favourite_parent && !relaxed[u] && (*favourite_parent)[u] >= 0) {
-      const int32_t d = r.unit_device[(*favourite_parent)[u]];
-      if (d >= 0 && book.fits(g, d)) only = d;
+    const int32_t only = pinned[g];
+    int32_t favourite = -1;
+    double penalty = 0.0;
+    if (only < 0 && favourite_parent && (*favourite_parent)[u] >= 0) {
+      const int32_t parent = (*favourite_parent)[u];
+      favourite = r.unit_device[parent];
+      for (const Edge& e : p.preds[u])
+        if (e.op == parent) penalty = p.mean_transfer(e.bytes);
     }
+    relaxed[u] = 1;  // on every allowed device's heap: none to add later
     bool any = false;
     for (int32_t d = 0; d < p.k; ++d) {
       if ((only >= 0 && d != only) || !allowed(u, d)) continue;
-      heaps[d].push({data_ready(u, d), -rank[u], u});
+      heaps[d].push({data_ready(u, d), favourite >= 0 && d != favourite ? penalty : 0.0, -rank[u], u});
       any = true;
     }
     if (!any) out_of_memory(p, book, u, favourite_parent ? "m_sct" : "m_etf");
@@ -546,17 +590,28 @@ ListResult list_etf(const Problem& p, const std::vector<int32_t>* favourite_pare
     int32_t best_d = -1;
     for (int32_t d = 0; d < p.k; ++d) {
       auto& h = heaps[d];
-      while (!h.empty() && (done[h.top().unit] || !allowed(h.top().unit, d))) {
-        const int32_t u = h.top().unit;
-        h.pop();
-        // A favourite child whose parent's device filled up may go elsewhere.
-        if (!done[u] && favourite_parent && !relaxed[u] && pinned[p.group_of[u]] < 0) {
-          relaxed[u] = 1;
-          make_ready(u);
+      // Channels only fill up, so a key may be stale (too early): refresh the
+      // top until it is current (lazy updates keep the heap's minimum right).
+      for (;;) {
+        while (!h.empty() && (done[h.top().unit] || !allowed(h.top().unit, d))) {
+          const int32_t u = h.top().unit;
+          h.pop();
+          // A favourite child whose parent's device filled up may go elsewhere.
+          if (!done[u] && favourite_parent && !relaxed[u] && pinned[p.group_of[u]] < 0) {
+            relaxed[u] = 1;
+            make_ready(u);
+          }
         }
+        if (h.empty()) break;
+        Key top = h.top();
+        const double now = data_ready(top.unit, d);
+        if (now <= top.ready) break;
+        h.pop();
+        top.ready = now;
+        h.push(top);
       }
       if (h.empty()) continue;
-      const double t = std::max(free[d], h.top().ready);
+      const double t = std::max(free[d], h.top().order());
       if (t < best_t) best_t = t, best_d = d;
     }
     if (best_d < 0) {
@@ -566,6 +621,7 @@ ListResult list_etf(const Problem& p, const std::vector<int32_t>* favourite_pare
       PLACER_CHECK(false, "list_etf: no ready unit");
     }
     const int32_t u = heaps[best_d].top().unit;
+    best_t = std::max(free[best_d], heaps[best_d].top().ready);  // the penalty ranks; it does not delay
     heaps[best_d].pop();
     const int32_t g = p.group_of[u];
     if (pinned[g] < 0) {
@@ -573,6 +629,7 @@ ListResult list_etf(const Problem& p, const std::vector<int32_t>* favourite_pare
       book.add(g, best_d);
     }
     r.unit_device[u] = best_d;
+    links.data_ready(u, best_d, r.unit_device, r.schedule.finish, true);  // book its transfers
     r.schedule.start[u] = best_t;
     r.schedule.finish[u] = best_t + p.c(u, best_d);
     free[best_d] = r.schedule.finish[u];
@@ -595,6 +652,7 @@ ListResult list_heft(const Problem& p) {
   MemoryBook book(p);
   std::vector<double> free(p.k, 0.0);
   std::vector<int32_t> missing(p.n);
+  LinkBook links(p);
   std::priority_queue<std::pair<double, int32_t>> ready;  // (rank, -id): highest rank first
   for (int32_t u = 0; u < p.n; ++u) {
     missing[u] = static_cast<int32_t>(p.preds[u].size());
@@ -608,8 +666,7 @@ ListResult list_heft(const Problem& p) {
     int32_t best_d = -1;
     for (int32_t d = 0; d < p.k; ++d) {
       if (pinned[g] >= 0 ? pinned[g] != d : !book.fits(g, d)) continue;
-      double t = free[d];
-      for (const Edge& e : p.preds[u]) t = std::max(t, r.schedule.finish[e.op] + p.transfer(r.unit_device[e.op], d, e.bytes));
+      const double t = std::max(free[d], links.data_ready(u, d, r.unit_device, r.schedule.finish, false));
       const double f = t + p.c(u, d);
       if (f < best_f) best_f = f, best_s = t, best_d = d;
     }
@@ -619,6 +676,7 @@ ListResult list_heft(const Problem& p) {
       book.add(g, best_d);
     }
     r.unit_device[u] = best_d;
+    links.data_ready(u, best_d, r.unit_device, r.schedule.finish, true);
     r.schedule.start[u] = best_s;
     r.schedule.finish[u] = best_f;
     free[best_d] = best_f;
