@@ -448,7 +448,7 @@ Schedule schedule_in_order(const Problem& p, const std::vector<int32_t>& dev, co
   return s;
 }
 
-Schedule schedule_ready_order(const Problem& p, const std::vector<int32_t>& dev) {
+Schedule schedule_ready_order(const Problem& p, const std::vector<int32_t>& dev, bool link_channels) {
   Schedule s;
   s.start.assign(p.n, 0.0);
   s.finish.assign(p.n, 0.0);
@@ -479,8 +479,9 @@ Schedule schedule_ready_order(const Problem& p, const std::vector<int32_t>& dev)
       running.pop();
       for (const Edge& e : p.succs[u]) {
         const int32_t v = e.op;
+        if (!link_channels) arrival[v] = std::max(arrival[v], s.finish[u] + p.transfer(dev[u], dev[v], e.bytes));
         if (--missing[v] == 0) {
-          arrival[v] = links.data_ready(v, dev[v], dev, s.finish, true);
+          if (link_channels) arrival[v] = links.data_ready(v, dev[v], dev, s.finish, true);
           pending[dev[v]].push_back(v);
         }
       }

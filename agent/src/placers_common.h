@@ -132,8 +132,10 @@ struct Schedule {
 Schedule schedule_in_order(const Problem& p, const std::vector<int32_t>& unit_device,
                            const std::vector<int32_t>& order);
 // Event-driven: among ready ops of a device the lowest id starts first (the
-// simulator's rule); transfers are booked when their consumer becomes ready.
-Schedule schedule_ready_order(const Problem& p, const std::vector<int32_t>& unit_device);
+// simulator's rule); transfers are booked when their consumer becomes ready,
+// on the link channels, or free of contention (link_channels = false: the
+// ILP's own model, whose big-M comes from this schedule).
+Schedule schedule_ready_order(const Problem& p, const std::vector<int32_t>& unit_device, bool link_channels = true);
 
 // List scheduling result: device per unit and the schedule it implied.
 struct ListResult {

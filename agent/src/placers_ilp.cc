@@ -82,7 +82,7 @@ IlpOutcome solve_ilp(const Problem& p, double time_limit_s, bool symmetry_breaki
     std::vector<int32_t> gd(G);
     for (int32_t g = 0; g < G; ++g) gd[g] = dev[p.members[g][0]];
     if (!fits_memory(p, gd)) return;
-    warms.push_back({dev, schedule_ready_order(p, dev), method});
+    warms.push_back({dev, schedule_ready_order(p, dev, /*link_channels=*/false), method});
   };
   try { add_warm(list_etf(p).unit_device, "m_etf"); } catch (const NoFeasiblePlacement&) {}
   try { add_warm(list_heft(p).unit_device, "heft"); } catch (const NoFeasiblePlacement&) {}
