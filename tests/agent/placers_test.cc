@@ -3,6 +3,7 @@
 // on every builder graph and presets with 2, 4 and 8 devices.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -14,6 +15,8 @@
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
+
+#include "../../agent/src/placers_common.h"
 
 namespace placer {
 namespace {
@@ -337,6 +340,54 @@ TEST(Placers, EtfAndSctAreNoSlowerThanOneDeviceOnInception) {
     for (const char* method : {"m_etf", "m_sct"})
       EXPECT_LE(step_of(env, run(method, graph, cluster, env)), 1.05 * single) << method << " on " << preset;
   }
+}
+
+// Coarsened problems (ilp's units) are acyclic over every edge, backward and
+// update edges included, whatever grouping comes in: parts on a cycle of the
+// quotient are merged.
+TEST(Placers, CoarsenedProblemsAreAcyclicOverAllEdges) {
+  BuilderOptions nmt;
+  nmt.values = {{"layers", 2}, {"hidden", 256}, {"steps", 6}, {"batch", 8}, {"vocab", 1000}};
+  const Graph graph = build_graph("nmt", nmt);
+  const Cluster cluster = cluster_preset("k80x4");
+  Environment env(graph, cluster);
+  PlaceContext ctx;
+  ctx.graph = &graph;
+  ctx.cluster = &cluster;
+  ctx.env = &env;
+  const placers::Problem ops = placers::make_problem(ctx, placers::kMemoryFraction);
+  // ilp's grouping: co-location groups in 20 chunks, each split into its
+  // forward and its backward/update half, except chunk 3, whose halves are
+  // one part: with its backward edges that part lies on a cycle of the quotient.
+  const Grouping co = colocation_groups(graph);
+  Grouping g;
+  g.group_of.resize(graph.size());
+  g.members.resize(40);
+  for (int32_t v = 0; v < graph.size(); ++v) {
+    const int32_t chunk = co.group_of[v] * 20 / co.size();
+    const bool forward = graph.op(OpId(v)).phase == Phase::Forward;
+    g.group_of[v] = 2 * chunk + (forward || chunk == 3 ? 0 : 1);
+    g.members[g.group_of[v]].push_back(OpId(v));
+  }
+  g.members.erase(std::remove_if(g.members.begin(), g.members.end(), [](const auto& m) { return m.empty(); }), g.members.end());
+  for (int32_t i = 0; i < g.size(); ++i)
+    for (OpId v : g.members[i]) g.group_of[v.value] = i;
+  std::vector<int32_t> unit_of_op;
+  const placers::Problem units = placers::make_group_problem(ops, g, &unit_of_op);
+  int64_t cross = 0;
+  for (int32_t v = 0; v < graph.size(); ++v)
+    for (const OpId c : graph.consumers(OpId(v))) {
+      const int32_t a = unit_of_op[v], b = unit_of_op[c.value];
+      if (a == b) continue;
+      ++cross;
+      EXPECT_LT(a, b) << "edge " << graph.op(OpId(v)).name << " -> " << graph.op(c).name << " goes back in unit order";
+    }
+  for (int32_t u = 0; u < units.n; ++u)
+    for (const placers::Edge& e : units.preds[u]) EXPECT_LT(e.op, u);
+  EXPECT_GT(cross, 0);
+  // fwd 3 -> fwd 4 -> ... -> bwd 4 -> bwd 3 closes a cycle through every
+  // later chunk: they become one unit; chunks 0-2 keep their two halves.
+  EXPECT_EQ(units.n, 7);
 }
 
 }  // namespace
