@@ -560,7 +560,6 @@ ListResult list_etf(const Problem& p, const std::vector<int32_t>* favourite_pare
     const int32_t g = p.group_of[u];
     return pinned[g] >= 0 ? pinned[g] == d : book.fits(g, d);
   };
-  std::vector<char> relaxed(p.n, 0);  // favourite device no longer required
   auto make_ready = [&](int32_t u) {
     const int32_t g = p.group_of[u];
     const int32_t only = pinned[g];
@@ -572,7 +571,6 @@ ListResult list_etf(const Problem& p, const std::vector<int32_t>* favourite_pare
       for (const Edge& e : p.preds[u])
         if (e.op == parent) penalty = p.mean_transfer(e.bytes);
     }
-    relaxed[u] = 1;  // on every allowed device's heap: none to add later
     bool any = false;
     for (int32_t d = 0; d < p.k; ++d) {
       if ((only >= 0 && d != only) || !allowed(u, d)) continue;
@@ -594,15 +592,8 @@ ListResult list_etf(const Problem& p, const std::vector<int32_t>* favourite_pare
       // Channels only fill up, so a key may be stale (too early): refresh the
       // top until it is current (lazy updates keep the heap's minimum right).
       for (;;) {
-        while (!h.empty() && (done[h.top().unit] || !allowed(h.top().unit, d))) {
-          const int32_t u = h.top().unit;
-          h.pop();
-          // A favourite child whose parent's device filled up may go elsewhere.
-          if (!done[u] && favourite_parent && !relaxed[u] && pinned[p.group_of[u]] < 0) {
-            relaxed[u] = 1;
-            make_ready(u);
-          }
-        }
+        // A unit is on every allowed device's heap: drop the done and the no longer allowed.
+        while (!h.empty() && (done[h.top().unit] || !allowed(h.top().unit, d))) h.pop();
         if (h.empty()) break;
         Key top = h.top();
         const double now = data_ready(top.unit, d);

@@ -21,7 +21,6 @@
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
-#include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
 #include "policy.h"
@@ -36,13 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-Graph load_source(const GraphSource& s) {
-  if (!s.file.empty()) return load_graph(s.file);
-  BuilderOptions o;
-  o.values = s.options;
-  o.forward_only = s.forward_only;
-  return build_graph(s.builder, o);
-}
 
 EnvOptions env_options(const TrainConfig& c) {
   EnvOptions o;
@@ -523,7 +515,7 @@ TrainResult Trainer::run() {
   for (const auto& s : sources) {
     auto t = std::make_unique<Task>();
     t->source = s;
-    t->env = std::make_unique<Environment>(load_source(s), cluster_, eo);
+    t->env = std::make_unique<Environment>(s.load(), cluster_, eo);
     tasks_.push_back(std::move(t));
   }
   const std::string ckpt = dir_ + "/" + kCheckpointFile;
@@ -615,7 +607,7 @@ TrainResult Trainer::run() {
     }
     // gnn: held-out graphs, placed by the trained policy with no training.
     for (const GraphSource& s : c_.held_out) {
-      Environment env(load_source(s), cluster_, eo);
+      Environment env(s.load(), cluster_, eo);
       const auto t1 = Clock::now();
       ProblemOptions po;
       po.max_units = c_.max_groups;

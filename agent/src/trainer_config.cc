@@ -8,10 +8,19 @@
 #include <sstream>
 
 #include "placer/agent/train.h"
+#include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
 
 namespace placer {
+
+Graph GraphSource::load() const {
+  if (!file.empty()) return load_graph(file);
+  BuilderOptions o;
+  o.values = options;
+  o.forward_only = forward_only;
+  return build_graph(builder, o);
+}
 
 std::string GraphSource::describe() const {
   if (!file.empty()) return file;

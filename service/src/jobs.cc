@@ -48,6 +48,13 @@ JobState parse_state(const std::string& s) {
 
 bool finished(JobState s) { return s == JobState::Done || s == JobState::Failed || s == JobState::Cancelled; }
 
+// {"baselines": [{"method", "step_s"}...]}: in replies and in the record on disk.
+void write_baselines(JsonOut& o, const Job& job) {
+  o.begin_array("baselines");
+  for (const auto& [method, step] : job.baselines) o.begin().field("method", method).field("step_s", step).end();
+  o.end_array();
+}
+
 constexpr double kRoundSeconds = 0.5;  // cancellation answers within about one round
 constexpr int64_t kRoundSamples = 200;
 
@@ -326,9 +333,7 @@ std::string JobManager::describe(const Job& job, bool with_placement) const {
   }
   o.field("lower_bound_s", job.lower_bound_s);
   o.begin_object("start").field("method", job.start_method).field("step_s", job.start_step_s).end();
-  o.begin_array("baselines");
-  for (const auto& [method, step] : job.baselines) o.begin().field("method", method).field("step_s", step).end();
-  o.end_array();
+  write_baselines(o, job);
   if (!job.save_as.empty()) o.field("save_as", job.save_as).field("saved", job.saved_as == job.save_as);
   if (!job.error.empty()) o.field("error", job.error);
   if (with_placement && job.best_step_s > 0) o.placement("placement", job.best_placement);
@@ -416,9 +421,7 @@ void JobManager::persist(const Job& job) {
   o.field("budget_seconds", job.request.budget.seconds).field("rounds", job.rounds);
   o.field("best_method", job.best_method).field("best_step_s", job.best_step_s).field("lower_bound_s", job.lower_bound_s);
   o.field("start_method", job.start_method).field("start_step_s", job.start_step_s).field("error", job.error);
-  o.begin_array("baselines");
-  for (const auto& [method, step] : job.baselines) o.begin().field("method", method).field("step_s", step).end();
-  o.end_array();
+  write_baselines(o, job);
   if (job.learned) {
     o.field("learned", true).field("train_config", job.train_json).field("policy_type", job.policy_type);
     o.field("reward_mode", job.reward_mode).field("save_as", job.save_as).field("saved_as", job.saved_as);

@@ -14,21 +14,15 @@
 #include <utility>
 #include <vector>
 
+#include "placer/agent/train.h"
 #include "placer/graphs/placement.h"
 #include "placer/service/service.h"
 
 namespace placer {
-class MetricsSink;
 class RemoteEvaluator;
 }  // namespace placer
 
 namespace placer::service {
-
-// One point of a learned job's reward curve (one policy update).
-struct CurvePoint {
-  int64_t update = 0, samples = 0;
-  double reward_mean = 0, reward_best = 0, best_step_s = 0, entropy = 0, elapsed_s = 0;
-};
 
 struct Job {
   std::string id;
@@ -64,7 +58,7 @@ struct Job {
   int64_t resumed_at_update = -1;
   std::string waiting;                   // why the job is not progressing now ("" = it is)
   double devices_from_unix = 0, devices_until_unix = 0;  // measured jobs: when they held the server's devices
-  std::deque<CurvePoint> curve;          // the last kCurvePoints updates
+  std::deque<UpdateMetrics> curve;       // the last kCurvePoints updates
   std::shared_ptr<MetricsSink> series;   // its Prometheus series, while exported
   int64_t remote_evaluations = 0;        // done by rollout workers (this server process)
 };

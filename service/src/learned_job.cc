@@ -14,7 +14,6 @@
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
-#include "placer/graphs/builders.h"
 #include "placer/graphs/serialize.h"
 #include "placer/service/metrics.h"
 
@@ -72,15 +71,7 @@ class JobSink : public MetricsSink {
         job_.best_step_s = m.best_step_s;
         job_.best_method = "learned:" + job_.policy_type;
       }
-      CurvePoint p;
-      p.update = m.update;
-      p.samples = m.samples;
-      p.reward_mean = m.reward_mean;
-      p.reward_best = m.reward_best;
-      p.best_step_s = m.best_step_s;
-      p.entropy = m.entropy;
-      p.elapsed_s = m.elapsed_s;
-      job_.curve.push_back(p);
+      job_.curve.push_back(m);
       while (job_.curve.size() > kCurvePoints) job_.curve.pop_front();
       series = job_.series;
       on_progress_();
@@ -262,10 +253,7 @@ void JobManager::run_learned(Job& job) {
   // A measured best placement is also simulated, so the two can be compared.
   double simulated_s = 0;
   if (r.best_measured && !r.best_placement.device.empty()) {
-    BuilderOptions bo;
-    bo.values = c.graph.options;
-    bo.forward_only = c.graph.forward_only;
-    Graph graph = c.graph.file.empty() ? build_graph(c.graph.builder, bo) : load_graph(c.graph.file);
+    const Graph graph = c.graph.load();
     Cluster cluster = resolve_cluster(c.cluster);
     EnvOptions eo;
     eo.threads = 1;

@@ -24,6 +24,7 @@ struct GraphSource {
   bool forward_only = false;
   std::string file;                        // a graph file instead of a builder
   std::string describe() const;            // "nmt(layers=2,hidden=512)" or the file path
+  Graph load() const;                      // builds it, or reads the file
 };
 
 struct TrainConfig {
