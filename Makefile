@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test bench clean gpu-bundle
+.PHONY: all deps configure build demo test bench clean gpu-bundle format
 
 all: build
 
@@ -30,6 +30,11 @@ test: build
 # What a bare GPU machine needs (Debian .debs, a pyzmq wheel) for scripts/gpu-check.sh: docs/gpu.md.
 gpu-bundle: deps
 	bash scripts/gpu-bundle.sh gpu-bundle
+
+# Apply .clang-format to every tracked C++ and CUDA file.
+format:
+	@command -v clang-format >/dev/null || apt-get install -y -q clang-format
+	git ls-files '*.cc' '*.h' '*.cu' '*.cuh' | xargs clang-format -i
 
 clean:
 	rm -rf $(BUILD)

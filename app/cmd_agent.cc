@@ -60,7 +60,8 @@ void add_common(CLI::App* cmd, PlaceArgs& a) {
   cmd->add_option("--seed", a.seed, "Random seed (random, local_search, mincut)");
   cmd->add_option("--time-limit", a.time_limit_s, "Seconds a solver may take (ilp)")->check(CLI::PositiveNumber);
   cmd->add_option("--budget", a.budget, "Evaluations a search may spend (local_search)")->check(CLI::PositiveNumber);
-  cmd->add_option("--option", a.options, "Method option KEY=VALUE, repeatable (dp: objective=latency, ilp: max_ops=40)");
+  cmd->add_option("--option", a.options,
+                  "Method option KEY=VALUE, repeatable (dp: objective=latency, ilp: max_ops=40)");
 }
 
 PlaceContext context_of(const PlaceArgs& a, const Graph& graph, const Cluster& cluster, Environment& env) {
@@ -112,8 +113,8 @@ struct Row {
   double place_s = 0.0;
   double gap = 0.0;
   std::string note;
-  double own_s = NAN;        // the placer's own estimate of the step (its model), when it has one
-  std::string own_kind;      // what that estimate is
+  double own_s = NAN;    // the placer's own estimate of the step (its model), when it has one
+  std::string own_kind;  // what that estimate is
 };
 
 // A placer's own estimate of its placement's step time, beside the
@@ -130,25 +131,29 @@ void own_estimate(const PlaceResult& r, Row* row) {
   } else if (!std::isnan(get("dp_objective_s"))) {
     row->own_s = get("dp_objective_s");
     row->own_kind = std::string(get("dp_objective_throughput") > 0 ? "dp throughput (max stage) objective"
-                                                                    : "dp latency objective") +
+                                                                   : "dp latency objective") +
                     (get("prefix_fallback") > 0 ? ", topological-order fallback" : "");
   } else if (!std::isnan(get("incumbent_s"))) {
     row->own_s = get("incumbent_s");
     row->own_kind = std::string(get("optimal") > 0 ? "optimal" : "incumbent") + " for " +
-                    std::to_string(static_cast<int64_t>(get("units"))) + (get("coarsened") > 0 ? " coarsened units" : " ops");
+                    std::to_string(static_cast<int64_t>(get("units"))) +
+                    (get("coarsened") > 0 ? " coarsened units" : " ops");
   }
 }
 
 std::string json_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
-    if (c == '"' || c == '\\') o += '\\', o += c;
-    else if (c == '\n') o += "\\n";
+    if (c == '"' || c == '\\')
+      o += '\\', o += c;
+    else if (c == '\n')
+      o += "\\n";
     else if (static_cast<unsigned char>(c) < 0x20) {
       char buf[8];
       std::snprintf(buf, sizeof buf, "\\u%04x", c);
       o += buf;
-    } else o += c;
+    } else
+      o += c;
   }
   return o;
 }
@@ -246,7 +251,8 @@ void run_baseline(const BaselineArgs& b) {
   // Table.
   std::vector<std::string> header = {"method", "simulated step (ms)"};
   if (b.measure) header.push_back("measured step (ms)");
-  for (const char* h : {"placer's own estimate (ms)", "peak memory per device (MiB)", "time to place (s)", "gap to lower bound"})
+  for (const char* h :
+       {"placer's own estimate (ms)", "peak memory per device (MiB)", "time to place (s)", "gap to lower bound"})
     header.push_back(h);
   std::vector<std::vector<std::string>> cells;
   for (const Row& r : rows) {
@@ -294,8 +300,10 @@ void run_baseline(const BaselineArgs& b) {
   }
   std::printf("\n");
   for (const Row& r : rows) {
-    if (!r.ok) std::printf("%s: %s\n", r.method.c_str(), r.error.c_str());
-    else if (!r.note.empty()) std::printf("%s: %s\n", r.method.c_str(), r.note.c_str());
+    if (!r.ok)
+      std::printf("%s: %s\n", r.method.c_str(), r.error.c_str());
+    else if (!r.note.empty())
+      std::printf("%s: %s\n", r.method.c_str(), r.note.c_str());
   }
 
   if (!b.json.empty()) {
@@ -327,7 +335,8 @@ void run_baseline(const BaselineArgs& b) {
   }
   if (!b.csv.empty()) {
     std::ostringstream o;
-    o << "method,feasible,simulated_step_s,measured_step_s,peak_bytes_per_device,place_seconds,gap_to_lower_bound,note\n";
+    o << "method,feasible,simulated_step_s,measured_step_s,peak_bytes_per_device,place_seconds,gap_to_lower_bound,"
+         "note\n";
     for (const Row& r : rows) {
       std::string peaks;
       for (size_t d = 0; d < r.peak_bytes.size(); ++d) peaks += (d ? ";" : "") + std::to_string(r.peak_bytes[d]);
@@ -345,8 +354,9 @@ void run_baseline(const BaselineArgs& b) {
 void add_agent_commands(CLI::App& app) {
   auto place_args = std::make_shared<PlaceArgs>();
   CLI::App* place = app.add_subcommand("place", "Place a graph with an algorithmic method or a trained checkpoint");
-  place->add_option("--method", place_args->method, "Placement method: single, round_robin, random, expert, mincut, "
-                                                    "m_topo, m_etf, m_sct, heft, dp, ilp, local_search");
+  place->add_option("--method", place_args->method,
+                    "Placement method: single, round_robin, random, expert, mincut, "
+                    "m_topo, m_etf, m_sct, heft, dp, ilp, local_search");
   place->add_option("--checkpoint", place_args->checkpoint, "A `placer train` result folder (learned placer)");
   add_common(place, *place_args);
   place->add_option("-o,--output", place_args->output, "Placement file to write (JSON)")->required();

@@ -61,10 +61,12 @@ void run_simulate(const SimulateArgs& a) {
     while (!result.empty() && (result.back() == '\n' || result.back() == ' ')) result.pop_back();
     std::ostringstream o;
     o << "{\n\"graph\": \"" << graph.name << "\",\n\"cluster\": \"" << cluster.name << "\",\n\"cost_model\": \""
-      << (calibrated ? "calibrated" : "roofline") << "\",\n\"calibrated_fraction\": " << fmt(costs.calibrated_fraction())
-      << ",\n\"lower_bound_s\": " << fmt(lb.value(), 9) << ",\n\"lower_bound\": {\"critical_path_s\": "
-      << fmt(lb.critical_path_s, 9) << ", \"average_work_s\": " << fmt(lb.average_work_s, 9)
-      << ", \"lp_s\": " << fmt(lb.lp_s, 9) << "},\n\"gap\": " << fmt(gap, 9) << ",\n\"result\": " << result << "\n}\n";
+      << (calibrated ? "calibrated" : "roofline")
+      << "\",\n\"calibrated_fraction\": " << fmt(costs.calibrated_fraction())
+      << ",\n\"lower_bound_s\": " << fmt(lb.value(), 9)
+      << ",\n\"lower_bound\": {\"critical_path_s\": " << fmt(lb.critical_path_s, 9)
+      << ", \"average_work_s\": " << fmt(lb.average_work_s, 9) << ", \"lp_s\": " << fmt(lb.lp_s, 9)
+      << "},\n\"gap\": " << fmt(gap, 9) << ",\n\"result\": " << result << "\n}\n";
     write_file_atomic(a.json, o.str());
   }
   if (!a.trace.empty()) write_chrome_trace(events, a.trace);
@@ -152,8 +154,8 @@ void run_fidelity(const FidelityArgs& a) {
         OpTiming& kept = profile.ops[it->second];
         kept.seconds = std::min(kept.seconds, t.seconds);
         if (t.contended_seconds > 0)
-          kept.contended_seconds = kept.contended_seconds > 0 ? std::min(kept.contended_seconds, t.contended_seconds)
-                                                              : t.contended_seconds;
+          kept.contended_seconds =
+              kept.contended_seconds > 0 ? std::min(kept.contended_seconds, t.contended_seconds) : t.contended_seconds;
       }
       for (size_t l = 0; l < p.links.size() && l < profile.links.size(); ++l) {
         profile.links[l].alpha_s = std::min(profile.links[l].alpha_s, p.links[l].alpha_s);
@@ -230,7 +232,8 @@ void add_env_commands(CLI::App& app) {
 
   auto fargs = std::make_shared<FidelityArgs>();
   CLI::App* fid = app.add_subcommand(
-      "fidelity", "Measure diverse placements for real and in the calibrated simulator; report rank correlation and MAPE");
+      "fidelity",
+      "Measure diverse placements for real and in the calibrated simulator; report rank correlation and MAPE");
   fid->add_option("--graph", fargs->graph, "Graph file (.json or binary); required unless --replot");
   fid->add_option("--replot", fargs->replot,
                   "Re-render REPORT.md and REPORT.svg from a fidelity REPORT.json written earlier (measures nothing)");
@@ -243,10 +246,15 @@ void add_env_commands(CLI::App& app) {
   fid->add_option("-o,--out", fargs->out, "Output directory for fidelity_<graph>.{md,json,svg}")->capture_default_str();
   fid->add_option("--name", fargs->name, "File name stem instead of the graph name");
   fid->add_option("--seed", fargs->seed, "Seed of placements, inputs and params")->capture_default_str();
-  fid->add_option("--warmup", fargs->warmup, "Warm-up steps per placement")->capture_default_str()->check(CLI::Range(0, 1000));
-  fid->add_option("--steps", fargs->steps, "Measured steps per placement")->capture_default_str()->check(CLI::Range(1, 1000));
-  fid->add_option("--rounds", fargs->rounds,
-                  "Rounds of profile + measure-all; the minimum over rounds is kept on both sides (for shared machines)")
+  fid->add_option("--warmup", fargs->warmup, "Warm-up steps per placement")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000));
+  fid->add_option("--steps", fargs->steps, "Measured steps per placement")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  fid->add_option(
+         "--rounds", fargs->rounds,
+         "Rounds of profile + measure-all; the minimum over rounds is kept on both sides (for shared machines)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   fid->add_option("--repetitions", fargs->repetitions, "Profile runs per op (median kept)")

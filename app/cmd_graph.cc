@@ -91,7 +91,8 @@ std::string builders_help() {
 
 void print_written(const Graph& g, const std::string& path) {
   std::printf("wrote %s: graph '%s', %" PRId64 " ops, %s, %s of parameters\n", path.c_str(), g.name.c_str(), g.size(),
-              human_count(total_flops(g), "FLOP").c_str(), human_bytes(static_cast<double>(total_param_bytes(g))).c_str());
+              human_count(total_flops(g), "FLOP").c_str(),
+              human_bytes(static_cast<double>(total_param_bytes(g))).c_str());
 }
 
 void print_info(const Graph& g) {
@@ -154,7 +155,8 @@ void print_info(const Graph& g) {
   std::printf("critical path: %zu ops, %s, %s at cost = flops/1e12 + 5 us per op", cp.ops.size(),
               human_count(cp_flops, "FLOP").c_str(), human_seconds(cp.length).c_str());
   const double serial = flops / kInfoFlopsPerSecond + kInfoOpOverhead * static_cast<double>(g.size());
-  if (cp.length > 0) std::printf(" (all ops serial: %s, parallelism %.2f)", human_seconds(serial).c_str(), serial / cp.length);
+  if (cp.length > 0)
+    std::printf(" (all ops serial: %s, parallelism %.2f)", human_seconds(serial).c_str(), serial / cp.length);
   std::printf("\n");
   if (!cp.ops.empty())
     std::printf("  from '%s' to '%s'\n", g.op(cp.ops.front()).name.c_str(), g.op(cp.ops.back()).name.c_str());
@@ -168,8 +170,8 @@ void print_info(const Graph& g) {
   std::printf("top op types (by FLOPs):\n");
   for (size_t k = 0; k < sorted.size() && k < 10; ++k) {
     const auto& [type, t] = sorted[k];
-    std::printf("  %-32s %7" PRId64 " ops  %12s  %5.1f%%\n", type.c_str(), t.count, human_count(t.flops, "FLOP").c_str(),
-                flops > 0 ? 100.0 * t.flops / flops : 0.0);
+    std::printf("  %-32s %7" PRId64 " ops  %12s  %5.1f%%\n", type.c_str(), t.count,
+                human_count(t.flops, "FLOP").c_str(), flops > 0 ? 100.0 * t.flops / flops : 0.0);
   }
 }
 
@@ -230,7 +232,8 @@ void add_graph_commands(CLI::App& app) {
                     "an input without one uses the example recorded in the archive (needed only for a symbolic "
                     "size without an example)");
     cmd->add_flag("--forward-only", args->forward_only, "Keep the inference graph (no backward and update ops)");
-    cmd->add_option("--lr", args->learning_rate, "Learning rate of the generated SGD update ops")->capture_default_str();
+    cmd->add_option("--lr", args->learning_rate, "Learning rate of the generated SGD update ops")
+        ->capture_default_str();
     cmd->add_option("-o,--output", args->output, "Output file: .json (exchange format) or anything else (binary)")
         ->required();
     cmd->callback([args] {
@@ -242,7 +245,8 @@ void add_graph_commands(CLI::App& app) {
       const Graph g = import_model(args->model, inputs, options);
       save_graph(g, args->output);
       print_written(g, args->output);
-      if (auto it = g.attrs.find("input_shapes"); it != g.attrs.end()) std::printf("input shapes: %s\n", it->second.c_str());
+      if (auto it = g.attrs.find("input_shapes"); it != g.attrs.end())
+        std::printf("input shapes: %s\n", it->second.c_str());
       if (auto it = g.attrs.find("weights"); it != g.attrs.end()) std::printf("weights: %s\n", it->second.c_str());
     });
   }

@@ -60,8 +60,8 @@ void run_profile(const ProfileArgs& a) {
   o.repetitions = a.repetitions;
   const Profile p = runtime.profile(graph, o);
   save_profile(p, a.out);
-  std::printf("profiled %zu op timings, %zu links, executor overhead %.2f us/op -> %s\n", p.ops.size(),
-              p.links.size(), p.per_op_overhead_s * 1e6, a.out.c_str());
+  std::printf("profiled %zu op timings, %zu links, executor overhead %.2f us/op -> %s\n", p.ops.size(), p.links.size(),
+              p.per_op_overhead_s * 1e6, a.out.c_str());
 }
 
 }  // namespace
@@ -84,7 +84,8 @@ void add_runtime_commands(CLI::App& app) {
   measure->callback([margs] { run_measure(*margs); });
 
   auto pargs = std::make_shared<ProfileArgs>();
-  CLI::App* profile = app.add_subcommand("profile", "Measure per-op times and link latency/bandwidth for the simulator");
+  CLI::App* profile =
+      app.add_subcommand("profile", "Measure per-op times and link latency/bandwidth for the simulator");
   profile->add_option("--graph", pargs->graph, "Graph file (.json or binary)")->required();
   profile->add_option("--devices", pargs->devices, "Devices: cpu:N, cpu,cuda:0, ...")->capture_default_str();
   profile->add_option("-o,--out", pargs->out, "Profile file to write (JSON)")->required();

@@ -1,10 +1,10 @@
 // placer serve | query | keygen: the placement service and its command-line client.
 #include <CLI/CLI.hpp>
 // cereal first: it configures rapidjson the same way in every file.
-#include <cereal/archives/json.hpp>
 #include <rapidjson/document.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <cereal/archives/json.hpp>
 
 #include <sys/stat.h>
 
@@ -58,15 +58,19 @@ void run_serve(const ServeArgs& a) {
     metrics = std::make_unique<ServiceMetrics>(*exposer->registry());
   }
   PlacementService service(config, metrics.get());
-  Server server(config, [&service](const Request& r, Clock::time_point deadline) { return service.handle(r, deadline); },
-                metrics.get());
+  Server server(
+      config, [&service](const Request& r, Clock::time_point deadline) { return service.handle(r, deadline); },
+      metrics.get());
   service.queue_depth = [&server] { return server.queue_depth(); };
   server.start();
   std::printf("placer serve: listening on %s (%d workers, queue %d, %zu policies%s)\n", server.endpoint().c_str(),
-              config.workers, config.queue_capacity, config.policies.size(), config.curve.enabled ? ", CurveZMQ on" : "");
-  if (exposer) std::printf("placer serve: metrics on http://%s:%d/metrics\n", config.metrics_address.c_str(), exposer->port());
+              config.workers, config.queue_capacity, config.policies.size(),
+              config.curve.enabled ? ", CurveZMQ on" : "");
+  if (exposer)
+    std::printf("placer serve: metrics on http://%s:%d/metrics\n", config.metrics_address.c_str(), exposer->port());
   if (!service.rollouts_endpoint().empty())
-    std::printf("placer serve: rollout workers connect to %s (placer worker --connect)\n", service.rollouts_endpoint().c_str());
+    std::printf("placer serve: rollout workers connect to %s (placer worker --connect)\n",
+                service.rollouts_endpoint().c_str());
   std::fflush(stdout);
   int sig = wait_for_shutdown_signal();
   std::printf("placer serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
@@ -74,8 +78,9 @@ void run_serve(const ServeArgs& a) {
   server.stop();
   service.shutdown();
   auto s = server.stats();
-  std::printf("placer serve: stopped after %lld requests (%lld busy, %lld clients gone)\n", static_cast<long long>(s.received),
-              static_cast<long long>(s.busy), static_cast<long long>(s.client_gone));
+  std::printf("placer serve: stopped after %lld requests (%lld busy, %lld clients gone)\n",
+              static_cast<long long>(s.received), static_cast<long long>(s.busy),
+              static_cast<long long>(s.client_gone));
 }
 
 // A key given inline (40 Z85 characters) or as a file holding one.
@@ -120,7 +125,8 @@ struct QueryArgs {
 // config's own sample budget for a request that gives none.
 std::string learned_object(const std::string& path, int64_t* samples) {
   TrainConfig c = load_train_config(path);
-  if (!c.profile.empty()) throw InputError(path + ": reward.profile: a file here cannot be read by the server; leave it out");
+  if (!c.profile.empty())
+    throw InputError(path + ": reward.profile: a file here cannot be read by the server; leave it out");
   if (!c.family.empty() || !c.held_out.empty())
     throw InputError(path + ": family/held_out: a service job trains on the request's one graph");
   *samples = c.max_samples > 0 ? c.max_samples : c.updates * c.samples_per_update;
@@ -137,7 +143,8 @@ std::string learned_object(const std::string& path, int64_t* samples) {
 }
 
 std::string graph_json(const QueryArgs& a) {
-  if (a.graph_file.empty() == a.builder.empty()) throw InputError("give exactly one of --graph FILE and --builder NAME");
+  if (a.graph_file.empty() == a.builder.empty())
+    throw InputError("give exactly one of --graph FILE and --builder NAME");
   if (!a.graph_file.empty()) return "{\"inline\":" + graph_to_json(load_graph(a.graph_file)) + "}";
   std::string opts;
   for (const auto& kv : a.options) {
@@ -145,7 +152,8 @@ std::string graph_json(const QueryArgs& a) {
     if (eq == std::string::npos) throw InputError("--option: expected KEY=VALUE, got '" + kv + "'");
     opts += (opts.empty() ? "" : ",") + json_quote(kv.substr(0, eq)) + ":" + kv.substr(eq + 1);
   }
-  return "{\"builder\":" + json_quote(a.builder) + ",\"options\":{" + opts + "}" + (a.forward_only ? ",\"forward_only\":true" : "") + "}";
+  return "{\"builder\":" + json_quote(a.builder) + ",\"options\":{" + opts + "}" +
+         (a.forward_only ? ",\"forward_only\":true" : "") + "}";
 }
 
 std::string cluster_json(const QueryArgs& a) {
@@ -177,7 +185,8 @@ std::string build_request(const std::string& type, const QueryArgs& a) {
   }
   if (type == "optimize") {
     int64_t samples = a.samples;
-    if (!a.learned.empty() && !a.train_config.empty()) throw InputError("optimize: give --learned TYPE or --train-config FILE, not both");
+    if (!a.learned.empty() && !a.train_config.empty())
+      throw InputError("optimize: give --learned TYPE or --train-config FILE, not both");
     if (!a.train_config.empty()) {
       int64_t config_samples = 0;
       r += ",\"learned\":" + learned_object(a.train_config, &config_samples);
@@ -211,7 +220,8 @@ int print_reply(const std::string& reply, const std::string& output) {
 
 void add_graph_cluster_flags(CLI::App* c, QueryArgs& a) {
   c->add_option("--graph", a.graph_file, "Graph file (JSON or binary), sent inline");
-  c->add_option("--builder", a.builder, "Builder name (nmt, rnnlm, inception_v3, transformer, resnet, mlp), built by the server");
+  c->add_option("--builder", a.builder,
+                "Builder name (nmt, rnnlm, inception_v3, transformer, resnet, mlp), built by the server");
   c->add_option("--option", a.options, "Builder option KEY=VALUE (repeatable)");
   c->add_flag("--forward-only", a.forward_only, "Builder: forward pass only");
   c->add_option("--cluster", a.cluster, "Cluster preset name (k80x4, ...)");
@@ -269,13 +279,17 @@ void add_service_commands(CLI::App& app) {
   add_graph_cluster_flags(optimize, *q);
   optimize->add_option("--samples", q->samples, "Budget: placements evaluated");
   optimize->add_option("--seconds", q->seconds, "Budget: wall seconds");
-  optimize->add_option("--learned", q->learned, "A learned job: train a policy of this type (seq2seq, hierarchical, gnn)");
-  optimize->add_option("--train-config", q->train_config,
-                       "A learned job with this `placer train` config (its graph, cluster and output_dir are ignored; "
-                       "its sample budget is used unless --samples/--seconds)")
+  optimize->add_option("--learned", q->learned,
+                       "A learned job: train a policy of this type (seq2seq, hierarchical, gnn)");
+  optimize
+      ->add_option("--train-config", q->train_config,
+                   "A learned job with this `placer train` config (its graph, cluster and output_dir are ignored; "
+                   "its sample budget is used unless --samples/--seconds)")
       ->check(CLI::ExistingFile);
-  optimize->add_option("--reward-mode", q->reward_mode, "Learned job: simulated, measured or hybrid (server's devices)");
-  optimize->add_option("--save-as", q->save_as, "Learned job: keep the result as a policy of this name for `place --policy`");
+  optimize->add_option("--reward-mode", q->reward_mode,
+                       "Learned job: simulated, measured or hybrid (server's devices)");
+  optimize->add_option("--save-as", q->save_as,
+                       "Learned job: keep the result as a policy of this name for `place --policy`");
   optimize->callback([send] { send("optimize"); });
 
   CLI::App* baselines = query->add_subcommand("baselines", "Run algorithmic placers on a graph");

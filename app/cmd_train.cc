@@ -49,19 +49,20 @@ std::shared_ptr<placer::service::WorkerPool> start_workers(const TrainArgs& a) {
     const int live = pool->wait_for_workers(a.min_workers, a.workers_wait_s);
     if (live < a.min_workers)
       throw InputError("--min-workers: only " + std::to_string(live) + " of " + std::to_string(a.min_workers) +
-                       " workers connected to " + pool->endpoint() + " within " + std::to_string(static_cast<int>(a.workers_wait_s)) +
-                       " s (--workers-wait)");
+                       " workers connected to " + pool->endpoint() + " within " +
+                       std::to_string(static_cast<int>(a.workers_wait_s)) + " s (--workers-wait)");
   }
   return pool;
 }
 
 void print_worker_stats(const placer::service::WorkerPool& pool, const TrainResult& r) {
   const auto s = pool.stats();
-  std::printf("  workers: %lld joined, %lld lost, %lld left; %lld tasks sent (%lld re-sent after a loss), "
-              "%lld late results ignored; %lld evaluations remote\n",
-              static_cast<long long>(s.workers_joined), static_cast<long long>(s.workers_lost),
-              static_cast<long long>(s.workers_left), static_cast<long long>(s.tasks_sent), static_cast<long long>(s.resent),
-              static_cast<long long>(s.ignored), static_cast<long long>(r.remote_evaluations));
+  std::printf(
+      "  workers: %lld joined, %lld lost, %lld left; %lld tasks sent (%lld re-sent after a loss), "
+      "%lld late results ignored; %lld evaluations remote\n",
+      static_cast<long long>(s.workers_joined), static_cast<long long>(s.workers_lost),
+      static_cast<long long>(s.workers_left), static_cast<long long>(s.tasks_sent), static_cast<long long>(s.resent),
+      static_cast<long long>(s.ignored), static_cast<long long>(r.remote_evaluations));
 }
 
 void print_summary(const TrainConfig& c, const TrainResult& r) {
@@ -74,7 +75,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
               r.best_measured ? "  (measured)" : "");
   for (const auto& b : r.baselines) {
     if (!b.ok) {
-      std::printf("  %-22s %12s %10s %10.3f  %s\n", b.method.c_str(), "failed", "", b.seconds, b.note.substr(0, 80).c_str());
+      std::printf("  %-22s %12s %10s %10.3f  %s\n", b.method.c_str(), "failed", "", b.seconds,
+                  b.note.substr(0, 80).c_str());
       continue;
     }
     const double gain = b.step_s > 0 ? 100.0 * (b.step_s - r.best_step_s) / b.step_s : 0.0;
@@ -99,14 +101,16 @@ void add_train_commands(CLI::App& app) {
   cmd->add_option("-c,--config", args->config, "Config file (YAML or JSON), e.g. configs/nmt_k80x4.yaml")->required();
   cmd->add_flag("--resume", args->resume, "Continue from the checkpoint in the output folder");
   cmd->add_option("-o,--output", args->output, "Result folder (default: the config's run.output_dir or runs/<name>)");
-  cmd->add_option("--cluster", args->cluster, "Override cluster (a preset, a cluster file or a device list, e.g. cpu:8+cuda:0)");
+  cmd->add_option("--cluster", args->cluster,
+                  "Override cluster (a preset, a cluster file or a device list, e.g. cpu:8+cuda:0)");
   cmd->add_option("--profile", args->profile, "Override reward.profile (a `placer profile` output for that cluster)");
   cmd->add_option("--updates", args->updates, "Override train.updates");
   cmd->add_option("--max-samples", args->max_samples, "Override train.max_samples");
   cmd->add_option("--time-limit", args->time_limit_s, "Override train.time_limit_s (seconds)");
   cmd->add_option("--seed", args->seed, "Override run.seed");
   cmd->add_option("--threads", args->threads, "Override run.threads (LibTorch intra-op threads)");
-  cmd->add_option("--stop-after", args->stop_after, "Stop after this many updates in total (checkpoint kept; --resume continues)");
+  cmd->add_option("--stop-after", args->stop_after,
+                  "Stop after this many updates in total (checkpoint kept; --resume continues)");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress line");
   cmd->add_option("--metrics-port", args->metrics_port,
                   "Serve Prometheus metrics of this run on 0.0.0.0:PORT/metrics (0 = any free port)");

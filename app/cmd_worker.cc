@@ -27,19 +27,22 @@ struct WorkerArgs {
 void add_worker_commands(CLI::App& app) {
   auto args = std::make_shared<WorkerArgs>();
   CLI::App* cmd = app.add_subcommand(
-      "worker", "Evaluate placements for a trainer elsewhere: connect to its --workers-bind endpoint (docs/workers.md)");
+      "worker",
+      "Evaluate placements for a trainer elsewhere: connect to its --workers-bind endpoint (docs/workers.md)");
   cmd->footer(
       "Example: placer train --config configs/nmt_k80x4.yaml --workers-bind 'tcp://*:5557' --min-workers 2\n"
       "         placer worker --connect tcp://TRAINER-HOST:5557     (on each box)\n"
       "Simulated tasks run on any worker; measured ones only on a worker whose --devices has every\n"
       "device of the trainer's cluster. Stops on SIGINT/SIGTERM; a lost worker's placements go to others.");
   cmd->add_option("--connect", args->endpoint, "The pool's endpoint, e.g. tcp://10.0.0.5:5557")->required();
-  cmd->add_option("--devices", args->options.devices, "This machine's devices for measured tasks: cpu:N, cpu:8+cuda:0, ...")
+  cmd->add_option("--devices", args->options.devices,
+                  "This machine's devices for measured tasks: cpu:N, cpu:8+cuda:0, ...")
       ->capture_default_str();
   cmd->add_option("--threads", args->options.threads, "Evaluations at a time (measurements always run alone)")
       ->capture_default_str();
   cmd->add_option("--name", args->options.name, "Name in the trainer's log (default host:pid)");
-  cmd->add_option("--heartbeat-ms", args->options.heartbeat_ms, "Heartbeat interval in ms; keep it equal to the pool's (1000)")
+  cmd->add_option("--heartbeat-ms", args->options.heartbeat_ms,
+                  "Heartbeat interval in ms; keep it equal to the pool's (1000)")
       ->capture_default_str();
   cmd->add_flag("-v,--verbose", args->options.verbose, "A log line per task");
   // Testing only (tests/cli/workers.sh): a worker that holds its task this long.

@@ -48,8 +48,9 @@ int main(int argc, char** argv) {
       } else if (a == "--eager" && i + 1 < argc) {
         eager = argv[++i];
       } else if (a == "-h" || a == "--help") {
-        std::printf("usage: import_bench MODEL.pt|MODEL.pt2 [NAME:SHAPE:DTYPE...] [--repeat N] [--forward-only] [--run] "
-                    "[--eager VALUES.pt]\n");
+        std::printf(
+            "usage: import_bench MODEL.pt|MODEL.pt2 [NAME:SHAPE:DTYPE...] [--repeat N] [--forward-only] [--run] "
+            "[--eager VALUES.pt]\n");
         return 0;
       } else if (model.empty()) {
         model = a;
@@ -58,8 +59,9 @@ int main(int argc, char** argv) {
       }
     }
     if (model.empty()) {
-      std::fprintf(stderr, "usage: import_bench MODEL.pt|MODEL.pt2 [NAME:SHAPE:DTYPE...] [--repeat N] [--forward-only] "
-                           "[--run] [--eager VALUES.pt]\n");
+      std::fprintf(stderr,
+                   "usage: import_bench MODEL.pt|MODEL.pt2 [NAME:SHAPE:DTYPE...] [--repeat N] [--forward-only] "
+                   "[--run] [--eager VALUES.pt]\n");
       return 2;
     }
 

@@ -53,7 +53,8 @@ std::vector<CsvRow> read_log(const std::string& path) {
   while (std::getline(in, line)) {
     long long u, s;
     double e, rm, sm, b;
-    if (std::sscanf(line.c_str(), "%lld,%lld,%lf,%lf,%lf,%lf", &u, &s, &e, &rm, &sm, &b) == 6) rows.push_back({s, e, b});
+    if (std::sscanf(line.c_str(), "%lld,%lld,%lf,%lf,%lf,%lf", &u, &s, &e, &rm, &sm, &b) == 6)
+      rows.push_back({s, e, b});
   }
   return rows;
 }
@@ -84,7 +85,9 @@ TrainControls quiet() {
 }
 
 void settings(const std::vector<std::string>& configs) {
-  std::printf("| setting | ops | units | best baseline | expert | warm start | learned | vs best baseline | vs expert | lower bound gap | samples | train time | to 2%% of final |\n");
+  std::printf(
+      "| setting | ops | units | best baseline | expert | warm start | learned | vs best baseline | vs expert | lower "
+      "bound gap | samples | train time | to 2%% of final |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   for (const auto& path : configs) {
     TrainConfig c = prepare(load_train_config(path));
@@ -104,12 +107,14 @@ void settings(const std::vector<std::string>& configs) {
     if (auto p = summary.find("\"ops\": "); p != std::string::npos) ops = std::atoll(summary.c_str() + p + 7);
     if (auto p = summary.find("\"units\": "); p != std::string::npos) units = std::atoll(summary.c_str() + p + 9);
     auto pct = [](double base, double x) { return base > 0 ? 100.0 * (base - x) / base : 0.0; };
-    std::printf("| %s | %lld | %lld | %s %.4f s | %.4f s | %s %.4f s | %.4f s | %+.1f%% | %+.1f%% | %.1f%% | %lld | %.0f s | %lld samples, %.0f s |\n",
-                c.name.c_str(), static_cast<long long>(ops), static_cast<long long>(units), best_m.c_str(), best_s,
-                expert_s, r.warm_start_method.empty() ? "none" : r.warm_start_method.c_str(), r.warm_start_step_s,
-                r.best_step_s, pct(best_s, r.best_step_s), pct(expert_s, r.best_step_s),
-                100.0 * (r.best_step_s / r.lower_bound_s - 1.0), static_cast<long long>(r.samples),
-                rows.empty() ? 0.0 : rows.back().elapsed, static_cast<long long>(two.first), two.second);
+    std::printf(
+        "| %s | %lld | %lld | %s %.4f s | %.4f s | %s %.4f s | %.4f s | %+.1f%% | %+.1f%% | %.1f%% | %lld | %.0f s | "
+        "%lld samples, %.0f s |\n",
+        c.name.c_str(), static_cast<long long>(ops), static_cast<long long>(units), best_m.c_str(), best_s, expert_s,
+        r.warm_start_method.empty() ? "none" : r.warm_start_method.c_str(), r.warm_start_step_s, r.best_step_s,
+        pct(best_s, r.best_step_s), pct(expert_s, r.best_step_s), 100.0 * (r.best_step_s / r.lower_bound_s - 1.0),
+        static_cast<long long>(r.samples), rows.empty() ? 0.0 : rows.back().elapsed, static_cast<long long>(two.first),
+        two.second);
     std::fflush(stdout);
   }
 }
@@ -126,7 +131,8 @@ void ilp() {
       {"rnnlm", {{"layers", 1}, {"steps", 2}, {"hidden", 512}, {"vocab", 2000}}, "k80x2"},
       {"mlp", {{"layers", 3}, {"width", 2048}, {"batch", 256}}, "k80x4"},
   };
-  std::printf("| graph | cluster | ops | ilp (proved optimal) | learned | gap | samples |\n|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| graph | cluster | ops | ilp (proved optimal) | learned | gap | samples |\n|---|---|---|---|---|---|---|\n");
   for (const auto& k : cases) {
     BuilderOptions bo;
     bo.values = k.options;
@@ -152,7 +158,8 @@ void ilp() {
     c.warm_start = {"m_etf", "m_topo"};
     c = prepare(c);
     const TrainResult r = train(c, nullptr, quiet());
-    std::printf("| %s | %s | %lld | %.6f s%s | %.6f s | %+.2f%% | %lld |\n", bo.values.empty() ? k.builder.c_str() : GraphSource{k.builder, k.options}.describe().c_str(),
+    std::printf("| %s | %s | %lld | %.6f s%s | %.6f s | %+.2f%% | %lld |\n",
+                bo.values.empty() ? k.builder.c_str() : GraphSource{k.builder, k.options}.describe().c_str(),
                 k.cluster.c_str(), static_cast<long long>(g.size()), ilp_step.step_s, optimal ? "" : " (NOT proved)",
                 r.best_step_s, 100.0 * (r.best_step_s / ilp_step.step_s - 1.0), static_cast<long long>(r.samples));
     std::fflush(stdout);
@@ -166,11 +173,14 @@ void gnn(const std::string& path) {
   const double fam_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   std::printf("family training: %zu graphs, %lld updates, %lld samples, %.0f s\n\n", c.family.size(),
               static_cast<long long>(fam.updates), static_cast<long long>(fam.samples), fam_s);
-  std::printf("| held-out graph | gnn zero-shot | place time | best baseline | per-graph trained (seq2seq) | zero-shot vs per-graph |\n|---|---|---|---|---|---|\n");
+  std::printf(
+      "| held-out graph | gnn zero-shot | place time | best baseline | per-graph trained (seq2seq) | zero-shot vs "
+      "per-graph |\n|---|---|---|---|---|---|\n");
   for (const auto& src : c.held_out) {
     const auto& [zero, secs] = fam.held_out.at(src.describe());
     TrainConfig per;
-    per.name = "pergraph_" + src.builder + "_" + std::to_string(fam.held_out.size()) + "_" + std::to_string(std::hash<std::string>()(src.describe()) % 10000);
+    per.name = "pergraph_" + src.builder + "_" + std::to_string(fam.held_out.size()) + "_" +
+               std::to_string(std::hash<std::string>()(src.describe()) % 10000);
     per.graph = src;
     per.cluster = c.cluster;
     per.updates = 100;
@@ -197,16 +207,18 @@ void hierarchical(const std::string& path) {
   const TrainResult r = train(c, nullptr, quiet());
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const auto rows = read_log(c.output_dir + "/train.csv");
-  std::printf("| graph | ops | updates | samples/update | seconds per update (incl. %d simulations) | peak RSS | setup (graph, features, env) |\n|---|---|---|---|---|---|---|\n",
-              c.samples_per_update);
+  std::printf(
+      "| graph | ops | updates | samples/update | seconds per update (incl. %d simulations) | peak RSS | setup (graph, "
+      "features, env) |\n|---|---|---|---|---|---|---|\n",
+      c.samples_per_update);
   double prev = 0, worst = 0;
   for (const auto& row : rows) worst = std::max(worst, row.elapsed - prev), prev = row.elapsed;
   std::ifstream sj(c.output_dir + "/summary.json");
   std::string summary((std::istreambuf_iterator<char>(sj)), std::istreambuf_iterator<char>());
   long long ops = 0;
   if (auto p = summary.find("\"ops\": "); p != std::string::npos) ops = std::atoll(summary.c_str() + p + 7);
-  std::printf("| %s | %lld | %lld | %d | max %.1f s, mean %.1f s | %.2f GB | %.1f s |\n", c.graph.describe().c_str(), ops,
-              static_cast<long long>(r.updates), c.samples_per_update, worst,
+  std::printf("| %s | %lld | %lld | %d | max %.1f s, mean %.1f s | %.2f GB | %.1f s |\n", c.graph.describe().c_str(),
+              ops, static_cast<long long>(r.updates), c.samples_per_update, worst,
               rows.empty() ? 0.0 : rows.back().elapsed / rows.size(), peak_rss_gb(),
               total - (rows.empty() ? 0.0 : rows.back().elapsed));
 }
@@ -216,22 +228,33 @@ void hierarchical(const std::string& path) {
 int main(int argc, char** argv) {
   std::vector<std::string> args;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--updates") && i + 1 < argc) g_updates = std::atoll(argv[++i]);
-    else if (!std::strcmp(argv[i], "--out") && i + 1 < argc) g_out = argv[++i];
-    else if (!std::strcmp(argv[i], "--no-warm-start")) g_nowarm = true;
-    else args.push_back(argv[i]);
+    if (!std::strcmp(argv[i], "--updates") && i + 1 < argc)
+      g_updates = std::atoll(argv[++i]);
+    else if (!std::strcmp(argv[i], "--out") && i + 1 < argc)
+      g_out = argv[++i];
+    else if (!std::strcmp(argv[i], "--no-warm-start"))
+      g_nowarm = true;
+    else
+      args.push_back(argv[i]);
   }
   if (args.empty()) {
-    std::fprintf(stderr, "usage: learned_bench settings CONFIG... | ilp | gnn CONFIG | hierarchical CONFIG [--updates N] [--out DIR] [--no-warm-start]\n");
+    std::fprintf(stderr,
+                 "usage: learned_bench settings CONFIG... | ilp | gnn CONFIG | hierarchical CONFIG [--updates N] "
+                 "[--out DIR] [--no-warm-start]\n");
     return 2;
   }
   try {
     const std::string mode = args[0];
-    if (mode == "settings") settings({args.begin() + 1, args.end()});
-    else if (mode == "ilp") ilp();
-    else if (mode == "gnn" && args.size() == 2) gnn(args[1]);
-    else if (mode == "hierarchical" && args.size() == 2) hierarchical(args[1]);
-    else throw InputError("unknown mode '" + mode + "'");
+    if (mode == "settings")
+      settings({args.begin() + 1, args.end()});
+    else if (mode == "ilp")
+      ilp();
+    else if (mode == "gnn" && args.size() == 2)
+      gnn(args[1]);
+    else if (mode == "hierarchical" && args.size() == 2)
+      hierarchical(args[1]);
+    else
+      throw InputError("unknown mode '" + mode + "'");
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

@@ -104,8 +104,9 @@ int main(int argc, char** argv) {
 
   // 2. ilp on 20- and 40-op random DAGs on 4 devices.
   std::printf("## ilp on random layered DAGs (ops cost 1-9 ms, 4-32 MiB tensors) on p100x4\n\n");
-  std::printf("| ops | seed | time limit (s) | time (s) | proven optimal | incumbent (ms) | bound (ms) | gap | "
-              "warm start (ms) | simulated step (ms) |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| ops | seed | time limit (s) | time (s) | proven optimal | incumbent (ms) | bound (ms) | gap | "
+      "warm start (ms) | simulated step (ms) |\n|---|---|---|---|---|---|---|---|---|---|\n");
   for (int n : {20, 40}) {
     const int seeds = quick ? 1 : 3;
     for (int s = 0; s < seeds; ++s) {

@@ -105,7 +105,7 @@ struct OverheadResult {
   double executor = 0, plain = 0;
 };
 
-int g_threads = 0;  // --threads: intra-op threads of the device and the plain loop
+int g_threads = 0;               // --threads: intra-op threads of the device and the plain loop
 std::string g_device = "cpu:1";  // --device: where (b) runs
 
 OverheadResult overhead(int64_t n, int blocks, int rounds) {
@@ -121,7 +121,8 @@ OverheadResult overhead(int64_t n, int blocks, int rounds) {
   // Same distributions as the runtime draws (normal inputs, uniform +-1/sqrt(fan_in) params):
   // sgemm time depends on the values (zeros after relu), so they must match.
   const double bound = 1.0 / std::sqrt(double(n));
-  const c10::Device where = cluster.devices[0].kind == DeviceKind::Cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
+  const c10::Device where =
+      cluster.devices[0].kind == DeviceKind::Cuda ? c10::Device(c10::kCUDA, 0) : c10::Device(c10::kCPU);
   const at::Tensor x = at::randn({n, n}).to(where), w = (at::rand({n, n}) * (2 * bound) - bound).to(where),
                    b = (at::rand({n}) * (2 * bound) - bound).to(where);
   std::vector<double> ex, pl;
@@ -142,16 +143,26 @@ int main(int argc, char** argv) {
   int chain = 8, rounds = 15, blocks = 100;
   bool skip_a = false;
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (!std::strcmp(argv[i], "--size")) size = std::atoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--chain")) chain = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--rounds")) rounds = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--blocks")) blocks = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--small-size")) small = std::atoll(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--threads")) g_threads = std::atoi(argv[i + 1]);
-    else if (!std::strcmp(argv[i], "--skip-a")) skip_a = std::atoi(argv[i + 1]) != 0;
-    else if (!std::strcmp(argv[i], "--device")) g_device = argv[i + 1];
+    if (!std::strcmp(argv[i], "--size"))
+      size = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--chain"))
+      chain = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--rounds"))
+      rounds = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--blocks"))
+      blocks = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--small-size"))
+      small = std::atoll(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--threads"))
+      g_threads = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--skip-a"))
+      skip_a = std::atoi(argv[i + 1]) != 0;
+    else if (!std::strcmp(argv[i], "--device"))
+      g_device = argv[i + 1];
     else {
-      std::fprintf(stderr, "usage: runtime_bench [--size N] [--chain K] [--rounds R] [--blocks B] [--small-size N] [--threads T] [--skip-a 1] [--device cpu:1|cuda:0]\n");
+      std::fprintf(stderr,
+                   "usage: runtime_bench [--size N] [--chain K] [--rounds R] [--blocks B] [--small-size N] [--threads "
+                   "T] [--skip-a 1] [--device cpu:1|cuda:0]\n");
       return 2;
     }
   }
@@ -180,8 +191,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "failed: %s %s\n", r1.message.c_str(), r2.message.c_str());
       return 1;
     }
-    std::printf("## (a) two independent branches on cpu:2 (%d x [mm %lldx%lld + tanh] per branch, %d steps)\n\n",
-                chain, (long long)size, (long long)size, rounds);
+    std::printf("## (a) two independent branches on cpu:2 (%d x [mm %lldx%lld + tanh] per branch, %d steps)\n\n", chain,
+                (long long)size, (long long)size, rounds);
     std::printf("| placement | median step (s) | IQR (s) | busy cpu:0 (s) | busy cpu:1 (s) |\n|---|---|---|---|---|\n");
     std::printf("| all on cpu:0 | %.4f | %.4f | %.4f | %.4f |\n", r1.step_s, r1.iqr_s, r1.devices[0].busy_s,
                 r1.devices[1].busy_s);
@@ -190,7 +201,8 @@ int main(int argc, char** argv) {
     std::printf("\nspeedup: **%.2fx** (target >= 1.7x, limit 2x)\n\n", r1.step_s / r2.step_s);
   }
   // (b) overhead
-  std::printf("## (b) executor vs plain LibTorch loop, one device (%s), interleaved, %d rounds\n\n", g_device.c_str(), rounds);
+  std::printf("## (b) executor vs plain LibTorch loop, one device (%s), interleaved, %d rounds\n\n", g_device.c_str(),
+              rounds);
   std::printf("| ops | op size | executor median (s) | plain loop median (s) | ratio |\n|---|---|---|---|---|\n");
   for (int64_t n : {size, small}) {
     const OverheadResult r = overhead(n, blocks, rounds);

@@ -7,8 +7,10 @@
 // training during the load; --health-probe times `health` every 100 ms.
 //
 //   build/bench/service_bench --clients 16 --requests 10000 --builder rnnlm --cluster k80x4 --workers 2
-//   build/bench/service_bench --clients 16 --requests 10000 --builder rnnlm --cluster k80x4 --builder-requests --policy-samples 256
-//   build/bench/service_bench --clients 8 --requests 4000 --builder rnnlm --cluster k80x4 --builder-requests --policy-samples 256 \
+//   build/bench/service_bench --clients 16 --requests 10000 --builder rnnlm --cluster k80x4 --builder-requests
+//   --policy-samples 256
+//   build/bench/service_bench --clients 8 --requests 4000 --builder rnnlm --cluster k80x4 --builder-requests
+//   --policy-samples 256 \
 //       --background-job --health-probe
 #include <CLI/CLI.hpp>
 
@@ -73,8 +75,9 @@ int main(int argc, char** argv) {
   app.add_option("--option", options, "Builder option KEY=VALUE");
   app.add_option("--cluster", cluster, "Cluster preset");
   app.add_flag("--builder-requests", builder_requests, "Send the builder name instead of the inline graph");
-  app.add_option("--policy-samples", policy_samples,
-                 "Train a seq2seq policy for the graph first (a learned job of this many samples, save_as) and place with it");
+  app.add_option(
+      "--policy-samples", policy_samples,
+      "Train a seq2seq policy for the graph first (a learned job of this many samples, save_as) and place with it");
   app.add_flag("--background-job", background_job, "Keep a learned optimize job training while the clients run");
   app.add_flag("--health-probe", health_probe, "Time a `health` request every 100 ms during the load");
   CLI11_PARSE(app, argc, argv);
@@ -112,9 +115,10 @@ int main(int argc, char** argv) {
     return c.request(text);
   };
   auto job_request = [&](int64_t samples, double seconds, const std::string& save_as) {
-    std::string r = "{\"version\":1,\"type\":\"optimize\",\"graph\":" + graph_spec + ",\"cluster\":" + json_quote(cluster) +
-                    ",\"budget\":{\"samples\":" + std::to_string(samples) + ",\"seconds\":" + json_number(seconds) + "}" +
-                    ",\"learned\":{\"policy\":{\"type\":\"seq2seq\"},\"warm_start\":{\"methods\":[\"m_etf\",\"expert\"]}}";
+    std::string r =
+        "{\"version\":1,\"type\":\"optimize\",\"graph\":" + graph_spec + ",\"cluster\":" + json_quote(cluster) +
+        ",\"budget\":{\"samples\":" + std::to_string(samples) + ",\"seconds\":" + json_number(seconds) + "}" +
+        ",\"learned\":{\"policy\":{\"type\":\"seq2seq\"},\"warm_start\":{\"methods\":[\"m_etf\",\"expert\"]}}";
     if (!save_as.empty()) r += ",\"save_as\":" + json_quote(save_as);
     std::string reply = call(r + "}");
     std::string id = field(reply, "job_id");
@@ -184,7 +188,8 @@ int main(int argc, char** argv) {
       while (!load_done) {
         auto t0 = Clock::now();
         std::string r = c.request("{\"version\":1,\"type\":\"health\"}");
-        if (r.find("\"status\":\"ok\"") != std::string::npos) health.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
+        if (r.find("\"status\":\"ok\"") != std::string::npos)
+          health.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
         std::this_thread::sleep_for(std::chrono::milliseconds(100));
       }
     });
@@ -213,13 +218,14 @@ int main(int argc, char** argv) {
         mine.push_back(std::chrono::duration<double>(Clock::now() - t0).count());
         if (r.find("\"status\":\"busy\"") != std::string::npos) {
           busy++;
-        } else if (field(r, "id") == "\"" + std::to_string(i) + "\"" && r.find("\"status\":\"ok\"") != std::string::npos &&
-                   field(r, "step_s") == expected_step && field(r, "method") == expected_method &&
-                   field(r, "ops") == std::to_string(graph.size())) {
+        } else if (field(r, "id") == "\"" + std::to_string(i) + "\"" &&
+                   r.find("\"status\":\"ok\"") != std::string::npos && field(r, "step_s") == expected_step &&
+                   field(r, "method") == expected_method && field(r, "ops") == std::to_string(graph.size())) {
           ok++;
         } else {
           wrong++;
-          if (wrong < 3) std::fprintf(stderr, "wrong reply to %lld: %s\n", static_cast<long long>(i), r.substr(0, 300).c_str());
+          if (wrong < 3)
+            std::fprintf(stderr, "wrong reply to %lld: %s\n", static_cast<long long>(i), r.substr(0, 300).c_str());
         }
         int64_t done = ok + wrong + lost + busy;
         if (done % (requests / 10) == 0) {
@@ -249,28 +255,33 @@ int main(int argc, char** argv) {
   for (double l : latencies) mean += l;
   mean /= std::max<size_t>(1, latencies.size());
   std::printf("## service_bench\n\n");
-  std::printf("- graph: %s (%lld ops), cluster %s, %s requests (%zu bytes each), replies %zu bytes with the placement\n",
-              builder.c_str(), static_cast<long long>(graph.size()), cluster.c_str(), builder_requests ? "builder" : "inline-graph",
-              request_bytes, reply_bytes);
-  std::printf("- server: %d workers, queue %d; %d clients (DEALER, one request in flight each), %u hardware threads\n", workers,
-              config.queue_capacity, clients, std::thread::hardware_concurrency());
+  std::printf(
+      "- graph: %s (%lld ops), cluster %s, %s requests (%zu bytes each), replies %zu bytes with the placement\n",
+      builder.c_str(), static_cast<long long>(graph.size()), cluster.c_str(),
+      builder_requests ? "builder" : "inline-graph", request_bytes, reply_bytes);
+  std::printf("- server: %d workers, queue %d; %d clients (DEALER, one request in flight each), %u hardware threads\n",
+              workers, config.queue_capacity, clients, std::thread::hardware_concurrency());
   std::string names;
   for (const auto& b : config.place_baselines) names += (names.empty() ? "" : "/") + b;
   if (!policy.empty())
-    std::printf("- policy: a seq2seq policy trained by a learned optimize job of %lld samples (%.1f s), kept with save_as; "
-                "every request names it\n", static_cast<long long>(policy_samples), train_s);
+    std::printf(
+        "- policy: a seq2seq policy trained by a learned optimize job of %lld samples (%.1f s), kept with save_as; "
+        "every request names it\n",
+        static_cast<long long>(policy_samples), train_s);
   std::printf("- first request (cold: parse, lower bound, baselines %s%s): %.1f ms; answer %s at %s s\n", names.c_str(),
-              policy.empty() ? "" : ", policy load and decode", first_s * 1e3, expected_method.c_str(), expected_step.c_str());
+              policy.empty() ? "" : ", policy load and decode", first_s * 1e3, expected_method.c_str(),
+              expected_step.c_str());
   std::printf("- requests: %lld, ok %lld, wrong %lld, lost %lld, busy %lld\n", static_cast<long long>(requests),
-              static_cast<long long>(ok.load()), static_cast<long long>(wrong.load()), static_cast<long long>(lost.load()),
-              static_cast<long long>(busy.load()));
+              static_cast<long long>(ok.load()), static_cast<long long>(wrong.load()),
+              static_cast<long long>(lost.load()), static_cast<long long>(busy.load()));
   std::printf("- wall %.2f s, throughput %.1f req/s\n", wall, requests / wall);
   if (!latencies.empty())
     std::printf("- latency ms: p50 %.2f, p90 %.2f, p99 %.2f, max %.2f, mean %.2f\n", pct(latencies, 0.5) * 1e3,
                 pct(latencies, 0.9) * 1e3, pct(latencies, 0.99) * 1e3, latencies.back() * 1e3, mean * 1e3);
   if (!background.empty())
     std::printf("- a learned job trained during the load: %lld samples, %lld updates\n",
-                std::stoll("0" + field(background_status, "samples")), std::stoll("0" + field(background_status, "updates")));
+                std::stoll("0" + field(background_status, "samples")),
+                std::stoll("0" + field(background_status, "updates")));
   if (!health.empty()) {
     std::sort(health.begin(), health.end());
     std::printf("- health during the load (%zu probes): p50 %.2f ms, p99 %.2f ms, max %.2f ms\n", health.size(),

@@ -47,7 +47,8 @@ Graph random_layered_dag(int64_t n, uint64_t seed) {
     op.type = "aten::add.Tensor";
     const int k = o == 0 ? 0 : 1 + static_cast<int>(rng() % 3);
     for (int j = 0; j < k; ++j) {
-      const int64_t back = (rng() % 50 == 0) ? 1 + static_cast<int64_t>(rng() % o) : 1 + static_cast<int64_t>(rng() % std::min<int64_t>(o, 64));
+      const int64_t back = (rng() % 50 == 0) ? 1 + static_cast<int64_t>(rng() % o)
+                                             : 1 + static_cast<int64_t>(rng() % std::min<int64_t>(o, 64));
       op.inputs.push_back({OpId(static_cast<int32_t>(o - back)), 0});
     }
     op.outputs.push_back(TensorSpec{{static_cast<int64_t>(1024 << (rng() % 11))}, DType::Float32});
@@ -104,14 +105,22 @@ int main(int argc, char** argv) {
       }
       return argv[++i];
     };
-    if (a == "--ops") ops = std::atoll(next().c_str());
-    else if (a == "--reps") reps = std::atoi(next().c_str());
-    else if (a == "--cluster") cluster_spec = next();
-    else if (a == "--builder") builder = next();
-    else if (a == "--contention") contention = std::atof(next().c_str());
-    else if (a.find('=') != std::string::npos) bopts.values[a.substr(0, a.find('='))] = std::atoll(a.substr(a.find('=') + 1).c_str());
+    if (a == "--ops")
+      ops = std::atoll(next().c_str());
+    else if (a == "--reps")
+      reps = std::atoi(next().c_str());
+    else if (a == "--cluster")
+      cluster_spec = next();
+    else if (a == "--builder")
+      builder = next();
+    else if (a == "--contention")
+      contention = std::atof(next().c_str());
+    else if (a.find('=') != std::string::npos)
+      bopts.values[a.substr(0, a.find('='))] = std::atoll(a.substr(a.find('=') + 1).c_str());
     else {
-      std::fprintf(stderr, "usage: sim_bench [--ops N] [--reps R] [--cluster SPEC] [--contention F] [--builder NAME key=value ...]\n");
+      std::fprintf(
+          stderr,
+          "usage: sim_bench [--ops N] [--reps R] [--cluster SPEC] [--contention F] [--builder NAME key=value ...]\n");
       return 2;
     }
   }
@@ -126,8 +135,11 @@ int main(int argc, char** argv) {
     graphs.push_back(random_layered_dag(ops, 1));
     if (!builder.empty()) graphs.push_back(build_graph(builder, bopts));
 
-    std::printf("CPU time of one thread (wall-clock rate in the last column; it is lower when the machine is shared)\n\n");
-    std::printf("| graph | ops | placement | context build ms | simulate ms | ops/s (prepared) | ops/s (incl. context) | step s | transfer MB | ops/s wall |\n");
+    std::printf(
+        "CPU time of one thread (wall-clock rate in the last column; it is lower when the machine is shared)\n\n");
+    std::printf(
+        "| graph | ops | placement | context build ms | simulate ms | ops/s (prepared) | ops/s (incl. context) | step "
+        "s | transfer MB | ops/s wall |\n");
     std::printf("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|\n");
     for (const Graph& g : graphs) {
       CostModel costs = CostModel::roofline(g, cluster);
@@ -148,8 +160,11 @@ int main(int argc, char** argv) {
         blocks.device_of.push_back(DeviceId(static_cast<int32_t>(o * D / g.size())));
         rr.device_of.push_back(DeviceId(static_cast<int32_t>(o % D)));
       }
-      for (const auto& [name, p] : std::vector<std::pair<std::string, Placement>>{
-               {"random", random}, {"contiguous", blocks}, {"round_robin", rr}, {"single", single_device(g, DeviceId(0))}}) {
+      for (const auto& [name, p] :
+           std::vector<std::pair<std::string, Placement>>{{"random", random},
+                                                          {"contiguous", blocks},
+                                                          {"round_robin", rr},
+                                                          {"single", single_device(g, DeviceId(0))}}) {
         const Row r = run(g, name, p, cluster, costs, reps);
         std::printf("| %s | %lld | %s | %.1f | %.2f | %.3g | %.3g | %.4g | %.1f | %.3g |\n", r.graph.c_str(),
                     static_cast<long long>(r.ops), r.placement.c_str(), r.context_ms, r.sim_ms, r.ops_per_s,

@@ -5,12 +5,12 @@
 // checked against the local ones (they must be equal).
 //
 //   build/bench/workers_bench --builder inception_v3 --cluster k80x4 --samples 1600 --batch 16 --workers 1,2,4
-#include <CLI/CLI.hpp>
 #include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <chrono>
@@ -78,9 +78,9 @@ pid_t spawn_worker(const std::string& placer, const std::string& endpoint, const
 
 struct Run {
   std::string what;
-  int slow_ms = 0;      // workers wait this long per evaluation (an expensive evaluation's stand-in)
+  int slow_ms = 0;  // workers wait this long per evaluation (an expensive evaluation's stand-in)
   int workers = 0;
-  double setup_s = 0;   // workers: first batch (problem sent, environments built)
+  double setup_s = 0;  // workers: first batch (problem sent, environments built)
   double seconds = 0;
   int samples = 0;
   bool equal = true;
@@ -109,7 +109,8 @@ int main(int argc, char** argv) {
   app.add_option("--opt", options, "Builder option key=value (repeatable)");
   app.add_option("--cluster", cluster_name, "Cluster preset or device list")->capture_default_str();
   app.add_option("--samples", samples, "Placements per configuration")->capture_default_str();
-  app.add_option("--batch", batch, "Placements per evaluate_batch call (the trainer's samples_per_update)")->capture_default_str();
+  app.add_option("--batch", batch, "Placements per evaluate_batch call (the trainer's samples_per_update)")
+      ->capture_default_str();
   app.add_option("--workers", worker_counts, "Worker process counts")->delimiter(',');
   app.add_option("--prefetch", prefetch, "Tasks sent to a worker beyond its slots")->capture_default_str();
   int slow_ms = 0, slow_samples = 400;
@@ -134,7 +135,8 @@ int main(int argc, char** argv) {
     batches.emplace_back(all.begin() + i, all.begin() + std::min(samples, i + batch));
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   std::printf("graph %s (%d ops), cluster %s (%d devices), %d fresh placements in batches of %d, %u hardware threads\n",
-              graph.name.c_str(), static_cast<int>(graph.size()), cluster.name.c_str(), cluster.size(), samples, batch, cores);
+              graph.name.c_str(), static_cast<int>(graph.size()), cluster.name.c_str(), cluster.size(), samples, batch,
+              cores);
   std::printf("load average at start: %s\n", loadavg().c_str());
   std::fflush(stdout);
 
@@ -169,7 +171,8 @@ int main(int argc, char** argv) {
     po.prefetch = prefetch;
     auto pool = std::make_shared<service::WorkerPool>(po);
     std::vector<pid_t> pids;
-    for (int w = 0; w < count; ++w) pids.push_back(spawn_worker(placer, pool->endpoint(), "w" + std::to_string(w), slow));
+    for (int w = 0; w < count; ++w)
+      pids.push_back(spawn_worker(placer, pool->endpoint(), "w" + std::to_string(w), slow));
     if (pool->wait_for_workers(count, 120) < count) throw InputError("workers did not connect");
     EnvOptions o;
     o.remote = pool;
@@ -205,7 +208,8 @@ int main(int argc, char** argv) {
     const double rate = r.samples / r.seconds;
     // ideal for the --slow-ms runs: every worker busy all the time
     const std::string ideal =
-        r.slow_ms > 0 ? std::to_string(static_cast<int>(100 * rate / (r.workers * 1000.0 / (r.slow_ms + sim_ms)))) + "%" : "-";
+        r.slow_ms > 0 ? std::to_string(static_cast<int>(100 * rate / (r.workers * 1000.0 / (r.slow_ms + sim_ms)))) + "%"
+                      : "-";
     char setup[32] = "-";
     if (r.setup_s > 0) std::snprintf(setup, sizeof setup, "%.3f", r.setup_s);
     std::printf("| %s | %.1f | %.2fx | %s | %s | %s |\n", r.what.c_str(), rate, rate / base, ideal.c_str(), setup,

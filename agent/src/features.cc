@@ -27,9 +27,8 @@ float clip(double v, double lo, double hi) { return static_cast<float>(std::min(
 Grouping sorted_grouping(const Graph& graph, Grouping g) {
   std::vector<int32_t> order(g.members.size());
   std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
-    return g.members[a].front().value < g.members[b].front().value;
-  });
+  std::sort(order.begin(), order.end(),
+            [&](int32_t a, int32_t b) { return g.members[a].front().value < g.members[b].front().value; });
   Grouping out;
   out.members.reserve(order.size());
   out.group_of.assign(graph.size(), -1);
@@ -58,10 +57,16 @@ Grouping split_by_placement(const Graph& graph, const Grouping& g, const Placeme
 }  // namespace
 
 DynamicState::DynamicState(const UnitCosts* costs)
-    : c_(costs), load_(costs->devices, 0.f), mem_(costs->devices, 0.0), device_of_(costs->units, -1),
-      avail_(costs->devices, 0.f), finish_(costs->units, 0.f), in_edges_(costs->units) {
+    : c_(costs),
+      load_(costs->devices, 0.f),
+      mem_(costs->devices, 0.0),
+      device_of_(costs->units, -1),
+      avail_(costs->devices, 0.f),
+      finish_(costs->units, 0.f),
+      in_edges_(costs->units) {
   for (size_t e = 0; e < c_->edge_src.size(); ++e)
-    in_edges_[c_->edge_dst[e]].push_back({c_->edge_src[e], c_->edge_w[e], c_->edge_xfer.empty() ? 0.f : c_->edge_xfer[e]});
+    in_edges_[c_->edge_dst[e]].push_back(
+        {c_->edge_src[e], c_->edge_w[e], c_->edge_xfer.empty() ? 0.f : c_->edge_xfer[e]});
 }
 
 void DynamicState::finish_times(int32_t t, float* eft) const {
@@ -181,7 +186,8 @@ UnitCosts unit_costs_for(const Graph& graph, const Cluster& cluster, const CostM
 
 }  // namespace
 
-Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs, const ProblemOptions& options) {
+Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs,
+                     const ProblemOptions& options) {
   if (cluster.size() < 1) throw InputError("cluster '" + cluster.name + "' has no devices");
   if (cluster.size() > kMaxDevices)
     throw InputError("cluster '" + cluster.name + "' has " + std::to_string(cluster.size()) +
@@ -252,7 +258,8 @@ Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel
   // to devices on graphs of the family it has not seen.
   std::map<std::string, int32_t> layer_rank;
   for (const Op& op : graph.ops())
-    if (!op.layer.empty() && op.phase == Phase::Forward) layer_rank.emplace(op.layer, static_cast<int32_t>(layer_rank.size()));
+    if (!op.layer.empty() && op.phase == Phase::Forward)
+      layer_rank.emplace(op.layer, static_cast<int32_t>(layer_rank.size()));
   const double layers = std::max<size_t>(1, layer_rank.size());
 
   p.x.assign(static_cast<size_t>(n) * kUnitFeatures, 0.f);
@@ -273,7 +280,10 @@ Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel
       bmax = std::max(bmax, bottom[op.value]);
       if (o.phase == Phase::Forward) {
         ++fwd;
-        if (o.flops > main_flops) { main_flops = o.flops; main = op; }
+        if (o.flops > main_flops) {
+          main_flops = o.flops;
+          main = op;
+        }
       } else if (o.phase == Phase::Backward) {
         ++bwd;
       } else {
@@ -394,7 +404,8 @@ UnitCosts group_costs(const Problem& problem, const std::vector<int32_t>& group_
   g.mem_bytes.assign(groups, 0.0);
   for (int32_t u = 0; u < uc.units; ++u) {
     const int32_t k = group_of_unit[u];
-    for (int32_t d = 0; d < uc.devices; ++d) g.cost[static_cast<size_t>(k) * uc.devices + d] += uc.cost[static_cast<size_t>(u) * uc.devices + d];
+    for (int32_t d = 0; d < uc.devices; ++d)
+      g.cost[static_cast<size_t>(k) * uc.devices + d] += uc.cost[static_cast<size_t>(u) * uc.devices + d];
     g.mem_bytes[k] += uc.mem_bytes[u];
   }
   // Edges: unit edges mapped to groups; weight = share of the group's incoming edge weight.

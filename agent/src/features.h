@@ -17,11 +17,11 @@
 
 namespace placer::learned {
 
-inline constexpr int kUnitFeatures = 34;      // numeric features per unit
-inline constexpr int kDeviceFeatures = 8;     // numeric features per device
-inline constexpr int kDynamicFeatures = 7;    // per (step, device) of a partial placement
-inline constexpr int kTypeBuckets = 1024;     // hashed op-type vocabulary
-inline constexpr int kMaxDevices = 16;        // device index embeddings
+inline constexpr int kUnitFeatures = 34;    // numeric features per unit
+inline constexpr int kDeviceFeatures = 8;   // numeric features per device
+inline constexpr int kDynamicFeatures = 7;  // per (step, device) of a partial placement
+inline constexpr int kTypeBuckets = 1024;   // hashed op-type vocabulary
+inline constexpr int kMaxDevices = 16;      // device index embeddings
 
 // Stable across runs and machines (FNV-1a), so checkpoints mean the same
 // thing on another graph.
@@ -32,12 +32,12 @@ int64_t op_type_bucket(const std::string& type);
 struct UnitCosts {
   int32_t units = 0;
   int32_t devices = 0;
-  std::vector<float> cost;        // [unit * devices + device], relative to total / devices
-  std::vector<double> mem_bytes;  // per unit
-  std::vector<double> capacity;   // per device
+  std::vector<float> cost;                  // [unit * devices + device], relative to total / devices
+  std::vector<double> mem_bytes;            // per unit
+  std::vector<double> capacity;             // per device
   std::vector<int32_t> edge_src, edge_dst;  // src < dst
-  std::vector<float> edge_w;      // share of dst's incoming bytes
-  std::vector<float> edge_xfer;   // transfer time of the edge's bytes, relative to total / devices
+  std::vector<float> edge_w;                // share of dst's incoming bytes
+  std::vector<float> edge_xfer;             // transfer time of the edge's bytes, relative to total / devices
 };
 
 // Dynamic features for step t given the devices of units 0..t-1.
@@ -70,12 +70,12 @@ class DynamicState {
 struct Problem {
   const Graph* graph = nullptr;
   const Cluster* cluster = nullptr;
-  Grouping units;                   // placement units, ordered by first op
-  int32_t n = 0;                    // units
-  int32_t d = 0;                    // devices
-  std::vector<float> x;             // n * kUnitFeatures
-  std::vector<int64_t> type;        // n, op_type_bucket of the unit's main op
-  std::vector<float> dev;           // d * kDeviceFeatures
+  Grouping units;             // placement units, ordered by first op
+  int32_t n = 0;              // units
+  int32_t d = 0;              // devices
+  std::vector<float> x;       // n * kUnitFeatures
+  std::vector<int64_t> type;  // n, op_type_bucket of the unit's main op
+  std::vector<float> dev;     // d * kDeviceFeatures
   UnitCosts costs;
   // Graph structure between units for message passing (deduplicated).
   std::vector<int32_t> parent_src, parent_dst;  // edge src -> dst
@@ -87,15 +87,14 @@ struct Problem {
 };
 
 struct ProblemOptions {
-  int32_t max_units = 256;        // coarsen beyond this many co-location groups (0 = never)
+  int32_t max_units = 256;                // coarsen beyond this many co-location groups (0 = never)
   const Placement* keep_apart = nullptr;  // split units whose ops this placement separates
   int32_t max_peers = 8;
   uint64_t seed = 1;
 };
 
 // Throws InputError when the cluster has more devices than the policies support.
-Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs,
-                     const ProblemOptions& options);
+Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs, const ProblemOptions& options);
 
 // Unit costs for an arbitrary grouping of the problem's units (hierarchical
 // policy: groups of units); groups are ordered by index.

@@ -31,7 +31,8 @@ Placement decode_best(PolicyImpl& policy, const Problem& problem, const Environm
     Placement p = problem.expand(r.unit_device[k]);
     StepResult sim = env.simulate(p);
     // Failures rank behind every success, then by step time (OOM: simulated peak time).
-    const bool better = k == 0 || (sim.ok() && !best_sim.ok()) || (sim.ok() == best_sim.ok() && sim.step_s < best_sim.step_s);
+    const bool better =
+        k == 0 || (sim.ok() && !best_sim.ok()) || (sim.ok() == best_sim.ok() && sim.step_s < best_sim.step_s);
     if (better) {
       best = std::move(p);
       best_sim = std::move(sim);
@@ -118,8 +119,8 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context) const {
   result.method = "learned:" + config.policy;
   StepResult decoded;
   std::unique_lock<std::mutex> decode_lock(impl_->mutex);
-  result.placement = learned::decode_best(*impl_->policy, problem, *context.env, config.place_samples, config.temperature,
-                                          context.seed, &decoded);
+  result.placement = learned::decode_best(*impl_->policy, problem, *context.env, config.place_samples,
+                                          config.temperature, context.seed, &decoded);
   decode_lock.unlock();
   result.evaluations = config.place_samples;
   result.stats["decoded_simulated_s"] = decoded.step_s;

@@ -49,10 +49,14 @@ int64_t op_memory_estimate(const Op& op) {
 std::string format_bytes(int64_t bytes) {
   char buf[64];
   const double b = static_cast<double>(bytes);
-  if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
-  else if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1024.0 * 1024));
-  else if (b >= 1024.0) std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
-  else std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
+  if (b >= 1024.0 * 1024 * 1024)
+    std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024)
+    std::snprintf(buf, sizeof buf, "%.2f MiB", b / (1024.0 * 1024));
+  else if (b >= 1024.0)
+    std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  else
+    std::snprintf(buf, sizeof buf, "%lld B", static_cast<long long>(bytes));
   return buf;
 }
 
@@ -93,8 +97,7 @@ void check_context(const PlaceContext& context) {
   if (!context.env) throw InputError("place: no environment given");
   if (context.graph->size() == 0) throw InputError("place: graph '" + context.graph->name + "' has no ops");
   if (context.cluster->size() == 0) throw InputError("place: cluster '" + context.cluster->name + "' has no devices");
-  if (context.env->graph().size() != context.graph->size() ||
-      context.env->cluster().size() != context.cluster->size())
+  if (context.env->graph().size() != context.graph->size() || context.env->cluster().size() != context.cluster->size())
     throw InputError("place: the environment was built for another graph or cluster");
 }
 
@@ -122,11 +125,13 @@ Problem make_problem(const PlaceContext& context, double memory_fraction) {
       if (std::find(seen.begin(), seen.end(), in) != seen.end()) continue;
       seen.push_back(in);
       const Op& src = graph.op(in.op);
-      const int64_t bytes = in.output >= 0 && in.output < static_cast<int32_t>(src.outputs.size())
-                                ? src.outputs[in.output].bytes() : 0;
+      const int64_t bytes =
+          in.output >= 0 && in.output < static_cast<int32_t>(src.outputs.size()) ? src.outputs[in.output].bytes() : 0;
       auto it = std::find_if(p.preds[i].begin(), p.preds[i].end(), [&](const Edge& e) { return e.op == in.op.value; });
-      if (it == p.preds[i].end()) p.preds[i].push_back({in.op.value, bytes});
-      else it->bytes += bytes;
+      if (it == p.preds[i].end())
+        p.preds[i].push_back({in.op.value, bytes});
+      else
+        it->bytes += bytes;
     }
     for (const Edge& e : p.preds[i]) p.succs[e.op].push_back({i, e.bytes});
   }
@@ -166,7 +171,8 @@ Problem make_problem(const PlaceContext& context, double memory_fraction) {
   }
   for (int32_t a = 0; a < p.k && same; ++a)
     for (int32_t b = 0; b < p.k && same; ++b)
-      if (a != b && (p.alpha[a * p.k + b] != p.alpha[0 * p.k + 1] || p.inv_beta[a * p.k + b] != p.inv_beta[0 * p.k + 1]))
+      if (a != b &&
+          (p.alpha[a * p.k + b] != p.alpha[0 * p.k + 1] || p.inv_beta[a * p.k + b] != p.inv_beta[0 * p.k + 1]))
         same = false;
   p.identical_devices = same;
   return p;
@@ -201,8 +207,10 @@ Grouping merge_cycles(const Problem& o, const Grouping& in) {
       }
       if (next < out[v].size()) {
         const int32_t w = out[v][next++];
-        if (index[w] < 0) call.push_back({w, 0});
-        else if (on_stack[w]) low[v] = std::min(low[v], index[w]);
+        if (index[w] < 0)
+          call.push_back({w, 0});
+        else if (on_stack[w])
+          low[v] = std::min(low[v], index[w]);
         continue;
       }
       if (low[v] == index[v]) {
@@ -291,8 +299,10 @@ Problem make_group_problem(const Problem& op_problem, const Grouping& grouping_i
   for (int32_t v = 0; v < o.n; ++v) {
     const int32_t u = unit_of_group[grouping.group_of[v]];
     int32_t& seen = unit_of_cgroup[o.group_of[v]];
-    if (seen < 0) seen = u;
-    else parent[root(u)] = root(seen);
+    if (seen < 0)
+      seen = u;
+    else
+      parent[root(u)] = root(seen);
   }
   p.group_of.assign(G, -1);
   std::vector<int32_t> index_of_root(G, -1);
@@ -555,7 +565,9 @@ ListResult list_etf(const Problem& p, const std::vector<int32_t>* favourite_pare
   };
   std::vector<std::priority_queue<Key, std::vector<Key>, std::greater<Key>>> heaps(p.k);
   LinkBook links(p);
-  auto data_ready = [&](int32_t u, int32_t d) { return links.data_ready(u, d, r.unit_device, r.schedule.finish, false); };
+  auto data_ready = [&](int32_t u, int32_t d) {
+    return links.data_ready(u, d, r.unit_device, r.schedule.finish, false);
+  };
   auto allowed = [&](int32_t u, int32_t d) {
     const int32_t g = p.group_of[u];
     return pinned[g] >= 0 ? pinned[g] == d : book.fits(g, d);

@@ -27,21 +27,21 @@ struct Edge {
 };
 
 struct Problem {
-  int32_t n = 0;  // units, topologically ordered (every pred has a smaller id)
-  int32_t k = 0;  // devices
-  std::vector<double> cost;                 // [unit * k + device] seconds
-  std::vector<int64_t> mem;                 // per unit, bytes (params + activations estimate)
-  std::vector<std::vector<Edge>> preds;     // per unit, unique
+  int32_t n = 0;                         // units, topologically ordered (every pred has a smaller id)
+  int32_t k = 0;                         // devices
+  std::vector<double> cost;              // [unit * k + device] seconds
+  std::vector<int64_t> mem;              // per unit, bytes (params + activations estimate)
+  std::vector<std::vector<Edge>> preds;  // per unit, unique
   std::vector<std::vector<Edge>> succs;
-  std::vector<int32_t> group_of;            // unit -> group
+  std::vector<int32_t> group_of;              // unit -> group
   std::vector<std::vector<int32_t>> members;  // group -> units ascending
   std::vector<int64_t> group_mem;
-  std::vector<int64_t> capacity;            // per device, bytes usable by placers
-  std::vector<double> alpha;                // [from * k + to] seconds
-  std::vector<double> inv_beta;             // [from * k + to] seconds per byte
-  std::vector<std::string> unit_names;      // for messages
+  std::vector<int64_t> capacity;        // per device, bytes usable by placers
+  std::vector<double> alpha;            // [from * k + to] seconds
+  std::vector<double> inv_beta;         // [from * k + to] seconds per byte
+  std::vector<std::string> unit_names;  // for messages
   std::vector<std::string> device_names;
-  bool identical_devices = false;           // same costs, memory and links everywhere
+  bool identical_devices = false;  // same costs, memory and links everywhere
 
   int32_t groups() const { return static_cast<int32_t>(members.size()); }
   double c(int32_t unit, int32_t device) const { return cost[static_cast<size_t>(unit) * k + device]; }
@@ -65,8 +65,7 @@ Problem make_problem(const PlaceContext& context, double memory_fraction);
 // A problem whose units are the parts of `grouping` (parts on a cycle of the
 // quotient graph are merged first); units holding ops of one co-location
 // group form one group. unit_of_op[v] is the unit of op v.
-Problem make_group_problem(const Problem& op_problem, const Grouping& grouping,
-                           std::vector<int32_t>* unit_of_op);
+Problem make_group_problem(const Problem& op_problem, const Grouping& grouping, std::vector<int32_t>* unit_of_op);
 
 // Validates the context (non-null, non-empty) and throws NoFeasiblePlacement
 // if some group fits on no device.
@@ -107,7 +106,8 @@ class LinkBook {
   explicit LinkBook(const Problem& p) : p_(&p), chan_free_(static_cast<size_t>(p.k) * p.k, 0.0) {}
   // When unit v's inputs are all on device d, given where and when its
   // (placed, finished) preds ran. commit = book the transfers on the channels.
-  double data_ready(int32_t v, int32_t d, const std::vector<int32_t>& dev, const std::vector<double>& finish, bool commit);
+  double data_ready(int32_t v, int32_t d, const std::vector<int32_t>& dev, const std::vector<double>& finish,
+                    bool commit);
 
  private:
   struct Sent {
@@ -115,10 +115,10 @@ class LinkBook {
     double arrival = 0.0;
   };
   const Problem* p_;
-  std::vector<double> chan_free_;                 // [from * k + to]
-  std::unordered_map<int64_t, Sent> sent_;        // unit * k + destination
+  std::vector<double> chan_free_;                  // [from * k + to]
+  std::unordered_map<int64_t, Sent> sent_;         // unit * k + destination
   std::vector<std::pair<double, int32_t>> order_;  // scratch: preds by finish time
-  std::vector<double> tmp_free_;                  // scratch: channel times into d while not committing
+  std::vector<double> tmp_free_;                   // scratch: channel times into d while not committing
 };
 
 // A schedule under the placers' model: ops of a device run one at a time, a
@@ -151,8 +151,8 @@ ListResult list_topo(const Problem& p);
 // NoFeasiblePlacement with the simulator's message if not) and records the
 // simulated step time in stats.
 using Clock = std::chrono::steady_clock;
-PlaceResult finish(const PlaceContext& context, const std::vector<int32_t>& op_device,
-                   const std::string& method, Clock::time_point started, std::string note = {});
+PlaceResult finish(const PlaceContext& context, const std::vector<int32_t>& op_device, const std::string& method,
+                   Clock::time_point started, std::string note = {});
 
 std::string format_bytes(int64_t bytes);
 double option_double(const PlaceContext& context, const std::string& key, double fallback);

@@ -21,10 +21,10 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 struct Ideals {
   std::vector<std::vector<uint64_t>> sets;  // bitsets over group ranks
   std::vector<int32_t> size;
-  std::vector<std::vector<double>> cost;    // [ideal][device]
+  std::vector<std::vector<double>> cost;  // [ideal][device]
   std::vector<int64_t> mem;
-  std::vector<int64_t> cut;                 // bytes between the ideal and the rest
-  bool prefixes = false;                    // fallback: ideal i = first i ranks
+  std::vector<int64_t> cut;  // bytes between the ideal and the rest
+  bool prefixes = false;     // fallback: ideal i = first i ranks
 };
 
 struct SplitResult {
@@ -99,10 +99,10 @@ class DpPlacer : public Placer {
       throw NoFeasiblePlacement("dp: no split of the graph into at most " + std::to_string(p.k) +
                                 " contiguous stages fits device memory");
     char buf[256];
-    std::snprintf(buf, sizeof buf, "dp: %s objective %.6g s over %zu %s of %d groups", candidates[best].first.c_str(),
-                  candidates[best].second.objective, ideals.size.size(),
-                  ideals.prefixes ? "prefixes (ideals exceeded max_ideals, fell back to a topological order)" : "ideals",
-                  G);
+    std::snprintf(
+        buf, sizeof buf, "dp: %s objective %.6g s over %zu %s of %d groups", candidates[best].first.c_str(),
+        candidates[best].second.objective, ideals.size.size(),
+        ideals.prefixes ? "prefixes (ideals exceeded max_ideals, fell back to a topological order)" : "ideals", G);
     PlaceResult out = finish(ctx, expand_groups(p, candidates[best].second.group_device), name(), started, buf);
     out.stats["ideals"] = static_cast<double>(ideals.size.size());
     out.stats["prefix_fallback"] = ideals.prefixes ? 1.0 : 0.0;
@@ -152,12 +152,18 @@ class DpPlacer : public Placer {
         if (has(id.sets[i], r)) continue;
         bool ready = true;
         for (int32_t q : fwd_preds[r])
-          if (!has(id.sets[i], q)) { ready = false; break; }
+          if (!has(id.sets[i], q)) {
+            ready = false;
+            break;
+          }
         if (!ready) continue;
         std::vector<uint64_t> s = id.sets[i];
         s[r >> 6] |= uint64_t{1} << (r & 63);
         if (seen.count(s)) continue;
-        if (static_cast<int64_t>(id.sets.size()) >= max_ideals) { exploded = true; break; }
+        if (static_cast<int64_t>(id.sets.size()) >= max_ideals) {
+          exploded = true;
+          break;
+        }
         seen.emplace(s, static_cast<int32_t>(id.sets.size()));
         extend(i, r);
       }

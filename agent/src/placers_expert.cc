@@ -101,9 +101,12 @@ class ExpertPlacer : public Placer {
       for (size_t i = 0; i < specials.size(); ++i)
         special_device[specials[i]] = n > L ? L + static_cast<int32_t>(i) % (n - L) : n - 1;
       for (int32_t g = 0; g < G; ++g) {
-        if (std::regex_match(tag[g], m, rnn)) gd[g] = layer_device(std::stoi(m[2].str()));
-        else if (special_device.count(tag[g])) gd[g] = special_device[tag[g]];
-        else if (tag[g] == "embedding") gd[g] = layer_device(0);
+        if (std::regex_match(tag[g], m, rnn))
+          gd[g] = layer_device(std::stoi(m[2].str()));
+        else if (special_device.count(tag[g]))
+          gd[g] = special_device[tag[g]];
+        else if (tag[g] == "embedding")
+          gd[g] = layer_device(0);
       }
     } else if (is_inception) {
       family = "inception: branches of each module spread over the devices";
@@ -157,19 +160,26 @@ class ExpertPlacer : public Placer {
       const int32_t g = p.group_of[u];
       if (gd[g] >= 0) continue;
       for (const Edge& e : p.preds[u])
-        if (gd[p.group_of[e.op]] >= 0) { gd[g] = gd[p.group_of[e.op]]; break; }
+        if (gd[p.group_of[e.op]] >= 0) {
+          gd[g] = gd[p.group_of[e.op]];
+          break;
+        }
     }
     for (int32_t u = p.n - 1; u >= 0; --u) {
       const int32_t g = p.group_of[u];
       if (gd[g] >= 0) continue;
       for (const Edge& e : p.succs[u])
-        if (gd[p.group_of[e.op]] >= 0) { gd[g] = gd[p.group_of[e.op]]; break; }
+        if (gd[p.group_of[e.op]] >= 0) {
+          gd[g] = gd[p.group_of[e.op]];
+          break;
+        }
     }
     for (int32_t& d : gd)
       if (d < 0) d = 0;
     std::string note = "expert: " + family;
     if (!fits_memory(p, gd)) {
-      if (!repair_memory(p, gd)) throw NoFeasiblePlacement("expert: the " + family + " plan does not fit device memory");
+      if (!repair_memory(p, gd))
+        throw NoFeasiblePlacement("expert: the " + family + " plan does not fit device memory");
       note += "; moved groups to fit memory";
     }
     return finish(ctx, expand_groups(p, gd), name(), started, note);

@@ -68,7 +68,8 @@ IlpOutcome solve_ilp(const Problem& p, double time_limit_s, bool symmetry_breaki
   const int32_t n = p.n, k = p.k, G = p.groups();
   std::vector<int32_t> group_order(G);
   for (int32_t g = 0; g < G; ++g) group_order[g] = g;
-  std::sort(group_order.begin(), group_order.end(), [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
+  std::sort(group_order.begin(), group_order.end(),
+            [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
 
   // Warm start: the best list schedule under the model's own timing.
   struct Warm {
@@ -84,13 +85,19 @@ IlpOutcome solve_ilp(const Problem& p, double time_limit_s, bool symmetry_breaki
     if (!fits_memory(p, gd)) return;
     warms.push_back({dev, schedule_ready_order(p, dev, /*link_channels=*/false), method});
   };
-  try { add_warm(list_etf(p).unit_device, "m_etf"); } catch (const NoFeasiblePlacement&) {}
-  try { add_warm(list_heft(p).unit_device, "heft"); } catch (const NoFeasiblePlacement&) {}
-  try { add_warm(list_topo(p).unit_device, "m_topo"); } catch (const NoFeasiblePlacement&) {}
+  try {
+    add_warm(list_etf(p).unit_device, "m_etf");
+  } catch (const NoFeasiblePlacement&) {}
+  try {
+    add_warm(list_heft(p).unit_device, "heft");
+  } catch (const NoFeasiblePlacement&) {}
+  try {
+    add_warm(list_topo(p).unit_device, "m_topo");
+  } catch (const NoFeasiblePlacement&) {}
   add_warm(std::vector<int32_t>(n, 0), "single");
   if (warms.empty()) throw NoFeasiblePlacement("ilp: no list schedule fits device memory to start from");
-  const Warm& warm = *std::min_element(warms.begin(), warms.end(),
-                                       [](const Warm& a, const Warm& b) { return a.sched.makespan < b.sched.makespan; });
+  const Warm& warm = *std::min_element(
+      warms.begin(), warms.end(), [](const Warm& a, const Warm& b) { return a.sched.makespan < b.sched.makespan; });
   out.warm_makespan = warm.sched.makespan;
   out.warm_method = warm.method;
   const double M = warm.sched.makespan * (1.0 + 1e-9) + 1e-12;
@@ -341,8 +348,8 @@ Grouping phase_chunks(const Problem& ops, const Graph& graph, int64_t chunks) {
   double acc = 0.0;
   for (int32_t g : order) {
     const double mid = acc + work[g] / 2;
-    chunk_of_group[g] = std::min<int32_t>(static_cast<int32_t>(chunks - 1),
-                                          static_cast<int32_t>(total > 0 ? mid / total * chunks : 0));
+    chunk_of_group[g] =
+        std::min<int32_t>(static_cast<int32_t>(chunks - 1), static_cast<int32_t>(total > 0 ? mid / total * chunks : 0));
     acc += work[g];
   }
   Grouping out;
@@ -395,9 +402,10 @@ class IlpPlacer : public Placer {
       coarse = make_group_problem(ops, grouping, &unit_of_op);
       p = &coarse;
       coarse_note = "; coarsened " + std::to_string(ops.n) + " ops to " + std::to_string(coarse.n) + " units in " +
-                    std::to_string(coarse.groups()) + " groups by " + how + " (graph above max_ops=" +
-                    std::to_string(max_ops) + "); " + std::string("scope: the bound and any optimality hold for these ") +
-                    std::to_string(coarse.n) + " units, not for the " + std::to_string(ops.n) + "-op graph";
+                    std::to_string(coarse.groups()) + " groups by " + how +
+                    " (graph above max_ops=" + std::to_string(max_ops) + "); " +
+                    std::string("scope: the bound and any optimality hold for these ") + std::to_string(coarse.n) +
+                    " units, not for the " + std::to_string(ops.n) + "-op graph";
     }
     const bool symmetry = p->identical_devices && option_int(ctx, "symmetry_breaking", 1) != 0;
     const IlpOutcome r = solve_ilp(*p, ctx.time_limit_s, symmetry);

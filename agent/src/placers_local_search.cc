@@ -35,9 +35,9 @@ class LocalSearchPlacer : public Placer {
         std::vector<int32_t> gd(G);
         for (int32_t g = 0; g < G; ++g) gd[g] = r.unit_device[p.members[g][0]];
         const StepResult s = ctx.env->simulate(to_placement(p, gd));
-        if (s.ok() && s.step_s < start_step) start_step = s.step_s, start_gd = gd, start_method = which ? "heft" : "m_etf";
-      } catch (const NoFeasiblePlacement&) {
-      }
+        if (s.ok() && s.step_s < start_step)
+          start_step = s.step_s, start_gd = gd, start_method = which ? "heft" : "m_etf";
+      } catch (const NoFeasiblePlacement&) {}
     }
     if (start_gd.empty()) {
       start_gd.assign(G, 0);

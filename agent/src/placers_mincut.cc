@@ -72,8 +72,8 @@ class MincutPlacer : public Placer {
       options[METIS_OPTION_OBJTYPE] = METIS_OBJTYPE_CUT;
       std::vector<idx_t> part(G, 0);
       const int status = METIS_PartGraphKway(&nv, &ncon, xadj.data(), adjncy.empty() ? nullptr : adjncy.data(),
-                                             vwgt.data(), nullptr, adjwgt.empty() ? nullptr : adjwgt.data(),
-                                             &nparts, tpwgts.data(), &ubvec, options, &objval, part.data());
+                                             vwgt.data(), nullptr, adjwgt.empty() ? nullptr : adjwgt.data(), &nparts,
+                                             tpwgts.data(), &ubvec, options, &objval, part.data());
       if (status != METIS_OK) throw NoFeasiblePlacement("mincut: METIS failed with status " + std::to_string(status));
       for (int32_t g = 0; g < G; ++g) gd[g] = static_cast<int32_t>(part[g]);
     }

@@ -20,8 +20,8 @@
 #include <vector>
 
 #include "features.h"
-#include "placer/env/environment.h"
 #include "placer/agent/train.h"
+#include "placer/env/environment.h"
 
 namespace placer::learned {
 
@@ -39,25 +39,25 @@ struct PolicyOptions {
 
 struct SampleOptions {
   double temperature = 1.0;
-  double noise = 0.0;       // std of Gaussian logit noise
-  int greedy_rows = 0;      // the first greedy_rows samples take the argmax everywhere
+  double noise = 0.0;   // std of Gaussian logit noise
+  int greedy_rows = 0;  // the first greedy_rows samples take the argmax everywhere
 };
 
 // What a batch of sampled placements needs to be scored again (REINFORCE, PPO).
 struct Rollout {
   int32_t batch = 0;
   std::vector<std::vector<int32_t>> unit_device;  // [sample][unit]
-  torch::Tensor actions;   // B x S device per decoder step (long)
-  torch::Tensor dynamic;   // B x S x D x kDynamicFeatures
-  torch::Tensor groups;    // hierarchical: B x U group per unit (long)
-  torch::Tensor old_logp;  // B x decisions, log-prob when sampled (no grad)
+  torch::Tensor actions;                          // B x S device per decoder step (long)
+  torch::Tensor dynamic;                          // B x S x D x kDynamicFeatures
+  torch::Tensor groups;                           // hierarchical: B x U group per unit (long)
+  torch::Tensor old_logp;                         // B x decisions, log-prob when sampled (no grad)
   double temperature = 1.0;
   std::vector<UnitCosts> group_costs;  // hierarchical: per sample
 };
 
 struct LogProbs {
-  torch::Tensor logp;      // B x decisions
-  torch::Tensor entropy;   // B x decisions
+  torch::Tensor logp;     // B x decisions
+  torch::Tensor entropy;  // B x decisions
 };
 
 class PolicyImpl : public torch::nn::Module {
@@ -151,7 +151,8 @@ class HierarchicalPolicyImpl : public PolicyImpl {
 
  private:
   // B x G x H group encodings for the given B x U grouping.
-  torch::Tensor encode_groups(const Problem& problem, const torch::Tensor& unit_emb, const torch::Tensor& groups, int32_t G);
+  torch::Tensor encode_groups(const Problem& problem, const torch::Tensor& unit_emb, const torch::Tensor& groups,
+                              int32_t G);
   int fixed_groups_;
   UnitEmbedding embed_{nullptr};
   torch::nn::Linear grouper_hidden_{nullptr}, grouper_out_{nullptr};
@@ -176,8 +177,8 @@ Placement decode_best(PolicyImpl& policy, const Problem& problem, const Environm
                       double temperature, uint64_t seed, StepResult* simulated = nullptr);
 
 // Problem features as tensors.
-torch::Tensor unit_features(const Problem& problem);     // N x kUnitFeatures
-torch::Tensor unit_types(const Problem& problem);        // N (long)
-torch::Tensor device_features(const Problem& problem);   // D x kDeviceFeatures
+torch::Tensor unit_features(const Problem& problem);    // N x kUnitFeatures
+torch::Tensor unit_types(const Problem& problem);       // N (long)
+torch::Tensor device_features(const Problem& problem);  // D x kDeviceFeatures
 
 }  // namespace placer::learned

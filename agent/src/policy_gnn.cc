@@ -65,16 +65,16 @@ torch::Tensor GnnPolicyImpl::encode(const Problem& problem) {
     const torch::Tensor from_parents = mean_over(h, psrc, pdst, inv_parents);
     const torch::Tensor from_children = mean_over(h, pdst, psrc, inv_children);
     const torch::Tensor from_peers = mean_over(h, qsrc, qdst, inv_peers);
-    const torch::Tensor m = self_[l]->as<nn::Linear>()->forward(h) + parent_[l]->as<nn::Linear>()->forward(from_parents) +
-                            child_[l]->as<nn::Linear>()->forward(from_children) +
-                            peer_[l]->as<nn::Linear>()->forward(from_peers);
+    const torch::Tensor m =
+        self_[l]->as<nn::Linear>()->forward(h) + parent_[l]->as<nn::Linear>()->forward(from_parents) +
+        child_[l]->as<nn::Linear>()->forward(from_children) + peer_[l]->as<nn::Linear>()->forward(from_peers);
     h = norm_[l]->as<nn::LayerNorm>()->forward(h + torch::relu(m));
   }
   return h.unsqueeze(0);
 }
 
-Rollout GnnPolicyImpl::sample(const Problem& problem, int32_t batch, const SampleOptions& options,
-                              std::mt19937_64& rng, const std::vector<int32_t>* forced) {
+Rollout GnnPolicyImpl::sample(const Problem& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
+                              const std::vector<int32_t>* forced) {
   torch::NoGradGuard no_grad;
   Rollout r;
   r.batch = batch;

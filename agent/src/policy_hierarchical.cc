@@ -44,13 +44,14 @@ torch::Tensor HierarchicalPolicyImpl::encode_groups(const Problem& problem, cons
     const torch::Tensor mean = sums / count.clamp_min(1.0);
     rows.push_back(torch::relu(group_proj_(torch::cat({mean, torch::log1p(count) / 5.0}, 1))));
   }
-  const torch::Tensor g = torch::stack(rows, 1);                  // G x B x H
-  return std::get<0>(encoder_->forward(g)).transpose(0, 1);       // B x G x H
+  const torch::Tensor g = torch::stack(rows, 1);             // G x B x H
+  return std::get<0>(encoder_->forward(g)).transpose(0, 1);  // B x G x H
 }
 
 Rollout HierarchicalPolicyImpl::sample(const Problem& problem, int32_t batch, const SampleOptions& options,
                                        std::mt19937_64& rng, const std::vector<int32_t>* forced) {
-  if (forced) throw InputError("the hierarchical policy cannot be warm-started by behaviour cloning (set warm_start: [])");
+  if (forced)
+    throw InputError("the hierarchical policy cannot be warm-started by behaviour cloning (set warm_start: [])");
   torch::NoGradGuard no_grad;
   const int32_t G = groups_for(problem), U = problem.n;
   Rollout r;
@@ -80,7 +81,10 @@ Rollout HierarchicalPolicyImpl::sample(const Problem& problem, int32_t batch, co
         k = G - 1;
         for (int32_t j = 0; j < G; ++j) {
           acc += p[j];
-          if (x < acc) { k = j; break; }
+          if (x < acc) {
+            k = j;
+            break;
+          }
         }
       }
       group_of[b][u] = k;
@@ -114,11 +118,12 @@ LogProbs HierarchicalPolicyImpl::evaluate(const Problem& problem, const Rollout&
   const int64_t B = rollout.groups.size(0);
   const torch::Tensor e = embed_(unit_features(problem), unit_types(problem));
   const torch::Tensor glogits = grouper_out_(torch::relu(grouper_hidden_(e))).narrow(1, 0, G) / rollout.temperature;
-  const torch::Tensor glp = torch::log_softmax(glogits, 1);                    // U x G
-  const torch::Tensor g_ent = -(glp.exp() * glp).sum(1);                       // U
-  const torch::Tensor g_logp = glp.t().gather(0, rollout.groups);              // B x U (row u of glp, column groups)
+  const torch::Tensor glp = torch::log_softmax(glogits, 1);        // U x G
+  const torch::Tensor g_ent = -(glp.exp() * glp).sum(1);           // U
+  const torch::Tensor g_logp = glp.t().gather(0, rollout.groups);  // B x U (row u of glp, column groups)
   const torch::Tensor enc = encode_groups(problem, e, rollout.groups, G);
-  LogProbs placer = decoder_->score(enc, device_features(problem), rollout.actions, rollout.dynamic, rollout.temperature);
+  LogProbs placer =
+      decoder_->score(enc, device_features(problem), rollout.actions, rollout.dynamic, rollout.temperature);
   LogProbs out;
   out.logp = torch::cat({g_logp, placer.logp}, 1);
   out.entropy = torch::cat({g_ent.unsqueeze(0).expand({B, g_ent.size(0)}), placer.entropy}, 1);

@@ -16,7 +16,8 @@ torch::Tensor unit_types(const Problem& problem) {
   return torch::from_blob(const_cast<int64_t*>(problem.type.data()), {problem.n}, torch::kInt64).clone();
 }
 torch::Tensor device_features(const Problem& problem) {
-  return torch::from_blob(const_cast<float*>(problem.dev.data()), {problem.d, kDeviceFeatures}, torch::kFloat32).clone();
+  return torch::from_blob(const_cast<float*>(problem.dev.data()), {problem.d, kDeviceFeatures}, torch::kFloat32)
+      .clone();
 }
 
 // ---------------------------------------------------------------- decoder
@@ -88,7 +89,7 @@ void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_feat
   std::vector<float> noisy(D), probs(D);
   const double T = options.temperature;
   for (int64_t t = 0; t < S; ++t) {
-    torch::Tensor h;                                                                 // B x H
+    torch::Tensor h;  // B x H
     if (recurrent_) {
       auto out = lstm_->forward(torch::cat({encB.select(1, t), prev}, 1).unsqueeze(0), hx);
       hx = std::get<1>(out);
@@ -97,11 +98,11 @@ void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_feat
       h = torch::tanh(step_(torch::cat({encB.select(1, t), prev}, 1)));
     }
     const torch::Tensor a = torch::softmax(torch::bmm(keys, h.unsqueeze(2)).squeeze(2), 1);  // B x S
-    const torch::Tensor ctx = torch::bmm(a.unsqueeze(1), encB).squeeze(1);            // B x H
+    const torch::Tensor ctx = torch::bmm(a.unsqueeze(1), encB).squeeze(1);                   // B x H
     const torch::Tensor q = torch::tanh(comb_(torch::cat({h, ctx}, 1)));
     for (int32_t b = 0; b < B; ++b)
       states[b].features(static_cast<int32_t>(t), dyn_p + ((static_cast<int64_t>(b) * S + t) * D) * kDynamicFeatures);
-    const torch::Tensor dyn_t = dyn.select(1, t);                                     // B x D x F
+    const torch::Tensor dyn_t = dyn.select(1, t);  // B x D x F
     const torch::Tensor key = dev_e.unsqueeze(0) + dyn_proj_(dyn_t);
     const torch::Tensor logits = (score_(torch::tanh(q.unsqueeze(1) + key)).squeeze(2) / T).contiguous();
     const torch::Tensor lp = torch::log_softmax(logits, 1).contiguous();
@@ -146,14 +147,14 @@ LogProbs DecoderImpl::score(const torch::Tensor& enc, const torch::Tensor& dev_f
     const torch::Tensor fed = dev_e.index_select(0, actions.narrow(1, 0, S - 1).reshape({-1})).view({B, S - 1, H});
     prev = torch::cat({prev, fed}, 1);
   }
-  const torch::Tensor in = torch::cat({encB, prev}, 2);                            // B x S x 2H
+  const torch::Tensor in = torch::cat({encB, prev}, 2);  // B x S x 2H
   const torch::Tensor hs = recurrent_ ? std::get<0>(lstm_->forward(in.transpose(0, 1))).transpose(0, 1)
-                                      : torch::tanh(step_(in));                     // B x S x H
+                                      : torch::tanh(step_(in));  // B x S x H
   const torch::Tensor keys = att_(encB);
   const torch::Tensor a = torch::softmax(torch::bmm(hs, keys.transpose(1, 2)), 2);  // B x S x S
   const torch::Tensor ctx = torch::bmm(a, encB);
-  const torch::Tensor q = torch::tanh(comb_(torch::cat({hs, ctx}, 2)));             // B x S x H
-  const torch::Tensor key = dev_e.view({1, 1, D, H}) + dyn_proj_(dynamic);          // B x S x D x H
+  const torch::Tensor q = torch::tanh(comb_(torch::cat({hs, ctx}, 2)));     // B x S x H
+  const torch::Tensor key = dev_e.view({1, 1, D, H}) + dyn_proj_(dynamic);  // B x S x D x H
   const torch::Tensor logits = score_(torch::tanh(q.unsqueeze(2) + key)).squeeze(3) / temperature;
   const torch::Tensor lp = torch::log_softmax(logits, 2);
   LogProbs out;

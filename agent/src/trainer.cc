@@ -35,7 +35,6 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-
 EnvOptions env_options(const TrainConfig& c) {
   EnvOptions o;
   o.mode = parse_reward_mode(c.reward_mode);
@@ -79,10 +78,14 @@ double step_of(const Evaluation& e, double exponent) {
 std::string json_str(const std::string& s) {
   std::string o = "\"";
   for (char ch : s) {
-    if (ch == '"' || ch == '\\') o += '\\', o += ch;
-    else if (ch == '\n') o += "\\n";
-    else if (static_cast<unsigned char>(ch) < 0x20) o += ' ';
-    else o += ch;
+    if (ch == '"' || ch == '\\')
+      o += '\\', o += ch;
+    else if (ch == '\n')
+      o += "\\n";
+    else if (static_cast<unsigned char>(ch) < 0x20)
+      o += ' ';
+    else
+      o += ch;
   }
   return o + "\"";
 }
@@ -123,7 +126,8 @@ Placement placement_from_node(const YAML::Node& n, const Graph& g, const Cluster
   Placement p;
   for (size_t i = 0; i < n.size(); ++i) {
     const int v = n[i].as<int>();
-    if (v < 0 || v >= c.size()) throw InputError(where + "[" + std::to_string(i) + "]: device " + std::to_string(v) + " out of range");
+    if (v < 0 || v >= c.size())
+      throw InputError(where + "[" + std::to_string(i) + "]: device " + std::to_string(v) + " out of range");
     p.device_of.push_back(DeviceId(v));
   }
   return p;
@@ -152,7 +156,7 @@ class Trainer {
   std::unique_ptr<torch::optim::Adam> opt_;
   std::mt19937_64 rng_;
   int64_t update_ = 0, samples_ = 0;
-  double rl_seconds_ = 0.0;   // cumulated over resumed sessions
+  double rl_seconds_ = 0.0;  // cumulated over resumed sessions
   double session_start_rl_ = 0.0;
   int64_t session_start_samples_ = 0;
   int64_t session_start_update_ = 0;
@@ -234,8 +238,10 @@ void Trainer::behaviour_clone() {
   bc_steps_used_ = step;
   bc_reproduced_ = worst > threshold;
   if (!bc_reproduced_)
-    std::fprintf(stderr, "warm start: behaviour cloning stopped after %d steps before reproducing the baseline exactly "
-                 "(least likely target decision p=%.3f)\n", step, std::exp(worst));
+    std::fprintf(stderr,
+                 "warm start: behaviour cloning stopped after %d steps before reproducing the baseline exactly "
+                 "(least likely target decision p=%.3f)\n",
+                 step, std::exp(worst));
 }
 
 void Trainer::one_update() {
@@ -351,8 +357,10 @@ void Trainer::one_update() {
     if (c_.max_samples > 0) eta = std::min(eta, per_update * static_cast<double>(c_.max_samples - samples_) / K);
     if (c_.time_limit_s > 0) eta = std::min(eta, c_.time_limit_s - row.elapsed_s);
     const std::string line = progress_line(row, c_.updates, eta);
-    if (tty_) std::fprintf(stderr, "\r%s\033[K", line.c_str());
-    else if (update_ % std::max<int64_t>(1, c_.updates / 20) == 0) std::fprintf(stderr, "%s\n", line.c_str());
+    if (tty_)
+      std::fprintf(stderr, "\r%s\033[K", line.c_str());
+    else if (update_ % std::max<int64_t>(1, c_.updates / 20) == 0)
+      std::fprintf(stderr, "%s\n", line.c_str());
   }
 }
 
@@ -426,7 +434,8 @@ void open_checkpoint(const std::string& path, LoadedArchive* out) {
   }
   c10::IValue v;
   if (!out->archive.try_read("format", v) || !v.isString() || v.toStringRef() != kCheckpointFormat)
-    throw InputError(path + ": field 'format': not a placer learned-placer checkpoint (expected " + kCheckpointFormat + ")");
+    throw InputError(path + ": field 'format': not a placer learned-placer checkpoint (expected " + kCheckpointFormat +
+                     ")");
   if (!out->archive.try_read("config", v) || !v.isString()) throw InputError(path + ": field 'config' missing");
   out->config_json = v.toStringRef();
   if (!out->archive.try_read("state", v) || !v.isString()) throw InputError(path + ": field 'state' missing");
@@ -511,7 +520,8 @@ TrainResult Trainer::run() {
   validate_cluster(cluster_);
   EnvOptions eo = env_options(c_);
   eo.remote = ctl_.remote;
-  std::vector<GraphSource> sources = (c_.policy == "gnn" && !c_.family.empty()) ? c_.family : std::vector<GraphSource>{c_.graph};
+  std::vector<GraphSource> sources =
+      (c_.policy == "gnn" && !c_.family.empty()) ? c_.family : std::vector<GraphSource>{c_.graph};
   for (const auto& s : sources) {
     auto t = std::make_unique<Task>();
     t->source = s;
@@ -534,7 +544,8 @@ TrainResult Trainer::run() {
       t.has_warm = ts[i]["has_warm"].as<bool>(false);
       t.warm_method = ts[i]["warm_method"].as<std::string>("");
       t.warm_step_s = ts[i]["warm_step_s"].as<double>(0.0);
-      if (t.has_warm) t.warm = placement_from_node(ts[i]["warm"], t.env->graph(), cluster_, ckpt + ": state.tasks.warm");
+      if (t.has_warm)
+        t.warm = placement_from_node(ts[i]["warm"], t.env->graph(), cluster_, ckpt + ": state.tasks.warm");
     }
   } else {
     for (auto& t : tasks_) warm_start(*t);
@@ -587,7 +598,8 @@ TrainResult Trainer::run() {
     Task& t0 = *tasks_[0];
     res.baselines = t0.warm_results;
     for (const std::string& m : c_.compare) {
-      if (std::any_of(res.baselines.begin(), res.baselines.end(), [&](const BaselineResult& b) { return b.method == m; }))
+      if (std::any_of(res.baselines.begin(), res.baselines.end(),
+                      [&](const BaselineResult& b) { return b.method == m; }))
         continue;
       try {
         auto placer = make_placer(m);
@@ -631,16 +643,18 @@ TrainResult Trainer::run() {
     << ",\n  \"cluster\": " << json_str(cluster_.name) << ",\n  \"policy\": " << json_str(c_.policy)
     << ",\n  \"reward_mode\": " << json_str(c_.reward_mode) << ",\n  \"updates\": " << res.updates
     << ",\n  \"samples\": " << res.samples << ",\n  \"train_seconds\": " << num(rl_seconds_)
-    << ",\n  \"remote_evaluations\": " << res.remote_evaluations
-    << ",\n  \"best_step_s\": " << num(res.best_step_s) << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
-    << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s)
-    << ",\n  \"warm_start\": {\"method\": " << json_str(res.warm_start_method) << ", \"step_s\": " << num(res.warm_start_step_s)
-    << ", \"bc_steps\": " << bc_steps_used_ << ", \"bc_reproduced\": " << (bc_reproduced_ ? "true" : "false")
-    << "},\n  \"baselines\": [";
+    << ",\n  \"remote_evaluations\": " << res.remote_evaluations << ",\n  \"best_step_s\": " << num(res.best_step_s)
+    << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
+    << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample
+    << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s)
+    << ",\n  \"warm_start\": {\"method\": " << json_str(res.warm_start_method)
+    << ", \"step_s\": " << num(res.warm_start_step_s) << ", \"bc_steps\": " << bc_steps_used_
+    << ", \"bc_reproduced\": " << (bc_reproduced_ ? "true" : "false") << "},\n  \"baselines\": [";
   for (size_t i = 0; i < res.baselines.size(); ++i) {
     const auto& b = res.baselines[i];
-    o << (i ? ",\n    " : "\n    ") << "{\"method\": " << json_str(b.method) << ", \"ok\": " << (b.ok ? "true" : "false")
-      << ", \"step_s\": " << num(b.step_s) << ", \"seconds\": " << num(b.seconds) << ", \"note\": " << json_str(b.note) << "}";
+    o << (i ? ",\n    " : "\n    ") << "{\"method\": " << json_str(b.method)
+      << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"step_s\": " << num(b.step_s)
+      << ", \"seconds\": " << num(b.seconds) << ", \"note\": " << json_str(b.note) << "}";
   }
   o << "],\n  \"held_out\": [";
   bool first = true;
@@ -676,7 +690,8 @@ std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* co
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
-    throw InputError(path + ": field 'model': does not match the config's policy (" + std::string(e.what()).substr(0, 200) + ")");
+    throw InputError(path + ": field 'model': does not match the config's policy (" +
+                     std::string(e.what()).substr(0, 200) + ")");
   }
   policy->eval();
   return policy;

@@ -50,7 +50,8 @@ class Section {
  public:
   Section(const YAML::Node& node, std::string origin, std::string path)
       : node_(node), origin_(std::move(origin)), path_(std::move(path)) {
-    if (node_ && !node_.IsNull() && !node_.IsMap()) fail(path_.empty() ? "(top level)" : path_, "expected a map, got " + kind_name(node_));
+    if (node_ && !node_.IsNull() && !node_.IsMap())
+      fail(path_.empty() ? "(top level)" : path_, "expected a map, got " + kind_name(node_));
   }
 
   [[noreturn]] void fail(const std::string& field, const std::string& what) const {
@@ -85,15 +86,18 @@ class Section {
     YAML::Node n = get(key);
     if (!n) return;
     int64_t v;
-    if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v)) fail(field(key), "expected an integer, got " + kind_name(n));
-    if (v < lo || v > hi) fail(field(key), "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
+    if (!n.IsScalar() || !YAML::convert<int64_t>::decode(n, v))
+      fail(field(key), "expected an integer, got " + kind_name(n));
+    if (v < lo || v > hi)
+      fail(field(key), "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
     *out = static_cast<Int>(v);
   }
   void boolean(const std::string& key, bool* out) {
     YAML::Node n = get(key);
     if (!n) return;
     bool v;
-    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) fail(field(key), "expected true or false, got " + kind_name(n));
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v))
+      fail(field(key), "expected true or false, got " + kind_name(n));
     *out = v;
   }
   void strings(const std::string& key, std::vector<std::string>* out) {
@@ -107,11 +111,15 @@ class Section {
         if (!item.empty()) out->push_back(item);
       return;
     }
-    if (n.IsNull()) { out->clear(); return; }
+    if (n.IsNull()) {
+      out->clear();
+      return;
+    }
     if (!n.IsSequence()) fail(field(key), "expected a list of strings, got " + kind_name(n));
     out->clear();
     for (size_t i = 0; i < n.size(); ++i) {
-      if (!n[i].IsScalar()) fail(field(key) + "[" + std::to_string(i) + "]", "expected a string, got " + kind_name(n[i]));
+      if (!n[i].IsScalar())
+        fail(field(key) + "[" + std::to_string(i) + "]", "expected a string, got " + kind_name(n[i]));
       out->push_back(n[i].Scalar());
     }
   }
@@ -143,8 +151,10 @@ GraphSource parse_graph_source(const YAML::Node& node, const std::string& origin
   GraphSource g;
   if (node.IsScalar()) {  // "nmt" or "path/to/graph.json"
     const std::string s = node.Scalar();
-    if (s.find('/') != std::string::npos || s.find('.') != std::string::npos) g.file = s;
-    else g.builder = s;
+    if (s.find('/') != std::string::npos || s.find('.') != std::string::npos)
+      g.file = s;
+    else
+      g.builder = s;
     return g;
   }
   Section sec(node, origin, path);
@@ -169,7 +179,8 @@ GraphSource parse_graph_source(const YAML::Node& node, const std::string& origin
 std::vector<GraphSource> parse_graph_list(const YAML::Node& node, const std::string& origin, const std::string& path) {
   std::vector<GraphSource> out;
   if (!node || node.IsNull()) return out;
-  if (!node.IsSequence()) throw InputError(origin + ": " + path + ": expected a list of graphs, got " + kind_name(node));
+  if (!node.IsSequence())
+    throw InputError(origin + ": " + path + ": expected a list of graphs, got " + kind_name(node));
   for (size_t i = 0; i < node.size(); ++i)
     out.push_back(parse_graph_source(node[i], origin, path + "[" + std::to_string(i) + "]"));
   return out;
@@ -282,10 +293,16 @@ namespace {
 std::string q(const std::string& s) {
   std::string o = "\"";
   for (char ch : s) {
-    if (ch == '"' || ch == '\\') o += '\\', o += ch;
-    else if (ch == '\n') o += "\\n";
-    else if (static_cast<unsigned char>(ch) < 0x20) { char b[8]; std::snprintf(b, sizeof b, "\\u%04x", ch); o += b; }
-    else o += ch;
+    if (ch == '"' || ch == '\\')
+      o += '\\', o += ch;
+    else if (ch == '\n')
+      o += "\\n";
+    else if (static_cast<unsigned char>(ch) < 0x20) {
+      char b[8];
+      std::snprintf(b, sizeof b, "\\u%04x", ch);
+      o += b;
+    } else
+      o += ch;
   }
   return o + "\"";
 }
@@ -301,7 +318,8 @@ std::string list(const std::vector<std::string>& v) {
 }
 std::string source(const GraphSource& g) {
   if (!g.file.empty()) return "{\"file\": " + q(g.file) + "}";
-  std::string o = "{\"builder\": " + q(g.builder) + ", \"forward_only\": " + (g.forward_only ? "true" : "false") + ", \"options\": {";
+  std::string o = "{\"builder\": " + q(g.builder) + ", \"forward_only\": " + (g.forward_only ? "true" : "false") +
+                  ", \"options\": {";
   bool first = true;
   for (const auto& [k, v] : g.options) {
     o += (first ? "" : ", ") + q(k) + ": " + std::to_string(v);
@@ -323,8 +341,9 @@ std::string train_config_to_json(const TrainConfig& c) {
   if (!c.graph.builder.empty() || !c.graph.file.empty()) o << "  \"graph\": " << source(c.graph) << ",\n";
   o << "  \"family\": " << sources(c.family) << ",\n  \"held_out\": " << sources(c.held_out) << ",\n";
   o << "  \"cluster\": " << q(c.cluster) << ",\n  \"compare\": " << list(c.compare) << ",\n";
-  o << "  \"policy\": {\"type\": " << q(c.policy) << ", \"hidden\": " << c.hidden << ", \"type_embedding\": " << c.type_embedding
-    << ", \"max_groups\": " << c.max_groups << ", \"grouper_groups\": " << c.grouper_groups << ", \"gnn_layers\": " << c.gnn_layers
+  o << "  \"policy\": {\"type\": " << q(c.policy) << ", \"hidden\": " << c.hidden
+    << ", \"type_embedding\": " << c.type_embedding << ", \"max_groups\": " << c.max_groups
+    << ", \"grouper_groups\": " << c.grouper_groups << ", \"gnn_layers\": " << c.gnn_layers
     << ", \"place_samples\": " << c.place_samples << ", \"decoder\": " << q(c.decoder) << "},\n";
   o << "  \"reward\": {\"mode\": " << q(c.reward_mode) << ", \"exponent\": " << d(c.reward_exponent)
     << ", \"failure_penalty_s\": " << d(c.failure_penalty_s) << ", \"measure_warmup\": " << c.measure_warmup
@@ -336,9 +355,11 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"lr_decay_every\": " << c.lr_decay_every << ", \"entropy_weight\": " << d(c.entropy_weight)
     << ", \"baseline_decay\": " << d(c.baseline_decay) << ", \"grad_clip\": " << d(c.grad_clip)
     << ", \"temperature\": " << d(c.temperature) << ", \"logit_noise\": " << d(c.logit_noise)
-    << ", \"logit_noise_decay\": " << d(c.logit_noise_decay) << ", \"greedy_sample\": " << (c.greedy_sample ? "true" : "false")
-    << ", \"ppo_epochs\": " << c.ppo_epochs << ", \"ppo_clip\": " << d(c.ppo_clip) << "},\n";
-  o << "  \"warm_start\": {\"methods\": " << list(c.warm_start) << ", \"bc_steps\": " << c.bc_steps << ", \"bc_lr\": " << d(c.bc_lr) << "},\n";
+    << ", \"logit_noise_decay\": " << d(c.logit_noise_decay)
+    << ", \"greedy_sample\": " << (c.greedy_sample ? "true" : "false") << ", \"ppo_epochs\": " << c.ppo_epochs
+    << ", \"ppo_clip\": " << d(c.ppo_clip) << "},\n";
+  o << "  \"warm_start\": {\"methods\": " << list(c.warm_start) << ", \"bc_steps\": " << c.bc_steps
+    << ", \"bc_lr\": " << d(c.bc_lr) << "},\n";
   o << "  \"run\": {\"seed\": " << c.seed << ", \"threads\": " << c.threads << ", \"env_threads\": " << c.env_threads
     << ", \"checkpoint_every\": " << c.checkpoint_every << ", \"output_dir\": " << q(c.output_dir) << "}\n}\n";
   return o.str();

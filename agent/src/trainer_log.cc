@@ -57,9 +57,12 @@ std::string duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
   char b[64];
   const long long t = static_cast<long long>(s + 0.5);
-  if (t >= 3600) std::snprintf(b, sizeof b, "%lldh%02lldm", t / 3600, (t / 60) % 60);
-  else if (t >= 60) std::snprintf(b, sizeof b, "%lldm%02llds", t / 60, t % 60);
-  else std::snprintf(b, sizeof b, "%llds", t);
+  if (t >= 3600)
+    std::snprintf(b, sizeof b, "%lldh%02lldm", t / 3600, (t / 60) % 60);
+  else if (t >= 60)
+    std::snprintf(b, sizeof b, "%lldm%02llds", t / 60, t % 60);
+  else
+    std::snprintf(b, sizeof b, "%llds", t);
   return b;
 }
 
@@ -82,11 +85,14 @@ void panel(std::ostringstream& o, double x0, double y0, double w, double h, cons
   auto Y = [&](double y) { return y0 + h - (y - ymin) / (ymax - ymin) * h; };
   o << "<rect x='" << x0 << "' y='" << y0 << "' width='" << w << "' height='" << h << "' fill='none' stroke='#888'/>\n";
   o << "<text x='" << x0 << "' y='" << y0 - 8 << "' font-size='14'>" << title << "</text>\n";
-  o << "<text x='" << x0 + w / 2 << "' y='" << y0 + h + 32 << "' font-size='12' text-anchor='middle'>" << xlabel << "</text>\n";
+  o << "<text x='" << x0 + w / 2 << "' y='" << y0 + h + 32 << "' font-size='12' text-anchor='middle'>" << xlabel
+    << "</text>\n";
   for (int i = 0; i <= 4; ++i) {
     const double yv = ymin + (ymax - ymin) * i / 4, xv = xmin + (xmax - xmin) * i / 4;
-    o << "<text x='" << x0 - 6 << "' y='" << Y(yv) + 4 << "' font-size='11' text-anchor='end'>" << fmt("%.4g", yv) << "</text>\n";
-    o << "<text x='" << X(xv) << "' y='" << y0 + h + 16 << "' font-size='11' text-anchor='middle'>" << fmt("%.4g", xv) << "</text>\n";
+    o << "<text x='" << x0 - 6 << "' y='" << Y(yv) + 4 << "' font-size='11' text-anchor='end'>" << fmt("%.4g", yv)
+      << "</text>\n";
+    o << "<text x='" << X(xv) << "' y='" << y0 + h + 16 << "' font-size='11' text-anchor='middle'>" << fmt("%.4g", xv)
+      << "</text>\n";
   }
   for (size_t k = 0; k < series.size(); ++k) {
     o << "<polyline fill='none' stroke='" << colors[k % colors.size()] << "' stroke-width='1.5' points='";
@@ -126,8 +132,8 @@ std::string reward_svg(const std::vector<LogRow>& rows, const std::string& title
 std::string progress_line(const LogRow& r, int64_t total_updates, double eta_s) {
   char b[256];
   std::snprintf(b, sizeof b, "update %lld/%lld | %.1f samples/s | step %.4g s | best %.4g s | entropy %.3f | ETA %s",
-                static_cast<long long>(r.update), static_cast<long long>(total_updates), r.samples_per_s,
-                r.step_mean_s, r.best_step_s, r.entropy, duration(eta_s).c_str());
+                static_cast<long long>(r.update), static_cast<long long>(total_updates), r.samples_per_s, r.step_mean_s,
+                r.best_step_s, r.entropy, duration(eta_s).c_str());
   return b;
 }
 

@@ -117,7 +117,8 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
 
   int64_t hits = 0, counted = 0;
   std::vector<std::string> signatures(graph.size());
-  auto find = [](const Samples& samples, const std::string& key, const std::string& inner) -> const std::vector<double>* {
+  auto find = [](const Samples& samples, const std::string& key,
+                 const std::string& inner) -> const std::vector<double>* {
     auto outer = samples.find(key);
     if (outer == samples.end()) return nullptr;
     auto e = outer->second.find(inner);
@@ -125,7 +126,8 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
   };
   // By op name on this graph's own profile, else by signature (any graph).
   auto lookup = [&](const Samples& by_name, const Samples& by_sig, int64_t o, const std::string& kind) {
-    const std::vector<double>* found = same_graph ? find(by_name, graph.op(OpId(static_cast<int32_t>(o))).name, kind) : nullptr;
+    const std::vector<double>* found =
+        same_graph ? find(by_name, graph.op(OpId(static_cast<int32_t>(o))).name, kind) : nullptr;
     if (!found && !by_sig.empty()) {
       if (signatures[o].empty()) signatures[o] = op_signature(graph, OpId(static_cast<int32_t>(o)));
       found = find(by_sig, signatures[o], kind);
@@ -212,7 +214,8 @@ void CostModel::set_contended_seconds(OpId op, DeviceId device, double seconds) 
 }
 
 void CostModel::set_copy_contention(DeviceId device, double factor) {
-  PLACER_CHECK(device.value >= 0 && device.value < devices_ && factor >= 1.0, "device ", device.value, " factor ", factor);
+  PLACER_CHECK(device.value >= 0 && device.value < devices_ && factor >= 1.0, "device ", device.value, " factor ",
+               factor);
   if (copy_factor_.empty()) copy_factor_.assign(devices_, 1.0);
   copy_factor_[device.value] = factor;
 }

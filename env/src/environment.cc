@@ -95,7 +95,9 @@ struct Environment::Impl {
   std::mutex runtime_mu;
   std::unique_ptr<Runtime> runtime;
 
-  double reward_of(const StepResult& r) const { return -std::pow(penalty_seconds(r, options.reward), options.reward.exponent); }
+  double reward_of(const StepResult& r) const {
+    return -std::pow(penalty_seconds(r, options.reward), options.reward.exponent);
+  }
 
   std::pair<std::shared_ptr<const CostModel>, double> current_costs() const {
     std::lock_guard<std::mutex> lock(calib_mu);
@@ -233,7 +235,8 @@ Environment::Environment(Graph graph, Cluster cluster, EnvOptions options) : imp
   impl_->graph = std::move(graph);
   impl_->cluster = std::move(cluster);
   impl_->options = std::move(options);
-  if (impl_->options.threads <= 0) impl_->options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  if (impl_->options.threads <= 0)
+    impl_->options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   impl_->context = std::make_unique<SimContext>(impl_->graph);
   impl_->base_costs = impl_->options.profile
                           ? CostModel::calibrated(impl_->graph, impl_->cluster, *impl_->options.profile)
@@ -253,7 +256,8 @@ const CostModel& Environment::costs() const {
 }
 
 double Environment::lower_bound() const {
-  std::call_once(impl_->lb_once, [&] { impl_->lb = placer::lower_bound(impl_->graph, impl_->cluster, impl_->base_costs); });
+  std::call_once(impl_->lb_once,
+                 [&] { impl_->lb = placer::lower_bound(impl_->graph, impl_->cluster, impl_->base_costs); });
   return impl_->lb;
 }
 
@@ -286,7 +290,7 @@ std::vector<Evaluation> Environment::evaluate_batch(const std::vector<Placement>
 
   // Cache lookups; repeated placements inside the batch are evaluated once.
   std::vector<uint64_t> hashes(placements.size());
-  std::vector<size_t> todo;                    // indices evaluated now
+  std::vector<size_t> todo;                             // indices evaluated now
   std::vector<int64_t> same_as(placements.size(), -1);  // index of an earlier equal placement in the batch
   {
     std::unordered_map<uint64_t, std::vector<size_t>> in_batch;
@@ -338,7 +342,8 @@ std::vector<Evaluation> Environment::evaluate_batch(const std::vector<Placement>
       for (size_t k = 0; k < todo.size(); ++k) fill(todo[k], std::move(results[k]), false);
     }
   } else {
-    parallel_for(todo.size(), im.options.threads, [&](size_t k) { fill(todo[k], im.simulate(placements[todo[k]]), false); });
+    parallel_for(todo.size(), im.options.threads,
+                 [&](size_t k) { fill(todo[k], im.simulate(placements[todo[k]]), false); });
     if (im.options.mode == RewardMode::Hybrid && !todo.empty()) {
       // Measure the batch's best N (batches of one: only a new best) and
       // every candidate whose simulated reward beats the best seen so far.
@@ -353,8 +358,10 @@ std::vector<Evaluation> Environment::evaluate_batch(const std::vector<Placement>
       std::vector<size_t> to_measure;
       for (size_t r = 0; r < order.size(); ++r) {
         const bool new_best = std::isfinite(best) ? out[order[r]].reward > best : r == 0;
-        if (r < top || new_best) to_measure.push_back(order[r]);
-        else break;
+        if (r < top || new_best)
+          to_measure.push_back(order[r]);
+        else
+          break;
       }
       if (im.options.remote && !to_measure.empty()) {
         // Measuring does not depend on the calibration: one remote batch,
@@ -376,7 +383,8 @@ std::vector<Evaluation> Environment::evaluate_batch(const std::vector<Placement>
         std::vector<size_t> rest;
         for (size_t i : todo)
           if (!out[i].measured) rest.push_back(i);
-        parallel_for(rest.size(), im.options.threads, [&](size_t k) { fill(rest[k], im.simulate(placements[rest[k]]), false); });
+        parallel_for(rest.size(), im.options.threads,
+                     [&](size_t k) { fill(rest[k], im.simulate(placements[rest[k]]), false); });
       }
       std::lock_guard<std::mutex> lock(im.calib_mu);
       for (size_t i : todo) im.best_reward = std::max(im.best_reward, out[i].reward);
@@ -394,8 +402,9 @@ std::vector<Evaluation> Environment::evaluate_batch(const std::vector<Placement>
       }
       if (calibrations != im.cache_calibrations) {
         for (auto& [h, entries] : im.cache)
-          entries.erase(std::remove_if(entries.begin(), entries.end(), [](const auto& pe) { return !pe.second.measured; }),
-                        entries.end());
+          entries.erase(
+              std::remove_if(entries.begin(), entries.end(), [](const auto& pe) { return !pe.second.measured; }),
+              entries.end());
         im.cache_calibrations = calibrations;
       }
     }

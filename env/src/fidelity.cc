@@ -3,8 +3,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <set>
@@ -86,10 +86,14 @@ std::string json_escape(const std::string& s) {
 std::string xml_escape(const std::string& s) {
   std::string out;
   for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
   }
   return out;
 }
@@ -109,10 +113,14 @@ double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b)
     for (size_t j = i + 1; j < a.size(); ++j) {
       const double da = a[i] - a[j], db = b[i] - b[j];
       if (da == 0 && db == 0) continue;
-      if (da == 0) ties_a += 1;
-      else if (db == 0) ties_b += 1;
-      else if ((da > 0) == (db > 0)) concordant += 1;
-      else discordant += 1;
+      if (da == 0)
+        ties_a += 1;
+      else if (db == 0)
+        ties_b += 1;
+      else if ((da > 0) == (db > 0))
+        concordant += 1;
+      else
+        discordant += 1;
     }
   const double denom = std::sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b));
   return denom > 0 ? (concordant - discordant) / denom : 0.0;
@@ -172,7 +180,9 @@ std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& g
         const double f = static_cast<double>(i) / G;
         const double first = cut / 10.0;
         split[order[i]] =
-            f < first ? 0 : 1 + std::min<int32_t>(devices - 2, static_cast<int32_t>((f - first) / (1 - first) * (devices - 1)));
+            f < first
+                ? 0
+                : 1 + std::min<int32_t>(devices - 2, static_cast<int32_t>((f - first) / (1 - first) * (devices - 1)));
       }
       add("split", split);
     }
@@ -191,15 +201,15 @@ std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& g
       // Random with a bias to one device, so some are balanced and some lopsided.
       const double bias = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
       for (int32_t g = 0; g < G; ++g)
-        random[g] = std::uniform_real_distribution<double>(0.0, 1.0)(rng) < bias
-                        ? 0
-                        : static_cast<int32_t>(rng() % devices);
+        random[g] =
+            std::uniform_real_distribution<double>(0.0, 1.0)(rng) < bias ? 0 : static_cast<int32_t>(rng() % devices);
       add("random", random);
     } else {
       std::vector<int32_t> base = bases[rng() % bases.size()];
       const double rate = std::vector<double>{0.02, 0.05, 0.1, 0.2}[rng() % 4];
       for (int32_t g = 0; g < G; ++g)
-        if (std::uniform_real_distribution<double>(0.0, 1.0)(rng) < rate) base[g] = static_cast<int32_t>(rng() % devices);
+        if (std::uniform_real_distribution<double>(0.0, 1.0)(rng) < rate)
+          base[g] = static_cast<int32_t>(rng() % devices);
       add("perturbed", base);
     }
   }
@@ -224,7 +234,7 @@ void FidelityReport::compute_statistics() {
       r1.push_back(p.rounds_s[1]);
     }
   retest_spearman = r0.size() >= 2 && r0.size() == points.size() ? placer::spearman(r0, r1)
-                                                                  : std::numeric_limits<double>::quiet_NaN();
+                                                                 : std::numeric_limits<double>::quiet_NaN();
 }
 
 FidelityReport FidelityReport::from_json(const std::string& text) {
@@ -232,7 +242,8 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
   doc.Parse(text.c_str(), text.size());
   if (doc.HasParseError() || !doc.IsObject()) throw InputError("fidelity report: not a JSON object");
   auto str = [&](const rj::Value& v, const char* key) -> std::string {
-    if (!v.HasMember(key) || !v[key].IsString()) throw InputError(std::string("fidelity report: field '") + key + "' must be a string");
+    if (!v.HasMember(key) || !v[key].IsString())
+      throw InputError(std::string("fidelity report: field '") + key + "' must be a string");
     return v[key].GetString();
   };
   auto num = [&](const rj::Value& v, const char* key, const std::string& where) -> double {
@@ -249,7 +260,8 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
   r.calibrated_fraction = num(doc, "calibrated_fraction", "");
   r.per_op_overhead_s = num(doc, "per_op_overhead_s", "");
   r.failed = static_cast<int>(num(doc, "failed", ""));
-  if (!doc.HasMember("points") || !doc["points"].IsArray()) throw InputError("fidelity report: field 'points' must be a list");
+  if (!doc.HasMember("points") || !doc["points"].IsArray())
+    throw InputError("fidelity report: field 'points' must be a list");
   const rj::Value& pts = doc["points"];
   for (rj::SizeType i = 0; i < pts.Size(); ++i) {
     const std::string where = "points[" + std::to_string(i) + "]: ";
@@ -276,9 +288,10 @@ std::string FidelityReport::to_json() const {
     << json_escape(devices) << "\",\n  \"command\": \"" << json_escape(command) << "\",\n  \"host\": \""
     << json_escape(host) << "\",\n  \"calibrated_fraction\": " << fmt(calibrated_fraction)
     << ",\n  \"per_op_overhead_s\": " << fmt(per_op_overhead_s) << ",\n  \"placements\": " << points.size()
-    << ",\n  \"failed\": " << failed << ",\n  \"spearman\": " << fmt(spearman) << ",\n  \"kendall_tau_b\": "
-    << fmt(kendall) << ",\n  \"mape\": " << fmt(mape) << ",\n  \"retest_spearman\": "
-    << (std::isnan(retest_spearman) ? std::string("null") : fmt(retest_spearman)) << ",\n  \"points\": [\n";
+    << ",\n  \"failed\": " << failed << ",\n  \"spearman\": " << fmt(spearman)
+    << ",\n  \"kendall_tau_b\": " << fmt(kendall) << ",\n  \"mape\": " << fmt(mape)
+    << ",\n  \"retest_spearman\": " << (std::isnan(retest_spearman) ? std::string("null") : fmt(retest_spearman))
+    << ",\n  \"points\": [\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
     o << "    {\"kind\": \"" << p.kind << "\", \"measured_s\": " << fmt(p.measured_s, 8)
@@ -305,7 +318,8 @@ std::string FidelityReport::to_markdown() const {
   if (!std::isnan(retest_spearman))
     o << "The measurement against itself (round 1 vs round 2 of the same placements): Spearman "
       << fmt(retest_spearman, 3) << ". A simulator cannot rank placements more reliably than the measurement does.\n\n";
-  o << "| # | kind | measured s (IQR of its round) | simulated s | error | transfer MB |\n|---:|---|---:|---:|---:|---:|\n";
+  o << "| # | kind | measured s (IQR of its round) | simulated s | error | transfer MB "
+       "|\n|---:|---|---:|---:|---:|---:|\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
     o << "| " << i << " | " << p.kind << " | " << fmt(p.measured_s, 4) << " (" << fmt(p.measured_iqr_s, 2) << ") | "
@@ -340,7 +354,8 @@ std::string FidelityReport::to_svg() const {
   o << "<text x=\"" << W / 2 << "\" y=\"38\" text-anchor=\"middle\">Spearman " << fmt(spearman, 3) << ", Kendall "
     << fmt(kendall, 3) << ", MAPE " << fmt(100 * mape, 3) << "%, n = " << points.size() << "</text>\n";
   if (!std::isnan(retest_spearman))
-    o << "<text x=\"" << W / 2 << "\" y=\"54\" text-anchor=\"middle\" fill=\"#555\">measured vs re-measured (round 1 vs 2): Spearman "
+    o << "<text x=\"" << W / 2
+      << "\" y=\"54\" text-anchor=\"middle\" fill=\"#555\">measured vs re-measured (round 1 vs 2): Spearman "
       << fmt(retest_spearman, 3) << "</text>\n";
   // Axes and decade ticks.
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
@@ -366,13 +381,13 @@ std::string FidelityReport::to_svg() const {
     ticks.swap(thinned);
   }
   for (double v : ticks) {
-      o << "<line x1=\"" << x(v) << "\" y1=\"" << T << "\" x2=\"" << x(v) << "\" y2=\"" << H - B
-        << "\" stroke=\"#ddd\"/>\n";
-      o << "<line x1=\"" << L << "\" y1=\"" << y(v) << "\" x2=\"" << W - R << "\" y2=\"" << y(v)
-        << "\" stroke=\"#ddd\"/>\n";
-      o << "<text x=\"" << x(v) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << fmt(v, 3) << "</text>\n";
-      o << "<text x=\"" << L - 6 << "\" y=\"" << y(v) + 4 << "\" text-anchor=\"end\">" << fmt(v, 3) << "</text>\n";
-    }
+    o << "<line x1=\"" << x(v) << "\" y1=\"" << T << "\" x2=\"" << x(v) << "\" y2=\"" << H - B
+      << "\" stroke=\"#ddd\"/>\n";
+    o << "<line x1=\"" << L << "\" y1=\"" << y(v) << "\" x2=\"" << W - R << "\" y2=\"" << y(v)
+      << "\" stroke=\"#ddd\"/>\n";
+    o << "<text x=\"" << x(v) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << fmt(v, 3) << "</text>\n";
+    o << "<text x=\"" << L - 6 << "\" y=\"" << y(v) + 4 << "\" text-anchor=\"end\">" << fmt(v, 3) << "</text>\n";
+  }
   // y = x and the +-10% band.
   const double a = std::pow(10.0, llo), b = std::pow(10.0, lhi);
   o << "<line x1=\"" << x(a) << "\" y1=\"" << y(a) << "\" x2=\"" << x(b) << "\" y2=\"" << y(b)
@@ -380,9 +395,9 @@ std::string FidelityReport::to_svg() const {
   for (double f : {0.9, 1.1})
     o << "<line x1=\"" << x(a) << "\" y1=\"" << y(a * f) << "\" x2=\"" << x(b) << "\" y2=\"" << y(b * f)
       << "\" stroke=\"#bbb\" stroke-dasharray=\"1,3\"/>\n";
-  const std::vector<std::pair<std::string, std::string>> colors = {
-      {"single", "#d62728"}, {"round_robin", "#9467bd"}, {"split", "#1f77b4"},
-      {"blocks", "#17becf"}, {"random", "#ff7f0e"},      {"perturbed", "#2ca02c"}};
+  const std::vector<std::pair<std::string, std::string>> colors = {{"single", "#d62728"}, {"round_robin", "#9467bd"},
+                                                                   {"split", "#1f77b4"},  {"blocks", "#17becf"},
+                                                                   {"random", "#ff7f0e"}, {"perturbed", "#2ca02c"}};
   for (const auto& p : points) {
     if (p.measured_s <= 0 || p.simulated_s <= 0) continue;
     std::string color = "black";
@@ -398,7 +413,8 @@ std::string FidelityReport::to_svg() const {
       << "\" y=\"" << ly << "\">" << k << "</text>\n";
     ly += 16;
   }
-  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 25 << "\" text-anchor=\"middle\">measured step time (s)</text>\n";
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 25
+    << "\" text-anchor=\"middle\">measured step time (s)</text>\n";
   o << "<text transform=\"translate(20," << (T + H - B) / 2
     << ") rotate(-90)\" text-anchor=\"middle\">simulated step time (s)</text>\n";
   o << "</svg>\n";

@@ -38,7 +38,8 @@ LowerBound lower_bound_parts(const Graph& graph, const Cluster& cluster, const C
     best[o] = m;
     total += m;
     double start = 0.0;
-    for (const TensorRef& in : graph.op(OpId(static_cast<int32_t>(o))).inputs) start = std::max(start, finish[in.op.value]);
+    for (const TensorRef& in : graph.op(OpId(static_cast<int32_t>(o))).inputs)
+      start = std::max(start, finish[in.op.value]);
     finish[o] = start + m;
     lb.critical_path_s = std::max(lb.critical_path_s, finish[o]);
   }

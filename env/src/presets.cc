@@ -99,10 +99,12 @@ Cluster cluster_preset(const std::string& name) {
 }
 
 Cluster resolve_cluster(const std::string& spec) {
-  if (spec.empty()) throw InputError("cluster: empty (give a preset name, a cluster JSON file, or a device list like cpu:2)");
+  if (spec.empty())
+    throw InputError("cluster: empty (give a preset name, a cluster JSON file, or a device list like cpu:2)");
   for (const std::string& n : cluster_preset_names())
     if (n == spec) return cluster_preset(spec);
-  const bool looks_like_file = spec.find('/') != std::string::npos || (spec.size() > 5 && spec.substr(spec.size() - 5) == ".json");
+  const bool looks_like_file =
+      spec.find('/') != std::string::npos || (spec.size() > 5 && spec.substr(spec.size() - 5) == ".json");
   if (looks_like_file || readable(spec)) {
     if (!readable(spec)) throw InputError("cluster: cannot read file '" + spec + "'");
     Cluster cluster = load_cluster(spec);

@@ -104,7 +104,8 @@ SimContext::SimContext(const Graph& g) : graph(&g) {
     std::vector<int32_t> slots;
     if (op.args.size() > 1)
       for (int64_t pos : op.args[1].ints)
-        if (pos >= 0 && pos < static_cast<int64_t>(fwd.inputs.size())) slots.push_back(slot_of(f, static_cast<int32_t>(pos)));
+        if (pos >= 0 && pos < static_cast<int64_t>(fwd.inputs.size()))
+          slots.push_back(slot_of(f, static_cast<int32_t>(pos)));
     std::sort(slots.begin(), slots.end());
     slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
     for (int32_t slot : slots) extra_hold.push_back(~slot);
@@ -125,12 +126,13 @@ int32_t SimContext::slot_of(int32_t op, int32_t position) const {
 bool is_view_op(std::string_view type) {
   // ATen ops whose schema returns an alias of an input (Tensor(a) / Tensor(a)[]).
   static const char* const kViews[] = {
-      "aten::view", "aten::view_as", "aten::reshape", "aten::reshape_as", "aten::t", "aten::transpose",
-      "aten::permute", "aten::expand", "aten::expand_as", "aten::select", "aten::slice", "aten::chunk",
-      "aten::split", "aten::split_with_sizes", "aten::tensor_split", "aten::unbind", "aten::unsqueeze",
-      "aten::squeeze", "aten::flatten", "aten::unflatten", "aten::narrow", "aten::as_strided", "aten::alias",
-      "aten::detach", "aten::contiguous", "aten::diagonal", "aten::movedim", "aten::swapaxes", "aten::unfold",
-      "aten::numpy_T", "aten::mT", "aten::matrix_H", "aten::view_as_real", "aten::view_as_complex"};
+      "aten::view",      "aten::view_as",    "aten::reshape",      "aten::reshape_as",       "aten::t",
+      "aten::transpose", "aten::permute",    "aten::expand",       "aten::expand_as",        "aten::select",
+      "aten::slice",     "aten::chunk",      "aten::split",        "aten::split_with_sizes", "aten::tensor_split",
+      "aten::unbind",    "aten::unsqueeze",  "aten::squeeze",      "aten::flatten",          "aten::unflatten",
+      "aten::narrow",    "aten::as_strided", "aten::alias",        "aten::detach",           "aten::contiguous",
+      "aten::diagonal",  "aten::movedim",    "aten::swapaxes",     "aten::unfold",           "aten::numpy_T",
+      "aten::mT",        "aten::matrix_H",   "aten::view_as_real", "aten::view_as_complex"};
   const std::string_view base = type.substr(0, type.find('.'));
   for (const char* v : kViews)
     if (base == v) return true;
@@ -143,7 +145,8 @@ namespace {
 
 struct Event {
   double time;
-  int32_t id;  // < ops: op id finished; else transfer id - ops arrived (op finishes sort first: frees before allocations)
+  int32_t
+      id;  // < ops: op id finished; else transfer id - ops arrived (op finishes sort first: frees before allocations)
   bool operator>(const Event& o) const { return time > o.time || (time == o.time && id > o.id); }
 };
 
@@ -151,15 +154,15 @@ struct Event {
 struct Workspace {
   std::vector<int32_t> dev;
   std::vector<int32_t> pending;
-  std::vector<int32_t> local_uses;   // [tensors]
-  std::vector<int32_t> xfer_begin;   // [tensors + 1]
+  std::vector<int32_t> local_uses;  // [tensors]
+  std::vector<int32_t> xfer_begin;  // [tensors + 1]
   std::vector<int32_t> xfer_dst;
   std::vector<int32_t> xfer_tensor;
   std::vector<int32_t> xfer_remaining;
-  std::vector<int32_t> slot_xfer;    // [in_tensor.size()]: transfer feeding that input, -1 = local
-  std::vector<int32_t> dev_tag;      // [devices]: tensor id whose transfer to this device was made last
-  std::vector<int32_t> dev_xfer;     // [devices]
-  std::vector<double> chan_free;     // [devices * devices]
+  std::vector<int32_t> slot_xfer;  // [in_tensor.size()]: transfer feeding that input, -1 = local
+  std::vector<int32_t> dev_tag;    // [devices]: tensor id whose transfer to this device was made last
+  std::vector<int32_t> dev_xfer;   // [devices]
+  std::vector<double> chan_free;   // [devices * devices]
   std::vector<double> busy;
   std::vector<int64_t> cur_bytes;
   std::vector<int64_t> peak_bytes;
@@ -170,7 +173,7 @@ struct Workspace {
   // fraction, its current duration at the present rate, and when it started.
   std::vector<int32_t> run_op;
   std::vector<double> frac, dur, last, finish, started;
-  std::vector<int32_t> group_of;     // [devices]: contention group (host), -1 = none
+  std::vector<int32_t> group_of;  // [devices]: contention group (host), -1 = none
   std::vector<int32_t> group_size, group_busy;
   std::vector<uint8_t> group_changed;
 };
@@ -328,7 +331,9 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
     *lane = cluster.devices[dev[p]].name + "->" + cluster.devices[d].name;
     return *lane + " " + graph.op(OpId(p)).name + ":" + std::to_string(t - ctx.out_begin[p]);
   };
-  auto item_category = [&](int32_t item) { return item >= 0 ? phase_category(graph.op(OpId(item)).phase) : "transfer"; };
+  auto item_category = [&](int32_t item) {
+    return item >= 0 ? phase_category(graph.op(OpId(item)).phase) : "transfer";
+  };
   auto push_event = [&](double time, int32_t id) {
     ws.events.push_back(Event{time, id});
     std::push_heap(ws.events.begin(), ws.events.end(), std::greater<Event>());
@@ -548,7 +553,8 @@ StepResult simulate(const SimContext& ctx, const Placement& placement, const Clu
     result.devices[d].busy_s = ws.busy[d];
     result.devices[d].peak_bytes = mem ? peak[d] : 0;
     if (mem && device.memory_bytes > 0 && peak[d] > device.memory_bytes) {
-      const double ratio = static_cast<double>(peak[d] - device.memory_bytes) / static_cast<double>(device.memory_bytes);
+      const double ratio =
+          static_cast<double>(peak[d] - device.memory_bytes) / static_cast<double>(device.memory_bytes);
       if (result.status != StepStatus::Oom || ratio > worst_ratio) {
         worst_ratio = ratio;
         result.status = StepStatus::Oom;

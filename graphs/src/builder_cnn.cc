@@ -59,8 +59,7 @@ class Inception {
   TensorRef conv(const std::string& module, const std::string& branch, const std::string& conv_name, TensorRef x,
                  int64_t out, int64_t kh, int64_t kw, int64_t stride = 1, int64_t pad_h = 0, int64_t pad_w = 0) {
     b_.layer = branch.empty() ? module : module + "/" + branch;
-    return b_.conv_bn_relu(module + "/" + conv_name, x, ch(out), kh, kw, stride, stride, pad_h, pad_w,
-                           kInceptionEps);
+    return b_.conv_bn_relu(module + "/" + conv_name, x, ch(out), kh, kw, stride, stride, pad_h, pad_w, kInceptionEps);
   }
 
   TensorRef concat(const std::string& module, const std::vector<TensorRef>& xs) {
@@ -168,8 +167,8 @@ std::vector<int64_t> resnet_blocks(int64_t depth) {
 }  // namespace
 
 OptionTable inception_v3_options() {
-  return {{"batch", {32, 1, 4096}}, {"image", {299, 75, 2048}}, {"classes", {1000, 2, 100000}},
-          {"width_div", {1, 1, 64}}};
+  return {
+      {"batch", {32, 1, 4096}}, {"image", {299, 75, 2048}}, {"classes", {1000, 2, 100000}}, {"width_div", {1, 1, 64}}};
 }
 
 Graph build_inception_v3(const Options& o) {
@@ -195,8 +194,11 @@ Graph build_inception_v3(const Options& o) {
 }
 
 OptionTable resnet_options() {
-  return {{"batch", {32, 1, 4096}},       {"image", {224, 32, 2048}}, {"classes", {1000, 2, 100000}},
-          {"width_div", {1, 1, 64}}, {"depth", {50, 50, 152}}};
+  return {{"batch", {32, 1, 4096}},
+          {"image", {224, 32, 2048}},
+          {"classes", {1000, 2, 100000}},
+          {"width_div", {1, 1, 64}},
+          {"depth", {50, 50, 152}}};
 }
 
 Graph build_resnet(const Options& o) {
@@ -233,8 +235,11 @@ Graph build_resnet(const Options& o) {
 }
 
 OptionTable mlp_options() {
-  return {{"batch", {32, 1, 1 << 20}},  {"input", {256, 1, 1 << 20}}, {"width", {256, 1, 1 << 20}},
-          {"classes", {10, 2, 1 << 20}}, {"layers", {3, 1, 10000}}};
+  return {{"batch", {32, 1, 1 << 20}},
+          {"input", {256, 1, 1 << 20}},
+          {"width", {256, 1, 1 << 20}},
+          {"classes", {10, 2, 1 << 20}},
+          {"layers", {3, 1, 10000}}};
 }
 
 Graph build_mlp(const Options& o) {

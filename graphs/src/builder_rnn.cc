@@ -133,19 +133,19 @@ Graph build_nmt(const Options& o) {
   }
 
   b.layer = "attention";
-  TensorRef memory = b.stack("attention/memory", src, 1);               // [B,S,H]
+  TensorRef memory = b.stack("attention/memory", src, 1);                // [B,S,H]
   TensorRef memory_t = b.transpose("attention/memory_t", memory, 1, 2);  // [B,H,S]
   TensorRef wc = b.param("attention/weight", {2 * hidden, hidden});
   TensorRef bc = b.param("attention/bias", {hidden});
   std::vector<TensorRef> attended;
   for (int64_t t = 0; t < steps; ++t) {
     std::string p = step_name("attention", t);
-    TensorRef q = b.unsqueeze(p + "/query", tgt[t], 2);                  // [B,H,1]
-    TensorRef scores = b.bmm(p + "/scores", memory, q);                  // [B,S,1]
+    TensorRef q = b.unsqueeze(p + "/query", tgt[t], 2);  // [B,H,1]
+    TensorRef scores = b.bmm(p + "/scores", memory, q);  // [B,S,1]
     TensorRef weights = b.softmax(p + "/weights", scores, 1);
-    TensorRef ctx = b.bmm(p + "/context", memory_t, weights);           // [B,H,1]
+    TensorRef ctx = b.bmm(p + "/context", memory_t, weights);  // [B,H,1]
     TensorRef flat = b.reshape(p + "/context_flat", ctx, {batch, hidden});
-    TensorRef both = b.cat(p + "/concat", {flat, tgt[t]}, 1);           // [B,2H]
+    TensorRef both = b.cat(p + "/concat", {flat, tgt[t]}, 1);  // [B,2H]
     TensorRef combined = b.addmm(p + "/combine", bc, both, wc);
     attended.push_back(b.tanh(p + "/output", combined));
   }

@@ -136,9 +136,9 @@ class Transformer {
 }  // namespace
 
 OptionTable transformer_options() {
-  return {{"layers", {6, 1, 256}},         {"dec_layers", {6, 0, 256}}, {"d_model", {512, 1, 65536}},
-          {"heads", {8, 1, 1024}},         {"ffn", {2048, 1, 262144}},  {"seq", {128, 1, 65536}},
-          {"batch", {64, 1, 65536}},       {"vocab", {32000, 2, 1000000}}};
+  return {{"layers", {6, 1, 256}},   {"dec_layers", {6, 0, 256}},   {"d_model", {512, 1, 65536}},
+          {"heads", {8, 1, 1024}},   {"ffn", {2048, 1, 262144}},    {"seq", {128, 1, 65536}},
+          {"batch", {64, 1, 65536}}, {"vocab", {32000, 2, 1000000}}};
 }
 
 Graph build_transformer(const Options& o) {

@@ -39,8 +39,8 @@ class OpBuilder {
   const std::vector<int64_t>& shape(TensorRef t) const { return spec(t).shape; }
 
   // Generic append; returns all outputs.
-  std::vector<TensorRef> add(std::string name, std::string type, std::vector<TensorRef> inputs,
-                             std::vector<Arg> args, std::vector<TensorSpec> outputs, double flops);
+  std::vector<TensorRef> add(std::string name, std::string type, std::vector<TensorRef> inputs, std::vector<Arg> args,
+                             std::vector<TensorSpec> outputs, double flops);
   TensorRef add1(std::string name, std::string type, std::vector<TensorRef> inputs, std::vector<Arg> args,
                  TensorSpec output, double flops);
 
@@ -78,7 +78,7 @@ class OpBuilder {
   TensorRef reshape(std::string name, TensorRef x, std::vector<int64_t> shape);
   TensorRef unsqueeze(std::string name, TensorRef x, int64_t dim);
   TensorRef layer_norm(std::string name, TensorRef x, TensorRef w, TensorRef b, double eps);  // last dim
-  TensorRef cross_entropy(std::string name, TensorRef logits, TensorRef target);  // mean reduction
+  TensorRef cross_entropy(std::string name, TensorRef logits, TensorRef target);              // mean reduction
   TensorRef mean(std::string name, TensorRef x);
 
   // Composites used by several models.
@@ -139,7 +139,6 @@ struct LstmState {
   TensorRef h;
   TensorRef c;
 };
-LstmState lstm_cell(OpBuilder& b, const std::string& prefix, TensorRef x, LstmState prev, TensorRef w,
-                    TensorRef bias);
+LstmState lstm_cell(OpBuilder& b, const std::string& prefix, TensorRef x, LstmState prev, TensorRef w, TensorRef bias);
 
 }  // namespace placer::build

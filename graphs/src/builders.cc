@@ -162,8 +162,7 @@ TensorRef OpBuilder::gelu(std::string name, TensorRef x) {
 std::vector<TensorRef> OpBuilder::chunk(std::string name, TensorRef x, int64_t chunks, int64_t dim) {
   TensorSpec piece = spec(x);
   int64_t d = wrap_dim(dim, piece.shape.size());
-  PLACER_CHECK(d >= 0 && d < static_cast<int64_t>(piece.shape.size()) && piece.shape[d] % chunks == 0, "chunk ",
-               name);
+  PLACER_CHECK(d >= 0 && d < static_cast<int64_t>(piece.shape.size()) && piece.shape[d] % chunks == 0, "chunk ", name);
   piece.shape[d] /= chunks;
   return add(std::move(name), "aten::chunk", {x}, {Arg::tensor(0), Arg::integer(chunks), Arg::integer(dim)},
              std::vector<TensorSpec>(chunks, piece), 0.0);
@@ -191,8 +190,8 @@ TensorRef OpBuilder::cat(std::string name, const std::vector<TensorRef>& xs, int
     out.shape[d] += s[d];
     idx.push_back(static_cast<int64_t>(k));
   }
-  return add1(std::move(name), "aten::cat", xs, {Arg::tensor_list(std::move(idx)), Arg::integer(dim)},
-              std::move(out), 0.0);
+  return add1(std::move(name), "aten::cat", xs, {Arg::tensor_list(std::move(idx)), Arg::integer(dim)}, std::move(out),
+              0.0);
 }
 
 TensorRef OpBuilder::stack(std::string name, const std::vector<TensorRef>& xs, int64_t dim) {
@@ -202,8 +201,8 @@ TensorRef OpBuilder::stack(std::string name, const std::vector<TensorRef>& xs, i
   out.shape.insert(out.shape.begin() + d, static_cast<int64_t>(xs.size()));
   std::vector<int64_t> idx;
   for (size_t k = 0; k < xs.size(); ++k) idx.push_back(static_cast<int64_t>(k));
-  return add1(std::move(name), "aten::stack", xs, {Arg::tensor_list(std::move(idx)), Arg::integer(dim)},
-              std::move(out), 0.0);
+  return add1(std::move(name), "aten::stack", xs, {Arg::tensor_list(std::move(idx)), Arg::integer(dim)}, std::move(out),
+              0.0);
 }
 
 TensorRef OpBuilder::embedding(std::string name, TensorRef weight, TensorRef ids) {
@@ -297,8 +296,8 @@ TensorRef OpBuilder::softmax(std::string name, TensorRef x, int64_t dim) {
 TensorRef OpBuilder::transpose(std::string name, TensorRef x, int64_t dim0, int64_t dim1) {
   TensorSpec out = spec(x);
   std::swap(out.shape.at(wrap_dim(dim0, out.shape.size())), out.shape.at(wrap_dim(dim1, out.shape.size())));
-  return add1(std::move(name), "aten::transpose.int", {x},
-              {Arg::tensor(0), Arg::integer(dim0), Arg::integer(dim1)}, std::move(out), 0.0);
+  return add1(std::move(name), "aten::transpose.int", {x}, {Arg::tensor(0), Arg::integer(dim0), Arg::integer(dim1)},
+              std::move(out), 0.0);
 }
 
 TensorRef OpBuilder::reshape(std::string name, TensorRef x, std::vector<int64_t> new_shape) {
@@ -320,16 +319,16 @@ TensorRef OpBuilder::layer_norm(std::string name, TensorRef x, TensorRef w, Tens
   TensorSpec out = spec(x);
   double flops = kNormFlopsPerElem * out.numel();
   int64_t last = out.shape.back();
-  return add1(std::move(name), "aten::layer_norm", {x, w, b},
-              {Arg::tensor(0), Arg::int_list({last}), Arg::tensor(1), Arg::tensor(2), Arg::real(eps),
-               Arg::boolean(true)},
-              std::move(out), flops);
+  return add1(
+      std::move(name), "aten::layer_norm", {x, w, b},
+      {Arg::tensor(0), Arg::int_list({last}), Arg::tensor(1), Arg::tensor(2), Arg::real(eps), Arg::boolean(true)},
+      std::move(out), flops);
 }
 
 TensorRef OpBuilder::cross_entropy(std::string name, TensorRef logits, TensorRef target) {
   const TensorSpec& in = spec(logits);
-  PLACER_CHECK(in.shape.size() == 2 && shape(target).size() == 1 && shape(target)[0] == in.shape[0],
-               "cross_entropy ", name);
+  PLACER_CHECK(in.shape.size() == 2 && shape(target).size() == 1 && shape(target)[0] == in.shape[0], "cross_entropy ",
+               name);
   double flops = kSoftmaxFlopsPerElem * in.numel();
   return add1(std::move(name), "aten::cross_entropy_loss", {logits, target},
               {Arg::tensor(0), Arg::tensor(1), Arg::none(), Arg::integer(1), Arg::integer(-100), Arg::real(0.0)},
@@ -338,8 +337,7 @@ TensorRef OpBuilder::cross_entropy(std::string name, TensorRef logits, TensorRef
 
 TensorRef OpBuilder::mean(std::string name, TensorRef x) {
   double flops = static_cast<double>(spec(x).numel());
-  return add1(std::move(name), "aten::mean", {x}, {Arg::tensor(0), Arg::none()}, TensorSpec{{}, DType::Float32},
-              flops);
+  return add1(std::move(name), "aten::mean", {x}, {Arg::tensor(0), Arg::none()}, TensorSpec{{}, DType::Float32}, flops);
 }
 
 TensorRef OpBuilder::conv_bn_relu(const std::string& name, TensorRef x, int64_t out_channels, int64_t kh, int64_t kw,
@@ -354,8 +352,7 @@ TensorRef OpBuilder::conv_bn_relu(const std::string& name, TensorRef x, int64_t 
   return with_relu ? relu(name + "/relu", y) : y;
 }
 
-LstmState lstm_cell(OpBuilder& b, const std::string& prefix, TensorRef x, LstmState prev, TensorRef w,
-                    TensorRef bias) {
+LstmState lstm_cell(OpBuilder& b, const std::string& prefix, TensorRef x, LstmState prev, TensorRef w, TensorRef bias) {
   TensorRef xh = b.cat(prefix + "/concat", {x, prev.h}, 1);
   TensorRef gates = b.addmm(prefix + "/gates", bias, xh, w);
   auto ifgo = b.chunk(prefix + "/split", gates, 4, 1);
@@ -453,9 +450,8 @@ Graph build_graph(const std::string& name, const BuilderOptions& options) {
   for (const Op& op : forward.ops()) {
     for (const TensorSpec& spec : op.outputs) {
       if (spec.bytes() > kMaxTensorBytes) {
-        throw InputError(detail::concat("builder ", name, ": op ", op.name, " would produce a tensor of ",
-                                        spec.bytes(), " bytes (limit ", kMaxTensorBytes,
-                                        "); use smaller options"));
+        throw InputError(detail::concat("builder ", name, ": op ", op.name, " would produce a tensor of ", spec.bytes(),
+                                        " bytes (limit ", kMaxTensorBytes, "); use smaller options"));
       }
     }
   }

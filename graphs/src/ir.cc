@@ -145,8 +145,8 @@ OpId Graph::add_op(Op op) {
                                       producer.name, "' which has ", producer.outputs.size(), " outputs"));
   }
   if (op.forward.valid() && op.forward.value >= id)
-    throw GraphError(detail::concat("op '", op.name, "': forward refers to op #", op.forward.value,
-                                    " which is not an earlier op"));
+    throw GraphError(
+        detail::concat("op '", op.name, "': forward refers to op #", op.forward.value, " which is not an earlier op"));
   index_.emplace(op.name, id);
   consumers_.emplace_back();
   for (const TensorRef& in : op.inputs) {
@@ -169,9 +169,9 @@ bool Graph::is_training() const {
 
 namespace {
 bool same_op(const Op& a, const Op& b) {
-  return a.name == b.name && a.type == b.type && a.inputs == b.inputs && a.args == b.args &&
-         a.outputs == b.outputs && a.param_bytes == b.param_bytes && a.flops == b.flops && a.phase == b.phase &&
-         a.group == b.group && a.layer == b.layer && a.forward == b.forward;
+  return a.name == b.name && a.type == b.type && a.inputs == b.inputs && a.args == b.args && a.outputs == b.outputs &&
+         a.param_bytes == b.param_bytes && a.flops == b.flops && a.phase == b.phase && a.group == b.group &&
+         a.layer == b.layer && a.forward == b.forward;
 }
 }  // namespace
 

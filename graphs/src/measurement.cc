@@ -34,7 +34,7 @@ struct TraceEvent {
   double ts = 0.0;
   double dur = 0.0;
   int tid = 0;
-  std::string label;  // metadata: the lane name
+  std::string label;    // metadata: the lane name
   int sort_index = -1;  // metadata: thread_sort_index
 
   template <class A>

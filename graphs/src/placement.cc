@@ -20,12 +20,11 @@ Placement from_named(const Graph& graph, const Cluster& cluster, const NamedPlac
   placement.device_of.assign(graph.size(), DeviceId());
   for (const auto& [op_name, device_name] : named.device) {
     auto op = graph.find(op_name);
-    if (!op)
-      throw PlacementError("placement: op '" + op_name + "' is not in graph '" + graph.name + "'");
+    if (!op) throw PlacementError("placement: op '" + op_name + "' is not in graph '" + graph.name + "'");
     auto dev = cluster.find(device_name);
     if (!dev)
-      throw PlacementError("placement: op '" + op_name + "' is placed on device '" + device_name +
-                           "' which cluster '" + cluster.name + "' does not have");
+      throw PlacementError("placement: op '" + op_name + "' is placed on device '" + device_name + "' which cluster '" +
+                           cluster.name + "' does not have");
     placement.device_of[op->value] = *dev;
   }
   validate_placement(graph, cluster, placement);
@@ -47,14 +46,13 @@ void validate_placement(const Graph& graph, const Cluster& cluster, const Placem
     if (!op.group.empty()) {
       auto [it, inserted] = group_device.emplace(op.group, d.value);
       if (!inserted && it->second != d.value)
-        throw PlacementError("placement: co-location group '" + op.group + "' is split: op '" + op.name +
-                             "' is on " + cluster.device(d).name + ", another member on " +
-                             cluster.devices[it->second].name);
+        throw PlacementError("placement: co-location group '" + op.group + "' is split: op '" + op.name + "' is on " +
+                             cluster.device(d).name + ", another member on " + cluster.devices[it->second].name);
     }
     if (op.forward.valid() && placement.device_of[op.forward.value] != d)
-      throw PlacementError("placement: op '" + op.name + "' must share a device with '" +
-                           graph.op(op.forward).name + "' (" + cluster.device(placement.device_of[op.forward.value]).name +
-                           "), but is on " + cluster.device(d).name);
+      throw PlacementError("placement: op '" + op.name + "' must share a device with '" + graph.op(op.forward).name +
+                           "' (" + cluster.device(placement.device_of[op.forward.value]).name + "), but is on " +
+                           cluster.device(d).name);
   }
 }
 

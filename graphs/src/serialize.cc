@@ -43,8 +43,8 @@ std::string write_json(Write&& body) {
   std::ostringstream out;
   {
     // 324 = RapidJSON's default: no rounding of decimals (doubles round-trip exactly).
-    cereal::JSONOutputArchive ar(out, cereal::JSONOutputArchive::Options(
-                                          324, cereal::JSONOutputArchive::Options::IndentChar::space, 1));
+    cereal::JSONOutputArchive ar(
+        out, cereal::JSONOutputArchive::Options(324, cereal::JSONOutputArchive::Options::IndentChar::space, 1));
     body(ar);
   }
   out << '\n';
@@ -120,8 +120,8 @@ struct JsonOp {
     if (o.forward.valid() && o.forward.value < graph->size()) forward = graph->op(o.forward).name;
     ar(make_nvp("name", o.name), make_nvp("type", o.type), make_nvp("inputs", inputs), make_nvp("args", args),
        make_nvp("outputs", outputs), make_nvp("param_bytes", o.param_bytes), make_nvp("flops", o.flops),
-       make_nvp("phase", std::string(phase_name(o.phase))), make_nvp("group", o.group),
-       make_nvp("layer", o.layer), make_nvp("forward", forward));
+       make_nvp("phase", std::string(phase_name(o.phase))), make_nvp("group", o.group), make_nvp("layer", o.layer),
+       make_nvp("forward", forward));
   }
 };
 
@@ -136,10 +136,10 @@ struct JsonStringMap {
 
 // What the loader knows about one op before the graph is built.
 struct OpRecord {
-  Op op;                                          // everything but inputs and forward
+  Op op;                                                // everything but inputs and forward
   std::vector<std::pair<std::string, int32_t>> inputs;  // by op name
-  std::string forward;                            // by op name
-  std::string where;                              // "ops[3] 'conv1'"
+  std::string forward;                                  // by op name
+  std::string where;                                    // "ops[3] 'conv1'"
 };
 
 Arg parse_arg(const JsonReader<GraphError>& r, const rj::Value& v, const std::string& where) {
@@ -249,8 +249,7 @@ std::vector<size_t> order_records(const JsonReader<GraphError>& r, const std::ve
   index.reserve(n);
   for (size_t i = 0; i < n; ++i) {
     auto [it, inserted] = index.emplace(recs[i].op.name, i);
-    if (!inserted)
-      r.fail(recs[i].where, detail::concat("duplicate op name (also ops[", it->second, "])"));
+    if (!inserted) r.fail(recs[i].where, detail::concat("duplicate op name (also ops[", it->second, "])"));
   }
   // deps[i]: the records i must come after.
   std::vector<std::vector<size_t>> deps(n);
@@ -356,8 +355,8 @@ class BinaryReader {
 
   void need(size_t bytes, const char* field) const {
     if (buffer_.remaining() < bytes)
-      fail(detail::concat("field '", field, "' truncated at byte ", buffer_.position(), " (needs ", bytes,
-                          " bytes, ", buffer_.remaining(), " left)"));
+      fail(detail::concat("field '", field, "' truncated at byte ", buffer_.position(), " (needs ", bytes, " bytes, ",
+                          buffer_.remaining(), " left)"));
   }
 
   template <class T>
@@ -641,9 +640,8 @@ void save_graph(const Graph& graph, const std::string& path) {
 
 Graph load_graph(const std::string& path) {
   const std::string contents = read_file(path);
-  return with_path<GraphError>(path, [&] {
-    return ends_with(path, ".json") ? graph_from_json(contents) : graph_from_binary(contents);
-  });
+  return with_path<GraphError>(
+      path, [&] { return ends_with(path, ".json") ? graph_from_json(contents) : graph_from_binary(contents); });
 }
 
 // ---------------------------------------------------------------------------

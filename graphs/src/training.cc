@@ -30,13 +30,14 @@ OpId find_loss(const Graph& g) {
       return OpId(k);
     }
   }
-  throw GraphError("graph '" + g.name + "': no loss (a forward sink with one scalar float output); cannot make a training graph");
+  throw GraphError("graph '" + g.name +
+                   "': no loss (a forward sink with one scalar float output); cannot make a training graph");
 }
 
 // A gradient flowing into a forward op's output, produced by a backward op.
 struct GradIn {
-  TensorRef grad;        // output of a backward op
-  int32_t forward_output; // which output of the receiving forward op it is for
+  TensorRef grad;          // output of a backward op
+  int32_t forward_output;  // which output of the receiving forward op it is for
 };
 
 }  // namespace
@@ -78,7 +79,8 @@ Graph make_training_graph(const Graph& forward, double learning_rate,
     }
     if (grad_for.empty()) continue;
     if (is_differentiable && !is_differentiable(op)) {
-      throw GraphError("op '" + op.name + "' (" + op.type + ") is on the path to the loss but cannot be differentiated");
+      throw GraphError("op '" + op.name + "' (" + op.type +
+                       ") is on the path to the loss but cannot be differentiated");
     }
     Op back;
     back.name = op.name + "/grad";

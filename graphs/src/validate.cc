@@ -14,7 +14,7 @@ namespace placer {
 
 namespace {
 
-constexpr double kMaxFlops = 1e21;                  // a zettaFLOP for one op is absurd
+constexpr double kMaxFlops = 1e21;                    // a zettaFLOP for one op is absurd
 constexpr int64_t kMaxParamBytes = int64_t{1} << 50;  // 1 PiB (groups sum their members)
 constexpr size_t kMaxEdgesPerOp = 1 << 20;
 
@@ -77,7 +77,8 @@ class Validator {
     for (size_t k = 0; k < op.outputs.size(); ++k) check_tensor(op.outputs[k], detail::concat("outputs[", k, "]"));
     if (op.param_bytes < 0) fail("param_bytes", detail::concat("negative size ", op.param_bytes));
     if (op.param_bytes > kMaxParamBytes) fail("param_bytes", detail::concat("absurd size ", op.param_bytes));
-    if (!std::isfinite(op.flops) || op.flops < 0) fail("flops", detail::concat("must be finite and >= 0, got ", op.flops));
+    if (!std::isfinite(op.flops) || op.flops < 0)
+      fail("flops", detail::concat("must be finite and >= 0, got ", op.flops));
     if (op.flops > kMaxFlops) fail("flops", detail::concat("absurd value ", op.flops));
     for (size_t k = 0; k < op.args.size(); ++k) check_arg(op, op.args[k], detail::concat("args[", k, "]"));
     if (op.forward.valid()) {
@@ -99,7 +100,8 @@ class Validator {
       const int64_t n = t.shape[d];
       if (n < 0) fail(detail::concat(f, ".shape[", d, "]"), detail::concat("negative size ", n));
       if (n > 0 && bytes > kMaxTensorBytes / n)
-        fail(f + ".shape", "absurd size " + shape_str(t.shape) + " (over " + std::to_string(kMaxTensorBytes) + " bytes)");
+        fail(f + ".shape",
+             "absurd size " + shape_str(t.shape) + " (over " + std::to_string(kMaxTensorBytes) + " bytes)");
       bytes *= n;
     }
     if (bytes > kMaxTensorBytes) fail(f + ".shape", "absurd size " + shape_str(t.shape));
@@ -149,7 +151,8 @@ class Validator {
   void expect_shape(const Op& op, const std::vector<int64_t>& want, const std::string& why) {
     if (op.outputs.empty()) fail("outputs", "missing (expected " + shape_str(want) + ")");
     if (op.outputs[0].shape != want)
-      fail("outputs[0].shape", shape_str(op.outputs[0].shape) + " does not match " + why + ": expected " + shape_str(want));
+      fail("outputs[0].shape",
+           shape_str(op.outputs[0].shape) + " does not match " + why + ": expected " + shape_str(want));
   }
 
   void expect_rank(const std::vector<int64_t>& shape, size_t rank, const std::string& what) {
@@ -178,7 +181,8 @@ class Validator {
   }
 
   void check_backward(const Op& op) {
-    if (op.phase != Phase::Backward) fail("phase", std::string("a backward op has phase backward, not ") + phase_name(op.phase));
+    if (op.phase != Phase::Backward)
+      fail("phase", std::string("a backward op has phase backward, not ") + phase_name(op.phase));
     const Op& fwd = g_.op(op.forward);
     if (fwd.phase != Phase::Forward) fail("forward", "'" + fwd.name + "' is not a forward op");
     if (op.inputs.empty() || op.inputs[0].op != op.forward || op.inputs[0].output != 0)
@@ -188,7 +192,8 @@ class Validator {
     const auto& grad_of = op.args[0].ints;
     const auto& input_of = op.args[1].ints;
     if (grad_of.size() + 1 != op.inputs.size())
-      fail("args[0]", detail::concat("has ", grad_of.size(), " entries for ", op.inputs.size() - 1, " gradient input(s)"));
+      fail("args[0]",
+           detail::concat("has ", grad_of.size(), " entries for ", op.inputs.size() - 1, " gradient input(s)"));
     if (input_of.size() != op.outputs.size())
       fail("args[1]", detail::concat("has ", input_of.size(), " entries for ", op.outputs.size(), " output(s)"));
     for (size_t m = 0; m < grad_of.size(); ++m) {
@@ -215,7 +220,8 @@ class Validator {
   }
 
   void check_sgd(const Op& op) {
-    if (op.phase != Phase::Update) fail("phase", std::string("an sgd op has phase update, not ") + phase_name(op.phase));
+    if (op.phase != Phase::Update)
+      fail("phase", std::string("an sgd op has phase update, not ") + phase_name(op.phase));
     const Op& param = g_.op(op.forward);
     if (param.type != op_types::kParam) fail("forward", "'" + param.name + "' is not a param op");
     if (op.inputs.empty() || op.inputs[0].op != op.forward || op.inputs[0].output != 0)
@@ -253,11 +259,11 @@ class Validator {
     auto shape_of = [&](size_t k) -> const std::vector<int64_t>& { return spec(xs[k]).shape; };
 
     static const std::unordered_set<std::string> kSameShape = {
-        "aten::relu",      "aten::relu_",       "aten::sigmoid",    "aten::tanh",       "aten::gelu",
-        "aten::dropout",   "aten::neg",         "aten::exp",        "aten::log",        "aten::sqrt",
-        "aten::rsqrt",     "aten::silu",        "aten::hardtanh",   "aten::relu6",      "aten::leaky_relu",
-        "aten::hardswish", "aten::hardsigmoid", "aten::softmax",    "aten::log_softmax", "aten::batch_norm",
-        "aten::layer_norm", "aten::clone",      "aten::contiguous"};
+        "aten::relu",       "aten::relu_",       "aten::sigmoid",   "aten::tanh",        "aten::gelu",
+        "aten::dropout",    "aten::neg",         "aten::exp",       "aten::log",         "aten::sqrt",
+        "aten::rsqrt",      "aten::silu",        "aten::hardtanh",  "aten::relu6",       "aten::leaky_relu",
+        "aten::hardswish",  "aten::hardsigmoid", "aten::softmax",   "aten::log_softmax", "aten::batch_norm",
+        "aten::layer_norm", "aten::clone",       "aten::contiguous"};
     static const std::unordered_set<std::string> kBroadcast = {"aten::add", "aten::sub", "aten::mul", "aten::div"};
 
     if (kSameShape.count(base) || (kBroadcast.count(base) && overload == "Scalar")) {
@@ -296,7 +302,8 @@ class Validator {
       expect_rank(shape_of(0), 3, "self");
       expect_rank(shape_of(1), 3, "mat2");
       const auto &a = shape_of(0), &b = shape_of(1);
-      if (a[0] != b[0] || a[2] != b[1]) fail("inputs", "batch or inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
+      if (a[0] != b[0] || a[2] != b[1])
+        fail("inputs", "batch or inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
       return expect_shape(op, {a[0], a[1], b[2]}, "the batched matrix product");
     }
     if (type == "aten::linear") {
@@ -341,20 +348,21 @@ class Validator {
   // conv2d(input, weight, bias, stride, padding, dilation, groups)
   void check_conv2d(const Op& op, const std::vector<TensorRef>& xs) {
     const auto& a = op.args;
-    if (a.size() != 7 || a[3].kind != Arg::Kind::Ints || a[4].kind != Arg::Kind::Ints ||
-        a[5].kind != Arg::Kind::Ints || a[6].kind != Arg::Kind::Int || xs.size() < 2)
+    if (a.size() != 7 || a[3].kind != Arg::Kind::Ints || a[4].kind != Arg::Kind::Ints || a[5].kind != Arg::Kind::Ints ||
+        a[6].kind != Arg::Kind::Int || xs.size() < 2)
       return;
     const auto &x = spec(xs[0]).shape, &w = spec(xs[1]).shape;
     expect_rank(x, 4, "conv2d input");
     expect_rank(w, 4, "conv2d weight");
     const int64_t groups = a[6].i;
     if (groups < 1 || x[1] % groups != 0 || x[1] / groups != w[1])
-      fail("inputs", detail::concat("input ", shape_str(x), " does not match weight ", shape_str(w), " with groups ", groups));
+      fail("inputs",
+           detail::concat("input ", shape_str(x), " does not match weight ", shape_str(w), " with groups ", groups));
     auto pick = [](const std::vector<int64_t>& v, size_t k) { return v.size() == 1 ? v[0] : v.at(k); };
     std::vector<int64_t> out = {x[0], w[0], 0, 0};
     for (size_t k = 0; k < 2; ++k) {
-      if (a[3].ints.empty() || a[4].ints.empty() || a[5].ints.empty() || a[3].ints.size() > 2 ||
-          a[4].ints.size() > 2 || a[5].ints.size() > 2)
+      if (a[3].ints.empty() || a[4].ints.empty() || a[5].ints.empty() || a[3].ints.size() > 2 || a[4].ints.size() > 2 ||
+          a[5].ints.size() > 2)
         fail("args", "stride, padding and dilation need 1 or 2 values");
       const int64_t stride = pick(a[3].ints, k), pad = pick(a[4].ints, k), dil = pick(a[5].ints, k);
       if (stride < 1 || dil < 1 || pad < 0) fail("args", "bad stride, padding or dilation");

@@ -5,9 +5,9 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <thread>
 #include <cstdio>
 #include <cstdlib>
+#include <thread>
 
 #include "internal.h"
 #include "placer/graphs/error.h"
@@ -31,7 +31,8 @@ namespace {
 int parse_cuda_index(const Device& d) {
   const std::string& phys = d.physical.empty() ? d.name : d.physical;
   const size_t colon = phys.find(':');
-  if (phys.rfind("cuda", 0) != 0) throw InputError("devices: '" + d.name + "' is a CUDA device with physical '" + phys + "'");
+  if (phys.rfind("cuda", 0) != 0)
+    throw InputError("devices: '" + d.name + "' is a CUDA device with physical '" + phys + "'");
   if (colon == std::string::npos) return 0;
   try {
     return std::stoi(phys.substr(colon + 1));
@@ -105,7 +106,8 @@ BuildInfo build_info() {
 
 std::string describe(const BuildInfo& info) {
   std::string s = "LibTorch " + info.torch_version + "\n";
-  s += info.cuda_compiled ? "CUDA paths: compiled, CUDA runtime " + (info.cuda_version.empty() ? std::string("unknown") : info.cuda_version) + "\n"
+  s += info.cuda_compiled ? "CUDA paths: compiled, CUDA runtime " +
+                                (info.cuda_version.empty() ? std::string("unknown") : info.cuda_version) + "\n"
                           : std::string("CUDA paths: not compiled (LibTorch without CUDA)\n");
   if (info.gpus.empty()) {
     s += "GPUs: none visible\n";
@@ -130,7 +132,8 @@ std::string visible_gpus() {
   if (!info.cuda_compiled) return "this build has no CUDA paths";
   if (info.gpus.empty()) return "this machine has no visible CUDA GPU";
   std::string s = "this machine has " + std::to_string(info.gpus.size()) + ":";
-  for (size_t i = 0; i < info.gpus.size(); ++i) s += (i ? ", " : " ") + info.gpus[i].name + " (" + info.gpus[i].model + ")";
+  for (size_t i = 0; i < info.gpus.size(); ++i)
+    s += (i ? ", " : " ") + info.gpus[i].name + " (" + info.gpus[i].model + ")";
   return s;
 }
 
@@ -188,7 +191,9 @@ std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
         if (&other != &d && other.kind == DeviceKind::Cuda && parse_cuda_index(other) == index) ctx.shares_gpu = true;
 #else
       (void)parse_cuda_index(d);
-      throw InputError("devices: '" + d.name + "' is a CUDA device but this build has no CUDA (configure with -DPLACER_CUDA=ON against a CUDA LibTorch)");
+      throw InputError(
+          "devices: '" + d.name +
+          "' is a CUDA device but this build has no CUDA (configure with -DPLACER_CUDA=ON against a CUDA LibTorch)");
 #endif
     }
     out.push_back(std::move(ctx));
@@ -276,10 +281,9 @@ at::Tensor copy_to_device(const at::Tensor& src, const DeviceCtx& from, const De
   produced.record(*from.stream);
   produced.block(*to.copy_stream);
   c10::cuda::CUDAGuard guard(to.torch_device.index());
-  c10::cuda::CUDAMultiStreamGuard streams(
-      from.torch_device.index() == to.torch_device.index()
-          ? std::vector<c10::cuda::CUDAStream>{*to.copy_stream}
-          : std::vector<c10::cuda::CUDAStream>{*from.copy_stream, *to.copy_stream});
+  c10::cuda::CUDAMultiStreamGuard streams(from.torch_device.index() == to.torch_device.index()
+                                              ? std::vector<c10::cuda::CUDAStream>{*to.copy_stream}
+                                              : std::vector<c10::cuda::CUDAStream>{*from.copy_stream, *to.copy_stream});
   if (from.torch_device.index() != to.torch_device.index()) produced.block(*from.copy_stream);
   at::Tensor dst = at::empty(src.sizes(), src.options().device(to.torch_device));
   dst.copy_(src, /*non_blocking=*/true);

@@ -4,9 +4,9 @@
 // missing; memory is a per-slot refcount (uses left) and per-device live bytes.
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <cstdio>
 #include <cstdlib>
+#include <limits>
 
 #include "internal.h"
 #include "placer/graphs/error.h"
@@ -137,10 +137,11 @@ Plan make_plan(const Graph& graph, const Placement& placement, int32_t devices, 
         bad_op(op, "args[0] has " + std::to_string(grad_of.size()) + " entries for " +
                        std::to_string(op.inputs.size() - 1) + " gradient inputs");
       for (int64_t k : grad_of)
-        if (k < 0 || k >= static_cast<int64_t>(fwd.outputs.size())) bad_op(op, "args[0] names forward output " + std::to_string(k));
+        if (k < 0 || k >= static_cast<int64_t>(fwd.outputs.size()))
+          bad_op(op, "args[0] names forward output " + std::to_string(k));
       if (grad_for.size() != op.outputs.size())
-        bad_op(op, "args[1] has " + std::to_string(grad_for.size()) + " entries for " + std::to_string(op.outputs.size()) +
-                       " outputs");
+        bad_op(op, "args[1] has " + std::to_string(grad_for.size()) + " entries for " +
+                       std::to_string(op.outputs.size()) + " outputs");
       std::vector<int32_t> leaves;
       for (int64_t in : grad_for) {
         if (in < 0 || in >= static_cast<int64_t>(fwd.inputs.size()))
@@ -200,7 +201,8 @@ double spin_seconds() {
   char* end = nullptr;
   const double us = std::strtod(env, &end);
   if (end == env || *end != '\0' || !(us >= 0 && us <= 1e6)) {
-    std::fprintf(stderr, "placer: PLACER_SPIN_US='%s' is not a number of microseconds in [0, 1000000]; using 1000\n", env);
+    std::fprintf(stderr, "placer: PLACER_SPIN_US='%s' is not a number of microseconds in [0, 1000000]; using 1000\n",
+                 env);
     return kDefault;
   }
   return us * 1e-6;
@@ -209,8 +211,8 @@ double spin_seconds() {
 
 struct Executor::Worker {
   int32_t id = 0;
-  int32_t device = 0;      // device workers: the device; channels: the source
-  int32_t to = -1;         // channels: the destination
+  int32_t device = 0;  // device workers: the device; channels: the source
+  int32_t to = -1;     // channels: the destination
   std::string lane;
   std::mutex mu;
   std::condition_variable cv;
@@ -294,8 +296,8 @@ void Executor::worker_loop(Worker* w) {
     // thread costs tens of microseconds, and far more on a VM whose idle vCPU
     // halted, on every cross-device hand-off.
     if (spin_s > 0 && w->queued.load(std::memory_order_acquire) == 0) {
-      const Clock::time_point until = Clock::now() + std::chrono::duration_cast<Clock::duration>(
-                                                         std::chrono::duration<double>(spin_s));
+      const Clock::time_point until =
+          Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(spin_s));
       while (w->queued.load(std::memory_order_acquire) == 0 && Clock::now() < until) std::this_thread::yield();
     }
     {
@@ -368,8 +370,7 @@ bool Executor::reserve(Step& s, int32_t device, int64_t bytes, const std::string
     return false;
   }
   int64_t prev = s.peak[device].load(std::memory_order_relaxed);
-  while (now > prev && !s.peak[device].compare_exchange_weak(prev, now)) {
-  }
+  while (now > prev && !s.peak[device].compare_exchange_weak(prev, now)) {}
   return true;
 }
 
@@ -521,15 +522,17 @@ void Executor::run_op(Step& s, int32_t id, int32_t device) {
   const Clock::time_point t1 = Clock::now();
 
   if (out.size() < op.outputs.size()) {
-    fail(s, StepStatus::Error, "op '" + op.name + "' (" + op.type + ") returned " + std::to_string(out.size()) +
-                                   " tensors, the graph says " + std::to_string(op.outputs.size()));
+    fail(s, StepStatus::Error,
+         "op '" + op.name + "' (" + op.type + ") returned " + std::to_string(out.size()) + " tensors, the graph says " +
+             std::to_string(op.outputs.size()));
     return;
   }
   for (size_t k = 0; k < op.outputs.size(); ++k) {
     if (!out[k].defined() || out[k].sizes() != at::IntArrayRef(op.outputs[k].shape)) {
-      fail(s, StepStatus::Error, "op '" + op.name + "' (" + op.type + ") output " + std::to_string(k) + " has shape " +
-                                     (out[k].defined() ? shape_string(out[k].sizes()) : std::string("<none>")) +
-                                     ", the graph says " + shape_string(op.outputs[k].shape));
+      fail(s, StepStatus::Error,
+           "op '" + op.name + "' (" + op.type + ") output " + std::to_string(k) + " has shape " +
+               (out[k].defined() ? shape_string(out[k].sizes()) : std::string("<none>")) + ", the graph says " +
+               shape_string(op.outputs[k].shape));
       return;
     }
     s.slots[p.out_slots[k]] = std::move(out[k]);

@@ -34,9 +34,7 @@
 namespace placer::rt {
 
 using Clock = std::chrono::steady_clock;
-inline double seconds_since(Clock::time_point t0) {
-  return std::chrono::duration<double>(Clock::now() - t0).count();
-}
+inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // ---------------------------------------------------------------- devices.cc
 
@@ -50,18 +48,18 @@ struct OpEvents {
 #endif
 
 struct DeviceCtx {
-  int index = 0;             // in the cluster
-  std::string name;          // "cpu:1", "cuda:0"
-  std::string lane;          // trace lane: the name, plus "(virtual, on cuda:0)" for a virtual GPU
+  int index = 0;     // in the cluster
+  std::string name;  // "cpu:1", "cuda:0"
+  std::string lane;  // trace lane: the name, plus "(virtual, on cuda:0)" for a virtual GPU
   DeviceKind kind = DeviceKind::Cpu;
   c10::Device torch_device{c10::kCPU};
-  int threads = 1;           // intra-op threads of its executor
-  std::vector<int> cores;    // CPU devices: the cores its executor thread is pinned to (empty = not pinned)
-  int64_t capacity = 0;      // Device::memory_bytes
+  int threads = 1;         // intra-op threads of its executor
+  std::vector<int> cores;  // CPU devices: the cores its executor thread is pinned to (empty = not pinned)
+  int64_t capacity = 0;    // Device::memory_bytes
 #ifdef PLACER_WITH_CUDA
   std::optional<c10::cuda::CUDAStream> stream;       // compute
   std::optional<c10::cuda::CUDAStream> copy_stream;  // incoming transfers
-  bool shares_gpu = false;   // another device of the cluster is the same physical GPU
+  bool shares_gpu = false;                           // another device of the cluster is the same physical GPU
   // Per op id: its timing events on this device (touched by this device's
   // worker during a step, read by the measuring thread after it).
   std::shared_ptr<std::vector<OpEvents>> op_events = std::make_shared<std::vector<OpEvents>>();
@@ -119,9 +117,9 @@ enum class OpKind : uint8_t { Input, Param, Backward, Sgd, Aten };
 struct ArgSlot {
   enum class From : uint8_t { Constant, Tensor, TensorList, OptionalTensorList, Device };
   From from = From::Constant;
-  int64_t input = -1;                // Tensor: index into Op::inputs
-  std::vector<int64_t> inputs;       // TensorList: indices (-1 = None)
-  bool cloned = false;               // the kernel writes this tensor: pass a private copy
+  int64_t input = -1;           // Tensor: index into Op::inputs
+  std::vector<int64_t> inputs;  // TensorList: indices (-1 = None)
+  bool cloned = false;          // the kernel writes this tensor: pass a private copy
 };
 
 // A graph op bound to its ATen kernel. Built once per op type and arguments.
@@ -168,10 +166,10 @@ struct SlotPlan {
   int32_t op = -1;
   int32_t output = 0;
   int32_t device = 0;
-  int64_t bytes = 0;          // accounted on `device` while live (0 for views)
-  int32_t refs = 0;           // uses before it is freed
-  bool persistent = false;    // params and inputs: kept across steps
-  int32_t view_of = -1;       // slot whose storage it shares (released with it)
+  int64_t bytes = 0;               // accounted on `device` while live (0 for views)
+  int32_t refs = 0;                // uses before it is freed
+  bool persistent = false;         // params and inputs: kept across steps
+  int32_t view_of = -1;            // slot whose storage it shares (released with it)
   std::vector<int32_t> waiters;    // ops on `device` reading it, one per input position
   std::vector<int32_t> transfers;  // transfers that copy it out
 };
@@ -186,15 +184,15 @@ struct OpPlan {
   OpKind kind = OpKind::Aten;
   int32_t device = 0;
   const OpCall* call = nullptr;
-  std::vector<int32_t> in_slots;   // per Op::inputs position
-  std::vector<int32_t> out_slots;  // per output
-  int64_t new_bytes = 0;           // reserved before it runs
-  int32_t backward = -1;           // forward op: its placer::backward op
+  std::vector<int32_t> in_slots;     // per Op::inputs position
+  std::vector<int32_t> out_slots;    // per output
+  int64_t new_bytes = 0;             // reserved before it runs
+  int32_t backward = -1;             // forward op: its placer::backward op
   std::vector<int32_t> leaf_inputs;  // forward op: Op::inputs positions to differentiate
-  int32_t state = -1;              // forward op with backward (and that backward): ForwardState index
-  bool is_loss = false;            // backward op of the loss: seeds ones
-  std::vector<int32_t> holds;      // backward op: slots its forward kept alive for it
-  bool retain = false;             // run_once: keep the outputs for StepValues
+  int32_t state = -1;                // forward op with backward (and that backward): ForwardState index
+  bool is_loss = false;              // backward op of the loss: seeds ones
+  std::vector<int32_t> holds;        // backward op: slots its forward kept alive for it
+  bool retain = false;               // run_once: keep the outputs for StepValues
 };
 
 struct Plan {
@@ -203,7 +201,7 @@ struct Plan {
   std::vector<OpPlan> ops;
   std::vector<SlotPlan> slots;
   std::vector<TransferPlan> transfers;
-  std::vector<int32_t> deps;       // per op: input positions to wait for
+  std::vector<int32_t> deps;  // per op: input positions to wait for
   int32_t states = 0;
   int32_t devices = 0;
 };
@@ -216,8 +214,8 @@ struct StepOutcome {
   StepStatus status = StepStatus::Ok;
   std::string message;
   double step_s = 0.0;
-  std::vector<double> busy_s;      // per device
-  std::vector<int64_t> peak_bytes; // per device
+  std::vector<double> busy_s;       // per device
+  std::vector<int64_t> peak_bytes;  // per device
   int64_t transfer_bytes = 0;
   std::string oom_device;
   int64_t oom_needed = 0;
@@ -229,16 +227,16 @@ struct StepOutcome {
 struct Session {
   const Plan* plan = nullptr;
   uint64_t seed = 0;
-  std::vector<at::Tensor> persistent;  // per op (params, inputs)
-  std::vector<at::Tensor> initial;     // run_once: given values of inputs/params (CPU), per op; else drawn
+  std::vector<at::Tensor> persistent;     // per op (params, inputs)
+  std::vector<at::Tensor> initial;        // run_once: given values of inputs/params (CPU), per op; else drawn
   std::vector<int64_t> persistent_bytes;  // per device
   bool check_memory = true;
-  int profile_reps = 0;                // > 0: each op's kernel runs this often, timed
+  int profile_reps = 0;                         // > 0: each op's kernel runs this often, timed
   std::vector<std::vector<double>> op_seconds;  // profile: per op samples
   // When sized to the plan's ops: each op's time in the last step, as it ran
   // there (caches, allocator and neighbours as in a real step).
   std::vector<double> step_op_seconds;
-  std::vector<at::Tensor> retained;    // per slot, when the plan retains it
+  std::vector<at::Tensor> retained;  // per slot, when the plan retains it
 };
 
 class Executor {
@@ -272,7 +270,7 @@ class Executor {
   void gpu_times(Step& s);  // after synchronization: GPU ops' event times
 
   std::vector<DeviceCtx> devices_;
-  double spin_s_ = 0.0;  // how long an idle worker spins before it sleeps (PLACER_SPIN_US)
+  double spin_s_ = 0.0;                           // how long an idle worker spins before it sleeps (PLACER_SPIN_US)
   std::vector<std::unique_ptr<Worker>> workers_;  // devices first, then channels
   Step* current_ = nullptr;
 };

@@ -89,11 +89,13 @@ c10::IValue constant_ivalue(const Op& op, const Arg& arg, const c10::Argument& s
     }
     case Arg::Kind::String: return c10::IValue(arg.s);
     case Arg::Kind::ScalarType:
-      if (arg.i < 0 || arg.i > static_cast<int64_t>(DType::Bool)) bad_op(op, "scalar type " + std::to_string(arg.i) + " is unknown");
+      if (arg.i < 0 || arg.i > static_cast<int64_t>(DType::Bool))
+        bad_op(op, "scalar type " + std::to_string(arg.i) + " is unknown");
       return c10::IValue(static_cast<int64_t>(to_scalar_type(static_cast<DType>(arg.i))));
     default: break;
   }
-  bad_op(op, std::string("argument '") + schema_arg.name() + "' of kind " + arg_kind_name(arg.kind) + " is not a constant");
+  bad_op(op,
+         std::string("argument '") + schema_arg.name() + "' of kind " + arg_kind_name(arg.kind) + " is not a constant");
 }
 
 bool is_tensor_type(const c10::TypePtr& type) { return base_kind(type) == c10::TypeKind::TensorType; }
@@ -167,14 +169,12 @@ OpCall bind_op(const Op& op) {
           if (i >= 0) check_input(i);
         slot.inputs = arg.ints;
         const c10::TypePtr list = unwrap_optional(p.type());
-        const bool optional_elems = list->kind() == c10::TypeKind::ListType &&
-                                    list->containedType(0)->kind() == c10::TypeKind::OptionalType;
+        const bool optional_elems =
+            list->kind() == c10::TypeKind::ListType && list->containedType(0)->kind() == c10::TypeKind::OptionalType;
         slot.from = optional_elems ? ArgSlot::From::OptionalTensorList : ArgSlot::From::TensorList;
         break;
       }
-      case Arg::Kind::Device:
-        slot.from = ArgSlot::From::Device;
-        break;
+      case Arg::Kind::Device: slot.from = ArgSlot::From::Device; break;
       default:
         if (is_tensor_type(p.type()) && arg.kind != Arg::Kind::None)
           bad_op(op, std::string("argument '") + p.name() + "' needs a tensor, got " + arg_kind_name(arg.kind));
@@ -277,8 +277,8 @@ at::Tensor make_param(const Op& op, uint64_t seed, const c10::Device& device) {
   if (is_floating(spec.dtype)) {
     // Uniform in +-1/sqrt(fan_in), the default of torch.nn's linear and conv layers.
     const int64_t numel = std::max<int64_t>(1, spec.numel());
-    const int64_t fan_in = spec.shape.size() >= 2 ? numel / std::max<int64_t>(1, spec.shape[0])
-                                                  : (spec.shape.empty() ? 1 : spec.shape[0]);
+    const int64_t fan_in =
+        spec.shape.size() >= 2 ? numel / std::max<int64_t>(1, spec.shape[0]) : (spec.shape.empty() ? 1 : spec.shape[0]);
     const double bound = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, fan_in)));
     t = (at::rand(spec.shape, gen, at::TensorOptions().dtype(at::kFloat)) * (2 * bound) - bound)
             .to(to_scalar_type(spec.dtype));
@@ -290,8 +290,10 @@ at::Tensor make_param(const Op& op, uint64_t seed, const c10::Device& device) {
 
 std::vector<at::Tensor> run_backward(const Op& backward, const Op& forward, ForwardState& state,
                                      const std::vector<at::Tensor>& inputs, bool is_loss, bool retain_graph) {
-  const std::vector<int64_t>& grad_of_output = backward.args.size() > 0 ? backward.args[0].ints : std::vector<int64_t>{};
-  const std::vector<int64_t>& grad_for_input = backward.args.size() > 1 ? backward.args[1].ints : std::vector<int64_t>{};
+  const std::vector<int64_t>& grad_of_output =
+      backward.args.size() > 0 ? backward.args[0].ints : std::vector<int64_t>{};
+  const std::vector<int64_t>& grad_for_input =
+      backward.args.size() > 1 ? backward.args[1].ints : std::vector<int64_t>{};
   // Incoming gradients summed per forward output.
   std::vector<at::Tensor> grad_out(state.outputs.size());
   for (size_t m = 1; m < inputs.size(); ++m) {

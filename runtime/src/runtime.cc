@@ -49,8 +49,8 @@ std::string signature_of(const Graph& graph, const Op& op) {
 std::string host_description() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
-  return std::string(host) + ", LibTorch " + TORCH_VERSION + ", " + std::to_string(std::thread::hardware_concurrency()) +
-         " cores";
+  return std::string(host) + ", LibTorch " + TORCH_VERSION + ", " +
+         std::to_string(std::thread::hardware_concurrency()) + " cores";
 }
 
 }  // namespace
@@ -93,8 +93,7 @@ StepResult Runtime::measure(const Graph& graph, const Placement& placement, cons
     std::vector<TimelineEvent> events;
     StepOutcome o = impl_->executor.run_step(session, options.timeout_s,
                                              (last && (options.timeline || timeline)) ? &events : nullptr);
-    for (int i = 0; i < d; ++i)
-      result.devices[i].peak_bytes = std::max(result.devices[i].peak_bytes, o.peak_bytes[i]);
+    for (int i = 0; i < d; ++i) result.devices[i].peak_bytes = std::max(result.devices[i].peak_bytes, o.peak_bytes[i]);
     if (o.status != StepStatus::Ok) {
       result.status = o.status;
       result.message = o.message;
@@ -117,8 +116,7 @@ StepResult Runtime::measure(const Graph& graph, const Placement& placement, cons
   return result;
 }
 
-StepValues Runtime::run_once(const Graph& graph, const Placement& placement, uint64_t seed,
-                             const StepValues* feed) {
+StepValues Runtime::run_once(const Graph& graph, const Placement& placement, uint64_t seed, const StepValues* feed) {
   validate_placement(graph, impl_->cluster, placement);
   std::lock_guard<std::mutex> lk(impl_->mu);
   const int d = impl_->cluster.size();
@@ -186,7 +184,8 @@ void fit_link(LinkFit& fit) {
     // Fall back to the two ends: alpha from the smallest copy, beta from the largest.
     auto [lo, hi] = std::minmax_element(fit.samples.begin(), fit.samples.end());
     alpha = std::max(0.0, lo->second);
-    slope = hi->first > lo->first ? std::max(0.0, hi->second - alpha) / static_cast<double>(hi->first - lo->first) : 0.0;
+    slope =
+        hi->first > lo->first ? std::max(0.0, hi->second - alpha) / static_cast<double>(hi->first - lo->first) : 0.0;
   }
   fit.beta_Bps = slope > 0 ? 1.0 / slope : 1e15;
   fit.alpha_s = alpha;
@@ -239,7 +238,8 @@ Graph add_chain(int64_t bytes, int adds) {
 Profile Runtime::profile(const Graph& graph, const ProfileOptions& options) {
   if (options.repetitions < 1) throw InputError("profile: repetitions must be >= 1");
   for (int64_t b : options.transfer_sizes)
-    if (b < 4 || b > (int64_t{1} << 34)) throw InputError("profile: transfer size " + std::to_string(b) + " out of range");
+    if (b < 4 || b > (int64_t{1} << 34))
+      throw InputError("profile: transfer size " + std::to_string(b) + " out of range");
   if (options.transfer_sizes.empty()) throw InputError("profile: needs at least one transfer size");
   std::lock_guard<std::mutex> lk(impl_->mu);
   const Cluster& cluster = impl_->cluster;
@@ -339,7 +339,8 @@ Profile Runtime::profile(const Graph& graph, const ProfileOptions& options) {
       const auto id = graph.find(t.op);
       if (!id) continue;
       std::vector<double> all;
-      for (int c = 0; c < k; ++c) all.insert(all.end(), samples[c * n + id->value].begin(), samples[c * n + id->value].end());
+      for (int c = 0; c < k; ++c)
+        all.insert(all.end(), samples[c * n + id->value].begin(), samples[c * n + id->value].end());
       t.contended_seconds = quantile(all, 0.5);
     }
   }
@@ -371,7 +372,8 @@ Profile Runtime::profile(const Graph& graph, const ProfileOptions& options) {
           const Graph chain = add_chain(bytes, kHops);
           Placement placement;
           placement.device_of.resize(chain.size());
-          for (int32_t i = 0; i < static_cast<int32_t>(chain.size()); ++i) placement.device_of[i] = DeviceId(i % 2 ? b : a);
+          for (int32_t i = 0; i < static_cast<int32_t>(chain.size()); ++i)
+            placement.device_of[i] = DeviceId(i % 2 ? b : a);
           const Plan plan = make_plan(chain, placement, d, false);
           std::vector<std::vector<double>> samples;
           std::vector<double> steps;

@@ -55,7 +55,8 @@ std::string Client::request(const std::string& json) {
   zmq::poll(items, 1, std::chrono::milliseconds(m.options.timeout_ms));
   if (!(items[0].revents & ZMQ_POLLIN)) {
     reset();  // a late reply must not answer the next request
-    throw TimeoutError("no reply from " + m.options.endpoint + " within " + std::to_string(m.options.timeout_ms) + " ms");
+    throw TimeoutError("no reply from " + m.options.endpoint + " within " + std::to_string(m.options.timeout_ms) +
+                       " ms");
   }
   std::vector<zmq::message_t> parts;
   const auto received = zmq::recv_multipart(m.socket, std::back_inserter(parts));

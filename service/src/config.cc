@@ -39,7 +39,8 @@ std::string resolve(const std::string& base_dir, const std::string& p) {
 }
 
 void check_z85(const std::string& key, const std::string& field) {
-  if (key.size() != 40) throw InputError(field + ": a CurveZMQ key is 40 Z85 characters, got " + std::to_string(key.size()));
+  if (key.size() != 40)
+    throw InputError(field + ": a CurveZMQ key is 40 Z85 characters, got " + std::to_string(key.size()));
 }
 
 }  // namespace
@@ -52,11 +53,16 @@ ServiceConfig parse_service_config(const std::string& yaml_text, const std::stri
     throw InputError(std::string("service config: malformed YAML: ") + e.what());
   }
   if (!root.IsMap()) throw InputError("service config: expected a mapping at the top level");
-  static const std::set<std::string> kKeys = {"endpoint", "workers", "queue_capacity", "default_deadline_ms", "metrics_port",
-                                              "metrics_address", "state_dir", "limits", "place", "jobs", "policies",
-                                              "default_policy", "curve", "rollouts"};
+  static const std::set<std::string> kKeys = {"endpoint",       "workers",
+                                              "queue_capacity", "default_deadline_ms",
+                                              "metrics_port",   "metrics_address",
+                                              "state_dir",      "limits",
+                                              "place",          "jobs",
+                                              "policies",       "default_policy",
+                                              "curve",          "rollouts"};
   for (const auto& kv : root)
-    if (!kKeys.count(kv.first.as<std::string>())) throw InputError("service config: unknown key '" + kv.first.as<std::string>() + "'");
+    if (!kKeys.count(kv.first.as<std::string>()))
+      throw InputError("service config: unknown key '" + kv.first.as<std::string>() + "'");
 
   ServiceConfig c;
   c.endpoint = get(root, "endpoint", "", c.endpoint);
@@ -67,7 +73,8 @@ ServiceConfig parse_service_config(const std::string& yaml_text, const std::stri
   c.default_deadline_ms = get(root, "default_deadline_ms", "", c.default_deadline_ms);
   if (c.default_deadline_ms < 1) throw InputError("default_deadline_ms: must be >= 1");
   c.metrics_port = get(root, "metrics_port", "", c.metrics_port);
-  if (c.metrics_port < -1 || c.metrics_port > 65535) throw InputError("metrics_port: must be -1 (off), 0 (any) or a port");
+  if (c.metrics_port < -1 || c.metrics_port > 65535)
+    throw InputError("metrics_port: must be -1 (off), 0 (any) or a port");
   c.metrics_address = get(root, "metrics_address", "", c.metrics_address);
   c.state_dir = resolve(base_dir, get<std::string>(root, "state_dir", "", ""));
 
@@ -141,7 +148,8 @@ ServiceConfig parse_service_config(const std::string& yaml_text, const std::stri
       check_z85(c.curve.server_secret_key, "curve.server_secret_key");
       for (size_t i = 0; i < c.curve.allowed_client_keys.size(); ++i)
         check_z85(c.curve.allowed_client_keys[i], "curve.allowed_client_keys[" + std::to_string(i) + "]");
-      if (c.curve.allowed_client_keys.empty()) throw InputError("curve.allowed_client_keys: empty: no client could connect");
+      if (c.curve.allowed_client_keys.empty())
+        throw InputError("curve.allowed_client_keys: empty: no client could connect");
     }
   }
   return c;

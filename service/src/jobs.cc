@@ -19,9 +19,7 @@
 namespace placer::service {
 namespace {
 
-double unix_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double unix_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
 
 std::string new_job_id() {
   static std::mutex m;
@@ -74,8 +72,8 @@ const char* job_state_name(JobState state) {
 JobManager::JobManager(const ServiceConfig& config, ServiceMetrics* metrics) : config_(config), metrics_(metrics) {
   if (config_.state_dir.empty()) {
     // Learned jobs' folders live only as long as this process.
-    temp_dir_ = (std::filesystem::temp_directory_path() / ("placer-jobs-" + std::to_string(::getpid()) + "-" +
-                                                          new_job_id().substr(2, 8)))
+    temp_dir_ = (std::filesystem::temp_directory_path() /
+                 ("placer-jobs-" + std::to_string(::getpid()) + "-" + new_job_id().substr(2, 8)))
                     .string();
   } else {
     load_persisted();
@@ -136,10 +134,12 @@ std::string JobManager::submit(const Request& request, std::shared_ptr<const Pro
     if (stopping_) throw RequestError(codes::kShuttingDown, "", "the server is shutting down");
     expire();
     if (static_cast<int>(queue_.size()) >= config_.job_queue)
-      throw RequestError(codes::kBusy, "", std::to_string(queue_.size()) + " optimize jobs are already waiting; try again later");
+      throw RequestError(codes::kBusy, "",
+                         std::to_string(queue_.size()) + " optimize jobs are already waiting; try again later");
     if (static_cast<int>(jobs_.size()) >= config_.max_jobs)
-      throw RequestError(codes::kBusy, "", "the server holds " + std::to_string(jobs_.size()) +
-                                               " job records; fetch results (or wait for them to expire) first");
+      throw RequestError(codes::kBusy, "",
+                         "the server holds " + std::to_string(jobs_.size()) +
+                             " job records; fetch results (or wait for them to expire) first");
     if (!insert) return;
     jobs_[job->id] = job;
     queue_.push_back(job);
@@ -181,8 +181,10 @@ void JobManager::runner() {
     if (metrics_) metrics_->set_running_jobs(running_);
     std::string error;
     try {
-      if (job->learned) run_learned(*job);
-      else run(*job);
+      if (job->learned)
+        run_learned(*job);
+      else
+        run(*job);
     } catch (const std::exception& e) {
       error = e.what();
     } catch (...) {
@@ -289,21 +291,31 @@ void JobManager::run(Job& job) {
 std::shared_ptr<Job> JobManager::find(const std::string& id) {
   auto it = valid_job_id(id) ? jobs_.find(id) : jobs_.end();
   if (it == jobs_.end())
-    throw RequestError(codes::kNotFound, "job_id", "no job '" + id + "' (finished results are dropped once fetched or after " +
-                                                       json_number(config_.job_keep_s) + " s)");
+    throw RequestError(codes::kNotFound, "job_id",
+                       "no job '" + id + "' (finished results are dropped once fetched or after " +
+                           json_number(config_.job_keep_s) + " s)");
   return it->second;
 }
 
 std::string JobManager::describe(const Job& job, bool with_placement) const {
   JsonOut o;
-  o.begin().field("job_id", job.id).field("state", job_state_name(job.state)).field("kind", job.learned ? "learned" : "search");
+  o.begin()
+      .field("job_id", job.id)
+      .field("state", job_state_name(job.state))
+      .field("kind", job.learned ? "learned" : "search");
   o.field("graph", job.graph_name).field("cluster", job.cluster_name);
   if (job.learned) o.field("policy_type", job.policy_type).field("reward_mode", job.reward_mode);
   if (!job.waiting.empty()) o.field("waiting", job.waiting);
   if (job.devices_from_unix > 0)
-    o.begin_object("devices_held").field("from_unix", job.devices_from_unix).field("until_unix", job.devices_until_unix).end();
-  o.begin_object("progress").field("samples", job.samples).field("budget_samples", job.request.budget.samples)
-      .field("elapsed_s", job.elapsed_s).field("budget_seconds", job.request.budget.seconds);
+    o.begin_object("devices_held")
+        .field("from_unix", job.devices_from_unix)
+        .field("until_unix", job.devices_until_unix)
+        .end();
+  o.begin_object("progress")
+      .field("samples", job.samples)
+      .field("budget_samples", job.request.budget.samples)
+      .field("elapsed_s", job.elapsed_s)
+      .field("budget_seconds", job.request.budget.seconds);
   if (job.learned) {
     o.field("updates", job.updates).field("restarts", job.restarts).field("remote_evaluations", job.remote_evaluations);
     if (job.resumed_at_update >= 0) o.field("resumed_at_update", job.resumed_at_update);
@@ -315,9 +327,15 @@ std::string JobManager::describe(const Job& job, bool with_placement) const {
     // The last updates' reward curve, oldest first.
     o.begin_array("curve");
     for (const auto& p : job.curve)
-      o.begin().field("update", p.update).field("samples", p.samples).field("reward_mean", p.reward_mean)
-          .field("reward_best", p.reward_best).field("best_step_s", p.best_step_s).field("entropy", p.entropy)
-          .field("elapsed_s", p.elapsed_s).end();
+      o.begin()
+          .field("update", p.update)
+          .field("samples", p.samples)
+          .field("reward_mean", p.reward_mean)
+          .field("reward_best", p.reward_best)
+          .field("best_step_s", p.best_step_s)
+          .field("entropy", p.entropy)
+          .field("elapsed_s", p.elapsed_s)
+          .end();
     o.end_array();
   }
   o.key("best");
@@ -352,8 +370,9 @@ std::string JobManager::result_json(const std::string& id, bool include_placemen
   expire();
   auto job = find(id);
   if (!finished(job->state))
-    throw RequestError(codes::kBadRequest, "job_id", "job '" + id + "' is " + job_state_name(job->state) +
-                                                         "; ask for `status`, or `cancel` it to get the best so far");
+    throw RequestError(codes::kBadRequest, "job_id",
+                       "job '" + id + "' is " + job_state_name(job->state) +
+                           "; ask for `status`, or `cancel` it to get the best so far");
   std::string text = describe(*job, include_placement);
   forget(id);
   return text;
@@ -416,10 +435,14 @@ void JobManager::persist(const Job& job) {
   JsonOut o;
   o.begin().field("format", 1).field("job_id", job.id).field("state", job_state_name(job.state));
   o.field("graph", job.graph_name).field("cluster", job.cluster_name);
-  o.field("created_unix", job.created_unix).field("started_unix", job.started_unix).field("finished_unix", job.finished_unix);
+  o.field("created_unix", job.created_unix)
+      .field("started_unix", job.started_unix)
+      .field("finished_unix", job.finished_unix);
   o.field("samples", job.samples).field("budget_samples", job.request.budget.samples).field("elapsed_s", job.elapsed_s);
   o.field("budget_seconds", job.request.budget.seconds).field("rounds", job.rounds);
-  o.field("best_method", job.best_method).field("best_step_s", job.best_step_s).field("lower_bound_s", job.lower_bound_s);
+  o.field("best_method", job.best_method)
+      .field("best_step_s", job.best_step_s)
+      .field("lower_bound_s", job.lower_bound_s);
   o.field("start_method", job.start_method).field("start_step_s", job.start_step_s).field("error", job.error);
   write_baselines(o, job);
   if (job.learned) {
@@ -455,8 +478,14 @@ void JobManager::load_persisted() {
       continue;
     }
     if (d.HasParseError() || !d.IsObject()) continue;
-    auto s = [&](const char* k) { auto it = d.FindMember(k); return it != d.MemberEnd() && it->value.IsString() ? std::string(it->value.GetString()) : std::string(); };
-    auto n = [&](const char* k) { auto it = d.FindMember(k); return it != d.MemberEnd() && it->value.IsNumber() ? it->value.GetDouble() : 0.0; };
+    auto s = [&](const char* k) {
+      auto it = d.FindMember(k);
+      return it != d.MemberEnd() && it->value.IsString() ? std::string(it->value.GetString()) : std::string();
+    };
+    auto n = [&](const char* k) {
+      auto it = d.FindMember(k);
+      return it != d.MemberEnd() && it->value.IsNumber() ? it->value.GetDouble() : 0.0;
+    };
     auto job = std::make_shared<Job>();
     job->id = id;
     job->state = parse_state(s("state"));
@@ -479,7 +508,8 @@ void JobManager::load_persisted() {
     auto bl = d.FindMember("baselines");
     if (bl != d.MemberEnd() && bl->value.IsArray())
       for (const auto& b : bl->value.GetArray())
-        if (b.IsObject() && b.HasMember("method") && b["method"].IsString() && b.HasMember("step_s") && b["step_s"].IsNumber())
+        if (b.IsObject() && b.HasMember("method") && b["method"].IsString() && b.HasMember("step_s") &&
+            b["step_s"].IsNumber())
           job->baselines.emplace_back(b["method"].GetString(), b["step_s"].GetDouble());
     auto lj = d.FindMember("learned");
     job->learned = lj != d.MemberEnd() && lj->value.IsBool() && lj->value.GetBool();
@@ -533,7 +563,8 @@ void JobManager::load_persisted() {
     std::string id = entry.path().filename().string();
     if (entry.is_directory(ec) && valid_job_id(id) && !jobs_.count(id)) std::filesystem::remove_all(entry.path(), ec);
   }
-  std::sort(resume.begin(), resume.end(), [](const auto& a, const auto& b) { return a->created_unix < b->created_unix; });
+  std::sort(resume.begin(), resume.end(),
+            [](const auto& a, const auto& b) { return a->created_unix < b->created_unix; });
   for (auto& job : resume) {
     queue_.push_back(job);
     persist(*job);

@@ -26,20 +26,20 @@ namespace placer::service {
 
 struct Job {
   std::string id;
-  Request request;                       // the optimize request (graph spec, budget, methods)
+  Request request;  // the optimize request (graph spec, budget, methods)
   std::shared_ptr<const Problem> problem;
   JobState state = JobState::Queued;
-  std::atomic<bool> cancel{false};        // set by cancel() and at shutdown
-  bool cancelled_by_user = false;          // cancel() (not the shutdown)
+  std::atomic<bool> cancel{false};  // set by cancel() and at shutdown
+  bool cancelled_by_user = false;   // cancel() (not the shutdown)
   double created_unix = 0, started_unix = 0, finished_unix = 0;
   int64_t samples = 0;
   double elapsed_s = 0;
   int64_t rounds = 0;
   std::string best_method;
-  double best_step_s = 0;                // 0 = none yet
+  double best_step_s = 0;  // 0 = none yet
   NamedPlacement best_placement;
   double lower_bound_s = 0;
-  double start_step_s = 0;               // the best fast-path baseline the search started from
+  double start_step_s = 0;  // the best fast-path baseline the search started from
   std::string start_method;
   std::string error;
   std::string graph_name, cluster_name;
@@ -47,20 +47,20 @@ struct Job {
 
   // Learned jobs (request.learned_json non-empty): `placer train` in the runner.
   bool learned = false;
-  std::string train_json;                // the resolved train config (train_config_to_json)
+  std::string train_json;  // the resolved train config (train_config_to_json)
   std::string policy_type, reward_mode;
   std::string save_as, saved_as;
-  std::string dir;                       // the trainer's output folder (checkpoint, train.csv, reward.svg)
+  std::string dir;  // the trainer's output folder (checkpoint, train.csv, reward.svg)
   int64_t updates = 0, budget_updates = 0;
   bool best_measured = false;
-  double best_simulated_s = 0;           // a measured best placement's simulated step time (0 = not simulated)
-  int64_t restarts = 0;                  // server restarts this job resumed from
+  double best_simulated_s = 0;  // a measured best placement's simulated step time (0 = not simulated)
+  int64_t restarts = 0;         // server restarts this job resumed from
   int64_t resumed_at_update = -1;
-  std::string waiting;                   // why the job is not progressing now ("" = it is)
+  std::string waiting;                                   // why the job is not progressing now ("" = it is)
   double devices_from_unix = 0, devices_until_unix = 0;  // measured jobs: when they held the server's devices
-  std::deque<UpdateMetrics> curve;       // the last kCurvePoints updates
-  std::shared_ptr<MetricsSink> series;   // its Prometheus series, while exported
-  int64_t remote_evaluations = 0;        // done by rollout workers (this server process)
+  std::deque<UpdateMetrics> curve;                       // the last kCurvePoints updates
+  std::shared_ptr<MetricsSink> series;                   // its Prometheus series, while exported
+  int64_t remote_evaluations = 0;                        // done by rollout workers (this server process)
 };
 
 inline constexpr size_t kCurvePoints = 32;
@@ -92,17 +92,17 @@ class JobManager {
  private:
   void runner();
   void run(Job& job);
-  void run_learned(Job& job);              // learned_job.cc
+  void run_learned(Job& job);  // learned_job.cc
   // A learned job's config, folder and files, checked at submit (learned_job.cc).
   void prepare_learned(Job& job);
-  std::string jobs_dir() const;            // state_dir/jobs, or a temporary folder
-  void export_series(Job& job);            // call with mutex_ held
-  void limit_series();                     // call with mutex_ held
+  std::string jobs_dir() const;                      // state_dir/jobs, or a temporary folder
+  void export_series(Job& job);                      // call with mutex_ held
+  void limit_series();                               // call with mutex_ held
   std::shared_ptr<Job> find(const std::string& id);  // throws RequestError(not_found)
-  void persist(const Job& job);      // call with mutex_ held
-  void forget(const std::string& id);  // call with mutex_ held
+  void persist(const Job& job);                      // call with mutex_ held
+  void forget(const std::string& id);                // call with mutex_ held
   void load_persisted();
-  void expire();                     // call with mutex_ held
+  void expire();                                                    // call with mutex_ held
   std::string describe(const Job& job, bool with_placement) const;  // call with mutex_ held
 
   const ServiceConfig& config_;
@@ -114,11 +114,11 @@ class JobManager {
   std::vector<std::thread> runners_;
   std::atomic<int64_t> running_{0};
   bool stopping_ = false;
-  std::string temp_dir_;                   // jobs_dir() without a state_dir
+  std::string temp_dir_;  // jobs_dir() without a state_dir
   // Measured jobs use the server's devices one at a time.
   std::mutex devices_mutex_;
   std::condition_variable devices_free_;
-  std::string devices_holder_;             // the job id measuring now
+  std::string devices_holder_;  // the job id measuring now
 };
 
 }  // namespace placer::service

@@ -47,8 +47,10 @@ Value& section(Value& obj, const char* key, rapidjson::Document::AllocatorType& 
 
 void set(Value& obj, const char* key, Value v, rapidjson::Document::AllocatorType& a) {
   auto it = obj.FindMember(key);
-  if (it != obj.MemberEnd()) it->value = std::move(v);
-  else obj.AddMember(Value(key, a), std::move(v), a);
+  if (it != obj.MemberEnd())
+    it->value = std::move(v);
+  else
+    obj.AddMember(Value(key, a), std::move(v), a);
 }
 
 // Training progress into the job record (status, the reward curve) and its
@@ -58,7 +60,12 @@ class JobSink : public MetricsSink {
   // on_progress runs with the mutex held after every update.
   JobSink(std::mutex& mutex, Job& job, std::chrono::steady_clock::time_point start, double offset_s, bool resumed,
           std::function<void()> on_progress)
-      : mutex_(mutex), job_(job), start_(start), offset_s_(offset_s), resumed_(resumed), on_progress_(std::move(on_progress)) {}
+      : mutex_(mutex),
+        job_(job),
+        start_(start),
+        offset_s_(offset_s),
+        resumed_(resumed),
+        on_progress_(std::move(on_progress)) {}
   void on_update(const UpdateMetrics& m) override {
     std::shared_ptr<MetricsSink> series;
     {
@@ -107,10 +114,12 @@ void JobManager::prepare_learned(Job& job) {
   auto& a = d.GetAllocator();
   for (const char* key : {"name", "graph", "cluster", "family", "held_out"})
     if (d.HasMember(key))
-      throw RequestError(codes::kBadRequest, F + "." + key,
-                         "set by the server from the request (graph, cluster, devices); leave it out of the train config");
+      throw RequestError(
+          codes::kBadRequest, F + "." + key,
+          "set by the server from the request (graph, cluster, devices); leave it out of the train config");
   if (d.HasMember("run") && d["run"].IsObject() && d["run"].HasMember("output_dir"))
-    throw RequestError(codes::kBadRequest, F + ".run.output_dir", "the server keeps the job's files in its state folder");
+    throw RequestError(codes::kBadRequest, F + ".run.output_dir",
+                       "the server keeps the job's files in its state folder");
   if (d.HasMember("reward") && d["reward"].IsObject() && d["reward"].HasMember("profile"))
     throw RequestError(codes::kBadRequest, F + ".reward.profile", "a request cannot name a file on the server");
 
@@ -122,21 +131,24 @@ void JobManager::prepare_learned(Job& job) {
   if (!r.graph.builder.empty()) {
     graph.AddMember("builder", Value(r.graph.builder.c_str(), a), a);
     Value options(rapidjson::kObjectType);
-    for (const auto& [k, v] : r.graph.options) options.AddMember(Value(k.c_str(), a), Value(static_cast<int64_t>(v)), a);
+    for (const auto& [k, v] : r.graph.options)
+      options.AddMember(Value(k.c_str(), a), Value(static_cast<int64_t>(v)), a);
     graph.AddMember("options", options, a);
     graph.AddMember("forward_only", Value(r.graph.forward_only), a);
   } else {
     graph.AddMember("file", Value((job.dir + "/graph.bin").c_str(), a), a);
   }
   set(d, "graph", std::move(graph), a);
-  std::string cluster = !r.cluster.preset.empty() ? r.cluster.preset : !r.cluster.devices.empty() ? r.cluster.devices
-                                                                                                  : job.dir + "/cluster.json";
+  std::string cluster = !r.cluster.preset.empty()    ? r.cluster.preset
+                        : !r.cluster.devices.empty() ? r.cluster.devices
+                                                     : job.dir + "/cluster.json";
   set(d, "cluster", Value(cluster.c_str(), a), a);
   if (!r.reward_mode.empty()) set(section(d, "reward", a, F), "mode", Value(r.reward_mode.c_str(), a), a);
   Value& train_s = section(d, "train", a, F);
   if (r.budget.samples > 0) set(train_s, "max_samples", Value(static_cast<int64_t>(r.budget.samples)), a);
   if (r.budget.seconds > 0) set(train_s, "time_limit_s", Value(r.budget.seconds), a);
-  if (!train_s.HasMember("updates")) set(train_s, "updates", Value(static_cast<int64_t>(100000000)), a);  // the budget decides
+  if (!train_s.HasMember("updates"))
+    set(train_s, "updates", Value(static_cast<int64_t>(100000000)), a);  // the budget decides
   Value& run_s = section(d, "run", a, F);
   if (r.seed != 0) set(run_s, "seed", Value(static_cast<int64_t>(r.seed)), a);
   set(run_s, "output_dir", Value(job.dir.c_str(), a), a);
@@ -162,17 +174,21 @@ void JobManager::prepare_learned(Job& job) {
   c.threads = 1;
   c.env_threads = 1;
   if (c.bc_steps > 5000)
-    throw RequestError(codes::kBadRequest, F + ".warm_start.bc_steps", "at most 5000 in a service job, got " + std::to_string(c.bc_steps));
+    throw RequestError(codes::kBadRequest, F + ".warm_start.bc_steps",
+                       "at most 5000 in a service job, got " + std::to_string(c.bc_steps));
   if (c.hidden > 1024)
-    throw RequestError(codes::kBadRequest, F + ".policy.hidden", "at most 1024 in a service job, got " + std::to_string(c.hidden));
+    throw RequestError(codes::kBadRequest, F + ".policy.hidden",
+                       "at most 1024 in a service job, got " + std::to_string(c.hidden));
   if (c.reward_mode != "simulated") {
     if (!config_.measure_jobs)
       throw RequestError(codes::kBadRequest, "reward_mode",
-                         "'" + c.reward_mode + "' runs the model on this server's devices; the server's config does not allow it "
-                         "(jobs.measure: false); use simulated");
+                         "'" + c.reward_mode +
+                             "' runs the model on this server's devices; the server's config does not allow it "
+                             "(jobs.measure: false); use simulated");
     if (r.cluster.devices.empty())
       throw RequestError(codes::kBadRequest, "devices",
-                         "a " + c.reward_mode + " job runs on the server's own devices: give \"devices\" (e.g. \"cpu:2\"), not a cluster");
+                         "a " + c.reward_mode +
+                             " job runs on the server's own devices: give \"devices\" (e.g. \"cpu:2\"), not a cluster");
   }
   if (!r.save_as.empty() && check_policy_name) check_policy_name(r.save_as);
   job.train_json = train_config_to_json(c);
@@ -274,7 +290,8 @@ void JobManager::run_learned(Job& job) {
     job.best_placement = r.best_placement;
   }
   for (const auto& b : r.baselines)
-    if (b.ok && std::none_of(job.baselines.begin(), job.baselines.end(), [&](const auto& x) { return x.first == b.method; }))
+    if (b.ok &&
+        std::none_of(job.baselines.begin(), job.baselines.end(), [&](const auto& x) { return x.first == b.method; }))
       job.baselines.emplace_back(b.method, b.step_s);
   if (job.save_as.empty() || job.cancel || !save_policy) return;
   const std::string name = job.save_as;
@@ -288,8 +305,10 @@ void JobManager::run_learned(Job& job) {
     error = e.what();
   }
   lock.lock();
-  if (error.empty()) job.saved_as = name;
-  else job.error = "the job finished but could not be kept as policy '" + name + "': " + error;
+  if (error.empty())
+    job.saved_as = name;
+  else
+    job.error = "the job finished but could not be kept as policy '" + name + "': " + error;
 }
 
 void JobManager::export_series(Job& job) {
@@ -308,7 +327,8 @@ void JobManager::limit_series() {
   for (auto& [id, job] : jobs_)
     if (job->series) with.push_back(job.get());
   std::sort(with.begin(), with.end(), [](const Job* a, const Job* b) { return a->finished_unix < b->finished_unix; });
-  size_t excess = with.size() > static_cast<size_t>(config_.job_metric_series) ? with.size() - config_.job_metric_series : 0;
+  size_t excess =
+      with.size() > static_cast<size_t>(config_.job_metric_series) ? with.size() - config_.job_metric_series : 0;
   for (Job* j : with) {
     if (excess == 0) break;
     if (j->state == JobState::Running || j->state == JobState::Queued) continue;

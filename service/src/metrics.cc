@@ -24,29 +24,42 @@ namespace placer::service {
 namespace {
 
 const prometheus::Histogram::BucketBoundaries& latency_buckets() {
-  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                                   0.1,   0.25,   0.5,   1,    2.5,   5, 10, 30};
+  static const prometheus::Histogram::BucketBoundaries kBuckets = {0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+                                                                   0.25,  0.5,    1,     2.5,  5,     10,   30};
   return kBuckets;
 }
 
 }  // namespace
 
 std::vector<std::string> exported_metric_names() {
-  return {"placer_service_requests_total",       "placer_service_request_duration_seconds_bucket",
-          "placer_service_request_duration_seconds_sum", "placer_service_request_duration_seconds_count",
-          "placer_service_queue_depth",          "placer_service_running_jobs",
-          "placer_service_jobs_total",           "placer_service_clients_gone_total",
-          "placer_service_policies_loaded",      "placer_service_cache_lookups_total",
-          "placer_train_reward",                 "placer_train_step_seconds",
-          "placer_train_best_step_seconds",      "placer_train_entropy",
-          "placer_train_loss",                   "placer_train_samples_total",
-          "placer_train_samples_per_second",     "placer_train_cache_hits_total",
-          "placer_train_learning_rate",          "placer_train_updates",
-          "placer_train_reward_best",            "placer_train_updates_per_second",
-          "placer_train_lower_bound_seconds",    "placer_baseline_step_seconds"};
+  return {"placer_service_requests_total",
+          "placer_service_request_duration_seconds_bucket",
+          "placer_service_request_duration_seconds_sum",
+          "placer_service_request_duration_seconds_count",
+          "placer_service_queue_depth",
+          "placer_service_running_jobs",
+          "placer_service_jobs_total",
+          "placer_service_clients_gone_total",
+          "placer_service_policies_loaded",
+          "placer_service_cache_lookups_total",
+          "placer_train_reward",
+          "placer_train_step_seconds",
+          "placer_train_best_step_seconds",
+          "placer_train_entropy",
+          "placer_train_loss",
+          "placer_train_samples_total",
+          "placer_train_samples_per_second",
+          "placer_train_cache_hits_total",
+          "placer_train_learning_rate",
+          "placer_train_updates",
+          "placer_train_reward_best",
+          "placer_train_updates_per_second",
+          "placer_train_lower_bound_seconds",
+          "placer_baseline_step_seconds"};
 }
 
-MetricsExposer::MetricsExposer(const std::string& address, int port) : registry_(std::make_shared<prometheus::Registry>()) {
+MetricsExposer::MetricsExposer(const std::string& address, int port)
+    : registry_(std::make_shared<prometheus::Registry>()) {
   std::string bind = address + ":" + std::to_string(port);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -108,8 +121,9 @@ void MetricsExposer::serve() {
         body = "see /metrics\n";
       }
     }
-    std::string response = "HTTP/1.1 " + status + "\r\nContent-Type: " + type + "\r\nContent-Length: " +
-                           std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" + (head ? "" : body);
+    std::string response = "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
+                           "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
+                           (head ? "" : body);
     for (size_t sent = 0; sent < response.size();) {
       ssize_t n = ::send(c, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);
       if (n <= 0) break;
@@ -269,11 +283,13 @@ void PrometheusSink::on_reference(double lower_bound_s, const std::vector<Baseli
 
 void PrometheusSink::set_lower_bound(double seconds) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (!lower_bound_) lower_bound_ = add_gauge("placer_train_lower_bound_seconds", "Lower bound on any placement's step time");
+  if (!lower_bound_)
+    lower_bound_ = add_gauge("placer_train_lower_bound_seconds", "Lower bound on any placement's step time");
   lower_bound_->Set(seconds);
 }
 
-std::unique_ptr<MetricsSink> make_prometheus_sink(int port, const std::string& run_name, const std::string& graph_name) {
+std::unique_ptr<MetricsSink> make_prometheus_sink(int port, const std::string& run_name,
+                                                  const std::string& graph_name) {
   if (port < 0 || port > 65535) throw InputError("--metrics-port: " + std::to_string(port) + " is not a port");
   auto exposer = std::make_unique<MetricsExposer>("0.0.0.0", port);
   auto sink = std::make_unique<PrometheusSink>(*exposer->registry(), run_name, graph_name);

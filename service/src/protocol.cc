@@ -3,17 +3,17 @@
 #include "placer/service/protocol.h"
 
 // cereal first: it configures rapidjson (assertions throw) the same way in every file.
-#include <cereal/archives/json.hpp>
 #include <rapidjson/document.h>
 #include <rapidjson/error/en.h>
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
+#include <cereal/archives/json.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <cstring>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <vector>
 
@@ -22,8 +22,8 @@ namespace {
 
 using Value = rapidjson::Value;
 
-const char* kTypeNames[kRequestTypes] = {"health", "policies", "baselines", "place", "evaluate",
-                                         "optimize", "status", "result", "cancel"};
+const char* kTypeNames[kRequestTypes] = {"health",   "policies", "baselines", "place", "evaluate",
+                                         "optimize", "status",   "result",    "cancel"};
 
 [[noreturn]] void bad(const std::string& field, const std::string& message) {
   throw RequestError(codes::kBadRequest, field, message);
@@ -46,8 +46,10 @@ int json_depth(std::string_view t) {
   for (size_t i = 0; i < t.size(); ++i) {
     char c = t[i];
     if (in_string) {
-      if (c == '\\') ++i;
-      else if (c == '"') in_string = false;
+      if (c == '\\')
+        ++i;
+      else if (c == '"')
+        in_string = false;
     } else if (c == '"') {
       in_string = true;
     } else if (c == '{' || c == '[') {
@@ -90,7 +92,10 @@ class RawScanner {
         if (i_ >= t_.size() || t_[i_] != ':') return false;
         ++i_;
         ws();
-        if (k == key) { found = true; break; }
+        if (k == key) {
+          found = true;
+          break;
+        }
         if (!skip_value()) return false;
         ws();
         if (i_ < t_.size() && t_[i_] == ',') ++i_;
@@ -110,8 +115,12 @@ class RawScanner {
   bool skip_string() {
     if (i_ >= t_.size() || t_[i_] != '"') return false;
     for (++i_; i_ < t_.size(); ++i_) {
-      if (t_[i_] == '\\') ++i_;
-      else if (t_[i_] == '"') { ++i_; return true; }
+      if (t_[i_] == '\\')
+        ++i_;
+      else if (t_[i_] == '"') {
+        ++i_;
+        return true;
+      }
     }
     return false;
   }
@@ -170,7 +179,8 @@ class Fields {
     if (!v) return fallback;
     if (!v->IsString()) bad(path(name), std::string("expected a string, got ") + json_type_name(*v));
     if (v->GetStringLength() > static_cast<unsigned>(limits_.max_string))
-      throw RequestError(codes::kTooLarge, path(name), "longer than " + std::to_string(limits_.max_string) + " characters");
+      throw RequestError(codes::kTooLarge, path(name),
+                         "longer than " + std::to_string(limits_.max_string) + " characters");
     return std::string(v->GetString(), v->GetStringLength());
   }
   int64_t integer(const char* name, bool required, int64_t fallback, int64_t lo, int64_t hi) const {
@@ -199,13 +209,15 @@ class Fields {
     if (v.IsInt64()) {
       int64_t i = v.GetInt64();
       if (i < lo) bad(path, "must be >= " + std::to_string(lo));
-      if (i > hi) throw RequestError(codes::kTooLarge, path, std::to_string(i) + " exceeds the limit " + std::to_string(hi));
+      if (i > hi)
+        throw RequestError(codes::kTooLarge, path, std::to_string(i) + " exceeds the limit " + std::to_string(hi));
       return i;
     }
     if (v.IsUint64()) throw RequestError(codes::kTooLarge, path, "exceeds the limit " + std::to_string(hi));
     double d = v.GetDouble();
     if (d != std::floor(d) || !std::isfinite(d)) bad(path, "expected an integer, got " + json_number(d));
-    if (d > static_cast<double>(hi)) throw RequestError(codes::kTooLarge, path, json_number(d) + " exceeds the limit " + std::to_string(hi));
+    if (d > static_cast<double>(hi))
+      throw RequestError(codes::kTooLarge, path, json_number(d) + " exceeds the limit " + std::to_string(hi));
     if (d < static_cast<double>(lo)) bad(path, "must be >= " + std::to_string(lo));
     return static_cast<int64_t>(d);
   }
@@ -248,8 +260,8 @@ std::string decode_base64(std::string_view text, const std::string& field) {
 
 // Builder options that multiply the number of operators.
 bool is_structural_option(const std::string& key) {
-  static const std::set<std::string> kKeys = {"layers", "blocks", "depth", "steps", "seq", "seq_len", "length",
-                                              "heads", "stages", "repeats", "cells", "modules", "num_layers"};
+  static const std::set<std::string> kKeys = {"layers", "blocks", "depth",   "steps", "seq",     "seq_len",   "length",
+                                              "heads",  "stages", "repeats", "cells", "modules", "num_layers"};
   return kKeys.count(key) > 0;
 }
 
@@ -257,23 +269,28 @@ bool is_structural_option(const std::string& key) {
 // with that object replaced by {} (large graphs: parsed once, on a cache miss).
 void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits, std::string_view raw,
                  std::string_view raw_inline) {
-  if (!v.IsObject()) bad("graph", std::string("expected an object with \"builder\", \"inline\" or \"pt2\", got ") + json_type_name(v));
+  if (!v.IsObject())
+    bad("graph", std::string("expected an object with \"builder\", \"inline\" or \"pt2\", got ") + json_type_name(v));
   Fields f(v, "graph", limits);
   const bool has_builder = f.find("builder"), has_inline = f.find("inline"), has_pt2 = f.find("pt2");
   if (has_builder + has_inline + has_pt2 != 1) bad("graph", "give exactly one of \"builder\", \"inline\" and \"pt2\"");
   if (has_pt2) {
     const Value& b = *f.find("pt2");
-    if (!b.IsString()) bad("graph.pt2", std::string("expected the base64 text of a .pt2 archive, got ") + json_type_name(b));
+    if (!b.IsString())
+      bad("graph.pt2", std::string("expected the base64 text of a .pt2 archive, got ") + json_type_name(b));
     spec.pt2 = decode_base64(std::string_view(b.GetString(), b.GetStringLength()), "graph.pt2");
     if (spec.pt2.empty()) bad("graph.pt2", "empty archive");
     spec.forward_only = f.boolean("forward_only", false);
     if (const Value* in = f.find("inputs")) {
-      if (!in->IsArray()) bad("graph.inputs", std::string("expected an array of \"NAME:SHAPE:DTYPE\" strings, got ") + json_type_name(*in));
+      if (!in->IsArray())
+        bad("graph.inputs",
+            std::string("expected an array of \"NAME:SHAPE:DTYPE\" strings, got ") + json_type_name(*in));
       if (in->Size() > 64) throw RequestError(codes::kTooLarge, "graph.inputs", "more than 64 inputs");
       for (unsigned i = 0; i < in->Size(); ++i) {
         const Value& e = (*in)[i];
         const std::string path = "graph.inputs[" + std::to_string(i) + "]";
-        if (!e.IsString() || e.GetStringLength() == 0 || e.GetStringLength() > 256) bad(path, "expected a NAME:SHAPE:DTYPE string");
+        if (!e.IsString() || e.GetStringLength() == 0 || e.GetStringLength() > 256)
+          bad(path, "expected a NAME:SHAPE:DTYPE string");
         spec.inputs.emplace_back(e.GetString(), e.GetStringLength());
       }
     }
@@ -283,9 +300,12 @@ void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits, 
     const Value& g = *f.find("inline");
     if (!g.IsObject()) bad("graph.inline", std::string("expected a graph object, got ") + json_type_name(g));
     std::string_view span;
-    if (!raw_inline.empty()) spec.inline_json = std::string(raw_inline);
-    else if (RawScanner(raw).find({"graph", "inline"}, &span) && !span.empty() && span.front() == '{') spec.inline_json = std::string(span);
-    else spec.inline_json = to_text(g);
+    if (!raw_inline.empty())
+      spec.inline_json = std::string(raw_inline);
+    else if (RawScanner(raw).find({"graph", "inline"}, &span) && !span.empty() && span.front() == '{')
+      spec.inline_json = std::string(span);
+    else
+      spec.inline_json = to_text(g);
     return;
   }
   spec.builder = f.string("builder", true);
@@ -300,7 +320,8 @@ void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits, 
     std::string structural;
     for (auto it = o->MemberBegin(); it != o->MemberEnd(); ++it) {
       std::string key(it->name.GetString(), it->name.GetStringLength());
-      if (key.size() > 64) throw RequestError(codes::kTooLarge, "graph.options", "option name longer than 64 characters");
+      if (key.size() > 64)
+        throw RequestError(codes::kTooLarge, "graph.options", "option name longer than 64 characters");
       int64_t hi = is_structural_option(key) ? limits.max_builder_structure : limits.max_builder_option;
       int64_t value = Fields::checked_integer(it->value, "graph.options." + key, 0, hi);
       spec.options[key] = value;
@@ -319,7 +340,8 @@ void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits, 
 void parse_cluster(const Fields& f, ClusterSpec& spec, const ProtocolLimits& limits) {
   const Value* c = f.find("cluster");
   const Value* d = f.find("devices");
-  if (!c && !d) bad("cluster", "missing: give \"cluster\" (a preset name or cluster object) or \"devices\" (\"cpu:2\")");
+  if (!c && !d)
+    bad("cluster", "missing: give \"cluster\" (a preset name or cluster object) or \"devices\" (\"cpu:2\")");
   if (c && d) bad("cluster", "give only one of \"cluster\" and \"devices\"");
   if (d) {
     spec.devices = f.string("devices", true);
@@ -331,7 +353,8 @@ void parse_cluster(const Fields& f, ClusterSpec& spec, const ProtocolLimits& lim
     if (spec.preset.empty()) bad("cluster", "empty preset name");
     return;
   }
-  if (!c->IsObject()) bad("cluster", std::string("expected a preset name or a cluster object, got ") + json_type_name(*c));
+  if (!c->IsObject())
+    bad("cluster", std::string("expected a preset name or a cluster object, got ") + json_type_name(*c));
   spec.inline_json = to_text(*c);
 }
 
@@ -376,10 +399,12 @@ std::string ClusterSpec::cache_key() const {
 
 Request parse_request(std::string_view text, const ProtocolLimits& limits) {
   if (static_cast<int64_t>(text.size()) > limits.max_request_bytes)
-    throw RequestError(codes::kTooLarge, "", "request of " + std::to_string(text.size()) + " bytes exceeds the limit of " +
-                                                 std::to_string(limits.max_request_bytes));
+    throw RequestError(codes::kTooLarge, "",
+                       "request of " + std::to_string(text.size()) + " bytes exceeds the limit of " +
+                           std::to_string(limits.max_request_bytes));
   if (json_depth(text) > limits.max_json_depth)
-    throw RequestError(codes::kTooLarge, "", "JSON nested deeper than " + std::to_string(limits.max_json_depth) + " levels");
+    throw RequestError(codes::kTooLarge, "",
+                       "JSON nested deeper than " + std::to_string(limits.max_json_depth) + " levels");
   // A large inline graph is kept as the client's text and only parsed (by the
   // graph loader, which validates it) when the server has not prepared that
   // exact graph before; the rest of the request is parsed here as usual.
@@ -399,24 +424,29 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
   // Iterative parsing: deep nesting cannot overflow the stack.
   doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag>(to_parse.data(), to_parse.size());
   if (doc.HasParseError())
-    throw RequestError(codes::kBadJson, "", std::string("malformed JSON at byte ") + std::to_string(doc.GetErrorOffset()) +
-                                                ": " + rapidjson::GetParseError_En(doc.GetParseError()));
-  if (!doc.IsObject()) throw RequestError(codes::kBadJson, "", std::string("expected a JSON object, got ") + json_type_name(doc));
+    throw RequestError(codes::kBadJson, "",
+                       std::string("malformed JSON at byte ") + std::to_string(doc.GetErrorOffset()) + ": " +
+                           rapidjson::GetParseError_En(doc.GetParseError()));
+  if (!doc.IsObject())
+    throw RequestError(codes::kBadJson, "", std::string("expected a JSON object, got ") + json_type_name(doc));
 
   Fields f(doc, "", limits);
   Request r;
   if (const Value* id = f.find("id")) {
-    if (id->IsString()) r.id = f.string("id", true);
-    else if (id->IsInt64()) r.id = std::to_string(id->GetInt64());
-    else bad("id", std::string("expected a string or an integer, got ") + json_type_name(*id));
+    if (id->IsString())
+      r.id = f.string("id", true);
+    else if (id->IsInt64())
+      r.id = std::to_string(id->GetInt64());
+    else
+      bad("id", std::string("expected a string or an integer, got ") + json_type_name(*id));
   }
   const Value& version = f.need("version");
   if (!version.IsInt64()) bad("version", std::string("expected an integer, got ") + json_type_name(version));
   r.version = static_cast<int>(version.GetInt64());
   if (version.GetInt64() != kProtocolVersion)
     throw RequestError(codes::kBadVersion, "version",
-                       "protocol version " + std::to_string(version.GetInt64()) + " is not supported; this server speaks " +
-                           std::to_string(kProtocolVersion));
+                       "protocol version " + std::to_string(version.GetInt64()) +
+                           " is not supported; this server speaks " + std::to_string(kProtocolVersion));
   std::string type = f.string("type", true);
   int found = -1;
   for (int i = 0; i < kRequestTypes; ++i)
@@ -433,8 +463,7 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
 
   switch (r.type) {
     case RequestType::Health:
-    case RequestType::Policies:
-      break;
+    case RequestType::Policies: break;
     case RequestType::Status:
     case RequestType::Result:
     case RequestType::Cancel:
@@ -454,10 +483,13 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
       }
       if (r.type == RequestType::Evaluate) {
         const Value& p = f.need("placement");
-        if (!p.IsObject()) bad("placement", std::string("expected an object {\"device\": {op: device}}, got ") + json_type_name(p));
+        if (!p.IsObject())
+          bad("placement", std::string("expected an object {\"device\": {op: device}}, got ") + json_type_name(p));
         Fields pf(p, "placement", limits);
         const Value& dev = pf.need("device");
-        if (!dev.IsObject()) bad("placement.device", std::string("expected an object mapping op names to device names, got ") + json_type_name(dev));
+        if (!dev.IsObject())
+          bad("placement.device",
+              std::string("expected an object mapping op names to device names, got ") + json_type_name(dev));
         for (auto it = dev.MemberBegin(); it != dev.MemberEnd(); ++it)
           if (!it->value.IsString())
             bad("placement.device." + std::string(it->name.GetString(), it->name.GetStringLength()),
@@ -466,36 +498,44 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
       }
       if (r.type == RequestType::Optimize) {
         const Value& b = f.need("budget");
-        if (!b.IsObject()) bad("budget", std::string("expected an object {\"samples\": N, \"seconds\": S}, got ") + json_type_name(b));
+        if (!b.IsObject())
+          bad("budget", std::string("expected an object {\"samples\": N, \"seconds\": S}, got ") + json_type_name(b));
         Fields bf(b, "budget", limits);
         r.budget.samples = bf.integer("samples", false, 0, 0, limits.max_budget_samples);
         r.budget.seconds = bf.number("seconds", 0.0, 0.0, limits.max_budget_seconds);
         if (r.budget.samples == 0 && r.budget.seconds == 0.0) bad("budget", "give samples > 0 or seconds > 0");
         r.reward_mode = f.string("reward_mode", false, "");
-        if (!r.reward_mode.empty() && r.reward_mode != "simulated" && r.reward_mode != "measured" && r.reward_mode != "hybrid")
+        if (!r.reward_mode.empty() && r.reward_mode != "simulated" && r.reward_mode != "measured" &&
+            r.reward_mode != "hybrid")
           bad("reward_mode", "'" + r.reward_mode + "': expected simulated, measured or hybrid");
         if (const Value* l = f.find("learned")) {
           if (l->IsString()) {
             std::string type(l->GetString(), l->GetStringLength());
             if (type != "seq2seq" && type != "hierarchical" && type != "gnn")
-              bad("learned", "'" + type + "': expected a policy type (seq2seq, hierarchical, gnn) or a train-config object");
+              bad("learned",
+                  "'" + type + "': expected a policy type (seq2seq, hierarchical, gnn) or a train-config object");
             r.learned_json = "{\"policy\":{\"type\":\"" + type + "\"}}";
           } else if (l->IsObject()) {
             r.learned_json = to_text(*l);
           } else {
             bad("learned", std::string("expected a policy type or a train-config object, got ") + json_type_name(*l));
           }
-          if (!r.methods.empty()) bad("methods", "give either methods (a search job) or learned (a learned job), not both");
+          if (!r.methods.empty())
+            bad("methods", "give either methods (a search job) or learned (a learned job), not both");
         } else if (!r.reward_mode.empty() && r.reward_mode != "simulated") {
           bad("reward_mode", "only learned jobs measure; a search job with methods is simulated");
         }
         r.save_as = f.string("save_as", false);
         if (!r.save_as.empty()) {
           if (r.learned_json.empty()) bad("save_as", "only a learned job's result can be kept as a policy");
-          if (r.save_as.size() > 64 || !std::all_of(r.save_as.begin(), r.save_as.end(), [](char c) {
-                return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-              }) || r.save_as.front() == '.')
-            bad("save_as", "'" + r.save_as + "': a policy name is 1 to 64 letters, digits, '-', '_' or '.', not starting with '.'");
+          if (r.save_as.size() > 64 ||
+              !std::all_of(r.save_as.begin(), r.save_as.end(),
+                           [](char c) {
+                             return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+                           }) ||
+              r.save_as.front() == '.')
+            bad("save_as", "'" + r.save_as +
+                               "': a policy name is 1 to 64 letters, digits, '-', '_' or '.', not starting with '.'");
         }
       }
       break;
@@ -510,10 +550,10 @@ std::string salvage_request_id(std::string_view text) {
     if (doc.HasParseError() || !doc.IsObject()) return "";
     auto it = doc.FindMember("id");
     if (it == doc.MemberEnd()) return "";
-    if (it->value.IsString() && it->value.GetStringLength() <= 256) return std::string(it->value.GetString(), it->value.GetStringLength());
+    if (it->value.IsString() && it->value.GetStringLength() <= 256)
+      return std::string(it->value.GetString(), it->value.GetStringLength());
     if (it->value.IsInt64()) return std::to_string(it->value.GetInt64());
-  } catch (...) {
-  }
+  } catch (...) {}
   return "";
 }
 
@@ -538,15 +578,16 @@ std::string json_number(double v) {
 }
 
 std::string ok_reply(const std::string& id, RequestType type, const std::string& result_json) {
-  return "{\"version\":" + std::to_string(kProtocolVersion) + ",\"id\":" + json_quote(id) + ",\"type\":" +
-         json_quote(request_type_name(type)) + ",\"status\":\"ok\",\"result\":" + result_json + "}";
+  return "{\"version\":" + std::to_string(kProtocolVersion) + ",\"id\":" + json_quote(id) +
+         ",\"type\":" + json_quote(request_type_name(type)) + ",\"status\":\"ok\",\"result\":" + result_json + "}";
 }
 
-std::string error_reply(const std::string& id, const std::string& type, const std::string& code, const std::string& field,
-                        const std::string& message) {
+std::string error_reply(const std::string& id, const std::string& type, const std::string& code,
+                        const std::string& field, const std::string& message) {
   std::string status = code == codes::kBusy ? "busy" : "error";
-  return "{\"version\":" + std::to_string(kProtocolVersion) + ",\"id\":" + json_quote(id) + ",\"type\":" + json_quote(type) +
-         ",\"status\":" + json_quote(status) + ",\"error\":{\"code\":" + json_quote(code) + ",\"field\":" + json_quote(field) +
+  return "{\"version\":" + std::to_string(kProtocolVersion) + ",\"id\":" + json_quote(id) +
+         ",\"type\":" + json_quote(type) + ",\"status\":" + json_quote(status) +
+         ",\"error\":{\"code\":" + json_quote(code) + ",\"field\":" + json_quote(field) +
          ",\"message\":" + json_quote(message) + "}}";
 }
 

@@ -59,7 +59,10 @@ struct Server::Impl {
       for (size_t i = 0; i < envelope.size(); ++i) {
         auto sent = frontend.send(envelope[i], zmq::send_flags::sndmore | zmq::send_flags::dontwait);
         if (!sent) {  // the client's pipe is full: drop rather than stall everyone
-          if (i == 0) { count_gone(); return; }
+          if (i == 0) {
+            count_gone();
+            return;
+          }
         }
       }
       frontend.send(zmq::buffer(body), zmq::send_flags::dontwait);
@@ -100,7 +103,8 @@ struct Server::Impl {
         }
         wake.notify_all();
         for (auto& t : left)
-          send_to_client(t.envelope, error_reply(quick_id(t.body), "", codes::kShuttingDown, "", "the server is shutting down"));
+          send_to_client(t.envelope,
+                         error_reply(quick_id(t.body), "", codes::kShuttingDown, "", "the server is shutting down"));
         if (metrics) metrics->set_queue_depth(0);
       }
       if (draining) {
@@ -140,9 +144,10 @@ struct Server::Impl {
           }
           if (full) {
             busy++;
-            send_to_client(t.envelope, error_reply(quick_id(t.body), "", codes::kBusy, "",
-                                                   "the request queue is full (" + std::to_string(config.queue_capacity) +
-                                                       " waiting); retry later"));
+            send_to_client(t.envelope,
+                           error_reply(quick_id(t.body), "", codes::kBusy, "",
+                                       "the request queue is full (" + std::to_string(config.queue_capacity) +
+                                           " waiting); retry later"));
             if (metrics) metrics->observe_request("unknown", Outcome::Busy, seconds_since(t.received));
           } else {
             wake.notify_one();
@@ -164,16 +169,20 @@ struct Server::Impl {
       int64_t ms = r.deadline_ms > 0 ? r.deadline_ms : config.default_deadline_ms;
       auto deadline = t.received + std::chrono::milliseconds(ms);
       if (Clock::now() > deadline)
-        throw RequestError(codes::kDeadline, "deadline_ms", "waited " + std::to_string(static_cast<int64_t>(seconds_since(t.received) * 1000)) +
-                                                                " ms in the queue, past the deadline of " + std::to_string(ms) + " ms");
+        throw RequestError(codes::kDeadline, "deadline_ms",
+                           "waited " + std::to_string(static_cast<int64_t>(seconds_since(t.received) * 1000)) +
+                               " ms in the queue, past the deadline of " + std::to_string(ms) + " ms");
       std::string result = handler(r, deadline);
       if (Clock::now() > deadline)
-        throw RequestError(codes::kDeadline, "deadline_ms", "took " + std::to_string(static_cast<int64_t>(seconds_since(t.received) * 1000)) +
-                                                                " ms, past the deadline of " + std::to_string(ms) + " ms");
+        throw RequestError(codes::kDeadline, "deadline_ms",
+                           "took " + std::to_string(static_cast<int64_t>(seconds_since(t.received) * 1000)) +
+                               " ms, past the deadline of " + std::to_string(ms) + " ms");
       reply = ok_reply(id, r.type, result);
     } catch (const RequestError& e) {
       if (id.empty()) id = salvage_request_id(t.body);
-      outcome = e.code() == codes::kBusy ? Outcome::Busy : e.code() == codes::kDeadline ? Outcome::Deadline : Outcome::Error;
+      outcome = e.code() == codes::kBusy       ? Outcome::Busy
+                : e.code() == codes::kDeadline ? Outcome::Deadline
+                                               : Outcome::Error;
       std::string message = e.what();
       if (!e.field().empty() && message.rfind(e.field() + ": ", 0) == 0) message = message.substr(e.field().size() + 2);
       reply = error_reply(id, type == "invalid" ? "" : type, e.code(), e.field(), message);
@@ -254,7 +263,8 @@ struct Server::Impl {
   }
 };
 
-Server::Server(const ServiceConfig& config, Handler handler, ServiceMetrics* metrics) : impl_(std::make_unique<Impl>()) {
+Server::Server(const ServiceConfig& config, Handler handler, ServiceMetrics* metrics)
+    : impl_(std::make_unique<Impl>()) {
   impl_->config = config;
   impl_->handler = std::move(handler);
   impl_->metrics = metrics;

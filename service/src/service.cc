@@ -36,7 +36,8 @@ EnvOptions simulated_env() {
   return options;
 }
 
-PlaceContext place_context(const Graph& graph, const Cluster& cluster, Environment& env, uint64_t seed, double time_limit_s) {
+PlaceContext place_context(const Graph& graph, const Cluster& cluster, Environment& env, uint64_t seed,
+                           double time_limit_s) {
   PlaceContext ctx;
   ctx.graph = &graph;
   ctx.cluster = &cluster;
@@ -65,8 +66,10 @@ Problem::Baseline run_baseline(const std::string& method, const Graph& graph, co
 
 void write_step(JsonOut& o, const StepResult& r) {
   o.field("status", step_status_name(r.status));
-  if (r.ok()) o.field("step_s", r.step_s);
-  else o.key("step_s").null().field("message", r.message);
+  if (r.ok())
+    o.field("step_s", r.step_s);
+  else
+    o.key("step_s").null().field("message", r.message);
 }
 
 }  // namespace
@@ -98,7 +101,8 @@ Graph build_request_graph(const GraphSpec& spec, const ServiceConfig& config) {
     if (std::find(names.begin(), names.end(), spec.builder) == names.end()) {
       std::string known;
       for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-      throw RequestError(codes::kBadGraph, "graph.builder", "unknown builder '" + spec.builder + "' (known: " + known + ")");
+      throw RequestError(codes::kBadGraph, "graph.builder",
+                         "unknown builder '" + spec.builder + "' (known: " + known + ")");
     }
     BuilderOptions options;
     options.values = spec.options;
@@ -119,8 +123,9 @@ Graph build_request_graph(const GraphSpec& spec, const ServiceConfig& config) {
   }
   if (graph.size() == 0) throw RequestError(codes::kBadGraph, "graph", "the graph has no operators");
   if (graph.size() > config.max_ops)
-    throw RequestError(codes::kTooLarge, "graph", "the graph has " + std::to_string(graph.size()) + " operators; this server places at most " +
-                                                      std::to_string(config.max_ops));
+    throw RequestError(codes::kTooLarge, "graph",
+                       "the graph has " + std::to_string(graph.size()) + " operators; this server places at most " +
+                           std::to_string(config.max_ops));
   return graph;
 }
 
@@ -134,7 +139,8 @@ Cluster build_request_cluster(const ClusterSpec& spec, const ServiceConfig& conf
       if (std::find(names.begin(), names.end(), spec.preset) == names.end()) {
         std::string known;
         for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-        throw RequestError(codes::kBadCluster, "cluster", "unknown cluster preset '" + spec.preset + "' (known: " + known + ")");
+        throw RequestError(codes::kBadCluster, "cluster",
+                           "unknown cluster preset '" + spec.preset + "' (known: " + known + ")");
       }
       cluster = cluster_preset(spec.preset);
     } else if (!spec.devices.empty()) {
@@ -149,8 +155,9 @@ Cluster build_request_cluster(const ClusterSpec& spec, const ServiceConfig& conf
     throw RequestError(codes::kBadCluster, field, e.what());
   }
   if (cluster.size() > config.max_devices)
-    throw RequestError(codes::kTooLarge, field, "the cluster has " + std::to_string(cluster.size()) + " devices; at most " +
-                                                    std::to_string(config.max_devices));
+    throw RequestError(codes::kTooLarge, field,
+                       "the cluster has " + std::to_string(cluster.size()) + " devices; at most " +
+                           std::to_string(config.max_devices));
   return cluster;
 }
 
@@ -158,7 +165,8 @@ PlacementService::PlacementService(ServiceConfig config, ServiceMetrics* metrics
     : config_(std::move(config)), metrics_(metrics), started_(Clock::now()) {
   for (const auto& name : config_.place_baselines) make_placer(name);  // config errors at start, not per request
   for (const auto& name : config_.optimize_methods) make_placer(name);
-  if (config_.default_policy.empty() && !config_.policies.empty()) config_.default_policy = config_.policies.front().name;
+  if (config_.default_policy.empty() && !config_.policies.empty())
+    config_.default_policy = config_.policies.front().name;
   policies_ = config_.policies;
   if (!config_.state_dir.empty()) {
     saved_dir_ = (std::filesystem::path(config_.state_dir) / "policies").string();
@@ -179,7 +187,8 @@ PlacementService::PlacementService(ServiceConfig config, ServiceMetrics* metrics
   jobs_->check_policy_name = [this](const std::string& name) {
     for (const auto& p : config_.policies)
       if (p.name == name)
-        throw RequestError(codes::kBadRequest, "save_as", "'" + name + "' is a policy of the server's config; choose another name");
+        throw RequestError(codes::kBadRequest, "save_as",
+                           "'" + name + "' is a policy of the server's config; choose another name");
   };
   if (!config_.rollouts_bind.empty()) {
     WorkerPoolOptions wo;
@@ -209,17 +218,18 @@ void PlacementService::load_saved_policies() {
   std::vector<PolicyEntry> found;
   for (const auto& entry : std::filesystem::directory_iterator(saved_dir_, ec)) {
     std::string name = entry.path().filename().string();
-    if (!entry.is_directory(ec) || name.empty() || name.front() == '.' || !std::filesystem::exists(entry.path() / "checkpoint.pt", ec))
+    if (!entry.is_directory(ec) || name.empty() || name.front() == '.' ||
+        !std::filesystem::exists(entry.path() / "checkpoint.pt", ec))
       continue;
-    if (std::any_of(config_.policies.begin(), config_.policies.end(), [&](const PolicyEntry& p) { return p.name == name; }))
+    if (std::any_of(config_.policies.begin(), config_.policies.end(),
+                    [&](const PolicyEntry& p) { return p.name == name; }))
       continue;  // the config's policy of that name wins
     PolicyEntry e;
     e.name = name;
     e.checkpoint = entry.path().string();
     try {
       e.description = read_file((entry.path() / "description.txt").string());
-    } catch (const std::exception&) {
-    }
+    } catch (const std::exception&) {}
     found.push_back(e);
   }
   std::sort(found.begin(), found.end(), [](const PolicyEntry& a, const PolicyEntry& b) { return a.name < b.name; });
@@ -228,15 +238,17 @@ void PlacementService::load_saved_policies() {
 
 // Copies a finished run's policy files to saved_dir_/NAME (replacing an
 // earlier saved policy of that name) and registers it.
-void PlacementService::save_policy(const std::string& name, const std::string& run_dir, const std::string& description) {
+void PlacementService::save_policy(const std::string& name, const std::string& run_dir,
+                                   const std::string& description) {
   namespace fs = std::filesystem;
   fs::path target = fs::path(saved_dir_) / name;
   static std::atomic<uint64_t> saves{0};
-  fs::path staging = fs::path(saved_dir_) / ("." + name + ".saving-" + std::to_string(::getpid()) + "-" + std::to_string(saves++));
+  fs::path staging =
+      fs::path(saved_dir_) / ("." + name + ".saving-" + std::to_string(::getpid()) + "-" + std::to_string(saves++));
   fs::remove_all(staging);
   fs::create_directories(staging);
-  for (const char* file : {"checkpoint.pt", "config.json", "best_placement.json", "warm_start_placement.json", "summary.json",
-                           "train.csv", "reward.svg"}) {
+  for (const char* file : {"checkpoint.pt", "config.json", "best_placement.json", "warm_start_placement.json",
+                           "summary.json", "train.csv", "reward.svg"}) {
     std::error_code ec;
     if (fs::exists(fs::path(run_dir) / file, ec)) fs::copy_file(fs::path(run_dir) / file, staging / file);
   }
@@ -268,10 +280,13 @@ std::optional<PlacementService::PolicyHandle> PlacementService::find_policy(cons
     if (it == policies_.end()) return std::nullopt;
     h.entry = *it;
   }
-  fs::path file = fs::is_directory(h.entry.checkpoint) ? fs::path(h.entry.checkpoint) / "checkpoint.pt" : fs::path(h.entry.checkpoint);
+  fs::path file = fs::is_directory(h.entry.checkpoint) ? fs::path(h.entry.checkpoint) / "checkpoint.pt"
+                                                       : fs::path(h.entry.checkpoint);
   std::error_code ec;
   auto mtime = fs::last_write_time(file, ec);
-  if (ec) throw RequestError(codes::kNotFound, "policy", "policy '" + name + "' has no checkpoint on the server (ask `policies`)");
+  if (ec)
+    throw RequestError(codes::kNotFound, "policy",
+                       "policy '" + name + "' has no checkpoint on the server (ask `policies`)");
   h.version = std::to_string(mtime.time_since_epoch().count());
   {
     std::lock_guard<std::mutex> lock(policies_mutex_);
@@ -362,7 +377,8 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
     } catch (const RequestError&) {
       if (!r.policy.empty()) throw;
     } catch (const InputError& e) {
-      if (!r.policy.empty()) throw RequestError(codes::kBadRequest, "policy", "policy '" + policy_name + "': " + e.what());
+      if (!r.policy.empty())
+        throw RequestError(codes::kBadRequest, "policy", "policy '" + policy_name + "': " + e.what());
     }
   }
   if (!r.policy.empty() && !policy)
@@ -384,28 +400,31 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
       }
     }
     if (method.empty()) try {
-      Environment env(p->graph, p->cluster, simulated_env());
-      PlaceResult pr = policy->policy->place(place_context(p->graph, p->cluster, env, r.seed, seconds_left(deadline)));
-      placement = std::move(pr.placement);
-      result = env.simulate(placement);
-      method = "policy:" + policy->entry.name;
-      std::lock_guard<std::mutex> lock(p->memo_mutex);
-      if (p->policy_memo.size() >= 64) p->policy_memo.clear();  // bounded: a few policies x seeds
-      p->policy_memo[memo_key] = {placement, result, ""};
-    } catch (const RequestError&) {
-      throw;
-    } catch (const InputError& e) {
-      // The policy cannot place this graph/cluster (e.g. trained for another device count).
-      if (!r.policy.empty()) throw RequestError(codes::kBadRequest, "policy", "policy '" + policy->entry.name + "': " + e.what());
-      note = "default policy '" + policy->entry.name + "' not applicable (" + e.what() + "); used the best baseline";
-    } catch (const NoFeasiblePlacement& e) {
-      note = "policy '" + policy->entry.name + "' found no feasible placement: " + e.what();
-    }
+        Environment env(p->graph, p->cluster, simulated_env());
+        PlaceResult pr =
+            policy->policy->place(place_context(p->graph, p->cluster, env, r.seed, seconds_left(deadline)));
+        placement = std::move(pr.placement);
+        result = env.simulate(placement);
+        method = "policy:" + policy->entry.name;
+        std::lock_guard<std::mutex> lock(p->memo_mutex);
+        if (p->policy_memo.size() >= 64) p->policy_memo.clear();  // bounded: a few policies x seeds
+        p->policy_memo[memo_key] = {placement, result, ""};
+      } catch (const RequestError&) {
+        throw;
+      } catch (const InputError& e) {
+        // The policy cannot place this graph/cluster (e.g. trained for another device count).
+        if (!r.policy.empty())
+          throw RequestError(codes::kBadRequest, "policy", "policy '" + policy->entry.name + "': " + e.what());
+        note = "default policy '" + policy->entry.name + "' not applicable (" + e.what() + "); used the best baseline";
+      } catch (const NoFeasiblePlacement& e) {
+        note = "policy '" + policy->entry.name + "' found no feasible placement: " + e.what();
+      }
   }
   if (method.empty() || !result.ok()) {
     if (p->best < 0) {
       std::string why;
-      for (const auto& b : p->baselines) why += (why.empty() ? "" : "; ") + b.method + ": " + (b.error.empty() ? b.result.message : b.error);
+      for (const auto& b : p->baselines)
+        why += (why.empty() ? "" : "; ") + b.method + ": " + (b.error.empty() ? b.result.message : b.error);
       throw RequestError(codes::kNoFeasible, "", "no placement fits this cluster: " + why);
     }
     const auto& b = p->baselines[p->best];
@@ -427,8 +446,7 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
         result = refined;
         method += "+local_search";
       }
-    } catch (const NoFeasiblePlacement&) {
-    }
+    } catch (const NoFeasiblePlacement&) {}
   }
   JsonOut o;
   o.begin().field("graph", p->graph.name).field("ops", p->graph.size()).field("cluster", p->cluster.name);

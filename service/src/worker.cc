@@ -33,7 +33,7 @@ struct HeldProblem {
   std::shared_ptr<Environment> env;
   bool measured = false;
   int32_t ops = 0;
-  std::string error;                // could not build: every task of it answers this
+  std::string error;  // could not build: every task of it answers this
 };
 
 struct Job {
@@ -52,7 +52,8 @@ class WorkerRun {
       : endpoint_(std::move(endpoint)), o_(std::move(options)), stop_(stop) {
     for (const Device& d : parse_device_list(o_.devices).devices) devices_.push_back(d.name);
     if (o_.threads < 1 || o_.threads > 256) throw InputError("worker: --threads must be in 1..256");
-    if (o_.heartbeat_ms < 10 || o_.liveness < 1) throw InputError("worker: heartbeat_ms must be >= 10 and liveness >= 1");
+    if (o_.heartbeat_ms < 10 || o_.liveness < 1)
+      throw InputError("worker: heartbeat_ms must be >= 10 and liveness >= 1");
     if (o_.name.empty()) {
       char host[256] = {0};
       gethostname(host, sizeof host - 1);
@@ -95,8 +96,8 @@ bool WorkerRun::send(std::initializer_list<std::string_view> frames) {
     size_t i = 0;
     for (std::string_view f : frames) {
       const bool last = ++i == frames.size();
-      if (!socket_.send(zmq::buffer(f.data(), f.size()), (last ? zmq::send_flags::none : zmq::send_flags::sndmore) |
-                                                             zmq::send_flags::dontwait))
+      if (!socket_.send(zmq::buffer(f.data(), f.size()),
+                        (last ? zmq::send_flags::none : zmq::send_flags::sndmore) | zmq::send_flags::dontwait))
         return false;
     }
     return true;
@@ -151,7 +152,8 @@ void WorkerRun::build(HeldProblem& p) {
   const RewardMode mode = parse_reward_mode(p.frames[0]);
   if (mode == RewardMode::Hybrid) throw InputError("hybrid is not a worker mode");
   int64_t warmup = 0, steps = 0;
-  if (!parse_int(p.frames[1], &warmup) || !parse_int(p.frames[2], &steps)) throw InputError("malformed measure settings");
+  if (!parse_int(p.frames[1], &warmup) || !parse_int(p.frames[2], &steps))
+    throw InputError("malformed measure settings");
   Graph graph = graph_from_json(p.frames[3]);
   Cluster cluster = cluster_from_json(p.frames[4]);
   if (mode == RewardMode::Measured) {
@@ -237,7 +239,8 @@ void WorkerRun::evaluate_loop() {
       }
     }
     Reply reply = evaluate(job);
-    if (o_.verbose) say("task " + job.id + " " + (reply.command == kResult ? "done" : reply.command + ": " + reply.payload));
+    if (o_.verbose)
+      say("task " + job.id + " " + (reply.command == kResult ? "done" : reply.command + ": " + reply.payload));
     {
       std::lock_guard<std::mutex> lock(mu_);
       replies_.push_back(std::move(reply));
@@ -286,8 +289,10 @@ WorkerStats WorkerRun::run() {
     }
     for (const Reply& r : replies) {
       if (r.generation != generation) continue;  // for a connection we gave up: the pool re-sent it
-      if (r.command == kResult) ++stats_.tasks;
-      else if (r.command == kError) ++stats_.errors;
+      if (r.command == kResult)
+        ++stats_.tasks;
+      else if (r.command == kError)
+        ++stats_.errors;
       send({kVersion, r.command, r.id, r.payload});
     }
     const auto now = Clock::now();

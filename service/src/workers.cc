@@ -27,19 +27,19 @@ using namespace wire;
 using std::chrono::milliseconds;
 
 struct PoolProblem final : RemoteProblem {
-  const void* owner = nullptr;        // the pool that prepared it
+  const void* owner = nullptr;  // the pool that prepared it
   std::string key;
-  std::vector<std::string> frames;    // mode, warmup, steps, graph, cluster, profile
+  std::vector<std::string> frames;  // mode, warmup, steps, graph, cluster, profile
   bool measured = false;
-  std::vector<std::string> needs;     // device names a measuring worker must have
-  std::string describe;               // for messages
+  std::vector<std::string> needs;  // device names a measuring worker must have
+  std::string describe;            // for messages
   int32_t ops = 0;
 };
 
 struct Batch {
   std::vector<StepResult> results;
   size_t remaining = 0;
-  std::string error;                  // non-empty: the batch failed
+  std::string error;  // non-empty: the batch failed
 };
 
 struct Task {
@@ -47,17 +47,17 @@ struct Task {
   size_t index = 0;
   const PoolProblem* problem = nullptr;  // the caller of evaluate() holds it until the task is gone
   std::string placement;
-  int attempts = 0;                   // workers lost while holding it
-  bool lost = false;                  // next send is a re-send
+  int attempts = 0;   // workers lost while holding it
+  bool lost = false;  // next send is a re-send
   Clock::time_point queued_since;
 };
 
 struct Worker {
-  std::string identity;               // ROUTER routing id
+  std::string identity;  // ROUTER routing id
   std::string name;
   std::vector<std::string> devices;
   int slots = 1;
-  Clock::duration patience{};         // silence before it counts as lost
+  Clock::duration patience{};  // silence before it counts as lost
   Clock::time_point expiry;
   std::set<uint64_t> in_flight;
   std::unordered_set<std::string> problems;  // keys it has been sent
@@ -127,8 +127,9 @@ struct WorkerPool::Impl {
       if (t == tasks.end()) continue;
       Task& task = t->second;
       if (lost && ++task.attempts >= options.max_attempts) {
-        fail(*task.batch, "a placement of " + task.problem->describe + " was lost with " + std::to_string(task.attempts) +
-                              " workers in a row (the last: " + w.label() + "); is it crashing them?");
+        fail(*task.batch, "a placement of " + task.problem->describe + " was lost with " +
+                              std::to_string(task.attempts) + " workers in a row (the last: " + w.label() +
+                              "); is it crashing them?");
         continue;
       }
       task.lost = true;
@@ -136,9 +137,12 @@ struct WorkerPool::Impl {
       queue.push_front(*id);
       ++requeued;
     }
-    say("worker " + w.label() + " " + why + (requeued ? "; " + std::to_string(requeued) + " task(s) sent to others" : ""));
-    if (lost) ++stats.workers_lost;
-    else ++stats.workers_left;
+    say("worker " + w.label() + " " + why +
+        (requeued ? "; " + std::to_string(requeued) + " task(s) sent to others" : ""));
+    if (lost)
+      ++stats.workers_lost;
+    else
+      ++stats.workers_left;
     workers.erase(it);
     changed.notify_all();
   }
@@ -166,7 +170,8 @@ struct WorkerPool::Impl {
     if (parts.size() < 3) return;
     const std::string identity = parts[0].to_string();
     if (parts[1].to_string_view() != kVersion) {
-      say("a peer speaking '" + parts[1].to_string().substr(0, 16) + "' (not " + std::string(kVersion) + ") was ignored");
+      say("a peer speaking '" + parts[1].to_string().substr(0, 16) + "' (not " + std::string(kVersion) +
+          ") was ignored");
       return;
     }
     const std::string_view command = parts[2].to_string_view();
@@ -195,7 +200,8 @@ struct WorkerPool::Impl {
           if (--task.batch->remaining == 0) changed.notify_all();
           tasks.erase(t);
         } catch (const std::exception& e) {
-          fail(*task.batch, "worker " + (w ? w->label() : std::string("(unregistered)")) + " sent a malformed result: " + e.what());
+          fail(*task.batch,
+               "worker " + (w ? w->label() : std::string("(unregistered)")) + " sent a malformed result: " + e.what());
         }
       } else if (command == kError) {
         fail(*t->second.batch, "worker " + (w ? w->label() : std::string("(unregistered)")) + " cannot evaluate " +
@@ -240,8 +246,8 @@ struct WorkerPool::Impl {
       bool ok = true;
       const PoolProblem& p = *task.problem;
       if (!w->problems.count(p.key)) {
-        ok = send(w->identity, {kVersion, kProblem, p.key, p.frames[0], p.frames[1], p.frames[2], p.frames[3], p.frames[4],
-                                p.frames[5]});
+        ok = send(w->identity, {kVersion, kProblem, p.key, p.frames[0], p.frames[1], p.frames[2], p.frames[3],
+                                p.frames[4], p.frames[5]});
         if (ok) {
           w->problems.insert(p.key);
           ++stats.problems_sent;
@@ -263,9 +269,12 @@ struct WorkerPool::Impl {
   void expire(Clock::time_point now) {
     for (auto it = workers.begin(); it != workers.end();) {
       auto next = std::next(it);
-      if (it->second.unreachable) drop_worker(it, "is unreachable", true);
+      if (it->second.unreachable)
+        drop_worker(it, "is unreachable", true);
       else if (now > it->second.expiry)
-        drop_worker(it, "was lost (silent for " + ms_text(std::chrono::duration<double>(it->second.patience).count()) + ")", true);
+        drop_worker(it,
+                    "was lost (silent for " + ms_text(std::chrono::duration<double>(it->second.patience).count()) + ")",
+                    true);
       it = next;
     }
   }
@@ -282,8 +291,10 @@ struct WorkerPool::Impl {
       for (const auto& [wid, w] : workers) live.push_back(w.label());
       std::string message = "no worker able to evaluate " + p.describe + " for " + ms_text(options.worker_wait_s) +
                             " (live workers: " + (live.empty() ? std::string("none") : join(live, ", ")) + ")";
-      if (p.measured) message += "; measured tasks need a worker with devices " + join(p.needs) + " (placer worker --devices ...)";
-      else message += "; start one with: placer worker --connect " + endpoint;
+      if (p.measured)
+        message += "; measured tasks need a worker with devices " + join(p.needs) + " (placer worker --devices ...)";
+      else
+        message += "; start one with: placer worker --connect " + endpoint;
       fail(*t->second.batch, message);
     }
   }
@@ -352,11 +363,16 @@ std::string WorkerPool::endpoint() const { return impl_->endpoint; }
 
 std::shared_ptr<const RemoteProblem> WorkerPool::prepare(const Graph& graph, const Cluster& cluster,
                                                          const RemoteSettings& settings) {
-  if (settings.mode == RewardMode::Hybrid) throw InputError("workers: hybrid mode is not a remote mode (send its measurements as measured)");
+  if (settings.mode == RewardMode::Hybrid)
+    throw InputError("workers: hybrid mode is not a remote mode (send its measurements as measured)");
   auto p = std::make_shared<PoolProblem>();
   p->owner = this;
-  p->frames = {reward_mode_name(settings.mode), std::to_string(settings.measure_warmup), std::to_string(settings.measure_steps),
-               graph_to_json(graph), cluster_to_json(cluster), settings.profile ? profile_to_json(*settings.profile) : ""};
+  p->frames = {reward_mode_name(settings.mode),
+               std::to_string(settings.measure_warmup),
+               std::to_string(settings.measure_steps),
+               graph_to_json(graph),
+               cluster_to_json(cluster),
+               settings.profile ? profile_to_json(*settings.profile) : ""};
   p->key = content_key(p->frames);
   p->measured = settings.mode == RewardMode::Measured;
   for (const Device& d : cluster.devices) p->needs.push_back(d.name);

@@ -24,16 +24,16 @@ using Clock = std::chrono::steady_clock;
 
 // Every message starts with the protocol version frame, then a command.
 constexpr std::string_view kVersion = "PLW1";
-constexpr std::string_view kReady = "READY";          // worker: name, devices, slots, heartbeat_ms
-constexpr std::string_view kHeartbeat = "HEARTBEAT";  // both ways
-constexpr std::string_view kProblem = "PROBLEM";      // pool: key, mode, warmup, steps, graph, cluster, profile
-constexpr std::string_view kTask = "TASK";            // pool: task id, key, placement
-constexpr std::string_view kResult = "RESULT";        // worker: task id, step result JSON
-constexpr std::string_view kError = "ERROR";          // worker: task id, message
-constexpr std::string_view kNeed = "NEED";            // worker: task id, key (problem not held)
-constexpr std::string_view kBye = "BYE";              // worker: leaving
+constexpr std::string_view kReady = "READY";            // worker: name, devices, slots, heartbeat_ms
+constexpr std::string_view kHeartbeat = "HEARTBEAT";    // both ways
+constexpr std::string_view kProblem = "PROBLEM";        // pool: key, mode, warmup, steps, graph, cluster, profile
+constexpr std::string_view kTask = "TASK";              // pool: task id, key, placement
+constexpr std::string_view kResult = "RESULT";          // worker: task id, step result JSON
+constexpr std::string_view kError = "ERROR";            // worker: task id, message
+constexpr std::string_view kNeed = "NEED";              // worker: task id, key (problem not held)
+constexpr std::string_view kBye = "BYE";                // worker: leaving
 constexpr std::string_view kDisconnect = "DISCONNECT";  // pool: unknown worker, register again
-constexpr size_t kProblemFrames = 6;                  // mode .. profile
+constexpr size_t kProblemFrames = 6;                    // mode .. profile
 
 // Wakes a zmq_poll from another thread: a pipe the poll also watches.
 class Waker {
@@ -53,8 +53,7 @@ class Waker {
   }
   void drain() {
     char buf[256];
-    while (read(fds_[0], buf, sizeof buf) > 0) {
-    }
+    while (read(fds_[0], buf, sizeof buf) > 0) {}
   }
   int fd() const { return fds_[0]; }
 
@@ -96,8 +95,8 @@ inline bool parse_int(const std::string& text, int64_t* out) {
 inline std::string content_key(const std::vector<std::string>& frames) {
   uint64_t a = 14695981039346656037ull, b = 0x9e3779b97f4a7c15ull;
   auto add = [&](unsigned char c) {
-    a = (a ^ c) * 1099511628211ull;                    // FNV-1a
-    b = ((b << 5) | (b >> 59)) ^ c;                    // rotate-xor-multiply
+    a = (a ^ c) * 1099511628211ull;  // FNV-1a
+    b = ((b << 5) | (b >> 59)) ^ c;  // rotate-xor-multiply
     b *= 0xff51afd7ed558ccdull;
   };
   for (const auto& f : frames) {
@@ -106,7 +105,8 @@ inline std::string content_key(const std::vector<std::string>& frames) {
     for (char c : f) add(static_cast<unsigned char>(c));
   }
   char buf[33];
-  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a), static_cast<unsigned long long>(b));
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(a),
+                static_cast<unsigned long long>(b));
   return buf;
 }
 

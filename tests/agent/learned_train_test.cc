@@ -194,7 +194,8 @@ TEST(LearnedTrain, ResumedRunContinuesIdentically) {
     EXPECT_EQ(b.best_step_s, a.best_step_s);
     EXPECT_EQ(b.best_found_at_sample, a.best_found_at_sample);
     EXPECT_EQ(b.best_placement.device, a.best_placement.device);
-    EXPECT_EQ(csv_without_timing(straight.output_dir + "/train.csv"), csv_without_timing(split.output_dir + "/train.csv"))
+    EXPECT_EQ(csv_without_timing(straight.output_dir + "/train.csv"),
+              csv_without_timing(split.output_dir + "/train.csv"))
         << algo;
     // Same weights: the greedy decodes agree.
     const Graph g = two_chains(3);
@@ -234,7 +235,8 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "graph2: 1\n", "graph2: unknown field");
   expect_error("name: x\ncluster: k80x2\n", "graph: missing");
   expect_error("name: x\ngraph: {builder: mlp, file: a.json}\ncluster: k80x2\n", "graph: give exactly one");
-  expect_error("name: x\ngraph: {builder: mlp, options: {layers: two}}\ncluster: k80x2\n", "graph.options.layers: expected an integer");
+  expect_error("name: x\ngraph: {builder: mlp, options: {layers: two}}\ncluster: k80x2\n",
+               "graph.options.layers: expected an integer");
   expect_error("name: [x\n", "not valid YAML/JSON");
   // Method names are checked when training starts.
   TrainConfig c = parse_train_config(ok + "warm_start: {methods: [fastest]}\n", "ok.yaml");
@@ -242,11 +244,13 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
     train(c, nullptr, quiet());
     ADD_FAILURE() << "unknown warm start method accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("warm_start.methods: unknown method 'fastest'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("warm_start.methods: unknown method 'fastest'"), std::string::npos)
+        << e.what();
   }
   // JSON works too.
   const TrainConfig j = parse_train_config(R"({"name": "j", "graph": {"builder": "mlp"}, "cluster": "k80x4",
-      "train": {"updates": 5, "lr": 0.5}})", "j.json");
+      "train": {"updates": 5, "lr": 0.5}})",
+                                           "j.json");
   EXPECT_EQ(j.updates, 5);
   EXPECT_EQ(j.lr, 0.5);
   EXPECT_EQ(j.output_dir, "runs/j");
@@ -276,7 +280,8 @@ TEST(LearnedTrain, MalformedCheckpointsNameTheFile) {
     place_with_checkpoint(run, ctx);
     ADD_FAILURE() << "garbage checkpoint accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(run + "/checkpoint.pt: not a readable checkpoint"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(run + "/checkpoint.pt: not a readable checkpoint"), std::string::npos)
+        << e.what();
   }
   TrainConfig c = parse_train_config(config_text(f, run, 2), "test");
   TrainControls resume = quiet();

@@ -227,8 +227,8 @@ TEST(PlacersTiny, NoFeasiblePlacementNamesTheOp) {
 
 TEST(Placers, RegistryListsEveryMethodAndRejectsUnknown) {
   const auto names = placer_names();
-  for (const char* m : {"single", "round_robin", "random", "expert", "mincut", "m_topo", "m_etf", "m_sct", "heft",
-                        "dp", "ilp", "local_search"})
+  for (const char* m : {"single", "round_robin", "random", "expert", "mincut", "m_topo", "m_etf", "m_sct", "heft", "dp",
+                        "ilp", "local_search"})
     EXPECT_NE(std::find(names.begin(), names.end(), m), names.end()) << m;
   try {
     make_placer("magic");
@@ -240,11 +240,17 @@ TEST(Placers, RegistryListsEveryMethodAndRejectsUnknown) {
 
 BuilderOptions small(const std::string& name) {
   BuilderOptions o;
-  if (name == "rnnlm" || name == "nmt") o.values = {{"layers", 2}, {"hidden", 64}, {"steps", 3}, {"batch", 8}, {"vocab", 100}};
-  else if (name == "transformer") o.values = {{"layers", 2}, {"dec_layers", 1}, {"d_model", 32}, {"heads", 2}, {"ffn", 64}, {"seq", 8}, {"batch", 4}, {"vocab", 100}};
-  else if (name == "inception_v3") o.values = {{"batch", 2}, {"image", 75}, {"classes", 10}, {"width_div", 8}};
-  else if (name == "resnet") o.values = {{"batch", 2}, {"image", 32}, {"classes", 10}, {"width_div", 8}};
-  else if (name == "mlp") o.values = {{"batch", 8}, {"input", 32}, {"width", 32}, {"classes", 10}, {"layers", 3}};
+  if (name == "rnnlm" || name == "nmt")
+    o.values = {{"layers", 2}, {"hidden", 64}, {"steps", 3}, {"batch", 8}, {"vocab", 100}};
+  else if (name == "transformer")
+    o.values = {{"layers", 2}, {"dec_layers", 1}, {"d_model", 32}, {"heads", 2},
+                {"ffn", 64},   {"seq", 8},        {"batch", 4},    {"vocab", 100}};
+  else if (name == "inception_v3")
+    o.values = {{"batch", 2}, {"image", 75}, {"classes", 10}, {"width_div", 8}};
+  else if (name == "resnet")
+    o.values = {{"batch", 2}, {"image", 32}, {"classes", 10}, {"width_div", 8}};
+  else if (name == "mlp")
+    o.values = {{"batch", 8}, {"input", 32}, {"width", 32}, {"classes", 10}, {"layers", 3}};
   return o;
 }
 
@@ -290,10 +296,18 @@ TEST(Placers, ExpertPutsLstmLayersOnTheirOwnDevices) {
     const Op& op = graph.op(OpId(static_cast<int32_t>(i)));
     if (op.phase != Phase::Forward) continue;
     const int d = r.placement.device_of[i].value;
-    if (op.layer == "enc_lstm0" || op.layer == "dec_lstm0") { EXPECT_EQ(d, 0) << op.name; }
-    if (op.layer == "enc_lstm1" || op.layer == "dec_lstm1") { EXPECT_EQ(d, 1) << op.name; }
-    if (op.layer == "attention") { EXPECT_EQ(d, 2) << op.name; }
-    if (op.layer == "softmax") { EXPECT_EQ(d, 3) << op.name; }
+    if (op.layer == "enc_lstm0" || op.layer == "dec_lstm0") {
+      EXPECT_EQ(d, 0) << op.name;
+    }
+    if (op.layer == "enc_lstm1" || op.layer == "dec_lstm1") {
+      EXPECT_EQ(d, 1) << op.name;
+    }
+    if (op.layer == "attention") {
+      EXPECT_EQ(d, 2) << op.name;
+    }
+    if (op.layer == "softmax") {
+      EXPECT_EQ(d, 3) << op.name;
+    }
   }
 }
 
@@ -316,15 +330,15 @@ TEST(Placers, SeededRandomAndLocalSearchAreDeterministic) {
 TEST(Placers, ListSchedulersPlanWhatTheSimulatorMeasures) {
   BuilderOptions nmt;
   nmt.values = {{"layers", 2}, {"hidden", 512}, {"steps", 12}, {"batch", 32}, {"vocab", 8000}};
-  for (const auto& [graph, preset] : {std::pair{build_graph("nmt", nmt), "k80x4"},
-                                      std::pair{build_graph("inception_v3", {}), "p100x4"}}) {
+  for (const auto& [graph, preset] :
+       {std::pair{build_graph("nmt", nmt), "k80x4"}, std::pair{build_graph("inception_v3", {}), "p100x4"}}) {
     const Cluster cluster = cluster_preset(preset);
     Environment env(graph, cluster);
     for (const char* method : {"m_topo", "m_etf", "m_sct", "heft"}) {
       const PlaceResult r = run(method, graph, cluster, env);
       const double planned = r.stats.at("model_makespan_s"), simulated = step_of(env, r);
-      EXPECT_NEAR(simulated / planned, 1.0, 0.2) << method << " on " << graph.name << " " << preset << ": planned " << planned
-                                                 << " s, simulated " << simulated << " s";
+      EXPECT_NEAR(simulated / planned, 1.0, 0.2) << method << " on " << graph.name << " " << preset << ": planned "
+                                                 << planned << " s, simulated " << simulated << " s";
     }
   }
 }
@@ -369,7 +383,8 @@ TEST(Placers, CoarsenedProblemsAreAcyclicOverAllEdges) {
     g.group_of[v] = 2 * chunk + (forward || chunk == 3 ? 0 : 1);
     g.members[g.group_of[v]].push_back(OpId(v));
   }
-  g.members.erase(std::remove_if(g.members.begin(), g.members.end(), [](const auto& m) { return m.empty(); }), g.members.end());
+  g.members.erase(std::remove_if(g.members.begin(), g.members.end(), [](const auto& m) { return m.empty(); }),
+                  g.members.end());
   for (int32_t i = 0; i < g.size(); ++i)
     for (OpId v : g.members[i]) g.group_of[v.value] = i;
   std::vector<int32_t> unit_of_op;

@@ -114,7 +114,7 @@ TEST(CostModel, ContendedTimesMakeCpuDevicesOneContentionGroup) {
     EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(d)), 0.31);
     EXPECT_DOUBLE_EQ(m.contended_seconds(OpId(1), DeviceId(d)), 0.51);
     EXPECT_DOUBLE_EQ(m.contended_seconds(OpId(0), DeviceId(d)), 0.0);  // inputs stay free
-    EXPECT_DOUBLE_EQ(m.copy_contention(DeviceId(d)), 0.51 / 0.31);  // the (one) op's ratio
+    EXPECT_DOUBLE_EQ(m.copy_contention(DeviceId(d)), 0.51 / 0.31);     // the (one) op's ratio
   }
   // A contended time below the alone time (noise) is taken as the alone time.
   p.ops[0].contended_seconds = 0.2;

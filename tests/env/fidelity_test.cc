@@ -49,7 +49,8 @@ TEST(Fidelity, DiversePlacementsKeepGroupsAndAreDistinct) {
     for (int k = 0; k < 4; ++k) EXPECT_EQ(p.device_of[10 * k], p.device_of[10 * k + 1]);
   }
   EXPECT_EQ(hashes.size(), 30u);
-  for (const char* k : {"single", "round_robin", "split", "blocks", "random", "perturbed"}) EXPECT_TRUE(kinds.count(k)) << k;
+  for (const char* k : {"single", "round_robin", "split", "blocks", "random", "perturbed"})
+    EXPECT_TRUE(kinds.count(k)) << k;
   // Deterministic in the seed.
   EXPECT_EQ(diverse_placements(g, 2, 30, 5)[29].second, ps[29].second);
 }
@@ -96,7 +97,8 @@ TEST(Fidelity, ReportReadsBackFromItsJsonWithTheRetestFigure) {
         "calibrated_fraction": 1, "per_op_overhead_s": 0, "failed": 0, "points": [{"kind": "single"}]})");
     ADD_FAILURE() << "a point without times was accepted";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("points[0]: field 'measured_s' must be a number"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("points[0]: field 'measured_s' must be a number"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -5,7 +5,6 @@
 
 #include <gtest/gtest.h>
 
-
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/builders.h"

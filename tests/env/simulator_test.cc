@@ -194,7 +194,7 @@ TEST(Simulator, CopiesWithinAHostSlowDownWhileTheOtherDeviceIsBusy) {
   add(g, "c", {{a, 0}}, {4});
   CostModel m = CostModel::uniform(3, 2, 1.0);
   set_costs(m, {1.0, 4.0, 1.0});
-  m.set_link(DeviceId(0), DeviceId(1), 0.0, 1000.0);  // the copy of a: 1 s alone
+  m.set_link(DeviceId(0), DeviceId(1), 0.0, 1000.0);   // the copy of a: 1 s alone
   m.set_contention_group({DeviceId(0), DeviceId(1)});  // ops: contended = alone
   m.set_copy_contention(DeviceId(1), 2.0);
   std::vector<TimelineEvent> tl;
@@ -216,7 +216,7 @@ TEST(Simulator, LowestReadyOpIdRunsFirst) {
   Graph g;
   const OpId a = add(g, "a", {}, {4});
   const OpId b = add(g, "b", {}, {4});  // ready at 0 with a
-  add(g, "c", {{a, 0}}, {4});         // ready at 1, lower id than d
+  add(g, "c", {{a, 0}}, {4});           // ready at 1, lower id than d
   add(g, "d", {{b, 0}}, {4});
   CostModel m = CostModel::uniform(4, 1, 1.0);
   std::vector<TimelineEvent> tl;

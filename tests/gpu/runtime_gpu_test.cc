@@ -17,8 +17,8 @@ namespace {
 
 using namespace rt_test;
 
-#define REQUIRE_GPU()                                                 \
-  do {                                                                \
+#define REQUIRE_GPU()                                                  \
+  do {                                                                 \
     if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU visible here"; \
   } while (0)
 

@@ -27,17 +27,15 @@ std::vector<OpId> ids(std::initializer_list<int32_t> values) {
 Graph diamond() {
   Graph g;
   g.name = "diamond";
-  OpId a = g.add_op(make_op("a", op_types::kInput, {}, {f32({10})}));                   // 40 bytes
+  OpId a = g.add_op(make_op("a", op_types::kInput, {}, {f32({10})}));  // 40 bytes
   OpId b = g.add_op(make_op("b", "aten::relu", {{a, 0}}, {f32({10})}, 10));
-  OpId c = g.add_op(make_op("c", "aten::tanh", {{a, 0}}, {f32({20})}, 20));               // 80 bytes
+  OpId c = g.add_op(make_op("c", "aten::tanh", {{a, 0}}, {f32({20})}, 20));  // 80 bytes
   g.add_op(make_op("d", "custom::join", {{b, 0}, {c, 0}}, {f32({5})}, 5));
   g.add_op(make_op("e", op_types::kInput, {}, {f32({1})}));
   return g;
 }
 
-TEST(Algorithms, TopologicalOrderIsIdOrder) {
-  EXPECT_EQ(topological_order(diamond()), ids({0, 1, 2, 3, 4}));
-}
+TEST(Algorithms, TopologicalOrderIsIdOrder) { EXPECT_EQ(topological_order(diamond()), ids({0, 1, 2, 3, 4})); }
 
 TEST(Algorithms, AncestorsAndDescendants) {
   const Graph g = diamond();
@@ -130,7 +128,8 @@ void expect_valid_coarsening(const Graph& g, const Grouping& c, int32_t k) {
 Graph chain(int n) {
   Graph g;
   OpId prev = g.add_op(make_op("op0", op_types::kInput, {}, {f32({8})}));
-  for (int i = 1; i < n; ++i) prev = g.add_op(make_op("op" + std::to_string(i), "aten::relu", {{prev, 0}}, {f32({8})}, 1));
+  for (int i = 1; i < n; ++i)
+    prev = g.add_op(make_op("op" + std::to_string(i), "aten::relu", {{prev, 0}}, {f32({8})}, 1));
   return g;
 }
 

@@ -227,9 +227,9 @@ int execute(const Graph& g) {
       for (size_t j = 0; j < fwd_out.size(); ++j) {
         if (!fwd_out[j].requires_grad()) continue;
         outs.push_back(fwd_out[j]);
-        grads.push_back(seeds[j].defined() ? seeds[j]
-                                           : (op.forward == *loss ? at::ones_like(fwd_out[j])
-                                                                  : at::zeros_like(fwd_out[j])));
+        grads.push_back(seeds[j].defined()
+                            ? seeds[j]
+                            : (op.forward == *loss ? at::ones_like(fwd_out[j]) : at::zeros_like(fwd_out[j])));
       }
       auto result = torch::autograd::grad(outs, wrt, grads, /*retain_graph=*/false, /*create_graph=*/false,
                                           /*allow_unused=*/true);
@@ -300,7 +300,7 @@ void MlpCountsAndFlopsByHand() {
   EXPECT_DOUBLE_EQ(fwd, 3620.0);
   EXPECT_DOUBLE_EQ(t.bwd_flops, 2 * fwd);
   const int64_t params = W * I + W + W * W + W + C * W + C;  // 467
-  EXPECT_DOUBLE_EQ(t.sgd_flops, 2.0 * params);                  // one gradient each: 2 flops/element
+  EXPECT_DOUBLE_EQ(t.sgd_flops, 2.0 * params);               // one gradient each: 2 flops/element
   EXPECT_EQ(t.param_bytes, 4 * params);
   EXPECT_EQ(t.layers, (std::set<std::string>{"fc0", "fc1", "fc2", "loss"}));
   check_training_shape(g);
@@ -351,7 +351,9 @@ void RnnlmCountsAndFlopsByHand() {
 }
 
 void RnnlmTrainingStepRunsOnCpu() {
-  EXPECT_EQ(execute(build_graph("rnnlm", opts({{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 4}, {"vocab", 10}}))), 7);
+  EXPECT_EQ(
+      execute(build_graph("rnnlm", opts({{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 4}, {"vocab", 10}}))),
+      7);
 }
 
 // ---- NMT ----------------------------------------------------------------------------
@@ -370,11 +372,11 @@ void NmtCountsAndFlopsByHand() {
   EXPECT_EQ(t.backward, fwd_ops - t.inputs - t.params - 1);
   EXPECT_EQ(t.sgd, t.params);
   const double cell = 2.0 * B * 4 * H * 2 * H + 9.0 * B * H;
-  const double attention_step = 2.0 * B * S * H      // scores bmm
-                                + 3.0 * B * S        // softmax
-                                + 2.0 * B * H * S    // context bmm
+  const double attention_step = 2.0 * B * S * H        // scores bmm
+                                + 3.0 * B * S          // softmax
+                                + 2.0 * B * H * S      // context bmm
                                 + 2.0 * B * H * 2 * H  // combine addmm
-                                + 1.0 * B * H;       // tanh
+                                + 1.0 * B * H;         // tanh
   const double step_softmax = 2.0 * B * V * H + 3.0 * B * V;
   const double fwd = 2 * L * S * cell + S * attention_step + S * step_softmax + S;
   EXPECT_DOUBLE_EQ(fwd, 59319.0);
@@ -385,7 +387,8 @@ void NmtCountsAndFlopsByHand() {
                                     (S + 1.0) * (H * V + V));
   EXPECT_EQ(t.param_bytes, 4 * (2 * V * H + 2 * L * int64_t(lstm_params) + 2 * H * H + H + H * V + V));
   std::set<std::string> layers{"embedding", "attention", "softmax"};
-  for (int64_t l = 0; l < L; ++l) layers.insert("enc_lstm" + std::to_string(l)), layers.insert("dec_lstm" + std::to_string(l));
+  for (int64_t l = 0; l < L; ++l)
+    layers.insert("enc_lstm" + std::to_string(l)), layers.insert("dec_lstm" + std::to_string(l));
   EXPECT_EQ(t.layers, layers);
   // The decoder starts from the encoder's final state.
   const Op& first_dec = g.op(*g.find("dec_lstm1/t0/keep"));
@@ -395,15 +398,22 @@ void NmtCountsAndFlopsByHand() {
 }
 
 void NmtTrainingStepRunsOnCpu() {
-  EXPECT_EQ(execute(build_graph("nmt", opts({{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 4}, {"vocab", 10}}))), 14);
+  EXPECT_EQ(
+      execute(build_graph("nmt", opts({{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 4}, {"vocab", 10}}))), 14);
 }
 
 // ---- Transformer -----------------------------------------------------------------------
 
 void TransformerCountsAndFlopsByHand() {
   const int64_t N = 2, M = 1, D = 16, h = 2, F = 32, S = 5, B = 2, V = 11;
-  Graph g = build_graph("transformer", opts({{"layers", N}, {"dec_layers", M}, {"d_model", D}, {"heads", h},
-                                             {"ffn", F}, {"seq", S}, {"batch", B}, {"vocab", V}}));
+  Graph g = build_graph("transformer", opts({{"layers", N},
+                                             {"dec_layers", M},
+                                             {"d_model", D},
+                                             {"heads", h},
+                                             {"ffn", F},
+                                             {"seq", S},
+                                             {"batch", B},
+                                             {"vocab", V}}));
   Tally t = tally(g);
   const int64_t fwd_ops = 5 + 39 * N + 5 + 70 * M + 6;
   EXPECT_EQ(t.ops - t.backward - t.sgd, fwd_ops);
@@ -430,16 +440,30 @@ void TransformerCountsAndFlopsByHand() {
   EXPECT_EQ(t.by_type["aten::layer_norm"], 2 * N + 3 * M);
   EXPECT_EQ(t.layers, (std::set<std::string>{"embedding", "layer0", "layer1", "dec_layer0", "head"}));
   // Encoder-only: no target embedding and no decoder layers.
-  Graph enc = build_graph("transformer", opts({{"layers", N}, {"dec_layers", 0}, {"d_model", D}, {"heads", h},
-                                               {"ffn", F}, {"seq", S}, {"batch", B}, {"vocab", V}}, true));
+  Graph enc = build_graph("transformer", opts({{"layers", N},
+                                               {"dec_layers", 0},
+                                               {"d_model", D},
+                                               {"heads", h},
+                                               {"ffn", F},
+                                               {"seq", S},
+                                               {"batch", B},
+                                               {"vocab", V}},
+                                              true));
   EXPECT_EQ(enc.size(), 5 + 39 * N + 6);
   check_training_shape(g);
   check_io(g);
 }
 
 void TransformerTrainingStepRunsOnCpu() {
-  EXPECT_EQ(execute(build_graph("transformer", opts({{"layers", 2}, {"dec_layers", 1}, {"d_model", 16}, {"heads", 2},
-                                                   {"ffn", 32}, {"seq", 5}, {"batch", 2}, {"vocab", 11}}))), 50);
+  EXPECT_EQ(execute(build_graph("transformer", opts({{"layers", 2},
+                                                     {"dec_layers", 1},
+                                                     {"d_model", 16},
+                                                     {"heads", 2},
+                                                     {"ffn", 32},
+                                                     {"seq", 5},
+                                                     {"batch", 2},
+                                                     {"vocab", 11}}))),
+            50);
 }
 
 // ---- Inception-V3 ----------------------------------------------------------------------
@@ -473,8 +497,8 @@ void InceptionCountsByHand() {
   // 6 ops per BasicConv2d (3 params, conv, bn, relu). Stem 5 convs + 2 pools;
   // A: 7 convs + pool + cat; B: 4 + pool + cat; C: 10 + pool + cat;
   // D: 6 + pool + cat; E: 9 + 2 inner cats + pool + cat; head 7; image 1.
-  const int64_t fwd = 1 + (6 * 5 + 2) + 3 * (6 * 7 + 2) + (6 * 4 + 2) + 4 * (6 * 10 + 2) + (6 * 6 + 2) +
-                      2 * (6 * 9 + 4) + 7;
+  const int64_t fwd =
+      1 + (6 * 5 + 2) + 3 * (6 * 7 + 2) + (6 * 4 + 2) + 4 * (6 * 10 + 2) + (6 * 6 + 2) + 2 * (6 * 9 + 4) + 7;
   EXPECT_EQ(fwd, 600);
   const int64_t params = 3 * 94 + 2;
   EXPECT_EQ(t.params, params);
@@ -483,9 +507,9 @@ void InceptionCountsByHand() {
   EXPECT_EQ(t.ops, fwd + (fwd - 2 - params) + params);
   EXPECT_EQ(t.ops, 1198);
   EXPECT_EQ(t.by_type["aten::cat"], 11 + 4);
-  for (const char* layer : {"stem", "mixed_5b/branch1x1", "mixed_5b/branch5x5", "mixed_5b/branch3x3dbl",
-                            "mixed_5b/branch_pool", "mixed_5b", "mixed_6a/branch3x3", "mixed_6e/branch7x7dbl",
-                            "mixed_7a/branch7x7x3", "mixed_7c/branch3x3", "head"}) {
+  for (const char* layer :
+       {"stem", "mixed_5b/branch1x1", "mixed_5b/branch5x5", "mixed_5b/branch3x3dbl", "mixed_5b/branch_pool", "mixed_5b",
+        "mixed_6a/branch3x3", "mixed_6e/branch7x7dbl", "mixed_7a/branch7x7x3", "mixed_7c/branch3x3", "head"}) {
     EXPECT_TRUE(t.layers.count(layer)) << layer;
   }
   // Channels shrink by width_div: mixed_5b's output has (64+64+96+32)/8 channels.
@@ -495,7 +519,9 @@ void InceptionCountsByHand() {
 }
 
 void InceptionTrainingStepRunsOnCpu() {
-  EXPECT_EQ(execute(build_graph("inception_v3", opts({{"batch", 2}, {"image", 75}, {"width_div", 8}, {"classes", 10}}))), 284);
+  EXPECT_EQ(
+      execute(build_graph("inception_v3", opts({{"batch", 2}, {"image", 75}, {"width_div", 8}, {"classes", 10}}))),
+      284);
 }
 
 // ---- ResNet ----------------------------------------------------------------------------
@@ -542,7 +568,8 @@ void ResnetCountsByHand() {
 }
 
 void ResnetTrainingStepRunsOnCpu() {
-  EXPECT_EQ(execute(build_graph("resnet", opts({{"batch", 2}, {"image", 32}, {"width_div", 16}, {"classes", 10}}))), 161);
+  EXPECT_EQ(execute(build_graph("resnet", opts({{"batch", 2}, {"image", 32}, {"width_div", 16}, {"classes", 10}}))),
+            161);
 }
 
 // ---- Defaults, options, errors ------------------------------------------------------------
@@ -550,12 +577,10 @@ void ResnetTrainingStepRunsOnCpu() {
 void DefaultSizesBuildFastWithExpectedCounts() {
   // Hand-computed training-graph op counts at the default sizes.
   const std::map<std::string, int64_t> expected{
-      {"rnnlm", 538 + 524 + 7},       // 10+4L+12LT+2T forward, L=2 T=20
-      {"nmt", 2350 + 2328 + 14},      // 18+6L+24LS+10S forward, L=2 S=40
-      {"inception_v3", 600 + 314 + 284},
-      {"transformer", 670 + 469 + 198},
-      {"resnet", 339 + 176 + 161},
-      {"mlp", 14 + 6 + 6},
+      {"rnnlm", 538 + 524 + 7},   // 10+4L+12LT+2T forward, L=2 T=20
+      {"nmt", 2350 + 2328 + 14},  // 18+6L+24LS+10S forward, L=2 S=40
+      {"inception_v3", 600 + 314 + 284}, {"transformer", 670 + 469 + 198},
+      {"resnet", 339 + 176 + 161},       {"mlp", 14 + 6 + 6},
   };
   for (const std::string& name : builder_names()) {
     auto start = std::chrono::steady_clock::now();
@@ -610,45 +635,98 @@ void BadOptionsAreInputErrors() {
             std::string::npos);
 }
 
-
 // One test per builder (each test process loads LibTorch, so few large tests run faster).
 TEST(Builders, Mlp) {
-  { SCOPED_TRACE("MlpCountsAndFlopsByHand"); MlpCountsAndFlopsByHand(); }
-  { SCOPED_TRACE("MlpTrainingStepRunsOnCpu"); MlpTrainingStepRunsOnCpu(); }
+  {
+    SCOPED_TRACE("MlpCountsAndFlopsByHand");
+    MlpCountsAndFlopsByHand();
+  }
+  {
+    SCOPED_TRACE("MlpTrainingStepRunsOnCpu");
+    MlpTrainingStepRunsOnCpu();
+  }
 }
 
 TEST(Builders, Rnnlm) {
-  { SCOPED_TRACE("RnnlmCountsAndFlopsByHand"); RnnlmCountsAndFlopsByHand(); }
-  { SCOPED_TRACE("RnnlmTrainingStepRunsOnCpu"); RnnlmTrainingStepRunsOnCpu(); }
+  {
+    SCOPED_TRACE("RnnlmCountsAndFlopsByHand");
+    RnnlmCountsAndFlopsByHand();
+  }
+  {
+    SCOPED_TRACE("RnnlmTrainingStepRunsOnCpu");
+    RnnlmTrainingStepRunsOnCpu();
+  }
 }
 
 TEST(Builders, Nmt) {
-  { SCOPED_TRACE("NmtCountsAndFlopsByHand"); NmtCountsAndFlopsByHand(); }
-  { SCOPED_TRACE("NmtTrainingStepRunsOnCpu"); NmtTrainingStepRunsOnCpu(); }
+  {
+    SCOPED_TRACE("NmtCountsAndFlopsByHand");
+    NmtCountsAndFlopsByHand();
+  }
+  {
+    SCOPED_TRACE("NmtTrainingStepRunsOnCpu");
+    NmtTrainingStepRunsOnCpu();
+  }
 }
 
 TEST(Builders, Transformer) {
-  { SCOPED_TRACE("TransformerCountsAndFlopsByHand"); TransformerCountsAndFlopsByHand(); }
-  { SCOPED_TRACE("TransformerTrainingStepRunsOnCpu"); TransformerTrainingStepRunsOnCpu(); }
+  {
+    SCOPED_TRACE("TransformerCountsAndFlopsByHand");
+    TransformerCountsAndFlopsByHand();
+  }
+  {
+    SCOPED_TRACE("TransformerTrainingStepRunsOnCpu");
+    TransformerTrainingStepRunsOnCpu();
+  }
 }
 
 TEST(Builders, InceptionV3) {
-  { SCOPED_TRACE("InceptionMatchesTorchvision"); InceptionMatchesTorchvision(); }
-  { SCOPED_TRACE("InceptionCountsByHand"); InceptionCountsByHand(); }
-  { SCOPED_TRACE("InceptionTrainingStepRunsOnCpu"); InceptionTrainingStepRunsOnCpu(); }
+  {
+    SCOPED_TRACE("InceptionMatchesTorchvision");
+    InceptionMatchesTorchvision();
+  }
+  {
+    SCOPED_TRACE("InceptionCountsByHand");
+    InceptionCountsByHand();
+  }
+  {
+    SCOPED_TRACE("InceptionTrainingStepRunsOnCpu");
+    InceptionTrainingStepRunsOnCpu();
+  }
 }
 
 TEST(Builders, Resnet) {
-  { SCOPED_TRACE("ResnetMatchesTorchvision"); ResnetMatchesTorchvision(); }
-  { SCOPED_TRACE("ResnetCountsByHand"); ResnetCountsByHand(); }
-  { SCOPED_TRACE("ResnetTrainingStepRunsOnCpu"); ResnetTrainingStepRunsOnCpu(); }
+  {
+    SCOPED_TRACE("ResnetMatchesTorchvision");
+    ResnetMatchesTorchvision();
+  }
+  {
+    SCOPED_TRACE("ResnetCountsByHand");
+    ResnetCountsByHand();
+  }
+  {
+    SCOPED_TRACE("ResnetTrainingStepRunsOnCpu");
+    ResnetTrainingStepRunsOnCpu();
+  }
 }
 
 TEST(Builders, DefaultsOptionsAndErrors) {
-  { SCOPED_TRACE("DefaultSizesBuildFastWithExpectedCounts"); DefaultSizesBuildFastWithExpectedCounts(); }
-  { SCOPED_TRACE("DefaultsArePublishedSizes"); DefaultsArePublishedSizes(); }
-  { SCOPED_TRACE("ForwardOnlyHasNoTrainingOps"); ForwardOnlyHasNoTrainingOps(); }
-  { SCOPED_TRACE("BadOptionsAreInputErrors"); BadOptionsAreInputErrors(); }
+  {
+    SCOPED_TRACE("DefaultSizesBuildFastWithExpectedCounts");
+    DefaultSizesBuildFastWithExpectedCounts();
+  }
+  {
+    SCOPED_TRACE("DefaultsArePublishedSizes");
+    DefaultsArePublishedSizes();
+  }
+  {
+    SCOPED_TRACE("ForwardOnlyHasNoTrainingOps");
+    ForwardOnlyHasNoTrainingOps();
+  }
+  {
+    SCOPED_TRACE("BadOptionsAreInputErrors");
+    BadOptionsAreInputErrors();
+  }
 }
 
 }  // namespace

@@ -14,9 +14,9 @@ using testing::tiny_training;
 
 using testing::error_of;
 
-#define EXPECT_ERROR_CONTAINS(E, body, text)                                                \
-  do {                                                                                      \
-    const std::string _msg = error_of<E>([&] { body; });                                    \
+#define EXPECT_ERROR_CONTAINS(E, body, text)                                                      \
+  do {                                                                                            \
+    const std::string _msg = error_of<E>([&] { body; });                                          \
     EXPECT_NE(_msg.find(text), std::string::npos) << "got: " << _msg << "\nexpected: " << (text); \
   } while (0)
 

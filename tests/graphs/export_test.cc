@@ -109,33 +109,42 @@ TEST(ExportImport, SymbolicBatchSize) {
   EXPECT_EQ(op_named(given, "conv/conv2d").outputs[0].shape, (std::vector<int64_t>{16, 8, 8, 8}));
   EXPECT_NE(given.attrs.at("input_shapes").find("x:16x3x8x8 (--input)"), std::string::npos);
 
-  EXPECT_NE(error_of([] { import_exported_program(fixture("tiny_dynamic.pt2"), {parse_sample_input("x:100x3x8x8:float")}); })
-                .find("must be in [2, 64]"),
+  EXPECT_NE(error_of([] {
+              import_exported_program(fixture("tiny_dynamic.pt2"), {parse_sample_input("x:100x3x8x8:float")});
+            }).find("must be in [2, 64]"),
             std::string::npos);
-  EXPECT_NE(error_of([] { import_exported_program(fixture("tiny_dynamic.pt2"), {parse_sample_input("x:4x5x8x8:float")}); })
-                .find("dimension 1 is 3 in the program (a static size)"),
+  EXPECT_NE(error_of([] {
+              import_exported_program(fixture("tiny_dynamic.pt2"), {parse_sample_input("x:4x5x8x8:float")});
+            }).find("dimension 1 is 3 in the program (a static size)"),
             std::string::npos);
-  EXPECT_NE(error_of([] { import_exported_program(fixture("tiny_dynamic.pt2"), {parse_sample_input("x:4x3x8x8:long")}); })
-                .find("input 'x' is Float in the program"),
+  EXPECT_NE(error_of([] {
+              import_exported_program(fixture("tiny_dynamic.pt2"), {parse_sample_input("x:4x3x8x8:long")});
+            }).find("input 'x' is Float in the program"),
             std::string::npos);
-  EXPECT_NE(error_of([] { import_exported_program(fixture("tiny_dynamic.pt2"), {parse_sample_input("image:4x3x8x8:float")}); })
-                .find("the program has no input 'image' (its tensor inputs: x)"),
+  EXPECT_NE(error_of([] {
+              import_exported_program(fixture("tiny_dynamic.pt2"), {parse_sample_input("image:4x3x8x8:float")});
+            }).find("the program has no input 'image' (its tensor inputs: x)"),
             std::string::npos);
 }
 
 TEST(ExportImport, ErrorsNameTheNodeAndTarget) {
-  EXPECT_NE(error_of([] { import_exported_program(fixture("custom_op.pt2"), {}); })
-                .find("node 'twice' (torch.ops.placer_test.twice.default): not an ATen operator"),
+  EXPECT_NE(error_of([] {
+              import_exported_program(fixture("custom_op.pt2"), {});
+            }).find("node 'twice' (torch.ops.placer_test.twice.default): not an ATen operator"),
             std::string::npos);
-  EXPECT_NE(error_of([] { import_exported_program(fixture("cond.pt2"), {}); })
-                .find("node 'cond' (torch.ops.higher_order.cond): higher-order ops"),
+  EXPECT_NE(error_of([] {
+              import_exported_program(fixture("cond.pt2"), {});
+            }).find("node 'cond' (torch.ops.higher_order.cond): higher-order ops"),
             std::string::npos);
-  EXPECT_NE(error_of([] { import_exported_program(fixture("missing.pt2"), {}); }).find("no such file"), std::string::npos);
-  EXPECT_NE(error_of([] { import_exported_program(std::string(PLACER_FIXTURES_DIR) + "/not_a_model.pt", {}); })
-                .find("not a torch.export archive"),
+  EXPECT_NE(error_of([] { import_exported_program(fixture("missing.pt2"), {}); }).find("no such file"),
             std::string::npos);
-  EXPECT_NE(error_of([] { import_exported_program(std::string(PLACER_FIXTURES_DIR) + "/tiny_cnn.pt", {}); })
-                .find("not a torch.export program"),
+  EXPECT_NE(error_of([] {
+              import_exported_program(std::string(PLACER_FIXTURES_DIR) + "/not_a_model.pt", {});
+            }).find("not a torch.export archive"),
+            std::string::npos);
+  EXPECT_NE(error_of([] {
+              import_exported_program(std::string(PLACER_FIXTURES_DIR) + "/tiny_cnn.pt", {});
+            }).find("not a torch.export program"),
             std::string::npos);
 
   // A truncated archive is refused, not half read.
@@ -158,8 +167,9 @@ TEST(ExportImport, ImportModelPicksTheFormat) {
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const Graph from_bytes = import_exported_program_bytes(bytes, "request.pt2", {});
   EXPECT_EQ(from_bytes.size(), import_exported_program(fixture("tiny_cnn.pt2"), {}).size());
-  EXPECT_NE(error_of([&] { import_exported_program_bytes(bytes.substr(0, 100), "request.pt2", {}); })
-                .find("request.pt2: not a torch.export archive"),
+  EXPECT_NE(error_of([&] {
+              import_exported_program_bytes(bytes.substr(0, 100), "request.pt2", {});
+            }).find("request.pt2: not a torch.export archive"),
             std::string::npos);
   EXPECT_EQ(import_model(std::string(PLACER_FIXTURES_DIR) + "/tiny_cnn.pt", {parse_sample_input("x:2x3x8x8:float")})
                 .attrs.at("source"),
@@ -170,15 +180,15 @@ TEST(ExportImport, FusedFastPathSaysWhatToDo) {
   // torch.jit.trace of an eval-mode TransformerEncoder records the fused
   // inference op, which has no derivative: the error says how to get the
   // reference ops. torch.export of the same model records them.
-  const std::string message = error_of([] {
-    import_torchscript(fixture("encoder_fastpath.pt"), {parse_sample_input("src:2x5x16:float")});
-  });
+  const std::string message =
+      error_of([] { import_torchscript(fixture("encoder_fastpath.pt"), {parse_sample_input("src:2x5x16:float")}); });
   EXPECT_NE(message.find("_transformer_encoder_layer_fwd"), std::string::npos) << message;
   EXPECT_NE(message.find("model.train()"), std::string::npos) << message;
   EXPECT_NE(message.find("torch.export"), std::string::npos) << message;
   ImportOptions forward;
   forward.forward_only = true;
-  EXPECT_NO_THROW(import_torchscript(fixture("encoder_fastpath.pt"), {parse_sample_input("src:2x5x16:float")}, forward));
+  EXPECT_NO_THROW(
+      import_torchscript(fixture("encoder_fastpath.pt"), {parse_sample_input("src:2x5x16:float")}, forward));
   EXPECT_NO_THROW(import_exported_program(fixture("encoder_eval.pt2"), {}));
 }
 

@@ -192,17 +192,25 @@ TEST(SerializeGraph, MissingAndMistypedFieldsAreNamed) {
       {R"({"type":"placer::input","outputs":[]})", "ops[0]: field 'name' missing"},
       {R"({"name":"","type":"placer::input","outputs":[]})", "ops[0]: field 'name' is empty"},
       {R"({"name":"x","outputs":[]})", "ops[0] 'x': field 'type' missing"},
-      {R"({"name":"x","type":"t","outputs":[],"flops":"many"})", "ops[0] 'x': field 'flops' must be a number, got \"many\""},
-      {R"({"name":"x","type":"t","outputs":[],"param_bytes":1.5})", "ops[0] 'x': field 'param_bytes' must be an integer"},
+      {R"({"name":"x","type":"t","outputs":[],"flops":"many"})",
+       "ops[0] 'x': field 'flops' must be a number, got \"many\""},
+      {R"({"name":"x","type":"t","outputs":[],"param_bytes":1.5})",
+       "ops[0] 'x': field 'param_bytes' must be an integer"},
       {R"({"name":"x","type":"t","outputs":{}})", "ops[0] 'x': field 'outputs' must be an array, got an object"},
-      {R"({"name":"x","type":"t","outputs":[{"shape":[2,"3"]}]})", "ops[0] 'x': field 'outputs[0].shape[1]' must be an integer"},
+      {R"({"name":"x","type":"t","outputs":[{"shape":[2,"3"]}]})",
+       "ops[0] 'x': field 'outputs[0].shape[1]' must be an integer"},
       {R"({"name":"x","type":"t","outputs":[{"dtype":"float"}]})", "ops[0] 'x': field 'outputs[0].shape' missing"},
-      {R"({"name":"x","type":"t","outputs":[{"shape":[2],"dtype":"float7"}]})", "ops[0] 'x': field 'outputs[0].dtype': unknown dtype 'float7'"},
-      {R"({"name":"x","type":"t","outputs":[],"phase":"sideways"})", "ops[0] 'x': field 'phase': unknown phase 'sideways'"},
-      {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"complex","value":1}]})", "ops[0] 'x' args[0]: field 'kind': unknown argument kind 'complex'"},
+      {R"({"name":"x","type":"t","outputs":[{"shape":[2],"dtype":"float7"}]})",
+       "ops[0] 'x': field 'outputs[0].dtype': unknown dtype 'float7'"},
+      {R"({"name":"x","type":"t","outputs":[],"phase":"sideways"})",
+       "ops[0] 'x': field 'phase': unknown phase 'sideways'"},
+      {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"complex","value":1}]})",
+       "ops[0] 'x' args[0]: field 'kind': unknown argument kind 'complex'"},
       {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"int"}]})", "ops[0] 'x' args[0]: field 'value' missing"},
-      {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"ints","value":[1,2.5]}]})", "ops[0] 'x' args[0]: field 'value[1]' must be an integer"},
-      {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"dtype","value":"quad"}]})", "ops[0] 'x' args[0]: field 'value': unknown dtype 'quad'"},
+      {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"ints","value":[1,2.5]}]})",
+       "ops[0] 'x' args[0]: field 'value[1]' must be an integer"},
+      {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"dtype","value":"quad"}]})",
+       "ops[0] 'x' args[0]: field 'value': unknown dtype 'quad'"},
       {R"(42)", "ops[0]: field 'ops[]' must be an object, got 42"},
   };
   for (const Case& c : cases) {
@@ -212,22 +220,19 @@ TEST(SerializeGraph, MissingAndMistypedFieldsAreNamed) {
 }
 
 TEST(SerializeGraph, NegativeAndAbsurdSizesAreNamed) {
-  std::string msg = error_of<GraphError>([&] {
-    graph_from_json(graph_json(R"({"name":"x","type":"placer::input","outputs":[{"shape":[4,-3]}]})"));
-  });
+  std::string msg = error_of<GraphError>(
+      [&] { graph_from_json(graph_json(R"({"name":"x","type":"placer::input","outputs":[{"shape":[4,-3]}]})")); });
   EXPECT_NE(msg.find("op 'x': outputs[0].shape[1]: negative size -3"), std::string::npos) << msg;
   msg = error_of<GraphError>([&] {
     graph_from_json(
         graph_json(R"({"name":"x","type":"placer::input","outputs":[{"shape":[1048576,1048576,1048576]}]})"));
   });
   EXPECT_NE(msg.find("op 'x': outputs[0].shape: absurd size [1048576,1048576,1048576]"), std::string::npos) << msg;
-  msg = error_of<GraphError>([&] {
-    graph_from_json(graph_json(R"({"name":"x","type":"t","outputs":[],"param_bytes":-8})"));
-  });
+  msg = error_of<GraphError>(
+      [&] { graph_from_json(graph_json(R"({"name":"x","type":"t","outputs":[],"param_bytes":-8})")); });
   EXPECT_NE(msg.find("op 'x': param_bytes: negative size -8"), std::string::npos) << msg;
-  msg = error_of<GraphError>([&] {
-    graph_from_json(graph_json(R"({"name":"x","type":"t","outputs":[],"flops":-1})"));
-  });
+  msg =
+      error_of<GraphError>([&] { graph_from_json(graph_json(R"({"name":"x","type":"t","outputs":[],"flops":-1})")); });
   EXPECT_NE(msg.find("op 'x': flops: must be finite and >= 0"), std::string::npos) << msg;
   msg = error_of<GraphError>([&] {
     graph_from_json(graph_json(R"({"name":"x","type":"t","outputs":[{"shape":[1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1]}]})"));
@@ -377,8 +382,8 @@ TEST(SerializeCluster, RoundTripAndErrors) {
   msg = error_of<InputError>([&] { cluster_from_json(no_memory); });
   EXPECT_NE(msg.find("devices[0] 'cuda:0': field 'memory_bytes' missing"), std::string::npos) << msg;
   // Kind defaults from the name.
-  const Cluster small = cluster_from_json(
-      R"({"format":"placer.cluster","version":1,"devices":[{"name":"cuda:0","memory_bytes":1024}]})");
+  const Cluster small =
+      cluster_from_json(R"({"format":"placer.cluster","version":1,"devices":[{"name":"cuda:0","memory_bytes":1024}]})");
   EXPECT_EQ(small.devices.at(0).kind, DeviceKind::Cuda);
   EXPECT_EQ(small.devices.at(0).memory_bytes, 1024);
   msg = error_of<InputError>([&] { cluster_from_json(graph_to_json(tiny_forward())); });
@@ -394,9 +399,8 @@ TEST(SerializePlacement, RoundTripAndErrors) {
   const NamedPlacement back = placement_from_json(json);
   EXPECT_EQ(back.graph, p.graph);
   EXPECT_EQ(back.device, p.device);
-  std::string msg = error_of<PlacementError>([] {
-    placement_from_json(R"({"format":"placer.placement","version":1,"placement":{"x":3}})");
-  });
+  std::string msg = error_of<PlacementError>(
+      [] { placement_from_json(R"({"format":"placer.placement","version":1,"placement":{"x":3}})"); });
   EXPECT_NE(msg.find("placement: op 'x': device must be a string, got 3"), std::string::npos) << msg;
   msg = error_of<PlacementError>([] {
     placement_from_json(R"({"format":"placer.placement","version":1,"placement":{"x":"cpu:0","x":"cpu:1"}})");

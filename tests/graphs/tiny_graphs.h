@@ -12,8 +12,8 @@
 
 namespace placer::testing {
 
-inline Op make_op(std::string name, std::string type, std::vector<TensorRef> inputs,
-                  std::vector<TensorSpec> outputs, double flops = 0.0, std::vector<Arg> args = {}) {
+inline Op make_op(std::string name, std::string type, std::vector<TensorRef> inputs, std::vector<TensorSpec> outputs,
+                  double flops = 0.0, std::vector<Arg> args = {}) {
   Op op;
   op.name = std::move(name);
   op.type = std::move(type);
@@ -89,13 +89,13 @@ inline Graph every_arg_kind() {
   g.name = "args \"quoted\" \\ name";
   OpId a = g.add_op(make_op("a", op_types::kInput, {}, {f32({2, 2})}));
   OpId b = g.add_op(make_op("b", op_types::kInput, {}, {TensorSpec{{5}, DType::Int64}}));
-  Op op = make_op("all/args \xc3\xa9", "custom::everything", {{a, 0}, {b, 0}, {a, 0}},
-                  {f32({2, 2}), TensorSpec{{}, DType::Bool}, TensorSpec{{0, 3}, DType::Float16}}, 1.5e-7,
-                  {Arg::none(), Arg::tensor(1), Arg::tensor_list({0, 2}), Arg::integer(-9007199254740993LL),
-                   Arg::real(0.1), Arg::real(-std::numeric_limits<double>::infinity()), Arg::real(1e-300),
-                   Arg::boolean(true), Arg::int_list({}), Arg::int_list({1, -2, 3}), Arg::real_list({0.5, -1e20}),
-                   Arg::bool_list({1, 0, 1}), Arg::string("mean\n\"x\""), Arg::scalar_type(DType::BFloat16),
-                   Arg::device("cuda:1")});
+  Op op =
+      make_op("all/args \xc3\xa9", "custom::everything", {{a, 0}, {b, 0}, {a, 0}},
+              {f32({2, 2}), TensorSpec{{}, DType::Bool}, TensorSpec{{0, 3}, DType::Float16}}, 1.5e-7,
+              {Arg::none(), Arg::tensor(1), Arg::tensor_list({0, 2}), Arg::integer(-9007199254740993LL), Arg::real(0.1),
+               Arg::real(-std::numeric_limits<double>::infinity()), Arg::real(1e-300), Arg::boolean(true),
+               Arg::int_list({}), Arg::int_list({1, -2, 3}), Arg::real_list({0.5, -1e20}), Arg::bool_list({1, 0, 1}),
+               Arg::string("mean\n\"x\""), Arg::scalar_type(DType::BFloat16), Arg::device("cuda:1")});
   op.group = "g1";
   op.layer = "layer/0";
   g.add_op(std::move(op));

@@ -264,7 +264,9 @@ TEST(TorchScriptImport, ErrorsNameTheProblem) {
   expect_input_error([] { import_torchscript(fixture("tiny_regression.pt"), inputs({"x:4x3:float"})); },
                      {"missing --input", "'target'"});
   expect_input_error(
-      [] { import_torchscript(fixture("tiny_regression.pt"), inputs({"x:4x3:float", "x:4x3:float", "target:4x2"})); },
+      [] {
+        import_torchscript(fixture("tiny_regression.pt"), inputs({"x:4x3:float", "x:4x3:float", "target:4x2"}));
+      },
       {"'x' is given twice"});
   expect_input_error([] { import_torchscript(fixture("control_flow.pt"), inputs({"x:2x4:float"})); },
                      {"control flow", "prim::If"});

@@ -136,15 +136,19 @@ TEST(Training, OnlyOpsOnTheLossPathGetBackward) {
   Graph f;
   OpId ids = add(f, "ids", op_types::kInput, {}, {Arg::integer(10)}, {TensorSpec{{5}, DType::Int64}});
   OpId emb = add(f, "emb", op_types::kParam, {}, {}, {f32({10, 3})});
-  OpId e = add(f, "lookup", "aten::embedding", {out(emb), out(ids)},
-               {Arg::tensor(0), Arg::tensor(1), Arg::integer(-1), Arg::boolean(false), Arg::boolean(false)},
-               {f32({5, 3})});
+  OpId e =
+      add(f, "lookup", "aten::embedding", {out(emb), out(ids)},
+          {Arg::tensor(0), Arg::tensor(1), Arg::integer(-1), Arg::boolean(false), Arg::boolean(false)}, {f32({5, 3})});
   OpId s = add(f, "side", "aten::sigmoid", {out(e)}, ab(1), {f32({5, 3})}, 15);
   add(f, "side_mean", "aten::mean", {out(s)}, {Arg::tensor(0), Arg::none()}, {f32({})}, 15);
   OpId other = add(f, "other", op_types::kInput, {}, {}, {f32({5, 3})});
   OpId t = add(f, "t", "aten::tanh", {out(other)}, ab(1), {f32({5, 3})}, 15);  // no param upstream
-  OpId sum = add(f, "sum", "aten::add.Tensor", {out(e), out(t), }, {Arg::tensor(0), Arg::tensor(1), Arg::integer(1)},
-                 {f32({5, 3})}, 15);
+  OpId sum = add(f, "sum", "aten::add.Tensor",
+                 {
+                     out(e),
+                     out(t),
+                 },
+                 {Arg::tensor(0), Arg::tensor(1), Arg::integer(1)}, {f32({5, 3})}, 15);
   add(f, "loss", "aten::mean", {out(sum)}, {Arg::tensor(0), Arg::none()}, {f32({})}, 15);
 
   Graph g = make_training_graph(f);

@@ -27,9 +27,9 @@ std::string validate_error(const Graph& g) {
   return "";
 }
 
-#define EXPECT_VALIDATE_ERROR(graph, text)                                                  \
-  do {                                                                                      \
-    const std::string _msg = validate_error(graph);                                         \
+#define EXPECT_VALIDATE_ERROR(graph, text)                                                        \
+  do {                                                                                            \
+    const std::string _msg = validate_error(graph);                                               \
     EXPECT_NE(_msg.find(text), std::string::npos) << "got: " << _msg << "\nexpected: " << (text); \
   } while (0)
 
@@ -111,7 +111,8 @@ TEST(Validate, MatrixShapes) {
   OpId y = k.add_op(make_op("y", op_types::kInput, {}, {f32({8, 3, 5})}));
   OpId w = add_param(k, "w", {6, 5});
   OpId bias = add_param(k, "bias", {6});
-  OpId bmm = k.add_op(make_op("bmm", "aten::bmm", {{x, 0}, {y, 0}}, {f32({8, 4, 5})}, 0, {Arg::tensor(0), Arg::tensor(1)}));
+  OpId bmm =
+      k.add_op(make_op("bmm", "aten::bmm", {{x, 0}, {y, 0}}, {f32({8, 4, 5})}, 0, {Arg::tensor(0), Arg::tensor(1)}));
   k.add_op(make_op("lin", "aten::linear", {{bmm, 0}, {w, 0}, {bias, 0}}, {f32({8, 4, 6})}, 0,
                    {Arg::tensor(0), Arg::tensor(1), Arg::tensor(2)}));
   EXPECT_NO_THROW(validate_graph(k));
@@ -128,7 +129,8 @@ TEST(Validate, ElementwiseAndBroadcast) {
   g.add_op(make_op("mul", "aten::mul.Scalar", {{a, 0}}, {f32({4, 1, 3})}, 12, {Arg::tensor(0), Arg::real(2.0)}));
   EXPECT_NO_THROW(validate_graph(g));
   g.mutable_op(OpId(2)).outputs[0].shape = {4, 5, 1};
-  EXPECT_VALIDATE_ERROR(g, "op 'add': outputs[0].shape: [4,5,1] does not match the broadcast of its inputs: expected [4,5,3]");
+  EXPECT_VALIDATE_ERROR(
+      g, "op 'add': outputs[0].shape: [4,5,1] does not match the broadcast of its inputs: expected [4,5,3]");
   g.mutable_op(OpId(1)).outputs[0].shape = {5, 2};
   EXPECT_VALIDATE_ERROR(g, "op 'add': inputs: shapes [4,1,3] and [5,2] do not broadcast");
   g = tiny_forward();
@@ -140,8 +142,8 @@ TEST(Validate, Cat) {
   Graph g;
   OpId a = g.add_op(make_op("a", op_types::kInput, {}, {f32({2, 3})}));
   OpId b = g.add_op(make_op("b", op_types::kInput, {}, {f32({2, 5})}));
-  g.add_op(make_op("cat", "aten::cat", {{a, 0}, {b, 0}}, {f32({2, 8})}, 0,
-                   {Arg::tensor_list({0, 1}), Arg::integer(-1)}));
+  g.add_op(
+      make_op("cat", "aten::cat", {{a, 0}, {b, 0}}, {f32({2, 8})}, 0, {Arg::tensor_list({0, 1}), Arg::integer(-1)}));
   EXPECT_NO_THROW(validate_graph(g));
   g.mutable_op(OpId(2)).args[1] = Arg::integer(0);
   EXPECT_VALIDATE_ERROR(g, "op 'cat': inputs: cat along dim 0 of [2,3] and [2,5]: other dimensions differ");

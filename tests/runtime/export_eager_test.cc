@@ -24,7 +24,8 @@ std::string loss_name(const Graph& g) {
   for (const Op& op : g.ops()) {
     if (op.phase != Phase::Forward || op.outputs.size() != 1 || !op.outputs[0].shape.empty()) continue;
     bool only_backward = true;
-    for (OpId c : g.consumers(g.find(op.name).value())) only_backward = only_backward && g.op(c).phase != Phase::Forward;
+    for (OpId c : g.consumers(g.find(op.name).value()))
+      only_backward = only_backward && g.op(c).phase != Phase::Forward;
     if (only_backward && is_floating(op.outputs[0].dtype) && op.type != op_types::kInput) return op.name;
   }
   return "";

@@ -19,7 +19,7 @@
 namespace placer::rt_test {
 
 inline Op make(const std::string& name, const std::string& type, std::vector<TensorRef> inputs, std::vector<Arg> args,
-        std::vector<TensorSpec> outputs) {
+               std::vector<TensorSpec> outputs) {
   Op op;
   op.name = name;
   op.type = type;
@@ -58,8 +58,8 @@ inline Graph hand_mlp() {
                           {Arg::tensor(0), Arg::tensor(1), Arg::tensor(2)}, {f32({8, 5})}));
   OpId r1 = g.add_op(make("r1", "aten::relu", {{l1, 0}}, {Arg::tensor(0)}, {f32({8, 5})}));
   OpId w2 = g.add_op(param("w2", {3, 5}));
-  OpId l2 = g.add_op(make("l2", "aten::linear", {{r1, 0}, {w2, 0}}, {Arg::tensor(0), Arg::tensor(1), Arg::none()},
-                          {f32({8, 3})}));
+  OpId l2 = g.add_op(
+      make("l2", "aten::linear", {{r1, 0}, {w2, 0}}, {Arg::tensor(0), Arg::tensor(1), Arg::none()}, {f32({8, 3})}));
   Op labels = make("labels", op_types::kInput, {}, {Arg::integer(3)}, {TensorSpec{{8}, DType::Int64}});
   OpId y = g.add_op(labels);
   g.add_op(make("loss", "aten::cross_entropy_loss", {{l2, 0}, {y, 0}},
@@ -104,7 +104,6 @@ inline void expect_same_values(const StepValues& a, const StepValues& b, double 
   }
 }
 
-
 struct BuilderCase {
   std::string name;
   std::map<std::string, int64_t> options;
@@ -116,7 +115,14 @@ inline std::vector<BuilderCase> tiny_builders() {
       {"rnnlm", {{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 2}, {"vocab", 11}}},
       {"nmt", {{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"batch", 2}, {"vocab", 11}}},
       {"transformer",
-       {{"layers", 1}, {"dec_layers", 1}, {"d_model", 8}, {"heads", 2}, {"ffn", 16}, {"seq", 4}, {"batch", 2}, {"vocab", 13}}},
+       {{"layers", 1},
+        {"dec_layers", 1},
+        {"d_model", 8},
+        {"heads", 2},
+        {"ffn", 16},
+        {"seq", 4},
+        {"batch", 2},
+        {"vocab", 13}}},
       {"resnet", {{"batch", 1}, {"image", 32}, {"classes", 4}, {"width_div", 64}, {"depth", 50}}},
       {"inception_v3", {{"batch", 1}, {"image", 75}, {"classes", 4}, {"width_div", 64}}},
   };

@@ -231,7 +231,8 @@ TEST(Runtime, BadPlacementsAndOpsThrow) {
     } catch (const InputError& e) {
       const std::string m = e.what();
       EXPECT_NE(m.find("'cuda:0'"), std::string::npos) << m;
-      EXPECT_TRUE(m.find("no visible CUDA GPU") != std::string::npos || m.find("no CUDA paths") != std::string::npos) << m;
+      EXPECT_TRUE(m.find("no visible CUDA GPU") != std::string::npos || m.find("no CUDA paths") != std::string::npos)
+          << m;
     }
   }
 }

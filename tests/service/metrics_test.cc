@@ -7,15 +7,15 @@
 #include <prometheus/text_serializer.h>
 #include <rapidjson/document.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
 #include <regex>
 #include <set>
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "placer/graphs/serialize.h"
 
@@ -73,10 +73,13 @@ TEST(Metrics, SinkTurnsRunningTotalsIntoCounters) {
   EXPECT_NE(text.find(R"(placer_train_samples_total{graph="nmt",run="run1"} 80)"), std::string::npos) << text;
   EXPECT_NE(text.find(R"(placer_train_cache_hits_total{graph="nmt",run="run1"} 12)"), std::string::npos);
   EXPECT_NE(text.find(R"(placer_train_reward{graph="nmt",run="run1"} -1.25)"), std::string::npos);
-  EXPECT_NE(text.find(R"(placer_baseline_step_seconds{graph="nmt",method="m_etf",run="run1"} 1.75)"), std::string::npos);
+  EXPECT_NE(text.find(R"(placer_baseline_step_seconds{graph="nmt",method="m_etf",run="run1"} 1.75)"),
+            std::string::npos);
   EXPECT_NE(text.find(R"(placer_service_requests_total{outcome="ok",type="place"} 1)"), std::string::npos);
-  EXPECT_NE(text.find(R"(placer_service_request_duration_seconds_bucket{type="place",le="0.005"} 1)"), std::string::npos);
-  EXPECT_NE(text.find(R"(placer_service_request_duration_seconds_bucket{type="place",le="0.0025"} 0)"), std::string::npos);
+  EXPECT_NE(text.find(R"(placer_service_request_duration_seconds_bucket{type="place",le="0.005"} 1)"),
+            std::string::npos);
+  EXPECT_NE(text.find(R"(placer_service_request_duration_seconds_bucket{type="place",le="0.0025"} 0)"),
+            std::string::npos);
 }
 
 TEST(Metrics, EveryDashboardExpressionNamesAnExportedMetric) {
@@ -99,16 +102,15 @@ TEST(Metrics, EveryDashboardExpressionNamesAnExportedMetric) {
         std::string name = it->str();
         if (name.rfind("placer_", 0) != 0) continue;
         ++metrics;
-        EXPECT_TRUE(exported.count(name)) << "dashboard expression '" << expr << "' names '" << name
-                                          << "', which the program does not export";
+        EXPECT_TRUE(exported.count(name))
+            << "dashboard expression '" << expr << "' names '" << name << "', which the program does not export";
       }
       EXPECT_GE(metrics, 1) << "expression names no placer metric: " << expr;
     }
   }
   EXPECT_GE(expressions, 10);
   for (const char* t : {"Reward per run or job (mean of each update, best so far)", "Best step time vs baselines",
-                        "Samples and updates per second",
-                        "Service requests per second", "Service latency p50 / p99"})
+                        "Samples and updates per second", "Service requests per second", "Service latency p50 / p99"})
     EXPECT_TRUE(titles.count(t)) << t;
 }
 
@@ -134,7 +136,8 @@ TEST(Metrics, ExposerServesOverHttpOnAnyPort) {
   char buf[4096];
   for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) body.append(buf, static_cast<size_t>(n));
   ::close(fd);
-  EXPECT_NE(body.find(R"(placer_train_reward{graph="mlp",run="http-run"} -0.5)"), std::string::npos) << body.substr(0, 400);
+  EXPECT_NE(body.find(R"(placer_train_reward{graph="mlp",run="http-run"} -0.5)"), std::string::npos)
+      << body.substr(0, 400);
 }
 
 }  // namespace

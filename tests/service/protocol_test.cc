@@ -23,7 +23,8 @@ void expect_error(const std::string& text, const std::string& code, const std::s
 }
 
 TEST(Protocol, ParsesPlaceWithBuilderAndPreset) {
-  Request r = parse_request(R"({"version":1,"id":"a1","type":"place","graph":{"builder":"nmt","options":{"layers":2,"batch":64}},
+  Request r = parse_request(
+      R"({"version":1,"id":"a1","type":"place","graph":{"builder":"nmt","options":{"layers":2,"batch":64}},
                                "cluster":"k80x4","policy":"nmt4","refine_samples":100,"deadline_ms":2500,"seed":7})");
   EXPECT_EQ(r.type, RequestType::Place);
   EXPECT_EQ(r.id, "a1");
@@ -39,7 +40,8 @@ TEST(Protocol, ParsesPlaceWithBuilderAndPreset) {
 }
 
 TEST(Protocol, ParsesInlineGraphDevicesAndIntegerId) {
-  Request r = parse_request(R"({"version":1,"id":42,"type":"baselines","graph":{"inline":{"format":"placer.graph","ops":[]}},
+  Request r =
+      parse_request(R"({"version":1,"id":42,"type":"baselines","graph":{"inline":{"format":"placer.graph","ops":[]}},
                                "devices":"cpu:2","methods":["m_etf","heft"],"include_placement":false})");
   EXPECT_EQ(r.id, "42");
   EXPECT_EQ(r.graph.inline_json, R"({"format":"placer.graph","ops":[]})");
@@ -65,18 +67,22 @@ TEST(Protocol, ParsesLearnedOptimizeRequests) {
                                "budget":{"samples":64},"learned":"gnn","save_as":"mlp-gnn.v2"})");
   EXPECT_EQ(r.learned_json, R"({"policy":{"type":"gnn"}})");
   EXPECT_EQ(r.save_as, "mlp-gnn.v2");
-  r = parse_request(R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"devices":"cpu:2","budget":{"seconds":5},
+  r = parse_request(
+      R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"devices":"cpu:2","budget":{"seconds":5},
                        "learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"lr":0.02}},"reward_mode":"hybrid"})");
   EXPECT_EQ(r.learned_json, R"({"policy":{"type":"seq2seq","hidden":8},"train":{"lr":0.02}})");
   EXPECT_EQ(r.reward_mode, "hybrid");
-  const std::string head = R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2","budget":{"samples":9},)";
+  const std::string head =
+      R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2","budget":{"samples":9},)";
   expect_error(head + R"("learned":"lstm"})", codes::kBadRequest, "learned", "expected a policy type");
   expect_error(head + R"("learned":[1]})", codes::kBadRequest, "learned", "got an array");
   expect_error(head + R"("learned":"seq2seq","methods":["m_etf"]})", codes::kBadRequest, "methods", "not both");
   expect_error(head + R"("learned":"seq2seq","save_as":"a/b"})", codes::kBadRequest, "save_as", "a policy name is");
-  expect_error(head + R"("learned":"seq2seq","save_as":".hidden"})", codes::kBadRequest, "save_as", "not starting with");
+  expect_error(head + R"("learned":"seq2seq","save_as":".hidden"})", codes::kBadRequest, "save_as",
+               "not starting with");
   expect_error(head + R"("save_as":"x"})", codes::kBadRequest, "save_as", "only a learned job");
-  expect_error(head + R"("learned":"seq2seq","reward_mode":"real"})", codes::kBadRequest, "reward_mode", "expected simulated");
+  expect_error(head + R"("learned":"seq2seq","reward_mode":"real"})", codes::kBadRequest, "reward_mode",
+               "expected simulated");
 }
 
 TEST(Protocol, MalformedJson) {
@@ -88,21 +94,26 @@ TEST(Protocol, MalformedJson) {
 
 TEST(Protocol, VersionChecks) {
   expect_error(R"({"type":"health"})", codes::kBadRequest, "version", "missing required field");
-  expect_error(R"({"version":"1","type":"health"})", codes::kBadRequest, "version", "expected an integer, got a string");
-  expect_error(R"({"version":2,"type":"health"})", codes::kBadVersion, "version", "protocol version 2 is not supported");
+  expect_error(R"({"version":"1","type":"health"})", codes::kBadRequest, "version",
+               "expected an integer, got a string");
+  expect_error(R"({"version":2,"type":"health"})", codes::kBadVersion, "version",
+               "protocol version 2 is not supported");
 }
 
 TEST(Protocol, UnknownTypeListsKnownOnes) {
-  expect_error(R"({"version":1,"type":"teleport"})", codes::kUnknownType, "type", "unknown request type 'teleport' (known: health");
+  expect_error(R"({"version":1,"type":"teleport"})", codes::kUnknownType, "type",
+               "unknown request type 'teleport' (known: health");
   expect_error(R"({"version":1,"type":7})", codes::kBadRequest, "type", "expected a string, got a number");
 }
 
 TEST(Protocol, MissingAndWrongTypedFieldsAreNamed) {
-  expect_error(R"({"version":1,"type":"place","cluster":"k80x2"})", codes::kBadRequest, "graph", "missing required field");
+  expect_error(R"({"version":1,"type":"place","cluster":"k80x2"})", codes::kBadRequest, "graph",
+               "missing required field");
   expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt"}})", codes::kBadRequest, "cluster", "missing");
-  expect_error(R"({"version":1,"type":"place","graph":"nmt","cluster":"k80x2"})", codes::kBadRequest, "graph", "got a string");
-  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","inline":{}},"cluster":"k80x2"})", codes::kBadRequest,
-               "graph", "exactly one");
+  expect_error(R"({"version":1,"type":"place","graph":"nmt","cluster":"k80x2"})", codes::kBadRequest, "graph",
+               "got a string");
+  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","inline":{}},"cluster":"k80x2"})",
+               codes::kBadRequest, "graph", "exactly one");
   expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"layers":"two"}},"cluster":"k80x2"})",
                codes::kBadRequest, "graph.options.layers", "expected an integer, got a string");
   expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"layers":2.5}},"cluster":"k80x2"})",
@@ -119,8 +130,9 @@ TEST(Protocol, MissingAndWrongTypedFieldsAreNamed) {
   expect_error(R"({"version":1,"type":"optimize","graph":{"builder":"nmt"},"cluster":"k80x2","budget":{"samples":10},
                   "reward_mode":"measured"})",
                codes::kBadRequest, "reward_mode", "only learned jobs measure");
-  expect_error(R"({"version":1,"type":"evaluate","graph":{"builder":"nmt"},"cluster":"k80x2","placement":{"device":{"a":1}}})",
-               codes::kBadRequest, "placement.device.a", "expected a device name");
+  expect_error(
+      R"({"version":1,"type":"evaluate","graph":{"builder":"nmt"},"cluster":"k80x2","placement":{"device":{"a":1}}})",
+      codes::kBadRequest, "placement.device.a", "expected a device name");
   expect_error(R"({"version":1,"type":"health","include_placement":"yes"})", codes::kBadRequest, "include_placement",
                "expected true or false");
 }
@@ -128,21 +140,26 @@ TEST(Protocol, MissingAndWrongTypedFieldsAreNamed) {
 TEST(Protocol, HugeDeclaredSizesAreRefusedBeforeAnythingIsBuilt) {
   expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"batch":1e15}},"cluster":"k80x2"})",
                codes::kTooLarge, "graph.options.batch", "exceeds the limit 1048576");
-  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"batch":18446744073709551615}},"cluster":"k80x2"})",
-               codes::kTooLarge, "graph.options.batch");
-  expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"layers":64,"steps":1000}},"cluster":"k80x2"})",
-               codes::kTooLarge, "graph.options", "layers x steps = 64000 exceeds the limit 4096");
-  expect_error(R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2","budget":{"samples":1000000000000}})",
-               codes::kTooLarge, "budget.samples");
-  expect_error(R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2","budget":{"seconds":1e300}})",
-               codes::kTooLarge, "budget.seconds");
+  expect_error(
+      R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"batch":18446744073709551615}},"cluster":"k80x2"})",
+      codes::kTooLarge, "graph.options.batch");
+  expect_error(
+      R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"layers":64,"steps":1000}},"cluster":"k80x2"})",
+      codes::kTooLarge, "graph.options", "layers x steps = 64000 exceeds the limit 4096");
+  expect_error(
+      R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2","budget":{"samples":1000000000000}})",
+      codes::kTooLarge, "budget.samples");
+  expect_error(
+      R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2","budget":{"seconds":1e300}})",
+      codes::kTooLarge, "budget.seconds");
   expect_error(R"({"version":1,"type":"place","graph":{"builder":"mlp"},"cluster":"k80x2","refine_samples":99999999})",
                codes::kTooLarge, "refine_samples");
   expect_error(R"({"version":1,"type":"health","deadline_ms":100000000})", codes::kTooLarge, "deadline_ms");
   ProtocolLimits small;
   small.max_request_bytes = 64;
   expect_error(std::string(100, ' '), codes::kTooLarge, "", "100 bytes exceeds the limit of 64", small);
-  expect_error(R"({"version":1,"type":"status","job_id":")" + std::string(1000, 'x') + "\"}", codes::kTooLarge, "job_id");
+  expect_error(R"({"version":1,"type":"status","job_id":")" + std::string(1000, 'x') + "\"}", codes::kTooLarge,
+               "job_id");
 }
 
 TEST(Protocol, DeepNestingIsRefusedWithoutRecursion) {
@@ -155,7 +172,8 @@ TEST(Protocol, LargeInlineGraphKeepsTheClientsTextAndMalformedOnesEnd) {
   Request r = parse_request(R"({"version":1,"type":"place","graph":{"inline":)" + graph + R"(},"cluster":"k80x2"})");
   EXPECT_EQ(r.graph.inline_json, graph);  // the bytes as sent, whitespace and all
   // A NUL byte and unbalanced brackets inside a large inline value: an error, never a hang.
-  std::string bad = R"({"version":1,"type":"place","graph":{"inline":{"a":[)" + std::string(1, '\0') + std::string(70000, 'x');
+  std::string bad =
+      R"({"version":1,"type":"place","graph":{"inline":{"a":[)" + std::string(1, '\0') + std::string(70000, 'x');
   expect_error(bad, codes::kBadJson, "");
 }
 
@@ -166,9 +184,11 @@ TEST(Protocol, SalvagesIdFromBadRequests) {
 }
 
 TEST(Protocol, ReplyBuilders) {
-  EXPECT_EQ(ok_reply("a", RequestType::Health, "{}"), R"({"version":1,"id":"a","type":"health","status":"ok","result":{}})");
-  EXPECT_EQ(error_reply("b", "place", codes::kBadGraph, "graph.inline", "cycle \"x\""),
-            R"({"version":1,"id":"b","type":"place","status":"error","error":{"code":"bad_graph","field":"graph.inline","message":"cycle \"x\""}})");
+  EXPECT_EQ(ok_reply("a", RequestType::Health, "{}"),
+            R"({"version":1,"id":"a","type":"health","status":"ok","result":{}})");
+  EXPECT_EQ(
+      error_reply("b", "place", codes::kBadGraph, "graph.inline", "cycle \"x\""),
+      R"({"version":1,"id":"b","type":"place","status":"error","error":{"code":"bad_graph","field":"graph.inline","message":"cycle \"x\""}})");
   EXPECT_EQ(error_reply("", "", codes::kBusy, "", "full"),
             R"({"version":1,"id":"","type":"","status":"busy","error":{"code":"busy","field":"","message":"full"}})");
   EXPECT_EQ(json_number(0.25), "0.25");

@@ -28,7 +28,9 @@ ServiceConfig test_config(int workers = 2, int queue = 8) {
   return c;
 }
 
-std::string echo(const Request& r, Clock::time_point) { return "{\"echo\":" + json_quote(request_type_name(r.type)) + "}"; }
+std::string echo(const Request& r, Clock::time_point) {
+  return "{\"echo\":" + json_quote(request_type_name(r.type)) + "}";
+}
 
 std::string req(const std::string& type, const std::string& id, const std::string& extra = "") {
   return "{\"version\":1,\"id\":\"" + id + "\",\"type\":\"" + type + "\"" + extra + "}";
@@ -53,7 +55,10 @@ struct Gate {
     cv.wait(lock, [&] { return open; });
   }
   void release() {
-    { std::lock_guard<std::mutex> lock(m); open = true; }
+    {
+      std::lock_guard<std::mutex> lock(m);
+      open = true;
+    }
     cv.notify_all();
   }
 };
@@ -64,8 +69,10 @@ TEST(Server, RepliesEchoIdAndTypeAndBindsAnyPort) {
   EXPECT_EQ(server.endpoint().rfind("tcp://127.0.0.1:", 0), 0u);
   EXPECT_NE(server.endpoint(), "tcp://127.0.0.1:*");
   Client c = client_for(server);
-  EXPECT_EQ(c.request(req("health", "h1")), R"({"version":1,"id":"h1","type":"health","status":"ok","result":{"echo":"health"}})");
-  EXPECT_EQ(c.request(req("policies", "p2")), R"({"version":1,"id":"p2","type":"policies","status":"ok","result":{"echo":"policies"}})");
+  EXPECT_EQ(c.request(req("health", "h1")),
+            R"({"version":1,"id":"h1","type":"health","status":"ok","result":{"echo":"health"}})");
+  EXPECT_EQ(c.request(req("policies", "p2")),
+            R"({"version":1,"id":"p2","type":"policies","status":"ok","result":{"echo":"policies"}})");
 }
 
 TEST(Server, ReqSocketClientsWorkToo) {
@@ -86,11 +93,14 @@ TEST(Server, BadInputGetsNamedErrorsAndServerKeepsServing) {
   server.start();
   Client c = client_for(server);
   EXPECT_NE(c.request("{nope").find(R"("code":"bad_json")"), std::string::npos);
-  EXPECT_NE(c.request(R"({"version":9,"id":"v","type":"health"})").find(R"("id":"v","type":"","status":"error","error":{"code":"bad_version","field":"version")"),
+  EXPECT_NE(c.request(R"({"version":9,"id":"v","type":"health"})")
+                .find(R"("id":"v","type":"","status":"error","error":{"code":"bad_version","field":"version")"),
             std::string::npos);
   EXPECT_NE(c.request(req("fly", "u")).find(R"("code":"unknown_type","field":"type")"), std::string::npos);
   std::string missing = c.request(req("place", "m", R"(,"cluster":"k80x2")"));
-  EXPECT_NE(missing.find(R"("code":"bad_request","field":"graph","message":"missing required field")"), std::string::npos) << missing;
+  EXPECT_NE(missing.find(R"("code":"bad_request","field":"graph","message":"missing required field")"),
+            std::string::npos)
+      << missing;
   EXPECT_NE(c.request(req("health", "ok")).find(R"("status":"ok")"), std::string::npos);
 }
 
@@ -109,7 +119,8 @@ TEST(Server, FullQueueAnswersBusyAtOnce) {
   auto second = std::async(std::launch::async, [&] { return client_for(server).request(place); });
   while (server.queue_depth() < 1) std::this_thread::sleep_for(1ms);
   auto t0 = std::chrono::steady_clock::now();
-  std::string third = client_for(server).request(req("place", "third", R"(,"graph":{"builder":"mlp"},"cluster":"k80x2")"));
+  std::string third =
+      client_for(server).request(req("place", "third", R"(,"graph":{"builder":"mlp"},"cluster":"k80x2")"));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
   EXPECT_NE(third.find(R"("id":"third","type":"","status":"busy","error":{"code":"busy")"), std::string::npos) << third;
   gate.release();
@@ -127,8 +138,9 @@ TEST(Server, WorkerThatThrowsGivesInternalErrorAndServingGoesOn) {
   Server server(test_config(1), handler);
   server.start();
   Client c = client_for(server);
-  EXPECT_EQ(c.request(req("policies", "x")),
-            R"({"version":1,"id":"x","type":"policies","status":"error","error":{"code":"internal","field":"","message":"internal error: boom in the handler"}})");
+  EXPECT_EQ(
+      c.request(req("policies", "x")),
+      R"({"version":1,"id":"x","type":"policies","status":"error","error":{"code":"internal","field":"","message":"internal error: boom in the handler"}})");
   EXPECT_NE(c.request(req("status", "y", R"(,"job_id":"j")")).find("unknown exception"), std::string::npos);
   EXPECT_NE(c.request(req("health", "z")).find(R"("status":"ok")"), std::string::npos);
 }

@@ -12,9 +12,9 @@
 #include <prometheus/text_serializer.h>
 
 #include "placer/agent/train.h"
-#include "placer/service/metrics.h"
 #include "placer/graphs/builders.h"
 #include "placer/graphs/serialize.h"
+#include "placer/service/metrics.h"
 
 namespace placer::service {
 namespace {
@@ -82,10 +82,11 @@ TEST(Service, ClusterNamesAreNeverPaths) {
 
 TEST(Service, BadGraphsNameTheProblem) {
   PlacementService s(small_config());
-  EXPECT_EQ(fail(s, R"({"version":1,"type":"place","graph":{"builder":"alexnet"},"cluster":"k80x2"})").rfind(
-                "bad_graph graph.builder: unknown builder 'alexnet' (known: ", 0),
+  EXPECT_EQ(fail(s, R"({"version":1,"type":"place","graph":{"builder":"alexnet"},"cluster":"k80x2"})")
+                .rfind("bad_graph graph.builder: unknown builder 'alexnet' (known: ", 0),
             0u);
-  std::string opt = fail(s, R"({"version":1,"type":"place","graph":{"builder":"mlp","options":{"colour":3}},"cluster":"k80x2"})");
+  std::string opt =
+      fail(s, R"({"version":1,"type":"place","graph":{"builder":"mlp","options":{"colour":3}},"cluster":"k80x2"})");
   EXPECT_EQ(opt.rfind("bad_graph graph.options: ", 0), 0u) << opt;
   EXPECT_NE(opt.find("colour"), std::string::npos) << opt;
 
@@ -122,15 +123,18 @@ TEST(Service, EvaluateChecksThePlacementAgainstTheGraph) {
   Graph g = build_graph("mlp", BuilderOptions{{{"layers", 2}, {"width", 64}, {"input", 64}, {"batch", 8}}, false});
   std::string devices;
   for (const auto& op : g.ops()) devices += (devices.empty() ? "" : ",") + json_quote(op.name) + ":\"cuda:0\"";
-  std::string ok = handle(s, std::string(R"({"version":1,"type":"evaluate",)") + kMlp + R"(,"cluster":"k80x2","placement":{"device":{)" +
-                                 devices + "}}}");
+  std::string ok = handle(s, std::string(R"({"version":1,"type":"evaluate",)") + kMlp +
+                                 R"(,"cluster":"k80x2","placement":{"device":{)" + devices + "}}}");
   EXPECT_NE(ok.find(R"("status":"ok")"), std::string::npos) << ok;
   // The same placement evaluated for another graph: ops missing / unknown.
-  std::string wrong = fail(s, R"({"version":1,"type":"evaluate","graph":{"builder":"mlp","options":{"layers":3,"width":64,"input":64,"batch":8}},"cluster":"k80x2","placement":{"device":{)" +
-                                  devices + "}}}");
+  std::string wrong = fail(
+      s,
+      R"({"version":1,"type":"evaluate","graph":{"builder":"mlp","options":{"layers":3,"width":64,"input":64,"batch":8}},"cluster":"k80x2","placement":{"device":{)" +
+          devices + "}}}");
   EXPECT_EQ(wrong.rfind("bad_placement placement: ", 0), 0u) << wrong;
   std::string bad_device = fail(s, std::string(R"({"version":1,"type":"evaluate",)") + kMlp +
-                                       R"(,"cluster":"k80x2","placement":{"device":{)" + devices.substr(0, devices.size() - 8) + "\"cuda:9\"}}}");
+                                       R"(,"cluster":"k80x2","placement":{"device":{)" +
+                                       devices.substr(0, devices.size() - 8) + "\"cuda:9\"}}}");
   EXPECT_NE(bad_device.find("cuda:9"), std::string::npos) << bad_device;
 }
 
@@ -141,9 +145,10 @@ TEST(Service, BaselinesRunTheNamedPlacers) {
   EXPECT_NE(r.find(R"("results":[{"method":"single")"), std::string::npos) << r;
   EXPECT_NE(r.find(R"({"method":"heft")"), std::string::npos) << r;
   EXPECT_EQ(r.find("\"placement\""), std::string::npos);
-  EXPECT_EQ(fail(s, std::string(R"({"version":1,"type":"baselines",)") + kMlp + R"(,"cluster":"k80x2","methods":["magic"]})")
-                .rfind("bad_request methods[0]: unknown placement method 'magic'", 0),
-            0u);
+  EXPECT_EQ(
+      fail(s, std::string(R"({"version":1,"type":"baselines",)") + kMlp + R"(,"cluster":"k80x2","methods":["magic"]})")
+          .rfind("bad_request methods[0]: unknown placement method 'magic'", 0),
+      0u);
 }
 
 std::string wait_state(PlacementService& s, const std::string& id, const std::string& want, int max_ms = 20000) {
@@ -163,8 +168,8 @@ std::string job_id_of(const std::string& reply) {
 
 TEST(Service, OptimizeJobRunsToItsBudgetAndResultIsKeptUntilFetched) {
   PlacementService s(small_config());
-  std::string id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
-                                           R"(,"cluster":"k80x2","budget":{"samples":300}})"));
+  std::string id = job_id_of(handle(
+      s, std::string(R"({"version":1,"type":"optimize",)") + kMlp + R"(,"cluster":"k80x2","budget":{"samples":300}})"));
   std::string done = wait_state(s, id, "done");
   ASSERT_NE(done.find("\"state\":\"done\""), std::string::npos) << done;
   EXPECT_GE(std::stoll(field_text(done, "samples")), 300);
@@ -172,15 +177,16 @@ TEST(Service, OptimizeJobRunsToItsBudgetAndResultIsKeptUntilFetched) {
   EXPECT_NE(r.find(R"("placement":{"graph":"mlp")"), std::string::npos);
   // The search starts from the best baseline, so it is never worse.
   EXPECT_GE(std::stod(field_text(r, "speedup_vs_start")), 1.0);
-  EXPECT_EQ(fail(s, R"({"version":1,"type":"result","job_id":")" + id + "\"}").rfind("not_found job_id: no job", 0), 0u);
+  EXPECT_EQ(fail(s, R"({"version":1,"type":"result","job_id":")" + id + "\"}").rfind("not_found job_id: no job", 0),
+            0u);
 }
 
 TEST(Service, CancelStopsAJobMidWayAndKeepsTheBestSoFar) {
   ServiceConfig c = small_config();
   c.optimize_methods = {"local_search"};
   PlacementService s(c);
-  std::string id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
-                                           R"(,"cluster":"k80x4","budget":{"seconds":60}})"));
+  std::string id = job_id_of(handle(
+      s, std::string(R"({"version":1,"type":"optimize",)") + kMlp + R"(,"cluster":"k80x4","budget":{"seconds":60}})"));
   wait_state(s, id, "running");
   std::this_thread::sleep_for(300ms);
   auto t0 = Clock::now();
@@ -189,7 +195,8 @@ TEST(Service, CancelStopsAJobMidWayAndKeepsTheBestSoFar) {
   EXPECT_LT(Clock::now() - t0, 3s);
   EXPECT_NE(r.find("\"state\":\"cancelled\""), std::string::npos) << r;
   EXPECT_NE(r.find("cancelled by request; its best placement so far is kept"), std::string::npos) << r;
-  EXPECT_NE(handle(s, R"({"version":1,"type":"result","job_id":")" + id + "\"}").find("\"placement\""), std::string::npos);
+  EXPECT_NE(handle(s, R"({"version":1,"type":"result","job_id":")" + id + "\"}").find("\"placement\""),
+            std::string::npos);
 }
 
 TEST(Service, FullJobQueueIsBusy) {
@@ -197,7 +204,8 @@ TEST(Service, FullJobQueueIsBusy) {
   c.job_queue = 1;
   c.optimize_methods = {"local_search"};
   PlacementService s(c);
-  std::string req = std::string(R"({"version":1,"type":"optimize",)") + kMlp + R"(,"cluster":"k80x2","budget":{"seconds":30}})";
+  std::string req =
+      std::string(R"({"version":1,"type":"optimize",)") + kMlp + R"(,"cluster":"k80x2","budget":{"seconds":30}})";
   std::string first = job_id_of(handle(s, req));
   wait_state(s, first, "running");
   std::string second = job_id_of(handle(s, req));
@@ -299,15 +307,17 @@ TEST(Service, LearnedJobSeriesAreBoundedAndLeaveWithTheJob) {
   config.job_metric_series = 1;
   PlacementService s(config, &metrics);
   auto run_job = [&] {
-    std::string r = handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
-                                  R"(,"cluster":"k80x2","budget":{"samples":32},"learned":{"policy":{"type":"seq2seq","hidden":8},)"
-                                  R"("train":{"samples_per_update":8},"warm_start":{"methods":["m_etf"],"bc_steps":0}}})");
+    std::string r =
+        handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                      R"(,"cluster":"k80x2","budget":{"samples":32},"learned":{"policy":{"type":"seq2seq","hidden":8},)"
+                      R"("train":{"samples_per_update":8},"warm_start":{"methods":["m_etf"],"bc_steps":0}}})");
     std::string id = field_text(r, "job_id");
     id = id.substr(1, id.size() - 2);
     std::string st;
     for (int i = 0; i < 1200; ++i) {
       st = handle(s, R"({"version":1,"type":"status","job_id":")" + id + R"("})");
-      if (st.find(R"("state":"done")") != std::string::npos || st.find(R"("state":"failed")") != std::string::npos) break;
+      if (st.find(R"("state":"done")") != std::string::npos || st.find(R"("state":"failed")") != std::string::npos)
+        break;
       std::this_thread::sleep_for(50ms);
     }
     EXPECT_NE(st.find(R"("state":"done")"), std::string::npos) << st;

@@ -15,10 +15,10 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "../env/remote_helpers.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/builders.h"
 #include "placer/graphs/serialize.h"
-#include "../env/remote_helpers.h"
 
 namespace placer::service {
 namespace {
@@ -69,7 +69,8 @@ class InProcessWorker {
 // A worker driven by hand: a DEALER socket and the protocol's frames.
 class FakeWorker {
  public:
-  FakeWorker(const std::string& endpoint, const std::string& name) : name_(name), socket_(ctx_, zmq::socket_type::dealer) {
+  FakeWorker(const std::string& endpoint, const std::string& name)
+      : name_(name), socket_(ctx_, zmq::socket_type::dealer) {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.connect(endpoint);
     ready();
@@ -189,7 +190,8 @@ TEST(WorkerPool, ConcurrentBatchesFromSeveralThreads) {
   std::vector<std::future<std::vector<StepResult>>> runs;
   std::vector<std::vector<Placement>> batches;
   for (int t = 0; t < 4; ++t) batches.push_back(random_placements(g, 10, 100 + t));
-  for (int t = 0; t < 4; ++t) runs.push_back(std::async(std::launch::async, [&, t] { return pool.evaluate(*problem, batches[t]); }));
+  for (int t = 0; t < 4; ++t)
+    runs.push_back(std::async(std::launch::async, [&, t] { return pool.evaluate(*problem, batches[t]); }));
   for (int t = 0; t < 4; ++t) {
     const auto results = runs[t].get();
     ASSERT_EQ(results.size(), 10u);

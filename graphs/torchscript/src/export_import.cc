@@ -38,7 +38,7 @@ namespace placer {
 namespace {
 
 constexpr size_t kMaxProgramBytes = size_t{1} << 30;  // the program JSON
-constexpr int kSchemaMajor = 8;                          // torch 2.11 writes 8.17
+constexpr int kSchemaMajor = 8;                       // torch 2.11 writes 8.17
 
 // The ScalarType enum of the export schema, which is not c10's numbering.
 std::optional<at::ScalarType> schema_dtype(int64_t v) {
@@ -89,8 +89,8 @@ std::string shape_text(const std::vector<int64_t>& shape) {
 // A tensor's metadata as the archive records it.
 struct Meta {
   at::ScalarType dtype = at::kFloat;
-  std::vector<int64_t> sizes;          // the example's (hint) for a symbolic size
-  std::vector<std::string> symbols;    // per dim: "" when static, else the symbol or expression
+  std::vector<int64_t> sizes;        // the example's (hint) for a symbolic size
+  std::vector<std::string> symbols;  // per dim: "" when static, else the symbol or expression
   std::vector<int64_t> strides;
   int64_t storage_offset = 0;
   bool dynamic() const {
@@ -143,11 +143,11 @@ class ExportImporter {
   const rj::Value* graph_ = nullptr;
   const rj::Value* tensor_values_ = nullptr;
   std::unordered_map<std::string, Val> values_;
-  std::set<std::string> parent_modules_;        // modules that hold another module some node ran in
+  std::set<std::string> parent_modules_;            // modules that hold another module some node ran in
   std::map<std::string, std::string> inputs_said_;  // user input -> where its shape came from
-  std::set<std::string> synthesized_;           // weights not stored in the archive
-  bool overridden_ = false;                     // some --input changed a symbolic size
-  std::set<std::string> used_;                  // values some node or output uses
+  std::set<std::string> synthesized_;               // weights not stored in the archive
+  bool overridden_ = false;                         // some --input changed a symbolic size
+  std::set<std::string> used_;                      // values some node or output uses
 };
 
 // ---------------------------------------------------------------- the archive
@@ -171,8 +171,9 @@ void ExportImporter::open() {
   }
   if (programs.empty()) {
     if (archive_->hasRecord("serialized_exported_program.json")) {
-      fail("written by torch.export.save of torch 2.5 or older; this build reads the format of torch 2.6+ "
-           "(schema 8.x); export it again with the project environment's torch");
+      fail(
+          "written by torch.export.save of torch 2.5 or older; this build reads the format of torch 2.6+ "
+          "(schema 8.x); export it again with the project environment's torch");
     }
     if (archive_->hasRecord("data.pkl") || archive_->hasRecord("constants.pkl")) {
       fail("a TorchScript or torch.save archive, not a torch.export program (use a .pt file for TorchScript)");
@@ -245,14 +246,15 @@ Meta ExportImporter::meta(const rj::Value& v, const std::string& where) const {
     sym_ints(*strides, "strides", &m.strides, &ignored);
   }
   if (const rj::Value* off = json_.member(v, "storage_offset"); off && off->IsObject()) {
-    if (const rj::Value* n = json_.member(*off, "as_int")) m.storage_offset = json_.integer(*n, where, "storage_offset");
+    if (const rj::Value* n = json_.member(*off, "as_int"))
+      m.storage_offset = json_.integer(*n, where, "storage_offset");
   }
   return m;
 }
 
 // FQN -> (record path, pickled) from data/<dir>/model_<dir>_config.json.
 std::map<std::string, std::pair<std::string, bool>> ExportImporter::payloads(const std::string& config,
-                                                                            const std::string& dir) {
+                                                                             const std::string& dir) {
   std::map<std::string, std::pair<std::string, bool>> out;
   if (!archive_->hasRecord(config)) return out;
   const rj::Document doc = json_.parse_object(record(config, kMaxProgramBytes), file_ + ": " + config);
@@ -311,16 +313,17 @@ at::Tensor ExportImporter::load_tensor(const std::string& name, const Meta& m, c
 // input indexes one (possibly through views), else 2.
 int64_t ExportImporter::integer_input_high(const std::string& input) const {
   static const std::set<std::string> kPassThrough = {
-      "torch.ops.aten.view.default", "torch.ops.aten.reshape.default", "torch.ops.aten.t.default",
-      "torch.ops.aten.transpose.int", "torch.ops.aten.permute.default", "torch.ops.aten.contiguous.default",
+      "torch.ops.aten.view.default",       "torch.ops.aten.reshape.default",   "torch.ops.aten.t.default",
+      "torch.ops.aten.transpose.int",      "torch.ops.aten.permute.default",   "torch.ops.aten.contiguous.default",
       "torch.ops.aten.flatten.using_ints", "torch.ops.aten.unsqueeze.default", "torch.ops.aten.squeeze.dim",
-      "torch.ops.aten.select.int", "torch.ops.aten.slice.Tensor", "torch.ops.aten.clone.default",
-      "torch.ops.aten._to_copy.default", "torch.ops.aten.to.dtype"};
+      "torch.ops.aten.select.int",         "torch.ops.aten.slice.Tensor",      "torch.ops.aten.clone.default",
+      "torch.ops.aten._to_copy.default",   "torch.ops.aten.to.dtype"};
   const rj::Value& nodes = (*graph_)["nodes"];
   std::set<std::string> names = {input};
   for (rj::SizeType i = 0; i < nodes.Size(); ++i) {
     const rj::Value& node = nodes[i];
-    if (!node.IsObject() || !node.HasMember("target") || !node["target"].IsString() || !node.HasMember("inputs")) continue;
+    if (!node.IsObject() || !node.HasMember("target") || !node["target"].IsString() || !node.HasMember("inputs"))
+      continue;
     const std::string target = node["target"].GetString();
     const rj::Value& ins = node["inputs"];
     if (!ins.IsArray()) continue;
@@ -397,8 +400,9 @@ void ExportImporter::bind_inputs(const std::vector<SampleInput>& samples) {
     };
     if (kind == "parameter" || kind == "buffer" || kind == "tensor_constant") {
       const std::string name = tensor_name();
-      const char* fqn_field = kind == "parameter" ? "parameter_name" : kind == "buffer" ? "buffer_name"
-                                                                                          : "tensor_constant_name";
+      const char* fqn_field = kind == "parameter" ? "parameter_name"
+                              : kind == "buffer"  ? "buffer_name"
+                                                  : "tensor_constant_name";
       const std::string fqn = json_.string(json_.require(body, fqn_field, at), at, fqn_field);
       const Meta m = placeholder_meta(name);
       const auto& table = kind == "tensor_constant" ? constants : weights;
@@ -413,7 +417,7 @@ void ExportImporter::bind_inputs(const std::vector<SampleInput>& samples) {
       Val v;
       v.value = t;
       v.refs = {kind == "parameter" && at::isFloatingType(t.scalar_type()) ? rec_.param(t, fqn, layer)
-                                                                            : rec_.constant(t, fqn, layer)};
+                                                                           : rec_.constant(t, fqn, layer)};
       values_[name] = std::move(v);
     } else if (kind == "user_input") {
       const rj::Value& arg = json_.object(json_.require(body, "arg", at), at, "arg");
@@ -438,7 +442,8 @@ void ExportImporter::bind_inputs(const std::vector<SampleInput>& samples) {
             const rj::Value& r = (*ranges)[sym.c_str()];
             const rj::Value* lo = json_.member(r, "min_val");
             const rj::Value* hi = json_.member(r, "max_val");
-            if ((lo && lo->IsInt64() && s.shape[d] < lo->GetInt64()) || (hi && hi->IsInt64() && s.shape[d] > hi->GetInt64())) {
+            if ((lo && lo->IsInt64() && s.shape[d] < lo->GetInt64()) ||
+                (hi && hi->IsInt64() && s.shape[d] > hi->GetInt64())) {
               fail(detail::concat("input '", name, "' dimension ", d, " (", sym, ") must be in [",
                                   lo && lo->IsInt64() ? std::to_string(lo->GetInt64()) : "-inf", ", ",
                                   hi && hi->IsInt64() ? std::to_string(hi->GetInt64()) : "inf",
@@ -671,9 +676,8 @@ void ExportImporter::check_output(const std::string& name, const at::Tensor& t, 
   // hidden states of aten::lstm, for one); what the kernel made is kept.
   if (!same && used_.count(name)) {
     std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
-    fail(where + ": output '" + name + "' is " + std::string(c10::toString(t.scalar_type())) + " " +
-         shape_text(sizes) + " when run, but the program records " + std::string(c10::toString(m.dtype)) + " " +
-         shape_text(m.sizes));
+    fail(where + ": output '" + name + "' is " + std::string(c10::toString(t.scalar_type())) + " " + shape_text(sizes) +
+         " when run, but the program records " + std::string(c10::toString(m.dtype)) + " " + shape_text(m.sizes));
   }
 }
 
@@ -683,18 +687,21 @@ void ExportImporter::visit(const rj::Value& node, size_t index) {
   const std::string target = json_.string(json_.require(node, "target", at), at, "target");
   const std::string name = json_.opt_string(node, "name", at);
   const std::string where = "node '" + (name.empty() ? at : name) + "' (" + target + ")";
-  static const std::set<std::string> kChecks = {
-      "torch.ops.aten._assert_tensor_metadata.default", "torch.ops.aten._assert_scalar.default",
-      "torch.ops.aten.sym_constrain_range_for_size.default", "torch.ops.aten.sym_constrain_range.default",
-      "torch.ops.aten._assert_async.msg", "torch.ops.aten._assert_async.default"};
+  static const std::set<std::string> kChecks = {"torch.ops.aten._assert_tensor_metadata.default",
+                                                "torch.ops.aten._assert_scalar.default",
+                                                "torch.ops.aten.sym_constrain_range_for_size.default",
+                                                "torch.ops.aten.sym_constrain_range.default",
+                                                "torch.ops.aten._assert_async.msg",
+                                                "torch.ops.aten._assert_async.default"};
   if (kChecks.count(target)) return;  // checks of the exporter's assumptions; nothing to place
   if (target.rfind("torch.ops.aten.sym_", 0) == 0 || target.rfind("_operator.", 0) == 0 ||
       target.rfind("torch.sym_", 0) == 0 || target.rfind("math.", 0) == 0) {
     return visit_symbolic(node, target, where);
   }
   if (target.rfind("torch.ops.higher_order.", 0) == 0) {
-    fail(where + ": higher-order ops (control flow such as torch.cond, while_loop, or wrapped regions) are not "
-                 "supported; export the model without them");
+    fail(where +
+         ": higher-order ops (control flow such as torch.cond, while_loop, or wrapped regions) are not "
+         "supported; export the model without them");
   }
   if (target.rfind("torch.ops.aten.", 0) != 0) {
     fail(where + ": not an ATen operator (a custom op or a Python function); the runtime can only call ATen ops");
@@ -706,7 +713,8 @@ void ExportImporter::visit_symbolic(const rj::Value& node, const std::string& ta
   const rj::Value& ins = json_.array(json_.require(node, "inputs", where), where, "inputs");
   std::vector<c10::IValue> args;
   for (rj::SizeType i = 0; i < ins.Size(); ++i) {
-    args.push_back(argument(json_.require(json_.object(ins[i], where, "inputs[]"), "arg", where), nullptr, where).value);
+    args.push_back(
+        argument(json_.require(json_.object(ins[i], where, "inputs[]"), "arg", where), nullptr, where).value);
   }
   const auto integer = [&](size_t i) -> int64_t {
     if (i >= args.size() || !(args[i].isInt() || args[i].isBool())) fail(where + ": expects integer arguments");
@@ -781,8 +789,10 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
   if (handle->schema().is_mutable()) {
     for (const auto& a : handle->schema().arguments()) {
       if (a.alias_info() && a.alias_info()->isWrite()) {
-        if (!mutated_arg.empty() || a.name() != "self" || a.kwarg_only()) mutated_arg = "?";
-        else mutated_arg = a.name();
+        if (!mutated_arg.empty() || a.name() != "self" || a.kwarg_only())
+          mutated_arg = "?";
+        else
+          mutated_arg = a.name();
       }
     }
     std::optional<c10::OperatorHandle> functional;
@@ -791,8 +801,9 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
     }
     if (!functional || functional->schema().is_mutable() ||
         functional->schema().arguments().size() != handle->schema().arguments().size()) {
-      fail(where + ": mutates an input in place and has no functional ATen variant; export with "
-                   "run_decompositions() or avoid the in-place op");
+      fail(where +
+           ": mutates an input in place and has no functional ATen variant; export with "
+           "run_decompositions() or avoid the in-place op");
     }
     handle = functional;
     op = op.substr(0, op.size() - 1);
@@ -841,9 +852,11 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
     // The overload that takes a Scalar there: add.Tensor -> add.Scalar,
     // pow.Tensor_Tensor -> pow.Tensor_Scalar, where.self -> where.ScalarOther.
     std::optional<c10::OperatorHandle> scalar;
-    for (const char* candidate : {"Scalar", "Tensor_Scalar", "Scalar_Tensor", "ScalarOther", "ScalarSelf", "Scalar_other"}) {
+    for (const char* candidate :
+         {"Scalar", "Tensor_Scalar", "Scalar_Tensor", "ScalarOther", "ScalarSelf", "Scalar_other"}) {
       auto h = c10::Dispatcher::singleton().findSchema({op, candidate});
-      if (!h || h->schema().is_mutable() || h->schema().arguments().size() != handle->schema().arguments().size()) continue;
+      if (!h || h->schema().is_mutable() || h->schema().arguments().size() != handle->schema().arguments().size())
+        continue;
       bool fits = true;
       for (size_t k = 0; k < h->schema().arguments().size(); ++k) {
         const auto& a = h->schema().arguments()[k];
@@ -878,7 +891,8 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
   const std::string short_kind = op.substr(op.find("::") + 2);
   std::string layer = path;
   if (const auto d = path.rfind('.'); d != std::string::npos && !parent_modules_.count(path)) layer = path.substr(0, d);
-  const pt::RecordedCall call = rec_.call(*handle, args, where, path.empty() ? short_kind : path + "/" + short_kind, layer);
+  const pt::RecordedCall call =
+      rec_.call(*handle, args, where, path.empty() ? short_kind : path + "/" + short_kind, layer);
 
   // Outputs: one Argument per return, or one as_tensors for a Tensor[] return.
   const rj::Value& outs = json_.array(json_.require(node, "outputs", where), where, "outputs");
@@ -904,7 +918,8 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
         values_[name] = Val{tensors[k], {call.refs[i].at(k)}};
       }
     } else if (!out.HasMember("as_none")) {
-      fail(detail::concat(where, ": output ", i, " is ", out.MemberCount() ? out.MemberBegin()->name.GetString() : "empty",
+      fail(detail::concat(where, ": output ", i, " is ",
+                          out.MemberCount() ? out.MemberBegin()->name.GetString() : "empty",
                           " in the program but the operator returned ", r.tagKind()));
     }
   }
@@ -916,7 +931,8 @@ Graph ExportImporter::run(const std::vector<SampleInput>& samples) {
   out.name = std::filesystem::path(file_).stem().string();
   out.attrs["source"] = "torch.export";
   out.attrs["file"] = std::filesystem::path(file_).filename().string();
-  if (const rj::Value* v = json_.member(doc_, "torch_version"); v && v->IsString()) out.attrs["exported_by"] = v->GetString();
+  if (const rj::Value* v = json_.member(doc_, "torch_version"); v && v->IsString())
+    out.attrs["exported_by"] = v->GetString();
 
   const rj::Value& nodes = json_.array(json_.require(*graph_, "nodes", "graph"), "graph", "nodes");
   for (rj::SizeType i = 0; i < nodes.Size(); ++i) {
@@ -973,8 +989,7 @@ bool is_exported_program(const std::string& path) {
     for (const std::string& r : reader.getAllRecords()) {
       if (r.rfind("models/", 0) == 0 || r == "serialized_exported_program.json") return true;
     }
-  } catch (const std::exception&) {
-  }
+  } catch (const std::exception&) {}
   return false;
 }
 

@@ -103,11 +103,11 @@ void reject_control_flow(torch::jit::Block* block, const std::string& file) {
 // What a TorchScript value stands for while the graph is executed.
 struct Slot {
   enum class Kind { Const, Tensor, TensorList, Tuple, Module } kind = Kind::Const;
-  c10::IValue value;               // the real value (Tuple: rebuilt on demand)
-  std::vector<TensorRef> refs;     // Tensor: one; TensorList: one per element
-  std::vector<Slot> elems;         // Tuple
+  c10::IValue value;            // the real value (Tuple: rebuilt on demand)
+  std::vector<TensorRef> refs;  // Tensor: one; TensorList: one per element
+  std::vector<Slot> elems;      // Tuple
   torch::jit::Module module;
-  std::string path;                // Module: attribute path from the root
+  std::string path;  // Module: attribute path from the root
   bool tracked() const {
     if (kind == Kind::Tensor || kind == Kind::TensorList) return true;
     for (const auto& e : elems) {
@@ -181,7 +181,8 @@ void Importer::check_inputs(const torch::jit::Module& module, const std::vector<
     }
     const auto& type = arguments[i + 1].type();
     if (type->kind() != c10::TypeKind::TensorType) {
-      fail("forward() argument '" + expected[i] + "' has type " + type->str() + "; only Tensor arguments are supported");
+      fail("forward() argument '" + expected[i] + "' has type " + type->str() +
+           "; only Tensor arguments are supported");
     }
   }
 }
@@ -208,10 +209,10 @@ std::optional<c10::IValue> Importer::static_value(const Value* value) {
 // Integer inputs are drawn from [0, high): an embedding's table size when the
 // input indexes one (possibly through views), else 2.
 int64_t Importer::integer_input_high(const Value* input) {
-  static const std::set<std::string> kPassThrough = {"aten::view", "aten::reshape", "aten::t", "aten::transpose",
-                                                     "aten::permute", "aten::contiguous", "aten::flatten",
-                                                     "aten::unsqueeze", "aten::squeeze", "aten::select",
-                                                     "aten::slice", "aten::to", "aten::narrow"};
+  static const std::set<std::string> kPassThrough = {
+      "aten::view",       "aten::reshape", "aten::t",         "aten::transpose", "aten::permute",
+      "aten::contiguous", "aten::flatten", "aten::unsqueeze", "aten::squeeze",   "aten::select",
+      "aten::slice",      "aten::to",      "aten::narrow"};
   std::vector<const Value*> frontier = {input};
   std::set<const Value*> seen;
   while (!frontier.empty()) {
@@ -280,8 +281,8 @@ void Importer::visit_get_attr(Node* node) {
     result.value = value;
     result.refs = {ref};
   } else if (value.isObject()) {
-    fail("attribute '" + path + "' is a custom class object (" + value.type()->str() + "), not supported: " +
-         describe(node));
+    fail("attribute '" + path + "' is a custom class object (" + value.type()->str() +
+         "), not supported: " + describe(node));
   } else {
     result.kind = Slot::Kind::Const;  // a buffer or a plain attribute
     result.value = value;

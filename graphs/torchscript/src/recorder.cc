@@ -1,8 +1,8 @@
 // The recorder both importers share: see recorder.h.
 #include "recorder.h"
 
-#include <torch/csrc/autograd/autograd.h>
 #include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
 #include <sstream>
@@ -60,8 +60,7 @@ bool starts_with(const std::string& s, const char* prefix) { return s.rfind(pref
 
 }  // namespace
 
-double estimate_flops(const std::string& base, const std::vector<c10::IValue>& in,
-                      const std::vector<at::Tensor>& out) {
+double estimate_flops(const std::string& base, const std::vector<c10::IValue>& in, const std::vector<at::Tensor>& out) {
   double out_numel = 0;
   for (const auto& t : out) out_numel += static_cast<double>(t.numel());
   const double first_out = out.empty() ? 0.0 : static_cast<double>(out[0].numel());
@@ -70,17 +69,17 @@ double estimate_flops(const std::string& base, const std::vector<c10::IValue>& i
   };
 
   static const std::set<std::string> kViews = {
-      "aten::view", "aten::reshape", "aten::_reshape_alias", "aten::flatten", "aten::unflatten",
-      "aten::unsqueeze", "aten::squeeze", "aten::transpose", "aten::t", "aten::permute",
-      "aten::expand", "aten::expand_as", "aten::select", "aten::slice", "aten::narrow",
-      "aten::chunk", "aten::split", "aten::split_with_sizes", "aten::unbind", "aten::detach",
-      "aten::alias", "aten::as_strided", "aten::view_as", "aten::reshape_as", "aten::numpy_T",
-      "aten::_unsafe_view", "aten::view_copy", "aten::lift_fresh_copy"};
+      "aten::view",         "aten::reshape",    "aten::_reshape_alias",   "aten::flatten",    "aten::unflatten",
+      "aten::unsqueeze",    "aten::squeeze",    "aten::transpose",        "aten::t",          "aten::permute",
+      "aten::expand",       "aten::expand_as",  "aten::select",           "aten::slice",      "aten::narrow",
+      "aten::chunk",        "aten::split",      "aten::split_with_sizes", "aten::unbind",     "aten::detach",
+      "aten::alias",        "aten::as_strided", "aten::view_as",          "aten::reshape_as", "aten::numpy_T",
+      "aten::_unsafe_view", "aten::view_copy",  "aten::lift_fresh_copy"};
   if (kViews.count(base)) return 0.0;
 
-  const bool conv = base == "aten::_convolution" || base == "aten::convolution" ||
-                    starts_with(base, "aten::conv1d") || starts_with(base, "aten::conv2d") ||
-                    starts_with(base, "aten::conv3d") || starts_with(base, "aten::conv_transpose");
+  const bool conv = base == "aten::_convolution" || base == "aten::convolution" || starts_with(base, "aten::conv1d") ||
+                    starts_with(base, "aten::conv2d") || starts_with(base, "aten::conv3d") ||
+                    starts_with(base, "aten::conv_transpose");
   if (conv) {
     // 2 x (one multiply-add per weight element per output position) + bias.
     const at::Tensor input = tensor(0), weight = tensor(1), bias = tensor(2);
@@ -148,15 +147,28 @@ double estimate_flops(const std::string& base, const std::vector<c10::IValue>& i
     }
     return numel_of(in[0]);
   }
-  static const std::set<std::string> kReductions = {
-      "aten::sum", "aten::mean", "aten::var", "aten::std", "aten::norm", "aten::amax", "aten::amin",
-      "aten::max", "aten::min", "aten::argmax", "aten::argmin", "aten::prod", "aten::logsumexp",
-      "aten::adaptive_avg_pool1d", "aten::adaptive_avg_pool2d", "aten::adaptive_avg_pool3d",
-      "aten::adaptive_max_pool1d", "aten::adaptive_max_pool2d", "aten::adaptive_max_pool3d"};
+  static const std::set<std::string> kReductions = {"aten::sum",
+                                                    "aten::mean",
+                                                    "aten::var",
+                                                    "aten::std",
+                                                    "aten::norm",
+                                                    "aten::amax",
+                                                    "aten::amin",
+                                                    "aten::max",
+                                                    "aten::min",
+                                                    "aten::argmax",
+                                                    "aten::argmin",
+                                                    "aten::prod",
+                                                    "aten::logsumexp",
+                                                    "aten::adaptive_avg_pool1d",
+                                                    "aten::adaptive_avg_pool2d",
+                                                    "aten::adaptive_avg_pool3d",
+                                                    "aten::adaptive_max_pool1d",
+                                                    "aten::adaptive_max_pool2d",
+                                                    "aten::adaptive_max_pool3d"};
   if (kReductions.count(base)) return in.empty() ? out_numel : std::max(out_numel, numel_of(in[0]));
   return out_numel;  // elementwise and everything else: one op per output element
 }
-
 
 std::string fused_op_hint(const std::string& type) {
   static const std::map<std::string, std::string> kHints = {
@@ -260,10 +272,12 @@ Recorder::GradStatus Recorder::grad_status(const c10::OperatorHandle& handle, co
       std::vector<at::Tensor> list;
       for (const at::Tensor& t : v.toTensorVector()) list.push_back(leaf(t, needs_grad.at(next++)));
       stack.push_back(c10::IValue(list));
-    } else if (v.isList() && v.toListRef().size() > 0 && v.type()->containedType(0)->kind() == c10::TypeKind::OptionalType) {
+    } else if (v.isList() && v.toListRef().size() > 0 &&
+               v.type()->containedType(0)->kind() == c10::TypeKind::OptionalType) {
       c10::List<std::optional<at::Tensor>> list;
       for (const auto& e : v.toListRef()) {
-        list.push_back(e.isNone() ? std::optional<at::Tensor>() : std::optional<at::Tensor>(leaf(e.toTensor(), needs_grad.at(next++))));
+        list.push_back(e.isNone() ? std::optional<at::Tensor>()
+                                  : std::optional<at::Tensor>(leaf(e.toTensor(), needs_grad.at(next++))));
       }
       stack.push_back(c10::IValue(list));
     } else {
@@ -419,7 +433,8 @@ RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector
   result.op = out_.add_op(std::move(op));
   if (any_grad) {
     for (size_t j = 0; j < produced.size(); ++j) {
-      if (at::isFloatingType(produced[j].scalar_type())) requires_grad_.insert({result.op.value, static_cast<int32_t>(j)});
+      if (at::isFloatingType(produced[j].scalar_type()))
+        requires_grad_.insert({result.op.value, static_cast<int32_t>(j)});
     }
   }
   int32_t next = 0;

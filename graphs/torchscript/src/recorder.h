@@ -42,8 +42,8 @@ struct CallArg {
 
 struct RecordedCall {
   OpId op;
-  std::vector<c10::IValue> returns;               // as the kernel returned them
-  std::vector<std::vector<TensorRef>> refs;       // per return: tensor 1, list n, else 0
+  std::vector<c10::IValue> returns;          // as the kernel returned them
+  std::vector<std::vector<TensorRef>> refs;  // per return: tensor 1, list n, else 0
 };
 
 class Recorder {

@@ -55,7 +55,8 @@ SampleInput parse_sample_input(const std::string& spec) {
     for (const std::string& dim : split(shape, 'x')) {
       if (dim.empty() || dim.size() > 12) throw where("dimension '" + dim + "' is not a positive integer");
       for (char c : dim) {
-        if (!std::isdigit(static_cast<unsigned char>(c))) throw where("dimension '" + dim + "' is not a positive integer");
+        if (!std::isdigit(static_cast<unsigned char>(c)))
+          throw where("dimension '" + dim + "' is not a positive integer");
       }
       const int64_t value = std::stoll(dim);
       if (value <= 0) throw where("dimension '" + dim + "' must be positive");
@@ -66,7 +67,9 @@ SampleInput parse_sample_input(const std::string& spec) {
   }
   if (parts.size() == 3) {
     const auto dtype = parse_dtype(parts[2]);
-    if (!dtype) throw where("unknown dtype '" + parts[2] + "' (float, half, bfloat16, double, long, int, short, char, byte, bool)");
+    if (!dtype)
+      throw where("unknown dtype '" + parts[2] +
+                  "' (float, half, bfloat16, double, long, int, short, char, byte, bool)");
     input.dtype = *dtype;
   }
   return input;

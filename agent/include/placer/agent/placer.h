@@ -26,9 +26,9 @@ class NoFeasiblePlacement : public std::runtime_error {
 struct PlaceContext {
   const Graph* graph = nullptr;
   const Cluster* cluster = nullptr;
-  Environment* env = nullptr;      // costs, simulation and rewards; never null
+  Environment* env = nullptr;  // costs, simulation and rewards; never null
   uint64_t seed = 0;
-  int64_t sample_budget = 2000;    // evaluations a search method may spend
+  int64_t sample_budget = 2000;  // evaluations a search method may spend
   double time_limit_s = 60.0;
   std::map<std::string, std::string> options;  // method-specific ("objective": "latency", ...)
 };
@@ -36,9 +36,9 @@ struct PlaceContext {
 struct PlaceResult {
   Placement placement;
   std::string method;
-  double place_seconds = 0.0;      // wall time to compute the placement
-  int64_t evaluations = 0;         // env evaluations spent
-  std::string note;                // e.g. "ilp: incumbent 1.2 s, bound 1.1 s, gap 8%; coarsened to 40 groups"
+  double place_seconds = 0.0;  // wall time to compute the placement
+  int64_t evaluations = 0;     // env evaluations spent
+  std::string note;            // e.g. "ilp: incumbent 1.2 s, bound 1.1 s, gap 8%; coarsened to 40 groups"
   std::map<std::string, double> stats;
 };
 

@@ -22,21 +22,21 @@ struct GraphSource {
   std::string builder;                     // "nmt", "rnnlm", ... (see builders.h)
   std::map<std::string, int64_t> options;  // builder options
   bool forward_only = false;
-  std::string file;                        // a graph file instead of a builder
-  std::string describe() const;            // "nmt(layers=2,hidden=512)" or the file path
-  Graph load() const;                      // builds it, or reads the file
+  std::string file;              // a graph file instead of a builder
+  std::string describe() const;  // "nmt(layers=2,hidden=512)" or the file path
+  Graph load() const;            // builds it, or reads the file
 };
 
 struct TrainConfig {
   std::string name = "run";
-  std::string source_text;        // the config file's text, copied into every result folder
+  std::string source_text;  // the config file's text, copied into every result folder
   std::string source_path;
 
   // What to place.
-  GraphSource graph;              // the graph (policy seq2seq/hierarchical, gnn per-graph)
+  GraphSource graph;                  // the graph (policy seq2seq/hierarchical, gnn per-graph)
   std::vector<GraphSource> family;    // gnn: graphs trained on together
   std::vector<GraphSource> held_out;  // gnn: graphs placed without training after the run
-  std::string cluster = "k80x2";  // preset, cluster file or device list ("cpu:2")
+  std::string cluster = "k80x2";      // preset, cluster file or device list ("cpu:2")
 
   // Policy.
   std::string policy = "seq2seq";  // seq2seq | hierarchical | gnn
@@ -45,7 +45,7 @@ struct TrainConfig {
   int max_groups = 256;            // seq2seq/gnn: coarsen co-location groups to at most this many
   int grouper_groups = 0;          // hierarchical: groups (0 = min(256, 20 x devices))
   int gnn_layers = 3;
-  std::string decoder = "lstm";    // lstm (ColocRL) | pointwise (no recurrent state; for gnn families)
+  std::string decoder = "lstm";  // lstm (ColocRL) | pointwise (no recurrent state; for gnn families)
   // Placing without training (held-out graphs, `placer place --checkpoint`):
   // the greedy decode plus place_samples - 1 sampled ones; the simulator keeps
   // the fastest. 1 = greedy only.
@@ -58,24 +58,24 @@ struct TrainConfig {
   int measure_warmup = 2;
   int measure_steps = 5;
   int hybrid_measure_top = 1;
-  std::string profile;             // optional profile file calibrating the simulator
+  std::string profile;  // optional profile file calibrating the simulator
 
   // Optimisation.
   std::string algorithm = "reinforce";  // reinforce | ppo
-  int64_t updates = 100;           // policy updates (the run stops at the first budget reached)
+  int64_t updates = 100;                // policy updates (the run stops at the first budget reached)
   int samples_per_update = 16;
-  int64_t max_samples = 0;         // 0 = no sample budget
-  double time_limit_s = 0.0;       // 0 = no time limit
+  int64_t max_samples = 0;    // 0 = no sample budget
+  double time_limit_s = 0.0;  // 0 = no time limit
   double lr = 0.01;
-  double lr_decay = 1.0;           // multiplied into lr every lr_decay_every updates
+  double lr_decay = 1.0;  // multiplied into lr every lr_decay_every updates
   int lr_decay_every = 50;
   double entropy_weight = 0.01;
-  double baseline_decay = 0.9;     // exponential moving average of the reward
+  double baseline_decay = 0.9;  // exponential moving average of the reward
   double grad_clip = 1.0;
   double temperature = 1.0;
-  double logit_noise = 0.5;        // std of Gaussian logit noise at the start
-  double logit_noise_decay = 0.97; // per update
-  bool greedy_sample = true;       // add the greedy decode to every update's samples
+  double logit_noise = 0.5;         // std of Gaussian logit noise at the start
+  double logit_noise_decay = 0.97;  // per update
+  bool greedy_sample = true;        // add the greedy decode to every update's samples
   int ppo_epochs = 4;
   double ppo_clip = 0.2;
 
@@ -86,11 +86,11 @@ struct TrainConfig {
 
   // Run control.
   uint64_t seed = 1;
-  int threads = 1;                 // LibTorch intra-op threads (the machine is small)
-  int env_threads = 1;             // simulator batch threads
-  int checkpoint_every = 10;       // updates
-  std::string output_dir;          // default runs/<name>
-  std::vector<std::string> compare; // baselines to report next to the result (`placer baseline` names)
+  int threads = 1;                   // LibTorch intra-op threads (the machine is small)
+  int env_threads = 1;               // simulator batch threads
+  int checkpoint_every = 10;         // updates
+  std::string output_dir;            // default runs/<name>
+  std::vector<std::string> compare;  // baselines to report next to the result (`placer baseline` names)
 };
 
 // YAML or JSON (by content; yaml-cpp reads both). Throws InputError naming the
@@ -103,12 +103,12 @@ std::string train_config_to_json(const TrainConfig& config);
 struct UpdateMetrics {
   int64_t update = 0;
   double reward_mean = 0.0;
-  double reward_best = 0.0;       // best reward of any sample so far
-  double step_mean_s = 0.0;       // mean step time of this update's samples
+  double reward_best = 0.0;  // best reward of any sample so far
+  double step_mean_s = 0.0;  // mean step time of this update's samples
   double best_step_s = 0.0;
   double entropy = 0.0;
   double loss = 0.0;
-  int64_t samples = 0;            // total so far
+  int64_t samples = 0;  // total so far
   double samples_per_s = 0.0;
   int64_t cache_hits = 0;
   double elapsed_s = 0.0;
@@ -127,9 +127,9 @@ class MetricsSink {
 };
 
 struct TrainControls {
-  bool resume = false;            // continue from output_dir/checkpoint.pt
-  bool progress = true;           // progress line on stderr
-  int64_t stop_after_updates = -1;  // stop (with a checkpoint) after this many updates in total
+  bool resume = false;                        // continue from output_dir/checkpoint.pt
+  bool progress = true;                       // progress line on stderr
+  int64_t stop_after_updates = -1;            // stop (with a checkpoint) after this many updates in total
   const std::atomic<bool>* cancel = nullptr;  // set to stop early (checkpoint written)
   // Evaluates the sampled placements elsewhere (e.g. service::WorkerPool: `placer
   // worker` processes); simulated and measured rewards are the same as here.
@@ -140,7 +140,7 @@ struct BaselineResult {
   std::string method;
   double step_s = 0.0;
   bool ok = false;
-  double seconds = 0.0;           // time to place
+  double seconds = 0.0;  // time to place
   std::string note;
 };
 
@@ -148,8 +148,8 @@ struct TrainResult {
   std::string output_dir;
   int64_t updates = 0;
   int64_t samples = 0;
-  double seconds = 0.0;           // wall time of this invocation (including warm start)
-  double best_step_s = 0.0;       // of the best placement (measured when the mode measures)
+  double seconds = 0.0;      // wall time of this invocation (including warm start)
+  double best_step_s = 0.0;  // of the best placement (measured when the mode measures)
   bool best_measured = false;
   int64_t best_found_at_sample = 0;
   NamedPlacement best_placement;

@@ -26,7 +26,9 @@ class CostModel {
   // the profile's alpha/beta fits where given.
   static CostModel calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile);
 
-  double op_seconds(OpId op, DeviceId device) const { return op_s_[static_cast<size_t>(op.value) * devices_ + device.value]; }
+  double op_seconds(OpId op, DeviceId device) const {
+    return op_s_[static_cast<size_t>(op.value) * devices_ + device.value];
+  }
   double transfer_seconds(DeviceId from, DeviceId to, int64_t bytes) const;
   int32_t devices() const { return devices_; }
   int64_t ops() const { return devices_ ? static_cast<int64_t>(op_s_.size()) / devices_ : 0; }
@@ -60,8 +62,12 @@ class CostModel {
   // Every op costs op_seconds on every device; links are free (alpha = 0,
   // beta = 0 means no per-byte cost). A start for hand-made test costs.
   static CostModel uniform(int64_t ops, int32_t devices, double op_seconds);
-  double link_alpha_s(DeviceId from, DeviceId to) const { return alpha_s_[static_cast<size_t>(from.value) * devices_ + to.value]; }
-  double link_beta_Bps(DeviceId from, DeviceId to) const { return beta_Bps_[static_cast<size_t>(from.value) * devices_ + to.value]; }
+  double link_alpha_s(DeviceId from, DeviceId to) const {
+    return alpha_s_[static_cast<size_t>(from.value) * devices_ + to.value];
+  }
+  double link_beta_Bps(DeviceId from, DeviceId to) const {
+    return beta_Bps_[static_cast<size_t>(from.value) * devices_ + to.value];
+  }
   // Multiplies every op cost on a device (hybrid-mode recalibration).
   void scale_device(DeviceId device, double factor);
   // Multiplies a link's transfer times (alpha x factor, beta / factor).

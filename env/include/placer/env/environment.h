@@ -38,8 +38,8 @@ struct EnvOptions {
   RewardOptions reward;
   int measure_warmup = 2;
   int measure_steps = 5;
-  int hybrid_measure_top = 1;   // hybrid: measure the best N of each batch and every new best
-  int threads = 0;              // simulated batch evaluation threads (0 = cores)
+  int hybrid_measure_top = 1;      // hybrid: measure the best N of each batch and every new best
+  int threads = 0;                 // simulated batch evaluation threads (0 = cores)
   std::optional<Profile> profile;  // calibrates the cost model when given
   // Evaluates uncached placements elsewhere (env/remote.h): every one in
   // simulated and measured mode; in hybrid mode only the measurements (the
@@ -51,7 +51,7 @@ struct Evaluation {
   StepResult result;
   double reward = 0.0;
   bool cached = false;
-  bool measured = false;   // result came from the runtime
+  bool measured = false;  // result came from the runtime
 };
 
 class Environment {
@@ -75,9 +75,9 @@ class Environment {
     int64_t evaluations = 0;
     int64_t cache_hits = 0;
     int64_t measurements = 0;
-    int64_t remote = 0;         // evaluations (simulations or measurements) done by options.remote
-    int64_t calibrations = 0;   // hybrid: times the simulator was refit to measurements
-    double step_scale = 1.0;    // hybrid: the current measured / simulated step factor
+    int64_t remote = 0;        // evaluations (simulations or measurements) done by options.remote
+    int64_t calibrations = 0;  // hybrid: times the simulator was refit to measurements
+    double step_scale = 1.0;   // hybrid: the current measured / simulated step factor
   };
   Stats stats() const;
 

@@ -27,8 +27,8 @@ std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& g
                                                                   uint64_t seed);
 
 struct FidelityPoint {
-  std::string kind;            // "single", "round_robin", "split", "random", "perturbed"
-  double measured_s = 0.0;     // measured step time (placer fidelity: the fastest step over its rounds)
+  std::string kind;         // "single", "round_robin", "split", "random", "perturbed"
+  double measured_s = 0.0;  // measured step time (placer fidelity: the fastest step over its rounds)
   double measured_iqr_s = 0.0;
   double simulated_s = 0.0;
   int64_t transfer_bytes = 0;

@@ -33,8 +33,8 @@ int64_t total_output_bytes(const Graph& graph);
 // Forced together: ops sharing Op::group, a Backward op with its forward op,
 // an Update op with its param op.
 struct Grouping {
-  std::vector<int32_t> group_of;            // op -> group index
-  std::vector<std::vector<OpId>> members;   // group -> ops, ascending
+  std::vector<int32_t> group_of;           // op -> group index
+  std::vector<std::vector<OpId>> members;  // group -> ops, ascending
   int32_t size() const { return static_cast<int32_t>(members.size()); }
 };
 Grouping colocation_groups(const Graph& graph);

@@ -15,16 +15,16 @@ enum class DeviceKind : uint8_t { Cpu, Cuda };
 const char* device_kind_name(DeviceKind kind);  // "cpu", "cuda"
 
 struct Device {
-  std::string name;              // "cpu:0", "cuda:1": unique in the cluster
+  std::string name;  // "cpu:0", "cuda:1": unique in the cluster
   DeviceKind kind = DeviceKind::Cpu;
-  std::string physical;          // the real device the runtime uses ("cuda:0"); empty = name.
-                                 // Several virtual devices may share one physical GPU.
-  int64_t memory_bytes = 0;      // capacity available to placed tensors
+  std::string physical;      // the real device the runtime uses ("cuda:0"); empty = name.
+                             // Several virtual devices may share one physical GPU.
+  int64_t memory_bytes = 0;  // capacity available to placed tensors
   // Roofline constants for presets without a measured profile.
-  double peak_flops = 1e11;      // FLOP/s
-  double mem_bandwidth = 1e10;   // bytes/s
-  double op_overhead_s = 5e-6;   // fixed cost per operator (launch, dispatch)
-  int32_t threads = 0;           // CPU devices: intra-op threads (0 = share of the machine)
+  double peak_flops = 1e11;     // FLOP/s
+  double mem_bandwidth = 1e10;  // bytes/s
+  double op_overhead_s = 5e-6;  // fixed cost per operator (launch, dispatch)
+  int32_t threads = 0;          // CPU devices: intra-op threads (0 = share of the machine)
 
   bool operator==(const Device& o) const;
 };
@@ -39,11 +39,11 @@ struct Link {
 };
 
 struct Cluster {
-  std::string name;              // preset name or file stem
-  std::string source;            // where the numbers come from (documentation)
+  std::string name;    // preset name or file stem
+  std::string source;  // where the numbers come from (documentation)
   std::vector<Device> devices;
-  std::vector<Link> links;       // pairs not listed use the default link
-  Link default_link;             // from/to empty
+  std::vector<Link> links;  // pairs not listed use the default link
+  Link default_link;        // from/to empty
 
   int32_t size() const { return static_cast<int32_t>(devices.size()); }
   const Device& device(DeviceId id) const { return devices[id.value]; }

@@ -42,7 +42,7 @@ std::string concat(const Parts&... parts) {
 }  // namespace placer
 
 // PLACER_CHECK(cond, parts...): an internal invariant. Never use for outside input.
-#define PLACER_CHECK(cond, ...)                                                                 \
-  do {                                                                                          \
+#define PLACER_CHECK(cond, ...)                                                                                  \
+  do {                                                                                                           \
     if (!(cond)) ::placer::check_failed(__FILE__, __LINE__, #cond, ::placer::detail::concat("", ##__VA_ARGS__)); \
   } while (0)

@@ -16,7 +16,9 @@ struct StrongId {
   constexpr bool operator!=(StrongId o) const { return value != o.value; }
   constexpr bool operator<(StrongId o) const { return value < o.value; }
   template <class Archive>
-  void serialize(Archive& ar) { ar(value); }
+  void serialize(Archive& ar) {
+    ar(value);
+  }
 };
 
 struct OpTag {};

@@ -21,9 +21,9 @@ namespace placer {
 
 enum class DType : uint8_t { Float32, Float16, BFloat16, Float64, Int64, Int32, Int16, Int8, UInt8, Bool };
 
-const char* dtype_name(DType dtype);                          // "float", "half", "long", ...
-std::optional<DType> parse_dtype(std::string_view name);      // accepts "float", "float32", "half", ...
-int64_t dtype_size(DType dtype);                              // bytes per element
+const char* dtype_name(DType dtype);                      // "float", "half", "long", ...
+std::optional<DType> parse_dtype(std::string_view name);  // accepts "float", "float32", "half", ...
+int64_t dtype_size(DType dtype);                          // bytes per element
 bool is_floating(DType dtype);
 
 struct TensorSpec {
@@ -71,17 +71,72 @@ struct Arg {
   std::string s;
 
   static Arg none() { return Arg{}; }
-  static Arg tensor(int64_t input_index) { Arg a; a.kind = Kind::Tensor; a.i = input_index; return a; }
-  static Arg tensor_list(std::vector<int64_t> input_indices) { Arg a; a.kind = Kind::TensorList; a.ints = std::move(input_indices); return a; }
-  static Arg integer(int64_t v) { Arg a; a.kind = Kind::Int; a.i = v; return a; }
-  static Arg real(double v) { Arg a; a.kind = Kind::Double; a.d = v; return a; }
-  static Arg boolean(bool v) { Arg a; a.kind = Kind::Bool; a.b = v; return a; }
-  static Arg int_list(std::vector<int64_t> v) { Arg a; a.kind = Kind::Ints; a.ints = std::move(v); return a; }
-  static Arg real_list(std::vector<double> v) { Arg a; a.kind = Kind::Doubles; a.doubles = std::move(v); return a; }
-  static Arg bool_list(std::vector<int64_t> v) { Arg a; a.kind = Kind::Bools; a.ints = std::move(v); return a; }
-  static Arg string(std::string v) { Arg a; a.kind = Kind::String; a.s = std::move(v); return a; }
-  static Arg scalar_type(DType t) { Arg a; a.kind = Kind::ScalarType; a.i = static_cast<int64_t>(t); return a; }
-  static Arg device(std::string v) { Arg a; a.kind = Kind::Device; a.s = std::move(v); return a; }
+  static Arg tensor(int64_t input_index) {
+    Arg a;
+    a.kind = Kind::Tensor;
+    a.i = input_index;
+    return a;
+  }
+  static Arg tensor_list(std::vector<int64_t> input_indices) {
+    Arg a;
+    a.kind = Kind::TensorList;
+    a.ints = std::move(input_indices);
+    return a;
+  }
+  static Arg integer(int64_t v) {
+    Arg a;
+    a.kind = Kind::Int;
+    a.i = v;
+    return a;
+  }
+  static Arg real(double v) {
+    Arg a;
+    a.kind = Kind::Double;
+    a.d = v;
+    return a;
+  }
+  static Arg boolean(bool v) {
+    Arg a;
+    a.kind = Kind::Bool;
+    a.b = v;
+    return a;
+  }
+  static Arg int_list(std::vector<int64_t> v) {
+    Arg a;
+    a.kind = Kind::Ints;
+    a.ints = std::move(v);
+    return a;
+  }
+  static Arg real_list(std::vector<double> v) {
+    Arg a;
+    a.kind = Kind::Doubles;
+    a.doubles = std::move(v);
+    return a;
+  }
+  static Arg bool_list(std::vector<int64_t> v) {
+    Arg a;
+    a.kind = Kind::Bools;
+    a.ints = std::move(v);
+    return a;
+  }
+  static Arg string(std::string v) {
+    Arg a;
+    a.kind = Kind::String;
+    a.s = std::move(v);
+    return a;
+  }
+  static Arg scalar_type(DType t) {
+    Arg a;
+    a.kind = Kind::ScalarType;
+    a.i = static_cast<int64_t>(t);
+    return a;
+  }
+  static Arg device(std::string v) {
+    Arg a;
+    a.kind = Kind::Device;
+    a.s = std::move(v);
+    return a;
+  }
 
   bool operator==(const Arg& o) const;
   bool operator!=(const Arg& o) const { return !(*this == o); }
@@ -132,9 +187,9 @@ struct Op {
   int64_t param_bytes = 0;          // bytes of trainable parameters this op owns
   double flops = 0.0;               // floating point operations of one execution
   Phase phase = Phase::Forward;
-  std::string group;                // co-location group; ops sharing a non-empty group share a device
-  std::string layer;                // model block tag ("lstm0", "attention", "mixed_5b/branch1"), used by the expert placer
-  OpId forward;                     // Backward/Update ops: the forward (or param) op they belong to
+  std::string group;  // co-location group; ops sharing a non-empty group share a device
+  std::string layer;  // model block tag ("lstm0", "attention", "mixed_5b/branch1"), used by the expert placer
+  OpId forward;       // Backward/Update ops: the forward (or param) op they belong to
 
   int64_t output_bytes() const;
 };
@@ -145,7 +200,7 @@ struct Op {
 // the loader reports them). add_op() keeps the name index and consumer lists.
 class Graph {
  public:
-  std::string name;                 // "nmt", "inception_v3", or the imported file stem
+  std::string name;                                    // "nmt", "inception_v3", or the imported file stem
   std::unordered_map<std::string, std::string> attrs;  // builder options etc., informative
 
   // Throws GraphError if the name is empty or taken, or an input refers to an
@@ -157,7 +212,7 @@ class Graph {
   const std::vector<Op>& ops() const { return ops_; }
   int64_t size() const { return static_cast<int64_t>(ops_.size()); }
   std::optional<OpId> find(std::string_view op_name) const;
-  bool is_training() const;         // has Backward or Update ops
+  bool is_training() const;  // has Backward or Update ops
 
   // consumers(op) = the ops that read any output of op, ascending, unique.
   const std::vector<OpId>& consumers(OpId id) const { return consumers_[id.value]; }

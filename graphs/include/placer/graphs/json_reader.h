@@ -19,10 +19,14 @@
 #if __has_include(<cereal/external/rapidjson/error/en.h>)
 #include <cereal/external/rapidjson/error/en.h>
 #endif
-namespace placer { namespace rj = CEREAL_RAPIDJSON_NAMESPACE; }
+namespace placer {
+namespace rj = CEREAL_RAPIDJSON_NAMESPACE;
+}
 #else
 #include <rapidjson/error/en.h>
-namespace placer { namespace rj = RAPIDJSON_NAMESPACE; }
+namespace placer {
+namespace rj = RAPIDJSON_NAMESPACE;
+}
 #endif
 
 namespace placer {
@@ -58,12 +62,10 @@ struct JsonReader {
     const rj::Value* f = member(doc, "format");
     if (!f) fail("", "not a placer " + what + " file: field 'format' missing (expected \"" + format + "\")");
     if (!f->IsString() || std::string(f->GetString(), f->GetStringLength()) != format)
-      fail("", "not a placer " + what + " file: field 'format' is " + describe(*f) + ", expected \"" + format +
-                   "\"");
+      fail("", "not a placer " + what + " file: field 'format' is " + describe(*f) + ", expected \"" + format + "\"");
     const rj::Value* v = member(doc, "version");
     if (!v) fail("", "field 'version' missing");
-    if (!v->IsInt64() || v->GetInt64() < 1)
-      fail("", "field 'version' must be a positive integer, got " + describe(*v));
+    if (!v->IsInt64() || v->GetInt64() < 1) fail("", "field 'version' must be a positive integer, got " + describe(*v));
     if (v->GetInt64() > kGraphFormatVersion)
       fail("", detail::concat("unsupported ", what, " format version ", v->GetInt64(), " (this build reads up to ",
                               kGraphFormatVersion, ")"));

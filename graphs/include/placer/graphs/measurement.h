@@ -14,18 +14,18 @@ const char* step_status_name(StepStatus status);  // "ok", "oom", "timeout", "er
 
 struct DeviceStats {
   std::string device;
-  double busy_s = 0.0;        // time spent running operators in one step
-  int64_t peak_bytes = 0;     // peak bytes of live tensors (params, activations, grads)
+  double busy_s = 0.0;     // time spent running operators in one step
+  int64_t peak_bytes = 0;  // peak bytes of live tensors (params, activations, grads)
 };
 
 struct StepResult {
   StepStatus status = StepStatus::Ok;
-  std::string message;        // for non-ok: what failed
-  double step_s = 0.0;        // median step time
-  double iqr_s = 0.0;         // spread of the samples (Q3 - Q1)
+  std::string message;            // for non-ok: what failed
+  double step_s = 0.0;            // median step time
+  double iqr_s = 0.0;             // spread of the samples (Q3 - Q1)
   std::vector<double> samples_s;  // every measured step
   std::vector<DeviceStats> devices;
-  int64_t transfer_bytes = 0; // bytes moved between devices in one step
+  int64_t transfer_bytes = 0;  // bytes moved between devices in one step
   // status == Oom: the device that overflowed and the bytes it would have needed.
   std::string oom_device;
   int64_t oom_needed_bytes = 0;
@@ -36,8 +36,8 @@ struct StepResult {
 
 // One interval on a timeline lane (a device or a transfer channel).
 struct TimelineEvent {
-  std::string name;   // op name or "a->b tensor"
-  std::string lane;   // "cpu:0", "cpu:0->cpu:1"
+  std::string name;  // op name or "a->b tensor"
+  std::string lane;  // "cpu:0", "cpu:0->cpu:1"
   double start_s = 0.0;
   double duration_s = 0.0;
   std::string category;  // "forward", "backward", "update", "transfer"

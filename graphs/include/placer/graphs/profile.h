@@ -9,9 +9,9 @@
 namespace placer {
 
 struct OpTiming {
-  std::string op;        // op name in the profiled graph
-  std::string signature; // op type + input shapes, to reuse timings across graphs
-  std::string device;    // device name it ran on ("cpu:0", "cuda:0")
+  std::string op;         // op name in the profiled graph
+  std::string signature;  // op type + input shapes, to reuse timings across graphs
+  std::string device;     // device name it ran on ("cpu:0", "cuda:0")
   std::string device_kind;
   double seconds = 0.0;  // median over repetitions
   // CPU devices: the median while every other CPU device of the host runs
@@ -30,9 +30,9 @@ struct LinkFit {
 
 struct Profile {
   int version = 1;
-  std::string graph;             // graph name profiled
-  std::string devices;           // device spec it was measured on ("cpu:2")
-  std::string host;              // hostname and LibTorch version, informative
+  std::string graph;    // graph name profiled
+  std::string devices;  // device spec it was measured on ("cpu:2")
+  std::string host;     // hostname and LibTorch version, informative
   std::vector<OpTiming> ops;
   std::vector<LinkFit> links;
   double per_op_overhead_s = 0.0;  // executor overhead per operator, measured

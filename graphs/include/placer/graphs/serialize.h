@@ -8,9 +8,9 @@
 
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/ir.h"
+#include "placer/graphs/measurement.h"
 #include "placer/graphs/placement.h"
 #include "placer/graphs/profile.h"
-#include "placer/graphs/measurement.h"
 
 namespace placer {
 

@@ -20,13 +20,13 @@ namespace placer {
 struct MeasureOptions {
   int warmup_steps = 2;
   int measured_steps = 5;
-  double timeout_s = 120.0;       // per step; past it the result is Timeout
-  uint64_t seed = 0;              // inputs and params are drawn from it
-  bool timeline = false;          // record a TimelineEvent per op and transfer
+  double timeout_s = 120.0;  // per step; past it the result is Timeout
+  uint64_t seed = 0;         // inputs and params are drawn from it
+  bool timeline = false;     // record a TimelineEvent per op and transfer
 };
 
 struct ProfileOptions {
-  int repetitions = 5;            // per op, median kept
+  int repetitions = 5;  // per op, median kept
   std::vector<int64_t> transfer_sizes = {1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24};
 };
 
@@ -76,8 +76,8 @@ int cuda_device_count();
 // What this build runs on: the LibTorch it was built against, whether its CUDA
 // paths are compiled in (and the CUDA version), and the GPUs it sees now.
 struct GpuInfo {
-  std::string name;          // "cuda:0"
-  std::string model;         // "NVIDIA H100 80GB HBM3"
+  std::string name;   // "cuda:0"
+  std::string model;  // "NVIDIA H100 80GB HBM3"
   int64_t memory_bytes = 0;
   int capability_major = 0, capability_minor = 0;
 };

@@ -10,8 +10,8 @@
 namespace placer::service {
 
 struct ClientOptions {
-  std::string endpoint;                 // tcp://HOST:PORT
-  int timeout_ms = 30'000;              // per request
+  std::string endpoint;     // tcp://HOST:PORT
+  int timeout_ms = 30'000;  // per request
   // CurveZMQ: all three set = encrypted and authenticated (Z85 keys).
   std::string server_public_key;
   std::string client_public_key;

@@ -64,7 +64,7 @@ class ServiceMetrics {
   void observe_request(const std::string& type, Outcome outcome, double seconds);
   void set_queue_depth(int64_t depth);
   void set_running_jobs(int64_t running);
-  void job_finished(const std::string& state);   // done | failed | cancelled
+  void job_finished(const std::string& state);  // done | failed | cancelled
   void client_gone();
   void set_policies(int64_t loaded);
   void cache_lookup(bool hit);
@@ -103,9 +103,9 @@ class PrometheusSink : public MetricsSink {
   prometheus::Gauge* add_gauge(const char* name, const char* help);
   void add_update_series();
   prometheus::Registry& registry_;
-  prometheus::Gauge *reward_ = nullptr, *reward_best_ = nullptr, *step_ = nullptr, *best_step_ = nullptr, *entropy_ = nullptr,
-                    *loss_ = nullptr, *samples_per_s_ = nullptr, *updates_per_s_ = nullptr, *lr_ = nullptr, *updates_ = nullptr,
-                    *lower_bound_ = nullptr;
+  prometheus::Gauge *reward_ = nullptr, *reward_best_ = nullptr, *step_ = nullptr, *best_step_ = nullptr,
+                    *entropy_ = nullptr, *loss_ = nullptr, *samples_per_s_ = nullptr, *updates_per_s_ = nullptr,
+                    *lr_ = nullptr, *updates_ = nullptr, *lower_bound_ = nullptr;
   prometheus::Counter *samples_ = nullptr, *cache_hits_ = nullptr;
   prometheus::Family<prometheus::Gauge>* baseline_;
   std::vector<std::pair<prometheus::Family<prometheus::Gauge>*, prometheus::Gauge*>> gauges_;

@@ -24,13 +24,13 @@ const char* request_type_name(RequestType type);  // "place", ...
 namespace codes {
 inline constexpr const char* kBadJson = "bad_json";
 inline constexpr const char* kBadVersion = "bad_version";
-inline constexpr const char* kBadRequest = "bad_request";        // missing field, wrong type, bad value
+inline constexpr const char* kBadRequest = "bad_request";  // missing field, wrong type, bad value
 inline constexpr const char* kUnknownType = "unknown_type";
-inline constexpr const char* kTooLarge = "too_large";            // message or declared size over a limit
+inline constexpr const char* kTooLarge = "too_large";  // message or declared size over a limit
 inline constexpr const char* kBadGraph = "bad_graph";
 inline constexpr const char* kBadCluster = "bad_cluster";
 inline constexpr const char* kBadPlacement = "bad_placement";
-inline constexpr const char* kNotFound = "not_found";            // job or policy
+inline constexpr const char* kNotFound = "not_found";  // job or policy
 inline constexpr const char* kNoFeasible = "no_feasible_placement";
 inline constexpr const char* kBusy = "busy";
 inline constexpr const char* kDeadline = "deadline_exceeded";
@@ -43,7 +43,9 @@ inline constexpr const char* kInternal = "internal";
 class RequestError : public InputError {
  public:
   RequestError(std::string code, std::string field, const std::string& message)
-      : InputError(field.empty() ? message : field + ": " + message), code_(std::move(code)), field_(std::move(field)) {}
+      : InputError(field.empty() ? message : field + ": " + message),
+        code_(std::move(code)),
+        field_(std::move(field)) {}
   const std::string& code() const { return code_; }
   const std::string& field() const { return field_; }
 
@@ -56,24 +58,24 @@ class RequestError : public InputError {
 struct ProtocolLimits {
   int64_t max_request_bytes = 16 << 20;
   int max_json_depth = 64;
-  int64_t max_builder_option = 1 << 20;   // any builder option value
-  int64_t max_builder_structure = 4096;   // product of layers / blocks / steps-like options
+  int64_t max_builder_option = 1 << 20;  // any builder option value
+  int64_t max_builder_structure = 4096;  // product of layers / blocks / steps-like options
   int64_t max_refine_samples = 5000;
   int64_t max_budget_samples = 1'000'000;
   double max_budget_seconds = 3600.0;
   int64_t max_deadline_ms = 600'000;
   int max_methods = 32;
-  int max_string = 256;                   // names, ids
+  int max_string = 256;  // names, ids
 };
 
 // A graph: either built by name or given inline in the graph JSON format.
 struct GraphSpec {
-  std::string builder;                     // non-empty: build_graph(builder, options)
+  std::string builder;  // non-empty: build_graph(builder, options)
   std::map<std::string, int64_t> options;
   bool forward_only = false;
-  std::string inline_json;                 // non-empty: graph_from_json(inline_json)
-  std::string pt2;                         // non-empty: a torch.export archive (the decoded bytes)
-  std::vector<std::string> inputs;         // pt2: optional NAME:SHAPE:DTYPE input shapes
+  std::string inline_json;          // non-empty: graph_from_json(inline_json)
+  std::string pt2;                  // non-empty: a torch.export archive (the decoded bytes)
+  std::vector<std::string> inputs;  // pt2: optional NAME:SHAPE:DTYPE input shapes
   // Stable text naming the graph's content (for caches).
   std::string cache_key() const;
 };
@@ -88,32 +90,32 @@ struct ClusterSpec {
 };
 
 struct Budget {
-  int64_t samples = 0;      // 0 = unlimited (then seconds must be set)
-  double seconds = 0.0;     // 0 = unlimited (then samples must be set)
+  int64_t samples = 0;   // 0 = unlimited (then seconds must be set)
+  double seconds = 0.0;  // 0 = unlimited (then samples must be set)
 };
 
 struct Request {
   int version = kProtocolVersion;
-  std::string id;                      // echoed in the reply
+  std::string id;  // echoed in the reply
   RequestType type = RequestType::Health;
-  int64_t deadline_ms = 0;             // 0 = the server's default
-  GraphSpec graph;                     // baselines, place, evaluate, optimize
-  ClusterSpec cluster;                 // baselines, place, evaluate, optimize
-  std::string policy;                  // place: a loaded policy's name ("" = default)
-  int64_t refine_samples = 0;          // place: local search budget after decoding
-  bool include_placement = true;       // place, baselines, result
-  std::vector<std::string> methods;    // baselines / optimize: placer names
-  std::string placement_json;          // evaluate: {"device": {op: device}}
-  Budget budget;                       // optimize
-  std::string reward_mode;             // optimize: simulated | measured | hybrid (learned jobs); "" = the config's
+  int64_t deadline_ms = 0;           // 0 = the server's default
+  GraphSpec graph;                   // baselines, place, evaluate, optimize
+  ClusterSpec cluster;               // baselines, place, evaluate, optimize
+  std::string policy;                // place: a loaded policy's name ("" = default)
+  int64_t refine_samples = 0;        // place: local search budget after decoding
+  bool include_placement = true;     // place, baselines, result
+  std::vector<std::string> methods;  // baselines / optimize: placer names
+  std::string placement_json;        // evaluate: {"device": {op: device}}
+  Budget budget;                     // optimize
+  std::string reward_mode;           // optimize: simulated | measured | hybrid (learned jobs); "" = the config's
   // optimize: a learned job. The text of a train-config object in the schema
   // of `placer train` configs (policy, reward, train, warm_start, run,
   // compare); graph, cluster and paths come from the server. Empty: a search
   // job with `methods`.
   std::string learned_json;
-  std::string save_as;                 // optimize (learned): keep the result as a named policy
+  std::string save_as;  // optimize (learned): keep the result as a named policy
   uint64_t seed = 0;
-  std::string job_id;                  // status, result, cancel
+  std::string job_id;  // status, result, cancel
 };
 
 // Parses one request. Throws RequestError naming the field and problem.

@@ -122,7 +122,8 @@ class PlacementService {
   // Policies: the config's, then those kept by learned jobs (save_as).
   std::mutex policies_mutex_;
   std::vector<PolicyEntry> policies_;
-  std::map<std::string, std::pair<std::string, std::shared_ptr<const LoadedPolicy>>> loaded_;  // name -> (version, policy)
+  std::map<std::string, std::pair<std::string, std::shared_ptr<const LoadedPolicy>>>
+      loaded_;             // name -> (version, policy)
   std::string saved_dir_;  // where save_as keeps policies (state_dir/policies, or a temporary folder)
   bool saved_dir_temporary_ = false;
 

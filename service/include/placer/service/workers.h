@@ -31,10 +31,10 @@ class RemoteError : public InputError {
 struct WorkerPoolOptions {
   std::string bind = "tcp://127.0.0.1:*";  // tcp://*:5557 for other machines; port * = any free port
   int heartbeat_ms = 1000;
-  int liveness = 3;              // heartbeats a worker may miss before it counts as lost
-  double worker_wait_s = 60.0;   // a task waits this long for a live worker able to do it, then the batch fails
-  int prefetch = 1;              // tasks sent to a worker beyond its slots, to hide the round trip
-  int max_attempts = 4;          // a placement whose workers are lost this many times fails its batch
+  int liveness = 3;             // heartbeats a worker may miss before it counts as lost
+  double worker_wait_s = 60.0;  // a task waits this long for a live worker able to do it, then the batch fails
+  int prefetch = 1;             // tasks sent to a worker beyond its slots, to hide the round trip
+  int max_attempts = 4;         // a placement whose workers are lost this many times fails its batch
   std::function<void(const std::string&)> log;  // a line when a worker joins, leaves or is lost; null = quiet
 };
 
@@ -48,12 +48,12 @@ struct WorkerInfo {
 
 struct WorkerPoolStats {
   int64_t workers_joined = 0;
-  int64_t workers_lost = 0;      // expired (missed heartbeats) or unreachable
-  int64_t workers_left = 0;      // said goodbye
-  int64_t tasks_sent = 0;        // including re-sends
-  int64_t results = 0;           // results counted (one per placement)
-  int64_t resent = 0;            // tasks sent again after their worker was lost
-  int64_t ignored = 0;           // late or duplicate results
+  int64_t workers_lost = 0;  // expired (missed heartbeats) or unreachable
+  int64_t workers_left = 0;  // said goodbye
+  int64_t tasks_sent = 0;    // including re-sends
+  int64_t results = 0;       // results counted (one per placement)
+  int64_t resent = 0;        // tasks sent again after their worker was lost
+  int64_t ignored = 0;       // late or duplicate results
   int64_t problems_sent = 0;
 };
 
@@ -85,20 +85,20 @@ class WorkerPool final : public RemoteEvaluator {
 };
 
 struct WorkerOptions {
-  std::string name;              // default host:pid
-  std::string devices = "cpu:2"; // device list (as `placer measure --devices`): what measured tasks may use
-  int threads = 1;               // evaluations at a time (measurements always run alone)
+  std::string name;               // default host:pid
+  std::string devices = "cpu:2";  // device list (as `placer measure --devices`): what measured tasks may use
+  int threads = 1;                // evaluations at a time (measurements always run alone)
   int heartbeat_ms = 1000;
-  int liveness = 3;              // pool heartbeats missed before reconnecting
-  int max_backoff_ms = 32'000;   // reconnect delay doubles up to this
-  int problem_cache = 4;         // environments kept, least recently used dropped
-  int slow_ms = 0;               // testing: wait this long before each evaluation
-  bool verbose = false;          // a log line per task
+  int liveness = 3;             // pool heartbeats missed before reconnecting
+  int max_backoff_ms = 32'000;  // reconnect delay doubles up to this
+  int problem_cache = 4;        // environments kept, least recently used dropped
+  int slow_ms = 0;              // testing: wait this long before each evaluation
+  bool verbose = false;         // a log line per task
 };
 
 struct WorkerStats {
-  int64_t tasks = 0;             // results sent
-  int64_t errors = 0;            // tasks answered with an error
+  int64_t tasks = 0;   // results sent
+  int64_t errors = 0;  // tasks answered with an error
   int64_t reconnects = 0;
 };
 

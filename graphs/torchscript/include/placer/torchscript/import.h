@@ -12,7 +12,7 @@
 namespace placer {
 
 struct SampleInput {
-  std::string name;             // the forward method's argument name
+  std::string name;  // the forward method's argument name
   std::vector<int64_t> shape;
   DType dtype = DType::Float32;
 };
@@ -21,7 +21,7 @@ struct SampleInput {
 SampleInput parse_sample_input(const std::string& spec);
 
 struct ImportOptions {
-  bool forward_only = false;    // keep the inference graph (no backward/update)
+  bool forward_only = false;  // keep the inference graph (no backward/update)
   double learning_rate = 0.01;
 };
 
