@@ -1,5 +1,8 @@
 // The placement environment: one interface the learned placer and the
-// baselines both use to turn a placement into a result and a reward.
+// baselines both use to turn a placement into a result and a reward. It
+// validates placements and hands them to the evaluator its options choose
+// (env/evaluator.h), behind a cache; the graph, the cluster and what is derived
+// from them are a PreparedProblem, shared by pointer.
 #pragma once
 
 #include <atomic>
@@ -10,6 +13,7 @@
 #include <vector>
 
 #include "placer/env/cost_model.h"
+#include "placer/env/evaluator.h"
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/ir.h"
 #include "placer/graphs/measurement.h"
@@ -18,19 +22,6 @@
 
 namespace placer {
 
-enum class RewardMode : uint8_t { Measured, Simulated, Hybrid };
-const char* reward_mode_name(RewardMode mode);
-RewardMode parse_reward_mode(const std::string& name);  // throws InputError
-
-struct RewardOptions {
-  // reward = -pow(step_s, exponent); 0.5 is the papers' -sqrt(seconds).
-  double exponent = 0.5;
-  // A failed/OOM step counts as failure_penalty_s plus, for OOM, the overflow
-  // ratio times overflow_penalty_s, so less overflow still ranks better.
-  double failure_penalty_s = 100.0;
-  double overflow_penalty_s = 100.0;
-};
-
 class RemoteEvaluator;  // env/remote.h
 
 struct EnvOptions {
@@ -38,27 +29,26 @@ struct EnvOptions {
   RewardOptions reward;
   int measure_warmup = 2;
   int measure_steps = 5;
-  int hybrid_measure_top = 1;      // hybrid: measure the best N of each batch and every new best
-  int threads = 0;                 // simulated batch evaluation threads (0 = cores)
-  std::optional<Profile> profile;  // calibrates the cost model when given
+  int hybrid_measure_top = 1;  // hybrid: measure the best N of each batch and every new best
+  int threads = 0;             // simulated batch evaluation threads (0 = cores)
+  // Calibrates the cost model when given; with a PreparedProblem, give the
+  // profile to PreparedProblem::make instead.
+  std::optional<Profile> profile;
   // Evaluates uncached placements elsewhere (env/remote.h): every one in
   // simulated and measured mode; in hybrid mode only the measurements (the
   // simulation stays here, where the calibration lives). Null = here.
   std::shared_ptr<RemoteEvaluator> remote;
 };
 
-struct Evaluation {
-  StepResult result;
-  double reward = 0.0;
-  bool cached = false;
-  bool measured = false;  // result came from the runtime
-};
-
 class Environment {
  public:
   Environment(Graph graph, Cluster cluster, EnvOptions options = {});
+  // Shares `problem` (built once, e.g. cached by the service); options.profile
+  // must be empty (InputError): the problem carries the profile.
+  explicit Environment(std::shared_ptr<const PreparedProblem> problem, EnvOptions options = {});
   ~Environment();
 
+  const std::shared_ptr<const PreparedProblem>& problem() const;
   const Graph& graph() const;
   const Cluster& cluster() const;
   const CostModel& costs() const;
@@ -71,14 +61,7 @@ class Environment {
   StepResult simulate(const Placement& placement) const;
   double reward_of(const StepResult& result) const;
 
-  struct Stats {
-    int64_t evaluations = 0;
-    int64_t cache_hits = 0;
-    int64_t measurements = 0;
-    int64_t remote = 0;        // evaluations (simulations or measurements) done by options.remote
-    int64_t calibrations = 0;  // hybrid: times the simulator was refit to measurements
-    double step_scale = 1.0;   // hybrid: the current measured / simulated step factor
-  };
+  using Stats = EvalStats;
   Stats stats() const;
 
  private:

@@ -1,14 +1,19 @@
-// Evaluation in other processes or on other machines. An Environment whose
-// options name a RemoteEvaluator sends it the placements it has not cached
-// and keeps the cache, rewards and penalties itself. The service library
-// implements it over ZeroMQ (service/workers.h: WorkerPool and `placer
-// worker`); env/ only knows this interface.
+// Evaluation in other processes or on other machines. A RemoteEvaluator
+// evaluates placements of many problems (the service library implements it
+// over ZeroMQ, service/workers.h: WorkerPool and `placer worker`; env/ only
+// knows this interface). A DistributedEvaluator plugs one into a problem as
+// one more Evaluator: an Environment whose options name a RemoteEvaluator
+// sends it the placements it has not cached and keeps the cache, rewards and
+// penalties itself.
 #pragma once
 
+#include <atomic>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "placer/env/environment.h"
+#include "placer/env/evaluator.h"
 
 namespace placer {
 
@@ -41,6 +46,27 @@ class RemoteEvaluator {
   // when it cannot finish: no worker able to do it within its timeout, or a
   // worker that answered that it cannot do the task.
   virtual std::vector<StepResult> evaluate(const RemoteProblem& problem, const std::vector<Placement>& placements) = 0;
+};
+
+// One problem's placements, evaluated by a RemoteEvaluator in one batch per
+// call: simulated (with the problem's profile) or measured, as settings.mode
+// says. The remote problem is prepared on first use; settings.profile is
+// taken from the prepared problem.
+class DistributedEvaluator : public Evaluator {
+ public:
+  DistributedEvaluator(std::shared_ptr<const PreparedProblem> problem, std::shared_ptr<RemoteEvaluator> remote,
+                       RemoteSettings settings, RewardOptions reward);
+  std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override;
+  void add_stats(EvalStats& stats) const override;
+
+ private:
+  std::shared_ptr<const PreparedProblem> problem_;
+  std::shared_ptr<RemoteEvaluator> remote_;
+  RemoteSettings settings_;
+  RewardOptions reward_;
+  std::mutex mu_;
+  std::shared_ptr<const RemoteProblem> prepared_;
+  std::atomic<int64_t> evaluated_{0};
 };
 
 }  // namespace placer

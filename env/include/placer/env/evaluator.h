@@ -1,0 +1,210 @@
+// Evaluators: placements in, evaluations (result, penalty, step seconds and
+// reward) out. In the spirit of TVM auto_scheduler's ProgramMeasurer and
+// Runner: one interface with a simulating, a measuring, a hybrid and a remote
+// implementation (DistributedEvaluator, env/remote.h), and a caching wrapper.
+// All of them share one PreparedProblem: the graph, the cluster and what is
+// derived from them once (simulator context, base cost model, lower bound).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "placer/env/cost_model.h"
+#include "placer/graphs/cluster.h"
+#include "placer/graphs/ir.h"
+#include "placer/graphs/measurement.h"
+#include "placer/graphs/placement.h"
+#include "placer/graphs/profile.h"
+
+namespace placer {
+
+struct SimContext;  // env/simulator.h
+
+enum class RewardMode : uint8_t { Measured, Simulated, Hybrid };
+const char* reward_mode_name(RewardMode mode);
+RewardMode parse_reward_mode(const std::string& name);  // throws InputError
+
+struct RewardOptions {
+  // reward = -pow(step_s, exponent); 0.5 is the papers' -sqrt(seconds).
+  double exponent = 0.5;
+  // A failed/OOM step counts as failure_penalty_s plus, for OOM, the overflow
+  // ratio times overflow_penalty_s, so less overflow still ranks better.
+  double failure_penalty_s = 100.0;
+  double overflow_penalty_s = 100.0;
+};
+
+// A graph and a cluster with what every evaluation of them needs, built once
+// and shared read-only (by pointer) between environments and evaluators.
+class PreparedProblem {
+ public:
+  // Validates the cluster (InputError). `profile` calibrates the base cost
+  // model; without one it is the cluster's roofline.
+  static std::shared_ptr<const PreparedProblem> make(Graph graph, Cluster cluster,
+                                                     std::optional<Profile> profile = std::nullopt);
+  ~PreparedProblem();
+  PreparedProblem(const PreparedProblem&) = delete;
+  PreparedProblem& operator=(const PreparedProblem&) = delete;
+
+  const Graph& graph() const { return graph_; }
+  const Cluster& cluster() const { return cluster_; }
+  const Profile* profile() const { return profile_ ? &*profile_ : nullptr; }
+  const SimContext& context() const { return *context_; }
+  const CostModel& base_costs() const { return base_costs_; }
+  double lower_bound() const;  // computed on first use
+
+ private:
+  PreparedProblem() = default;
+  Graph graph_;
+  Cluster cluster_;
+  std::optional<Profile> profile_;
+  std::unique_ptr<SimContext> context_;
+  CostModel base_costs_;
+  mutable std::once_flag lb_once_;
+  mutable double lb_ = 0.0;
+};
+
+struct Evaluation {
+  StepResult result;
+  double reward = 0.0;
+  double step_s = 0.0;     // the step time the reward counts: result.step_s when ok, else penalty_s
+  double penalty_s = 0.0;  // a failure's step time equivalent (0 when ok)
+  bool cached = false;
+  bool measured = false;  // result came from the runtime
+};
+
+// Step time equivalent of a failure: failures cost a penalty, OOMs more the
+// more they overflow, so a search still sees which failure is closer to fitting.
+double failure_penalty_seconds(const StepResult& result, const RewardOptions& options);
+double reward_of(const StepResult& result, const RewardOptions& options);
+// The evaluation of a result: penalty, step seconds and reward.
+Evaluation score(StepResult result, const RewardOptions& options, bool measured);
+
+struct EvalStats {
+  int64_t evaluations = 0;
+  int64_t cache_hits = 0;
+  int64_t measurements = 0;
+  int64_t remote = 0;        // evaluations (simulations or measurements) done by a RemoteEvaluator
+  int64_t calibrations = 0;  // hybrid: times the simulator was refit to measurements
+  double step_scale = 1.0;   // hybrid: the current measured / simulated step factor
+};
+
+class Evaluator {
+ public:
+  virtual ~Evaluator() = default;
+  // One evaluation per placement, in order. Placements are valid for the
+  // problem (and, behind a CachingEvaluator, distinct and not cached).
+  virtual std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) = 0;
+  // Changes when unmeasured evaluations given before may differ from what
+  // evaluate gives now (hybrid: after each recalibration).
+  virtual int64_t generation() const { return 0; }
+  // Adds this evaluator's counters (and those of evaluators it wraps).
+  virtual void add_stats(EvalStats& stats) const { (void)stats; }
+};
+
+// The cost model an environment simulates with: the problem's base costs,
+// refit to measurements in hybrid mode (per-device scales and one step factor).
+class Calibration {
+ public:
+  explicit Calibration(std::shared_ptr<const PreparedProblem> problem);
+  const PreparedProblem& problem() const { return *problem_; }
+  const std::shared_ptr<const PreparedProblem>& problem_ptr() const { return problem_; }
+  // With the current corrections. Does not validate the placement.
+  StepResult simulate(const Placement& placement) const;
+  // Refits the corrections with one more measured sample (ignored unless ok).
+  void refit(const Placement& placement, const StepResult& measured);
+  // The current model; stays valid as long as the calibration.
+  const CostModel& costs() const;
+  int64_t refits() const;
+  double step_scale() const;
+
+ private:
+  struct Sample {
+    Placement placement;
+    StepResult simulated;  // with the base costs
+    StepResult measured;
+  };
+  std::pair<std::shared_ptr<const CostModel>, double> current() const;
+
+  std::shared_ptr<const PreparedProblem> problem_;
+  mutable std::mutex mu_;
+  std::shared_ptr<const CostModel> costs_;
+  std::vector<std::shared_ptr<const CostModel>> retired_;  // keeps references from costs() valid
+  double step_scale_ = 1.0;
+  std::vector<Sample> samples_;
+  int64_t refits_ = 0;
+};
+
+// Simulates on up to `threads` threads with the calibration's current model.
+class SimulatedEvaluator : public Evaluator {
+ public:
+  SimulatedEvaluator(std::shared_ptr<const Calibration> calibration, RewardOptions reward, int threads);
+  std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override;
+
+ private:
+  std::shared_ptr<const Calibration> calibration_;
+  RewardOptions reward_;
+  int threads_;
+};
+
+// Runs each placement on this machine's Runtime (made on first use), one at a time.
+class MeasuredEvaluator : public Evaluator {
+ public:
+  MeasuredEvaluator(std::shared_ptr<const PreparedProblem> problem, RewardOptions reward, int warmup_steps,
+                    int measured_steps);
+  ~MeasuredEvaluator() override;
+  std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override;
+  void add_stats(EvalStats& stats) const override;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Simulates everything, measures (with `measurer`) the best `measure_top` of
+// each batch of two or more and every placement whose simulated reward beats
+// the best seen so far, refits the calibration to each measurement, and
+// simulates the rest again with the refit model.
+class HybridEvaluator : public Evaluator {
+ public:
+  HybridEvaluator(std::shared_ptr<Calibration> calibration, std::unique_ptr<Evaluator> measurer, RewardOptions reward,
+                  int threads, int measure_top);
+  std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override;
+  int64_t generation() const override;
+  void add_stats(EvalStats& stats) const override;
+
+ private:
+  std::shared_ptr<Calibration> calibration_;
+  std::unique_ptr<Evaluator> measurer_;
+  SimulatedEvaluator simulator_;
+  int measure_top_;
+  std::mutex best_mu_;
+  double best_reward_;  // best reward seen (simulated or measured); -inf at first
+};
+
+// Remembers every evaluation by placement; a repeated placement (in the cache
+// or earlier in the same batch) is a hit. Unmeasured entries are dropped when
+// the inner evaluator's generation changes. Nothing is cached when it throws.
+class CachingEvaluator : public Evaluator {
+ public:
+  explicit CachingEvaluator(std::unique_ptr<Evaluator> inner);
+  std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override;
+  int64_t generation() const override { return inner_->generation(); }
+  void add_stats(EvalStats& stats) const override;
+
+ private:
+  std::unique_ptr<Evaluator> inner_;
+  std::mutex mu_;
+  int64_t cached_generation_ = 0;  // generation the cached unmeasured entries were made in
+  std::unordered_map<uint64_t, std::vector<std::pair<Placement, Evaluation>>> cache_;
+  std::atomic<int64_t> evaluations_{0};
+  std::atomic<int64_t> hits_{0};
+};
+
+}  // namespace placer

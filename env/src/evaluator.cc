@@ -1,0 +1,395 @@
+// The evaluators: simulated, measured, hybrid and the caching wrapper, over
+// one prepared problem (env/evaluator.h).
+#include "placer/env/evaluator.h"
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <functional>
+#include <limits>
+#include <thread>
+
+#include "placer/env/simulator.h"
+#include "placer/graphs/error.h"
+#include "placer/runtime/runtime.h"
+
+namespace placer {
+
+const char* reward_mode_name(RewardMode mode) {
+  switch (mode) {
+    case RewardMode::Measured: return "measured";
+    case RewardMode::Simulated: return "simulated";
+    case RewardMode::Hybrid: return "hybrid";
+  }
+  return "simulated";
+}
+
+RewardMode parse_reward_mode(const std::string& name) {
+  if (name == "measured") return RewardMode::Measured;
+  if (name == "simulated") return RewardMode::Simulated;
+  if (name == "hybrid") return RewardMode::Hybrid;
+  throw InputError("reward mode: unknown '" + name + "' (measured, simulated, hybrid)");
+}
+
+namespace {
+
+// Runs fn(i) for i in [0, count) on up to `threads` threads; rethrows the first error.
+void parallel_for(size_t count, int threads, const std::function<void(size_t)>& fn) {
+  const size_t workers = std::min<size_t>(count, static_cast<size_t>(std::max(1, threads)));
+  if (workers <= 1) {
+    for (size_t i = 0; i < count; ++i) fn(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::exception_ptr error;
+  std::mutex error_mu;
+  std::vector<std::thread> pool;
+  pool.reserve(workers);
+  for (size_t w = 0; w < workers; ++w)
+    pool.emplace_back([&] {
+      for (size_t i = next++; i < count; i = next++) {
+        try {
+          fn(i);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(error_mu);
+          if (!error) error = std::current_exception();
+          next = count;
+        }
+      }
+    });
+  for (auto& t : pool) t.join();
+  if (error) std::rethrow_exception(error);
+}
+
+std::vector<Placement> pick(const std::vector<Placement>& placements, const std::vector<size_t>& indices) {
+  std::vector<Placement> out;
+  out.reserve(indices.size());
+  for (size_t i : indices) out.push_back(placements[i]);
+  return out;
+}
+
+}  // namespace
+
+// ---- PreparedProblem ----
+
+std::shared_ptr<const PreparedProblem> PreparedProblem::make(Graph graph, Cluster cluster,
+                                                             std::optional<Profile> profile) {
+  validate_cluster(cluster);
+  std::shared_ptr<PreparedProblem> p(new PreparedProblem());
+  p->graph_ = std::move(graph);
+  p->cluster_ = std::move(cluster);
+  p->profile_ = std::move(profile);
+  p->context_ = std::make_unique<SimContext>(p->graph_);
+  p->base_costs_ = p->profile_ ? CostModel::calibrated(p->graph_, p->cluster_, *p->profile_)
+                               : CostModel::roofline(p->graph_, p->cluster_);
+  return p;
+}
+
+PreparedProblem::~PreparedProblem() = default;
+
+double PreparedProblem::lower_bound() const {
+  std::call_once(lb_once_, [&] { lb_ = placer::lower_bound(graph_, cluster_, base_costs_); });
+  return lb_;
+}
+
+// ---- Scoring ----
+
+double failure_penalty_seconds(const StepResult& result, const RewardOptions& options) {
+  switch (result.status) {
+    case StepStatus::Ok: return 0.0;
+    case StepStatus::Oom: {
+      double ratio = 1.0;
+      if (result.oom_capacity_bytes > 0 && result.oom_needed_bytes > result.oom_capacity_bytes)
+        ratio = static_cast<double>(result.oom_needed_bytes - result.oom_capacity_bytes) /
+                static_cast<double>(result.oom_capacity_bytes);
+      return options.failure_penalty_s + options.overflow_penalty_s * ratio;
+    }
+    case StepStatus::Timeout:
+    case StepStatus::Error: return options.failure_penalty_s;
+  }
+  return options.failure_penalty_s;
+}
+
+double reward_of(const StepResult& result, const RewardOptions& options) {
+  const double seconds = result.ok() ? std::max(0.0, result.step_s) : failure_penalty_seconds(result, options);
+  return -std::pow(seconds, options.exponent);
+}
+
+Evaluation score(StepResult result, const RewardOptions& options, bool measured) {
+  Evaluation e;
+  e.penalty_s = failure_penalty_seconds(result, options);
+  e.step_s = result.ok() ? result.step_s : e.penalty_s;
+  e.reward = reward_of(result, options);
+  e.measured = measured;
+  e.result = std::move(result);
+  return e;
+}
+
+// ---- Calibration ----
+
+// Until the first refit, the problem's own base costs (aliased, not copied).
+Calibration::Calibration(std::shared_ptr<const PreparedProblem> problem)
+    : problem_(std::move(problem)), costs_(problem_, &problem_->base_costs()) {}
+
+std::pair<std::shared_ptr<const CostModel>, double> Calibration::current() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return {costs_, step_scale_};
+}
+
+StepResult Calibration::simulate(const Placement& placement) const {
+  auto [model, scale] = current();
+  StepResult r = placer::simulate(problem_->context(), placement, problem_->cluster(), *model);
+  if (scale != 1.0) {
+    r.step_s *= scale;
+    for (double& s : r.samples_s) s *= scale;
+  }
+  return r;
+}
+
+// Per device, measured busy time over simulated busy time (that device's op
+// costs); then one factor, the median of measured / corrected simulated step
+// time, for what remains (transfers, contention, executor overheads).
+void Calibration::refit(const Placement& placement, const StepResult& measured) {
+  if (!measured.ok() || measured.step_s <= 0) return;
+  const PreparedProblem& pp = *problem_;
+  Sample sample{placement, placer::simulate(pp.context(), placement, pp.cluster(), pp.base_costs()), measured};
+  std::lock_guard<std::mutex> lock(mu_);
+  samples_.push_back(std::move(sample));
+  auto model = std::make_shared<CostModel>(pp.base_costs());
+  const size_t D = static_cast<size_t>(pp.cluster().size());
+  for (size_t d = 0; d < D; ++d) {
+    double sim = 0.0, real = 0.0;
+    for (const auto& s : samples_) {
+      if (s.measured.devices.size() != D || s.simulated.devices.size() != D) continue;
+      sim += s.simulated.devices[d].busy_s;
+      real += s.measured.devices[d].busy_s;
+    }
+    if (sim > 0 && real > 0) model->scale_device(DeviceId(static_cast<int32_t>(d)), real / sim);
+  }
+  std::vector<double> ratios;
+  for (const auto& s : samples_) {
+    const double sim = placer::simulate(pp.context(), s.placement, pp.cluster(), *model).step_s;
+    if (sim > 0) ratios.push_back(s.measured.step_s / sim);
+  }
+  if (!ratios.empty()) {
+    std::sort(ratios.begin(), ratios.end());
+    const size_t m = ratios.size();
+    step_scale_ = m % 2 ? ratios[m / 2] : 0.5 * (ratios[m / 2 - 1] + ratios[m / 2]);
+  }
+  retired_.push_back(costs_);
+  costs_ = std::move(model);
+  ++refits_;
+}
+
+const CostModel& Calibration::costs() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return *costs_;
+}
+
+int64_t Calibration::refits() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refits_;
+}
+
+double Calibration::step_scale() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return step_scale_;
+}
+
+// ---- SimulatedEvaluator ----
+
+SimulatedEvaluator::SimulatedEvaluator(std::shared_ptr<const Calibration> calibration, RewardOptions reward,
+                                       int threads)
+    : calibration_(std::move(calibration)), reward_(reward), threads_(threads) {}
+
+std::vector<Evaluation> SimulatedEvaluator::evaluate(const std::vector<Placement>& placements) {
+  std::vector<Evaluation> out(placements.size());
+  parallel_for(placements.size(), threads_,
+               [&](size_t i) { out[i] = score(calibration_->simulate(placements[i]), reward_, false); });
+  return out;
+}
+
+// ---- MeasuredEvaluator ----
+
+struct MeasuredEvaluator::Impl {
+  std::shared_ptr<const PreparedProblem> problem;
+  RewardOptions reward;
+  MeasureOptions measure;
+  std::mutex mu;
+  std::unique_ptr<Runtime> runtime;
+  std::atomic<int64_t> measurements{0};
+};
+
+MeasuredEvaluator::MeasuredEvaluator(std::shared_ptr<const PreparedProblem> problem, RewardOptions reward,
+                                     int warmup_steps, int measured_steps)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->problem = std::move(problem);
+  impl_->reward = reward;
+  impl_->measure.warmup_steps = warmup_steps;
+  impl_->measure.measured_steps = measured_steps;
+}
+
+MeasuredEvaluator::~MeasuredEvaluator() = default;
+
+std::vector<Evaluation> MeasuredEvaluator::evaluate(const std::vector<Placement>& placements) {
+  Impl& im = *impl_;
+  std::vector<Evaluation> out;
+  out.reserve(placements.size());
+  for (const Placement& p : placements) {
+    std::lock_guard<std::mutex> lock(im.mu);
+    if (!im.runtime) im.runtime = std::make_unique<Runtime>(im.problem->cluster());
+    ++im.measurements;
+    out.push_back(score(im.runtime->measure(im.problem->graph(), p, im.measure), im.reward, true));
+  }
+  return out;
+}
+
+void MeasuredEvaluator::add_stats(EvalStats& stats) const { stats.measurements += impl_->measurements.load(); }
+
+// ---- HybridEvaluator ----
+
+HybridEvaluator::HybridEvaluator(std::shared_ptr<Calibration> calibration, std::unique_ptr<Evaluator> measurer,
+                                 RewardOptions reward, int threads, int measure_top)
+    : calibration_(std::move(calibration)),
+      measurer_(std::move(measurer)),
+      simulator_(calibration_, reward, threads),
+      measure_top_(measure_top),
+      best_reward_(-std::numeric_limits<double>::infinity()) {}
+
+std::vector<Evaluation> HybridEvaluator::evaluate(const std::vector<Placement>& placements) {
+  std::vector<Evaluation> out = simulator_.evaluate(placements);
+  if (out.empty()) return out;
+  // Measure the batch's best N (batches of one: only a new best) and every
+  // candidate whose simulated reward beats the best seen so far.
+  std::vector<size_t> order(out.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return out[a].reward > out[b].reward; });
+  double best;
+  {
+    std::lock_guard<std::mutex> lock(best_mu_);
+    best = best_reward_;
+  }
+  const size_t top = out.size() > 1 ? static_cast<size_t>(measure_top_) : 0;
+  std::vector<size_t> to_measure;
+  for (size_t r = 0; r < order.size(); ++r) {
+    const bool new_best = std::isfinite(best) ? out[order[r]].reward > best : r == 0;
+    if (r < top || new_best)
+      to_measure.push_back(order[r]);
+    else
+      break;
+  }
+  if (!to_measure.empty()) {
+    // Measuring does not depend on the calibration: one batch, then the
+    // refits in order, give what one by one would.
+    const std::vector<Placement> batch = pick(placements, to_measure);
+    std::vector<Evaluation> measured = measurer_->evaluate(batch);
+    PLACER_CHECK(measured.size() == batch.size(), "measurer returned ", measured.size(), " results for ", batch.size(),
+                 " placements");
+    std::vector<bool> is_measured(out.size(), false);
+    for (size_t k = 0; k < to_measure.size(); ++k) {
+      calibration_->refit(batch[k], measured[k].result);
+      out[to_measure[k]] = std::move(measured[k]);
+      out[to_measure[k]].measured = true;
+      out[to_measure[k]].cached = false;
+      is_measured[to_measure[k]] = true;
+    }
+    // The rest were simulated before this recalibration: simulate again.
+    std::vector<size_t> rest;
+    for (size_t i = 0; i < out.size(); ++i)
+      if (!is_measured[i]) rest.push_back(i);
+    std::vector<Evaluation> again = simulator_.evaluate(pick(placements, rest));
+    for (size_t k = 0; k < rest.size(); ++k) out[rest[k]] = std::move(again[k]);
+  }
+  std::lock_guard<std::mutex> lock(best_mu_);
+  for (const Evaluation& e : out) best_reward_ = std::max(best_reward_, e.reward);
+  return out;
+}
+
+int64_t HybridEvaluator::generation() const { return calibration_->refits(); }
+
+void HybridEvaluator::add_stats(EvalStats& stats) const {
+  measurer_->add_stats(stats);
+  stats.calibrations += calibration_->refits();
+  stats.step_scale = calibration_->step_scale();
+}
+
+// ---- CachingEvaluator ----
+
+CachingEvaluator::CachingEvaluator(std::unique_ptr<Evaluator> inner) : inner_(std::move(inner)) {}
+
+std::vector<Evaluation> CachingEvaluator::evaluate(const std::vector<Placement>& placements) {
+  evaluations_ += static_cast<int64_t>(placements.size());
+  std::vector<Evaluation> out(placements.size());
+
+  // Cache lookups; repeated placements inside the batch are evaluated once.
+  std::vector<uint64_t> hashes(placements.size());
+  std::vector<size_t> todo;                             // indices evaluated now
+  std::vector<int64_t> same_as(placements.size(), -1);  // index of an earlier equal placement in the batch
+  {
+    std::unordered_map<uint64_t, std::vector<size_t>> in_batch;
+    std::lock_guard<std::mutex> lock(mu_);
+    for (size_t i = 0; i < placements.size(); ++i) {
+      hashes[i] = placement_hash(placements[i]);
+      bool hit = false;
+      if (auto it = cache_.find(hashes[i]); it != cache_.end())
+        for (const auto& [p, e] : it->second)
+          if (p == placements[i]) {
+            out[i] = e;
+            out[i].cached = true;
+            hit = true;
+            break;
+          }
+      if (!hit)
+        for (size_t j : in_batch[hashes[i]])
+          if (placements[j] == placements[i]) {
+            same_as[i] = static_cast<int64_t>(j);
+            hit = true;
+            break;
+          }
+      if (hit) {
+        ++hits_;
+        continue;
+      }
+      in_batch[hashes[i]].push_back(i);
+      todo.push_back(i);
+    }
+  }
+
+  if (!todo.empty()) {
+    std::vector<Evaluation> fresh = inner_->evaluate(pick(placements, todo));
+    PLACER_CHECK(fresh.size() == todo.size(), "evaluator returned ", fresh.size(), " results for ", todo.size(),
+                 " placements");
+    for (size_t k = 0; k < todo.size(); ++k) {
+      out[todo[k]] = std::move(fresh[k]);
+      out[todo[k]].cached = false;
+    }
+  }
+
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    const int64_t generation = inner_->generation();
+    if (generation != cached_generation_) {
+      // Unmeasured entries from an earlier generation are stale.
+      for (auto& [h, entries] : cache_)
+        entries.erase(
+            std::remove_if(entries.begin(), entries.end(), [](const auto& pe) { return !pe.second.measured; }),
+            entries.end());
+      cached_generation_ = generation;
+    }
+    for (size_t i : todo) cache_[hashes[i]].emplace_back(placements[i], out[i]);
+  }
+  for (size_t i = 0; i < placements.size(); ++i)
+    if (same_as[i] >= 0) {
+      out[i] = out[static_cast<size_t>(same_as[i])];
+      out[i].cached = true;
+    }
+  return out;
+}
+
+void CachingEvaluator::add_stats(EvalStats& stats) const {
+  stats.evaluations += evaluations_.load();
+  stats.cache_hits += hits_.load();
+  inner_->add_stats(stats);
+}
+
+}  // namespace placer

@@ -1,0 +1,256 @@
+// The evaluator pieces (env/evaluator.h, env/remote.h) on their own: each
+// gives what the Environment gives, the cache counts hits and forgets stale
+// simulations, and an evaluation carries its penalty and step seconds.
+#include "placer/env/evaluator.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "placer/env/environment.h"
+#include "placer/env/presets.h"
+#include "placer/env/remote.h"
+#include "placer/env/simulator.h"
+#include "placer/graphs/error.h"
+#include "remote_helpers.h"
+
+namespace placer {
+namespace {
+
+std::vector<Placement> batch_of(const Graph& g, int count, uint64_t seed) {
+  return testing::random_placements(g, 2, count, seed);
+}
+
+// Counts what reaches it; "measures" twice the simulated time.
+class CountingEvaluator : public Evaluator {
+ public:
+  explicit CountingEvaluator(std::shared_ptr<const Calibration> calibration) : calibration_(std::move(calibration)) {}
+  std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override {
+    std::vector<Evaluation> out;
+    for (const Placement& p : placements) {
+      StepResult r = calibration_->simulate(p);
+      r.step_s *= 2;
+      for (auto& d : r.devices) d.busy_s *= 2;
+      out.push_back(score(r, RewardOptions{}, measured));
+    }
+    seen += static_cast<int>(placements.size());
+    return out;
+  }
+  int64_t generation() const override { return generation_value; }
+  std::shared_ptr<const Calibration> calibration_;
+  bool measured = false;
+  int seen = 0;
+  int64_t generation_value = 0;
+};
+
+TEST(Evaluation, CarriesPenaltyAndStepSeconds) {
+  RewardOptions o;
+  StepResult ok;
+  ok.step_s = 4.0;
+  const Evaluation a = score(ok, o, false);
+  EXPECT_EQ(a.step_s, 4.0);
+  EXPECT_EQ(a.penalty_s, 0.0);
+  EXPECT_EQ(a.reward, -2.0);
+  EXPECT_FALSE(a.measured);
+
+  StepResult oom;
+  oom.status = StepStatus::Oom;
+  oom.oom_capacity_bytes = 1000;
+  oom.oom_needed_bytes = 1500;  // overflows by half its capacity
+  const Evaluation b = score(oom, o, true);
+  EXPECT_EQ(b.penalty_s, 150.0);
+  EXPECT_EQ(b.step_s, 150.0);
+  EXPECT_EQ(b.reward, -std::sqrt(150.0));
+  EXPECT_TRUE(b.measured);
+  EXPECT_DOUBLE_EQ(b.step_s, std::pow(-b.reward, 1.0 / o.exponent));  // what the trainer used to undo
+
+  StepResult timeout;
+  timeout.status = StepStatus::Timeout;
+  timeout.step_s = 3.0;  // what it ran before the timeout does not count
+  EXPECT_EQ(score(timeout, o, false).step_s, 100.0);
+  EXPECT_EQ(score(timeout, o, false).penalty_s, 100.0);
+}
+
+TEST(PreparedProblem, SharedByEnvironmentsThatGiveTheSameFigures) {
+  const Graph g = testing::small_mlp();
+  const Cluster c = cluster_preset("k80x2");
+  auto problem = PreparedProblem::make(g, c);
+  Environment a(problem), b(problem), own(g, c);
+  EXPECT_EQ(&a.graph(), &b.graph());  // one graph, not a copy per environment
+  EXPECT_EQ(a.problem().get(), problem.get());
+  EXPECT_EQ(a.lower_bound(), own.lower_bound());
+  const auto batch = batch_of(g, 6, 3);
+  const auto x = a.evaluate_batch(batch), y = own.evaluate_batch(batch);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_EQ(x[i].result.step_s, y[i].result.step_s);
+    EXPECT_EQ(x[i].reward, y[i].reward);
+  }
+  EnvOptions with_profile;
+  with_profile.profile = Profile{};
+  EXPECT_THROW(Environment(problem, with_profile), InputError);
+}
+
+TEST(SimulatedEvaluator, MatchesTheSimulatorAndTheEnvironment) {
+  const Graph g = testing::small_mlp();
+  const Cluster c = cluster_preset("k80x2");
+  auto problem = PreparedProblem::make(g, c);
+  SimulatedEvaluator sim(std::make_shared<Calibration>(problem), RewardOptions{}, 3);
+  Environment env(g, c);
+  const auto batch = batch_of(g, 7, 11);
+  const auto got = sim.evaluate(batch);
+  const auto want = env.evaluate_batch(batch);
+  ASSERT_EQ(got.size(), batch.size());
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_EQ(got[i].result.step_s, simulate(g, batch[i], c, CostModel::roofline(g, c)).step_s);
+    EXPECT_EQ(got[i].result.step_s, want[i].result.step_s);
+    EXPECT_EQ(got[i].reward, want[i].reward);
+    EXPECT_EQ(got[i].step_s, got[i].result.step_s);
+    EXPECT_FALSE(got[i].measured);
+  }
+}
+
+TEST(MeasuredEvaluator, MeasuresEachPlacementOnce) {
+  const Graph g = testing::small_mlp();
+  auto problem = PreparedProblem::make(g, parse_device_list("cpu:2"));
+  MeasuredEvaluator m(problem, RewardOptions{}, 0, 1);
+  const auto evals = m.evaluate(batch_of(g, 2, 5));
+  ASSERT_EQ(evals.size(), 2u);
+  for (const auto& e : evals) {
+    EXPECT_TRUE(e.measured);
+    EXPECT_TRUE(e.result.ok()) << e.result.message;
+    EXPECT_EQ(e.step_s, e.result.step_s);
+  }
+  EvalStats s;
+  m.add_stats(s);
+  EXPECT_EQ(s.measurements, 2);
+}
+
+TEST(CachingEvaluator, CountsHitsAndForgetsStaleSimulations) {
+  const Graph g = testing::small_mlp();
+  auto problem = PreparedProblem::make(g, cluster_preset("k80x2"));
+  auto counting = std::make_unique<CountingEvaluator>(std::make_shared<Calibration>(problem));
+  CountingEvaluator& inner = *counting;
+  CachingEvaluator cache(std::move(counting));
+  auto batch = batch_of(g, 4, 2);
+  batch.push_back(batch[0]);  // a repeat inside the batch
+  auto first = cache.evaluate(batch);
+  EXPECT_EQ(inner.seen, 4);
+  EXPECT_TRUE(first[4].cached);
+  EXPECT_EQ(first[4].reward, first[0].reward);
+  for (const auto& e : cache.evaluate(batch)) EXPECT_TRUE(e.cached);
+  EXPECT_EQ(inner.seen, 4);
+  EvalStats s;
+  cache.add_stats(s);
+  EXPECT_EQ(s.evaluations, 10);
+  EXPECT_EQ(s.cache_hits, 6);
+
+  // A new generation: unmeasured entries go (on the next store), measured ones stay.
+  inner.measured = true;
+  const Placement fresh = batch_of(g, 1, 77).front();
+  cache.evaluate({fresh});
+  inner.generation_value = 1;
+  inner.measured = false;
+  cache.evaluate({batch_of(g, 1, 78).front()});
+  EXPECT_TRUE(cache.evaluate({fresh}).front().cached);
+  const int before = inner.seen;
+  EXPECT_FALSE(cache.evaluate({batch[1]}).front().cached);
+  EXPECT_EQ(inner.seen, before + 1);
+}
+
+TEST(CachingEvaluator, CachesNothingWhenTheInnerEvaluatorThrows) {
+  class Failing : public Evaluator {
+   public:
+    std::vector<Evaluation> evaluate(const std::vector<Placement>&) override { throw InputError("no"); }
+  };
+  const Graph g = testing::small_mlp();
+  CachingEvaluator cache(std::make_unique<Failing>());
+  EXPECT_THROW(cache.evaluate(batch_of(g, 2, 1)), InputError);
+  EvalStats s;
+  cache.add_stats(s);
+  EXPECT_EQ(s.evaluations, 2);
+  EXPECT_EQ(s.cache_hits, 0);
+}
+
+TEST(HybridEvaluator, MeasuresTheBestRefitsAndSimulatesTheRestAgain) {
+  const Graph g = testing::small_mlp();
+  const Cluster c = cluster_preset("k80x2");
+  auto problem = PreparedProblem::make(g, c);
+  auto calibration = std::make_shared<Calibration>(problem);
+  auto measurer = std::make_unique<CountingEvaluator>(std::make_shared<Calibration>(problem));
+  measurer->measured = true;
+  CountingEvaluator& m = *measurer;
+  HybridEvaluator hybrid(calibration, std::move(measurer), RewardOptions{}, 2, 2);
+  const auto batch = batch_of(g, 6, 9);
+  const auto evals = hybrid.evaluate(batch);
+  EXPECT_EQ(m.seen, 2);  // the best two of the first batch
+  EXPECT_EQ(hybrid.generation(), 2);
+  EXPECT_EQ(calibration->refits(), 2);
+  EXPECT_GT(calibration->step_scale(), 0.0);
+  const CostModel base = CostModel::roofline(g, c);
+  int measured = 0;
+  for (size_t i = 0; i < batch.size(); ++i) {
+    const double sim = simulate(g, batch[i], c, base).step_s;
+    if (evals[i].measured) {
+      ++measured;
+      EXPECT_DOUBLE_EQ(evals[i].result.step_s, 2 * sim);
+    } else {
+      EXPECT_EQ(evals[i].result.step_s, calibration->simulate(batch[i]).step_s);  // simulated again with the refit
+      EXPECT_NE(evals[i].result.step_s, sim);
+    }
+  }
+  EXPECT_EQ(measured, 2);
+  EvalStats s;
+  hybrid.add_stats(s);
+  EXPECT_EQ(s.calibrations, 2);
+}
+
+// A fake RemoteEvaluator that simulates locally, as a worker would.
+class LocalRemote : public RemoteEvaluator {
+ public:
+  struct Held : RemoteProblem {
+    std::unique_ptr<Environment> env;
+    RewardMode mode;
+  };
+  std::shared_ptr<const RemoteProblem> prepare(const Graph& graph, const Cluster& cluster,
+                                               const RemoteSettings& settings) override {
+    ++prepared;
+    auto h = std::make_shared<Held>();
+    h->env = std::make_unique<Environment>(graph, cluster);
+    h->mode = settings.mode;
+    return h;
+  }
+  std::vector<StepResult> evaluate(const RemoteProblem& problem, const std::vector<Placement>& placements) override {
+    const auto& h = dynamic_cast<const Held&>(problem);
+    std::vector<StepResult> out;
+    for (const Placement& p : placements) out.push_back(h.env->simulate(p));
+    return out;
+  }
+  int prepared = 0;
+};
+
+TEST(DistributedEvaluator, GivesTheLocalFiguresAndCountsRemoteWork) {
+  const Graph g = testing::small_mlp();
+  const Cluster c = cluster_preset("k80x2");
+  auto problem = PreparedProblem::make(g, c);
+  auto remote = std::make_shared<LocalRemote>();
+  RemoteSettings settings;
+  settings.mode = RewardMode::Measured;
+  DistributedEvaluator far(problem, remote, settings, RewardOptions{});
+  SimulatedEvaluator here(std::make_shared<Calibration>(problem), RewardOptions{}, 1);
+  const auto batch = batch_of(g, 5, 4);
+  const auto a = far.evaluate(batch), b = here.evaluate(batch);
+  far.evaluate(batch);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    EXPECT_EQ(a[i].result.step_s, b[i].result.step_s);
+    EXPECT_EQ(a[i].reward, b[i].reward);
+    EXPECT_TRUE(a[i].measured);  // measured mode
+  }
+  EXPECT_EQ(remote->prepared, 1);
+  EvalStats s;
+  far.add_stats(s);
+  EXPECT_EQ(s.remote, 10);
+  EXPECT_EQ(s.measurements, 10);
+}
+
+}  // namespace
+}  // namespace placer
