@@ -69,12 +69,6 @@ void check_method_names(const std::vector<std::string>& names, const std::string
     }
 }
 
-// Step time for reporting: the measured/simulated one when ok, else what the reward counts.
-double step_of(const Evaluation& e, double exponent) {
-  if (e.result.ok()) return e.result.step_s;
-  return std::pow(std::max(0.0, -e.reward), 1.0 / exponent);
-}
-
 std::string json_str(const std::string& s) {
   std::string o = "\"";
   for (char ch : s) {
@@ -181,7 +175,7 @@ void Trainer::warm_start(Task& t) {
       PlaceResult r = placer->place(ctx);
       const double secs = seconds_since(t0);
       const Evaluation e = t.env->evaluate(r.placement);
-      const double step = step_of(e, c_.reward_exponent);
+      const double step = e.step_s;
       t.warm_results.push_back({m, step, e.result.ok(), secs, r.note});
       if (!t.has_warm || e.reward > t.best_reward) {
         t.has_warm = true;
@@ -264,7 +258,7 @@ void Trainer::one_update() {
   double step_sum = 0;
   for (int32_t b = 0; b < K; ++b) {
     reward[b] = evals[b].reward;
-    const double step = step_of(evals[b], c_.reward_exponent);
+    const double step = evals[b].step_s;
     step_sum += step;
     if (reward[b] > t.best_reward) {
       t.best_reward = reward[b];
@@ -612,7 +606,7 @@ TrainResult Trainer::run() {
         PlaceResult r = placer->place(ctx);
         const double secs = seconds_since(t1);
         const Evaluation e = t0.env->evaluate(r.placement);
-        res.baselines.push_back({m, step_of(e, c_.reward_exponent), e.result.ok(), secs, r.note});
+        res.baselines.push_back({m, e.step_s, e.result.ok(), secs, r.note});
       } catch (const std::exception& e) {
         res.baselines.push_back({m, 0.0, false, 0.0, e.what()});
       }
@@ -631,7 +625,7 @@ TrainResult Trainer::run() {
       policy_->train(was_training);
       const double secs = seconds_since(t1);
       const Evaluation e = env.evaluate(placement);
-      res.held_out[s.describe()] = {step_of(e, c_.reward_exponent), secs};
+      res.held_out[s.describe()] = {e.step_s, secs};
     }
   }
   res.seconds = seconds_since(t_start);
