@@ -224,7 +224,7 @@ void JobManager::run(Job& job) {
   EnvOptions options;
   options.mode = RewardMode::Simulated;
   options.threads = 1;
-  Environment env(p.graph, p.cluster, options);
+  Environment env(p.prepared, options);
   auto start = Clock::now();
   const Budget& budget = job.request.budget;
   auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };

@@ -325,7 +325,8 @@ std::shared_ptr<const Problem> PlacementService::problem(const Request& request)
   auto p = std::make_shared<Problem>();
   p->graph = build_request_graph(request.graph, config_);
   p->cluster = build_request_cluster(request.cluster, config_);
-  Environment env(p->graph, p->cluster, simulated_env());
+  p->prepared = PreparedProblem::make(p->graph, p->cluster);
+  Environment env(p->prepared, simulated_env());
   p->lower_bound_s = env.lower_bound();
   for (const auto& method : config_.place_baselines) {
     p->baselines.push_back(run_baseline(method, p->graph, p->cluster, env, 0, 10.0));
@@ -400,7 +401,7 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
       }
     }
     if (method.empty()) try {
-        Environment env(p->graph, p->cluster, simulated_env());
+        Environment env(p->prepared, simulated_env());
         PlaceResult pr =
             policy->policy->place(place_context(p->graph, p->cluster, env, r.seed, seconds_left(deadline)));
         placement = std::move(pr.placement);
@@ -435,7 +436,7 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
     if (policy_name.empty()) note += "no policy loaded: best of the fast-path baselines";
   }
   if (r.refine_samples > 0) {
-    Environment env(p->graph, p->cluster, simulated_env());
+    Environment env(p->prepared, simulated_env());
     PlaceContext ctx = place_context(p->graph, p->cluster, env, r.seed, std::max(0.01, 0.5 * seconds_left(deadline)));
     ctx.sample_budget = r.refine_samples;
     try {
@@ -488,7 +489,7 @@ std::string PlacementService::handle_evaluate(const Request& r) {
   } catch (const InputError& e) {
     throw RequestError(codes::kBadPlacement, "placement", e.what());
   }
-  Environment env(p->graph, p->cluster, simulated_env());
+  Environment env(p->prepared, simulated_env());
   StepResult result = env.simulate(placement);
   JsonOut o;
   o.begin().field("graph", p->graph.name).field("cluster", p->cluster.name);
@@ -510,7 +511,7 @@ std::string PlacementService::handle_baselines(const Request& r) {
     }
   }
   auto p = problem(r);
-  Environment env(p->graph, p->cluster, simulated_env());
+  Environment env(p->prepared, simulated_env());
   JsonOut o;
   o.begin().field("graph", p->graph.name).field("ops", p->graph.size()).field("cluster", p->cluster.name);
   o.field("lower_bound_s", p->lower_bound_s);

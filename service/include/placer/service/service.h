@@ -26,6 +26,7 @@
 
 namespace placer {
 class LoadedPolicy;
+class PreparedProblem;
 }
 
 namespace placer::service {
@@ -39,6 +40,9 @@ using Clock = std::chrono::steady_clock;
 struct Problem {
   Graph graph;
   Cluster cluster;
+  // The same graph and cluster with the simulator's context and cost model,
+  // shared by every Environment a request or job builds over this problem.
+  std::shared_ptr<const PreparedProblem> prepared;
   double lower_bound_s = 0.0;
   struct Baseline {
     std::string method;
