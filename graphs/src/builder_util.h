@@ -16,10 +16,10 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
-#include "placer/graphs/builders.h"
 #include "placer/graphs/ir.h"
 
 namespace placer::build {
@@ -89,6 +89,8 @@ class OpBuilder {
 
  private:
   TensorRef unary(std::string name, const char* type, TensorRef x);
+  // Records that these outputs are views of their op's input 0 (Op::view_of).
+  std::vector<TensorRef> views_of_input0(std::vector<TensorRef> outputs);
   Graph& g_;
 };
 
@@ -108,7 +110,7 @@ using OptionTable = std::map<std::string, OptionSpec>;
 // Resolved options: every key of the table, checked against its range.
 class Options {
  public:
-  Options(const std::string& builder, const OptionTable& table, const BuilderOptions& given);
+  Options(const std::string& builder, const OptionTable& table, const std::map<std::string, int64_t>& given);
   int64_t operator[](const std::string& key) const;
   const std::map<std::string, int64_t>& values() const { return values_; }
 

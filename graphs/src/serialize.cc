@@ -122,6 +122,7 @@ struct JsonOp {
        make_nvp("outputs", outputs), make_nvp("param_bytes", o.param_bytes), make_nvp("flops", o.flops),
        make_nvp("phase", std::string(phase_name(o.phase))), make_nvp("group", o.group), make_nvp("layer", o.layer),
        make_nvp("forward", forward));
+    if (!o.view_of.empty()) ar(make_nvp("view_of", o.view_of));  // absent: not recorded (derived from the type)
   }
 };
 
@@ -238,6 +239,14 @@ OpRecord parse_op(const JsonReader<GraphError>& r, const rj::Value& v, size_t in
   rec.op.group = r.opt_string(v, "group", where);
   rec.op.layer = r.opt_string(v, "layer", where);
   rec.forward = r.opt_string(v, "forward", where);
+  if (const rj::Value* views = r.member(v, "view_of")) {
+    for (int64_t in : r.integers(*views, where, "view_of")) {
+      if (in < -1 || in >= static_cast<int64_t>(rec.inputs.size()))
+        r.fail(where, detail::concat("field 'view_of': ", in, " is not -1 or an input index"));
+      rec.op.view_of.push_back(static_cast<int32_t>(in));
+    }
+    if (rec.op.view_of.size() != rec.op.outputs.size()) r.fail(where, "field 'view_of' must have one entry per output");
+  }
   return rec;
 }
 
@@ -499,6 +508,9 @@ Graph graph_from_json(const std::string& text) {
   return graph;
 }
 
+// Version 2 adds each op's view_of (version 1 files: not recorded).
+constexpr uint32_t kBinaryGraphVersion = 2;
+
 // Layout (native byte order; trusted files): magic, u32 version, name, attrs,
 // ops. Strings and vectors are a u64 count then the elements.
 std::string graph_to_binary(const Graph& graph) {
@@ -506,7 +518,7 @@ std::string graph_to_binary(const Graph& graph) {
   {
     cereal::BinaryOutputArchive ar(out);
     ar(cereal::binary_data(kBinaryMagic, sizeof(kBinaryMagic)));
-    ar(static_cast<uint32_t>(kGraphFormatVersion));
+    ar(static_cast<uint32_t>(kBinaryGraphVersion));
     write_string(ar, graph.name);
     const auto attrs = sorted_attrs(graph);
     ar(static_cast<uint64_t>(attrs.size()));
@@ -547,6 +559,7 @@ std::string graph_to_binary(const Graph& graph) {
       write_string(ar, op.group);
       write_string(ar, op.layer);
       ar(op.forward.value);
+      write_pods(ar, op.view_of);
     }
   }
   return out.str();
@@ -557,7 +570,7 @@ Graph graph_from_binary(const std::string& bytes) {
     BinaryReader in(bytes);
     in.magic();
     const uint32_t version = in.pod<uint32_t>("version");
-    if (version < 1 || version > static_cast<uint32_t>(kGraphFormatVersion))
+    if (version < 1 || version > kBinaryGraphVersion)
       in.fail(detail::concat("unsupported binary graph version ", version));
     Graph graph;
     graph.name = in.string("name");
@@ -621,6 +634,7 @@ Graph graph_from_binary(const std::string& bytes) {
       op.layer = in.string("layer");
       op.forward = OpId(in.pod<int32_t>("forward"));
       if (op.forward.value < -1) in.fail("field 'forward' is negative");
+      if (version >= 2) op.view_of = in.pods<int32_t>("view_of");
       graph.add_op(std::move(op));
     }
     if (in.remaining() != 0) {

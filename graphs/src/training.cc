@@ -98,6 +98,7 @@ Graph make_training_graph(const Graph& forward, double learning_rate,
     back.group = op.group;
     back.layer = op.layer;
     back.forward = id;
+    back.view_of.assign(back.outputs.size(), -1);  // fresh gradients
     OpId bid = g.add_op(std::move(back));
     for (size_t j = 0; j < grad_for.size(); ++j) {
       const TensorRef& src = op.inputs[grad_for[j]];
@@ -125,6 +126,7 @@ Graph make_training_graph(const Graph& forward, double learning_rate,
     update.group = op.group;
     update.layer = op.layer;
     update.forward = OpId(k);
+    update.view_of.assign(update.outputs.size(), 0);  // the param itself, updated in place
     g.add_op(std::move(update));
   }
   return g;

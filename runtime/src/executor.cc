@@ -13,178 +13,6 @@
 
 namespace placer::rt {
 
-// ------------------------------------------------------------------ the plan
-
-namespace {
-
-[[noreturn]] void bad_op(const Op& op, const std::string& what) {
-  throw GraphError("op '" + op.name + "' (" + op.type + "): " + what);
-}
-
-OpKind kind_of(const Op& op) {
-  if (op.type == op_types::kInput) return OpKind::Input;
-  if (op.type == op_types::kParam) return OpKind::Param;
-  if (op.type == op_types::kBackward) return OpKind::Backward;
-  if (op.type == op_types::kSgd) return OpKind::Sgd;
-  return OpKind::Aten;
-}
-
-constexpr int32_t kPersistentRefs = 1 << 30;
-
-}  // namespace
-
-Plan make_plan(const Graph& graph, const Placement& placement, int32_t devices, bool retain_sinks) {
-  Plan plan;
-  plan.graph = &graph;
-  plan.devices = devices;
-  const int32_t n = static_cast<int32_t>(graph.size());
-  plan.ops.resize(n);
-  plan.calls.resize(n);
-  plan.deps.assign(n, 0);
-  std::unordered_map<uint64_t, int32_t> slot_index;  // (op, output, device) -> slot
-  auto key = [](int32_t op, int32_t out, int32_t dev) {
-    return (static_cast<uint64_t>(op) << 32) | (static_cast<uint64_t>(out) << 12) | static_cast<uint64_t>(dev);
-  };
-
-  // Pass 1: kinds, kernels, producer slots.
-  for (int32_t i = 0; i < n; ++i) {
-    const Op& op = graph.op(OpId(i));
-    OpPlan& p = plan.ops[i];
-    p.kind = kind_of(op);
-    p.device = placement.device_of[i].value;
-    if (p.kind == OpKind::Aten) {
-      plan.calls[i] = std::make_unique<OpCall>(bind_op(op));
-      p.call = plan.calls[i].get();
-    }
-    if ((p.kind == OpKind::Input || p.kind == OpKind::Param) && op.outputs.size() != 1)
-      bad_op(op, "must have exactly one output");
-    for (int32_t k = 0; k < static_cast<int32_t>(op.outputs.size()); ++k) {
-      SlotPlan s;
-      s.op = i;
-      s.output = k;
-      s.device = p.device;
-      s.bytes = op.outputs[k].bytes();
-      s.persistent = p.kind == OpKind::Input || p.kind == OpKind::Param;
-      if (s.persistent) s.refs = kPersistentRefs;
-      slot_index[key(i, k, p.device)] = static_cast<int32_t>(plan.slots.size());
-      p.out_slots.push_back(static_cast<int32_t>(plan.slots.size()));
-      plan.slots.push_back(std::move(s));
-    }
-  }
-  // Pass 2: inputs (local slots or transfers), views, backward holds.
-  for (int32_t i = 0; i < n; ++i) {
-    const Op& op = graph.op(OpId(i));
-    OpPlan& p = plan.ops[i];
-    p.in_slots.resize(op.inputs.size());
-    plan.deps[i] = static_cast<int32_t>(op.inputs.size());
-    for (size_t pos = 0; pos < op.inputs.size(); ++pos) {
-      const TensorRef& t = op.inputs[pos];
-      const int32_t src = plan.ops[t.op.value].out_slots[t.output];
-      int32_t slot = src;
-      if (plan.slots[src].device != p.device) {
-        auto [it, inserted] = slot_index.emplace(key(t.op.value, t.output, p.device), 0);
-        if (inserted) {
-          SlotPlan s;
-          s.op = t.op.value;
-          s.output = t.output;
-          s.device = p.device;
-          s.bytes = graph.op(t.op).outputs[t.output].bytes();
-          it->second = static_cast<int32_t>(plan.slots.size());
-          plan.slots.push_back(std::move(s));
-          TransferPlan tr;
-          tr.src = src;
-          tr.dst = it->second;
-          tr.channel = plan.slots[src].device * devices + p.device;
-          plan.slots[src].transfers.push_back(static_cast<int32_t>(plan.transfers.size()));
-          if (!plan.slots[src].persistent) plan.slots[src].refs++;
-          plan.transfers.push_back(tr);
-        }
-        slot = it->second;
-      }
-      p.in_slots[pos] = slot;
-      plan.slots[slot].waiters.push_back(i);
-      if (!plan.slots[slot].persistent) plan.slots[slot].refs++;
-    }
-    if (p.kind == OpKind::Aten) {
-      for (size_t k = 0; k < op.outputs.size() && k < p.call->view_of_input.size(); ++k) {
-        const int64_t in = p.call->view_of_input[k];
-        if (in < 0) continue;
-        SlotPlan& out = plan.slots[p.out_slots[k]];
-        out.bytes = 0;
-        out.view_of = p.in_slots[in];
-        if (!plan.slots[out.view_of].persistent) plan.slots[out.view_of].refs++;
-      }
-    }
-    if (p.kind == OpKind::Sgd) {
-      if (op.inputs.empty() || plan.ops[op.inputs[0].op.value].kind != OpKind::Param)
-        bad_op(op, "inputs[0] must be the output of a placer::param op");
-      for (int32_t slot : p.out_slots) {
-        plan.slots[slot].bytes = 0;
-        plan.slots[slot].view_of = p.in_slots[0];
-      }
-    }
-    if (p.kind == OpKind::Backward) {
-      if (!op.forward.valid() || op.forward.value >= i) bad_op(op, "forward must name an earlier op");
-      const Op& fwd = graph.op(op.forward);
-      OpPlan& fp = plan.ops[op.forward.value];
-      if (fp.kind != OpKind::Aten) bad_op(op, "its forward op '" + fwd.name + "' is not an ATen op");
-      if (fp.backward >= 0) bad_op(op, "forward op '" + fwd.name + "' already has a backward op");
-      if (op.inputs.empty() || op.inputs[0].op != op.forward) bad_op(op, "inputs[0] must be its forward op's output 0");
-      const std::vector<int64_t> empty;
-      const auto& grad_of = op.args.size() > 0 ? op.args[0].ints : empty;
-      const auto& grad_for = op.args.size() > 1 ? op.args[1].ints : empty;
-      if (grad_of.size() + 1 != op.inputs.size())
-        bad_op(op, "args[0] has " + std::to_string(grad_of.size()) + " entries for " +
-                       std::to_string(op.inputs.size() - 1) + " gradient inputs");
-      for (int64_t k : grad_of)
-        if (k < 0 || k >= static_cast<int64_t>(fwd.outputs.size()))
-          bad_op(op, "args[0] names forward output " + std::to_string(k));
-      if (grad_for.size() != op.outputs.size())
-        bad_op(op, "args[1] has " + std::to_string(grad_for.size()) + " entries for " +
-                       std::to_string(op.outputs.size()) + " outputs");
-      std::vector<int32_t> leaves;
-      for (int64_t in : grad_for) {
-        if (in < 0 || in >= static_cast<int64_t>(fwd.inputs.size()))
-          bad_op(op, "args[1] names forward input " + std::to_string(in));
-        leaves.push_back(static_cast<int32_t>(in));
-      }
-      std::sort(leaves.begin(), leaves.end());
-      leaves.erase(std::unique(leaves.begin(), leaves.end()), leaves.end());
-      fp.backward = i;
-      fp.leaf_inputs = leaves;
-      fp.state = plan.states++;
-      p.state = fp.state;
-      // The forward's differentiated inputs and its outputs stay alive
-      // (autograd saved them) until this op has run.
-      for (int32_t pos : leaves) p.holds.push_back(fp.in_slots[pos]);
-      for (int32_t slot : fp.out_slots) p.holds.push_back(slot);
-      for (int32_t slot : p.holds)
-        if (!plan.slots[slot].persistent) plan.slots[slot].refs++;
-      bool sink = true;
-      for (OpId c : graph.consumers(op.forward)) sink = sink && plan.ops[c.value].kind == OpKind::Backward;
-      p.is_loss = sink && op.inputs.size() == 1 && !fwd.outputs.empty() && fwd.outputs[0].numel() == 1 &&
-                  is_floating(fwd.outputs[0].dtype);
-    }
-  }
-  // Graph outputs (forward sinks) kept for StepValues.
-  if (retain_sinks) {
-    for (int32_t i = 0; i < n; ++i) {
-      OpPlan& p = plan.ops[i];
-      if (p.kind != OpKind::Aten) continue;
-      bool sink = true;
-      for (OpId c : graph.consumers(OpId(i)))
-        sink = sink && (plan.ops[c.value].kind == OpKind::Backward || plan.ops[c.value].kind == OpKind::Sgd);
-      if (!sink) continue;
-      p.retain = true;
-      for (int32_t slot : p.out_slots) plan.slots[slot].refs++;
-    }
-  }
-  for (OpPlan& p : plan.ops)
-    for (int32_t slot : p.out_slots)
-      if (!plan.slots[slot].persistent && plan.slots[slot].view_of < 0) p.new_bytes += plan.slots[slot].bytes;
-  return plan;
-}
-
 // ------------------------------------------------------------ the executor
 
 namespace {
@@ -409,15 +237,6 @@ bool is_oom_message(const std::string& m) {
          m.find("Tried to allocate") != std::string::npos;
 }
 
-const char* phase_category(Phase phase) {
-  switch (phase) {
-    case Phase::Forward: return "forward";
-    case Phase::Backward: return "backward";
-    case Phase::Update: return "update";
-  }
-  return "forward";
-}
-
 }  // namespace
 
 void Executor::run_op(Step& s, int32_t id, int32_t device) {
@@ -548,7 +367,7 @@ void Executor::run_op(Step& s, int32_t id, int32_t device) {
     ev.lane = dev.name;
     ev.start_s = std::chrono::duration<double>(t0 - s.start).count();
     ev.duration_s = took;
-    ev.category = phase_category(op.phase);
+    ev.category = phase_name(op.phase);
     workers_[device]->events.push_back(std::move(ev));
   }
   for (int32_t slot : p.holds) release(s, slot);
@@ -606,7 +425,7 @@ void Executor::gpu_times(Step& s) {
       // The step's mark on this GPU is taken with the host clock's start.
       ev.start_s = begin;
       ev.duration_s = end - begin;
-      ev.category = phase_category(op.phase);
+      ev.category = phase_name(op.phase);
       workers_[device]->events.push_back(std::move(ev));
     }
   }

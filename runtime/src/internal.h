@@ -1,15 +1,18 @@
 // Private to the runtime: the pieces runtime.cc wires together.
 //   devices.cc   DeviceCtx (a torch device, its stream and thread share), copies
 //   kernels.cc   OpCall: one graph op turned into a dispatcher call
-//   executor.cc  Plan (slots, refcounts, transfers) and Executor (threads, steps)
+//   plan.cc      Plan: the shared execution rules (graphs/exec_plan.h) plus kernels and autograd state
+//   executor.cc  Executor (threads, steps)
 #pragma once
 
 #include <ATen/ATen.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <functional>
 #include <memory>
@@ -21,10 +24,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "placer/graphs/aten_dtype.h"
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/ir.h"
 #include "placer/graphs/measurement.h"
 #include "placer/graphs/placement.h"
+#include "placer/runtime/runtime.h"
 
 #ifdef PLACER_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -35,6 +40,16 @@ namespace placer::rt {
 
 using Clock = std::chrono::steady_clock;
 inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// The q-quantile of samples, interpolated (0 for none).
+inline double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = q * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
 
 // ---------------------------------------------------------------- devices.cc
 
@@ -104,8 +119,6 @@ int64_t allocator_peak(const DeviceCtx& device);
 // After a failed step: give cached GPU blocks back so the next step starts clean.
 void release_cached_memory(const DeviceCtx& device);
 
-at::ScalarType to_scalar_type(DType dtype);
-
 bool cuda_runtime_available();
 int cuda_runtime_device_count();
 
@@ -127,8 +140,6 @@ struct OpCall {
   std::optional<c10::OperatorHandle> handle;
   std::vector<c10::IValue> constants;  // one per schema argument (placeholders for tensors)
   std::vector<ArgSlot> slots;
-  // For each graph output: the Op::inputs index it is a view of, or -1.
-  std::vector<int64_t> view_of_input;
 };
 
 // Resolves the schema by Op::type and checks/converts the arguments. Throws
@@ -159,7 +170,7 @@ void run_sgd(const Op& sgd, const std::vector<at::Tensor>& inputs);
 std::string shape_string(at::IntArrayRef sizes);
 std::string shape_string(const std::vector<int64_t>& sizes);
 
-// ---------------------------------------------------------------- executor.cc
+// ---------------------------------------------------------------- plan.cc, executor.cc
 
 // Where a tensor lives during a step: one output of one op on one device.
 struct SlotPlan {
@@ -239,6 +250,9 @@ struct Session {
   std::vector<at::Tensor> retained;  // per slot, when the plan retains it
 };
 
+// A session for one plan: no values yet, nothing resident.
+Session new_session(const Plan& plan, uint64_t seed, int devices);
+
 class Executor {
  public:
   explicit Executor(std::vector<DeviceCtx> devices);
@@ -274,5 +288,11 @@ class Executor {
   std::vector<std::unique_ptr<Worker>> workers_;  // devices first, then channels
   Step* current_ = nullptr;
 };
+
+// ---------------------------------------------------------------- profile.cc
+
+// Runtime::profile on the runtime's executor (one measurement at a time: the
+// caller holds its lock). Throws InputError when a profiling step fails.
+Profile profile_graph(Executor& executor, const Cluster& cluster, const Graph& graph, const ProfileOptions& options);
 
 }  // namespace placer::rt

@@ -11,22 +11,6 @@
 
 namespace placer::rt {
 
-at::ScalarType to_scalar_type(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return at::kFloat;
-    case DType::Float16: return at::kHalf;
-    case DType::BFloat16: return at::kBFloat16;
-    case DType::Float64: return at::kDouble;
-    case DType::Int64: return at::kLong;
-    case DType::Int32: return at::kInt;
-    case DType::Int16: return at::kShort;
-    case DType::Int8: return at::kChar;
-    case DType::UInt8: return at::kByte;
-    case DType::Bool: return at::kBool;
-  }
-  return at::kFloat;
-}
-
 std::string shape_string(at::IntArrayRef sizes) {
   std::ostringstream out;
   out << "[";
@@ -100,19 +84,6 @@ c10::IValue constant_ivalue(const Op& op, const Arg& arg, const c10::Argument& s
 
 bool is_tensor_type(const c10::TypePtr& type) { return base_kind(type) == c10::TypeKind::TensorType; }
 
-// Which argument a returned view shares storage with (alias sets of the schema).
-int64_t aliased_argument(const c10::FunctionSchema& schema, const c10::Argument& ret) {
-  const auto* ret_alias = ret.alias_info();
-  if (!ret_alias || ret_alias->isWrite()) return -1;
-  for (size_t a = 0; a < schema.arguments().size(); ++a) {
-    const auto* arg_alias = schema.arguments()[a].alias_info();
-    if (!arg_alias) continue;
-    for (const auto& set : ret_alias->beforeSets())
-      if (arg_alias->beforeSets().count(set)) return static_cast<int64_t>(a);
-  }
-  return -1;
-}
-
 uint64_t op_seed(const Op& op, uint64_t seed) {
   uint64_t h = 1469598103934665603ull ^ (seed * 0x9E3779B97F4A7C15ull);
   for (unsigned char c : op.name) {
@@ -180,20 +151,6 @@ OpCall bind_op(const Op& op) {
           bad_op(op, std::string("argument '") + p.name() + "' needs a tensor, got " + arg_kind_name(arg.kind));
         call.constants[a] = constant_ivalue(op, arg, p);
     }
-  }
-  // Views: outputs that share an input's storage are not new memory.
-  const auto& returns = schema.returns();
-  call.view_of_input.assign(op.outputs.size(), -1);
-  auto input_of_arg = [&](int64_t a) -> int64_t {
-    if (a < 0 || a >= static_cast<int64_t>(call.slots.size())) return -1;
-    return call.slots[a].from == ArgSlot::From::Tensor ? call.slots[a].input : -1;
-  };
-  if (returns.size() == 1 && base_kind(returns[0].type()) == c10::TypeKind::ListType) {
-    const int64_t in = input_of_arg(aliased_argument(schema, returns[0]));
-    std::fill(call.view_of_input.begin(), call.view_of_input.end(), in);
-  } else {
-    for (size_t r = 0; r < returns.size() && r < op.outputs.size(); ++r)
-      call.view_of_input[r] = input_of_arg(aliased_argument(schema, returns[r]));
   }
   return call;
 }

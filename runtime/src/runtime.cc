@@ -1,8 +1,5 @@
-// The Runtime API: measure, run_once and profile on top of the executor.
+// The Runtime API: measure, run_once and profile (profile.cc) on top of the executor.
 #include "placer/runtime/runtime.h"
-
-#include <torch/csrc/api/include/torch/version.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -15,18 +12,7 @@ namespace placer {
 
 using namespace rt;
 
-namespace {
-
-double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
-
-Session new_session(const Plan& plan, uint64_t seed, int devices) {
+Session rt::new_session(const Plan& plan, uint64_t seed, int devices) {
   Session s;
   s.plan = &plan;
   s.seed = seed;
@@ -34,26 +20,6 @@ Session new_session(const Plan& plan, uint64_t seed, int devices) {
   s.persistent_bytes.assign(devices, 0);
   return s;
 }
-
-std::string signature_of(const Graph& graph, const Op& op) {
-  std::string sig = op.type + "(";
-  for (size_t i = 0; i < op.inputs.size(); ++i) {
-    const TensorSpec& t = graph.op(op.inputs[i].op).outputs[op.inputs[i].output];
-    sig += (i ? "," : "") + std::string(dtype_name(t.dtype)) + shape_string(t.shape);
-  }
-  if (op.inputs.empty() && !op.outputs.empty())
-    sig += std::string(dtype_name(op.outputs[0].dtype)) + shape_string(op.outputs[0].shape);
-  return sig + ")";
-}
-
-std::string host_description() {
-  char host[256] = {0};
-  if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
-  return std::string(host) + ", LibTorch " + TORCH_VERSION + ", " +
-         std::to_string(std::thread::hardware_concurrency()) + " cores";
-}
-
-}  // namespace
 
 struct Runtime::Impl {
   Cluster cluster;
@@ -140,9 +106,12 @@ StepValues Runtime::run_once(const Graph& graph, const Placement& placement, uin
   }
   session.retained.assign(plan.slots.size(), at::Tensor());
   const StepOutcome o = impl_->executor.run_step(session, 1e9, nullptr);
-  if (o.status != StepStatus::Ok)
-    throw std::runtime_error(std::string("run_once: ") + step_status_name(o.status) + ": " + o.message);
   StepValues values;
+  if (o.status != StepStatus::Ok) {
+    values.status = o.status;
+    values.message = "run_once: " + o.message;
+    return values;
+  }
   auto flat = [](const at::Tensor& t) {
     at::Tensor c = t.detach().to(at::kCPU).to(at::kFloat).contiguous().reshape({-1});
     return std::vector<float>(c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
@@ -160,287 +129,9 @@ StepValues Runtime::run_once(const Graph& graph, const Placement& placement, uin
   return values;
 }
 
-namespace {
-
-// Least squares t = alpha + bytes / beta over a link's samples, each weighted
-// by 1 / t^2 (relative error): sizes span four orders of magnitude, and an
-// unweighted fit lets the largest copy set alpha (to 0, typically), which
-// misprices the many small transfers of a real step.
-void fit_link(LinkFit& fit) {
-  double sw = 0, sx = 0, sy = 0, sxx = 0, sxy = 0;
-  for (auto& [bytes, t] : fit.samples) {
-    const double w = 1.0 / std::max(1e-12, t * t);
-    const double x = static_cast<double>(bytes);
-    sw += w;
-    sx += w * x;
-    sy += w * t;
-    sxx += w * x * x;
-    sxy += w * x * t;
-  }
-  const double det = sw * sxx - sx * sx;
-  double slope = det > 0 ? (sw * sxy - sx * sy) / det : 0.0;
-  double alpha = det > 0 ? (sy - slope * sx) / sw : (sw > 0 ? sy / sw : 0.0);
-  if (alpha < 0 || slope <= 0) {
-    // Fall back to the two ends: alpha from the smallest copy, beta from the largest.
-    auto [lo, hi] = std::minmax_element(fit.samples.begin(), fit.samples.end());
-    alpha = std::max(0.0, lo->second);
-    slope =
-        hi->first > lo->first ? std::max(0.0, hi->second - alpha) / static_cast<double>(hi->first - lo->first) : 0.0;
-  }
-  fit.beta_Bps = slope > 0 ? 1.0 / slope : 1e15;
-  fit.alpha_s = alpha;
-}
-
-bool is_free(const Op& op) { return op.type == op_types::kInput || op.type == op_types::kParam; }
-
-// `copies` disjoint copies of a graph, copy k's ops named "c<k>/<name>".
-Graph replicate(const Graph& graph, int copies) {
-  Graph out;
-  out.name = graph.name + "_x" + std::to_string(copies);
-  const int32_t n = static_cast<int32_t>(graph.size());
-  for (int k = 0; k < copies; ++k)
-    for (const Op& op : graph.ops()) {
-      Op c = op;
-      c.name = "c" + std::to_string(k) + "/" + op.name;
-      if (!c.group.empty()) c.group = "c" + std::to_string(k) + "/" + c.group;
-      for (TensorRef& in : c.inputs) in.op = OpId(in.op.value + k * n);
-      if (c.forward.valid()) c.forward = OpId(c.forward.value + k * n);
-      out.add_op(std::move(c));
-    }
-  return out;
-}
-
-// A chain x -> add -> add -> ... of `adds` ops on tensors of `bytes`. Placed
-// alternately on two devices, every add waits for a transfer from the other.
-Graph add_chain(int64_t bytes, int adds) {
-  Graph g;
-  g.name = "add_chain";
-  const int64_t numel = std::max<int64_t>(1, bytes / 4);
-  Op in;
-  in.name = "x";
-  in.type = op_types::kInput;
-  in.outputs = {TensorSpec{{numel}, DType::Float32}};
-  g.add_op(in);
-  for (int i = 1; i <= adds; ++i) {
-    Op add;
-    add.name = "add" + std::to_string(i);
-    add.type = "aten::add.Tensor";
-    add.inputs = {TensorRef{OpId(i - 1), 0}, TensorRef{OpId(i - 1), 0}};
-    add.args = {Arg::tensor(0), Arg::tensor(1), Arg::integer(1)};
-    add.outputs = {TensorSpec{{numel}, DType::Float32}};
-    g.add_op(add);
-  }
-  return g;
-}
-
-}  // namespace
-
 Profile Runtime::profile(const Graph& graph, const ProfileOptions& options) {
-  if (options.repetitions < 1) throw InputError("profile: repetitions must be >= 1");
-  for (int64_t b : options.transfer_sizes)
-    if (b < 4 || b > (int64_t{1} << 34))
-      throw InputError("profile: transfer size " + std::to_string(b) + " out of range");
-  if (options.transfer_sizes.empty()) throw InputError("profile: needs at least one transfer size");
   std::lock_guard<std::mutex> lk(impl_->mu);
-  const Cluster& cluster = impl_->cluster;
-  const auto& devices = impl_->executor.devices();
-  const int d = cluster.size();
-  Profile prof;
-  prof.graph = graph.name;
-  prof.devices = cluster.name;
-  prof.host = host_description();
-  const int32_t n = static_cast<int32_t>(graph.size());
-  int32_t timed_ops = 0;
-  for (const Op& op : graph.ops()) timed_ops += is_free(op) ? 0 : 1;
-
-  // Runs `steps` steps of a plan after one warm-up step; returns each op's
-  // samples (as timed inside the steps) and each step's time.
-  auto run_steps = [&](const Plan& plan, int steps, std::vector<std::vector<double>>& op_samples,
-                       std::vector<double>& step_s, const std::string& what) {
-    Session session = new_session(plan, 0, d);
-    session.check_memory = false;
-    session.step_op_seconds.assign(plan.ops.size(), 0.0);
-    op_samples.assign(plan.ops.size(), {});
-    for (int r = 0; r <= steps; ++r) {
-      const StepOutcome o = impl_->executor.run_step(session, 1e9, nullptr);
-      if (o.status != StepStatus::Ok)
-        throw std::runtime_error("profile " + what + ": " + step_status_name(o.status) + ": " + o.message);
-      if (r == 0) continue;
-      step_s.push_back(o.step_s);
-      for (size_t i = 0; i < plan.ops.size(); ++i) op_samples[i].push_back(session.step_op_seconds[i]);
-    }
-  };
-
-  // Each op on the first device of each kind. CPU: timed inside whole steps
-  // of the graph on that device, as a placement runs it (an op repeated in
-  // isolation finds its inputs in cache and runs faster than in a step).
-  // CUDA: repeated in isolation and synchronized, since inside a step a
-  // kernel is only queued.
-  std::vector<bool> kind_done(2, false);
-  std::vector<double> overheads;
-  for (int dev = 0; dev < d; ++dev) {
-    const int kind = static_cast<int>(cluster.devices[dev].kind);
-    if (kind_done[kind]) continue;
-    kind_done[kind] = true;
-    const Placement placement = single_device(graph, DeviceId(dev));
-    const Plan plan = make_plan(graph, placement, d, false);
-    std::vector<std::vector<double>> samples;
-    if (cluster.devices[dev].kind == DeviceKind::Cpu) {
-      std::vector<double> steps;
-      run_steps(plan, options.repetitions, samples, steps, "on " + cluster.devices[dev].name);
-      // What the executor adds between ops: the step minus the ops' own times.
-      for (size_t r = 0; r < steps.size(); ++r) {
-        double sum = 0;
-        for (int32_t i = 0; i < n; ++i) sum += samples[i][r];
-        if (timed_ops > 0) overheads.push_back(std::max(0.0, (steps[r] - sum) / timed_ops));
-      }
-    } else {
-      Session session = new_session(plan, 0, d);
-      session.check_memory = false;
-      session.profile_reps = options.repetitions;
-      session.op_seconds.resize(plan.ops.size());
-      const StepOutcome o = impl_->executor.run_step(session, 1e9, nullptr);
-      if (o.status != StepStatus::Ok)
-        throw std::runtime_error(std::string("profile on ") + cluster.devices[dev].name + ": " +
-                                 step_status_name(o.status) + ": " + o.message);
-      samples = std::move(session.op_seconds);
-    }
-    for (int32_t i = 0; i < n; ++i) {
-      const Op& op = graph.op(OpId(i));
-      OpTiming t;
-      t.op = op.name;
-      t.signature = signature_of(graph, op);
-      t.device = cluster.devices[dev].name;
-      t.device_kind = device_kind_name(cluster.devices[dev].kind);
-      t.seconds = quantile(samples[i], 0.5);
-      prof.ops.push_back(std::move(t));
-    }
-  }
-
-  // Contention: CPU devices share the host's memory system (and, on a busy
-  // machine, its cores). One copy of the graph per CPU device, all running at
-  // once, gives each op's time while every other CPU device is busy too.
-  std::vector<int> cpus;
-  for (int dev = 0; dev < d; ++dev)
-    if (cluster.devices[dev].kind == DeviceKind::Cpu) cpus.push_back(dev);
-  if (cpus.size() >= 2) {
-    const int k = static_cast<int>(cpus.size());
-    const Graph copies = replicate(graph, k);
-    Placement placement;
-    placement.device_of.resize(copies.size());
-    for (int c = 0; c < k; ++c)
-      for (int32_t i = 0; i < n; ++i) placement.device_of[c * n + i] = DeviceId(cpus[c]);
-    const Plan plan = make_plan(copies, placement, d, false);
-    std::vector<std::vector<double>> samples;
-    std::vector<double> steps;
-    run_steps(plan, options.repetitions, samples, steps, "with all CPU devices busy");
-    for (OpTiming& t : prof.ops) {
-      if (t.device_kind != "cpu") continue;
-      const auto id = graph.find(t.op);
-      if (!id) continue;
-      std::vector<double> all;
-      for (int c = 0; c < k; ++c)
-        all.insert(all.end(), samples[c * n + id->value].begin(), samples[c * n + id->value].end());
-      t.contended_seconds = quantile(all, 0.5);
-    }
-  }
-
-  // Links. Between CPU devices: hops through the executor itself (a chain
-  // whose ops alternate devices), so each transfer's cost holds the hand-offs
-  // from the producer to the channel thread and on to the consumer, not only
-  // the copy. Otherwise: copies as a transfer channel makes them.
-  const int kHops = 32;
-  for (int a = 0; a < d; ++a)
-    for (int b = 0; b < d; ++b) {
-      if (a == b) continue;
-      LinkFit fit;
-      fit.from = cluster.devices[a].name;
-      fit.to = cluster.devices[b].name;
-      const bool cpu_pair = cluster.devices[a].kind == DeviceKind::Cpu && cluster.devices[b].kind == DeviceKind::Cpu;
-      if (cpu_pair && b < a) {  // the chain measured a<->b both ways
-        for (const LinkFit& f : prof.links)
-          if (f.from == fit.to && f.to == fit.from) {
-            fit.alpha_s = f.alpha_s;
-            fit.beta_Bps = f.beta_Bps;
-            fit.samples = f.samples;
-          }
-        prof.links.push_back(std::move(fit));
-        continue;
-      }
-      if (cpu_pair) {
-        for (int64_t bytes : options.transfer_sizes) {
-          const Graph chain = add_chain(bytes, kHops);
-          Placement placement;
-          placement.device_of.resize(chain.size());
-          for (int32_t i = 0; i < static_cast<int32_t>(chain.size()); ++i)
-            placement.device_of[i] = DeviceId(i % 2 ? b : a);
-          const Plan plan = make_plan(chain, placement, d, false);
-          std::vector<std::vector<double>> samples;
-          std::vector<double> steps;
-          run_steps(plan, std::max(3, options.repetitions), samples, steps, "link " + fit.from + "<->" + fit.to);
-          std::vector<double> hop;
-          for (size_t r = 0; r < steps.size(); ++r) {
-            double ops = 0;
-            for (size_t i = 1; i < samples.size(); ++i) ops += samples[i][r];
-            hop.push_back(std::max(0.0, steps[r] - ops) / kHops);
-          }
-          fit.samples.emplace_back(bytes, quantile(hop, 0.5));
-        }
-        fit_link(fit);
-        prof.links.push_back(std::move(fit));
-        continue;
-      }
-      std::string error;
-      std::thread worker([&] {
-        try {
-          enter_device_thread(devices[b], 1);
-          for (int64_t bytes : options.transfer_sizes) {
-            at::Tensor src = at::ones({std::max<int64_t>(1, bytes / 4)}, at::TensorOptions().dtype(at::kFloat))
-                                 .to(devices[a].torch_device);
-            synchronize_device(devices[a]);
-            copy_to_device(src, devices[a], devices[b]);  // warm-up
-            synchronize_device(devices[b]);
-            std::vector<double> samples;
-            for (int r = 0; r < options.repetitions; ++r) {
-              const Clock::time_point t0 = Clock::now();
-              at::Tensor dst = copy_to_device(src, devices[a], devices[b]);
-              synchronize_device(devices[b]);
-              samples.push_back(seconds_since(t0));
-            }
-            fit.samples.emplace_back(bytes, quantile(samples, 0.5));
-          }
-        } catch (const std::exception& e) {
-          error = e.what();
-        }
-      });
-      worker.join();
-      if (!error.empty()) throw std::runtime_error("profile link " + fit.from + "->" + fit.to + ": " + error);
-      fit_link(fit);
-      prof.links.push_back(std::move(fit));
-    }
-
-  // Executor overhead per op: measured inside the CPU steps above; without a
-  // CPU device, a chain of tiny adds run by the executor minus the same
-  // kernels timed in isolation.
-  if (!overheads.empty()) {
-    prof.per_op_overhead_s = quantile(overheads, 0.5);
-  } else {
-    const int kOps = 200;
-    const Graph chain = add_chain(64, kOps);
-    const Plan plan = make_plan(chain, single_device(chain, DeviceId(0)), d, false);
-    Session iso = new_session(plan, 0, d);
-    iso.check_memory = false;
-    iso.profile_reps = std::max(5, options.repetitions);
-    iso.op_seconds.resize(plan.ops.size());
-    impl_->executor.run_step(iso, 1e9, nullptr);
-    double kernels = 0;
-    for (int i = 1; i <= kOps; ++i) kernels += quantile(iso.op_seconds[i], 0.5);
-    Session run = new_session(plan, 0, d);
-    std::vector<double> steps;
-    for (int r = 0; r < 7; ++r) steps.push_back(impl_->executor.run_step(run, 1e9, nullptr).step_s);
-    prof.per_op_overhead_s = std::max(0.0, (quantile(steps, 0.5) - kernels) / kOps);
-  }
-  return prof;
+  return profile_graph(impl_->executor, impl_->cluster, graph, options);
 }
 
 bool cuda_available() { return cuda_runtime_available(); }

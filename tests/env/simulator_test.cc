@@ -4,11 +4,15 @@
 #include <gtest/gtest.h>
 
 #include <random>
+#include <type_traits>
 
 #include "placer/graphs/error.h"
 
 namespace placer {
 namespace {
+
+// The simulator runs on the execution rules the runtime's executor plans with.
+static_assert(std::is_same_v<SimContext, ExecRules>);
 
 // An op of `bytes_out` bytes per output (float32 elements = bytes / 4).
 OpId add(Graph& g, const std::string& name, std::vector<TensorRef> inputs, std::vector<int64_t> out_bytes,
@@ -267,6 +271,11 @@ TEST(Simulator, ViewsTakeNoMemoryAndBackwardHoldsDifferentiatedInputs) {
   EXPECT_EQ(simulate(g, place({0, 0, 0}), cluster_of(1), m).devices[0].peak_bytes, 404);
   EXPECT_TRUE(is_view_op("aten::transpose.int"));
   EXPECT_FALSE(is_view_op("aten::add.Tensor"));
+  // Recorded alias facts win over the name: v as a fresh tensor: a and v both live while v runs.
+  g.mutable_op(v).view_of = {-1};
+  EXPECT_EQ(simulate(g, place({0, 0, 0}), cluster_of(1), m).devices[0].peak_bytes, 800);
+  g.mutable_op(v).view_of = {0};
+  EXPECT_EQ(simulate(g, place({0, 0, 0}), cluster_of(1), m).devices[0].peak_bytes, 404);
 
   // f's backward differentiates f's input a (args[1] = {0}): a lives until it ran.
   Graph h;

@@ -549,7 +549,7 @@ Graph Importer::run(const std::vector<SampleInput>& samples) {
   for (size_t i = 1; i < graph_->inputs().size(); ++i) {
     const Value* input = graph_->inputs()[i];
     const SampleInput& sample = by_name.at(arguments.at(i).name());
-    const at::ScalarType type = pt::to_scalar_type(sample.dtype);
+    const at::ScalarType type = to_scalar_type(sample.dtype);
     at::Tensor value;
     int64_t high = 0;
     if (is_floating(sample.dtype)) {

@@ -12,38 +12,6 @@
 
 namespace placer::pt {
 
-std::optional<DType> to_dtype(at::ScalarType type) {
-  switch (type) {
-    case at::kFloat: return DType::Float32;
-    case at::kHalf: return DType::Float16;
-    case at::kBFloat16: return DType::BFloat16;
-    case at::kDouble: return DType::Float64;
-    case at::kLong: return DType::Int64;
-    case at::kInt: return DType::Int32;
-    case at::kShort: return DType::Int16;
-    case at::kChar: return DType::Int8;
-    case at::kByte: return DType::UInt8;
-    case at::kBool: return DType::Bool;
-    default: return std::nullopt;
-  }
-}
-
-at::ScalarType to_scalar_type(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return at::kFloat;
-    case DType::Float16: return at::kHalf;
-    case DType::BFloat16: return at::kBFloat16;
-    case DType::Float64: return at::kDouble;
-    case DType::Int64: return at::kLong;
-    case DType::Int32: return at::kInt;
-    case DType::Int16: return at::kShort;
-    case DType::Int8: return at::kChar;
-    case DType::UInt8: return at::kByte;
-    case DType::Bool: return at::kBool;
-  }
-  return at::kFloat;
-}
-
 std::string first_line(std::string text) {
   const auto newline = text.find('\n');
   if (newline != std::string::npos) text.resize(newline);
@@ -51,6 +19,44 @@ std::string first_line(std::string text) {
 }
 
 namespace {
+
+// Which argument a returned view shares storage with (alias sets of the schema).
+int64_t aliased_argument(const c10::FunctionSchema& schema, const c10::Argument& ret) {
+  const auto* ret_alias = ret.alias_info();
+  if (!ret_alias || ret_alias->isWrite()) return -1;
+  for (size_t a = 0; a < schema.arguments().size(); ++a) {
+    const auto* arg_alias = schema.arguments()[a].alias_info();
+    if (!arg_alias) continue;
+    for (const auto& set : ret_alias->beforeSets())
+      if (arg_alias->beforeSets().count(set)) return static_cast<int64_t>(a);
+  }
+  return -1;
+}
+
+// Alias facts (Op::view_of) from the schema: per output, the Op::inputs
+// index of the argument it shares storage with, or -1. A returned list
+// (Tensor(a)[]) aliases as a whole.
+std::vector<int32_t> schema_views(const c10::FunctionSchema& schema, const Op& op) {
+  auto input_of_arg = [&](int64_t a) -> int32_t {
+    if (a < 0 || a >= static_cast<int64_t>(op.args.size()) || op.args[a].kind != Arg::Kind::Tensor) return -1;
+    return static_cast<int32_t>(op.args[a].i);
+  };
+  const auto& returns = schema.returns();
+  std::vector<int32_t> views(op.outputs.size(), -1);
+  auto returns_list = [&] {
+    if (returns.size() != 1) return false;
+    const c10::TypePtr& type = returns[0].type();
+    const c10::TypePtr& base = type->kind() == c10::TypeKind::OptionalType ? type->containedType(0) : type;
+    return base->kind() == c10::TypeKind::ListType;
+  };
+  if (returns_list()) {
+    std::fill(views.begin(), views.end(), input_of_arg(aliased_argument(schema, returns[0])));
+  } else {
+    for (size_t r = 0; r < returns.size() && r < op.outputs.size(); ++r)
+      views[r] = input_of_arg(aliased_argument(schema, returns[r]));
+  }
+  return views;
+}
 
 double numel_of(const c10::IValue& v) {
   return v.isTensor() && v.toTensor().defined() ? static_cast<double>(v.toTensor().numel()) : 0.0;
@@ -412,6 +418,7 @@ RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector
     op.outputs.push_back(TensorSpec{t.sizes().vec(), *dtype});
   }
   if (op.outputs.empty()) fail(where + " produces no tensor; nothing to place");
+  op.view_of = schema_views(schema, op);
 
   op.flops = estimate_flops(opname.name, values, produced);
   op.name = unique_name(name);

@@ -17,13 +17,12 @@
 #include <unordered_map>
 #include <vector>
 
+#include "placer/graphs/aten_dtype.h"
 #include "placer/graphs/ir.h"
 #include "placer/torchscript/import.h"
 
 namespace placer::pt {
 
-std::optional<DType> to_dtype(at::ScalarType type);
-at::ScalarType to_scalar_type(DType dtype);
 std::string first_line(std::string text);
 
 // FLOPs of one call from its real inputs and outputs (base: "aten::conv2d").

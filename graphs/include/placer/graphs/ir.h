@@ -190,6 +190,12 @@ struct Op {
   std::string group;  // co-location group; ops sharing a non-empty group share a device
   std::string layer;  // model block tag ("lstm0", "attention", "mixed_5b/branch1"), used by the expert placer
   OpId forward;       // Backward/Update ops: the forward (or param) op they belong to
+  // Alias facts: per output, the Op::inputs index whose storage it shares (a
+  // view: no new memory, and it keeps that input alive), or -1. Recorded by
+  // the importer (ATen's alias annotations) and the builders; empty means
+  // not recorded (older files): output_aliases() (exec_plan.h) then derives
+  // them from the op type.
+  std::vector<int32_t> view_of;
 
   int64_t output_bytes() const;
 };

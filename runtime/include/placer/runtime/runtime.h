@@ -35,6 +35,9 @@ struct ProfileOptions {
 // to float, by op name.
 struct StepValues {
   std::map<std::string, std::vector<float>> tensors;
+  // run_once: an execution failure (OOM, kernel error) is a status, as in StepResult.
+  StepStatus status = StepStatus::Ok;
+  std::string message;
 };
 
 class Runtime {
@@ -61,7 +64,8 @@ class Runtime {
   StepValues run_once(const Graph& graph, const Placement& placement, uint64_t seed = 0,
                       const StepValues* feed = nullptr);
 
-  // Per-op times on each device kind and link alpha/beta fits.
+  // Per-op times on each device kind and link alpha/beta fits. Throws
+  // InputError when a profiling step fails (the graph does not fit, say).
   Profile profile(const Graph& graph, const ProfileOptions& options);
 
  private:
