@@ -25,6 +25,7 @@
 #include "placer/graphs/ir.h"
 #include "placer/graphs/measurement.h"
 #include "placer/graphs/placement.h"
+#include "placer/graphs/timing.h"
 
 #ifdef PLACER_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -34,7 +35,6 @@
 namespace placer::rt {
 
 using Clock = std::chrono::steady_clock;
-inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // ---------------------------------------------------------------- devices.cc
 
