@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "placer/agent/compare.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/placer.h"
 #include "placer/env/environment.h"
@@ -117,30 +118,6 @@ struct Row {
   std::string own_kind;  // what that estimate is
 };
 
-// A placer's own estimate of its placement's step time, beside the
-// simulator's figure (never instead of it): list schedulers' planned
-// makespan, dp's objective, ilp's incumbent and the problem it solved.
-void own_estimate(const PlaceResult& r, Row* row) {
-  auto get = [&](const char* key) {
-    auto it = r.stats.find(key);
-    return it == r.stats.end() ? NAN : it->second;
-  };
-  if (!std::isnan(get("model_makespan_s"))) {
-    row->own_s = get("model_makespan_s");
-    row->own_kind = "planned makespan";
-  } else if (!std::isnan(get("dp_objective_s"))) {
-    row->own_s = get("dp_objective_s");
-    row->own_kind = std::string(get("dp_objective_throughput") > 0 ? "dp throughput (max stage) objective"
-                                                                   : "dp latency objective") +
-                    (get("prefix_fallback") > 0 ? ", topological-order fallback" : "");
-  } else if (!std::isnan(get("incumbent_s"))) {
-    row->own_s = get("incumbent_s");
-    row->own_kind = std::string(get("optimal") > 0 ? "optimal" : "incumbent") + " for " +
-                    std::to_string(static_cast<int64_t>(get("units"))) +
-                    (get("coarsened") > 0 ? " coarsened units" : " ops");
-  }
-}
-
 std::string json_escape(const std::string& s) {
   std::string o;
   for (char c : s) {
@@ -186,24 +163,9 @@ struct BaselineArgs {
   bool markdown = false;
 };
 
-void run_baseline(const BaselineArgs& b) {
+// One row per method: the comparison's entry, its measurement when asked.
+std::vector<Row> baseline_rows(const BaselineArgs& b, const Graph& graph, const Cluster& cluster, Environment& env) {
   const PlaceArgs& a = b.place;
-  const Graph graph = load_graph(a.graph);
-  const Cluster cluster = cluster_of(a);
-  std::vector<std::string> methods;
-  if (b.methods == "all") {
-    methods = placer_names();
-  } else {
-    std::stringstream ss(b.methods);
-    std::string m;
-    while (std::getline(ss, m, ','))
-      if (!m.empty()) {
-        make_placer(m);  // InputError listing the names if unknown
-        methods.push_back(m);
-      }
-    if (methods.empty()) throw InputError("--method: no method given");
-  }
-  Environment env(graph, cluster);
   const double lb = env.lower_bound();
   std::unique_ptr<Runtime> runtime;
   std::string runtime_error;
@@ -215,40 +177,46 @@ void run_baseline(const BaselineArgs& b) {
     }
   }
   std::vector<Row> rows;
-  for (const std::string& m : methods) {
+  CompareOptions options;
+  options.on_start = [](const std::string& m) { std::fprintf(stderr, "placing with %s...\n", m.c_str()); };
+  options.on_done = [&](const Compared& c) {
     Row row;
-    row.method = m;
-    std::fprintf(stderr, "placing with %s...\n", m.c_str());
-    try {
-      const PlaceContext ctx = context_of(a, graph, cluster, env);
-      const PlaceResult r = make_placer(m)->place(ctx);
-      const StepResult s = env.simulate(r.placement);
-      row.ok = true;
-      row.sim_s = s.step_s;
-      row.sim_status = step_status_name(s.status);
-      for (const DeviceStats& d : s.devices) row.peak_bytes.push_back(d.peak_bytes);
-      row.place_s = r.place_seconds;
-      row.gap = lb > 0 ? (s.step_s - lb) / lb : 0.0;
-      row.note = r.note;
-      own_estimate(r, &row);
-      if (b.measure) {
-        if (runtime) {
-          MeasureOptions mo;
-          mo.seed = a.seed;
-          const StepResult meas = runtime->measure(graph, r.placement, mo);
-          row.measured_status = step_status_name(meas.status);
-          if (meas.ok()) row.measured_s = meas.step_s;
-        } else {
-          row.measured_status = "unavailable: " + runtime_error;
-        }
+    row.method = c.method;
+    if (!c.placed) {
+      row.error = "no feasible placement: " + c.error;
+      rows.push_back(row);
+      return;
+    }
+    const PlaceResult& r = c.result;
+    const StepResult& s = c.step();
+    row.ok = true;
+    row.sim_s = s.step_s;
+    row.sim_status = step_status_name(s.status);
+    for (const DeviceStats& d : s.devices) row.peak_bytes.push_back(d.peak_bytes);
+    row.place_s = r.place_seconds;
+    row.gap = lb > 0 ? (s.step_s - lb) / lb : 0.0;
+    row.note = r.note;
+    const OwnEstimate own = own_estimate(r);
+    row.own_s = own.seconds;
+    row.own_kind = own.kind;
+    if (b.measure) {
+      if (runtime) {
+        MeasureOptions mo;
+        mo.seed = a.seed;
+        const StepResult meas = runtime->measure(graph, r.placement, mo);
+        row.measured_status = step_status_name(meas.status);
+        if (meas.ok()) row.measured_s = meas.step_s;
+      } else {
+        row.measured_status = "unavailable: " + runtime_error;
       }
-    } catch (const NoFeasiblePlacement& e) {
-      row.error = std::string("no feasible placement: ") + e.what();
     }
     rows.push_back(row);
-  }
+  };
+  compare_placers(parse_method_list(b.methods), context_of(a, graph, cluster, env), options);
+  return rows;
+}
 
-  // Table.
+void print_table(const BaselineArgs& b, const std::vector<Row>& rows) {
   std::vector<std::string> header = {"method", "simulated step (ms)"};
   if (b.measure) header.push_back("measured step (ms)");
   for (const char* h :
@@ -276,7 +244,6 @@ void run_baseline(const BaselineArgs& b) {
     }
     cells.push_back(c);
   }
-  std::printf("%s on %s: lower bound %.3f ms\n\n", graph.name.c_str(), cluster.name.c_str(), lb * 1e3);
   if (b.markdown) {
     std::string line = "|", sep = "|";
     for (const auto& h : header) line += " " + h + " |", sep += "---|";
@@ -298,6 +265,61 @@ void run_baseline(const BaselineArgs& b) {
     print(header);
     for (const auto& c : cells) print(c);
   }
+}
+
+std::string rows_json(const BaselineArgs& b, const Graph& graph, const Cluster& cluster, double lb,
+                      const std::vector<Row>& rows) {
+  std::ostringstream o;
+  o << "{\n  \"graph\": \"" << json_escape(graph.name) << "\",\n  \"ops\": " << graph.size() << ",\n  \"cluster\": \""
+    << json_escape(cluster.name) << "\",\n  \"lower_bound_s\": " << lb << ",\n  \"methods\": [\n";
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Row& r = rows[i];
+    o << "    {\"method\": \"" << r.method << "\", \"feasible\": " << (r.ok ? "true" : "false");
+    if (r.ok) {
+      o << ", \"simulated_step_s\": " << r.sim_s << ", \"place_seconds\": " << r.place_s
+        << ", \"gap_to_lower_bound\": " << r.gap << ", \"peak_bytes\": [";
+      for (size_t d = 0; d < r.peak_bytes.size(); ++d) o << (d ? ", " : "") << r.peak_bytes[d];
+      o << "]";
+      if (b.measure) {
+        o << ", \"measured_status\": \"" << json_escape(r.measured_status) << "\"";
+        if (!std::isnan(r.measured_s)) o << ", \"measured_step_s\": " << r.measured_s;
+      }
+      if (!std::isnan(r.own_s))
+        o << ", \"own_estimate_s\": " << r.own_s << ", \"own_estimate\": \"" << json_escape(r.own_kind) << "\"";
+      o << ", \"note\": \"" << json_escape(r.note) << "\"";
+    } else {
+      o << ", \"error\": \"" << json_escape(r.error) << "\"";
+    }
+    o << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
+  }
+  o << "  ]\n}\n";
+  return o.str();
+}
+
+std::string rows_csv(const std::vector<Row>& rows) {
+  std::ostringstream o;
+  o << "method,feasible,simulated_step_s,measured_step_s,peak_bytes_per_device,place_seconds,gap_to_lower_bound,"
+       "note\n";
+  for (const Row& r : rows) {
+    std::string peaks;
+    for (size_t d = 0; d < r.peak_bytes.size(); ++d) peaks += (d ? ";" : "") + std::to_string(r.peak_bytes[d]);
+    o << r.method << "," << (r.ok ? 1 : 0) << "," << (r.ok ? fmt("%.9g", r.sim_s) : "") << ","
+      << (std::isnan(r.measured_s) ? "" : fmt("%.9g", r.measured_s)) << "," << peaks << ","
+      << (r.ok ? fmt("%.6g", r.place_s) : "") << "," << (r.ok ? fmt("%.6g", r.gap) : "") << ","
+      << csv_field(r.ok ? r.note : r.error) << "\n";
+  }
+  return o.str();
+}
+
+void run_baseline(const BaselineArgs& b) {
+  const Graph graph = load_graph(b.place.graph);
+  const Cluster cluster = cluster_of(b.place);
+  parse_method_list(b.methods);  // names checked before the environment is built
+  Environment env(graph, cluster);
+  const double lb = env.lower_bound();
+  const std::vector<Row> rows = baseline_rows(b, graph, cluster, env);
+  std::printf("%s on %s: lower bound %.3f ms\n\n", graph.name.c_str(), cluster.name.c_str(), lb * 1e3);
+  print_table(b, rows);
   std::printf("\n");
   for (const Row& r : rows) {
     if (!r.ok)
@@ -305,48 +327,8 @@ void run_baseline(const BaselineArgs& b) {
     else if (!r.note.empty())
       std::printf("%s: %s\n", r.method.c_str(), r.note.c_str());
   }
-
-  if (!b.json.empty()) {
-    std::ostringstream o;
-    o << "{\n  \"graph\": \"" << json_escape(graph.name) << "\",\n  \"ops\": " << graph.size() << ",\n  \"cluster\": \""
-      << json_escape(cluster.name) << "\",\n  \"lower_bound_s\": " << lb << ",\n  \"methods\": [\n";
-    for (size_t i = 0; i < rows.size(); ++i) {
-      const Row& r = rows[i];
-      o << "    {\"method\": \"" << r.method << "\", \"feasible\": " << (r.ok ? "true" : "false");
-      if (r.ok) {
-        o << ", \"simulated_step_s\": " << r.sim_s << ", \"place_seconds\": " << r.place_s
-          << ", \"gap_to_lower_bound\": " << r.gap << ", \"peak_bytes\": [";
-        for (size_t d = 0; d < r.peak_bytes.size(); ++d) o << (d ? ", " : "") << r.peak_bytes[d];
-        o << "]";
-        if (b.measure) {
-          o << ", \"measured_status\": \"" << json_escape(r.measured_status) << "\"";
-          if (!std::isnan(r.measured_s)) o << ", \"measured_step_s\": " << r.measured_s;
-        }
-        if (!std::isnan(r.own_s))
-          o << ", \"own_estimate_s\": " << r.own_s << ", \"own_estimate\": \"" << json_escape(r.own_kind) << "\"";
-        o << ", \"note\": \"" << json_escape(r.note) << "\"";
-      } else {
-        o << ", \"error\": \"" << json_escape(r.error) << "\"";
-      }
-      o << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
-    }
-    o << "  ]\n}\n";
-    write_file_atomic(b.json, o.str());
-  }
-  if (!b.csv.empty()) {
-    std::ostringstream o;
-    o << "method,feasible,simulated_step_s,measured_step_s,peak_bytes_per_device,place_seconds,gap_to_lower_bound,"
-         "note\n";
-    for (const Row& r : rows) {
-      std::string peaks;
-      for (size_t d = 0; d < r.peak_bytes.size(); ++d) peaks += (d ? ";" : "") + std::to_string(r.peak_bytes[d]);
-      o << r.method << "," << (r.ok ? 1 : 0) << "," << (r.ok ? fmt("%.9g", r.sim_s) : "") << ","
-        << (std::isnan(r.measured_s) ? "" : fmt("%.9g", r.measured_s)) << "," << peaks << ","
-        << (r.ok ? fmt("%.6g", r.place_s) : "") << "," << (r.ok ? fmt("%.6g", r.gap) : "") << ","
-        << csv_field(r.ok ? r.note : r.error) << "\n";
-    }
-    write_file_atomic(b.csv, o.str());
-  }
+  if (!b.json.empty()) write_file_atomic(b.json, rows_json(b, graph, cluster, lb, rows));
+  if (!b.csv.empty()) write_file_atomic(b.csv, rows_csv(rows));
 }
 
 }  // namespace

@@ -26,16 +26,14 @@
 #include "placer/env/presets.h"
 #include "placer/env/remote.h"
 #include "placer/graphs/builders.h"
+#include "placer/graphs/timing.h"
 #include "placer/service/workers.h"
 
 extern char** environ;
 
 using namespace placer;
-using Clock = std::chrono::steady_clock;
 
 namespace {
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 std::string loadavg() {
   std::ifstream in("/proc/loadavg");

@@ -119,7 +119,7 @@ void DynamicState::place(int32_t t, int32_t device) {
   mem_[device] += c_->mem_bytes[t];
 }
 
-Placement Problem::expand(const std::vector<int32_t>& unit_device) const {
+Placement PolicyInput::expand(const std::vector<int32_t>& unit_device) const {
   PLACER_CHECK(static_cast<int32_t>(unit_device.size()) == n, "expand: ", unit_device.size(), " != ", n);
   Placement p;
   p.device_of.assign(graph->size(), DeviceId(0));
@@ -128,7 +128,7 @@ Placement Problem::expand(const std::vector<int32_t>& unit_device) const {
   return p;
 }
 
-std::vector<int32_t> Problem::contract(const Placement& placement) const {
+std::vector<int32_t> PolicyInput::contract(const Placement& placement) const {
   std::vector<int32_t> out(n);
   for (int32_t u = 0; u < n; ++u) out[u] = placement[units.members[u].front()].value;
   return out;
@@ -184,16 +184,107 @@ UnitCosts unit_costs_for(const Graph& graph, const Cluster& cluster, const CostM
   return uc;
 }
 
+// Edges between units (deduplicated), the bytes into and out of each unit.
+void unit_adjacency(const Graph& graph, PolicyInput* p, std::vector<std::vector<int32_t>>* parents,
+                    std::vector<std::vector<int32_t>>* children, std::vector<double>* in_b,
+                    std::vector<double>* out_b) {
+  std::map<std::pair<int32_t, int32_t>, bool> seen;
+  for (int32_t i = 0; i < graph.size(); ++i) {
+    const int32_t u = p->units.group_of[i];
+    for (const TensorRef& in : graph.op(OpId(i)).inputs) {
+      const int32_t s = p->units.group_of[in.op.value];
+      if (s == u) continue;
+      const double b = static_cast<double>(graph.op(in.op).outputs[in.output].bytes());
+      (*in_b)[u] += b;
+      (*out_b)[s] += b;
+      if (seen.emplace(std::make_pair(s, u), true).second) {
+        (*parents)[u].push_back(s);
+        (*children)[s].push_back(u);
+        p->parent_src.push_back(s);
+        p->parent_dst.push_back(u);
+      }
+    }
+  }
+}
+
+void device_rows(const Cluster& cluster, PolicyInput* p) {
+  // Devices: kind, speed, memory relative to what the graph needs.
+  double need = 0;
+  for (double b : p->costs.mem_bytes) need += b;
+  need = std::max(1.0, need);
+  double max_flops = 1, max_bw = 1;
+  for (const auto& dev : cluster.devices) {
+    max_flops = std::max(max_flops, dev.peak_flops);
+    max_bw = std::max(max_bw, dev.mem_bandwidth);
+  }
+  p->dev.assign(static_cast<size_t>(p->d) * kDeviceFeatures, 0.f);
+  for (int32_t d = 0; d < p->d; ++d) {
+    const Device& dev = cluster.devices[d];
+    float* f = &p->dev[static_cast<size_t>(d) * kDeviceFeatures];
+    f[0] = dev.kind == DeviceKind::Cpu ? 1.f : 0.f;
+    f[1] = dev.kind == DeviceKind::Cuda ? 1.f : 0.f;
+    f[2] = static_cast<float>(dev.peak_flops / max_flops);
+    f[3] = static_cast<float>(dev.mem_bandwidth / max_bw);
+    f[4] = clip(static_cast<double>(dev.memory_bytes) / need, 0.0, 4.0);
+    f[5] = log_scaled(static_cast<double>(dev.memory_bytes), 11.0);
+    f[6] = static_cast<float>(std::log10(1.0 + dev.op_overhead_s * 1e6) / 3.0);
+    f[7] = static_cast<float>(p->d) / kMaxDevices;
+  }
+}
+
+void sample_peers(const std::vector<std::vector<int32_t>>& parents, const std::vector<std::vector<int32_t>>& children,
+                  const PolicyInputOptions& options, PolicyInput* p) {
+  const int32_t n = p->n;
+  // Parallel peers (Placeto): units neither ancestors nor descendants, on the
+  // unit graph restricted to forward edges (src < dst), sampled.
+  p->peers.assign(n, {});
+  if (options.max_peers > 0 && n <= 4096) {
+    const int32_t words = (n + 63) / 64;
+    std::vector<uint64_t> anc(static_cast<size_t>(n) * words, 0), desc(static_cast<size_t>(n) * words, 0);
+    for (int32_t u = 0; u < n; ++u)
+      for (int32_t s : parents[u])
+        if (s < u) {
+          for (int32_t w = 0; w < words; ++w) anc[u * words + w] |= anc[s * words + w];
+          anc[u * words + s / 64] |= 1ULL << (s % 64);
+        }
+    for (int32_t u = n - 1; u >= 0; --u)
+      for (int32_t c : children[u])
+        if (c > u) {
+          for (int32_t w = 0; w < words; ++w) desc[u * words + w] |= desc[c * words + w];
+          desc[u * words + c / 64] |= 1ULL << (c % 64);
+        }
+    std::mt19937_64 rng(options.seed);
+    std::vector<int32_t> cand;
+    for (int32_t u = 0; u < n; ++u) {
+      cand.clear();
+      for (int32_t v = 0; v < n; ++v) {
+        if (v == u) continue;
+        const uint64_t bit = 1ULL << (v % 64);
+        if ((anc[u * words + v / 64] & bit) || (desc[u * words + v / 64] & bit)) continue;
+        cand.push_back(v);
+      }
+      // Nearest in order first (the ones that actually compete for time), then sampled.
+      std::sort(cand.begin(), cand.end(), [u](int32_t a, int32_t b) { return std::abs(a - u) < std::abs(b - u); });
+      if (static_cast<int32_t>(cand.size()) > options.max_peers) {
+        const int32_t near = options.max_peers / 2;
+        std::shuffle(cand.begin() + near, cand.end(), rng);
+        cand.resize(options.max_peers);
+      }
+      p->peers[u] = cand;
+    }
+  }
+}
+
 }  // namespace
 
-Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs,
-                     const ProblemOptions& options) {
+PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const CostModel& costs,
+                              const PolicyInputOptions& options) {
   if (cluster.size() < 1) throw InputError("cluster '" + cluster.name + "' has no devices");
   if (cluster.size() > kMaxDevices)
     throw InputError("cluster '" + cluster.name + "' has " + std::to_string(cluster.size()) +
                      " devices; the learned policies support at most " + std::to_string(kMaxDevices));
   if (graph.size() == 0) throw InputError("graph '" + graph.name + "' has no ops");
-  Problem p;
+  PolicyInput p;
   p.graph = &graph;
   p.cluster = &cluster;
   p.d = cluster.size();
@@ -233,25 +324,7 @@ Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel
   // Unit-level adjacency (deduplicated, both directions kept as parent/child).
   std::vector<std::vector<int32_t>> parents(n), children(n);
   std::vector<double> in_b(n, 0.0), out_b(n, 0.0);
-  {
-    std::map<std::pair<int32_t, int32_t>, bool> seen;
-    for (int32_t i = 0; i < graph.size(); ++i) {
-      const int32_t u = p.units.group_of[i];
-      for (const TensorRef& in : graph.op(OpId(i)).inputs) {
-        const int32_t s = p.units.group_of[in.op.value];
-        if (s == u) continue;
-        const double b = static_cast<double>(graph.op(in.op).outputs[in.output].bytes());
-        in_b[u] += b;
-        out_b[s] += b;
-        if (seen.emplace(std::make_pair(s, u), true).second) {
-          parents[u].push_back(s);
-          children[s].push_back(u);
-          p.parent_src.push_back(s);
-          p.parent_dst.push_back(u);
-        }
-      }
-    }
-  }
+  unit_adjacency(graph, &p, &parents, &children, &in_b, &out_b);
 
   // Model blocks (Op::layer, e.g. "lstm1", "attention") in order of first
   // appearance: a block's ordinal is what lets a policy map "layer k of L"
@@ -330,71 +403,12 @@ Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel
     }
   }
 
-  // Devices: kind, speed, memory relative to what the graph needs.
-  double need = 0;
-  for (double b : p.costs.mem_bytes) need += b;
-  need = std::max(1.0, need);
-  double max_flops = 1, max_bw = 1;
-  for (const auto& dev : cluster.devices) {
-    max_flops = std::max(max_flops, dev.peak_flops);
-    max_bw = std::max(max_bw, dev.mem_bandwidth);
-  }
-  p.dev.assign(static_cast<size_t>(p.d) * kDeviceFeatures, 0.f);
-  for (int32_t d = 0; d < p.d; ++d) {
-    const Device& dev = cluster.devices[d];
-    float* f = &p.dev[static_cast<size_t>(d) * kDeviceFeatures];
-    f[0] = dev.kind == DeviceKind::Cpu ? 1.f : 0.f;
-    f[1] = dev.kind == DeviceKind::Cuda ? 1.f : 0.f;
-    f[2] = static_cast<float>(dev.peak_flops / max_flops);
-    f[3] = static_cast<float>(dev.mem_bandwidth / max_bw);
-    f[4] = clip(static_cast<double>(dev.memory_bytes) / need, 0.0, 4.0);
-    f[5] = log_scaled(static_cast<double>(dev.memory_bytes), 11.0);
-    f[6] = static_cast<float>(std::log10(1.0 + dev.op_overhead_s * 1e6) / 3.0);
-    f[7] = static_cast<float>(p.d) / kMaxDevices;
-  }
-
-  // Parallel peers (Placeto): units neither ancestors nor descendants, on the
-  // unit graph restricted to forward edges (src < dst), sampled.
-  p.peers.assign(n, {});
-  if (options.max_peers > 0 && n <= 4096) {
-    const int32_t words = (n + 63) / 64;
-    std::vector<uint64_t> anc(static_cast<size_t>(n) * words, 0), desc(static_cast<size_t>(n) * words, 0);
-    for (int32_t u = 0; u < n; ++u)
-      for (int32_t s : parents[u])
-        if (s < u) {
-          for (int32_t w = 0; w < words; ++w) anc[u * words + w] |= anc[s * words + w];
-          anc[u * words + s / 64] |= 1ULL << (s % 64);
-        }
-    for (int32_t u = n - 1; u >= 0; --u)
-      for (int32_t c : children[u])
-        if (c > u) {
-          for (int32_t w = 0; w < words; ++w) desc[u * words + w] |= desc[c * words + w];
-          desc[u * words + c / 64] |= 1ULL << (c % 64);
-        }
-    std::mt19937_64 rng(options.seed);
-    std::vector<int32_t> cand;
-    for (int32_t u = 0; u < n; ++u) {
-      cand.clear();
-      for (int32_t v = 0; v < n; ++v) {
-        if (v == u) continue;
-        const uint64_t bit = 1ULL << (v % 64);
-        if ((anc[u * words + v / 64] & bit) || (desc[u * words + v / 64] & bit)) continue;
-        cand.push_back(v);
-      }
-      // Nearest in order first (the ones that actually compete for time), then sampled.
-      std::sort(cand.begin(), cand.end(), [u](int32_t a, int32_t b) { return std::abs(a - u) < std::abs(b - u); });
-      if (static_cast<int32_t>(cand.size()) > options.max_peers) {
-        const int32_t near = options.max_peers / 2;
-        std::shuffle(cand.begin() + near, cand.end(), rng);
-        cand.resize(options.max_peers);
-      }
-      p.peers[u] = cand;
-    }
-  }
+  device_rows(cluster, &p);
+  sample_peers(parents, children, options, &p);
   return p;
 }
 
-UnitCosts group_costs(const Problem& problem, const std::vector<int32_t>& group_of_unit, int32_t groups) {
+UnitCosts group_costs(const PolicyInput& problem, const std::vector<int32_t>& group_of_unit, int32_t groups) {
   const UnitCosts& uc = problem.costs;
   UnitCosts g;
   g.units = groups;

@@ -67,7 +67,7 @@ class DynamicState {
 };
 
 // The placement problem for one graph on one cluster, at unit granularity.
-struct Problem {
+struct PolicyInput {
   const Graph* graph = nullptr;
   const Cluster* cluster = nullptr;
   Grouping units;             // placement units, ordered by first op
@@ -86,7 +86,7 @@ struct Problem {
   std::vector<int32_t> contract(const Placement& placement) const;
 };
 
-struct ProblemOptions {
+struct PolicyInputOptions {
   int32_t max_units = 256;                // coarsen beyond this many co-location groups (0 = never)
   const Placement* keep_apart = nullptr;  // split units whose ops this placement separates
   int32_t max_peers = 8;
@@ -94,10 +94,11 @@ struct ProblemOptions {
 };
 
 // Throws InputError when the cluster has more devices than the policies support.
-Problem make_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs, const ProblemOptions& options);
+PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const CostModel& costs,
+                              const PolicyInputOptions& options);
 
 // Unit costs for an arbitrary grouping of the problem's units (hierarchical
 // policy: groups of units); groups are ordered by index.
-UnitCosts group_costs(const Problem& problem, const std::vector<int32_t>& group_of_unit, int32_t groups);
+UnitCosts group_costs(const PolicyInput& problem, const std::vector<int32_t>& group_of_unit, int32_t groups);
 
 }  // namespace placer::learned

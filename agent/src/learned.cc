@@ -17,7 +17,7 @@ namespace placer {
 
 namespace learned {
 
-Placement decode_best(PolicyImpl& policy, const Problem& problem, const Environment& env, int samples,
+Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Environment& env, int samples,
                       double temperature, uint64_t seed, StepResult* simulated) {
   torch::NoGradGuard no_grad;
   SampleOptions so;
@@ -110,11 +110,11 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context) const {
   warm = same_graph(impl_->warm);
   best = same_graph(impl_->best);
 
-  learned::ProblemOptions po;
-  po.max_units = config.policy == "hierarchical" ? 0 : config.max_groups;
+  learned::PolicyInputOptions po;
+  po.max_units = impl_->policy->unit_limit(config.max_groups);
   po.keep_apart = warm ? &*warm : nullptr;
   po.seed = config.seed;
-  learned::Problem problem = learned::make_problem(graph, cluster, context.env->costs(), po);
+  learned::PolicyInput problem = learned::make_policy_input(graph, cluster, context.env->costs(), po);
   PlaceResult result;
   result.method = "learned:" + config.policy;
   StepResult decoded;

@@ -38,7 +38,7 @@ class DpPlacer : public Placer {
 
   PlaceResult place(const PlaceContext& ctx) override {
     const auto started = Clock::now();
-    const Problem p = make_problem(ctx, kMemoryFraction);
+    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
     check_groups_fit(p);
     const int64_t max_ideals = option_int(ctx, "max_ideals", 3000);
     const std::string objective = option_string(ctx, "objective", "best");
@@ -190,8 +190,8 @@ class DpPlacer : public Placer {
   }
 
   template <typename Comm>
-  static SplitResult solve(const Problem& p, const Ideals& id, const std::vector<int32_t>& by_rank, const Comm& comm,
-                           bool latency) {
+  static SplitResult solve(const UnitProblem& p, const Ideals& id, const std::vector<int32_t>& by_rank,
+                           const Comm& comm, bool latency) {
     const int32_t N = static_cast<int32_t>(id.size.size());
     const int32_t G = static_cast<int32_t>(by_rank.size());
     const size_t words = id.prefixes ? 0 : id.sets[0].size();

@@ -62,7 +62,7 @@ class ExpertPlacer : public Placer {
 
   PlaceResult place(const PlaceContext& ctx) override {
     const auto started = Clock::now();
-    const Problem p = make_problem(ctx, kMemoryFraction);
+    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
     check_groups_fit(p);
     const Graph& graph = *ctx.graph;
     const int32_t G = p.groups(), n = p.k;

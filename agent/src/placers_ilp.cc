@@ -48,7 +48,7 @@ namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // Devices renumbered in order of first use by groups ranked by first unit.
-std::vector<int32_t> canonical_devices(const Problem& p, const std::vector<int32_t>& unit_device,
+std::vector<int32_t> canonical_devices(const UnitProblem& p, const std::vector<int32_t>& unit_device,
                                        const std::vector<int32_t>& group_rank_order) {
   std::vector<int32_t> relabel(p.k, -1);
   int32_t next = 0;
@@ -63,7 +63,7 @@ std::vector<int32_t> canonical_devices(const Problem& p, const std::vector<int32
   return out;
 }
 
-IlpOutcome solve_ilp(const Problem& p, double time_limit_s, bool symmetry_breaking) {
+IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_breaking) {
   IlpOutcome out;
   const int32_t n = p.n, k = p.k, G = p.groups();
   std::vector<int32_t> group_order(G);
@@ -333,7 +333,7 @@ IlpOutcome solve_ilp(const Problem& p, double time_limit_s, bool symmetry_breaki
   return out;
 }
 
-Grouping phase_chunks(const Problem& ops, const Graph& graph, int64_t chunks) {
+Grouping phase_chunks(const UnitProblem& ops, const Graph& graph, int64_t chunks) {
   const int32_t G = ops.groups();
   std::vector<int32_t> order(G);
   for (int32_t g = 0; g < G; ++g) order[g] = g;
@@ -373,14 +373,14 @@ class IlpPlacer : public Placer {
   std::string name() const override { return "ilp"; }
   PlaceResult place(const PlaceContext& ctx) override {
     const auto started = Clock::now();
-    const Problem ops = make_problem(ctx, kMemoryFraction);
+    const UnitProblem ops = make_unit_problem(ctx, kMemoryFraction);
     check_groups_fit(ops);
     const int64_t max_ops = option_int(ctx, "max_ops", 40);
     const int64_t max_groups = std::max<int64_t>(1, option_int(ctx, "max_groups", 24));
     std::string coarse_note;
     std::vector<int32_t> unit_of_op;
-    Problem coarse;
-    const Problem* p = &ops;
+    UnitProblem coarse;
+    const UnitProblem* p = &ops;
     if (ops.n > max_ops) {
       const Graph& graph = *ctx.graph;
       const auto cost = [&](OpId op) { return ops.mean_cost(op.value); };

@@ -24,7 +24,7 @@ class ListPlacer : public Placer {
   std::string name() const override { return name_; }
   PlaceResult place(const PlaceContext& ctx) override {
     const auto started = Clock::now();
-    const Problem p = make_problem(ctx, kMemoryFraction);
+    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
     check_groups_fit(p);
     ListResult r = kind_ == Kind::Topo ? list_topo(p) : kind_ == Kind::Etf ? list_etf(p) : list_heft(p);
     PlaceResult out = finish(ctx, r.unit_device, name_, started, makespan_note(name_, r.schedule.makespan));
@@ -44,7 +44,7 @@ class ListPlacer : public Placer {
 //                sum_{j in succ(i)} x_ij >= |succ(i)| - 1  (one favourite child)
 //                sum_{i in pred(j)} x_ij >= |pred(j)| - 1  (one favourite parent)
 //                w >= s_i + p_i,  0 <= x <= 1
-std::vector<int32_t> favourite_parents_lp(const Problem& p, double* lp_makespan) {
+std::vector<int32_t> favourite_parents_lp(const UnitProblem& p, double* lp_makespan) {
   struct E {
     int32_t from, to;
     double comm;
@@ -116,7 +116,7 @@ std::vector<int32_t> favourite_parents_lp(const Problem& p, double* lp_makespan)
 
 // Without the LP (very large graphs): each parent's favourite is the child it
 // sends the most bytes to, if that child has no favourite parent yet.
-std::vector<int32_t> favourite_parents_greedy(const Problem& p) {
+std::vector<int32_t> favourite_parents_greedy(const UnitProblem& p) {
   std::vector<int32_t> fav(p.n, -1);
   for (int32_t i = 0; i < p.n; ++i) {
     int32_t pick = -1;
@@ -133,7 +133,7 @@ class SctPlacer : public Placer {
   std::string name() const override { return "m_sct"; }
   PlaceResult place(const PlaceContext& ctx) override {
     const auto started = Clock::now();
-    const Problem p = make_problem(ctx, kMemoryFraction);
+    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
     check_groups_fit(p);
     const int64_t lp_max_ops = option_int(ctx, "sct_lp_max_ops", 600);
     std::vector<int32_t> fav;

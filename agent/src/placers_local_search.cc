@@ -16,10 +16,11 @@ namespace {
 class LocalSearchPlacer : public Placer {
  public:
   std::string name() const override { return "local_search"; }
+  bool stochastic() const override { return true; }
 
   PlaceResult place(const PlaceContext& ctx) override {
     const auto started = Clock::now();
-    const Problem p = make_problem(ctx, kMemoryFraction);
+    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
     check_groups_fit(p);
     const int64_t budget = std::max<int64_t>(1, ctx.sample_budget);
     std::mt19937_64 rng(ctx.seed);
@@ -112,7 +113,7 @@ class LocalSearchPlacer : public Placer {
   }
 
  private:
-  static Placement to_placement(const Problem& p, const std::vector<int32_t>& gd) {
+  static Placement to_placement(const UnitProblem& p, const std::vector<int32_t>& gd) {
     Placement pl;
     pl.device_of.resize(p.n);
     for (int32_t u = 0; u < p.n; ++u) pl.device_of[u] = DeviceId(gd[p.group_of[u]]);

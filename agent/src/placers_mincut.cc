@@ -17,7 +17,7 @@ class MincutPlacer : public Placer {
   std::string name() const override { return "mincut"; }
   PlaceResult place(const PlaceContext& ctx) override {
     const auto started = Clock::now();
-    const Problem p = make_problem(ctx, kMemoryFraction);
+    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
     check_groups_fit(p);
     const int32_t G = p.groups();
     std::vector<int32_t> gd(G, 0);

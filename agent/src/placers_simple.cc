@@ -42,7 +42,7 @@ class RoundRobinPlacer : public Placer {
   std::string name() const override { return "round_robin"; }
   PlaceResult place(const PlaceContext& ctx) override {
     const auto started = Clock::now();
-    const Problem p = make_problem(ctx, kMemoryFraction);
+    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
     check_groups_fit(p);
     std::vector<int32_t> order(p.groups());
     for (int32_t g = 0; g < p.groups(); ++g) order[g] = g;
@@ -62,9 +62,10 @@ class RoundRobinPlacer : public Placer {
 class RandomPlacer : public Placer {
  public:
   std::string name() const override { return "random"; }
+  bool stochastic() const override { return true; }
   PlaceResult place(const PlaceContext& ctx) override {
     const auto started = Clock::now();
-    const Problem p = make_problem(ctx, kMemoryFraction);
+    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
     check_groups_fit(p);
     std::mt19937_64 rng(ctx.seed);
     MemoryBook book(p);

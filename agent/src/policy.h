@@ -1,5 +1,5 @@
 // The learned placement policies (private to agent/): LibTorch modules that
-// turn a Problem (features.h) into sampled placements and log-probabilities.
+// turn a PolicyInput (features.h) into sampled placements and log-probabilities.
 //
 //   seq2seq       ColocRL: bi-LSTM encoder over units in topological order,
 //                 LSTM decoder with content-based attention, previous device fed back.
@@ -63,10 +63,17 @@ struct LogProbs {
 class PolicyImpl : public torch::nn::Module {
  public:
   // forced: decode these unit devices (teacher forcing, for behaviour cloning).
-  virtual Rollout sample(const Problem& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
+  virtual Rollout sample(const PolicyInput& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
                          const std::vector<int32_t>* forced = nullptr) = 0;
-  virtual LogProbs evaluate(const Problem& problem, const Rollout& rollout) = 0;
+  virtual LogProbs evaluate(const PolicyInput& problem, const Rollout& rollout) = 0;
   virtual std::string kind() const = 0;
+  // What the trainer does differently per policy:
+  // whether behaviour cloning can teach it the warm-start placement,
+  virtual bool clones_placements() const { return true; }
+  // the most units the problem may be coarsened to (0 = never coarsen),
+  virtual int32_t unit_limit(int32_t max_groups) const { return max_groups; }
+  // whether it trains on the config's family of graphs instead of its one graph.
+  virtual bool trains_on_family() const { return false; }
 };
 
 // The attention decoder shared by every policy.
@@ -109,13 +116,13 @@ TORCH_MODULE(UnitEmbedding);
 class Seq2SeqPolicyImpl : public PolicyImpl {
  public:
   explicit Seq2SeqPolicyImpl(const PolicyOptions& options);
-  Rollout sample(const Problem& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
+  Rollout sample(const PolicyInput& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
                  const std::vector<int32_t>* forced) override;
-  LogProbs evaluate(const Problem& problem, const Rollout& rollout) override;
+  LogProbs evaluate(const PolicyInput& problem, const Rollout& rollout) override;
   std::string kind() const override { return "seq2seq"; }
 
  private:
-  torch::Tensor encode(const Problem& problem);  // 1 x N x H
+  torch::Tensor encode(const PolicyInput& problem);  // 1 x N x H
   UnitEmbedding embed_{nullptr};
   torch::nn::LSTM encoder_{nullptr};
   Decoder decoder_{nullptr};
@@ -125,13 +132,14 @@ TORCH_MODULE(Seq2SeqPolicy);
 class GnnPolicyImpl : public PolicyImpl {
  public:
   explicit GnnPolicyImpl(const PolicyOptions& options);
-  Rollout sample(const Problem& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
+  Rollout sample(const PolicyInput& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
                  const std::vector<int32_t>* forced) override;
-  LogProbs evaluate(const Problem& problem, const Rollout& rollout) override;
+  LogProbs evaluate(const PolicyInput& problem, const Rollout& rollout) override;
   std::string kind() const override { return "gnn"; }
+  bool trains_on_family() const override { return true; }
 
  private:
-  torch::Tensor encode(const Problem& problem);  // 1 x N x H
+  torch::Tensor encode(const PolicyInput& problem);  // 1 x N x H
   int layers_;
   UnitEmbedding embed_{nullptr};
   torch::nn::ModuleList self_{nullptr}, parent_{nullptr}, child_{nullptr}, peer_{nullptr};
@@ -143,15 +151,19 @@ TORCH_MODULE(GnnPolicy);
 class HierarchicalPolicyImpl : public PolicyImpl {
  public:
   explicit HierarchicalPolicyImpl(const PolicyOptions& options);
-  Rollout sample(const Problem& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
+  Rollout sample(const PolicyInput& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
                  const std::vector<int32_t>* forced) override;
-  LogProbs evaluate(const Problem& problem, const Rollout& rollout) override;
+  LogProbs evaluate(const PolicyInput& problem, const Rollout& rollout) override;
   std::string kind() const override { return "hierarchical"; }
-  int32_t groups_for(const Problem& problem) const;
+  // Its grouper learns which units go together, and has no target to clone;
+  // it sees every co-location group.
+  bool clones_placements() const override { return false; }
+  int32_t unit_limit(int32_t) const override { return 0; }
+  int32_t groups_for(const PolicyInput& problem) const;
 
  private:
   // B x G x H group encodings for the given B x U grouping.
-  torch::Tensor encode_groups(const Problem& problem, const torch::Tensor& unit_emb, const torch::Tensor& groups,
+  torch::Tensor encode_groups(const PolicyInput& problem, const torch::Tensor& unit_emb, const torch::Tensor& groups,
                               int32_t G);
   int fixed_groups_;
   UnitEmbedding embed_{nullptr};
@@ -173,12 +185,12 @@ std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* co
 // plus samples - 1 placements sampled at `temperature`; the env's simulator
 // keeps the fastest (a failed or OOM placement only if all fail). Writes the
 // kept placement's simulated result to *simulated when given.
-Placement decode_best(PolicyImpl& policy, const Problem& problem, const Environment& env, int samples,
+Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Environment& env, int samples,
                       double temperature, uint64_t seed, StepResult* simulated = nullptr);
 
-// Problem features as tensors.
-torch::Tensor unit_features(const Problem& problem);    // N x kUnitFeatures
-torch::Tensor unit_types(const Problem& problem);       // N (long)
-torch::Tensor device_features(const Problem& problem);  // D x kDeviceFeatures
+// PolicyInput features as tensors.
+torch::Tensor unit_features(const PolicyInput& problem);    // N x kUnitFeatures
+torch::Tensor unit_types(const PolicyInput& problem);       // N (long)
+torch::Tensor device_features(const PolicyInput& problem);  // D x kDeviceFeatures
 
 }  // namespace placer::learned

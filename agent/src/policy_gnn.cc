@@ -46,7 +46,7 @@ torch::Tensor inverse_counts(const torch::Tensor& dst, int64_t n) {
 
 }  // namespace
 
-torch::Tensor GnnPolicyImpl::encode(const Problem& problem) {
+torch::Tensor GnnPolicyImpl::encode(const PolicyInput& problem) {
   const int64_t n = problem.n;
   std::vector<int64_t> ps(problem.parent_src.begin(), problem.parent_src.end());
   std::vector<int64_t> pd(problem.parent_dst.begin(), problem.parent_dst.end());
@@ -73,8 +73,8 @@ torch::Tensor GnnPolicyImpl::encode(const Problem& problem) {
   return h.unsqueeze(0);
 }
 
-Rollout GnnPolicyImpl::sample(const Problem& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
-                              const std::vector<int32_t>* forced) {
+Rollout GnnPolicyImpl::sample(const PolicyInput& problem, int32_t batch, const SampleOptions& options,
+                              std::mt19937_64& rng, const std::vector<int32_t>* forced) {
   torch::NoGradGuard no_grad;
   Rollout r;
   r.batch = batch;
@@ -87,7 +87,7 @@ Rollout GnnPolicyImpl::sample(const Problem& problem, int32_t batch, const Sampl
   return r;
 }
 
-LogProbs GnnPolicyImpl::evaluate(const Problem& problem, const Rollout& rollout) {
+LogProbs GnnPolicyImpl::evaluate(const PolicyInput& problem, const Rollout& rollout) {
   return decoder_->score(encode(problem), device_features(problem), rollout.actions, rollout.dynamic,
                          rollout.temperature);
 }

@@ -27,12 +27,12 @@ HierarchicalPolicyImpl::HierarchicalPolicyImpl(const PolicyOptions& options) : f
   decoder_ = register_module("decoder", Decoder(H, options.decoder));
 }
 
-int32_t HierarchicalPolicyImpl::groups_for(const Problem& problem) const {
+int32_t HierarchicalPolicyImpl::groups_for(const PolicyInput& problem) const {
   if (fixed_groups_ > 0) return fixed_groups_;
   return std::min(256, 20 * problem.d);
 }
 
-torch::Tensor HierarchicalPolicyImpl::encode_groups(const Problem& problem, const torch::Tensor& unit_emb,
+torch::Tensor HierarchicalPolicyImpl::encode_groups(const PolicyInput& problem, const torch::Tensor& unit_emb,
                                                     const torch::Tensor& groups, int32_t G) {
   const int64_t B = groups.size(0), H = unit_emb.size(1);
   std::vector<torch::Tensor> rows;
@@ -48,7 +48,7 @@ torch::Tensor HierarchicalPolicyImpl::encode_groups(const Problem& problem, cons
   return std::get<0>(encoder_->forward(g)).transpose(0, 1);  // B x G x H
 }
 
-Rollout HierarchicalPolicyImpl::sample(const Problem& problem, int32_t batch, const SampleOptions& options,
+Rollout HierarchicalPolicyImpl::sample(const PolicyInput& problem, int32_t batch, const SampleOptions& options,
                                        std::mt19937_64& rng, const std::vector<int32_t>* forced) {
   if (forced)
     throw InputError("the hierarchical policy cannot be warm-started by behaviour cloning (set warm_start: [])");
@@ -113,7 +113,7 @@ Rollout HierarchicalPolicyImpl::sample(const Problem& problem, int32_t batch, co
   return r;
 }
 
-LogProbs HierarchicalPolicyImpl::evaluate(const Problem& problem, const Rollout& rollout) {
+LogProbs HierarchicalPolicyImpl::evaluate(const PolicyInput& problem, const Rollout& rollout) {
   const int32_t G = groups_for(problem);
   const int64_t B = rollout.groups.size(0);
   const torch::Tensor e = embed_(unit_features(problem), unit_types(problem));

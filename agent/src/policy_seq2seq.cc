@@ -1,5 +1,5 @@
-// The attention decoder every policy shares, the unit embedding, and the
-// ColocRL seq2seq policy.
+// The ColocRL seq2seq policy: a bi-LSTM encoder over units in topological
+// order feeding the shared attention decoder.
 #include <cmath>
 
 #include "placer/graphs/error.h"
@@ -8,171 +8,6 @@
 namespace placer::learned {
 
 namespace nn = torch::nn;
-
-torch::Tensor unit_features(const Problem& problem) {
-  return torch::from_blob(const_cast<float*>(problem.x.data()), {problem.n, kUnitFeatures}, torch::kFloat32).clone();
-}
-torch::Tensor unit_types(const Problem& problem) {
-  return torch::from_blob(const_cast<int64_t*>(problem.type.data()), {problem.n}, torch::kInt64).clone();
-}
-torch::Tensor device_features(const Problem& problem) {
-  return torch::from_blob(const_cast<float*>(problem.dev.data()), {problem.d, kDeviceFeatures}, torch::kFloat32)
-      .clone();
-}
-
-// ---------------------------------------------------------------- decoder
-
-DecoderImpl::DecoderImpl(int hidden, const std::string& decoder) : hidden_(hidden), recurrent_(decoder == "lstm") {
-  if (decoder != "lstm" && decoder != "pointwise")
-    throw InputError("policy.decoder: unknown decoder '" + decoder + "' (known: lstm, pointwise)");
-  dev_proj_ = register_module("dev_proj", nn::Linear(kDeviceFeatures, hidden));
-  dev_index_ = register_module("dev_index", nn::Embedding(kMaxDevices, hidden));
-  if (recurrent_)
-    lstm_ = register_module("lstm", nn::LSTM(nn::LSTMOptions(2 * hidden, hidden)));
-  else
-    step_ = register_module("step", nn::Linear(2 * hidden, hidden));
-  att_ = register_module("att", nn::Linear(nn::LinearOptions(hidden, hidden).bias(false)));
-  comb_ = register_module("comb", nn::Linear(2 * hidden, hidden));
-  dyn_proj_ = register_module("dyn_proj", nn::Linear(kDynamicFeatures, hidden));
-  score_ = register_module("score", nn::Linear(hidden, 1));
-  start_ = register_parameter("start", torch::zeros({hidden}));
-}
-
-torch::Tensor DecoderImpl::device_embeddings(const torch::Tensor& dev_features) {
-  const int64_t D = dev_features.size(0);
-  return dev_proj_(dev_features) + dev_index_(torch::arange(D, torch::kInt64));
-}
-
-namespace {
-
-int32_t sample_categorical(const float* p, int32_t n, double u) {
-  double acc = 0;
-  for (int32_t i = 0; i < n; ++i) {
-    acc += p[i];
-    if (u < acc) return i;
-  }
-  for (int32_t i = n - 1; i >= 0; --i)
-    if (p[i] > 0) return i;
-  return n - 1;
-}
-
-int32_t argmax(const float* p, int32_t n) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < n; ++i)
-    if (p[i] > p[best]) best = i;
-  return best;
-}
-
-}  // namespace
-
-void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_features,
-                         const std::vector<const UnitCosts*>& costs, int32_t B, const SampleOptions& options,
-                         std::mt19937_64& rng, const std::vector<int32_t>* forced,
-                         std::vector<std::vector<int32_t>>* actions, torch::Tensor* dynamic, torch::Tensor* logp_out) {
-  torch::NoGradGuard no_grad;
-  const int64_t S = enc.size(1), H = hidden_, D = dev_features.size(0);
-  const torch::Tensor dev_e = device_embeddings(dev_features);
-  const torch::Tensor encB = enc.expand({B, S, H}).contiguous();
-  const torch::Tensor keys = att_(encB);
-  std::vector<DynamicState> states;
-  states.reserve(B);
-  for (int32_t b = 0; b < B; ++b) states.emplace_back(costs[costs.size() == 1 ? 0 : b]);
-  actions->assign(B, std::vector<int32_t>(S, 0));
-  torch::Tensor dyn = torch::zeros({B, S, D, kDynamicFeatures});
-  float* dyn_p = dyn.data_ptr<float>();
-  torch::Tensor logp = torch::zeros({B, S});
-  float* logp_p = logp.data_ptr<float>();
-  torch::Tensor prev = start_.unsqueeze(0).expand({B, H});
-  c10::optional<std::tuple<torch::Tensor, torch::Tensor>> hx;
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  std::vector<float> noisy(D), probs(D);
-  const double T = options.temperature;
-  for (int64_t t = 0; t < S; ++t) {
-    torch::Tensor h;  // B x H
-    if (recurrent_) {
-      auto out = lstm_->forward(torch::cat({encB.select(1, t), prev}, 1).unsqueeze(0), hx);
-      hx = std::get<1>(out);
-      h = std::get<0>(out)[0];
-    } else {
-      h = torch::tanh(step_(torch::cat({encB.select(1, t), prev}, 1)));
-    }
-    const torch::Tensor a = torch::softmax(torch::bmm(keys, h.unsqueeze(2)).squeeze(2), 1);  // B x S
-    const torch::Tensor ctx = torch::bmm(a.unsqueeze(1), encB).squeeze(1);                   // B x H
-    const torch::Tensor q = torch::tanh(comb_(torch::cat({h, ctx}, 1)));
-    for (int32_t b = 0; b < B; ++b)
-      states[b].features(static_cast<int32_t>(t), dyn_p + ((static_cast<int64_t>(b) * S + t) * D) * kDynamicFeatures);
-    const torch::Tensor dyn_t = dyn.select(1, t);  // B x D x F
-    const torch::Tensor key = dev_e.unsqueeze(0) + dyn_proj_(dyn_t);
-    const torch::Tensor logits = (score_(torch::tanh(q.unsqueeze(1) + key)).squeeze(2) / T).contiguous();
-    const torch::Tensor lp = torch::log_softmax(logits, 1).contiguous();
-    const float* lg = logits.data_ptr<float>();
-    const float* lpp = lp.data_ptr<float>();
-    std::vector<int64_t> chosen(B);
-    for (int32_t b = 0; b < B; ++b) {
-      int32_t choice;
-      if (forced) {
-        choice = (*forced)[t];
-      } else if (b < options.greedy_rows) {
-        choice = argmax(lg + b * D, static_cast<int32_t>(D));
-      } else {
-        float mx = -1e30f;
-        for (int64_t d = 0; d < D; ++d) {
-          noisy[d] = lg[b * D + d] + (options.noise > 0 ? static_cast<float>(options.noise) * normal(rng) : 0.f);
-          mx = std::max(mx, noisy[d]);
-        }
-        float sum = 0;
-        for (int64_t d = 0; d < D; ++d) sum += (probs[d] = std::exp(noisy[d] - mx));
-        for (int64_t d = 0; d < D; ++d) probs[d] /= sum;
-        choice = sample_categorical(probs.data(), static_cast<int32_t>(D), uniform(rng));
-      }
-      (*actions)[b][t] = choice;
-      chosen[b] = choice;
-      logp_p[b * S + t] = lpp[b * D + choice];
-      states[b].place(static_cast<int32_t>(t), choice);
-    }
-    prev = dev_e.index_select(0, torch::tensor(chosen, torch::kInt64));
-  }
-  *dynamic = dyn;
-  *logp_out = logp;
-}
-
-LogProbs DecoderImpl::score(const torch::Tensor& enc, const torch::Tensor& dev_features, const torch::Tensor& actions,
-                            const torch::Tensor& dynamic, double temperature) {
-  const int64_t B = actions.size(0), S = actions.size(1), H = hidden_, D = dev_features.size(0);
-  const torch::Tensor dev_e = device_embeddings(dev_features);
-  const torch::Tensor encB = enc.expand({B, S, H});
-  torch::Tensor prev = start_.view({1, 1, H}).expand({B, 1, H});
-  if (S > 1) {
-    const torch::Tensor fed = dev_e.index_select(0, actions.narrow(1, 0, S - 1).reshape({-1})).view({B, S - 1, H});
-    prev = torch::cat({prev, fed}, 1);
-  }
-  const torch::Tensor in = torch::cat({encB, prev}, 2);  // B x S x 2H
-  const torch::Tensor hs = recurrent_ ? std::get<0>(lstm_->forward(in.transpose(0, 1))).transpose(0, 1)
-                                      : torch::tanh(step_(in));  // B x S x H
-  const torch::Tensor keys = att_(encB);
-  const torch::Tensor a = torch::softmax(torch::bmm(hs, keys.transpose(1, 2)), 2);  // B x S x S
-  const torch::Tensor ctx = torch::bmm(a, encB);
-  const torch::Tensor q = torch::tanh(comb_(torch::cat({hs, ctx}, 2)));     // B x S x H
-  const torch::Tensor key = dev_e.view({1, 1, D, H}) + dyn_proj_(dynamic);  // B x S x D x H
-  const torch::Tensor logits = score_(torch::tanh(q.unsqueeze(2) + key)).squeeze(3) / temperature;
-  const torch::Tensor lp = torch::log_softmax(logits, 2);
-  LogProbs out;
-  out.logp = lp.gather(2, actions.unsqueeze(2)).squeeze(2);
-  out.entropy = -(lp.exp() * lp).sum(2);
-  return out;
-}
-
-// ---------------------------------------------------------------- embedding
-
-UnitEmbeddingImpl::UnitEmbeddingImpl(int hidden, int type_embedding) {
-  type_ = register_module("type", nn::Embedding(kTypeBuckets, type_embedding));
-  proj_ = register_module("proj", nn::Linear(kUnitFeatures + type_embedding, hidden));
-}
-
-torch::Tensor UnitEmbeddingImpl::forward(const torch::Tensor& x, const torch::Tensor& type) {
-  return torch::relu(proj_(torch::cat({x, type_(type)}, 1)));
-}
 
 // ---------------------------------------------------------------- seq2seq
 
@@ -184,12 +19,12 @@ Seq2SeqPolicyImpl::Seq2SeqPolicyImpl(const PolicyOptions& options) {
   decoder_ = register_module("decoder", Decoder(H, options.decoder));
 }
 
-torch::Tensor Seq2SeqPolicyImpl::encode(const Problem& problem) {
+torch::Tensor Seq2SeqPolicyImpl::encode(const PolicyInput& problem) {
   const torch::Tensor e = embed_(unit_features(problem), unit_types(problem));  // N x H
   return std::get<0>(encoder_->forward(e.unsqueeze(1))).transpose(0, 1);        // 1 x N x H
 }
 
-Rollout Seq2SeqPolicyImpl::sample(const Problem& problem, int32_t batch, const SampleOptions& options,
+Rollout Seq2SeqPolicyImpl::sample(const PolicyInput& problem, int32_t batch, const SampleOptions& options,
                                   std::mt19937_64& rng, const std::vector<int32_t>* forced) {
   torch::NoGradGuard no_grad;
   Rollout r;
@@ -204,18 +39,9 @@ Rollout Seq2SeqPolicyImpl::sample(const Problem& problem, int32_t batch, const S
   return r;
 }
 
-LogProbs Seq2SeqPolicyImpl::evaluate(const Problem& problem, const Rollout& rollout) {
+LogProbs Seq2SeqPolicyImpl::evaluate(const PolicyInput& problem, const Rollout& rollout) {
   return decoder_->score(encode(problem), device_features(problem), rollout.actions, rollout.dynamic,
                          rollout.temperature);
-}
-
-std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options) {
-  if (options.hidden < 2 || options.hidden % 2 != 0 || options.hidden > 4096)
-    throw InputError("policy.hidden: must be an even number in [2, 4096], got " + std::to_string(options.hidden));
-  if (options.kind == "seq2seq") return std::make_shared<Seq2SeqPolicyImpl>(options);
-  if (options.kind == "gnn") return std::make_shared<GnnPolicyImpl>(options);
-  if (options.kind == "hierarchical") return std::make_shared<HierarchicalPolicyImpl>(options);
-  throw InputError("policy.type: unknown policy '" + options.kind + "' (known: seq2seq, hierarchical, gnn)");
 }
 
 }  // namespace placer::learned

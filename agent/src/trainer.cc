@@ -17,12 +17,14 @@
 #include <numeric>
 #include <sstream>
 
+#include "placer/agent/compare.h"
 #include "placer/agent/placer.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/timing.h"
 #include "policy.h"
 #include "trainer.h"
 
@@ -32,8 +34,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 EnvOptions env_options(const TrainConfig& c) {
   EnvOptions o;
@@ -69,6 +69,12 @@ void check_method_names(const std::vector<std::string>& names, const std::string
     }
 }
 
+// A compared placer as the run reports it (summary.json, the metrics sink).
+BaselineResult baseline_result(const Compared& c) {
+  if (!c.placed) return {c.method, 0.0, false, 0.0, c.error};
+  return {c.method, c.evaluation.step_s, c.evaluation.result.ok(), c.seconds, c.result.note};
+}
+
 std::string json_str(const std::string& s) {
   std::string o = "\"";
   for (char ch : s) {
@@ -93,7 +99,7 @@ std::string num(double v) {
 struct Task {
   GraphSource source;
   std::unique_ptr<Environment> env;
-  Problem problem;
+  PolicyInput problem;
   Placement warm;
   bool has_warm = false;
   std::string warm_method;
@@ -140,6 +146,7 @@ class Trainer {
   void load_checkpoint(const std::string& path);
   std::string state_json() const;
   void write_outputs(TrainResult* result);
+  void compare_baselines(TrainResult* result);
 
   const TrainConfig& c_;
   MetricsSink* sink_;
@@ -163,37 +170,34 @@ class Trainer {
 };
 
 void Trainer::warm_start(Task& t) {
-  for (const std::string& m : c_.warm_start) {
-    try {
-      auto placer = make_placer(m);
-      PlaceContext ctx;
-      ctx.graph = &t.env->graph();
-      ctx.cluster = &t.env->cluster();
-      ctx.env = t.env.get();
-      ctx.seed = c_.seed;
-      const auto t0 = Clock::now();
-      PlaceResult r = placer->place(ctx);
-      const double secs = seconds_since(t0);
-      const Evaluation e = t.env->evaluate(r.placement);
-      const double step = e.step_s;
-      t.warm_results.push_back({m, step, e.result.ok(), secs, r.note});
-      if (!t.has_warm || e.reward > t.best_reward) {
-        t.has_warm = true;
-        t.warm = r.placement;
-        t.warm_method = m;
-        t.warm_step_s = step;
-        t.best_reward = e.reward;  // only to choose the warm start; reset below
-      }
-    } catch (const std::exception& e) {
-      t.warm_results.push_back({m, 0.0, false, 0.0, e.what()});
-      std::fprintf(stderr, "warm start: %s failed on %s: %s\n", m.c_str(), t.env->graph().name.c_str(), e.what());
+  PlaceContext ctx;
+  ctx.graph = &t.env->graph();
+  ctx.cluster = &t.env->cluster();
+  ctx.env = t.env.get();
+  ctx.seed = c_.seed;
+  CompareOptions options;
+  options.scoring = CompareScoring::Evaluate;
+  options.catch_all = true;
+  options.on_done = [&](const Compared& c) {
+    if (!c.placed)
+      std::fprintf(stderr, "warm start: %s failed on %s: %s\n", c.method.c_str(), t.env->graph().name.c_str(),
+                   c.error.c_str());
+  };
+  double best_reward = -std::numeric_limits<double>::infinity();
+  for (const Compared& c : compare_placers(c_.warm_start, ctx, options)) {
+    t.warm_results.push_back(baseline_result(c));
+    if (c.placed && (!t.has_warm || c.evaluation.reward > best_reward)) {
+      t.has_warm = true;
+      t.warm = c.result.placement;
+      t.warm_method = c.method;
+      t.warm_step_s = c.evaluation.step_s;
+      best_reward = c.evaluation.reward;
     }
   }
-  t.best_reward = -std::numeric_limits<double>::infinity();
 }
 
 void Trainer::behaviour_clone() {
-  if (c_.policy == "hierarchical" || c_.bc_steps <= 0) return;
+  if (!policy_->clones_placements() || c_.bc_steps <= 0) return;
   struct Target {
     Task* task;
     std::vector<int32_t> units;
@@ -502,6 +506,28 @@ void Trainer::write_outputs(TrainResult* res) {
                                res->lower_bound_s, t0.warm_step_s, "warm start (" + t0.warm_method + ")"));
 }
 
+// The warm start's baselines, then the config's compare methods it did not run.
+void Trainer::compare_baselines(TrainResult* res) {
+  const Task& t0 = *tasks_[0];
+  res->baselines = t0.warm_results;
+  std::vector<std::string> more;  // the compare methods the warm start did not run
+  for (const std::string& m : c_.compare)
+    if (std::none_of(res->baselines.begin(), res->baselines.end(),
+                     [&](const BaselineResult& b) { return b.method == m; }) &&
+        std::find(more.begin(), more.end(), m) == more.end())
+      more.push_back(m);
+  PlaceContext ctx;
+  ctx.graph = &t0.env->graph();
+  ctx.cluster = &cluster_;
+  ctx.env = t0.env.get();
+  ctx.seed = c_.seed;
+  CompareOptions options;
+  options.scoring = CompareScoring::Evaluate;
+  options.catch_all = true;
+  for (const Compared& c : compare_placers(more, ctx, options))
+    res->baselines.push_back(baseline_result(c));
+}
+
 TrainResult Trainer::run() {
   const auto t_start = Clock::now();
   at::set_num_threads(c_.threads);
@@ -514,8 +540,14 @@ TrainResult Trainer::run() {
   validate_cluster(cluster_);
   EnvOptions eo = env_options(c_);
   eo.remote = ctl_.remote;
+  // The policy first: its kind decides the graphs and units it trains on (the
+  // warm start's placers and make_policy_input draw from neither generator).
+  torch::manual_seed(c_.seed);
+  rng_.seed(c_.seed);
+  policy_ = make_policy(policy_options(c_));
+  opt_ = std::make_unique<torch::optim::Adam>(policy_->parameters(), torch::optim::AdamOptions(c_.lr));
   std::vector<GraphSource> sources =
-      (c_.policy == "gnn" && !c_.family.empty()) ? c_.family : std::vector<GraphSource>{c_.graph};
+      (policy_->trains_on_family() && !c_.family.empty()) ? c_.family : std::vector<GraphSource>{c_.graph};
   for (const auto& s : sources) {
     auto t = std::make_unique<Task>();
     t->source = s;
@@ -545,17 +577,13 @@ TrainResult Trainer::run() {
     for (auto& t : tasks_) warm_start(*t);
   }
   for (auto& t : tasks_) {
-    ProblemOptions po;
-    po.max_units = c_.policy == "hierarchical" ? 0 : c_.max_groups;
+    PolicyInputOptions po;
+    po.max_units = policy_->unit_limit(c_.max_groups);
     po.keep_apart = t->has_warm ? &t->warm : nullptr;
     po.seed = c_.seed;
-    t->problem = make_problem(t->env->graph(), t->env->cluster(), t->env->costs(), po);
+    t->problem = make_policy_input(t->env->graph(), t->env->cluster(), t->env->costs(), po);
   }
   if (sink_) sink_->on_reference(tasks_[0]->env->lower_bound(), tasks_[0]->warm_results);
-  torch::manual_seed(c_.seed);
-  rng_.seed(c_.seed);
-  policy_ = make_policy(policy_options(c_));
-  opt_ = std::make_unique<torch::optim::Adam>(policy_->parameters(), torch::optim::AdamOptions(c_.lr));
   write_file_atomic(dir_ + "/config.json", train_config_to_json(c_));
   write_file_atomic(dir_ + "/config.yaml", c_.source_text.empty() ? train_config_to_json(c_) : c_.source_text);
   if (resume) {
@@ -589,36 +617,15 @@ TrainResult Trainer::run() {
   TrainResult res;
   write_outputs(&res);
   if (!stopped_early) {
-    Task& t0 = *tasks_[0];
-    res.baselines = t0.warm_results;
-    for (const std::string& m : c_.compare) {
-      if (std::any_of(res.baselines.begin(), res.baselines.end(),
-                      [&](const BaselineResult& b) { return b.method == m; }))
-        continue;
-      try {
-        auto placer = make_placer(m);
-        PlaceContext ctx;
-        ctx.graph = &t0.env->graph();
-        ctx.cluster = &cluster_;
-        ctx.env = t0.env.get();
-        ctx.seed = c_.seed;
-        const auto t1 = Clock::now();
-        PlaceResult r = placer->place(ctx);
-        const double secs = seconds_since(t1);
-        const Evaluation e = t0.env->evaluate(r.placement);
-        res.baselines.push_back({m, e.step_s, e.result.ok(), secs, r.note});
-      } catch (const std::exception& e) {
-        res.baselines.push_back({m, 0.0, false, 0.0, e.what()});
-      }
-    }
+    compare_baselines(&res);
     // gnn: held-out graphs, placed by the trained policy with no training.
     for (const GraphSource& s : c_.held_out) {
       Environment env(s.load(), cluster_, eo);
       const auto t1 = Clock::now();
-      ProblemOptions po;
+      PolicyInputOptions po;
       po.max_units = c_.max_groups;
       po.seed = c_.seed;
-      Problem p = make_problem(env.graph(), env.cluster(), env.costs(), po);
+      PolicyInput p = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
       const bool was_training = policy_->is_training();
       policy_->eval();
       Placement placement = decode_best(*policy_, p, env, c_.place_samples, c_.temperature, c_.seed);

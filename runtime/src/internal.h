@@ -30,6 +30,7 @@
 #include "placer/graphs/measurement.h"
 #include "placer/graphs/placement.h"
 #include "placer/runtime/runtime.h"
+#include "placer/graphs/timing.h"
 
 #ifdef PLACER_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>
@@ -39,7 +40,6 @@
 namespace placer::rt {
 
 using Clock = std::chrono::steady_clock;
-inline double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // The q-quantile of samples, interpolated (0 for none).
 inline double quantile(std::vector<double> v, double q) {

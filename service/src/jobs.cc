@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -12,6 +13,7 @@
 
 #include "json_out.h"
 #include "placer/agent/placer.h"
+#include "placer/agent/search.h"
 #include "placer/env/environment.h"
 #include "placer/graphs/serialize.h"
 #include "placer/service/metrics.h"
@@ -35,9 +37,6 @@ bool valid_job_id(const std::string& id) {
   return std::all_of(id.begin() + 2, id.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
 }
 
-// Placers worth running again with a new seed.
-bool is_stochastic(const std::string& method) { return method == "random" || method == "local_search"; }
-
 JobState parse_state(const std::string& s) {
   for (JobState st : {JobState::Queued, JobState::Running, JobState::Done, JobState::Failed, JobState::Cancelled})
     if (s == job_state_name(st)) return st;
@@ -53,7 +52,7 @@ void write_baselines(JsonOut& o, const Job& job) {
   o.end_array();
 }
 
-constexpr double kRoundSeconds = 0.5;  // cancellation answers within about one round
+constexpr double kRoundSeconds = 0.5;  // cancellation answers within about one placer run
 constexpr int64_t kRoundSamples = 200;
 
 }  // namespace
@@ -115,20 +114,20 @@ void JobManager::shutdown() {
   queue_.clear();
 }
 
-std::string JobManager::submit(const Request& request, std::shared_ptr<const Problem> problem) {
+std::string JobManager::submit(const Request& request, std::shared_ptr<const PreparedRequest> prepared) {
   auto job = std::make_shared<Job>();
   job->id = new_job_id();
   job->request = request;
-  job->problem = std::move(problem);
+  job->prepared = std::move(prepared);
   job->created_unix = unix_now();
-  job->graph_name = job->problem->graph.name;
-  job->cluster_name = job->problem->cluster.name;
-  job->lower_bound_s = job->problem->lower_bound_s;
-  for (const auto& b : job->problem->baselines)
+  job->graph_name = job->prepared->graph.name;
+  job->cluster_name = job->prepared->cluster.name;
+  job->lower_bound_s = job->prepared->lower_bound_s;
+  for (const auto& b : job->prepared->baselines)
     if (b.error.empty() && b.result.ok()) job->baselines.emplace_back(b.method, b.result.step_s);
-  if (job->problem->best >= 0) {
-    job->start_method = job->problem->baselines[job->problem->best].method;
-    job->start_step_s = job->problem->baselines[job->problem->best].result.step_s;
+  if (job->prepared->best >= 0) {
+    job->start_method = job->prepared->baselines[job->prepared->best].method;
+    job->start_step_s = job->prepared->baselines[job->prepared->best].result.step_s;
   }
   auto admit = [&](bool insert) {  // with mutex_ held
     if (stopping_) throw RequestError(codes::kShuttingDown, "", "the server is shutting down");
@@ -220,72 +219,54 @@ void JobManager::runner() {
 }
 
 void JobManager::run(Job& job) {
-  const Problem& p = *job.problem;
+  const PreparedRequest& p = *job.prepared;
   EnvOptions options;
   options.mode = RewardMode::Simulated;
   options.threads = 1;
   Environment env(p.prepared, options);
-  auto start = Clock::now();
-  const Budget& budget = job.request.budget;
-  auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
-  auto update_best = [&](const std::string& method, const Placement& placement, const StepResult& r) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (r.ok() && (job.best_step_s == 0 || r.step_s < job.best_step_s)) {
-      job.best_step_s = r.step_s;
-      job.best_method = method;
-      job.best_placement = to_named(p.graph, p.cluster, placement);
-    }
-  };
+  std::optional<SearchCandidate> start;
   if (p.best >= 0) {
     const auto& b = p.baselines[p.best];
-    update_best(b.method, b.placement, b.result);
+    start = SearchCandidate{b.method, b.placement, b.result};
     std::lock_guard<std::mutex> lock(mutex_);
+    if (b.result.ok() && (job.best_step_s == 0 || b.result.step_s < job.best_step_s)) {
+      job.best_step_s = b.result.step_s;
+      job.best_method = b.method;
+      job.best_placement = to_named(p.graph, p.cluster, b.placement);
+    }
     job.start_method = b.method;
     job.start_step_s = b.result.step_s;
   }
-  std::vector<std::string> methods = job.request.methods.empty() ? config_.optimize_methods : job.request.methods;
-  for (const auto& m : methods) make_placer(m);  // names were checked at submit; fail early otherwise
-  auto out_of_budget = [&] {
-    return job.cancel || (budget.samples > 0 && job.samples >= budget.samples) ||
-           (budget.seconds > 0 && elapsed() >= budget.seconds);
-  };
+  PlaceContext ctx;
+  ctx.graph = &p.graph;
+  ctx.cluster = &p.cluster;
+  ctx.env = &env;
+  ctx.seed = job.request.seed;
+  SearchOptions so;
+  so.methods = job.request.methods.empty() ? config_.optimize_methods : job.request.methods;
+  so.budget.samples = job.request.budget.samples;
+  so.budget.seconds = job.request.budget.seconds;
+  so.budget.cancel = &job.cancel;
+  so.run_samples = kRoundSamples;
+  so.run_seconds = kRoundSeconds;
   double last_persist = 0;
-  for (int64_t round = 0; !out_of_budget(); ++round) {
-    bool ran = false;
-    for (const auto& method : methods) {
-      if (out_of_budget()) break;
-      if (round > 0 && !is_stochastic(method)) continue;
-      PlaceContext ctx;
-      ctx.graph = &p.graph;
-      ctx.cluster = &p.cluster;
-      ctx.env = &env;
-      ctx.seed = job.request.seed + static_cast<uint64_t>(round);
-      int64_t left = budget.samples > 0 ? budget.samples - job.samples : kRoundSamples;
-      ctx.sample_budget = std::max<int64_t>(1, std::min(left, kRoundSamples));
-      double time_left = budget.seconds > 0 ? budget.seconds - elapsed() : kRoundSeconds;
-      ctx.time_limit_s = std::max(0.01, std::min(time_left, kRoundSeconds));
-      PlaceResult result;
-      try {
-        result = make_placer(method)->place(ctx);
-      } catch (const NoFeasiblePlacement&) {
-        continue;  // this method cannot place the graph; others may
-      }
-      StepResult r = env.simulate(result.placement);
-      ran = true;
-      update_best(method, result.placement, r);
-      std::lock_guard<std::mutex> lock(mutex_);
-      job.samples += std::max<int64_t>(1, result.evaluations);
-      job.rounds = round + 1;
-      job.elapsed_s = elapsed();
-      if (job.elapsed_s - last_persist > 1.0) {
-        persist(job);
-        last_persist = job.elapsed_s;
-      }
+  const SearchResult res = search(ctx, so, start ? &*start : nullptr, [&](const SearchProgress& s) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (s.improved) {
+      job.best_step_s = s.result.step_s;
+      job.best_method = s.method;
+      job.best_placement = to_named(p.graph, p.cluster, s.placement);
     }
-    if (!ran) break;  // only deterministic methods: one round is all there is
-  }
+    job.samples = s.samples;
+    job.rounds = s.rounds;
+    job.elapsed_s = s.elapsed_s;
+    if (job.elapsed_s - last_persist > 1.0) {
+      persist(job);
+      last_persist = job.elapsed_s;
+    }
+  });
   std::lock_guard<std::mutex> lock(mutex_);
-  job.elapsed_s = elapsed();
+  job.elapsed_s = res.elapsed_s;
 }
 
 std::shared_ptr<Job> JobManager::find(const std::string& id) {

@@ -16,7 +16,9 @@
 
 #include "placer/agent/train.h"
 #include "placer/graphs/placement.h"
-#include "placer/service/service.h"
+#include "placer/service/config.h"
+#include "placer/service/protocol.h"
+#include "prepared.h"
 
 namespace placer {
 class RemoteEvaluator;
@@ -24,10 +26,15 @@ class RemoteEvaluator;
 
 namespace placer::service {
 
+class ServiceMetrics;
+
+enum class JobState { Queued, Running, Done, Failed, Cancelled };
+const char* job_state_name(JobState state);
+
 struct Job {
   std::string id;
   Request request;  // the optimize request (graph spec, budget, methods)
-  std::shared_ptr<const Problem> problem;
+  std::shared_ptr<const PreparedRequest> prepared;
   JobState state = JobState::Queued;
   std::atomic<bool> cancel{false};  // set by cancel() and at shutdown
   bool cancelled_by_user = false;   // cancel() (not the shutdown)
@@ -71,9 +78,9 @@ class JobManager {
   ~JobManager();
   void start();  // starts the runners (after the hooks below are set)
 
-  // Queues a job for a prepared problem; throws RequestError(busy) when the
+  // Queues a job for a prepared request; throws RequestError(busy) when the
   // queue is full. Returns the job id.
-  std::string submit(const Request& request, std::shared_ptr<const Problem> problem);
+  std::string submit(const Request& request, std::shared_ptr<const PreparedRequest> prepared);
   std::string status_json(const std::string& id);
   // A finished job's result; the record is dropped once fetched.
   std::string result_json(const std::string& id, bool include_placement);

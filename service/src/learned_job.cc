@@ -125,7 +125,7 @@ void JobManager::prepare_learned(Job& job) {
 
   job.learned = true;
   job.dir = (fs::path(jobs_dir()) / job.id).string();
-  const Problem& p = *job.problem;
+  const PreparedRequest& p = *job.prepared;
   set(d, "name", Value(job.id.c_str(), a), a);
   Value graph(rapidjson::kObjectType);
   if (!r.graph.builder.empty()) {

@@ -12,6 +12,7 @@
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
 
+#include "placer/graphs/timing.h"
 #include "placer/service/metrics.h"
 
 namespace placer::service {
@@ -24,8 +25,6 @@ struct Task {
   std::string body;
   Clock::time_point received;
 };
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Cheap "id" recovery for replies the frontend sends itself (busy), without a
 // full parse of what may be a large message.

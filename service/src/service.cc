@@ -10,21 +10,24 @@
 
 #include "jobs.h"
 #include "json_out.h"
+#include "placer/agent/compare.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/placer.h"
+#include "placer/agent/search.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/builders.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/timing.h"
 #include "placer/graphs/validate.h"
 #include "placer/service/metrics.h"
 #include "placer/service/workers.h"
 #include "placer/torchscript/import.h"
+#include "prepared.h"
 
 namespace placer::service {
 namespace {
 
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 double seconds_left(Clock::time_point deadline) {
   return std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count());
 }
@@ -47,21 +50,22 @@ PlaceContext place_context(const Graph& graph, const Cluster& cluster, Environme
   return ctx;
 }
 
-Problem::Baseline run_baseline(const std::string& method, const Graph& graph, const Cluster& cluster, Environment& env,
-                               uint64_t seed, double time_limit_s) {
-  Problem::Baseline b;
-  b.method = method;
-  PlaceContext ctx = place_context(graph, cluster, env, seed, std::max(0.05, time_limit_s));
-  auto start = Clock::now();
-  try {
-    PlaceResult r = make_placer(method)->place(ctx);
-    b.placement = std::move(r.placement);
-    b.result = env.simulate(b.placement);
-  } catch (const NoFeasiblePlacement& e) {
-    b.error = e.what();
+// Runs the methods side by side (agent/compare.h); a baseline's time counts
+// placing and simulating.
+std::vector<PreparedRequest::Baseline> run_baselines(const std::vector<std::string>& methods, const Graph& graph,
+                                                     const Cluster& cluster, Environment& env, uint64_t seed,
+                                                     double time_limit_s) {
+  std::vector<PreparedRequest::Baseline> out;
+  for (Compared& c : compare_placers(methods, place_context(graph, cluster, env, seed, std::max(0.05, time_limit_s)))) {
+    PreparedRequest::Baseline b;
+    b.method = c.method;
+    b.placement = std::move(c.result.placement);
+    b.result = std::move(c.evaluation.result);
+    b.place_seconds = c.seconds + c.score_seconds;
+    b.error = c.error;
+    out.push_back(std::move(b));
   }
-  b.place_seconds = seconds_since(start);
-  return b;
+  return out;
 }
 
 void write_step(JsonOut& o, const StepResult& r) {
@@ -309,7 +313,7 @@ void PlacementService::shutdown() {
 
 int64_t PlacementService::running_jobs() const { return jobs_->running(); }
 
-std::shared_ptr<const Problem> PlacementService::problem(const Request& request) {
+std::shared_ptr<const PreparedRequest> PlacementService::prepare(const Request& request) {
   std::string key = request.graph.cache_key() + "\n" + request.cluster.cache_key();
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
@@ -322,17 +326,17 @@ std::shared_ptr<const Problem> PlacementService::problem(const Request& request)
     }
   }
   if (metrics_) metrics_->cache_lookup(false);
-  auto p = std::make_shared<Problem>();
+  auto p = std::make_shared<PreparedRequest>();
   p->graph = build_request_graph(request.graph, config_);
   p->cluster = build_request_cluster(request.cluster, config_);
   p->prepared = PreparedProblem::make(p->graph, p->cluster);
   Environment env(p->prepared, simulated_env());
   p->lower_bound_s = env.lower_bound();
-  for (const auto& method : config_.place_baselines) {
-    p->baselines.push_back(run_baseline(method, p->graph, p->cluster, env, 0, 10.0));
-    const auto& b = p->baselines.back();
+  p->baselines = run_baselines(config_.place_baselines, p->graph, p->cluster, env, 0, 10.0);
+  for (size_t i = 0; i < p->baselines.size(); ++i) {
+    const auto& b = p->baselines[i];
     if (b.error.empty() && b.result.ok() && (p->best < 0 || b.result.step_s < p->baselines[p->best].result.step_s))
-      p->best = static_cast<int>(p->baselines.size()) - 1;
+      p->best = static_cast<int>(i);
   }
   std::lock_guard<std::mutex> lock(cache_mutex_);
   cache_.emplace_front(key, p);
@@ -356,7 +360,7 @@ std::string PlacementService::handle(const Request& r, Clock::time_point deadlin
             throw RequestError(codes::kBadRequest, "methods[" + std::to_string(i) + "]", e.what());
           }
         }
-      auto p = problem(r);
+      auto p = prepare(r);
       JsonOut o;
       o.begin().field("job_id", jobs_->submit(r, p)).field("state", "queued").end();
       return o.text();
@@ -385,7 +389,7 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
   if (!r.policy.empty() && !policy)
     throw RequestError(codes::kNotFound, "policy", "no policy '" + r.policy + "' is loaded (ask `policies`)");
 
-  auto p = problem(r);
+  auto p = prepare(r);
   Placement placement;
   StepResult result;
   std::string method, note;
@@ -436,18 +440,21 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
     if (policy_name.empty()) note += "no policy loaded: best of the fast-path baselines";
   }
   if (r.refine_samples > 0) {
+    // One local search run from the answer, within the request's samples and half the time left.
     Environment env(p->prepared, simulated_env());
-    PlaceContext ctx = place_context(p->graph, p->cluster, env, r.seed, std::max(0.01, 0.5 * seconds_left(deadline)));
-    ctx.sample_budget = r.refine_samples;
-    try {
-      PlaceResult pr = make_placer("local_search")->place(ctx);
-      StepResult refined = env.simulate(pr.placement);
-      if (refined.ok() && refined.step_s < result.step_s) {
-        placement = std::move(pr.placement);
-        result = refined;
-        method += "+local_search";
-      }
-    } catch (const NoFeasiblePlacement&) {}
+    SearchOptions so;
+    so.methods = {"local_search"};
+    so.budget.samples = r.refine_samples;
+    so.run_samples = r.refine_samples;
+    so.run_seconds = std::max(0.01, 0.5 * seconds_left(deadline));
+    so.max_rounds = 1;
+    const SearchCandidate start{method, placement, result};
+    SearchResult refined = search(place_context(p->graph, p->cluster, env, r.seed, so.run_seconds), so, &start);
+    if (refined.improved) {
+      placement = std::move(refined.best.placement);
+      result = refined.best.result;
+      method += "+local_search";
+    }
   }
   JsonOut o;
   o.begin().field("graph", p->graph.name).field("ops", p->graph.size()).field("cluster", p->cluster.name);
@@ -474,7 +481,7 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
 }
 
 std::string PlacementService::handle_evaluate(const Request& r) {
-  auto p = problem(r);
+  auto p = prepare(r);
   NamedPlacement named;
   named.graph = p->graph.name;
   rapidjson::Document d;
@@ -510,19 +517,19 @@ std::string PlacementService::handle_baselines(const Request& r) {
       throw RequestError(codes::kBadRequest, "methods[" + std::to_string(i) + "]", e.what());
     }
   }
-  auto p = problem(r);
+  auto p = prepare(r);
   Environment env(p->prepared, simulated_env());
   JsonOut o;
   o.begin().field("graph", p->graph.name).field("ops", p->graph.size()).field("cluster", p->cluster.name);
   o.field("lower_bound_s", p->lower_bound_s);
   o.begin_array("results");
   for (const auto& method : methods) {
-    const Problem::Baseline* cached = nullptr;
+    const PreparedRequest::Baseline* cached = nullptr;
     for (const auto& b : p->baselines)
       if (b.method == method && r.seed == 0) cached = &b;
-    Problem::Baseline fresh;
-    if (!cached) fresh = run_baseline(method, p->graph, p->cluster, env, r.seed, 30.0);
-    const Problem::Baseline& b = cached ? *cached : fresh;
+    PreparedRequest::Baseline fresh;
+    if (!cached) fresh = std::move(run_baselines({method}, p->graph, p->cluster, env, r.seed, 30.0).front());
+    const PreparedRequest::Baseline& b = cached ? *cached : fresh;
     o.begin().field("method", b.method).field("place_seconds", b.place_seconds);
     if (!b.error.empty()) {
       o.field("status", "no_feasible_placement").field("message", b.error);

@@ -369,7 +369,7 @@ TEST(Placers, CoarsenedProblemsAreAcyclicOverAllEdges) {
   ctx.graph = &graph;
   ctx.cluster = &cluster;
   ctx.env = &env;
-  const placers::Problem ops = placers::make_problem(ctx, placers::kMemoryFraction);
+  const placers::UnitProblem ops = placers::make_unit_problem(ctx, placers::kMemoryFraction);
   // ilp's grouping: co-location groups in 20 chunks, each split into its
   // forward and its backward/update half, except chunk 3, whose halves are
   // one part: with its backward edges that part lies on a cycle of the quotient.
@@ -388,7 +388,7 @@ TEST(Placers, CoarsenedProblemsAreAcyclicOverAllEdges) {
   for (int32_t i = 0; i < g.size(); ++i)
     for (OpId v : g.members[i]) g.group_of[v.value] = i;
   std::vector<int32_t> unit_of_op;
-  const placers::Problem units = placers::make_group_problem(ops, g, &unit_of_op);
+  const placers::UnitProblem units = placers::make_group_problem(ops, g, &unit_of_op);
   int64_t cross = 0;
   for (int32_t v = 0; v < graph.size(); ++v)
     for (const OpId c : graph.consumers(OpId(v))) {

@@ -47,6 +47,10 @@ class Placer {
   virtual ~Placer() = default;
   virtual std::string name() const = 0;
   virtual PlaceResult place(const PlaceContext& context) = 0;
+  // True when another seed gives another placement worth evaluating (random
+  // sampling, randomised search): searches run these again with new seeds.
+  // (mincut's seed only breaks METIS's ties, so it is not.)
+  virtual bool stochastic() const { return false; }
 };
 
 // Algorithmic placers: single, round_robin, random, expert, mincut, m_topo,

@@ -25,7 +25,8 @@
 
 namespace placer {
 
-struct SimContext;  // env/simulator.h
+struct ExecRules;                // graphs/exec_plan.h
+using SimContext = ExecRules;  // as env/simulator.h names it
 
 enum class RewardMode : uint8_t { Measured, Simulated, Hybrid };
 const char* reward_mode_name(RewardMode mode);

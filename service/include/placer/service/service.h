@@ -17,10 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "placer/graphs/cluster.h"
-#include "placer/graphs/ir.h"
-#include "placer/graphs/measurement.h"
-#include "placer/graphs/placement.h"
 #include "placer/service/config.h"
 #include "placer/service/protocol.h"
 
@@ -35,43 +31,7 @@ class ServiceMetrics;
 class PrometheusSink;
 using Clock = std::chrono::steady_clock;
 
-// A (graph, cluster) pair prepared once: parsed, validated, its lower bound and
-// the place fast path's baselines evaluated. Immutable, shared between requests.
-struct Problem {
-  Graph graph;
-  Cluster cluster;
-  // The same graph and cluster with the simulator's context and cost model,
-  // shared by every Environment a request or job builds over this problem.
-  std::shared_ptr<const PreparedProblem> prepared;
-  double lower_bound_s = 0.0;
-  struct Baseline {
-    std::string method;
-    Placement placement;
-    StepResult result;
-    double place_seconds = 0.0;
-    std::string error;  // the placer failed (no feasible placement, ...)
-  };
-  std::vector<Baseline> baselines;
-  int best = -1;  // index of the fastest ok baseline, -1 if none
-  // Placements a named policy decoded for this problem, by policy, checkpoint
-  // time and seed: a policy's answer is deterministic, so it is decoded once.
-  struct PolicyAnswer {
-    Placement placement;
-    StepResult result;
-    std::string note;
-  };
-  mutable std::mutex memo_mutex;
-  mutable std::map<std::string, PolicyAnswer> policy_memo;
-};
-
-// Builds a Graph / Cluster from a request's spec. Throws RequestError
-// (bad_graph / bad_cluster / too_large) naming the field.
-Graph build_request_graph(const GraphSpec& spec, const ServiceConfig& config);
-Cluster build_request_cluster(const ClusterSpec& spec, const ServiceConfig& config);
-
-enum class JobState { Queued, Running, Done, Failed, Cancelled };
-const char* job_state_name(JobState state);
-
+struct PreparedRequest;  // prepared.h
 class JobManager;
 class WorkerPool;
 
@@ -99,7 +59,7 @@ class PlacementService {
   std::function<int64_t()> queue_depth;
 
  private:
-  std::shared_ptr<const Problem> problem(const Request& request);
+  std::shared_ptr<const PreparedRequest> prepare(const Request& request);
   // A policy by name: its entry and the policy loaded from its checkpoint,
   // reloaded only when the checkpoint file changes. nullptr if no such name.
   struct PolicyHandle {
@@ -132,7 +92,7 @@ class PlacementService {
   bool saved_dir_temporary_ = false;
 
   std::mutex cache_mutex_;
-  std::list<std::pair<std::string, std::shared_ptr<const Problem>>> cache_;  // most recent first
+  std::list<std::pair<std::string, std::shared_ptr<const PreparedRequest>>> cache_;  // most recent first
 };
 
 }  // namespace placer::service

@@ -1,0 +1,355 @@
+// Schedules under the placers' link model (LinkBook) and the list schedulers
+// (ETF, HEFT, topological order) built on them.
+#include "placers_common.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <limits>
+#include <queue>
+#include <unordered_map>
+
+#include "placer/env/environment.h"
+#include "placer/graphs/error.h"
+
+namespace placer::placers {
+
+namespace {
+constexpr double kInf = std::numeric_limits<double>::infinity();
+}
+
+double LinkBook::data_ready(int32_t v, int32_t d, const std::vector<int32_t>& dev, const std::vector<double>& finish,
+                            bool commit) {
+  const UnitProblem& p = *p_;
+  order_.clear();
+  for (int32_t i = 0; i < static_cast<int32_t>(p.preds[v].size()); ++i) order_.push_back({finish[p.preds[v][i].op], i});
+  std::sort(order_.begin(), order_.end());  // FIFO: the earliest finished input goes first
+  if (!commit) {
+    tmp_free_.resize(p.k);
+    for (int32_t f = 0; f < p.k; ++f) tmp_free_[f] = chan_free_[static_cast<size_t>(f) * p.k + d];
+  }
+  double ready = 0.0;
+  for (const auto& [done, i] : order_) {
+    const int32_t u = p.preds[v][i].op;
+    const int64_t bytes = p.preds[v][i].bytes;
+    const int32_t from = dev[u];
+    if (from == d) {
+      ready = std::max(ready, done);
+      continue;
+    }
+    const int64_t key = static_cast<int64_t>(u) * p.k + d;
+    auto it = sent_.find(key);
+    int64_t have = it == sent_.end() ? 0 : it->second.bytes;
+    double arrival = it == sent_.end() ? 0.0 : it->second.arrival;
+    if (bytes > have || it == sent_.end()) {
+      double& chan = commit ? chan_free_[static_cast<size_t>(from) * p.k + d] : tmp_free_[from];
+      const double start = std::max(done, chan);
+      arrival = start + p.transfer(from, d, bytes - have);
+      chan = arrival;
+      if (commit) sent_[key] = {std::max(bytes, have), arrival};
+    }
+    ready = std::max(ready, arrival);
+  }
+  return ready;
+}
+
+Schedule schedule_in_order(const UnitProblem& p, const std::vector<int32_t>& dev, const std::vector<int32_t>& order) {
+  Schedule s;
+  s.start.assign(p.n, 0.0);
+  s.finish.assign(p.n, 0.0);
+  std::vector<double> free(p.k, 0.0);
+  LinkBook links(p);
+  for (int32_t u : order) {
+    const int32_t d = dev[u];
+    const double ready = links.data_ready(u, d, dev, s.finish, true);
+    s.start[u] = std::max(ready, free[d]);
+    s.finish[u] = s.start[u] + p.c(u, d);
+    free[d] = s.finish[u];
+    s.makespan = std::max(s.makespan, s.finish[u]);
+  }
+  return s;
+}
+
+Schedule schedule_ready_order(const UnitProblem& p, const std::vector<int32_t>& dev, bool link_channels) {
+  Schedule s;
+  s.start.assign(p.n, 0.0);
+  s.finish.assign(p.n, 0.0);
+  std::vector<int32_t> missing(p.n);
+  std::vector<double> arrival(p.n, 0.0);
+  std::vector<std::vector<int32_t>> pending(p.k);
+  std::vector<double> busy(p.k, 0.0);
+  LinkBook links(p);
+  using Done = std::pair<double, int32_t>;
+  std::priority_queue<Done, std::vector<Done>, std::greater<Done>> running;
+  for (int32_t u = 0; u < p.n; ++u) {
+    missing[u] = static_cast<int32_t>(p.preds[u].size());
+    if (missing[u] == 0) pending[dev[u]].push_back(u);
+  }
+  int32_t started = 0;
+  while (started < p.n || !running.empty()) {
+    double best_t = kInf;
+    int32_t best_d = -1;
+    for (int32_t d = 0; d < p.k; ++d) {
+      if (pending[d].empty()) continue;
+      double earliest = kInf;
+      for (int32_t u : pending[d]) earliest = std::min(earliest, arrival[u]);
+      const double t = std::max(busy[d], earliest);
+      if (t < best_t) best_t = t, best_d = d;
+    }
+    if (!running.empty() && running.top().first <= best_t) {
+      const int32_t u = running.top().second;
+      running.pop();
+      for (const Edge& e : p.succs[u]) {
+        const int32_t v = e.op;
+        if (!link_channels) arrival[v] = std::max(arrival[v], s.finish[u] + p.transfer(dev[u], dev[v], e.bytes));
+        if (--missing[v] == 0) {
+          if (link_channels) arrival[v] = links.data_ready(v, dev[v], dev, s.finish, true);
+          pending[dev[v]].push_back(v);
+        }
+      }
+      continue;
+    }
+    PLACER_CHECK(best_d >= 0, "schedule_ready_order: nothing runnable");
+    auto& q = pending[best_d];
+    size_t pick = q.size();
+    for (size_t i = 0; i < q.size(); ++i)
+      if (arrival[q[i]] <= best_t && (pick == q.size() || q[i] < q[pick])) pick = i;
+    const int32_t u = q[pick];
+    q.erase(q.begin() + static_cast<std::ptrdiff_t>(pick));
+    s.start[u] = best_t;
+    s.finish[u] = best_t + p.c(u, best_d);
+    busy[best_d] = s.finish[u];
+    s.makespan = std::max(s.makespan, s.finish[u]);
+    running.push({s.finish[u], u});
+    ++started;
+  }
+  return s;
+}
+
+namespace {
+
+// Upward rank with mean costs: the length of the longest path to a sink.
+std::vector<double> upward_rank(const UnitProblem& p) {
+  std::vector<double> rank(p.n, 0.0);
+  for (int32_t u = p.n - 1; u >= 0; --u) {
+    double tail = 0.0;
+    for (const Edge& e : p.succs[u]) tail = std::max(tail, p.mean_transfer(e.bytes) + rank[e.op]);
+    rank[u] = p.mean_cost(u) + tail;
+  }
+  return rank;
+}
+
+[[noreturn]] void out_of_memory(const UnitProblem& p, const MemoryBook& book, int32_t unit, const char* method) {
+  const int32_t g = p.group_of[unit];
+  std::string msg = std::string(method) + ": op '" + p.unit_names[unit] + "' (with its co-located ops " +
+                    format_bytes(p.group_mem[g]) + ") fits on no device; free:";
+  for (int32_t d = 0; d < p.k; ++d) msg += " " + p.device_names[d] + " " + format_bytes(book.free(d));
+  throw NoFeasiblePlacement(msg);
+}
+
+}  // namespace
+
+ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent) {
+  ListResult r;
+  r.unit_device.assign(p.n, -1);
+  r.schedule.start.assign(p.n, 0.0);
+  r.schedule.finish.assign(p.n, 0.0);
+  std::vector<int32_t> pinned(p.groups(), -1);
+  MemoryBook book(p);
+  std::vector<double> free(p.k, 0.0);
+  std::vector<int32_t> missing(p.n);
+  std::vector<char> done(p.n, 0);
+  const std::vector<double> rank = upward_rank(p);
+  // Per device: ready units keyed by (data-ready time on that device plus a
+  // preference penalty, -rank, id). m_sct's penalty: off its favourite
+  // parent's device a unit counts as ready later by that edge's mean transfer.
+  struct Key {
+    double ready;
+    double penalty;
+    double neg_rank;
+    int32_t unit;
+    double order() const { return ready + penalty; }
+    bool operator>(const Key& o) const {
+      if (order() != o.order()) return order() > o.order();
+      if (neg_rank != o.neg_rank) return neg_rank > o.neg_rank;
+      return unit > o.unit;
+    }
+  };
+  std::vector<std::priority_queue<Key, std::vector<Key>, std::greater<Key>>> heaps(p.k);
+  LinkBook links(p);
+  auto data_ready = [&](int32_t u, int32_t d) {
+    return links.data_ready(u, d, r.unit_device, r.schedule.finish, false);
+  };
+  auto allowed = [&](int32_t u, int32_t d) {
+    const int32_t g = p.group_of[u];
+    return pinned[g] >= 0 ? pinned[g] == d : book.fits(g, d);
+  };
+  auto make_ready = [&](int32_t u) {
+    const int32_t g = p.group_of[u];
+    const int32_t only = pinned[g];
+    int32_t favourite = -1;
+    double penalty = 0.0;
+    if (only < 0 && favourite_parent && (*favourite_parent)[u] >= 0) {
+      const int32_t parent = (*favourite_parent)[u];
+      favourite = r.unit_device[parent];
+      for (const Edge& e : p.preds[u])
+        if (e.op == parent) penalty = p.mean_transfer(e.bytes);
+    }
+    bool any = false;
+    for (int32_t d = 0; d < p.k; ++d) {
+      if ((only >= 0 && d != only) || !allowed(u, d)) continue;
+      heaps[d].push({data_ready(u, d), favourite >= 0 && d != favourite ? penalty : 0.0, -rank[u], u});
+      any = true;
+    }
+    if (!any) out_of_memory(p, book, u, favourite_parent ? "m_sct" : "m_etf");
+  };
+  for (int32_t u = 0; u < p.n; ++u) {
+    missing[u] = static_cast<int32_t>(p.preds[u].size());
+    if (missing[u] == 0) make_ready(u);
+  }
+  int32_t scheduled = 0;
+  while (scheduled < p.n) {
+    double best_t = kInf;
+    int32_t best_d = -1;
+    for (int32_t d = 0; d < p.k; ++d) {
+      auto& h = heaps[d];
+      // Channels only fill up, so a key may be stale (too early): refresh the
+      // top until it is current (lazy updates keep the heap's minimum right).
+      for (;;) {
+        // A unit is on every allowed device's heap: drop the done and the no longer allowed.
+        while (!h.empty() && (done[h.top().unit] || !allowed(h.top().unit, d))) h.pop();
+        if (h.empty()) break;
+        Key top = h.top();
+        const double now = data_ready(top.unit, d);
+        if (now <= top.ready) break;
+        h.pop();
+        top.ready = now;
+        h.push(top);
+      }
+      if (h.empty()) continue;
+      const double t = std::max(free[d], h.top().order());
+      if (t < best_t) best_t = t, best_d = d;
+    }
+    if (best_d < 0) {
+      // Every ready unit lost its devices to memory filled meanwhile.
+      for (int32_t u = 0; u < p.n; ++u)
+        if (!done[u] && missing[u] == 0) out_of_memory(p, book, u, favourite_parent ? "m_sct" : "m_etf");
+      PLACER_CHECK(false, "list_etf: no ready unit");
+    }
+    const int32_t u = heaps[best_d].top().unit;
+    best_t = std::max(free[best_d], heaps[best_d].top().ready);  // the penalty ranks; it does not delay
+    heaps[best_d].pop();
+    const int32_t g = p.group_of[u];
+    if (pinned[g] < 0) {
+      pinned[g] = best_d;
+      book.add(g, best_d);
+    }
+    r.unit_device[u] = best_d;
+    links.data_ready(u, best_d, r.unit_device, r.schedule.finish, true);  // book its transfers
+    r.schedule.start[u] = best_t;
+    r.schedule.finish[u] = best_t + p.c(u, best_d);
+    free[best_d] = r.schedule.finish[u];
+    r.schedule.makespan = std::max(r.schedule.makespan, r.schedule.finish[u]);
+    done[u] = 1;
+    ++scheduled;
+    for (const Edge& e : p.succs[u])
+      if (--missing[e.op] == 0) make_ready(e.op);
+  }
+  return r;
+}
+
+ListResult list_heft(const UnitProblem& p) {
+  ListResult r;
+  r.unit_device.assign(p.n, -1);
+  r.schedule.start.assign(p.n, 0.0);
+  r.schedule.finish.assign(p.n, 0.0);
+  const std::vector<double> rank = upward_rank(p);
+  std::vector<int32_t> pinned(p.groups(), -1);
+  MemoryBook book(p);
+  std::vector<double> free(p.k, 0.0);
+  std::vector<int32_t> missing(p.n);
+  LinkBook links(p);
+  std::priority_queue<std::pair<double, int32_t>> ready;  // (rank, -id): highest rank first
+  for (int32_t u = 0; u < p.n; ++u) {
+    missing[u] = static_cast<int32_t>(p.preds[u].size());
+    if (missing[u] == 0) ready.push({rank[u], -u});
+  }
+  while (!ready.empty()) {
+    const int32_t u = -ready.top().second;
+    ready.pop();
+    const int32_t g = p.group_of[u];
+    double best_f = kInf, best_s = 0.0;
+    int32_t best_d = -1;
+    for (int32_t d = 0; d < p.k; ++d) {
+      if (pinned[g] >= 0 ? pinned[g] != d : !book.fits(g, d)) continue;
+      const double t = std::max(free[d], links.data_ready(u, d, r.unit_device, r.schedule.finish, false));
+      const double f = t + p.c(u, d);
+      if (f < best_f) best_f = f, best_s = t, best_d = d;
+    }
+    if (best_d < 0) out_of_memory(p, book, u, "heft");
+    if (pinned[g] < 0) {
+      pinned[g] = best_d;
+      book.add(g, best_d);
+    }
+    r.unit_device[u] = best_d;
+    links.data_ready(u, best_d, r.unit_device, r.schedule.finish, true);
+    r.schedule.start[u] = best_s;
+    r.schedule.finish[u] = best_f;
+    free[best_d] = best_f;
+    r.schedule.makespan = std::max(r.schedule.makespan, best_f);
+    for (const Edge& e : p.succs[u])
+      if (--missing[e.op] == 0) ready.push({rank[e.op], -e.op});
+  }
+  return r;
+}
+
+ListResult list_topo(const UnitProblem& p) {
+  // Baechi's m-TOPO: groups in topological order (of their first op) fill one
+  // device up to an equal share of the total memory, then the next.
+  std::vector<int32_t> order(p.groups());
+  for (int32_t g = 0; g < p.groups(); ++g) order[g] = g;
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
+  int64_t total = 0;
+  for (int64_t m : p.group_mem) total += m;
+  double total_work = 0.0;
+  for (int32_t u = 0; u < p.n; ++u) total_work += p.mean_cost(u);
+  // Share by memory, as Baechi; when memory is light, by work so that the
+  // devices still split the graph.
+  const double mem_share = static_cast<double>(total) / p.k;
+  const double work_share = total_work / p.k;
+  MemoryBook book(p);
+  std::vector<int32_t> group_device(p.groups(), -1);
+  int32_t d = 0;
+  double work_on_d = 0.0;
+  for (int32_t g : order) {
+    double work = 0.0;
+    for (int32_t u : p.members[g]) work += p.mean_cost(u);
+    auto over_share = [&](int32_t dev) {
+      return static_cast<double>(book.used(dev) + p.group_mem[g]) > mem_share * 1.0001 + 1 &&
+             work_on_d + work > work_share * 1.0001;
+    };
+    if (d < p.k - 1 && book.used(d) > 0 && over_share(d)) {
+      ++d;
+      work_on_d = 0.0;
+    }
+    int32_t target = d;
+    if (!book.fits(g, target)) {
+      target = -1;
+      for (int32_t t = 0; t < p.k; ++t)
+        if (book.fits(g, t) && (target < 0 || book.free(t) > book.free(target))) target = t;
+      if (target < 0) out_of_memory(p, book, p.members[g][0], "m_topo");
+    }
+    group_device[g] = target;
+    book.add(g, target);
+    if (target == d) work_on_d += work;
+  }
+  ListResult r;
+  r.unit_device = expand_groups(p, group_device);
+  std::vector<int32_t> ids(p.n);
+  for (int32_t u = 0; u < p.n; ++u) ids[u] = u;
+  r.schedule = schedule_in_order(p, r.unit_device, ids);
+  return r;
+}
+
+}  // namespace placer::placers

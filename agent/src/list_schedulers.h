@@ -1,0 +1,63 @@
+// Schedules of a unit problem under the simulator's link model and the list
+// schedulers (ETF, HEFT, topological order) built on them (internal to agent/src).
+#pragma once
+
+#include <cstdint>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "unit_problem.h"
+
+namespace placer::placers {
+
+// Transfers under the simulator's link model: one FIFO channel per directed
+// link, alpha + bytes / beta each, and a unit's output sent to a device once
+// (later consumers there reuse the copy; a consumer needing more of its
+// bytes than were sent gets the rest sent).
+class LinkBook {
+ public:
+  explicit LinkBook(const UnitProblem& p) : p_(&p), chan_free_(static_cast<size_t>(p.k) * p.k, 0.0) {}
+  // When unit v's inputs are all on device d, given where and when its
+  // (placed, finished) preds ran. commit = book the transfers on the channels.
+  double data_ready(int32_t v, int32_t d, const std::vector<int32_t>& dev, const std::vector<double>& finish,
+                    bool commit);
+
+ private:
+  struct Sent {
+    int64_t bytes = 0;
+    double arrival = 0.0;
+  };
+  const UnitProblem* p_;
+  std::vector<double> chan_free_;                  // [from * k + to]
+  std::unordered_map<int64_t, Sent> sent_;         // unit * k + destination
+  std::vector<std::pair<double, int32_t>> order_;  // scratch: preds by finish time
+  std::vector<double> tmp_free_;                   // scratch: channel times into d while not committing
+};
+
+// A schedule under the placers' model: ops of a device run one at a time, a
+// cross-device edge delays its consumer by its transfer on the link's FIFO
+// channel (LinkBook). Ops are started in the order given (a topological order).
+struct Schedule {
+  std::vector<double> start;
+  std::vector<double> finish;
+  double makespan = 0.0;
+};
+Schedule schedule_in_order(const UnitProblem& p, const std::vector<int32_t>& unit_device,
+                           const std::vector<int32_t>& order);
+// Event-driven: among ready ops of a device the lowest id starts first (the
+// simulator's rule); transfers are booked when their consumer becomes ready,
+// on the link channels, or free of contention (link_channels = false: the
+// ILP's own model, whose big-M comes from this schedule).
+Schedule schedule_ready_order(const UnitProblem& p, const std::vector<int32_t>& unit_device, bool link_channels = true);
+
+// List scheduling result: device per unit and the schedule it implied.
+struct ListResult {
+  std::vector<int32_t> unit_device;
+  Schedule schedule;
+};
+ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent = nullptr);
+ListResult list_heft(const UnitProblem& p);
+ListResult list_topo(const UnitProblem& p);
+
+}  // namespace placer::placers

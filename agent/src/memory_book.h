@@ -1,0 +1,36 @@
+// Per-device memory on groups of a unit problem, and repair of placements
+// that overfill a device (internal to agent/src).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "unit_problem.h"
+
+namespace placer::placers {
+
+// Per-device memory book-keeping on groups.
+class MemoryBook {
+ public:
+  explicit MemoryBook(const UnitProblem& p) : p_(&p), used_(p.k, 0) {}
+  bool fits(int32_t group, int32_t device) const {
+    return used_[device] + p_->group_mem[group] <= p_->capacity[device];
+  }
+  void add(int32_t group, int32_t device) { used_[device] += p_->group_mem[group]; }
+  void remove(int32_t group, int32_t device) { used_[device] -= p_->group_mem[group]; }
+  int64_t used(int32_t device) const { return used_[device]; }
+  int64_t free(int32_t device) const { return p_->capacity[device] - used_[device]; }
+
+ private:
+  const UnitProblem* p_;
+  std::vector<int64_t> used_;
+};
+
+// Moves groups off devices over capacity onto devices with room (the fewest
+// bytes moved, preferring the devices their neighbours are on). Returns false
+// if it cannot make the placement fit.
+bool repair_memory(const UnitProblem& p, std::vector<int32_t>& group_device);
+bool fits_memory(const UnitProblem& p, const std::vector<int32_t>& group_device);
+
+}  // namespace placer::placers

@@ -1,0 +1,66 @@
+// Budgeted, cancellable search over placers (see search.h).
+#include "placer/agent/search.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "placer/env/environment.h"
+#include "placer/graphs/timing.h"
+
+namespace placer {
+
+SearchResult search(const PlaceContext& context, const SearchOptions& options, const SearchCandidate* start,
+                    const std::function<void(const SearchProgress&)>& on_progress) {
+  std::vector<bool> stochastic;
+  for (const auto& m : options.methods) stochastic.push_back(make_placer(m)->stochastic());  // checks the names
+  const auto started = Clock::now();
+  const SearchBudget& budget = options.budget;
+  SearchResult res;
+  if (start && start->result.ok()) {
+    res.found = true;
+    res.best = *start;
+  }
+  auto out_of_budget = [&] {
+    if (budget.cancel && budget.cancel->load()) res.cancelled = true;
+    return res.cancelled || (budget.samples > 0 && res.samples >= budget.samples) ||
+           (budget.seconds > 0 && seconds_since(started) >= budget.seconds);
+  };
+  for (int64_t round = 0; !out_of_budget() && (options.max_rounds <= 0 || round < options.max_rounds); ++round) {
+    bool ran = false;
+    for (size_t i = 0; i < options.methods.size(); ++i) {
+      if (out_of_budget()) break;
+      if (round > 0 && !stochastic[i]) continue;
+      const std::string& method = options.methods[i];
+      PlaceContext ctx = context;
+      ctx.seed = context.seed + static_cast<uint64_t>(round);
+      const int64_t left = budget.samples > 0 ? budget.samples - res.samples : options.run_samples;
+      ctx.sample_budget = std::max<int64_t>(1, std::min(left, options.run_samples));
+      const double time_left = budget.seconds > 0 ? budget.seconds - seconds_since(started) : options.run_seconds;
+      ctx.time_limit_s = std::max(0.01, std::min(time_left, options.run_seconds));
+      PlaceResult placed;
+      try {
+        placed = make_placer(method)->place(ctx);
+      } catch (const NoFeasiblePlacement&) {
+        continue;  // this method cannot place the graph; others may
+      }
+      const StepResult r = ctx.env->simulate(placed.placement);
+      ran = true;
+      const bool improved = r.ok() && (!res.found || r.step_s < res.best.result.step_s);
+      if (improved) {
+        res.found = true;
+        res.improved = true;
+        res.best = {method, placed.placement, r};
+      }
+      res.samples += std::max<int64_t>(1, placed.evaluations);
+      res.rounds = round + 1;
+      res.elapsed_s = seconds_since(started);
+      if (on_progress)
+        on_progress(SearchProgress{method, placed.placement, r, improved, res.samples, res.rounds, res.elapsed_s});
+    }
+    if (!ran) break;  // only deterministic methods: one round is all there is
+  }
+  res.elapsed_s = seconds_since(started);
+  return res;
+}
+
+}  // namespace placer

@@ -1,0 +1,72 @@
+// The unit problem (internal to agent/src): every algorithmic placer works on
+// units (operators, or co-location groups of a coarsened graph) in
+// topological order with a cost per device, a memory estimate, edges with
+// bytes, and co-location groups that must share a device. Decisions are made
+// per group; results expand to one device per op.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "placer/agent/placer.h"
+#include "placer/env/cost_model.h"
+#include "placer/graphs/algorithms.h"
+
+namespace placer::placers {
+
+struct Edge {
+  int32_t op;     // the other end
+  int64_t bytes;  // bytes of the tensors between the two ops
+};
+
+struct UnitProblem {
+  int32_t n = 0;                         // units, topologically ordered (every pred has a smaller id)
+  int32_t k = 0;                         // devices
+  std::vector<double> cost;              // [unit * k + device] seconds
+  std::vector<int64_t> mem;              // per unit, bytes (params + activations estimate)
+  std::vector<std::vector<Edge>> preds;  // per unit, unique
+  std::vector<std::vector<Edge>> succs;
+  std::vector<int32_t> group_of;              // unit -> group
+  std::vector<std::vector<int32_t>> members;  // group -> units ascending
+  std::vector<int64_t> group_mem;
+  std::vector<int64_t> capacity;        // per device, bytes usable by placers
+  std::vector<double> alpha;            // [from * k + to] seconds
+  std::vector<double> inv_beta;         // [from * k + to] seconds per byte
+  std::vector<std::string> unit_names;  // for messages
+  std::vector<std::string> device_names;
+  bool identical_devices = false;  // same costs, memory and links everywhere
+
+  int32_t groups() const { return static_cast<int32_t>(members.size()); }
+  double c(int32_t unit, int32_t device) const { return cost[static_cast<size_t>(unit) * k + device]; }
+  double transfer(int32_t from, int32_t to, int64_t bytes) const {
+    if (from == to) return 0.0;
+    return alpha[from * k + to] + static_cast<double>(bytes) * inv_beta[from * k + to];
+  }
+  double group_cost(int32_t g, int32_t device) const;
+  double mean_cost(int32_t unit) const;
+  double mean_transfer(int64_t bytes) const;  // average over ordered device pairs
+};
+
+// Memory estimate of one op: its parameters plus the outputs it produces
+// (kept alive until the backward pass in the worst case). Conservative.
+int64_t op_memory_estimate(const Op& op);
+
+// The op-level problem of context.graph on context.cluster with env costs.
+// memory_fraction: share of each device's memory the placers may fill.
+UnitProblem make_unit_problem(const PlaceContext& context, double memory_fraction);
+
+// A problem whose units are the parts of `grouping` (parts on a cycle of the
+// quotient graph are merged first); units holding ops of one co-location
+// group form one group. unit_of_op[v] is the unit of op v.
+UnitProblem make_group_problem(const UnitProblem& op_problem, const Grouping& grouping,
+                               std::vector<int32_t>* unit_of_op);
+
+// Validates the context (non-null, non-empty) and throws NoFeasiblePlacement
+// if some group fits on no device.
+void check_context(const PlaceContext& context);
+void check_groups_fit(const UnitProblem& problem);
+
+std::vector<int32_t> expand_groups(const UnitProblem& p, const std::vector<int32_t>& group_device);
+
+}  // namespace placer::placers

@@ -1,0 +1,181 @@
+// compare_placers (agent/compare.h) and search (agent/search.h): the named
+// placers run in order and rank by simulated step; a search stops at its
+// sample budget and when cancelled; stochastic placers run again with new
+// seeds, deterministic ones once.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <set>
+
+#include "placer/agent/compare.h"
+#include "placer/agent/placer.h"
+#include "placer/agent/search.h"
+#include "placer/env/environment.h"
+#include "placer/env/presets.h"
+#include "placer/graphs/builders.h"
+#include "placer/graphs/error.h"
+
+namespace placer {
+namespace {
+
+struct Fixture {
+  Graph graph = build_graph("rnnlm", [] {
+    BuilderOptions o;
+    o.values = {{"layers", 2}, {"hidden", 64}, {"steps", 3}, {"batch", 8}, {"vocab", 100}};
+    return o;
+  }());
+  Cluster cluster = cluster_preset("k80x4");
+  Environment env{graph, cluster, [] {
+                    EnvOptions o;
+                    o.threads = 1;
+                    return o;
+                  }()};
+  PlaceContext context(uint64_t seed = 3) {
+    PlaceContext ctx;
+    ctx.graph = &graph;
+    ctx.cluster = &cluster;
+    ctx.env = &env;
+    ctx.seed = seed;
+    ctx.sample_budget = 40;
+    ctx.time_limit_s = 5.0;
+    return ctx;
+  }
+};
+
+TEST(Compare, RunsTheNamedPlacersInOrderAndRanksBySimulatedStep) {
+  Fixture f;
+  const std::vector<std::string> methods = {"single", "round_robin", "m_etf", "random"};
+  std::vector<std::string> started;
+  CompareOptions options;
+  options.on_start = [&](const std::string& m) { started.push_back(m); };
+  const std::vector<Compared> entries = compare_placers(methods, f.context(), options);
+  EXPECT_EQ(started, methods);
+  ASSERT_EQ(entries.size(), methods.size());
+  for (size_t i = 0; i < methods.size(); ++i) {
+    const Compared& c = entries[i];
+    EXPECT_EQ(c.method, methods[i]);
+    ASSERT_TRUE(c.ok()) << c.method << ": " << c.error;
+    // The figure is the simulator's, for the placer's own placement.
+    EXPECT_DOUBLE_EQ(c.step().step_s, f.env.simulate(c.result.placement).step_s);
+    EXPECT_GE(c.seconds, 0.0);
+  }
+  const std::vector<int> order = ranking(entries);
+  ASSERT_EQ(order.size(), methods.size());
+  for (size_t i = 1; i < order.size(); ++i)
+    EXPECT_LE(entries[order[i - 1]].step().step_s, entries[order[i]].step().step_s);
+  EXPECT_EQ(fastest(entries), order[0]);
+  // The same placer on the same context gives the same figure.
+  EXPECT_EQ(compare_placers({"random"}, f.context(), {})[0].result.placement, entries[3].result.placement);
+}
+
+TEST(Compare, InfeasibleEntriesRankLastAndUnknownNamesAreInputErrors) {
+  Fixture f;
+  Cluster tiny = f.cluster;
+  for (Device& d : tiny.devices) d.memory_bytes = 1024;  // nothing fits
+  Environment env(f.graph, tiny);
+  PlaceContext ctx = f.context();
+  ctx.cluster = &tiny;
+  ctx.env = &env;
+  const std::vector<Compared> entries = compare_placers({"single", "m_topo"}, ctx);
+  for (const Compared& c : entries) {
+    EXPECT_FALSE(c.placed) << c.method;
+    EXPECT_FALSE(c.error.empty());
+  }
+  EXPECT_EQ(fastest(entries), -1);
+  EXPECT_EQ(ranking(entries), (std::vector<int>{0, 1}));
+  EXPECT_THROW(compare_placers({"nope"}, f.context()), InputError);
+  EXPECT_THROW(parse_method_list("m_etf,nope"), InputError);
+  EXPECT_THROW(parse_method_list(","), InputError);
+  EXPECT_EQ(parse_method_list("all"), placer_names());
+  EXPECT_EQ(parse_method_list("m_etf,,heft"), (std::vector<std::string>{"m_etf", "heft"}));
+}
+
+TEST(Placer, StochasticIsAPropertyOfThePlacer) {
+  std::set<std::string> stochastic;
+  for (const std::string& name : placer_names())
+    if (make_placer(name)->stochastic()) stochastic.insert(name);
+  EXPECT_EQ(stochastic, (std::set<std::string>{"random", "local_search"}));
+}
+
+TEST(Search, StochasticPlacersRunAgainWithNewSeedsDeterministicOnesOnce) {
+  Fixture f;
+  SearchOptions so;
+  so.methods = {"m_etf", "random"};
+  so.budget.samples = 5;  // m_etf (1) + random (1) + random x3
+  std::vector<std::pair<std::string, int64_t>> runs;
+  const SearchResult r = search(f.context(10), so, nullptr, [&](const SearchProgress& p) {
+    runs.push_back({p.method, p.rounds});
+  });
+  const std::vector<std::pair<std::string, int64_t>> want = {
+      {"m_etf", 1}, {"random", 1}, {"random", 2}, {"random", 3}, {"random", 4}};
+  EXPECT_EQ(runs, want);
+  EXPECT_EQ(r.samples, 5);
+  EXPECT_EQ(r.rounds, 4);
+  EXPECT_FALSE(r.cancelled);
+  ASSERT_TRUE(r.found);
+  // Round r ran random with seed 10 + r: the best is the fastest of those placements.
+  double best = f.env.simulate(compare_placers({"m_etf"}, f.context(10))[0].result.placement).step_s;
+  for (uint64_t round = 0; round < 4; ++round)
+    best = std::min(best, compare_placers({"random"}, f.context(10 + round))[0].step().step_s);
+  EXPECT_DOUBLE_EQ(r.best.result.step_s, best);
+
+  // Only deterministic placers: one round, whatever the budget.
+  so.methods = {"single", "m_etf"};
+  so.budget.samples = 1000;
+  const SearchResult once = search(f.context(), so);
+  EXPECT_EQ(once.rounds, 1);
+  EXPECT_EQ(once.samples, 2);
+}
+
+TEST(Search, StopsAtItsSampleBudget) {
+  Fixture f;
+  SearchOptions so;
+  so.methods = {"local_search"};
+  so.budget.samples = 50;
+  so.run_samples = 20;
+  std::vector<int64_t> budgets;
+  const SearchResult r =
+      search(f.context(), so, nullptr, [&](const SearchProgress& p) { budgets.push_back(p.samples); });
+  // 20 + 20 + the 10 left: never more than the budget.
+  EXPECT_EQ(r.samples, 50);
+  EXPECT_EQ(budgets, (std::vector<int64_t>{20, 40, 50}));
+  EXPECT_EQ(r.rounds, 3);
+}
+
+TEST(Search, StopsWhenCancelledAndKeepsAFasterStartOnlyWhenBeaten) {
+  Fixture f;
+  std::atomic<bool> cancel{false};
+  SearchOptions so;
+  so.methods = {"random"};
+  so.budget.cancel = &cancel;  // no sample or time budget: only the cancel ends it
+  int runs = 0;
+  const SearchResult r = search(f.context(), so, nullptr, [&](const SearchProgress&) {
+    if (++runs == 3) cancel = true;
+  });
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_EQ(runs, 3);
+  EXPECT_EQ(r.samples, 3);
+
+  cancel = true;  // cancelled before it starts: nothing runs, the start stays
+  const PlaceResult etf = make_placer("m_etf")->place(f.context());
+  const SearchCandidate start{"m_etf", etf.placement, f.env.simulate(etf.placement)};
+  const SearchResult none = search(f.context(), so, &start);
+  EXPECT_TRUE(none.cancelled);
+  EXPECT_EQ(none.samples, 0);
+  ASSERT_TRUE(none.found);
+  EXPECT_FALSE(none.improved);
+  EXPECT_EQ(none.best.method, "m_etf");
+
+  // A start no random placement beats stays the best.
+  cancel = false;
+  so.budget.samples = 4;
+  SearchCandidate unbeatable = start;
+  unbeatable.result.step_s = 1e-12;
+  const SearchResult kept = search(f.context(), so, &unbeatable);
+  EXPECT_EQ(kept.samples, 4);
+  EXPECT_FALSE(kept.improved);
+  EXPECT_EQ(kept.best.method, "m_etf");
+}
+
+}  // namespace
+}  // namespace placer
