@@ -27,7 +27,7 @@
 namespace placer {
 class LoadedPolicy;
 class PreparedProblem;
-}
+}  // namespace placer
 
 namespace placer::service {
 
