@@ -23,7 +23,7 @@
 namespace placer {
 class LoadedPolicy;
 class PreparedProblem;
-}
+}  // namespace placer
 
 namespace placer::service {
 
