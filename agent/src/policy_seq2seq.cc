@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/fields.h"
 #include "policy.h"
 
 namespace placer::learned {
@@ -24,7 +25,7 @@ torch::Tensor device_features(const Problem& problem) {
 
 DecoderImpl::DecoderImpl(int hidden, const std::string& decoder) : hidden_(hidden), recurrent_(decoder == "lstm") {
   if (decoder != "lstm" && decoder != "pointwise")
-    throw InputError("policy.decoder: unknown decoder '" + decoder + "' (known: lstm, pointwise)");
+    throw InputError("policy.decoder: " + unknown_name("decoder", decoder, {"lstm", "pointwise"}));
   dev_proj_ = register_module("dev_proj", nn::Linear(kDeviceFeatures, hidden));
   dev_index_ = register_module("dev_index", nn::Embedding(kMaxDevices, hidden));
   if (recurrent_)
@@ -215,7 +216,7 @@ std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options) {
   if (options.kind == "seq2seq") return std::make_shared<Seq2SeqPolicyImpl>(options);
   if (options.kind == "gnn") return std::make_shared<GnnPolicyImpl>(options);
   if (options.kind == "hierarchical") return std::make_shared<HierarchicalPolicyImpl>(options);
-  throw InputError("policy.type: unknown policy '" + options.kind + "' (known: seq2seq, hierarchical, gnn)");
+  throw InputError("policy.type: " + unknown_name("policy", options.kind, {"seq2seq", "hierarchical", "gnn"}));
 }
 
 }  // namespace placer::learned

@@ -10,18 +10,11 @@
 #include <set>
 #include <sstream>
 
-#include <cereal/archives/json.hpp>
-
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
-
-// cereal bundles RapidJSON under its own namespace upstream; Debian's cereal
-// uses the system RapidJSON. Either way json.hpp has included it by now.
-#if defined(CEREAL_RAPIDJSON_NAMESPACE)
-namespace rj = CEREAL_RAPIDJSON_NAMESPACE;
-#else
-namespace rj = RAPIDJSON_NAMESPACE;
-#endif
+#include "placer/graphs/fields.h"
+#include "placer/graphs/json_reader.h"
+#include "placer/graphs/json_writer.h"
 
 namespace placer {
 namespace {
@@ -58,44 +51,6 @@ double pearson(const std::vector<double>& a, const std::vector<double>& b) {
     sbb += (b[i] - mb) * (b[i] - mb);
   }
   return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
-}
-
-std::string fmt(double v, int precision = 6) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
-  return buf;
-}
-
-std::string json_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
-      out += buf;
-    } else {
-      out += c;
-    }
-  }
-  return out;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
 }
 
 }  // namespace
@@ -237,44 +192,57 @@ void FidelityReport::compute_statistics() {
                                                                  : std::numeric_limits<double>::quiet_NaN();
 }
 
+}  // namespace placer
+
+namespace placer {
+namespace {
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
+  }
+  return out;
+}
+}  // namespace
+
 FidelityReport FidelityReport::from_json(const std::string& text) {
   rj::Document doc;
   doc.Parse(text.c_str(), text.size());
   if (doc.HasParseError() || !doc.IsObject()) throw InputError("fidelity report: not a JSON object");
-  auto str = [&](const rj::Value& v, const char* key) -> std::string {
-    if (!v.HasMember(key) || !v[key].IsString())
-      throw InputError(std::string("fidelity report: field '") + key + "' must be a string");
-    return v[key].GetString();
-  };
-  auto num = [&](const rj::Value& v, const char* key, const std::string& where) -> double {
-    if (!v.HasMember(key) || !v[key].IsNumber())
-      throw InputError("fidelity report: " + where + "field '" + key + "' must be a number");
-    return v[key].GetDouble();
-  };
+  // "fidelity report: points[0].measured_s: expected a number, got \"x\""
+  FieldReader<JsonNode> top(JsonNode(&doc), "", throw_field_error<InputError>("fidelity report"));
+  auto number = [](FieldReader<JsonNode>& f, const char* key) { return f.number(f.need(key), f.path(key)); };
   FidelityReport r;
-  r.graph = str(doc, "graph");
-  r.devices = str(doc, "devices");
-  r.command = str(doc, "command");
-  r.host = str(doc, "host");
-  r.ops = static_cast<int64_t>(num(doc, "ops", ""));
-  r.calibrated_fraction = num(doc, "calibrated_fraction", "");
-  r.per_op_overhead_s = num(doc, "per_op_overhead_s", "");
-  r.failed = static_cast<int>(num(doc, "failed", ""));
-  if (!doc.HasMember("points") || !doc["points"].IsArray())
-    throw InputError("fidelity report: field 'points' must be a list");
-  const rj::Value& pts = doc["points"];
-  for (rj::SizeType i = 0; i < pts.Size(); ++i) {
-    const std::string where = "points[" + std::to_string(i) + "]: ";
-    if (!pts[i].IsObject()) throw InputError("fidelity report: " + where + "must be an object");
+  r.graph = top.string(top.need("graph"), "graph");
+  r.devices = top.string(top.need("devices"), "devices");
+  r.command = top.string(top.need("command"), "command");
+  r.host = top.string(top.need("host"), "host");
+  r.ops = static_cast<int64_t>(number(top, "ops"));
+  r.calibrated_fraction = number(top, "calibrated_fraction");
+  r.per_op_overhead_s = number(top, "per_op_overhead_s");
+  r.failed = static_cast<int>(number(top, "failed"));
+  const JsonNode points = top.need("points");
+  if (!points.is_list()) top.fail("points", "expected a list, got " + points.describe());
+  for (size_t i = 0; i < points.size(); ++i) {
+    FieldReader<JsonNode> pt(points.at(i), index_path("points", i), top.on_fail());
+    if (!points.at(i).is_map()) top.fail(pt.path(), "expected an object, got " + points.at(i).describe());
     FidelityPoint p;
-    p.kind = str(pts[i], "kind");
-    p.measured_s = num(pts[i], "measured_s", where);
-    p.measured_iqr_s = num(pts[i], "measured_iqr_s", where);
-    p.simulated_s = num(pts[i], "simulated_s", where);
-    p.transfer_bytes = static_cast<int64_t>(num(pts[i], "transfer_bytes", where));
-    if (pts[i].HasMember("rounds_s") && pts[i]["rounds_s"].IsArray())
-      for (const auto& v : pts[i]["rounds_s"].GetArray())
-        if (v.IsNumber()) p.rounds_s.push_back(v.GetDouble());
+    p.kind = pt.string(pt.need("kind"), pt.path("kind"));
+    p.measured_s = number(pt, "measured_s");
+    p.measured_iqr_s = number(pt, "measured_iqr_s");
+    p.simulated_s = number(pt, "simulated_s");
+    p.transfer_bytes = static_cast<int64_t>(number(pt, "transfer_bytes"));
+    const JsonNode rounds = pt.get("rounds_s");
+    for (size_t k = 0; k < rounds.size(); ++k)
+      if (const auto v = rounds.at(k).number()) p.rounds_s.push_back(*v);
     r.points.push_back(std::move(p));
   }
   if (r.points.size() < 2) throw InputError("fidelity report: needs at least two points");
@@ -284,20 +252,21 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
 
 std::string FidelityReport::to_json() const {
   std::ostringstream o;
-  o << "{\n  \"graph\": \"" << json_escape(graph) << "\",\n  \"ops\": " << ops << ",\n  \"devices\": \""
-    << json_escape(devices) << "\",\n  \"command\": \"" << json_escape(command) << "\",\n  \"host\": \""
-    << json_escape(host) << "\",\n  \"calibrated_fraction\": " << fmt(calibrated_fraction)
-    << ",\n  \"per_op_overhead_s\": " << fmt(per_op_overhead_s) << ",\n  \"placements\": " << points.size()
-    << ",\n  \"failed\": " << failed << ",\n  \"spearman\": " << fmt(spearman)
-    << ",\n  \"kendall_tau_b\": " << fmt(kendall) << ",\n  \"mape\": " << fmt(mape)
-    << ",\n  \"retest_spearman\": " << (std::isnan(retest_spearman) ? std::string("null") : fmt(retest_spearman))
-    << ",\n  \"points\": [\n";
+  o << "{\n  \"graph\": " << json_quote(graph) << ",\n  \"ops\": " << ops << ",\n  \"devices\": " << json_quote(devices)
+    << ",\n  \"command\": " << json_quote(command) << ",\n  \"host\": " << json_quote(host)
+    << ",\n  \"calibrated_fraction\": " << format_number(calibrated_fraction)
+    << ",\n  \"per_op_overhead_s\": " << format_number(per_op_overhead_s) << ",\n  \"placements\": " << points.size()
+    << ",\n  \"failed\": " << failed << ",\n  \"spearman\": " << format_number(spearman)
+    << ",\n  \"kendall_tau_b\": " << format_number(kendall) << ",\n  \"mape\": " << format_number(mape)
+    << ",\n  \"retest_spearman\": "
+    << (std::isnan(retest_spearman) ? std::string("null") : format_number(retest_spearman)) << ",\n  \"points\": [\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
-    o << "    {\"kind\": \"" << p.kind << "\", \"measured_s\": " << fmt(p.measured_s, 8)
-      << ", \"measured_iqr_s\": " << fmt(p.measured_iqr_s, 8) << ", \"simulated_s\": " << fmt(p.simulated_s, 8)
-      << ", \"transfer_bytes\": " << p.transfer_bytes << ", \"rounds_s\": [";
-    for (size_t r = 0; r < p.rounds_s.size(); ++r) o << (r ? ", " : "") << fmt(p.rounds_s[r], 8);
+    o << "    {\"kind\": \"" << p.kind << "\", \"measured_s\": " << format_number(p.measured_s, 8)
+      << ", \"measured_iqr_s\": " << format_number(p.measured_iqr_s, 8)
+      << ", \"simulated_s\": " << format_number(p.simulated_s, 8) << ", \"transfer_bytes\": " << p.transfer_bytes
+      << ", \"rounds_s\": [";
+    for (size_t r = 0; r < p.rounds_s.size(); ++r) o << (r ? ", " : "") << format_number(p.rounds_s[r], 8);
     o << "]}" << (i + 1 < points.size() ? "," : "") << "\n";
   }
   o << "  ]\n}\n";
@@ -311,20 +280,23 @@ std::string FidelityReport::to_markdown() const {
   o << "Host: " << host << "\n\n";
   o << "| graph | ops | placements | failed | Spearman | Kendall tau-b | MAPE | ops calibrated | executor overhead |\n";
   o << "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  o << "| " << graph << " | " << ops << " | " << points.size() << " | " << failed << " | " << fmt(spearman, 3) << " | "
-    << fmt(kendall, 3) << " | " << fmt(100 * mape, 3) << "% | " << fmt(100 * calibrated_fraction, 3) << "% | "
-    << fmt(per_op_overhead_s * 1e6, 3) << " us/op |\n\n";
+  o << "| " << graph << " | " << ops << " | " << points.size() << " | " << failed << " | " << format_number(spearman, 3)
+    << " | " << format_number(kendall, 3) << " | " << format_number(100 * mape, 3) << "% | "
+    << format_number(100 * calibrated_fraction, 3) << "% | " << format_number(per_op_overhead_s * 1e6, 3)
+    << " us/op |\n\n";
   o << "Goal: Spearman >= 0.9 and MAPE <= 10%: " << (spearman >= 0.9 && mape <= 0.10 ? "met" : "NOT met") << ".\n\n";
   if (!std::isnan(retest_spearman))
     o << "The measurement against itself (round 1 vs round 2 of the same placements): Spearman "
-      << fmt(retest_spearman, 3) << ". A simulator cannot rank placements more reliably than the measurement does.\n\n";
+      << format_number(retest_spearman, 3)
+      << ". A simulator cannot rank placements more reliably than the measurement does.\n\n";
   o << "| # | kind | measured s (IQR of its round) | simulated s | error | transfer MB "
        "|\n|---:|---|---:|---:|---:|---:|\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
-    o << "| " << i << " | " << p.kind << " | " << fmt(p.measured_s, 4) << " (" << fmt(p.measured_iqr_s, 2) << ") | "
-      << fmt(p.simulated_s, 4) << " | " << fmt(100 * (p.simulated_s - p.measured_s) / p.measured_s, 3) << "% | "
-      << fmt(p.transfer_bytes / 1e6, 4) << " |\n";
+    o << "| " << i << " | " << p.kind << " | " << format_number(p.measured_s, 4) << " ("
+      << format_number(p.measured_iqr_s, 2) << ") | " << format_number(p.simulated_s, 4) << " | "
+      << format_number(100 * (p.simulated_s - p.measured_s) / p.measured_s, 3) << "% | "
+      << format_number(p.transfer_bytes / 1e6, 4) << " |\n";
   }
   return o.str();
 }
@@ -351,12 +323,13 @@ std::string FidelityReport::to_svg() const {
   o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">" << xml_escape(graph) << " on "
     << xml_escape(devices) << ": simulated vs measured step time</text>\n";
-  o << "<text x=\"" << W / 2 << "\" y=\"38\" text-anchor=\"middle\">Spearman " << fmt(spearman, 3) << ", Kendall "
-    << fmt(kendall, 3) << ", MAPE " << fmt(100 * mape, 3) << "%, n = " << points.size() << "</text>\n";
+  o << "<text x=\"" << W / 2 << "\" y=\"38\" text-anchor=\"middle\">Spearman " << format_number(spearman, 3)
+    << ", Kendall " << format_number(kendall, 3) << ", MAPE " << format_number(100 * mape, 3)
+    << "%, n = " << points.size() << "</text>\n";
   if (!std::isnan(retest_spearman))
     o << "<text x=\"" << W / 2
       << "\" y=\"54\" text-anchor=\"middle\" fill=\"#555\">measured vs re-measured (round 1 vs 2): Spearman "
-      << fmt(retest_spearman, 3) << "</text>\n";
+      << format_number(retest_spearman, 3) << "</text>\n";
   // Axes and decade ticks.
   o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
     << "\" fill=\"none\" stroke=\"black\"/>\n";
@@ -385,8 +358,10 @@ std::string FidelityReport::to_svg() const {
       << "\" stroke=\"#ddd\"/>\n";
     o << "<line x1=\"" << L << "\" y1=\"" << y(v) << "\" x2=\"" << W - R << "\" y2=\"" << y(v)
       << "\" stroke=\"#ddd\"/>\n";
-    o << "<text x=\"" << x(v) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << fmt(v, 3) << "</text>\n";
-    o << "<text x=\"" << L - 6 << "\" y=\"" << y(v) + 4 << "\" text-anchor=\"end\">" << fmt(v, 3) << "</text>\n";
+    o << "<text x=\"" << x(v) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << format_number(v, 3)
+      << "</text>\n";
+    o << "<text x=\"" << L - 6 << "\" y=\"" << y(v) + 4 << "\" text-anchor=\"end\">" << format_number(v, 3)
+      << "</text>\n";
   }
   // y = x and the +-10% band.
   const double a = std::pow(10.0, llo), b = std::pow(10.0, lhi);
@@ -404,8 +379,8 @@ std::string FidelityReport::to_svg() const {
     for (const auto& [k, c] : colors)
       if (k == p.kind) color = c;
     o << "<circle cx=\"" << x(p.measured_s) << "\" cy=\"" << y(p.simulated_s) << "\" r=\"4\" fill=\"" << color
-      << "\" fill-opacity=\"0.8\"><title>" << p.kind << ": measured " << fmt(p.measured_s, 4) << " s, simulated "
-      << fmt(p.simulated_s, 4) << " s</title></circle>\n";
+      << "\" fill-opacity=\"0.8\"><title>" << p.kind << ": measured " << format_number(p.measured_s, 4)
+      << " s, simulated " << format_number(p.simulated_s, 4) << " s</title></circle>\n";
   }
   double ly = T + 14;
   for (const auto& [k, c] : colors) {

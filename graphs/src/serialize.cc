@@ -143,13 +143,14 @@ struct OpRecord {
 };
 
 Arg parse_arg(const JsonReader<GraphError>& r, const rj::Value& v, const std::string& where) {
-  r.object(v, where, "args[]");
+  r.object(v, where, "");
   const std::string kind_name = r.string(r.require(v, "kind", where), where, "kind");
   const auto kind = parse_arg_kind(kind_name);
   if (!kind)
-    r.fail(where, "field 'kind': unknown argument kind '" + kind_name +
-                      "' (expected none, tensor, tensors, int, double, bool, ints, doubles, bools, string, "
-                      "dtype, device)");
+    r.fail(where, "kind",
+           unknown_name("argument kind", kind_name,
+                        {"none", "tensor", "tensors", "int", "double", "bool", "ints", "doubles", "bools", "string",
+                         "dtype", "device"}));
   Arg a;
   a.kind = *kind;
   if (a.kind == Arg::Kind::None) return a;
@@ -175,7 +176,7 @@ Arg parse_arg(const JsonReader<GraphError>& r, const rj::Value& v, const std::st
     case Arg::Kind::ScalarType: {
       const std::string name = r.string(value, where, "value");
       auto dtype = parse_dtype(name);
-      if (!dtype) r.fail(where, "field 'value': unknown dtype '" + name + "'");
+      if (!dtype) r.fail(where, "value", "unknown dtype '" + name + "'");
       a.i = static_cast<int64_t>(*dtype);
       break;
     }
@@ -186,13 +187,13 @@ Arg parse_arg(const JsonReader<GraphError>& r, const rj::Value& v, const std::st
 OpRecord parse_op(const JsonReader<GraphError>& r, const rj::Value& v, size_t index) {
   OpRecord rec;
   rec.where = detail::concat("ops[", index, "]");
-  r.object(v, rec.where, "ops[]");
+  r.object(v, rec.where, "");
   rec.op.name = r.string(r.require(v, "name", rec.where), rec.where, "name");
-  if (rec.op.name.empty()) r.fail(rec.where, "field 'name' is empty");
+  if (rec.op.name.empty()) r.fail(rec.where, "name", "empty");
   rec.where += " '" + rec.op.name + "'";
   const std::string& where = rec.where;
   rec.op.type = r.string(r.require(v, "type", where), where, "type");
-  if (rec.op.type.empty()) r.fail(where, "field 'type' is empty");
+  if (rec.op.type.empty()) r.fail(where, "type", "empty");
 
   if (const rj::Value* inputs = r.member(v, "inputs")) {
     r.array(*inputs, where, "inputs");
@@ -204,7 +205,7 @@ OpRecord parse_op(const JsonReader<GraphError>& r, const rj::Value& v, size_t in
       std::string name = r.string(r.require(in, "op", where + " " + f), where, fop.c_str());
       int32_t output = 0;
       if (const rj::Value* o = r.member(in, "output")) output = r.int32(*o, where, fout.c_str());
-      if (output < 0) r.fail(where, "field '" + fout + "' is negative");
+      if (output < 0) r.fail(where, fout + ": negative");
       rec.inputs.emplace_back(std::move(name), output);
     }
   }
@@ -221,11 +222,11 @@ OpRecord parse_op(const JsonReader<GraphError>& r, const rj::Value& v, size_t in
     TensorSpec spec;
     const std::string fshape = f + ".shape", fdtype = f + ".dtype";
     const rj::Value* shape = r.member(out, "shape");
-    if (!shape) r.fail(where, "field '" + fshape + "' missing");
+    if (!shape) r.fail(where, fshape + ": missing required field");
     spec.shape = r.integers(*shape, where, fshape.c_str());
     const std::string dtype = r.opt_string(out, "dtype", where, "float");
     auto parsed = parse_dtype(dtype);
-    if (!parsed) r.fail(where, "field '" + fdtype + "': unknown dtype '" + dtype + "'");
+    if (!parsed) r.fail(where, fdtype + ": unknown dtype '" + dtype + "'");
     spec.dtype = *parsed;
     rec.op.outputs.push_back(std::move(spec));
   }
@@ -233,7 +234,7 @@ OpRecord parse_op(const JsonReader<GraphError>& r, const rj::Value& v, size_t in
   rec.op.flops = r.opt_number(v, "flops", where, 0.0);
   const std::string phase = r.opt_string(v, "phase", where, "forward");
   auto parsed_phase = parse_phase(phase);
-  if (!parsed_phase) r.fail(where, "field 'phase': unknown phase '" + phase + "' (expected forward, backward, update)");
+  if (!parsed_phase) r.fail(where, "phase", unknown_name("phase", phase, {"forward", "backward", "update"}));
   rec.op.phase = *parsed_phase;
   rec.op.group = r.opt_string(v, "group", where);
   rec.op.layer = r.opt_string(v, "layer", where);
@@ -258,17 +259,16 @@ std::vector<size_t> order_records(const JsonReader<GraphError>& r, const std::ve
     for (size_t k = 0; k < rec.inputs.size(); ++k) {
       const auto& [name, output] = rec.inputs[k];
       auto it = index.find(name);
-      if (it == index.end())
-        r.fail(rec.where, detail::concat("field 'inputs[", k, "].op' refers to missing op '", name, "'"));
+      if (it == index.end()) r.fail(rec.where, detail::concat("inputs[", k, "].op: refers to missing op '", name, "'"));
       const OpRecord& producer = recs[it->second];
       if (output >= static_cast<int32_t>(producer.op.outputs.size()))
-        r.fail(rec.where, detail::concat("field 'inputs[", k, "].output' is ", output, " but '", name, "' has ",
+        r.fail(rec.where, detail::concat("inputs[", k, "].output: is ", output, " but '", name, "' has ",
                                          producer.op.outputs.size(), " output(s)"));
       deps[i].push_back(it->second);
     }
     if (!rec.forward.empty()) {
       auto it = index.find(rec.forward);
-      if (it == index.end()) r.fail(rec.where, "field 'forward' refers to missing op '" + rec.forward + "'");
+      if (it == index.end()) r.fail(rec.where, "forward", "refers to missing op '" + rec.forward + "'");
       deps[i].push_back(it->second);
     }
   }
@@ -480,7 +480,7 @@ Graph graph_from_json(const std::string& text) {
   }
   const rj::Value& ops = r.array(r.require(doc, "ops", ""), "", "ops");
   if (ops.Size() > static_cast<rj::SizeType>(kMaxOps))
-    r.fail("", detail::concat("field 'ops' has ", ops.Size(), " ops, more than the limit ", kMaxOps));
+    r.fail("", detail::concat("ops: has ", ops.Size(), " ops, more than the limit ", kMaxOps));
   std::vector<OpRecord> recs;  // not reserved: `[{},{},...]` must not buy room for a million ops
   for (rj::SizeType i = 0; i < ops.Size(); ++i) recs.push_back(parse_op(r, ops[i], i));
 
@@ -669,7 +669,7 @@ struct JsonLink {
 };
 
 Link parse_link(const JsonReader<PlacementError>& r, const rj::Value& v, const std::string& where, bool endpoints) {
-  r.object(v, where, "link");
+  r.object(v, where, "");
   Link l;
   if (endpoints) {
     l.from = r.string(r.require(v, "from", where), where, "from");
@@ -700,10 +700,10 @@ Cluster cluster_from_json(const std::string& text) {
   c.name = r.opt_string(doc, "name", "");
   c.source = r.opt_string(doc, "source", "");
   const rj::Value& devices = r.array(r.require(doc, "devices", ""), "", "devices");
-  if (devices.Size() > 4096) r.fail("", "field 'devices': more than 4096 devices");
+  if (devices.Size() > 4096) r.fail("", "devices", "more than 4096 devices");
   for (rj::SizeType i = 0; i < devices.Size(); ++i) {
     std::string where = detail::concat("devices[", i, "]");
-    const rj::Value& v = r.object(devices[i], where, "devices[]");
+    const rj::Value& v = r.object(devices[i], where, "");
     Device d;
     d.name = r.string(r.require(v, "name", where), where, "name");
     where += " '" + d.name + "'";
@@ -713,20 +713,21 @@ Cluster cluster_from_json(const std::string& text) {
     else if (kind == "cuda")
       d.kind = DeviceKind::Cuda;
     else
-      r.fail(where, "field 'kind': unknown device kind '" + kind + "' (expected cpu or cuda)");
+      r.fail(where, "kind", unknown_name("device kind", kind, {"cpu", "cuda"}));
     d.physical = r.opt_string(v, "physical", where);
     d.memory_bytes = r.integer(r.require(v, "memory_bytes", where), where, "memory_bytes");
     d.peak_flops = r.opt_number(v, "peak_flops", where, d.peak_flops);
     d.mem_bandwidth = r.opt_number(v, "mem_bandwidth", where, d.mem_bandwidth);
     d.op_overhead_s = r.opt_number(v, "op_overhead_s", where, d.op_overhead_s);
     const int64_t threads = r.opt_integer(v, "threads", where, 0);
-    if (threads < 0 || threads > 1 << 20) r.fail(where, "field 'threads' out of range");
+    if (threads < 0 || threads > 1 << 20)
+      r.fail(where, "threads", detail::concat("must be in [0, ", 1 << 20, "], got ", threads));
     d.threads = static_cast<int32_t>(threads);
     c.devices.push_back(std::move(d));
   }
   if (const rj::Value* links = r.member(doc, "links")) {
     r.array(*links, "", "links");
-    if (links->Size() > 4096u * 4096u) r.fail("", "field 'links': too many links");
+    if (links->Size() > 4096u * 4096u) r.fail("", "links", "too many links");
     for (rj::SizeType i = 0; i < links->Size(); ++i)
       c.links.push_back(parse_link(r, (*links)[i], detail::concat("links[", i, "]"), true));
   }
@@ -766,7 +767,7 @@ NamedPlacement placement_from_json(const std::string& text) {
     std::string op(it->name.GetString(), it->name.GetStringLength());
     const std::string where = "placement: op '" + op + "'";
     if (!it->value.IsString())
-      r.fail(where, "device must be a string, got " + JsonReader<PlacementError>::describe(it->value));
+      r.fail(where, "expected a device name (a string), got " + JsonReader<PlacementError>::describe(it->value));
     std::string device(it->value.GetString(), it->value.GetStringLength());
     if (!p.device.emplace(op, device).second) r.fail(where, "listed twice");
   }
@@ -837,11 +838,11 @@ Profile profile_from_json(const std::string& text) {
   p.host = r.opt_string(doc, "host", "");
   p.per_op_overhead_s = r.opt_number(doc, "per_op_overhead_s", "", 0.0);
   if (!(p.per_op_overhead_s >= 0) || !std::isfinite(p.per_op_overhead_s))
-    r.fail("", "field 'per_op_overhead_s' must be a finite number >= 0");
+    r.fail("", "per_op_overhead_s", "must be a finite number >= 0");
   const rj::Value& ops = r.array(r.require(doc, "ops", ""), "", "ops");
   for (rj::SizeType i = 0; i < ops.Size(); ++i) {
     const std::string where = detail::concat("ops[", i, "]");
-    const rj::Value& v = r.object(ops[i], where, "ops[]");
+    const rj::Value& v = r.object(ops[i], where, "");
     OpTiming t;
     t.op = r.opt_string(v, "op", where);
     t.signature = r.opt_string(v, "signature", where);
@@ -849,29 +850,29 @@ Profile profile_from_json(const std::string& text) {
     t.device_kind = r.opt_string(v, "device_kind", where);
     t.seconds = r.number(r.require(v, "seconds", where), where, "seconds");
     if (t.op.empty() && t.signature.empty()) r.fail(where, "needs field 'op' or 'signature'");
-    if (!(t.seconds >= 0) || !std::isfinite(t.seconds)) r.fail(where, "field 'seconds' must be a finite number >= 0");
+    if (!(t.seconds >= 0) || !std::isfinite(t.seconds)) r.fail(where, "seconds", "must be a finite number >= 0");
     t.contended_seconds = r.opt_number(v, "contended_seconds", where, 0.0);
     if (!(t.contended_seconds >= 0) || !std::isfinite(t.contended_seconds))
-      r.fail(where, "field 'contended_seconds' must be a finite number >= 0");
+      r.fail(where, "contended_seconds", "must be a finite number >= 0");
     p.ops.push_back(std::move(t));
   }
   if (const rj::Value* links = r.member(doc, "links")) {
     r.array(*links, "", "links");
     for (rj::SizeType i = 0; i < links->Size(); ++i) {
       const std::string where = detail::concat("links[", i, "]");
-      const rj::Value& v = r.object((*links)[i], where, "links[]");
+      const rj::Value& v = r.object((*links)[i], where, "");
       LinkFit l;
       l.from = r.string(r.require(v, "from", where), where, "from");
       l.to = r.string(r.require(v, "to", where), where, "to");
       l.alpha_s = r.number(r.require(v, "alpha_s", where), where, "alpha_s");
       l.beta_Bps = r.number(r.require(v, "beta_Bps", where), where, "beta_Bps");
-      if (!(l.alpha_s >= 0) || !std::isfinite(l.alpha_s)) r.fail(where, "field 'alpha_s' must be >= 0");
-      if (!(l.beta_Bps > 0) || !std::isfinite(l.beta_Bps)) r.fail(where, "field 'beta_Bps' must be positive");
+      if (!(l.alpha_s >= 0) || !std::isfinite(l.alpha_s)) r.fail(where, "alpha_s", "must be >= 0");
+      if (!(l.beta_Bps > 0) || !std::isfinite(l.beta_Bps)) r.fail(where, "beta_Bps", "must be positive");
       if (const rj::Value* samples = r.member(v, "samples")) {
         r.array(*samples, where, "samples");
         for (rj::SizeType k = 0; k < samples->Size(); ++k) {
           const std::string sw = detail::concat(where, " samples[", k, "]");
-          const rj::Value& s = r.object((*samples)[k], sw, "samples[]");
+          const rj::Value& s = r.object((*samples)[k], sw, "");
           l.samples.emplace_back(r.integer(r.require(s, "bytes", sw), sw, "bytes"),
                                  r.number(r.require(s, "seconds", sw), sw, "seconds"));
         }
@@ -928,7 +929,7 @@ StepResult step_result_from_json(const std::string& text) {
       s.status = st;
       known = true;
     }
-  if (!known) r.fail("", "field 'status': unknown status '" + status + "' (expected ok, oom, timeout, error)");
+  if (!known) r.fail("", "status", unknown_name("status", status, {"ok", "oom", "timeout", "error"}));
   s.message = r.opt_string(doc, "message", "");
   s.step_s = r.opt_number(doc, "step_s", "", 0.0);
   s.iqr_s = r.opt_number(doc, "iqr_s", "", 0.0);
@@ -937,7 +938,7 @@ StepResult step_result_from_json(const std::string& text) {
     r.array(*devices, "", "devices");
     for (rj::SizeType i = 0; i < devices->Size(); ++i) {
       const std::string where = detail::concat("devices[", i, "]");
-      const rj::Value& v = r.object((*devices)[i], where, "devices[]");
+      const rj::Value& v = r.object((*devices)[i], where, "");
       DeviceStats d;
       d.device = r.string(r.require(v, "device", where), where, "device");
       d.busy_s = r.opt_number(v, "busy_s", where, 0.0);
