@@ -20,6 +20,7 @@
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
 #include "placer/runtime/runtime.h"
 
@@ -118,33 +119,10 @@ struct Row {
   std::string own_kind;  // what that estimate is
 };
 
-std::string json_escape(const std::string& s) {
-  std::string o;
-  for (char c : s) {
-    if (c == '"' || c == '\\')
-      o += '\\', o += c;
-    else if (c == '\n')
-      o += "\\n";
-    else if (static_cast<unsigned char>(c) < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      o += buf;
-    } else
-      o += c;
-  }
-  return o;
-}
-
-std::string fmt(const char* f, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, f, v);
-  return buf;
-}
-
 std::string peaks_mib(const std::vector<int64_t>& peaks) {
   std::string s;
   for (size_t i = 0; i < peaks.size(); ++i)
-    s += (i ? "/" : "") + fmt("%.0f", static_cast<double>(peaks[i]) / (1024.0 * 1024.0));
+    s += (i ? "/" : "") + format_number("%.0f", static_cast<double>(peaks[i]) / (1024.0 * 1024.0));
   return s;
 }
 
@@ -233,14 +211,15 @@ void print_table(const BaselineArgs& b, const std::vector<Row>& rows) {
       c.push_back("-");
       c.push_back("-");
     } else {
-      c.push_back(fmt("%.3f", r.sim_s * 1e3));
-      if (b.measure) c.push_back(std::isnan(r.measured_s) ? r.measured_status : fmt("%.3f", r.measured_s * 1e3));
+      c.push_back(format_number("%.3f", r.sim_s * 1e3));
+      if (b.measure)
+        c.push_back(std::isnan(r.measured_s) ? r.measured_status : format_number("%.3f", r.measured_s * 1e3));
       c.push_back(std::isnan(r.own_s) ? "-"
-                                      : fmt("%.3f", r.own_s * 1e3) + " (" + r.own_kind + "; simulated " +
-                                            fmt("%+.0f%%", 100.0 * (r.sim_s / r.own_s - 1.0)) + ")");
+                                      : format_number("%.3f", r.own_s * 1e3) + " (" + r.own_kind + "; simulated " +
+                                            format_number("%+.0f%%", 100.0 * (r.sim_s / r.own_s - 1.0)) + ")");
       c.push_back(peaks_mib(r.peak_bytes));
-      c.push_back(fmt("%.3f", r.place_s));
-      c.push_back(fmt("%.1f%%", 100.0 * r.gap));
+      c.push_back(format_number("%.3f", r.place_s));
+      c.push_back(format_number("%.1f%%", 100.0 * r.gap));
     }
     cells.push_back(c);
   }
@@ -270,8 +249,8 @@ void print_table(const BaselineArgs& b, const std::vector<Row>& rows) {
 std::string rows_json(const BaselineArgs& b, const Graph& graph, const Cluster& cluster, double lb,
                       const std::vector<Row>& rows) {
   std::ostringstream o;
-  o << "{\n  \"graph\": \"" << json_escape(graph.name) << "\",\n  \"ops\": " << graph.size() << ",\n  \"cluster\": \""
-    << json_escape(cluster.name) << "\",\n  \"lower_bound_s\": " << lb << ",\n  \"methods\": [\n";
+  o << "{\n  \"graph\": " << json_quote(graph.name) << ",\n  \"ops\": " << graph.size()
+    << ",\n  \"cluster\": " << json_quote(cluster.name) << ",\n  \"lower_bound_s\": " << lb << ",\n  \"methods\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     o << "    {\"method\": \"" << r.method << "\", \"feasible\": " << (r.ok ? "true" : "false");
@@ -281,14 +260,14 @@ std::string rows_json(const BaselineArgs& b, const Graph& graph, const Cluster& 
       for (size_t d = 0; d < r.peak_bytes.size(); ++d) o << (d ? ", " : "") << r.peak_bytes[d];
       o << "]";
       if (b.measure) {
-        o << ", \"measured_status\": \"" << json_escape(r.measured_status) << "\"";
+        o << ", \"measured_status\": " << json_quote(r.measured_status);
         if (!std::isnan(r.measured_s)) o << ", \"measured_step_s\": " << r.measured_s;
       }
       if (!std::isnan(r.own_s))
-        o << ", \"own_estimate_s\": " << r.own_s << ", \"own_estimate\": \"" << json_escape(r.own_kind) << "\"";
-      o << ", \"note\": \"" << json_escape(r.note) << "\"";
+        o << ", \"own_estimate_s\": " << r.own_s << ", \"own_estimate\": " << json_quote(r.own_kind);
+      o << ", \"note\": " << json_quote(r.note);
     } else {
-      o << ", \"error\": \"" << json_escape(r.error) << "\"";
+      o << ", \"error\": " << json_quote(r.error);
     }
     o << "}" << (i + 1 < rows.size() ? "," : "") << "\n";
   }
@@ -303,9 +282,9 @@ std::string rows_csv(const std::vector<Row>& rows) {
   for (const Row& r : rows) {
     std::string peaks;
     for (size_t d = 0; d < r.peak_bytes.size(); ++d) peaks += (d ? ";" : "") + std::to_string(r.peak_bytes[d]);
-    o << r.method << "," << (r.ok ? 1 : 0) << "," << (r.ok ? fmt("%.9g", r.sim_s) : "") << ","
-      << (std::isnan(r.measured_s) ? "" : fmt("%.9g", r.measured_s)) << "," << peaks << ","
-      << (r.ok ? fmt("%.6g", r.place_s) : "") << "," << (r.ok ? fmt("%.6g", r.gap) : "") << ","
+    o << r.method << "," << (r.ok ? 1 : 0) << "," << (r.ok ? format_number("%.9g", r.sim_s) : "") << ","
+      << (std::isnan(r.measured_s) ? "" : format_number("%.9g", r.measured_s)) << "," << peaks << ","
+      << (r.ok ? format_number("%.6g", r.place_s) : "") << "," << (r.ok ? format_number("%.6g", r.gap) : "") << ","
       << csv_field(r.ok ? r.note : r.error) << "\n";
   }
   return o.str();

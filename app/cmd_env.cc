@@ -17,6 +17,7 @@
 #include "placer/env/presets.h"
 #include "placer/env/simulator.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
 #include "placer/runtime/runtime.h"
 
@@ -34,12 +35,6 @@ struct FidelityArgs {
   int placements = 50, warmup = 2, steps = 5, repetitions = 5, rounds = 1;
   uint64_t seed = 1;
 };
-
-std::string fmt(double v, int precision = 6) {
-  char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.*g", precision, v);
-  return buf;
-}
 
 void run_simulate(const SimulateArgs& a) {
   const Graph graph = load_graph(a.graph);
@@ -62,18 +57,19 @@ void run_simulate(const SimulateArgs& a) {
     std::ostringstream o;
     o << "{\n\"graph\": \"" << graph.name << "\",\n\"cluster\": \"" << cluster.name << "\",\n\"cost_model\": \""
       << (calibrated ? "calibrated" : "roofline")
-      << "\",\n\"calibrated_fraction\": " << fmt(costs.calibrated_fraction())
-      << ",\n\"lower_bound_s\": " << fmt(lb.value(), 9)
-      << ",\n\"lower_bound\": {\"critical_path_s\": " << fmt(lb.critical_path_s, 9)
-      << ", \"average_work_s\": " << fmt(lb.average_work_s, 9) << ", \"lp_s\": " << fmt(lb.lp_s, 9)
-      << "},\n\"gap\": " << fmt(gap, 9) << ",\n\"result\": " << result << "\n}\n";
+      << "\",\n\"calibrated_fraction\": " << format_number(costs.calibrated_fraction())
+      << ",\n\"lower_bound_s\": " << format_number(lb.value(), 9)
+      << ",\n\"lower_bound\": {\"critical_path_s\": " << format_number(lb.critical_path_s, 9)
+      << ", \"average_work_s\": " << format_number(lb.average_work_s, 9) << ", \"lp_s\": " << format_number(lb.lp_s, 9)
+      << "},\n\"gap\": " << format_number(gap, 9) << ",\n\"result\": " << result << "\n}\n";
     write_file_atomic(a.json, o.str());
   }
   if (!a.trace.empty()) write_chrome_trace(events, a.trace);
 
-  std::printf("graph %s (%lld ops) on %s, %s costs%s\n", graph.name.c_str(), static_cast<long long>(graph.size()),
-              cluster.name.c_str(), calibrated ? "calibrated" : "roofline",
-              calibrated ? (" (" + fmt(100 * costs.calibrated_fraction(), 3) + "% of ops measured)").c_str() : "");
+  std::printf(
+      "graph %s (%lld ops) on %s, %s costs%s\n", graph.name.c_str(), static_cast<long long>(graph.size()),
+      cluster.name.c_str(), calibrated ? "calibrated" : "roofline",
+      calibrated ? (" (" + format_number(100 * costs.calibrated_fraction(), 3) + "% of ops measured)").c_str() : "");
   std::printf("status: %s%s%s\n", step_status_name(r.status), r.message.empty() ? "" : ": ", r.message.c_str());
   std::printf("step: %.6g s   lower bound: %.6g s (critical path %.6g, average work %.6g, LP %.6g)   gap: %.2f%%\n",
               r.step_s, lb.value(), lb.critical_path_s, lb.average_work_s, lb.lp_s, 100 * gap);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/fields.h"
 #include "policy.h"
 
 namespace placer::learned {
@@ -24,7 +25,7 @@ torch::Tensor device_features(const PolicyInput& problem) {
 
 DecoderImpl::DecoderImpl(int hidden, const std::string& decoder) : hidden_(hidden), recurrent_(decoder == "lstm") {
   if (decoder != "lstm" && decoder != "pointwise")
-    throw InputError("policy.decoder: unknown decoder '" + decoder + "' (known: lstm, pointwise)");
+    throw InputError("policy.decoder: " + unknown_name("decoder", decoder, {"lstm", "pointwise"}));
   dev_proj_ = register_module("dev_proj", nn::Linear(kDeviceFeatures, hidden));
   dev_index_ = register_module("dev_index", nn::Embedding(kMaxDevices, hidden));
   if (recurrent_)

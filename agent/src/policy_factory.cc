@@ -1,5 +1,6 @@
 // Policies built by kind.
 #include "placer/graphs/error.h"
+#include "placer/graphs/fields.h"
 #include "policy.h"
 
 namespace placer::learned {
@@ -10,7 +11,7 @@ std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options) {
   if (options.kind == "seq2seq") return std::make_shared<Seq2SeqPolicyImpl>(options);
   if (options.kind == "gnn") return std::make_shared<GnnPolicyImpl>(options);
   if (options.kind == "hierarchical") return std::make_shared<HierarchicalPolicyImpl>(options);
-  throw InputError("policy.type: unknown policy '" + options.kind + "' (known: seq2seq, hierarchical, gnn)");
+  throw InputError("policy.type: " + unknown_name("policy", options.kind, {"seq2seq", "hierarchical", "gnn"}));
 }
 
 }  // namespace placer::learned

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/fields.h"
 #include "policy.h"
 
 namespace placer::learned {

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/fields.h"
 #include "placers_common.h"
 
 namespace placer {
@@ -33,9 +34,9 @@ std::vector<std::string> placer_names() {
 std::unique_ptr<Placer> make_placer(const std::string& name) {
   for (const auto& [n, factory] : factories())
     if (n == name) return factory();
-  std::string known;
-  for (const auto& [n, factory] : factories()) known += (known.empty() ? "" : ", ") + n;
-  throw InputError("unknown placement method '" + name + "' (known: " + known + ")");
+  std::vector<std::string> known;
+  for (const auto& [n, factory] : factories()) known.push_back(n);
+  throw InputError(unknown_name("placement method", name, known));
 }
 
 }  // namespace placer

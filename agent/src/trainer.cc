@@ -23,6 +23,8 @@
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/fields.h"
+#include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/timing.h"
 #include "policy.h"
@@ -62,11 +64,8 @@ PolicyOptions policy_options(const TrainConfig& c) {
 void check_method_names(const std::vector<std::string>& names, const std::string& field) {
   const std::vector<std::string> known = placer_names();
   for (const auto& n : names)
-    if (std::find(known.begin(), known.end(), n) == known.end()) {
-      std::string list;
-      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
-      throw InputError(field + ": unknown method '" + n + "' (known: " + list + ")");
-    }
+    if (std::find(known.begin(), known.end(), n) == known.end())
+      throw InputError(field + ": " + unknown_name("method", n, known));
 }
 
 // A compared placer as the run reports it (summary.json, the metrics sink).
@@ -75,20 +74,6 @@ BaselineResult baseline_result(const Compared& c) {
   return {c.method, c.evaluation.step_s, c.evaluation.result.ok(), c.seconds, c.result.note};
 }
 
-std::string json_str(const std::string& s) {
-  std::string o = "\"";
-  for (char ch : s) {
-    if (ch == '"' || ch == '\\')
-      o += '\\', o += ch;
-    else if (ch == '\n')
-      o += "\\n";
-    else if (static_cast<unsigned char>(ch) < 0x20)
-      o += ' ';
-    else
-      o += ch;
-  }
-  return o + "\"";
-}
 std::string num(double v) {
   if (!std::isfinite(v)) return v > 0 ? "1e308" : "-1e308";
   char b[64];
@@ -367,13 +352,13 @@ std::string Trainer::state_json() const {
   rng << rng_;
   std::ostringstream o;
   o << "{\"update\": " << update_ << ", \"samples\": " << samples_ << ", \"rl_seconds\": " << num(rl_seconds_)
-    << ", \"rng\": " << json_str(rng.str()) << ", \"tasks\": [";
+    << ", \"rng\": " << json_quote(rng.str()) << ", \"tasks\": [";
   for (size_t i = 0; i < tasks_.size(); ++i) {
     const Task& t = *tasks_[i];
-    o << (i ? ", " : "") << "{\"graph\": " << json_str(t.env->graph().name) << ", \"baseline\": " << num(t.baseline)
+    o << (i ? ", " : "") << "{\"graph\": " << json_quote(t.env->graph().name) << ", \"baseline\": " << num(t.baseline)
       << ", \"baseline_init\": " << (t.baseline_init ? "true" : "false") << ", \"best_reward\": " << num(t.best_reward)
       << ", \"best_step_s\": " << num(t.best_step_s) << ", \"best_measured\": " << (t.best_measured ? "true" : "false")
-      << ", \"best_at\": " << t.best_at << ", \"warm_method\": " << json_str(t.warm_method)
+      << ", \"best_at\": " << t.best_at << ", \"warm_method\": " << json_quote(t.warm_method)
       << ", \"warm_step_s\": " << num(t.warm_step_s) << ", \"has_warm\": " << (t.has_warm ? "true" : "false");
     if (t.has_warm) o << ", \"warm\": " << placement_json(t.warm);
     if (!t.best.device_of.empty()) o << ", \"best\": " << placement_json(t.best);
@@ -639,28 +624,28 @@ TrainResult Trainer::run() {
   for (const auto& t : tasks_) res.remote_evaluations += t->env->stats().remote;
   // summary.json
   std::ostringstream o;
-  o << "{\n  \"name\": " << json_str(c_.name) << ",\n  \"graph\": " << json_str(tasks_[0]->env->graph().name)
+  o << "{\n  \"name\": " << json_quote(c_.name) << ",\n  \"graph\": " << json_quote(tasks_[0]->env->graph().name)
     << ",\n  \"ops\": " << tasks_[0]->env->graph().size() << ",\n  \"units\": " << tasks_[0]->problem.n
-    << ",\n  \"cluster\": " << json_str(cluster_.name) << ",\n  \"policy\": " << json_str(c_.policy)
-    << ",\n  \"reward_mode\": " << json_str(c_.reward_mode) << ",\n  \"updates\": " << res.updates
+    << ",\n  \"cluster\": " << json_quote(cluster_.name) << ",\n  \"policy\": " << json_quote(c_.policy)
+    << ",\n  \"reward_mode\": " << json_quote(c_.reward_mode) << ",\n  \"updates\": " << res.updates
     << ",\n  \"samples\": " << res.samples << ",\n  \"train_seconds\": " << num(rl_seconds_)
     << ",\n  \"remote_evaluations\": " << res.remote_evaluations << ",\n  \"best_step_s\": " << num(res.best_step_s)
     << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
     << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample
     << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s)
-    << ",\n  \"warm_start\": {\"method\": " << json_str(res.warm_start_method)
+    << ",\n  \"warm_start\": {\"method\": " << json_quote(res.warm_start_method)
     << ", \"step_s\": " << num(res.warm_start_step_s) << ", \"bc_steps\": " << bc_steps_used_
     << ", \"bc_reproduced\": " << (bc_reproduced_ ? "true" : "false") << "},\n  \"baselines\": [";
   for (size_t i = 0; i < res.baselines.size(); ++i) {
     const auto& b = res.baselines[i];
-    o << (i ? ",\n    " : "\n    ") << "{\"method\": " << json_str(b.method)
+    o << (i ? ",\n    " : "\n    ") << "{\"method\": " << json_quote(b.method)
       << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"step_s\": " << num(b.step_s)
-      << ", \"seconds\": " << num(b.seconds) << ", \"note\": " << json_str(b.note) << "}";
+      << ", \"seconds\": " << num(b.seconds) << ", \"note\": " << json_quote(b.note) << "}";
   }
   o << "],\n  \"held_out\": [";
   bool first = true;
   for (const auto& [g, v] : res.held_out) {
-    o << (first ? "\n    " : ",\n    ") << "{\"graph\": " << json_str(g) << ", \"step_s\": " << num(v.first)
+    o << (first ? "\n    " : ",\n    ") << "{\"graph\": " << json_quote(g) << ", \"step_s\": " << num(v.first)
       << ", \"place_seconds\": " << num(v.second) << "}";
     first = false;
   }

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/json_writer.h"
 #include "trainer.h"
 
 namespace placer::learned {
@@ -47,12 +48,6 @@ std::vector<LogRow> read_csv(const std::string& path, int64_t max_update) {
 
 namespace {
 
-std::string fmt(const char* f, double v) {
-  char b[64];
-  std::snprintf(b, sizeof b, f, v);
-  return b;
-}
-
 std::string duration(double s) {
   if (!std::isfinite(s) || s < 0) return "?";
   char b[64];
@@ -89,15 +84,15 @@ void panel(std::ostringstream& o, double x0, double y0, double w, double h, cons
     << "</text>\n";
   for (int i = 0; i <= 4; ++i) {
     const double yv = ymin + (ymax - ymin) * i / 4, xv = xmin + (xmax - xmin) * i / 4;
-    o << "<text x='" << x0 - 6 << "' y='" << Y(yv) + 4 << "' font-size='11' text-anchor='end'>" << fmt("%.4g", yv)
-      << "</text>\n";
-    o << "<text x='" << X(xv) << "' y='" << y0 + h + 16 << "' font-size='11' text-anchor='middle'>" << fmt("%.4g", xv)
-      << "</text>\n";
+    o << "<text x='" << x0 - 6 << "' y='" << Y(yv) + 4 << "' font-size='11' text-anchor='end'>"
+      << format_number("%.4g", yv) << "</text>\n";
+    o << "<text x='" << X(xv) << "' y='" << y0 + h + 16 << "' font-size='11' text-anchor='middle'>"
+      << format_number("%.4g", xv) << "</text>\n";
   }
   for (size_t k = 0; k < series.size(); ++k) {
     o << "<polyline fill='none' stroke='" << colors[k % colors.size()] << "' stroke-width='1.5' points='";
     for (auto [x, y] : series[k].second)
-      if (std::isfinite(y)) o << fmt("%.2f", X(x)) << "," << fmt("%.2f", Y(y)) << " ";
+      if (std::isfinite(y)) o << format_number("%.2f", X(x)) << "," << format_number("%.2f", Y(y)) << " ";
     o << "'/>\n";
     o << "<text x='" << x0 + w - 4 << "' y='" << y0 + 16 + 14 * k << "' font-size='12' text-anchor='end' fill='"
       << colors[k % colors.size()] << "'>" << series[k].first << "</text>\n";

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/fields.h"
 #include "placer/graphs/serialize.h"
 
 namespace placer {
@@ -95,7 +96,7 @@ Cluster cluster_preset(const std::string& name) {
       return cluster;
     }
   }
-  throw InputError("cluster: unknown preset '" + name + "' (known: " + joined_names() + ")");
+  throw InputError("cluster: " + unknown_name("preset", name, known_names()));
 }
 
 Cluster resolve_cluster(const std::string& spec) {

@@ -7,7 +7,7 @@
 #include <map>
 #include <sstream>
 
-#include "placer/graphs/serialize.h"
+#include "placer/graphs/files.h"
 
 namespace placer {
 

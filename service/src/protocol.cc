@@ -17,6 +17,9 @@
 #include <set>
 #include <vector>
 
+#include "placer/graphs/fields.h"
+#include "placer/graphs/json_reader.h"
+
 namespace placer::service {
 namespace {
 
@@ -29,14 +32,8 @@ const char* kTypeNames[kRequestTypes] = {"health",   "policies", "baselines", "p
   throw RequestError(codes::kBadRequest, field, message);
 }
 
-const char* json_type_name(const Value& v) {
-  if (v.IsNull()) return "null";
-  if (v.IsBool()) return "a boolean";
-  if (v.IsNumber()) return "a number";
-  if (v.IsString()) return "a string";
-  if (v.IsArray()) return "an array";
-  return "an object";
-}
+// How an error shows a value: "\"text\"" (cut at 40 characters), 7, true, "an array", ...
+std::string describe(const Value& v) { return JsonNode(&v).describe(); }
 
 // Depth of nested arrays/objects in the raw text (brackets outside strings),
 // checked before parsing: one pass over the bytes, no recursion.
@@ -159,72 +156,67 @@ class RawScanner {
   size_t i_ = 0;
 };
 
+// Request errors: kTooLarge for values over a limit, kBadRequest otherwise.
+FieldFail request_fail() {
+  return [](const std::string& path, const std::string& problem, FieldProblem kind) {
+    throw RequestError(kind == FieldProblem::TooLarge ? codes::kTooLarge : codes::kBadRequest, path, problem);
+  };
+}
+
+// One object of a request, read with FieldReader (graphs/fields.h). Unknown
+// keys are not errors here: clients may send fields of newer versions.
 class Fields {
  public:
   Fields(const Value& object, std::string prefix, const ProtocolLimits& limits)
-      : object_(object), prefix_(std::move(prefix)), limits_(limits) {}
+      : reader_(JsonNode(&object), std::move(prefix), request_fail()), limits_(limits) {}
 
-  std::string path(const char* name) const { return prefix_.empty() ? name : prefix_ + "." + name; }
-  const Value* find(const char* name) const {
-    auto it = object_.FindMember(name);
-    return it == object_.MemberEnd() ? nullptr : &it->value;
-  }
-  const Value& need(const char* name) const {
-    const Value* v = find(name);
-    if (!v) bad(path(name), "missing required field");
-    return *v;
-  }
+  std::string path(const char* name) const { return reader_.path(name); }
+  const Value* find(const char* name) const { return reader_.get(name).value(); }
+  const Value& need(const char* name) const { return *reader_.need(name).value(); }
   std::string string(const char* name, bool required, const std::string& fallback = "") const {
-    const Value* v = required ? &need(name) : find(name);
-    if (!v) return fallback;
-    if (!v->IsString()) bad(path(name), std::string("expected a string, got ") + json_type_name(*v));
-    if (v->GetStringLength() > static_cast<unsigned>(limits_.max_string))
+    const JsonNode v = required ? reader_.need(name) : reader_.get(name);
+    if (!v.present()) return fallback;
+    std::string s = reader_.string(v, path(name));
+    if (s.size() > static_cast<size_t>(limits_.max_string))
       throw RequestError(codes::kTooLarge, path(name),
                          "longer than " + std::to_string(limits_.max_string) + " characters");
-    return std::string(v->GetString(), v->GetStringLength());
+    return s;
   }
   int64_t integer(const char* name, bool required, int64_t fallback, int64_t lo, int64_t hi) const {
-    const Value* v = required ? &need(name) : find(name);
-    if (!v) return fallback;
-    return checked_integer(*v, path(name), lo, hi);
+    const JsonNode v = required ? reader_.need(name) : reader_.get(name);
+    if (!v.present()) return fallback;
+    return checked_integer(*v.value(), path(name), lo, hi);
   }
   double number(const char* name, double fallback, double lo, double hi) const {
-    const Value* v = find(name);
-    if (!v) return fallback;
-    if (!v->IsNumber()) bad(path(name), std::string("expected a number, got ") + json_type_name(*v));
-    double d = v->GetDouble();
-    if (!std::isfinite(d) || d < lo) bad(path(name), "must be >= " + json_number(lo));
-    if (d > hi) throw RequestError(codes::kTooLarge, path(name), "must be <= " + json_number(hi));
-    return d;
+    const JsonNode v = reader_.get(name);
+    return v.present() ? reader_.number(v, path(name), lo, hi) : fallback;
   }
   bool boolean(const char* name, bool fallback) const {
-    const Value* v = find(name);
-    if (!v) return fallback;
-    if (!v->IsBool()) bad(path(name), std::string("expected true or false, got ") + json_type_name(*v));
-    return v->GetBool();
+    const JsonNode v = reader_.get(name);
+    return v.present() ? reader_.boolean(v, path(name)) : fallback;
   }
 
+  // An integer, also written as an integral number (1e3).
   static int64_t checked_integer(const Value& v, const std::string& path, int64_t lo, int64_t hi) {
-    if (!v.IsNumber()) bad(path, std::string("expected an integer, got ") + json_type_name(v));
+    const FieldReader<JsonNode> checks(JsonNode(), "", request_fail());
+    if (!v.IsNumber()) checks.fail(path, "expected an integer, got " + describe(v));
+    if (v.IsUint64() && !v.IsInt64()) checks.fail(path, "must be <= " + std::to_string(hi), FieldProblem::TooLarge);
+    int64_t i = 0;
     if (v.IsInt64()) {
-      int64_t i = v.GetInt64();
-      if (i < lo) bad(path, "must be >= " + std::to_string(lo));
-      if (i > hi)
-        throw RequestError(codes::kTooLarge, path, std::to_string(i) + " exceeds the limit " + std::to_string(hi));
-      return i;
+      i = v.GetInt64();
+    } else {
+      const double d = v.GetDouble();
+      if (d != std::floor(d) || !std::isfinite(d)) checks.fail(path, "expected an integer, got " + json_number(d));
+      if (d >= 9.2e18) checks.fail(path, "must be <= " + std::to_string(hi), FieldProblem::TooLarge);
+      if (d <= -9.2e18) checks.fail(path, "must be >= " + std::to_string(lo));
+      i = static_cast<int64_t>(d);
     }
-    if (v.IsUint64()) throw RequestError(codes::kTooLarge, path, "exceeds the limit " + std::to_string(hi));
-    double d = v.GetDouble();
-    if (d != std::floor(d) || !std::isfinite(d)) bad(path, "expected an integer, got " + json_number(d));
-    if (d > static_cast<double>(hi))
-      throw RequestError(codes::kTooLarge, path, json_number(d) + " exceeds the limit " + std::to_string(hi));
-    if (d < static_cast<double>(lo)) bad(path, "must be >= " + std::to_string(lo));
-    return static_cast<int64_t>(d);
+    checks.check_range(i, path, lo, hi);
+    return i;
   }
 
  private:
-  const Value& object_;
-  std::string prefix_;
+  mutable FieldReader<JsonNode> reader_;
   const ProtocolLimits& limits_;
 };
 
@@ -270,21 +262,19 @@ bool is_structural_option(const std::string& key) {
 void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits, std::string_view raw,
                  std::string_view raw_inline) {
   if (!v.IsObject())
-    bad("graph", std::string("expected an object with \"builder\", \"inline\" or \"pt2\", got ") + json_type_name(v));
+    bad("graph", std::string("expected an object with \"builder\", \"inline\" or \"pt2\", got ") + describe(v));
   Fields f(v, "graph", limits);
   const bool has_builder = f.find("builder"), has_inline = f.find("inline"), has_pt2 = f.find("pt2");
   if (has_builder + has_inline + has_pt2 != 1) bad("graph", "give exactly one of \"builder\", \"inline\" and \"pt2\"");
   if (has_pt2) {
     const Value& b = *f.find("pt2");
-    if (!b.IsString())
-      bad("graph.pt2", std::string("expected the base64 text of a .pt2 archive, got ") + json_type_name(b));
+    if (!b.IsString()) bad("graph.pt2", std::string("expected the base64 text of a .pt2 archive, got ") + describe(b));
     spec.pt2 = decode_base64(std::string_view(b.GetString(), b.GetStringLength()), "graph.pt2");
     if (spec.pt2.empty()) bad("graph.pt2", "empty archive");
     spec.forward_only = f.boolean("forward_only", false);
     if (const Value* in = f.find("inputs")) {
       if (!in->IsArray())
-        bad("graph.inputs",
-            std::string("expected an array of \"NAME:SHAPE:DTYPE\" strings, got ") + json_type_name(*in));
+        bad("graph.inputs", std::string("expected an array of \"NAME:SHAPE:DTYPE\" strings, got ") + describe(*in));
       if (in->Size() > 64) throw RequestError(codes::kTooLarge, "graph.inputs", "more than 64 inputs");
       for (unsigned i = 0; i < in->Size(); ++i) {
         const Value& e = (*in)[i];
@@ -298,7 +288,7 @@ void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits, 
   }
   if (has_inline) {
     const Value& g = *f.find("inline");
-    if (!g.IsObject()) bad("graph.inline", std::string("expected a graph object, got ") + json_type_name(g));
+    if (!g.IsObject()) bad("graph.inline", std::string("expected a graph object, got ") + describe(g));
     std::string_view span;
     if (!raw_inline.empty())
       spec.inline_json = std::string(raw_inline);
@@ -312,7 +302,7 @@ void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits, 
   if (spec.builder.empty()) bad("graph.builder", "empty name");
   spec.forward_only = f.boolean("forward_only", false);
   if (const Value* o = f.find("options")) {
-    if (!o->IsObject()) bad("graph.options", std::string("expected an object of integers, got ") + json_type_name(*o));
+    if (!o->IsObject()) bad("graph.options", std::string("expected an object of integers, got ") + describe(*o));
     if (o->MemberCount() > 64) throw RequestError(codes::kTooLarge, "graph.options", "more than 64 options");
     // The builder checks each option's own range; here only what could make
     // the server build an enormous graph before it can count the ops.
@@ -353,8 +343,7 @@ void parse_cluster(const Fields& f, ClusterSpec& spec, const ProtocolLimits& lim
     if (spec.preset.empty()) bad("cluster", "empty preset name");
     return;
   }
-  if (!c->IsObject())
-    bad("cluster", std::string("expected a preset name or a cluster object, got ") + json_type_name(*c));
+  if (!c->IsObject()) bad("cluster", std::string("expected a preset name or a cluster object, got ") + describe(*c));
   spec.inline_json = to_text(*c);
 }
 
@@ -362,13 +351,13 @@ std::vector<std::string> parse_methods(const Fields& f, const ProtocolLimits& li
   std::vector<std::string> out;
   const Value* m = f.find("methods");
   if (!m) return out;
-  if (!m->IsArray()) bad("methods", std::string("expected an array of placer names, got ") + json_type_name(*m));
+  if (!m->IsArray()) bad("methods", std::string("expected an array of placer names, got ") + describe(*m));
   if (m->Size() > static_cast<unsigned>(limits.max_methods))
     throw RequestError(codes::kTooLarge, "methods", "more than " + std::to_string(limits.max_methods) + " names");
   for (unsigned i = 0; i < m->Size(); ++i) {
     const Value& s = (*m)[i];
     std::string path = "methods[" + std::to_string(i) + "]";
-    if (!s.IsString()) bad(path, std::string("expected a string, got ") + json_type_name(s));
+    if (!s.IsString()) bad(path, std::string("expected a string, got ") + describe(s));
     if (s.GetStringLength() == 0 || s.GetStringLength() > 64) bad(path, "bad placer name length");
     out.emplace_back(s.GetString(), s.GetStringLength());
   }
@@ -428,7 +417,7 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
                        std::string("malformed JSON at byte ") + std::to_string(doc.GetErrorOffset()) + ": " +
                            rapidjson::GetParseError_En(doc.GetParseError()));
   if (!doc.IsObject())
-    throw RequestError(codes::kBadJson, "", std::string("expected a JSON object, got ") + json_type_name(doc));
+    throw RequestError(codes::kBadJson, "", std::string("expected a JSON object, got ") + describe(doc));
 
   Fields f(doc, "", limits);
   Request r;
@@ -438,10 +427,10 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
     else if (id->IsInt64())
       r.id = std::to_string(id->GetInt64());
     else
-      bad("id", std::string("expected a string or an integer, got ") + json_type_name(*id));
+      bad("id", std::string("expected a string or an integer, got ") + describe(*id));
   }
   const Value& version = f.need("version");
-  if (!version.IsInt64()) bad("version", std::string("expected an integer, got ") + json_type_name(version));
+  if (!version.IsInt64()) bad("version", std::string("expected an integer, got ") + describe(version));
   r.version = static_cast<int>(version.GetInt64());
   if (version.GetInt64() != kProtocolVersion)
     throw RequestError(codes::kBadVersion, "version",
@@ -451,11 +440,7 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
   int found = -1;
   for (int i = 0; i < kRequestTypes; ++i)
     if (type == kTypeNames[i]) found = i;
-  if (found < 0) {
-    std::string known;
-    for (const char* n : kTypeNames) known += std::string(known.empty() ? "" : ", ") + n;
-    throw RequestError(codes::kUnknownType, "type", "unknown request type '" + type + "' (known: " + known + ")");
-  }
+  if (found < 0) throw RequestError(codes::kUnknownType, "type", unknown_name("request type", type, kTypeNames));
   r.type = static_cast<RequestType>(found);
   r.deadline_ms = f.integer("deadline_ms", false, 0, 1, limits.max_deadline_ms);
   r.seed = static_cast<uint64_t>(f.integer("seed", false, 0, 0, INT64_MAX));
@@ -484,22 +469,22 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
       if (r.type == RequestType::Evaluate) {
         const Value& p = f.need("placement");
         if (!p.IsObject())
-          bad("placement", std::string("expected an object {\"device\": {op: device}}, got ") + json_type_name(p));
+          bad("placement", std::string("expected an object {\"device\": {op: device}}, got ") + describe(p));
         Fields pf(p, "placement", limits);
         const Value& dev = pf.need("device");
         if (!dev.IsObject())
           bad("placement.device",
-              std::string("expected an object mapping op names to device names, got ") + json_type_name(dev));
+              std::string("expected an object mapping op names to device names, got ") + describe(dev));
         for (auto it = dev.MemberBegin(); it != dev.MemberEnd(); ++it)
           if (!it->value.IsString())
             bad("placement.device." + std::string(it->name.GetString(), it->name.GetStringLength()),
-                std::string("expected a device name, got ") + json_type_name(it->value));
+                std::string("expected a device name, got ") + describe(it->value));
         r.placement_json = to_text(p);
       }
       if (r.type == RequestType::Optimize) {
         const Value& b = f.need("budget");
         if (!b.IsObject())
-          bad("budget", std::string("expected an object {\"samples\": N, \"seconds\": S}, got ") + json_type_name(b));
+          bad("budget", std::string("expected an object {\"samples\": N, \"seconds\": S}, got ") + describe(b));
         Fields bf(b, "budget", limits);
         r.budget.samples = bf.integer("samples", false, 0, 0, limits.max_budget_samples);
         r.budget.seconds = bf.number("seconds", 0.0, 0.0, limits.max_budget_seconds);
@@ -518,7 +503,7 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
           } else if (l->IsObject()) {
             r.learned_json = to_text(*l);
           } else {
-            bad("learned", std::string("expected a policy type or a train-config object, got ") + json_type_name(*l));
+            bad("learned", std::string("expected a policy type or a train-config object, got ") + describe(*l));
           }
           if (!r.methods.empty())
             bad("methods", "give either methods (a search job) or learned (a learned job), not both");
@@ -555,26 +540,6 @@ std::string salvage_request_id(std::string_view text) {
     if (it->value.IsInt64()) return std::to_string(it->value.GetInt64());
   } catch (...) {}
   return "";
-}
-
-std::string json_quote(std::string_view s) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-  writer.String(s.data(), static_cast<rapidjson::SizeType>(s.size()));
-  return std::string(buffer.GetString(), buffer.GetSize());
-}
-
-std::string json_number(double v) {
-  if (!std::isfinite(v)) return "null";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.17g", v);
-  // Prefer the shortest text that reads back to the same double.
-  for (int precision = 6; precision < 17; ++precision) {
-    char shorter[32];
-    std::snprintf(shorter, sizeof shorter, "%.*g", precision, v);
-    if (std::strtod(shorter, nullptr) == v) return shorter;
-  }
-  return buf;
 }
 
 std::string ok_reply(const std::string& id, RequestType type, const std::string& result_json) {

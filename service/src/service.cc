@@ -17,6 +17,7 @@
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/builders.h"
+#include "placer/graphs/fields.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/timing.h"
 #include "placer/graphs/validate.h"
@@ -103,10 +104,7 @@ Graph build_request_graph(const GraphSpec& spec, const ServiceConfig& config) {
   if (!spec.builder.empty()) {
     auto names = builder_names();
     if (std::find(names.begin(), names.end(), spec.builder) == names.end()) {
-      std::string known;
-      for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-      throw RequestError(codes::kBadGraph, "graph.builder",
-                         "unknown builder '" + spec.builder + "' (known: " + known + ")");
+      throw RequestError(codes::kBadGraph, "graph.builder", unknown_name("builder", spec.builder, names));
     }
     BuilderOptions options;
     options.values = spec.options;
@@ -141,10 +139,7 @@ Cluster build_request_cluster(const ClusterSpec& spec, const ServiceConfig& conf
       // A name only: resolve_cluster would also open files.
       auto names = cluster_preset_names();
       if (std::find(names.begin(), names.end(), spec.preset) == names.end()) {
-        std::string known;
-        for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
-        throw RequestError(codes::kBadCluster, "cluster",
-                           "unknown cluster preset '" + spec.preset + "' (known: " + known + ")");
+        throw RequestError(codes::kBadCluster, "cluster", unknown_name("cluster preset", spec.preset, names));
       }
       cluster = cluster_preset(spec.preset);
     } else if (!spec.devices.empty()) {

@@ -41,5 +41,5 @@ if "$PLACER" fidelity --devices cpu:2 > /dev/null 2> "$TMP/e1.txt"; then fail "n
 grep -q -- "--graph is required" "$TMP/e1.txt" || fail "missing graph message: $(cat "$TMP/e1.txt")"
 echo '{"graph": "g"}' > "$TMP/bad.json"
 if "$PLACER" fidelity --replot "$TMP/bad.json" > /dev/null 2> "$TMP/e2.txt"; then fail "bad report accepted"; fi
-grep -q "bad.json: fidelity report: field 'devices' must be a string" "$TMP/e2.txt" || fail "bad report message: $(cat "$TMP/e2.txt")"
+grep -q "bad.json: fidelity report: devices: missing required field" "$TMP/e2.txt" || fail "bad report message: $(cat "$TMP/e2.txt")"
 echo "fidelity_cli: ok"

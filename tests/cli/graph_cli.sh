@@ -84,7 +84,7 @@ cat >"$T/missing_field.json" <<'EOF'
   {"name": "relu", "type": "aten::relu", "inputs": [{"op": "x"}]}
 ]}
 EOF
-expect_error "missing field" 2 "ops[1] 'relu': field 'outputs' missing" "$PLACER" graph validate "$T/missing_field.json"
+expect_error "missing field" 2 "ops[1] 'relu': outputs: missing required field" "$PLACER" graph validate "$T/missing_field.json"
 
 cat >"$T/cycle.json" <<'EOF'
 {"format": "placer.graph", "version": 1, "ops": [

@@ -164,7 +164,7 @@ TEST(SerializeGraph, EdgeToMissingOpIsNamed) {
     {"name":"x","type":"placer::input","outputs":[{"shape":[2]}]},
     {"name":"r","type":"aten::relu","inputs":[{"op":"x"},{"op":"ghost"}],"outputs":[{"shape":[2]}]})");
   const std::string msg = error_of<GraphError>([&] { graph_from_json(text); });
-  EXPECT_NE(msg.find("ops[1] 'r': field 'inputs[1].op' refers to missing op 'ghost'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ops[1] 'r': inputs[1].op: refers to missing op 'ghost'"), std::string::npos) << msg;
 }
 
 TEST(SerializeGraph, OutputIndexOutOfRangeIsNamed) {
@@ -172,14 +172,14 @@ TEST(SerializeGraph, OutputIndexOutOfRangeIsNamed) {
     {"name":"x","type":"placer::input","outputs":[{"shape":[2]}]},
     {"name":"r","type":"aten::relu","inputs":[{"op":"x","output":1}],"outputs":[{"shape":[2]}]})");
   const std::string msg = error_of<GraphError>([&] { graph_from_json(text); });
-  EXPECT_NE(msg.find("ops[1] 'r': field 'inputs[0].output' is 1 but 'x' has 1 output(s)"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ops[1] 'r': inputs[0].output: is 1 but 'x' has 1 output(s)"), std::string::npos) << msg;
 }
 
 TEST(SerializeGraph, ForwardToMissingOpIsNamed) {
   const std::string text = graph_json(R"(
     {"name":"x","type":"placer::input","outputs":[{"shape":[2]}],"phase":"backward","forward":"nope"})");
   const std::string msg = error_of<GraphError>([&] { graph_from_json(text); });
-  EXPECT_NE(msg.find("ops[0] 'x': field 'forward' refers to missing op 'nope'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ops[0] 'x': forward: refers to missing op 'nope'"), std::string::npos) << msg;
 }
 
 TEST(SerializeGraph, MissingAndMistypedFieldsAreNamed) {
@@ -188,30 +188,29 @@ TEST(SerializeGraph, MissingAndMistypedFieldsAreNamed) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {R"({"name":"x","type":"placer::input"})", "ops[0] 'x': field 'outputs' missing"},
-      {R"({"type":"placer::input","outputs":[]})", "ops[0]: field 'name' missing"},
-      {R"({"name":"","type":"placer::input","outputs":[]})", "ops[0]: field 'name' is empty"},
-      {R"({"name":"x","outputs":[]})", "ops[0] 'x': field 'type' missing"},
-      {R"({"name":"x","type":"t","outputs":[],"flops":"many"})",
-       "ops[0] 'x': field 'flops' must be a number, got \"many\""},
-      {R"({"name":"x","type":"t","outputs":[],"param_bytes":1.5})",
-       "ops[0] 'x': field 'param_bytes' must be an integer"},
-      {R"({"name":"x","type":"t","outputs":{}})", "ops[0] 'x': field 'outputs' must be an array, got an object"},
+      {R"({"name":"x","type":"placer::input"})", "ops[0] 'x': outputs: missing required field"},
+      {R"({"type":"placer::input","outputs":[]})", "ops[0]: name: missing required field"},
+      {R"({"name":"","type":"placer::input","outputs":[]})", "ops[0]: name: empty"},
+      {R"({"name":"x","outputs":[]})", "ops[0] 'x': type: missing required field"},
+      {R"({"name":"x","type":"t","outputs":[],"flops":"many"})", "ops[0] 'x': flops: expected a number, got \"many\""},
+      {R"({"name":"x","type":"t","outputs":[],"param_bytes":1.5})", "ops[0] 'x': param_bytes: expected an integer"},
+      {R"({"name":"x","type":"t","outputs":{}})", "ops[0] 'x': outputs: expected an array, got an object"},
       {R"({"name":"x","type":"t","outputs":[{"shape":[2,"3"]}]})",
-       "ops[0] 'x': field 'outputs[0].shape[1]' must be an integer"},
-      {R"({"name":"x","type":"t","outputs":[{"dtype":"float"}]})", "ops[0] 'x': field 'outputs[0].shape' missing"},
+       "ops[0] 'x': outputs[0].shape[1]: expected an integer"},
+      {R"({"name":"x","type":"t","outputs":[{"dtype":"float"}]})",
+       "ops[0] 'x': outputs[0].shape: missing required field"},
       {R"({"name":"x","type":"t","outputs":[{"shape":[2],"dtype":"float7"}]})",
-       "ops[0] 'x': field 'outputs[0].dtype': unknown dtype 'float7'"},
-      {R"({"name":"x","type":"t","outputs":[],"phase":"sideways"})",
-       "ops[0] 'x': field 'phase': unknown phase 'sideways'"},
+       "ops[0] 'x': outputs[0].dtype: unknown dtype 'float7'"},
+      {R"({"name":"x","type":"t","outputs":[],"phase":"sideways"})", "ops[0] 'x': phase: unknown phase 'sideways'"},
       {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"complex","value":1}]})",
-       "ops[0] 'x' args[0]: field 'kind': unknown argument kind 'complex'"},
-      {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"int"}]})", "ops[0] 'x' args[0]: field 'value' missing"},
+       "ops[0] 'x' args[0]: kind: unknown argument kind 'complex'"},
+      {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"int"}]})",
+       "ops[0] 'x' args[0]: value: missing required field"},
       {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"ints","value":[1,2.5]}]})",
-       "ops[0] 'x' args[0]: field 'value[1]' must be an integer"},
+       "ops[0] 'x' args[0]: value[1]: expected an integer"},
       {R"({"name":"x","type":"t","outputs":[],"args":[{"kind":"dtype","value":"quad"}]})",
-       "ops[0] 'x' args[0]: field 'value': unknown dtype 'quad'"},
-      {R"(42)", "ops[0]: field 'ops[]' must be an object, got 42"},
+       "ops[0] 'x' args[0]: value: unknown dtype 'quad'"},
+      {R"(42)", "ops[0]: expected an object, got 42"},
   };
   for (const Case& c : cases) {
     const std::string msg = error_of<GraphError>([&] { graph_from_json(graph_json(c.ops)); });
@@ -249,10 +248,11 @@ TEST(SerializeGraph, NotAGraphFile) {
       {"", "not a placer graph file: JSON parse error at byte 0"},
       {"hello", "not a placer graph file: JSON parse error"},
       {"[1,2,3]", "not a placer graph file: the top level is not a JSON object"},
-      {"{}", "not a placer graph file: field 'format' missing"},
-      {R"({"format":"placer.cluster","version":1})", "not a placer graph file: field 'format' is \"placer.cluster\""},
+      {"{}", "not a placer graph file: format: missing required field"},
+      {R"({"format":"placer.cluster","version":1})",
+       "not a placer graph file: format: expected \"placer.graph\", got \"placer.cluster\""},
       {R"({"format":"placer.graph","version":99,"ops":[]})", "unsupported graph format version 99"},
-      {R"({"format":"placer.graph","version":1})", "field 'ops' missing"},
+      {R"({"format":"placer.graph","version":1})", "ops: missing required field"},
       {R"({"format":"placer.graph","version":1,"ops":[)", "JSON parse error"},
   };
   for (const Case& c : cases) {
@@ -380,7 +380,7 @@ TEST(SerializeCluster, RoundTripAndErrors) {
   EXPECT_NE(msg.find("links[0]: to: unknown device 'cuda:3'"), std::string::npos) << msg;
   const std::string no_memory = R"({"format":"placer.cluster","version":1,"devices":[{"name":"cuda:0"}]})";
   msg = error_of<InputError>([&] { cluster_from_json(no_memory); });
-  EXPECT_NE(msg.find("devices[0] 'cuda:0': field 'memory_bytes' missing"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("devices[0] 'cuda:0': memory_bytes: missing required field"), std::string::npos) << msg;
   // Kind defaults from the name.
   const Cluster small =
       cluster_from_json(R"({"format":"placer.cluster","version":1,"devices":[{"name":"cuda:0","memory_bytes":1024}]})");
@@ -401,7 +401,7 @@ TEST(SerializePlacement, RoundTripAndErrors) {
   EXPECT_EQ(back.device, p.device);
   std::string msg = error_of<PlacementError>(
       [] { placement_from_json(R"({"format":"placer.placement","version":1,"placement":{"x":3}})"); });
-  EXPECT_NE(msg.find("placement: op 'x': device must be a string, got 3"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("placement: op 'x': expected a device name (a string), got 3"), std::string::npos) << msg;
   msg = error_of<PlacementError>([] {
     placement_from_json(R"({"format":"placer.placement","version":1,"placement":{"x":"cpu:0","x":"cpu:1"}})");
   });
@@ -444,12 +444,12 @@ TEST(SerializeProfile, RoundTrip) {
   const std::string msg = error_of<InputError>([] {
     profile_from_json(R"({"format":"placer.profile","version":1,"ops":[{"op":"a","device":"cpu:0","seconds":-1}]})");
   });
-  EXPECT_NE(msg.find("ops[0]: field 'seconds' must be a finite number >= 0"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("ops[0]: seconds: must be a finite number >= 0"), std::string::npos) << msg;
   const std::string cmsg = error_of<InputError>([] {
     profile_from_json(
         R"({"format":"placer.profile","version":1,"ops":[{"op":"a","device":"cpu:0","seconds":1,"contended_seconds":-2}]})");
   });
-  EXPECT_NE(cmsg.find("ops[0]: field 'contended_seconds' must be a finite number >= 0"), std::string::npos) << cmsg;
+  EXPECT_NE(cmsg.find("ops[0]: contended_seconds: must be a finite number >= 0"), std::string::npos) << cmsg;
 }
 
 TEST(SerializeStepResult, RoundTrip) {

@@ -94,8 +94,7 @@ TEST(Protocol, MalformedJson) {
 
 TEST(Protocol, VersionChecks) {
   expect_error(R"({"type":"health"})", codes::kBadRequest, "version", "missing required field");
-  expect_error(R"({"version":"1","type":"health"})", codes::kBadRequest, "version",
-               "expected an integer, got a string");
+  expect_error(R"({"version":"1","type":"health"})", codes::kBadRequest, "version", "expected an integer, got \"1\"");
   expect_error(R"({"version":2,"type":"health"})", codes::kBadVersion, "version",
                "protocol version 2 is not supported");
 }
@@ -103,7 +102,7 @@ TEST(Protocol, VersionChecks) {
 TEST(Protocol, UnknownTypeListsKnownOnes) {
   expect_error(R"({"version":1,"type":"teleport"})", codes::kUnknownType, "type",
                "unknown request type 'teleport' (known: health");
-  expect_error(R"({"version":1,"type":7})", codes::kBadRequest, "type", "expected a string, got a number");
+  expect_error(R"({"version":1,"type":7})", codes::kBadRequest, "type", "expected a string, got 7");
 }
 
 TEST(Protocol, MissingAndWrongTypedFieldsAreNamed) {
@@ -111,17 +110,17 @@ TEST(Protocol, MissingAndWrongTypedFieldsAreNamed) {
                "missing required field");
   expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt"}})", codes::kBadRequest, "cluster", "missing");
   expect_error(R"({"version":1,"type":"place","graph":"nmt","cluster":"k80x2"})", codes::kBadRequest, "graph",
-               "got a string");
+               "got \"nmt\"");
   expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","inline":{}},"cluster":"k80x2"})",
                codes::kBadRequest, "graph", "exactly one");
   expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"layers":"two"}},"cluster":"k80x2"})",
-               codes::kBadRequest, "graph.options.layers", "expected an integer, got a string");
+               codes::kBadRequest, "graph.options.layers", "expected an integer, got \"two\"");
   expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"layers":2.5}},"cluster":"k80x2"})",
                codes::kBadRequest, "graph.options.layers", "expected an integer, got 2.5");
   expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt"},"cluster":3})", codes::kBadRequest, "cluster",
-               "got a number");
+               "got 3");
   expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt"},"cluster":"k80x2","refine_samples":-1})",
-               codes::kBadRequest, "refine_samples", "must be >= 0");
+               codes::kBadRequest, "refine_samples", "must be in [0, 5000], got -1");
   expect_error(R"({"version":1,"type":"baselines","graph":{"builder":"nmt"},"cluster":"k80x2","methods":["m_etf",3]})",
                codes::kBadRequest, "methods[1]", "expected a string");
   expect_error(R"({"version":1,"type":"status"})", codes::kBadRequest, "job_id", "missing");
@@ -139,7 +138,7 @@ TEST(Protocol, MissingAndWrongTypedFieldsAreNamed) {
 
 TEST(Protocol, HugeDeclaredSizesAreRefusedBeforeAnythingIsBuilt) {
   expect_error(R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"batch":1e15}},"cluster":"k80x2"})",
-               codes::kTooLarge, "graph.options.batch", "exceeds the limit 1048576");
+               codes::kTooLarge, "graph.options.batch", "must be in [0, 1048576], got 1000000000000000");
   expect_error(
       R"({"version":1,"type":"place","graph":{"builder":"nmt","options":{"batch":18446744073709551615}},"cluster":"k80x2"})",
       codes::kTooLarge, "graph.options.batch");

@@ -2,11 +2,13 @@
 //  JSON: the versioned exchange format (docs/formats.md). Loading validates.
 //  Binary: fast, for trusted files; still never allocates more than the file holds.
 // All loaders throw InputError/GraphError/PlacementError naming the field.
+// Graph JSON: graph_json.cc; binary: graph_binary.cc; the others: records_json.cc.
 #pragma once
 
 #include <string>
 
 #include "placer/graphs/cluster.h"
+#include "placer/graphs/files.h"  // read_file, write_file_atomic
 #include "placer/graphs/ir.h"
 #include "placer/graphs/measurement.h"
 #include "placer/graphs/placement.h"
@@ -42,9 +44,5 @@ Profile load_profile(const std::string& path);
 
 std::string step_result_to_json(const StepResult& result);
 StepResult step_result_from_json(const std::string& text);
-
-// Whole-file helpers that throw InputError naming the path.
-std::string read_file(const std::string& path);
-void write_file_atomic(const std::string& path, const std::string& contents);  // tmp + rename
 
 }  // namespace placer

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/json_writer.h"
 
 namespace placer::service {
 
@@ -131,7 +132,7 @@ std::string error_reply(const std::string& id, const std::string& type, const st
                         const std::string& field, const std::string& message);
 
 // Minimal JSON text helpers used by the reply builders.
-std::string json_quote(std::string_view s);
-std::string json_number(double v);  // finite -> shortest round-trip text; non-finite -> null
+using placer::json_number;  // graphs/json_writer.h
+using placer::json_quote;
 
 }  // namespace placer::service

@@ -1,0 +1,216 @@
+// The fidelity report: JSON (read and written), markdown and an SVG scatter plot.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <sstream>
+
+#include "placer/env/fidelity.h"
+#include "placer/graphs/error.h"
+#include "placer/graphs/fields.h"
+#include "placer/graphs/json_reader.h"
+#include "placer/graphs/json_writer.h"
+
+namespace placer {
+namespace {
+
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<')
+      out += "&lt;";
+    else if (c == '>')
+      out += "&gt;";
+    else if (c == '&')
+      out += "&amp;";
+    else
+      out += c;
+  }
+  return out;
+}
+}  // namespace
+
+FidelityReport FidelityReport::from_json(const std::string& text) {
+  rj::Document doc;
+  doc.Parse(text.c_str(), text.size());
+  if (doc.HasParseError() || !doc.IsObject()) throw InputError("fidelity report: not a JSON object");
+  // "fidelity report: points[0].measured_s: expected a number, got \"x\""
+  FieldReader<JsonNode> top(JsonNode(&doc), "", throw_field_error<InputError>("fidelity report"));
+  auto number = [](FieldReader<JsonNode>& f, const char* key) { return f.number(f.need(key), f.path(key)); };
+  FidelityReport r;
+  r.graph = top.string(top.need("graph"), "graph");
+  r.devices = top.string(top.need("devices"), "devices");
+  r.command = top.string(top.need("command"), "command");
+  r.host = top.string(top.need("host"), "host");
+  r.ops = static_cast<int64_t>(number(top, "ops"));
+  r.calibrated_fraction = number(top, "calibrated_fraction");
+  r.per_op_overhead_s = number(top, "per_op_overhead_s");
+  r.failed = static_cast<int>(number(top, "failed"));
+  const JsonNode points = top.need("points");
+  if (!points.is_list()) top.fail("points", "expected a list, got " + points.describe());
+  for (size_t i = 0; i < points.size(); ++i) {
+    FieldReader<JsonNode> pt(points.at(i), index_path("points", i), top.on_fail());
+    if (!points.at(i).is_map()) top.fail(pt.path(), "expected an object, got " + points.at(i).describe());
+    FidelityPoint p;
+    p.kind = pt.string(pt.need("kind"), pt.path("kind"));
+    p.measured_s = number(pt, "measured_s");
+    p.measured_iqr_s = number(pt, "measured_iqr_s");
+    p.simulated_s = number(pt, "simulated_s");
+    p.transfer_bytes = static_cast<int64_t>(number(pt, "transfer_bytes"));
+    const JsonNode rounds = pt.get("rounds_s");
+    for (size_t k = 0; k < rounds.size(); ++k)
+      if (const auto v = rounds.at(k).number()) p.rounds_s.push_back(*v);
+    r.points.push_back(std::move(p));
+  }
+  if (r.points.size() < 2) throw InputError("fidelity report: needs at least two points");
+  r.compute_statistics();
+  return r;
+}
+
+std::string FidelityReport::to_json() const {
+  std::ostringstream o;
+  o << "{\n  \"graph\": " << json_quote(graph) << ",\n  \"ops\": " << ops << ",\n  \"devices\": " << json_quote(devices)
+    << ",\n  \"command\": " << json_quote(command) << ",\n  \"host\": " << json_quote(host)
+    << ",\n  \"calibrated_fraction\": " << format_number(calibrated_fraction)
+    << ",\n  \"per_op_overhead_s\": " << format_number(per_op_overhead_s) << ",\n  \"placements\": " << points.size()
+    << ",\n  \"failed\": " << failed << ",\n  \"spearman\": " << format_number(spearman)
+    << ",\n  \"kendall_tau_b\": " << format_number(kendall) << ",\n  \"mape\": " << format_number(mape)
+    << ",\n  \"retest_spearman\": "
+    << (std::isnan(retest_spearman) ? std::string("null") : format_number(retest_spearman)) << ",\n  \"points\": [\n";
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto& p = points[i];
+    o << "    {\"kind\": \"" << p.kind << "\", \"measured_s\": " << format_number(p.measured_s, 8)
+      << ", \"measured_iqr_s\": " << format_number(p.measured_iqr_s, 8)
+      << ", \"simulated_s\": " << format_number(p.simulated_s, 8) << ", \"transfer_bytes\": " << p.transfer_bytes
+      << ", \"rounds_s\": [";
+    for (size_t r = 0; r < p.rounds_s.size(); ++r) o << (r ? ", " : "") << format_number(p.rounds_s[r], 8);
+    o << "]}" << (i + 1 < points.size() ? "," : "") << "\n";
+  }
+  o << "  ]\n}\n";
+  return o.str();
+}
+
+std::string FidelityReport::to_markdown() const {
+  std::ostringstream o;
+  o << "# Simulator fidelity: " << graph << " on " << devices << "\n\n";
+  o << "Command: `" << command << "`\n\n";
+  o << "Host: " << host << "\n\n";
+  o << "| graph | ops | placements | failed | Spearman | Kendall tau-b | MAPE | ops calibrated | executor overhead |\n";
+  o << "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  o << "| " << graph << " | " << ops << " | " << points.size() << " | " << failed << " | " << format_number(spearman, 3)
+    << " | " << format_number(kendall, 3) << " | " << format_number(100 * mape, 3) << "% | "
+    << format_number(100 * calibrated_fraction, 3) << "% | " << format_number(per_op_overhead_s * 1e6, 3)
+    << " us/op |\n\n";
+  o << "Goal: Spearman >= 0.9 and MAPE <= 10%: " << (spearman >= 0.9 && mape <= 0.10 ? "met" : "NOT met") << ".\n\n";
+  if (!std::isnan(retest_spearman))
+    o << "The measurement against itself (round 1 vs round 2 of the same placements): Spearman "
+      << format_number(retest_spearman, 3)
+      << ". A simulator cannot rank placements more reliably than the measurement does.\n\n";
+  o << "| # | kind | measured s (IQR of its round) | simulated s | error | transfer MB "
+       "|\n|---:|---|---:|---:|---:|---:|\n";
+  for (size_t i = 0; i < points.size(); ++i) {
+    const auto& p = points[i];
+    o << "| " << i << " | " << p.kind << " | " << format_number(p.measured_s, 4) << " ("
+      << format_number(p.measured_iqr_s, 2) << ") | " << format_number(p.simulated_s, 4) << " | "
+      << format_number(100 * (p.simulated_s - p.measured_s) / p.measured_s, 3) << "% | "
+      << format_number(p.transfer_bytes / 1e6, 4) << " |\n";
+  }
+  return o.str();
+}
+
+std::string FidelityReport::to_svg() const {
+  const double W = 560, H = 560, L = 80, R = 20, T = 66, B = 70;
+  double lo = 1e300, hi = 0;
+  for (const auto& p : points)
+    for (double v : {p.measured_s, p.simulated_s})
+      if (v > 0) {
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+      }
+  if (!(hi > 0)) lo = 1e-3, hi = 1.0;
+  double llo = std::log10(lo), lhi = std::log10(hi);
+  const double pad = std::max(0.05, 0.08 * (lhi - llo));
+  llo -= pad;
+  lhi += pad;
+  auto x = [&](double v) { return L + (std::log10(v) - llo) / (lhi - llo) * (W - L - R); };
+  auto y = [&](double v) { return H - B - (std::log10(v) - llo) / (lhi - llo) * (H - T - B); };
+  std::ostringstream o;
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
+    << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
+  o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">" << xml_escape(graph) << " on "
+    << xml_escape(devices) << ": simulated vs measured step time</text>\n";
+  o << "<text x=\"" << W / 2 << "\" y=\"38\" text-anchor=\"middle\">Spearman " << format_number(spearman, 3)
+    << ", Kendall " << format_number(kendall, 3) << ", MAPE " << format_number(100 * mape, 3)
+    << "%, n = " << points.size() << "</text>\n";
+  if (!std::isnan(retest_spearman))
+    o << "<text x=\"" << W / 2
+      << "\" y=\"54\" text-anchor=\"middle\" fill=\"#555\">measured vs re-measured (round 1 vs 2): Spearman "
+      << format_number(retest_spearman, 3) << "</text>\n";
+  // Axes and decade ticks.
+  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
+    << "\" fill=\"none\" stroke=\"black\"/>\n";
+  // Ticks at 1, 2, 5 x 10^e; finer steps when the data span less than a decade.
+  std::vector<double> fine;
+  for (int k = 10; k < 100; ++k) fine.push_back(k / 10.0);
+  std::vector<double> ticks;
+  for (const std::vector<double>& steps :
+       {std::vector<double>{1, 2, 5}, std::vector<double>{1, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8}, fine}) {
+    ticks.clear();
+    for (int e = static_cast<int>(std::floor(llo)); e <= static_cast<int>(std::ceil(lhi)); ++e)
+      for (double m : steps) {
+        const double v = m * std::pow(10.0, e);
+        if (std::log10(v) >= llo && std::log10(v) <= lhi) ticks.push_back(v);
+      }
+    if (ticks.size() >= 3) break;
+  }
+  if (ticks.size() > 8) {  // thin the finest set to at most 8 labels
+    const size_t every = (ticks.size() + 7) / 8;
+    std::vector<double> thinned;
+    for (size_t i = 0; i < ticks.size(); i += every) thinned.push_back(ticks[i]);
+    ticks.swap(thinned);
+  }
+  for (double v : ticks) {
+    o << "<line x1=\"" << x(v) << "\" y1=\"" << T << "\" x2=\"" << x(v) << "\" y2=\"" << H - B
+      << "\" stroke=\"#ddd\"/>\n";
+    o << "<line x1=\"" << L << "\" y1=\"" << y(v) << "\" x2=\"" << W - R << "\" y2=\"" << y(v)
+      << "\" stroke=\"#ddd\"/>\n";
+    o << "<text x=\"" << x(v) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << format_number(v, 3)
+      << "</text>\n";
+    o << "<text x=\"" << L - 6 << "\" y=\"" << y(v) + 4 << "\" text-anchor=\"end\">" << format_number(v, 3)
+      << "</text>\n";
+  }
+  // y = x and the +-10% band.
+  const double a = std::pow(10.0, llo), b = std::pow(10.0, lhi);
+  o << "<line x1=\"" << x(a) << "\" y1=\"" << y(a) << "\" x2=\"" << x(b) << "\" y2=\"" << y(b)
+    << "\" stroke=\"gray\" stroke-dasharray=\"4,3\"/>\n";
+  for (double f : {0.9, 1.1})
+    o << "<line x1=\"" << x(a) << "\" y1=\"" << y(a * f) << "\" x2=\"" << x(b) << "\" y2=\"" << y(b * f)
+      << "\" stroke=\"#bbb\" stroke-dasharray=\"1,3\"/>\n";
+  const std::vector<std::pair<std::string, std::string>> colors = {{"single", "#d62728"}, {"round_robin", "#9467bd"},
+                                                                   {"split", "#1f77b4"},  {"blocks", "#17becf"},
+                                                                   {"random", "#ff7f0e"}, {"perturbed", "#2ca02c"}};
+  for (const auto& p : points) {
+    if (p.measured_s <= 0 || p.simulated_s <= 0) continue;
+    std::string color = "black";
+    for (const auto& [k, c] : colors)
+      if (k == p.kind) color = c;
+    o << "<circle cx=\"" << x(p.measured_s) << "\" cy=\"" << y(p.simulated_s) << "\" r=\"4\" fill=\"" << color
+      << "\" fill-opacity=\"0.8\"><title>" << p.kind << ": measured " << format_number(p.measured_s, 4)
+      << " s, simulated " << format_number(p.simulated_s, 4) << " s</title></circle>\n";
+  }
+  double ly = T + 14;
+  for (const auto& [k, c] : colors) {
+    o << "<circle cx=\"" << L + 12 << "\" cy=\"" << ly - 4 << "\" r=\"4\" fill=\"" << c << "\"/><text x=\"" << L + 22
+      << "\" y=\"" << ly << "\">" << k << "</text>\n";
+    ly += 16;
+  }
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 25
+    << "\" text-anchor=\"middle\">measured step time (s)</text>\n";
+  o << "<text transform=\"translate(20," << (T + H - B) / 2
+    << ") rotate(-90)\" text-anchor=\"middle\">simulated step time (s)</text>\n";
+  o << "</svg>\n";
+  return o.str();
+}
+
+}  // namespace placer

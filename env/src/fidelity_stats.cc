@@ -1,0 +1,191 @@
+// Fidelity statistics: rank correlations, MAPE, and the diverse placements they are measured on.
+#include "placer/env/fidelity.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <set>
+
+#include "placer/graphs/algorithms.h"
+#include "placer/graphs/error.h"
+
+namespace placer {
+namespace {
+
+void check_pair(const std::vector<double>& a, const std::vector<double>& b, const char* what) {
+  if (a.size() != b.size() || a.size() < 2)
+    throw InputError(std::string(what) + ": needs two samples of the same size >= 2, got " + std::to_string(a.size()) +
+                     " and " + std::to_string(b.size()));
+}
+
+std::vector<double> ranks(const std::vector<double>& v) {
+  std::vector<size_t> idx(v.size());
+  std::iota(idx.begin(), idx.end(), 0);
+  std::stable_sort(idx.begin(), idx.end(), [&](size_t x, size_t y) { return v[x] < v[y]; });
+  std::vector<double> r(v.size());
+  for (size_t i = 0; i < idx.size();) {
+    size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+    const double avg = 0.5 * static_cast<double>(i + j) + 1.0;
+    for (size_t k = i; k <= j; ++k) r[idx[k]] = avg;
+    i = j + 1;
+  }
+  return r;
+}
+
+double pearson(const std::vector<double>& a, const std::vector<double>& b) {
+  const double n = static_cast<double>(a.size());
+  const double ma = std::accumulate(a.begin(), a.end(), 0.0) / n;
+  const double mb = std::accumulate(b.begin(), b.end(), 0.0) / n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    sab += (a[i] - ma) * (b[i] - mb);
+    saa += (a[i] - ma) * (a[i] - ma);
+    sbb += (b[i] - mb) * (b[i] - mb);
+  }
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
+}
+
+}  // namespace
+
+double spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  check_pair(a, b, "spearman");
+  return pearson(ranks(a), ranks(b));
+}
+
+double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b) {
+  check_pair(a, b, "kendall");
+  // O(n^2): fidelity sets hold tens to hundreds of points.
+  double concordant = 0, discordant = 0, ties_a = 0, ties_b = 0;
+  for (size_t i = 0; i < a.size(); ++i)
+    for (size_t j = i + 1; j < a.size(); ++j) {
+      const double da = a[i] - a[j], db = b[i] - b[j];
+      if (da == 0 && db == 0) continue;
+      if (da == 0)
+        ties_a += 1;
+      else if (db == 0)
+        ties_b += 1;
+      else if ((da > 0) == (db > 0))
+        concordant += 1;
+      else
+        discordant += 1;
+    }
+  const double denom = std::sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b));
+  return denom > 0 ? (concordant - discordant) / denom : 0.0;
+}
+
+double mean_absolute_percentage_error(const std::vector<double>& actual, const std::vector<double>& predicted) {
+  if (actual.size() != predicted.size()) throw InputError("mape: samples of different sizes");
+  double sum = 0;
+  int n = 0;
+  for (size_t i = 0; i < actual.size(); ++i)
+    if (actual[i] > 0) {
+      sum += std::abs(predicted[i] - actual[i]) / actual[i];
+      ++n;
+    }
+  return n ? sum / n : 0.0;
+}
+
+std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, int32_t devices, int count,
+                                                                  uint64_t seed) {
+  if (devices < 1) throw InputError("diverse_placements: needs at least one device");
+  if (count < 1) throw InputError("diverse_placements: count must be >= 1");
+  const Grouping groups = colocation_groups(graph);
+  const int32_t G = groups.size();
+  // Groups in order of their first op, so "contiguous" follows the graph.
+  std::vector<int32_t> order(G);
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int32_t x, int32_t y) { return groups.members[x].front() < groups.members[y].front(); });
+  auto expand = [&](const std::vector<int32_t>& group_device) {
+    Placement p;
+    p.device_of.resize(graph.size());
+    for (int32_t g = 0; g < G; ++g)
+      for (OpId o : groups.members[g]) p.device_of[o.value] = DeviceId(group_device[g]);
+    return p;
+  };
+
+  std::vector<std::pair<std::string, Placement>> out;
+  std::vector<std::vector<int32_t>> bases;
+  std::set<uint64_t> seen;
+  auto add = [&](const std::string& kind, const std::vector<int32_t>& gd) {
+    if (static_cast<int>(out.size()) >= count) return;
+    Placement p = expand(gd);
+    if (!seen.insert(placement_hash(p)).second) return;
+    out.emplace_back(kind, std::move(p));
+    bases.push_back(gd);
+  };
+  std::mt19937_64 rng(seed);
+  for (int32_t d = 0; d < devices; ++d) add("single", std::vector<int32_t>(G, d));
+  if (devices > 1) {
+    std::vector<int32_t> rr(G);
+    for (int32_t i = 0; i < G; ++i) rr[order[i]] = i % devices;
+    add("round_robin", rr);
+    // Contiguous splits: the first fraction on one device, the rest spread evenly.
+    for (int cut = 1; cut <= 9; ++cut) {
+      std::vector<int32_t> split(G);
+      for (int32_t i = 0; i < G; ++i) {
+        const double f = static_cast<double>(i) / G;
+        const double first = cut / 10.0;
+        split[order[i]] =
+            f < first
+                ? 0
+                : 1 + std::min<int32_t>(devices - 2, static_cast<int32_t>((f - first) / (1 - first) * (devices - 1)));
+      }
+      add("split", split);
+    }
+    // Round robin in blocks of k groups.
+    for (int k : {2, 4, 8, 16, 32}) {
+      std::vector<int32_t> blocks(G);
+      for (int32_t i = 0; i < G; ++i) blocks[order[i]] = (i / k) % devices;
+      add("blocks", blocks);
+    }
+  }
+  // Random and perturbed placements until `count` (bounded tries).
+  for (int tries = 0; static_cast<int>(out.size()) < count && tries < 20 * count; ++tries) {
+    if (devices == 1) break;
+    if (tries % 2 == 0) {
+      std::vector<int32_t> random(G);
+      // Random with a bias to one device, so some are balanced and some lopsided.
+      const double bias = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
+      for (int32_t g = 0; g < G; ++g)
+        random[g] =
+            std::uniform_real_distribution<double>(0.0, 1.0)(rng) < bias ? 0 : static_cast<int32_t>(rng() % devices);
+      add("random", random);
+    } else {
+      std::vector<int32_t> base = bases[rng() % bases.size()];
+      const double rate = std::vector<double>{0.02, 0.05, 0.1, 0.2}[rng() % 4];
+      for (int32_t g = 0; g < G; ++g)
+        if (std::uniform_real_distribution<double>(0.0, 1.0)(rng) < rate)
+          base[g] = static_cast<int32_t>(rng() % devices);
+      add("perturbed", base);
+    }
+  }
+  return out;
+}
+
+void FidelityReport::compute_statistics() {
+  std::vector<double> m, s;
+  for (const auto& p : points) {
+    m.push_back(p.measured_s);
+    s.push_back(p.simulated_s);
+  }
+  if (m.size() >= 2) {
+    spearman = placer::spearman(m, s);
+    kendall = kendall_tau_b(m, s);
+  }
+  mape = mean_absolute_percentage_error(m, s);
+  std::vector<double> r0, r1;
+  for (const auto& p : points)
+    if (p.rounds_s.size() >= 2) {
+      r0.push_back(p.rounds_s[0]);
+      r1.push_back(p.rounds_s[1]);
+    }
+  retest_spearman = r0.size() >= 2 && r0.size() == points.size() ? placer::spearman(r0, r1)
+                                                                 : std::numeric_limits<double>::quiet_NaN();
+}
+
+}  // namespace placer

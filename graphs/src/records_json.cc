@@ -1,0 +1,328 @@
+// Clusters, placements, profiles and step results as JSON: written with
+// cereal archives, read with JsonReader (json_reader.h).
+#include <cereal/archives/json.hpp>
+#include <cereal/types/string.hpp>
+#include <cereal/types/vector.hpp>
+#include <cmath>
+
+#include "placer/graphs/error.h"
+#include "placer/graphs/files.h"
+#include "placer/graphs/json_reader.h"
+#include "placer/graphs/serialize.h"
+#include "placer/graphs/validate.h"
+#include "serialize_common.h"
+
+namespace placer {
+
+using namespace serialize_detail;
+
+// ---------------------------------------------------------------------------
+// Cluster
+
+namespace {
+struct JsonDevice {
+  const Device* d = nullptr;
+  template <class A>
+  void save(A& ar) const {
+    ar(make_nvp("name", d->name), make_nvp("kind", std::string(device_kind_name(d->kind))),
+       make_nvp("physical", d->physical), make_nvp("memory_bytes", d->memory_bytes),
+       make_nvp("peak_flops", d->peak_flops), make_nvp("mem_bandwidth", d->mem_bandwidth),
+       make_nvp("op_overhead_s", d->op_overhead_s), make_nvp("threads", d->threads));
+  }
+};
+struct JsonLink {
+  const Link* l = nullptr;
+  bool endpoints = true;
+  template <class A>
+  void save(A& ar) const {
+    if (endpoints) ar(make_nvp("from", l->from), make_nvp("to", l->to));
+    ar(make_nvp("latency_s", l->latency_s), make_nvp("bandwidth_Bps", l->bandwidth_Bps));
+  }
+};
+
+Link parse_link(const JsonReader<PlacementError>& r, const rj::Value& v, const std::string& where, bool endpoints) {
+  r.object(v, where, "");
+  Link l;
+  if (endpoints) {
+    l.from = r.string(r.require(v, "from", where), where, "from");
+    l.to = r.string(r.require(v, "to", where), where, "to");
+  }
+  l.latency_s = r.opt_number(v, "latency_s", where, l.latency_s);
+  l.bandwidth_Bps = r.opt_number(v, "bandwidth_Bps", where, l.bandwidth_Bps);
+  return l;
+}
+}  // namespace
+
+std::string cluster_to_json(const Cluster& cluster) {
+  std::vector<JsonDevice> devices;
+  for (const Device& d : cluster.devices) devices.push_back({&d});
+  std::vector<JsonLink> links;
+  for (const Link& l : cluster.links) links.push_back({&l});
+  return write_json([&](cereal::JSONOutputArchive& ar) {
+    ar(make_nvp("format", std::string("placer.cluster")), make_nvp("version", kGraphFormatVersion),
+       make_nvp("name", cluster.name), make_nvp("source", cluster.source), make_nvp("devices", devices),
+       make_nvp("links", links), make_nvp("default_link", JsonLink{&cluster.default_link, false}));
+  });
+}
+
+Cluster cluster_from_json(const std::string& text) {
+  JsonReader<PlacementError> r{"cluster"};
+  const rj::Document doc = r.parse(text, "placer.cluster");
+  Cluster c;
+  c.name = r.opt_string(doc, "name", "");
+  c.source = r.opt_string(doc, "source", "");
+  const rj::Value& devices = r.array(r.require(doc, "devices", ""), "", "devices");
+  if (devices.Size() > 4096) r.fail("", "devices", "more than 4096 devices");
+  for (rj::SizeType i = 0; i < devices.Size(); ++i) {
+    std::string where = detail::concat("devices[", i, "]");
+    const rj::Value& v = r.object(devices[i], where, "");
+    Device d;
+    d.name = r.string(r.require(v, "name", where), where, "name");
+    where += " '" + d.name + "'";
+    const std::string kind = r.opt_string(v, "kind", where, d.name.rfind("cuda", 0) == 0 ? "cuda" : "cpu");
+    if (kind == "cpu")
+      d.kind = DeviceKind::Cpu;
+    else if (kind == "cuda")
+      d.kind = DeviceKind::Cuda;
+    else
+      r.fail(where, "kind", unknown_name("device kind", kind, {"cpu", "cuda"}));
+    d.physical = r.opt_string(v, "physical", where);
+    d.memory_bytes = r.integer(r.require(v, "memory_bytes", where), where, "memory_bytes");
+    d.peak_flops = r.opt_number(v, "peak_flops", where, d.peak_flops);
+    d.mem_bandwidth = r.opt_number(v, "mem_bandwidth", where, d.mem_bandwidth);
+    d.op_overhead_s = r.opt_number(v, "op_overhead_s", where, d.op_overhead_s);
+    const int64_t threads = r.opt_integer(v, "threads", where, 0);
+    if (threads < 0 || threads > 1 << 20)
+      r.fail(where, "threads", detail::concat("must be in [0, ", 1 << 20, "], got ", threads));
+    d.threads = static_cast<int32_t>(threads);
+    c.devices.push_back(std::move(d));
+  }
+  if (const rj::Value* links = r.member(doc, "links")) {
+    r.array(*links, "", "links");
+    if (links->Size() > 4096u * 4096u) r.fail("", "links", "too many links");
+    for (rj::SizeType i = 0; i < links->Size(); ++i)
+      c.links.push_back(parse_link(r, (*links)[i], detail::concat("links[", i, "]"), true));
+  }
+  if (const rj::Value* dl = r.member(doc, "default_link")) c.default_link = parse_link(r, *dl, "default_link", false);
+  validate_cluster(c);
+  return c;
+}
+
+void save_cluster(const Cluster& cluster, const std::string& path) {
+  write_file_atomic(path, cluster_to_json(cluster));
+}
+
+Cluster load_cluster(const std::string& path) {
+  const std::string contents = read_file(path);
+  return with_path<PlacementError>(path, [&] { return cluster_from_json(contents); });
+}
+
+// ---------------------------------------------------------------------------
+// Placement
+
+std::string placement_to_json(const NamedPlacement& placement) {
+  JsonStringMap map;
+  map.entries.assign(placement.device.begin(), placement.device.end());
+  return write_json([&](cereal::JSONOutputArchive& ar) {
+    ar(make_nvp("format", std::string("placer.placement")), make_nvp("version", kGraphFormatVersion),
+       make_nvp("graph", placement.graph), make_nvp("placement", map));
+  });
+}
+
+NamedPlacement placement_from_json(const std::string& text) {
+  JsonReader<PlacementError> r{"placement"};
+  const rj::Document doc = r.parse(text, "placer.placement");
+  NamedPlacement p;
+  p.graph = r.opt_string(doc, "graph", "");
+  const rj::Value& map = r.object(r.require(doc, "placement", ""), "", "placement");
+  for (auto it = map.MemberBegin(); it != map.MemberEnd(); ++it) {
+    std::string op(it->name.GetString(), it->name.GetStringLength());
+    const std::string where = "placement: op '" + op + "'";
+    if (!it->value.IsString())
+      r.fail(where, "expected a device name (a string), got " + JsonReader<PlacementError>::describe(it->value));
+    std::string device(it->value.GetString(), it->value.GetStringLength());
+    if (!p.device.emplace(op, device).second) r.fail(where, "listed twice");
+  }
+  return p;
+}
+
+void save_placement(const NamedPlacement& placement, const std::string& path) {
+  write_file_atomic(path, placement_to_json(placement));
+}
+
+NamedPlacement load_placement(const std::string& path) {
+  const std::string contents = read_file(path);
+  return with_path<PlacementError>(path, [&] { return placement_from_json(contents); });
+}
+
+// ---------------------------------------------------------------------------
+// Profile
+
+namespace {
+struct JsonOpTiming {
+  const OpTiming* t = nullptr;
+  template <class A>
+  void save(A& ar) const {
+    ar(make_nvp("op", t->op), make_nvp("signature", t->signature), make_nvp("device", t->device),
+       make_nvp("device_kind", t->device_kind), make_nvp("seconds", t->seconds));
+    if (t->contended_seconds > 0) ar(make_nvp("contended_seconds", t->contended_seconds));
+  }
+};
+struct JsonSample {
+  int64_t bytes = 0;
+  double seconds = 0.0;
+  template <class A>
+  void save(A& ar) const {
+    ar(make_nvp("bytes", bytes), make_nvp("seconds", seconds));
+  }
+};
+struct JsonLinkFit {
+  const LinkFit* l = nullptr;
+  template <class A>
+  void save(A& ar) const {
+    std::vector<JsonSample> samples;
+    for (const auto& [b, s] : l->samples) samples.push_back({b, s});
+    ar(make_nvp("from", l->from), make_nvp("to", l->to), make_nvp("alpha_s", l->alpha_s),
+       make_nvp("beta_Bps", l->beta_Bps), make_nvp("samples", samples));
+  }
+};
+}  // namespace
+
+std::string profile_to_json(const Profile& profile) {
+  std::vector<JsonOpTiming> ops;
+  for (const OpTiming& t : profile.ops) ops.push_back({&t});
+  std::vector<JsonLinkFit> links;
+  for (const LinkFit& l : profile.links) links.push_back({&l});
+  return write_json([&](cereal::JSONOutputArchive& ar) {
+    ar(make_nvp("format", std::string("placer.profile")), make_nvp("version", profile.version),
+       make_nvp("graph", profile.graph), make_nvp("devices", profile.devices), make_nvp("host", profile.host),
+       make_nvp("per_op_overhead_s", profile.per_op_overhead_s), make_nvp("ops", ops), make_nvp("links", links));
+  });
+}
+
+Profile profile_from_json(const std::string& text) {
+  JsonReader<InputError> r{"profile"};
+  const rj::Document doc = r.parse(text, "placer.profile");
+  Profile p;
+  p.version = static_cast<int>(r.integer(doc["version"], "", "version"));
+  p.graph = r.opt_string(doc, "graph", "");
+  p.devices = r.opt_string(doc, "devices", "");
+  p.host = r.opt_string(doc, "host", "");
+  p.per_op_overhead_s = r.opt_number(doc, "per_op_overhead_s", "", 0.0);
+  if (!(p.per_op_overhead_s >= 0) || !std::isfinite(p.per_op_overhead_s))
+    r.fail("", "per_op_overhead_s", "must be a finite number >= 0");
+  const rj::Value& ops = r.array(r.require(doc, "ops", ""), "", "ops");
+  for (rj::SizeType i = 0; i < ops.Size(); ++i) {
+    const std::string where = detail::concat("ops[", i, "]");
+    const rj::Value& v = r.object(ops[i], where, "");
+    OpTiming t;
+    t.op = r.opt_string(v, "op", where);
+    t.signature = r.opt_string(v, "signature", where);
+    t.device = r.string(r.require(v, "device", where), where, "device");
+    t.device_kind = r.opt_string(v, "device_kind", where);
+    t.seconds = r.number(r.require(v, "seconds", where), where, "seconds");
+    if (t.op.empty() && t.signature.empty()) r.fail(where, "needs field 'op' or 'signature'");
+    if (!(t.seconds >= 0) || !std::isfinite(t.seconds)) r.fail(where, "seconds", "must be a finite number >= 0");
+    t.contended_seconds = r.opt_number(v, "contended_seconds", where, 0.0);
+    if (!(t.contended_seconds >= 0) || !std::isfinite(t.contended_seconds))
+      r.fail(where, "contended_seconds", "must be a finite number >= 0");
+    p.ops.push_back(std::move(t));
+  }
+  if (const rj::Value* links = r.member(doc, "links")) {
+    r.array(*links, "", "links");
+    for (rj::SizeType i = 0; i < links->Size(); ++i) {
+      const std::string where = detail::concat("links[", i, "]");
+      const rj::Value& v = r.object((*links)[i], where, "");
+      LinkFit l;
+      l.from = r.string(r.require(v, "from", where), where, "from");
+      l.to = r.string(r.require(v, "to", where), where, "to");
+      l.alpha_s = r.number(r.require(v, "alpha_s", where), where, "alpha_s");
+      l.beta_Bps = r.number(r.require(v, "beta_Bps", where), where, "beta_Bps");
+      if (!(l.alpha_s >= 0) || !std::isfinite(l.alpha_s)) r.fail(where, "alpha_s", "must be >= 0");
+      if (!(l.beta_Bps > 0) || !std::isfinite(l.beta_Bps)) r.fail(where, "beta_Bps", "must be positive");
+      if (const rj::Value* samples = r.member(v, "samples")) {
+        r.array(*samples, where, "samples");
+        for (rj::SizeType k = 0; k < samples->Size(); ++k) {
+          const std::string sw = detail::concat(where, " samples[", k, "]");
+          const rj::Value& s = r.object((*samples)[k], sw, "");
+          l.samples.emplace_back(r.integer(r.require(s, "bytes", sw), sw, "bytes"),
+                                 r.number(r.require(s, "seconds", sw), sw, "seconds"));
+        }
+      }
+      p.links.push_back(std::move(l));
+    }
+  }
+  return p;
+}
+
+void save_profile(const Profile& profile, const std::string& path) {
+  write_file_atomic(path, profile_to_json(profile));
+}
+
+Profile load_profile(const std::string& path) {
+  const std::string contents = read_file(path);
+  return with_path<InputError>(path, [&] { return profile_from_json(contents); });
+}
+
+// ---------------------------------------------------------------------------
+// StepResult
+
+namespace {
+struct JsonDeviceStats {
+  const DeviceStats* d = nullptr;
+  template <class A>
+  void save(A& ar) const {
+    ar(make_nvp("device", d->device), make_nvp("busy_s", d->busy_s), make_nvp("peak_bytes", d->peak_bytes));
+  }
+};
+}  // namespace
+
+std::string step_result_to_json(const StepResult& result) {
+  std::vector<JsonDeviceStats> devices;
+  for (const DeviceStats& d : result.devices) devices.push_back({&d});
+  return write_json([&](cereal::JSONOutputArchive& ar) {
+    ar(make_nvp("format", std::string("placer.step_result")), make_nvp("version", kGraphFormatVersion),
+       make_nvp("status", std::string(step_status_name(result.status))), make_nvp("message", result.message),
+       make_nvp("step_s", result.step_s), make_nvp("iqr_s", result.iqr_s), make_nvp("samples_s", result.samples_s),
+       make_nvp("devices", devices), make_nvp("transfer_bytes", result.transfer_bytes),
+       make_nvp("oom_device", result.oom_device), make_nvp("oom_needed_bytes", result.oom_needed_bytes),
+       make_nvp("oom_capacity_bytes", result.oom_capacity_bytes));
+  });
+}
+
+StepResult step_result_from_json(const std::string& text) {
+  JsonReader<InputError> r{"step result"};
+  const rj::Document doc = r.parse(text, "placer.step_result");
+  StepResult s;
+  const std::string status = r.string(r.require(doc, "status", ""), "", "status");
+  bool known = false;
+  for (StepStatus st : {StepStatus::Ok, StepStatus::Oom, StepStatus::Timeout, StepStatus::Error})
+    if (status == step_status_name(st)) {
+      s.status = st;
+      known = true;
+    }
+  if (!known) r.fail("", "status", unknown_name("status", status, {"ok", "oom", "timeout", "error"}));
+  s.message = r.opt_string(doc, "message", "");
+  s.step_s = r.opt_number(doc, "step_s", "", 0.0);
+  s.iqr_s = r.opt_number(doc, "iqr_s", "", 0.0);
+  if (const rj::Value* v = r.member(doc, "samples_s")) s.samples_s = r.numbers(*v, "", "samples_s");
+  if (const rj::Value* devices = r.member(doc, "devices")) {
+    r.array(*devices, "", "devices");
+    for (rj::SizeType i = 0; i < devices->Size(); ++i) {
+      const std::string where = detail::concat("devices[", i, "]");
+      const rj::Value& v = r.object((*devices)[i], where, "");
+      DeviceStats d;
+      d.device = r.string(r.require(v, "device", where), where, "device");
+      d.busy_s = r.opt_number(v, "busy_s", where, 0.0);
+      d.peak_bytes = r.opt_integer(v, "peak_bytes", where, 0);
+      s.devices.push_back(std::move(d));
+    }
+  }
+  s.transfer_bytes = r.opt_integer(doc, "transfer_bytes", "", 0);
+  s.oom_device = r.opt_string(doc, "oom_device", "");
+  s.oom_needed_bytes = r.opt_integer(doc, "oom_needed_bytes", "", 0);
+  s.oom_capacity_bytes = r.opt_integer(doc, "oom_capacity_bytes", "", 0);
+  return s;
+}
+
+}  // namespace placer

@@ -1,0 +1,138 @@
+// The one field reader (fields.h over JSON) and the one JSON writer (json_writer.h).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "placer/graphs/error.h"
+#include "placer/graphs/fields.h"
+#include "placer/graphs/json_reader.h"
+#include "placer/graphs/json_writer.h"
+
+namespace placer {
+namespace {
+
+rj::Document parse(const std::string& text) {
+  rj::Document doc;
+  doc.Parse(text.c_str(), text.size());
+  EXPECT_FALSE(doc.HasParseError()) << text;
+  return doc;
+}
+
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(FieldReader, ReadsPresentFieldsAndKeepsDefaults) {
+  const rj::Document doc = parse(R"({"name": "a", "lr": 0.5, "steps": 7, "on": true, "tags": ["x", "y"]})");
+  FieldReader<JsonNode> f(JsonNode(&doc), "train", throw_field_error<InputError>("cfg.json"));
+  std::string name;
+  double lr = 0, missing = 3.0;
+  int steps = 0;
+  bool on = false;
+  std::vector<std::string> tags;
+  EXPECT_TRUE(f.read("name", &name));
+  EXPECT_TRUE(f.read("lr", &lr, 0.0, 1.0));
+  EXPECT_TRUE(f.read("steps", &steps, 1, 100));
+  EXPECT_TRUE(f.read("on", &on));
+  EXPECT_TRUE(f.read("tags", &tags));
+  EXPECT_FALSE(f.read("absent", &missing, 0.0, 10.0));
+  EXPECT_NO_THROW(f.finish());
+  EXPECT_EQ(name, "a");
+  EXPECT_EQ(lr, 0.5);
+  EXPECT_EQ(steps, 7);
+  EXPECT_TRUE(on);
+  EXPECT_EQ(tags, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(missing, 3.0);
+}
+
+TEST(FieldReader, ErrorsNameThePathAndTheProblem) {
+  const rj::Document doc = parse(R"({"train": {"lr": "x", "steps": 0, "tags": ["a", 3], "extra": 1}})");
+  const FieldFail fail = throw_field_error<InputError>("learned");
+  FieldReader<JsonNode> top(JsonNode(&doc), "", fail);
+  FieldReader<JsonNode> train = top.section("train");
+  double lr = 0;
+  int steps = 0;
+  std::vector<std::string> tags;
+  EXPECT_EQ(error_of([&] { train.read("lr", &lr, 0.0, 10.0); }), "learned: train.lr: expected a number, got \"x\"");
+  EXPECT_EQ(error_of([&] { train.read("steps", &steps, 1, 100); }), "learned: train.steps: must be in [1, 100], got 0");
+  EXPECT_EQ(error_of([&] { train.read("tags", &tags); }), "learned: train.tags[1]: expected a string, got 3");
+  EXPECT_EQ(error_of([&] { train.need("seed"); }), "learned: train.seed: missing required field");
+  // Unknown keys: every key asked for (present or not) is known.
+  EXPECT_EQ(error_of([&] { train.finish(); }),
+            "learned: train.extra: unknown field (known here: lr, seed, steps, tags)");
+  EXPECT_NO_THROW(top.finish());
+}
+
+TEST(FieldReader, OneSidedRangesAndTooLarge) {
+  const rj::Document doc = parse(R"({"a": -1, "b": 2000})");
+  FieldProblem seen = FieldProblem::Invalid;
+  std::string message;
+  FieldReader<JsonNode> f(JsonNode(&doc), "", [&](const std::string& path, const std::string& problem, FieldProblem k) {
+    seen = k;
+    throw InputError(path + ": " + problem);
+  });
+  int64_t a = 0, b = 0;
+  EXPECT_EQ(error_of([&] { f.read("a", &a, 0, std::numeric_limits<int64_t>::max()); }), "a: must be >= 0, got -1");
+  EXPECT_EQ(seen, FieldProblem::Invalid);
+  EXPECT_EQ(error_of([&] { f.read("b", &b, std::numeric_limits<int64_t>::min(), 1000); }),
+            "b: must be <= 1000, got 2000");
+  EXPECT_EQ(seen, FieldProblem::TooLarge);
+}
+
+TEST(FieldReader, NotAMapIsNamed) {
+  const rj::Document doc = parse(R"({"policy": [1, 2]})");
+  FieldReader<JsonNode> top(JsonNode(&doc), "", throw_field_error<InputError>());
+  EXPECT_EQ(error_of([&] { top.section("policy"); }), "policy: expected a map, got an array");
+}
+
+TEST(UnknownName, ListsTheKnownNames) {
+  EXPECT_EQ(unknown_name("policy", "lstm", {"seq2seq", "gnn"}), "unknown policy 'lstm' (known: seq2seq, gnn)");
+  const std::vector<std::string> known = {"a", "b"};
+  EXPECT_EQ(unknown_name("method", "c", known), "unknown method 'c' (known: a, b)");
+}
+
+TEST(JsonWriter, EscapesStrings) {
+  EXPECT_EQ(json_quote("plain"), "\"plain\"");
+  EXPECT_EQ(json_quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
+  EXPECT_EQ(json_quote("line\nnext\ttab"), "\"line\\nnext\\ttab\"");
+  EXPECT_EQ(json_quote(std::string("\x01", 1)), "\"\\u0001\"");
+  EXPECT_EQ(json_quote("caf\xc3\xa9"), "\"caf\xc3\xa9\"");  // UTF-8 kept as is
+}
+
+TEST(JsonWriter, WritesShortestRoundTripNumbers) {
+  EXPECT_EQ(json_number(0.25), "0.25");
+  EXPECT_EQ(json_number(0.1), "0.1");
+  EXPECT_EQ(json_number(1e-7), "1e-07");
+  EXPECT_EQ(json_number(3.0), "3");
+  EXPECT_EQ(std::stod(json_number(1.0 / 3.0)), 1.0 / 3.0);
+  EXPECT_EQ(json_number(std::numeric_limits<double>::infinity()), "null");
+  EXPECT_EQ(json_number(std::nan("")), "null");
+}
+
+TEST(JsonWriter, BuildsDocuments) {
+  NamedPlacement p;
+  p.graph = "g";
+  p.device = {{"x", "cpu:0"}};
+  JsonWriter w;
+  w.begin().field("name", "a\"b").field("n", int64_t{3}).field("ok", true).field("lr", 0.5);
+  w.field("bad", std::nan("")).begin_array("list").str("x").integer(1).end_array().placement("p", p).end();
+  EXPECT_EQ(
+      w.text(),
+      R"({"name":"a\"b","n":3,"ok":true,"lr":0.5,"bad":null,"list":["x",1],"p":{"graph":"g","device":{"x":"cpu:0"}}})");
+  // What it writes reads back through the reader.
+  const rj::Document doc = parse(w.text());
+  FieldReader<JsonNode> f(JsonNode(&doc), "", throw_field_error<InputError>());
+  std::string name;
+  f.read("name", &name);
+  EXPECT_EQ(name, "a\"b");
+}
+
+}  // namespace
+}  // namespace placer

@@ -1,0 +1,72 @@
+// The service config: read with the one field reader, unknown keys rejected.
+#include <gtest/gtest.h>
+
+#include "placer/service/config.h"
+
+namespace placer::service {
+namespace {
+
+std::string error_of(const std::string& yaml) {
+  try {
+    parse_service_config(yaml, "/base");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(ServiceConfig, ReadsFieldsAndResolvesPaths) {
+  const ServiceConfig c = parse_service_config(R"(
+endpoint: tcp://127.0.0.1:6000
+workers: 3
+state_dir: state
+limits: {max_ops: 1000, max_message_bytes: 4096}
+place: {baselines: [m_etf, heft], cache_entries: 4}
+jobs: {runners: 2, methods: [m_topo], measure: true}
+policies:
+  - {name: p1, checkpoint: runs/p1}
+default_policy: p1
+)",
+                                               "/base");
+  EXPECT_EQ(c.endpoint, "tcp://127.0.0.1:6000");
+  EXPECT_EQ(c.workers, 3);
+  EXPECT_EQ(c.state_dir, "/base/state");
+  EXPECT_EQ(c.max_ops, 1000);
+  EXPECT_EQ(c.limits.max_request_bytes, 4096);
+  EXPECT_EQ(c.place_baselines, (std::vector<std::string>{"m_etf", "heft"}));
+  EXPECT_EQ(c.cache_entries, 4);
+  EXPECT_EQ(c.job_runners, 2);
+  EXPECT_TRUE(c.measure_jobs);
+  ASSERT_EQ(c.policies.size(), 1u);
+  EXPECT_EQ(c.policies[0].checkpoint, "/base/runs/p1");
+  EXPECT_EQ(c.default_policy, "p1");
+  // Defaults where nothing is said.
+  const ServiceConfig d = parse_service_config("endpoint: tcp://127.0.0.1:1\n", "");
+  EXPECT_EQ(d.workers, ServiceConfig{}.workers);
+  EXPECT_EQ(d.place_baselines, ServiceConfig{}.place_baselines);
+}
+
+TEST(ServiceConfig, RejectsUnknownKeysAtEveryLevel) {
+  EXPECT_EQ(error_of("endpoint: x\nworkerz: 2\n").rfind("workerz: unknown field (known here: ", 0), 0u)
+      << error_of("workerz: 2\n");
+  EXPECT_NE(error_of("limits: {max_opz: 3}\n").find("limits.max_opz: unknown field (known here: "), std::string::npos);
+  EXPECT_NE(error_of("jobs: {runner: 3}\n").find("jobs.runner: unknown field"), std::string::npos);
+  EXPECT_NE(error_of("policies: [{name: a, checkpoint: b, path: c}]\n").find("policies[0].path: unknown field"),
+            std::string::npos);
+  EXPECT_NE(error_of("curve: {enable: true}\n").find("curve.enable: unknown field"), std::string::npos);
+}
+
+TEST(ServiceConfig, WrongTypesAndRangesNameTheField) {
+  EXPECT_EQ(error_of("workers: many\n"), "workers: expected an integer, got 'many'");
+  EXPECT_EQ(error_of("workers: 0\n"), "workers: must be in [1, 256], got 0");
+  EXPECT_EQ(error_of("limits: {max_message_bytes: 10}\n"), "limits.max_message_bytes: must be >= 1024, got 10");
+  EXPECT_EQ(error_of("limits: [1]\n"), "limits: expected a map, got a list");
+  EXPECT_EQ(error_of("place: {baselines: [m_etf, [x]]}\n"), "place.baselines[1]: expected a string, got a list");
+  EXPECT_EQ(error_of("jobs: {measure: sometimes}\n"), "jobs.measure: expected true or false, got 'sometimes'");
+  EXPECT_EQ(error_of("policies: [{name: a}]\n"), "policies[0].checkpoint: missing");
+  EXPECT_EQ(error_of("default_policy: nope\n"), "default_policy: 'nope' is not in policies");
+  EXPECT_EQ(error_of("metrics_port: 70000\n"), "metrics_port: must be -1 (off), 0 (any) or a port");
+}
+
+}  // namespace
+}  // namespace placer::service
