@@ -63,21 +63,17 @@ std::vector<int32_t> canonical_devices(const UnitProblem& p, const std::vector<i
   return out;
 }
 
-IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_breaking) {
-  IlpOutcome out;
-  const int32_t n = p.n, k = p.k, G = p.groups();
-  std::vector<int32_t> group_order(G);
-  for (int32_t g = 0; g < G; ++g) group_order[g] = g;
-  std::sort(group_order.begin(), group_order.end(),
-            [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
+// The best list schedule under the model's own timing, in canonical device
+// numbering when symmetry breaking is on.
+struct WarmStart {
+  std::vector<int32_t> dev;
+  Schedule sched;
+  std::string method;
+};
 
-  // Warm start: the best list schedule under the model's own timing.
-  struct Warm {
-    std::vector<int32_t> dev;
-    Schedule sched;
-    std::string method;
-  };
-  std::vector<Warm> warms;
+WarmStart best_warm_start(const UnitProblem& p, bool symmetry_breaking, const std::vector<int32_t>& group_order) {
+  const int32_t G = p.groups();
+  std::vector<WarmStart> warms;
   auto add_warm = [&](std::vector<int32_t> dev, const std::string& method) {
     if (symmetry_breaking) dev = canonical_devices(p, dev, group_order);
     std::vector<int32_t> gd(G);
@@ -94,15 +90,15 @@ IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_br
   try {
     add_warm(list_topo(p).unit_device, "m_topo");
   } catch (const NoFeasiblePlacement&) {}
-  add_warm(std::vector<int32_t>(n, 0), "single");
+  add_warm(std::vector<int32_t>(p.n, 0), "single");
   if (warms.empty()) throw NoFeasiblePlacement("ilp: no list schedule fits device memory to start from");
-  const Warm& warm = *std::min_element(
-      warms.begin(), warms.end(), [](const Warm& a, const Warm& b) { return a.sched.makespan < b.sched.makespan; });
-  out.warm_makespan = warm.sched.makespan;
-  out.warm_method = warm.method;
-  const double M = warm.sched.makespan * (1.0 + 1e-9) + 1e-12;
+  return *std::min_element(warms.begin(), warms.end(),
+                           [](const WarmStart& a, const WarmStart& b) { return a.sched.makespan < b.sched.makespan; });
+}
 
-  // Reachability (units are topologically ordered).
+// Units reachable from each unit, as bitsets (units are topologically ordered).
+std::vector<std::vector<uint64_t>> reachability(const UnitProblem& p) {
+  const int32_t n = p.n;
   const size_t words = (static_cast<size_t>(n) + 63) / 64;
   std::vector<std::vector<uint64_t>> reach(n, std::vector<uint64_t>(words, 0));
   for (int32_t u = n - 1; u >= 0; --u)
@@ -110,21 +106,57 @@ IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_br
       reach[u][e.op >> 6] |= uint64_t{1} << (e.op & 63);
       for (size_t w = 0; w < words; ++w) reach[u][w] |= reach[e.op][w];
     }
-  auto reaches = [&](int32_t a, int32_t b) { return (reach[a][b >> 6] >> (b & 63)) & 1; };
+  return reach;
+}
 
+// The mixed-integer program in CBC's terms: columns with bounds, objective and
+// integrality; rows as coordinate triplets with bounds.
+struct IlpModel {
+  struct EdgeVar {
+    int32_t from, to;
+    int col;  // -1: same group, never crosses
+    double comm;
+  };
+  struct PairVar {
+    int32_t a, b;
+    int y, q;  // q = -1: same group, always on one device
+  };
+
+  double M = 0.0;  // big-M: just above the warm start's makespan
   // Columns.
   std::vector<double> lb, ub, obj;
   std::vector<char> integer;
-  auto col = [&](double l, double u, bool is_int) {
+  std::vector<int> xcol;  // x[g,d] at g * k + d
+  std::vector<int> scol;  // s[i]
+  int ccol = -1;          // C
+  std::vector<EdgeVar> edges;
+  std::vector<PairVar> pairs;
+  std::vector<double> tail;  // work after each unit: C >= s_i + p_i + tail_i
+  // Rows.
+  std::vector<int> ri, ci;
+  std::vector<double> vv, rlb, rub;
+  int rows = 0;
+
+  int cols() const { return static_cast<int>(lb.size()); }
+  int col(double l, double u, bool is_int) {
     lb.push_back(l), ub.push_back(u), obj.push_back(0.0), integer.push_back(is_int);
-    return static_cast<int>(lb.size()) - 1;
-  };
-  std::vector<int> xcol(static_cast<size_t>(G) * k);
+    return cols() - 1;
+  }
+  void put(int c, double v) { ri.push_back(rows), ci.push_back(c), vv.push_back(v); }
+  void end_row(double l, double u) { rlb.push_back(l), rub.push_back(u), ++rows; }
+};
+
+// Columns x, s, C, z and (y, q), with bounds on s and C from heads (earliest
+// starts) and tails (work after an op) with every op on its fastest device and
+// free transfers.
+void add_columns(IlpModel& m, const UnitProblem& p) {
+  const int32_t n = p.n, k = p.k, G = p.groups();
+  const double M = m.M;
+  m.xcol.resize(static_cast<size_t>(G) * k);
   for (int32_t g = 0; g < G; ++g)
-    for (int32_t d = 0; d < k; ++d) xcol[g * k + d] = col(0.0, 1.0, true);
-  // Heads (earliest starts) and tails (work after an op) with every op on its
-  // fastest device and free transfers: bounds on s and cuts on C.
-  std::vector<double> fastest(n), head(n, 0.0), tail(n, 0.0);
+    for (int32_t d = 0; d < k; ++d) m.xcol[g * k + d] = m.col(0.0, 1.0, true);
+  std::vector<double> fastest(n), head(n, 0.0);
+  m.tail.assign(n, 0.0);
   double cp = 0.0, work = 0.0;
   for (int32_t u = 0; u < n; ++u) {
     fastest[u] = kInf;
@@ -133,30 +165,22 @@ IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_br
     for (const Edge& e : p.preds[u]) head[u] = std::max(head[u], head[e.op] + fastest[e.op]);
   }
   for (int32_t u = n - 1; u >= 0; --u) {
-    for (const Edge& e : p.succs[u]) tail[u] = std::max(tail[u], fastest[e.op] + tail[e.op]);
-    cp = std::max(cp, head[u] + fastest[u] + tail[u]);
+    for (const Edge& e : p.succs[u]) m.tail[u] = std::max(m.tail[u], fastest[e.op] + m.tail[e.op]);
+    cp = std::max(cp, head[u] + fastest[u] + m.tail[u]);
   }
-  std::vector<int> scol(n);
-  for (int32_t i = 0; i < n; ++i) scol[i] = col(std::min(head[i], M), std::max(0.0, M - fastest[i] - tail[i]), false);
-  const int ccol = col(std::min(M, std::max(cp, work / k)), M, false);
-  obj[ccol] = 1.0;
-  struct EdgeVar {
-    int32_t from, to;
-    int col;  // -1: same group, never crosses
-    double comm;
-  };
-  std::vector<EdgeVar> edges;
+  m.scol.resize(n);
+  for (int32_t i = 0; i < n; ++i)
+    m.scol[i] = m.col(std::min(head[i], M), std::max(0.0, M - fastest[i] - m.tail[i]), false);
+  m.ccol = m.col(std::min(M, std::max(cp, work / k)), M, false);
+  m.obj[m.ccol] = 1.0;
   for (int32_t j = 0; j < n; ++j)
     for (const Edge& e : p.preds[j]) {
       const bool same = p.group_of[e.op] == p.group_of[j];
       const double comm = same ? 0.0 : p.mean_transfer(e.bytes);
-      edges.push_back({e.op, j, same || k == 1 ? -1 : col(0.0, 1.0, false), comm});
+      m.edges.push_back({e.op, j, same || k == 1 ? -1 : m.col(0.0, 1.0, false), comm});
     }
-  struct PairVar {
-    int32_t a, b;
-    int y, q;  // q = -1: same group, always on one device
-  };
-  std::vector<PairVar> pairs;
+  const std::vector<std::vector<uint64_t>> reach = reachability(p);
+  auto reaches = [&](int32_t a, int32_t b) { return (reach[a][b >> 6] >> (b & 63)) & 1; };
   for (int32_t a = 0; a < n; ++a)
     for (int32_t b = a + 1; b < n; ++b) {
       if (reaches(a, b) || reaches(b, a)) continue;
@@ -165,109 +189,105 @@ IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_br
       if (zero) continue;
       const bool same = p.group_of[a] == p.group_of[b];
       if (!same && k == 1) continue;
-      const int y = col(0.0, 1.0, true);
-      pairs.push_back({a, b, y, same ? -1 : col(0.0, 1.0, false)});
+      const int y = m.col(0.0, 1.0, true);
+      m.pairs.push_back({a, b, y, same ? -1 : m.col(0.0, 1.0, false)});
     }
+}
 
-  // Rows.
-  std::vector<int> ri, ci;
-  std::vector<double> vv, rlb, rub;
-  int row = 0;
-  auto put = [&](int c, double v) { ri.push_back(row), ci.push_back(c), vv.push_back(v); };
-  auto end_row = [&](double l, double u) { rlb.push_back(l), rub.push_back(u), ++row; };
+// Rows: assignment, memory, load, precedence with transfers, makespan, and the
+// disjunctive order of every pair that may share a device.
+void add_rows(IlpModel& m, const UnitProblem& p) {
+  const int32_t n = p.n, k = p.k, G = p.groups();
+  const double M = m.M;
   const double inf = COIN_DBL_MAX;
   // p_i as -sum_d t[i,d] x (coefficient sign s).
   auto put_p = [&](int32_t i, double sign) {
     for (int32_t d = 0; d < k; ++d)
-      if (p.c(i, d) != 0) put(xcol[p.group_of[i] * k + d], sign * p.c(i, d));
+      if (p.c(i, d) != 0) m.put(m.xcol[p.group_of[i] * k + d], sign * p.c(i, d));
   };
   for (int32_t g = 0; g < G; ++g) {
-    for (int32_t d = 0; d < k; ++d) put(xcol[g * k + d], 1.0);
-    end_row(1.0, 1.0);
+    for (int32_t d = 0; d < k; ++d) m.put(m.xcol[g * k + d], 1.0);
+    m.end_row(1.0, 1.0);
   }
   for (int32_t d = 0; d < k; ++d) {
     for (int32_t g = 0; g < G; ++g)
-      if (p.group_mem[g] > 0) put(xcol[g * k + d], static_cast<double>(p.group_mem[g]));
-    end_row(-inf, static_cast<double>(p.capacity[d]));
+      if (p.group_mem[g] > 0) m.put(m.xcol[g * k + d], static_cast<double>(p.group_mem[g]));
+    m.end_row(-inf, static_cast<double>(p.capacity[d]));
     // C - sum_i t[i,d] x >= 0
-    put(ccol, 1.0);
+    m.put(m.ccol, 1.0);
     for (int32_t i = 0; i < n; ++i)
-      if (p.c(i, d) != 0) put(xcol[p.group_of[i] * k + d], -p.c(i, d));
-    end_row(0.0, inf);
+      if (p.c(i, d) != 0) m.put(m.xcol[p.group_of[i] * k + d], -p.c(i, d));
+    m.end_row(0.0, inf);
   }
-  for (const EdgeVar& e : edges) {
+  for (const IlpModel::EdgeVar& e : m.edges) {
     // s_j - s_i - p_i - c z >= 0
-    put(scol[e.to], 1.0);
-    put(scol[e.from], -1.0);
+    m.put(m.scol[e.to], 1.0);
+    m.put(m.scol[e.from], -1.0);
     put_p(e.from, -1.0);
-    if (e.col >= 0 && e.comm > 0) put(e.col, -e.comm);
-    end_row(0.0, inf);
+    if (e.col >= 0 && e.comm > 0) m.put(e.col, -e.comm);
+    m.end_row(0.0, inf);
     if (e.col >= 0)
       for (int32_t d = 0; d < k; ++d) {  // z - x[gi,d] + x[gj,d] >= 0
-        put(e.col, 1.0);
-        put(xcol[p.group_of[e.from] * k + d], -1.0);
-        put(xcol[p.group_of[e.to] * k + d], 1.0);
-        end_row(0.0, inf);
+        m.put(e.col, 1.0);
+        m.put(m.xcol[p.group_of[e.from] * k + d], -1.0);
+        m.put(m.xcol[p.group_of[e.to] * k + d], 1.0);
+        m.end_row(0.0, inf);
       }
   }
   for (int32_t i = 0; i < n; ++i) {
-    put(ccol, 1.0);  // C - s_i - p_i >= tail_i
-    put(scol[i], -1.0);
+    m.put(m.ccol, 1.0);  // C - s_i - p_i >= tail_i
+    m.put(m.scol[i], -1.0);
     put_p(i, -1.0);
-    end_row(tail[i], inf);
+    m.end_row(m.tail[i], inf);
   }
-  for (const PairVar& pv : pairs) {
+  for (const IlpModel::PairVar& pv : m.pairs) {
     if (pv.q >= 0)
       for (int32_t d = 0; d < k; ++d) {  // q - x[ga,d] - x[gb,d] >= -1
-        put(pv.q, 1.0);
-        put(xcol[p.group_of[pv.a] * k + d], -1.0);
-        put(xcol[p.group_of[pv.b] * k + d], -1.0);
-        end_row(-1.0, inf);
+        m.put(pv.q, 1.0);
+        m.put(m.xcol[p.group_of[pv.a] * k + d], -1.0);
+        m.put(m.xcol[p.group_of[pv.b] * k + d], -1.0);
+        m.end_row(-1.0, inf);
       }
     // a before b: s_b - s_a - p_a - M y - M q >= -2M
-    put(scol[pv.b], 1.0);
-    put(scol[pv.a], -1.0);
+    m.put(m.scol[pv.b], 1.0);
+    m.put(m.scol[pv.a], -1.0);
     put_p(pv.a, -1.0);
-    put(pv.y, -M);
-    if (pv.q >= 0) put(pv.q, -M);
-    end_row(pv.q >= 0 ? -2 * M : -M, inf);
+    m.put(pv.y, -M);
+    if (pv.q >= 0) m.put(pv.q, -M);
+    m.end_row(pv.q >= 0 ? -2 * M : -M, inf);
     // b before a: s_a - s_b - p_b + M y - M q >= -M
-    put(scol[pv.a], 1.0);
-    put(scol[pv.b], -1.0);
+    m.put(m.scol[pv.a], 1.0);
+    m.put(m.scol[pv.b], -1.0);
     put_p(pv.b, -1.0);
-    put(pv.y, M);
-    if (pv.q >= 0) put(pv.q, -M);
-    end_row(pv.q >= 0 ? -M : 0.0, inf);
+    m.put(pv.y, M);
+    if (pv.q >= 0) m.put(pv.q, -M);
+    m.end_row(pv.q >= 0 ? -M : 0.0, inf);
   }
-  if (symmetry_breaking && k > 1) {
-    // Device d > 0 is used by group r only if device d-1 is used by an earlier group.
-    for (size_t r = 0; r < group_order.size(); ++r)
-      for (int32_t d = 1; d < k; ++d) {
-        const int32_t g = group_order[r];
-        if (static_cast<int32_t>(r) < d) {
-          ub[xcol[g * k + d]] = 0.0;
-          continue;
-        }
-        put(xcol[g * k + d], -1.0);
-        for (size_t r2 = 0; r2 < r; ++r2) put(xcol[group_order[r2] * k + d - 1], 1.0);
-        end_row(0.0, inf);
-      }
-  }
-  const int ncols = static_cast<int>(lb.size());
-  out.rows = row;
-  out.cols = ncols;
-  CoinPackedMatrix matrix(false, ri.data(), ci.data(), vv.data(), static_cast<CoinBigIndex>(vv.size()));
-  matrix.setDimensions(row, ncols);
-  OsiClpSolverInterface solver;
-  solver.messageHandler()->setLogLevel(0);
-  solver.loadProblem(matrix, lb.data(), ub.data(), obj.data(), rlb.data(), rub.data());
-  for (int c = 0; c < ncols; ++c)
-    if (integer[c]) solver.setInteger(c);
+}
 
-  // The warm start as a full solution.
-  std::vector<double> sol(ncols, 0.0);
-  for (int32_t g = 0; g < G; ++g) sol[xcol[g * k + warm.dev[p.members[g][0]]]] = 1.0;
-  for (int32_t i = 0; i < n; ++i) sol[scol[i]] = warm.sched.start[i];
+// Device d > 0 is used by group r only if device d-1 is used by an earlier
+// group (groups ranked by first unit).
+void add_symmetry_rows(IlpModel& m, const UnitProblem& p, const std::vector<int32_t>& group_order) {
+  const int32_t k = p.k;
+  for (size_t r = 0; r < group_order.size(); ++r)
+    for (int32_t d = 1; d < k; ++d) {
+      const int32_t g = group_order[r];
+      if (static_cast<int32_t>(r) < d) {
+        m.ub[m.xcol[g * k + d]] = 0.0;
+        continue;
+      }
+      m.put(m.xcol[g * k + d], -1.0);
+      for (size_t r2 = 0; r2 < r; ++r2) m.put(m.xcol[group_order[r2] * k + d - 1], 1.0);
+      m.end_row(0.0, COIN_DBL_MAX);
+    }
+}
+
+// The warm start as a full solution of the model.
+std::vector<double> warm_solution(const IlpModel& m, const UnitProblem& p, const WarmStart& warm) {
+  const int32_t n = p.n, k = p.k, G = p.groups();
+  std::vector<double> sol(m.cols(), 0.0);
+  for (int32_t g = 0; g < G; ++g) sol[m.xcol[g * k + warm.dev[p.members[g][0]]]] = 1.0;
+  for (int32_t i = 0; i < n; ++i) sol[m.scol[i]] = warm.sched.start[i];
   double load_max = 0.0;
   for (int32_t d = 0; d < k; ++d) {
     double l = 0.0;
@@ -275,14 +295,35 @@ IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_br
       if (warm.dev[i] == d) l += p.c(i, d);
     load_max = std::max(load_max, l);
   }
-  sol[ccol] = std::max({warm.sched.makespan, load_max, lb[ccol]});
-  for (const EdgeVar& e : edges)
+  sol[m.ccol] = std::max({warm.sched.makespan, load_max, m.lb[m.ccol]});
+  for (const IlpModel::EdgeVar& e : m.edges)
     if (e.col >= 0) sol[e.col] = warm.dev[e.from] != warm.dev[e.to] ? 1.0 : 0.0;
-  for (const PairVar& pv : pairs) {
+  for (const IlpModel::PairVar& pv : m.pairs) {
     const bool same_dev = warm.dev[pv.a] == warm.dev[pv.b];
     if (pv.q >= 0) sol[pv.q] = same_dev ? 1.0 : 0.0;
     sol[pv.y] = warm.sched.start[pv.a] <= warm.sched.start[pv.b] ? 1.0 : 0.0;
   }
+  return sol;
+}
+
+struct CbcResult {
+  std::vector<double> best;  // empty: no solution found
+  double objective = 0.0;    // of `best`
+  double best_possible = 0.0;
+  bool optimal = false;
+  int64_t nodes = 0;
+};
+
+// Branch and bound with CBC from the warm solution, within the time limit.
+CbcResult solve_cbc(const IlpModel& m, const std::vector<double>& warm, double time_limit_s) {
+  const int ncols = m.cols();
+  CoinPackedMatrix matrix(false, m.ri.data(), m.ci.data(), m.vv.data(), static_cast<CoinBigIndex>(m.vv.size()));
+  matrix.setDimensions(m.rows, ncols);
+  OsiClpSolverInterface solver;
+  solver.messageHandler()->setLogLevel(0);
+  solver.loadProblem(matrix, m.lb.data(), m.ub.data(), m.obj.data(), m.rlb.data(), m.rub.data());
+  for (int c = 0; c < ncols; ++c)
+    if (m.integer[c]) solver.setInteger(c);
 
   CbcModel model(solver);
   model.setLogLevel(0);
@@ -309,22 +350,61 @@ IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_br
   model.addCutGenerator(&mir, -1, "MIR2");
   model.addCutGenerator(&flow, -1, "FlowCover");
   model.addCutGenerator(&clique, -1, "Clique");
-  model.setBestSolution(sol.data(), ncols, sol[ccol], true);
+  model.setBestSolution(warm.data(), ncols, warm[m.ccol], true);
   model.branchAndBound();
+
+  CbcResult out;
   out.nodes = model.getNodeCount();
-  const double* best = model.bestSolution();
   out.optimal = model.isProvenOptimal();
-  out.bound = std::min(model.getBestPossibleObjValue(), best ? model.getObjValue() : kInf);
-  out.bound = std::max(out.bound, lb[ccol]);
-  out.unit_device.assign(n, 0);
-  if (best) {
-    out.incumbent = model.getObjValue();
-    for (int32_t g = 0; g < G; ++g) {
-      int32_t pick = 0;
-      for (int32_t d = 1; d < k; ++d)
-        if (best[xcol[g * k + d]] > best[xcol[g * k + pick]]) pick = d;
-      for (int32_t u : p.members[g]) out.unit_device[u] = pick;
-    }
+  out.best_possible = model.getBestPossibleObjValue();
+  if (const double* best = model.bestSolution()) {
+    out.best.assign(best, best + ncols);
+    out.objective = model.getObjValue();
+  }
+  return out;
+}
+
+// Each group on the device with the largest x[g,d] in the solution.
+std::vector<int32_t> read_unit_devices(const IlpModel& m, const UnitProblem& p, const std::vector<double>& best) {
+  const int32_t k = p.k;
+  std::vector<int32_t> unit_device(p.n, 0);
+  for (int32_t g = 0; g < p.groups(); ++g) {
+    int32_t pick = 0;
+    for (int32_t d = 1; d < k; ++d)
+      if (best[m.xcol[g * k + d]] > best[m.xcol[g * k + pick]]) pick = d;
+    for (int32_t u : p.members[g]) unit_device[u] = pick;
+  }
+  return unit_device;
+}
+
+IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_breaking) {
+  IlpOutcome out;
+  const int32_t G = p.groups();
+  std::vector<int32_t> group_order(G);
+  for (int32_t g = 0; g < G; ++g) group_order[g] = g;
+  std::sort(group_order.begin(), group_order.end(),
+            [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
+
+  const WarmStart warm = best_warm_start(p, symmetry_breaking, group_order);
+  out.warm_makespan = warm.sched.makespan;
+  out.warm_method = warm.method;
+
+  IlpModel m;
+  m.M = warm.sched.makespan * (1.0 + 1e-9) + 1e-12;
+  add_columns(m, p);
+  add_rows(m, p);
+  if (symmetry_breaking && p.k > 1) add_symmetry_rows(m, p, group_order);
+  out.rows = m.rows;
+  out.cols = m.cols();
+
+  const CbcResult r = solve_cbc(m, warm_solution(m, p, warm), time_limit_s);
+  out.nodes = r.nodes;
+  out.optimal = r.optimal;
+  out.bound = std::min(r.best_possible, !r.best.empty() ? r.objective : kInf);
+  out.bound = std::max(out.bound, m.lb[m.ccol]);
+  if (!r.best.empty()) {
+    out.incumbent = r.objective;
+    out.unit_device = read_unit_devices(m, p, r.best);
   } else {
     out.incumbent = warm.sched.makespan;
     out.unit_device = warm.dev;
