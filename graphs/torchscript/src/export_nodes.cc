@@ -128,6 +128,32 @@ void ExportImporter::visit_symbolic(const rj::Value& node, const std::string& ta
   values_[out["as_name"].GetString()] = Val{result, {}};
 }
 
+namespace {
+
+// The overload of `op` that takes a Scalar where `numbers` name arguments:
+// add.Tensor -> add.Scalar, pow.Tensor_Tensor -> pow.Tensor_Scalar,
+// where.self -> where.ScalarOther. None when no overload fits.
+std::optional<c10::OperatorHandle> scalar_overload(const std::string& op, const c10::OperatorHandle& handle,
+                                                   const std::vector<std::string>& numbers) {
+  for (const char* candidate :
+       {"Scalar", "Tensor_Scalar", "Scalar_Tensor", "ScalarOther", "ScalarSelf", "Scalar_other"}) {
+    auto h = c10::Dispatcher::singleton().findSchema({op, candidate});
+    if (!h || h->schema().is_mutable() || h->schema().arguments().size() != handle.schema().arguments().size())
+      continue;
+    bool fits = true;
+    for (size_t k = 0; k < h->schema().arguments().size(); ++k) {
+      const auto& a = h->schema().arguments()[k];
+      const bool number = std::find(numbers.begin(), numbers.end(), a.name()) != numbers.end();
+      const bool tensor = a.real_type()->kind() == c10::TypeKind::TensorType;
+      if (a.name() != handle.schema().arguments()[k].name() || (number && tensor)) fits = false;
+    }
+    if (fits) return h;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
 void ExportImporter::visit_aten(const rj::Value& node, const std::string& target, const std::string& where) {
   // "torch.ops.aten.add_.Tensor" -> aten::add_ overload Tensor ("default": none)
   const std::string rest = target.substr(std::string("torch.ops.aten.").size());
@@ -204,27 +230,7 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
   };
   std::vector<pt::CallArg> args = bind(handle->schema());
   if (!numbers.empty()) {
-    // The overload that takes a Scalar there: add.Tensor -> add.Scalar,
-    // pow.Tensor_Tensor -> pow.Tensor_Scalar, where.self -> where.ScalarOther.
-    std::optional<c10::OperatorHandle> scalar;
-    for (const char* candidate :
-         {"Scalar", "Tensor_Scalar", "Scalar_Tensor", "ScalarOther", "ScalarSelf", "Scalar_other"}) {
-      auto h = c10::Dispatcher::singleton().findSchema({op, candidate});
-      if (!h || h->schema().is_mutable() || h->schema().arguments().size() != handle->schema().arguments().size())
-        continue;
-      bool fits = true;
-      for (size_t k = 0; k < h->schema().arguments().size(); ++k) {
-        const auto& a = h->schema().arguments()[k];
-        const bool number = std::find(numbers.begin(), numbers.end(), a.name()) != numbers.end();
-        const bool tensor = a.real_type()->kind() == c10::TypeKind::TensorType;
-        if (a.name() != handle->schema().arguments()[k].name() || (number && tensor)) fits = false;
-      }
-      if (fits) {
-        scalar = h;
-        break;
-      }
-    }
-    if (scalar) {
+    if (auto scalar = scalar_overload(op, *handle, numbers)) {
       handle = scalar;
       args = bind(handle->schema());
     } else {
