@@ -264,7 +264,7 @@ void run_clients(const Bench& b, Results& res) {
             std::fprintf(stderr, "wrong reply to %lld: %s\n", static_cast<long long>(i), r.substr(0, 300).c_str());
         }
         int64_t done = ok + wrong + lost + busy;
-        if (done % (requests / 10) == 0) {
+        if (done % std::max<int64_t>(1, requests / 10) == 0) {  // fewer than 10 requests: every one
           std::lock_guard<std::mutex> lock(rss_mutex);
           res.rss.push_back({done, rss_kb()});
         }
