@@ -155,6 +155,12 @@ TEST(Runtime, OomIsAStatusWithDeviceAndBytes) {
   EXPECT_NE(r.message.find("cpu:1"), std::string::npos);
   // The same graph fits on the roomy device.
   EXPECT_TRUE(rt.measure(train, single_device(train, DeviceId(0)), MeasureOptions{}).ok());
+  // run_once reports the failure as a status too, with no values.
+  const StepValues values = rt.run_once(train, p, 0);
+  EXPECT_EQ(values.status, StepStatus::Oom);
+  EXPECT_NE(values.message.find("cpu:1"), std::string::npos) << values.message;
+  EXPECT_TRUE(values.tensors.empty());
+  EXPECT_EQ(rt.run_once(train, single_device(train, DeviceId(0)), 0).status, StepStatus::Ok);
 }
 
 TEST(Runtime, TimeoutReturnsPromptly) {
