@@ -1,12 +1,10 @@
 // The training loop: behaviour-cloning warm start, REINFORCE (or PPO) with a
-// moving-average baseline and an entropy bonus, the best placement found,
-// atomic checkpoints that resume exactly, the CSV log and the SVG plot.
+// moving-average baseline and an entropy bonus, and the best placement found.
+// Checkpoints are in trainer_checkpoint.cc, the run's outputs in trainer_outputs.cc.
 #include <ATen/Parallel.h>
 #include <torch/nn.h>
 #include <torch/optim.h>
-#include <torch/serialize.h>
 #include <unistd.h>
-#include <yaml-cpp/yaml.h>
 
 #include <chrono>
 #include <cmath>
@@ -15,7 +13,6 @@
 #include <fstream>
 #include <limits>
 #include <numeric>
-#include <sstream>
 
 #include "placer/agent/compare.h"
 #include "placer/agent/placer.h"
@@ -24,18 +21,18 @@
 #include "placer/env/presets.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/fields.h"
-#include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/timing.h"
 #include "policy.h"
 #include "trainer.h"
+#include "trainer_impl.h"
 
 namespace placer {
 namespace learned {
-namespace {
 
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+
+namespace {
 
 EnvOptions env_options(const TrainConfig& c) {
   EnvOptions o;
@@ -50,6 +47,15 @@ EnvOptions env_options(const TrainConfig& c) {
   return o;
 }
 
+void check_method_names(const std::vector<std::string>& names, const std::string& field) {
+  const std::vector<std::string> known = placer_names();
+  for (const auto& n : names)
+    if (std::find(known.begin(), known.end(), n) == known.end())
+      throw InputError(field + ": " + unknown_name("method", n, known));
+}
+
+}  // namespace
+
 PolicyOptions policy_options(const TrainConfig& c) {
   PolicyOptions p;
   p.kind = c.policy;
@@ -61,98 +67,10 @@ PolicyOptions policy_options(const TrainConfig& c) {
   return p;
 }
 
-void check_method_names(const std::vector<std::string>& names, const std::string& field) {
-  const std::vector<std::string> known = placer_names();
-  for (const auto& n : names)
-    if (std::find(known.begin(), known.end(), n) == known.end())
-      throw InputError(field + ": " + unknown_name("method", n, known));
-}
-
-// A compared placer as the run reports it (summary.json, the metrics sink).
 BaselineResult baseline_result(const Compared& c) {
   if (!c.placed) return {c.method, 0.0, false, 0.0, c.error};
   return {c.method, c.evaluation.step_s, c.evaluation.result.ok(), c.seconds, c.result.note};
 }
-
-std::string num(double v) {
-  if (!std::isfinite(v)) return v > 0 ? "1e308" : "-1e308";
-  char b[64];
-  std::snprintf(b, sizeof b, "%.17g", v);
-  return b;
-}
-
-struct Task {
-  GraphSource source;
-  std::unique_ptr<Environment> env;
-  PolicyInput problem;
-  Placement warm;
-  bool has_warm = false;
-  std::string warm_method;
-  double warm_step_s = 0.0;
-  double baseline = 0.0;
-  bool baseline_init = false;
-  double best_reward = -std::numeric_limits<double>::infinity();
-  double best_step_s = 0.0;
-  bool best_measured = false;
-  int64_t best_at = 0;
-  Placement best;
-  std::vector<BaselineResult> warm_results;
-};
-
-std::string placement_json(const Placement& p) {
-  std::string o = "[";
-  for (size_t i = 0; i < p.device_of.size(); ++i) o += (i ? "," : "") + std::to_string(p.device_of[i].value);
-  return o + "]";
-}
-
-Placement placement_from_node(const YAML::Node& n, const Graph& g, const Cluster& c, const std::string& where) {
-  if (!n.IsSequence() || static_cast<int64_t>(n.size()) != g.size())
-    throw InputError(where + ": expected " + std::to_string(g.size()) + " device indices for graph '" + g.name + "'");
-  Placement p;
-  for (size_t i = 0; i < n.size(); ++i) {
-    const int v = n[i].as<int>();
-    if (v < 0 || v >= c.size())
-      throw InputError(where + "[" + std::to_string(i) + "]: device " + std::to_string(v) + " out of range");
-    p.device_of.push_back(DeviceId(v));
-  }
-  return p;
-}
-
-class Trainer {
- public:
-  Trainer(const TrainConfig& c, MetricsSink* sink, const TrainControls& ctl) : c_(c), sink_(sink), ctl_(ctl) {}
-  TrainResult run();
-
- private:
-  void warm_start(Task& t);
-  void behaviour_clone();
-  void one_update();
-  void save_checkpoint();
-  void load_checkpoint(const std::string& path);
-  std::string state_json() const;
-  void write_outputs(TrainResult* result);
-  void compare_baselines(TrainResult* result);
-
-  const TrainConfig& c_;
-  MetricsSink* sink_;
-  TrainControls ctl_;
-  Cluster cluster_;
-  std::vector<std::unique_ptr<Task>> tasks_;
-  std::shared_ptr<PolicyImpl> policy_;
-  std::unique_ptr<torch::optim::Adam> opt_;
-  std::mt19937_64 rng_;
-  int64_t update_ = 0, samples_ = 0;
-  double rl_seconds_ = 0.0;  // cumulated over resumed sessions
-  double session_start_rl_ = 0.0;
-  int64_t session_start_samples_ = 0;
-  int64_t session_start_update_ = 0;
-  Clock::time_point session_t0_;
-  std::vector<LogRow> rows_;
-  std::string dir_;
-  bool tty_ = false;
-  int bc_steps_used_ = 0;
-  bool bc_reproduced_ = false;
-};
 
 void Trainer::warm_start(Task& t) {
   PlaceContext ctx;
@@ -347,172 +265,6 @@ void Trainer::one_update() {
   }
 }
 
-std::string Trainer::state_json() const {
-  std::ostringstream rng;
-  rng << rng_;
-  std::ostringstream o;
-  o << "{\"update\": " << update_ << ", \"samples\": " << samples_ << ", \"rl_seconds\": " << num(rl_seconds_)
-    << ", \"rng\": " << json_quote(rng.str()) << ", \"tasks\": [";
-  for (size_t i = 0; i < tasks_.size(); ++i) {
-    const Task& t = *tasks_[i];
-    o << (i ? ", " : "") << "{\"graph\": " << json_quote(t.env->graph().name) << ", \"baseline\": " << num(t.baseline)
-      << ", \"baseline_init\": " << (t.baseline_init ? "true" : "false") << ", \"best_reward\": " << num(t.best_reward)
-      << ", \"best_step_s\": " << num(t.best_step_s) << ", \"best_measured\": " << (t.best_measured ? "true" : "false")
-      << ", \"best_at\": " << t.best_at << ", \"warm_method\": " << json_quote(t.warm_method)
-      << ", \"warm_step_s\": " << num(t.warm_step_s) << ", \"has_warm\": " << (t.has_warm ? "true" : "false");
-    if (t.has_warm) o << ", \"warm\": " << placement_json(t.warm);
-    if (!t.best.device_of.empty()) o << ", \"best\": " << placement_json(t.best);
-    o << "}";
-  }
-  o << "]}";
-  return o.str();
-}
-
-void Trainer::save_checkpoint() {
-  torch::serialize::OutputArchive a;
-  a.write("format", c10::IValue(std::string(kCheckpointFormat)));
-  a.write("config", c10::IValue(train_config_to_json(c_)));
-  a.write("state", c10::IValue(state_json()));
-  torch::serialize::OutputArchive model, optimizer;
-  policy_->save(model);
-  opt_->save(optimizer);
-  a.write("model", model);
-  a.write("optimizer", optimizer);
-  const std::string path = dir_ + "/" + kCheckpointFile, tmp = path + ".tmp";
-  a.save_to(tmp);
-  fs::rename(tmp, path);
-}
-
-// Module::load resizes parameters to whatever the file holds; check the
-// shapes so a checkpoint from another policy shape is a clear error.
-void load_model_checked(PolicyImpl& policy, torch::serialize::InputArchive& model, const std::string& path) {
-  std::vector<std::pair<std::string, std::vector<int64_t>>> want;
-  for (const auto& p : policy.named_parameters()) want.push_back({p.key(), p.value().sizes().vec()});
-  policy.load(model);
-  for (const auto& [name, shape] : want) {
-    const auto got = policy.named_parameters()[name].sizes().vec();
-    if (got != shape) {
-      auto str = [](const std::vector<int64_t>& v) {
-        std::string o = "[";
-        for (size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + std::to_string(v[i]);
-        return o + "]";
-      };
-      throw InputError(path + ": field 'model': parameter '" + name + "' has shape " + str(got) + ", the " +
-                       policy.kind() + " policy expects " + str(shape) + " (a checkpoint of another version?)");
-    }
-  }
-}
-
-struct LoadedArchive {
-  torch::serialize::InputArchive archive;
-  std::string config_json, state_json;
-};
-
-void open_checkpoint(const std::string& path, LoadedArchive* out) {
-  if (!fs::exists(path)) throw InputError(path + ": no checkpoint here");
-  try {
-    out->archive.load_from(path);
-  } catch (const std::exception& e) {
-    throw InputError(path + ": not a readable checkpoint (" + std::string(e.what()).substr(0, 200) + ")");
-  }
-  c10::IValue v;
-  if (!out->archive.try_read("format", v) || !v.isString() || v.toStringRef() != kCheckpointFormat)
-    throw InputError(path + ": field 'format': not a placer learned-placer checkpoint (expected " + kCheckpointFormat +
-                     ")");
-  if (!out->archive.try_read("config", v) || !v.isString()) throw InputError(path + ": field 'config' missing");
-  out->config_json = v.toStringRef();
-  if (!out->archive.try_read("state", v) || !v.isString()) throw InputError(path + ": field 'state' missing");
-  out->state_json = v.toStringRef();
-}
-
-void Trainer::load_checkpoint(const std::string& path) {
-  LoadedArchive la;
-  open_checkpoint(path, &la);
-  try {
-    torch::serialize::InputArchive model, optimizer;
-    if (!la.archive.try_read("model", model)) throw InputError(path + ": field 'model' missing");
-    load_model_checked(*policy_, model, path);
-    if (!la.archive.try_read("optimizer", optimizer)) throw InputError(path + ": field 'optimizer' missing");
-    opt_->load(optimizer);
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw InputError(path + ": field 'model': does not match the config's policy (" +
-                     std::string(e.what()).substr(0, 200) + ")");
-  }
-  YAML::Node s;
-  try {
-    s = YAML::Load(la.state_json);
-    update_ = s["update"].as<int64_t>();
-    samples_ = s["samples"].as<int64_t>();
-    rl_seconds_ = s["rl_seconds"].as<double>();
-    std::istringstream in(s["rng"].as<std::string>());
-    in >> rng_;
-    if (!in) throw InputError("rng");
-    const YAML::Node ts = s["tasks"];
-    if (!ts.IsSequence() || ts.size() != tasks_.size())
-      throw InputError("tasks: expected " + std::to_string(tasks_.size()) + " entries");
-    for (size_t i = 0; i < tasks_.size(); ++i) {
-      Task& t = *tasks_[i];
-      const YAML::Node n = ts[i];
-      t.baseline = n["baseline"].as<double>();
-      t.baseline_init = n["baseline_init"].as<bool>();
-      t.best_reward = n["best_reward"].as<double>();
-      t.best_step_s = n["best_step_s"].as<double>();
-      t.best_measured = n["best_measured"].as<bool>();
-      t.best_at = n["best_at"].as<int64_t>();
-      if (n["best"]) t.best = placement_from_node(n["best"], t.env->graph(), cluster_, path + ": state.tasks.best");
-    }
-  } catch (const InputError& e) {
-    throw InputError(path + ": field 'state': " + e.what());
-  } catch (const std::exception& e) {
-    throw InputError(path + ": field 'state': malformed (" + std::string(e.what()) + ")");
-  }
-}
-
-void Trainer::write_outputs(TrainResult* res) {
-  const Task& t0 = *tasks_[0];
-  res->output_dir = dir_;
-  res->updates = update_;
-  res->samples = samples_;
-  res->best_step_s = t0.best_step_s;
-  res->best_measured = t0.best_measured;
-  res->best_found_at_sample = t0.best_at;
-  res->lower_bound_s = t0.env->lower_bound();
-  res->warm_start_method = t0.warm_method;
-  res->warm_start_step_s = t0.warm_step_s;
-  if (!t0.best.device_of.empty()) {
-    res->best_placement = to_named(t0.env->graph(), cluster_, t0.best);
-    save_placement(res->best_placement, dir_ + "/best_placement.json");
-  }
-  if (t0.has_warm) save_placement(to_named(t0.env->graph(), cluster_, t0.warm), dir_ + "/warm_start_placement.json");
-  write_file_atomic(dir_ + "/reward.svg",
-                    reward_svg(rows_, c_.name + ": " + t0.env->graph().name + " on " + cluster_.name,
-                               res->lower_bound_s, t0.warm_step_s, "warm start (" + t0.warm_method + ")"));
-}
-
-// The warm start's baselines, then the config's compare methods it did not run.
-void Trainer::compare_baselines(TrainResult* res) {
-  const Task& t0 = *tasks_[0];
-  res->baselines = t0.warm_results;
-  std::vector<std::string> more;  // the compare methods the warm start did not run
-  for (const std::string& m : c_.compare)
-    if (std::none_of(res->baselines.begin(), res->baselines.end(),
-                     [&](const BaselineResult& b) { return b.method == m; }) &&
-        std::find(more.begin(), more.end(), m) == more.end())
-      more.push_back(m);
-  PlaceContext ctx;
-  ctx.graph = &t0.env->graph();
-  ctx.cluster = &cluster_;
-  ctx.env = t0.env.get();
-  ctx.seed = c_.seed;
-  CompareOptions options;
-  options.scoring = CompareScoring::Evaluate;
-  options.catch_all = true;
-  for (const Compared& c : compare_placers(more, ctx, options))
-    res->baselines.push_back(baseline_result(c));
-}
-
 TrainResult Trainer::run() {
   const auto t_start = Clock::now();
   at::set_num_threads(c_.threads);
@@ -543,21 +295,7 @@ TrainResult Trainer::run() {
   const bool resume = ctl_.resume && fs::exists(ckpt);
   if (ctl_.resume && !resume) std::fprintf(stderr, "resume: no checkpoint in %s, starting fresh\n", dir_.c_str());
   if (resume) {
-    // Warm-start placements come from the checkpoint: the units must be the same.
-    LoadedArchive la;
-    open_checkpoint(ckpt, &la);
-    YAML::Node s = YAML::Load(la.state_json);
-    const YAML::Node ts = s["tasks"];
-    if (!ts.IsSequence() || ts.size() != tasks_.size())
-      throw InputError(ckpt + ": field 'state.tasks': does not match the config's graphs");
-    for (size_t i = 0; i < tasks_.size(); ++i) {
-      Task& t = *tasks_[i];
-      t.has_warm = ts[i]["has_warm"].as<bool>(false);
-      t.warm_method = ts[i]["warm_method"].as<std::string>("");
-      t.warm_step_s = ts[i]["warm_step_s"].as<double>(0.0);
-      if (t.has_warm)
-        t.warm = placement_from_node(ts[i]["warm"], t.env->graph(), cluster_, ckpt + ": state.tasks.warm");
-    }
+    restore_warm_starts(ckpt);
   } else {
     for (auto& t : tasks_) warm_start(*t);
   }
@@ -603,84 +341,12 @@ TrainResult Trainer::run() {
   write_outputs(&res);
   if (!stopped_early) {
     compare_baselines(&res);
-    // gnn: held-out graphs, placed by the trained policy with no training.
-    for (const GraphSource& s : c_.held_out) {
-      Environment env(s.load(), cluster_, eo);
-      const auto t1 = Clock::now();
-      PolicyInputOptions po;
-      po.max_units = c_.max_groups;
-      po.seed = c_.seed;
-      PolicyInput p = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
-      const bool was_training = policy_->is_training();
-      policy_->eval();
-      Placement placement = decode_best(*policy_, p, env, c_.place_samples, c_.temperature, c_.seed);
-      policy_->train(was_training);
-      const double secs = seconds_since(t1);
-      const Evaluation e = env.evaluate(placement);
-      res.held_out[s.describe()] = {e.step_s, secs};
-    }
+    place_held_out(eo, &res);
   }
   res.seconds = seconds_since(t_start);
   for (const auto& t : tasks_) res.remote_evaluations += t->env->stats().remote;
-  // summary.json
-  std::ostringstream o;
-  o << "{\n  \"name\": " << json_quote(c_.name) << ",\n  \"graph\": " << json_quote(tasks_[0]->env->graph().name)
-    << ",\n  \"ops\": " << tasks_[0]->env->graph().size() << ",\n  \"units\": " << tasks_[0]->problem.n
-    << ",\n  \"cluster\": " << json_quote(cluster_.name) << ",\n  \"policy\": " << json_quote(c_.policy)
-    << ",\n  \"reward_mode\": " << json_quote(c_.reward_mode) << ",\n  \"updates\": " << res.updates
-    << ",\n  \"samples\": " << res.samples << ",\n  \"train_seconds\": " << num(rl_seconds_)
-    << ",\n  \"remote_evaluations\": " << res.remote_evaluations << ",\n  \"best_step_s\": " << num(res.best_step_s)
-    << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
-    << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample
-    << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s)
-    << ",\n  \"warm_start\": {\"method\": " << json_quote(res.warm_start_method)
-    << ", \"step_s\": " << num(res.warm_start_step_s) << ", \"bc_steps\": " << bc_steps_used_
-    << ", \"bc_reproduced\": " << (bc_reproduced_ ? "true" : "false") << "},\n  \"baselines\": [";
-  for (size_t i = 0; i < res.baselines.size(); ++i) {
-    const auto& b = res.baselines[i];
-    o << (i ? ",\n    " : "\n    ") << "{\"method\": " << json_quote(b.method)
-      << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"step_s\": " << num(b.step_s)
-      << ", \"seconds\": " << num(b.seconds) << ", \"note\": " << json_quote(b.note) << "}";
-  }
-  o << "],\n  \"held_out\": [";
-  bool first = true;
-  for (const auto& [g, v] : res.held_out) {
-    o << (first ? "\n    " : ",\n    ") << "{\"graph\": " << json_quote(g) << ", \"step_s\": " << num(v.first)
-      << ", \"place_seconds\": " << num(v.second) << "}";
-    first = false;
-  }
-  o << "]\n}\n";
-  write_file_atomic(dir_ + "/summary.json", o.str());
+  write_summary(res);
   return res;
-}
-
-}  // namespace
-
-TrainConfig read_checkpoint_config(const std::string& path) {
-  LoadedArchive la;
-  open_checkpoint(path, &la);
-  return parse_train_config(la.config_json, path + " (field 'config')");
-}
-
-// Loads the checkpoint's policy (used by place_with_checkpoint).
-std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config) {
-  LoadedArchive la;
-  open_checkpoint(path, &la);
-  *config = parse_train_config(la.config_json, path + " (field 'config')");
-  PolicyOptions p = policy_options(*config);
-  auto policy = make_policy(p);
-  try {
-    torch::serialize::InputArchive model;
-    if (!la.archive.try_read("model", model)) throw InputError(path + ": field 'model' missing");
-    load_model_checked(*policy, model, path);
-  } catch (const InputError&) {
-    throw;
-  } catch (const std::exception& e) {
-    throw InputError(path + ": field 'model': does not match the config's policy (" +
-                     std::string(e.what()).substr(0, 200) + ")");
-  }
-  policy->eval();
-  return policy;
 }
 
 }  // namespace learned
