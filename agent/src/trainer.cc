@@ -36,14 +36,14 @@ namespace {
 
 EnvOptions env_options(const TrainConfig& c) {
   EnvOptions o;
-  o.mode = parse_reward_mode(c.reward_mode);
-  o.reward.exponent = c.reward_exponent;
-  o.reward.failure_penalty_s = c.failure_penalty_s;
-  o.measure_warmup = c.measure_warmup;
-  o.measure_steps = c.measure_steps;
-  o.hybrid_measure_top = c.hybrid_measure_top;
-  o.threads = c.env_threads;
-  if (!c.profile.empty()) o.profile = load_profile(c.profile);
+  o.mode = c.reward.mode;
+  o.reward.exponent = c.reward.exponent;
+  o.reward.failure_penalty_s = c.reward.failure_penalty_s;
+  o.measure_warmup = c.reward.measure_warmup;
+  o.measure_steps = c.reward.measure_steps;
+  o.hybrid_measure_top = c.reward.hybrid_measure_top;
+  o.threads = c.run.env_threads;
+  if (!c.reward.profile.empty()) o.profile = load_profile(c.reward.profile);
   return o;
 }
 
@@ -58,12 +58,12 @@ void check_method_names(const std::vector<std::string>& names, const std::string
 
 PolicyOptions policy_options(const TrainConfig& c) {
   PolicyOptions p;
-  p.kind = c.policy;
-  p.hidden = c.hidden;
-  p.type_embedding = c.type_embedding;
-  p.grouper_groups = c.grouper_groups;
-  p.gnn_layers = c.gnn_layers;
-  p.decoder = c.decoder;
+  p.kind = c.policy.type;
+  p.hidden = c.policy.hidden;
+  p.type_embedding = c.policy.type_embedding;
+  p.grouper_groups = c.policy.grouper_groups;
+  p.gnn_layers = c.policy.gnn_layers;
+  p.decoder = c.policy.decoder;
   return p;
 }
 
@@ -77,7 +77,7 @@ void Trainer::warm_start(Task& t) {
   ctx.graph = &t.env->graph();
   ctx.cluster = &t.env->cluster();
   ctx.env = t.env.get();
-  ctx.seed = c_.seed;
+  ctx.seed = c_.run.seed;
   CompareOptions options;
   options.scoring = CompareScoring::Evaluate;
   options.catch_all = true;
@@ -87,7 +87,7 @@ void Trainer::warm_start(Task& t) {
                    c.error.c_str());
   };
   double best_reward = -std::numeric_limits<double>::infinity();
-  for (const Compared& c : compare_placers(c_.warm_start, ctx, options)) {
+  for (const Compared& c : compare_placers(c_.warm_start.methods, ctx, options)) {
     t.warm_results.push_back(baseline_result(c));
     if (c.placed && (!t.has_warm || c.evaluation.reward > best_reward)) {
       t.has_warm = true;
@@ -100,7 +100,7 @@ void Trainer::warm_start(Task& t) {
 }
 
 void Trainer::behaviour_clone() {
-  if (!policy_->clones_placements() || c_.bc_steps <= 0) return;
+  if (!policy_->clones_placements() || c_.warm_start.bc_steps <= 0) return;
   struct Target {
     Task* task;
     std::vector<int32_t> units;
@@ -111,17 +111,17 @@ void Trainer::behaviour_clone() {
     if (t->has_warm) {
       Target tg{t.get(), t->problem.contract(t->warm), {}};
       SampleOptions so;
-      so.temperature = c_.temperature;
+      so.temperature = c_.optimizer.temperature;
       tg.rollout = policy_->sample(t->problem, 1, so, rng_, &tg.units);
       targets.push_back(std::move(tg));
     }
   if (targets.empty()) return;
-  torch::optim::Adam bc(policy_->parameters(), torch::optim::AdamOptions(c_.bc_lr));
+  torch::optim::Adam bc(policy_->parameters(), torch::optim::AdamOptions(c_.warm_start.bc_lr));
   // p > 0.5 for every target decision means greedy decoding reproduces it.
   const double threshold = std::log(0.55);
   int step = 0;
   double worst = -1e9;
-  for (; step < c_.bc_steps; ++step) {
+  for (; step < c_.warm_start.bc_steps; ++step) {
     if (ctl_.cancel && ctl_.cancel->load()) break;  // a cancelled job stops within one step
     bc.zero_grad();
     worst = 0;
@@ -133,7 +133,7 @@ void Trainer::behaviour_clone() {
     }
     if (worst > threshold) break;
     loss.backward();
-    torch::nn::utils::clip_grad_norm_(policy_->parameters(), std::max(1e-6, c_.grad_clip));
+    torch::nn::utils::clip_grad_norm_(policy_->parameters(), std::max(1e-6, c_.optimizer.grad_clip));
     bc.step();
   }
   bc_steps_used_ = step;
@@ -147,13 +147,15 @@ void Trainer::behaviour_clone() {
 
 void Trainer::one_update() {
   Task& t = *tasks_[update_ % tasks_.size()];
-  const double lr = c_.lr * std::pow(c_.lr_decay, static_cast<double>(update_ / c_.lr_decay_every));
+  const double lr =
+      c_.optimizer.lr * std::pow(c_.optimizer.lr_decay, static_cast<double>(update_ / c_.optimizer.lr_decay_every));
   for (auto& g : opt_->param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
-  const double noise = c_.logit_noise * std::pow(c_.logit_noise_decay, static_cast<double>(update_));
-  const int32_t K = c_.samples_per_update;
-  const int32_t greedy = (c_.greedy_sample && K >= 2) ? 1 : 0;
+  const double noise =
+      c_.optimizer.logit_noise * std::pow(c_.optimizer.logit_noise_decay, static_cast<double>(update_));
+  const int32_t K = c_.optimizer.samples_per_update;
+  const int32_t greedy = (c_.optimizer.greedy_sample && K >= 2) ? 1 : 0;
   SampleOptions so;
-  so.temperature = c_.temperature;
+  so.temperature = c_.optimizer.temperature;
   so.noise = noise;
   so.greedy_rows = greedy;
   Rollout r = policy_->sample(t.problem, K, so, rng_);
@@ -187,27 +189,29 @@ void Trainer::one_update() {
     adv[b] = static_cast<float>(std::max(-5.0, std::min(5.0, (reward[b] - b_old) / denom)));
     mask[b] = 1.f;
   }
-  t.baseline = t.baseline_init ? c_.baseline_decay * t.baseline + (1 - c_.baseline_decay) * mean : mean;
+  t.baseline =
+      t.baseline_init ? c_.optimizer.baseline_decay * t.baseline + (1 - c_.optimizer.baseline_decay) * mean : mean;
   t.baseline_init = true;
   const torch::Tensor A = torch::tensor(adv), W = torch::tensor(mask);
   double loss_v = 0, ent_v = 0;
-  const int epochs = c_.algorithm == "ppo" ? c_.ppo_epochs : 1;
+  const int epochs = c_.optimizer.algorithm == Algorithm::Ppo ? c_.optimizer.ppo_epochs : 1;
   for (int e = 0; e < epochs; ++e) {
     LogProbs lp = policy_->evaluate(t.problem, r);
     torch::Tensor pg;
-    if (c_.algorithm == "ppo") {
+    if (c_.optimizer.algorithm == Algorithm::Ppo) {
       const torch::Tensor ratio = torch::exp(lp.logp - r.old_logp);
       const torch::Tensor a = A.unsqueeze(1);
-      const torch::Tensor surr = torch::min(ratio * a, torch::clamp(ratio, 1 - c_.ppo_clip, 1 + c_.ppo_clip) * a);
+      const torch::Tensor surr =
+          torch::min(ratio * a, torch::clamp(ratio, 1 - c_.optimizer.ppo_clip, 1 + c_.optimizer.ppo_clip) * a);
       pg = -(surr.mean(1) * W).sum() / n;
     } else {
       pg = -(lp.logp.mean(1) * A).sum() / n;
     }
     const torch::Tensor ent = (lp.entropy.mean(1) * W).sum() / n;
-    const torch::Tensor loss = pg - c_.entropy_weight * ent;
+    const torch::Tensor loss = pg - c_.optimizer.entropy_weight * ent;
     opt_->zero_grad();
     loss.backward();
-    if (c_.grad_clip > 0) torch::nn::utils::clip_grad_norm_(policy_->parameters(), c_.grad_clip);
+    if (c_.optimizer.grad_clip > 0) torch::nn::utils::clip_grad_norm_(policy_->parameters(), c_.optimizer.grad_clip);
     opt_->step();
     loss_v = loss.item<double>();
     ent_v = ent.item<double>();
@@ -254,24 +258,25 @@ void Trainer::one_update() {
   }
   if (ctl_.progress) {
     const double per_update = session_s / std::max<int64_t>(1, update_ - session_start_update_);
-    double eta = per_update * static_cast<double>(c_.updates - update_);
-    if (c_.max_samples > 0) eta = std::min(eta, per_update * static_cast<double>(c_.max_samples - samples_) / K);
-    if (c_.time_limit_s > 0) eta = std::min(eta, c_.time_limit_s - row.elapsed_s);
-    const std::string line = progress_line(row, c_.updates, eta);
+    double eta = per_update * static_cast<double>(c_.optimizer.updates - update_);
+    if (c_.optimizer.max_samples > 0)
+      eta = std::min(eta, per_update * static_cast<double>(c_.optimizer.max_samples - samples_) / K);
+    if (c_.optimizer.time_limit_s > 0) eta = std::min(eta, c_.optimizer.time_limit_s - row.elapsed_s);
+    const std::string line = progress_line(row, c_.optimizer.updates, eta);
     if (tty_)
       std::fprintf(stderr, "\r%s\033[K", line.c_str());
-    else if (update_ % std::max<int64_t>(1, c_.updates / 20) == 0)
+    else if (update_ % std::max<int64_t>(1, c_.optimizer.updates / 20) == 0)
       std::fprintf(stderr, "%s\n", line.c_str());
   }
 }
 
 TrainResult Trainer::run() {
   const auto t_start = Clock::now();
-  at::set_num_threads(c_.threads);
+  at::set_num_threads(c_.run.threads);
   tty_ = isatty(fileno(stderr));
-  check_method_names(c_.warm_start, "warm_start.methods");
+  check_method_names(c_.warm_start.methods, "warm_start.methods");
   check_method_names(c_.compare, "compare");
-  dir_ = c_.output_dir;
+  dir_ = c_.run.output_dir;
   fs::create_directories(dir_);
   cluster_ = resolve_cluster(c_.cluster);
   validate_cluster(cluster_);
@@ -279,10 +284,10 @@ TrainResult Trainer::run() {
   eo.remote = ctl_.remote;
   // The policy first: its kind decides the graphs and units it trains on (the
   // warm start's placers and make_policy_input draw from neither generator).
-  torch::manual_seed(c_.seed);
-  rng_.seed(c_.seed);
+  torch::manual_seed(c_.run.seed);
+  rng_.seed(c_.run.seed);
   policy_ = make_policy(policy_options(c_));
-  opt_ = std::make_unique<torch::optim::Adam>(policy_->parameters(), torch::optim::AdamOptions(c_.lr));
+  opt_ = std::make_unique<torch::optim::Adam>(policy_->parameters(), torch::optim::AdamOptions(c_.optimizer.lr));
   std::vector<GraphSource> sources =
       (policy_->trains_on_family() && !c_.family.empty()) ? c_.family : std::vector<GraphSource>{c_.graph};
   for (const auto& s : sources) {
@@ -301,9 +306,9 @@ TrainResult Trainer::run() {
   }
   for (auto& t : tasks_) {
     PolicyInputOptions po;
-    po.max_units = policy_->unit_limit(c_.max_groups);
+    po.max_units = policy_->unit_limit(c_.policy.max_groups);
     po.keep_apart = t->has_warm ? &t->warm : nullptr;
-    po.seed = c_.seed;
+    po.seed = c_.run.seed;
     t->problem = make_policy_input(t->env->graph(), t->env->cluster(), t->env->costs(), po);
   }
   if (sink_) sink_->on_reference(tasks_[0]->env->lower_bound(), tasks_[0]->warm_results);
@@ -324,15 +329,16 @@ TrainResult Trainer::run() {
   session_start_samples_ = samples_;
   session_start_update_ = update_;
   bool stopped_early = false;
-  while (update_ < c_.updates) {
-    if (c_.max_samples > 0 && samples_ >= c_.max_samples) break;
-    if (c_.time_limit_s > 0 && session_start_rl_ + seconds_since(session_t0_) >= c_.time_limit_s) break;
+  while (update_ < c_.optimizer.updates) {
+    if (c_.optimizer.max_samples > 0 && samples_ >= c_.optimizer.max_samples) break;
+    if (c_.optimizer.time_limit_s > 0 && session_start_rl_ + seconds_since(session_t0_) >= c_.optimizer.time_limit_s)
+      break;
     if ((ctl_.stop_after_updates >= 0 && update_ >= ctl_.stop_after_updates) || (ctl_.cancel && ctl_.cancel->load())) {
       stopped_early = true;
       break;
     }
     one_update();
-    if (update_ % c_.checkpoint_every == 0) save_checkpoint();
+    if (update_ % c_.run.checkpoint_every == 0) save_checkpoint();
   }
   if (ctl_.progress && tty_) std::fprintf(stderr, "\n");
   save_checkpoint();

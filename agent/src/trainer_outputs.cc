@@ -63,7 +63,7 @@ void Trainer::compare_baselines(TrainResult* res) {
   ctx.graph = &t0.env->graph();
   ctx.cluster = &cluster_;
   ctx.env = t0.env.get();
-  ctx.seed = c_.seed;
+  ctx.seed = c_.run.seed;
   CompareOptions options;
   options.scoring = CompareScoring::Evaluate;
   options.catch_all = true;
@@ -76,12 +76,12 @@ void Trainer::place_held_out(const EnvOptions& eo, TrainResult* result) {
     Environment env(s.load(), cluster_, eo);
     const auto t1 = Clock::now();
     PolicyInputOptions po;
-    po.max_units = c_.max_groups;
-    po.seed = c_.seed;
+    po.max_units = c_.policy.max_groups;
+    po.seed = c_.run.seed;
     PolicyInput p = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
     const bool was_training = policy_->is_training();
     policy_->eval();
-    Placement placement = decode_best(*policy_, p, env, c_.place_samples, c_.temperature, c_.seed);
+    Placement placement = decode_best(*policy_, p, env, c_.policy.place_samples, c_.optimizer.temperature, c_.run.seed);
     policy_->train(was_training);
     const double secs = seconds_since(t1);
     const Evaluation e = env.evaluate(placement);
@@ -93,8 +93,9 @@ void Trainer::write_summary(const TrainResult& res) {
   std::ostringstream o;
   o << "{\n  \"name\": " << json_quote(c_.name) << ",\n  \"graph\": " << json_quote(tasks_[0]->env->graph().name)
     << ",\n  \"ops\": " << tasks_[0]->env->graph().size() << ",\n  \"units\": " << tasks_[0]->problem.n
-    << ",\n  \"cluster\": " << json_quote(cluster_.name) << ",\n  \"policy\": " << json_quote(c_.policy)
-    << ",\n  \"reward_mode\": " << json_quote(c_.reward_mode) << ",\n  \"updates\": " << res.updates
+    << ",\n  \"cluster\": " << json_quote(cluster_.name)
+    << ",\n  \"policy\": " << json_quote(policy_type_name(c_.policy.type))
+    << ",\n  \"reward_mode\": " << json_quote(reward_mode_name(c_.reward.mode)) << ",\n  \"updates\": " << res.updates
     << ",\n  \"samples\": " << res.samples << ",\n  \"train_seconds\": " << num(rl_seconds_)
     << ",\n  \"remote_evaluations\": " << res.remote_evaluations << ",\n  \"best_step_s\": " << num(res.best_step_s)
     << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
