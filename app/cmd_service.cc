@@ -125,11 +125,12 @@ struct QueryArgs {
 // config's own sample budget for a request that gives none.
 std::string learned_object(const std::string& path, int64_t* samples) {
   TrainConfig c = load_train_config(path);
-  if (!c.profile.empty())
+  if (!c.reward.profile.empty())
     throw InputError(path + ": reward.profile: a file here cannot be read by the server; leave it out");
   if (!c.family.empty() || !c.held_out.empty())
     throw InputError(path + ": family/held_out: a service job trains on the request's one graph");
-  *samples = c.max_samples > 0 ? c.max_samples : c.updates * c.samples_per_update;
+  *samples =
+      c.optimizer.max_samples > 0 ? c.optimizer.max_samples : c.optimizer.updates * c.optimizer.samples_per_update;
   rapidjson::Document d;
   std::string text = train_config_to_json(c);
   d.Parse(text.c_str(), text.size());

@@ -67,12 +67,12 @@ void print_worker_stats(const placer::service::WorkerPool& pool, const TrainResu
 
 void print_summary(const TrainConfig& c, const TrainResult& r) {
   std::printf("\n%s: %s on %s, policy %s, %s reward\n", c.name.c_str(), c.graph.describe().c_str(), c.cluster.c_str(),
-              c.policy.c_str(), c.reward_mode.c_str());
+              policy_type_name(c.policy.type), reward_mode_name(c.reward.mode));
   std::printf("  %lld updates, %lld sampled placements, %.1f s\n", static_cast<long long>(r.updates),
               static_cast<long long>(r.samples), r.seconds);
   std::printf("  %-22s %12s %10s %10s\n", "method", "step (s)", "vs learned", "place (s)");
-  std::printf("  %-22s %12.6g %10s %10s%s\n", ("learned:" + c.policy).c_str(), r.best_step_s, "", "",
-              r.best_measured ? "  (measured)" : "");
+  std::printf("  %-22s %12.6g %10s %10s%s\n", (std::string("learned:") + policy_type_name(c.policy.type)).c_str(),
+              r.best_step_s, "", "", r.best_measured ? "  (measured)" : "");
   for (const auto& b : r.baselines) {
     if (!b.ok) {
       std::printf("  %-22s %12s %10s %10.3f  %s\n", b.method.c_str(), "failed", "", b.seconds,
@@ -124,14 +124,14 @@ void add_train_commands(CLI::App& app) {
       ->capture_default_str();
   cmd->callback([args]() {
     TrainConfig c = load_train_config(args->config);
-    if (!args->output.empty()) c.output_dir = args->output;
+    if (!args->output.empty()) c.run.output_dir = args->output;
     if (!args->cluster.empty()) c.cluster = args->cluster;
-    if (!args->profile.empty()) c.profile = args->profile;
-    if (args->updates >= 0) c.updates = args->updates;
-    if (args->max_samples >= 0) c.max_samples = args->max_samples;
-    if (args->time_limit_s >= 0) c.time_limit_s = args->time_limit_s;
-    if (args->seed >= 0) c.seed = static_cast<uint64_t>(args->seed);
-    if (args->threads > 0) c.threads = args->threads;
+    if (!args->profile.empty()) c.reward.profile = args->profile;
+    if (args->updates >= 0) c.optimizer.updates = args->updates;
+    if (args->max_samples >= 0) c.optimizer.max_samples = args->max_samples;
+    if (args->time_limit_s >= 0) c.optimizer.time_limit_s = args->time_limit_s;
+    if (args->seed >= 0) c.run.seed = static_cast<uint64_t>(args->seed);
+    if (args->threads > 0) c.run.threads = args->threads;
     TrainControls ctl;
     ctl.resume = args->resume;
     ctl.progress = !args->quiet;

@@ -69,12 +69,12 @@ std::pair<int64_t, double> within_two_percent(const std::vector<CsvRow>& rows) {
 }
 
 TrainConfig prepare(TrainConfig c) {
-  if (g_updates >= 0) c.updates = g_updates;
+  if (g_updates >= 0) c.optimizer.updates = g_updates;
   if (g_nowarm) {
-    c.warm_start.clear();
+    c.warm_start.methods.clear();
     c.name += "_nowarm";
   }
-  c.output_dir = g_out + "/" + c.name;
+  c.run.output_dir = g_out + "/" + c.name;
   return c;
 }
 
@@ -99,9 +99,9 @@ void settings(const std::vector<std::string>& configs) {
       if (best_s == 0 || b.step_s < best_s) best_s = b.step_s, best_m = b.method;
       if (b.method == "expert") expert_s = b.step_s;
     }
-    const auto rows = read_log(c.output_dir + "/train.csv");
+    const auto rows = read_log(c.run.output_dir + "/train.csv");
     const auto two = within_two_percent(rows);
-    std::ifstream sj(c.output_dir + "/summary.json");
+    std::ifstream sj(c.run.output_dir + "/summary.json");
     std::string summary((std::istreambuf_iterator<char>(sj)), std::istreambuf_iterator<char>());
     int64_t ops = 0, units = 0;
     if (auto p = summary.find("\"ops\": "); p != std::string::npos) ops = std::atoll(summary.c_str() + p + 7);
@@ -152,10 +152,10 @@ void ilp() {
     c.graph.builder = k.builder;
     c.graph.options = k.options;
     c.cluster = k.cluster;
-    c.updates = 60;
-    c.samples_per_update = 16;
-    c.lr = 0.005;
-    c.warm_start = {"m_etf", "m_topo"};
+    c.optimizer.updates = 60;
+    c.optimizer.samples_per_update = 16;
+    c.optimizer.lr = 0.005;
+    c.warm_start.methods = {"m_etf", "m_topo"};
     c = prepare(c);
     const TrainResult r = train(c, nullptr, quiet());
     std::printf("| %s | %s | %lld | %.6f s%s | %.6f s | %+.2f%% | %lld |\n",
@@ -183,10 +183,10 @@ void gnn(const std::string& path) {
                std::to_string(std::hash<std::string>()(src.describe()) % 10000);
     per.graph = src;
     per.cluster = c.cluster;
-    per.updates = 100;
-    per.samples_per_update = 16;
-    per.lr = 0.005;
-    per.warm_start = {"m_etf", "m_topo", "expert"};
+    per.optimizer.updates = 100;
+    per.optimizer.samples_per_update = 16;
+    per.optimizer.lr = 0.005;
+    per.warm_start.methods = {"m_etf", "m_topo", "expert"};
     per.compare = {};
     per = prepare(per);
     const TrainResult r = train(per, nullptr, quiet());
@@ -202,23 +202,23 @@ void gnn(const std::string& path) {
 
 void hierarchical(const std::string& path) {
   TrainConfig c = prepare(load_train_config(path));
-  if (g_updates < 0) c.updates = 3;
+  if (g_updates < 0) c.optimizer.updates = 3;
   const auto t0 = std::chrono::steady_clock::now();
   const TrainResult r = train(c, nullptr, quiet());
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  const auto rows = read_log(c.output_dir + "/train.csv");
+  const auto rows = read_log(c.run.output_dir + "/train.csv");
   std::printf(
       "| graph | ops | updates | samples/update | seconds per update (incl. %d simulations) | peak RSS | setup (graph, "
       "features, env) |\n|---|---|---|---|---|---|---|\n",
-      c.samples_per_update);
+      c.optimizer.samples_per_update);
   double prev = 0, worst = 0;
   for (const auto& row : rows) worst = std::max(worst, row.elapsed - prev), prev = row.elapsed;
-  std::ifstream sj(c.output_dir + "/summary.json");
+  std::ifstream sj(c.run.output_dir + "/summary.json");
   std::string summary((std::istreambuf_iterator<char>(sj)), std::istreambuf_iterator<char>());
   long long ops = 0;
   if (auto p = summary.find("\"ops\": "); p != std::string::npos) ops = std::atoll(summary.c_str() + p + 7);
   std::printf("| %s | %lld | %lld | %d | max %.1f s, mean %.1f s | %.2f GB | %.1f s |\n", c.graph.describe().c_str(),
-              ops, static_cast<long long>(r.updates), c.samples_per_update, worst,
+              ops, static_cast<long long>(r.updates), c.optimizer.samples_per_update, worst,
               rows.empty() ? 0.0 : rows.back().elapsed / rows.size(), peak_rss_gb(),
               total - (rows.empty() ? 0.0 : rows.back().elapsed));
 }

@@ -55,7 +55,7 @@ struct LoadedPolicy::Impl {
 
 LoadedPolicy::LoadedPolicy() : impl_(std::make_unique<Impl>()) {}
 LoadedPolicy::~LoadedPolicy() = default;
-const std::string& LoadedPolicy::policy_type() const { return impl_->config.policy; }
+std::string LoadedPolicy::policy_type() const { return policy_type_name(impl_->config.policy.type); }
 
 std::shared_ptr<const LoadedPolicy> LoadedPolicy::load(const std::string& run_dir) {
   namespace fs = std::filesystem;
@@ -111,24 +111,25 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context) const {
   best = same_graph(impl_->best);
 
   learned::PolicyInputOptions po;
-  po.max_units = impl_->policy->unit_limit(config.max_groups);
+  po.max_units = impl_->policy->unit_limit(config.policy.max_groups);
   po.keep_apart = warm ? &*warm : nullptr;
-  po.seed = config.seed;
+  po.seed = config.run.seed;
   learned::PolicyInput problem = learned::make_policy_input(graph, cluster, context.env->costs(), po);
   PlaceResult result;
-  result.method = "learned:" + config.policy;
+  result.method = std::string("learned:") + policy_type_name(config.policy.type);
   StepResult decoded;
   std::unique_lock<std::mutex> decode_lock(impl_->mutex);
-  result.placement = learned::decode_best(*impl_->policy, problem, *context.env, config.place_samples,
-                                          config.temperature, context.seed, &decoded);
+  result.placement = learned::decode_best(*impl_->policy, problem, *context.env, config.policy.place_samples,
+                                          config.optimizer.temperature, context.seed, &decoded);
   decode_lock.unlock();
-  result.evaluations = config.place_samples;
+  result.evaluations = config.policy.place_samples;
   result.stats["decoded_simulated_s"] = decoded.step_s;
-  result.note = config.place_samples > 1
-                    ? "best of the greedy decode and " + std::to_string(config.place_samples - 1) + " samples of the " +
-                          config.policy + " policy from " + path + " over " + std::to_string(problem.n) + " units"
-                    : "greedy decode of " + config.policy + " policy from " + path + " over " +
-                          std::to_string(problem.n) + " units";
+  result.note = config.policy.place_samples > 1
+                    ? "best of the greedy decode and " + std::to_string(config.policy.place_samples - 1) +
+                          " samples of the " + policy_type_name(config.policy.type) + " policy from " + path +
+                          " over " + std::to_string(problem.n) + " units"
+                    : "greedy decode of " + std::string(policy_type_name(config.policy.type)) + " policy from " + path +
+                          " over " + std::to_string(problem.n) + " units";
   if (best) {
     const StepResult stored = context.env->simulate(*best);
     result.evaluations += 1;

@@ -26,15 +26,15 @@
 namespace placer::learned {
 
 struct PolicyOptions {
-  std::string kind = "seq2seq";
+  PolicyType kind = PolicyType::Seq2Seq;
   int hidden = 64;
   int type_embedding = 16;
   int grouper_groups = 0;  // hierarchical: 0 = min(256, 20 x devices)
   int gnn_layers = 3;
-  // Decoder: "lstm" (ColocRL: a recurrent state carried across units) or
-  // "pointwise" (each unit scored from its own encoding, the previous unit's
+  // Decoder: lstm (ColocRL: a recurrent state carried across units) or
+  // pointwise (each unit scored from its own encoding, the previous unit's
   // device and attention over all units, with no state that counts positions).
-  std::string decoder = "lstm";
+  DecoderKind decoder = DecoderKind::Lstm;
 };
 
 struct SampleOptions {
@@ -79,8 +79,8 @@ class PolicyImpl : public torch::nn::Module {
 // The attention decoder shared by every policy.
 class DecoderImpl : public torch::nn::Module {
  public:
-  // decoder: "lstm" or "pointwise" (PolicyOptions::decoder); InputError otherwise.
-  DecoderImpl(int hidden, const std::string& decoder);
+  // decoder: PolicyOptions::decoder.
+  DecoderImpl(int hidden, DecoderKind decoder);
   // enc: B x S x H (B may be 1 and is expanded). Samples devices step by step.
   void decode(const torch::Tensor& enc, const torch::Tensor& dev_features, const std::vector<const UnitCosts*>& costs,
               int32_t batch, const SampleOptions& options, std::mt19937_64& rng, const std::vector<int32_t>* forced,

@@ -23,9 +23,7 @@ torch::Tensor device_features(const PolicyInput& problem) {
 
 // ---------------------------------------------------------------- decoder
 
-DecoderImpl::DecoderImpl(int hidden, const std::string& decoder) : hidden_(hidden), recurrent_(decoder == "lstm") {
-  if (decoder != "lstm" && decoder != "pointwise")
-    throw InputError("policy.decoder: " + unknown_name("decoder", decoder, {"lstm", "pointwise"}));
+DecoderImpl::DecoderImpl(int hidden, DecoderKind decoder) : hidden_(hidden), recurrent_(decoder == DecoderKind::Lstm) {
   dev_proj_ = register_module("dev_proj", nn::Linear(kDeviceFeatures, hidden));
   dev_index_ = register_module("dev_index", nn::Embedding(kMaxDevices, hidden));
   if (recurrent_)

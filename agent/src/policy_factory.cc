@@ -8,10 +8,12 @@ namespace placer::learned {
 std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options) {
   if (options.hidden < 2 || options.hidden % 2 != 0 || options.hidden > 4096)
     throw InputError("policy.hidden: must be an even number in [2, 4096], got " + std::to_string(options.hidden));
-  if (options.kind == "seq2seq") return std::make_shared<Seq2SeqPolicyImpl>(options);
-  if (options.kind == "gnn") return std::make_shared<GnnPolicyImpl>(options);
-  if (options.kind == "hierarchical") return std::make_shared<HierarchicalPolicyImpl>(options);
-  throw InputError("policy.type: " + unknown_name("policy", options.kind, {"seq2seq", "hierarchical", "gnn"}));
+  switch (options.kind) {
+    case PolicyType::Seq2Seq: return std::make_shared<Seq2SeqPolicyImpl>(options);
+    case PolicyType::Gnn: return std::make_shared<GnnPolicyImpl>(options);
+    case PolicyType::Hierarchical: return std::make_shared<HierarchicalPolicyImpl>(options);
+  }
+  throw InputError("policy.type: unknown policy");
 }
 
 }  // namespace placer::learned

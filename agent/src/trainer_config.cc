@@ -36,7 +36,45 @@ std::string GraphSource::describe() const {
   return s + ")";
 }
 
+const char* policy_type_name(PolicyType type) {
+  switch (type) {
+    case PolicyType::Seq2Seq: return "seq2seq";
+    case PolicyType::Hierarchical: return "hierarchical";
+    case PolicyType::Gnn: return "gnn";
+  }
+  return "seq2seq";
+}
+
+const char* decoder_name(DecoderKind decoder) { return decoder == DecoderKind::Pointwise ? "pointwise" : "lstm"; }
+
+const char* algorithm_name(Algorithm algorithm) { return algorithm == Algorithm::Ppo ? "ppo" : "reinforce"; }
+
+PolicyType parse_policy_type(const std::string& name) {
+  for (PolicyType t : {PolicyType::Seq2Seq, PolicyType::Hierarchical, PolicyType::Gnn})
+    if (name == policy_type_name(t)) return t;
+  throw InputError(unknown_name("policy", name, {"seq2seq", "hierarchical", "gnn"}));
+}
+
+DecoderKind parse_decoder(const std::string& name) {
+  for (DecoderKind d : {DecoderKind::Lstm, DecoderKind::Pointwise})
+    if (name == decoder_name(d)) return d;
+  throw InputError(unknown_name("decoder", name, {"lstm", "pointwise"}));
+}
+
+Algorithm parse_algorithm(const std::string& name) {
+  for (Algorithm a : {Algorithm::Reinforce, Algorithm::Ppo})
+    if (name == algorithm_name(a)) return a;
+  throw InputError(unknown_name("algorithm", name, {"reinforce", "ppo"}));
+}
+
 namespace {
+
+// env's parse_reward_mode, with the message configs have always given ("unknown mode 'x' ...").
+RewardMode parse_train_reward_mode(const std::string& name) {
+  if (name != "simulated" && name != "measured" && name != "hybrid")
+    throw InputError(unknown_name("mode", name, {"simulated", "measured", "hybrid"}));
+  return parse_reward_mode(name);
+}
 
 // A list of strings, or one string "a,b,c".
 void read_names(YamlFields& sec, const std::string& key, std::vector<std::string>* out) {
@@ -108,79 +146,90 @@ TrainConfig parse_train_config(const std::string& text, const std::string& origi
   c.held_out = parse_graph_list(top.get("held_out"), fail, "held_out");
   read_names(top, "compare", &c.compare);
 
+  // The enum fields are read as names and turned into enums below, after the
+  // unknown-field checks, so that errors come in the same order as before.
+  std::string policy_type = policy_type_name(c.policy.type), decoder = decoder_name(c.policy.decoder);
+  std::string reward_mode = reward_mode_name(c.reward.mode), algorithm = algorithm_name(c.optimizer.algorithm);
+  PolicyConfig& p = c.policy;
   YamlFields policy = top.section("policy");
-  policy.read("type", &c.policy);
-  policy.read("hidden", &c.hidden, 2, 4096);
-  policy.read("type_embedding", &c.type_embedding, 1, 1024);
-  policy.read("max_groups", &c.max_groups, 0, 100000);
-  policy.read("grouper_groups", &c.grouper_groups, 0, 4096);
-  policy.read("gnn_layers", &c.gnn_layers, 1, 16);
-  policy.read("place_samples", &c.place_samples, 1, 4096);
-  policy.read("decoder", &c.decoder);
+  policy.read("type", &policy_type);
+  policy.read("hidden", &p.hidden, 2, 4096);
+  policy.read("type_embedding", &p.type_embedding, 1, 1024);
+  policy.read("max_groups", &p.max_groups, 0, 100000);
+  policy.read("grouper_groups", &p.grouper_groups, 0, 4096);
+  policy.read("gnn_layers", &p.gnn_layers, 1, 16);
+  policy.read("place_samples", &p.place_samples, 1, 4096);
+  policy.read("decoder", &decoder);
   policy.finish();
 
+  RewardConfig& rw = c.reward;
   YamlFields reward = top.section("reward");
-  reward.read("mode", &c.reward_mode);
-  reward.read("exponent", &c.reward_exponent, 0.01, 4.0);
-  reward.read("failure_penalty_s", &c.failure_penalty_s, 0.0, 1e6);
-  reward.read("measure_warmup", &c.measure_warmup, 0, 1000);
-  reward.read("measure_steps", &c.measure_steps, 1, 1000);
-  reward.read("hybrid_measure_top", &c.hybrid_measure_top, 0, 1000);
-  reward.read("profile", &c.profile);
+  reward.read("mode", &reward_mode);
+  reward.read("exponent", &rw.exponent, 0.01, 4.0);
+  reward.read("failure_penalty_s", &rw.failure_penalty_s, 0.0, 1e6);
+  reward.read("measure_warmup", &rw.measure_warmup, 0, 1000);
+  reward.read("measure_steps", &rw.measure_steps, 1, 1000);
+  reward.read("hybrid_measure_top", &rw.hybrid_measure_top, 0, 1000);
+  reward.read("profile", &rw.profile);
   reward.finish();
 
+  OptimizerConfig& o = c.optimizer;
   YamlFields tr = top.section("train");
-  tr.read("algorithm", &c.algorithm);
-  tr.read("updates", &c.updates, 0, 100000000);
-  tr.read("samples_per_update", &c.samples_per_update, 1, 4096);
-  tr.read("max_samples", &c.max_samples, 0, 1000000000000LL);
-  tr.read("time_limit_s", &c.time_limit_s, 0.0, 1e9);
-  tr.read("lr", &c.lr, 0.0, 10.0);
-  tr.read("lr_decay", &c.lr_decay, 0.0, 1.0);
-  tr.read("lr_decay_every", &c.lr_decay_every, 1, 100000000);
-  tr.read("entropy_weight", &c.entropy_weight, 0.0, 100.0);
-  tr.read("baseline_decay", &c.baseline_decay, 0.0, 1.0);
-  tr.read("grad_clip", &c.grad_clip, 0.0, 1e6);
-  tr.read("temperature", &c.temperature, 1e-3, 1e3);
-  tr.read("logit_noise", &c.logit_noise, 0.0, 100.0);
-  tr.read("logit_noise_decay", &c.logit_noise_decay, 0.0, 1.0);
-  tr.read("greedy_sample", &c.greedy_sample);
-  tr.read("ppo_epochs", &c.ppo_epochs, 1, 100);
-  tr.read("ppo_clip", &c.ppo_clip, 0.0, 10.0);
+  tr.read("algorithm", &algorithm);
+  tr.read("updates", &o.updates, 0, 100000000);
+  tr.read("samples_per_update", &o.samples_per_update, 1, 4096);
+  tr.read("max_samples", &o.max_samples, 0, 1000000000000LL);
+  tr.read("time_limit_s", &o.time_limit_s, 0.0, 1e9);
+  tr.read("lr", &o.lr, 0.0, 10.0);
+  tr.read("lr_decay", &o.lr_decay, 0.0, 1.0);
+  tr.read("lr_decay_every", &o.lr_decay_every, 1, 100000000);
+  tr.read("entropy_weight", &o.entropy_weight, 0.0, 100.0);
+  tr.read("baseline_decay", &o.baseline_decay, 0.0, 1.0);
+  tr.read("grad_clip", &o.grad_clip, 0.0, 1e6);
+  tr.read("temperature", &o.temperature, 1e-3, 1e3);
+  tr.read("logit_noise", &o.logit_noise, 0.0, 100.0);
+  tr.read("logit_noise_decay", &o.logit_noise_decay, 0.0, 1.0);
+  tr.read("greedy_sample", &o.greedy_sample);
+  tr.read("ppo_epochs", &o.ppo_epochs, 1, 100);
+  tr.read("ppo_clip", &o.ppo_clip, 0.0, 10.0);
   tr.finish();
 
   YamlFields ws = top.section("warm_start");
-  read_names(ws, "methods", &c.warm_start);
-  ws.read("bc_steps", &c.bc_steps, 0, 100000);
-  ws.read("bc_lr", &c.bc_lr, 0.0, 10.0);
+  read_names(ws, "methods", &c.warm_start.methods);
+  ws.read("bc_steps", &c.warm_start.bc_steps, 0, 100000);
+  ws.read("bc_lr", &c.warm_start.bc_lr, 0.0, 10.0);
   ws.finish();
 
   YamlFields run = top.section("run");
-  run.read("seed", &c.seed, 0, INT64_MAX);
-  run.read("threads", &c.threads, 1, 256);
-  run.read("env_threads", &c.env_threads, 0, 256);
-  run.read("checkpoint_every", &c.checkpoint_every, 1, 100000000);
-  run.read("output_dir", &c.output_dir);
+  run.read("seed", &c.run.seed, 0, INT64_MAX);
+  run.read("threads", &c.run.threads, 1, 256);
+  run.read("env_threads", &c.run.env_threads, 0, 256);
+  run.read("checkpoint_every", &c.run.checkpoint_every, 1, 100000000);
+  run.read("output_dir", &c.run.output_dir);
   run.finish();
   top.finish();
 
   if (c.name.empty()) top.fail("name", "must not be empty");
-  if (c.policy != "seq2seq" && c.policy != "hierarchical" && c.policy != "gnn")
-    top.fail("policy.type", unknown_name("policy", c.policy, {"seq2seq", "hierarchical", "gnn"}));
-  if (c.decoder != "lstm" && c.decoder != "pointwise")
-    top.fail("policy.decoder", unknown_name("decoder", c.decoder, {"lstm", "pointwise"}));
-  if (c.reward_mode != "simulated" && c.reward_mode != "measured" && c.reward_mode != "hybrid")
-    top.fail("reward.mode", unknown_name("mode", c.reward_mode, {"simulated", "measured", "hybrid"}));
-  if (c.algorithm != "reinforce" && c.algorithm != "ppo")
-    top.fail("train.algorithm", unknown_name("algorithm", c.algorithm, {"reinforce", "ppo"}));
-  if (c.hidden % 2 != 0) top.fail("policy.hidden", "must be even, got " + std::to_string(c.hidden));
-  if (c.policy == "gnn" && !c.family.empty()) {
+  const auto choice = [&](const char* field, auto parse, const std::string& name) {
+    try {
+      return parse(name);
+    } catch (const InputError& e) {
+      top.fail(field, e.what());
+      throw;  // fail throws
+    }
+  };
+  p.type = choice("policy.type", parse_policy_type, policy_type);
+  p.decoder = choice("policy.decoder", parse_decoder, decoder);
+  rw.mode = choice("reward.mode", parse_train_reward_mode, reward_mode);
+  o.algorithm = choice("train.algorithm", parse_algorithm, algorithm);
+  if (p.hidden % 2 != 0) top.fail("policy.hidden", "must be even, got " + std::to_string(p.hidden));
+  if (p.type == PolicyType::Gnn && !c.family.empty()) {
     if (c.graph.builder.empty() && c.graph.file.empty()) c.graph = c.family.front();
   } else if (c.graph.builder.empty() && c.graph.file.empty()) {
     top.fail("graph", "missing (a builder with options, or a file)");
   }
   if (c.cluster.empty()) top.fail("cluster", "missing (a preset, a cluster file or a device list)");
-  if (c.output_dir.empty()) c.output_dir = "runs/" + c.name;
+  if (c.run.output_dir.empty()) c.run.output_dir = "runs/" + c.name;
   return c;
 }
 
@@ -222,28 +271,36 @@ std::string train_config_to_json(const TrainConfig& c) {
   if (!c.graph.builder.empty() || !c.graph.file.empty()) o << "  \"graph\": " << source(c.graph) << ",\n";
   o << "  \"family\": " << sources(c.family) << ",\n  \"held_out\": " << sources(c.held_out) << ",\n";
   o << "  \"cluster\": " << json_quote(c.cluster) << ",\n  \"compare\": " << list(c.compare) << ",\n";
-  o << "  \"policy\": {\"type\": " << json_quote(c.policy) << ", \"hidden\": " << c.hidden
-    << ", \"type_embedding\": " << c.type_embedding << ", \"max_groups\": " << c.max_groups
-    << ", \"grouper_groups\": " << c.grouper_groups << ", \"gnn_layers\": " << c.gnn_layers
-    << ", \"place_samples\": " << c.place_samples << ", \"decoder\": " << json_quote(c.decoder) << "},\n";
-  o << "  \"reward\": {\"mode\": " << json_quote(c.reward_mode) << ", \"exponent\": " << json_number(c.reward_exponent)
-    << ", \"failure_penalty_s\": " << json_number(c.failure_penalty_s) << ", \"measure_warmup\": " << c.measure_warmup
-    << ", \"measure_steps\": " << c.measure_steps << ", \"hybrid_measure_top\": " << c.hybrid_measure_top
-    << ", \"profile\": " << json_quote(c.profile) << "},\n";
-  o << "  \"train\": {\"algorithm\": " << json_quote(c.algorithm) << ", \"updates\": " << c.updates
-    << ", \"samples_per_update\": " << c.samples_per_update << ", \"max_samples\": " << c.max_samples
-    << ", \"time_limit_s\": " << json_number(c.time_limit_s) << ", \"lr\": " << json_number(c.lr)
-    << ", \"lr_decay\": " << json_number(c.lr_decay) << ", \"lr_decay_every\": " << c.lr_decay_every
-    << ", \"entropy_weight\": " << json_number(c.entropy_weight)
-    << ", \"baseline_decay\": " << json_number(c.baseline_decay) << ", \"grad_clip\": " << json_number(c.grad_clip)
-    << ", \"temperature\": " << json_number(c.temperature) << ", \"logit_noise\": " << json_number(c.logit_noise)
-    << ", \"logit_noise_decay\": " << json_number(c.logit_noise_decay)
-    << ", \"greedy_sample\": " << (c.greedy_sample ? "true" : "false") << ", \"ppo_epochs\": " << c.ppo_epochs
-    << ", \"ppo_clip\": " << json_number(c.ppo_clip) << "},\n";
-  o << "  \"warm_start\": {\"methods\": " << list(c.warm_start) << ", \"bc_steps\": " << c.bc_steps
-    << ", \"bc_lr\": " << json_number(c.bc_lr) << "},\n";
-  o << "  \"run\": {\"seed\": " << c.seed << ", \"threads\": " << c.threads << ", \"env_threads\": " << c.env_threads
-    << ", \"checkpoint_every\": " << c.checkpoint_every << ", \"output_dir\": " << json_quote(c.output_dir) << "}\n}\n";
+  o << "  \"policy\": {\"type\": " << json_quote(policy_type_name(c.policy.type)) << ", \"hidden\": " << c.policy.hidden
+    << ", \"type_embedding\": " << c.policy.type_embedding << ", \"max_groups\": " << c.policy.max_groups
+    << ", \"grouper_groups\": " << c.policy.grouper_groups << ", \"gnn_layers\": " << c.policy.gnn_layers
+    << ", \"place_samples\": " << c.policy.place_samples
+    << ", \"decoder\": " << json_quote(decoder_name(c.policy.decoder)) << "},\n";
+  o << "  \"reward\": {\"mode\": " << json_quote(reward_mode_name(c.reward.mode))
+    << ", \"exponent\": " << json_number(c.reward.exponent)
+    << ", \"failure_penalty_s\": " << json_number(c.reward.failure_penalty_s)
+    << ", \"measure_warmup\": " << c.reward.measure_warmup << ", \"measure_steps\": " << c.reward.measure_steps
+    << ", \"hybrid_measure_top\": " << c.reward.hybrid_measure_top << ", \"profile\": " << json_quote(c.reward.profile)
+    << "},\n";
+  o << "  \"train\": {\"algorithm\": " << json_quote(algorithm_name(c.optimizer.algorithm))
+    << ", \"updates\": " << c.optimizer.updates << ", \"samples_per_update\": " << c.optimizer.samples_per_update
+    << ", \"max_samples\": " << c.optimizer.max_samples
+    << ", \"time_limit_s\": " << json_number(c.optimizer.time_limit_s) << ", \"lr\": " << json_number(c.optimizer.lr)
+    << ", \"lr_decay\": " << json_number(c.optimizer.lr_decay) << ", \"lr_decay_every\": " << c.optimizer.lr_decay_every
+    << ", \"entropy_weight\": " << json_number(c.optimizer.entropy_weight)
+    << ", \"baseline_decay\": " << json_number(c.optimizer.baseline_decay)
+    << ", \"grad_clip\": " << json_number(c.optimizer.grad_clip)
+    << ", \"temperature\": " << json_number(c.optimizer.temperature)
+    << ", \"logit_noise\": " << json_number(c.optimizer.logit_noise)
+    << ", \"logit_noise_decay\": " << json_number(c.optimizer.logit_noise_decay)
+    << ", \"greedy_sample\": " << (c.optimizer.greedy_sample ? "true" : "false")
+    << ", \"ppo_epochs\": " << c.optimizer.ppo_epochs << ", \"ppo_clip\": " << json_number(c.optimizer.ppo_clip)
+    << "},\n";
+  o << "  \"warm_start\": {\"methods\": " << list(c.warm_start.methods) << ", \"bc_steps\": " << c.warm_start.bc_steps
+    << ", \"bc_lr\": " << json_number(c.warm_start.bc_lr) << "},\n";
+  o << "  \"run\": {\"seed\": " << c.run.seed << ", \"threads\": " << c.run.threads
+    << ", \"env_threads\": " << c.run.env_threads << ", \"checkpoint_every\": " << c.run.checkpoint_every
+    << ", \"output_dir\": " << json_quote(c.run.output_dir) << "}\n}\n";
   return o.str();
 }
 

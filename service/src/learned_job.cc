@@ -171,30 +171,30 @@ void JobManager::prepare_learned(Job& job) {
   }
   // A job shares the server: one LibTorch thread, and a bounded warm start
   // (the budget counts training time only).
-  c.threads = 1;
-  c.env_threads = 1;
-  if (c.bc_steps > 5000)
+  c.run.threads = 1;
+  c.run.env_threads = 1;
+  if (c.warm_start.bc_steps > 5000)
     throw RequestError(codes::kBadRequest, F + ".warm_start.bc_steps",
-                       "at most 5000 in a service job, got " + std::to_string(c.bc_steps));
-  if (c.hidden > 1024)
+                       "at most 5000 in a service job, got " + std::to_string(c.warm_start.bc_steps));
+  if (c.policy.hidden > 1024)
     throw RequestError(codes::kBadRequest, F + ".policy.hidden",
-                       "at most 1024 in a service job, got " + std::to_string(c.hidden));
-  if (c.reward_mode != "simulated") {
+                       "at most 1024 in a service job, got " + std::to_string(c.policy.hidden));
+  if (c.reward.mode != RewardMode::Simulated) {
     if (!config_.measure_jobs)
       throw RequestError(codes::kBadRequest, "reward_mode",
-                         "'" + c.reward_mode +
+                         std::string("'") + reward_mode_name(c.reward.mode) +
                              "' runs the model on this server's devices; the server's config does not allow it "
                              "(jobs.measure: false); use simulated");
     if (r.cluster.devices.empty())
       throw RequestError(codes::kBadRequest, "devices",
-                         "a " + c.reward_mode +
+                         std::string("a ") + reward_mode_name(c.reward.mode) +
                              " job runs on the server's own devices: give \"devices\" (e.g. \"cpu:2\"), not a cluster");
   }
   if (!r.save_as.empty() && check_policy_name) check_policy_name(r.save_as);
   job.train_json = train_config_to_json(c);
-  job.policy_type = c.policy;
-  job.reward_mode = c.reward_mode;
-  job.budget_updates = c.updates;
+  job.policy_type = policy_type_name(c.policy.type);
+  job.reward_mode = reward_mode_name(c.reward.mode);
+  job.budget_updates = c.optimizer.updates;
   job.save_as = r.save_as;
   fs::create_directories(job.dir);
   if (r.graph.builder.empty()) save_graph(p.graph, job.dir + "/graph.bin");
@@ -204,10 +204,10 @@ void JobManager::prepare_learned(Job& job) {
 void JobManager::run_learned(Job& job) {
   TrainConfig c = parse_train_config(job.train_json, job.id + " (job record)");
   // Paths inside the job's folder follow the folder (a state_dir may move between runs).
-  c.output_dir = job.dir;
+  c.run.output_dir = job.dir;
   if (!c.graph.file.empty()) c.graph.file = job.dir + "/graph.bin";
   if (fs::path(c.cluster).filename() == "cluster.json") c.cluster = job.dir + "/cluster.json";
-  if (c.reward_mode != "simulated" && !config_.measure_jobs)
+  if (c.reward.mode != RewardMode::Simulated && !config_.measure_jobs)
     throw InputError("the server's config no longer allows measuring jobs (jobs.measure: false)");
   const auto start = std::chrono::steady_clock::now();
   double elapsed_before;  // of earlier server processes
@@ -231,7 +231,7 @@ void JobManager::run_learned(Job& job) {
       m->devices_free_.notify_all();
     }
   } lease;
-  if (c.reward_mode != "simulated") {
+  if (c.reward.mode != RewardMode::Simulated) {
     std::unique_lock<std::mutex> dl(devices_mutex_);
     while (!devices_holder_.empty() && !job.cancel) {
       {
@@ -286,7 +286,7 @@ void JobManager::run_learned(Job& job) {
   if (r.best_step_s > 0) {
     job.best_step_s = r.best_step_s;
     job.best_measured = r.best_measured;
-    job.best_method = "learned:" + c.policy;
+    job.best_method = std::string("learned:") + policy_type_name(c.policy.type);
     job.best_placement = r.best_placement;
   }
   for (const auto& b : r.baselines)
@@ -295,8 +295,8 @@ void JobManager::run_learned(Job& job) {
       job.baselines.emplace_back(b.method, b.step_s);
   if (job.save_as.empty() || job.cancel || !save_policy) return;
   const std::string name = job.save_as;
-  const std::string description =
-      c.policy + " policy learned by job " + job.id + " for " + job.graph_name + " on " + job.cluster_name;
+  const std::string description = std::string(policy_type_name(c.policy.type)) + " policy learned by job " + job.id +
+                                  " for " + job.graph_name + " on " + job.cluster_name;
   lock.unlock();  // copying a checkpoint must not stall status requests and other jobs
   std::string error;
   try {

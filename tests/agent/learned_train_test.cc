@@ -181,7 +181,7 @@ TEST(LearnedTrain, ResumedRunContinuesIdentically) {
     const TrainResult a = train(straight, nullptr, quiet());
 
     TrainConfig split = straight;
-    split.output_dir = f.dir + "/split_" + algo;
+    split.run.output_dir = f.dir + "/split_" + algo;
     TrainControls stop = quiet();
     stop.stop_after_updates = 3;
     const TrainResult first = train(split, nullptr, stop);
@@ -194,8 +194,8 @@ TEST(LearnedTrain, ResumedRunContinuesIdentically) {
     EXPECT_EQ(b.best_step_s, a.best_step_s);
     EXPECT_EQ(b.best_found_at_sample, a.best_found_at_sample);
     EXPECT_EQ(b.best_placement.device, a.best_placement.device);
-    EXPECT_EQ(csv_without_timing(straight.output_dir + "/train.csv"),
-              csv_without_timing(split.output_dir + "/train.csv"))
+    EXPECT_EQ(csv_without_timing(straight.run.output_dir + "/train.csv"),
+              csv_without_timing(split.run.output_dir + "/train.csv"))
         << algo;
     // Same weights: the greedy decodes agree.
     const Graph g = two_chains(3);
@@ -204,10 +204,10 @@ TEST(LearnedTrain, ResumedRunContinuesIdentically) {
     ctx.graph = &env.graph();
     ctx.cluster = &env.cluster();
     ctx.env = &env;
-    fs::remove(straight.output_dir + "/best_placement.json");
-    fs::remove(split.output_dir + "/best_placement.json");
-    EXPECT_EQ(place_with_checkpoint(straight.output_dir, ctx).placement,
-              place_with_checkpoint(split.output_dir, ctx).placement);
+    fs::remove(straight.run.output_dir + "/best_placement.json");
+    fs::remove(split.run.output_dir + "/best_placement.json");
+    EXPECT_EQ(place_with_checkpoint(straight.run.output_dir, ctx).placement,
+              place_with_checkpoint(split.run.output_dir, ctx).placement);
   }
 }
 
@@ -251,9 +251,20 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   const TrainConfig j = parse_train_config(R"({"name": "j", "graph": {"builder": "mlp"}, "cluster": "k80x4",
       "train": {"updates": 5, "lr": 0.5}})",
                                            "j.json");
-  EXPECT_EQ(j.updates, 5);
-  EXPECT_EQ(j.lr, 0.5);
-  EXPECT_EQ(j.output_dir, "runs/j");
+  EXPECT_EQ(j.optimizer.updates, 5);
+  EXPECT_EQ(j.optimizer.lr, 0.5);
+  EXPECT_EQ(j.run.output_dir, "runs/j");
+  EXPECT_EQ(j.policy.type, PolicyType::Seq2Seq);
+  EXPECT_EQ(j.reward.mode, RewardMode::Simulated);
+  const TrainConfig e = parse_train_config(ok + "policy: {type: gnn, decoder: pointwise}\nreward: {mode: hybrid}\n"
+                                                "train: {algorithm: ppo}\n",
+                                           "e.yaml");
+  EXPECT_EQ(e.policy.type, PolicyType::Gnn);
+  EXPECT_EQ(e.policy.decoder, DecoderKind::Pointwise);
+  EXPECT_EQ(e.reward.mode, RewardMode::Hybrid);
+  EXPECT_EQ(e.optimizer.algorithm, Algorithm::Ppo);
+  EXPECT_EQ(parse_train_config(train_config_to_json(e), "e2").optimizer.algorithm, Algorithm::Ppo);
+  expect_error(ok + "train: {algorithm: a2c}\n", "train.algorithm: unknown algorithm 'a2c'");
   // The stored JSON form reads back to the same config.
   const TrainConfig back = parse_train_config(train_config_to_json(j), "back");
   EXPECT_EQ(train_config_to_json(back), train_config_to_json(j));

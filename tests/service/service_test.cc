@@ -264,12 +264,12 @@ TEST(Service, PlaceDecodesWithALoadedPolicyAndExplicitPolicyErrorsAreNamed) {
   t.graph.builder = "mlp";
   t.graph.options = {{"layers", 2}, {"width", 64}, {"input", 64}, {"batch", 8}};
   t.cluster = "k80x2";
-  t.hidden = 16;
-  t.updates = 3;
-  t.samples_per_update = 4;
-  t.warm_start = {"m_etf"};
-  t.bc_steps = 5;
-  t.output_dir = dir.string();
+  t.policy.hidden = 16;
+  t.optimizer.updates = 3;
+  t.optimizer.samples_per_update = 4;
+  t.warm_start.methods = {"m_etf"};
+  t.warm_start.bc_steps = 5;
+  t.run.output_dir = dir.string();
   TrainControls quiet;
   quiet.progress = false;
   train(t, nullptr, quiet);

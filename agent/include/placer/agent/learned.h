@@ -24,7 +24,7 @@ class LoadedPolicy {
   static std::shared_ptr<const LoadedPolicy> load(const std::string& run_dir);
   ~LoadedPolicy();
   PlaceResult place(const PlaceContext& context) const;
-  const std::string& policy_type() const;  // seq2seq | hierarchical | gnn
+  std::string policy_type() const;  // seq2seq | hierarchical | gnn
 
  private:
   LoadedPolicy();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "placer/env/evaluator.h"
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/ir.h"
 #include "placer/graphs/placement.h"
@@ -27,42 +28,48 @@ struct GraphSource {
   Graph load() const;            // builds it, or reads the file
 };
 
-struct TrainConfig {
-  std::string name = "run";
-  std::string source_text;  // the config file's text, copied into every result folder
-  std::string source_path;
+enum class PolicyType : uint8_t { Seq2Seq, Hierarchical, Gnn };
+enum class DecoderKind : uint8_t { Lstm, Pointwise };
+enum class Algorithm : uint8_t { Reinforce, Ppo };
+// The names configs use ("seq2seq", "lstm", "reinforce"); parse_* throw
+// InputError "unknown policy 'x' (expected ...)" without a field name.
+const char* policy_type_name(PolicyType type);
+const char* decoder_name(DecoderKind decoder);
+const char* algorithm_name(Algorithm algorithm);
+PolicyType parse_policy_type(const std::string& name);
+DecoderKind parse_decoder(const std::string& name);
+Algorithm parse_algorithm(const std::string& name);
 
-  // What to place.
-  GraphSource graph;                  // the graph (policy seq2seq/hierarchical, gnn per-graph)
-  std::vector<GraphSource> family;    // gnn: graphs trained on together
-  std::vector<GraphSource> held_out;  // gnn: graphs placed without training after the run
-  std::string cluster = "k80x2";      // preset, cluster file or device list ("cpu:2")
-
-  // Policy.
-  std::string policy = "seq2seq";  // seq2seq | hierarchical | gnn
-  int hidden = 64;                 // LSTM / message-passing width
-  int type_embedding = 16;         // op-type embedding width
-  int max_groups = 256;            // seq2seq/gnn: coarsen co-location groups to at most this many
-  int grouper_groups = 0;          // hierarchical: groups (0 = min(256, 20 x devices))
+// YAML section `policy`.
+struct PolicyConfig {
+  PolicyType type = PolicyType::Seq2Seq;
+  int hidden = 64;          // LSTM / message-passing width
+  int type_embedding = 16;  // op-type embedding width
+  int max_groups = 256;     // seq2seq/gnn: coarsen co-location groups to at most this many
+  int grouper_groups = 0;   // hierarchical: groups (0 = min(256, 20 x devices))
   int gnn_layers = 3;
-  std::string decoder = "lstm";  // lstm (ColocRL) | pointwise (no recurrent state; for gnn families)
+  DecoderKind decoder = DecoderKind::Lstm;  // lstm (ColocRL) | pointwise (no recurrent state; for gnn families)
   // Placing without training (held-out graphs, `placer place --checkpoint`):
   // the greedy decode plus place_samples - 1 sampled ones; the simulator keeps
   // the fastest. 1 = greedy only.
   int place_samples = 16;
+};
 
-  // Reward.
-  std::string reward_mode = "simulated";  // simulated | measured | hybrid
-  double reward_exponent = 0.5;
+// YAML section `reward`: how the environment scores a placement.
+struct RewardConfig {
+  RewardMode mode = RewardMode::Simulated;
+  double exponent = 0.5;
   double failure_penalty_s = 100.0;
   int measure_warmup = 2;
   int measure_steps = 5;
   int hybrid_measure_top = 1;
   std::string profile;  // optional profile file calibrating the simulator
+};
 
-  // Optimisation.
-  std::string algorithm = "reinforce";  // reinforce | ppo
-  int64_t updates = 100;                // policy updates (the run stops at the first budget reached)
+// YAML section `train`: the optimiser and the run's budgets.
+struct OptimizerConfig {
+  Algorithm algorithm = Algorithm::Reinforce;
+  int64_t updates = 100;  // policy updates (the run stops at the first budget reached)
   int samples_per_update = 16;
   int64_t max_samples = 0;    // 0 = no sample budget
   double time_limit_s = 0.0;  // 0 = no time limit
@@ -78,19 +85,41 @@ struct TrainConfig {
   bool greedy_sample = true;        // add the greedy decode to every update's samples
   int ppo_epochs = 4;
   double ppo_clip = 0.2;
+};
 
-  // Warm start by behaviour cloning the best of these algorithmic placements.
-  std::vector<std::string> warm_start = {"m_etf", "m_topo", "expert"};
+// YAML section `warm_start`: behaviour cloning the best of these algorithmic placements.
+struct WarmStartConfig {
+  std::vector<std::string> methods = {"m_etf", "m_topo", "expert"};
   int bc_steps = 200;
   double bc_lr = 0.01;
+};
 
-  // Run control.
+// YAML section `run`.
+struct RunConfig {
   uint64_t seed = 1;
-  int threads = 1;                   // LibTorch intra-op threads (the machine is small)
-  int env_threads = 1;               // simulator batch threads
-  int checkpoint_every = 10;         // updates
-  std::string output_dir;            // default runs/<name>
-  std::vector<std::string> compare;  // baselines to report next to the result (`placer baseline` names)
+  int threads = 1;            // LibTorch intra-op threads (the machine is small)
+  int env_threads = 1;        // simulator batch threads
+  int checkpoint_every = 10;  // updates
+  std::string output_dir;     // default runs/<name>
+};
+
+struct TrainConfig {
+  std::string name = "run";
+  std::string source_text;  // the config file's text, copied into every result folder
+  std::string source_path;
+
+  // What to place.
+  GraphSource graph;                  // the graph (policy seq2seq/hierarchical, gnn per-graph)
+  std::vector<GraphSource> family;    // gnn: graphs trained on together
+  std::vector<GraphSource> held_out;  // gnn: graphs placed without training after the run
+  std::string cluster = "k80x2";      // preset, cluster file or device list ("cpu:2")
+  std::vector<std::string> compare;   // baselines to report next to the result (`placer baseline` names)
+
+  PolicyConfig policy;
+  RewardConfig reward;
+  OptimizerConfig optimizer;  // YAML section `train`
+  WarmStartConfig warm_start;
+  RunConfig run;
 };
 
 // YAML or JSON (by content; yaml-cpp reads both). Throws InputError naming the

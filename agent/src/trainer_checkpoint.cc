@@ -1,0 +1,204 @@
+// Checkpoints: the trainer's state as JSON next to the model and optimizer,
+// written atomically and read back so a resumed run continues exactly.
+#include <torch/serialize.h>
+#include <yaml-cpp/yaml.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "placer/graphs/error.h"
+#include "placer/graphs/json_writer.h"
+#include "policy.h"
+#include "trainer.h"
+#include "trainer_impl.h"
+
+namespace placer {
+namespace learned {
+namespace {
+
+namespace fs = std::filesystem;
+
+Placement placement_from_node(const YAML::Node& n, const Graph& g, const Cluster& c, const std::string& where) {
+  if (!n.IsSequence() || static_cast<int64_t>(n.size()) != g.size())
+    throw InputError(where + ": expected " + std::to_string(g.size()) + " device indices for graph '" + g.name + "'");
+  Placement p;
+  for (size_t i = 0; i < n.size(); ++i) {
+    const int v = n[i].as<int>();
+    if (v < 0 || v >= c.size())
+      throw InputError(where + "[" + std::to_string(i) + "]: device " + std::to_string(v) + " out of range");
+    p.device_of.push_back(DeviceId(v));
+  }
+  return p;
+}
+
+// Module::load resizes parameters to whatever the file holds; check the
+// shapes so a checkpoint from another policy shape is a clear error.
+void load_model_checked(PolicyImpl& policy, torch::serialize::InputArchive& model, const std::string& path) {
+  std::vector<std::pair<std::string, std::vector<int64_t>>> want;
+  for (const auto& p : policy.named_parameters()) want.push_back({p.key(), p.value().sizes().vec()});
+  policy.load(model);
+  for (const auto& [name, shape] : want) {
+    const auto got = policy.named_parameters()[name].sizes().vec();
+    if (got != shape) {
+      auto str = [](const std::vector<int64_t>& v) {
+        std::string o = "[";
+        for (size_t i = 0; i < v.size(); ++i) o += (i ? ", " : "") + std::to_string(v[i]);
+        return o + "]";
+      };
+      throw InputError(path + ": field 'model': parameter '" + name + "' has shape " + str(got) + ", the " +
+                       policy.kind() + " policy expects " + str(shape) + " (a checkpoint of another version?)");
+    }
+  }
+}
+
+struct LoadedArchive {
+  torch::serialize::InputArchive archive;
+  std::string config_json, state_json;
+};
+
+void open_checkpoint(const std::string& path, LoadedArchive* out) {
+  if (!fs::exists(path)) throw InputError(path + ": no checkpoint here");
+  try {
+    out->archive.load_from(path);
+  } catch (const std::exception& e) {
+    throw InputError(path + ": not a readable checkpoint (" + std::string(e.what()).substr(0, 200) + ")");
+  }
+  c10::IValue v;
+  if (!out->archive.try_read("format", v) || !v.isString() || v.toStringRef() != kCheckpointFormat)
+    throw InputError(path + ": field 'format': not a placer learned-placer checkpoint (expected " + kCheckpointFormat +
+                     ")");
+  if (!out->archive.try_read("config", v) || !v.isString()) throw InputError(path + ": field 'config' missing");
+  out->config_json = v.toStringRef();
+  if (!out->archive.try_read("state", v) || !v.isString()) throw InputError(path + ": field 'state' missing");
+  out->state_json = v.toStringRef();
+}
+
+}  // namespace
+
+std::string Trainer::state_json() const {
+  std::ostringstream rng;
+  rng << rng_;
+  std::ostringstream o;
+  o << "{\"update\": " << update_ << ", \"samples\": " << samples_ << ", \"rl_seconds\": " << num(rl_seconds_)
+    << ", \"rng\": " << json_quote(rng.str()) << ", \"tasks\": [";
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    const Task& t = *tasks_[i];
+    o << (i ? ", " : "") << "{\"graph\": " << json_quote(t.env->graph().name) << ", \"baseline\": " << num(t.baseline)
+      << ", \"baseline_init\": " << (t.baseline_init ? "true" : "false") << ", \"best_reward\": " << num(t.best_reward)
+      << ", \"best_step_s\": " << num(t.best_step_s) << ", \"best_measured\": " << (t.best_measured ? "true" : "false")
+      << ", \"best_at\": " << t.best_at << ", \"warm_method\": " << json_quote(t.warm_method)
+      << ", \"warm_step_s\": " << num(t.warm_step_s) << ", \"has_warm\": " << (t.has_warm ? "true" : "false");
+    if (t.has_warm) o << ", \"warm\": " << placement_json(t.warm);
+    if (!t.best.device_of.empty()) o << ", \"best\": " << placement_json(t.best);
+    o << "}";
+  }
+  o << "]}";
+  return o.str();
+}
+
+void Trainer::save_checkpoint() {
+  torch::serialize::OutputArchive a;
+  a.write("format", c10::IValue(std::string(kCheckpointFormat)));
+  a.write("config", c10::IValue(train_config_to_json(c_)));
+  a.write("state", c10::IValue(state_json()));
+  torch::serialize::OutputArchive model, optimizer;
+  policy_->save(model);
+  opt_->save(optimizer);
+  a.write("model", model);
+  a.write("optimizer", optimizer);
+  const std::string path = dir_ + "/" + kCheckpointFile, tmp = path + ".tmp";
+  a.save_to(tmp);
+  fs::rename(tmp, path);
+}
+
+void Trainer::load_checkpoint(const std::string& path) {
+  LoadedArchive la;
+  open_checkpoint(path, &la);
+  try {
+    torch::serialize::InputArchive model, optimizer;
+    if (!la.archive.try_read("model", model)) throw InputError(path + ": field 'model' missing");
+    load_model_checked(*policy_, model, path);
+    if (!la.archive.try_read("optimizer", optimizer)) throw InputError(path + ": field 'optimizer' missing");
+    opt_->load(optimizer);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(path + ": field 'model': does not match the config's policy (" +
+                     std::string(e.what()).substr(0, 200) + ")");
+  }
+  YAML::Node s;
+  try {
+    s = YAML::Load(la.state_json);
+    update_ = s["update"].as<int64_t>();
+    samples_ = s["samples"].as<int64_t>();
+    rl_seconds_ = s["rl_seconds"].as<double>();
+    std::istringstream in(s["rng"].as<std::string>());
+    in >> rng_;
+    if (!in) throw InputError("rng");
+    const YAML::Node ts = s["tasks"];
+    if (!ts.IsSequence() || ts.size() != tasks_.size())
+      throw InputError("tasks: expected " + std::to_string(tasks_.size()) + " entries");
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      Task& t = *tasks_[i];
+      const YAML::Node n = ts[i];
+      t.baseline = n["baseline"].as<double>();
+      t.baseline_init = n["baseline_init"].as<bool>();
+      t.best_reward = n["best_reward"].as<double>();
+      t.best_step_s = n["best_step_s"].as<double>();
+      t.best_measured = n["best_measured"].as<bool>();
+      t.best_at = n["best_at"].as<int64_t>();
+      if (n["best"]) t.best = placement_from_node(n["best"], t.env->graph(), cluster_, path + ": state.tasks.best");
+    }
+  } catch (const InputError& e) {
+    throw InputError(path + ": field 'state': " + e.what());
+  } catch (const std::exception& e) {
+    throw InputError(path + ": field 'state': malformed (" + std::string(e.what()) + ")");
+  }
+}
+
+void Trainer::restore_warm_starts(const std::string& ckpt) {
+  // Warm-start placements come from the checkpoint: the units must be the same.
+  LoadedArchive la;
+  open_checkpoint(ckpt, &la);
+  YAML::Node s = YAML::Load(la.state_json);
+  const YAML::Node ts = s["tasks"];
+  if (!ts.IsSequence() || ts.size() != tasks_.size())
+    throw InputError(ckpt + ": field 'state.tasks': does not match the config's graphs");
+  for (size_t i = 0; i < tasks_.size(); ++i) {
+    Task& t = *tasks_[i];
+    t.has_warm = ts[i]["has_warm"].as<bool>(false);
+    t.warm_method = ts[i]["warm_method"].as<std::string>("");
+    t.warm_step_s = ts[i]["warm_step_s"].as<double>(0.0);
+    if (t.has_warm) t.warm = placement_from_node(ts[i]["warm"], t.env->graph(), cluster_, ckpt + ": state.tasks.warm");
+  }
+}
+
+TrainConfig read_checkpoint_config(const std::string& path) {
+  LoadedArchive la;
+  open_checkpoint(path, &la);
+  return parse_train_config(la.config_json, path + " (field 'config')");
+}
+
+// Loads the checkpoint's policy (used by place_with_checkpoint).
+std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config) {
+  LoadedArchive la;
+  open_checkpoint(path, &la);
+  *config = parse_train_config(la.config_json, path + " (field 'config')");
+  PolicyOptions p = policy_options(*config);
+  auto policy = make_policy(p);
+  try {
+    torch::serialize::InputArchive model;
+    if (!la.archive.try_read("model", model)) throw InputError(path + ": field 'model' missing");
+    load_model_checked(*policy, model, path);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(path + ": field 'model': does not match the config's policy (" +
+                     std::string(e.what()).substr(0, 200) + ")");
+  }
+  policy->eval();
+  return policy;
+}
+
+}  // namespace learned
+}  // namespace placer

@@ -1,0 +1,93 @@
+// The Trainer and its per-graph Task, shared by the training loop
+// (trainer.cc), checkpoints (trainer_checkpoint.cc) and run outputs
+// (trainer_outputs.cc). Private to agent/src: never include it elsewhere.
+#pragma once
+
+#include <torch/optim.h>
+
+#include <chrono>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "placer/agent/compare.h"
+#include "placer/agent/train.h"
+#include "placer/env/environment.h"
+#include "policy.h"
+#include "trainer.h"
+
+namespace placer::learned {
+
+using Clock = std::chrono::steady_clock;
+
+struct Task {
+  GraphSource source;
+  std::unique_ptr<Environment> env;
+  PolicyInput problem;
+  Placement warm;
+  bool has_warm = false;
+  std::string warm_method;
+  double warm_step_s = 0.0;
+  double baseline = 0.0;
+  bool baseline_init = false;
+  double best_reward = -std::numeric_limits<double>::infinity();
+  double best_step_s = 0.0;
+  bool best_measured = false;
+  int64_t best_at = 0;
+  Placement best;
+  std::vector<BaselineResult> warm_results;
+};
+
+class Trainer {
+ public:
+  Trainer(const TrainConfig& c, MetricsSink* sink, const TrainControls& ctl) : c_(c), sink_(sink), ctl_(ctl) {}
+  TrainResult run();
+
+ private:
+  void warm_start(Task& t);
+  void behaviour_clone();
+  void one_update();
+  void save_checkpoint();
+  void load_checkpoint(const std::string& path);
+  std::string state_json() const;
+  void write_outputs(TrainResult* result);
+  void compare_baselines(TrainResult* result);
+  // Resuming: the warm-start placements stored in the checkpoint.
+  void restore_warm_starts(const std::string& ckpt);
+  // gnn: held-out graphs, placed by the trained policy with no training.
+  void place_held_out(const EnvOptions& eo, TrainResult* result);
+  void write_summary(const TrainResult& result);
+
+  const TrainConfig& c_;
+  MetricsSink* sink_;
+  TrainControls ctl_;
+  Cluster cluster_;
+  std::vector<std::unique_ptr<Task>> tasks_;
+  std::shared_ptr<PolicyImpl> policy_;
+  std::unique_ptr<torch::optim::Adam> opt_;
+  std::mt19937_64 rng_;
+  int64_t update_ = 0, samples_ = 0;
+  double rl_seconds_ = 0.0;  // cumulated over resumed sessions
+  double session_start_rl_ = 0.0;
+  int64_t session_start_samples_ = 0;
+  int64_t session_start_update_ = 0;
+  Clock::time_point session_t0_;
+  std::vector<LogRow> rows_;
+  std::string dir_;
+  bool tty_ = false;
+  int bc_steps_used_ = 0;
+  bool bc_reproduced_ = false;
+};
+
+// Shared by the three trainer files.
+PolicyOptions policy_options(const TrainConfig& c);
+// A compared placer as the run reports it (summary.json, the metrics sink).
+BaselineResult baseline_result(const Compared& c);
+// A double as JSON, infinities clamped to +-1e308.
+std::string num(double v);
+// A placement as a JSON list of device indices.
+std::string placement_json(const Placement& p);
+
+}  // namespace placer::learned

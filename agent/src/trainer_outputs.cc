@@ -1,0 +1,125 @@
+// Run outputs: the best placement, the reward plot, the baselines compared
+// with, held-out graphs and summary.json.
+#include <cmath>
+#include <cstdio>
+#include <sstream>
+
+#include "placer/agent/compare.h"
+#include "placer/graphs/json_writer.h"
+#include "placer/graphs/serialize.h"
+#include "placer/graphs/timing.h"
+#include "policy.h"
+#include "trainer.h"
+#include "trainer_impl.h"
+
+namespace placer {
+namespace learned {
+
+std::string num(double v) {
+  if (!std::isfinite(v)) return v > 0 ? "1e308" : "-1e308";
+  char b[64];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+
+std::string placement_json(const Placement& p) {
+  std::string o = "[";
+  for (size_t i = 0; i < p.device_of.size(); ++i) o += (i ? "," : "") + std::to_string(p.device_of[i].value);
+  return o + "]";
+}
+
+void Trainer::write_outputs(TrainResult* res) {
+  const Task& t0 = *tasks_[0];
+  res->output_dir = dir_;
+  res->updates = update_;
+  res->samples = samples_;
+  res->best_step_s = t0.best_step_s;
+  res->best_measured = t0.best_measured;
+  res->best_found_at_sample = t0.best_at;
+  res->lower_bound_s = t0.env->lower_bound();
+  res->warm_start_method = t0.warm_method;
+  res->warm_start_step_s = t0.warm_step_s;
+  if (!t0.best.device_of.empty()) {
+    res->best_placement = to_named(t0.env->graph(), cluster_, t0.best);
+    save_placement(res->best_placement, dir_ + "/best_placement.json");
+  }
+  if (t0.has_warm) save_placement(to_named(t0.env->graph(), cluster_, t0.warm), dir_ + "/warm_start_placement.json");
+  write_file_atomic(dir_ + "/reward.svg",
+                    reward_svg(rows_, c_.name + ": " + t0.env->graph().name + " on " + cluster_.name,
+                               res->lower_bound_s, t0.warm_step_s, "warm start (" + t0.warm_method + ")"));
+}
+
+// The warm start's baselines, then the config's compare methods it did not run.
+void Trainer::compare_baselines(TrainResult* res) {
+  const Task& t0 = *tasks_[0];
+  res->baselines = t0.warm_results;
+  std::vector<std::string> more;  // the compare methods the warm start did not run
+  for (const std::string& m : c_.compare)
+    if (std::none_of(res->baselines.begin(), res->baselines.end(),
+                     [&](const BaselineResult& b) { return b.method == m; }) &&
+        std::find(more.begin(), more.end(), m) == more.end())
+      more.push_back(m);
+  PlaceContext ctx;
+  ctx.graph = &t0.env->graph();
+  ctx.cluster = &cluster_;
+  ctx.env = t0.env.get();
+  ctx.seed = c_.run.seed;
+  CompareOptions options;
+  options.scoring = CompareScoring::Evaluate;
+  options.catch_all = true;
+  for (const Compared& c : compare_placers(more, ctx, options)) res->baselines.push_back(baseline_result(c));
+}
+
+void Trainer::place_held_out(const EnvOptions& eo, TrainResult* result) {
+  TrainResult& res = *result;
+  for (const GraphSource& s : c_.held_out) {
+    Environment env(s.load(), cluster_, eo);
+    const auto t1 = Clock::now();
+    PolicyInputOptions po;
+    po.max_units = c_.policy.max_groups;
+    po.seed = c_.run.seed;
+    PolicyInput p = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
+    const bool was_training = policy_->is_training();
+    policy_->eval();
+    Placement placement = decode_best(*policy_, p, env, c_.policy.place_samples, c_.optimizer.temperature, c_.run.seed);
+    policy_->train(was_training);
+    const double secs = seconds_since(t1);
+    const Evaluation e = env.evaluate(placement);
+    res.held_out[s.describe()] = {e.step_s, secs};
+  }
+}
+
+void Trainer::write_summary(const TrainResult& res) {
+  std::ostringstream o;
+  o << "{\n  \"name\": " << json_quote(c_.name) << ",\n  \"graph\": " << json_quote(tasks_[0]->env->graph().name)
+    << ",\n  \"ops\": " << tasks_[0]->env->graph().size() << ",\n  \"units\": " << tasks_[0]->problem.n
+    << ",\n  \"cluster\": " << json_quote(cluster_.name)
+    << ",\n  \"policy\": " << json_quote(policy_type_name(c_.policy.type))
+    << ",\n  \"reward_mode\": " << json_quote(reward_mode_name(c_.reward.mode)) << ",\n  \"updates\": " << res.updates
+    << ",\n  \"samples\": " << res.samples << ",\n  \"train_seconds\": " << num(rl_seconds_)
+    << ",\n  \"remote_evaluations\": " << res.remote_evaluations << ",\n  \"best_step_s\": " << num(res.best_step_s)
+    << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
+    << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample
+    << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s)
+    << ",\n  \"warm_start\": {\"method\": " << json_quote(res.warm_start_method)
+    << ", \"step_s\": " << num(res.warm_start_step_s) << ", \"bc_steps\": " << bc_steps_used_
+    << ", \"bc_reproduced\": " << (bc_reproduced_ ? "true" : "false") << "},\n  \"baselines\": [";
+  for (size_t i = 0; i < res.baselines.size(); ++i) {
+    const auto& b = res.baselines[i];
+    o << (i ? ",\n    " : "\n    ") << "{\"method\": " << json_quote(b.method)
+      << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"step_s\": " << num(b.step_s)
+      << ", \"seconds\": " << num(b.seconds) << ", \"note\": " << json_quote(b.note) << "}";
+  }
+  o << "],\n  \"held_out\": [";
+  bool first = true;
+  for (const auto& [g, v] : res.held_out) {
+    o << (first ? "\n    " : ",\n    ") << "{\"graph\": " << json_quote(g) << ", \"step_s\": " << num(v.first)
+      << ", \"place_seconds\": " << num(v.second) << "}";
+    first = false;
+  }
+  o << "]\n}\n";
+  write_file_atomic(dir_ + "/summary.json", o.str());
+}
+
+}  // namespace learned
+}  // namespace placer
