@@ -29,8 +29,8 @@
 #include "placer/graphs/ir.h"
 #include "placer/graphs/measurement.h"
 #include "placer/graphs/placement.h"
-#include "placer/runtime/runtime.h"
 #include "placer/graphs/timing.h"
+#include "placer/runtime/runtime.h"
 
 #ifdef PLACER_WITH_CUDA
 #include <ATen/cuda/CUDAEvent.h>

@@ -25,7 +25,7 @@
 
 namespace placer {
 
-struct ExecRules;                // graphs/exec_plan.h
+struct ExecRules;              // graphs/exec_plan.h
 using SimContext = ExecRules;  // as env/simulator.h names it
 
 enum class RewardMode : uint8_t { Measured, Simulated, Hybrid };
