@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "placer/graphs/aten_dtype.h"
 #include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
@@ -57,22 +58,6 @@ Tally tally(const Graph& g) {
 }
 
 // ---- Execution through the dispatcher -------------------------------------------------
-
-at::ScalarType to_aten(DType d) {
-  switch (d) {
-    case DType::Float32: return at::kFloat;
-    case DType::Float16: return at::kHalf;
-    case DType::BFloat16: return at::kBFloat16;
-    case DType::Float64: return at::kDouble;
-    case DType::Int64: return at::kLong;
-    case DType::Int32: return at::kInt;
-    case DType::Int16: return at::kShort;
-    case DType::Int8: return at::kChar;
-    case DType::UInt8: return at::kByte;
-    case DType::Bool: return at::kBool;
-  }
-  return at::kFloat;
-}
 
 c10::OperatorHandle schema_of(const std::string& type) {
   std::string name = type, overload;
@@ -132,7 +117,7 @@ c10::IValue to_ivalue(const Arg& a, const std::vector<at::Tensor>& in) {
       return list;
     }
     case Arg::Kind::String: return a.s;
-    case Arg::Kind::ScalarType: return static_cast<int64_t>(to_aten(static_cast<DType>(a.i)));
+    case Arg::Kind::ScalarType: return static_cast<int64_t>(to_scalar_type(static_cast<DType>(a.i)));
     case Arg::Kind::Device: return c10::Device("cpu");
   }
   return c10::IValue();
@@ -160,7 +145,7 @@ void expect_specs(const Op& op, const std::vector<at::Tensor>& out) {
   ASSERT_EQ(out.size(), op.outputs.size()) << op.name;
   for (size_t j = 0; j < out.size(); ++j) {
     EXPECT_EQ(out[j].sizes().vec(), op.outputs[j].shape) << op.name << " output " << j;
-    EXPECT_EQ(out[j].scalar_type(), to_aten(op.outputs[j].dtype)) << op.name << " output " << j;
+    EXPECT_EQ(out[j].scalar_type(), to_scalar_type(op.outputs[j].dtype)) << op.name << " output " << j;
     if (is_floating(op.outputs[j].dtype)) {
       EXPECT_TRUE(at::isfinite(out[j]).all().item<bool>()) << op.name << " output " << j;
     }
@@ -192,7 +177,7 @@ int execute(const Graph& g) {
         out.push_back((at::randn(op.outputs[0].shape) * 0.1).requires_grad_(true));
       } else if (op.type == op_types::kInput) {
         const TensorSpec& s = op.outputs[0];
-        auto options = at::TensorOptions().dtype(to_aten(s.dtype));
+        auto options = at::TensorOptions().dtype(to_scalar_type(s.dtype));
         if (is_floating(s.dtype)) {
           out.push_back(at::randn(s.shape, options));
         } else {
