@@ -69,13 +69,6 @@ Algorithm parse_algorithm(const std::string& name) {
 
 namespace {
 
-// env's parse_reward_mode, with the message configs have always given ("unknown mode 'x' ...").
-RewardMode parse_train_reward_mode(const std::string& name) {
-  if (name != "simulated" && name != "measured" && name != "hybrid")
-    throw InputError(unknown_name("mode", name, {"simulated", "measured", "hybrid"}));
-  return parse_reward_mode(name);
-}
-
 // A list of strings, or one string "a,b,c".
 void read_names(YamlFields& sec, const std::string& key, std::vector<std::string>* out) {
   const YamlNode n = sec.get(key);
@@ -220,7 +213,7 @@ TrainConfig parse_train_config(const std::string& text, const std::string& origi
   };
   p.type = choice("policy.type", parse_policy_type, policy_type);
   p.decoder = choice("policy.decoder", parse_decoder, decoder);
-  rw.mode = choice("reward.mode", parse_train_reward_mode, reward_mode);
+  rw.mode = choice("reward.mode", parse_reward_mode, reward_mode);
   o.algorithm = choice("train.algorithm", parse_algorithm, algorithm);
   if (p.hidden % 2 != 0) top.fail("policy.hidden", "must be even, got " + std::to_string(p.hidden));
   if (p.type == PolicyType::Gnn && !c.family.empty()) {

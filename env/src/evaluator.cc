@@ -11,6 +11,7 @@
 
 #include "placer/env/simulator.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/fields.h"
 #include "placer/runtime/runtime.h"
 
 namespace placer {
@@ -28,7 +29,7 @@ RewardMode parse_reward_mode(const std::string& name) {
   if (name == "measured") return RewardMode::Measured;
   if (name == "simulated") return RewardMode::Simulated;
   if (name == "hybrid") return RewardMode::Hybrid;
-  throw InputError("reward mode: unknown '" + name + "' (measured, simulated, hybrid)");
+  throw InputError(unknown_name("mode", name, {"simulated", "measured", "hybrid"}));
 }
 
 namespace {

@@ -55,9 +55,12 @@ PlaceContext place_context(const Graph& graph, const Cluster& cluster, Environme
 // placing and simulating.
 std::vector<PreparedRequest::Baseline> run_baselines(const std::vector<std::string>& methods, const Graph& graph,
                                                      const Cluster& cluster, Environment& env, uint64_t seed,
-                                                     double time_limit_s) {
+                                                     double time_limit_s, int* best = nullptr) {
+  std::vector<Compared> compared =
+      compare_placers(methods, place_context(graph, cluster, env, seed, std::max(0.05, time_limit_s)));
+  if (best) *best = fastest(compared);
   std::vector<PreparedRequest::Baseline> out;
-  for (Compared& c : compare_placers(methods, place_context(graph, cluster, env, seed, std::max(0.05, time_limit_s)))) {
+  for (Compared& c : compared) {
     PreparedRequest::Baseline b;
     b.method = c.method;
     b.placement = std::move(c.result.placement);
@@ -327,12 +330,7 @@ std::shared_ptr<const PreparedRequest> PlacementService::prepare(const Request& 
   p->prepared = PreparedProblem::make(p->graph, p->cluster);
   Environment env(p->prepared, simulated_env());
   p->lower_bound_s = env.lower_bound();
-  p->baselines = run_baselines(config_.place_baselines, p->graph, p->cluster, env, 0, 10.0);
-  for (size_t i = 0; i < p->baselines.size(); ++i) {
-    const auto& b = p->baselines[i];
-    if (b.error.empty() && b.result.ok() && (p->best < 0 || b.result.step_s < p->baselines[p->best].result.step_s))
-      p->best = static_cast<int>(i);
-  }
+  p->baselines = run_baselines(config_.place_baselines, p->graph, p->cluster, env, 0, 10.0, &p->best);
   std::lock_guard<std::mutex> lock(cache_mutex_);
   cache_.emplace_front(key, p);
   while (static_cast<int>(cache_.size()) > std::max(1, config_.cache_entries)) cache_.pop_back();
