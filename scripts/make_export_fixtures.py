@@ -267,7 +267,7 @@ def main():
     ap.add_argument("names", nargs="*", help="models to write (default: all of the set)")
     ap.add_argument("--real", action="store_true", help="the full-size models of bench/results/import.md")
     ap.add_argument("--lr", type=float, default=0.01, help="SGD learning rate of the expected update")
-    args = ap.parse_args()
+    args = ap.parse_intermixed_args()  # names may follow --real
     torch.manual_seed(0)
     models = real_models() if args.real else small_models()
     unknown = [n for n in args.names if n not in models]

@@ -82,7 +82,7 @@ OwnEstimate own_estimate(const PlaceResult& r) {
   OwnEstimate e;
   if (!std::isnan(get("model_makespan_s"))) {
     e.seconds = get("model_makespan_s");
-    e.kind = "planned makespan";
+    e.kind = "planned step";
   } else if (!std::isnan(get("dp_objective_s"))) {
     e.seconds = get("dp_objective_s");
     e.kind = std::string(get("dp_objective_throughput") > 0 ? "dp throughput (max stage) objective"

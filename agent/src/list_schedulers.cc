@@ -79,13 +79,43 @@ Schedule schedule_ready_order(const UnitProblem& p, const std::vector<int32_t>& 
   std::vector<double> arrival(p.n, 0.0);
   std::vector<std::vector<int32_t>> pending(p.k);
   std::vector<double> busy(p.k, 0.0);
-  LinkBook links(p);
+  std::vector<double> chan_free(static_cast<size_t>(p.k) * p.k, 0.0);
+  std::vector<int64_t> send(p.k, 0);  // scratch: bytes of a finished unit to send to each device
   using Done = std::pair<double, int32_t>;
   std::priority_queue<Done, std::vector<Done>, std::greater<Done>> running;
   for (int32_t u = 0; u < p.n; ++u) {
     missing[u] = static_cast<int32_t>(p.preds[u].size());
     if (missing[u] == 0) pending[dev[u]].push_back(u);
   }
+  // A finished unit's outputs: local consumers may use them now; each other
+  // device gets one copy, sent at once on the link's FIFO channel (the
+  // simulator's eager send), or free of contention (the ILP's model).
+  auto finished = [&](int32_t u) {
+    const int32_t from = dev[u];
+    std::fill(send.begin(), send.end(), 0);
+    for (const Edge& e : p.succs[u]) {
+      const int32_t to = dev[e.op];
+      if (to == from) {
+        arrival[e.op] = std::max(arrival[e.op], s.finish[u]);
+      } else if (link_channels) {
+        send[to] = std::max(send[to], e.bytes);
+      } else {
+        arrival[e.op] = std::max(arrival[e.op], s.finish[u] + p.transfer(from, to, e.bytes));
+      }
+    }
+    if (link_channels) {
+      for (int32_t to = 0; to < p.k; ++to) {
+        if (to == from || send[to] == 0) continue;
+        double& chan = chan_free[static_cast<size_t>(from) * p.k + to];
+        chan = std::max(s.finish[u], chan) + p.transfer(from, to, send[to]);
+        send[to] = 0;
+        for (const Edge& e : p.succs[u])
+          if (dev[e.op] == to) arrival[e.op] = std::max(arrival[e.op], chan);
+      }
+    }
+    for (const Edge& e : p.succs[u])
+      if (--missing[e.op] == 0) pending[dev[e.op]].push_back(e.op);
+  };
   int32_t started = 0;
   while (started < p.n || !running.empty()) {
     double best_t = kInf;
@@ -100,14 +130,7 @@ Schedule schedule_ready_order(const UnitProblem& p, const std::vector<int32_t>& 
     if (!running.empty() && running.top().first <= best_t) {
       const int32_t u = running.top().second;
       running.pop();
-      for (const Edge& e : p.succs[u]) {
-        const int32_t v = e.op;
-        if (!link_channels) arrival[v] = std::max(arrival[v], s.finish[u] + p.transfer(dev[u], dev[v], e.bytes));
-        if (--missing[v] == 0) {
-          if (link_channels) arrival[v] = links.data_ready(v, dev[v], dev, s.finish, true);
-          pending[dev[v]].push_back(v);
-        }
-      }
+      finished(u);
       continue;
     }
     PLACER_CHECK(best_d >= 0, "schedule_ready_order: nothing runnable");
@@ -150,7 +173,16 @@ std::vector<double> upward_rank(const UnitProblem& p) {
 
 }  // namespace
 
-ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent) {
+const char* etf_priority_name(EtfPriority priority) {
+  switch (priority) {
+    case EtfPriority::Ready: return "ready";
+    case EtfPriority::Rank: return "rank";
+    case EtfPriority::Id: return "id";
+  }
+  return "?";
+}
+
+ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent, EtfPriority priority) {
   ListResult r;
   r.unit_device.assign(p.n, -1);
   r.schedule.start.assign(p.n, 0.0);
@@ -160,23 +192,38 @@ ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_
   std::vector<double> free(p.k, 0.0);
   std::vector<int32_t> missing(p.n);
   std::vector<char> done(p.n, 0);
-  const std::vector<double> rank = upward_rank(p);
-  // Per device: ready units keyed by (data-ready time on that device plus a
-  // preference penalty, -rank, id). m_sct's penalty: off its favourite
-  // parent's device a unit counts as ready later by that edge's mean transfer.
+  // Per device, the ready units: those whose inputs would be there by the
+  // time the device is free could all start then and are taken in the
+  // priority's order (`avail`); otherwise the earliest data-ready time starts
+  // next (`waiting`, keyed by that time plus a preference penalty, then id).
+  // m_sct's penalty: off its favourite parent's device a unit counts as
+  // ready later by that edge's mean transfer.
   struct Key {
     double ready;
     double penalty;
-    double neg_rank;
+    double prio;  // lower first among the units that can start when the device is free
+    double tie;   // then lower first
     int32_t unit;
     double order() const { return ready + penalty; }
-    bool operator>(const Key& o) const {
-      if (order() != o.order()) return order() > o.order();
-      if (neg_rank != o.neg_rank) return neg_rank > o.neg_rank;
-      return unit > o.unit;
+  };
+  struct ByOrder {
+    bool operator()(const Key& a, const Key& b) const {
+      return a.order() != b.order() ? a.order() > b.order() : a.unit > b.unit;
     }
   };
-  std::vector<std::priority_queue<Key, std::vector<Key>, std::greater<Key>>> heaps(p.k);
+  struct ByPriority {
+    bool operator()(const Key& a, const Key& b) const {
+      if (a.prio != b.prio) return a.prio > b.prio;
+      if (a.tie != b.tie) return a.tie > b.tie;
+      return a.unit > b.unit;
+    }
+  };
+  const std::vector<double> rank = upward_rank(p);
+  auto prio_of = [&](int32_t u, double ready) {
+    return priority == EtfPriority::Id ? 0.0 : priority == EtfPriority::Rank ? -rank[u] : ready;
+  };
+  std::vector<std::priority_queue<Key, std::vector<Key>, ByOrder>> waiting(p.k);
+  std::vector<std::priority_queue<Key, std::vector<Key>, ByPriority>> avail(p.k);
   LinkBook links(p);
   auto data_ready = [&](int32_t u, int32_t d) {
     return links.data_ready(u, d, r.unit_device, r.schedule.finish, false);
@@ -199,10 +246,45 @@ ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_
     bool any = false;
     for (int32_t d = 0; d < p.k; ++d) {
       if ((only >= 0 && d != only) || !allowed(u, d)) continue;
-      heaps[d].push({data_ready(u, d), favourite >= 0 && d != favourite ? penalty : 0.0, -rank[u], u});
+      const double ready = data_ready(u, d);
+      waiting[d].push({ready, favourite >= 0 && d != favourite ? penalty : 0.0, prio_of(u, ready),
+                       priority == EtfPriority::Ready ? -rank[u] : 0.0, u});
       any = true;
     }
     if (!any) out_of_memory(p, book, u, favourite_parent ? "m_sct" : "m_etf");
+  };
+  // A unit is on every allowed device's queues: drop the done and the no longer allowed.
+  auto stale = [&](const Key& key, int32_t d) { return done[key.unit] || !allowed(key.unit, d); };
+  // Channels only fill up, so a key's ready time may be too early: keys are
+  // refreshed when they reach the top (lazy updates keep each top right).
+  auto settle = [&](int32_t d) {
+    auto& w = waiting[d];
+    auto& a = avail[d];
+    for (;;) {
+      while (!w.empty() && stale(w.top(), d)) w.pop();
+      if (w.empty()) break;
+      Key top = w.top();
+      const double now = data_ready(top.unit, d);
+      if (now > top.ready) {
+        w.pop();
+        top.ready = now;
+        w.push(top);
+        continue;
+      }
+      if (top.order() > free[d]) break;
+      w.pop();
+      top.prio = prio_of(top.unit, top.ready);
+      a.push(top);
+    }
+    for (;;) {
+      while (!a.empty() && stale(a.top(), d)) a.pop();
+      if (a.empty()) break;
+      Key top = a.top();
+      top.ready = data_ready(top.unit, d);
+      if (top.order() <= free[d]) break;
+      a.pop();
+      w.push(top);
+    }
   };
   for (int32_t u = 0; u < p.n; ++u) {
     missing[u] = static_cast<int32_t>(p.preds[u].size());
@@ -213,22 +295,12 @@ ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_
     double best_t = kInf;
     int32_t best_d = -1;
     for (int32_t d = 0; d < p.k; ++d) {
-      auto& h = heaps[d];
-      // Channels only fill up, so a key may be stale (too early): refresh the
-      // top until it is current (lazy updates keep the heap's minimum right).
-      for (;;) {
-        // A unit is on every allowed device's heap: drop the done and the no longer allowed.
-        while (!h.empty() && (done[h.top().unit] || !allowed(h.top().unit, d))) h.pop();
-        if (h.empty()) break;
-        Key top = h.top();
-        const double now = data_ready(top.unit, d);
-        if (now <= top.ready) break;
-        h.pop();
-        top.ready = now;
-        h.push(top);
-      }
-      if (h.empty()) continue;
-      const double t = std::max(free[d], h.top().order());
+      settle(d);
+      double t = kInf;
+      if (!avail[d].empty())
+        t = free[d];
+      else if (!waiting[d].empty())
+        t = std::max(free[d], waiting[d].top().order());
       if (t < best_t) best_t = t, best_d = d;
     }
     if (best_d < 0) {
@@ -237,9 +309,16 @@ ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_
         if (!done[u] && missing[u] == 0) out_of_memory(p, book, u, favourite_parent ? "m_sct" : "m_etf");
       PLACER_CHECK(false, "list_etf: no ready unit");
     }
-    const int32_t u = heaps[best_d].top().unit;
-    best_t = std::max(free[best_d], heaps[best_d].top().ready);  // the penalty ranks; it does not delay
-    heaps[best_d].pop();
+    int32_t u;
+    if (!avail[best_d].empty()) {
+      u = avail[best_d].top().unit;
+      avail[best_d].pop();
+    } else {
+      u = waiting[best_d].top().unit;
+      waiting[best_d].pop();
+    }
+    // The penalty ranks; it does not delay.
+    best_t = std::max(free[best_d], data_ready(u, best_d));
     const int32_t g = p.group_of[u];
     if (pinned[g] < 0) {
       pinned[g] = best_d;

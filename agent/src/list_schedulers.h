@@ -45,10 +45,11 @@ struct Schedule {
 };
 Schedule schedule_in_order(const UnitProblem& p, const std::vector<int32_t>& unit_device,
                            const std::vector<int32_t>& order);
-// Event-driven: among ready ops of a device the lowest id starts first (the
-// simulator's rule); transfers are booked when their consumer becomes ready,
-// on the link channels, or free of contention (link_channels = false: the
-// ILP's own model, whose big-M comes from this schedule).
+// A placement replayed as the runtime dispatches it (the simulator's rules on
+// the unit problem): among ready units of a device the lowest id starts
+// first; a finished unit's output is sent at once to each other device that
+// needs it, on the link's FIFO channel (link_channels = false: free of
+// contention, the ILP's own model, whose big-M comes from this schedule).
 Schedule schedule_ready_order(const UnitProblem& p, const std::vector<int32_t>& unit_device, bool link_channels = true);
 
 // List scheduling result: device per unit and the schedule it implied.
@@ -56,7 +57,15 @@ struct ListResult {
   std::vector<int32_t> unit_device;
   Schedule schedule;
 };
-ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent = nullptr);
+// ETF (Hwang et al.): the (unit, device) pair that can start earliest goes
+// next. Units that could all start as soon as the device is free are taken
+// in the priority's order: Ready, the earliest data-ready first, ties to the
+// highest upward rank (ETF as published); Rank, the highest upward rank
+// first; Id, the lowest id first (the runtime's own dispatch rule).
+enum class EtfPriority { Ready, Rank, Id };
+const char* etf_priority_name(EtfPriority priority);
+ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent = nullptr,
+                    EtfPriority priority = EtfPriority::Ready);
 ListResult list_heft(const UnitProblem& p);
 ListResult list_topo(const UnitProblem& p);
 

@@ -32,7 +32,7 @@ set -e
   --markdown --json "$TMP/b.json" --csv "$TMP/b.csv" > "$TMP/b.md" || fail "baseline"
 grep -q "| method | simulated step (ms) |" "$TMP/b.md" || fail "baseline markdown header"
 for m in single expert m_etf dp; do grep -q "| $m |" "$TMP/b.md" || fail "baseline row $m"; done
-grep -q "| m_etf | [0-9.]* | [0-9.]* (planned makespan; simulated [+-][0-9]*%) |" "$TMP/b.md" || fail "m_etf's own estimate beside the simulated step"
+grep -q "| m_etf | [0-9.]* | [0-9.]* (planned step; simulated [+-][0-9]*%) |" "$TMP/b.md" || fail "m_etf's own estimate beside the simulated step"
 python3 - "$TMP/b.json" "$TMP/b.csv" <<'PY' || fail "baseline json/csv"
 import csv, json, sys
 j = json.load(open(sys.argv[1]))
