@@ -83,11 +83,9 @@ OwnEstimate own_estimate(const PlaceResult& r) {
   if (!std::isnan(get("model_makespan_s"))) {
     e.seconds = get("model_makespan_s");
     e.kind = "planned step";
-  } else if (!std::isnan(get("dp_objective_s"))) {
-    e.seconds = get("dp_objective_s");
-    e.kind = std::string(get("dp_objective_throughput") > 0 ? "dp throughput (max stage) objective"
-                                                            : "dp latency objective") +
-             (get("prefix_fallback") > 0 ? ", topological-order fallback" : "");
+    if (!std::isnan(get("dp_objective_s")))
+      e.kind += std::string(" of dp's ") + (get("dp_objective_throughput") > 0 ? "throughput" : "latency") +
+                "-objective split" + (get("prefix_fallback") > 0 ? ", prefix fallback" : "");
   } else if (!std::isnan(get("incumbent_s"))) {
     e.seconds = get("incumbent_s");
     e.kind = std::string(get("optimal") > 0 ? "optimal" : "incumbent") + " for " +

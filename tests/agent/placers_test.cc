@@ -8,6 +8,7 @@
 #include <functional>
 #include <limits>
 
+#include "placer/agent/compare.h"
 #include "placer/agent/placer.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
@@ -365,6 +366,40 @@ TEST(Placers, ListSchedulersPlanWhatTheSimulatorMeasures) {
       EXPECT_NEAR(simulated / planned, 1.0, 0.06) << method << " on " << graph.name << " " << preset << ": planned "
                                                   << planned << " s, simulated " << simulated << " s";
     }
+  }
+}
+
+// dp minimizes the training step by default: each objective's optimal split
+// is replayed as the runtime dispatches and the fastest kept. Past
+// max_ideals it says so and tries prefixes of three orders; its planned step
+// agrees with the simulator.
+TEST(Placers, DpKeepsTheFastestSplitAndSaysWhichObjective) {
+  BuilderOptions nmt;
+  nmt.values = {{"layers", 2}, {"hidden", 512}, {"steps", 12}, {"batch", 32}, {"vocab", 8000}};
+  const Graph graph = build_graph("nmt", nmt);
+  const Cluster cluster = cluster_preset("p100x4");
+  Environment env(graph, cluster);
+  const PlaceResult step = run("dp", graph, cluster, env, {{"max_ideals", "50"}});
+  EXPECT_EQ(step.stats.at("prefix_fallback"), 1.0);
+  for (const char* said : {"ideals exceeded max_ideals", "first op/throughput", "first op/latency", "level/throughput",
+                           "depth first/latency", "planned step"})
+    EXPECT_NE(step.note.find(said), std::string::npos) << said << " in " << step.note;
+  EXPECT_NEAR(step_of(env, step) / step.stats.at("model_makespan_s"), 1.0, 0.06) << step.note;
+  const OwnEstimate own = own_estimate(step);
+  EXPECT_NE(own.kind.find("-objective split, prefix fallback"), std::string::npos) << own.kind;
+  // One objective only: never faster under dp's own replay than the default, which tries it too.
+  for (const char* objective : {"throughput", "latency"}) {
+    const PlaceResult one = run("dp", graph, cluster, env, {{"max_ideals", "50"}, {"objective", objective}});
+    EXPECT_EQ(one.stats.at("dp_objective_throughput"), std::string(objective) == "throughput" ? 1.0 : 0.0);
+    EXPECT_GE(one.stats.at("model_makespan_s"), step.stats.at("model_makespan_s") - 1e-12) << objective;
+  }
+  try {
+    run("dp", graph, cluster, env, {{"objective", "best"}});
+    ADD_FAILURE() << "objective=best accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("dp option 'objective': expected step, throughput or latency, got 'best'"),
+              std::string::npos)
+        << e.what();
   }
 }
 
