@@ -120,15 +120,21 @@ PlaceResult run(const std::string& method, const Graph& graph, const Cluster& cl
 
 double step_of(Environment& env, const PlaceResult& r) { return env.simulate(r.placement).step_s; }
 
+// a -> {b, c} -> d: a and d take 1 ms, the branches 4 ms and output
+// `branch_floats` each.
+void add_fork_join(Tiny& t, int64_t branch_floats) {
+  OpId a = add(t, "a", "aten::relu", {}, 16, 1.0);
+  OpId b = add(t, "b", "aten::relu", {a}, branch_floats, 4.0);
+  OpId c = add(t, "c", "aten::relu", {a}, branch_floats, 4.0);
+  add(t, "d", "aten::add.Tensor", {b, c}, 16, 1.0);
+}
+
 // a -> {b, c} -> d on two devices, 0.5 ms per transfer. Hand optimum: a and
 // b on one device, c and d on the other: 1 + 0.5 + 4 + 1 = 6.5 ms (the
 // branch that stays finishes at 5 ms and arrives at 5.5 ms).
 TEST(PlacersTiny, ForkJoinAllAgreeOnOptimum) {
   Tiny t = make_tiny("forkjoin", 2, int64_t{1} << 30, 0.5e-3, 1e15);
-  OpId a = add(t, "a", "aten::relu", {}, 16, 1.0);
-  OpId b = add(t, "b", "aten::relu", {a}, 16, 4.0);
-  OpId c = add(t, "c", "aten::relu", {a}, 16, 4.0);
-  add(t, "d", "aten::add.Tensor", {b, c}, 16, 1.0);
+  add_fork_join(t, 16);
   auto env = make_env(t);
   const double best = brute_force(t.graph, t.cluster, *env);
   EXPECT_NEAR(best, 6.5e-3, 1e-9);
@@ -151,10 +157,7 @@ TEST(PlacersTiny, ForkJoinAllAgreeOnOptimum) {
 // keep one device and say so.
 TEST(PlacersTiny, EtfKeepsOneDeviceWhenItsSchedulesReplaySlower) {
   Tiny t = make_tiny("forkjoin_heavy_branches", 2, int64_t{1} << 30, 0.1e-3, 1e6);
-  OpId a = add(t, "a", "aten::relu", {}, 16, 1.0);
-  OpId b = add(t, "b", "aten::relu", {a}, 1500, 4.0);
-  OpId c = add(t, "c", "aten::relu", {a}, 1500, 4.0);
-  add(t, "d", "aten::add.Tensor", {b, c}, 16, 1.0);
+  add_fork_join(t, 1500);
   auto env = make_env(t);
   for (const char* method : {"m_etf", "m_sct"}) {
     const PlaceResult r = run(method, t.graph, t.cluster, *env);
