@@ -431,4 +431,46 @@ ListResult list_topo(const UnitProblem& p) {
   return r;
 }
 
+Plan replayed(const UnitProblem& p, ListResult r, std::string how) {
+  Plan plan{std::move(r.unit_device), 0.0, r.schedule.makespan, std::move(how)};
+  plan.step_s = schedule_ready_order(p, plan.unit_device).makespan;
+  return plan;
+}
+
+int32_t one_device(const UnitProblem& p) {
+  int64_t total = 0;
+  for (int64_t m : p.group_mem) total += m;
+  int32_t best = -1;
+  double best_s = 0.0;
+  for (int32_t d = 0; d < p.k; ++d) {
+    if (total > p.capacity[d]) continue;
+    double s = 0.0;
+    for (int32_t u = 0; u < p.n; ++u) s += p.c(u, d);
+    if (best < 0 || s < best_s) best = d, best_s = s;
+  }
+  return best;
+}
+
+Plan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent) {
+  Plan best;
+  std::string tried;
+  auto consider = [&](Plan plan) {
+    char buf[96];
+    std::snprintf(buf, sizeof buf, "%s%s %.6g s", tried.empty() ? "" : ", ", plan.how.c_str(), plan.step_s);
+    tried += buf;
+    if (best.unit_device.empty() || plan.step_s < best.step_s) best = std::move(plan);
+  };
+  for (EtfPriority priority : {EtfPriority::Ready, EtfPriority::Rank, EtfPriority::Id})
+    consider(
+        replayed(p, list_etf(p, favourite_parent, priority), std::string("etf by ") + etf_priority_name(priority)));
+  if (const int32_t d = one_device(p); d >= 0) {
+    ListResult all;
+    all.unit_device.assign(p.n, d);
+    for (int32_t u = 0; u < p.n; ++u) all.schedule.makespan += p.c(u, d);
+    consider(replayed(p, std::move(all), "one device " + p.device_names[d]));
+  }
+  best.how = "kept " + best.how + " (replayed: " + tried + ")";
+  return best;
+}
+
 }  // namespace placer::placers

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 #include <utility>
 #include <vector>
@@ -68,5 +69,25 @@ ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_
                     EtfPriority priority = EtfPriority::Ready);
 ListResult list_heft(const UnitProblem& p);
 ListResult list_topo(const UnitProblem& p);
+
+// What a list placer planned: the placement, and its step replayed on the
+// unit problem as the runtime dispatches it (schedule_ready_order), the
+// estimate reported beside the simulator's.
+struct Plan {
+  std::vector<int32_t> unit_device;
+  double step_s = 0.0;         // replayed
+  double list_makespan = 0.0;  // the list schedule's own makespan (its order, not the runtime's)
+  std::string how;
+};
+Plan replayed(const UnitProblem& p, ListResult r, std::string how);
+
+// The fastest device that holds every group by itself (-1 if none does).
+int32_t one_device(const UnitProblem& p);
+
+// m_etf and m_sct: ETF under each priority, and all units on one device,
+// each replayed as the runtime dispatches; the fastest replay is kept (ties
+// to the earlier candidate: ETF as published first). how names it and lists
+// the candidates' replayed steps.
+Plan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent);
 
 }  // namespace placer::placers

@@ -26,15 +26,16 @@ class LocalSearchPlacer : public Placer {
     std::mt19937_64 rng(ctx.seed);
     const int32_t G = p.groups();
 
-    // Start: the better of m_etf and heft under the simulator.
+    // Start: the better of m_etf (its best replayed candidate) and heft under the simulator.
     std::vector<int32_t> start_gd;
     std::string start_method;
     double start_step = 1e300;
     for (int which = 0; which < 2; ++which) {
       try {
-        const ListResult r = which == 0 ? list_etf(p) : list_heft(p);
+        const std::vector<int32_t> unit_device =
+            which == 0 ? best_etf(p, nullptr).unit_device : list_heft(p).unit_device;
         std::vector<int32_t> gd(G);
-        for (int32_t g = 0; g < G; ++g) gd[g] = r.unit_device[p.members[g][0]];
+        for (int32_t g = 0; g < G; ++g) gd[g] = unit_device[p.members[g][0]];
         const StepResult s = ctx.env->simulate(to_placement(p, gd));
         if (s.ok() && s.step_s < start_step)
           start_step = s.step_s, start_gd = gd, start_method = which ? "heft" : "m_etf";
