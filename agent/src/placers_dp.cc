@@ -290,21 +290,36 @@ class DpPlacer : public Placer {
     // dp[s][j]: best objective with ideal j covered by devices 0..s.
     std::vector<std::vector<double>> dp(p.k, std::vector<double>(N, kInf));
     std::vector<std::vector<int32_t>> from(p.k, std::vector<int32_t>(N, -1));
+    auto relax = [&](int32_t s, int32_t i, int32_t j) {
+      const double prev = s == 0 ? (i == 0 ? 0.0 : kInf) : dp[s - 1][i];
+      if (prev == kInf) return;
+      double v;
+      if (i == j) {
+        v = prev;
+      } else {
+        const double work = id.cost[j][s] - id.cost[i][s];
+        v = latency ? prev + work + comm(id.cut[i]) : std::max(prev, work + comm(id.cut[i]) + comm(id.cut[j]));
+      }
+      // Ties go to the smallest i, whichever way i runs.
+      if (v < dp[s][j] || (v == dp[s][j] && i < from[s][j])) dp[s][j] = v, from[s][j] = i;
+    };
     for (int32_t s = 0; s < p.k; ++s) {
       for (int32_t j = 0; j < N; ++j) {
-        for (int32_t i = 0; i < N; ++i) {
-          if (id.size[i] > id.size[j]) break;  // sorted by size
-          const double prev = s == 0 ? (i == 0 ? 0.0 : kInf) : dp[s - 1][i];
-          if (prev == kInf || !subset(i, j)) continue;
-          if (id.mem[j] - id.mem[i] > p.capacity[s]) continue;
-          double v;
-          if (i == j) {
-            v = prev;
-          } else {
-            const double work = id.cost[j][s] - id.cost[i][s];
-            v = latency ? prev + work + comm(id.cut[i]) : std::max(prev, work + comm(id.cut[i]) + comm(id.cut[j]));
+        if (!id.prefixes) {
+          for (int32_t i = 0; i < N; ++i) {
+            if (id.size[i] > id.size[j]) break;  // sorted by size
+            if (!subset(i, j) || id.mem[j] - id.mem[i] > p.capacity[s]) continue;
+            relax(s, i, j);
           }
-          if (v < dp[s][j]) dp[s][j] = v, from[s][j] = i;
+          continue;
+        }
+        // Prefixes: a stage's memory and work only grow as i goes down, so
+        // stop once it no longer fits, or (throughput) once its work alone
+        // exceeds the best value found.
+        for (int32_t i = j; i >= 0; --i) {
+          if (id.mem[j] - id.mem[i] > p.capacity[s]) break;
+          if (!latency && id.cost[j][s] - id.cost[i][s] > dp[s][j]) break;
+          relax(s, i, j);
         }
       }
     }
