@@ -9,6 +9,7 @@
 // dispatches a (non-pipelined) training step, and the fastest is kept.
 #include <algorithm>
 #include <cstdio>
+#include <deque>
 #include <limits>
 #include <unordered_map>
 
@@ -313,13 +314,34 @@ class DpPlacer : public Placer {
           }
           continue;
         }
+        if (latency) continue;  // below, in linear time
         // Prefixes: a stage's memory and work only grow as i goes down, so
-        // stop once it no longer fits, or (throughput) once its work alone
-        // exceeds the best value found.
+        // stop once it no longer fits, or once its work alone exceeds the
+        // best value found.
         for (int32_t i = j; i >= 0; --i) {
+          if (s == 0 && i > 0) i = 0;  // the first stage starts at the empty prefix
           if (id.mem[j] - id.mem[i] > p.capacity[s]) break;
-          if (!latency && id.cost[j][s] - id.cost[i][s] > dp[s][j]) break;
+          if (id.cost[j][s] - id.cost[i][s] > dp[s][j]) break;
           relax(s, i, j);
+        }
+      }
+      if (id.prefixes && latency) {
+        // The latency value of stage (i, j] is key(i) + cost[j][s]: the best
+        // i is the minimum key over the window of i whose stage fits, which
+        // only moves right as j grows (a monotone deque).
+        auto key = [&](int32_t i) { return (s == 0 ? 0.0 : dp[s - 1][i]) - id.cost[i][s] + comm(id.cut[i]); };
+        auto usable = [&](int32_t i) { return s == 0 ? i == 0 : dp[s - 1][i] < kInf; };
+        std::deque<int32_t> window;
+        int32_t lo = 0;
+        for (int32_t j = 0; j < N; ++j) {
+          if (j > 0 && usable(j - 1)) {
+            while (!window.empty() && key(window.back()) > key(j - 1)) window.pop_back();
+            window.push_back(j - 1);
+          }
+          while (lo < j && id.mem[j] - id.mem[lo] > p.capacity[s]) ++lo;
+          while (!window.empty() && window.front() < lo) window.pop_front();
+          if (!window.empty()) relax(s, window.front(), j);
+          if (usable(j)) relax(s, j, j);
         }
       }
     }
