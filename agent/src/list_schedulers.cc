@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <exception>
 #include <functional>
 #include <limits>
 #include <queue>
@@ -460,15 +461,23 @@ Plan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent
     tried += buf;
     if (best.unit_device.empty() || plan.step_s < best.step_s) best = std::move(plan);
   };
-  for (EtfPriority priority : {EtfPriority::Ready, EtfPriority::Rank, EtfPriority::Id})
-    consider(
-        replayed(p, list_etf(p, favourite_parent, priority), std::string("etf by ") + etf_priority_name(priority)));
+  // A priority may fill memory so that a later unit fits nowhere; another may not.
+  std::exception_ptr first_failure;
+  for (EtfPriority priority : {EtfPriority::Ready, EtfPriority::Rank, EtfPriority::Id}) {
+    try {
+      consider(
+          replayed(p, list_etf(p, favourite_parent, priority), std::string("etf by ") + etf_priority_name(priority)));
+    } catch (const NoFeasiblePlacement&) {
+      if (!first_failure) first_failure = std::current_exception();
+    }
+  }
   if (const int32_t d = one_device(p); d >= 0) {
     ListResult all;
     all.unit_device.assign(p.n, d);
     for (int32_t u = 0; u < p.n; ++u) all.schedule.makespan += p.c(u, d);
     consider(replayed(p, std::move(all), "one device " + p.device_names[d]));
   }
+  if (best.unit_device.empty()) std::rethrow_exception(first_failure);
   best.how = "kept " + best.how + " (replayed: " + tried + ")";
   return best;
 }
