@@ -438,13 +438,17 @@ Plan replayed(const UnitProblem& p, ListResult r, std::string how) {
   return plan;
 }
 
+void list_replayed(std::string* tried, const std::string& label, double step_s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, " %.6g s", step_s);
+  *tried += (tried->empty() ? "" : ", ") + label + buf;
+}
+
 int32_t one_device(const UnitProblem& p) {
-  int64_t total = 0;
-  for (int64_t m : p.group_mem) total += m;
   int32_t best = -1;
   double best_s = 0.0;
   for (int32_t d = 0; d < p.k; ++d) {
-    if (total > p.capacity[d]) continue;
+    if (!fits_memory(p, std::vector<int32_t>(p.groups(), d))) continue;
     double s = 0.0;
     for (int32_t u = 0; u < p.n; ++u) s += p.c(u, d);
     if (best < 0 || s < best_s) best = d, best_s = s;
@@ -456,9 +460,7 @@ Plan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent
   Plan best;
   std::string tried;
   auto consider = [&](Plan plan) {
-    char buf[96];
-    std::snprintf(buf, sizeof buf, "%s%s %.6g s", tried.empty() ? "" : ", ", plan.how.c_str(), plan.step_s);
-    tried += buf;
+    list_replayed(&tried, plan.how, plan.step_s);
     if (best.unit_device.empty() || plan.step_s < best.step_s) best = std::move(plan);
   };
   // A priority may fill memory so that a later unit fits nowhere; another may not.

@@ -81,6 +81,9 @@ struct Plan {
 };
 Plan replayed(const UnitProblem& p, ListResult r, std::string how);
 
+// The candidates a placer replayed, for its note: "a 0.1 s, b 0.2 s".
+void list_replayed(std::string* tried, const std::string& label, double step_s);
+
 // The fastest device that holds every group by itself (-1 if none does).
 int32_t one_device(const UnitProblem& p);
 

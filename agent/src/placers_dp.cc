@@ -155,10 +155,7 @@ class DpPlacer : public Placer {
     const Candidate* best = nullptr;
     std::string tried;
     for (const Candidate& c : candidates) {
-      char buf[128];
-      std::snprintf(buf, sizeof buf, "%s%s/%s %.6g s", tried.empty() ? "" : ", ", c.order.c_str(), c.objective.c_str(),
-                    c.step_s);
-      tried += buf;
+      list_replayed(&tried, c.order + "/" + c.objective, c.step_s);
       if (!best || c.step_s < best->step_s) best = &c;
     }
     if (!best)
