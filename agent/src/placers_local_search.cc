@@ -1,10 +1,11 @@
 // Simulated annealing over co-location groups with the environment's reward,
 // given the same evaluation budget (PlaceContext::sample_budget) as the
-// learned placer. Starts from the best list schedule; moves one group to
+// learned placer. Starts from the fastest of m_etf, heft, dp and expert; moves one group to
 // another device or swaps two groups, within device memory.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <random>
 
 #include "placer/env/environment.h"
@@ -26,20 +27,35 @@ class LocalSearchPlacer : public Placer {
     std::mt19937_64 rng(ctx.seed);
     const int32_t G = p.groups();
 
-    // Start: the better of m_etf (its best replayed candidate) and heft under the simulator.
+    // Start: the fastest under the simulator of m_etf (its best replayed
+    // candidate), heft, dp and expert (a placer that cannot place this graph
+    // drops out).
     std::vector<int32_t> start_gd;
     std::string start_method;
     double start_step = 1e300;
-    for (int which = 0; which < 2; ++which) {
+    auto consider = [&](const std::string& method, const std::vector<int32_t>& op_device) {
+      std::vector<int32_t> gd(G);
+      for (int32_t g = 0; g < G; ++g) gd[g] = op_device[p.members[g][0]];
+      const StepResult s = ctx.env->simulate(to_placement(p, gd));
+      if (s.ok() && s.step_s < start_step) start_step = s.step_s, start_gd = gd, start_method = method;
+    };
+    for (const char* method : {"m_etf", "heft", "dp", "expert"}) {
       try {
-        const std::vector<int32_t> unit_device =
-            which == 0 ? best_etf(p, nullptr).unit_device : list_heft(p).unit_device;
-        std::vector<int32_t> gd(G);
-        for (int32_t g = 0; g < G; ++g) gd[g] = unit_device[p.members[g][0]];
-        const StepResult s = ctx.env->simulate(to_placement(p, gd));
-        if (s.ok() && s.step_s < start_step)
-          start_step = s.step_s, start_gd = gd, start_method = which ? "heft" : "m_etf";
-      } catch (const NoFeasiblePlacement&) {}
+        if (!std::strcmp(method, "m_etf")) {
+          consider(method, best_etf(p, nullptr).unit_device);
+        } else if (!std::strcmp(method, "heft")) {
+          consider(method, list_heft(p).unit_device);
+        } else {
+          PlaceContext sub = ctx;
+          sub.options.clear();
+          const Placement placed = make_placer(method)->place(sub).placement;
+          std::vector<int32_t> op_device(p.n);
+          for (int32_t u = 0; u < p.n; ++u) op_device[u] = placed.device_of[u].value;
+          consider(method, op_device);
+        }
+      } catch (const NoFeasiblePlacement&) {
+      } catch (const PlacementError&) {
+      }
     }
     if (start_gd.empty()) {
       start_gd.assign(G, 0);
@@ -62,7 +78,9 @@ class LocalSearchPlacer : public Placer {
       if (p.group_cost(g, 0) > 0 || p.group_mem[g] > 0) movable.push_back(g);
     if (movable.empty())
       for (int32_t g = 0; g < G; ++g) movable.push_back(g);
-    const double t0 = std::max(1e-12, 0.02 * std::fabs(cur_r));
+    // Initial temperature as a fraction of the start's reward: a move that
+    // costs that fraction of the reward is accepted with probability 1/e.
+    const double t0 = std::max(1e-12, option_double(ctx, "temperature", 0.02) * std::fabs(cur_r));
     const double t_end = t0 * 1e-3;
     int64_t accepted = 0;
     std::uniform_real_distribution<double> unit(0.0, 1.0);
