@@ -7,9 +7,12 @@
 //   learned_bench gnn CONFIG           family training, held-out graphs vs per-graph training
 //   learned_bench hierarchical CONFIG  time and peak memory of one policy update
 //
-// Options: --updates N (override), --out DIR (run folders, default bench_runs/).
+// Options: --updates N (override), --out DIR (run folders, default bench_runs/),
+// --seeds 1,2,3,4,5 (settings: train each config once per seed; the table
+// gives the median and the worst seed), --no-warm-start (from scratch).
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -34,6 +37,7 @@ namespace {
 int64_t g_updates = -1;
 std::string g_out = "bench_runs";
 bool g_nowarm = false;
+std::vector<uint64_t> g_seeds = {1};
 
 double peak_rss_gb() {
   rusage u{};
@@ -78,45 +82,130 @@ TrainConfig prepare(TrainConfig c) {
   return c;
 }
 
+std::vector<uint64_t> parse_seeds(const std::string& text) {
+  std::vector<uint64_t> seeds;
+  std::stringstream in(text);
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(item.c_str(), &end, 10);
+    if (item.empty() || *end)
+      throw InputError("--seeds: expected a comma-separated list of integers, got '" + text + "'");
+    seeds.push_back(v);
+  }
+  if (seeds.empty()) throw InputError("--seeds: empty list");
+  return seeds;
+}
+
 TrainControls quiet() {
   TrainControls t;
   t.progress = false;
   return t;
 }
 
-void settings(const std::vector<std::string>& configs) {
-  std::printf(
-      "| setting | ops | units | best baseline | expert | warm start | learned | vs best baseline | vs expert | lower "
-      "bound gap | samples | train time | to 2%% of final |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (const auto& path : configs) {
-    TrainConfig c = prepare(load_train_config(path));
-    const TrainResult r = train(c, nullptr, quiet());
-    std::string best_m = "-";
-    double best_s = 0, expert_s = 0;
-    for (const auto& b : r.baselines) {
-      if (!b.ok) continue;
-      if (best_s == 0 || b.step_s < best_s) best_s = b.step_s, best_m = b.method;
-      if (b.method == "expert") expert_s = b.step_s;
-    }
-    const auto rows = read_log(c.run.output_dir + "/train.csv");
-    const auto two = within_two_percent(rows);
-    std::ifstream sj(c.run.output_dir + "/summary.json");
-    std::string summary((std::istreambuf_iterator<char>(sj)), std::istreambuf_iterator<char>());
-    int64_t ops = 0, units = 0;
-    if (auto p = summary.find("\"ops\": "); p != std::string::npos) ops = std::atoll(summary.c_str() + p + 7);
-    if (auto p = summary.find("\"units\": "); p != std::string::npos) units = std::atoll(summary.c_str() + p + 9);
-    auto pct = [](double base, double x) { return base > 0 ? 100.0 * (base - x) / base : 0.0; };
-    std::printf(
-        "| %s | %lld | %lld | %s %.4f s | %.4f s | %s %.4f s | %.4f s | %+.1f%% | %+.1f%% | %.1f%% | %lld | %.0f s | "
-        "%lld samples, %.0f s |\n",
-        c.name.c_str(), static_cast<long long>(ops), static_cast<long long>(units), best_m.c_str(), best_s, expert_s,
-        r.warm_start_method.empty() ? "none" : r.warm_start_method.c_str(), r.warm_start_step_s, r.best_step_s,
-        pct(best_s, r.best_step_s), pct(expert_s, r.best_step_s), 100.0 * (r.best_step_s / r.lower_bound_s - 1.0),
-        static_cast<long long>(r.samples), rows.empty() ? 0.0 : rows.back().elapsed, static_cast<long long>(two.first),
-        two.second);
-    std::fflush(stdout);
+// One trained setting and seed, with the baselines of the same seed.
+struct SeedRun {
+  uint64_t seed = 0;
+  std::string best_method, warm_method;
+  double best_s = 0, expert_s = 0, warm_s = 0, learned_s = 0, lower_bound_s = 0, train_s = 0, two_s = 0;
+  int64_t samples = 0, two_samples = 0, ops = 0, units = 0;
+};
+
+SeedRun run_setting(TrainConfig c, uint64_t seed) {
+  c.run.seed = seed;
+  c.name += "_s" + std::to_string(seed);
+  c = prepare(c);
+  const TrainResult r = train(c, nullptr, quiet());
+  SeedRun out;
+  out.seed = seed;
+  out.best_method = "-";
+  for (const auto& b : r.baselines) {
+    if (!b.ok) continue;
+    if (out.best_s == 0 || b.step_s < out.best_s) out.best_s = b.step_s, out.best_method = b.method;
+    if (b.method == "expert") out.expert_s = b.step_s;
   }
+  const auto rows = read_log(c.run.output_dir + "/train.csv");
+  const auto two = within_two_percent(rows);
+  out.two_samples = two.first, out.two_s = two.second;
+  out.train_s = rows.empty() ? 0.0 : rows.back().elapsed;
+  std::ifstream sj(c.run.output_dir + "/summary.json");
+  std::string summary((std::istreambuf_iterator<char>(sj)), std::istreambuf_iterator<char>());
+  if (auto p = summary.find("\"ops\": "); p != std::string::npos) out.ops = std::atoll(summary.c_str() + p + 7);
+  if (auto p = summary.find("\"units\": "); p != std::string::npos) out.units = std::atoll(summary.c_str() + p + 9);
+  out.warm_method = r.warm_start_method.empty() ? "none" : r.warm_start_method;
+  out.warm_s = r.warm_start_step_s;
+  out.learned_s = r.best_step_s;
+  out.lower_bound_s = r.lower_bound_s;
+  out.samples = r.samples;
+  return out;
+}
+
+// How much faster x is than base, in percent (negative: slower).
+double faster(double base, double x) { return base > 0 ? 100.0 * (base - x) / base : 0.0; }
+
+// Median (the lower middle of an even count) and worst (smallest) of speed-ups.
+std::pair<double, double> median_worst(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return {v[(v.size() - 1) / 2], v.front()};
+}
+
+void settings(const std::vector<std::string>& configs, const std::vector<uint64_t>& seeds) {
+  std::vector<std::vector<SeedRun>> all;
+  for (const auto& path : configs) {
+    const TrainConfig c = load_train_config(path);
+    std::vector<SeedRun> runs;
+    for (uint64_t seed : seeds) {
+      runs.push_back(run_setting(c, seed));
+      const SeedRun& r = runs.back();
+      std::fprintf(stderr, "%s seed %llu: learned %.4f s, best baseline %s %.4f s (%+.1f%%), %.0f s\n", c.name.c_str(),
+                   static_cast<unsigned long long>(seed), r.learned_s, r.best_method.c_str(), r.best_s,
+                   faster(r.best_s, r.learned_s), r.train_s);
+    }
+    all.push_back(std::move(runs));
+  }
+  std::printf(
+      "| setting | ops | units | seeds | expert | best baseline (per seed) | learned median | learned worst | vs best "
+      "baseline median / worst | vs expert median / worst | lower bound gap (median) | samples | train time (median) "
+      "|\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const auto& runs = all[i];
+    std::vector<double> learned, vs_best, vs_expert, gap, secs;
+    std::map<std::string, int> methods;
+    for (const auto& r : runs) {
+      learned.push_back(-r.learned_s);  // median_worst takes the smallest as the worst
+      vs_best.push_back(faster(r.best_s, r.learned_s));
+      vs_expert.push_back(faster(r.expert_s, r.learned_s));
+      gap.push_back(-(100.0 * (r.learned_s / r.lower_bound_s - 1.0)));
+      secs.push_back(-r.train_s);
+      ++methods[r.best_method];
+    }
+    std::string best;
+    for (const auto& [m, n] : methods) best += (best.empty() ? "" : ", ") + m + " x" + std::to_string(n);
+    double best_lo = 1e300, best_hi = 0;
+    for (const auto& r : runs) best_lo = std::min(best_lo, r.best_s), best_hi = std::max(best_hi, r.best_s);
+    const auto [l_med, l_worst] = median_worst(learned);
+    const auto [b_med, b_worst] = median_worst(vs_best);
+    const auto [e_med, e_worst] = median_worst(vs_expert);
+    std::printf(
+        "| %s | %lld | %lld | %zu | %.4f s | %.4f-%.4f s (%s) | %.4f s | %.4f s | %+.1f%% / %+.1f%% | %+.1f%% / "
+        "%+.1f%% | %.1f%% | %lld | %.0f s |\n",
+        load_train_config(configs[i]).name.c_str(), static_cast<long long>(runs[0].ops),
+        static_cast<long long>(runs[0].units), runs.size(), runs[0].expert_s, best_lo, best_hi, best.c_str(), -l_med,
+        -l_worst, b_med, b_worst, e_med, e_worst, -median_worst(gap).first, static_cast<long long>(runs[0].samples),
+        -median_worst(secs).first);
+  }
+  std::printf(
+      "\nPer seed:\n\n| setting | seed | best baseline | warm start | learned | vs best baseline | vs expert | to 2%% "
+      "of "
+      "final |\n|---|---|---|---|---|---|---|---|\n");
+  for (size_t i = 0; i < configs.size(); ++i)
+    for (const auto& r : all[i])
+      std::printf("| %s | %llu | %s %.4f s | %s %.4f s | %.4f s | %+.1f%% | %+.1f%% | %lld samples, %.0f s |\n",
+                  load_train_config(configs[i]).name.c_str(), static_cast<unsigned long long>(r.seed),
+                  r.best_method.c_str(), r.best_s, r.warm_method.c_str(), r.warm_s, r.learned_s,
+                  faster(r.best_s, r.learned_s), faster(r.expert_s, r.learned_s), static_cast<long long>(r.two_samples),
+                  r.two_s);
+  std::fflush(stdout);
 }
 
 void ilp() {
@@ -227,11 +316,14 @@ void hierarchical(const std::string& path) {
 
 int main(int argc, char** argv) {
   std::vector<std::string> args;
+  std::string seeds_text;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--updates") && i + 1 < argc)
       g_updates = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--out") && i + 1 < argc)
       g_out = argv[++i];
+    else if (!std::strcmp(argv[i], "--seeds") && i + 1 < argc)
+      seeds_text = argv[++i];
     else if (!std::strcmp(argv[i], "--no-warm-start"))
       g_nowarm = true;
     else
@@ -240,13 +332,14 @@ int main(int argc, char** argv) {
   if (args.empty()) {
     std::fprintf(stderr,
                  "usage: learned_bench settings CONFIG... | ilp | gnn CONFIG | hierarchical CONFIG [--updates N] "
-                 "[--out DIR] [--no-warm-start]\n");
+                 "[--out DIR] [--no-warm-start] [--seeds 1,2,3,4,5]\n");
     return 2;
   }
   try {
+    if (!seeds_text.empty()) g_seeds = parse_seeds(seeds_text);
     const std::string mode = args[0];
     if (mode == "settings")
-      settings({args.begin() + 1, args.end()});
+      settings({args.begin() + 1, args.end()}, g_seeds);
     else if (mode == "ilp")
       ilp();
     else if (mode == "gnn" && args.size() == 2)

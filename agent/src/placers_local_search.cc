@@ -54,8 +54,7 @@ class LocalSearchPlacer : public Placer {
           consider(method, op_device);
         }
       } catch (const NoFeasiblePlacement&) {
-      } catch (const PlacementError&) {
-      }
+      } catch (const PlacementError&) {}
     }
     if (start_gd.empty()) {
       start_gd.assign(G, 0);
@@ -80,7 +79,7 @@ class LocalSearchPlacer : public Placer {
       for (int32_t g = 0; g < G; ++g) movable.push_back(g);
     // Initial temperature as a fraction of the start's reward: a move that
     // costs that fraction of the reward is accepted with probability 1/e.
-    const double t0 = std::max(1e-12, option_double(ctx, "temperature", 0.02) * std::fabs(cur_r));
+    const double t0 = std::max(1e-12, option_double(ctx, "temperature", 0.001) * std::fabs(cur_r));
     const double t_end = t0 * 1e-3;
     int64_t accepted = 0;
     std::uniform_real_distribution<double> unit(0.0, 1.0);

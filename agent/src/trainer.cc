@@ -89,6 +89,7 @@ void Trainer::warm_start(Task& t) {
   double best_reward = -std::numeric_limits<double>::infinity();
   for (const Compared& c : compare_placers(c_.warm_start.methods, ctx, options)) {
     t.warm_results.push_back(baseline_result(c));
+    if (c.placed && c.evaluation.result.ok()) t.warm_placements.push_back({c.evaluation.reward, c.result.placement});
     if (c.placed && (!t.has_warm || c.evaluation.reward > best_reward)) {
       t.has_warm = true;
       t.warm = c.result.placement;
@@ -145,6 +146,36 @@ void Trainer::behaviour_clone() {
                  step, std::exp(worst));
 }
 
+void Trainer::offer_elite(Task& t, double reward, const std::vector<int32_t>& units) {
+  const size_t cap = static_cast<size_t>(c_.optimizer.elites);
+  if (cap == 0 || !policy_->clones_placements()) return;
+  if (t.elites.size() >= cap && reward <= t.elites.back().reward) return;
+  for (const auto& e : t.elites)
+    if (e.units == units) return;
+  SampleOptions so;
+  so.temperature = c_.optimizer.temperature;
+  torch::NoGradGuard no_grad;
+  std::mt19937_64 unused(0);  // a teacher-forced decode draws nothing; rng_ stays the run's
+  Task::Elite e{reward, units, policy_->sample(t.problem, 1, so, unused, &units)};
+  auto at = std::find_if(t.elites.begin(), t.elites.end(), [&](const Task::Elite& x) { return x.reward < reward; });
+  t.elites.insert(at, std::move(e));
+  if (t.elites.size() > cap) t.elites.pop_back();
+}
+
+torch::Tensor Trainer::elite_loss(Task& t) {
+  if (t.elites.empty() || c_.optimizer.elite_weight <= 0) return torch::zeros({});
+  // One batch of every elite's teacher-forced decisions.
+  Rollout all = t.elites[0].rollout;
+  std::vector<torch::Tensor> actions, dynamic;
+  for (const auto& e : t.elites) actions.push_back(e.rollout.actions), dynamic.push_back(e.rollout.dynamic);
+  all.batch = static_cast<int32_t>(t.elites.size());
+  all.actions = torch::cat(actions, 0);
+  all.dynamic = torch::cat(dynamic, 0);
+  all.unit_device.clear();
+  for (const auto& e : t.elites) all.unit_device.push_back(e.units);
+  return -policy_->evaluate(t.problem, all).logp.mean();
+}
+
 void Trainer::one_update() {
   Task& t = *tasks_[update_ % tasks_.size()];
   const double lr =
@@ -167,6 +198,7 @@ void Trainer::one_update() {
   double step_sum = 0;
   for (int32_t b = 0; b < K; ++b) {
     reward[b] = evals[b].reward;
+    if (evals[b].result.ok()) offer_elite(t, reward[b], r.unit_device[b]);
     const double step = evals[b].step_s;
     step_sum += step;
     if (reward[b] > t.best_reward) {
@@ -208,7 +240,7 @@ void Trainer::one_update() {
       pg = -(lp.logp.mean(1) * A).sum() / n;
     }
     const torch::Tensor ent = (lp.entropy.mean(1) * W).sum() / n;
-    const torch::Tensor loss = pg - c_.optimizer.entropy_weight * ent;
+    const torch::Tensor loss = pg - c_.optimizer.entropy_weight * ent + c_.optimizer.elite_weight * elite_loss(t);
     opt_->zero_grad();
     loss.backward();
     if (c_.optimizer.grad_clip > 0) torch::nn::utils::clip_grad_norm_(policy_->parameters(), c_.optimizer.grad_clip);
@@ -323,6 +355,16 @@ TrainResult Trainer::run() {
   } else {
     write_file_atomic(dir_ + "/train.csv", std::string(kCsvHeader) + "\n");
     behaviour_clone();
+  }
+  // The elite pool starts from the warm start's baselines (a resumed run has its
+  // pool from the checkpoint).
+  for (auto& t : tasks_) {
+    if (resume) break;
+    for (const auto& [reward, placement] : t->warm_placements) {
+      const std::vector<int32_t> units = t->problem.contract(placement);
+      const Evaluation e = t->env->evaluate(t->problem.expand(units));
+      if (e.result.ok()) offer_elite(*t, e.reward, units);
+    }
   }
   session_t0_ = Clock::now();
   session_start_rl_ = rl_seconds_;

@@ -90,7 +90,13 @@ std::string Trainer::state_json() const {
       << ", \"warm_step_s\": " << num(t.warm_step_s) << ", \"has_warm\": " << (t.has_warm ? "true" : "false");
     if (t.has_warm) o << ", \"warm\": " << placement_json(t.warm);
     if (!t.best.device_of.empty()) o << ", \"best\": " << placement_json(t.best);
-    o << "}";
+    o << ", \"elites\": [";
+    for (size_t e = 0; e < t.elites.size(); ++e) {
+      o << (e ? ", " : "") << "{\"reward\": " << num(t.elites[e].reward) << ", \"units\": [";
+      for (size_t u = 0; u < t.elites[e].units.size(); ++u) o << (u ? "," : "") << t.elites[e].units[u];
+      o << "]}";
+    }
+    o << "]}";
   }
   o << "]}";
   return o.str();
@@ -148,6 +154,16 @@ void Trainer::load_checkpoint(const std::string& path) {
       t.best_measured = n["best_measured"].as<bool>();
       t.best_at = n["best_at"].as<int64_t>();
       if (n["best"]) t.best = placement_from_node(n["best"], t.env->graph(), cluster_, path + ": state.tasks.best");
+      t.elites.clear();
+      for (const YAML::Node& e : n["elites"]) {
+        std::vector<int32_t> units = e["units"].as<std::vector<int32_t>>();
+        if (units.size() != static_cast<size_t>(t.problem.n))
+          throw InputError("tasks.elites.units: expected " + std::to_string(t.problem.n) + " units");
+        for (int32_t d : units)
+          if (d < 0 || d >= t.problem.d)
+            throw InputError("tasks.elites.units: device " + std::to_string(d) + " out of range");
+        offer_elite(t, e["reward"].as<double>(), units);
+      }
     }
   } catch (const InputError& e) {
     throw InputError(path + ": field 'state': " + e.what());

@@ -185,6 +185,8 @@ TrainConfig parse_train_config(const std::string& text, const std::string& origi
   tr.read("greedy_sample", &o.greedy_sample);
   tr.read("ppo_epochs", &o.ppo_epochs, 1, 100);
   tr.read("ppo_clip", &o.ppo_clip, 0.0, 10.0);
+  tr.read("elites", &o.elites, 0, 64);
+  tr.read("elite_weight", &o.elite_weight, 0.0, 100.0);
   tr.finish();
 
   YamlFields ws = top.section("warm_start");
@@ -288,6 +290,7 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"logit_noise_decay\": " << json_number(c.optimizer.logit_noise_decay)
     << ", \"greedy_sample\": " << (c.optimizer.greedy_sample ? "true" : "false")
     << ", \"ppo_epochs\": " << c.optimizer.ppo_epochs << ", \"ppo_clip\": " << json_number(c.optimizer.ppo_clip)
+    << ", \"elites\": " << c.optimizer.elites << ", \"elite_weight\": " << json_number(c.optimizer.elite_weight)
     << "},\n";
   o << "  \"warm_start\": {\"methods\": " << list(c.warm_start.methods) << ", \"bc_steps\": " << c.warm_start.bc_steps
     << ", \"bc_lr\": " << json_number(c.warm_start.bc_lr) << "},\n";

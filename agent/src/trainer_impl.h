@@ -38,6 +38,15 @@ struct Task {
   int64_t best_at = 0;
   Placement best;
   std::vector<BaselineResult> warm_results;
+  std::vector<std::pair<double, Placement>> warm_placements;  // reward and placement of each placed baseline
+  // The best distinct placements found (OptimizerConfig::elites), best first,
+  // with their teacher-forced rollouts.
+  struct Elite {
+    double reward;
+    std::vector<int32_t> units;
+    Rollout rollout;
+  };
+  std::vector<Elite> elites;
 };
 
 class Trainer {
@@ -49,6 +58,10 @@ class Trainer {
   void warm_start(Task& t);
   void behaviour_clone();
   void one_update();
+  // Offers a placement (unit devices) to the task's elite pool.
+  void offer_elite(Task& t, double reward, const std::vector<int32_t>& units);
+  // The self-imitation loss of the task's elites (a zero tensor when there are none).
+  torch::Tensor elite_loss(Task& t);
   void save_checkpoint();
   void load_checkpoint(const std::string& path);
   std::string state_json() const;

@@ -176,7 +176,11 @@ TEST(LearnedTrain, ResumedRunContinuesIdentically) {
   for (const std::string algo : {"reinforce", "ppo"}) {
     const std::string extra = "";
     std::string text = config_text(f, f.dir + "/straight_" + algo, 6);
-    text.replace(text.find("lr: 0.02"), 8, "lr: 0.02, algorithm: " + algo);
+    // PPO also keeps an elite pool (self-imitation), which the checkpoint carries,
+    // seeded from the warm start's baselines.
+    text.replace(text.find("lr: 0.02"), 8,
+                 "lr: 0.02, algorithm: " + algo + (algo == "ppo" ? ", elites: 3, elite_weight: 0.5" : ""));
+    if (algo == "ppo") text.replace(text.find("methods: []"), 11, "methods: [single, round_robin]");
     const TrainConfig straight = parse_train_config(text, "test");
     const TrainResult a = train(straight, nullptr, quiet());
 
@@ -265,6 +269,8 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   EXPECT_EQ(e.optimizer.algorithm, Algorithm::Ppo);
   EXPECT_EQ(parse_train_config(train_config_to_json(e), "e2").optimizer.algorithm, Algorithm::Ppo);
   expect_error(ok + "train: {algorithm: a2c}\n", "train.algorithm: unknown algorithm 'a2c'");
+  expect_error(ok + "train: {elites: -1}\n", "train.elites: must be in [0, 64]");
+  expect_error(ok + "train: {elite_weight: much}\n", "train.elite_weight: expected a number, got 'much'");
   // The stored JSON form reads back to the same config.
   const TrainConfig back = parse_train_config(train_config_to_json(j), "back");
   EXPECT_EQ(train_config_to_json(back), train_config_to_json(j));

@@ -85,6 +85,12 @@ struct OptimizerConfig {
   bool greedy_sample = true;        // add the greedy decode to every update's samples
   int ppo_epochs = 4;
   double ppo_clip = 0.2;
+  // Self-imitation from a population (CEM-like, after Post; SIL): the best
+  // `elites` distinct placements found so far (the warm start's baselines
+  // first) are cloned at every update with weight elite_weight beside the
+  // policy-gradient loss. 0 = off.
+  int elites = 0;
+  double elite_weight = 1.0;
 };
 
 // YAML section `warm_start`: behaviour cloning the best of these algorithmic placements.
