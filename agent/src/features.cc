@@ -6,6 +6,8 @@
 #include <numeric>
 
 #include "placer/graphs/error.h"
+#include "placers_common.h"
+#include "unit_problem.h"
 
 namespace placer::learned {
 
@@ -137,66 +139,52 @@ std::vector<int32_t> PolicyInput::contract(const Placement& placement) const {
 namespace {
 
 // Per-op mean cost over devices, in seconds.
-std::vector<double> mean_op_cost(const Graph& graph, const CostModel& costs, int32_t devices) {
-  std::vector<double> c(graph.size(), 0.0);
-  for (int32_t i = 0; i < graph.size(); ++i) {
-    double s = 0;
-    for (int32_t d = 0; d < devices; ++d) s += costs.op_seconds(OpId(i), DeviceId(d));
-    c[i] = s / devices;
-  }
-  return c;
-}
-
-int64_t op_memory(const Op& op) { return op.param_bytes + op.output_bytes(); }
-
-UnitCosts unit_costs_for(const Graph& graph, const Cluster& cluster, const CostModel& costs,
-                         const std::vector<int32_t>& unit_of_op, int32_t units, double fair_share_s) {
+// Unit costs of a grouping of the op problem's ops: the placers' own per-device
+// op costs, memory estimate (op_memory_estimate), edge bytes (each distinct
+// tensor once) and transfer times (unit_problem.h), scaled by fair_share_s.
+UnitCosts unit_costs_for(const placers::UnitProblem& ops, const std::vector<int32_t>& unit_of_op, int32_t units,
+                         double fair_share_s) {
   UnitCosts uc;
   uc.units = units;
-  uc.devices = cluster.size();
+  uc.devices = ops.k;
   uc.cost.assign(static_cast<size_t>(units) * uc.devices, 0.f);
   uc.mem_bytes.assign(units, 0.0);
-  for (const auto& dev : cluster.devices) uc.capacity.push_back(static_cast<double>(dev.memory_bytes));
+  for (int64_t c : ops.capacity) uc.capacity.push_back(static_cast<double>(c));
   std::map<std::pair<int32_t, int32_t>, double> edge_bytes;
   std::vector<double> in_bytes(units, 0.0);
-  for (int32_t i = 0; i < graph.size(); ++i) {
-    const Op& op = graph.op(OpId(i));
+  for (int32_t i = 0; i < ops.n; ++i) {
     const int32_t u = unit_of_op[i];
     for (int32_t d = 0; d < uc.devices; ++d)
-      uc.cost[static_cast<size_t>(u) * uc.devices + d] +=
-          static_cast<float>(costs.op_seconds(OpId(i), DeviceId(d)) / fair_share_s);
-    uc.mem_bytes[u] += static_cast<double>(op_memory(op));
-    for (const TensorRef& in : op.inputs) {
-      const int32_t s = unit_of_op[in.op.value];
+      uc.cost[static_cast<size_t>(u) * uc.devices + d] += static_cast<float>(ops.c(i, d) / fair_share_s);
+    uc.mem_bytes[u] += static_cast<double>(ops.mem[i]);
+    for (const placers::Edge& in : ops.preds[i]) {
+      const int32_t s = unit_of_op[in.op];
       if (s == u) continue;
-      const double b = static_cast<double>(graph.op(in.op).outputs[in.output].bytes());
-      in_bytes[u] += b;
-      if (s < u) edge_bytes[{s, u}] += b;
+      in_bytes[u] += static_cast<double>(in.bytes);
+      if (s < u) edge_bytes[{s, u}] += static_cast<double>(in.bytes);
     }
   }
-  const Link& link = cluster.default_link;
   for (const auto& [k, b] : edge_bytes) {
     uc.edge_src.push_back(k.first);
     uc.edge_dst.push_back(k.second);
     uc.edge_w.push_back(in_bytes[k.second] > 0 ? static_cast<float>(b / in_bytes[k.second]) : 0.f);
-    uc.edge_xfer.push_back(static_cast<float>((link.latency_s + b / link.bandwidth_Bps) / fair_share_s));
+    uc.edge_xfer.push_back(static_cast<float>(ops.mean_transfer(static_cast<int64_t>(b)) / fair_share_s));
   }
   return uc;
 }
 
 // Edges between units (deduplicated), the bytes into and out of each unit.
-void unit_adjacency(const Graph& graph, PolicyInput* p, std::vector<std::vector<int32_t>>* parents,
+void unit_adjacency(const placers::UnitProblem& ops, PolicyInput* p, std::vector<std::vector<int32_t>>* parents,
                     std::vector<std::vector<int32_t>>* children, std::vector<double>* in_b,
                     std::vector<double>* out_b) {
   std::map<std::pair<int32_t, int32_t>, bool> seen;
-  for (int32_t i = 0; i < graph.size(); ++i) {
+  for (int32_t i = 0; i < ops.n; ++i) {
     const int32_t u = p->units.group_of[i];
-    for (const TensorRef& in : graph.op(OpId(i)).inputs) {
-      const int32_t s = p->units.group_of[in.op.value];
+    for (const placers::Edge& in : ops.preds[i]) {
+      const int32_t s = p->units.group_of[in.op];
       if (s == u) continue;
-      const double b = static_cast<double>(graph.op(in.op).outputs[in.output].bytes());
-      (*in_b)[u] += b;
-      (*out_b)[s] += b;
+      (*in_b)[u] += static_cast<double>(in.bytes);
+      (*out_b)[s] += static_cast<double>(in.bytes);
       if (seen.emplace(std::make_pair(s, u), true).second) {
         (*parents)[u].push_back(s);
         (*children)[s].push_back(u);
@@ -225,7 +213,7 @@ void device_rows(const Cluster& cluster, PolicyInput* p) {
     f[1] = dev.kind == DeviceKind::Cuda ? 1.f : 0.f;
     f[2] = static_cast<float>(dev.peak_flops / max_flops);
     f[3] = static_cast<float>(dev.mem_bandwidth / max_bw);
-    f[4] = clip(static_cast<double>(dev.memory_bytes) / need, 0.0, 4.0);
+    f[4] = clip(p->costs.capacity[d] / need, 0.0, 4.0);  // what the placers may fill
     f[5] = log_scaled(static_cast<double>(dev.memory_bytes), 11.0);
     f[6] = static_cast<float>(std::log10(1.0 + dev.op_overhead_s * 1e6) / 3.0);
     f[7] = static_cast<float>(p->d) / kMaxDevices;
@@ -288,7 +276,10 @@ PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const 
   p.graph = &graph;
   p.cluster = &cluster;
   p.d = cluster.size();
-  const std::vector<double> op_cost = mean_op_cost(graph, costs, p.d);
+  // The placers' op-level problem: costs, memory and edges come from it.
+  const placers::UnitProblem ops = placers::make_op_problem(graph, cluster, costs, placers::kMemoryFraction);
+  std::vector<double> op_cost(ops.n);
+  for (int32_t i = 0; i < ops.n; ++i) op_cost[i] = ops.mean_cost(i);
   Grouping g = sorted_grouping(graph, colocation_groups(graph));
   if (options.max_units > 0 && g.size() > options.max_units)
     g = sorted_grouping(graph, coarsen(graph, options.max_units, [&](OpId op) { return op_cost[op.value]; }));
@@ -300,7 +291,7 @@ PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const 
   const double total_cost = std::max(1e-12, std::accumulate(op_cost.begin(), op_cost.end(), 0.0));
   const double fair_share = total_cost / p.d;
   const double mean_unit_cost = total_cost / n;
-  p.costs = unit_costs_for(graph, cluster, costs, p.units.group_of, n, fair_share);
+  p.costs = unit_costs_for(ops, p.units.group_of, n, fair_share);
 
   // Op-level top and bottom levels (longest paths with mean costs).
   std::vector<double> top(graph.size(), 0.0), bottom(graph.size(), 0.0);
@@ -316,15 +307,12 @@ PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const 
   }
   const double cp = std::max(1e-12, *std::max_element(top.begin(), top.end()));
 
-  double min_capacity = 1e30;
-  for (const auto& dev : cluster.devices) min_capacity = std::min(min_capacity, static_cast<double>(dev.memory_bytes));
-  min_capacity = std::max(1.0, min_capacity);
-  const Link& link = cluster.default_link;
+  const double min_capacity = std::max(1.0, *std::min_element(p.costs.capacity.begin(), p.costs.capacity.end()));
 
   // Unit-level adjacency (deduplicated, both directions kept as parent/child).
   std::vector<std::vector<int32_t>> parents(n), children(n);
   std::vector<double> in_b(n, 0.0), out_b(n, 0.0);
-  unit_adjacency(graph, &p, &parents, &children, &in_b, &out_b);
+  unit_adjacency(ops, &p, &parents, &children, &in_b, &out_b);
 
   // Model blocks (Op::layer, e.g. "lstm1", "attention") in order of first
   // appearance: a block's ordinal is what lets a policy map "layer k of L"
@@ -375,7 +363,7 @@ PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const 
     f[5] = log_scaled(out_b[u], 10.0);
     f[6] = log_scaled(params, 10.0);
     f[7] = clip(p.costs.mem_bytes[u] / min_capacity, 0.0, 2.0);
-    const double xfer = out_b[u] > 0 ? link.latency_s + out_b[u] / link.bandwidth_Bps : 0.0;
+    const double xfer = out_b[u] > 0 ? ops.mean_transfer(static_cast<int64_t>(out_b[u])) : 0.0;
     f[8] = static_cast<float>(std::log1p(xfer / mean_unit_cost) / 3.0);
     f[9] = static_cast<float>(std::log1p(static_cast<double>(parents[u].size())) / 3.0);
     f[10] = static_cast<float>(std::log1p(static_cast<double>(children[u].size())) / 3.0);

@@ -54,9 +54,11 @@ void check_context(const PlaceContext& context) {
 
 UnitProblem make_unit_problem(const PlaceContext& context, double memory_fraction) {
   check_context(context);
-  const Graph& graph = *context.graph;
-  const Cluster& cluster = *context.cluster;
-  const CostModel& costs = context.env->costs();
+  return make_op_problem(*context.graph, *context.cluster, context.env->costs(), memory_fraction);
+}
+
+UnitProblem make_op_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs,
+                            double memory_fraction) {
   UnitProblem p;
   p.n = static_cast<int32_t>(graph.size());
   p.k = cluster.size();

@@ -55,6 +55,8 @@ int64_t op_memory_estimate(const Op& op);
 // The op-level problem of context.graph on context.cluster with env costs.
 // memory_fraction: share of each device's memory the placers may fill.
 UnitProblem make_unit_problem(const PlaceContext& context, double memory_fraction);
+// The same from its parts (the learned policies' features: agent/src/features.cc).
+UnitProblem make_op_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs, double memory_fraction);
 
 // A problem whose units are the parts of `grouping` (parts on a cycle of the
 // quotient graph are merged first); units holding ops of one co-location

@@ -6,8 +6,12 @@
 #include <sstream>
 
 #include "../../agent/src/features.h"
+#include "../../agent/src/placers_common.h"
+#include "../../agent/src/unit_problem.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
+#include "placer/env/presets.h"
+#include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
 
@@ -24,6 +28,45 @@ TEST(LearnedFeatures, TypeBucketsAreStableFnv1a) {
   EXPECT_EQ(learned::op_type_bucket("aten::mm"), 223);
   EXPECT_EQ(learned::op_type_bucket(""), static_cast<int64_t>(1469598103934665603ULL % 1024));
   EXPECT_NE(learned::op_type_bucket("aten::mm"), learned::op_type_bucket("aten::addmm"));
+}
+
+TEST(LearnedFeatures, DeriveFromThePlacersUnitProblem) {
+  // A training graph (params, sgd updates, shared inputs) on a preset: the
+  // policy's units carry the placers' memory, costs, capacity and edge bytes.
+  BuilderOptions bo;
+  bo.values = {{"layers", 1}, {"steps", 3}, {"hidden", 64}, {"vocab", 100}};
+  const Graph g = build_graph("rnnlm", bo);
+  Environment env(g, resolve_cluster("k80x2"));
+  learned::PolicyInputOptions po;
+  po.max_units = 8;  // coarsened: units hold many ops
+  const learned::PolicyInput in = learned::make_policy_input(env.graph(), env.cluster(), env.costs(), po);
+  PlaceContext ctx;
+  ctx.graph = &env.graph();
+  ctx.cluster = &env.cluster();
+  ctx.env = &env;
+  const placers::UnitProblem p = placers::make_unit_problem(ctx, placers::kMemoryFraction);
+  ASSERT_EQ(in.n, 8);
+  std::vector<double> mem(in.n, 0.0), cost(in.n, 0.0);
+  double cross = 0, total_cost = 0;
+  for (int32_t i = 0; i < p.n; ++i) {
+    const int32_t u = in.units.group_of[i];
+    mem[u] += static_cast<double>(p.mem[i]);
+    cost[u] += p.c(i, 1);
+    total_cost += p.mean_cost(i);
+    for (const placers::Edge& e : p.preds[i])
+      if (in.units.group_of[e.op] != u) cross += static_cast<double>(e.bytes);
+  }
+  const double fair_share = total_cost / 2;
+  for (int32_t u = 0; u < in.n; ++u) {
+    EXPECT_DOUBLE_EQ(in.costs.mem_bytes[u], mem[u]) << u;
+    EXPECT_NEAR(in.costs.cost[u * 2 + 1], cost[u] / fair_share, 1e-5) << u;
+  }
+  for (int d = 0; d < 2; ++d) EXPECT_DOUBLE_EQ(in.costs.capacity[d], static_cast<double>(p.capacity[d]));
+  // Every cross-unit byte is on some unit edge (as a share of its target's inputs).
+  double on_edges = 0;
+  for (size_t e = 0; e < in.costs.edge_src.size(); ++e) on_edges += in.costs.edge_w[e];
+  EXPECT_GT(cross, 0);
+  EXPECT_GT(on_edges, 0);
 }
 
 TEST(LearnedFeatures, DynamicFeaturesByHand) {
