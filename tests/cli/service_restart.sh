@@ -20,7 +20,7 @@ start() {
   "$PLACER" serve --config "$WORK/service.yaml" > "$WORK/serve.log" 2>&1 &
   SERVER=$!
   for _ in $(seq 100); do
-    EP=$(sed -n 's/^placer serve: listening on \(tcp:[^ ]*\).*/\1/p' "$WORK/serve.log"); [ -n "$EP" ] && return 0; sleep 0.1
+    EP=$(sed -n 's/^placer serve: listening on \(tcp:[^ ]*\).*/\1/p' "$WORK/serve.log" 2>/dev/null || true); [ -n "$EP" ] && return 0; sleep 0.1
   done
   echo "server did not start"; cat "$WORK/serve.log"; exit 1
 }

@@ -25,7 +25,9 @@ start_trainer() {
   TRAINER=$!
   PORT=""
   for _ in $(seq 300); do
-    PORT=$(sed -n 's/^workers: connect with: placer worker --connect tcp:.*:\([0-9]*\).*/\1/p' "$2.err")
+    # The background shell may not have created $2.err yet: a missing file is
+    # "not bound yet", not a failure (set -e would end the test here).
+    PORT=$(sed -n 's/^workers: connect with: placer worker --connect tcp:.*:\([0-9]*\).*/\1/p' "$2.err" 2>/dev/null || true)
     [ -n "$PORT" ] && break
     sleep 0.1
   done
