@@ -319,6 +319,7 @@ TrainResult Trainer::run() {
   torch::manual_seed(c_.run.seed);
   rng_.seed(c_.run.seed);
   policy_ = make_policy(policy_options(c_));
+  if (!c_.policy.init_from.empty()) init_weights(c_.policy.init_from);
   opt_ = std::make_unique<torch::optim::Adam>(policy_->parameters(), torch::optim::AdamOptions(c_.optimizer.lr));
   std::vector<GraphSource> sources =
       (policy_->trains_on_family() && !c_.family.empty()) ? c_.family : std::vector<GraphSource>{c_.graph};

@@ -196,6 +196,26 @@ TrainConfig read_checkpoint_config(const std::string& path) {
 }
 
 // Loads the checkpoint's policy (used by place_with_checkpoint).
+void Trainer::init_weights(const std::string& from) {
+  const std::string path = fs::is_directory(from) ? (fs::path(from) / kCheckpointFile).string() : from;
+  LoadedArchive la;
+  try {
+    open_checkpoint(path, &la);
+  } catch (const InputError& e) {
+    throw InputError("policy.init_from: " + std::string(e.what()));
+  }
+  try {
+    torch::serialize::InputArchive model;
+    if (!la.archive.try_read("model", model)) throw InputError(path + ": field 'model' missing");
+    load_model_checked(*policy_, model, path);
+  } catch (const InputError& e) {
+    throw InputError("policy.init_from: " + std::string(e.what()));
+  } catch (const std::exception& e) {
+    throw InputError("policy.init_from: " + path + ": field 'model': does not match the config's policy (" +
+                     std::string(e.what()).substr(0, 200) + ")");
+  }
+}
+
 std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config) {
   LoadedArchive la;
   open_checkpoint(path, &la);

@@ -69,6 +69,8 @@ class Trainer {
   void compare_baselines(TrainResult* result);
   // Resuming: the warm-start placements stored in the checkpoint.
   void restore_warm_starts(const std::string& ckpt);
+  // Fine-tuning: the policy's weights from another run's checkpoint (policy.init_from).
+  void init_weights(const std::string& from);
   // gnn: held-out graphs, placed by the trained policy with no training.
   void place_held_out(const EnvOptions& eo, TrainResult* result);
   void write_summary(const TrainResult& result);

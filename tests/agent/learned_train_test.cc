@@ -215,6 +215,40 @@ TEST(LearnedTrain, ResumedRunContinuesIdentically) {
   }
 }
 
+TEST(LearnedTrain, InitFromStartsFromAnotherRunsWeights) {
+  const Fixture f = make_fixture("init_from", 3);
+  const TrainResult a = train(parse_train_config(config_text(f, f.dir + "/a", 6), "test"), nullptr, quiet());
+  ASSERT_EQ(a.updates, 6);
+  // No update and no behaviour cloning: the policy is exactly a's.
+  const std::string from = "policy: {type: seq2seq, hidden: 32, init_from: " + f.dir + "/a}\n";
+  std::string text = config_text(f, f.dir + "/b", 0);
+  text.replace(text.find("policy: {type: seq2seq, hidden: 32}\n"), 36, from);
+  train(parse_train_config(text, "test"), nullptr, quiet());
+  const Graph g = two_chains(3);
+  Environment env(g, two_devices());
+  PlaceContext ctx;
+  ctx.graph = &env.graph();
+  ctx.cluster = &env.cluster();
+  ctx.env = &env;
+  fs::remove(f.dir + "/a/best_placement.json");
+  fs::remove(f.dir + "/b/best_placement.json");
+  EXPECT_EQ(place_with_checkpoint(f.dir + "/a", ctx).placement, place_with_checkpoint(f.dir + "/b", ctx).placement);
+  // Errors name the field: a missing run, a policy of another size.
+  for (const auto& [init, needle] : std::vector<std::pair<std::string, std::string>>{
+           {"policy: {type: seq2seq, hidden: 32, init_from: " + f.dir + "/nowhere}\n", "no checkpoint here"},
+           {"policy: {type: seq2seq, hidden: 16, init_from: " + f.dir + "/a}\n", "has shape"}}) {
+    std::string bad = config_text(f, f.dir + "/c", 0);
+    bad.replace(bad.find("policy: {type: seq2seq, hidden: 32}\n"), 36, init);
+    try {
+      train(parse_train_config(bad, "test"), nullptr, quiet());
+      ADD_FAILURE() << "accepted " << init;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("policy.init_from: "), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
+}
+
 void expect_error(const std::string& text, const std::string& needle) {
   try {
     parse_train_config(text, "bad.yaml");

@@ -53,6 +53,10 @@ struct PolicyConfig {
   // the greedy decode plus place_samples - 1 sampled ones; the simulator keeps
   // the fastest. 1 = greedy only.
   int place_samples = 16;
+  // Fine-tuning (GDP's recipe: pretrain on a family, then train on a new
+  // graph): start from the weights of this run folder's (or file's)
+  // checkpoint instead of a random initialisation. Same policy type and sizes.
+  std::string init_from;
 };
 
 // YAML section `reward`: how the environment scores a placement.
