@@ -273,8 +273,8 @@ void ilp(const std::vector<uint64_t>& seeds) {
 // (heuristics cloned, then policy gradient with self-imitation).
 TrainResult per_graph(const GraphSource& src, const std::string& cluster, uint64_t seed) {
   TrainConfig per;
-  per.name = "pergraph_" + src.builder + "_" + std::to_string(std::hash<std::string>()(src.describe()) % 10000) +
-             "_s" + std::to_string(seed);
+  per.name = "pergraph_" + src.builder + "_" + std::to_string(std::hash<std::string>()(src.describe()) % 10000) + "_s" +
+             std::to_string(seed);
   per.graph = src;
   per.cluster = cluster;
   per.run.seed = seed;

@@ -92,8 +92,8 @@ struct OptimizerConfig {
   // Self-imitation from a population (CEM-like, after Post; SIL): the best
   // `elites` distinct placements found so far (the warm start's baselines
   // first) are cloned at every update with weight elite_weight beside the
-  // policy-gradient loss. 0 = off.
-  int elites = 0;
+  // policy-gradient loss. 0 = off (plain REINFORCE / PPO).
+  int elites = 8;
   double elite_weight = 1.0;
 };
 
