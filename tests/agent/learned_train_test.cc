@@ -177,6 +177,19 @@ std::vector<std::string> csv_without_timing(const std::string& path) {
   return out;
 }
 
+// What a run's policy places two_chains(len) at, by its checkpoint alone
+// (the run's remembered best placement removed).
+Placement policy_placement(const std::string& run_dir, int len) {
+  const Graph g = two_chains(len);
+  Environment env(g, two_devices());
+  PlaceContext ctx;
+  ctx.graph = &env.graph();
+  ctx.cluster = &env.cluster();
+  ctx.env = &env;
+  fs::remove(run_dir + "/best_placement.json");
+  return place_with_checkpoint(run_dir, ctx).placement;
+}
+
 TEST(LearnedTrain, ResumedRunContinuesIdentically) {
   const Fixture f = make_fixture("resume", 3);
   for (const std::string algo : {"reinforce", "ppo"}) {
@@ -208,16 +221,7 @@ TEST(LearnedTrain, ResumedRunContinuesIdentically) {
               csv_without_timing(split.run.output_dir + "/train.csv"))
         << algo;
     // Same weights: the greedy decodes agree.
-    const Graph g = two_chains(3);
-    Environment env(g, two_devices());
-    PlaceContext ctx;
-    ctx.graph = &env.graph();
-    ctx.cluster = &env.cluster();
-    ctx.env = &env;
-    fs::remove(straight.run.output_dir + "/best_placement.json");
-    fs::remove(split.run.output_dir + "/best_placement.json");
-    EXPECT_EQ(place_with_checkpoint(straight.run.output_dir, ctx).placement,
-              place_with_checkpoint(split.run.output_dir, ctx).placement);
+    EXPECT_EQ(policy_placement(straight.run.output_dir, 3), policy_placement(split.run.output_dir, 3));
   }
 }
 
@@ -230,15 +234,7 @@ TEST(LearnedTrain, InitFromStartsFromAnotherRunsWeights) {
   std::string text = config_text(f, f.dir + "/b", 0);
   text.replace(text.find("policy: {type: seq2seq, hidden: 32}\n"), 36, from);
   train(parse_train_config(text, "test"), nullptr, quiet());
-  const Graph g = two_chains(3);
-  Environment env(g, two_devices());
-  PlaceContext ctx;
-  ctx.graph = &env.graph();
-  ctx.cluster = &env.cluster();
-  ctx.env = &env;
-  fs::remove(f.dir + "/a/best_placement.json");
-  fs::remove(f.dir + "/b/best_placement.json");
-  EXPECT_EQ(place_with_checkpoint(f.dir + "/a", ctx).placement, place_with_checkpoint(f.dir + "/b", ctx).placement);
+  EXPECT_EQ(policy_placement(f.dir + "/a", 3), policy_placement(f.dir + "/b", 3));
   // Errors name the field: a missing run, a policy of another size.
   for (const auto& [init, needle] : std::vector<std::pair<std::string, std::string>>{
            {"policy: {type: seq2seq, hidden: 32, init_from: " + f.dir + "/nowhere}\n", "no checkpoint here"},
