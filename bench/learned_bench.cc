@@ -151,8 +151,10 @@ std::pair<double, double> median_worst(std::vector<double> v) {
 
 void settings(const std::vector<std::string>& configs, const std::vector<uint64_t>& seeds) {
   std::vector<std::vector<SeedRun>> all;
+  std::vector<std::string> names;
   for (const auto& path : configs) {
     const TrainConfig c = load_train_config(path);
+    names.push_back(c.name);
     std::vector<SeedRun> runs;
     for (uint64_t seed : seeds) {
       runs.push_back(run_setting(c, seed));
@@ -189,10 +191,9 @@ void settings(const std::vector<std::string>& configs, const std::vector<uint64_
     std::printf(
         "| %s | %lld | %lld | %zu | %.4f s | %.4f-%.4f s (%s) | %.4f s | %.4f s | %+.1f%% / %+.1f%% | %+.1f%% / "
         "%+.1f%% | %.1f%% | %lld | %.0f s |\n",
-        load_train_config(configs[i]).name.c_str(), static_cast<long long>(runs[0].ops),
-        static_cast<long long>(runs[0].units), runs.size(), runs[0].expert_s, best_lo, best_hi, best.c_str(), -l_med,
-        -l_worst, b_med, b_worst, e_med, e_worst, -median_worst(gap).first, static_cast<long long>(runs[0].samples),
-        -median_worst(secs).first);
+        names[i].c_str(), static_cast<long long>(runs[0].ops), static_cast<long long>(runs[0].units), runs.size(),
+        runs[0].expert_s, best_lo, best_hi, best.c_str(), -l_med, -l_worst, b_med, b_worst, e_med, e_worst,
+        -median_worst(gap).first, static_cast<long long>(runs[0].samples), -median_worst(secs).first);
   }
   std::printf(
       "\nPer seed:\n\n| setting | seed | best baseline | warm start | learned | vs best baseline | vs expert | to 2%% "
@@ -201,10 +202,9 @@ void settings(const std::vector<std::string>& configs, const std::vector<uint64_
   for (size_t i = 0; i < configs.size(); ++i)
     for (const auto& r : all[i])
       std::printf("| %s | %llu | %s %.4f s | %s %.4f s | %.4f s | %+.1f%% | %+.1f%% | %lld samples, %.0f s |\n",
-                  load_train_config(configs[i]).name.c_str(), static_cast<unsigned long long>(r.seed),
-                  r.best_method.c_str(), r.best_s, r.warm_method.c_str(), r.warm_s, r.learned_s,
-                  faster(r.best_s, r.learned_s), faster(r.expert_s, r.learned_s), static_cast<long long>(r.two_samples),
-                  r.two_s);
+                  names[i].c_str(), static_cast<unsigned long long>(r.seed), r.best_method.c_str(), r.best_s,
+                  r.warm_method.c_str(), r.warm_s, r.learned_s, faster(r.best_s, r.learned_s),
+                  faster(r.expert_s, r.learned_s), static_cast<long long>(r.two_samples), r.two_s);
   std::fflush(stdout);
 }
 

@@ -138,7 +138,6 @@ std::vector<int32_t> PolicyInput::contract(const Placement& placement) const {
 
 namespace {
 
-// Per-op mean cost over devices, in seconds.
 // Unit costs of a grouping of the op problem's ops: the placers' own per-device
 // op costs, memory estimate (op_memory_estimate), edge bytes (each distinct
 // tensor once) and transfer times (unit_problem.h), scaled by fair_share_s.

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <cstring>
 #include <random>
 
 #include "placer/env/environment.h"
@@ -41,18 +40,12 @@ class LocalSearchPlacer : public Placer {
     };
     for (const char* method : {"m_etf", "heft", "dp", "expert"}) {
       try {
-        if (!std::strcmp(method, "m_etf")) {
-          consider(method, best_etf(p, nullptr).unit_device);
-        } else if (!std::strcmp(method, "heft")) {
-          consider(method, list_heft(p).unit_device);
-        } else {
-          PlaceContext sub = ctx;
-          sub.options.clear();
-          const Placement placed = make_placer(method)->place(sub).placement;
-          std::vector<int32_t> op_device(p.n);
-          for (int32_t u = 0; u < p.n; ++u) op_device[u] = placed.device_of[u].value;
-          consider(method, op_device);
-        }
+        PlaceContext sub = ctx;
+        sub.options.clear();
+        const Placement placed = make_placer(method)->place(sub).placement;
+        std::vector<int32_t> op_device(p.n);
+        for (int32_t u = 0; u < p.n; ++u) op_device[u] = placed.device_of[u].value;
+        consider(method, op_device);
       } catch (const NoFeasiblePlacement&) {
       } catch (const PlacementError&) {}
     }
