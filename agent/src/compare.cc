@@ -2,6 +2,8 @@
 #include "placer/agent/compare.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <sstream>
 
 #include "placer/graphs/error.h"
@@ -80,16 +82,25 @@ OwnEstimate own_estimate(const PlaceResult& r) {
     return it == r.stats.end() ? NAN : it->second;
   };
   OwnEstimate e;
+  std::string ilp_scope;
+  if (!std::isnan(get("incumbent_s")))
+    ilp_scope = std::string(get("optimal") > 0 ? "optimal" : "incumbent") + " for " +
+                std::to_string(static_cast<int64_t>(get("units"))) + (get("coarsened") > 0 ? " coarsened units" : " ops");
   if (!std::isnan(get("model_makespan_s"))) {
     e.seconds = get("model_makespan_s");
     e.kind = "planned step";
     if (!std::isnan(get("dp_objective_s")))
       e.kind += std::string(" of dp's ") + (get("dp_objective_throughput") > 0 ? "throughput" : "latency") +
                 "-objective split" + (get("prefix_fallback") > 0 ? ", prefix fallback" : "");
-  } else if (!std::isnan(get("incumbent_s"))) {
+    if (!ilp_scope.empty()) {
+      char buf[96];
+      std::snprintf(buf, sizeof buf, "; ilp model %.3f ms, ", 1e3 * get("incumbent_s"));
+      e.kind += buf + ilp_scope;
+      if (get("kept_warm_start") > 0) e.kind += ", warm start kept";
+    }
+  } else if (!ilp_scope.empty()) {
     e.seconds = get("incumbent_s");
-    e.kind = std::string(get("optimal") > 0 ? "optimal" : "incumbent") + " for " +
-             std::to_string(static_cast<int64_t>(get("units"))) + (get("coarsened") > 0 ? " coarsened units" : " ops");
+    e.kind = ilp_scope;
   }
   return e;
 }

@@ -90,12 +90,13 @@ void Trainer::warm_start(Task& t) {
   // (a stochastic placer: local_search, random) seeds the elite pool, and is
   // cloned only when no heuristic placed the graph. (Cloning an annealed
   // placement left nmt_k80x4 at 0.194-0.199 s; the heuristics' 0.169-0.170 s.)
+  // warm_start.clone_search clones the best of all, a search's included.
   double best_reward = -std::numeric_limits<double>::infinity();
   bool warm_heuristic = false;
   for (const Compared& c : compare_placers(c_.warm_start.methods, ctx, options)) {
     t.warm_results.push_back(baseline_result(c));
     if (c.placed && c.evaluation.result.ok()) t.warm_placements.push_back({c.evaluation.reward, c.result.placement});
-    const bool heuristic = !make_placer(c.method)->stochastic();
+    const bool heuristic = c_.warm_start.clone_search || !make_placer(c.method)->stochastic();
     if (!c.placed || (warm_heuristic && !heuristic)) continue;
     if (!t.has_warm || (heuristic && !warm_heuristic) || c.evaluation.reward > best_reward) {
       warm_heuristic = heuristic;

@@ -194,6 +194,7 @@ TrainConfig parse_train_config(const std::string& text, const std::string& origi
   read_names(ws, "methods", &c.warm_start.methods);
   ws.read("bc_steps", &c.warm_start.bc_steps, 0, 100000);
   ws.read("bc_lr", &c.warm_start.bc_lr, 0.0, 10.0);
+  ws.read("clone_search", &c.warm_start.clone_search);
   ws.finish();
 
   YamlFields run = top.section("run");
@@ -294,7 +295,8 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"elites\": " << c.optimizer.elites << ", \"elite_weight\": " << json_number(c.optimizer.elite_weight)
     << "},\n";
   o << "  \"warm_start\": {\"methods\": " << list(c.warm_start.methods) << ", \"bc_steps\": " << c.warm_start.bc_steps
-    << ", \"bc_lr\": " << json_number(c.warm_start.bc_lr) << "},\n";
+    << ", \"bc_lr\": " << json_number(c.warm_start.bc_lr)
+    << ", \"clone_search\": " << (c.warm_start.clone_search ? "true" : "false") << "},\n";
   o << "  \"run\": {\"seed\": " << c.run.seed << ", \"threads\": " << c.run.threads
     << ", \"env_threads\": " << c.run.env_threads << ", \"checkpoint_every\": " << c.run.checkpoint_every
     << ", \"output_dir\": " << json_quote(c.run.output_dir) << "}\n}\n";

@@ -251,6 +251,27 @@ TEST(LearnedTrain, InitFromStartsFromAnotherRunsWeights) {
   }
 }
 
+// The policy clones the best deterministic heuristic; with
+// warm_start.clone_search it clones the best placement of all, a search's
+// (local_search) included.
+TEST(LearnedTrain, CloneSearchClonesTheBestPlacementOfAll) {
+  const Fixture f = make_fixture("clone_search", 5);
+  auto warm_of = [&](const std::string& run, const std::string& clone) {
+    std::string text = config_text(f, f.dir + "/" + run, 1);
+    text.replace(text.find("warm_start: {methods: []}"), 25,
+                 "warm_start: {methods: [single, local_search], bc_steps: 300, bc_lr: 0.05" + clone + "}");
+    return train(parse_train_config(text, "test"), nullptr, quiet());
+  };
+  const TrainResult heuristic = warm_of("heuristic", "");
+  const TrainResult search = warm_of("search", ", clone_search: true");
+  EXPECT_EQ(heuristic.warm_start_method, "single");
+  EXPECT_EQ(search.warm_start_method, "local_search");
+  EXPECT_LT(search.warm_start_step_s, 0.8 * heuristic.warm_start_step_s);
+  // The policy reproduces the cloned placement: its greedy decode is as fast.
+  Environment env(two_chains(5), two_devices());
+  EXPECT_NEAR(env.simulate(policy_placement(f.dir + "/search", 5)).step_s, search.warm_start_step_s, 1e-9);
+}
+
 void expect_error(const std::string& text, const std::string& needle) {
   try {
     parse_train_config(text, "bad.yaml");
@@ -307,6 +328,8 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "train: {algorithm: a2c}\n", "train.algorithm: unknown algorithm 'a2c'");
   expect_error(ok + "train: {elites: -1}\n", "train.elites: must be in [0, 64]");
   expect_error(ok + "train: {elite_weight: much}\n", "train.elite_weight: expected a number, got 'much'");
+  expect_error(ok + "warm_start: {clone_search: maybe}\n", "warm_start.clone_search: ");
+  EXPECT_TRUE(parse_train_config(ok + "warm_start: {clone_search: true}\n", "ok.yaml").warm_start.clone_search);
   // The stored JSON form reads back to the same config.
   const TrainConfig back = parse_train_config(train_config_to_json(j), "back");
   EXPECT_EQ(train_config_to_json(back), train_config_to_json(j));

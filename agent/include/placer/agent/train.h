@@ -102,6 +102,10 @@ struct WarmStartConfig {
   std::vector<std::string> methods = {"m_etf", "m_topo", "expert"};
   int bc_steps = 200;
   double bc_lr = 0.01;
+  // Which placement the policy clones: the best deterministic heuristic
+  // (false; a search's placement only seeds the elite pool) or the best of
+  // every method, a search's included (true).
+  bool clone_search = false;
 };
 
 // YAML section `run`.
