@@ -85,7 +85,8 @@ OwnEstimate own_estimate(const PlaceResult& r) {
   std::string ilp_scope;
   if (!std::isnan(get("incumbent_s")))
     ilp_scope = std::string(get("optimal") > 0 ? "optimal" : "incumbent") + " for " +
-                std::to_string(static_cast<int64_t>(get("units"))) + (get("coarsened") > 0 ? " coarsened units" : " ops");
+                std::to_string(static_cast<int64_t>(get("units"))) +
+                (get("coarsened") > 0 ? " coarsened units" : " ops");
   if (!std::isnan(get("model_makespan_s"))) {
     e.seconds = get("model_makespan_s");
     e.kind = "planned step";

@@ -122,8 +122,7 @@ Schedule channel_schedule(const UnitProblem& p, const std::vector<int32_t>& dev,
   const Schedule replay = schedule_ready_order(p, dev, /*link_channels=*/true);
   std::vector<int32_t> order(p.n);
   std::iota(order.begin(), order.end(), 0);
-  std::stable_sort(order.begin(), order.end(),
-                   [&](int32_t a, int32_t b) { return replay.start[a] < replay.start[b]; });
+  std::stable_sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return replay.start[a] < replay.start[b]; });
   Schedule s;
   s.start.assign(p.n, 0.0);
   s.finish.assign(p.n, 0.0);
@@ -166,12 +165,14 @@ void channel_warm_values(const IlpModel& m, const UnitProblem& p, const std::vec
     (*sol)[m.rcol[i]] = send_at[i];
     for (const Edge& e : p.succs[i])
       if (p.group_of[e.op] != p.group_of[i] && dev[e.op] != dev[i]) sends[static_cast<size_t>(i) * k + dev[e.op]] = 1;
-    for (int32_t b = 0; b < k; ++b) (*sol)[m.sndcol[static_cast<size_t>(i) * k + b]] = sends[static_cast<size_t>(i) * k + b];
+    for (int32_t b = 0; b < k; ++b)
+      (*sol)[m.sndcol[static_cast<size_t>(i) * k + b]] = sends[static_cast<size_t>(i) * k + b];
   }
   for (const IlpModel::ChannelPair& c : m.chans) {
     bool shared = false;
     for (int32_t b = 0; b < k && !shared; ++b)
-      shared = dev[c.a] == dev[c.b] && sends[static_cast<size_t>(c.a) * k + b] && sends[static_cast<size_t>(c.b) * k + b];
+      shared =
+          dev[c.a] == dev[c.b] && sends[static_cast<size_t>(c.a) * k + b] && sends[static_cast<size_t>(c.b) * k + b];
     (*sol)[c.L] = shared ? 1.0 : 0.0;
     (*sol)[c.o] = send_at[c.a] <= send_at[c.b] ? 1.0 : 0.0;
   }

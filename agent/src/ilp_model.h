@@ -57,7 +57,6 @@ struct IlpModel {
   void end_row(double l, double u) { rlb.push_back(l), rub.push_back(u), ++rows; }
 };
 
-
 // The ILP's channel model: a unit that feeds another group sends its output
 // once, at r_i >= its finish, to each other device that needs it; the message
 // holds the channel of every link it takes for D_i (the largest such edge's

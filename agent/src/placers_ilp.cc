@@ -499,8 +499,8 @@ class IlpPlacer : public Placer {
         channels ? "; link channels modelled (FIFO, one send per unit)"
         : !asked ? (p == &ops ? "; link channels not modelled (channels=0)"
                               : "; link channels not modelled on coarsened units (channels=1 to force)")
-                 : "; link channels not modelled (" + std::to_string(pairs) + " sender pairs > channel_pairs=" +
-                       std::to_string(max_pairs) + ")";
+                 : "; link channels not modelled (" + std::to_string(pairs) +
+                       " sender pairs > channel_pairs=" + std::to_string(max_pairs) + ")";
     const IlpOutcome r = solve_ilp(*p, ctx.time_limit_s, symmetry, channels);
     const auto to_ops = [&](const std::vector<int32_t>& unit_device) {
       std::vector<int32_t> op_device(ops.n);

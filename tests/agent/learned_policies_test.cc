@@ -1,6 +1,7 @@
 // Features with hand-computed values, the hierarchical and gnn policies on
 // small graphs, and the metrics sink.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <sstream>
@@ -166,7 +167,7 @@ TrainControls quiet() {
 }
 
 TEST(LearnedPolicies, HierarchicalTrainsJointlyAndReportsMetrics) {
-  const std::string dir = (fs::path(testing::TempDir()) / "learned_hier").string();
+  const std::string dir = (fs::path(testing::TempDir()) / ("learned_hier_" + std::to_string(::getpid()))).string();
   fs::remove_all(dir);
   fs::create_directories(dir);
   save_graph(chains(2, 4), dir + "/g.json");
@@ -193,7 +194,7 @@ TEST(LearnedPolicies, HierarchicalTrainsJointlyAndReportsMetrics) {
 // Trains a gnn on chains of 3, 5, 6 and 8 ops (two per graph) and returns the
 // held-out chains-of-4 result: (simulated step, seconds to place).
 std::pair<double, double> gnn_held_out(const std::string& name, const std::string& decoder) {
-  const std::string dir = (fs::path(testing::TempDir()) / name).string();
+  const std::string dir = (fs::path(testing::TempDir()) / (name + "_" + std::to_string(::getpid()))).string();
   fs::remove_all(dir);
   fs::create_directories(dir);
   for (int len : {3, 4, 5, 6, 8}) save_graph(chains(2, len), dir + "/c" + std::to_string(len) + ".json");

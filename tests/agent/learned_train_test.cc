@@ -2,6 +2,7 @@
 // run continues exactly like an uninterrupted one, and malformed configs and
 // checkpoints give errors naming the field or file.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -69,7 +70,7 @@ struct Fixture {
 
 Fixture make_fixture(const std::string& name, int len) {
   Fixture f;
-  f.dir = (fs::path(testing::TempDir()) / ("learned_" + name)).string();
+  f.dir = (fs::path(testing::TempDir()) / ("learned_" + name + "_" + std::to_string(::getpid()))).string();
   fs::remove_all(f.dir);
   fs::create_directories(f.dir);
   f.graph_path = f.dir + "/graph.json";

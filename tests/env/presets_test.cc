@@ -2,8 +2,10 @@
 #include "placer/env/presets.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "placer/graphs/error.h"
@@ -59,7 +61,10 @@ TEST(Presets, ResolveNamesFilesAndDeviceLists) {
   Cluster custom = cluster_preset("k80x2");
   custom.name = "";
   custom.devices[1].memory_bytes = 123456;
-  const std::string path = ::testing::TempDir() + "/my_box.json";
+  // The name comes from the file's: a folder of this process's own keeps it.
+  const std::string dir = ::testing::TempDir() + "/presets_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/my_box.json";
   save_cluster(custom, path);
   const Cluster loaded = resolve_cluster(path);
   EXPECT_EQ(loaded.name, "my_box");
@@ -79,7 +84,7 @@ TEST(Presets, ErrorsNameTheProblem) {
   EXPECT_THROW(resolve_cluster(""), InputError);
   EXPECT_THROW(resolve_cluster("/nonexistent/box.json"), InputError);
   EXPECT_THROW(resolve_cluster("tpu:4"), InputError);
-  const std::string path = ::testing::TempDir() + "/broken_cluster.json";
+  const std::string path = ::testing::TempDir() + "/broken_cluster_" + std::to_string(::getpid()) + ".json";
   {
     std::ofstream out(path);
     out << R"({"format":"placer.cluster","version":1,"devices":[{"name":"cuda:0","memory_bytes":-5}]})";

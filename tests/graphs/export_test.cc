@@ -1,6 +1,7 @@
 // torch.export (.pt2) import: the fixtures are small models exported at build
 // time by the project environment's torch (scripts/make_export_fixtures.py).
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
@@ -148,7 +149,7 @@ TEST(ExportImport, ErrorsNameTheNodeAndTarget) {
             std::string::npos);
 
   // A truncated archive is refused, not half read.
-  const std::string cut = ::testing::TempDir() + "/truncated.pt2";
+  const std::string cut = ::testing::TempDir() + "/truncated_" + std::to_string(::getpid()) + ".pt2";
   {
     std::ifstream in(fixture("tiny_cnn.pt2"), std::ios::binary);
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

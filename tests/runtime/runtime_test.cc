@@ -3,6 +3,7 @@
 #include "placer/runtime/runtime.h"
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <rapidjson/document.h>
 
@@ -272,7 +273,7 @@ TEST(Runtime, TimelineWritesValidChromeTrace) {
   }
   EXPECT_EQ(ops, static_cast<size_t>(train.size()));
   EXPECT_GT(transfers, 0u);
-  const std::string path = testing::TempDir() + "/runtime_trace.json";
+  const std::string path = testing::TempDir() + "/runtime_trace_" + std::to_string(::getpid()) + ".json";
   write_chrome_trace(events, path);
   std::ifstream in(path);
   std::stringstream text;
