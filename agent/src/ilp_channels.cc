@@ -23,16 +23,13 @@ std::vector<int32_t> channel_senders(const UnitProblem& p) {
 
 namespace {
 
-// D_i: the largest transfer of unit i into another group, on the slowest link.
-double send_duration(const UnitProblem& p, int32_t i) {
-  int64_t bytes = 0;
-  for (const Edge& e : p.succs[i])
-    if (p.group_of[e.op] != p.group_of[i]) bytes = std::max(bytes, e.bytes);
-  double d = 0.0;
-  for (int32_t a = 0; a < p.k; ++a)
-    for (int32_t b = 0; b < p.k; ++b)
-      if (a != b) d = std::max(d, p.transfer(a, b, bytes));
-  return d;
+// How long unit u's message holds a channel under `dev`: its largest edge
+// into another group on another device (0: it sends nothing).
+double send_hold(const UnitProblem& p, const std::vector<int32_t>& dev, int32_t u) {
+  double hold = 0.0;
+  for (const Edge& e : p.succs[u])
+    if (dev[e.op] != dev[u] && p.group_of[e.op] != p.group_of[u]) hold = std::max(hold, p.mean_transfer(e.bytes));
+  return hold;
 }
 
 }  // namespace
@@ -41,10 +38,10 @@ void add_channel_columns(IlpModel& m, const UnitProblem& p, const std::vector<in
   const int32_t k = p.k;
   m.rcol.assign(p.n, -1);
   m.sndcol.assign(static_cast<size_t>(p.n) * k, -1);
-  m.send_s.assign(p.n, 0.0);
+  m.dcol.assign(p.n, -1);
   for (int32_t i : senders) {
     m.rcol[i] = m.col(0.0, m.M, false);
-    m.send_s[i] = send_duration(p, i);
+    m.dcol[i] = m.col(0.0, m.M, false);
     for (int32_t b = 0; b < k; ++b) m.sndcol[static_cast<size_t>(i) * k + b] = m.col(0.0, 1.0, false);
   }
   for (size_t x = 0; x < senders.size(); ++x)
@@ -78,9 +75,13 @@ void add_channel_rows(IlpModel& m, const UnitProblem& p) {
     }
   }
   // A consumer on another device starts after the send and its transfer:
-  // s_j - r_i - (c + M) z >= -M (no constraint when z = 0).
+  // s_j - r_i - (c + M) z >= -M (no constraint when z = 0); the message is as
+  // long as the largest edge that crosses: D_i - c z >= 0.
   for (const IlpModel::EdgeVar& e : m.edges) {
     if (e.col < 0 || m.rcol[e.from] < 0) continue;
+    m.put(m.dcol[e.from], 1.0);
+    m.put(e.col, -e.comm);
+    m.end_row(0.0, inf);
     m.put(m.scol[e.to], 1.0);
     m.put(m.rcol[e.from], -1.0);
     m.put(e.col, -(e.comm + m.M));
@@ -89,7 +90,7 @@ void add_channel_rows(IlpModel& m, const UnitProblem& p) {
   // Two senders on one directed link a -> b (L = 1) do not overlap; o = 1:
   // a's message first.
   double longest = 0.0;
-  for (double d : m.send_s) longest = std::max(longest, d);
+  for (const IlpModel::EdgeVar& e : m.edges) longest = std::max(longest, e.comm);
   const double Mc = 2 * m.M + longest;
   for (const IlpModel::ChannelPair& c : m.chans) {
     for (int32_t from = 0; from < k; ++from)
@@ -103,18 +104,20 @@ void add_channel_rows(IlpModel& m, const UnitProblem& p) {
         m.put(snd(c.b, to), -1.0);
         m.end_row(-3.0, inf);
       }
-    // r_b - r_a - Mc o - Mc L >= D_a - 2 Mc
+    // r_b - r_a - D_a - Mc o - Mc L >= -2 Mc
     m.put(m.rcol[c.b], 1.0);
     m.put(m.rcol[c.a], -1.0);
+    m.put(m.dcol[c.a], -1.0);
     m.put(c.o, -Mc);
     m.put(c.L, -Mc);
-    m.end_row(m.send_s[c.a] - 2 * Mc, inf);
-    // r_a - r_b + Mc o - Mc L >= D_b - Mc
+    m.end_row(-2 * Mc, inf);
+    // r_a - r_b - D_b + Mc o - Mc L >= -Mc
     m.put(m.rcol[c.a], 1.0);
     m.put(m.rcol[c.b], -1.0);
+    m.put(m.dcol[c.b], -1.0);
     m.put(c.o, Mc);
     m.put(c.L, -Mc);
-    m.end_row(m.send_s[c.b] - Mc, inf);
+    m.end_row(-Mc, inf);
   }
 }
 
@@ -148,7 +151,7 @@ Schedule channel_schedule(const UnitProblem& p, const std::vector<int32_t>& dev,
       if (to[b]) at = std::max(at, chan_free[static_cast<size_t>(d) * p.k + b]);
     (*send_at)[u] = at;
     if (std::find(to.begin(), to.end(), 1) == to.end()) continue;
-    hold = send_duration(p, u);
+    hold = send_hold(p, dev, u);
     for (int32_t b = 0; b < p.k; ++b)
       if (to[b]) chan_free[static_cast<size_t>(d) * p.k + b] = at + hold;
   }
@@ -163,6 +166,7 @@ void channel_warm_values(const IlpModel& m, const UnitProblem& p, const std::vec
   for (int32_t i = 0; i < p.n; ++i) {
     if (m.rcol[i] < 0) continue;
     (*sol)[m.rcol[i]] = send_at[i];
+    (*sol)[m.dcol[i]] = send_hold(p, dev, i);
     for (const Edge& e : p.succs[i])
       if (p.group_of[e.op] != p.group_of[i] && dev[e.op] != dev[i]) sends[static_cast<size_t>(i) * k + dev[e.op]] = 1;
     for (int32_t b = 0; b < k; ++b)

@@ -41,7 +41,7 @@ struct IlpModel {
     int o, L;
   };
   std::vector<int> rcol, sndcol;
-  std::vector<double> send_s;  // D_i: how long unit i's message holds a channel
+  std::vector<int> dcol;  // D_i: how long unit i's message holds a channel (its largest crossing edge)
   std::vector<ChannelPair> chans;
   // Rows.
   std::vector<int> ri, ci;
@@ -59,8 +59,8 @@ struct IlpModel {
 
 // The ILP's channel model: a unit that feeds another group sends its output
 // once, at r_i >= its finish, to each other device that needs it; the message
-// holds the channel of every link it takes for D_i (the largest such edge's
-// transfer), and two messages on one directed link do not overlap (FIFO
+// holds the channel of every link it takes for D_i (the transfer of its
+// largest edge that crosses devices), and two messages on one directed link do not overlap (FIFO
 // channels, as the simulator). A consumer on another device starts after
 // r_i + its edge's transfer. senders = units with an edge into another group.
 std::vector<int32_t> channel_senders(const UnitProblem& p);
