@@ -417,7 +417,7 @@ TEST(Placers, IlpModelAgreesWithTheSimulatorOnItsOwnSolution) {
     int64_t batch, layers, width;
     const char* preset;
   };
-  for (const Case& k : {Case{64, 2, 512, "k80x2"}, Case{256, 3, 2048, "k80x4"}}) {
+  for (const Case& k : {Case{64, 2, 512, "k80x2"}, Case{128, 4, 1024, "k80x2"}, Case{256, 3, 2048, "k80x4"}}) {
     BuilderOptions o;
     o.values = {{"batch", k.batch}, {"layers", k.layers}, {"width", k.width}};
     const Graph graph = build_graph("mlp", o);
@@ -431,8 +431,11 @@ TEST(Placers, IlpModelAgreesWithTheSimulatorOnItsOwnSolution) {
     const double simulated = step_of(env, ilp);
     EXPECT_NEAR(ilp.stats.at("incumbent_s") / simulated, 1.0, 0.01);
     EXPECT_NEAR(ilp.stats.at("model_makespan_s") / simulated, 1.0, 0.01);
-    // Never slower than the fastest list scheduler it started from.
-    EXPECT_LE(simulated, step_of(env, run("m_etf", graph, cluster, env)) * (1 + 1e-9));
+    // A proved optimum of a model that is the simulator's: no placer does better.
+    // (With each message holding its link for its largest edge into another
+    // group, crossing or not, the 34-op MLP proved 0.650 ms; the learned placer found 0.645.)
+    for (const char* other : {"single", "m_etf", "m_sct", "heft", "dp", "local_search"})
+      EXPECT_LE(simulated, step_of(env, run(other, graph, cluster, env)) * (1 + 1e-9)) << other;
   }
   BuilderOptions nmt;
   nmt.values = {{"layers", 2}, {"hidden", 256}, {"steps", 6}, {"batch", 16}, {"vocab", 2000}};
