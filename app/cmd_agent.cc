@@ -62,9 +62,11 @@ void add_common(CLI::App* cmd, PlaceArgs& a) {
   cmd->add_option("--seed", a.seed, "Random seed (random, local_search, mincut)");
   cmd->add_option("--time-limit", a.time_limit_s, "Seconds a solver may take (ilp)")->check(CLI::PositiveNumber);
   cmd->add_option("--budget", a.budget, "Evaluations a search may spend (local_search)")->check(CLI::PositiveNumber);
-  cmd->add_option("--option", a.options,
-                  "Method option KEY=VALUE, repeatable (dp: objective=step|throughput|latency, max_ideals=3000; ilp: "
-                  "max_ops=40; local_search: temperature=0.001)");
+  cmd->add_option(
+      "--option", a.options,
+      "Method option KEY=VALUE, repeatable (dp: objective=step|throughput|latency, max_ideals=3000; ilp: "
+      "max_ops=40, max_groups=24, channels=1 (op level; 0 on coarsened units), channel_pairs=3000; local_search: "
+      "temperature=0.001)");
 }
 
 PlaceContext context_of(const PlaceArgs& a, const Graph& graph, const Cluster& cluster, Environment& env) {
