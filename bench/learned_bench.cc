@@ -9,7 +9,8 @@
 //
 // Options: --updates N (override), --out DIR (run folders, default bench_runs/),
 // --seeds 1,2,3,4,5 (settings: train each config once per seed; the table
-// gives the median and the worst seed), --no-warm-start (from scratch).
+// gives the median and the worst seed), --no-warm-start (from scratch),
+// --family-updates N (gnn: pretrain the family N updates; per-graph runs keep --updates).
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -35,6 +36,7 @@ using namespace placer;
 namespace {
 
 int64_t g_updates = -1;
+int64_t g_family_updates = -1;  // gnn: the family's pretraining updates (default: --updates)
 std::string g_out = "bench_runs";
 bool g_nowarm = false;
 std::vector<uint64_t> g_seeds = {1};
@@ -328,6 +330,7 @@ void gnn(const std::string& path, const std::vector<uint64_t>& seeds) {
     c.run.seed = seed;
     c.name += "_s" + std::to_string(seed);
     c = prepare(c);
+    if (g_family_updates >= 0) c.optimizer.updates = g_family_updates;
     const auto t0 = std::chrono::steady_clock::now();
     const TrainResult fam = train(c, nullptr, quiet());
     const double fam_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -409,6 +412,8 @@ int main(int argc, char** argv) {
       g_updates = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--out") && i + 1 < argc)
       g_out = argv[++i];
+    else if (!std::strcmp(argv[i], "--family-updates") && i + 1 < argc)
+      g_family_updates = std::atoll(argv[++i]);
     else if (!std::strcmp(argv[i], "--seeds") && i + 1 < argc)
       seeds_text = argv[++i];
     else if (!std::strcmp(argv[i], "--no-warm-start"))
@@ -419,7 +424,7 @@ int main(int argc, char** argv) {
   if (args.empty()) {
     std::fprintf(stderr,
                  "usage: learned_bench settings CONFIG... | ilp | gnn CONFIG | hierarchical CONFIG [--updates N] "
-                 "[--out DIR] [--no-warm-start] [--seeds 1,2,3,4,5]\n");
+                 "[--out DIR] [--no-warm-start] [--seeds 1,2,3,4,5] [--family-updates N]\n");
     return 2;
   }
   try {
