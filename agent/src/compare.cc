@@ -99,9 +99,6 @@ OwnEstimate own_estimate(const PlaceResult& r) {
       e.kind += buf + ilp_scope;
       if (get("kept_warm_start") > 0) e.kind += ", warm start kept";
     }
-  } else if (!ilp_scope.empty()) {
-    e.seconds = get("incumbent_s");
-    e.kind = ilp_scope;
   }
   return e;
 }

@@ -396,12 +396,11 @@ IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_br
     // Stage two: C at most its optimum, minimize the transfer time crossed,
     // from stage one's solution, in the time left (at least half a second).
     const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    IlpModel bytes = m;
-    bytes.ub[bytes.ccol] = r.objective * (1.0 + 1e-9) + 1e-15;
-    bytes.obj.assign(bytes.cols(), 0.0);
-    for (const IlpModel::EdgeVar& e : bytes.edges)
-      if (e.col >= 0) bytes.obj[e.col] = e.comm;
-    const CbcResult r2 = solve_cbc(bytes, r.best, std::max(0.5, time_limit_s - elapsed));
+    m.ub[m.ccol] = r.objective * (1.0 + 1e-9) + 1e-15;
+    m.obj.assign(m.cols(), 0.0);
+    for (const IlpModel::EdgeVar& e : m.edges)
+      if (e.col >= 0) m.obj[e.col] = e.comm;
+    const CbcResult r2 = solve_cbc(m, r.best, std::max(0.5, time_limit_s - elapsed));
     out.nodes += r2.nodes;
     out.tie_break_done = r2.optimal;
     if (!r2.best.empty()) out.unit_device = read_unit_devices(m, p, r2.best);
@@ -493,7 +492,11 @@ class IlpPlacer : public Placer {
     const int64_t senders = static_cast<int64_t>(channel_senders(*p).size());
     const int64_t pairs = senders * (senders - 1) / 2;
     const int64_t max_pairs = option_int(ctx, "channel_pairs", 3000);
-    const bool asked = option_int(ctx, "channels", p == &ops ? 1 : 0) != 0;
+    const int64_t channels_option = option_int(ctx, "channels", p == &ops ? 1 : 0);
+    if (max_pairs < 0) throw InputError("ilp option 'channel_pairs': must be >= 0, got " + std::to_string(max_pairs));
+    if (channels_option != 0 && channels_option != 1)
+      throw InputError("ilp option 'channels': expected 0 or 1, got " + std::to_string(channels_option));
+    const bool asked = channels_option != 0;
     const bool channels = asked && pairs <= max_pairs;
     const std::string channel_note =
         channels ? "; link channels modelled (FIFO, one send per unit)"

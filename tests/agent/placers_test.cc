@@ -3,6 +3,8 @@
 // on every builder graph and presets with 2, 4 and 8 devices.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <algorithm>
 #include <cmath>
 #include <functional>
@@ -449,6 +451,17 @@ TEST(Placers, IlpModelAgreesWithTheSimulatorOnItsOwnSolution) {
   EXPECT_NEAR(coarse.stats.at("model_makespan_s") / step_of(env, coarse), 1.0, 0.06) << coarse.note;
   const OwnEstimate own = own_estimate(coarse);
   EXPECT_NE(own.kind.find("planned step; ilp model "), std::string::npos) << own.kind;
+  // Bad options name the option and the problem.
+  for (const auto& [key, value, needle] : std::vector<std::array<std::string, 3>>{
+           {"channels", "2", "ilp option 'channels': expected 0 or 1, got 2"},
+           {"channel_pairs", "-5", "ilp option 'channel_pairs': must be >= 0, got -5"}}) {
+    try {
+      run("ilp", graph, cluster, env, {{key, value}}, 1.0);
+      ADD_FAILURE() << key << "=" << value << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  }
 }
 
 // Baechi's figure: m-ETF and m-SCT place inception_v3 on 4 GPUs no slower

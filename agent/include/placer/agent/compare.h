@@ -58,7 +58,8 @@ std::vector<std::string> parse_method_list(const std::string& list);
 // A placer's own estimate of its placement's step time (its model), when its
 // stats hold one: list schedulers' planned step (their placement replayed as
 // the runtime dispatches, on their own model), dp's objective, ilp's
-// incumbent and the problem it solved. seconds is NaN when there is none.
+// planned step with its model's makespan and the problem it solved. seconds
+// is NaN when there is none.
 struct OwnEstimate {
   double seconds = NAN;
   std::string kind;  // what the estimate is
