@@ -19,6 +19,7 @@
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/stats.h"
 #include "placer/runtime/runtime.h"
 
 namespace placer::cli {
@@ -32,8 +33,9 @@ struct SimulateArgs {
 
 struct FidelityArgs {
   std::string graph, devices = "cpu:2", out = ".", name, save_placements, replot;
-  int placements = 50, warmup = 2, steps = 5, repetitions = 5, rounds = 1;
-  uint64_t seed = 1;
+  int placements = 50, repetitions = 5, rounds = 2;
+  MeasureOptions protocol;  // its seed also draws the placements
+  FidelityArgs() { protocol.seed = 1; }
 };
 
 void run_simulate(const SimulateArgs& a) {
@@ -86,6 +88,29 @@ void run_simulate(const SimulateArgs& a) {
   if (!r.ok()) throw CLI::RuntimeError(1);
 }
 
+// Keeps, per op and link, the fastest of the rounds' profiles (the unloaded time).
+void merge_profile_minimum(Profile& kept, const Profile& p, bool first) {
+  if (first) {
+    kept = p;
+    return;
+  }
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (size_t i = 0; i < kept.ops.size(); ++i) index[{kept.ops[i].op, kept.ops[i].device}] = i;
+  for (const OpTiming& t : p.ops) {
+    auto it = index.find({t.op, t.device});
+    if (it == index.end()) continue;
+    OpTiming& k = kept.ops[it->second];
+    k.seconds = std::min(k.seconds, t.seconds);
+    if (t.contended_seconds > 0)
+      k.contended_seconds = k.contended_seconds > 0 ? std::min(k.contended_seconds, t.contended_seconds) : t.contended_seconds;
+  }
+  for (size_t l = 0; l < p.links.size() && l < kept.links.size(); ++l) {
+    kept.links[l].alpha_s = std::min(kept.links[l].alpha_s, p.links[l].alpha_s);
+    kept.links[l].beta_Bps = std::max(kept.links[l].beta_Bps, p.links[l].beta_Bps);
+  }
+  kept.per_op_overhead_s = std::min(kept.per_op_overhead_s, p.per_op_overhead_s);
+}
+
 void run_fidelity(const FidelityArgs& a) {
   if (!a.replot.empty()) {
     // Re-render a report's markdown and plot from its JSON, measuring nothing.
@@ -107,74 +132,64 @@ void run_fidelity(const FidelityArgs& a) {
   const Graph graph = load_graph(a.graph);
   const Cluster cluster = parse_device_list(a.devices);
   std::ostringstream command;
+  const MeasureOptions& mo = a.protocol;
   command << "placer fidelity --graph " << a.graph << " --devices " << a.devices << " --placements " << a.placements
-          << " --seed " << a.seed << " --warmup " << a.warmup << " --steps " << a.steps << " --repetitions "
-          << a.repetitions << " --rounds " << a.rounds << " -o " << a.out;
+          << " --seed " << mo.seed << " --warmup " << mo.warmup_steps << " --steps " << mo.measured_steps
+          << " --max-steps " << mo.max_steps << " --target " << mo.target_halfwidth << " --budget " << mo.budget_s
+          << " --repetitions " << a.repetitions << " --rounds " << a.rounds << " -o " << a.out;
   if (!a.name.empty()) command << " --name " << a.name;
   mkdir(a.out.c_str(), 0755);
   const std::string stem = a.out + "/fidelity_" + (a.name.empty() ? graph.name : a.name);
 
-  // Under a shared machine's varying load, each round profiles then measures
-  // every placement; the minimum over rounds estimates the unloaded time on
-  // both sides (per-op medians min-merged, per-placement step samples min).
+  // Each round profiles, then measures every placement with the protocol,
+  // interleaved. Per-op profile times keep their minimum over rounds (the
+  // unloaded kernel time); a placement's measured step is the median of all
+  // its samples, every round's, with its interval; each round's median is kept
+  // for the measurement-against-itself figure.
   Runtime runtime(cluster);
   ProfileOptions po;
   po.repetitions = a.repetitions;
-  const auto placements = diverse_placements(graph, cluster.size(), a.placements, a.seed);
+  const auto placements = diverse_placements(graph, cluster.size(), a.placements, mo.seed);
   if (!a.save_placements.empty()) {
     mkdir(a.save_placements.c_str(), 0755);
     for (size_t i = 0; i < placements.size(); ++i)
       save_placement(to_named(graph, cluster, placements[i].second),
                      a.save_placements + "/" + std::to_string(i) + "_" + placements[i].first + ".json");
   }
-  MeasureOptions mo;
-  mo.warmup_steps = a.warmup;
-  mo.measured_steps = a.steps;
-  mo.seed = a.seed;
   Profile profile;
-  std::map<std::pair<std::string, std::string>, size_t> timing_index;
   std::vector<StepResult> best(placements.size());
   std::vector<bool> failed(placements.size(), false);
-  std::vector<std::vector<double>> round_s(placements.size());
+  std::vector<std::vector<double>> round_s(placements.size()), samples(placements.size());
   for (int round = 0; round < a.rounds; ++round) {
     std::fprintf(stderr, "round %d/%d: profiling %s (%lld ops) on %s...\n", round + 1, a.rounds, graph.name.c_str(),
                  static_cast<long long>(graph.size()), cluster.name.c_str());
-    const Profile p = runtime.profile(graph, po);
-    if (round == 0) {
-      profile = p;
-      for (size_t i = 0; i < profile.ops.size(); ++i) timing_index[{profile.ops[i].op, profile.ops[i].device}] = i;
-    } else {
-      for (const OpTiming& t : p.ops) {
-        auto it = timing_index.find({t.op, t.device});
-        if (it == timing_index.end()) continue;
-        OpTiming& kept = profile.ops[it->second];
-        kept.seconds = std::min(kept.seconds, t.seconds);
-        if (t.contended_seconds > 0)
-          kept.contended_seconds =
-              kept.contended_seconds > 0 ? std::min(kept.contended_seconds, t.contended_seconds) : t.contended_seconds;
+    merge_profile_minimum(profile, runtime.profile(graph, po), round == 0);
+    std::vector<size_t> live;
+    std::vector<Placement> batch;
+    std::vector<std::vector<double>> prior;
+    for (size_t i = 0; i < placements.size(); ++i)
+      if (!failed[i]) {
+        live.push_back(i);
+        batch.push_back(placements[i].second);
+        prior.push_back(samples[i]);
       }
-      for (size_t l = 0; l < p.links.size() && l < profile.links.size(); ++l) {
-        profile.links[l].alpha_s = std::min(profile.links[l].alpha_s, p.links[l].alpha_s);
-        profile.links[l].beta_Bps = std::max(profile.links[l].beta_Bps, p.links[l].beta_Bps);
-      }
-      profile.per_op_overhead_s = std::min(profile.per_op_overhead_s, p.per_op_overhead_s);
-    }
-    for (size_t i = 0; i < placements.size(); ++i) {
-      if (failed[i]) continue;
-      StepResult measured = runtime.measure(graph, placements[i].second, mo);
-      if (!measured.ok()) {
+    std::fprintf(stderr, "round %d/%d: measuring %zu placements interleaved...\n", round + 1, a.rounds, batch.size());
+    const std::vector<StepResult> results = runtime.measure_interleaved(graph, batch, mo, &prior);
+    for (size_t k = 0; k < live.size(); ++k) {
+      const size_t i = live[k];
+      const StepResult& r = results[k];
+      if (!r.ok()) {
         failed[i] = true;
         std::fprintf(stderr, "[%zu/%zu] %-11s %s: %s\n", i + 1, placements.size(), placements[i].first.c_str(),
-                     step_status_name(measured.status), measured.message.c_str());
+                     step_status_name(r.status), r.message.c_str());
         continue;
       }
-      double fastest = measured.step_s;
-      for (double v : measured.samples_s) fastest = std::min(fastest, v);
-      measured.step_s = fastest;
-      round_s[i].push_back(fastest);
-      if (round == 0 || measured.step_s < best[i].step_s) best[i] = measured;
-      std::fprintf(stderr, "[%zu/%zu] %-11s measured %.6g s (best %.6g s)\n", i + 1, placements.size(),
-                   placements[i].first.c_str(), measured.step_s, best[i].step_s);
+      round_s[i].push_back(quantile(std::vector<double>(r.samples_s.begin() + prior[k].size(), r.samples_s.end()), 0.5));
+      samples[i] = r.samples_s;
+      best[i] = r;
+      std::fprintf(stderr, "[%zu/%zu] %-11s this round %.6g s; all rounds %.6g s [%.6g, %.6g], %zu steps\n", i + 1,
+                   placements.size(), placements[i].first.c_str(), round_s[i].back(), r.step_s, r.ci_low_s,
+                   r.ci_high_s, r.samples_s.size());
     }
   }
   const CostModel costs = CostModel::calibrated(graph, cluster, profile);
@@ -194,8 +209,17 @@ void run_fidelity(const FidelityArgs& a) {
       continue;
     }
     const StepResult simulated = simulate(context, placements[i].second, cluster, costs);
-    report.points.push_back(
-        {placements[i].first, best[i].step_s, best[i].iqr_s, simulated.step_s, simulated.transfer_bytes, round_s[i]});
+    FidelityPoint point;
+    point.kind = placements[i].first;
+    point.measured_s = best[i].step_s;
+    point.measured_iqr_s = best[i].iqr_s;
+    point.ci_low_s = best[i].ci_low_s;
+    point.ci_high_s = best[i].ci_high_s;
+    point.steps = static_cast<int64_t>(best[i].samples_s.size());
+    point.simulated_s = simulated.step_s;
+    point.transfer_bytes = simulated.transfer_bytes;
+    point.rounds_s = round_s[i];
+    report.points.push_back(std::move(point));
   }
   if (report.points.size() < 2) throw InputError("fidelity: fewer than two placements measured ok");
   report.compute_statistics();
@@ -241,16 +265,10 @@ void add_env_commands(CLI::App& app) {
                   "Also write each placement as DIR/<index>_<kind>.json (to measure or simulate one again)");
   fid->add_option("-o,--out", fargs->out, "Output directory for fidelity_<graph>.{md,json,svg}")->capture_default_str();
   fid->add_option("--name", fargs->name, "File name stem instead of the graph name");
-  fid->add_option("--seed", fargs->seed, "Seed of placements, inputs and params")->capture_default_str();
-  fid->add_option("--warmup", fargs->warmup, "Warm-up steps per placement")
-      ->capture_default_str()
-      ->check(CLI::Range(0, 1000));
-  fid->add_option("--steps", fargs->steps, "Measured steps per placement")
-      ->capture_default_str()
-      ->check(CLI::Range(1, 1000));
+  add_measure_options(fid, &fargs->protocol);
   fid->add_option(
          "--rounds", fargs->rounds,
-         "Rounds of profile + measure-all; the minimum over rounds is kept on both sides (for shared machines)")
+         "Rounds of profile + measure-all (interleaved); profiles keep each op's fastest round, measurements pool every round's samples")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   fid->add_option("--repetitions", fargs->repetitions, "Profile runs per op (median kept)")

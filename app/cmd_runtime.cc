@@ -7,7 +7,9 @@
 
 #include "commands.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/stats.h"
 #include "placer/runtime/runtime.h"
 
 namespace placer::cli {
@@ -16,9 +18,8 @@ namespace {
 
 struct MeasureArgs {
   std::string graph, placement, devices = "cpu:2", trace, json;
-  int warmup = 2, steps = 5;
-  double timeout = 120.0;
-  uint64_t seed = 0;
+  std::vector<std::string> compare;
+  MeasureOptions protocol;
 };
 
 struct ProfileArgs {
@@ -26,27 +27,69 @@ struct ProfileArgs {
   int repetitions = 5;
 };
 
+std::string interval(const StepResult& r) {
+  char b[160];
+  std::snprintf(b, sizeof b, "%.6f s, 95%% interval [%.6f, %.6f] (+-%.1f%%), %zu steps, stopped: %s", r.step_s,
+                r.ci_low_s, r.ci_high_s, r.step_s > 0 ? 50 * (r.ci_high_s - r.ci_low_s) / r.step_s : 0.0,
+                r.samples_s.size(), r.stop.c_str());
+  return b;
+}
+
+// placer measure --compare A B ...: interleaved, then each against the fastest by a rank test.
+void run_compare(const MeasureArgs& a, const Graph& graph, const Cluster& cluster, Runtime& runtime) {
+  if (a.compare.size() < 2) throw InputError("measure: --compare needs two or more placement files");
+  std::vector<Placement> placements;
+  for (const std::string& f : a.compare) placements.push_back(from_named(graph, cluster, load_placement(f)));
+  const std::vector<StepResult> rs = runtime.measure_interleaved(graph, placements, a.protocol);
+  size_t best = rs.size();
+  for (size_t i = 0; i < rs.size(); ++i) {
+    std::printf("%-32s %s\n", a.compare[i].c_str(),
+                rs[i].ok() ? interval(rs[i]).c_str() : (std::string(step_status_name(rs[i].status)) + ": " + rs[i].message).c_str());
+    if (rs[i].ok() && (best == rs.size() || rs[i].step_s < rs[best].step_s)) best = i;
+  }
+  if (best == rs.size()) throw InputError("measure: no placement ran");
+  JsonWriter j;
+  j.begin().field("format", "placer.compare").field("fastest", a.compare[best]).begin_array("placements");
+  for (size_t i = 0; i < rs.size(); ++i) {
+    j.begin().field("file", a.compare[i]).field("status", step_status_name(rs[i].status));
+    if (rs[i].ok()) {
+      j.field("step_s", rs[i].step_s).field("ci_low_s", rs[i].ci_low_s).field("ci_high_s", rs[i].ci_high_s);
+      j.field("steps", static_cast<int64_t>(rs[i].samples_s.size())).field("stop", rs[i].stop);
+      if (i != best) {
+        const RankTest t = mann_whitney(rs[best].samples_s, rs[i].samples_s);
+        const bool significant = t.p_value < 0.05;
+        std::printf("%s is %s than %s by %.1f%% (medians); Mann-Whitney U p = %.3g%s: %s\n", a.compare[best].c_str(),
+                    "faster", a.compare[i].c_str(), 100 * (rs[i].step_s / rs[best].step_s - 1), t.p_value,
+                    t.exact ? " (exact)" : "", significant ? "significant at 5%" : "NOT significant at 5%");
+        j.field("slower_than_fastest", rs[i].step_s / rs[best].step_s - 1).field("p_value", t.p_value);
+        j.field("significant", significant);
+      }
+    }
+    j.end();
+  }
+  j.end_array().end();
+  if (!a.json.empty()) write_file_atomic(a.json, j.text() + "\n");
+}
+
 void run_measure(const MeasureArgs& a) {
   const Graph graph = load_graph(a.graph);
   const Cluster cluster = parse_device_list(a.devices);
-  const Placement placement = from_named(graph, cluster, load_placement(a.placement));
   Runtime runtime(cluster);
-  MeasureOptions o;
-  o.warmup_steps = a.warmup;
-  o.measured_steps = a.steps;
-  o.timeout_s = a.timeout;
-  o.seed = a.seed;
+  if (!a.compare.empty()) return run_compare(a, graph, cluster, runtime);
+  if (a.placement.empty()) throw InputError("measure: --placement FILE (or --compare A B ...) is required");
+  const Placement placement = from_named(graph, cluster, load_placement(a.placement));
+  MeasureOptions o = a.protocol;
   o.timeline = !a.trace.empty();
   std::vector<TimelineEvent> events;
   const StepResult r = runtime.measure(graph, placement, o, o.timeline ? &events : nullptr);
   if (!a.json.empty()) write_file_atomic(a.json, step_result_to_json(r));
-  if (o.timeline && r.ok()) write_chrome_trace(events, a.trace);
+  if (o.timeline && r.ok()) write_chrome_trace(events, a.trace, &r);
   if (!r.ok()) {
     std::fprintf(stderr, "measure: %s: %s\n", step_status_name(r.status), r.message.c_str());
     throw CLI::RuntimeError(1);
   }
-  std::printf("graph %s on %s: step %.6f s (median of %zu, IQR %.6f s), transfers %lld bytes\n", graph.name.c_str(),
-              cluster.name.c_str(), r.step_s, r.samples_s.size(), r.iqr_s, static_cast<long long>(r.transfer_bytes));
+  std::printf("graph %s on %s: step %s; IQR %.6f s, transfers %lld bytes\n", graph.name.c_str(),
+              cluster.name.c_str(), interval(r).c_str(), r.iqr_s, static_cast<long long>(r.transfer_bytes));
   for (const DeviceStats& d : r.devices)
     std::printf("  %-8s busy %.6f s  peak %lld bytes\n", d.device.c_str(), d.busy_s,
                 static_cast<long long>(d.peak_bytes));
@@ -66,19 +109,39 @@ void run_profile(const ProfileArgs& a) {
 
 }  // namespace
 
+void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
+  cmd->add_option("--warmup", o->warmup_steps, "Warm-up steps (per placement)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100000));
+  cmd->add_option("--steps", o->measured_steps, "Measured steps, at least")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  cmd->add_option("--max-steps", o->max_steps, "Measured steps, at most (<= --steps: exactly --steps)")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 1000000));
+  cmd->add_option("--target", o->target_halfwidth,
+                  "Stop when the median's 95% interval is within this fraction of it (0: never)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 0.5));
+  cmd->add_option("--budget", o->budget_s, "Stop after this many measured seconds, all placements together (0: none)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--timeout", o->timeout_s, "Per-step time limit in seconds")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seed", o->seed, "Seed of inputs and parameters")->capture_default_str();
+}
+
 void add_runtime_commands(CLI::App& app) {
   auto margs = std::make_shared<MeasureArgs>();
   CLI::App* measure = app.add_subcommand("measure", "Run a placed graph for real and measure its step time");
   measure->add_option("--graph", margs->graph, "Graph file (.json or binary)")->required();
-  measure->add_option("--placement", margs->placement, "Placement file (JSON: op name -> device name)")->required();
+  measure->add_option("--placement", margs->placement, "Placement file (JSON: op name -> device name)");
+  measure->add_option("--compare", margs->compare,
+                      "Two or more placement files: measured interleaved, each against the fastest by a rank test");
   measure->add_option("--devices", margs->devices, "Devices: cpu:N, cpu,cuda:0, cuda:0,cuda:1, vcuda:N")
       ->capture_default_str();
-  measure->add_option("--warmup", margs->warmup, "Warm-up steps")->capture_default_str()->check(CLI::Range(0, 100000));
-  measure->add_option("--steps", margs->steps, "Measured steps")->capture_default_str()->check(CLI::Range(1, 100000));
-  measure->add_option("--timeout", margs->timeout, "Per-step time limit in seconds")
-      ->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  measure->add_option("--seed", margs->seed, "Seed of inputs and parameters")->capture_default_str();
+  add_measure_options(measure, &margs->protocol);
   measure->add_option("--trace", margs->trace, "Write the last step as a Chrome trace (Perfetto) JSON file");
   measure->add_option("--json", margs->json, "Write the result as JSON");
   measure->callback([margs] { run_measure(*margs); });

@@ -70,20 +70,35 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
               policy_type_name(c.policy.type), reward_mode_name(c.reward.mode));
   std::printf("  %lld updates, %lld sampled placements, %.1f s\n", static_cast<long long>(r.updates),
               static_cast<long long>(r.samples), r.seconds);
-  std::printf("  %-22s %12s %10s %10s\n", "method", "step (s)", "vs learned", "place (s)");
-  std::printf("  %-22s %12.6g %10s %10s%s\n", (std::string("learned:") + policy_type_name(c.policy.type)).c_str(),
-              r.best_step_s, "", "", r.best_measured ? "  (measured)" : "");
+  const bool measured = r.table != "simulated";
+  std::printf("  every row %s%s\n", measured ? "measured side by side, interleaved, in one fresh run" : "simulated",
+              measured ? " (median step, 95% interval)" : "");
+  std::printf("  %-22s %12s %25s %10s %10s\n", "method", "step (s)", measured ? "95% interval (s)" : "",
+              "vs policy", "place (s)");
+  auto interval = [&](double lo, double hi) {
+    char b[64] = "";
+    if (measured) std::snprintf(b, sizeof b, "[%.6g, %.6g]", lo, hi);
+    return std::string(b);
+  };
+  const double policy = r.policy_best_step_s;
+  std::printf("  %-22s %12.6g %25s %10s %10s\n", (std::string("policy:") + policy_type_name(c.policy.type)).c_str(),
+              policy, interval(r.policy_ci_low_s, r.policy_ci_high_s).c_str(), "", "");
   for (const auto& b : r.baselines) {
     if (!b.ok) {
-      std::printf("  %-22s %12s %10s %10.3f  %s\n", b.method.c_str(), "failed", "", b.seconds,
+      std::printf("  %-22s %12s %25s %10s %10.3f  %s\n", b.method.c_str(), "failed", "", "", b.seconds,
                   b.note.substr(0, 80).c_str());
       continue;
     }
-    const double gain = b.step_s > 0 ? 100.0 * (b.step_s - r.best_step_s) / b.step_s : 0.0;
+    const double gain = b.step_s > 0 ? 100.0 * (b.step_s - policy) / b.step_s : 0.0;
     char g[32];
     std::snprintf(g, sizeof g, "%+.1f%%", gain);
-    std::printf("  %-22s %12.6g %10s %10.3f\n", b.method.c_str(), b.step_s, g, b.seconds);
+    std::printf("  %-22s %12.6g %25s %10s %10.3f\n", b.method.c_str(), b.step_s,
+                interval(b.ci_low_s, b.ci_high_s).c_str(), g, b.seconds);
   }
+  std::printf("  result: %.6g s, found by %s%s\n", r.best_step_s, r.best_found_by.c_str(),
+              r.best_found_by == "policy" ? "" : " (a baseline beat the policy's own best; the result is never worse)");
+  if (r.measured_steps > 0)
+    std::printf("  training measured %lld steps for real (warm-up excluded)\n", static_cast<long long>(r.measured_steps));
   if (r.lower_bound_s > 0)
     std::printf("  lower bound %.6g s: learned is %.1f%% above it\n", r.lower_bound_s,
                 100.0 * (r.best_step_s / r.lower_bound_s - 1.0));

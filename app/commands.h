@@ -7,7 +7,14 @@ namespace CLI {
 class App;
 }
 
+namespace placer {
+struct MeasureOptions;  // runtime.h
+}
+
 namespace placer::cli {
+
+// The measurement protocol's options (--warmup, --steps, --max-steps, --target, --budget, --timeout, --seed).
+void add_measure_options(CLI::App* cmd, MeasureOptions* options);
 
 void add_graph_commands(CLI::App& app);    // graph build|import|info|validate   (cmd_graph.cc)
 void add_runtime_commands(CLI::App& app);  // measure, profile                   (cmd_runtime.cc)

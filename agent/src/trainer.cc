@@ -39,8 +39,7 @@ EnvOptions env_options(const TrainConfig& c) {
   o.mode = c.reward.mode;
   o.reward.exponent = c.reward.exponent;
   o.reward.failure_penalty_s = c.reward.failure_penalty_s;
-  o.measure_warmup = c.reward.measure_warmup;
-  o.measure_steps = c.reward.measure_steps;
+  o.measure = c.reward.measure;
   o.hybrid_measure_top = c.reward.hybrid_measure_top;
   o.threads = c.run.env_threads;
   if (!c.reward.profile.empty()) o.profile = load_profile(c.reward.profile);
@@ -69,7 +68,11 @@ PolicyOptions policy_options(const TrainConfig& c) {
 
 BaselineResult baseline_result(const Compared& c) {
   if (!c.placed) return {c.method, 0.0, false, 0.0, c.error};
-  return {c.method, c.evaluation.step_s, c.evaluation.result.ok(), c.seconds, c.result.note};
+  BaselineResult b{c.method, c.evaluation.step_s, c.evaluation.result.ok(), c.seconds, c.result.note};
+  b.ci_low_s = c.evaluation.result.ci_low_s;
+  b.ci_high_s = c.evaluation.result.ci_high_s;
+  b.placement = c.result.placement;
+  return b;
 }
 
 void Trainer::warm_start(Task& t) {
@@ -396,11 +399,13 @@ TrainResult Trainer::run() {
   save_checkpoint();
 
   TrainResult res;
-  write_outputs(&res);
+  res.best_step_s = res.policy_best_step_s = tasks_[0]->best_step_s;
   if (!stopped_early) {
     compare_baselines(&res);
+    final_table(&res);
     place_held_out(eo, &res);
   }
+  write_outputs(&res);
   res.seconds = seconds_since(t_start);
   for (const auto& t : tasks_) res.remote_evaluations += t->env->stats().remote;
   write_summary(res);

@@ -161,8 +161,11 @@ TrainConfig parse_train_config(const std::string& text, const std::string& origi
   reward.read("mode", &reward_mode);
   reward.read("exponent", &rw.exponent, 0.01, 4.0);
   reward.read("failure_penalty_s", &rw.failure_penalty_s, 0.0, 1e6);
-  reward.read("measure_warmup", &rw.measure_warmup, 0, 1000);
-  reward.read("measure_steps", &rw.measure_steps, 1, 1000);
+  reward.read("measure_warmup", &rw.measure.warmup_steps, 0, 1000);
+  reward.read("measure_steps", &rw.measure.measured_steps, 1, 1000);
+  reward.read("measure_max_steps", &rw.measure.max_steps, 0, 100000);
+  reward.read("measure_target", &rw.measure.target_halfwidth, 0.0, 0.5);
+  reward.read("measure_budget_s", &rw.measure.budget_s, 0.0, 1e6);
   reward.read("hybrid_measure_top", &rw.hybrid_measure_top, 0, 1000);
   reward.read("profile", &rw.profile);
   reward.finish();
@@ -276,7 +279,11 @@ std::string train_config_to_json(const TrainConfig& c) {
   o << "  \"reward\": {\"mode\": " << json_quote(reward_mode_name(c.reward.mode))
     << ", \"exponent\": " << json_number(c.reward.exponent)
     << ", \"failure_penalty_s\": " << json_number(c.reward.failure_penalty_s)
-    << ", \"measure_warmup\": " << c.reward.measure_warmup << ", \"measure_steps\": " << c.reward.measure_steps
+    << ", \"measure_warmup\": " << c.reward.measure.warmup_steps
+    << ", \"measure_steps\": " << c.reward.measure.measured_steps
+    << ", \"measure_max_steps\": " << c.reward.measure.max_steps
+    << ", \"measure_target\": " << json_number(c.reward.measure.target_halfwidth)
+    << ", \"measure_budget_s\": " << json_number(c.reward.measure.budget_s)
     << ", \"hybrid_measure_top\": " << c.reward.hybrid_measure_top << ", \"profile\": " << json_quote(c.reward.profile)
     << "},\n";
   o << "  \"train\": {\"algorithm\": " << json_quote(algorithm_name(c.optimizer.algorithm))

@@ -2,6 +2,7 @@
 // with, held-out graphs and summary.json.
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <sstream>
 
 #include "placer/agent/compare.h"
@@ -33,16 +34,19 @@ void Trainer::write_outputs(TrainResult* res) {
   res->output_dir = dir_;
   res->updates = update_;
   res->samples = samples_;
-  res->best_step_s = t0.best_step_s;
-  res->best_measured = t0.best_measured;
+  if (res->best_found_by == "policy" || res->best_found_by == "none") {
+    if (res->table == "simulated") res->best_step_s = res->policy_best_step_s = t0.best_step_s;
+    res->best_measured = t0.best_measured || res->table != "simulated";
+    if (!t0.best.device_of.empty()) res->best_placement = to_named(t0.env->graph(), cluster_, t0.best);
+  }
   res->best_found_at_sample = t0.best_at;
+  res->measured_steps = t0.env->stats().measured_steps;
   res->lower_bound_s = t0.env->lower_bound();
   res->warm_start_method = t0.warm_method;
   res->warm_start_step_s = t0.warm_step_s;
-  if (!t0.best.device_of.empty()) {
-    res->best_placement = to_named(t0.env->graph(), cluster_, t0.best);
-    save_placement(res->best_placement, dir_ + "/best_placement.json");
-  }
+  if (!res->best_placement.device.empty()) save_placement(res->best_placement, dir_ + "/best_placement.json");
+  if (!t0.best.device_of.empty())
+    save_placement(to_named(t0.env->graph(), cluster_, t0.best), dir_ + "/policy_best_placement.json");
   if (t0.has_warm) save_placement(to_named(t0.env->graph(), cluster_, t0.warm), dir_ + "/warm_start_placement.json");
   write_file_atomic(dir_ + "/reward.svg",
                     reward_svg(rows_, c_.name + ": " + t0.env->graph().name + " on " + cluster_.name,
@@ -68,6 +72,46 @@ void Trainer::compare_baselines(TrainResult* res) {
   options.scoring = CompareScoring::Evaluate;
   options.catch_all = true;
   for (const Compared& c : compare_placers(more, ctx, options)) res->baselines.push_back(baseline_result(c));
+}
+
+void Trainer::final_table(TrainResult* res) {
+  Task& t0 = *tasks_[0];
+  res->policy_best_step_s = res->best_step_s =
+      t0.best.device_of.empty() ? std::numeric_limits<double>::infinity() : t0.best_step_s;
+  if (t0.best.device_of.empty()) res->best_found_by = "none";
+  if (c_.reward.mode != RewardMode::Simulated && !t0.best.device_of.empty()) {
+    // Every row in one fresh, interleaved run: the policy's best first, then each placed baseline.
+    std::vector<Placement> rows = {t0.best};
+    std::vector<BaselineResult*> of_row = {nullptr};
+    for (BaselineResult& b : res->baselines)
+      if (b.ok && !b.placement.device_of.empty()) {
+        rows.push_back(b.placement);
+        of_row.push_back(&b);
+      }
+    std::fprintf(stderr, "final table: measuring %zu placements side by side, interleaved...\n", rows.size());
+    const std::vector<StepResult> rs = t0.env->measure_side_by_side(rows, /*fresh=*/true);
+    for (size_t i = 0; i < rs.size(); ++i) {
+      const double step = rs[i].ok() ? rs[i].step_s : failure_penalty_seconds(rs[i], t0.env->options().reward);
+      if (!of_row[i]) {
+        res->policy_best_step_s = res->best_step_s = step;
+        res->policy_ci_low_s = rs[i].ci_low_s;
+        res->policy_ci_high_s = rs[i].ci_high_s;
+        continue;
+      }
+      of_row[i]->ok = rs[i].ok();
+      of_row[i]->step_s = step;
+      of_row[i]->ci_low_s = rs[i].ci_low_s;
+      of_row[i]->ci_high_s = rs[i].ci_high_s;
+    }
+    res->table = "measured side by side";
+  }
+  // Never worse than what it saw: a baseline faster than the policy's best is the result.
+  for (const BaselineResult& b : res->baselines)
+    if (b.ok && !b.placement.device_of.empty() && b.step_s < res->best_step_s) {
+      res->best_step_s = b.step_s;
+      res->best_found_by = b.method;
+      res->best_placement = to_named(t0.env->graph(), cluster_, b.placement);
+    }
 }
 
 void Trainer::place_held_out(const EnvOptions& eo, TrainResult* result) {
@@ -99,6 +143,10 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"samples\": " << res.samples << ",\n  \"train_seconds\": " << num(rl_seconds_)
     << ",\n  \"remote_evaluations\": " << res.remote_evaluations << ",\n  \"best_step_s\": " << num(res.best_step_s)
     << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
+    << ",\n  \"best_found_by\": " << json_quote(res.best_found_by)
+    << ",\n  \"policy_best_step_s\": " << num(res.policy_best_step_s)
+    << ",\n  \"policy_ci_s\": [" << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]"
+    << ",\n  \"table\": " << json_quote(res.table) << ",\n  \"measured_steps\": " << res.measured_steps
     << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample
     << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s)
     << ",\n  \"warm_start\": {\"method\": " << json_quote(res.warm_start_method)
@@ -108,6 +156,7 @@ void Trainer::write_summary(const TrainResult& res) {
     const auto& b = res.baselines[i];
     o << (i ? ",\n    " : "\n    ") << "{\"method\": " << json_quote(b.method)
       << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"step_s\": " << num(b.step_s)
+      << ", \"ci_s\": [" << num(b.ci_low_s) << ", " << num(b.ci_high_s) << "]"
       << ", \"seconds\": " << num(b.seconds) << ", \"note\": " << json_quote(b.note) << "}";
   }
   o << "],\n  \"held_out\": [";

@@ -142,6 +142,8 @@ StepResult Calibration::simulate(const Placement& placement) const {
   StepResult r = placer::simulate(problem_->context(), placement, problem_->cluster(), *model);
   if (scale != 1.0) {
     r.step_s *= scale;
+    r.ci_low_s *= scale;
+    r.ci_high_s *= scale;
     for (double& s : r.samples_s) s *= scale;
   }
   return r;
@@ -218,34 +220,61 @@ struct MeasuredEvaluator::Impl {
   MeasureOptions measure;
   std::mutex mu;
   std::unique_ptr<Runtime> runtime;
+  std::unordered_map<uint64_t, std::vector<std::pair<Placement, std::vector<double>>>> samples;  // by placement hash
   std::atomic<int64_t> measurements{0};
+  std::atomic<int64_t> steps{0};
+
+  std::vector<double>& kept(const Placement& p) {
+    auto& bucket = samples[placement_hash(p)];
+    for (auto& [q, s] : bucket)
+      if (q == p) return s;
+    return bucket.emplace_back(p, std::vector<double>{}).second;
+  }
+
+  // The protocol over the placements; each one's earlier samples count.
+  std::vector<StepResult> run(const std::vector<Placement>& placements, bool fresh = false) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!runtime) runtime = std::make_unique<Runtime>(problem->cluster());
+    std::vector<std::vector<double>> prior;
+    for (const Placement& p : placements) prior.push_back(fresh ? std::vector<double>{} : kept(p));
+    std::vector<StepResult> results = runtime->measure_interleaved(problem->graph(), placements, measure, &prior);
+    for (size_t i = 0; i < placements.size(); ++i) {
+      ++measurements;
+      if (!results[i].ok()) continue;
+      steps += static_cast<int64_t>(results[i].samples_s.size() - prior[i].size());
+      kept(placements[i]) = results[i].samples_s;
+    }
+    return results;
+  }
 };
 
 MeasuredEvaluator::MeasuredEvaluator(std::shared_ptr<const PreparedProblem> problem, RewardOptions reward,
-                                     int warmup_steps, int measured_steps)
+                                     MeasureOptions measure)
     : impl_(std::make_unique<Impl>()) {
+  validate(measure);
   impl_->problem = std::move(problem);
   impl_->reward = reward;
-  impl_->measure.warmup_steps = warmup_steps;
-  impl_->measure.measured_steps = measured_steps;
+  impl_->measure = measure;
 }
 
 MeasuredEvaluator::~MeasuredEvaluator() = default;
 
 std::vector<Evaluation> MeasuredEvaluator::evaluate(const std::vector<Placement>& placements) {
-  Impl& im = *impl_;
   std::vector<Evaluation> out;
   out.reserve(placements.size());
-  for (const Placement& p : placements) {
-    std::lock_guard<std::mutex> lock(im.mu);
-    if (!im.runtime) im.runtime = std::make_unique<Runtime>(im.problem->cluster());
-    ++im.measurements;
-    out.push_back(score(im.runtime->measure(im.problem->graph(), p, im.measure), im.reward, true));
-  }
+  for (StepResult& r : impl_->run(placements)) out.push_back(score(std::move(r), impl_->reward, true));
   return out;
 }
 
-void MeasuredEvaluator::add_stats(EvalStats& stats) const { stats.measurements += impl_->measurements.load(); }
+std::vector<StepResult> MeasuredEvaluator::measure_side_by_side(const std::vector<Placement>& placements,
+                                                                bool fresh) {
+  return impl_->run(placements, fresh);
+}
+
+void MeasuredEvaluator::add_stats(EvalStats& stats) const {
+  stats.measurements += impl_->measurements.load();
+  stats.measured_steps += impl_->steps.load();
+}
 
 // ---- HybridEvaluator ----
 

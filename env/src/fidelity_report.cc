@@ -56,6 +56,9 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
     p.measured_s = number(pt, "measured_s");
     p.measured_iqr_s = number(pt, "measured_iqr_s");
     p.simulated_s = number(pt, "simulated_s");
+    if (const auto v = pt.get("ci_low_s").number()) p.ci_low_s = *v;
+    if (const auto v = pt.get("ci_high_s").number()) p.ci_high_s = *v;
+    if (const auto v = pt.get("steps").number()) p.steps = static_cast<int64_t>(*v);
     p.transfer_bytes = static_cast<int64_t>(number(pt, "transfer_bytes"));
     const JsonNode rounds = pt.get("rounds_s");
     for (size_t k = 0; k < rounds.size(); ++k)
@@ -81,6 +84,8 @@ std::string FidelityReport::to_json() const {
     const auto& p = points[i];
     o << "    {\"kind\": \"" << p.kind << "\", \"measured_s\": " << format_number(p.measured_s, 8)
       << ", \"measured_iqr_s\": " << format_number(p.measured_iqr_s, 8)
+      << ", \"ci_low_s\": " << format_number(p.ci_low_s, 8) << ", \"ci_high_s\": " << format_number(p.ci_high_s, 8)
+      << ", \"steps\": " << p.steps
       << ", \"simulated_s\": " << format_number(p.simulated_s, 8) << ", \"transfer_bytes\": " << p.transfer_bytes
       << ", \"rounds_s\": [";
     for (size_t r = 0; r < p.rounds_s.size(); ++r) o << (r ? ", " : "") << format_number(p.rounds_s[r], 8);
@@ -106,12 +111,13 @@ std::string FidelityReport::to_markdown() const {
     o << "The measurement against itself (round 1 vs round 2 of the same placements): Spearman "
       << format_number(retest_spearman, 3)
       << ". A simulator cannot rank placements more reliably than the measurement does.\n\n";
-  o << "| # | kind | measured s (IQR of its round) | simulated s | error | transfer MB "
-       "|\n|---:|---|---:|---:|---:|---:|\n";
+  o << "| # | kind | measured s (median) | 95% interval | steps | simulated s | error | transfer MB "
+       "|\n|---:|---|---:|---|---:|---:|---:|---:|\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
-    o << "| " << i << " | " << p.kind << " | " << format_number(p.measured_s, 4) << " ("
-      << format_number(p.measured_iqr_s, 2) << ") | " << format_number(p.simulated_s, 4) << " | "
+    o << "| " << i << " | " << p.kind << " | " << format_number(p.measured_s, 4) << " | ["
+      << format_number(p.ci_low_s, 4) << ", " << format_number(p.ci_high_s, 4) << "] | " << p.steps << " | "
+      << format_number(p.simulated_s, 4) << " | "
       << format_number(100 * (p.simulated_s - p.measured_s) / p.measured_s, 3) << "% | "
       << format_number(p.transfer_bytes / 1e6, 4) << " |\n";
   }

@@ -433,6 +433,7 @@ StepResult Simulation::result() const {
   StepResult result;
   result.step_s = makespan_;
   result.samples_s = {makespan_};
+  result.ci_low_s = result.ci_high_s = makespan_;
   result.transfer_bytes = transfer_bytes_;
   result.devices.resize(D_);
   double worst_ratio = 0.0;

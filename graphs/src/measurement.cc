@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "placer/graphs/files.h"
+#include "placer/graphs/stats.h"
 
 namespace placer {
 
@@ -19,6 +20,16 @@ const char* step_status_name(StepStatus status) {
     case StepStatus::Error: return "error";
   }
   return "error";
+}
+
+void StepResult::summarize(double confidence) {
+  if (samples_s.empty()) return;
+  const MedianInterval m = median_interval(samples_s, confidence);
+  step_s = m.median;
+  iqr_s = quantile(samples_s, 0.75) - quantile(samples_s, 0.25);
+  ci_low_s = m.low;
+  ci_high_s = m.high;
+  ci_level = m.level;
 }
 
 namespace {
@@ -62,9 +73,22 @@ struct TraceEvent {
   };
 };
 
+
+// The trace's otherData: the measurement the traced step belongs to.
+struct TraceSummary {
+  const StepResult* r = nullptr;
+  template <class A>
+  void save(A& ar) const {
+    ar(make_nvp("step_s", r->step_s), make_nvp("ci_low_s", r->ci_low_s), make_nvp("ci_high_s", r->ci_high_s),
+       make_nvp("ci_level", r->ci_level), make_nvp("steps", static_cast<int64_t>(r->samples_s.size())),
+       make_nvp("stop", r->stop));
+  }
+};
+
 }  // namespace
 
-void write_chrome_trace(const std::vector<TimelineEvent>& events, const std::string& path) {
+void write_chrome_trace(const std::vector<TimelineEvent>& events, const std::string& path,
+                        const StepResult* measured) {
   // Device lanes first, then transfer channels ("a->b"), each in order of first appearance.
   std::vector<std::string> lanes;
   std::map<std::string, int> tid_of;
@@ -103,6 +127,7 @@ void write_chrome_trace(const std::vector<TimelineEvent>& events, const std::str
   {
     cereal::JSONOutputArchive ar(out, cereal::JSONOutputArchive::Options::NoIndent());
     ar(make_nvp("displayTimeUnit", std::string("ms")), make_nvp("traceEvents", trace));
+    if (measured) ar(make_nvp("otherData", TraceSummary{measured}));
   }
   out << '\n';
   write_file_atomic(path, out.str());

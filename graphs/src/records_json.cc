@@ -283,7 +283,9 @@ std::string step_result_to_json(const StepResult& result) {
   return write_json([&](cereal::JSONOutputArchive& ar) {
     ar(make_nvp("format", std::string("placer.step_result")), make_nvp("version", kGraphFormatVersion),
        make_nvp("status", std::string(step_status_name(result.status))), make_nvp("message", result.message),
-       make_nvp("step_s", result.step_s), make_nvp("iqr_s", result.iqr_s), make_nvp("samples_s", result.samples_s),
+       make_nvp("step_s", result.step_s), make_nvp("iqr_s", result.iqr_s), make_nvp("ci_low_s", result.ci_low_s),
+       make_nvp("ci_high_s", result.ci_high_s), make_nvp("ci_level", result.ci_level), make_nvp("stop", result.stop),
+       make_nvp("steps", static_cast<int64_t>(result.samples_s.size())), make_nvp("samples_s", result.samples_s),
        make_nvp("devices", devices), make_nvp("transfer_bytes", result.transfer_bytes),
        make_nvp("oom_device", result.oom_device), make_nvp("oom_needed_bytes", result.oom_needed_bytes),
        make_nvp("oom_capacity_bytes", result.oom_capacity_bytes));
@@ -305,6 +307,10 @@ StepResult step_result_from_json(const std::string& text) {
   s.message = r.opt_string(doc, "message", "");
   s.step_s = r.opt_number(doc, "step_s", "", 0.0);
   s.iqr_s = r.opt_number(doc, "iqr_s", "", 0.0);
+  s.ci_low_s = r.opt_number(doc, "ci_low_s", "", s.step_s);
+  s.ci_high_s = r.opt_number(doc, "ci_high_s", "", s.step_s);
+  s.ci_level = r.opt_number(doc, "ci_level", "", 0.0);
+  s.stop = r.opt_string(doc, "stop", "");
   if (const rj::Value* v = r.member(doc, "samples_s")) s.samples_s = r.numbers(*v, "", "samples_s");
   if (const rj::Value* devices = r.member(doc, "devices")) {
     r.array(*devices, "", "devices");

@@ -29,6 +29,7 @@
 #include "placer/graphs/ir.h"
 #include "placer/graphs/measurement.h"
 #include "placer/graphs/placement.h"
+#include "placer/graphs/stats.h"
 #include "placer/graphs/timing.h"
 #include "placer/runtime/runtime.h"
 
@@ -41,15 +42,7 @@ namespace placer::rt {
 
 using Clock = std::chrono::steady_clock;
 
-// The q-quantile of samples, interpolated (0 for none).
-inline double quantile(std::vector<double> v, double q) {
-  if (v.empty()) return 0.0;
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
-}
+using placer::quantile;  // graphs/stats.h
 
 // ---------------------------------------------------------------- devices.cc
 
@@ -288,6 +281,21 @@ class Executor {
   std::vector<std::unique_ptr<Worker>> workers_;  // devices first, then channels
   Step* current_ = nullptr;
 };
+
+// ---------------------------------------------------------------- runtime.cc
+
+}  // namespace placer::rt
+
+namespace placer {
+struct Runtime::Impl {
+  Cluster cluster;
+  rt::Executor executor;
+  std::mutex mu;  // one measurement at a time: the executor threads are shared
+  Impl(Cluster c, std::vector<rt::DeviceCtx> devices) : cluster(std::move(c)), executor(std::move(devices)) {}
+};
+}  // namespace placer
+
+namespace placer::rt {
 
 // ---------------------------------------------------------------- profile.cc
 

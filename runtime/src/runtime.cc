@@ -1,4 +1,4 @@
-// The Runtime API: measure, run_once and profile (profile.cc) on top of the executor.
+// The Runtime API: run_once and profile (profile.cc) on top of the executor; measure is in measure.cc.
 #include "placer/runtime/runtime.h"
 
 #include <algorithm>
@@ -21,13 +21,6 @@ Session rt::new_session(const Plan& plan, uint64_t seed, int devices) {
   return s;
 }
 
-struct Runtime::Impl {
-  Cluster cluster;
-  Executor executor;
-  std::mutex mu;  // one measurement at a time: the executor threads are shared
-  Impl(Cluster c, std::vector<DeviceCtx> devices) : cluster(std::move(c)), executor(std::move(devices)) {}
-};
-
 Runtime::Runtime(Cluster cluster) {
   validate_cluster(cluster);
   auto devices = make_devices(cluster);
@@ -37,50 +30,6 @@ Runtime::Runtime(Cluster cluster) {
 Runtime::~Runtime() = default;
 
 const Cluster& Runtime::cluster() const { return impl_->cluster; }
-
-StepResult Runtime::measure(const Graph& graph, const Placement& placement, const MeasureOptions& options,
-                            std::vector<TimelineEvent>* timeline) {
-  if (options.warmup_steps < 0) throw InputError("measure: warmup_steps must be >= 0");
-  if (options.measured_steps < 1) throw InputError("measure: measured_steps must be >= 1");
-  if (!(options.timeout_s > 0)) throw InputError("measure: timeout_s must be > 0");
-  validate_placement(graph, impl_->cluster, placement);
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  const int d = impl_->cluster.size();
-  const Plan plan = make_plan(graph, placement, d, false);
-  Session session = new_session(plan, options.seed, d);
-
-  StepResult result;
-  result.devices.resize(d);
-  for (int i = 0; i < d; ++i) result.devices[i].device = impl_->cluster.devices[i].name;
-  std::vector<std::vector<double>> busy(d);
-  const int total = options.warmup_steps + options.measured_steps;
-  for (int step = 0; step < total; ++step) {
-    const bool last = step + 1 == total;
-    std::vector<TimelineEvent> events;
-    StepOutcome o = impl_->executor.run_step(session, options.timeout_s,
-                                             (last && (options.timeline || timeline)) ? &events : nullptr);
-    for (int i = 0; i < d; ++i) result.devices[i].peak_bytes = std::max(result.devices[i].peak_bytes, o.peak_bytes[i]);
-    if (o.status != StepStatus::Ok) {
-      result.status = o.status;
-      result.message = o.message;
-      result.oom_device = o.oom_device;
-      result.oom_needed_bytes = o.oom_needed;
-      result.oom_capacity_bytes = o.oom_capacity;
-      result.transfer_bytes = o.transfer_bytes;
-      return result;
-    }
-    if (step >= options.warmup_steps) {
-      result.samples_s.push_back(o.step_s);
-      for (int i = 0; i < d; ++i) busy[i].push_back(o.busy_s[i]);
-      result.transfer_bytes = o.transfer_bytes;
-    }
-    if (last && timeline) *timeline = std::move(events);
-  }
-  result.step_s = quantile(result.samples_s, 0.5);
-  result.iqr_s = quantile(result.samples_s, 0.75) - quantile(result.samples_s, 0.25);
-  for (int i = 0; i < d; ++i) result.devices[i].busy_s = quantile(busy[i], 0.5);
-  return result;
-}
 
 StepValues Runtime::run_once(const Graph& graph, const Placement& placement, uint64_t seed, const StepValues* feed) {
   validate_placement(graph, impl_->cluster, placement);

@@ -7,6 +7,7 @@
 #include <rapidjson/writer.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 
@@ -283,10 +284,12 @@ void JobManager::run_learned(Job& job) {
   job.updates = r.updates;
   job.samples = r.samples;
   job.remote_evaluations += r.remote_evaluations;
-  if (r.best_step_s > 0) {
+  if (r.best_step_s > 0 && std::isfinite(r.best_step_s)) {
     job.best_step_s = r.best_step_s;
     job.best_measured = r.best_measured;
-    job.best_method = std::string("learned:") + policy_type_name(c.policy.type);
+    // Never worse than what it saw: a baseline that beat the policy is the answer, under its own name.
+    job.best_method =
+        r.best_found_by == "policy" ? std::string("learned:") + policy_type_name(c.policy.type) : r.best_found_by;
     job.best_placement = r.best_placement;
   }
   for (const auto& b : r.baselines)

@@ -28,7 +28,7 @@ using namespace wire;
 using std::chrono::milliseconds;
 
 struct HeldProblem {
-  std::vector<std::string> frames;  // mode, warmup, steps, graph, cluster, profile
+  std::vector<std::string> frames;  // mode, warmup, measure, graph, cluster, profile
   std::once_flag built;
   std::shared_ptr<Environment> env;
   bool measured = false;
@@ -151,9 +151,14 @@ void WorkerRun::receive(std::vector<zmq::message_t>& parts) {
 void WorkerRun::build(HeldProblem& p) {
   const RewardMode mode = parse_reward_mode(p.frames[0]);
   if (mode == RewardMode::Hybrid) throw InputError("hybrid is not a worker mode");
-  int64_t warmup = 0, steps = 0;
-  if (!parse_int(p.frames[1], &warmup) || !parse_int(p.frames[2], &steps))
+  int64_t warmup = 0;
+  EnvOptions eo;
+  MeasureOptions& m = eo.measure;
+  if (!parse_int(p.frames[1], &warmup) || warmup > 100000 ||
+      !parse_measure_frame(p.frames[2], &m.measured_steps, &m.max_steps, &m.target_halfwidth, &m.budget_s))
     throw InputError("malformed measure settings");
+  m.warmup_steps = static_cast<int>(warmup);
+  validate(m);
   Graph graph = graph_from_json(p.frames[3]);
   Cluster cluster = cluster_from_json(p.frames[4]);
   if (mode == RewardMode::Measured) {
@@ -164,10 +169,7 @@ void WorkerRun::build(HeldProblem& p) {
       throw InputError("measured tasks on cluster '" + cluster.name + "' need devices " + join(missing) +
                        ", which this worker lacks (it has " + join(devices_) + "; start it with --devices)");
   }
-  EnvOptions eo;
   eo.mode = mode;
-  eo.measure_warmup = static_cast<int>(warmup);
-  eo.measure_steps = static_cast<int>(steps);
   eo.threads = 1;  // this worker runs its slots in parallel, not one evaluation
   if (!p.frames[5].empty()) eo.profile = profile_from_json(p.frames[5]);
   p.ops = graph.size();

@@ -90,6 +90,21 @@ inline bool parse_int(const std::string& text, int64_t* out) {
   return true;
 }
 
+// The PROBLEM frame `measure`: "MIN MAX TARGET BUDGET" (runtime.h's
+// measured_steps, max_steps, target_halfwidth, budget_s; the warm-up has a frame
+// of its own). False for anything else.
+inline std::string measure_frame(int min_steps, int max_steps, double target, double budget_s) {
+  char b[128];
+  std::snprintf(b, sizeof b, "%d %d %.17g %.17g", min_steps, max_steps, target, budget_s);
+  return b;
+}
+inline bool parse_measure_frame(const std::string& text, int* min_steps, int* max_steps, double* target,
+                                double* budget_s) {
+  if (text.size() > 120) return false;
+  char tail = 0;
+  return std::sscanf(text.c_str(), "%d %d %lf %lf %c", min_steps, max_steps, target, budget_s, &tail) == 4;
+}
+
 // 128-bit content key over the frames (length-prefixed): a worker caches
 // problems by it, across pools, so equal content must give equal keys.
 inline std::string content_key(const std::vector<std::string>& frames) {

@@ -273,6 +273,42 @@ TEST(LearnedTrain, CloneSearchClonesTheBestPlacementOfAll) {
   EXPECT_NEAR(env.simulate(policy_placement(f.dir + "/search", 5)).step_s, search.warm_start_step_s, 1e-9);
 }
 
+// "Never worse than what it saw": a baseline the run compared with that beats
+// the policy's own best is the run's result, credited to the baseline, and the
+// policy's own best is reported apart.
+TEST(LearnedTrain, ResultIsNeverWorseThanABaselineItRan) {
+  const Fixture f = make_fixture("never_worse", 5);
+  std::string text = config_text(f, f.dir + "/run", 1);
+  text.replace(text.find("samples_per_update: 8"), 21, "samples_per_update: 2");
+  text += "compare: [single, local_search]\n";
+  const TrainResult r = train(parse_train_config(text, "test"), nullptr, quiet());
+  double fastest = 1e30;
+  std::string fastest_method;
+  for (const BaselineResult& b : r.baselines)
+    if (b.ok && b.step_s < fastest) {
+      fastest = b.step_s;
+      fastest_method = b.method;
+    }
+  ASSERT_EQ(r.baselines.size(), 2u);
+  // Two random samples of an untrained policy: slower than local_search's placement.
+  EXPECT_GT(r.policy_best_step_s, fastest * 1.05);
+  EXPECT_EQ(r.best_found_by, "local_search");
+  EXPECT_EQ(fastest_method, "local_search");
+  EXPECT_DOUBLE_EQ(r.best_step_s, fastest);
+  EXPECT_EQ(r.table, "simulated");
+  // What the run hands out is that placement.
+  Environment env(two_chains(5), two_devices());
+  const Placement best = from_named(env.graph(), env.cluster(), load_placement(f.dir + "/run/best_placement.json"));
+  EXPECT_NEAR(env.simulate(best).step_s, r.best_step_s, 1e-12);
+  const Placement own =
+      from_named(env.graph(), env.cluster(), load_placement(f.dir + "/run/policy_best_placement.json"));
+  EXPECT_NEAR(env.simulate(own).step_s, r.policy_best_step_s, 1e-12);
+  std::ifstream summary(f.dir + "/run/summary.json");
+  const std::string json((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"best_found_by\": \"local_search\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"policy_best_step_s\""), std::string::npos);
+}
+
 void expect_error(const std::string& text, const std::string& needle) {
   try {
     parse_train_config(text, "bad.yaml");

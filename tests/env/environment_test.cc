@@ -183,8 +183,9 @@ TEST(Environment, MeasuredAndHybridUseTheRuntime) {
   const Cluster cpus = parse_device_list("cpu:2");
   EnvOptions measured;
   measured.mode = RewardMode::Measured;
-  measured.measure_warmup = 0;
-  measured.measure_steps = 1;
+  measured.measure.warmup_steps = 0;
+  measured.measure.measured_steps = 1;
+  measured.measure.max_steps = 1;
   Environment env(g, cpus, measured);
   const Evaluation e = env.evaluate(single_device(g, DeviceId(1)));
   EXPECT_TRUE(e.measured);

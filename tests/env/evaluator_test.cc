@@ -112,17 +112,52 @@ TEST(SimulatedEvaluator, MatchesTheSimulatorAndTheEnvironment) {
 TEST(MeasuredEvaluator, MeasuresEachPlacementOnce) {
   const Graph g = testing::small_mlp();
   auto problem = PreparedProblem::make(g, parse_device_list("cpu:2"));
-  MeasuredEvaluator m(problem, RewardOptions{}, 0, 1);
+  MeasureOptions once;
+  once.warmup_steps = 0;
+  once.measured_steps = 1;
+  once.max_steps = 1;
+  MeasuredEvaluator m(problem, RewardOptions{}, once);
   const auto evals = m.evaluate(batch_of(g, 2, 5));
   ASSERT_EQ(evals.size(), 2u);
   for (const auto& e : evals) {
     EXPECT_TRUE(e.measured);
     EXPECT_TRUE(e.result.ok()) << e.result.message;
     EXPECT_EQ(e.step_s, e.result.step_s);
+    EXPECT_EQ(e.result.stop, "steps");
   }
   EvalStats s;
   m.add_stats(s);
   EXPECT_EQ(s.measurements, 2);
+  EXPECT_EQ(s.measured_steps, 2);
+}
+
+// A placement measured again keeps its samples: its interval narrows instead
+// of starting over; a fresh side-by-side run starts from none.
+TEST(MeasuredEvaluator, MeasuringAgainAddsToTheSamples) {
+  const Graph g = testing::small_mlp();
+  auto problem = PreparedProblem::make(g, parse_device_list("cpu:2"));
+  MeasureOptions o;
+  o.warmup_steps = 0;
+  o.measured_steps = 3;
+  o.max_steps = 3;
+  MeasuredEvaluator m(problem, RewardOptions{}, o);
+  const auto batch = batch_of(g, 2, 5);
+  const auto first = m.evaluate(batch);
+  ASSERT_EQ(first[0].result.samples_s.size(), 3u);
+  // 3 kept + 1 new reach the minimum of 3 at once: one step each.
+  const std::vector<StepResult> again = m.measure_side_by_side(batch, false);
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[0].samples_s.size(), 4u);
+  EXPECT_EQ(std::vector<double>(again[0].samples_s.begin(), again[0].samples_s.begin() + 3),
+            first[0].result.samples_s);
+  const std::vector<StepResult> fresh = m.measure_side_by_side(batch, true);
+  EXPECT_EQ(fresh[1].samples_s.size(), 3u);
+  EnvOptions eo;
+  eo.measure = o;
+  Environment env(g, parse_device_list("cpu:2"), eo);  // simulated rewards: measuring side by side still works
+  const std::vector<StepResult> side = env.measure_side_by_side(batch);
+  ASSERT_TRUE(side[0].ok() && side[1].ok());
+  EXPECT_EQ(side[0].stop, "steps");
 }
 
 TEST(CachingEvaluator, CountsHitsAndForgetsStaleSimulations) {

@@ -82,9 +82,20 @@ TEST(Fidelity, ReportReadsBackFromItsJsonWithTheRetestFigure) {
   r.host = "test";
   r.ops = 12;
   // Round 2 ranks the points in reverse: the measurement disagrees with itself.
-  r.points = {{"single", 1.0, 0.0, 1.1, 0, {1.0, 3.0}},
-              {"split", 2.0, 0.0, 1.8, 100, {2.0, 2.0}},
-              {"random", 3.0, 0.0, 3.3, 5, {3.0, 1.0}}};
+  auto point = [](const char* kind, double measured, double simulated, int64_t bytes, std::vector<double> rounds) {
+    FidelityPoint p;
+    p.kind = kind;
+    p.measured_s = measured;
+    p.ci_low_s = 0.9 * measured;
+    p.ci_high_s = 1.1 * measured;
+    p.steps = 12;
+    p.simulated_s = simulated;
+    p.transfer_bytes = bytes;
+    p.rounds_s = std::move(rounds);
+    return p;
+  };
+  r.points = {point("single", 1.0, 1.1, 0, {1.0, 3.0}), point("split", 2.0, 1.8, 100, {2.0, 2.0}),
+              point("random", 3.0, 3.3, 5, {3.0, 1.0})};
   r.compute_statistics();
   EXPECT_DOUBLE_EQ(r.retest_spearman, -1.0);
   EXPECT_NE(r.to_markdown().find("round 1 vs round 2"), std::string::npos);

@@ -51,10 +51,14 @@ TEST(Gpu, MeasureTimesWithEventsAndReportsAllocatorPeak) {
   MeasureOptions o;
   o.warmup_steps = 2;
   o.measured_steps = 5;
+  o.max_steps = 5;
   std::vector<TimelineEvent> events;
   const StepResult r = rt.measure(train, round_robin_groups(train, 2), o, &events);
   ASSERT_TRUE(r.ok()) << r.message;
   EXPECT_EQ(r.samples_s.size(), 5u);
+  EXPECT_EQ(r.stop, "steps");
+  EXPECT_LE(r.ci_low_s, r.step_s);
+  EXPECT_GE(r.ci_high_s, r.step_s);
   EXPECT_GT(r.step_s, 0.0);
   EXPECT_GT(r.devices[1].busy_s, 0.0);
   EXPECT_LT(r.devices[1].busy_s, r.step_s * 1.01);

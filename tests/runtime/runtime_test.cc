@@ -94,6 +94,7 @@ TEST(Runtime, MeasureReportsSamplesBusyPeakAndTransfers) {
   MeasureOptions o;
   o.warmup_steps = 1;
   o.measured_steps = 4;
+  o.max_steps = 4;
   StepResult single = rt.measure(train, single_device(train, DeviceId(0)), o);
   ASSERT_TRUE(single.ok()) << single.message;
   EXPECT_EQ(single.samples_s.size(), 4u);

@@ -321,8 +321,9 @@ TEST(WorkerPool, MeasuredTasksGoOnlyToWorkersWithTheDevices) {
   const Cluster cpus = parse_device_list("cpu:2");
   RemoteSettings s;
   s.mode = RewardMode::Measured;
-  s.measure_warmup = 0;
-  s.measure_steps = 1;
+  s.measure.warmup_steps = 0;
+  s.measure.measured_steps = 1;
+  s.measure.max_steps = 1;
   auto problem = pool.prepare(g, cpus, s);
   const std::vector<Placement> one = {single_device(g, DeviceId(1))};
   try {

@@ -64,8 +64,9 @@ struct RewardConfig {
   RewardMode mode = RewardMode::Simulated;
   double exponent = 0.5;
   double failure_penalty_s = 100.0;
-  int measure_warmup = 2;
-  int measure_steps = 5;
+  // The measurement protocol (runtime.h); config keys measure_warmup,
+  // measure_steps (the minimum), measure_max_steps, measure_target, measure_budget_s.
+  MeasureOptions measure;
   int hybrid_measure_top = 1;
   std::string profile;  // optional profile file calibrating the simulator
 };
@@ -185,6 +186,8 @@ struct BaselineResult {
   bool ok = false;
   double seconds = 0.0;  // time to place
   std::string note;
+  double ci_low_s = 0.0, ci_high_s = 0.0;  // measured side by side: the median's 95% interval
+  Placement placement;                     // when placed
 };
 
 struct TrainResult {
@@ -192,8 +195,17 @@ struct TrainResult {
   int64_t updates = 0;
   int64_t samples = 0;
   double seconds = 0.0;      // wall time of this invocation (including warm start)
-  double best_step_s = 0.0;  // of the best placement (measured when the mode measures)
+  // The fastest placement evaluated, the baselines' included ("never worse than
+  // what it saw"): best_found_by is "policy" or the baseline's method.
+  double best_step_s = 0.0;
   bool best_measured = false;
+  std::string best_found_by = "policy";
+  double policy_best_step_s = 0.0;  // the policy's own best, never credited with a baseline's find
+  double policy_ci_low_s = 0.0, policy_ci_high_s = 0.0;
+  // How the final table's rows were made: "simulated", or "measured side by
+  // side" (one fresh interleaved run of every row, intervals in ci_*).
+  std::string table = "simulated";
+  int64_t measured_steps = 0;  // steps run for measured rewards during training (warm-up excluded)
   int64_t best_found_at_sample = 0;
   NamedPlacement best_placement;
   double lower_bound_s = 0.0;

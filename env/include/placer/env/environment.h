@@ -19,6 +19,7 @@
 #include "placer/graphs/measurement.h"
 #include "placer/graphs/placement.h"
 #include "placer/graphs/profile.h"
+#include "placer/runtime/runtime.h"
 
 namespace placer {
 
@@ -27,8 +28,7 @@ class RemoteEvaluator;  // env/remote.h
 struct EnvOptions {
   RewardMode mode = RewardMode::Simulated;
   RewardOptions reward;
-  int measure_warmup = 2;
-  int measure_steps = 5;
+  MeasureOptions measure;  // the measurement protocol of measured and hybrid rewards (runtime.h)
   int hybrid_measure_top = 1;  // hybrid: measure the best N of each batch and every new best
   int threads = 0;             // simulated batch evaluation threads (0 = cores)
   // Calibrates the cost model when given; with a PreparedProblem, give the
@@ -57,6 +57,12 @@ class Environment {
 
   Evaluation evaluate(const Placement& placement);
   std::vector<Evaluation> evaluate_batch(const std::vector<Placement>& placements);
+  // Measures the placements side by side on this machine's devices, now,
+  // interleaved with the protocol of options().measure: the fair comparison
+  // for a final table. Unless `fresh`, a placement this environment measured
+  // before keeps its samples (they narrow its interval). Throws InputError
+  // when the cluster's devices cannot run here.
+  std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh = false);
   // Simulated result regardless of mode (for cheap ranking).
   StepResult simulate(const Placement& placement) const;
   double reward_of(const StepResult& result) const;

@@ -22,6 +22,7 @@
 #include "placer/graphs/measurement.h"
 #include "placer/graphs/placement.h"
 #include "placer/graphs/profile.h"
+#include "placer/runtime/runtime.h"
 
 namespace placer {
 
@@ -91,6 +92,7 @@ struct EvalStats {
   int64_t evaluations = 0;
   int64_t cache_hits = 0;
   int64_t measurements = 0;
+  int64_t measured_steps = 0;  // steps run for measurements (warm-up excluded)
   int64_t remote = 0;        // evaluations (simulations or measurements) done by a RemoteEvaluator
   int64_t calibrations = 0;  // hybrid: times the simulator was refit to measurements
   double step_scale = 1.0;   // hybrid: the current measured / simulated step factor
@@ -154,13 +156,15 @@ class SimulatedEvaluator : public Evaluator {
   int threads_;
 };
 
-// Runs each placement on this machine's Runtime (made on first use), one at a time.
+// Runs a batch of placements on this machine's Runtime (made on first use),
+// interleaved, with the measurement protocol. It keeps every placement's
+// samples: one measured again (measure_side_by_side) adds to them.
 class MeasuredEvaluator : public Evaluator {
  public:
-  MeasuredEvaluator(std::shared_ptr<const PreparedProblem> problem, RewardOptions reward, int warmup_steps,
-                    int measured_steps);
+  MeasuredEvaluator(std::shared_ptr<const PreparedProblem> problem, RewardOptions reward, MeasureOptions measure);
   ~MeasuredEvaluator() override;
   std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override;
+  std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh);
   void add_stats(EvalStats& stats) const override;
 
  private:

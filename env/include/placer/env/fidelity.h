@@ -28,11 +28,13 @@ std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& g
 
 struct FidelityPoint {
   std::string kind;         // "single", "round_robin", "split", "random", "perturbed"
-  double measured_s = 0.0;  // measured step time (placer fidelity: the fastest step over its rounds)
+  double measured_s = 0.0;  // measured step time: the median of every round's samples
   double measured_iqr_s = 0.0;
   double simulated_s = 0.0;
   int64_t transfer_bytes = 0;
-  std::vector<double> rounds_s;  // the fastest step of each round, in order
+  std::vector<double> rounds_s;  // each round's median step, in order
+  double ci_low_s = 0.0, ci_high_s = 0.0;  // the median's 95% interval
+  int64_t steps = 0;                       // measured steps, all rounds
 };
 
 struct FidelityReport {

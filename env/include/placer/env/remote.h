@@ -21,8 +21,7 @@ namespace placer {
 // the result the local environment would give.
 struct RemoteSettings {
   RewardMode mode = RewardMode::Simulated;  // Simulated or Measured (hybrid sends its measurements as Measured)
-  int measure_warmup = 2;
-  int measure_steps = 5;
+  MeasureOptions measure;
   const Profile* profile = nullptr;  // calibrates the simulator; null = roofline
 };
 

@@ -24,6 +24,14 @@ struct StepResult {
   double step_s = 0.0;            // median step time
   double iqr_s = 0.0;             // spread of the samples (Q3 - Q1)
   std::vector<double> samples_s;  // every measured step
+  // Measured results: the median's confidence interval (graphs/stats.h), the
+  // coverage it reaches, and why measuring stopped ("target": the interval
+  // was narrow enough, "max_steps", "budget", "steps": a fixed count).
+  // Simulated results: the interval is the step itself and `stop` is empty.
+  double ci_low_s = 0.0;
+  double ci_high_s = 0.0;
+  double ci_level = 0.0;
+  std::string stop;
   std::vector<DeviceStats> devices;
   int64_t transfer_bytes = 0;  // bytes moved between devices in one step
   // status == Oom: the device that overflowed and the bytes it would have needed.
@@ -32,6 +40,8 @@ struct StepResult {
   int64_t oom_capacity_bytes = 0;
 
   bool ok() const { return status == StepStatus::Ok; }
+  // Recomputes step_s, iqr_s and the interval from samples_s (ok results).
+  void summarize(double confidence = 0.95);
 };
 
 // One interval on a timeline lane (a device or a transfer channel).
@@ -45,7 +55,9 @@ struct TimelineEvent {
 
 // Writes Chrome trace-event JSON (opens in Perfetto / chrome://tracing),
 // one lane (tid) per device and per transfer channel. Throws InputError if
-// the file cannot be written.
-void write_chrome_trace(const std::vector<TimelineEvent>& events, const std::string& path);
+// the file cannot be written. With `measured`, the trace's `otherData` holds
+// its median step, the 95% interval, the step count and why measuring stopped.
+void write_chrome_trace(const std::vector<TimelineEvent>& events, const std::string& path,
+                        const StepResult* measured = nullptr);
 
 }  // namespace placer

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -17,13 +18,29 @@
 
 namespace placer {
 
+// The measurement protocol, one for every caller (measure, fidelity, measured
+// and hybrid rewards, service jobs, rollout workers). After `warmup_steps`
+// unmeasured steps it takes at least `measured_steps` steps and goes on until
+// the 95% interval of the median step is within `target_halfwidth` of the
+// median ("target"), `max_steps` steps are taken ("max_steps") or `budget_s`
+// seconds of measured steps have passed ("budget"). max_steps <= measured_steps
+// takes exactly measured_steps ("steps"). Several placements are measured
+// interleaved (A B C A B C ...), so a shared machine's drift falls on all alike.
 struct MeasureOptions {
   int warmup_steps = 2;
-  int measured_steps = 5;
-  double timeout_s = 120.0;  // per step; past it the result is Timeout
-  uint64_t seed = 0;         // inputs and params are drawn from it
-  bool timeline = false;     // record a TimelineEvent per op and transfer
+  int measured_steps = 5;         // at least
+  int max_steps = 30;             // at most
+  double target_halfwidth = 0.02;  // of the median; 0: until max_steps or the budget
+  double budget_s = 0.0;          // measured seconds, all placements together; 0: none
+  double timeout_s = 120.0;       // per step; past it the result is Timeout
+  uint64_t seed = 0;              // inputs and params are drawn from it
+  bool timeline = false;          // record a TimelineEvent per op and transfer
+  // Called after every measured step: the placement's index and its step time
+  // (progress reports; tests check the interleaving with it).
+  std::function<void(size_t placement, double step_s)> on_step;
 };
+// InputError naming the option for a bad value.
+void validate(const MeasureOptions& options);
 
 struct ProfileOptions {
   int repetitions = 5;  // per op, median kept
@@ -55,8 +72,18 @@ class Runtime {
   // Warm-up then measured steps. Failures (OOM, timeout, kernel errors) come
   // back as a status. A placement that misses an op or names a device the
   // cluster lacks throws PlacementError (it is bad input, not an execution).
+  // With a timeline, one more step after the measured ones is recorded (not a sample).
   StepResult measure(const Graph& graph, const Placement& placement, const MeasureOptions& options,
                      std::vector<TimelineEvent>* timeline = nullptr);
+
+  // The protocol over several placements, interleaved; one result each, in
+  // order. `prior`, when given, holds samples already taken of each placement
+  // (same size as `placements`): they count towards the interval and the stop
+  // rule and come back in samples_s, so a placement measured again narrows its
+  // interval instead of starting over.
+  std::vector<StepResult> measure_interleaved(const Graph& graph, const std::vector<Placement>& placements,
+                                              const MeasureOptions& options,
+                                              const std::vector<std::vector<double>>* prior = nullptr);
 
   // One step from fixed seeded inputs and params; returns the values. `feed`
   // gives some inputs' and params' values by op name (flattened, converted to

@@ -1,0 +1,45 @@
+// Statistics of measured step times: quantiles, a distribution-free
+// confidence interval of the median, and a rank test between two placements'
+// samples (as benchmark comparison tools do: google-benchmark's compare.py
+// uses Mann-Whitney U). No assumption of normal noise: step times on a shared
+// machine are skewed (a few slow steps), so every figure is rank-based.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+namespace placer {
+
+// The q-quantile (q in [0, 1]), linearly interpolated; 0 for no samples.
+double quantile(std::vector<double> samples, double q);
+
+// The median's confidence interval from order statistics: [x(k), x(n+1-k)]
+// with the largest k whose two-sided binomial(n, 1/2) tail is <= 1 - level.
+// `level` is the coverage actually reached (>= the requested one), except
+// for n < 6, where no pair reaches 95%: the interval is then [min, max] and
+// `level` says how much less it covers (n = 5: 0.9375).
+struct MedianInterval {
+  double median = 0.0;
+  double low = 0.0;
+  double high = 0.0;
+  double level = 0.0;
+  // Half the interval's width over the median (0 when the median is 0).
+  double relative_halfwidth() const;
+};
+MedianInterval median_interval(const std::vector<double>& samples, double confidence = 0.95);
+
+// Mann-Whitney U (Wilcoxon rank-sum), two-sided. Exact p-value (by counting
+// arrangements) when both samples are small and have no ties, the normal
+// approximation with tie and continuity corrections otherwise.
+struct RankTest {
+  double u = 0.0;        // U of sample a: the number of (a, b) pairs with a > b, ties counting 1/2
+  double p_value = 1.0;  // two-sided
+  bool exact = false;
+  // P(a > b) estimated as U / (n_a n_b): 0.5 = no difference, 0 = a always faster.
+  double effect() const { return n_a && n_b ? u / (static_cast<double>(n_a) * n_b) : 0.5; }
+  int64_t n_a = 0, n_b = 0;
+};
+// Throws InputError when either sample is empty.
+RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b);
+
+}  // namespace placer

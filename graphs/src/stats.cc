@@ -1,0 +1,133 @@
+// Rank statistics of measured step times: quantiles, the median's order-statistic
+// interval and the Mann-Whitney U test.
+#include "placer/graphs/stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "placer/graphs/error.h"
+
+namespace placer {
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  const double pos = std::clamp(q, 0.0, 1.0) * static_cast<double>(v.size() - 1);
+  const size_t lo = static_cast<size_t>(std::floor(pos));
+  const size_t hi = std::min(lo + 1, v.size() - 1);
+  return v[lo] + (pos - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+double MedianInterval::relative_halfwidth() const { return median > 0 ? 0.5 * (high - low) / median : 0.0; }
+
+namespace {
+
+// P(Binomial(n, 1/2) <= k), summed in log space so large n cannot overflow.
+double binomial_half_cdf(int64_t n, int64_t k) {
+  if (k < 0) return 0.0;
+  if (k >= n) return 1.0;
+  double sum = 0.0;
+  const double log_half_n = static_cast<double>(n) * std::log(0.5);
+  for (int64_t i = 0; i <= k; ++i)
+    sum += std::exp(std::lgamma(n + 1.0) - std::lgamma(i + 1.0) - std::lgamma(n - i + 1.0) + log_half_n);
+  return std::min(1.0, sum);
+}
+
+// Number of arrangements of m a's and n b's with U = u, for every u, by the
+// recurrence c(m, n, u) = c(m-1, n, u-n) + c(m, n-1, u).
+std::vector<double> u_counts(int m, int n) {
+  // prev[j][u]: counts for (i-1, j); cur[j][u] for (i, j).
+  const int umax = m * n;
+  std::vector<std::vector<double>> prev(n + 1, std::vector<double>(umax + 1, 0.0));
+  for (int j = 0; j <= n; ++j) prev[j][0] = 1.0;  // i = 0: one arrangement, U = 0
+  for (int i = 1; i <= m; ++i) {
+    std::vector<std::vector<double>> cur(n + 1, std::vector<double>(umax + 1, 0.0));
+    cur[0][0] = 1.0;
+    for (int j = 1; j <= n; ++j)
+      for (int u = 0; u <= i * j; ++u) cur[j][u] = (u >= j ? prev[j][u - j] : 0.0) + cur[j - 1][u];
+    prev = std::move(cur);
+  }
+  return prev[n];
+}
+
+}  // namespace
+
+MedianInterval median_interval(const std::vector<double>& samples, double confidence) {
+  MedianInterval out;
+  if (samples.empty()) return out;
+  std::vector<double> v = samples;
+  std::sort(v.begin(), v.end());
+  const int64_t n = static_cast<int64_t>(v.size());
+  out.median = quantile(v, 0.5);
+  const double alpha = 1.0 - std::clamp(confidence, 0.5, 0.9999);
+  // Largest k (1-based) with P(B <= k-1) <= alpha/2: [x(k), x(n+1-k)] covers >= 1 - alpha.
+  int64_t k = 0;
+  for (int64_t c = 1; c <= (n + 1) / 2; ++c) {
+    if (binomial_half_cdf(n, c - 1) <= alpha / 2)
+      k = c;
+    else
+      break;
+  }
+  if (k == 0) {
+    out.low = v.front();
+    out.high = v.back();
+    out.level = 1.0 - 2.0 * std::pow(0.5, static_cast<double>(n));
+    return out;
+  }
+  out.low = v[k - 1];
+  out.high = v[n - k];
+  out.level = 1.0 - 2.0 * binomial_half_cdf(n, k - 1);
+  return out;
+}
+
+RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty() || b.empty()) throw InputError("rank test: both samples need at least one value");
+  RankTest t;
+  t.n_a = static_cast<int64_t>(a.size());
+  t.n_b = static_cast<int64_t>(b.size());
+  // Pooled ranks, ties averaged.
+  std::vector<std::pair<double, int>> pooled;
+  for (double x : a) pooled.push_back({x, 0});
+  for (double x : b) pooled.push_back({x, 1});
+  std::sort(pooled.begin(), pooled.end());
+  const double n = static_cast<double>(pooled.size());
+  double rank_a = 0.0, tie_term = 0.0;
+  bool ties = false;
+  for (size_t i = 0; i < pooled.size();) {
+    size_t j = i;
+    while (j < pooled.size() && pooled[j].first == pooled[i].first) ++j;
+    const double avg = 0.5 * static_cast<double>(i + 1 + j);  // ranks i+1 .. j
+    const double count = static_cast<double>(j - i);
+    if (count > 1) {
+      ties = true;
+      tie_term += count * count * count - count;
+    }
+    for (size_t q = i; q < j; ++q)
+      if (pooled[q].second == 0) rank_a += avg;
+    i = j;
+  }
+  const double na = static_cast<double>(t.n_a), nb = static_cast<double>(t.n_b);
+  t.u = rank_a - na * (na + 1) / 2;
+  const double mean = na * nb / 2;
+  if (!ties && t.n_a <= 30 && t.n_b <= 30) {
+    const std::vector<double> counts = u_counts(static_cast<int>(t.n_a), static_cast<int>(t.n_b));
+    const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
+    // Two-sided: twice the smaller tail at the observed U (U is an integer here).
+    const int u = static_cast<int>(std::lround(t.u));
+    double low = 0.0, high = 0.0;
+    for (int i = 0; i <= u; ++i) low += counts[i];
+    for (size_t i = static_cast<size_t>(u); i < counts.size(); ++i) high += counts[i];
+    t.p_value = std::min(1.0, 2.0 * std::min(low, high) / total);
+    t.exact = true;
+    return t;
+  }
+  const double var = na * nb / 12.0 * ((n + 1) - tie_term / (n * (n - 1)));
+  if (var <= 0) return t;  // every value equal: no evidence of a difference
+  const double diff = std::abs(t.u - mean);
+  const double z = std::max(0.0, diff - 0.5) / std::sqrt(var);
+  t.p_value = std::min(1.0, std::erfc(z / std::sqrt(2.0)));
+  return t;
+}
+
+}  // namespace placer

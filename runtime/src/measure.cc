@@ -1,0 +1,162 @@
+// The measurement protocol (runtime.h): warm-up, then measured steps of every
+// candidate placement interleaved, until each one's median is known within
+// the target, its step count runs out, or the shared budget does.
+#include <algorithm>
+#include <chrono>
+#include <deque>
+
+#include "internal.h"
+#include "placer/graphs/error.h"
+
+namespace placer {
+
+using namespace rt;
+
+void validate(const MeasureOptions& o) {
+  if (o.warmup_steps < 0) throw InputError("measure: warmup_steps must be >= 0");
+  if (o.measured_steps < 1) throw InputError("measure: measured_steps must be >= 1");
+  if (o.max_steps < 0) throw InputError("measure: max_steps must be >= 0");
+  if (!(o.target_halfwidth >= 0 && o.target_halfwidth < 1))
+    throw InputError("measure: target_halfwidth must be in [0, 1) (a fraction of the median)");
+  if (!(o.budget_s >= 0)) throw InputError("measure: budget_s must be >= 0");
+  if (!(o.timeout_s > 0)) throw InputError("measure: timeout_s must be > 0");
+}
+
+namespace {
+
+// One placement under measurement: its plan, its session (params stay
+// resident between its steps) and what it measured so far.
+struct Candidate {
+  Plan plan;
+  Session session;
+  StepResult result;
+  std::vector<std::vector<double>> busy;  // per device, per measured step
+  size_t index = 0;  // in the caller's list
+  bool active = true;
+  int measured = 0;  // steps taken now (prior samples not counted)
+};
+
+// Runs one step of `c`; false (and c.result's status set) when it failed.
+bool step(Executor& executor, Candidate& c, const MeasureOptions& o, bool sample,
+          std::vector<TimelineEvent>* timeline) {
+  StepOutcome out = executor.run_step(c.session, o.timeout_s, timeline);
+  StepResult& r = c.result;
+  for (size_t i = 0; i < r.devices.size(); ++i) r.devices[i].peak_bytes = std::max(r.devices[i].peak_bytes, out.peak_bytes[i]);
+  if (out.status != StepStatus::Ok) {
+    r.status = out.status;
+    r.message = out.message;
+    r.oom_device = out.oom_device;
+    r.oom_needed_bytes = out.oom_needed;
+    r.oom_capacity_bytes = out.oom_capacity;
+    r.transfer_bytes = out.transfer_bytes;
+    c.active = false;
+    return false;
+  }
+  r.transfer_bytes = out.transfer_bytes;
+  if (sample) {
+    r.samples_s.push_back(out.step_s);
+    for (size_t i = 0; i < c.busy.size(); ++i) c.busy[i].push_back(out.busy_s[i]);
+    ++c.measured;
+  }
+  return true;
+}
+
+// Whether `c` has measured enough; sets result.stop when it has.
+bool done(Candidate& c, const MeasureOptions& o) {
+  StepResult& r = c.result;
+  const int n = static_cast<int>(r.samples_s.size());
+  if (c.measured < 1 || n < o.measured_steps) return false;
+  if (o.max_steps <= o.measured_steps) {
+    r.stop = "steps";
+    return true;
+  }
+  r.summarize();
+  if (o.target_halfwidth > 0 && r.ci_level >= 0.95 && 0.5 * (r.ci_high_s - r.ci_low_s) <= o.target_halfwidth * r.step_s) {
+    r.stop = "target";
+    return true;
+  }
+  if (n >= o.max_steps) {
+    r.stop = "max_steps";
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::vector<StepResult> Runtime::measure_interleaved(const Graph& graph, const std::vector<Placement>& placements,
+                                                     const MeasureOptions& o,
+                                                     const std::vector<std::vector<double>>* prior) {
+  validate(o);
+  if (prior && prior->size() != placements.size())
+    throw InputError("measure: the prior samples are for " + std::to_string(prior->size()) + " placements, not " +
+                     std::to_string(placements.size()));
+  for (const Placement& p : placements) validate_placement(graph, impl_->cluster, p);
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  const int d = impl_->cluster.size();
+  std::deque<Candidate> cands;  // a deque: sessions point at their plans
+  for (size_t k = 0; k < placements.size(); ++k) {
+    Candidate& c = cands.emplace_back();
+    c.index = k;
+    c.plan = make_plan(graph, placements[k], d, false);
+    c.session = new_session(c.plan, o.seed, d);
+    c.result.devices.resize(d);
+    for (int i = 0; i < d; ++i) c.result.devices[i].device = impl_->cluster.devices[i].name;
+    c.busy.resize(d);
+    if (prior) c.result.samples_s = (*prior)[k];
+  }
+  Executor& ex = impl_->executor;
+  // Warm-up: each candidate in turn (its params become resident, caches and the allocator warm).
+  for (Candidate& c : cands)
+    for (int w = 0; w < o.warmup_steps && c.active; ++w) step(ex, c, o, false, nullptr);
+  // Measured rounds: one step of each active candidate per round.
+  double spent = 0.0;
+  for (bool any = true; any;) {
+    any = false;
+    for (Candidate& c : cands) {
+      if (!c.active) continue;
+      if (o.budget_s > 0 && spent >= o.budget_s && c.measured > 0 &&
+          static_cast<int>(c.result.samples_s.size()) >= o.measured_steps) {
+        c.result.stop = "budget";
+        c.active = false;
+        continue;
+      }
+      if (!step(ex, c, o, true, nullptr)) continue;
+      spent += c.result.samples_s.back();
+      if (o.on_step) o.on_step(c.index, c.result.samples_s.back());
+      if (done(c, o))
+        c.active = false;
+      else
+        any = true;
+    }
+  }
+  std::vector<StepResult> out;
+  for (Candidate& c : cands) {
+    if (c.result.ok()) {
+      c.result.summarize();
+      for (int i = 0; i < d; ++i) c.result.devices[i].busy_s = quantile(c.busy[i], 0.5);
+    }
+    out.push_back(std::move(c.result));
+  }
+  return out;
+}
+
+StepResult Runtime::measure(const Graph& graph, const Placement& placement, const MeasureOptions& options,
+                            std::vector<TimelineEvent>* timeline) {
+  StepResult r = measure_interleaved(graph, {placement}, options).front();
+  if (r.ok() && (options.timeline || timeline)) {
+    // The trace: one more step, recorded, kept out of the samples.
+    std::lock_guard<std::mutex> lk(impl_->mu);
+    const int d = impl_->cluster.size();
+    Candidate c;
+    c.plan = make_plan(graph, placement, d, false);
+    c.session = new_session(c.plan, options.seed, d);
+    c.result.devices.resize(d);
+    std::vector<TimelineEvent> events;
+    step(impl_->executor, c, options, false, nullptr);  // params resident, as in the measured steps
+    if (step(impl_->executor, c, options, false, &events) && timeline) *timeline = std::move(events);
+  }
+  return r;
+}
+
+}  // namespace placer
