@@ -23,6 +23,7 @@ struct TrainArgs {
   std::string output;
   std::string cluster;
   std::string profile;
+  std::string reward_mode;
   int64_t updates = -1;
   int64_t max_samples = -1;
   double time_limit_s = -1;
@@ -119,6 +120,8 @@ void add_train_commands(CLI::App& app) {
   cmd->add_option("--cluster", args->cluster,
                   "Override cluster (a preset, a cluster file or a device list, e.g. cpu:8+cuda:0)");
   cmd->add_option("--profile", args->profile, "Override reward.profile (a `placer profile` output for that cluster)");
+  cmd->add_option("--reward-mode", args->reward_mode, "Override reward.mode")
+      ->check(CLI::IsMember({"simulated", "measured", "hybrid"}));
   cmd->add_option("--updates", args->updates, "Override train.updates");
   cmd->add_option("--max-samples", args->max_samples, "Override train.max_samples");
   cmd->add_option("--time-limit", args->time_limit_s, "Override train.time_limit_s (seconds)");
@@ -142,6 +145,7 @@ void add_train_commands(CLI::App& app) {
     if (!args->output.empty()) c.run.output_dir = args->output;
     if (!args->cluster.empty()) c.cluster = args->cluster;
     if (!args->profile.empty()) c.reward.profile = args->profile;
+    if (!args->reward_mode.empty()) c.reward.mode = parse_reward_mode(args->reward_mode);
     if (args->updates >= 0) c.optimizer.updates = args->updates;
     if (args->max_samples >= 0) c.optimizer.max_samples = args->max_samples;
     if (args->time_limit_s >= 0) c.optimizer.time_limit_s = args->time_limit_s;

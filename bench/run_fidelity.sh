@@ -1,29 +1,42 @@
 #!/usr/bin/env bash
-# Simulator fidelity on cpu:2: builds the reduced benchmark graphs, measures
-# diverse placements of each for real and in the calibrated simulator, and
-# writes bench/results/fidelity_<graph>.{md,json,svg}.
-# Usage: bash bench/run_fidelity.sh [BUILD_DIR] [PLACEMENTS=30] [ROUNDS=6]
+# Simulator fidelity on cpu:2 with the measurement protocol: builds the reduced
+# benchmark graphs and a GPT-2-style stack exported with torch.export, measures
+# diverse placements of each for real (interleaved, each until its median's 95%
+# interval is within 2%, in ROUNDS rounds) and in the simulator calibrated by a
+# profile, and writes bench/results/fidelity_<graph>.{md,json,svg}.
+# Usage: bash bench/run_fidelity.sh [BUILD_DIR] [PLACEMENTS=24] [ROUNDS=2]
 # Run it on an otherwise idle machine: cpu:N devices need their own cores.
 set -euo pipefail
 BUILD=${1:-build}
-PLACEMENTS=${2:-30}
-ROUNDS=${3:-6}
+PLACEMENTS=${2:-24}
+ROUNDS=${3:-2}
 P="$BUILD/placer"
+PY=${PLACER_PYTHON:-.venv/bin/python3}
 OUT=bench/results
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 mkdir -p "$OUT"
 
-# Reduced sizes: ops of tens of microseconds to milliseconds on one core, so
-# that a step takes 30-150 ms and the placements differ by more than the noise.
-"$P" graph build rnnlm --opt layers=2 --opt hidden=128 --opt steps=6 --opt batch=16 --opt vocab=1000 -o "$TMP/rnnlm.json"
-"$P" graph build inception_v3 --opt batch=2 --opt image=96 --opt width_div=4 --opt classes=100 -o "$TMP/inception_v3.json"
-"$P" graph build transformer --opt layers=2 --opt dec_layers=2 --opt d_model=128 --opt heads=4 --opt ffn=512 \
-  --opt seq=32 --opt batch=4 --opt vocab=1000 -o "$TMP/transformer.json"
-"$P" graph build nmt --opt layers=2 --opt hidden=128 --opt steps=6 --opt batch=16 --opt vocab=1000 -o "$TMP/nmt.json"
+# Sizes: steps of 50-300 ms on one core, so that placements differ by more than
+# the noise, and graphs of 300-1,200 ops.
+"$P" graph build rnnlm --opt layers=2 --opt hidden=256 --opt steps=8 --opt batch=32 --opt vocab=2000 -o "$TMP/rnnlm.json"
+"$P" graph build nmt --opt layers=2 --opt hidden=192 --opt steps=8 --opt batch=24 --opt vocab=2000 -o "$TMP/nmt.json"
+"$P" graph build inception_v3 --opt batch=4 --opt image=96 --opt width_div=4 --opt classes=100 -o "$TMP/inception_v3.json"
+"$P" graph build transformer --opt layers=2 --opt dec_layers=2 --opt d_model=256 --opt heads=4 --opt ffn=1024 \
+  --opt seq=32 --opt batch=8 --opt vocab=2000 -o "$TMP/transformer.json"
+# An imported model: a GPT-2-style stack (4 blocks, d=192, 8x64 tokens of 2000), torch.export.
+PYTHONPATH=scripts "$PY" - "$TMP/gpt2.pt2" <<'PYX'
+import sys, torch
+from make_export_fixtures import Gpt, SquareLoss
+torch.manual_seed(0)
+model = SquareLoss(Gpt(vocab=2000, dim=192, heads=4, layers=4, context=64)).train()
+tokens = torch.randint(0, 2000, (8, 64))
+torch.export.save(torch.export.export(model, (tokens,)), sys.argv[1])
+PYX
+"$P" graph import "$TMP/gpt2.pt2" -o "$TMP/gpt2_export.json" > /dev/null
 
-for g in rnnlm inception_v3 transformer nmt; do
+for g in rnnlm nmt inception_v3 transformer gpt2_export; do
   echo "== $g (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-  "$P" fidelity --graph "$TMP/$g.json" --devices cpu:2 --placements "$PLACEMENTS" --rounds "$ROUNDS" \
-    --steps 3 --warmup 1 --repetitions 3 -o "$OUT"
+  "$P" fidelity --graph "$TMP/$g.json" --name "$g" --devices cpu:2 --placements "$PLACEMENTS" --rounds "$ROUNDS" \
+    --warmup 2 --steps 6 --max-steps 30 --target 0.02 --repetitions 3 -o "$OUT"
 done

@@ -149,6 +149,20 @@ for g in nmt inception_v3; do
 done
 step "fidelity nmt on cpu:$CPU_DEVICES" 150 "$P" fidelity --graph "$RES/nmt.json" --devices "cpu:$CPU_DEVICES" --placements 30 \
   --rounds 2 -o "$RES/fidelity_cpu" --name "nmt_cpu${CPU_DEVICES}"
+# 4b. The measurement against itself on the GPU, with the protocol's intervals: one
+# placement (every op on cuda:0) given twice, and every op on cpu:0, interleaved.
+"$P" place --method single --graph "$RES/nmt.json" --devices "$MIXED" -o "$RES/nmt_single.json" >> "$LOGS" 2>&1
+"$TORCH_PYTHON" - "$RES" <<'PY' >> "$LOGS" 2>&1
+import json, sys
+d = sys.argv[1]
+p = json.load(open(f"{d}/nmt_single.json"))
+for name, dev in (("nmt_gpu_a", "cuda:0"), ("nmt_gpu_b", "cuda:0"), ("nmt_cpu0", "cpu:0")):
+    q = dict(p); q["placement"] = {k: dev for k in p["placement"]}
+    json.dump(q, open(f"{d}/{name}.json", "w"))
+PY
+step "self-agreement on $MIXED" 120 "$P" measure --graph "$RES/nmt.json" --devices "$MIXED" --steps 10 --max-steps 100 \
+  --target 0.01 --compare "$RES/nmt_gpu_a.json" "$RES/nmt_gpu_b.json" "$RES/nmt_cpu0.json" --json "$RES/self_agreement.json"
+grep -E "interval|Mann-Whitney" "$LOGS" | tail -5 | sed 's/^/    /' >> "$SUMMARY"
 for f in "$RES"/fidelity_*/*.md; do [ -f "$f" ] && { echo; echo "### $(basename "$f")"; sed -n '1,30p' "$f"; } >> "$SUMMARY"; done
 
 # 5. The executor vs a plain LibTorch loop on cuda:0.

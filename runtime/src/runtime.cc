@@ -1,7 +1,12 @@
 // The Runtime API: run_once and profile (profile.cc) on top of the executor; measure is in measure.cc.
 #include "placer/runtime/runtime.h"
 
+#include <malloc.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <mutex>
+#include <string>
 #include <cmath>
 #include <thread>
 
@@ -21,8 +26,34 @@ Session rt::new_session(const Plan& plan, uint64_t seed, int devices) {
   return s;
 }
 
+// How the host's memory is handed to steps decides much of a CPU step's time
+// on a VM, where a page fault or a TLB miss walks two page tables
+// (bench/results/measure_noise.md, nmt on cpu:2):
+// - glibc's malloc gives memory back to the kernel as a step frees it (the top
+//   of a heap past 128 KiB is trimmed; blocks over a threshold that adapts to
+//   the process's history are mmapped and unmapped each time), so every step
+//   page-faults its activations in again, by an amount that depends on what ran
+//   before. Kept: no trim, a fixed 32 MiB mmap threshold.
+// - 4 KiB pages: LibTorch's CPU allocator asks for transparent huge pages for
+//   tensors of 2 MiB or more when THP_MEM_ALLOC_ENABLE is set; it reads the
+//   variable once, at its first allocation, so main() calls this first.
+// PLACER_MALLOC=system, or the user's own MALLOC_TRIM_THRESHOLD_ /
+// MALLOC_MMAP_THRESHOLD_ / THP_MEM_ALLOC_ENABLE, keeps those defaults.
+void configure_host_memory() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    const char* mode = std::getenv("PLACER_MALLOC");
+    if (mode && std::string(mode) == "system") return;
+    setenv("THP_MEM_ALLOC_ENABLE", "1", /*overwrite=*/0);
+    if (std::getenv("MALLOC_TRIM_THRESHOLD_") || std::getenv("MALLOC_MMAP_THRESHOLD_")) return;
+    mallopt(M_TRIM_THRESHOLD, 1 << 30);
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  });
+}
+
 Runtime::Runtime(Cluster cluster) {
   validate_cluster(cluster);
+  configure_host_memory();
   auto devices = make_devices(cluster);
   impl_ = std::make_unique<Impl>(std::move(cluster), std::move(devices));
 }

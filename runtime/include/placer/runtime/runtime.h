@@ -100,6 +100,13 @@ class Runtime {
   std::unique_ptr<Impl> impl_;
 };
 
+// Keeps freed host memory in the process (glibc malloc) and asks LibTorch for
+// transparent huge pages for large CPU tensors, so that a CPU step's time does
+// not depend on page faults and what ran before (runtime.cc says why).
+// PLACER_MALLOC=system turns it off. Call it before any LibTorch allocation
+// (main() does); Runtime's constructor calls it too.
+void configure_host_memory();
+
 // Whether this build/machine can run CUDA devices.
 bool cuda_available();
 int cuda_device_count();
