@@ -98,8 +98,11 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   }
   std::printf("  result: %.6g s, found by %s%s\n", r.best_step_s, r.best_found_by.c_str(),
               r.best_found_by == "policy" ? "" : " (a baseline beat the policy's own best; the result is never worse)");
-  if (r.measured_steps > 0)
-    std::printf("  training measured %lld steps for real (warm-up excluded)\n", static_cast<long long>(r.measured_steps));
+  if (r.measurements > 0)
+    std::printf("  training ran %lld placements for real (%.1f per update), %lld measured steps\n",
+                static_cast<long long>(r.measurements),
+                r.updates > 0 ? static_cast<double>(r.measurements) / static_cast<double>(r.updates) : 0.0,
+                static_cast<long long>(r.measured_steps));
   if (r.lower_bound_s > 0)
     std::printf("  lower bound %.6g s: learned is %.1f%% above it\n", r.lower_bound_s,
                 100.0 * (r.best_step_s / r.lower_bound_s - 1.0));

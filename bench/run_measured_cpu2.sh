@@ -62,7 +62,7 @@ for g in ("nmt", "inception_v3"):
         if not runs:
             continue
         L += [f"## {g}, {mode} rewards ({runs[0][1]['ops']} ops, {len(runs)} seeds)", ""]
-        L += ["| seed | policy's best s [95% interval] | fastest baseline s [95% interval] | expert s [95% interval] | policy vs fastest baseline | vs expert, intervals apart? | result found by | steps measured in training |",
+        L += ["| seed | policy's best s [95% interval] | fastest baseline s [95% interval] | expert s [95% interval] | policy vs fastest baseline | vs expert, intervals apart? | result found by | placements run for real in training (per update) |",
               "|---|---|---|---|---:|---|---|---:|"]
         gains, wins, apart = [], 0, 0
         for s, r in runs:
@@ -78,7 +78,7 @@ for g in ("nmt", "inception_v3"):
             cell = lambda v, ci: "%.4f [%.4f, %.4f]" % (v, ci[0], ci[1])
             exc = cell(ex["step_s"], ex["ci_s"]) if ex else "-"
             exg = ("%+.1f%%, %s" % (100 * (ex["step_s"] / pol - 1), "yes" if sep else "no")) if ex else "-"
-            L.append(f"| {s} | {cell(pol, pci)} | {fb['method']} {cell(fb['step_s'], fb['ci_s'])} | {exc} | {gain:+.1f}% | {exg} | {r['best_found_by']} | {r['measured_steps']} |")
+            L.append(f"| {s} | {cell(pol, pci)} | {fb['method']} {cell(fb['step_s'], fb['ci_s'])} | {exc} | {gain:+.1f}% | {exg} | {r['best_found_by']} | {r['measurements']} ({r['measurements'] / max(1, r['updates']):.1f}) |")
         L += ["", f"Policy vs the fastest baseline: median {statistics.median(gains):+.1f}%, worst {min(gains):+.1f}% "
               f"(positive: the policy is faster). At least as fast as every baseline on {wins} of {len(runs)} seeds; "
               f"faster than expert with intervals that do not overlap on {apart} of {len(runs)}.", ""]

@@ -38,9 +38,13 @@ void Trainer::write_outputs(TrainResult* res) {
     if (res->table == "simulated") res->best_step_s = res->policy_best_step_s = t0.best_step_s;
     res->best_measured = t0.best_measured || res->table != "simulated";
     if (!t0.best.device_of.empty()) res->best_placement = to_named(t0.env->graph(), cluster_, t0.best);
+  } else {  // a baseline's placement, measured when its row was
+    res->best_measured = res->table != "simulated" || c_.reward.mode == RewardMode::Measured;
   }
   res->best_found_at_sample = t0.best_at;
-  res->measured_steps = t0.env->stats().measured_steps;
+  const EvalStats stats = t0.env->stats();
+  res->measurements = stats.measurements;
+  res->measured_steps = stats.measured_steps;
   res->lower_bound_s = t0.env->lower_bound();
   res->warm_start_method = t0.warm_method;
   res->warm_start_step_s = t0.warm_step_s;
@@ -146,7 +150,7 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"best_found_by\": " << json_quote(res.best_found_by)
     << ",\n  \"policy_best_step_s\": " << num(res.policy_best_step_s)
     << ",\n  \"policy_ci_s\": [" << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]"
-    << ",\n  \"table\": " << json_quote(res.table) << ",\n  \"measured_steps\": " << res.measured_steps
+    << ",\n  \"table\": " << json_quote(res.table) << ",\n  \"measurements\": " << res.measurements << ",\n  \"measured_steps\": " << res.measured_steps
     << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample
     << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s)
     << ",\n  \"warm_start\": {\"method\": " << json_quote(res.warm_start_method)

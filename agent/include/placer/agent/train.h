@@ -205,7 +205,8 @@ struct TrainResult {
   // How the final table's rows were made: "simulated", or "measured side by
   // side" (one fresh interleaved run of every row, intervals in ci_*).
   std::string table = "simulated";
-  int64_t measured_steps = 0;  // steps run for measured rewards during training (warm-up excluded)
+  int64_t measurements = 0;    // placements run for real during training (hybrid: the best of each batch, ...)
+  int64_t measured_steps = 0;  // steps run for them (warm-up excluded)
   int64_t best_found_at_sample = 0;
   NamedPlacement best_placement;
   double lower_bound_s = 0.0;
