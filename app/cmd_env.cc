@@ -19,7 +19,6 @@
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
-#include "placer/graphs/stats.h"
 #include "placer/runtime/runtime.h"
 
 namespace placer::cli {
@@ -166,15 +165,15 @@ void run_fidelity(const FidelityArgs& a) {
     merge_profile_minimum(profile, runtime.profile(graph, po), round == 0);
     std::vector<size_t> live;
     std::vector<Placement> batch;
-    std::vector<std::vector<double>> prior;
     for (size_t i = 0; i < placements.size(); ++i)
       if (!failed[i]) {
         live.push_back(i);
         batch.push_back(placements[i].second);
-        prior.push_back(samples[i]);
       }
     std::fprintf(stderr, "round %d/%d: measuring %zu placements interleaved...\n", round + 1, a.rounds, batch.size());
-    const std::vector<StepResult> results = runtime.measure_interleaved(graph, batch, mo, &prior);
+    // Each round is a full measurement of its own (its median is the round's
+    // figure); the point's figure pools every round's samples.
+    const std::vector<StepResult> results = runtime.measure_interleaved(graph, batch, mo);
     for (size_t k = 0; k < live.size(); ++k) {
       const size_t i = live[k];
       const StepResult& r = results[k];
@@ -184,9 +183,11 @@ void run_fidelity(const FidelityArgs& a) {
                      step_status_name(r.status), r.message.c_str());
         continue;
       }
-      round_s[i].push_back(quantile(std::vector<double>(r.samples_s.begin() + prior[k].size(), r.samples_s.end()), 0.5));
-      samples[i] = r.samples_s;
+      round_s[i].push_back(r.step_s);
+      samples[i].insert(samples[i].end(), r.samples_s.begin(), r.samples_s.end());
       best[i] = r;
+      best[i].samples_s = samples[i];
+      best[i].summarize();
       std::fprintf(stderr, "[%zu/%zu] %-11s this round %.6g s; all rounds %.6g s [%.6g, %.6g], %zu steps\n", i + 1,
                    placements.size(), placements[i].first.c_str(), round_s[i].back(), r.step_s, r.ci_low_s,
                    r.ci_high_s, r.samples_s.size());
