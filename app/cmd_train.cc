@@ -104,7 +104,7 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
                 r.updates > 0 ? static_cast<double>(r.measurements) / static_cast<double>(r.updates) : 0.0,
                 static_cast<long long>(r.measured_steps));
   if (r.lower_bound_s > 0)
-    std::printf("  lower bound %.6g s: learned is %.1f%% above it\n", r.lower_bound_s,
+    std::printf("  lower bound %.6g s: the result is %.1f%% above it\n", r.lower_bound_s,
                 100.0 * (r.best_step_s / r.lower_bound_s - 1.0));
   for (const auto& [g, v] : r.held_out)
     std::printf("  held-out %-30s %.6g s (placed in %.3f s, no training)\n", g.c_str(), v.first, v.second);
