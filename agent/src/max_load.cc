@@ -29,7 +29,7 @@ MaxLoadResult single(const Workload& w) {
 }  // namespace
 
 const std::vector<std::string>& max_load_methods() {
-  static const std::vector<std::string> methods = {"dp", "ilp", "local_search", "single"};
+  static const std::vector<std::string> methods = {"dp", "local_search", "ilp", "single"};
   return methods;
 }
 

@@ -196,7 +196,7 @@ TEST(MaxLoadTest, UnknownMethodNamesTheKnownOnes) {
     place_max_load(tiny(), "greedy", {});
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("known: dp, ilp, local_search, single"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("known: dp, local_search, ilp, single"), std::string::npos) << e.what();
   }
 }
 

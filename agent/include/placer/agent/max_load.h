@@ -36,7 +36,7 @@ struct MaxLoadResult {
   std::string note;
 };
 
-const std::vector<std::string>& max_load_methods();  // dp, ilp, local_search, single
+const std::vector<std::string>& max_load_methods();  // dp, local_search, ilp, single
 // Throws InputError for an unknown method, naming the known ones.
 MaxLoadResult place_max_load(const Workload& w, const std::string& method, const MaxLoadOptions& options);
 
