@@ -73,10 +73,10 @@ std::string rows_json(const Workload& w, const std::vector<Row>& rows) {
     out.field("max_load", r.result.max_load)
         .field("seconds", r.result.seconds)
         .field("feasible", r.report.feasible)
-        .field("optimal", r.result.optimal)
-        .field("bound", r.result.bound)
-        .field("ideals", r.result.ideals)
-        .field("note", r.result.note)
+        .field("optimal", r.result.optimal);
+    if (r.result.method == "dp" || r.result.method == "ilp") out.field("bound", r.result.bound);
+    if (r.result.method == "dp") out.field("ideals", r.result.ideals);
+    out.field("note", r.result.note)
         .key("placement")
         .raw(workload_split_json(w, r.result.placement, r.report.load, r.report.max_load))
         .end();
@@ -162,7 +162,10 @@ void run_max_load_baseline(const MaxLoadArgs& a) {
 }
 
 bool import_workload_if_one(const std::string& path, const std::string& output, const WorkloadClusterArgs& cluster) {
-  if (!is_workload_json(read_file(path))) return false;
+  auto ends_with = [&](const std::string& suffix) {
+    return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  if (ends_with(".pt") || ends_with(".pt2") || !is_workload_json(read_file(path))) return false;
   const Workload w = load_with_cluster(path, cluster);
   write_file_atomic(output, workload_json(w) + "\n");
   int32_t classes = 0;
@@ -180,6 +183,20 @@ bool import_workload_if_one(const std::string& path, const std::string& output, 
   std::printf("cluster: %d accelerators of %.6g bytes, %d CPUs\n", w.cluster.accelerators, w.cluster.accelerator_bytes,
               w.cluster.cpus);
   std::printf("latency: %.6g on one accelerator, %.6g on one CPU (the file's time unit)\n", accelerator, cpu);
+  // Backward nodes whose class has no forward node (a loss's gradient, parameter updates): the paper's
+  // code, and placer's dp, give such a class an artificial forward node of no cost.
+  const std::vector<int32_t> cls = w.colocation_classes();
+  std::vector<char> has_forward(static_cast<size_t>(classes), 0);
+  for (size_t i = 0; i < w.nodes.size(); ++i)
+    if (!w.nodes[i].backward) has_forward[static_cast<size_t>(cls[i])] = 1;
+  int64_t orphans = 0;
+  for (size_t i = 0; i < w.nodes.size(); ++i)
+    orphans += w.nodes[i].backward && !has_forward[static_cast<size_t>(cls[i])];
+  if (orphans > 0)
+    std::printf("%" PRId64
+                " backward nodes have no forward node in their class: dp orders them as the paper's "
+                "code does (an artificial forward node of no cost per class)\n",
+                orphans);
   return true;
 }
 
