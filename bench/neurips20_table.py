@@ -59,15 +59,18 @@ def main():
                            text=True).stdout.strip()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     names = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(out, "*.json"))
-                   if not p.endswith(".dp.json") and not p.endswith(".dp_wall.json"))
+                   if not p.endswith(".dp.json"))
+    commits = sorted({open(p).read().strip() for p in glob.glob(os.path.join(out, "*.commit"))})
+    dp_commits = sorted({json.load(open(p)).get("commit", "?") for p in glob.glob(os.path.join(out, "*.dp.json"))})
     print("# The NeurIPS 2020 yardstick: max-load on the paper's workloads\n")
     print("Workloads of Tarnawski et al., \"Efficient Algorithms for Device Placement of DNN Graph Operators\" "
           "(NeurIPS 2020; msr-fiddle/dnn-partitioning, MIT license), under the paper's objective: the time per "
           "sample of a pipelined split is its largest device load (env/max_load.h). Loads are in the files' time "
           "unit. Every workload has its file's cluster: `maxFPGAs` accelerators of `maxSizePerFPGA` bytes and one "
           "CPU.\n")
-    print(f"Command: `PLACER_LOCK=/tmp/placer-cpu.lock bash bench/run_neurips20.sh build {wdir} {limit}` "
-          f"at commit {commit}{' (with uncommitted changes)' if dirty else ''}, "
+    print(f"Command: `PLACER_LOCK=/tmp/placer-cpu.lock bash bench/run_neurips20.sh build {wdir} {limit}`; "
+          f"`placer baseline` runs at commit {', '.join(commits) or '?'}, the dp timings (bench/max_load_dp) at "
+          f"{', '.join(dp_commits) or '?'}; table written at {commit}{' (with uncommitted changes)' if dirty else ''}, "
           f"{datetime.date.today().isoformat()}, on {os.cpu_count()} cores ({cpu}), "
           f"one command at a time beside other work (flock). local_search and ilp have {limit} s each.\n")
 
@@ -101,9 +104,10 @@ def main():
 
     print("## placer's dp against the paper's DP\n")
     print("The paper's DP (throughput-dp/dp.cpp, `g++ -O3`, default options) as the workloads' README reports it, "
-          "measured on the same 2-core VM. placer's time is the whole `placer baseline --method dp` process "
-          "(reading the file and loading the binary's libraries included), and in brackets the DP alone. "
-          "Equal = the same value at the README's 6 significant digits (relative difference in brackets).\n")
+          "measured on the same 2-core VM. placer's time is the whole `bench/max_load_dp FILE` process (the same "
+          "dp as `placer baseline --method dp`, in a binary without LibTorch: reading the file included), and in "
+          "brackets the DP alone. Equal = the same value at the README's 6 significant digits (relative difference "
+          "in brackets).\n")
     print("| workload | placer dp | paper's DP | equal | ideals (placer / paper) | placer time | paper's time | "
           "paper's time / placer's |")
     print("|---|---:|---:|---|---:|---:|---:|---:|")
@@ -111,9 +115,8 @@ def main():
     for name in names:
         kind, stem = name.split("_", 1)
         key = f"{kind}/{stem}"
-        ms, _ = methods_of(os.path.join(out, name + ".dp.json"))
-        dp = ms["dp"]
-        wall = json.load(open(os.path.join(out, name + ".dp_wall.json")))["wall_s"]
+        dp = json.load(open(os.path.join(out, name + ".dp.json")))
+        wall = dp["wall_s"]
         p = paper.get(key, {})
         same = "—"
         if p.get("dp") is not None and "error" not in dp:
@@ -129,7 +132,7 @@ def main():
         elif p.get("time", "").startswith(">"):
             ratio = f"> {float(re.sub('[^0-9.]', '', p['time'])) / wall:.1f}x"
         value = "none" if "error" in dp else fmt(dp["max_load"])
-        dp_s = "—" if "error" in dp else f"{dp['seconds']:.2f} s"
+        dp_s = "—" if "error" in dp else f"{dp['dp_seconds']:.2f} s"
         print(f"| {key} | {value} | {fmt(p.get('dp'))} | {same} | {dp.get('ideals', '—')} / "
               f"{p.get('ideals') or '—'} | {wall:.2f} s ({dp_s}) | {p.get('time', '—')} | {ratio} |")
     print(f"\nplacer's dp equals the paper's DP on {equal} of the {listed} workloads the README gives a value for.\n")
