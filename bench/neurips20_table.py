@@ -115,8 +115,14 @@ def main():
     for name in names:
         kind, stem = name.split("_", 1)
         key = f"{kind}/{stem}"
-        dp = json.load(open(os.path.join(out, name + ".dp.json")))
-        wall = dp["wall_s"]
+        path = os.path.join(out, name + ".dp.json")
+        if os.path.exists(path):
+            dp = json.load(open(path))
+            wall = dp["wall_s"]
+        else:  # not timed as a process: the DP's own time from `placer baseline`
+            m = methods_of(os.path.join(out, name + ".json"))[0]["dp"]
+            dp = {"max_load": m["max_load"], "dp_seconds": m["seconds"], "ideals": m.get("ideals")}
+            wall = None
         p = paper.get(key, {})
         same = "—"
         if p.get("dp") is not None and "error" not in dp:
@@ -127,15 +133,23 @@ def main():
             same = f"{'yes' if ok else 'NO'} ({rel:.1e})"
         t = seconds_of(p.get("time", ""))
         ratio = "—"
-        if t:
-            ratio = f"{t[0] / wall:.1f}x" if t[0] == t[1] else f"{t[0] / wall:.1f}-{t[1] / wall:.1f}x"
-        elif p.get("time", "").startswith(">"):
-            ratio = f"> {float(re.sub('[^0-9.]', '', p['time'])) / wall:.1f}x"
+        prefix = ""
+        if wall is None:
+            wall, prefix = dp["dp_seconds"], "DP alone: "
+        if t and wall > 0:
+            ratio = prefix + (f"{t[0] / wall:.1f}x" if t[0] == t[1] else f"{t[0] / wall:.1f}-{t[1] / wall:.1f}x")
+        elif p.get("time", "").startswith(">") and wall > 0:
+            ratio = prefix + f"> {float(re.sub('[^0-9.]', '', p['time'])) / wall:.1f}x"
         value = "none" if "error" in dp else fmt(dp["max_load"])
         dp_s = "—" if "error" in dp else f"{dp['dp_seconds']:.2f} s"
+        timed = "wall_s" in dp
+        wall_text = f"{wall:.2f} s ({dp_s})" if timed else f"not timed as a process ({dp_s})"
         print(f"| {key} | {value} | {fmt(p.get('dp'))} | {same} | {dp.get('ideals', '—')} / "
-              f"{p.get('ideals') or '—'} | {wall:.2f} s ({dp_s}) | {p.get('time', '—')} | {ratio} |")
+              f"{p.get('ideals') or '—'} | {wall_text} | {p.get('time', '—')} | {ratio} |")
     print(f"\nplacer's dp equals the paper's DP on {equal} of the {listed} workloads the README gives a value for.\n")
+    missing = sorted(k for k in paper if k.replace("/", "_", 1) not in names)
+    if missing:
+        print(f"Not in this run (no results in {out}): {', '.join(missing)}.\n")
 
 
 if __name__ == "__main__":
