@@ -55,8 +55,8 @@ def main():
     wdir, out, limit = sys.argv[1], sys.argv[2], sys.argv[3]
     paper = paper_table(os.path.join(wdir, "README.md"))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], capture_output=True,
-                           text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results"],
+                           capture_output=True, text=True).stdout.strip()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     names = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(out, "*.json"))
                    if not p.endswith(".dp.json"))
