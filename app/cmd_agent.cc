@@ -327,14 +327,44 @@ void add_agent_commands(CLI::App& app) {
   place->callback([place_args] { run_place(*place_args); });
 
   auto base = std::make_shared<BaselineArgs>();
+  auto objective = std::make_shared<std::string>("step");
+  auto max_load = std::make_shared<MaxLoadArgs>();
   CLI::App* baseline = app.add_subcommand("baseline", "Compare placement methods on one graph and cluster");
   add_common(baseline, base->place);
   baseline->add_option("--method", base->methods, "all, or a comma-separated list of methods")->capture_default_str();
   baseline->add_flag("--measure", base->measure, "Also measure each placement with the runtime");
-  baseline->add_option("--json", base->json, "Write the results as JSON");
+  CLI::Option* json = baseline->add_option("--json", base->json,
+                                           "Write the results as JSON (max_load: to stdout when no file is given)");
+  json->expected(0, 1);
   baseline->add_option("--csv", base->csv, "Write the results as CSV");
   baseline->add_flag("--markdown", base->markdown, "Print the table as Markdown");
-  baseline->callback([base] { run_baseline(*base); });
+  baseline
+      ->add_option("--objective", *objective,
+                   "step (simulated step time of a placer graph) or max_load (a workload of Tarnawski et al., "
+                   "NeurIPS 2020: methods dp, ilp, local_search, single, or none)")
+      ->check(CLI::IsMember({"step", "max_load"}))
+      ->capture_default_str();
+  baseline->add_option("--placement", max_load->placement,
+                       "max_load: also evaluate this split ({\"fpgas\": [{\"nodes\": [...]}], \"cpus\": [...]})");
+  baseline->add_option("--max-ideals", max_load->max_ideals, "max_load dp: give up above this many ideals")
+      ->capture_default_str();
+  add_workload_cluster_options(baseline, max_load->cluster);
+  baseline->callback([base, objective, max_load, json] {
+    if (*objective == "step") return run_baseline(*base);
+    MaxLoadArgs a = *max_load;
+    a.graph = base->place.graph;
+    a.methods = base->methods;
+    a.json = base->json;
+    a.json_given = json->count() > 0;
+    a.markdown = base->markdown;
+    a.seed = base->place.seed;
+    a.time_limit_s = base->place.time_limit_s;
+    if (!base->place.cluster.empty() || !base->place.devices.empty())
+      throw InputError(
+          "--objective max_load: the workload names its cluster; change it with --accelerators, --cpus "
+          "and --accelerator-bytes instead of --cluster or --devices");
+    run_max_load_baseline(a);
+  });
 }
 
 }  // namespace placer::cli

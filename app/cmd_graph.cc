@@ -218,10 +218,13 @@ void add_graph_commands(CLI::App& app) {
       bool forward_only = false;
       double learning_rate = 0.01;
       std::string output;
+      WorkloadClusterArgs cluster;
     };
     auto args = std::make_shared<Args>();
     CLI::App* cmd = graph->add_subcommand(
-        "import", "Import a PyTorch model as a graph: a torch.export program (.pt2) or a TorchScript file (.pt)");
+        "import",
+        "Import a PyTorch model as a graph: a torch.export program (.pt2) or a TorchScript file (.pt); or check and "
+        "normalize a max-load workload of Tarnawski et al. (NeurIPS 2020), recognized by its content");
     cmd->add_option("model", args->model,
                     "MODEL.pt2 written by torch.export.save (torch 2.6+), or MODEL.pt written by torch.jit.save "
                     "(traced or scripted)")
@@ -236,7 +239,9 @@ void add_graph_commands(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("-o,--output", args->output, "Output file: .json (exchange format) or anything else (binary)")
         ->required();
+    add_workload_cluster_options(cmd, args->cluster);
     cmd->callback([args] {
+      if (import_workload_if_one(args->model, args->output, args->cluster)) return;
       std::vector<SampleInput> inputs;
       for (const std::string& spec : args->inputs) inputs.push_back(parse_sample_input(spec));
       ImportOptions options;

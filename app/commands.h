@@ -3,6 +3,9 @@
 // main() prints "error: <what>" to stderr and exits 2.
 #pragma once
 
+#include <cstdint>
+#include <string>
+
 namespace CLI {
 class App;
 }
@@ -23,5 +26,25 @@ void add_agent_commands(CLI::App& app);    // place, baseline, train            
 void add_service_commands(CLI::App& app);  // serve, query                       (cmd_service.cc)
 void add_train_commands(CLI::App& app);    // train                              (cmd_train.cc)
 void add_worker_commands(CLI::App& app);   // worker                             (cmd_worker.cc)
+
+// The max-load yardstick (cmd_max_load.cc): a workload file's cluster, and
+// what `baseline --objective max_load` reads.
+struct WorkloadClusterArgs {
+  int accelerators = -1;          // -1: the file's maxFPGAs
+  int cpus = -1;                  // -1: the file's maxCPUs
+  double accelerator_bytes = -1;  // -1: the file's maxSizePerFPGA
+};
+struct MaxLoadArgs {
+  std::string graph, methods, placement, json;
+  bool json_given = false, markdown = false;
+  uint64_t seed = 0;
+  double time_limit_s = 60.0;
+  int64_t max_ideals = 200000;
+  WorkloadClusterArgs cluster;
+};
+void run_max_load_baseline(const MaxLoadArgs& a);
+// `graph import` of a workload file (recognized by content); false if it is not one.
+bool import_workload_if_one(const std::string& path, const std::string& output, const WorkloadClusterArgs& cluster);
+void add_workload_cluster_options(CLI::App* cmd, WorkloadClusterArgs& c);
 
 }  // namespace placer::cli

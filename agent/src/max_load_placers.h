@@ -1,0 +1,12 @@
+// The max-load placers (agent/max_load.h), one file each; private to agent/src.
+#pragma once
+
+#include "placer/agent/max_load.h"
+
+namespace placer::max_load_detail {
+
+MaxLoadResult dp(const Workload& w, const MaxLoadOptions& options);            // max_load_dp.cc
+MaxLoadResult ilp(const Workload& w, const MaxLoadOptions& options);           // max_load_ilp.cc
+MaxLoadResult local_search(const Workload& w, const MaxLoadOptions& options);  // max_load_search.cc
+
+}  // namespace placer::max_load_detail

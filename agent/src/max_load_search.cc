@@ -1,0 +1,168 @@
+// local_search for the max-load objective: one colocation class moves to
+// another device at a time, kept when it lowers the max load, or keeps it
+// and lowers the sum of squared loads (so moves off a tied or near-busiest
+// device count too). From the warm start, then from random starts, until the
+// time limit; accelerators keep to their memory.
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <random>
+
+#include "max_load_placers.h"
+#include "placer/env/max_load.h"
+#include "placer/graphs/error.h"
+
+namespace placer::max_load_detail {
+
+namespace {
+
+struct Score {
+  double max_load = 0.0, spread = 0.0;  // spread: the sum of squared loads
+  bool better_than(const Score& o) const {
+    const double eps = 1e-12 * std::max(1.0, o.max_load);
+    if (max_load < o.max_load - eps) return true;
+    return max_load <= o.max_load + eps && spread < o.spread * (1.0 - 1e-12);
+  }
+};
+
+class ClassSearch {
+ public:
+  ClassSearch(const Workload& w, const MaxLoadOptions& options)
+      : w_(w),
+        eval_(w),
+        rng_(options.seed),
+        deadline_(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                                         std::chrono::duration<double>(options.time_limit_s))) {
+    cls_ = w.colocation_classes(&classes_);
+    members_.resize(static_cast<size_t>(classes_));
+    class_bytes_.assign(static_cast<size_t>(classes_), 0.0);
+    class_ok_.assign(static_cast<size_t>(classes_), 1);
+    for (int32_t u = 0; u < w.size(); ++u) {
+      const size_t k = static_cast<size_t>(cls_[static_cast<size_t>(u)]);
+      members_[k].push_back(u);
+      class_bytes_[k] += w.nodes[static_cast<size_t>(u)].size;
+      if (!w.nodes[static_cast<size_t>(u)].accelerator_ok) class_ok_[k] = 0;
+    }
+  }
+
+  bool out_of_time() const { return std::chrono::steady_clock::now() >= deadline_; }
+
+  // A random start: classes in random order, each on a random device with room for it.
+  WorkloadPlacement random_start() {
+    WorkloadPlacement p(w_.nodes.size(), 0);
+    std::vector<double> bytes(static_cast<size_t>(w_.cluster.devices()), 0.0);
+    std::vector<int32_t> order(static_cast<size_t>(classes_));
+    std::iota(order.begin(), order.end(), 0);
+    std::shuffle(order.begin(), order.end(), rng_);
+    for (int32_t k : order) {
+      std::vector<int32_t> devices;
+      for (int32_t d = 0; d < w_.cluster.devices(); ++d)
+        if (fits(k, d, bytes)) devices.push_back(d);
+      if (devices.empty()) return {};
+      const int32_t d = devices[std::uniform_int_distribution<size_t>(0, devices.size() - 1)(rng_)];
+      bytes[static_cast<size_t>(d)] += class_bytes_[static_cast<size_t>(k)];
+      for (int32_t u : members_[static_cast<size_t>(k)]) p[static_cast<size_t>(u)] = d;
+    }
+    return p;
+  }
+
+  // First-improvement descent from p (feasible) until no move helps or time is up.
+  Score descend(WorkloadPlacement& p) {
+    std::vector<double> load;
+    Score now = score(p, &load);
+    std::vector<double> bytes = device_bytes(p);
+    std::vector<int32_t> order(static_cast<size_t>(classes_));
+    std::iota(order.begin(), order.end(), 0);
+    for (bool moved = true; moved && !out_of_time();) {
+      moved = false;
+      std::shuffle(order.begin(), order.end(), rng_);
+      for (int32_t k : order) {
+        const auto& members = members_[static_cast<size_t>(k)];
+        const int32_t from = p[static_cast<size_t>(members.front())];
+        bytes[static_cast<size_t>(from)] -= class_bytes_[static_cast<size_t>(k)];
+        int32_t to = from;
+        for (int32_t d = 0; d < w_.cluster.devices(); ++d) {
+          if (d == from || !fits(k, d, bytes)) continue;
+          for (int32_t u : members) p[static_cast<size_t>(u)] = d;
+          const Score s = score(p, &load);
+          if (s.better_than(now)) {
+            now = s;
+            to = d;
+          }
+        }
+        for (int32_t u : members) p[static_cast<size_t>(u)] = to;
+        bytes[static_cast<size_t>(to)] += class_bytes_[static_cast<size_t>(k)];
+        moved = moved || to != from;
+        if (out_of_time()) break;
+      }
+    }
+    return now;
+  }
+
+  Score score(const WorkloadPlacement& p, std::vector<double>* load) const {
+    Score s;
+    s.max_load = eval_.evaluate(p, load);
+    for (double l : *load) s.spread += l * l;
+    return s;
+  }
+
+ private:
+  bool fits(int32_t k, int32_t d, const std::vector<double>& bytes) const {
+    if (d >= w_.cluster.accelerators) return true;  // CPUs: no memory limit, as in the paper
+    return class_ok_[static_cast<size_t>(k)] &&
+           bytes[static_cast<size_t>(d)] + class_bytes_[static_cast<size_t>(k)] <= w_.cluster.accelerator_bytes;
+  }
+  std::vector<double> device_bytes(const WorkloadPlacement& p) const {
+    std::vector<double> bytes(static_cast<size_t>(w_.cluster.devices()), 0.0);
+    for (size_t u = 0; u < p.size(); ++u) bytes[static_cast<size_t>(p[u])] += w_.nodes[u].size;
+    return bytes;
+  }
+
+  const Workload& w_;
+  MaxLoadEvaluator eval_;
+  std::mt19937_64 rng_;
+  std::chrono::steady_clock::time_point deadline_;
+  std::vector<int32_t> cls_;
+  int32_t classes_ = 0;
+  std::vector<std::vector<int32_t>> members_;
+  std::vector<double> class_bytes_;
+  std::vector<char> class_ok_;
+};
+
+}  // namespace
+
+MaxLoadResult local_search(const Workload& w, const MaxLoadOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  MaxLoadResult r;
+  r.method = "local_search";
+  ClassSearch search(w, options);
+  Score best;
+  int64_t starts = 0;
+  auto consider = [&](WorkloadPlacement p) {
+    if (p.empty()) return;
+    ++starts;
+    const Score s = search.descend(p);
+    if (r.placement.empty() || s.better_than(best)) {
+      best = s;
+      r.placement = std::move(p);
+    }
+  };
+  if (!options.warm.empty()) {
+    check_workload_placement(w, options.warm);
+    MaxLoadEvaluator eval(w);
+    if (eval.feasible(options.warm)) consider(options.warm);
+  }
+  do consider(search.random_start());
+  while (!search.out_of_time() && starts < 1'000'000);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (r.placement.empty()) {
+    r.note = "no start fits the accelerators' memory";
+    return r;
+  }
+  r.max_load = max_load(w, r.placement).max_load;
+  r.note = detail::concat(starts, " descents (", options.warm.empty() ? "random starts" : "the warm start, then random",
+                          "), seed ", options.seed);
+  return r;
+}
+
+}  // namespace placer::max_load_detail

@@ -1,0 +1,204 @@
+// The max-load objective (env/max_load.h) and its placers (agent/max_load.h):
+// loads computed by hand; dp equal to brute force over contiguous splits and
+// ilp to brute force over all splits on small random workloads; dp equal to
+// the paper's DP on a published workload.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <string>
+
+#include "placer/agent/max_load.h"
+#include "placer/env/max_load.h"
+#include "placer/graphs/error.h"
+#include "placer/graphs/workload.h"
+
+namespace placer {
+namespace {
+
+const std::string kDir = std::string(PLACER_FIXTURES_DIR) + "/dnn-partitioning/";
+
+// a -> b, a -> c, b -> c; a's output costs 0.5 to move, b's 0.25.
+Workload tiny() {
+  return parse_workload(R"({"maxSizePerFPGA": 100, "maxFPGAs": 2, "maxCPUs": 1, "nodes": [
+    {"id": 1, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 0, "size": 10},
+    {"id": 2, "supportedOnFpga": 1, "cpuLatency": 20, "fpgaLatency": 2, "isBackwardNode": 0, "size": 10},
+    {"id": 3, "supportedOnFpga": 1, "cpuLatency": 30, "fpgaLatency": 3, "isBackwardNode": 0, "size": 10}],
+    "edges": [{"sourceId": 1, "destId": 2, "cost": 0.5}, {"sourceId": 1, "destId": 3, "cost": 0.5},
+              {"sourceId": 2, "destId": 3, "cost": 0.25}]})",
+                        "tiny");
+}
+
+TEST(MaxLoadTest, LoadsByHand) {
+  const Workload w = tiny();
+  // a on accelerator 0; b, c on accelerator 1: a's output leaves 0 once and enters 1 once.
+  MaxLoadReport r = max_load(w, {0, 1, 1});
+  EXPECT_DOUBLE_EQ(r.load[0], 1.0 + 0.5);
+  EXPECT_DOUBLE_EQ(r.load[1], 2.0 + 3.0 + 0.5);
+  EXPECT_DOUBLE_EQ(r.load[2], 0.0);
+  EXPECT_DOUBLE_EQ(r.max_load, 5.5);
+  EXPECT_EQ(r.busiest, 1);
+  EXPECT_TRUE(r.feasible);
+  // c on the CPU: a's output goes to two devices but leaves accelerator 0 once; the CPU pays no transfers.
+  r = max_load(w, {0, 1, 2});
+  EXPECT_DOUBLE_EQ(r.load[0], 1.0 + 0.5);
+  EXPECT_DOUBLE_EQ(r.load[1], 2.0 + 0.5 + 0.25);
+  EXPECT_DOUBLE_EQ(r.load[2], 30.0);
+  EXPECT_DOUBLE_EQ(r.max_load, 30.0);
+  // All on one accelerator: no transfers; 30 bytes fit in 100.
+  r = max_load(w, {1, 1, 1});
+  EXPECT_DOUBLE_EQ(r.max_load, 6.0);
+  EXPECT_THROW(max_load(w, {0, 1}), PlacementError);
+  EXPECT_THROW(max_load(w, {0, 1, 3}), PlacementError);
+}
+
+TEST(MaxLoadTest, ColocatedNodesMustShareADevice) {
+  const Workload w = load_workload(kDir + "bert24_training.json");
+  WorkloadPlacement p(w.nodes.size(), 0);
+  EXPECT_NO_THROW(max_load(w, p));
+  p[1] = 1;  // node1grad away from node1
+  try {
+    max_load(w, p);
+    FAIL() << "no error";
+  } catch (const PlacementError& e) {
+    EXPECT_NE(std::string(e.what()).find("share a colorClass"), std::string::npos) << e.what();
+  }
+}
+
+// A random workload: a forward DAG of `n` nodes with positive costs, and for
+// training a backward node per forward node in its class, edges mirrored.
+Workload random_workload(uint64_t seed, int n, bool training, int accelerators, int cpus) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> lat(0.5, 5.0), cost(0.0, 2.0), bytes(1.0, 10.0);
+  std::string nodes, edges;
+  auto node = [&](int id, bool backward, int cls) {
+    const double acc = lat(rng);
+    nodes += (nodes.empty() ? "" : ",") + std::string("{\"id\": ") + std::to_string(id) +
+             ", \"supportedOnFpga\": 1, \"cpuLatency\": " + std::to_string(acc * (2 + lat(rng))) +
+             ", \"fpgaLatency\": " + std::to_string(acc) + ", \"isBackwardNode\": " + (backward ? "1" : "0") +
+             ", \"colorClass\": " + std::to_string(cls) + ", \"size\": " + std::to_string(bytes(rng)) + "}";
+  };
+  std::vector<double> out(static_cast<size_t>(2 * n));
+  for (double& c : out) c = cost(rng);
+  auto edge = [&](int from, int to) {
+    edges += (edges.empty() ? "" : ",") + std::string("{\"sourceId\": ") + std::to_string(from) +
+             ", \"destId\": " + std::to_string(to) + ", \"cost\": " + std::to_string(out[static_cast<size_t>(from)]) +
+             "}";
+  };
+  for (int i = 0; i < n; ++i) node(i, false, i);
+  if (training)
+    for (int i = 0; i < n; ++i) node(n + i, true, i);
+  for (int j = 1; j < n; ++j) {
+    edge(static_cast<int>(rng() % static_cast<uint64_t>(j)), j);  // connected
+    for (int i = 0; i < j; ++i)
+      if (rng() % 4 == 0 && i != j - 1) edge(i, j);
+  }
+  if (training) {
+    edge(n - 1, 2 * n - 1);
+    for (int j = 1; j < n; ++j)
+      for (int i = 0; i < j; ++i)
+        if (edges.find("\"sourceId\": " + std::to_string(i) + ", \"destId\": " + std::to_string(j) + ",") !=
+            std::string::npos)
+          edge(n + j, n + i);
+  }
+  const std::string text = "{\"maxSizePerFPGA\": 25, \"maxFPGAs\": " + std::to_string(accelerators) +
+                           ", \"maxCPUs\": " + std::to_string(cpus) + ", \"nodes\": [" + nodes + "], \"edges\": [" +
+                           edges + "]}";
+  return parse_workload(text, "random" + std::to_string(seed));
+}
+
+// Brute force over every placement of the classes; `contiguous` keeps those
+// whose devices can be ordered so that every forward edge goes forward (a
+// chain of ideals of the forward graph; backward nodes follow their class).
+double brute_force(const Workload& w, bool contiguous) {
+  int32_t classes = 0;
+  const std::vector<int32_t> cls = w.colocation_classes(&classes);
+  const int32_t devices = w.cluster.devices();
+  std::vector<int32_t> of_class(static_cast<size_t>(classes), 0);
+  double best = INFINITY;
+  MaxLoadEvaluator eval(w);
+  std::function<void(int32_t)> go = [&](int32_t k) {
+    if (k == classes) {
+      WorkloadPlacement p(w.nodes.size());
+      for (size_t u = 0; u < p.size(); ++u) p[u] = of_class[static_cast<size_t>(cls[u])];
+      if (!eval.feasible(p)) return;
+      if (contiguous) {  // the device graph must be acyclic
+        std::vector<std::vector<char>> reach(static_cast<size_t>(devices),
+                                             std::vector<char>(static_cast<size_t>(devices), 0));
+        for (const WorkloadEdge& e : w.edges)
+          if (!w.nodes[static_cast<size_t>(e.to)].backward)  // backward work follows its forward class
+            reach[static_cast<size_t>(p[static_cast<size_t>(e.from)])]
+                 [static_cast<size_t>(p[static_cast<size_t>(e.to)])] = 1;
+        for (int32_t m = 0; m < devices; ++m)
+          for (int32_t i = 0; i < devices; ++i)
+            for (int32_t j = 0; j < devices; ++j)
+              if (reach[static_cast<size_t>(i)][static_cast<size_t>(m)] &&
+                  reach[static_cast<size_t>(m)][static_cast<size_t>(j)])
+                reach[static_cast<size_t>(i)][static_cast<size_t>(j)] = 1;
+        for (int32_t i = 0; i < devices; ++i)
+          for (int32_t j = 0; j < devices; ++j)
+            if (i != j && reach[static_cast<size_t>(i)][static_cast<size_t>(j)] &&
+                reach[static_cast<size_t>(j)][static_cast<size_t>(i)])
+              return;
+      }
+      best = std::min(best, eval.evaluate(p));
+      return;
+    }
+    for (int32_t d = 0; d < devices; ++d) {
+      of_class[static_cast<size_t>(k)] = d;
+      go(k + 1);
+    }
+  };
+  go(0);
+  return best;
+}
+
+TEST(MaxLoadTest, DpEqualsBruteForceOverContiguousSplits) {
+  int fewer = 0;
+  for (uint64_t seed = 1; seed <= 24; ++seed) {
+    const bool training = seed % 2 == 0;
+    const Workload w = random_workload(seed, training ? 5 : 7, training, 2 + static_cast<int>(seed % 2), 1);
+    MaxLoadOptions options;
+    const MaxLoadResult dp = place_max_load(w, "dp", options);
+    const double expected = brute_force(w, true);
+    ASSERT_FALSE(dp.placement.empty()) << "seed " << seed;
+    EXPECT_NEAR(dp.max_load, expected, 1e-9 * expected) << "seed " << seed;
+    EXPECT_NEAR(dp.bound, dp.max_load, 1e-9 * expected) << "seed " << seed;  // the DP's value is its split's
+    const double any = brute_force(w, false);
+    EXPECT_LE(any, expected + 1e-12);
+    if (any < expected - 1e-9) ++fewer;
+
+    options.time_limit_s = 20;
+    options.warm = dp.placement;
+    const MaxLoadResult ilp = place_max_load(w, "ilp", options);
+    ASSERT_TRUE(ilp.optimal) << "seed " << seed << ": " << ilp.note;
+    EXPECT_NEAR(ilp.max_load, any, 1e-6 * any) << "seed " << seed;
+    options.time_limit_s = 0.05;
+    const MaxLoadResult ls = place_max_load(w, "local_search", options);
+    EXPECT_LE(ls.max_load, dp.max_load + 1e-12) << "seed " << seed;  // never worse than its warm start
+  }
+  EXPECT_GT(fewer, 0);  // non-contiguous splits do win on some of them
+}
+
+TEST(MaxLoadTest, DpMatchesThePapersDpOnBert24) {
+  // The paper's DP (throughput-dp/dp.cpp) on these files: 17.7899 and 41.7458.
+  const MaxLoadResult inference = place_max_load(load_workload(kDir + "bert24_inference.json"), "dp", {});
+  EXPECT_NEAR(inference.max_load, 17.7899, 1e-4);
+  const MaxLoadResult training = place_max_load(load_workload(kDir + "bert24_training.json"), "dp", {});
+  EXPECT_NEAR(training.max_load, 41.7458, 1e-4);
+  EXPECT_EQ(training.ideals, 30);
+}
+
+TEST(MaxLoadTest, UnknownMethodNamesTheKnownOnes) {
+  try {
+    place_max_load(tiny(), "greedy", {});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("known: dp, local_search, ilp, single"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace placer

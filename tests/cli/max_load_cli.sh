@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# The NeurIPS 2020 max-load yardstick on the command line: `graph import` of a
+# workload file (recognized by content), `baseline --objective max_load --json`
+# (dp equal to the paper's DP, an expert split evaluated), and errors that
+# name the field.
+set -euo pipefail
+PLACER="$1"
+SRC="$2"
+TMP="$(mktemp -d)"
+trap 'rm -rf "$TMP"' EXIT
+fail() { echo "FAIL: $*" >&2; exit 1; }
+W="$SRC/tests/fixtures/dnn-partitioning"
+
+"$PLACER" graph import "$W/bert24_training.json" -o "$TMP/w.json" --accelerators 4 > "$TMP/import.txt" \
+  || fail "graph import"
+grep -q "64 nodes (32 backward), 110 edges, 32 colocation classes" "$TMP/import.txt" || { cat "$TMP/import.txt"; fail "import summary"; }
+grep -q "cluster: 4 accelerators" "$TMP/import.txt" || fail "--accelerators"
+
+"$PLACER" baseline --graph "$W/bert24_inference.json" --objective max_load --method dp,single \
+  --placement "$W/bert24_inference_expert.json" --json > "$TMP/out.json" || fail "baseline --json"
+python3 - "$TMP/out.json" <<'PY' || fail "baseline JSON"
+import json, sys
+r = {m["method"]: m for m in json.load(open(sys.argv[1]))["methods"]}
+assert abs(r["dp"]["max_load"] - 17.7899) < 1e-4, r["dp"]  # the paper's DP on this file
+assert r["dp"]["optimal"] and r["dp"]["ideals"] == 30
+assert r["placement"]["max_load"] > r["dp"]["max_load"], r["placement"]  # the expert's split is contiguous
+assert r["single"]["max_load"] > r["placement"]["max_load"]
+nodes = sorted(n for d in r["dp"]["placement"]["fpgas"] + r["dp"]["placement"]["cpus"] for n in d["nodes"])
+assert len(nodes) == 32, nodes
+PY
+# The imported file (4 accelerators) reads back.
+"$PLACER" baseline --graph "$TMP/w.json" --objective max_load --method dp > "$TMP/four.txt" || fail "imported file"
+grep -q "4 accelerators" "$TMP/four.txt" || fail "imported cluster"
+
+# Errors name the field and the problem.
+python3 - "$W/bert24_inference.json" "$TMP/bad.json" <<'PY'
+import json, sys
+w = json.load(open(sys.argv[1]))
+w["edges"][1]["cost"] = w["edges"][0]["cost"] + 1 if w["edges"][1]["sourceId"] == w["edges"][0]["sourceId"] else 0
+w["nodes"][2]["fpgaLatency"] = -1
+json.dump(w, open(sys.argv[2], "w"))
+PY
+if "$PLACER" graph import "$TMP/bad.json" -o "$TMP/x.json" 2> "$TMP/err.txt"; then fail "bad file accepted"; fi
+grep -q "nodes\[2\].fpgaLatency: must be in \[0, " "$TMP/err.txt" || { cat "$TMP/err.txt"; fail "error names the field"; }
+if "$PLACER" baseline --graph "$W/bert24_inference.json" --objective max_load --method greedy 2> "$TMP/err2.txt"; then
+  fail "unknown method accepted"
+fi
+grep -q "unknown max_load method 'greedy'" "$TMP/err2.txt" || { cat "$TMP/err2.txt"; fail "unknown method"; }
+echo ok
