@@ -101,7 +101,8 @@ void merge_profile_minimum(Profile& kept, const Profile& p, bool first) {
     OpTiming& k = kept.ops[it->second];
     k.seconds = std::min(k.seconds, t.seconds);
     if (t.contended_seconds > 0)
-      k.contended_seconds = k.contended_seconds > 0 ? std::min(k.contended_seconds, t.contended_seconds) : t.contended_seconds;
+      k.contended_seconds =
+          k.contended_seconds > 0 ? std::min(k.contended_seconds, t.contended_seconds) : t.contended_seconds;
   }
   for (size_t l = 0; l < p.links.size() && l < kept.links.size(); ++l) {
     kept.links[l].alpha_s = std::min(kept.links[l].alpha_s, p.links[l].alpha_s);
@@ -189,8 +190,8 @@ void run_fidelity(const FidelityArgs& a) {
       best[i].samples_s = samples[i];
       best[i].summarize();
       std::fprintf(stderr, "[%zu/%zu] %-11s this round %.6g s; all rounds %.6g s [%.6g, %.6g], %zu steps\n", i + 1,
-                   placements.size(), placements[i].first.c_str(), round_s[i].back(), r.step_s, r.ci_low_s,
-                   r.ci_high_s, r.samples_s.size());
+                   placements.size(), placements[i].first.c_str(), round_s[i].back(), r.step_s, r.ci_low_s, r.ci_high_s,
+                   r.samples_s.size());
     }
   }
   const CostModel costs = CostModel::calibrated(graph, cluster, profile);
@@ -267,9 +268,9 @@ void add_env_commands(CLI::App& app) {
   fid->add_option("-o,--out", fargs->out, "Output directory for fidelity_<graph>.{md,json,svg}")->capture_default_str();
   fid->add_option("--name", fargs->name, "File name stem instead of the graph name");
   add_measure_options(fid, &fargs->protocol);
-  fid->add_option(
-         "--rounds", fargs->rounds,
-         "Rounds of profile + measure-all (interleaved); profiles keep each op's fastest round, measurements pool every round's samples")
+  fid->add_option("--rounds", fargs->rounds,
+                  "Rounds of profile + measure-all (interleaved); profiles keep each op's fastest round, measurements "
+                  "pool every round's samples")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   fid->add_option("--repetitions", fargs->repetitions, "Profile runs per op (median kept)")

@@ -44,7 +44,8 @@ void run_compare(const MeasureArgs& a, const Graph& graph, const Cluster& cluste
   size_t best = rs.size();
   for (size_t i = 0; i < rs.size(); ++i) {
     std::printf("%-32s %s\n", a.compare[i].c_str(),
-                rs[i].ok() ? interval(rs[i]).c_str() : (std::string(step_status_name(rs[i].status)) + ": " + rs[i].message).c_str());
+                rs[i].ok() ? interval(rs[i]).c_str()
+                           : (std::string(step_status_name(rs[i].status)) + ": " + rs[i].message).c_str());
     if (rs[i].ok() && (best == rs.size() || rs[i].step_s < rs[best].step_s)) best = i;
   }
   if (best == rs.size()) throw InputError("measure: no placement ran");
@@ -88,8 +89,8 @@ void run_measure(const MeasureArgs& a) {
     std::fprintf(stderr, "measure: %s: %s\n", step_status_name(r.status), r.message.c_str());
     throw CLI::RuntimeError(1);
   }
-  std::printf("graph %s on %s: step %s; IQR %.6f s, transfers %lld bytes\n", graph.name.c_str(),
-              cluster.name.c_str(), interval(r).c_str(), r.iqr_s, static_cast<long long>(r.transfer_bytes));
+  std::printf("graph %s on %s: step %s; IQR %.6f s, transfers %lld bytes\n", graph.name.c_str(), cluster.name.c_str(),
+              interval(r).c_str(), r.iqr_s, static_cast<long long>(r.transfer_bytes));
   for (const DeviceStats& d : r.devices)
     std::printf("  %-8s busy %.6f s  peak %lld bytes\n", d.device.c_str(), d.busy_s,
                 static_cast<long long>(d.peak_bytes));

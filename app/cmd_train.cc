@@ -74,8 +74,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   const bool measured = r.table != "simulated";
   std::printf("  every row %s%s\n", measured ? "measured side by side, interleaved, in one fresh run" : "simulated",
               measured ? " (median step, 95% interval)" : "");
-  std::printf("  %-22s %12s %25s %10s %10s\n", "method", "step (s)", measured ? "95% interval (s)" : "",
-              "vs policy", "place (s)");
+  std::printf("  %-22s %12s %25s %10s %10s\n", "method", "step (s)", measured ? "95% interval (s)" : "", "vs policy",
+              "place (s)");
   auto interval = [&](double lo, double hi) {
     char b[64] = "";
     if (measured) std::snprintf(b, sizeof b, "[%.6g, %.6g]", lo, hi);

@@ -148,9 +148,10 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"remote_evaluations\": " << res.remote_evaluations << ",\n  \"best_step_s\": " << num(res.best_step_s)
     << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
     << ",\n  \"best_found_by\": " << json_quote(res.best_found_by)
-    << ",\n  \"policy_best_step_s\": " << num(res.policy_best_step_s)
-    << ",\n  \"policy_ci_s\": [" << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]"
-    << ",\n  \"table\": " << json_quote(res.table) << ",\n  \"measurements\": " << res.measurements << ",\n  \"measured_steps\": " << res.measured_steps
+    << ",\n  \"policy_best_step_s\": " << num(res.policy_best_step_s) << ",\n  \"policy_ci_s\": ["
+    << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]"
+    << ",\n  \"table\": " << json_quote(res.table) << ",\n  \"measurements\": " << res.measurements
+    << ",\n  \"measured_steps\": " << res.measured_steps
     << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample
     << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s)
     << ",\n  \"warm_start\": {\"method\": " << json_quote(res.warm_start_method)
@@ -159,8 +160,8 @@ void Trainer::write_summary(const TrainResult& res) {
   for (size_t i = 0; i < res.baselines.size(); ++i) {
     const auto& b = res.baselines[i];
     o << (i ? ",\n    " : "\n    ") << "{\"method\": " << json_quote(b.method)
-      << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"step_s\": " << num(b.step_s)
-      << ", \"ci_s\": [" << num(b.ci_low_s) << ", " << num(b.ci_high_s) << "]"
+      << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"step_s\": " << num(b.step_s) << ", \"ci_s\": ["
+      << num(b.ci_low_s) << ", " << num(b.ci_high_s) << "]"
       << ", \"seconds\": " << num(b.seconds) << ", \"note\": " << json_quote(b.note) << "}";
   }
   o << "],\n  \"held_out\": [";

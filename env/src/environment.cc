@@ -69,7 +69,7 @@ struct Environment::Impl {
   EnvOptions options;
   std::shared_ptr<Calibration> calibration;  // hybrid refits it; simulate() and costs() read it
   std::unique_ptr<Evaluator> evaluator;
-  MeasuredEvaluator* measurer = nullptr;           // inside `evaluator` when it measures here
+  MeasuredEvaluator* measurer = nullptr;            // inside `evaluator` when it measures here
   std::unique_ptr<MeasuredEvaluator> own_measurer;  // measure_side_by_side's otherwise
 };
 

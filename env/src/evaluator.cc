@@ -266,8 +266,7 @@ std::vector<Evaluation> MeasuredEvaluator::evaluate(const std::vector<Placement>
   return out;
 }
 
-std::vector<StepResult> MeasuredEvaluator::measure_side_by_side(const std::vector<Placement>& placements,
-                                                                bool fresh) {
+std::vector<StepResult> MeasuredEvaluator::measure_side_by_side(const std::vector<Placement>& placements, bool fresh) {
   return impl_->run(placements, fresh);
 }
 

@@ -85,9 +85,8 @@ std::string FidelityReport::to_json() const {
     o << "    {\"kind\": \"" << p.kind << "\", \"measured_s\": " << format_number(p.measured_s, 8)
       << ", \"measured_iqr_s\": " << format_number(p.measured_iqr_s, 8)
       << ", \"ci_low_s\": " << format_number(p.ci_low_s, 8) << ", \"ci_high_s\": " << format_number(p.ci_high_s, 8)
-      << ", \"steps\": " << p.steps
-      << ", \"simulated_s\": " << format_number(p.simulated_s, 8) << ", \"transfer_bytes\": " << p.transfer_bytes
-      << ", \"rounds_s\": [";
+      << ", \"steps\": " << p.steps << ", \"simulated_s\": " << format_number(p.simulated_s, 8)
+      << ", \"transfer_bytes\": " << p.transfer_bytes << ", \"rounds_s\": [";
     for (size_t r = 0; r < p.rounds_s.size(); ++r) o << (r ? ", " : "") << format_number(p.rounds_s[r], 8);
     o << "]}" << (i + 1 < points.size() ? "," : "") << "\n";
   }

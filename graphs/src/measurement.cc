@@ -73,7 +73,6 @@ struct TraceEvent {
   };
 };
 
-
 // The trace's otherData: the measurement the traced step belongs to.
 struct TraceSummary {
   const StepResult* r = nullptr;
@@ -87,8 +86,7 @@ struct TraceSummary {
 
 }  // namespace
 
-void write_chrome_trace(const std::vector<TimelineEvent>& events, const std::string& path,
-                        const StepResult* measured) {
+void write_chrome_trace(const std::vector<TimelineEvent>& events, const std::string& path, const StepResult* measured) {
   // Device lanes first, then transfer channels ("a->b"), each in order of first appearance.
   std::vector<std::string> lanes;
   std::map<std::string, int> tid_of;

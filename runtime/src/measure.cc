@@ -31,7 +31,7 @@ struct Candidate {
   Session session;
   StepResult result;
   std::vector<std::vector<double>> busy;  // per device, per measured step
-  size_t index = 0;  // in the caller's list
+  size_t index = 0;                       // in the caller's list
   bool active = true;
   int measured = 0;  // steps taken now (prior samples not counted)
 };
@@ -41,7 +41,8 @@ bool step(Executor& executor, Candidate& c, const MeasureOptions& o, bool sample
           std::vector<TimelineEvent>* timeline) {
   StepOutcome out = executor.run_step(c.session, o.timeout_s, timeline);
   StepResult& r = c.result;
-  for (size_t i = 0; i < r.devices.size(); ++i) r.devices[i].peak_bytes = std::max(r.devices[i].peak_bytes, out.peak_bytes[i]);
+  for (size_t i = 0; i < r.devices.size(); ++i)
+    r.devices[i].peak_bytes = std::max(r.devices[i].peak_bytes, out.peak_bytes[i]);
   if (out.status != StepStatus::Ok) {
     r.status = out.status;
     r.message = out.message;
@@ -71,7 +72,8 @@ bool done(Candidate& c, const MeasureOptions& o) {
     return true;
   }
   r.summarize();
-  if (o.target_halfwidth > 0 && r.ci_level >= 0.95 && 0.5 * (r.ci_high_s - r.ci_low_s) <= o.target_halfwidth * r.step_s) {
+  if (o.target_halfwidth > 0 && r.ci_level >= 0.95 &&
+      0.5 * (r.ci_high_s - r.ci_low_s) <= o.target_halfwidth * r.step_s) {
     r.stop = "target";
     return true;
   }

@@ -4,10 +4,10 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <mutex>
 #include <string>
-#include <cmath>
 #include <thread>
 
 #include "internal.h"

@@ -148,8 +148,7 @@ TEST(MeasuredEvaluator, MeasuringAgainAddsToTheSamples) {
   const std::vector<StepResult> again = m.measure_side_by_side(batch, false);
   ASSERT_EQ(again.size(), 2u);
   EXPECT_EQ(again[0].samples_s.size(), 4u);
-  EXPECT_EQ(std::vector<double>(again[0].samples_s.begin(), again[0].samples_s.begin() + 3),
-            first[0].result.samples_s);
+  EXPECT_EQ(std::vector<double>(again[0].samples_s.begin(), again[0].samples_s.begin() + 3), first[0].result.samples_s);
   const std::vector<StepResult> fresh = m.measure_side_by_side(batch, true);
   EXPECT_EQ(fresh[1].samples_s.size(), 3u);
   EnvOptions eo;

@@ -194,7 +194,7 @@ struct TrainResult {
   std::string output_dir;
   int64_t updates = 0;
   int64_t samples = 0;
-  double seconds = 0.0;      // wall time of this invocation (including warm start)
+  double seconds = 0.0;  // wall time of this invocation (including warm start)
   // The fastest placement evaluated, the baselines' included ("never worse than
   // what it saw"): best_found_by is "policy" or the baseline's method.
   double best_step_s = 0.0;

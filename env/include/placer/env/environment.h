@@ -28,7 +28,7 @@ class RemoteEvaluator;  // env/remote.h
 struct EnvOptions {
   RewardMode mode = RewardMode::Simulated;
   RewardOptions reward;
-  MeasureOptions measure;  // the measurement protocol of measured and hybrid rewards (runtime.h)
+  MeasureOptions measure;      // the measurement protocol of measured and hybrid rewards (runtime.h)
   int hybrid_measure_top = 1;  // hybrid: measure the best N of each batch and every new best
   int threads = 0;             // simulated batch evaluation threads (0 = cores)
   // Calibrates the cost model when given; with a PreparedProblem, give the

@@ -93,9 +93,9 @@ struct EvalStats {
   int64_t cache_hits = 0;
   int64_t measurements = 0;
   int64_t measured_steps = 0;  // steps run for measurements (warm-up excluded)
-  int64_t remote = 0;        // evaluations (simulations or measurements) done by a RemoteEvaluator
-  int64_t calibrations = 0;  // hybrid: times the simulator was refit to measurements
-  double step_scale = 1.0;   // hybrid: the current measured / simulated step factor
+  int64_t remote = 0;          // evaluations (simulations or measurements) done by a RemoteEvaluator
+  int64_t calibrations = 0;    // hybrid: times the simulator was refit to measurements
+  double step_scale = 1.0;     // hybrid: the current measured / simulated step factor
 };
 
 class Evaluator {

@@ -32,7 +32,7 @@ struct FidelityPoint {
   double measured_iqr_s = 0.0;
   double simulated_s = 0.0;
   int64_t transfer_bytes = 0;
-  std::vector<double> rounds_s;  // each round's median step, in order
+  std::vector<double> rounds_s;            // each round's median step, in order
   double ci_low_s = 0.0, ci_high_s = 0.0;  // the median's 95% interval
   int64_t steps = 0;                       // measured steps, all rounds
 };

@@ -28,13 +28,13 @@ namespace placer {
 // interleaved (A B C A B C ...), so a shared machine's drift falls on all alike.
 struct MeasureOptions {
   int warmup_steps = 2;
-  int measured_steps = 5;         // at least
-  int max_steps = 30;             // at most
+  int measured_steps = 5;          // at least
+  int max_steps = 30;              // at most
   double target_halfwidth = 0.02;  // of the median; 0: until max_steps or the budget
-  double budget_s = 0.0;          // measured seconds, all placements together; 0: none
-  double timeout_s = 120.0;       // per step; past it the result is Timeout
-  uint64_t seed = 0;              // inputs and params are drawn from it
-  bool timeline = false;          // record a TimelineEvent per op and transfer
+  double budget_s = 0.0;           // measured seconds, all placements together; 0: none
+  double timeout_s = 120.0;        // per step; past it the result is Timeout
+  uint64_t seed = 0;               // inputs and params are drawn from it
+  bool timeline = false;           // record a TimelineEvent per op and transfer
   // Called after every measured step: the placement's index and its step time
   // (progress reports; tests check the interleaving with it).
   std::function<void(size_t placement, double step_s)> on_step;
