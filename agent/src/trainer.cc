@@ -399,12 +399,9 @@ TrainResult Trainer::run() {
   save_checkpoint();
 
   TrainResult res;
-  res.best_step_s = res.policy_best_step_s = tasks_[0]->best_step_s;
-  if (!stopped_early) {
-    compare_baselines(&res);
-    final_table(&res);
-    place_held_out(eo, &res);
-  }
+  if (!stopped_early) compare_baselines(&res);
+  final_table(&res, /*measure=*/!stopped_early);
+  if (!stopped_early) place_held_out(eo, &res);
   write_outputs(&res);
   res.seconds = seconds_since(t_start);
   for (const auto& t : tasks_) res.remote_evaluations += t->env->stats().remote;

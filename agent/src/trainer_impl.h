@@ -67,9 +67,9 @@ class Trainer {
   std::string state_json() const;
   void write_outputs(TrainResult* result);
   void compare_baselines(TrainResult* result);
-  // Measures the policy's best and every baseline side by side when the mode
-  // measures, and makes the fastest of all the result (trainer_outputs.cc).
-  void final_table(TrainResult* result);
+  // The result: the policy's best, or a faster baseline. With `measure`, in a
+  // mode that measures, every row is first measured side by side (trainer_outputs.cc).
+  void final_table(TrainResult* result, bool measure);
   // Resuming: the warm-start placements stored in the checkpoint.
   void restore_warm_starts(const std::string& ckpt);
   // Fine-tuning: the policy's weights from another run's checkpoint (policy.init_from).

@@ -35,7 +35,6 @@ void Trainer::write_outputs(TrainResult* res) {
   res->updates = update_;
   res->samples = samples_;
   if (res->best_found_by == "policy" || res->best_found_by == "none") {
-    if (res->table == "simulated") res->best_step_s = res->policy_best_step_s = t0.best_step_s;
     res->best_measured = t0.best_measured || res->table != "simulated";
     if (!t0.best.device_of.empty()) res->best_placement = to_named(t0.env->graph(), cluster_, t0.best);
   } else {  // a baseline's placement, measured when its row was
@@ -78,12 +77,12 @@ void Trainer::compare_baselines(TrainResult* res) {
   for (const Compared& c : compare_placers(more, ctx, options)) res->baselines.push_back(baseline_result(c));
 }
 
-void Trainer::final_table(TrainResult* res) {
+void Trainer::final_table(TrainResult* res, bool measure) {
   Task& t0 = *tasks_[0];
   res->policy_best_step_s = res->best_step_s =
       t0.best.device_of.empty() ? std::numeric_limits<double>::infinity() : t0.best_step_s;
   if (t0.best.device_of.empty()) res->best_found_by = "none";
-  if (c_.reward.mode != RewardMode::Simulated && !t0.best.device_of.empty()) {
+  if (measure && c_.reward.mode != RewardMode::Simulated && !t0.best.device_of.empty()) {
     // Every row in one fresh, interleaved run: the policy's best first, then each placed baseline.
     std::vector<Placement> rows = {t0.best};
     std::vector<BaselineResult*> of_row = {nullptr};
@@ -116,6 +115,8 @@ void Trainer::final_table(TrainResult* res) {
       res->best_found_by = b.method;
       res->best_placement = to_named(t0.env->graph(), cluster_, b.placement);
     }
+  if (t0.best.device_of.empty()) res->policy_best_step_s = 0.0;  // the policy evaluated nothing
+  if (res->best_found_by == "none") res->best_step_s = 0.0;
 }
 
 void Trainer::place_held_out(const EnvOptions& eo, TrainResult* result) {

@@ -84,18 +84,18 @@ bool done(Candidate& c, const MeasureOptions& o) {
   return false;
 }
 
-}  // namespace
-
-std::vector<StepResult> Runtime::measure_interleaved(const Graph& graph, const std::vector<Placement>& placements,
-                                                     const MeasureOptions& o,
-                                                     const std::vector<std::vector<double>>* prior) {
+// The protocol over the placements; with `trace`, one more step of the first
+// placement, on its warm session, is recorded there (not a sample).
+std::vector<StepResult> run_protocol(const Cluster& cluster, Executor& ex, std::mutex& mu, const Graph& graph,
+                                     const std::vector<Placement>& placements, const MeasureOptions& o,
+                                     const std::vector<std::vector<double>>* prior, std::vector<TimelineEvent>* trace) {
   validate(o);
   if (prior && prior->size() != placements.size())
     throw InputError("measure: the prior samples are for " + std::to_string(prior->size()) + " placements, not " +
                      std::to_string(placements.size()));
-  for (const Placement& p : placements) validate_placement(graph, impl_->cluster, p);
-  std::lock_guard<std::mutex> lk(impl_->mu);
-  const int d = impl_->cluster.size();
+  for (const Placement& p : placements) validate_placement(graph, cluster, p);
+  std::lock_guard<std::mutex> lk(mu);
+  const int d = cluster.size();
   std::deque<Candidate> cands;  // a deque: sessions point at their plans
   for (size_t k = 0; k < placements.size(); ++k) {
     Candidate& c = cands.emplace_back();
@@ -103,11 +103,10 @@ std::vector<StepResult> Runtime::measure_interleaved(const Graph& graph, const s
     c.plan = make_plan(graph, placements[k], d, false);
     c.session = new_session(c.plan, o.seed, d);
     c.result.devices.resize(d);
-    for (int i = 0; i < d; ++i) c.result.devices[i].device = impl_->cluster.devices[i].name;
+    for (int i = 0; i < d; ++i) c.result.devices[i].device = cluster.devices[i].name;
     c.busy.resize(d);
     if (prior) c.result.samples_s = (*prior)[k];
   }
-  Executor& ex = impl_->executor;
   // Warm-up: each candidate in turn (its params become resident, caches and the allocator warm).
   for (Candidate& c : cands)
     for (int w = 0; w < o.warmup_steps && c.active; ++w) step(ex, c, o, false, nullptr);
@@ -132,6 +131,7 @@ std::vector<StepResult> Runtime::measure_interleaved(const Graph& graph, const s
         any = true;
     }
   }
+  if (trace && !cands.empty() && cands.front().result.ok()) step(ex, cands.front(), o, false, trace);
   std::vector<StepResult> out;
   for (Candidate& c : cands) {
     if (c.result.ok()) {
@@ -143,21 +143,22 @@ std::vector<StepResult> Runtime::measure_interleaved(const Graph& graph, const s
   return out;
 }
 
+}  // namespace
+
+std::vector<StepResult> Runtime::measure_interleaved(const Graph& graph, const std::vector<Placement>& placements,
+                                                     const MeasureOptions& o,
+                                                     const std::vector<std::vector<double>>* prior) {
+  return run_protocol(impl_->cluster, impl_->executor, impl_->mu, graph, placements, o, prior, nullptr);
+}
+
 StepResult Runtime::measure(const Graph& graph, const Placement& placement, const MeasureOptions& options,
                             std::vector<TimelineEvent>* timeline) {
-  StepResult r = measure_interleaved(graph, {placement}, options).front();
-  if (r.ok() && (options.timeline || timeline)) {
-    // The trace: one more step, recorded, kept out of the samples.
-    std::lock_guard<std::mutex> lk(impl_->mu);
-    const int d = impl_->cluster.size();
-    Candidate c;
-    c.plan = make_plan(graph, placement, d, false);
-    c.session = new_session(c.plan, options.seed, d);
-    c.result.devices.resize(d);
-    std::vector<TimelineEvent> events;
-    step(impl_->executor, c, options, false, nullptr);  // params resident, as in the measured steps
-    if (step(impl_->executor, c, options, false, &events) && timeline) *timeline = std::move(events);
-  }
+  std::vector<TimelineEvent> events;
+  const bool traced = options.timeline || timeline;
+  StepResult r = run_protocol(impl_->cluster, impl_->executor, impl_->mu, graph, {placement}, options, nullptr,
+                              traced ? &events : nullptr)
+                     .front();
+  if (timeline) *timeline = std::move(events);
   return r;
 }
 
