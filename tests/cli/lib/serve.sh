@@ -2,6 +2,7 @@
 # `$PLACER serve` in the background and sets SERVER (its pid) and ENDPOINT
 # (the address it bound, read from its log); exits 1 if it does not start.
 start_server() {
+  : > "$2"  # exists before the first read: the background shell may open it after we look (set -e)
   "$PLACER" serve --config "$1" > "$2" 2>&1 &
   SERVER=$!
   ENDPOINT=""
