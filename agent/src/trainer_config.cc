@@ -1,18 +1,16 @@
 // TrainConfig: YAML/JSON parsing with errors that name the file and field,
 // and the JSON form stored next to every result.
-#include <yaml-cpp/yaml.h>
-
 #include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
 
 #include "placer/agent/train.h"
-#include "placer/agent/yaml_node.h"
 #include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/yaml_reader.h"
 
 namespace placer {
 
@@ -87,8 +85,8 @@ void read_names(YamlFields& sec, const std::string& key, std::vector<std::string
 
 GraphSource parse_graph_source(const YamlNode& node, const FieldFail& fail, const std::string& path) {
   GraphSource g;
-  if (node.yaml().IsScalar()) {  // "nmt" or "path/to/graph.json"
-    const std::string s = node.yaml().Scalar();
+  if (const std::optional<std::string> scalar = node.string()) {  // "nmt" or "path/to/graph.json"
+    const std::string& s = *scalar;
     if (s.find('/') != std::string::npos || s.find('.') != std::string::npos)
       g.file = s;
     else
@@ -121,17 +119,17 @@ std::vector<GraphSource> parse_graph_list(const YamlNode& node, const FieldFail&
 }  // namespace
 
 TrainConfig parse_train_config(const std::string& text, const std::string& origin) {
-  YAML::Node root;
+  YamlNode root;
   try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(origin + ": not valid YAML/JSON: line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    root = parse_yaml(text);
+  } catch (const YamlSyntaxError& e) {
+    throw InputError(origin + ": not valid YAML/JSON: line " + std::to_string(e.line()) + ": " + e.problem());
   }
-  if (!root || root.IsNull()) throw InputError(origin + ": empty config");
+  if (!root.present() || root.is_null()) throw InputError(origin + ": empty config");
   TrainConfig c;
   c.source_text = text;
   const FieldFail fail = throw_field_error<InputError>(origin);
-  YamlFields top(YamlNode(root), "", fail);
+  YamlFields top(root, "", fail);
   top.read("name", &c.name);
   top.read("cluster", &c.cluster);
   if (const YamlNode g = top.get("graph"); g.present()) c.graph = parse_graph_source(g, fail, "graph");

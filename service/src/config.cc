@@ -1,13 +1,11 @@
 #include "placer/service/config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <climits>
 #include <filesystem>
 #include <set>
 
-#include "placer/agent/yaml_node.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/yaml_reader.h"
 
 namespace placer::service {
 namespace {
@@ -27,15 +25,15 @@ void check_z85(const std::string& key, const std::string& field) {
 }  // namespace
 
 ServiceConfig parse_service_config(const std::string& yaml_text, const std::string& base_dir) {
-  YAML::Node root;
+  YamlNode root;
   try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
+    root = parse_yaml(yaml_text);
+  } catch (const YamlSyntaxError& e) {
     throw InputError(std::string("service config: malformed YAML: ") + e.what());
   }
-  if (!root.IsMap()) throw InputError("service config: expected a mapping at the top level");
+  if (!root.is_map()) throw InputError("service config: expected a mapping at the top level");
   // Errors: "limits.max_ops: expected an integer, got 'x'" (load_service_config adds the file).
-  YamlFields top(YamlNode(root), "", throw_field_error<InputError>());
+  YamlFields top(root, "", throw_field_error<InputError>());
   auto check = [&](bool ok, const std::string& field, const std::string& problem) {
     if (!ok) top.fail(field, problem);
   };
