@@ -11,7 +11,7 @@
 #include "internal.h"
 #include "placer/graphs/error.h"
 
-namespace placer::rt {
+namespace placer {
 
 // ------------------------------------------------------------ the executor
 
@@ -52,7 +52,7 @@ struct Executor::Worker {
 };
 
 struct Executor::Step {
-  const Plan* plan = nullptr;
+  const KernelPlan* plan = nullptr;
   Session* session = nullptr;
   std::vector<at::Tensor> slots;
   std::unique_ptr<std::atomic<int32_t>[]> refs;
@@ -240,7 +240,7 @@ bool is_oom_message(const std::string& m) {
 }  // namespace
 
 void Executor::run_op(Step& s, int32_t id, int32_t device) {
-  const Plan& plan = *s.plan;
+  const KernelPlan& plan = *s.plan;
   const Op& op = plan.graph->op(OpId(id));
   const OpPlan& p = plan.ops[id];
   const DeviceCtx& dev = devices_[device];
@@ -408,7 +408,7 @@ void Executor::run_transfer(Step& s, int32_t t) {
 }
 
 void Executor::gpu_times(Step& s) {
-  const Plan& plan = *s.plan;
+  const KernelPlan& plan = *s.plan;
   Session& session = *s.session;
   for (int32_t id = 0; id < static_cast<int32_t>(plan.ops.size()); ++id) {
     const int32_t device = plan.ops[id].device;
@@ -432,7 +432,7 @@ void Executor::gpu_times(Step& s) {
 }
 
 StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<TimelineEvent>* timeline) {
-  const Plan& plan = *session.plan;
+  const KernelPlan& plan = *session.plan;
   const int32_t d = static_cast<int32_t>(devices_.size());
   Step s;
   s.plan = &plan;
@@ -520,4 +520,4 @@ StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<T
   return out;
 }
 
-}  // namespace placer::rt
+}  // namespace placer

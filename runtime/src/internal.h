@@ -1,7 +1,7 @@
 // Private to the runtime: the pieces runtime.cc wires together.
 //   devices.cc   DeviceCtx (a torch device, its stream and thread share), copies
 //   kernels.cc   OpCall: one graph op turned into a dispatcher call
-//   plan.cc      Plan: the shared execution rules (graphs/exec_plan.h) plus kernels and autograd state
+//   plan.cc      KernelPlan: the shared execution rules (graphs/exec_plan.h) plus kernels and autograd state
 //   executor.cc  Executor (threads, steps)
 #pragma once
 
@@ -38,11 +38,7 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
-namespace placer::rt {
-
-using Clock = std::chrono::steady_clock;
-
-using placer::quantile;  // graphs/stats.h
+namespace placer {
 
 // ---------------------------------------------------------------- devices.cc
 
@@ -199,7 +195,7 @@ struct OpPlan {
   bool retain = false;               // run_once: keep the outputs for StepValues
 };
 
-struct Plan {
+struct KernelPlan {
   const Graph* graph = nullptr;
   std::vector<std::unique_ptr<OpCall>> calls;  // per op (Aten ops only)
   std::vector<OpPlan> ops;
@@ -212,7 +208,7 @@ struct Plan {
 
 // Binds every op to its kernel and lays out slots, refcounts and transfers.
 // Throws GraphError naming an op the runtime cannot execute.
-Plan make_plan(const Graph& graph, const Placement& placement, int32_t devices, bool retain_sinks);
+KernelPlan make_plan(const Graph& graph, const Placement& placement, int32_t devices, bool retain_sinks);
 
 struct StepOutcome {
   StepStatus status = StepStatus::Ok;
@@ -229,7 +225,7 @@ struct StepOutcome {
 // What survives from step to step while one plan is measured: params,
 // inputs and the bytes they hold.
 struct Session {
-  const Plan* plan = nullptr;
+  const KernelPlan* plan = nullptr;
   uint64_t seed = 0;
   std::vector<at::Tensor> persistent;     // per op (params, inputs)
   std::vector<at::Tensor> initial;        // run_once: given values of inputs/params (CPU), per op; else drawn
@@ -244,7 +240,7 @@ struct Session {
 };
 
 // A session for one plan: no values yet, nothing resident.
-Session new_session(const Plan& plan, uint64_t seed, int devices);
+Session new_session(const KernelPlan& plan, uint64_t seed, int devices);
 
 class Executor {
  public:
@@ -284,18 +280,12 @@ class Executor {
 
 // ---------------------------------------------------------------- runtime.cc
 
-}  // namespace placer::rt
-
-namespace placer {
 struct Runtime::Impl {
   Cluster cluster;
-  rt::Executor executor;
+  Executor executor;
   std::mutex mu;  // one measurement at a time: the executor threads are shared
-  Impl(Cluster c, std::vector<rt::DeviceCtx> devices) : cluster(std::move(c)), executor(std::move(devices)) {}
+  Impl(Cluster c, std::vector<DeviceCtx> devices) : cluster(std::move(c)), executor(std::move(devices)) {}
 };
-}  // namespace placer
-
-namespace placer::rt {
 
 // ---------------------------------------------------------------- profile.cc
 
@@ -303,4 +293,4 @@ namespace placer::rt {
 // caller holds its lock). Throws InputError when a profiling step fails.
 Profile profile_graph(Executor& executor, const Cluster& cluster, const Graph& graph, const ProfileOptions& options);
 
-}  // namespace placer::rt
+}  // namespace placer

@@ -10,8 +10,6 @@
 
 namespace placer {
 
-using namespace rt;
-
 void validate(const MeasureOptions& o) {
   if (o.warmup_steps < 0) throw InputError("measure: warmup_steps must be >= 0");
   if (o.measured_steps < 1) throw InputError("measure: measured_steps must be >= 1");
@@ -27,7 +25,7 @@ namespace {
 // One placement under measurement: its plan, its session (params stay
 // resident between its steps) and what it measured so far.
 struct Candidate {
-  Plan plan;
+  KernelPlan plan;
   Session session;
   StepResult result;
   std::vector<std::vector<double>> busy;  // per device, per measured step
