@@ -263,13 +263,39 @@ class Executor {
   struct Step;
   void worker_loop(Worker* w);
   void push(int32_t worker, int32_t item);
+  // One op, as named steps: its inputs, its kernel (run_guarded: a kernel's
+  // exception becomes the step's outcome; run_reps: repeated and timed when
+  // profiling; run_kernel: one run by op kind), its outputs checked and stored,
+  // its time recorded, then its inputs released and its outputs published.
+  // The bool steps return false when the step failed there.
   void run_op(Step& s, int32_t op, int32_t device);
+  bool run_guarded(Step& s, int32_t op, int32_t device, const std::vector<at::Tensor>& in,
+                   std::vector<at::Tensor>& out);
+  bool run_reps(Step& s, int32_t op, int32_t device, const std::vector<at::Tensor>& in, std::vector<at::Tensor>& out);
+  bool run_kernel(Step& s, int32_t op, int32_t device, const std::vector<at::Tensor>& in, bool last_rep,
+                  std::vector<at::Tensor>& out);
+  // placer::input / placer::param: the session's value, made (given or drawn,
+  // and its memory reserved) on first use.
+  bool persistent_value(Step& s, int32_t op, int32_t device, std::vector<at::Tensor>& out);
+  bool store_outputs(Step& s, int32_t op, std::vector<at::Tensor>& out);
+  // A CPU op's busy time, per-op time and trace span (GPU ops: gpu_times()).
+  void record_cpu_op(Step& s, int32_t op, int32_t device, Clock::time_point t0, Clock::time_point t1);
   void run_transfer(Step& s, int32_t transfer);
   void publish(Step& s, int32_t slot);
   void release(Step& s, int32_t slot);
   bool reserve(Step& s, int32_t device, int64_t bytes, const std::string& what);
   void fail(Step& s, StepStatus status, const std::string& message);
+  // The step's first failure, if it is this one: out of memory on `device`, needing `needed` bytes.
+  void fail_oom(Step& s, int32_t device, const std::string& message, int64_t needed);
   void finish_item(Step& s);
+  // run_step's named steps: seed the ready ops and wait for the last item (or
+  // the time limit), synchronize the devices (true if one is a GPU), the
+  // outcome, the values run_once keeps, the trace.
+  void run_until_done(Step& s, double timeout_s);
+  bool synchronize_all(Step& s);
+  StepOutcome outcome_of(Step& s, double elapsed);
+  void retain_values(Step& s);
+  void collect_timeline(std::vector<TimelineEvent>& timeline);
   void gpu_times(Step& s);  // after synchronization: GPU ops' event times
 
   std::vector<DeviceCtx> devices_;
