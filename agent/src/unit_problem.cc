@@ -143,50 +143,13 @@ Grouping merge_cycles(const UnitProblem& o, const Grouping& in) {
       const int32_t a = in.group_of[e.op], b = in.group_of[v];
       if (a != b) out[a].push_back(b);
     }
-  std::vector<int32_t> index(G, -1), low(G, 0), comp(G, -1), stack;
-  std::vector<char> on_stack(G, 0);
-  int32_t counter = 0, comps = 0;
-  // Iterative Tarjan.
-  std::vector<std::pair<int32_t, size_t>> call;
-  for (int32_t root = 0; root < G; ++root) {
-    if (index[root] >= 0) continue;
-    call.push_back({root, 0});
-    while (!call.empty()) {
-      auto& [v, next] = call.back();
-      if (next == 0 && index[v] < 0) {
-        index[v] = low[v] = counter++;
-        stack.push_back(v);
-        on_stack[v] = 1;
-      }
-      if (next < out[v].size()) {
-        const int32_t w = out[v][next++];
-        if (index[w] < 0)
-          call.push_back({w, 0});
-        else if (on_stack[w])
-          low[v] = std::min(low[v], index[w]);
-        continue;
-      }
-      if (low[v] == index[v]) {
-        int32_t w;
-        do {
-          w = stack.back();
-          stack.pop_back();
-          on_stack[w] = 0;
-          comp[w] = comps;
-        } while (w != v);
-        ++comps;
-      }
-      const int32_t done = v;
-      call.pop_back();
-      if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
-    }
-  }
-  if (comps == G) return in;
+  const StronglyConnected scc = strongly_connected_components(out);
+  if (scc.size() == G) return in;
   Grouping merged;
   merged.group_of.resize(o.n);
-  merged.members.resize(comps);
+  merged.members.resize(scc.size());
   for (int32_t v = 0; v < o.n; ++v) {
-    merged.group_of[v] = comp[in.group_of[v]];
+    merged.group_of[v] = scc.component_of[in.group_of[v]];
     merged.members[merged.group_of[v]].push_back(OpId(v));
   }
   return merged;
