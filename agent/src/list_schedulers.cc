@@ -387,9 +387,7 @@ ListResult list_heft(const UnitProblem& p) {
 ListResult list_topo(const UnitProblem& p) {
   // Baechi's m-TOPO: groups in topological order (of their first op) fill one
   // device up to an equal share of the total memory, then the next.
-  std::vector<int32_t> order(p.groups());
-  for (int32_t g = 0; g < p.groups(); ++g) order[g] = g;
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
+  const std::vector<int32_t> order = groups_by_first_op(p);
   int64_t total = 0;
   for (int64_t m : p.group_mem) total += m;
   double total_work = 0.0;

@@ -14,6 +14,13 @@
 
 namespace placer::placers {
 
+PlaceResult UnitPlacer::place(const PlaceContext& context) {
+  const auto started = Clock::now();
+  const UnitProblem p = make_unit_problem(context, kMemoryFraction);
+  check_groups_fit(p);
+  return place_units(context, p, started);
+}
+
 std::string format_bytes(int64_t bytes) {
   char buf[64];
   const double b = static_cast<double>(bytes);

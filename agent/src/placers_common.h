@@ -25,6 +25,23 @@ using Clock = std::chrono::steady_clock;
 PlaceResult finish(const PlaceContext& context, const std::vector<int32_t>& op_device, const std::string& method,
                    Clock::time_point started, std::string note = {});
 
+// Default share of device memory the placers plan with; the rest is headroom
+// for transferred tensors the estimate does not count.
+inline constexpr double kMemoryFraction = 0.9;
+
+// An algorithmic placer on the op-level unit problem. place() starts the
+// clock, builds the context's problem (kMemoryFraction of each device's
+// memory), checks that every co-location group fits some device, and hands
+// them to place_units, which ends with finish(..., started, ...).
+class UnitPlacer : public Placer {
+ public:
+  PlaceResult place(const PlaceContext& context) final;
+
+ protected:
+  virtual PlaceResult place_units(const PlaceContext& context, const UnitProblem& problem,
+                                  Clock::time_point started) = 0;
+};
+
 std::string format_bytes(int64_t bytes);
 double option_double(const PlaceContext& context, const std::string& key, double fallback);
 int64_t option_int(const PlaceContext& context, const std::string& key, int64_t fallback);
@@ -43,9 +60,5 @@ std::unique_ptr<Placer> make_heft();
 std::unique_ptr<Placer> make_dp();
 std::unique_ptr<Placer> make_ilp();
 std::unique_ptr<Placer> make_local_search();
-
-// Default share of device memory the placers plan with; the rest is headroom
-// for transferred tensors the estimate does not count.
-inline constexpr double kMemoryFraction = 0.9;
 
 }  // namespace placer::placers

@@ -115,14 +115,11 @@ std::vector<std::pair<std::string, std::vector<int32_t>>> group_orders(const Uni
   return {{"first op", groups_by(by_id)}, {"level", groups_by(by_level)}, {"depth first", groups_by(depth_first)}};
 }
 
-class DpPlacer : public Placer {
+class DpPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "dp"; }
 
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(p);
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const int64_t max_ideals = option_int(ctx, "max_ideals", 3000);
     const std::string objective = option_string(ctx, "objective", "step");
     if (objective != "step" && objective != "throughput" && objective != "latency")

@@ -56,14 +56,11 @@ std::vector<int32_t> balanced_contiguous(const std::vector<double>& w, int32_t n
   return part;
 }
 
-class ExpertPlacer : public Placer {
+class ExpertPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "expert"; }
 
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(p);
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const Graph& graph = *ctx.graph;
     const int32_t G = p.groups(), n = p.k;
     // Tag of a group: the layer of its first forward op that has one.

@@ -358,11 +358,7 @@ std::vector<int32_t> read_unit_devices(const IlpModel& m, const UnitProblem& p, 
 
 IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_breaking, bool channels) {
   IlpOutcome out;
-  const int32_t G = p.groups();
-  std::vector<int32_t> group_order(G);
-  for (int32_t g = 0; g < G; ++g) group_order[g] = g;
-  std::sort(group_order.begin(), group_order.end(),
-            [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
+  const std::vector<int32_t> group_order = groups_by_first_op(p);
 
   const WarmStart warm = best_warm_start(p, symmetry_breaking, group_order, channels);
   out.warm_makespan = warm.sched.makespan;
@@ -444,13 +440,10 @@ Grouping phase_chunks(const UnitProblem& ops, const Graph& graph, int64_t chunks
   return out;
 }
 
-class IlpPlacer : public Placer {
+class IlpPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "ilp"; }
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem ops = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(ops);
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& ops, Clock::time_point started) override {
     const int64_t max_ops = option_int(ctx, "max_ops", 40);
     const int64_t max_groups = std::max<int64_t>(1, option_int(ctx, "max_groups", 24));
     std::string coarse_note;

@@ -26,15 +26,12 @@ PlaceResult finish_plan(const PlaceContext& ctx, const Plan& plan, const std::st
   return out;
 }
 
-class ListPlacer : public Placer {
+class ListPlacer : public UnitPlacer {
  public:
   enum class Kind { Topo, Etf, Heft };
   ListPlacer(std::string name, Kind kind) : name_(std::move(name)), kind_(kind) {}
   std::string name() const override { return name_; }
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(p);
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const Plan plan = kind_ == Kind::Etf    ? best_etf(p, nullptr)
                       : kind_ == Kind::Topo ? replayed(p, list_topo(p), "")
                                             : replayed(p, list_heft(p), "");
@@ -137,13 +134,10 @@ std::vector<int32_t> favourite_parents_greedy(const UnitProblem& p) {
   return fav;
 }
 
-class SctPlacer : public Placer {
+class SctPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "m_sct"; }
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(p);
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const int64_t lp_max_ops = option_int(ctx, "sct_lp_max_ops", 600);
     std::vector<int32_t> fav;
     std::string how;

@@ -13,15 +13,12 @@
 namespace placer::placers {
 namespace {
 
-class LocalSearchPlacer : public Placer {
+class LocalSearchPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "local_search"; }
   bool stochastic() const override { return true; }
 
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(p);
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const int64_t budget = std::max<int64_t>(1, ctx.sample_budget);
     std::mt19937_64 rng(ctx.seed);
     const int32_t G = p.groups();

@@ -12,13 +12,10 @@
 namespace placer::placers {
 namespace {
 
-class MincutPlacer : public Placer {
+class MincutPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "mincut"; }
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(p);
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const int32_t G = p.groups();
     std::vector<int32_t> gd(G, 0);
     int64_t cut_bytes = 0;

@@ -266,4 +266,11 @@ std::vector<int32_t> expand_groups(const UnitProblem& p, const std::vector<int32
   return dev;
 }
 
+std::vector<int32_t> groups_by_first_op(const UnitProblem& p) {
+  std::vector<int32_t> order(p.groups());
+  for (int32_t g = 0; g < p.groups(); ++g) order[g] = g;
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
+  return order;
+}
+
 }  // namespace placer::placers

@@ -71,4 +71,7 @@ void check_groups_fit(const UnitProblem& problem);
 
 std::vector<int32_t> expand_groups(const UnitProblem& p, const std::vector<int32_t>& group_device);
 
+// The groups ordered by their first op (a topological order of the groups).
+std::vector<int32_t> groups_by_first_op(const UnitProblem& p);
+
 }  // namespace placer::placers
