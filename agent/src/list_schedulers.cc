@@ -183,22 +183,51 @@ const char* etf_priority_name(EtfPriority priority) {
   return "?";
 }
 
-ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent, EtfPriority priority) {
-  ListResult r;
-  r.unit_device.assign(p.n, -1);
-  r.schedule.start.assign(p.n, 0.0);
-  r.schedule.finish.assign(p.n, 0.0);
-  std::vector<int32_t> pinned(p.groups(), -1);
-  MemoryBook book(p);
-  std::vector<double> free(p.k, 0.0);
-  std::vector<int32_t> missing(p.n);
-  std::vector<char> done(p.n, 0);
-  // Per device, the ready units: those whose inputs would be there by the
-  // time the device is free could all start then and are taken in the
-  // priority's order (`avail`); otherwise the earliest data-ready time starts
-  // next (`waiting`, keyed by that time plus a preference penalty, then id).
-  // m_sct's penalty: off its favourite parent's device a unit counts as
-  // ready later by that edge's mean transfer.
+namespace {
+
+// ETF's state. Per device, the ready units: those whose inputs would be there
+// by the time the device is free could all start then and are taken in the
+// priority's order (`avail_`); otherwise the earliest data-ready time starts
+// next (`waiting_`, keyed by that time plus a preference penalty, then id).
+// m_sct's penalty: off its favourite parent's device a unit counts as ready
+// later by that edge's mean transfer.
+class EtfScheduler {
+ public:
+  EtfScheduler(const UnitProblem& p, const std::vector<int32_t>* favourite_parent, EtfPriority priority)
+      : p_(p),
+        favourite_parent_(favourite_parent),
+        priority_(priority),
+        method_(favourite_parent ? "m_sct" : "m_etf"),
+        pinned_(p.groups(), -1),
+        book_(p),
+        free_(p.k, 0.0),
+        missing_(p.n),
+        done_(p.n, 0),
+        rank_(upward_rank(p)),
+        waiting_(p.k),
+        avail_(p.k),
+        links_(p) {
+    r_.unit_device.assign(p.n, -1);
+    r_.schedule.start.assign(p.n, 0.0);
+    r_.schedule.finish.assign(p.n, 0.0);
+  }
+
+  ListResult run() {
+    for (int32_t u = 0; u < p_.n; ++u) {
+      missing_[u] = static_cast<int32_t>(p_.preds[u].size());
+      if (missing_[u] == 0) make_ready(u);
+    }
+    for (int32_t scheduled = 0; scheduled < p_.n; ++scheduled) {
+      const int32_t d = next_device();
+      const int32_t u = take(d);
+      start(u, d);
+      for (const Edge& e : p_.succs[u])
+        if (--missing_[e.op] == 0) make_ready(e.op);
+    }
+    return std::move(r_);
+  }
+
+ private:
   struct Key {
     double ready;
     double penalty;
@@ -219,48 +248,50 @@ ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_
       return a.unit > b.unit;
     }
   };
-  const std::vector<double> rank = upward_rank(p);
-  auto prio_of = [&](int32_t u, double ready) {
-    return priority == EtfPriority::Id ? 0.0 : priority == EtfPriority::Rank ? -rank[u] : ready;
-  };
-  std::vector<std::priority_queue<Key, std::vector<Key>, ByOrder>> waiting(p.k);
-  std::vector<std::priority_queue<Key, std::vector<Key>, ByPriority>> avail(p.k);
-  LinkBook links(p);
-  auto data_ready = [&](int32_t u, int32_t d) {
-    return links.data_ready(u, d, r.unit_device, r.schedule.finish, false);
-  };
-  auto allowed = [&](int32_t u, int32_t d) {
-    const int32_t g = p.group_of[u];
-    return pinned[g] >= 0 ? pinned[g] == d : book.fits(g, d);
-  };
-  auto make_ready = [&](int32_t u) {
-    const int32_t g = p.group_of[u];
-    const int32_t only = pinned[g];
-    int32_t favourite = -1;
+
+  double prio_of(int32_t u, double ready) const {
+    return priority_ == EtfPriority::Id ? 0.0 : priority_ == EtfPriority::Rank ? -rank_[u] : ready;
+  }
+  double data_ready(int32_t u, int32_t d) { return links_.data_ready(u, d, r_.unit_device, r_.schedule.finish, false); }
+  bool allowed(int32_t u, int32_t d) const {
+    const int32_t g = p_.group_of[u];
+    return pinned_[g] >= 0 ? pinned_[g] == d : book_.fits(g, d);
+  }
+  // A unit is on every allowed device's queues: drop the done and the no longer allowed.
+  bool stale(const Key& key, int32_t d) const { return done_[key.unit] || !allowed(key.unit, d); }
+
+  // m_sct: the favourite parent's device and the penalty for leaving it (-1, 0 if none).
+  std::pair<int32_t, double> favourite(int32_t u) const {
+    if (pinned_[p_.group_of[u]] >= 0 || !favourite_parent_ || (*favourite_parent_)[u] < 0) return {-1, 0.0};
+    const int32_t parent = (*favourite_parent_)[u];
     double penalty = 0.0;
-    if (only < 0 && favourite_parent && (*favourite_parent)[u] >= 0) {
-      const int32_t parent = (*favourite_parent)[u];
-      favourite = r.unit_device[parent];
-      for (const Edge& e : p.preds[u])
-        if (e.op == parent) penalty = p.mean_transfer(e.bytes);
-    }
+    for (const Edge& e : p_.preds[u])
+      if (e.op == parent) penalty = p_.mean_transfer(e.bytes);
+    return {r_.unit_device[parent], penalty};
+  }
+
+  // Unit u's inputs are all done: queue it on every device it may go to.
+  void make_ready(int32_t u) {
+    const int32_t only = pinned_[p_.group_of[u]];
+    const auto [favourite_device, penalty] = favourite(u);
     bool any = false;
-    for (int32_t d = 0; d < p.k; ++d) {
+    for (int32_t d = 0; d < p_.k; ++d) {
       if ((only >= 0 && d != only) || !allowed(u, d)) continue;
       const double ready = data_ready(u, d);
-      waiting[d].push({ready, favourite >= 0 && d != favourite ? penalty : 0.0, prio_of(u, ready),
-                       priority == EtfPriority::Ready ? -rank[u] : 0.0, u});
+      waiting_[d].push({ready, favourite_device >= 0 && d != favourite_device ? penalty : 0.0, prio_of(u, ready),
+                        priority_ == EtfPriority::Ready ? -rank_[u] : 0.0, u});
       any = true;
     }
-    if (!any) out_of_memory(p, book, u, favourite_parent ? "m_sct" : "m_etf");
-  };
-  // A unit is on every allowed device's queues: drop the done and the no longer allowed.
-  auto stale = [&](const Key& key, int32_t d) { return done[key.unit] || !allowed(key.unit, d); };
+    if (!any) out_of_memory(p_, book_, u, method_);
+  }
+
   // Channels only fill up, so a key's ready time may be too early: keys are
   // refreshed when they reach the top (lazy updates keep each top right).
-  auto settle = [&](int32_t d) {
-    auto& w = waiting[d];
-    auto& a = avail[d];
+  // Waiting units that could start when the device is free move to avail_,
+  // avail_ units that no longer can move back.
+  void settle(int32_t d) {
+    auto& w = waiting_[d];
+    auto& a = avail_[d];
     for (;;) {
       while (!w.empty() && stale(w.top(), d)) w.pop();
       if (w.empty()) break;
@@ -272,7 +303,7 @@ ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_
         w.push(top);
         continue;
       }
-      if (top.order() > free[d]) break;
+      if (top.order() > free_[d]) break;
       w.pop();
       top.prio = prio_of(top.unit, top.ready);
       a.push(top);
@@ -282,61 +313,85 @@ ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_
       if (a.empty()) break;
       Key top = a.top();
       top.ready = data_ready(top.unit, d);
-      if (top.order() <= free[d]) break;
+      if (top.order() <= free_[d]) break;
       a.pop();
       w.push(top);
     }
-  };
-  for (int32_t u = 0; u < p.n; ++u) {
-    missing[u] = static_cast<int32_t>(p.preds[u].size());
-    if (missing[u] == 0) make_ready(u);
   }
-  int32_t scheduled = 0;
-  while (scheduled < p.n) {
+
+  // The device where a unit can start earliest (ties to the lowest id).
+  int32_t next_device() {
     double best_t = kInf;
     int32_t best_d = -1;
-    for (int32_t d = 0; d < p.k; ++d) {
+    for (int32_t d = 0; d < p_.k; ++d) {
       settle(d);
       double t = kInf;
-      if (!avail[d].empty())
-        t = free[d];
-      else if (!waiting[d].empty())
-        t = std::max(free[d], waiting[d].top().order());
+      if (!avail_[d].empty())
+        t = free_[d];
+      else if (!waiting_[d].empty())
+        t = std::max(free_[d], waiting_[d].top().order());
       if (t < best_t) best_t = t, best_d = d;
     }
     if (best_d < 0) {
       // Every ready unit lost its devices to memory filled meanwhile.
-      for (int32_t u = 0; u < p.n; ++u)
-        if (!done[u] && missing[u] == 0) out_of_memory(p, book, u, favourite_parent ? "m_sct" : "m_etf");
+      for (int32_t u = 0; u < p_.n; ++u)
+        if (!done_[u] && missing_[u] == 0) out_of_memory(p_, book_, u, method_);
       PLACER_CHECK(false, "list_etf: no ready unit");
     }
-    int32_t u;
-    if (!avail[best_d].empty()) {
-      u = avail[best_d].top().unit;
-      avail[best_d].pop();
-    } else {
-      u = waiting[best_d].top().unit;
-      waiting[best_d].pop();
-    }
-    // The penalty ranks; it does not delay.
-    best_t = std::max(free[best_d], data_ready(u, best_d));
-    const int32_t g = p.group_of[u];
-    if (pinned[g] < 0) {
-      pinned[g] = best_d;
-      book.add(g, best_d);
-    }
-    r.unit_device[u] = best_d;
-    links.data_ready(u, best_d, r.unit_device, r.schedule.finish, true);  // book its transfers
-    r.schedule.start[u] = best_t;
-    r.schedule.finish[u] = best_t + p.c(u, best_d);
-    free[best_d] = r.schedule.finish[u];
-    r.schedule.makespan = std::max(r.schedule.makespan, r.schedule.finish[u]);
-    done[u] = 1;
-    ++scheduled;
-    for (const Edge& e : p.succs[u])
-      if (--missing[e.op] == 0) make_ready(e.op);
+    return best_d;
   }
-  return r;
+
+  // The unit device d starts next: the first available, else the first waiting.
+  int32_t take(int32_t d) {
+    int32_t u;
+    if (!avail_[d].empty()) {
+      u = avail_[d].top().unit;
+      avail_[d].pop();
+    } else {
+      u = waiting_[d].top().unit;
+      waiting_[d].pop();
+    }
+    return u;
+  }
+
+  // Unit u starts on device d once the device is free and its inputs are
+  // there (the penalty ranks; it does not delay); its group is pinned there.
+  void start(int32_t u, int32_t d) {
+    const double t = std::max(free_[d], data_ready(u, d));
+    const int32_t g = p_.group_of[u];
+    if (pinned_[g] < 0) {
+      pinned_[g] = d;
+      book_.add(g, d);
+    }
+    r_.unit_device[u] = d;
+    links_.data_ready(u, d, r_.unit_device, r_.schedule.finish, true);  // book its transfers
+    r_.schedule.start[u] = t;
+    r_.schedule.finish[u] = t + p_.c(u, d);
+    free_[d] = r_.schedule.finish[u];
+    r_.schedule.makespan = std::max(r_.schedule.makespan, r_.schedule.finish[u]);
+    done_[u] = 1;
+  }
+
+  const UnitProblem& p_;
+  const std::vector<int32_t>* favourite_parent_;
+  const EtfPriority priority_;
+  const char* method_;
+  ListResult r_;
+  std::vector<int32_t> pinned_;
+  MemoryBook book_;
+  std::vector<double> free_;
+  std::vector<int32_t> missing_;
+  std::vector<char> done_;
+  const std::vector<double> rank_;
+  std::vector<std::priority_queue<Key, std::vector<Key>, ByOrder>> waiting_;
+  std::vector<std::priority_queue<Key, std::vector<Key>, ByPriority>> avail_;
+  LinkBook links_;
+};
+
+}  // namespace
+
+ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent, EtfPriority priority) {
+  return EtfScheduler(p, favourite_parent, priority).run();
 }
 
 ListResult list_heft(const UnitProblem& p) {
