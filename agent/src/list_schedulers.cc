@@ -14,7 +14,7 @@
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
 
-namespace placer::placers {
+namespace placer {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -485,8 +485,8 @@ ListResult list_topo(const UnitProblem& p) {
   return r;
 }
 
-Plan replayed(const UnitProblem& p, ListResult r, std::string how) {
-  Plan plan{std::move(r.unit_device), 0.0, r.schedule.makespan, std::move(how)};
+ListPlan replayed(const UnitProblem& p, ListResult r, std::string how) {
+  ListPlan plan{std::move(r.unit_device), 0.0, r.schedule.makespan, std::move(how)};
   plan.step_s = schedule_ready_order(p, plan.unit_device).makespan;
   return plan;
 }
@@ -509,10 +509,10 @@ int32_t one_device(const UnitProblem& p) {
   return best;
 }
 
-Plan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent) {
-  Plan best;
+ListPlan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent) {
+  ListPlan best;
   std::string tried;
-  auto consider = [&](Plan plan) {
+  auto consider = [&](ListPlan plan) {
     list_replayed(&tried, plan.how, plan.step_s);
     if (best.unit_device.empty() || plan.step_s < best.step_s) best = std::move(plan);
   };
@@ -537,4 +537,4 @@ Plan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent
   return best;
 }
 
-}  // namespace placer::placers
+}  // namespace placer

@@ -9,7 +9,7 @@
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
 
-namespace placer::max_load_detail {
+namespace placer {
 
 namespace {
 
@@ -210,4 +210,4 @@ DpGroups contract_for_dp(const Workload& w) {
   return groups_of(c);
 }
 
-}  // namespace placer::max_load_detail
+}  // namespace placer

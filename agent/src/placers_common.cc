@@ -12,7 +12,7 @@
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
 
-namespace placer::placers {
+namespace placer {
 
 PlaceResult UnitPlacer::place(const PlaceContext& context) {
   const auto started = Clock::now();
@@ -94,4 +94,4 @@ PlaceResult finish(const PlaceContext& context, const std::vector<int32_t>& op_d
   return result;
 }
 
-}  // namespace placer::placers
+}  // namespace placer

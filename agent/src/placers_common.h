@@ -15,7 +15,7 @@
 #include "placer/graphs/error.h"
 #include "unit_problem.h"
 
-namespace placer::placers {
+namespace placer {
 
 // Turns an op-level device vector into the PlaceResult of `method`: checks
 // co-location, validates, simulates to confirm it fits in memory (throws
@@ -61,4 +61,4 @@ std::unique_ptr<Placer> make_dp();
 std::unique_ptr<Placer> make_ilp();
 std::unique_ptr<Placer> make_local_search();
 
-}  // namespace placer::placers
+}  // namespace placer

@@ -15,7 +15,7 @@
 
 #include "placers_common.h"
 
-namespace placer::placers {
+namespace placer {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -408,4 +408,4 @@ class DpPlacer : public UnitPlacer {
 
 std::unique_ptr<Placer> make_dp() { return std::make_unique<DpPlacer>(); }
 
-}  // namespace placer::placers
+}  // namespace placer

@@ -16,7 +16,7 @@
 
 #include "placers_common.h"
 
-namespace placer::placers {
+namespace placer {
 namespace {
 
 // Splits weights into at most n contiguous parts minimizing the largest.
@@ -253,4 +253,4 @@ class ExpertPlacer : public UnitPlacer {
 
 std::unique_ptr<Placer> make_expert() { return std::make_unique<ExpertPlacer>(); }
 
-}  // namespace placer::placers
+}  // namespace placer

@@ -36,7 +36,7 @@
 #include "placer/env/environment.h"
 #include "placers_common.h"
 
-namespace placer::placers {
+namespace placer {
 
 // Exposed for tests and benchmarks through the placer's stats.
 struct IlpOutcome {
@@ -545,4 +545,4 @@ class IlpPlacer : public UnitPlacer {
 
 std::unique_ptr<Placer> make_ilp() { return std::make_unique<IlpPlacer>(); }
 
-}  // namespace placer::placers
+}  // namespace placer

@@ -8,18 +8,18 @@
 
 #include "placers_common.h"
 
-namespace placer::placers {
+namespace placer {
 namespace {
 
-std::string plan_note(const std::string& method, const Plan& plan) {
+std::string plan_note(const std::string& method, const ListPlan& plan) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "%s: planned step %.6g s as the runtime dispatches (list-schedule makespan %.6g s)",
                 method.c_str(), plan.step_s, plan.list_makespan);
   return plan.how.empty() ? buf : std::string(buf) + "; " + plan.how;
 }
 
-PlaceResult finish_plan(const PlaceContext& ctx, const Plan& plan, const std::string& method, Clock::time_point started,
-                        const std::string& extra = {}) {
+PlaceResult finish_plan(const PlaceContext& ctx, const ListPlan& plan, const std::string& method,
+                        Clock::time_point started, const std::string& extra = {}) {
   PlaceResult out = finish(ctx, plan.unit_device, method, started, plan_note(method, plan) + extra);
   out.stats["model_makespan_s"] = plan.step_s;
   out.stats["list_makespan_s"] = plan.list_makespan;
@@ -32,9 +32,9 @@ class ListPlacer : public UnitPlacer {
   ListPlacer(std::string name, Kind kind) : name_(std::move(name)), kind_(kind) {}
   std::string name() const override { return name_; }
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
-    const Plan plan = kind_ == Kind::Etf    ? best_etf(p, nullptr)
-                      : kind_ == Kind::Topo ? replayed(p, list_topo(p), "")
-                                            : replayed(p, list_heft(p), "");
+    const ListPlan plan = kind_ == Kind::Etf    ? best_etf(p, nullptr)
+                          : kind_ == Kind::Topo ? replayed(p, list_topo(p), "")
+                                                : replayed(p, list_heft(p), "");
     return finish_plan(ctx, plan, name_, started);
   }
 
@@ -149,7 +149,7 @@ class SctPlacer : public UnitPlacer {
       fav = favourite_parents_greedy(p);
       how = "graph above sct_lp_max_ops: favourite children by most bytes (no LP)";
     }
-    const Plan plan = best_etf(p, &fav);
+    const ListPlan plan = best_etf(p, &fav);
     int64_t favourites = 0;
     for (int32_t f : fav) favourites += f >= 0;
     PlaceResult out =
@@ -167,4 +167,4 @@ std::unique_ptr<Placer> make_m_etf() { return std::make_unique<ListPlacer>("m_et
 std::unique_ptr<Placer> make_heft() { return std::make_unique<ListPlacer>("heft", ListPlacer::Kind::Heft); }
 std::unique_ptr<Placer> make_m_sct() { return std::make_unique<SctPlacer>(); }
 
-}  // namespace placer::placers
+}  // namespace placer

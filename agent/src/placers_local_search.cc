@@ -10,7 +10,7 @@
 #include "placer/env/environment.h"
 #include "placers_common.h"
 
-namespace placer::placers {
+namespace placer {
 namespace {
 
 class LocalSearchPlacer : public UnitPlacer {
@@ -133,4 +133,4 @@ class LocalSearchPlacer : public UnitPlacer {
 
 std::unique_ptr<Placer> make_local_search() { return std::make_unique<LocalSearchPlacer>(); }
 
-}  // namespace placer::placers
+}  // namespace placer

@@ -9,7 +9,7 @@
 
 #include "placers_common.h"
 
-namespace placer::placers {
+namespace placer {
 namespace {
 
 class MincutPlacer : public UnitPlacer {
@@ -92,4 +92,4 @@ class MincutPlacer : public UnitPlacer {
 
 std::unique_ptr<Placer> make_mincut() { return std::make_unique<MincutPlacer>(); }
 
-}  // namespace placer::placers
+}  // namespace placer

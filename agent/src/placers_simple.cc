@@ -6,7 +6,7 @@
 #include "placer/env/environment.h"
 #include "placers_common.h"
 
-namespace placer::placers {
+namespace placer {
 namespace {
 
 // Everything on the one device where the simulator says the step is fastest
@@ -87,4 +87,4 @@ std::unique_ptr<Placer> make_single() { return std::make_unique<SinglePlacer>();
 std::unique_ptr<Placer> make_round_robin() { return std::make_unique<RoundRobinPlacer>(); }
 std::unique_ptr<Placer> make_random() { return std::make_unique<RandomPlacer>(); }
 
-}  // namespace placer::placers
+}  // namespace placer

@@ -23,7 +23,7 @@
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 
-namespace placer::learned {
+namespace placer {
 
 struct PolicyOptions {
   PolicyType kind = PolicyType::Seq2Seq;
@@ -198,4 +198,4 @@ torch::Tensor unit_features(const PolicyInput& problem);    // N x kUnitFeatures
 torch::Tensor unit_types(const PolicyInput& problem);       // N (long)
 torch::Tensor device_features(const PolicyInput& problem);  // D x kDeviceFeatures
 
-}  // namespace placer::learned
+}  // namespace placer

@@ -6,7 +6,7 @@
 #include "placer/graphs/fields.h"
 #include "policy.h"
 
-namespace placer::learned {
+namespace placer {
 
 namespace nn = torch::nn;
 
@@ -193,4 +193,4 @@ LogProbs UnitEncoderPolicyImpl::evaluate(const PolicyInput& problem, const Rollo
                          rollout.temperature);
 }
 
-}  // namespace placer::learned
+}  // namespace placer

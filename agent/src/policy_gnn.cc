@@ -5,7 +5,7 @@
 #include "placer/graphs/error.h"
 #include "policy.h"
 
-namespace placer::learned {
+namespace placer {
 
 namespace nn = torch::nn;
 
@@ -73,4 +73,4 @@ torch::Tensor GnnPolicyImpl::encode(const PolicyInput& problem) {
   return h.unsqueeze(0);
 }
 
-}  // namespace placer::learned
+}  // namespace placer

@@ -6,7 +6,7 @@
 #include "placer/graphs/fields.h"
 #include "policy.h"
 
-namespace placer::learned {
+namespace placer {
 
 namespace nn = torch::nn;
 
@@ -25,4 +25,4 @@ torch::Tensor Seq2SeqPolicyImpl::encode(const PolicyInput& problem) {
   return std::get<0>(encoder_->forward(e.unsqueeze(1))).transpose(0, 1);        // 1 x N x H
 }
 
-}  // namespace placer::learned
+}  // namespace placer

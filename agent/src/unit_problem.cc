@@ -13,7 +13,7 @@
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
 
-namespace placer::placers {
+namespace placer {
 
 double UnitProblem::group_cost(int32_t g, int32_t device) const {
   double s = 0.0;
@@ -273,4 +273,4 @@ std::vector<int32_t> groups_by_first_op(const UnitProblem& p) {
   return order;
 }
 
-}  // namespace placer::placers
+}  // namespace placer
