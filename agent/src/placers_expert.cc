@@ -83,32 +83,30 @@ bool any_tag_matches(const Tagged& t, const std::regex& pattern) {
   return std::any_of(t.tag.begin(), t.tag.end(), [&](const std::string& s) { return std::regex_match(s, pattern); });
 }
 
-// A family's rule: the devices of the groups it decides (the others stay -1)
-// and what it did, or nothing when the graph is not of its family.
+// What a family's rule decided: the devices of the groups it places (the
+// others stay -1) and what it did.
 struct FamilyPlan {
   std::string family;
   std::vector<int32_t> group_device;
 };
-using FamilyRule = std::optional<FamilyPlan> (*)(const Tagged& t);
 
-const std::regex& rnn_layer() {
-  static const std::regex rnn(R"(^(?:(enc|dec)_)?lstm(\d+)$)");
-  return rnn;
-}
+// A family known by its tags: it applies when some group's tag matches.
+struct TaggedFamily {
+  const std::regex& tags;
+  FamilyPlan (*plan)(const Tagged& t, const std::regex& tags);
+};
 
-const std::regex& inception_branch() {
-  static const std::regex branch(R"(^(mixed_[^/]+)/(.+)$)");
-  return branch;
+// A plan of the family that decides no group yet.
+FamilyPlan undecided(const Tagged& t, std::string family) {
+  return FamilyPlan{std::move(family), std::vector<int32_t>(t.p.groups(), -1)};
 }
 
 // RNNs: LSTM layer l (encoder and decoder together) on device l (spread when
 // layers outnumber devices), attention and softmax on the devices left over
 // (the last one when none is left), the embedding with layer 0.
-std::optional<FamilyPlan> rnn_rule(const Tagged& t) {
-  const std::regex& rnn = rnn_layer();
-  if (!any_tag_matches(t, rnn)) return std::nullopt;
+FamilyPlan rnn_plan(const Tagged& t, const std::regex& rnn) {
+  FamilyPlan plan = undecided(t, "rnn: one LSTM layer per device, attention and softmax on the others");
   const int32_t G = t.p.groups(), n = t.p.k;
-  FamilyPlan plan{"rnn: one LSTM layer per device, attention and softmax on the others", std::vector<int32_t>(G, -1)};
   std::smatch m;
   int32_t L = 0;
   for (const auto& tag : t.tag)
@@ -133,11 +131,9 @@ std::optional<FamilyPlan> rnn_rule(const Tagged& t) {
 
 // Inception: the branches of each module dealt over the devices in order;
 // stem, module concats, head and loss on device 0.
-std::optional<FamilyPlan> inception_rule(const Tagged& t) {
-  const std::regex& branch = inception_branch();
-  if (!any_tag_matches(t, branch)) return std::nullopt;
+FamilyPlan inception_plan(const Tagged& t, const std::regex& branch) {
+  FamilyPlan plan = undecided(t, "inception: branches of each module spread over the devices");
   const int32_t G = t.p.groups(), n = t.p.k;
-  FamilyPlan plan{"inception: branches of each module spread over the devices", std::vector<int32_t>(G, -1)};
   std::smatch m;
   std::map<std::string, std::vector<std::string>> branches;  // module -> branch names in order
   for (const auto& tag : t.tag)
@@ -160,7 +156,7 @@ std::optional<FamilyPlan> inception_rule(const Tagged& t) {
 // the tagged blocks in order of first appearance, in contiguous runs
 // balanced by work; edge tags (embedding, stem, head, loss, input) follow
 // their neighbours.
-std::optional<FamilyPlan> blocks_rule(const Tagged& t) {
+std::optional<FamilyPlan> blocks_plan(const Tagged& t) {
   static const std::regex edge_tag(R"(^(embedding|stem|head|loss|input)$)");
   const UnitProblem& p = t.p;
   std::vector<std::string> blocks;
@@ -171,8 +167,8 @@ std::optional<FamilyPlan> blocks_rule(const Tagged& t) {
       blocks.push_back(t.tag[g]);
     }
   if (blocks.empty()) return std::nullopt;
-  FamilyPlan plan{"blocks: " + std::to_string(blocks.size()) + " tagged blocks in contiguous runs balanced by work",
-                  std::vector<int32_t>(p.groups(), -1)};
+  FamilyPlan plan =
+      undecided(t, "blocks: " + std::to_string(blocks.size()) + " tagged blocks in contiguous runs balanced by work");
   std::vector<double> w(blocks.size(), 0.0);
   for (int32_t g = 0; g < p.groups(); ++g)
     if (block_of.count(t.tag[g]))
@@ -187,8 +183,7 @@ std::optional<FamilyPlan> blocks_rule(const Tagged& t) {
 // in contiguous runs balanced by work.
 FamilyPlan generic_plan(const Tagged& t) {
   const UnitProblem& p = t.p;
-  FamilyPlan plan{"generic: co-location groups in topological order, contiguous runs balanced by work",
-                  std::vector<int32_t>(p.groups(), -1)};
+  FamilyPlan plan = undecided(t, "generic: co-location groups in topological order, contiguous runs balanced by work");
   const std::vector<int32_t> order = groups_by_first_op(p);
   std::vector<double> w(p.groups(), 0.0);
   for (size_t i = 0; i < order.size(); ++i)
@@ -198,36 +193,35 @@ FamilyPlan generic_plan(const Tagged& t) {
   return plan;
 }
 
-// The first rule that applies decides; a graph of no family gets the generic plan.
-constexpr FamilyRule kFamilyRules[] = {rnn_rule, inception_rule, blocks_rule};
-
+// The first family whose tags the graph has decides: rnn (lstmK layers),
+// inception (mixed_*/branch), blocks; a graph of no family gets the generic plan.
 FamilyPlan plan_by_family(const Tagged& t) {
-  for (FamilyRule rule : kFamilyRules)
-    if (std::optional<FamilyPlan> plan = rule(t)) return std::move(*plan);
+  static const std::regex rnn(R"(^(?:(enc|dec)_)?lstm(\d+)$)");
+  static const std::regex branch(R"(^(mixed_[^/]+)/(.+)$)");
+  const TaggedFamily families[] = {{rnn, rnn_plan}, {branch, inception_plan}};
+  for (const TaggedFamily& family : families)
+    if (any_tag_matches(t, family.tags)) return family.plan(t, family.tags);
+  if (std::optional<FamilyPlan> plan = blocks_plan(t)) return std::move(*plan);
   return generic_plan(t);
+}
+
+// Unit u's group, if undecided, takes the device of the first of these
+// neighbours whose group has one.
+void adopt_device(const UnitProblem& p, int32_t u, const std::vector<Edge>& neighbours, std::vector<int32_t>& gd) {
+  const int32_t g = p.group_of[u];
+  if (gd[g] >= 0) return;
+  for (const Edge& e : neighbours)
+    if (gd[p.group_of[e.op]] >= 0) {
+      gd[g] = gd[p.group_of[e.op]];
+      return;
+    }
 }
 
 // Groups no rule placed follow a producer's group (in unit order), then, for
 // sources, a consumer's group (in reverse unit order); the rest go to device 0.
 void follow_neighbours(const UnitProblem& p, std::vector<int32_t>& gd) {
-  for (int32_t u = 0; u < p.n; ++u) {
-    const int32_t g = p.group_of[u];
-    if (gd[g] >= 0) continue;
-    for (const Edge& e : p.preds[u])
-      if (gd[p.group_of[e.op]] >= 0) {
-        gd[g] = gd[p.group_of[e.op]];
-        break;
-      }
-  }
-  for (int32_t u = p.n - 1; u >= 0; --u) {
-    const int32_t g = p.group_of[u];
-    if (gd[g] >= 0) continue;
-    for (const Edge& e : p.succs[u])
-      if (gd[p.group_of[e.op]] >= 0) {
-        gd[g] = gd[p.group_of[e.op]];
-        break;
-      }
-  }
+  for (int32_t u = 0; u < p.n; ++u) adopt_device(p, u, p.preds[u], gd);
+  for (int32_t u = p.n - 1; u >= 0; --u) adopt_device(p, u, p.succs[u], gd);
   for (int32_t& d : gd)
     if (d < 0) d = 0;
 }
