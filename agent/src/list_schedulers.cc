@@ -72,83 +72,129 @@ Schedule schedule_in_order(const UnitProblem& p, const std::vector<int32_t>& dev
   return s;
 }
 
-Schedule schedule_ready_order(const UnitProblem& p, const std::vector<int32_t>& dev, bool link_channels) {
-  Schedule s;
-  s.start.assign(p.n, 0.0);
-  s.finish.assign(p.n, 0.0);
-  std::vector<int32_t> missing(p.n);
-  std::vector<double> arrival(p.n, 0.0);
-  std::vector<std::vector<int32_t>> pending(p.k);
-  std::vector<double> busy(p.k, 0.0);
-  std::vector<double> chan_free(static_cast<size_t>(p.k) * p.k, 0.0);
-  std::vector<int64_t> send(p.k, 0);  // scratch: bytes of a finished unit to send to each device
-  using Done = std::pair<double, int32_t>;
-  std::priority_queue<Done, std::vector<Done>, std::greater<Done>> running;
-  for (int32_t u = 0; u < p.n; ++u) {
-    missing[u] = static_cast<int32_t>(p.preds[u].size());
-    if (missing[u] == 0) pending[dev[u]].push_back(u);
+namespace {
+
+// A placement replayed as the runtime dispatches it (schedule_ready_order).
+class ReadyOrderReplay {
+ public:
+  ReadyOrderReplay(const UnitProblem& p, const std::vector<int32_t>& dev, bool link_channels)
+      : p_(p),
+        dev_(dev),
+        link_channels_(link_channels),
+        missing_(p.n),
+        arrival_(p.n, 0.0),
+        pending_(p.k),
+        busy_(p.k, 0.0),
+        chan_free_(static_cast<size_t>(p.k) * p.k, 0.0),
+        send_(p.k, 0) {
+    s_.start.assign(p.n, 0.0);
+    s_.finish.assign(p.n, 0.0);
+    for (int32_t u = 0; u < p.n; ++u) {
+      missing_[u] = static_cast<int32_t>(p.preds[u].size());
+      if (missing_[u] == 0) pending_[dev[u]].push_back(u);
+    }
   }
+
+  // Units finish before anything starts at the same time or later.
+  Schedule run() {
+    int32_t started = 0;
+    while (started < p_.n || !running_.empty()) {
+      const auto [t, d] = earliest_start();
+      if (!running_.empty() && running_.top().first <= t) {
+        const int32_t u = running_.top().second;
+        running_.pop();
+        finished(u);
+        continue;
+      }
+      PLACER_CHECK(d >= 0, "schedule_ready_order: nothing runnable");
+      start(d, t);
+      ++started;
+    }
+    return std::move(s_);
+  }
+
+ private:
+  // The device whose first pending unit can start earliest, and when (-1 if none is pending).
+  std::pair<double, int32_t> earliest_start() const {
+    double best_t = kInf;
+    int32_t best_d = -1;
+    for (int32_t d = 0; d < p_.k; ++d) {
+      if (pending_[d].empty()) continue;
+      double earliest = kInf;
+      for (int32_t u : pending_[d]) earliest = std::min(earliest, arrival_[u]);
+      const double t = std::max(busy_[d], earliest);
+      if (t < best_t) best_t = t, best_d = d;
+    }
+    return {best_t, best_d};
+  }
+
+  // Device d starts, at t, its lowest-id pending unit whose inputs are there.
+  void start(int32_t d, double t) {
+    auto& q = pending_[d];
+    size_t pick = q.size();
+    for (size_t i = 0; i < q.size(); ++i)
+      if (arrival_[q[i]] <= t && (pick == q.size() || q[i] < q[pick])) pick = i;
+    const int32_t u = q[pick];
+    q.erase(q.begin() + static_cast<std::ptrdiff_t>(pick));
+    s_.start[u] = t;
+    s_.finish[u] = t + p_.c(u, d);
+    busy_[d] = s_.finish[u];
+    s_.makespan = std::max(s_.makespan, s_.finish[u]);
+    running_.push({s_.finish[u], u});
+  }
+
   // A finished unit's outputs: local consumers may use them now; each other
   // device gets one copy, sent at once on the link's FIFO channel (the
   // simulator's eager send), or free of contention (the ILP's model).
-  auto finished = [&](int32_t u) {
-    const int32_t from = dev[u];
-    std::fill(send.begin(), send.end(), 0);
-    for (const Edge& e : p.succs[u]) {
-      const int32_t to = dev[e.op];
+  void finished(int32_t u) {
+    const int32_t from = dev_[u];
+    std::fill(send_.begin(), send_.end(), 0);
+    for (const Edge& e : p_.succs[u]) {
+      const int32_t to = dev_[e.op];
       if (to == from) {
-        arrival[e.op] = std::max(arrival[e.op], s.finish[u]);
-      } else if (link_channels) {
-        send[to] = std::max(send[to], e.bytes);
+        arrival_[e.op] = std::max(arrival_[e.op], s_.finish[u]);
+      } else if (link_channels_) {
+        send_[to] = std::max(send_[to], e.bytes);
       } else {
-        arrival[e.op] = std::max(arrival[e.op], s.finish[u] + p.transfer(from, to, e.bytes));
+        arrival_[e.op] = std::max(arrival_[e.op], s_.finish[u] + p_.transfer(from, to, e.bytes));
       }
     }
-    if (link_channels) {
-      for (int32_t to = 0; to < p.k; ++to) {
-        if (to == from || send[to] == 0) continue;
-        double& chan = chan_free[static_cast<size_t>(from) * p.k + to];
-        chan = std::max(s.finish[u], chan) + p.transfer(from, to, send[to]);
-        send[to] = 0;
-        for (const Edge& e : p.succs[u])
-          if (dev[e.op] == to) arrival[e.op] = std::max(arrival[e.op], chan);
-      }
-    }
-    for (const Edge& e : p.succs[u])
-      if (--missing[e.op] == 0) pending[dev[e.op]].push_back(e.op);
-  };
-  int32_t started = 0;
-  while (started < p.n || !running.empty()) {
-    double best_t = kInf;
-    int32_t best_d = -1;
-    for (int32_t d = 0; d < p.k; ++d) {
-      if (pending[d].empty()) continue;
-      double earliest = kInf;
-      for (int32_t u : pending[d]) earliest = std::min(earliest, arrival[u]);
-      const double t = std::max(busy[d], earliest);
-      if (t < best_t) best_t = t, best_d = d;
-    }
-    if (!running.empty() && running.top().first <= best_t) {
-      const int32_t u = running.top().second;
-      running.pop();
-      finished(u);
-      continue;
-    }
-    PLACER_CHECK(best_d >= 0, "schedule_ready_order: nothing runnable");
-    auto& q = pending[best_d];
-    size_t pick = q.size();
-    for (size_t i = 0; i < q.size(); ++i)
-      if (arrival[q[i]] <= best_t && (pick == q.size() || q[i] < q[pick])) pick = i;
-    const int32_t u = q[pick];
-    q.erase(q.begin() + static_cast<std::ptrdiff_t>(pick));
-    s.start[u] = best_t;
-    s.finish[u] = best_t + p.c(u, best_d);
-    busy[best_d] = s.finish[u];
-    s.makespan = std::max(s.makespan, s.finish[u]);
-    running.push({s.finish[u], u});
-    ++started;
+    if (link_channels_) send_copies(u);
+    for (const Edge& e : p_.succs[u])
+      if (--missing_[e.op] == 0) pending_[dev_[e.op]].push_back(e.op);
   }
-  return s;
+
+  // The copies of unit u's output on the links' FIFO channels.
+  void send_copies(int32_t u) {
+    const int32_t from = dev_[u];
+    for (int32_t to = 0; to < p_.k; ++to) {
+      if (to == from || send_[to] == 0) continue;
+      double& chan = chan_free_[static_cast<size_t>(from) * p_.k + to];
+      chan = std::max(s_.finish[u], chan) + p_.transfer(from, to, send_[to]);
+      send_[to] = 0;
+      for (const Edge& e : p_.succs[u])
+        if (dev_[e.op] == to) arrival_[e.op] = std::max(arrival_[e.op], chan);
+    }
+  }
+
+  using Done = std::pair<double, int32_t>;
+  const UnitProblem& p_;
+  const std::vector<int32_t>& dev_;
+  const bool link_channels_;
+  Schedule s_;
+  std::vector<int32_t> missing_;
+  std::vector<double> arrival_;
+  std::vector<std::vector<int32_t>> pending_;
+  std::vector<double> busy_;
+  std::vector<double> chan_free_;
+  std::vector<int64_t> send_;  // scratch: bytes of a finished unit to send to each device
+  std::priority_queue<Done, std::vector<Done>, std::greater<Done>> running_;
+};
+
+}  // namespace
+
+Schedule schedule_ready_order(const UnitProblem& p, const std::vector<int32_t>& dev, bool link_channels) {
+  return ReadyOrderReplay(p, dev, link_channels).run();
 }
 
 namespace {
