@@ -18,7 +18,7 @@
 #include "policy.h"
 #include "trainer.h"
 
-namespace placer::learned {
+namespace placer {
 
 using Clock = std::chrono::steady_clock;
 
@@ -108,4 +108,4 @@ std::string num(double v);
 // A placement as a JSON list of device indices.
 std::string placement_json(const Placement& p);
 
-}  // namespace placer::learned
+}  // namespace placer
