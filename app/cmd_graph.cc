@@ -13,10 +13,10 @@
 
 #include "commands.h"
 #include "placer/graphs/algorithms.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
-#include "placer/torchscript/import.h"
+#include "placer/frontends/torch_import.h"
 
 namespace placer::cli {
 

@@ -15,6 +15,7 @@
 #include "placer/graphs/fields.h"
 #include "placer/graphs/files.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/frontends/workload_json.h"
 #include "placer/graphs/workload.h"
 
 namespace placer::cli {

@@ -26,7 +26,7 @@
 #include "placer/graphs/placement.h"
 #include "placer/graphs/validate.h"
 #include "placer/runtime/runtime.h"
-#include "placer/torchscript/import.h"
+#include "placer/frontends/torch_import.h"
 
 int main(int argc, char** argv) {
   using namespace placer;

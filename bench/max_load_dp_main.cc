@@ -7,6 +7,7 @@
 #include "placer/agent/max_load.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/frontends/workload_json.h"
 #include "placer/graphs/workload.h"
 
 int main(int argc, char** argv) {

@@ -9,7 +9,7 @@
 
 #include "placer/agent/train.h"
 #include "placer/agent/yaml_node.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"

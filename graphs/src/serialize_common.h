@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/files.h"
 #include "placer/graphs/ir.h"
 
 namespace placer::serialize_detail {
@@ -43,20 +44,6 @@ inline std::vector<std::pair<std::string, std::string>> sorted_attrs(const Graph
   std::vector<std::pair<std::string, std::string>> attrs(graph.attrs.begin(), graph.attrs.end());
   std::sort(attrs.begin(), attrs.end());
   return attrs;
-}
-
-// Errors of a file's contents, prefixed with its path (the error type kept).
-template <class Error, class F>
-auto with_path(const std::string& path, F&& body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const GraphError& e) {
-    throw GraphError(path + ": " + e.what());
-  } catch (const PlacementError& e) {
-    throw PlacementError(path + ": " + e.what());
-  } catch (const InputError& e) {
-    throw Error(path + ": " + e.what());
-  }
 }
 
 inline bool ends_with(const std::string& s, const std::string& suffix) {

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "placer/graphs/builders.h"
+#include "placer/graphs/training.h"
 #include "placer/graphs/error.h"
 
 namespace placer {

@@ -16,7 +16,7 @@
 #include "placer/env/presets.h"
 #include "placer/env/simulator.h"
 #include "placer/graphs/algorithms.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 
 #include "../../agent/src/placers_common.h"

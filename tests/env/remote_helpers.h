@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "placer/graphs/algorithms.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/ir.h"
 #include "placer/graphs/placement.h"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "placer/graphs/builders.h"
+#include "placer/graphs/training.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/validate.h"
 

@@ -10,7 +10,7 @@
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
 #include "placer/runtime/runtime.h"
-#include "placer/torchscript/import.h"
+#include "placer/frontends/torch_import.h"
 #include "runtime_helpers.h"
 
 namespace placer {

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "placer/graphs/builders.h"
+#include "placer/graphs/training.h"
 #include "placer/graphs/error.h"
 #include "placer/runtime/runtime.h"
 #include "runtime_helpers.h"

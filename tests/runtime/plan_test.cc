@@ -5,7 +5,8 @@
 #include <random>
 
 #include "../../runtime/src/internal.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
+#include "placer/graphs/training.h"
 #include "placer/graphs/exec_plan.h"
 #include "runtime_helpers.h"
 

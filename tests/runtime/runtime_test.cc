@@ -14,7 +14,8 @@
 #include <sstream>
 
 #include "placer/graphs/algorithms.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
+#include "placer/graphs/training.h"
 #include "placer/graphs/error.h"
 #include "runtime_helpers.h"
 

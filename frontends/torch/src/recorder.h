@@ -4,7 +4,7 @@
 // the tensors the kernel really produced, FLOPs, the autograd check) and the
 // recorded forward graph into a training step.
 //
-// Internal to graphs/torchscript: this header sees LibTorch.
+// Internal to frontends/torch: this header sees LibTorch.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -19,7 +19,7 @@
 
 #include "placer/graphs/aten_dtype.h"
 #include "placer/graphs/ir.h"
-#include "placer/torchscript/import.h"
+#include "placer/frontends/torch_import.h"
 
 namespace placer::pt {
 

@@ -20,7 +20,7 @@
 
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_reader.h"
-#include "placer/torchscript/import.h"
+#include "placer/frontends/torch_import.h"
 #include "recorder.h"
 
 namespace placer::export_pt {

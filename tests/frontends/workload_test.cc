@@ -6,6 +6,7 @@
 #include <string>
 
 #include "placer/graphs/error.h"
+#include "placer/frontends/workload_json.h"
 #include "placer/graphs/workload.h"
 
 namespace placer {

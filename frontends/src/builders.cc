@@ -1,8 +1,9 @@
 // The builder registry: builds a model's graph by name.
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 
 #include "builder_util.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/training.h"
 #include "placer/graphs/validate.h"
 
 namespace placer {

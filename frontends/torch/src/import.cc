@@ -28,9 +28,9 @@
 #include <unordered_map>
 #include <unordered_set>
 
-#include "placer/graphs/builders.h"
+
 #include "placer/graphs/error.h"
-#include "placer/torchscript/import.h"
+#include "placer/frontends/torch_import.h"
 #include "recorder.h"
 
 namespace placer {

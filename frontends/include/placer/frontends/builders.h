@@ -3,7 +3,6 @@
 // shapes, executable by the runtime, unless forward_only.
 #pragma once
 
-#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -24,13 +23,5 @@ std::vector<std::string> builder_names();
 std::map<std::string, int64_t> builder_defaults(const std::string& name);
 // Throws InputError naming an unknown builder or option, or a bad value.
 Graph build_graph(const std::string& name, const BuilderOptions& options);
-
-// Adds backward and update ops to a forward graph: one placer::backward op per
-// forward op with a differentiable input on the path from a param to the loss,
-// one placer::sgd op per param. The loss is the last forward sink with a
-// scalar float output. Shared by the builders and the TorchScript importer.
-// Throws GraphError naming an op whose type `is_differentiable` rejects.
-Graph make_training_graph(const Graph& forward, double learning_rate = 0.01,
-                          const std::function<bool(const Op&)>& is_differentiable = nullptr);
 
 }  // namespace placer

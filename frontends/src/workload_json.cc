@@ -8,11 +8,11 @@
 
 #include "placer/graphs/error.h"
 #include "placer/graphs/fields.h"
+#include "placer/frontends/workload_json.h"
 #include "placer/graphs/files.h"
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/workload.h"
-#include "serialize_common.h"
 
 namespace placer {
 
@@ -147,33 +147,6 @@ void check_acyclic(const Workload& w) {
 
 }  // namespace
 
-std::optional<int32_t> Workload::index_of(int64_t id) const {
-  for (size_t i = 0; i < nodes.size(); ++i)
-    if (nodes[i].id == id) return static_cast<int32_t>(i);
-  return std::nullopt;
-}
-
-std::vector<int32_t> Workload::colocation_classes(int32_t* classes) const {
-  std::map<int64_t, int32_t> dense;
-  std::vector<int32_t> out(nodes.size());
-  int32_t next = 0;
-  for (size_t i = 0; i < nodes.size(); ++i) {
-    if (!nodes[i].color_class) {
-      out[i] = next++;
-      continue;
-    }
-    auto [it, inserted] = dense.emplace(*nodes[i].color_class, next);
-    if (inserted) ++next;
-    out[i] = it->second;
-  }
-  if (classes) *classes = next;
-  return out;
-}
-
-bool Workload::is_training() const {
-  return std::any_of(nodes.begin(), nodes.end(), [](const WorkloadNode& n) { return n.backward; });
-}
-
 bool is_workload_json(const std::string& text) {
   rj::Document doc;
   doc.Parse<rj::kParseIterativeFlag>(text.data(), text.size());
@@ -215,8 +188,10 @@ Workload parse_workload(const std::string& text, const std::string& name) {
 Workload load_workload(const std::string& path) {
   const std::string text = read_file(path);
   std::string stem = path.substr(path.find_last_of('/') + 1);
-  if (serialize_detail::ends_with(stem, ".json")) stem.resize(stem.size() - 5);
-  return serialize_detail::with_path<InputError>(path, [&] { return parse_workload(text, stem); });
+  const std::string suffix = ".json";
+  if (stem.size() >= suffix.size() && stem.compare(stem.size() - suffix.size(), suffix.size(), suffix) == 0)
+    stem.resize(stem.size() - suffix.size());
+  return with_path<InputError>(path, [&] { return parse_workload(text, stem); });
 }
 
 std::string workload_json(const Workload& w) {
@@ -315,7 +290,7 @@ WorkloadPlacement parse_workload_split(const std::string& text, const Workload& 
 
 WorkloadPlacement load_workload_split(const std::string& path, const Workload& w) {
   const std::string text = read_file(path);
-  return serialize_detail::with_path<PlacementError>(path, [&] { return parse_workload_split(text, w); });
+  return with_path<PlacementError>(path, [&] { return parse_workload_split(text, w); });
 }
 
 std::string workload_split_json(const Workload& w, const WorkloadPlacement& p, const std::vector<double>& loads,

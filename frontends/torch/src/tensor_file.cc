@@ -7,7 +7,7 @@
 #include <iterator>
 
 #include "placer/graphs/error.h"
-#include "placer/torchscript/import.h"
+#include "placer/frontends/torch_import.h"
 #include "recorder.h"
 
 namespace placer {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "placer/graphs/error.h"
-#include "placer/torchscript/import.h"
+#include "placer/frontends/torch_import.h"
 
 namespace placer {
 namespace {

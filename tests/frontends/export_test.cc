@@ -9,7 +9,7 @@
 
 #include "placer/graphs/error.h"
 #include "placer/graphs/validate.h"
-#include "placer/torchscript/import.h"
+#include "placer/frontends/torch_import.h"
 
 namespace placer {
 namespace {

@@ -16,7 +16,8 @@
 #include <vector>
 
 #include "placer/graphs/aten_dtype.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
+#include "placer/graphs/training.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/validate.h"

@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <sstream>
 
-#include "placer/graphs/builders.h"
+#include "placer/graphs/training.h"
 #include "placer/graphs/error.h"
 
 namespace placer::pt {
