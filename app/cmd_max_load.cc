@@ -11,11 +11,11 @@
 #include "commands.h"
 #include "placer/agent/max_load.h"
 #include "placer/env/max_load.h"
+#include "placer/frontends/workload_json.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/fields.h"
 #include "placer/graphs/files.h"
 #include "placer/graphs/json_writer.h"
-#include "placer/frontends/workload_json.h"
 #include "placer/graphs/workload.h"
 
 namespace placer::cli {

@@ -5,9 +5,9 @@
 #include <cstdio>
 
 #include "placer/agent/max_load.h"
+#include "placer/frontends/workload_json.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
-#include "placer/frontends/workload_json.h"
 #include "placer/graphs/workload.h"
 
 int main(int argc, char** argv) {

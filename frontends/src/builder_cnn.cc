@@ -27,7 +27,7 @@
 #include "builder_util.h"
 #include "placer/graphs/error.h"
 
-namespace placer::build {
+namespace placer::detail {
 
 namespace {
 
@@ -263,4 +263,4 @@ Graph build_mlp(const Options& o) {
   return g;
 }
 
-}  // namespace placer::build
+}  // namespace placer::detail

@@ -25,7 +25,7 @@
 
 #include "builder_util.h"
 
-namespace placer::build {
+namespace placer::detail {
 
 namespace {
 
@@ -153,4 +153,4 @@ Graph build_nmt(const Options& o) {
   return g;
 }
 
-}  // namespace placer::build
+}  // namespace placer::detail

@@ -21,7 +21,7 @@
 #include "builder_util.h"
 #include "placer/graphs/error.h"
 
-namespace placer::build {
+namespace placer::detail {
 
 namespace {
 
@@ -161,4 +161,4 @@ Graph build_transformer(const Options& o) {
   return g;
 }
 
-}  // namespace placer::build
+}  // namespace placer::detail

@@ -6,7 +6,7 @@
 #include "placer/graphs/error.h"
 
 namespace placer {
-namespace build {
+namespace detail {
 
 int64_t numel_of(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -399,6 +399,6 @@ int64_t Options::operator[](const std::string& key) const {
   return it->second;
 }
 
-}  // namespace build
+}  // namespace detail
 
 }  // namespace placer

@@ -22,7 +22,7 @@
 
 #include "placer/graphs/ir.h"
 
-namespace placer::build {
+namespace placer::detail {
 
 inline constexpr double kNormFlopsPerElem = 4.0;
 inline constexpr double kSoftmaxFlopsPerElem = 3.0;
@@ -143,4 +143,4 @@ struct LstmState {
 };
 LstmState lstm_cell(OpBuilder& b, const std::string& prefix, TensorRef x, LstmState prev, TensorRef w, TensorRef bias);
 
-}  // namespace placer::build
+}  // namespace placer::detail

@@ -12,18 +12,18 @@ namespace {
 
 struct Entry {
   const char* name;
-  build::OptionTable (*options)();
-  Graph (*forward)(const build::Options&);
+  detail::OptionTable (*options)();
+  Graph (*forward)(const detail::Options&);
 };
 
 const std::vector<Entry>& registry() {
   static const std::vector<Entry> entries{
-      {"rnnlm", build::rnnlm_options, build::build_rnnlm},
-      {"nmt", build::nmt_options, build::build_nmt},
-      {"inception_v3", build::inception_v3_options, build::build_inception_v3},
-      {"transformer", build::transformer_options, build::build_transformer},
-      {"resnet", build::resnet_options, build::build_resnet},
-      {"mlp", build::mlp_options, build::build_mlp},
+      {"rnnlm", detail::rnnlm_options, detail::build_rnnlm},
+      {"nmt", detail::nmt_options, detail::build_nmt},
+      {"inception_v3", detail::inception_v3_options, detail::build_inception_v3},
+      {"transformer", detail::transformer_options, detail::build_transformer},
+      {"resnet", detail::resnet_options, detail::build_resnet},
+      {"mlp", detail::mlp_options, detail::build_mlp},
   };
   return entries;
 }
@@ -58,7 +58,7 @@ std::map<std::string, int64_t> builder_defaults(const std::string& name) {
 
 Graph build_graph(const std::string& name, const BuilderOptions& options) {
   const Entry& entry = find_entry(name);
-  build::Options resolved(name, entry.options(), options.values);
+  detail::Options resolved(name, entry.options(), options.values);
   Graph forward = entry.forward(resolved);
   for (const Op& op : forward.ops()) {
     for (const TensorSpec& spec : op.outputs) {

@@ -6,9 +6,9 @@
 #include <map>
 #include <unordered_map>
 
+#include "placer/frontends/workload_json.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/fields.h"
-#include "placer/frontends/workload_json.h"
 #include "placer/graphs/files.h"
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/json_writer.h"

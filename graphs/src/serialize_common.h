@@ -14,7 +14,7 @@
 #include "placer/graphs/files.h"
 #include "placer/graphs/ir.h"
 
-namespace placer::serialize_detail {
+namespace placer::detail {
 
 using cereal::make_nvp;
 
@@ -50,4 +50,4 @@ inline bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-}  // namespace placer::serialize_detail
+}  // namespace placer::detail

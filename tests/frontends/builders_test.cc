@@ -15,11 +15,11 @@
 #include <string>
 #include <vector>
 
-#include "placer/graphs/aten_dtype.h"
 #include "placer/frontends/builders.h"
-#include "placer/graphs/training.h"
+#include "placer/graphs/aten_dtype.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/training.h"
 #include "placer/graphs/validate.h"
 
 namespace placer {

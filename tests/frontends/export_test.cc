@@ -7,9 +7,9 @@
 #include <fstream>
 #include <string>
 
+#include "placer/frontends/torch_import.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/validate.h"
-#include "placer/frontends/torch_import.h"
 
 namespace placer {
 namespace {

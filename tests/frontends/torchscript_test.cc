@@ -14,10 +14,10 @@
 
 #include <unistd.h>
 
+#include "placer/frontends/torch_import.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/validate.h"
-#include "placer/frontends/torch_import.h"
 
 namespace placer {
 namespace {

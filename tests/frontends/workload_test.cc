@@ -5,8 +5,8 @@
 
 #include <string>
 
-#include "placer/graphs/error.h"
 #include "placer/frontends/workload_json.h"
+#include "placer/graphs/error.h"
 #include "placer/graphs/workload.h"
 
 namespace placer {

@@ -9,8 +9,8 @@
 
 #include "../runtime/runtime_helpers.h"
 #include "placer/frontends/builders.h"
-#include "placer/graphs/training.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/training.h"
 #include "placer/runtime/runtime.h"
 
 namespace placer {

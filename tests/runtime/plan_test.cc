@@ -6,8 +6,8 @@
 
 #include "../../runtime/src/internal.h"
 #include "placer/frontends/builders.h"
-#include "placer/graphs/training.h"
 #include "placer/graphs/exec_plan.h"
+#include "placer/graphs/training.h"
 #include "runtime_helpers.h"
 
 namespace placer {

@@ -1,7 +1,7 @@
 // torch.export importer: the archive (zip records, the program JSON, tensor metadata and weights).
 #include "export_importer.h"
 
-namespace placer::export_pt {
+namespace placer::detail {
 
 void ExportImporter::open() {
   std::error_code ec;
@@ -14,7 +14,7 @@ void ExportImporter::open() {
       archive_ = std::make_unique<caffe2::serialize::PyTorchStreamReader>(file_);
     }
   } catch (const std::exception& e) {
-    fail("not a torch.export archive (torch.export.save output, a zip file): " + pt::first_line(e.what()));
+    fail("not a torch.export archive (torch.export.save output, a zip file): " + first_line(e.what()));
   }
   std::vector<std::string> programs;
   for (const std::string& r : archive_->getAllRecords()) {
@@ -158,4 +158,4 @@ at::Tensor ExportImporter::load_tensor(const std::string& name, const Meta& m, c
   return at::zeros(m.sizes, at::TensorOptions().dtype(m.dtype));
 }
 
-}  // namespace placer::export_pt
+}  // namespace placer::detail

@@ -1,7 +1,7 @@
 // torch.export importer: node arguments as the values the ATen schema expects.
 #include "export_importer.h"
 
-namespace placer::export_pt {
+namespace placer::detail {
 
 // A float of the program: a number, or "Infinity", "-Infinity", "NaN" as the serializer writes them.
 double ExportImporter::real(const rj::Value& v, const std::string& where, const char* field) const {
@@ -156,4 +156,4 @@ Val ExportImporter::argument(const rj::Value& arg, const c10::Argument* schema_a
   return out;
 }
 
-}  // namespace placer::export_pt
+}  // namespace placer::detail

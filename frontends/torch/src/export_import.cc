@@ -20,7 +20,7 @@
 #include "export_importer.h"
 
 namespace placer {
-namespace export_pt {
+namespace detail {
 
 Graph ExportImporter::run(const std::vector<SampleInput>& samples) {
   open();
@@ -75,9 +75,9 @@ Graph ExportImporter::run(const std::vector<SampleInput>& samples) {
   return rec_.finish(outputs, loss);
 }
 
-}  // namespace export_pt
+}  // namespace detail
 
-using export_pt::ExportImporter;
+using detail::ExportImporter;
 
 bool is_exported_program(const std::string& path) {
   std::ifstream in(path, std::ios::binary);

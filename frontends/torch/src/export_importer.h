@@ -18,12 +18,12 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "placer/frontends/torch_import.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_reader.h"
-#include "placer/frontends/torch_import.h"
 #include "recorder.h"
 
-namespace placer::export_pt {
+namespace placer::detail {
 
 inline constexpr size_t kMaxProgramBytes = size_t{1} << 30;  // the program JSON
 inline constexpr int kSchemaMajor = 8;                       // torch 2.11 writes 8.17
@@ -123,7 +123,7 @@ class ExportImporter {
 
   std::string file_;
   const std::string* bytes_;
-  pt::Recorder rec_;
+  Recorder rec_;
   JsonReader<InputError> json_;
   std::unique_ptr<std::istringstream> stream_;  // outlives archive_, which reads it
   std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive_;
@@ -138,4 +138,4 @@ class ExportImporter {
   std::set<std::string> used_;                      // values some node or output uses
 };
 
-}  // namespace placer::export_pt
+}  // namespace placer::detail

@@ -1,7 +1,7 @@
 // torch.export importer: the program's inputs (parameters, buffers, constants and user inputs) bound to values.
 #include "export_importer.h"
 
-namespace placer::export_pt {
+namespace placer::detail {
 
 // Integer inputs are drawn from [0, high): an embedding's table size when the
 // input indexes one (possibly through views), else 2.
@@ -185,4 +185,4 @@ void ExportImporter::bind_inputs(const std::vector<SampleInput>& samples) {
   rec_.graph().attrs["inputs"] = input_specs;
 }
 
-}  // namespace placer::export_pt
+}  // namespace placer::detail

@@ -1,7 +1,7 @@
 // torch.export importer: executing the program's nodes (ATen calls and symbolic sizes) through the Recorder.
 #include "export_importer.h"
 
-namespace placer::export_pt {
+namespace placer::detail {
 
 // The module a node ran in ("layer1.0.conv1"), from nn_module_stack
 // ("L__self__,,Net;L__self___layer1_0,layer1.0,Bottleneck;...").
@@ -201,13 +201,13 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
   std::string mutated_name;
   std::vector<std::string> numbers;
   const auto bind = [&](const c10::FunctionSchema& schema) {
-    std::vector<pt::CallArg> args;
+    std::vector<CallArg> args;
     numbers.clear();
     std::map<std::string, const rj::Value*> left = named;
     for (const auto& a : schema.arguments()) {
       const std::string at = where + " argument '" + a.name() + "'";
       auto it = left.find(a.name());
-      pt::CallArg call_arg;
+      CallArg call_arg;
       if (it != left.end()) {
         Val v = argument(*it->second, &a, at);
         call_arg.value = v.value;
@@ -228,7 +228,7 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
     if (!left.empty()) fail(where + ": the operator has no argument '" + left.begin()->first + "'");
     return args;
   };
-  std::vector<pt::CallArg> args = bind(handle->schema());
+  std::vector<CallArg> args = bind(handle->schema());
   if (!numbers.empty()) {
     if (auto scalar = scalar_overload(op, *handle, numbers)) {
       handle = scalar;
@@ -252,8 +252,7 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
   const std::string short_kind = op.substr(op.find("::") + 2);
   std::string layer = path;
   if (const auto d = path.rfind('.'); d != std::string::npos && !parent_modules_.count(path)) layer = path.substr(0, d);
-  const pt::RecordedCall call =
-      rec_.call(*handle, args, where, path.empty() ? short_kind : path + "/" + short_kind, layer);
+  const RecordedCall call = rec_.call(*handle, args, where, path.empty() ? short_kind : path + "/" + short_kind, layer);
 
   // Outputs: one Argument per return, or one as_tensors for a Tensor[] return.
   const rj::Value& outs = json_.array(json_.require(node, "outputs", where), where, "outputs");
@@ -286,4 +285,4 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
   }
 }
 
-}  // namespace placer::export_pt
+}  // namespace placer::detail

@@ -28,9 +28,8 @@
 #include <unordered_map>
 #include <unordered_set>
 
-
-#include "placer/graphs/error.h"
 #include "placer/frontends/torch_import.h"
+#include "placer/graphs/error.h"
 #include "recorder.h"
 
 namespace placer {
@@ -141,7 +140,7 @@ class Importer {
   void execute_aten(Node* node);
 
   std::string file_;
-  pt::Recorder rec_;
+  detail::Recorder rec_;
   torch::jit::Module root_;
   std::shared_ptr<torch::jit::Graph> graph_;
   std::unordered_map<const Value*, Slot> slots_;
@@ -155,7 +154,7 @@ torch::jit::Module Importer::load() {
   try {
     return torch::jit::load(file_, c10::kCPU);
   } catch (const std::exception& e) {
-    fail("not a TorchScript archive (torch.jit.save output): " + pt::first_line(e.what()));
+    fail("not a TorchScript archive (torch.jit.save output): " + detail::first_line(e.what()));
   }
 }
 
@@ -349,11 +348,11 @@ void Importer::execute_aten(Node* node) {
          std::to_string(arguments.size()) + " arguments");
   }
 
-  std::vector<pt::CallArg> args;
+  std::vector<detail::CallArg> args;
   for (size_t i = 0; i < arguments.size(); ++i) {
     const Value* in = node->input(i);
     const Slot& s = slot(in);
-    pt::CallArg arg;
+    detail::CallArg arg;
     arg.value = ivalue(s);
     if (s.kind == Slot::Kind::Tensor || (s.kind == Slot::Kind::Const && arg.value.isTensor())) {
       arg.refs = {tensor_ref(s, in)};
@@ -389,7 +388,7 @@ void Importer::execute_aten(Node* node) {
     }
     if (leaf) layer = path.substr(0, dot);
   }
-  const pt::RecordedCall call =
+  const detail::RecordedCall call =
       rec_.call(*handle, args, describe(node), path.empty() ? short_kind : path + "/" + short_kind, layer);
 
   if (call.returns.size() != node->outputs().size()) {
@@ -526,7 +525,7 @@ Graph Importer::run(const std::vector<SampleInput>& samples) {
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
-    fail("freezing/inlining the module failed: " + pt::first_line(e.what()));
+    fail("freezing/inlining the module failed: " + detail::first_line(e.what()));
   }
   reject_control_flow(graph_->block(), file_);
 

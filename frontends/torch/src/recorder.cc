@@ -7,10 +7,10 @@
 #include <algorithm>
 #include <sstream>
 
-#include "placer/graphs/training.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/training.h"
 
-namespace placer::pt {
+namespace placer::detail {
 
 std::string first_line(std::string text) {
   const auto newline = text.find('\n');
@@ -526,4 +526,4 @@ Graph Recorder::finish(const std::vector<TensorRef>& outputs, std::optional<Tens
   }
 }
 
-}  // namespace placer::pt
+}  // namespace placer::detail

@@ -17,11 +17,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "placer/frontends/torch_import.h"
 #include "placer/graphs/aten_dtype.h"
 #include "placer/graphs/ir.h"
-#include "placer/frontends/torch_import.h"
 
-namespace placer::pt {
+namespace placer::detail {
 
 std::string first_line(std::string text);
 
@@ -95,4 +95,4 @@ class Recorder {
   at::Generator generator_;
 };
 
-}  // namespace placer::pt
+}  // namespace placer::detail

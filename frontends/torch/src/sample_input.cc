@@ -3,8 +3,8 @@
 #include <limits>
 #include <string>
 
-#include "placer/graphs/error.h"
 #include "placer/frontends/torch_import.h"
+#include "placer/graphs/error.h"
 
 namespace placer {
 namespace {

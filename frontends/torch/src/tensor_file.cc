@@ -6,8 +6,8 @@
 #include <fstream>
 #include <iterator>
 
-#include "placer/graphs/error.h"
 #include "placer/frontends/torch_import.h"
+#include "placer/graphs/error.h"
 #include "recorder.h"
 
 namespace placer {
@@ -21,7 +21,7 @@ std::map<std::string, std::vector<float>> load_tensor_dict(const std::string& pa
   try {
     value = torch::jit::pickle_load(data);
   } catch (const std::exception& e) {
-    throw InputError(path + ": not a torch.save file: " + pt::first_line(e.what()));
+    throw InputError(path + ": not a torch.save file: " + detail::first_line(e.what()));
   }
   if (!value.isGenericDict()) throw InputError(path + ": expected a dict of tensors (torch.save({name: tensor}))");
   std::map<std::string, std::vector<float>> out;
