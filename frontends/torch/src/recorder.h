@@ -25,7 +25,8 @@ namespace placer::detail {
 
 std::string first_line(std::string text);
 
-// FLOPs of one call from its real inputs and outputs (base: "aten::conv2d").
+// FLOPs of one call from its real inputs and outputs (base: "aten::conv2d"): a
+// table of rules keyed by schema name (flop_rules.cc).
 double estimate_flops(const std::string& base, const std::vector<c10::IValue>& in, const std::vector<at::Tensor>& out);
 
 // What to do about a fused inference fast path without a derivative, or "".
