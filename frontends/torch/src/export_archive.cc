@@ -104,8 +104,7 @@ Meta ExportImporter::meta(const rj::Value& v, const std::string& where) const {
 }
 
 // FQN -> (record path, pickled) from data/<dir>/model_<dir>_config.json.
-std::map<std::string, std::pair<std::string, bool>> ExportImporter::payloads(const std::string& config,
-                                                                             const std::string& dir) {
+ExportImporter::Payloads ExportImporter::payloads(const std::string& config, const std::string& dir) {
   std::map<std::string, std::pair<std::string, bool>> out;
   if (!archive_->hasRecord(config)) return out;
   const rj::Document doc = json_.parse_object(record(config, kMaxProgramBytes), file_ + ": " + config);

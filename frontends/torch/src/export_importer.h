@@ -94,6 +94,9 @@ struct Val {
 
 class ExportImporter {
  public:
+  // Stored tensors by qualified name: (record name, whether it is pickled).
+  using Payloads = std::map<std::string, std::pair<std::string, bool>>;
+
   // `bytes`: the archive itself (then `file` only names it in errors), or null to read `file`.
   ExportImporter(const std::string& file, const std::string* bytes, const ImportOptions& options)
       : file_(file), bytes_(bytes), rec_(file, options), json_{"torch.export program"} {}
@@ -106,10 +109,22 @@ class ExportImporter {
   void open();
   std::string record(const std::string& name, size_t cap);
   Meta meta(const rj::Value& v, const std::string& where) const;
-  std::map<std::string, std::pair<std::string, bool>> payloads(const std::string& config, const std::string& dir);
+  Payloads payloads(const std::string& config, const std::string& dir);
   at::Tensor load_tensor(const std::string& name, const Meta& m, const std::string& record_name, bool pickled,
                          bool trainable);
+  // bind_inputs and its steps (export_inputs.cc).
   void bind_inputs(const std::vector<SampleInput>& samples);
+  std::vector<std::string> user_input_names(const rj::Value& specs, const std::string& where) const;
+  std::map<std::string, SampleInput> samples_by_name(const std::vector<SampleInput>& samples,
+                                                     const std::vector<std::string>& user_inputs) const;
+  Meta placeholder_meta(const std::string& name) const;
+  void bind_stored_tensor(const std::string& kind, const rj::Value& body, const std::string& at, const Payloads& table);
+  void bind_user_input(const rj::Value& body, const std::string& at, const std::map<std::string, SampleInput>& given,
+                       const rj::Value* ranges, std::string* input_specs);
+  void apply_sample(const std::string& name, const SampleInput& s, const rj::Value* ranges, Meta* m);
+  void check_symbol_range(const std::string& name, size_t d, const std::string& symbol, int64_t size,
+                          const rj::Value* ranges) const;
+  void check_recorded_example(const std::string& name, const Meta& m) const;
   int64_t integer_input_high(const std::string& name) const;
   const Val& val(const std::string& name, const std::string& where) const;
   Val argument(const rj::Value& arg, const c10::Argument* schema_arg, const std::string& where);
