@@ -205,18 +205,47 @@ Recorder::GradStatus Recorder::grad_status(const c10::OperatorHandle& handle, co
   return GradStatus::Differentiable;
 }
 
-RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector<CallArg>& args,
-                            const std::string& where, const std::string& name, const std::string& layer) {
-  const c10::FunctionSchema& schema = handle.schema();
-  const c10::OperatorName& opname = schema.operator_name();
-  const std::string type = opname.name + (opname.overload_name.empty() ? "" : "." + opname.overload_name);
-  const auto& arguments = schema.arguments();
-  PLACER_CHECK(arguments.size() == args.size(), "call of ", type, " with ", args.size(), " arguments");
+namespace {
 
-  Op op;
-  op.type = type;
-  std::vector<c10::IValue> values;
-  std::vector<char> needs_grad;  // per tensor argument (lists flattened)
+bool is_scalar_type_argument(const c10::Argument& arg) {
+  const c10::TypePtr& type = arg.real_type();
+  if (type->kind() == c10::TypeKind::ScalarTypeType) return true;
+  return type->kind() == c10::TypeKind::OptionalType &&
+         type->containedTypes().at(0)->kind() == c10::TypeKind::ScalarTypeType;
+}
+
+// A constant (non-tensor) argument of a call as an Arg; `rec` fails on an
+// unsupported value, naming `where` and the argument.
+Arg constant_arg(const Recorder& rec, const c10::Argument& arg, const c10::IValue& v, const std::string& where) {
+  const auto argument = [&] { return where + " argument '" + arg.name() + "'"; };
+  if (v.isNone()) return Arg::none();
+  if (is_scalar_type_argument(arg)) {
+    const auto dtype = to_dtype(static_cast<at::ScalarType>(v.toInt()));
+    if (!dtype) rec.fail(argument() + " names an unsupported dtype");
+    return Arg::scalar_type(*dtype);
+  }
+  if (v.isBool()) return Arg::boolean(v.toBool());
+  if (v.isInt()) return Arg::integer(v.toInt());
+  if (v.isDouble()) return Arg::real(v.toDouble());
+  if (v.isIntList()) return Arg::int_list(v.toIntVector());
+  if (v.isDoubleList()) return Arg::real_list(v.toDoubleVector());
+  if (v.isBoolList()) {
+    std::vector<int64_t> bools;
+    for (bool b : v.toBoolList()) bools.push_back(b ? 1 : 0);
+    return Arg::bool_list(std::move(bools));
+  }
+  if (v.isString()) return Arg::string(v.toStringRef());
+  if (v.isDevice()) return Arg::device(v.toDevice().str());
+  if (v.isTensorList() || v.isList()) {
+    rec.fail(argument() + " is an empty or unsupported list (" + v.type()->str() + "), not supported");
+  }
+  rec.fail(argument() + " has a value of type " + v.tagKind() + ", not supported");
+}
+
+}  // namespace
+
+void Recorder::record_arguments(const c10::FunctionSchema& schema, const std::vector<CallArg>& args,
+                                const std::string& where, Op& op, std::vector<char>& needs_grad) {
   const auto input_index = [&](TensorRef ref) -> int64_t {
     needs_grad.push_back(requires_grad_.count({ref.op.value, ref.output}) ? 1 : 0);
     for (size_t i = 0; i < op.inputs.size(); ++i) {
@@ -225,12 +254,10 @@ RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector
     op.inputs.push_back(ref);
     return static_cast<int64_t>(op.inputs.size() - 1);
   };
+  const auto& arguments = schema.arguments();
   for (size_t i = 0; i < arguments.size(); ++i) {
     const c10::IValue& v = args[i].value;
     const auto& refs = args[i].refs;
-    const auto& arg = arguments[i];
-    values.push_back(v);
-    const auto argument = [&] { return where + " argument '" + arg.name() + "'"; };
     if (v.isTensor()) {
       PLACER_CHECK(refs.size() == 1 && refs[0], "tensor argument without its op");
       op.args.push_back(Arg::tensor(input_index(*refs[0])));
@@ -238,39 +265,15 @@ RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector
       std::vector<int64_t> indices;
       for (const auto& ref : refs) indices.push_back(ref ? input_index(*ref) : -1);
       op.args.push_back(Arg::tensor_list(std::move(indices)));
-    } else if (v.isNone()) {
-      op.args.push_back(Arg::none());
-    } else if (arg.real_type()->kind() == c10::TypeKind::ScalarTypeType ||
-               (arg.real_type()->kind() == c10::TypeKind::OptionalType &&
-                arg.real_type()->containedTypes().at(0)->kind() == c10::TypeKind::ScalarTypeType)) {
-      const auto dtype = to_dtype(static_cast<at::ScalarType>(v.toInt()));
-      if (!dtype) fail(argument() + " names an unsupported dtype");
-      op.args.push_back(Arg::scalar_type(*dtype));
-    } else if (v.isBool()) {
-      op.args.push_back(Arg::boolean(v.toBool()));
-    } else if (v.isInt()) {
-      op.args.push_back(Arg::integer(v.toInt()));
-    } else if (v.isDouble()) {
-      op.args.push_back(Arg::real(v.toDouble()));
-    } else if (v.isIntList()) {
-      op.args.push_back(Arg::int_list(v.toIntVector()));
-    } else if (v.isDoubleList()) {
-      op.args.push_back(Arg::real_list(v.toDoubleVector()));
-    } else if (v.isBoolList()) {
-      std::vector<int64_t> bools;
-      for (bool b : v.toBoolList()) bools.push_back(b ? 1 : 0);
-      op.args.push_back(Arg::bool_list(std::move(bools)));
-    } else if (v.isString()) {
-      op.args.push_back(Arg::string(v.toStringRef()));
-    } else if (v.isDevice()) {
-      op.args.push_back(Arg::device(v.toDevice().str()));
-    } else if (v.isTensorList() || v.isList()) {
-      fail(argument() + " is an empty or unsupported list (" + v.type()->str() + "), not supported");
     } else {
-      fail(argument() + " has a value of type " + v.tagKind() + ", not supported");
+      op.args.push_back(constant_arg(*this, arguments[i], v, where));
     }
   }
+}
 
+std::vector<at::Tensor> Recorder::run_kernel(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& values,
+                                             const std::string& where, RecordedCall& result,
+                                             std::vector<size_t>& counts) const {
   torch::jit::Stack stack = values;
   try {
     at::NoGradGuard no_grad;
@@ -278,13 +281,11 @@ RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector
   } catch (const std::exception& e) {
     fail("running " + where + " on the sample inputs failed: " + first_line(e.what()));
   }
-
   // Outputs: tensors and tensor lists are flattened into Op::outputs in order.
   std::vector<at::Tensor> produced;
-  RecordedCall result;
   result.returns = stack;
   result.refs.resize(stack.size());
-  std::vector<size_t> counts(stack.size(), 0);
+  counts.assign(stack.size(), 0);
   for (size_t i = 0; i < stack.size(); ++i) {
     const c10::IValue& v = stack[i];
     if (v.isTensor()) {
@@ -295,6 +296,10 @@ RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector
       counts[i] = v.toTensorVector().size();
     }
   }
+  return produced;
+}
+
+void Recorder::record_outputs(const std::vector<at::Tensor>& produced, const std::string& where, Op& op) const {
   for (const at::Tensor& t : produced) {
     if (!t.defined()) fail(where + " returned an undefined tensor, not supported");
     const auto dtype = to_dtype(t.scalar_type());
@@ -302,24 +307,46 @@ RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector
     op.outputs.push_back(TensorSpec{t.sizes().vec(), *dtype});
   }
   if (op.outputs.empty()) fail(where + " produces no tensor; nothing to place");
-  op.view_of = schema_views(schema, op);
+}
 
+void Recorder::check_gradient(const c10::OperatorHandle& handle, const Op& op, const std::vector<c10::IValue>& values,
+                              const std::vector<char>& needs_grad) {
+  std::string key = op.type + "|";
+  for (char c : needs_grad) key.push_back(c ? '1' : '0');
+  if (!grad_status_.count(key)) {
+    std::string reason;
+    grad_status_[key] = grad_status(handle, values, needs_grad, &reason);
+    if (const std::string hint = fused_op_hint(op.type); !hint.empty()) reason += "; " + hint;
+    grad_reason_[key] = reason;
+  }
+  op_grad_key_[op.name] = key;
+}
+
+RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector<CallArg>& args,
+                            const std::string& where, const std::string& name, const std::string& layer) {
+  const c10::FunctionSchema& schema = handle.schema();
+  const c10::OperatorName& opname = schema.operator_name();
+  const std::string type = opname.name + (opname.overload_name.empty() ? "" : "." + opname.overload_name);
+  PLACER_CHECK(schema.arguments().size() == args.size(), "call of ", type, " with ", args.size(), " arguments");
+
+  Op op;
+  op.type = type;
+  std::vector<char> needs_grad;  // per tensor argument (lists flattened)
+  record_arguments(schema, args, where, op, needs_grad);
+  std::vector<c10::IValue> values;
+  for (const CallArg& arg : args) values.push_back(arg.value);
+
+  RecordedCall result;
+  std::vector<size_t> counts;  // tensors per return
+  const std::vector<at::Tensor> produced = run_kernel(handle, values, where, result, counts);
+  record_outputs(produced, where, op);
+  op.view_of = schema_views(schema, op);
   op.flops = estimate_flops(opname.name, values, produced);
   op.name = unique_name(name);
   op.layer = layer;
 
   const bool any_grad = std::find(needs_grad.begin(), needs_grad.end(), 1) != needs_grad.end();
-  if (!options_.forward_only && any_grad) {
-    std::string key = type + "|";
-    for (char c : needs_grad) key.push_back(c ? '1' : '0');
-    if (!grad_status_.count(key)) {
-      std::string reason;
-      grad_status_[key] = grad_status(handle, values, needs_grad, &reason);
-      if (const std::string hint = fused_op_hint(type); !hint.empty()) reason += "; " + hint;
-      grad_reason_[key] = reason;
-    }
-    op_grad_key_[op.name] = key;
-  }
+  if (!options_.forward_only && any_grad) check_gradient(handle, op, values, needs_grad);
 
   result.op = out_.add_op(std::move(op));
   if (any_grad) {
@@ -329,7 +356,7 @@ RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector
     }
   }
   int32_t next = 0;
-  for (size_t i = 0; i < stack.size(); ++i) {
+  for (size_t i = 0; i < counts.size(); ++i) {
     for (size_t j = 0; j < counts[i]; ++j) result.refs[i].push_back(TensorRef{result.op, next++});
   }
   return result;

@@ -81,6 +81,16 @@ class Recorder {
   GradStatus grad_status(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& inputs,
                          const std::vector<char>& needs_grad, std::string* reason);
   TensorRef add_loss(const std::vector<TensorRef>& outputs);
+  // The steps of call(): arguments into `op` (and which tensors need a
+  // gradient), the kernel run (returns flattened; `counts` tensors per
+  // return), output specs, the cached autograd check.
+  void record_arguments(const c10::FunctionSchema& schema, const std::vector<CallArg>& args, const std::string& where,
+                        Op& op, std::vector<char>& needs_grad);
+  std::vector<at::Tensor> run_kernel(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& values,
+                                     const std::string& where, RecordedCall& result, std::vector<size_t>& counts) const;
+  void record_outputs(const std::vector<at::Tensor>& produced, const std::string& where, Op& op) const;
+  void check_gradient(const c10::OperatorHandle& handle, const Op& op, const std::vector<c10::IValue>& values,
+                      const std::vector<char>& needs_grad);
 
   std::string file_;
   ImportOptions options_;
