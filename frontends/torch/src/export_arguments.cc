@@ -31,129 +31,195 @@ const Val& ExportImporter::val(const std::string& name, const std::string& where
   return it->second;
 }
 
-// One Argument of the schema (a one-key union) as a value; `schema_arg` lets
-// ints become floats where the operator wants floats.
-Val ExportImporter::argument(const rj::Value& arg, const c10::Argument* schema_arg, const std::string& where) {
-  if (!arg.IsObject() || arg.MemberCount() != 1) fail(where + ": an argument must be an object with one field");
-  const std::string kind(arg.MemberBegin()->name.GetString());
-  const rj::Value& v = arg.MemberBegin()->value;
-  const char* field = kind.c_str();
-  const auto tensor = [&](const rj::Value& t) -> const Val& {
-    const std::string name = json_.string(json_.require(json_.object(t, where, field), "name", where), where, "name");
-    const Val& found = val(name, where);
-    if (!found.value.isTensor()) fail(where + ": '" + name + "' is not a tensor");
-    return found;
-  };
-  const auto sym_int = [&](const rj::Value& s) -> int64_t {
-    json_.object(s, where, field);
-    if (const rj::Value* n = json_.member(s, "as_int")) return json_.integer(*n, where, field);
-    const std::string name = json_.string(json_.require(s, "as_name", where), where, "as_name");
-    const Val& found = val(name, where);
-    if (!found.value.isInt()) fail(where + ": '" + name + "' is not an integer");
-    return found.value.toInt();
-  };
-  const c10::TypeKind wanted = [&] {
-    if (!schema_arg) return c10::TypeKind::AnyType;
-    c10::TypePtr t = schema_arg->real_type();
-    if (t->kind() == c10::TypeKind::OptionalType) t = t->containedType(0);
-    return t->kind();
-  }();
+// One Argument's payload while it is read: the value under its kind, where it
+// is (for errors), the kind as the field name, and the schema type it feeds.
+struct ExportImporter::ArgIn {
+  const rj::Value& v;
+  const std::string& where;
+  const char* field;
+  c10::TypeKind wanted;
+};
+
+const Val& ExportImporter::tensor_of(const ArgIn& a, const rj::Value& t) const {
+  const std::string name =
+      json_.string(json_.require(json_.object(t, a.where, a.field), "name", a.where), a.where, "name");
+  const Val& found = val(name, a.where);
+  if (!found.value.isTensor()) fail(a.where + ": '" + name + "' is not a tensor");
+  return found;
+}
+
+int64_t ExportImporter::sym_int_of(const ArgIn& a, const rj::Value& s) const {
+  json_.object(s, a.where, a.field);
+  if (const rj::Value* n = json_.member(s, "as_int")) return json_.integer(*n, a.where, a.field);
+  const std::string name = json_.string(json_.require(s, "as_name", a.where), a.where, "as_name");
+  const Val& found = val(name, a.where);
+  if (!found.value.isInt()) fail(a.where + ": '" + name + "' is not an integer");
+  return found.value.toInt();
+}
+
+namespace {
+
+// An int where the operator wants a float becomes one.
+c10::IValue int_value(int64_t i, c10::TypeKind wanted) {
+  return wanted == c10::TypeKind::FloatType ? c10::IValue(static_cast<double>(i)) : c10::IValue(i);
+}
+
+Val of(c10::IValue value) { return Val{std::move(value), {}}; }
+
+}  // namespace
+
+Val ExportImporter::arg_none(const ArgIn&) { return Val{}; }
+
+Val ExportImporter::arg_tensor(const ArgIn& a) { return tensor_of(a, a.v); }
+
+Val ExportImporter::arg_tensors(const ArgIn& a) {
+  json_.array(a.v, a.where, a.field);
   Val out;
-  if (kind == "as_none") {
-    out.value = c10::IValue();
-  } else if (kind == "as_tensor") {
-    out = tensor(v);
-  } else if (kind == "as_tensors") {
-    json_.array(v, where, field);
-    std::vector<at::Tensor> list;
-    for (rj::SizeType i = 0; i < v.Size(); ++i) {
-      const Val& t = tensor(v[i]);
+  std::vector<at::Tensor> list;
+  for (rj::SizeType i = 0; i < a.v.Size(); ++i) {
+    const Val& t = tensor_of(a, a.v[i]);
+    list.push_back(t.value.toTensor());
+    out.refs.push_back(t.refs.at(0));
+  }
+  out.value = c10::IValue(list);
+  return out;
+}
+
+Val ExportImporter::arg_optional_tensors(const ArgIn& a) {
+  json_.array(a.v, a.where, a.field);
+  Val out;
+  c10::List<std::optional<at::Tensor>> list;
+  for (rj::SizeType i = 0; i < a.v.Size(); ++i) {
+    const rj::Value& e = json_.object(a.v[i], a.where, a.field);
+    if (e.HasMember("as_tensor")) {
+      const Val& t = tensor_of(a, e["as_tensor"]);
       list.push_back(t.value.toTensor());
       out.refs.push_back(t.refs.at(0));
-    }
-    out.value = c10::IValue(list);
-  } else if (kind == "as_optional_tensors") {
-    json_.array(v, where, field);
-    c10::List<std::optional<at::Tensor>> list;
-    for (rj::SizeType i = 0; i < v.Size(); ++i) {
-      const rj::Value& e = json_.object(v[i], where, field);
-      if (e.HasMember("as_tensor")) {
-        const Val& t = tensor(e["as_tensor"]);
-        list.push_back(t.value.toTensor());
-        out.refs.push_back(t.refs.at(0));
-      } else {
-        list.push_back(std::nullopt);
-        out.refs.push_back(std::nullopt);
-      }
-    }
-    if (out.refs.empty()) fail(where + ": an empty optional tensor list is not supported");
-    out.value = c10::IValue(list);
-  } else if (kind == "as_optional_tensor") {
-    const rj::Value& e = json_.object(v, where, field);
-    if (e.HasMember("as_tensor")) out = tensor(e["as_tensor"]);
-  } else if (kind == "as_int") {
-    const int64_t i = json_.integer(v, where, field);
-    out.value = wanted == c10::TypeKind::FloatType ? c10::IValue(static_cast<double>(i)) : c10::IValue(i);
-  } else if (kind == "as_sym_int") {
-    const int64_t i = sym_int(v);
-    out.value = wanted == c10::TypeKind::FloatType ? c10::IValue(static_cast<double>(i)) : c10::IValue(i);
-  } else if (kind == "as_ints" || kind == "as_sym_ints") {
-    json_.array(v, where, field);
-    std::vector<int64_t> ints;
-    for (rj::SizeType i = 0; i < v.Size(); ++i) {
-      ints.push_back(kind == "as_ints" ? json_.integer(v[i], where, field) : sym_int(v[i]));
-    }
-    out.value = c10::IValue(ints);
-  } else if (kind == "as_float") {
-    out.value = c10::IValue(real(v, where, field));
-  } else if (kind == "as_floats") {
-    json_.array(v, where, field);
-    std::vector<double> reals;
-    for (rj::SizeType i = 0; i < v.Size(); ++i) reals.push_back(real(v[i], where, field));
-    out.value = c10::IValue(reals);
-  } else if (kind == "as_bool") {
-    out.value = c10::IValue(json_.boolean(v, where, field));
-  } else if (kind == "as_bools") {
-    json_.array(v, where, field);
-    c10::List<bool> bools;
-    for (rj::SizeType i = 0; i < v.Size(); ++i) bools.push_back(json_.boolean(v[i], where, field));
-    out.value = c10::IValue(bools);
-  } else if (kind == "as_string") {
-    out.value = c10::IValue(json_.string(v, where, field));
-  } else if (kind == "as_scalar_type") {
-    const int64_t code = json_.integer(v, where, field);
-    const auto type = schema_dtype(code);
-    if (!type) fail(detail::concat(where, ": scalar type ", code, " is not supported"));
-    out.value = c10::IValue(static_cast<int64_t>(*type));
-  } else if (kind == "as_memory_format") {
-    const auto format = schema_memory_format(json_.integer(v, where, field));
-    if (!format) fail(where + ": unknown memory format");
-    out.value = c10::IValue(*format);
-  } else if (kind == "as_layout") {
-    if (json_.integer(v, where, field) != 7) fail(where + ": only strided tensors are supported (layout 7)");
-    out.value = c10::IValue(at::kStrided);
-  } else if (kind == "as_device") {
-    // Import runs on the CPU; the runtime puts each op on its placed device.
-    out.value = c10::IValue(c10::Device(c10::kCPU));
-  } else if (kind == "as_sym_float") {
-    const rj::Value& s = json_.object(v, where, field);
-    if (const rj::Value* f = json_.member(s, "as_float")) {
-      out.value = c10::IValue(json_.number(*f, where, field));
     } else {
-      const Val& found = val(json_.string(json_.require(s, "as_name", where), where, "as_name"), where);
-      out.value = found.value.isInt() ? c10::IValue(static_cast<double>(found.value.toInt())) : found.value;
+      list.push_back(std::nullopt);
+      out.refs.push_back(std::nullopt);
     }
-  } else if (kind == "as_sym_bool") {
-    const rj::Value& s = json_.object(v, where, field);
-    if (const rj::Value* b = json_.member(s, "as_bool")) {
-      out.value = c10::IValue(json_.boolean(*b, where, field));
-    } else {
-      out.value = val(json_.string(json_.require(s, "as_name", where), where, "as_name"), where).value;
-    }
-  } else {
-    fail(where + ": argument kind '" + kind + "' is not supported");
   }
+  if (out.refs.empty()) fail(a.where + ": an empty optional tensor list is not supported");
+  out.value = c10::IValue(list);
   return out;
+}
+
+Val ExportImporter::arg_optional_tensor(const ArgIn& a) {
+  const rj::Value& e = json_.object(a.v, a.where, a.field);
+  if (e.HasMember("as_tensor")) return tensor_of(a, e["as_tensor"]);
+  return Val{};
+}
+
+Val ExportImporter::arg_int(const ArgIn& a) { return of(int_value(json_.integer(a.v, a.where, a.field), a.wanted)); }
+
+Val ExportImporter::arg_sym_int(const ArgIn& a) { return of(int_value(sym_int_of(a, a.v), a.wanted)); }
+
+Val ExportImporter::arg_ints(const ArgIn& a) {
+  json_.array(a.v, a.where, a.field);
+  std::vector<int64_t> ints;
+  for (rj::SizeType i = 0; i < a.v.Size(); ++i) ints.push_back(json_.integer(a.v[i], a.where, a.field));
+  return of(c10::IValue(ints));
+}
+
+Val ExportImporter::arg_sym_ints(const ArgIn& a) {
+  json_.array(a.v, a.where, a.field);
+  std::vector<int64_t> ints;
+  for (rj::SizeType i = 0; i < a.v.Size(); ++i) ints.push_back(sym_int_of(a, a.v[i]));
+  return of(c10::IValue(ints));
+}
+
+Val ExportImporter::arg_float(const ArgIn& a) { return of(c10::IValue(real(a.v, a.where, a.field))); }
+
+Val ExportImporter::arg_floats(const ArgIn& a) {
+  json_.array(a.v, a.where, a.field);
+  std::vector<double> reals;
+  for (rj::SizeType i = 0; i < a.v.Size(); ++i) reals.push_back(real(a.v[i], a.where, a.field));
+  return of(c10::IValue(reals));
+}
+
+Val ExportImporter::arg_bool(const ArgIn& a) { return of(c10::IValue(json_.boolean(a.v, a.where, a.field))); }
+
+Val ExportImporter::arg_bools(const ArgIn& a) {
+  json_.array(a.v, a.where, a.field);
+  c10::List<bool> bools;
+  for (rj::SizeType i = 0; i < a.v.Size(); ++i) bools.push_back(json_.boolean(a.v[i], a.where, a.field));
+  return of(c10::IValue(bools));
+}
+
+Val ExportImporter::arg_string(const ArgIn& a) { return of(c10::IValue(json_.string(a.v, a.where, a.field))); }
+
+Val ExportImporter::arg_scalar_type(const ArgIn& a) {
+  const int64_t code = json_.integer(a.v, a.where, a.field);
+  const auto type = schema_dtype(code);
+  if (!type) fail(detail::concat(a.where, ": scalar type ", code, " is not supported"));
+  return of(c10::IValue(static_cast<int64_t>(*type)));
+}
+
+Val ExportImporter::arg_memory_format(const ArgIn& a) {
+  const auto format = schema_memory_format(json_.integer(a.v, a.where, a.field));
+  if (!format) fail(a.where + ": unknown memory format");
+  return of(c10::IValue(*format));
+}
+
+Val ExportImporter::arg_layout(const ArgIn& a) {
+  if (json_.integer(a.v, a.where, a.field) != 7) fail(a.where + ": only strided tensors are supported (layout 7)");
+  return of(c10::IValue(at::kStrided));
+}
+
+// Import runs on the CPU; the runtime puts each op on its placed device.
+Val ExportImporter::arg_device(const ArgIn&) { return of(c10::IValue(c10::Device(c10::kCPU))); }
+
+Val ExportImporter::arg_sym_float(const ArgIn& a) {
+  const rj::Value& s = json_.object(a.v, a.where, a.field);
+  if (const rj::Value* f = json_.member(s, "as_float")) return of(c10::IValue(json_.number(*f, a.where, a.field)));
+  const Val& found = val(json_.string(json_.require(s, "as_name", a.where), a.where, "as_name"), a.where);
+  return of(found.value.isInt() ? c10::IValue(static_cast<double>(found.value.toInt())) : found.value);
+}
+
+Val ExportImporter::arg_sym_bool(const ArgIn& a) {
+  const rj::Value& s = json_.object(a.v, a.where, a.field);
+  if (const rj::Value* b = json_.member(s, "as_bool")) return of(c10::IValue(json_.boolean(*b, a.where, a.field)));
+  return of(val(json_.string(json_.require(s, "as_name", a.where), a.where, "as_name"), a.where).value);
+}
+
+// One Argument of the schema (a one-key union) as a value, read by the rule
+// for its kind; `schema_arg` lets ints become floats where the operator wants floats.
+Val ExportImporter::argument(const rj::Value& arg, const c10::Argument* schema_arg, const std::string& where) {
+  using Rule = Val (ExportImporter::*)(const ArgIn&);
+  static const std::map<std::string, Rule> kRules = {
+      {"as_none", &ExportImporter::arg_none},
+      {"as_tensor", &ExportImporter::arg_tensor},
+      {"as_tensors", &ExportImporter::arg_tensors},
+      {"as_optional_tensors", &ExportImporter::arg_optional_tensors},
+      {"as_optional_tensor", &ExportImporter::arg_optional_tensor},
+      {"as_int", &ExportImporter::arg_int},
+      {"as_sym_int", &ExportImporter::arg_sym_int},
+      {"as_ints", &ExportImporter::arg_ints},
+      {"as_sym_ints", &ExportImporter::arg_sym_ints},
+      {"as_float", &ExportImporter::arg_float},
+      {"as_floats", &ExportImporter::arg_floats},
+      {"as_bool", &ExportImporter::arg_bool},
+      {"as_bools", &ExportImporter::arg_bools},
+      {"as_string", &ExportImporter::arg_string},
+      {"as_scalar_type", &ExportImporter::arg_scalar_type},
+      {"as_memory_format", &ExportImporter::arg_memory_format},
+      {"as_layout", &ExportImporter::arg_layout},
+      {"as_device", &ExportImporter::arg_device},
+      {"as_sym_float", &ExportImporter::arg_sym_float},
+      {"as_sym_bool", &ExportImporter::arg_sym_bool},
+  };
+  if (!arg.IsObject() || arg.MemberCount() != 1) fail(where + ": an argument must be an object with one field");
+  const std::string kind(arg.MemberBegin()->name.GetString());
+  c10::TypeKind wanted = c10::TypeKind::AnyType;
+  if (schema_arg) {
+    c10::TypePtr t = schema_arg->real_type();
+    if (t->kind() == c10::TypeKind::OptionalType) t = t->containedType(0);
+    wanted = t->kind();
+  }
+  const auto rule = kRules.find(kind);
+  if (rule == kRules.end()) fail(where + ": argument kind '" + kind + "' is not supported");
+  return (this->*rule->second)(ArgIn{arg.MemberBegin()->value, where, kind.c_str(), wanted});
 }
 
 }  // namespace placer::detail
