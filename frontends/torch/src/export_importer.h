@@ -156,6 +156,22 @@ class ExportImporter {
   void collect_used(const rj::Value& v);
   void visit(const rj::Value& node, size_t index);
   void visit_aten(const rj::Value& node, const std::string& target, const std::string& where);
+  // visit_aten's steps (export_nodes.cc): the operator to call, its arguments, its outputs.
+  struct AtenCall {
+    std::optional<c10::OperatorHandle> handle;
+    std::string op, overload;          // "aten::add", "Tensor"
+    std::string mutated_arg;           // of an in-place op: "self", or "?" when it cannot be made functional
+    std::string mutated_name;          // the program's value that argument names
+    std::vector<std::string> numbers;  // arguments given a Python number where the schema wants a tensor
+  };
+  AtenCall resolve_aten(const std::string& target, const std::string& where) const;
+  void make_functional(AtenCall& call, const std::string& where) const;
+  std::vector<CallArg> bind_call(AtenCall& call, const std::map<std::string, const rj::Value*>& named,
+                                 const std::string& where);
+  void bind_numbers(AtenCall& call, const std::map<std::string, const rj::Value*>& named, const std::string& where,
+                    std::vector<CallArg>& args);
+  void bind_outputs(const rj::Value& node, const RecordedCall& call, const std::string& mutated_name,
+                    const std::string& where);
   void visit_symbolic(const rj::Value& node, const std::string& target, const std::string& where);
   std::string module_of(const rj::Value& node) const;
   void check_output(const std::string& name, const at::Tensor& t, const std::string& where) const;

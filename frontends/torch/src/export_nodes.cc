@@ -64,6 +64,60 @@ void ExportImporter::visit(const rj::Value& node, size_t index) {
   visit_aten(node, target, where);
 }
 
+namespace {
+
+// The arguments of a symbolic operation, read as its rule needs them.
+struct SymArgs {
+  const std::vector<c10::IValue>& args;
+  const std::string& where;
+  const Recorder& rec;
+  int64_t integer(size_t i) const {
+    if (i >= args.size() || !(args[i].isInt() || args[i].isBool())) rec.fail(where + ": expects integer arguments");
+    return args[i].isBool() ? args[i].toBool() : args[i].toInt();
+  }
+  at::Tensor tensor() const {
+    if (args.empty() || !args[0].isTensor()) rec.fail(where + ": expects a tensor argument");
+    return args[0].toTensor();
+  }
+};
+
+// Python's floor division of integers: quotient and remainder.
+std::pair<int64_t, int64_t> floor_divmod(const SymArgs& a) {
+  const int64_t x = a.integer(0), y = a.integer(1);
+  if (y == 0) a.rec.fail(a.where + ": division by zero");
+  const int64_t q = x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0);
+  return {q, x - q * y};
+}
+
+// One rule per symbolic target: sizes of a tensor and integer arithmetic.
+using SymRule = c10::IValue (*)(const SymArgs&);
+const std::map<std::string, SymRule>& symbolic_rules() {
+  static const std::map<std::string, SymRule> kRules = {
+      {"torch.ops.aten.sym_size.int", [](const SymArgs& a) { return c10::IValue(a.tensor().size(a.integer(1))); }},
+      {"torch.ops.aten.sym_numel.default", [](const SymArgs& a) { return c10::IValue(a.tensor().numel()); }},
+      {"torch.ops.aten.sym_stride.int", [](const SymArgs& a) { return c10::IValue(a.tensor().stride(a.integer(1))); }},
+      {"torch.ops.aten.sym_storage_offset.default",
+       [](const SymArgs& a) { return c10::IValue(a.tensor().storage_offset()); }},
+      {"_operator.add", [](const SymArgs& a) { return c10::IValue(a.integer(0) + a.integer(1)); }},
+      {"_operator.sub", [](const SymArgs& a) { return c10::IValue(a.integer(0) - a.integer(1)); }},
+      {"_operator.mul", [](const SymArgs& a) { return c10::IValue(a.integer(0) * a.integer(1)); }},
+      {"_operator.floordiv", [](const SymArgs& a) { return c10::IValue(floor_divmod(a).first); }},
+      {"_operator.mod", [](const SymArgs& a) { return c10::IValue(floor_divmod(a).second); }},
+      {"_operator.neg", [](const SymArgs& a) { return c10::IValue(-a.integer(0)); }},
+      {"_operator.eq", [](const SymArgs& a) { return c10::IValue(a.integer(0) == a.integer(1)); }},
+      {"_operator.ne", [](const SymArgs& a) { return c10::IValue(a.integer(0) != a.integer(1)); }},
+      {"_operator.lt", [](const SymArgs& a) { return c10::IValue(a.integer(0) < a.integer(1)); }},
+      {"_operator.le", [](const SymArgs& a) { return c10::IValue(a.integer(0) <= a.integer(1)); }},
+      {"_operator.gt", [](const SymArgs& a) { return c10::IValue(a.integer(0) > a.integer(1)); }},
+      {"_operator.ge", [](const SymArgs& a) { return c10::IValue(a.integer(0) >= a.integer(1)); }},
+      {"torch.sym_max", [](const SymArgs& a) { return c10::IValue(std::max(a.integer(0), a.integer(1))); }},
+      {"torch.sym_min", [](const SymArgs& a) { return c10::IValue(std::min(a.integer(0), a.integer(1))); }},
+  };
+  return kRules;
+}
+
+}  // namespace
+
 void ExportImporter::visit_symbolic(const rj::Value& node, const std::string& target, const std::string& where) {
   const rj::Value& ins = json_.array(json_.require(node, "inputs", where), where, "inputs");
   std::vector<c10::IValue> args;
@@ -71,56 +125,12 @@ void ExportImporter::visit_symbolic(const rj::Value& node, const std::string& ta
     args.push_back(
         argument(json_.require(json_.object(ins[i], where, "inputs[]"), "arg", where), nullptr, where).value);
   }
-  const auto integer = [&](size_t i) -> int64_t {
-    if (i >= args.size() || !(args[i].isInt() || args[i].isBool())) fail(where + ": expects integer arguments");
-    return args[i].isBool() ? args[i].toBool() : args[i].toInt();
-  };
-  const auto tensor = [&]() -> at::Tensor {
-    if (args.empty() || !args[0].isTensor()) fail(where + ": expects a tensor argument");
-    return args[0].toTensor();
-  };
-  const std::string op = target.substr(target.rfind('.') == std::string::npos ? 0 : target.find('.') + 1);
-  c10::IValue result;
-  if (target == "torch.ops.aten.sym_size.int") {
-    result = tensor().size(integer(1));
-  } else if (target == "torch.ops.aten.sym_numel.default") {
-    result = tensor().numel();
-  } else if (target == "torch.ops.aten.sym_stride.int") {
-    result = tensor().stride(integer(1));
-  } else if (target == "torch.ops.aten.sym_storage_offset.default") {
-    result = tensor().storage_offset();
-  } else if (target == "_operator.add") {
-    result = integer(0) + integer(1);
-  } else if (target == "_operator.sub") {
-    result = integer(0) - integer(1);
-  } else if (target == "_operator.mul") {
-    result = integer(0) * integer(1);
-  } else if (target == "_operator.floordiv" || target == "_operator.mod") {
-    const int64_t a = integer(0), b = integer(1);
-    if (b == 0) fail(where + ": division by zero");
-    const int64_t q = a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);  // Python floors
-    result = target == "_operator.floordiv" ? q : a - q * b;
-  } else if (target == "_operator.neg") {
-    result = -integer(0);
-  } else if (target == "_operator.eq") {
-    result = integer(0) == integer(1);
-  } else if (target == "_operator.ne") {
-    result = integer(0) != integer(1);
-  } else if (target == "_operator.lt") {
-    result = integer(0) < integer(1);
-  } else if (target == "_operator.le") {
-    result = integer(0) <= integer(1);
-  } else if (target == "_operator.gt") {
-    result = integer(0) > integer(1);
-  } else if (target == "_operator.ge") {
-    result = integer(0) >= integer(1);
-  } else if (target == "torch.sym_max") {
-    result = std::max(integer(0), integer(1));
-  } else if (target == "torch.sym_min") {
-    result = std::min(integer(0), integer(1));
-  } else {
+  const auto rule = symbolic_rules().find(target);
+  if (rule == symbolic_rules().end()) {
+    const std::string op = target.substr(target.rfind('.') == std::string::npos ? 0 : target.find('.') + 1);
     fail(where + ": symbolic operation '" + op + "' is not supported");
   }
+  const c10::IValue result = rule->second(SymArgs{args, where, rec_});
   const rj::Value& outs = json_.array(json_.require(node, "outputs", where), where, "outputs");
   if (outs.Size() != 1 || !outs[0].IsObject() || outs[0].MemberCount() != 1) fail(where + ": expects one output");
   const rj::Value& out = outs[0].MemberBegin()->value;
@@ -154,107 +164,100 @@ std::optional<c10::OperatorHandle> scalar_overload(const std::string& op, const 
 
 }  // namespace
 
-void ExportImporter::visit_aten(const rj::Value& node, const std::string& target, const std::string& where) {
-  // "torch.ops.aten.add_.Tensor" -> aten::add_ overload Tensor ("default": none)
+// "torch.ops.aten.add_.Tensor" -> aten::add_ overload Tensor ("default": none);
+// an in-place op (relu_, add_, detach_) as its functional variant, whose
+// result stands for the mutated value from then on.
+ExportImporter::AtenCall ExportImporter::resolve_aten(const std::string& target, const std::string& where) const {
   const std::string rest = target.substr(std::string("torch.ops.aten.").size());
   const auto dot = rest.rfind('.');
   if (dot == std::string::npos) fail(where + ": target has no overload");
-  std::string op = "aten::" + rest.substr(0, dot);
-  const std::string overload = rest.substr(dot + 1) == "default" ? "" : rest.substr(dot + 1);
-  auto handle = c10::Dispatcher::singleton().findSchema({op, overload});
-  if (!handle) fail(where + ": not an ATen dispatcher operator in this build; the runtime cannot call it");
+  AtenCall call;
+  call.op = "aten::" + rest.substr(0, dot);
+  call.overload = rest.substr(dot + 1) == "default" ? "" : rest.substr(dot + 1);
+  call.handle = c10::Dispatcher::singleton().findSchema({call.op, call.overload});
+  if (!call.handle) fail(where + ": not an ATen dispatcher operator in this build; the runtime cannot call it");
+  if (call.handle->schema().is_mutable()) make_functional(call, where);
+  return call;
+}
 
-  // In place (relu_, add_, detach_): run the functional variant instead, and
-  // let the result stand for the mutated value from here on.
-  std::string mutated_arg;
-  if (handle->schema().is_mutable()) {
-    for (const auto& a : handle->schema().arguments()) {
-      if (a.alias_info() && a.alias_info()->isWrite()) {
-        if (!mutated_arg.empty() || a.name() != "self" || a.kwarg_only())
-          mutated_arg = "?";
-        else
-          mutated_arg = a.name();
-      }
+void ExportImporter::make_functional(AtenCall& call, const std::string& where) const {
+  for (const auto& a : call.handle->schema().arguments()) {
+    if (a.alias_info() && a.alias_info()->isWrite()) {
+      if (!call.mutated_arg.empty() || a.name() != "self" || a.kwarg_only())
+        call.mutated_arg = "?";
+      else
+        call.mutated_arg = a.name();
     }
-    std::optional<c10::OperatorHandle> functional;
-    if (mutated_arg == "self" && op.back() == '_') {
-      functional = c10::Dispatcher::singleton().findSchema({op.substr(0, op.size() - 1), overload});
-    }
-    if (!functional || functional->schema().is_mutable() ||
-        functional->schema().arguments().size() != handle->schema().arguments().size()) {
-      fail(where +
-           ": mutates an input in place and has no functional ATen variant; export with "
-           "run_decompositions() or avoid the in-place op");
-    }
-    handle = functional;
-    op = op.substr(0, op.size() - 1);
   }
+  const std::string& op = call.op;
+  std::optional<c10::OperatorHandle> functional;
+  if (call.mutated_arg == "self" && op.back() == '_') {
+    functional = c10::Dispatcher::singleton().findSchema({op.substr(0, op.size() - 1), call.overload});
+  }
+  if (!functional || functional->schema().is_mutable() ||
+      functional->schema().arguments().size() != call.handle->schema().arguments().size()) {
+    fail(where +
+         ": mutates an input in place and has no functional ATen variant; export with "
+         "run_decompositions() or avoid the in-place op");
+  }
+  call.handle = functional;
+  call.op = op.substr(0, op.size() - 1);
+}
 
-  const rj::Value& ins = json_.array(json_.require(node, "inputs", where), where, "inputs");
-  std::map<std::string, const rj::Value*> named;
-  for (rj::SizeType i = 0; i < ins.Size(); ++i) {
-    const rj::Value& in = json_.object(ins[i], where, "inputs[]");
-    named[json_.string(json_.require(in, "name", where), where, "inputs[].name")] = &json_.require(in, "arg", where);
-  }
-  // The arguments in schema order; a Python number where the schema wants a
-  // tensor (x * 0.5 is exported as mul.Tensor) is listed in `numbers`.
-  std::string mutated_name;
-  std::vector<std::string> numbers;
-  const auto bind = [&](const c10::FunctionSchema& schema) {
-    std::vector<CallArg> args;
-    numbers.clear();
-    std::map<std::string, const rj::Value*> left = named;
-    for (const auto& a : schema.arguments()) {
-      const std::string at = where + " argument '" + a.name() + "'";
-      auto it = left.find(a.name());
-      CallArg call_arg;
-      if (it != left.end()) {
-        Val v = argument(*it->second, &a, at);
-        call_arg.value = v.value;
-        call_arg.refs = v.refs;
-        if (a.name() == mutated_arg && it->second->HasMember("as_tensor")) {
-          mutated_name = (*it->second)["as_tensor"]["name"].GetString();
-        }
-        const bool wants_tensor = a.real_type()->kind() == c10::TypeKind::TensorType;
-        if (wants_tensor && (v.value.isInt() || v.value.isDouble() || v.value.isBool())) numbers.push_back(a.name());
-        left.erase(it);
-      } else if (a.default_value()) {
-        call_arg.value = *a.default_value();
-      } else {
-        fail(at + " is missing and has no default");
+// The arguments in schema order; a Python number where the schema wants a
+// tensor (x * 0.5 is exported as mul.Tensor) is listed in call.numbers.
+std::vector<CallArg> ExportImporter::bind_call(AtenCall& call, const std::map<std::string, const rj::Value*>& named,
+                                               const std::string& where) {
+  std::vector<CallArg> args;
+  call.numbers.clear();
+  std::map<std::string, const rj::Value*> left = named;
+  for (const auto& a : call.handle->schema().arguments()) {
+    const std::string at = where + " argument '" + a.name() + "'";
+    auto it = left.find(a.name());
+    CallArg call_arg;
+    if (it != left.end()) {
+      Val v = argument(*it->second, &a, at);
+      call_arg.value = v.value;
+      call_arg.refs = v.refs;
+      if (a.name() == call.mutated_arg && it->second->HasMember("as_tensor")) {
+        call.mutated_name = (*it->second)["as_tensor"]["name"].GetString();
       }
-      args.push_back(std::move(call_arg));
-    }
-    if (!left.empty()) fail(where + ": the operator has no argument '" + left.begin()->first + "'");
-    return args;
-  };
-  std::vector<CallArg> args = bind(handle->schema());
-  if (!numbers.empty()) {
-    if (auto scalar = scalar_overload(op, *handle, numbers)) {
-      handle = scalar;
-      args = bind(handle->schema());
+      const bool wants_tensor = a.real_type()->kind() == c10::TypeKind::TensorType;
+      if (wants_tensor && (v.value.isInt() || v.value.isDouble() || v.value.isBool())) call.numbers.push_back(a.name());
+      left.erase(it);
+    } else if (a.default_value()) {
+      call_arg.value = *a.default_value();
     } else {
-      // No Scalar overload: the number becomes a 0-dim constant tensor, as eager PyTorch wraps it.
-      for (size_t k = 0; k < args.size(); ++k) {
-        const auto& a = handle->schema().arguments()[k];
-        if (std::find(numbers.begin(), numbers.end(), a.name()) == numbers.end()) continue;
-        at::Tensor t = c10::scalar_to_tensor(args[k].value.toScalar());
-        t.unsafeGetTensorImpl()->set_wrapped_number(true);
-        args[k].refs = {rec_.constant(t, "scalar")};
-        args[k].value = t;
-      }
+      fail(at + " is missing and has no default");
     }
+    args.push_back(std::move(call_arg));
   }
+  if (!left.empty()) fail(where + ": the operator has no argument '" + left.begin()->first + "'");
+  return args;
+}
 
-  // The block the op belongs to: its module, or the enclosing one for a leaf
-  // module such as a conv inside a ResNet block ("layer1.0").
-  const std::string path = module_of(node);
-  const std::string short_kind = op.substr(op.find("::") + 2);
-  std::string layer = path;
-  if (const auto d = path.rfind('.'); d != std::string::npos && !parent_modules_.count(path)) layer = path.substr(0, d);
-  const RecordedCall call = rec_.call(*handle, args, where, path.empty() ? short_kind : path + "/" + short_kind, layer);
+// Python numbers for tensors: the Scalar overload when there is one, else
+// each number as a 0-dim constant tensor, as eager PyTorch wraps it.
+void ExportImporter::bind_numbers(AtenCall& call, const std::map<std::string, const rj::Value*>& named,
+                                  const std::string& where, std::vector<CallArg>& args) {
+  if (auto scalar = scalar_overload(call.op, *call.handle, call.numbers)) {
+    call.handle = scalar;
+    args = bind_call(call, named, where);
+    return;
+  }
+  for (size_t k = 0; k < args.size(); ++k) {
+    const auto& a = call.handle->schema().arguments()[k];
+    if (std::find(call.numbers.begin(), call.numbers.end(), a.name()) == call.numbers.end()) continue;
+    at::Tensor t = c10::scalar_to_tensor(args[k].value.toScalar());
+    t.unsafeGetTensorImpl()->set_wrapped_number(true);
+    args[k].refs = {rec_.constant(t, "scalar")};
+    args[k].value = t;
+  }
+}
 
-  // Outputs: one Argument per return, or one as_tensors for a Tensor[] return.
+// Outputs: one Argument per return, or one as_tensors for a Tensor[] return.
+void ExportImporter::bind_outputs(const rj::Value& node, const RecordedCall& call, const std::string& mutated_name,
+                                  const std::string& where) {
   const rj::Value& outs = json_.array(json_.require(node, "outputs", where), where, "outputs");
   if (outs.Size() != call.returns.size()) {
     fail(detail::concat(where, ": the program names ", outs.Size(), " outputs, the operator returned ",
@@ -283,6 +286,28 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
                           " in the program but the operator returned ", r.tagKind()));
     }
   }
+}
+
+void ExportImporter::visit_aten(const rj::Value& node, const std::string& target, const std::string& where) {
+  AtenCall aten = resolve_aten(target, where);
+  const rj::Value& ins = json_.array(json_.require(node, "inputs", where), where, "inputs");
+  std::map<std::string, const rj::Value*> named;
+  for (rj::SizeType i = 0; i < ins.Size(); ++i) {
+    const rj::Value& in = json_.object(ins[i], where, "inputs[]");
+    named[json_.string(json_.require(in, "name", where), where, "inputs[].name")] = &json_.require(in, "arg", where);
+  }
+  std::vector<CallArg> args = bind_call(aten, named, where);
+  if (!aten.numbers.empty()) bind_numbers(aten, named, where, args);
+
+  // The block the op belongs to: its module, or the enclosing one for a leaf
+  // module such as a conv inside a ResNet block ("layer1.0").
+  const std::string path = module_of(node);
+  const std::string short_kind = aten.op.substr(aten.op.find("::") + 2);
+  std::string layer = path;
+  if (const auto d = path.rfind('.'); d != std::string::npos && !parent_modules_.count(path)) layer = path.substr(0, d);
+  const RecordedCall call =
+      rec_.call(*aten.handle, args, where, path.empty() ? short_kind : path + "/" + short_kind, layer);
+  bind_outputs(node, call, aten.mutated_name, where);
 }
 
 }  // namespace placer::detail
