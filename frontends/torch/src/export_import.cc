@@ -22,16 +22,9 @@
 namespace placer {
 namespace detail {
 
-Graph ExportImporter::run(const std::vector<SampleInput>& samples) {
-  open();
-  Graph& out = rec_.graph();
-  out.name = std::filesystem::path(file_).stem().string();
-  out.attrs["source"] = "torch.export";
-  out.attrs["file"] = std::filesystem::path(file_).filename().string();
-  if (const rj::Value* v = json_.member(doc_, "torch_version"); v && v->IsString())
-    out.attrs["exported_by"] = v->GetString();
-
-  const rj::Value& nodes = json_.array(json_.require(*graph_, "nodes", "graph"), "graph", "nodes");
+// Modules that hold another module some node ran in (a layer's block), and
+// the values some node or output uses.
+void ExportImporter::scan_nodes(const rj::Value& nodes) {
   for (rj::SizeType i = 0; i < nodes.Size(); ++i) {
     const std::string path = nodes[i].IsObject() ? module_of(nodes[i]) : std::string();
     for (auto d = path.rfind('.'); d != std::string::npos; d = path.rfind('.', d - 1)) {
@@ -43,15 +36,14 @@ Graph ExportImporter::run(const std::vector<SampleInput>& samples) {
     if (nodes[i].IsObject() && nodes[i].HasMember("inputs")) collect_used(nodes[i]["inputs"]);
   }
   if (const rj::Value* outs = json_.member(*graph_, "outputs")) collect_used(*outs);
-  bind_inputs(samples);
-  for (rj::SizeType i = 0; i < nodes.Size(); ++i) visit(nodes[i], i);
+}
 
-  // Outputs: the user's, and the loss when the program marks one.
+// Outputs: the user's, and the loss when the program marks one.
+std::vector<TensorRef> ExportImporter::program_outputs(std::optional<TensorRef>* loss) const {
   const std::string where = "graph_module.signature.output_specs";
   const rj::Value& specs =
       json_.array(json_.require(doc_["graph_module"]["signature"], "output_specs", where), where, "output_specs");
   std::vector<TensorRef> outputs;
-  std::optional<TensorRef> loss;
   for (rj::SizeType i = 0; i < specs.Size(); ++i) {
     const rj::Value& spec = json_.object(specs[i], where, "output_specs[]");
     if (spec.MemberCount() != 1) fail(where + ": expected one kind of output");
@@ -62,9 +54,27 @@ Graph ExportImporter::run(const std::vector<SampleInput>& samples) {
     if (!t->IsObject() || !t->HasMember("name") || !(*t)["name"].IsString()) continue;  // a constant output
     const Val& v = val((*t)["name"].GetString(), where);
     if (!v.value.isTensor() || v.refs.empty() || !v.refs[0]) continue;
-    if (kind == "loss_output") loss = *v.refs[0];
+    if (kind == "loss_output") *loss = *v.refs[0];
     if (kind == "user_output") outputs.push_back(*v.refs[0]);
   }
+  return outputs;
+}
+
+Graph ExportImporter::run(const std::vector<SampleInput>& samples) {
+  open();
+  Graph& out = rec_.graph();
+  out.name = std::filesystem::path(file_).stem().string();
+  out.attrs["source"] = "torch.export";
+  out.attrs["file"] = std::filesystem::path(file_).filename().string();
+  if (const rj::Value* v = json_.member(doc_, "torch_version"); v && v->IsString())
+    out.attrs["exported_by"] = v->GetString();
+
+  const rj::Value& nodes = json_.array(json_.require(*graph_, "nodes", "graph"), "graph", "nodes");
+  scan_nodes(nodes);
+  bind_inputs(samples);
+  for (rj::SizeType i = 0; i < nodes.Size(); ++i) visit(nodes[i], i);
+  std::optional<TensorRef> loss;
+  const std::vector<TensorRef> outputs = program_outputs(&loss);
 
   std::string said;
   for (const auto& [name, text] : inputs_said_) said += (said.empty() ? "" : " ") + name + ":" + text;

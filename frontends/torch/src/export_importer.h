@@ -107,6 +107,8 @@ class ExportImporter {
   [[noreturn]] void fail(const std::string& message) const { rec_.fail(message); }
 
   void open();
+  void scan_nodes(const rj::Value& nodes);
+  std::vector<TensorRef> program_outputs(std::optional<TensorRef>* loss) const;
   std::string record(const std::string& name, size_t cap);
   Meta meta(const rj::Value& v, const std::string& where) const;
   Payloads payloads(const std::string& config, const std::string& dir);
