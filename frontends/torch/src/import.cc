@@ -31,9 +31,10 @@
 #include "placer/frontends/torch_import.h"
 #include "placer/graphs/error.h"
 #include "recorder.h"
+#include "torchscript_importer.h"
 
 namespace placer {
-namespace {
+namespace detail {
 
 using torch::jit::Node;
 using torch::jit::Value;
@@ -83,6 +84,8 @@ bool type_has_tensor(const c10::TypePtr& type) {
   return false;
 }
 
+namespace {
+
 void reject_control_flow(torch::jit::Block* block, const std::string& file) {
   for (Node* node : block->nodes()) {
     const auto kind = node->kind();
@@ -97,56 +100,9 @@ void reject_control_flow(torch::jit::Block* block, const std::string& file) {
   }
 }
 
+}  // namespace
+
 // ---------------------------------------------------------------- the importer
-
-// What a TorchScript value stands for while the graph is executed.
-struct Slot {
-  enum class Kind { Const, Tensor, TensorList, Tuple, Module } kind = Kind::Const;
-  c10::IValue value;            // the real value (Tuple: rebuilt on demand)
-  std::vector<TensorRef> refs;  // Tensor: one; TensorList: one per element
-  std::vector<Slot> elems;      // Tuple
-  torch::jit::Module module;
-  std::string path;  // Module: attribute path from the root
-  bool tracked() const {
-    if (kind == Kind::Tensor || kind == Kind::TensorList) return true;
-    for (const auto& e : elems) {
-      if (e.tracked()) return true;
-    }
-    return false;
-  }
-};
-
-class Importer {
- public:
-  Importer(std::string file, const ImportOptions& options) : file_(file), rec_(std::move(file), options) {}
-
-  Graph run(const std::vector<SampleInput>& samples);
-
- private:
-  [[noreturn]] void fail(const std::string& message) const { rec_.fail(message); }
-
-  torch::jit::Module load();
-  void check_inputs(const torch::jit::Module& module, const std::vector<SampleInput>& samples);
-  int64_t integer_input_high(const Value* input);
-  std::optional<c10::IValue> static_value(const Value* value);
-
-  Slot& slot(const Value* v);
-  c10::IValue ivalue(const Slot& s);
-  TensorRef tensor_ref(const Slot& s, const Value* v);
-
-  void visit(Node* node);
-  void visit_get_attr(Node* node);
-  void fold(Node* node);
-  void execute_aten(Node* node);
-
-  std::string file_;
-  detail::Recorder rec_;
-  torch::jit::Module root_;
-  std::shared_ptr<torch::jit::Graph> graph_;
-  std::unordered_map<const Value*, Slot> slots_;
-  std::unordered_set<const c10::TensorImpl*> parameters_;
-  std::vector<TensorRef> graph_outputs_;
-};
 
 torch::jit::Module Importer::load() {
   std::error_code ec;
@@ -251,6 +207,8 @@ TensorRef Importer::tensor_ref(const Slot& s, const Value* v) {
   return rec_.constant(s.value.toTensor(), v->debugName());
 }
 
+namespace {
+
 // The block a module's tensors belong to, as for ops: the module itself, or
 // the enclosing one for a leaf module inside a block ("layer1.0").
 std::string layer_of(const Slot& module) {
@@ -260,6 +218,8 @@ std::string layer_of(const Slot& module) {
   const bool leaf = module.module.children().size() == 0;
   return leaf ? path.substr(0, dot) : path;
 }
+
+}  // namespace
 
 void Importer::visit_get_attr(Node* node) {
   const Slot& owner = slot(node->input(0));
@@ -334,179 +294,6 @@ void Importer::fold(Node* node) {
   }
 }
 
-void Importer::execute_aten(Node* node) {
-  const auto& schema = node->schema();
-  const c10::OperatorName& opname = schema.operator_name();
-  const auto handle = c10::Dispatcher::singleton().findSchema(opname);
-  if (!handle) fail(describe(node) + " is not an ATen dispatcher operator; the runtime cannot call it");
-  if (schema.is_mutable()) {
-    fail(describe(node) + " mutates an input in place and could not be made functional; not supported");
-  }
-  const auto& arguments = schema.arguments();
-  if (arguments.size() != node->inputs().size()) {
-    fail(describe(node) + " has " + std::to_string(node->inputs().size()) + " inputs but its schema " +
-         std::to_string(arguments.size()) + " arguments");
-  }
-
-  std::vector<detail::CallArg> args;
-  for (size_t i = 0; i < arguments.size(); ++i) {
-    const Value* in = node->input(i);
-    const Slot& s = slot(in);
-    detail::CallArg arg;
-    arg.value = ivalue(s);
-    if (s.kind == Slot::Kind::Tensor || (s.kind == Slot::Kind::Const && arg.value.isTensor())) {
-      arg.refs = {tensor_ref(s, in)};
-    } else if (s.kind == Slot::Kind::TensorList) {
-      arg.refs.assign(s.refs.begin(), s.refs.end());
-    } else if (s.kind == Slot::Kind::Const && arg.value.isTensorList()) {
-      for (const at::Tensor& t : arg.value.toTensorVector()) arg.refs.push_back(rec_.constant(t, in->debugName()));
-    } else if (s.kind != Slot::Kind::Const) {
-      fail(describe(node) + " argument '" + arguments[i].name() + "' is a tuple or module, not supported");
-    }
-    args.push_back(std::move(arg));
-  }
-
-  const std::string base = opname.name;
-  const std::string path = module_path(node);
-  const std::string short_kind = base.substr(base.find("::") + 2);
-  // The block the op belongs to: its module, or the enclosing one for leaf
-  // modules such as a conv inside a ResNet block ("layer1.0").
-  std::string layer = path;
-  if (const auto dot = path.rfind('.'); dot != std::string::npos) {
-    bool leaf = false;
-    if (auto frame = node->callstack()) {
-      std::optional<torch::jit::ModuleInstanceInfo> last;
-      for (auto f = frame; f; f = (*f)->callee()) {
-        if (auto instance = (*f)->module_instance()) last = *instance;
-      }
-      if (last && last->class_type()) {
-        leaf = true;
-        for (const auto& attr : last->class_type()->containedTypes()) {
-          if (attr->kind() == c10::TypeKind::ClassType) leaf = false;
-        }
-      }
-    }
-    if (leaf) layer = path.substr(0, dot);
-  }
-  const detail::RecordedCall call =
-      rec_.call(*handle, args, describe(node), path.empty() ? short_kind : path + "/" + short_kind, layer);
-
-  if (call.returns.size() != node->outputs().size()) {
-    fail(describe(node) + " returned " + std::to_string(call.returns.size()) + " values, the graph expects " +
-         std::to_string(node->outputs().size()));
-  }
-  for (size_t i = 0; i < call.returns.size(); ++i) {
-    const c10::IValue& v = call.returns[i];
-    Slot s;
-    s.value = v;
-    if (v.isTensor()) {
-      s.kind = Slot::Kind::Tensor;
-    } else if (v.isTensorList()) {
-      s.kind = Slot::Kind::TensorList;
-    } else if (type_has_tensor(node->output(i)->type()) && !v.isNone()) {
-      fail(describe(node) + " output " + std::to_string(i) + " is a " + v.tagKind() + ", not supported");
-    }
-    s.refs = call.refs[i];
-    slots_[node->output(i)] = std::move(s);
-  }
-}
-
-void Importer::visit(Node* node) {
-  const auto kind = node->kind();
-  if (kind == c10::prim::Constant) {
-    Slot s;
-    s.value = *torch::jit::toIValue(node->output());
-    // An archive frozen before saving (torch.jit.freeze) has no parameters
-    // left: its weights are constants. Float tensor constants are then the
-    // trainable weights.
-    if (parameters_.empty() && s.value.isTensor() && s.value.toTensor().defined() &&
-        at::isFloatingType(s.value.toTensor().scalar_type()) && s.value.toTensor().numel() > 1) {
-      const TensorRef ref = rec_.param(s.value.toTensor(), node->output()->debugName(), "");
-      s.kind = Slot::Kind::Tensor;
-      s.refs = {ref};
-    }
-    slots_[node->output()] = std::move(s);
-    return;
-  }
-  if (kind == c10::prim::GetAttr) return visit_get_attr(node);
-
-  bool tracked = false;
-  bool tensor_input = false;
-  for (const Value* in : node->inputs()) {
-    const Slot& s = slot(in);
-    if (s.kind == Slot::Kind::Module) fail(describe(node) + " takes a module as an argument; not supported");
-    tracked = tracked || s.tracked();
-    tensor_input = tensor_input || type_has_tensor(in->type());
-  }
-  bool tensor_output = false;
-  for (const Value* out : node->outputs()) tensor_output = tensor_output || type_has_tensor(out->type());
-
-  if (kind == c10::prim::ListConstruct && tracked) {
-    Slot s;
-    s.kind = Slot::Kind::TensorList;
-    std::vector<at::Tensor> list;
-    for (const Value* in : node->inputs()) {
-      const Slot& e = slot(in);
-      if (!(e.kind == Slot::Kind::Tensor || (e.kind == Slot::Kind::Const && e.value.isTensor()))) {
-        fail(describe(node) + " mixes tensors with None or other values; not supported");
-      }
-      s.refs.push_back(tensor_ref(e, in));
-      list.push_back(e.value.toTensor());
-    }
-    s.value = c10::IValue(list);
-    slots_[node->output()] = std::move(s);
-    return;
-  }
-  if (kind == c10::prim::ListUnpack && tracked) {
-    const Slot& list = slot(node->input());
-    PLACER_CHECK(list.kind == Slot::Kind::TensorList, "ListUnpack of a non-list");
-    if (list.refs.size() != node->outputs().size()) {
-      fail(describe(node) + " unpacks " + std::to_string(node->outputs().size()) + " values from a list of " +
-           std::to_string(list.refs.size()));
-    }
-    const auto tensors = list.value.toTensorVector();
-    for (size_t i = 0; i < list.refs.size(); ++i) {
-      Slot s;
-      s.kind = Slot::Kind::Tensor;
-      s.value = tensors[i];
-      s.refs = {list.refs[i]};
-      slots_[node->output(i)] = std::move(s);
-    }
-    return;
-  }
-  if (kind == c10::prim::TupleConstruct && tracked) {
-    Slot s;
-    s.kind = Slot::Kind::Tuple;
-    for (const Value* in : node->inputs()) s.elems.push_back(slot(in));
-    slots_[node->output()] = std::move(s);
-    return;
-  }
-  if (kind == c10::prim::TupleUnpack && tracked) {
-    const Slot tuple = slot(node->input());
-    if (tuple.kind != Slot::Kind::Tuple || tuple.elems.size() != node->outputs().size()) {
-      fail(describe(node) + " unpacks a value that is not a tuple of that size");
-    }
-    for (size_t i = 0; i < tuple.elems.size(); ++i) slots_[node->output(i)] = tuple.elems[i];
-    return;
-  }
-  if (kind == c10::prim::TupleIndex && tracked) {
-    const Slot tuple = slot(node->input(0));
-    const c10::IValue index = ivalue(slot(node->input(1)));
-    if (tuple.kind != Slot::Kind::Tuple || !index.isInt()) fail(describe(node) + " indexes a non-tuple");
-    int64_t i = index.toInt();
-    if (i < 0) i += static_cast<int64_t>(tuple.elems.size());
-    if (i < 0 || i >= static_cast<int64_t>(tuple.elems.size())) fail(describe(node) + " index out of range");
-    slots_[node->output()] = tuple.elems[i];
-    return;
-  }
-
-  // Data-independent work is evaluated now: shape arithmetic (outputs hold no
-  // tensor), or tensor math on constants only (e.g. NumToTensor results).
-  if (!tensor_output || (!tracked && (tensor_input || !kind.is_aten()))) return fold(node);
-  if (kind.is_aten()) return execute_aten(node);
-  fail(describe(node) + " is not an ATen operator; not supported");
-}
-
 Graph Importer::run(const std::vector<SampleInput>& samples) {
   torch::jit::Module module = load();
   check_inputs(module, samples);
@@ -579,12 +366,12 @@ Graph Importer::run(const std::vector<SampleInput>& samples) {
   return rec_.finish(graph_outputs_);
 }
 
-}  // namespace
+}  // namespace detail
 
 Graph import_torchscript(const std::string& path, const std::vector<SampleInput>& inputs,
                          const ImportOptions& options) {
   if (!(options.learning_rate > 0.0)) throw InputError("learning rate must be positive");
-  Importer importer(path, options);
+  detail::Importer importer(path, options);
   return importer.run(inputs);
 }
 
