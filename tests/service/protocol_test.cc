@@ -184,6 +184,17 @@ TEST(Protocol, LargeInlineGraphKeepsTheClientsTextAndMalformedOnesEnd) {
   expect_error(bad, codes::kBadJson, "");
 }
 
+// Every inline graph is cut out of the request before it is parsed (the graph
+// loader parses it once, on a cache miss); errors after it still give the
+// byte offset in the client's text.
+TEST(Protocol, InlineGraphIsNotParsedWithTheRequest) {
+  const std::string graph = R"({"format":"placer.graph", "ops": [1, 2, 3]})";
+  const std::string text = R"({"version":1,"type":"place","graph":{"inline":)" + graph + R"(},"cluster":"k80x2",})";
+  expect_error(text, codes::kBadJson, "", "malformed JSON at byte " + std::to_string(text.size() - 1) + ":");
+  const Request r = parse_request(text.substr(0, text.size() - 2) + "}");
+  EXPECT_EQ(r.graph.inline_json, graph);
+}
+
 TEST(Protocol, SalvagesIdFromBadRequests) {
   EXPECT_EQ(salvage_request_id(R"({"id":"x9","version":3})"), "x9");
   EXPECT_EQ(salvage_request_id(R"({"id":12})"), "12");
