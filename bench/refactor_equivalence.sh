@@ -24,3 +24,17 @@ for m in single round_robin m_etf; do
   $P simulate --graph $G/rnnlm_small.json --cluster cpu:2 --profile $G/rnnlm_small.profile.json --placement $G/pl_$m.json --json $O/sim_cpu2_$m.json > $O/sim_cpu2_$m.txt 2>&1
 done
 $P train -c configs/nmt_k80x4.yaml --max-samples 600 --seed 1 -q --threads 1 -o $O/train_nmt > $O/train_nmt.txt 2>&1
+# imports (the front ends): TorchScript and torch.export fixtures, NeurIPS 2020 workloads
+# (set EQUIV_PT2 to a folder of .pt2 fixtures made by scripts/make_export_fixtures.py; default: the build's)
+X=${EQUIV_PT2:-build/tests/export_fixtures}; F=tests/fixtures
+$P graph import $F/tiny_cnn.pt --input x:2x3x8x8:float -o $O/imp_cnn_pt.json > /dev/null 2>&1
+$P graph import $F/tiny_lstm_lm.pt --input tokens:5x2:long -o $O/imp_lm_pt.json > /dev/null 2>&1
+$P graph import $F/tiny_transformer.pt --input src:4x2x8:float -o $O/imp_tr_pt.json > /dev/null 2>&1
+for m in tiny_cnn tiny_gpt tiny_lstm_lm tiny_transformer encoder_eval tiny_dynamic; do
+  [ -f $X/$m.pt2 ] && $P graph import $X/$m.pt2 -o $O/imp_${m}_pt2.json > /dev/null 2>&1
+done
+W=../shared/workloads/dnn-partitioning/throughput-inputs
+for w in LayerGraphs/gnmt_training OperatorGraphs/bert_l-3_inference; do
+  n=$(basename $w); [ -f $W/$w.json ] && $P graph import $W/$w.json -o $O/imp_wl_$n.json > /dev/null 2>&1
+  [ -f $W/$w.json ] && $P baseline --graph $W/$w.json --objective max_load --method dp,single --json $O/wl_base_$n.json > /dev/null 2>&1
+done

@@ -9,7 +9,7 @@
 #include "placers_common.h"
 #include "unit_problem.h"
 
-namespace placer::learned {
+namespace placer {
 
 int64_t op_type_bucket(const std::string& type) {
   uint64_t h = 1469598103934665603ULL;
@@ -141,7 +141,7 @@ namespace {
 // Unit costs of a grouping of the op problem's ops: the placers' own per-device
 // op costs, memory estimate (op_memory_estimate), edge bytes (each distinct
 // tensor once) and transfer times (unit_problem.h), scaled by fair_share_s.
-UnitCosts unit_costs_for(const placers::UnitProblem& ops, const std::vector<int32_t>& unit_of_op, int32_t units,
+UnitCosts unit_costs_for(const UnitProblem& ops, const std::vector<int32_t>& unit_of_op, int32_t units,
                          double fair_share_s) {
   UnitCosts uc;
   uc.units = units;
@@ -156,7 +156,7 @@ UnitCosts unit_costs_for(const placers::UnitProblem& ops, const std::vector<int3
     for (int32_t d = 0; d < uc.devices; ++d)
       uc.cost[static_cast<size_t>(u) * uc.devices + d] += static_cast<float>(ops.c(i, d) / fair_share_s);
     uc.mem_bytes[u] += static_cast<double>(ops.mem[i]);
-    for (const placers::Edge& in : ops.preds[i]) {
+    for (const Edge& in : ops.preds[i]) {
       const int32_t s = unit_of_op[in.op];
       if (s == u) continue;
       in_bytes[u] += static_cast<double>(in.bytes);
@@ -173,13 +173,13 @@ UnitCosts unit_costs_for(const placers::UnitProblem& ops, const std::vector<int3
 }
 
 // Edges between units (deduplicated), the bytes into and out of each unit.
-void unit_adjacency(const placers::UnitProblem& ops, PolicyInput* p, std::vector<std::vector<int32_t>>* parents,
+void unit_adjacency(const UnitProblem& ops, PolicyInput* p, std::vector<std::vector<int32_t>>* parents,
                     std::vector<std::vector<int32_t>>* children, std::vector<double>* in_b,
                     std::vector<double>* out_b) {
   std::map<std::pair<int32_t, int32_t>, bool> seen;
   for (int32_t i = 0; i < ops.n; ++i) {
     const int32_t u = p->units.group_of[i];
-    for (const placers::Edge& in : ops.preds[i]) {
+    for (const Edge& in : ops.preds[i]) {
       const int32_t s = p->units.group_of[in.op];
       if (s == u) continue;
       (*in_b)[u] += static_cast<double>(in.bytes);
@@ -276,7 +276,7 @@ PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const 
   p.cluster = &cluster;
   p.d = cluster.size();
   // The placers' op-level problem: costs, memory and edges come from it.
-  const placers::UnitProblem ops = placers::make_op_problem(graph, cluster, costs, placers::kMemoryFraction);
+  const UnitProblem ops = make_op_problem(graph, cluster, costs, kMemoryFraction);
   std::vector<double> op_cost(ops.n);
   for (int32_t i = 0; i < ops.n; ++i) op_cost[i] = ops.mean_cost(i);
   Grouping g = sorted_grouping(graph, colocation_groups(graph));
@@ -431,4 +431,4 @@ UnitCosts group_costs(const PolicyInput& problem, const std::vector<int32_t>& gr
   return g;
 }
 
-}  // namespace placer::learned
+}  // namespace placer

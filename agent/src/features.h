@@ -15,7 +15,7 @@
 #include "placer/graphs/ir.h"
 #include "placer/graphs/placement.h"
 
-namespace placer::learned {
+namespace placer {
 
 inline constexpr int kUnitFeatures = 34;    // numeric features per unit
 inline constexpr int kDeviceFeatures = 8;   // numeric features per device
@@ -101,4 +101,4 @@ PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const 
 // policy: groups of units); groups are ordered by index.
 UnitCosts group_costs(const PolicyInput& problem, const std::vector<int32_t>& group_of_unit, int32_t groups);
 
-}  // namespace placer::learned
+}  // namespace placer

@@ -7,7 +7,7 @@
 
 #include "ilp_model.h"
 
-namespace placer::placers {
+namespace placer {
 
 std::vector<int32_t> channel_senders(const UnitProblem& p) {
   std::vector<int32_t> out;
@@ -182,4 +182,4 @@ void channel_warm_values(const IlpModel& m, const UnitProblem& p, const std::vec
   }
 }
 
-}  // namespace placer::placers
+}  // namespace placer

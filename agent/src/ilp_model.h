@@ -8,7 +8,7 @@
 #include "list_schedulers.h"
 #include "unit_problem.h"
 
-namespace placer::placers {
+namespace placer {
 
 // The mixed-integer program in CBC's terms: columns with bounds, objective and
 // integrality; rows as coordinate triplets with bounds.
@@ -74,4 +74,4 @@ Schedule channel_schedule(const UnitProblem& p, const std::vector<int32_t>& dev,
 void channel_warm_values(const IlpModel& m, const UnitProblem& p, const std::vector<int32_t>& dev,
                          const std::vector<double>& send_at, std::vector<double>* sol);
 
-}  // namespace placer::placers
+}  // namespace placer

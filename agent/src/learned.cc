@@ -15,8 +15,6 @@
 
 namespace placer {
 
-namespace learned {
-
 Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Environment& env, int samples,
                       double temperature, uint64_t seed, StepResult* simulated) {
   torch::NoGradGuard no_grad;
@@ -42,12 +40,10 @@ Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Envi
   return best;
 }
 
-}  // namespace learned
-
 struct LoadedPolicy::Impl {
   std::string path, dir;
   TrainConfig config;
-  std::shared_ptr<learned::PolicyImpl> policy;
+  std::shared_ptr<PolicyImpl> policy;
   // The run's warm-start and best placements, read once with the checkpoint.
   std::optional<NamedPlacement> warm, best;
   mutable std::mutex mutex;  // LibTorch modules: one decode at a time
@@ -60,9 +56,9 @@ std::string LoadedPolicy::policy_type() const { return policy_type_name(impl_->c
 std::shared_ptr<const LoadedPolicy> LoadedPolicy::load(const std::string& run_dir) {
   namespace fs = std::filesystem;
   std::shared_ptr<LoadedPolicy> p(new LoadedPolicy());
-  p->impl_->path = fs::is_directory(run_dir) ? run_dir + "/" + learned::kCheckpointFile : run_dir;
+  p->impl_->path = fs::is_directory(run_dir) ? run_dir + "/" + kCheckpointFile : run_dir;
   p->impl_->dir = fs::is_directory(run_dir) ? run_dir : fs::path(run_dir).parent_path().string();
-  p->impl_->policy = learned::load_policy(p->impl_->path, &p->impl_->config);
+  p->impl_->policy = load_policy(p->impl_->path, &p->impl_->config);
   auto read = [&](const std::string& file) -> std::optional<NamedPlacement> {
     if (!fs::exists(file)) return std::nullopt;
     try {
@@ -110,17 +106,17 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context) const {
   warm = same_graph(impl_->warm);
   best = same_graph(impl_->best);
 
-  learned::PolicyInputOptions po;
+  PolicyInputOptions po;
   po.max_units = impl_->policy->unit_limit(config.policy.max_groups);
   po.keep_apart = warm ? &*warm : nullptr;
   po.seed = config.run.seed;
-  learned::PolicyInput problem = learned::make_policy_input(graph, cluster, context.env->costs(), po);
+  PolicyInput problem = make_policy_input(graph, cluster, context.env->costs(), po);
   PlaceResult result;
   result.method = std::string("learned:") + policy_type_name(config.policy.type);
   StepResult decoded;
   std::unique_lock<std::mutex> decode_lock(impl_->mutex);
-  result.placement = learned::decode_best(*impl_->policy, problem, *context.env, config.policy.place_samples,
-                                          config.optimizer.temperature, context.seed, &decoded);
+  result.placement = decode_best(*impl_->policy, problem, *context.env, config.policy.place_samples,
+                                 config.optimizer.temperature, context.seed, &decoded);
   decode_lock.unlock();
   result.evaluations = config.policy.place_samples;
   result.stats["decoded_simulated_s"] = decoded.step_s;

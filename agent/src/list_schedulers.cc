@@ -14,7 +14,7 @@
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
 
-namespace placer::placers {
+namespace placer {
 
 namespace {
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -72,83 +72,129 @@ Schedule schedule_in_order(const UnitProblem& p, const std::vector<int32_t>& dev
   return s;
 }
 
-Schedule schedule_ready_order(const UnitProblem& p, const std::vector<int32_t>& dev, bool link_channels) {
-  Schedule s;
-  s.start.assign(p.n, 0.0);
-  s.finish.assign(p.n, 0.0);
-  std::vector<int32_t> missing(p.n);
-  std::vector<double> arrival(p.n, 0.0);
-  std::vector<std::vector<int32_t>> pending(p.k);
-  std::vector<double> busy(p.k, 0.0);
-  std::vector<double> chan_free(static_cast<size_t>(p.k) * p.k, 0.0);
-  std::vector<int64_t> send(p.k, 0);  // scratch: bytes of a finished unit to send to each device
-  using Done = std::pair<double, int32_t>;
-  std::priority_queue<Done, std::vector<Done>, std::greater<Done>> running;
-  for (int32_t u = 0; u < p.n; ++u) {
-    missing[u] = static_cast<int32_t>(p.preds[u].size());
-    if (missing[u] == 0) pending[dev[u]].push_back(u);
+namespace {
+
+// A placement replayed as the runtime dispatches it (schedule_ready_order).
+class ReadyOrderReplay {
+ public:
+  ReadyOrderReplay(const UnitProblem& p, const std::vector<int32_t>& dev, bool link_channels)
+      : p_(p),
+        dev_(dev),
+        link_channels_(link_channels),
+        missing_(p.n),
+        arrival_(p.n, 0.0),
+        pending_(p.k),
+        busy_(p.k, 0.0),
+        chan_free_(static_cast<size_t>(p.k) * p.k, 0.0),
+        send_(p.k, 0) {
+    s_.start.assign(p.n, 0.0);
+    s_.finish.assign(p.n, 0.0);
+    for (int32_t u = 0; u < p.n; ++u) {
+      missing_[u] = static_cast<int32_t>(p.preds[u].size());
+      if (missing_[u] == 0) pending_[dev[u]].push_back(u);
+    }
   }
+
+  // Units finish before anything starts at the same time or later.
+  Schedule run() {
+    int32_t started = 0;
+    while (started < p_.n || !running_.empty()) {
+      const auto [t, d] = earliest_start();
+      if (!running_.empty() && running_.top().first <= t) {
+        const int32_t u = running_.top().second;
+        running_.pop();
+        finished(u);
+        continue;
+      }
+      PLACER_CHECK(d >= 0, "schedule_ready_order: nothing runnable");
+      start(d, t);
+      ++started;
+    }
+    return std::move(s_);
+  }
+
+ private:
+  // The device whose first pending unit can start earliest, and when (-1 if none is pending).
+  std::pair<double, int32_t> earliest_start() const {
+    double best_t = kInf;
+    int32_t best_d = -1;
+    for (int32_t d = 0; d < p_.k; ++d) {
+      if (pending_[d].empty()) continue;
+      double earliest = kInf;
+      for (int32_t u : pending_[d]) earliest = std::min(earliest, arrival_[u]);
+      const double t = std::max(busy_[d], earliest);
+      if (t < best_t) best_t = t, best_d = d;
+    }
+    return {best_t, best_d};
+  }
+
+  // Device d starts, at t, its lowest-id pending unit whose inputs are there.
+  void start(int32_t d, double t) {
+    auto& q = pending_[d];
+    size_t pick = q.size();
+    for (size_t i = 0; i < q.size(); ++i)
+      if (arrival_[q[i]] <= t && (pick == q.size() || q[i] < q[pick])) pick = i;
+    const int32_t u = q[pick];
+    q.erase(q.begin() + static_cast<std::ptrdiff_t>(pick));
+    s_.start[u] = t;
+    s_.finish[u] = t + p_.c(u, d);
+    busy_[d] = s_.finish[u];
+    s_.makespan = std::max(s_.makespan, s_.finish[u]);
+    running_.push({s_.finish[u], u});
+  }
+
   // A finished unit's outputs: local consumers may use them now; each other
   // device gets one copy, sent at once on the link's FIFO channel (the
   // simulator's eager send), or free of contention (the ILP's model).
-  auto finished = [&](int32_t u) {
-    const int32_t from = dev[u];
-    std::fill(send.begin(), send.end(), 0);
-    for (const Edge& e : p.succs[u]) {
-      const int32_t to = dev[e.op];
+  void finished(int32_t u) {
+    const int32_t from = dev_[u];
+    std::fill(send_.begin(), send_.end(), 0);
+    for (const Edge& e : p_.succs[u]) {
+      const int32_t to = dev_[e.op];
       if (to == from) {
-        arrival[e.op] = std::max(arrival[e.op], s.finish[u]);
-      } else if (link_channels) {
-        send[to] = std::max(send[to], e.bytes);
+        arrival_[e.op] = std::max(arrival_[e.op], s_.finish[u]);
+      } else if (link_channels_) {
+        send_[to] = std::max(send_[to], e.bytes);
       } else {
-        arrival[e.op] = std::max(arrival[e.op], s.finish[u] + p.transfer(from, to, e.bytes));
+        arrival_[e.op] = std::max(arrival_[e.op], s_.finish[u] + p_.transfer(from, to, e.bytes));
       }
     }
-    if (link_channels) {
-      for (int32_t to = 0; to < p.k; ++to) {
-        if (to == from || send[to] == 0) continue;
-        double& chan = chan_free[static_cast<size_t>(from) * p.k + to];
-        chan = std::max(s.finish[u], chan) + p.transfer(from, to, send[to]);
-        send[to] = 0;
-        for (const Edge& e : p.succs[u])
-          if (dev[e.op] == to) arrival[e.op] = std::max(arrival[e.op], chan);
-      }
-    }
-    for (const Edge& e : p.succs[u])
-      if (--missing[e.op] == 0) pending[dev[e.op]].push_back(e.op);
-  };
-  int32_t started = 0;
-  while (started < p.n || !running.empty()) {
-    double best_t = kInf;
-    int32_t best_d = -1;
-    for (int32_t d = 0; d < p.k; ++d) {
-      if (pending[d].empty()) continue;
-      double earliest = kInf;
-      for (int32_t u : pending[d]) earliest = std::min(earliest, arrival[u]);
-      const double t = std::max(busy[d], earliest);
-      if (t < best_t) best_t = t, best_d = d;
-    }
-    if (!running.empty() && running.top().first <= best_t) {
-      const int32_t u = running.top().second;
-      running.pop();
-      finished(u);
-      continue;
-    }
-    PLACER_CHECK(best_d >= 0, "schedule_ready_order: nothing runnable");
-    auto& q = pending[best_d];
-    size_t pick = q.size();
-    for (size_t i = 0; i < q.size(); ++i)
-      if (arrival[q[i]] <= best_t && (pick == q.size() || q[i] < q[pick])) pick = i;
-    const int32_t u = q[pick];
-    q.erase(q.begin() + static_cast<std::ptrdiff_t>(pick));
-    s.start[u] = best_t;
-    s.finish[u] = best_t + p.c(u, best_d);
-    busy[best_d] = s.finish[u];
-    s.makespan = std::max(s.makespan, s.finish[u]);
-    running.push({s.finish[u], u});
-    ++started;
+    if (link_channels_) send_copies(u);
+    for (const Edge& e : p_.succs[u])
+      if (--missing_[e.op] == 0) pending_[dev_[e.op]].push_back(e.op);
   }
-  return s;
+
+  // The copies of unit u's output on the links' FIFO channels.
+  void send_copies(int32_t u) {
+    const int32_t from = dev_[u];
+    for (int32_t to = 0; to < p_.k; ++to) {
+      if (to == from || send_[to] == 0) continue;
+      double& chan = chan_free_[static_cast<size_t>(from) * p_.k + to];
+      chan = std::max(s_.finish[u], chan) + p_.transfer(from, to, send_[to]);
+      send_[to] = 0;
+      for (const Edge& e : p_.succs[u])
+        if (dev_[e.op] == to) arrival_[e.op] = std::max(arrival_[e.op], chan);
+    }
+  }
+
+  using Done = std::pair<double, int32_t>;
+  const UnitProblem& p_;
+  const std::vector<int32_t>& dev_;
+  const bool link_channels_;
+  Schedule s_;
+  std::vector<int32_t> missing_;
+  std::vector<double> arrival_;
+  std::vector<std::vector<int32_t>> pending_;
+  std::vector<double> busy_;
+  std::vector<double> chan_free_;
+  std::vector<int64_t> send_;  // scratch: bytes of a finished unit to send to each device
+  std::priority_queue<Done, std::vector<Done>, std::greater<Done>> running_;
+};
+
+}  // namespace
+
+Schedule schedule_ready_order(const UnitProblem& p, const std::vector<int32_t>& dev, bool link_channels) {
+  return ReadyOrderReplay(p, dev, link_channels).run();
 }
 
 namespace {
@@ -183,22 +229,51 @@ const char* etf_priority_name(EtfPriority priority) {
   return "?";
 }
 
-ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent, EtfPriority priority) {
-  ListResult r;
-  r.unit_device.assign(p.n, -1);
-  r.schedule.start.assign(p.n, 0.0);
-  r.schedule.finish.assign(p.n, 0.0);
-  std::vector<int32_t> pinned(p.groups(), -1);
-  MemoryBook book(p);
-  std::vector<double> free(p.k, 0.0);
-  std::vector<int32_t> missing(p.n);
-  std::vector<char> done(p.n, 0);
-  // Per device, the ready units: those whose inputs would be there by the
-  // time the device is free could all start then and are taken in the
-  // priority's order (`avail`); otherwise the earliest data-ready time starts
-  // next (`waiting`, keyed by that time plus a preference penalty, then id).
-  // m_sct's penalty: off its favourite parent's device a unit counts as
-  // ready later by that edge's mean transfer.
+namespace {
+
+// ETF's state. Per device, the ready units: those whose inputs would be there
+// by the time the device is free could all start then and are taken in the
+// priority's order (`avail_`); otherwise the earliest data-ready time starts
+// next (`waiting_`, keyed by that time plus a preference penalty, then id).
+// m_sct's penalty: off its favourite parent's device a unit counts as ready
+// later by that edge's mean transfer.
+class EtfScheduler {
+ public:
+  EtfScheduler(const UnitProblem& p, const std::vector<int32_t>* favourite_parent, EtfPriority priority)
+      : p_(p),
+        favourite_parent_(favourite_parent),
+        priority_(priority),
+        method_(favourite_parent ? "m_sct" : "m_etf"),
+        pinned_(p.groups(), -1),
+        book_(p),
+        free_(p.k, 0.0),
+        missing_(p.n),
+        done_(p.n, 0),
+        rank_(upward_rank(p)),
+        waiting_(p.k),
+        avail_(p.k),
+        links_(p) {
+    r_.unit_device.assign(p.n, -1);
+    r_.schedule.start.assign(p.n, 0.0);
+    r_.schedule.finish.assign(p.n, 0.0);
+  }
+
+  ListResult run() {
+    for (int32_t u = 0; u < p_.n; ++u) {
+      missing_[u] = static_cast<int32_t>(p_.preds[u].size());
+      if (missing_[u] == 0) make_ready(u);
+    }
+    for (int32_t scheduled = 0; scheduled < p_.n; ++scheduled) {
+      const int32_t d = next_device();
+      const int32_t u = take(d);
+      start(u, d);
+      for (const Edge& e : p_.succs[u])
+        if (--missing_[e.op] == 0) make_ready(e.op);
+    }
+    return std::move(r_);
+  }
+
+ private:
   struct Key {
     double ready;
     double penalty;
@@ -219,48 +294,50 @@ ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_
       return a.unit > b.unit;
     }
   };
-  const std::vector<double> rank = upward_rank(p);
-  auto prio_of = [&](int32_t u, double ready) {
-    return priority == EtfPriority::Id ? 0.0 : priority == EtfPriority::Rank ? -rank[u] : ready;
-  };
-  std::vector<std::priority_queue<Key, std::vector<Key>, ByOrder>> waiting(p.k);
-  std::vector<std::priority_queue<Key, std::vector<Key>, ByPriority>> avail(p.k);
-  LinkBook links(p);
-  auto data_ready = [&](int32_t u, int32_t d) {
-    return links.data_ready(u, d, r.unit_device, r.schedule.finish, false);
-  };
-  auto allowed = [&](int32_t u, int32_t d) {
-    const int32_t g = p.group_of[u];
-    return pinned[g] >= 0 ? pinned[g] == d : book.fits(g, d);
-  };
-  auto make_ready = [&](int32_t u) {
-    const int32_t g = p.group_of[u];
-    const int32_t only = pinned[g];
-    int32_t favourite = -1;
+
+  double prio_of(int32_t u, double ready) const {
+    return priority_ == EtfPriority::Id ? 0.0 : priority_ == EtfPriority::Rank ? -rank_[u] : ready;
+  }
+  double data_ready(int32_t u, int32_t d) { return links_.data_ready(u, d, r_.unit_device, r_.schedule.finish, false); }
+  bool allowed(int32_t u, int32_t d) const {
+    const int32_t g = p_.group_of[u];
+    return pinned_[g] >= 0 ? pinned_[g] == d : book_.fits(g, d);
+  }
+  // A unit is on every allowed device's queues: drop the done and the no longer allowed.
+  bool stale(const Key& key, int32_t d) const { return done_[key.unit] || !allowed(key.unit, d); }
+
+  // m_sct: the favourite parent's device and the penalty for leaving it (-1, 0 if none).
+  std::pair<int32_t, double> favourite(int32_t u) const {
+    if (pinned_[p_.group_of[u]] >= 0 || !favourite_parent_ || (*favourite_parent_)[u] < 0) return {-1, 0.0};
+    const int32_t parent = (*favourite_parent_)[u];
     double penalty = 0.0;
-    if (only < 0 && favourite_parent && (*favourite_parent)[u] >= 0) {
-      const int32_t parent = (*favourite_parent)[u];
-      favourite = r.unit_device[parent];
-      for (const Edge& e : p.preds[u])
-        if (e.op == parent) penalty = p.mean_transfer(e.bytes);
-    }
+    for (const Edge& e : p_.preds[u])
+      if (e.op == parent) penalty = p_.mean_transfer(e.bytes);
+    return {r_.unit_device[parent], penalty};
+  }
+
+  // Unit u's inputs are all done: queue it on every device it may go to.
+  void make_ready(int32_t u) {
+    const int32_t only = pinned_[p_.group_of[u]];
+    const auto [favourite_device, penalty] = favourite(u);
     bool any = false;
-    for (int32_t d = 0; d < p.k; ++d) {
+    for (int32_t d = 0; d < p_.k; ++d) {
       if ((only >= 0 && d != only) || !allowed(u, d)) continue;
       const double ready = data_ready(u, d);
-      waiting[d].push({ready, favourite >= 0 && d != favourite ? penalty : 0.0, prio_of(u, ready),
-                       priority == EtfPriority::Ready ? -rank[u] : 0.0, u});
+      waiting_[d].push({ready, favourite_device >= 0 && d != favourite_device ? penalty : 0.0, prio_of(u, ready),
+                        priority_ == EtfPriority::Ready ? -rank_[u] : 0.0, u});
       any = true;
     }
-    if (!any) out_of_memory(p, book, u, favourite_parent ? "m_sct" : "m_etf");
-  };
-  // A unit is on every allowed device's queues: drop the done and the no longer allowed.
-  auto stale = [&](const Key& key, int32_t d) { return done[key.unit] || !allowed(key.unit, d); };
+    if (!any) out_of_memory(p_, book_, u, method_);
+  }
+
   // Channels only fill up, so a key's ready time may be too early: keys are
   // refreshed when they reach the top (lazy updates keep each top right).
-  auto settle = [&](int32_t d) {
-    auto& w = waiting[d];
-    auto& a = avail[d];
+  // Waiting units that could start when the device is free move to avail_,
+  // avail_ units that no longer can move back.
+  void settle(int32_t d) {
+    auto& w = waiting_[d];
+    auto& a = avail_[d];
     for (;;) {
       while (!w.empty() && stale(w.top(), d)) w.pop();
       if (w.empty()) break;
@@ -272,7 +349,7 @@ ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_
         w.push(top);
         continue;
       }
-      if (top.order() > free[d]) break;
+      if (top.order() > free_[d]) break;
       w.pop();
       top.prio = prio_of(top.unit, top.ready);
       a.push(top);
@@ -282,61 +359,85 @@ ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_
       if (a.empty()) break;
       Key top = a.top();
       top.ready = data_ready(top.unit, d);
-      if (top.order() <= free[d]) break;
+      if (top.order() <= free_[d]) break;
       a.pop();
       w.push(top);
     }
-  };
-  for (int32_t u = 0; u < p.n; ++u) {
-    missing[u] = static_cast<int32_t>(p.preds[u].size());
-    if (missing[u] == 0) make_ready(u);
   }
-  int32_t scheduled = 0;
-  while (scheduled < p.n) {
+
+  // The device where a unit can start earliest (ties to the lowest id).
+  int32_t next_device() {
     double best_t = kInf;
     int32_t best_d = -1;
-    for (int32_t d = 0; d < p.k; ++d) {
+    for (int32_t d = 0; d < p_.k; ++d) {
       settle(d);
       double t = kInf;
-      if (!avail[d].empty())
-        t = free[d];
-      else if (!waiting[d].empty())
-        t = std::max(free[d], waiting[d].top().order());
+      if (!avail_[d].empty())
+        t = free_[d];
+      else if (!waiting_[d].empty())
+        t = std::max(free_[d], waiting_[d].top().order());
       if (t < best_t) best_t = t, best_d = d;
     }
     if (best_d < 0) {
       // Every ready unit lost its devices to memory filled meanwhile.
-      for (int32_t u = 0; u < p.n; ++u)
-        if (!done[u] && missing[u] == 0) out_of_memory(p, book, u, favourite_parent ? "m_sct" : "m_etf");
+      for (int32_t u = 0; u < p_.n; ++u)
+        if (!done_[u] && missing_[u] == 0) out_of_memory(p_, book_, u, method_);
       PLACER_CHECK(false, "list_etf: no ready unit");
     }
-    int32_t u;
-    if (!avail[best_d].empty()) {
-      u = avail[best_d].top().unit;
-      avail[best_d].pop();
-    } else {
-      u = waiting[best_d].top().unit;
-      waiting[best_d].pop();
-    }
-    // The penalty ranks; it does not delay.
-    best_t = std::max(free[best_d], data_ready(u, best_d));
-    const int32_t g = p.group_of[u];
-    if (pinned[g] < 0) {
-      pinned[g] = best_d;
-      book.add(g, best_d);
-    }
-    r.unit_device[u] = best_d;
-    links.data_ready(u, best_d, r.unit_device, r.schedule.finish, true);  // book its transfers
-    r.schedule.start[u] = best_t;
-    r.schedule.finish[u] = best_t + p.c(u, best_d);
-    free[best_d] = r.schedule.finish[u];
-    r.schedule.makespan = std::max(r.schedule.makespan, r.schedule.finish[u]);
-    done[u] = 1;
-    ++scheduled;
-    for (const Edge& e : p.succs[u])
-      if (--missing[e.op] == 0) make_ready(e.op);
+    return best_d;
   }
-  return r;
+
+  // The unit device d starts next: the first available, else the first waiting.
+  int32_t take(int32_t d) {
+    int32_t u;
+    if (!avail_[d].empty()) {
+      u = avail_[d].top().unit;
+      avail_[d].pop();
+    } else {
+      u = waiting_[d].top().unit;
+      waiting_[d].pop();
+    }
+    return u;
+  }
+
+  // Unit u starts on device d once the device is free and its inputs are
+  // there (the penalty ranks; it does not delay); its group is pinned there.
+  void start(int32_t u, int32_t d) {
+    const double t = std::max(free_[d], data_ready(u, d));
+    const int32_t g = p_.group_of[u];
+    if (pinned_[g] < 0) {
+      pinned_[g] = d;
+      book_.add(g, d);
+    }
+    r_.unit_device[u] = d;
+    links_.data_ready(u, d, r_.unit_device, r_.schedule.finish, true);  // book its transfers
+    r_.schedule.start[u] = t;
+    r_.schedule.finish[u] = t + p_.c(u, d);
+    free_[d] = r_.schedule.finish[u];
+    r_.schedule.makespan = std::max(r_.schedule.makespan, r_.schedule.finish[u]);
+    done_[u] = 1;
+  }
+
+  const UnitProblem& p_;
+  const std::vector<int32_t>* favourite_parent_;
+  const EtfPriority priority_;
+  const char* method_;
+  ListResult r_;
+  std::vector<int32_t> pinned_;
+  MemoryBook book_;
+  std::vector<double> free_;
+  std::vector<int32_t> missing_;
+  std::vector<char> done_;
+  const std::vector<double> rank_;
+  std::vector<std::priority_queue<Key, std::vector<Key>, ByOrder>> waiting_;
+  std::vector<std::priority_queue<Key, std::vector<Key>, ByPriority>> avail_;
+  LinkBook links_;
+};
+
+}  // namespace
+
+ListResult list_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent, EtfPriority priority) {
+  return EtfScheduler(p, favourite_parent, priority).run();
 }
 
 ListResult list_heft(const UnitProblem& p) {
@@ -387,9 +488,7 @@ ListResult list_heft(const UnitProblem& p) {
 ListResult list_topo(const UnitProblem& p) {
   // Baechi's m-TOPO: groups in topological order (of their first op) fill one
   // device up to an equal share of the total memory, then the next.
-  std::vector<int32_t> order(p.groups());
-  for (int32_t g = 0; g < p.groups(); ++g) order[g] = g;
-  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
+  const std::vector<int32_t> order = groups_by_first_op(p);
   int64_t total = 0;
   for (int64_t m : p.group_mem) total += m;
   double total_work = 0.0;
@@ -432,8 +531,8 @@ ListResult list_topo(const UnitProblem& p) {
   return r;
 }
 
-Plan replayed(const UnitProblem& p, ListResult r, std::string how) {
-  Plan plan{std::move(r.unit_device), 0.0, r.schedule.makespan, std::move(how)};
+ListPlan replayed(const UnitProblem& p, ListResult r, std::string how) {
+  ListPlan plan{std::move(r.unit_device), 0.0, r.schedule.makespan, std::move(how)};
   plan.step_s = schedule_ready_order(p, plan.unit_device).makespan;
   return plan;
 }
@@ -456,10 +555,10 @@ int32_t one_device(const UnitProblem& p) {
   return best;
 }
 
-Plan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent) {
-  Plan best;
+ListPlan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent) {
+  ListPlan best;
   std::string tried;
-  auto consider = [&](Plan plan) {
+  auto consider = [&](ListPlan plan) {
     list_replayed(&tried, plan.how, plan.step_s);
     if (best.unit_device.empty() || plan.step_s < best.step_s) best = std::move(plan);
   };
@@ -484,4 +583,4 @@ Plan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent
   return best;
 }
 
-}  // namespace placer::placers
+}  // namespace placer

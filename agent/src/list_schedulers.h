@@ -10,7 +10,7 @@
 
 #include "unit_problem.h"
 
-namespace placer::placers {
+namespace placer {
 
 // Transfers under the simulator's link model: one FIFO channel per directed
 // link, alpha + bytes / beta each, and a unit's output sent to a device once
@@ -73,13 +73,13 @@ ListResult list_topo(const UnitProblem& p);
 // What a list placer planned: the placement, and its step replayed on the
 // unit problem as the runtime dispatches it (schedule_ready_order), the
 // estimate reported beside the simulator's.
-struct Plan {
+struct ListPlan {
   std::vector<int32_t> unit_device;
   double step_s = 0.0;         // replayed
   double list_makespan = 0.0;  // the list schedule's own makespan (its order, not the runtime's)
   std::string how;
 };
-Plan replayed(const UnitProblem& p, ListResult r, std::string how);
+ListPlan replayed(const UnitProblem& p, ListResult r, std::string how);
 
 // The candidates a placer replayed, for its note: "a 0.1 s, b 0.2 s".
 void list_replayed(std::string* tried, const std::string& label, double step_s);
@@ -91,6 +91,6 @@ int32_t one_device(const UnitProblem& p);
 // each replayed as the runtime dispatches; the fastest replay is kept (ties
 // to the earlier candidate: ETF as published first). how names it and lists
 // the candidates' replayed steps.
-Plan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent);
+ListPlan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent);
 
-}  // namespace placer::placers
+}  // namespace placer

@@ -34,9 +34,9 @@ const std::vector<std::string>& max_load_methods() {
 }
 
 MaxLoadResult place_max_load(const Workload& w, const std::string& method, const MaxLoadOptions& options) {
-  if (method == "dp") return max_load_detail::dp(w, options);
-  if (method == "ilp") return max_load_detail::ilp(w, options);
-  if (method == "local_search") return max_load_detail::local_search(w, options);
+  if (method == "dp") return max_load_dp(w, options);
+  if (method == "ilp") return max_load_ilp(w, options);
+  if (method == "local_search") return max_load_local_search(w, options);
   if (method == "single") return single(w);
   throw InputError(unknown_name("max_load method", method, max_load_methods()));
 }

@@ -6,9 +6,10 @@
 #include <set>
 #include <utility>
 
+#include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
 
-namespace placer::max_load_detail {
+namespace placer {
 
 namespace {
 
@@ -119,52 +120,14 @@ void add_artificial_forward_nodes(Classes& c) {
   }
 }
 
-// Step 3: fuse the strongly connected components of the classes' forward order (Kosaraju, iterative).
+// Step 3: fuse the strongly connected components of the classes' forward order,
+// each into the member the search reached first.
 void fuse_cycles(Classes& c) {
   const View v = view_of(c);
-  const size_t n = static_cast<size_t>(c.count);
-  std::vector<std::vector<int32_t>> out(n), in(n);
-  for (const Edge& e : v.forward_edges) {
-    out[static_cast<size_t>(e.first)].push_back(e.second);
-    in[static_cast<size_t>(e.second)].push_back(e.first);
-  }
-  std::vector<int32_t> finished;
-  std::vector<char> seen(n, 0);
-  for (size_t s = 0; s < n; ++s) {
-    if (seen[s]) continue;
-    std::vector<std::pair<int32_t, size_t>> stack{{static_cast<int32_t>(s), 0}};
-    seen[s] = 1;
-    while (!stack.empty()) {
-      auto& [u, next] = stack.back();
-      const auto& succ = out[static_cast<size_t>(u)];
-      if (next < succ.size()) {
-        const int32_t x = succ[next++];
-        if (!seen[static_cast<size_t>(x)]) {
-          seen[static_cast<size_t>(x)] = 1;
-          stack.push_back({x, 0});
-        }
-      } else {
-        finished.push_back(u);
-        stack.pop_back();
-      }
-    }
-  }
-  std::vector<char> assigned(n, 0);
-  for (auto it = finished.rbegin(); it != finished.rend(); ++it) {
-    if (assigned[static_cast<size_t>(*it)]) continue;
-    std::vector<int32_t> stack{*it};
-    assigned[static_cast<size_t>(*it)] = 1;
-    while (!stack.empty()) {
-      const int32_t u = stack.back();
-      stack.pop_back();
-      c.uf.merge_into(u, *it);
-      for (int32_t x : in[static_cast<size_t>(u)])
-        if (!assigned[static_cast<size_t>(x)]) {
-          assigned[static_cast<size_t>(x)] = 1;
-          stack.push_back(x);
-        }
-    }
-  }
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(c.count));
+  for (const Edge& e : v.forward_edges) out[static_cast<size_t>(e.first)].push_back(e.second);
+  const StronglyConnected scc = strongly_connected_components(out);
+  for (int32_t k = 0; k < c.count; ++k) c.uf.merge_into(k, scc.root[static_cast<size_t>(scc.component_of[k])]);
 }
 
 // Step 4: one class that costs nothing and hangs off a single forward neighbour, or -1.
@@ -247,4 +210,4 @@ DpGroups contract_for_dp(const Workload& w) {
   return groups_of(c);
 }
 
-}  // namespace placer::max_load_detail
+}  // namespace placer

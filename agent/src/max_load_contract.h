@@ -19,7 +19,7 @@
 
 #include "placer/graphs/workload.h"
 
-namespace placer::max_load_detail {
+namespace placer {
 
 struct DpGroups {
   // Groups in topological order of their forward parts.
@@ -32,4 +32,4 @@ struct DpGroups {
 
 DpGroups contract_for_dp(const Workload& w);
 
-}  // namespace placer::max_load_detail
+}  // namespace placer

@@ -19,7 +19,7 @@
 #include "placer/env/max_load.h"
 #include "placer/graphs/error.h"
 
-namespace placer::max_load_detail {
+namespace placer {
 
 namespace {
 
@@ -336,7 +336,7 @@ class DpRun {
 
 }  // namespace
 
-MaxLoadResult dp(const Workload& w, const MaxLoadOptions& options) {
+MaxLoadResult max_load_dp(const Workload& w, const MaxLoadOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   MaxLoadResult r;
   r.method = "dp";
@@ -360,4 +360,4 @@ MaxLoadResult dp(const Workload& w, const MaxLoadOptions& options) {
   return r;
 }
 
-}  // namespace placer::max_load_detail
+}  // namespace placer

@@ -22,7 +22,7 @@
 #include "placer/env/max_load.h"
 #include "placer/graphs/error.h"
 
-namespace placer::max_load_detail {
+namespace placer {
 
 namespace {
 
@@ -184,7 +184,7 @@ class MaxLoadMilp {
 
 }  // namespace
 
-MaxLoadResult ilp(const Workload& w, const MaxLoadOptions& options) {
+MaxLoadResult max_load_ilp(const Workload& w, const MaxLoadOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   MaxLoadResult r;
   r.method = "ilp";
@@ -234,4 +234,4 @@ MaxLoadResult ilp(const Workload& w, const MaxLoadOptions& options) {
   return r;
 }
 
-}  // namespace placer::max_load_detail
+}  // namespace placer

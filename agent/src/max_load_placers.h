@@ -3,10 +3,10 @@
 
 #include "placer/agent/max_load.h"
 
-namespace placer::max_load_detail {
+namespace placer {
 
-MaxLoadResult dp(const Workload& w, const MaxLoadOptions& options);            // max_load_dp.cc
-MaxLoadResult ilp(const Workload& w, const MaxLoadOptions& options);           // max_load_ilp.cc
-MaxLoadResult local_search(const Workload& w, const MaxLoadOptions& options);  // max_load_search.cc
+MaxLoadResult max_load_dp(const Workload& w, const MaxLoadOptions& options);            // max_load_dp.cc
+MaxLoadResult max_load_ilp(const Workload& w, const MaxLoadOptions& options);           // max_load_ilp.cc
+MaxLoadResult max_load_local_search(const Workload& w, const MaxLoadOptions& options);  // max_load_search.cc
 
-}  // namespace placer::max_load_detail
+}  // namespace placer

@@ -12,7 +12,7 @@
 #include "placer/env/max_load.h"
 #include "placer/graphs/error.h"
 
-namespace placer::max_load_detail {
+namespace placer {
 
 namespace {
 
@@ -131,7 +131,7 @@ class ClassSearch {
 
 }  // namespace
 
-MaxLoadResult local_search(const Workload& w, const MaxLoadOptions& options) {
+MaxLoadResult max_load_local_search(const Workload& w, const MaxLoadOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   MaxLoadResult r;
   r.method = "local_search";
@@ -165,4 +165,4 @@ MaxLoadResult local_search(const Workload& w, const MaxLoadOptions& options) {
   return r;
 }
 
-}  // namespace placer::max_load_detail
+}  // namespace placer

@@ -12,7 +12,7 @@
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
 
-namespace placer::placers {
+namespace placer {
 
 bool fits_memory(const UnitProblem& p, const std::vector<int32_t>& group_device) {
   std::vector<int64_t> used(p.k, 0);
@@ -71,4 +71,4 @@ bool repair_memory(const UnitProblem& p, std::vector<int32_t>& group_device) {
   return true;
 }
 
-}  // namespace placer::placers
+}  // namespace placer

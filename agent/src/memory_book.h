@@ -8,7 +8,7 @@
 
 #include "unit_problem.h"
 
-namespace placer::placers {
+namespace placer {
 
 // Per-device memory book-keeping on groups.
 class MemoryBook {
@@ -33,4 +33,4 @@ class MemoryBook {
 bool repair_memory(const UnitProblem& p, std::vector<int32_t>& group_device);
 bool fits_memory(const UnitProblem& p, const std::vector<int32_t>& group_device);
 
-}  // namespace placer::placers
+}  // namespace placer

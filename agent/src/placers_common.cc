@@ -12,7 +12,14 @@
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
 
-namespace placer::placers {
+namespace placer {
+
+PlaceResult UnitPlacer::place(const PlaceContext& context) {
+  const auto started = Clock::now();
+  const UnitProblem p = make_unit_problem(context, kMemoryFraction);
+  check_groups_fit(p);
+  return place_units(context, p, started);
+}
 
 std::string format_bytes(int64_t bytes) {
   char buf[64];
@@ -87,4 +94,4 @@ PlaceResult finish(const PlaceContext& context, const std::vector<int32_t>& op_d
   return result;
 }
 
-}  // namespace placer::placers
+}  // namespace placer

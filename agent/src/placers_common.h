@@ -15,7 +15,7 @@
 #include "placer/graphs/error.h"
 #include "unit_problem.h"
 
-namespace placer::placers {
+namespace placer {
 
 // Turns an op-level device vector into the PlaceResult of `method`: checks
 // co-location, validates, simulates to confirm it fits in memory (throws
@@ -24,6 +24,23 @@ namespace placer::placers {
 using Clock = std::chrono::steady_clock;
 PlaceResult finish(const PlaceContext& context, const std::vector<int32_t>& op_device, const std::string& method,
                    Clock::time_point started, std::string note = {});
+
+// Default share of device memory the placers plan with; the rest is headroom
+// for transferred tensors the estimate does not count.
+inline constexpr double kMemoryFraction = 0.9;
+
+// An algorithmic placer on the op-level unit problem. place() starts the
+// clock, builds the context's problem (kMemoryFraction of each device's
+// memory), checks that every co-location group fits some device, and hands
+// them to place_units, which ends with finish(..., started, ...).
+class UnitPlacer : public Placer {
+ public:
+  PlaceResult place(const PlaceContext& context) final;
+
+ protected:
+  virtual PlaceResult place_units(const PlaceContext& context, const UnitProblem& problem,
+                                  Clock::time_point started) = 0;
+};
 
 std::string format_bytes(int64_t bytes);
 double option_double(const PlaceContext& context, const std::string& key, double fallback);
@@ -44,8 +61,4 @@ std::unique_ptr<Placer> make_dp();
 std::unique_ptr<Placer> make_ilp();
 std::unique_ptr<Placer> make_local_search();
 
-// Default share of device memory the placers plan with; the rest is headroom
-// for transferred tensors the estimate does not count.
-inline constexpr double kMemoryFraction = 0.9;
-
-}  // namespace placer::placers
+}  // namespace placer

@@ -15,7 +15,7 @@
 
 #include "placers_common.h"
 
-namespace placer::placers {
+namespace placer {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -115,14 +115,133 @@ std::vector<std::pair<std::string, std::vector<int32_t>>> group_orders(const Uni
   return {{"first op", groups_by(by_id)}, {"level", groups_by(by_level)}, {"depth first", groups_by(depth_first)}};
 }
 
-class DpPlacer : public Placer {
+// A boundary transfer at the links' mean cost (none for no bytes).
+struct MeanLink {
+  explicit MeanLink(const UnitProblem& p)
+      : alpha(p.mean_transfer(0)),
+        per_byte(p.mean_transfer(1 << 30) / static_cast<double>(1 << 30) - alpha / (1 << 30)) {}
+  double operator()(int64_t bytes) const { return bytes > 0 ? alpha + bytes * per_byte : 0.0; }
+  double alpha, per_byte;
+};
+
+// The DP over chains of ideals, stage s on device s. value[s][j]: the best
+// objective with ideal j covered by devices 0..s; from[s][j]: the ideal the
+// last stage starts after. Stages are filled in order, one per call.
+class SplitDp {
+ public:
+  SplitDp(const UnitProblem& p, const Ideals& id, bool latency)
+      : p_(p),
+        id_(id),
+        latency_(latency),
+        comm_(p),
+        n_(static_cast<int32_t>(id.size.size())),
+        value_(p.k, std::vector<double>(n_, kInf)),
+        from_(p.k, std::vector<int32_t>(n_, -1)) {}
+
+  // Every pair of nested ideals whose difference fits device s.
+  void stage_over_ideals(int32_t s) {
+    for (int32_t j = 0; j < n_; ++j)
+      for (int32_t i = 0; i < n_; ++i) {
+        if (id_.size[i] > id_.size[j]) break;  // sorted by size
+        if (!subset(i, j) || id_.mem[j] - id_.mem[i] > p_.capacity[s]) continue;
+        relax(s, i, j);
+      }
+  }
+
+  // Prefixes, throughput: a stage's memory and work only grow as i goes
+  // down, so stop once it no longer fits, or once its work alone exceeds the
+  // best value found.
+  void throughput_stage_over_prefixes(int32_t s) {
+    for (int32_t j = 0; j < n_; ++j)
+      for (int32_t i = j; i >= 0; --i) {
+        if (s == 0 && i > 0) i = 0;  // the first stage starts at the empty prefix
+        if (id_.mem[j] - id_.mem[i] > p_.capacity[s]) break;
+        if (id_.cost[j][s] - id_.cost[i][s] > value_[s][j]) break;
+        relax(s, i, j);
+      }
+  }
+
+  // Prefixes, latency, in linear time: the value of stage (i, j] is key(i) +
+  // cost[j][s], so the best i is the minimum key over the window of i whose
+  // stage fits, which only moves right as j grows (a monotone deque).
+  void latency_stage_over_prefixes(int32_t s) {
+    auto key = [&](int32_t i) { return (s == 0 ? 0.0 : value_[s - 1][i]) - id_.cost[i][s] + comm_(id_.cut[i]); };
+    auto usable = [&](int32_t i) { return s == 0 ? i == 0 : value_[s - 1][i] < kInf; };
+    std::deque<int32_t> window;
+    int32_t lo = 0;
+    for (int32_t j = 0; j < n_; ++j) {
+      if (j > 0 && usable(j - 1)) {
+        while (!window.empty() && key(window.back()) > key(j - 1)) window.pop_back();
+        window.push_back(j - 1);
+      }
+      while (lo < j && id_.mem[j] - id_.mem[lo] > p_.capacity[s]) ++lo;
+      while (!window.empty() && window.front() < lo) window.pop_front();
+      if (!window.empty()) relax(s, window.front(), j);
+      if (usable(j)) relax(s, j, j);
+    }
+  }
+
+  // The split of the whole graph over all k devices (no objective if none fits).
+  SplitResult split(const std::vector<int32_t>& by_rank) const {
+    SplitResult out;
+    const int32_t all = n_ - 1;
+    const int32_t G = static_cast<int32_t>(by_rank.size());
+    PLACER_CHECK(id_.size[all] == G, "dp: last ideal is not the whole graph");
+    if (value_[p_.k - 1][all] == kInf) return out;
+    out.objective = value_[p_.k - 1][all];
+    out.group_device.assign(G, 0);
+    int32_t j = all;
+    for (int32_t s = p_.k - 1; s >= 0; --s) {
+      const int32_t i = from_[s][j];
+      for (int32_t r = 0; r < G; ++r)
+        if (contains(j, r) && !contains(i, r)) out.group_device[by_rank[r]] = s;
+      j = i;
+    }
+    return out;
+  }
+
+ private:
+  bool contains(int32_t ideal, int32_t rank) const {
+    return id_.prefixes ? rank < id_.size[ideal] : ((id_.sets[ideal][rank >> 6] >> (rank & 63)) & 1);
+  }
+
+  bool subset(int32_t a, int32_t b) const {  // ideal a within ideal b
+    if (id_.prefixes) return a <= b;
+    if (id_.size[a] > id_.size[b]) return false;
+    for (size_t w = 0; w < id_.sets[0].size(); ++w)
+      if (id_.sets[a][w] & ~id_.sets[b][w]) return false;
+    return true;
+  }
+
+  // Stage s covering ideal j minus ideal i after devices 0..s-1 covered i.
+  void relax(int32_t s, int32_t i, int32_t j) {
+    const double prev = s == 0 ? (i == 0 ? 0.0 : kInf) : value_[s - 1][i];
+    if (prev == kInf) return;
+    double v;
+    if (i == j) {
+      v = prev;
+    } else {
+      const double work = id_.cost[j][s] - id_.cost[i][s];
+      v = latency_ ? prev + work + comm_(id_.cut[i]) : std::max(prev, work + comm_(id_.cut[i]) + comm_(id_.cut[j]));
+    }
+    // Ties go to the smallest i, whichever way i runs.
+    if (v < value_[s][j] || (v == value_[s][j] && i < from_[s][j])) value_[s][j] = v, from_[s][j] = i;
+  }
+
+  const UnitProblem& p_;
+  const Ideals& id_;
+  const bool latency_;
+  const MeanLink comm_;
+  const int32_t n_;
+  std::vector<std::vector<double>> value_;
+  std::vector<std::vector<int32_t>> from_;
+};
+
+class DpPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "dp"; }
 
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(p);
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const int64_t max_ideals = option_int(ctx, "max_ideals", 3000);
     const std::string objective = option_string(ctx, "objective", "step");
     if (objective != "step" && objective != "throughput" && objective != "latency")
@@ -272,93 +391,16 @@ class DpPlacer : public Placer {
   // Stage s on device s: the best objective over chains of ideals, with
   // boundary transfers at the links' mean cost.
   static SplitResult solve(const UnitProblem& p, const Ideals& id, const std::vector<int32_t>& by_rank, bool latency) {
-    const double link_alpha = p.mean_transfer(0);
-    const double link_per_byte = p.mean_transfer(1 << 30) / static_cast<double>(1 << 30) - link_alpha / (1 << 30);
-    auto comm = [&](int64_t bytes) { return bytes > 0 ? link_alpha + bytes * link_per_byte : 0.0; };
-    const int32_t N = static_cast<int32_t>(id.size.size());
-    const int32_t G = static_cast<int32_t>(by_rank.size());
-    const size_t words = id.prefixes ? 0 : id.sets[0].size();
-    auto subset = [&](int32_t a, int32_t b) {  // ideal a within ideal b
-      if (id.prefixes) return a <= b;
-      if (id.size[a] > id.size[b]) return false;
-      for (size_t w = 0; w < words; ++w)
-        if (id.sets[a][w] & ~id.sets[b][w]) return false;
-      return true;
-    };
-    // dp[s][j]: best objective with ideal j covered by devices 0..s.
-    std::vector<std::vector<double>> dp(p.k, std::vector<double>(N, kInf));
-    std::vector<std::vector<int32_t>> from(p.k, std::vector<int32_t>(N, -1));
-    auto relax = [&](int32_t s, int32_t i, int32_t j) {
-      const double prev = s == 0 ? (i == 0 ? 0.0 : kInf) : dp[s - 1][i];
-      if (prev == kInf) return;
-      double v;
-      if (i == j) {
-        v = prev;
-      } else {
-        const double work = id.cost[j][s] - id.cost[i][s];
-        v = latency ? prev + work + comm(id.cut[i]) : std::max(prev, work + comm(id.cut[i]) + comm(id.cut[j]));
-      }
-      // Ties go to the smallest i, whichever way i runs.
-      if (v < dp[s][j] || (v == dp[s][j] && i < from[s][j])) dp[s][j] = v, from[s][j] = i;
-    };
+    SplitDp dp(p, id, latency);
     for (int32_t s = 0; s < p.k; ++s) {
-      for (int32_t j = 0; j < N; ++j) {
-        if (!id.prefixes) {
-          for (int32_t i = 0; i < N; ++i) {
-            if (id.size[i] > id.size[j]) break;  // sorted by size
-            if (!subset(i, j) || id.mem[j] - id.mem[i] > p.capacity[s]) continue;
-            relax(s, i, j);
-          }
-          continue;
-        }
-        if (latency) continue;  // below, in linear time
-        // Prefixes: a stage's memory and work only grow as i goes down, so
-        // stop once it no longer fits, or once its work alone exceeds the
-        // best value found.
-        for (int32_t i = j; i >= 0; --i) {
-          if (s == 0 && i > 0) i = 0;  // the first stage starts at the empty prefix
-          if (id.mem[j] - id.mem[i] > p.capacity[s]) break;
-          if (id.cost[j][s] - id.cost[i][s] > dp[s][j]) break;
-          relax(s, i, j);
-        }
-      }
-      if (id.prefixes && latency) {
-        // The latency value of stage (i, j] is key(i) + cost[j][s]: the best
-        // i is the minimum key over the window of i whose stage fits, which
-        // only moves right as j grows (a monotone deque).
-        auto key = [&](int32_t i) { return (s == 0 ? 0.0 : dp[s - 1][i]) - id.cost[i][s] + comm(id.cut[i]); };
-        auto usable = [&](int32_t i) { return s == 0 ? i == 0 : dp[s - 1][i] < kInf; };
-        std::deque<int32_t> window;
-        int32_t lo = 0;
-        for (int32_t j = 0; j < N; ++j) {
-          if (j > 0 && usable(j - 1)) {
-            while (!window.empty() && key(window.back()) > key(j - 1)) window.pop_back();
-            window.push_back(j - 1);
-          }
-          while (lo < j && id.mem[j] - id.mem[lo] > p.capacity[s]) ++lo;
-          while (!window.empty() && window.front() < lo) window.pop_front();
-          if (!window.empty()) relax(s, window.front(), j);
-          if (usable(j)) relax(s, j, j);
-        }
-      }
+      if (!id.prefixes)
+        dp.stage_over_ideals(s);
+      else if (latency)
+        dp.latency_stage_over_prefixes(s);
+      else
+        dp.throughput_stage_over_prefixes(s);
     }
-    SplitResult out;
-    const int32_t all = N - 1;
-    PLACER_CHECK(id.size[all] == G, "dp: last ideal is not the whole graph");
-    if (dp[p.k - 1][all] == kInf) return out;
-    out.objective = dp[p.k - 1][all];
-    out.group_device.assign(G, 0);
-    int32_t j = all;
-    for (int32_t s = p.k - 1; s >= 0; --s) {
-      const int32_t i = from[s][j];
-      for (int32_t r = 0; r < G; ++r) {
-        const bool in_j = id.prefixes ? r < id.size[j] : ((id.sets[j][r >> 6] >> (r & 63)) & 1);
-        const bool in_i = id.prefixes ? r < id.size[i] : ((id.sets[i][r >> 6] >> (r & 63)) & 1);
-        if (in_j && !in_i) out.group_device[by_rank[r]] = s;
-      }
-      j = i;
-    }
-    return out;
+    return dp.split(by_rank);
   }
 };
 
@@ -366,4 +408,4 @@ class DpPlacer : public Placer {
 
 std::unique_ptr<Placer> make_dp() { return std::make_unique<DpPlacer>(); }
 
-}  // namespace placer::placers
+}  // namespace placer

@@ -11,11 +11,12 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <optional>
 #include <regex>
 
 #include "placers_common.h"
 
-namespace placer::placers {
+namespace placer {
 namespace {
 
 // Splits weights into at most n contiguous parts minimizing the largest.
@@ -56,133 +57,189 @@ std::vector<int32_t> balanced_contiguous(const std::vector<double>& w, int32_t n
   return part;
 }
 
-class ExpertPlacer : public Placer {
+// The groups of a problem with their tags: a group's tag is the layer of its
+// first forward op that has one (else of its first op that has one).
+struct Tagged {
+  const UnitProblem& p;
+  std::vector<std::string> tag;
+};
+
+Tagged tag_groups(const UnitProblem& p, const Graph& graph) {
+  Tagged t{p, std::vector<std::string>(p.groups())};
+  for (int32_t g = 0; g < p.groups(); ++g) {
+    for (int32_t u : p.members[g]) {
+      const Op& op = graph.op(OpId(u));
+      if (op.layer.empty()) continue;
+      if (t.tag[g].empty() || op.phase == Phase::Forward) {
+        t.tag[g] = op.layer;
+        if (op.phase == Phase::Forward) break;
+      }
+    }
+  }
+  return t;
+}
+
+bool any_tag_matches(const Tagged& t, const std::regex& pattern) {
+  return std::any_of(t.tag.begin(), t.tag.end(), [&](const std::string& s) { return std::regex_match(s, pattern); });
+}
+
+// What a family's rule decided: the devices of the groups it places (the
+// others stay -1) and what it did.
+struct FamilyPlan {
+  std::string family;
+  std::vector<int32_t> group_device;
+};
+
+// A family known by its tags: it applies when some group's tag matches.
+struct TaggedFamily {
+  const std::regex& tags;
+  FamilyPlan (*plan)(const Tagged& t, const std::regex& tags);
+};
+
+// A plan of the family that decides no group yet.
+FamilyPlan undecided(const Tagged& t, std::string family) {
+  return FamilyPlan{std::move(family), std::vector<int32_t>(t.p.groups(), -1)};
+}
+
+// RNNs: LSTM layer l (encoder and decoder together) on device l (spread when
+// layers outnumber devices), attention and softmax on the devices left over
+// (the last one when none is left), the embedding with layer 0.
+FamilyPlan rnn_plan(const Tagged& t, const std::regex& rnn) {
+  FamilyPlan plan = undecided(t, "rnn: one LSTM layer per device, attention and softmax on the others");
+  const int32_t G = t.p.groups(), n = t.p.k;
+  std::smatch m;
+  int32_t L = 0;
+  for (const auto& tag : t.tag)
+    if (std::regex_match(tag, m, rnn)) L = std::max(L, std::stoi(m[2].str()) + 1);
+  std::vector<std::string> specials;
+  for (const char* s : {"attention", "softmax"})
+    if (std::find(t.tag.begin(), t.tag.end(), s) != t.tag.end()) specials.push_back(s);
+  auto layer_device = [&](int32_t l) { return n > L ? l : static_cast<int32_t>(static_cast<int64_t>(l) * n / L); };
+  std::map<std::string, int32_t> special_device;
+  for (size_t i = 0; i < specials.size(); ++i)
+    special_device[specials[i]] = n > L ? L + static_cast<int32_t>(i) % (n - L) : n - 1;
+  for (int32_t g = 0; g < G; ++g) {
+    if (std::regex_match(t.tag[g], m, rnn))
+      plan.group_device[g] = layer_device(std::stoi(m[2].str()));
+    else if (special_device.count(t.tag[g]))
+      plan.group_device[g] = special_device[t.tag[g]];
+    else if (t.tag[g] == "embedding")
+      plan.group_device[g] = layer_device(0);
+  }
+  return plan;
+}
+
+// Inception: the branches of each module dealt over the devices in order;
+// stem, module concats, head and loss on device 0.
+FamilyPlan inception_plan(const Tagged& t, const std::regex& branch) {
+  FamilyPlan plan = undecided(t, "inception: branches of each module spread over the devices");
+  const int32_t G = t.p.groups(), n = t.p.k;
+  std::smatch m;
+  std::map<std::string, std::vector<std::string>> branches;  // module -> branch names in order
+  for (const auto& tag : t.tag)
+    if (std::regex_match(tag, m, branch)) {
+      auto& v = branches[m[1].str()];
+      if (std::find(v.begin(), v.end(), m[2].str()) == v.end()) v.push_back(m[2].str());
+    }
+  for (int32_t g = 0; g < G; ++g) {
+    if (std::regex_match(t.tag[g], m, branch)) {
+      const auto& v = branches[m[1].str()];
+      plan.group_device[g] = static_cast<int32_t>(std::find(v.begin(), v.end(), m[2].str()) - v.begin()) % n;
+    } else if (!t.tag[g].empty()) {
+      plan.group_device[g] = 0;  // stem, module concats, head, loss
+    }
+  }
+  return plan;
+}
+
+// Blocks (Transformer layerK / dec_layerK, ResNet stageS_blockK, MLP fcK):
+// the tagged blocks in order of first appearance, in contiguous runs
+// balanced by work; edge tags (embedding, stem, head, loss, input) follow
+// their neighbours.
+std::optional<FamilyPlan> blocks_plan(const Tagged& t) {
+  static const std::regex edge_tag(R"(^(embedding|stem|head|loss|input)$)");
+  const UnitProblem& p = t.p;
+  std::vector<std::string> blocks;
+  std::map<std::string, int32_t> block_of;
+  for (int32_t g : groups_by_first_op(p))
+    if (!t.tag[g].empty() && !std::regex_match(t.tag[g], edge_tag) && !block_of.count(t.tag[g])) {
+      block_of[t.tag[g]] = static_cast<int32_t>(blocks.size());
+      blocks.push_back(t.tag[g]);
+    }
+  if (blocks.empty()) return std::nullopt;
+  FamilyPlan plan =
+      undecided(t, "blocks: " + std::to_string(blocks.size()) + " tagged blocks in contiguous runs balanced by work");
+  std::vector<double> w(blocks.size(), 0.0);
+  for (int32_t g = 0; g < p.groups(); ++g)
+    if (block_of.count(t.tag[g]))
+      for (int32_t u : p.members[g]) w[block_of[t.tag[g]]] += p.mean_cost(u);
+  const std::vector<int32_t> part = balanced_contiguous(w, p.k);
+  for (int32_t g = 0; g < p.groups(); ++g)
+    if (block_of.count(t.tag[g])) plan.group_device[g] = part[block_of[t.tag[g]]];
+  return plan;
+}
+
+// Untagged (imported) graphs: the co-location groups in topological order,
+// in contiguous runs balanced by work.
+FamilyPlan generic_plan(const Tagged& t) {
+  const UnitProblem& p = t.p;
+  FamilyPlan plan = undecided(t, "generic: co-location groups in topological order, contiguous runs balanced by work");
+  const std::vector<int32_t> order = groups_by_first_op(p);
+  std::vector<double> w(p.groups(), 0.0);
+  for (size_t i = 0; i < order.size(); ++i)
+    for (int32_t u : p.members[order[i]]) w[i] += p.mean_cost(u);
+  const std::vector<int32_t> part = balanced_contiguous(w, p.k);
+  for (size_t i = 0; i < order.size(); ++i) plan.group_device[order[i]] = part[i];
+  return plan;
+}
+
+// The first family whose tags the graph has decides: rnn (lstmK layers),
+// inception (mixed_*/branch), blocks; a graph of no family gets the generic plan.
+FamilyPlan plan_by_family(const Tagged& t) {
+  static const std::regex rnn(R"(^(?:(enc|dec)_)?lstm(\d+)$)");
+  static const std::regex branch(R"(^(mixed_[^/]+)/(.+)$)");
+  const TaggedFamily families[] = {{rnn, rnn_plan}, {branch, inception_plan}};
+  for (const TaggedFamily& family : families)
+    if (any_tag_matches(t, family.tags)) return family.plan(t, family.tags);
+  if (std::optional<FamilyPlan> plan = blocks_plan(t)) return std::move(*plan);
+  return generic_plan(t);
+}
+
+// Unit u's group, if undecided, takes the device of the first of these
+// neighbours whose group has one.
+void adopt_device(const UnitProblem& p, int32_t u, const std::vector<Edge>& neighbours, std::vector<int32_t>& gd) {
+  const int32_t g = p.group_of[u];
+  if (gd[g] >= 0) return;
+  for (const Edge& e : neighbours)
+    if (gd[p.group_of[e.op]] >= 0) {
+      gd[g] = gd[p.group_of[e.op]];
+      return;
+    }
+}
+
+// Groups no rule placed follow a producer's group (in unit order), then, for
+// sources, a consumer's group (in reverse unit order); the rest go to device 0.
+void follow_neighbours(const UnitProblem& p, std::vector<int32_t>& gd) {
+  for (int32_t u = 0; u < p.n; ++u) adopt_device(p, u, p.preds[u], gd);
+  for (int32_t u = p.n - 1; u >= 0; --u) adopt_device(p, u, p.succs[u], gd);
+  for (int32_t& d : gd)
+    if (d < 0) d = 0;
+}
+
+class ExpertPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "expert"; }
 
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(p);
-    const Graph& graph = *ctx.graph;
-    const int32_t G = p.groups(), n = p.k;
-    // Tag of a group: the layer of its first forward op that has one.
-    std::vector<std::string> tag(G);
-    for (int32_t g = 0; g < G; ++g) {
-      for (int32_t u : p.members[g]) {
-        const Op& op = graph.op(OpId(u));
-        if (op.layer.empty()) continue;
-        if (tag[g].empty() || op.phase == Phase::Forward) {
-          tag[g] = op.layer;
-          if (op.phase == Phase::Forward) break;
-        }
-      }
-    }
-    std::vector<int32_t> gd(G, -1);
-    static const std::regex rnn(R"(^(?:(enc|dec)_)?lstm(\d+)$)");
-    static const std::regex branch(R"(^(mixed_[^/]+)/(.+)$)");
-    bool is_rnn = false, is_inception = false;
-    for (const auto& t : tag) {
-      if (std::regex_match(t, rnn)) is_rnn = true;
-      if (std::regex_match(t, branch)) is_inception = true;
-    }
-    std::string family;
-    std::smatch m;
-    if (is_rnn) {
-      family = "rnn: one LSTM layer per device, attention and softmax on the others";
-      int32_t L = 0;
-      for (const auto& t : tag)
-        if (std::regex_match(t, m, rnn)) L = std::max(L, std::stoi(m[2].str()) + 1);
-      std::vector<std::string> specials;
-      for (const char* s : {"attention", "softmax"})
-        if (std::find(tag.begin(), tag.end(), s) != tag.end()) specials.push_back(s);
-      auto layer_device = [&](int32_t l) { return n > L ? l : static_cast<int32_t>(static_cast<int64_t>(l) * n / L); };
-      std::map<std::string, int32_t> special_device;
-      for (size_t i = 0; i < specials.size(); ++i)
-        special_device[specials[i]] = n > L ? L + static_cast<int32_t>(i) % (n - L) : n - 1;
-      for (int32_t g = 0; g < G; ++g) {
-        if (std::regex_match(tag[g], m, rnn))
-          gd[g] = layer_device(std::stoi(m[2].str()));
-        else if (special_device.count(tag[g]))
-          gd[g] = special_device[tag[g]];
-        else if (tag[g] == "embedding")
-          gd[g] = layer_device(0);
-      }
-    } else if (is_inception) {
-      family = "inception: branches of each module spread over the devices";
-      std::map<std::string, std::vector<std::string>> branches;  // module -> branch names in order
-      for (const auto& t : tag)
-        if (std::regex_match(t, m, branch)) {
-          auto& v = branches[m[1].str()];
-          if (std::find(v.begin(), v.end(), m[2].str()) == v.end()) v.push_back(m[2].str());
-        }
-      for (int32_t g = 0; g < G; ++g) {
-        if (std::regex_match(tag[g], m, branch)) {
-          const auto& v = branches[m[1].str()];
-          gd[g] = static_cast<int32_t>(std::find(v.begin(), v.end(), m[2].str()) - v.begin()) % n;
-        } else if (!tag[g].empty()) {
-          gd[g] = 0;  // stem, module concats, head, loss
-        }
-      }
-    } else {
-      // Blocks in order of first appearance; edge tags follow their neighbours.
-      static const std::regex edge_tag(R"(^(embedding|stem|head|loss|input)$)");
-      std::vector<std::string> blocks;
-      std::map<std::string, int32_t> block_of;
-      std::vector<int32_t> order(G);
-      for (int32_t g = 0; g < G; ++g) order[g] = g;
-      std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
-      for (int32_t g : order)
-        if (!tag[g].empty() && !std::regex_match(tag[g], edge_tag) && !block_of.count(tag[g])) {
-          block_of[tag[g]] = static_cast<int32_t>(blocks.size());
-          blocks.push_back(tag[g]);
-        }
-      if (!blocks.empty()) {
-        family = "blocks: " + std::to_string(blocks.size()) + " tagged blocks in contiguous runs balanced by work";
-        std::vector<double> w(blocks.size(), 0.0);
-        for (int32_t g = 0; g < G; ++g)
-          if (block_of.count(tag[g]))
-            for (int32_t u : p.members[g]) w[block_of[tag[g]]] += p.mean_cost(u);
-        const std::vector<int32_t> part = balanced_contiguous(w, n);
-        for (int32_t g = 0; g < G; ++g)
-          if (block_of.count(tag[g])) gd[g] = part[block_of[tag[g]]];
-      } else {
-        family = "generic: co-location groups in topological order, contiguous runs balanced by work";
-        std::vector<double> w(G, 0.0);
-        for (size_t i = 0; i < order.size(); ++i)
-          for (int32_t u : p.members[order[i]]) w[i] += p.mean_cost(u);
-        const std::vector<int32_t> part = balanced_contiguous(w, n);
-        for (size_t i = 0; i < order.size(); ++i) gd[order[i]] = part[i];
-      }
-    }
-    // The rest follows producers, then (for sources) consumers.
-    for (int32_t u = 0; u < p.n; ++u) {
-      const int32_t g = p.group_of[u];
-      if (gd[g] >= 0) continue;
-      for (const Edge& e : p.preds[u])
-        if (gd[p.group_of[e.op]] >= 0) {
-          gd[g] = gd[p.group_of[e.op]];
-          break;
-        }
-    }
-    for (int32_t u = p.n - 1; u >= 0; --u) {
-      const int32_t g = p.group_of[u];
-      if (gd[g] >= 0) continue;
-      for (const Edge& e : p.succs[u])
-        if (gd[p.group_of[e.op]] >= 0) {
-          gd[g] = gd[p.group_of[e.op]];
-          break;
-        }
-    }
-    for (int32_t& d : gd)
-      if (d < 0) d = 0;
-    std::string note = "expert: " + family;
-    if (!fits_memory(p, gd)) {
-      if (!repair_memory(p, gd))
-        throw NoFeasiblePlacement("expert: the " + family + " plan does not fit device memory");
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
+    FamilyPlan plan = plan_by_family(tag_groups(p, *ctx.graph));
+    follow_neighbours(p, plan.group_device);
+    std::string note = "expert: " + plan.family;
+    if (!fits_memory(p, plan.group_device)) {
+      if (!repair_memory(p, plan.group_device))
+        throw NoFeasiblePlacement("expert: the " + plan.family + " plan does not fit device memory");
       note += "; moved groups to fit memory";
     }
-    return finish(ctx, expand_groups(p, gd), name(), started, note);
+    return finish(ctx, expand_groups(p, plan.group_device), name(), started, note);
   }
 };
 
@@ -190,4 +247,4 @@ class ExpertPlacer : public Placer {
 
 std::unique_ptr<Placer> make_expert() { return std::make_unique<ExpertPlacer>(); }
 
-}  // namespace placer::placers
+}  // namespace placer

@@ -36,7 +36,7 @@
 #include "placer/env/environment.h"
 #include "placers_common.h"
 
-namespace placer::placers {
+namespace placer {
 
 // Exposed for tests and benchmarks through the placer's stats.
 struct IlpOutcome {
@@ -358,11 +358,7 @@ std::vector<int32_t> read_unit_devices(const IlpModel& m, const UnitProblem& p, 
 
 IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_breaking, bool channels) {
   IlpOutcome out;
-  const int32_t G = p.groups();
-  std::vector<int32_t> group_order(G);
-  for (int32_t g = 0; g < G; ++g) group_order[g] = g;
-  std::sort(group_order.begin(), group_order.end(),
-            [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
+  const std::vector<int32_t> group_order = groups_by_first_op(p);
 
   const WarmStart warm = best_warm_start(p, symmetry_breaking, group_order, channels);
   out.warm_makespan = warm.sched.makespan;
@@ -444,70 +440,90 @@ Grouping phase_chunks(const UnitProblem& ops, const Graph& graph, int64_t chunks
   return out;
 }
 
-class IlpPlacer : public Placer {
+// The problem the ILP solves above max_ops: the ops coarsened into units.
+struct CoarseUnits {
+  UnitProblem problem;
+  std::vector<int32_t> unit_of_op;
+  std::string note;
+};
+
+CoarseUnits coarsen_for_ilp(const PlaceContext& ctx, const UnitProblem& ops, int64_t max_ops, int64_t max_groups) {
+  const Graph& graph = *ctx.graph;
+  const auto cost = [&](OpId op) { return ops.mean_cost(op.value); };
+  Grouping grouping;
+  std::string how;
+  if (!graph.is_training()) {
+    grouping = coarsen(graph, static_cast<int32_t>(max_groups), cost);
+    how = "coarsen()";
+  }
+  if (grouping.size() < 2) {
+    // Training graphs: forward and backward of a co-location group make
+    // the group quotient cyclic, so coarsen() collapses it. Cut the groups
+    // (by first op) into contiguous chunks balanced by work, and split each
+    // chunk into its forward and its backward/update ops: the chunks'
+    // quotient is then acyclic and each chunk's two halves share a device.
+    grouping = phase_chunks(ops, graph, std::max<int64_t>(1, max_groups / 2));
+    how = "forward/backward chunks";
+  }
+  CoarseUnits c;
+  c.problem = make_group_problem(ops, grouping, &c.unit_of_op);
+  c.note = "; coarsened " + std::to_string(ops.n) + " ops to " + std::to_string(c.problem.n) + " units in " +
+           std::to_string(c.problem.groups()) + " groups by " + how +
+           " (graph above max_ops=" + std::to_string(max_ops) + "); " +
+           std::string("scope: the bound and any optimality hold for these ") + std::to_string(c.problem.n) +
+           " units, not for the " + std::to_string(ops.n) + "-op graph";
+  return c;
+}
+
+struct ChannelChoice {
+  bool channels = false;
+  std::string note;
+};
+
+// Link channels in the model on op-level problems (default) while the
+// sender pairs stay few. A coarsened unit sends everything once, at its
+// end, which the runtime does not: there the model leaves channels out
+// (nmt k80x4 with them: a 49% gap at the time limit, 436 ms simulated;
+// without: proven in 1.7 s, 394 ms).
+ChannelChoice choose_channels(const PlaceContext& ctx, const UnitProblem& p, bool op_level) {
+  const int64_t senders = static_cast<int64_t>(channel_senders(p).size());
+  const int64_t pairs = senders * (senders - 1) / 2;
+  const int64_t max_pairs = option_int(ctx, "channel_pairs", 3000);
+  const int64_t channels_option = option_int(ctx, "channels", op_level ? 1 : 0);
+  if (max_pairs < 0) throw InputError("ilp option 'channel_pairs': must be >= 0, got " + std::to_string(max_pairs));
+  if (channels_option != 0 && channels_option != 1)
+    throw InputError("ilp option 'channels': expected 0 or 1, got " + std::to_string(channels_option));
+  const bool asked = channels_option != 0;
+  ChannelChoice choice;
+  choice.channels = asked && pairs <= max_pairs;
+  choice.note = choice.channels ? "; link channels modelled (FIFO, one send per unit)"
+                : !asked        ? (op_level ? "; link channels not modelled (channels=0)"
+                                            : "; link channels not modelled on coarsened units (channels=1 to force)")
+                                : "; link channels not modelled (" + std::to_string(pairs) +
+                               " sender pairs > channel_pairs=" + std::to_string(max_pairs) + ")";
+  return choice;
+}
+
+class IlpPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "ilp"; }
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem ops = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(ops);
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& ops, Clock::time_point started) override {
     const int64_t max_ops = option_int(ctx, "max_ops", 40);
     const int64_t max_groups = std::max<int64_t>(1, option_int(ctx, "max_groups", 24));
-    std::string coarse_note;
-    std::vector<int32_t> unit_of_op;
-    UnitProblem coarse;
+    CoarseUnits coarse;  // empty unless coarsened
     const UnitProblem* p = &ops;
     if (ops.n > max_ops) {
-      const Graph& graph = *ctx.graph;
-      const auto cost = [&](OpId op) { return ops.mean_cost(op.value); };
-      Grouping grouping;
-      std::string how;
-      if (!graph.is_training()) {
-        grouping = coarsen(graph, static_cast<int32_t>(max_groups), cost);
-        how = "coarsen()";
-      }
-      if (grouping.size() < 2) {
-        // Training graphs: forward and backward of a co-location group make
-        // the group quotient cyclic, so coarsen() collapses it. Cut the groups
-        // (by first op) into contiguous chunks balanced by work, and split each
-        // chunk into its forward and its backward/update ops: the chunks'
-        // quotient is then acyclic and each chunk's two halves share a device.
-        grouping = phase_chunks(ops, graph, std::max<int64_t>(1, max_groups / 2));
-        how = "forward/backward chunks";
-      }
-      coarse = make_group_problem(ops, grouping, &unit_of_op);
-      p = &coarse;
-      coarse_note = "; coarsened " + std::to_string(ops.n) + " ops to " + std::to_string(coarse.n) + " units in " +
-                    std::to_string(coarse.groups()) + " groups by " + how +
-                    " (graph above max_ops=" + std::to_string(max_ops) + "); " +
-                    std::string("scope: the bound and any optimality hold for these ") + std::to_string(coarse.n) +
-                    " units, not for the " + std::to_string(ops.n) + "-op graph";
+      coarse = coarsen_for_ilp(ctx, ops, max_ops, max_groups);
+      p = &coarse.problem;
     }
     const bool symmetry = p->identical_devices && option_int(ctx, "symmetry_breaking", 1) != 0;
-    // Link channels in the model on op-level problems (default) while the
-    // sender pairs stay few. A coarsened unit sends everything once, at its
-    // end, which the runtime does not: there the model leaves channels out
-    // (nmt k80x4 with them: a 49% gap at the time limit, 436 ms simulated;
-    // without: proven in 1.7 s, 394 ms).
-    const int64_t senders = static_cast<int64_t>(channel_senders(*p).size());
-    const int64_t pairs = senders * (senders - 1) / 2;
-    const int64_t max_pairs = option_int(ctx, "channel_pairs", 3000);
-    const int64_t channels_option = option_int(ctx, "channels", p == &ops ? 1 : 0);
-    if (max_pairs < 0) throw InputError("ilp option 'channel_pairs': must be >= 0, got " + std::to_string(max_pairs));
-    if (channels_option != 0 && channels_option != 1)
-      throw InputError("ilp option 'channels': expected 0 or 1, got " + std::to_string(channels_option));
-    const bool asked = channels_option != 0;
-    const bool channels = asked && pairs <= max_pairs;
-    const std::string channel_note =
-        channels ? "; link channels modelled (FIFO, one send per unit)"
-        : !asked ? (p == &ops ? "; link channels not modelled (channels=0)"
-                              : "; link channels not modelled on coarsened units (channels=1 to force)")
-                 : "; link channels not modelled (" + std::to_string(pairs) +
-                       " sender pairs > channel_pairs=" + std::to_string(max_pairs) + ")";
+    const ChannelChoice choice = choose_channels(ctx, *p, p == &ops);
+    const bool channels = choice.channels;
+    const std::string& channel_note = choice.note;
     const IlpOutcome r = solve_ilp(*p, ctx.time_limit_s, symmetry, channels);
     const auto to_ops = [&](const std::vector<int32_t>& unit_device) {
       std::vector<int32_t> op_device(ops.n);
-      for (int32_t v = 0; v < ops.n; ++v) op_device[v] = unit_device[p == &ops ? v : unit_of_op[v]];
+      for (int32_t v = 0; v < ops.n; ++v) op_device[v] = unit_device[p == &ops ? v : coarse.unit_of_op[v]];
       return op_device;
     };
     // The solution and the warm start replayed as the runtime dispatches them,
@@ -531,7 +547,7 @@ class IlpPlacer : public Placer {
                             : "",
                   r.warm_method.c_str(), r.warm_makespan, warm_step, r.rows, r.cols, static_cast<long long>(r.nodes),
                   symmetry ? "; symmetry breaking on identical devices" : "");
-    PlaceResult out = finish(ctx, op_device, name(), started, buf + channel_note + coarse_note);
+    PlaceResult out = finish(ctx, op_device, name(), started, buf + channel_note + coarse.note);
     out.stats["model_makespan_s"] = planned;
     out.stats["solution_replayed_s"] = solved_step;
     out.stats["kept_warm_start"] = keep_warm ? 1.0 : 0.0;
@@ -552,4 +568,4 @@ class IlpPlacer : public Placer {
 
 std::unique_ptr<Placer> make_ilp() { return std::make_unique<IlpPlacer>(); }
 
-}  // namespace placer::placers
+}  // namespace placer

@@ -8,36 +8,33 @@
 
 #include "placers_common.h"
 
-namespace placer::placers {
+namespace placer {
 namespace {
 
-std::string plan_note(const std::string& method, const Plan& plan) {
+std::string plan_note(const std::string& method, const ListPlan& plan) {
   char buf[160];
   std::snprintf(buf, sizeof buf, "%s: planned step %.6g s as the runtime dispatches (list-schedule makespan %.6g s)",
                 method.c_str(), plan.step_s, plan.list_makespan);
   return plan.how.empty() ? buf : std::string(buf) + "; " + plan.how;
 }
 
-PlaceResult finish_plan(const PlaceContext& ctx, const Plan& plan, const std::string& method, Clock::time_point started,
-                        const std::string& extra = {}) {
+PlaceResult finish_plan(const PlaceContext& ctx, const ListPlan& plan, const std::string& method,
+                        Clock::time_point started, const std::string& extra = {}) {
   PlaceResult out = finish(ctx, plan.unit_device, method, started, plan_note(method, plan) + extra);
   out.stats["model_makespan_s"] = plan.step_s;
   out.stats["list_makespan_s"] = plan.list_makespan;
   return out;
 }
 
-class ListPlacer : public Placer {
+class ListPlacer : public UnitPlacer {
  public:
   enum class Kind { Topo, Etf, Heft };
   ListPlacer(std::string name, Kind kind) : name_(std::move(name)), kind_(kind) {}
   std::string name() const override { return name_; }
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(p);
-    const Plan plan = kind_ == Kind::Etf    ? best_etf(p, nullptr)
-                      : kind_ == Kind::Topo ? replayed(p, list_topo(p), "")
-                                            : replayed(p, list_heft(p), "");
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
+    const ListPlan plan = kind_ == Kind::Etf    ? best_etf(p, nullptr)
+                          : kind_ == Kind::Topo ? replayed(p, list_topo(p), "")
+                                                : replayed(p, list_heft(p), "");
     return finish_plan(ctx, plan, name_, started);
   }
 
@@ -137,13 +134,10 @@ std::vector<int32_t> favourite_parents_greedy(const UnitProblem& p) {
   return fav;
 }
 
-class SctPlacer : public Placer {
+class SctPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "m_sct"; }
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(p);
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const int64_t lp_max_ops = option_int(ctx, "sct_lp_max_ops", 600);
     std::vector<int32_t> fav;
     std::string how;
@@ -155,7 +149,7 @@ class SctPlacer : public Placer {
       fav = favourite_parents_greedy(p);
       how = "graph above sct_lp_max_ops: favourite children by most bytes (no LP)";
     }
-    const Plan plan = best_etf(p, &fav);
+    const ListPlan plan = best_etf(p, &fav);
     int64_t favourites = 0;
     for (int32_t f : fav) favourites += f >= 0;
     PlaceResult out =
@@ -173,4 +167,4 @@ std::unique_ptr<Placer> make_m_etf() { return std::make_unique<ListPlacer>("m_et
 std::unique_ptr<Placer> make_heft() { return std::make_unique<ListPlacer>("heft", ListPlacer::Kind::Heft); }
 std::unique_ptr<Placer> make_m_sct() { return std::make_unique<SctPlacer>(); }
 
-}  // namespace placer::placers
+}  // namespace placer

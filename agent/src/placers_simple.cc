@@ -6,7 +6,7 @@
 #include "placer/env/environment.h"
 #include "placers_common.h"
 
-namespace placer::placers {
+namespace placer {
 namespace {
 
 // Everything on the one device where the simulator says the step is fastest
@@ -37,16 +37,11 @@ class SinglePlacer : public Placer {
 
 // Co-location groups in topological order dealt to devices in turn; groups
 // that would overflow a device move to one with room.
-class RoundRobinPlacer : public Placer {
+class RoundRobinPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "round_robin"; }
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(p);
-    std::vector<int32_t> order(p.groups());
-    for (int32_t g = 0; g < p.groups(); ++g) order[g] = g;
-    std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
+    const std::vector<int32_t> order = groups_by_first_op(p);
     std::vector<int32_t> gd(p.groups());
     for (size_t i = 0; i < order.size(); ++i) gd[order[i]] = static_cast<int32_t>(i % p.k);
     std::string note;
@@ -59,14 +54,11 @@ class RoundRobinPlacer : public Placer {
 };
 
 // Each group on a uniformly random device among those with room (seeded).
-class RandomPlacer : public Placer {
+class RandomPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "random"; }
   bool stochastic() const override { return true; }
-  PlaceResult place(const PlaceContext& ctx) override {
-    const auto started = Clock::now();
-    const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
-    check_groups_fit(p);
+  PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     std::mt19937_64 rng(ctx.seed);
     MemoryBook book(p);
     std::vector<int32_t> gd(p.groups(), -1);
@@ -95,4 +87,4 @@ std::unique_ptr<Placer> make_single() { return std::make_unique<SinglePlacer>();
 std::unique_ptr<Placer> make_round_robin() { return std::make_unique<RoundRobinPlacer>(); }
 std::unique_ptr<Placer> make_random() { return std::make_unique<RandomPlacer>(); }
 
-}  // namespace placer::placers
+}  // namespace placer

@@ -23,7 +23,7 @@
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 
-namespace placer::learned {
+namespace placer {
 
 struct PolicyOptions {
   PolicyType kind = PolicyType::Seq2Seq;
@@ -113,38 +113,43 @@ class UnitEmbeddingImpl : public torch::nn::Module {
 };
 TORCH_MODULE(UnitEmbedding);
 
-class Seq2SeqPolicyImpl : public PolicyImpl {
+// A policy that encodes the units and decodes one device per unit with the
+// shared decoder: sampling and scoring are the same whatever the encoder.
+class UnitEncoderPolicyImpl : public PolicyImpl {
  public:
-  explicit Seq2SeqPolicyImpl(const PolicyOptions& options);
   Rollout sample(const PolicyInput& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
                  const std::vector<int32_t>* forced) override;
   LogProbs evaluate(const PolicyInput& problem, const Rollout& rollout) override;
+
+ protected:
+  virtual torch::Tensor encode(const PolicyInput& problem) = 0;  // 1 x N x H
+  Decoder decoder_{nullptr};                                     // registered by the subclass, after its encoder
+};
+
+class Seq2SeqPolicyImpl : public UnitEncoderPolicyImpl {
+ public:
+  explicit Seq2SeqPolicyImpl(const PolicyOptions& options);
   std::string kind() const override { return "seq2seq"; }
 
  private:
-  torch::Tensor encode(const PolicyInput& problem);  // 1 x N x H
+  torch::Tensor encode(const PolicyInput& problem) override;
   UnitEmbedding embed_{nullptr};
   torch::nn::LSTM encoder_{nullptr};
-  Decoder decoder_{nullptr};
 };
 TORCH_MODULE(Seq2SeqPolicy);
 
-class GnnPolicyImpl : public PolicyImpl {
+class GnnPolicyImpl : public UnitEncoderPolicyImpl {
  public:
   explicit GnnPolicyImpl(const PolicyOptions& options);
-  Rollout sample(const PolicyInput& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
-                 const std::vector<int32_t>* forced) override;
-  LogProbs evaluate(const PolicyInput& problem, const Rollout& rollout) override;
   std::string kind() const override { return "gnn"; }
   bool trains_on_family() const override { return true; }
 
  private:
-  torch::Tensor encode(const PolicyInput& problem);  // 1 x N x H
+  torch::Tensor encode(const PolicyInput& problem) override;
   int layers_;
   UnitEmbedding embed_{nullptr};
   torch::nn::ModuleList self_{nullptr}, parent_{nullptr}, child_{nullptr}, peer_{nullptr};
   torch::nn::ModuleList norm_{nullptr};
-  Decoder decoder_{nullptr};
 };
 TORCH_MODULE(GnnPolicy);
 
@@ -193,4 +198,4 @@ torch::Tensor unit_features(const PolicyInput& problem);    // N x kUnitFeatures
 torch::Tensor unit_types(const PolicyInput& problem);       // N (long)
 torch::Tensor device_features(const PolicyInput& problem);  // D x kDeviceFeatures
 
-}  // namespace placer::learned
+}  // namespace placer

@@ -1,12 +1,12 @@
 // The parts every policy shares: problem features as tensors, the attention
-// decoder and the unit embedding.
+// decoder, the unit embedding, and sampling and scoring from a unit encoding.
 #include <cmath>
 
 #include "placer/graphs/error.h"
 #include "placer/graphs/fields.h"
 #include "policy.h"
 
-namespace placer::learned {
+namespace placer {
 
 namespace nn = torch::nn;
 
@@ -173,4 +173,24 @@ torch::Tensor UnitEmbeddingImpl::forward(const torch::Tensor& x, const torch::Te
   return torch::relu(proj_(torch::cat({x, type_(type)}, 1)));
 }
 
-}  // namespace placer::learned
+Rollout UnitEncoderPolicyImpl::sample(const PolicyInput& problem, int32_t batch, const SampleOptions& options,
+                                      std::mt19937_64& rng, const std::vector<int32_t>* forced) {
+  torch::NoGradGuard no_grad;
+  Rollout r;
+  r.batch = batch;
+  r.temperature = options.temperature;
+  const torch::Tensor enc = encode(problem);
+  decoder_->decode(enc, device_features(problem), {&problem.costs}, batch, options, rng, forced, &r.unit_device,
+                   &r.dynamic, &r.old_logp);
+  std::vector<int64_t> flat;
+  for (const auto& row : r.unit_device) flat.insert(flat.end(), row.begin(), row.end());
+  r.actions = torch::tensor(flat, torch::kInt64).view({batch, problem.n});
+  return r;
+}
+
+LogProbs UnitEncoderPolicyImpl::evaluate(const PolicyInput& problem, const Rollout& rollout) {
+  return decoder_->score(encode(problem), device_features(problem), rollout.actions, rollout.dynamic,
+                         rollout.temperature);
+}
+
+}  // namespace placer

@@ -3,7 +3,7 @@
 #include "placer/graphs/fields.h"
 #include "policy.h"
 
-namespace placer::learned {
+namespace placer {
 
 std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options) {
   if (options.hidden < 2 || options.hidden % 2 != 0 || options.hidden > 4096)
@@ -16,4 +16,4 @@ std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options) {
   throw InputError("policy.type: unknown policy");
 }
 
-}  // namespace placer::learned
+}  // namespace placer

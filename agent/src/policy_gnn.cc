@@ -5,7 +5,7 @@
 #include "placer/graphs/error.h"
 #include "policy.h"
 
-namespace placer::learned {
+namespace placer {
 
 namespace nn = torch::nn;
 
@@ -73,23 +73,4 @@ torch::Tensor GnnPolicyImpl::encode(const PolicyInput& problem) {
   return h.unsqueeze(0);
 }
 
-Rollout GnnPolicyImpl::sample(const PolicyInput& problem, int32_t batch, const SampleOptions& options,
-                              std::mt19937_64& rng, const std::vector<int32_t>* forced) {
-  torch::NoGradGuard no_grad;
-  Rollout r;
-  r.batch = batch;
-  r.temperature = options.temperature;
-  decoder_->decode(encode(problem), device_features(problem), {&problem.costs}, batch, options, rng, forced,
-                   &r.unit_device, &r.dynamic, &r.old_logp);
-  std::vector<int64_t> flat;
-  for (const auto& row : r.unit_device) flat.insert(flat.end(), row.begin(), row.end());
-  r.actions = torch::tensor(flat, torch::kInt64).view({batch, problem.n});
-  return r;
-}
-
-LogProbs GnnPolicyImpl::evaluate(const PolicyInput& problem, const Rollout& rollout) {
-  return decoder_->score(encode(problem), device_features(problem), rollout.actions, rollout.dynamic,
-                         rollout.temperature);
-}
-
-}  // namespace placer::learned
+}  // namespace placer

@@ -9,7 +9,7 @@
 #include "placer/graphs/error.h"
 #include "policy.h"
 
-namespace placer::learned {
+namespace placer {
 
 namespace nn = torch::nn;
 
@@ -130,4 +130,4 @@ LogProbs HierarchicalPolicyImpl::evaluate(const PolicyInput& problem, const Roll
   return out;
 }
 
-}  // namespace placer::learned
+}  // namespace placer

@@ -13,12 +13,12 @@ using Factory = std::unique_ptr<Placer> (*)();
 
 const std::vector<std::pair<std::string, Factory>>& factories() {
   static const std::vector<std::pair<std::string, Factory>> list = {
-      {"single", placers::make_single}, {"round_robin", placers::make_round_robin},
-      {"random", placers::make_random}, {"expert", placers::make_expert},
-      {"mincut", placers::make_mincut}, {"m_topo", placers::make_m_topo},
-      {"m_etf", placers::make_m_etf},   {"m_sct", placers::make_m_sct},
-      {"heft", placers::make_heft},     {"dp", placers::make_dp},
-      {"ilp", placers::make_ilp},       {"local_search", placers::make_local_search},
+      {"single", make_single}, {"round_robin", make_round_robin},
+      {"random", make_random}, {"expert", make_expert},
+      {"mincut", make_mincut}, {"m_topo", make_m_topo},
+      {"m_etf", make_m_etf},   {"m_sct", make_m_sct},
+      {"heft", make_heft},     {"dp", make_dp},
+      {"ilp", make_ilp},       {"local_search", make_local_search},
   };
   return list;
 }

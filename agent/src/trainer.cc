@@ -28,7 +28,6 @@
 #include "trainer_impl.h"
 
 namespace placer {
-namespace learned {
 
 namespace fs = std::filesystem;
 
@@ -423,10 +422,8 @@ TrainResult Trainer::run() {
   return res;
 }
 
-}  // namespace learned
-
 TrainResult train(const TrainConfig& config, MetricsSink* sink, const TrainControls& controls) {
-  learned::Trainer trainer(config, sink, controls);
+  Trainer trainer(config, sink, controls);
   return trainer.run();
 }
 

@@ -9,7 +9,7 @@
 
 #include "placer/agent/train.h"
 
-namespace placer::learned {
+namespace placer {
 
 // ------------------------------------------------------------------ log
 struct LogRow {
@@ -45,4 +45,4 @@ inline constexpr const char* kCheckpointFormat = "placer-learned-checkpoint-v1";
 // The config stored in a checkpoint. Throws InputError naming the file.
 TrainConfig read_checkpoint_config(const std::string& path);
 
-}  // namespace placer::learned
+}  // namespace placer

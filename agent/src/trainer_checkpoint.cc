@@ -13,7 +13,6 @@
 #include "trainer_impl.h"
 
 namespace placer {
-namespace learned {
 namespace {
 
 namespace fs = std::filesystem;
@@ -236,5 +235,4 @@ std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* co
   return policy;
 }
 
-}  // namespace learned
 }  // namespace placer

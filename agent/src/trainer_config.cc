@@ -1,19 +1,17 @@
 // TrainConfig: YAML/JSON parsing with errors that name the file and field,
 // and the JSON form stored next to every result.
-#include <yaml-cpp/yaml.h>
-
 #include <cmath>
 #include <cstdio>
 #include <set>
 #include <sstream>
 
 #include "placer/agent/train.h"
-#include "placer/agent/yaml_node.h"
 #include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/yaml_reader.h"
 
 namespace placer {
 
@@ -91,14 +89,13 @@ void read_names(FieldReader<Node>& sec, const std::string& key, std::vector<std:
 template <class Node>
 GraphSource parse_graph_source(const Node& node, const FieldFail& fail, const std::string& path) {
   GraphSource g;
-  if (!node.is_map() && !node.is_list() && !node.is_null()) {
-    if (const std::optional<std::string> s = node.string()) {  // "nmt" or "path/to/graph.json"
-      if (s->find('/') != std::string::npos || s->find('.') != std::string::npos)
-        g.file = *s;
-      else
-        g.builder = *s;
-      return g;
-    }
+  if (const std::optional<std::string> scalar = node.string()) {  // "nmt" or "path/to/graph.json"
+    const std::string& s = *scalar;
+    if (s.find('/') != std::string::npos || s.find('.') != std::string::npos)
+      g.file = s;
+    else
+      g.builder = s;
+    return g;
   }
   FieldReader<Node> sec(node, path, fail);
   sec.read("builder", &g.builder);
@@ -269,15 +266,15 @@ void complete_train_config(TrainConfig& c, const std::string& path, const FieldF
 }
 
 TrainConfig parse_train_config(const std::string& text, const std::string& origin) {
-  YAML::Node root;
+  YamlNode root;
   try {
-    root = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    throw InputError(origin + ": not valid YAML/JSON: line " + std::to_string(e.mark.line + 1) + ": " + e.msg);
+    root = parse_yaml(text);
+  } catch (const YamlSyntaxError& e) {
+    throw InputError(origin + ": not valid YAML/JSON: line " + std::to_string(e.line()) + ": " + e.problem());
   }
-  if (!root || root.IsNull()) throw InputError(origin + ": empty config");
+  if (!root.present() || root.is_null()) throw InputError(origin + ": empty config");
   const FieldFail fail = throw_field_error<InputError>(origin);
-  TrainConfig c = read_train_config(YamlNode(root), "", fail);
+  TrainConfig c = read_train_config(root, "", fail);
   complete_train_config(c, "", fail);
   c.source_text = text;
   return c;

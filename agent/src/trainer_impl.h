@@ -18,7 +18,7 @@
 #include "policy.h"
 #include "trainer.h"
 
-namespace placer::learned {
+namespace placer {
 
 using Clock = std::chrono::steady_clock;
 
@@ -112,4 +112,4 @@ std::string num(double v);
 // A placement as a JSON list of device indices.
 std::string placement_json(const Placement& p);
 
-}  // namespace placer::learned
+}  // namespace placer

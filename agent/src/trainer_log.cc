@@ -9,7 +9,7 @@
 #include "placer/graphs/json_writer.h"
 #include "trainer.h"
 
-namespace placer::learned {
+namespace placer {
 
 const char* const kCsvHeader =
     "update,samples,elapsed_s,reward_mean,step_mean_s,best_step_s,entropy,loss,lr,noise,samples_per_s,cache_hits,task";
@@ -132,4 +132,4 @@ std::string progress_line(const LogRow& r, int64_t total_updates, double eta_s) 
   return b;
 }
 
-}  // namespace placer::learned
+}  // namespace placer

@@ -14,7 +14,6 @@
 #include "trainer_impl.h"
 
 namespace placer {
-namespace learned {
 
 std::string num(double v) {
   if (!std::isfinite(v)) return v > 0 ? "1e308" : "-1e308";
@@ -176,5 +175,4 @@ void Trainer::write_summary(const TrainResult& res) {
   write_file_atomic(dir_ + "/summary.json", o.str());
 }
 
-}  // namespace learned
 }  // namespace placer

@@ -13,7 +13,7 @@
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
 
-namespace placer::placers {
+namespace placer {
 
 double UnitProblem::group_cost(int32_t g, int32_t device) const {
   double s = 0.0;
@@ -57,22 +57,16 @@ UnitProblem make_unit_problem(const PlaceContext& context, double memory_fractio
   return make_op_problem(*context.graph, *context.cluster, context.env->costs(), memory_fraction);
 }
 
-UnitProblem make_op_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs,
-                            double memory_fraction) {
-  UnitProblem p;
-  p.n = static_cast<int32_t>(graph.size());
-  p.k = cluster.size();
-  p.cost.resize(static_cast<size_t>(p.n) * p.k);
-  p.mem.resize(p.n);
-  p.preds.resize(p.n);
-  p.succs.resize(p.n);
-  p.unit_names.resize(p.n);
+namespace {
+
+// Per op: its name, cost on each device, memory estimate, and the bytes from
+// each producer (each distinct tensor counted once).
+void add_ops(const Graph& graph, const CostModel& costs, UnitProblem& p) {
   for (int32_t i = 0; i < p.n; ++i) {
     const Op& op = graph.op(OpId(i));
     p.unit_names[i] = op.name;
     for (int32_t d = 0; d < p.k; ++d) p.cost[static_cast<size_t>(i) * p.k + d] = costs.op_seconds(OpId(i), DeviceId(d));
     p.mem[i] = op_memory_estimate(op);
-    // Bytes per producer, each distinct tensor counted once.
     std::vector<TensorRef> seen;
     for (const TensorRef& in : op.inputs) {
       if (std::find(seen.begin(), seen.end(), in) != seen.end()) continue;
@@ -88,6 +82,9 @@ UnitProblem make_op_problem(const Graph& graph, const Cluster& cluster, const Co
     }
     for (const Edge& e : p.preds[i]) p.succs[e.op].push_back({i, e.bytes});
   }
+}
+
+void add_colocation_groups(const Graph& graph, UnitProblem& p) {
   Grouping grouping = colocation_groups(graph);
   p.group_of = grouping.group_of;
   p.members.resize(grouping.members.size());
@@ -99,6 +96,10 @@ UnitProblem make_op_problem(const Graph& graph, const Cluster& cluster, const Co
     }
     std::sort(p.members[g].begin(), p.members[g].end());
   }
+}
+
+// Usable memory, names and alpha-beta links (fitted on two probes of the cost model).
+void add_devices(const Cluster& cluster, const CostModel& costs, double memory_fraction, UnitProblem& p) {
   p.capacity.resize(p.k);
   p.device_names.resize(p.k);
   for (int32_t d = 0; d < p.k; ++d) {
@@ -116,6 +117,9 @@ UnitProblem make_op_problem(const Graph& graph, const Cluster& cluster, const Co
       p.alpha[a * p.k + b] = t0;
       p.inv_beta[a * p.k + b] = std::max(0.0, (t1 - t0) / kProbe);
     }
+}
+
+bool identical_devices(const UnitProblem& p) {
   bool same = true;
   for (int32_t d = 1; d < p.k && same; ++d) {
     if (p.capacity[d] != p.capacity[0]) same = false;
@@ -127,7 +131,25 @@ UnitProblem make_op_problem(const Graph& graph, const Cluster& cluster, const Co
       if (a != b &&
           (p.alpha[a * p.k + b] != p.alpha[0 * p.k + 1] || p.inv_beta[a * p.k + b] != p.inv_beta[0 * p.k + 1]))
         same = false;
-  p.identical_devices = same;
+  return same;
+}
+
+}  // namespace
+
+UnitProblem make_op_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs,
+                            double memory_fraction) {
+  UnitProblem p;
+  p.n = static_cast<int32_t>(graph.size());
+  p.k = cluster.size();
+  p.cost.resize(static_cast<size_t>(p.n) * p.k);
+  p.mem.resize(p.n);
+  p.preds.resize(p.n);
+  p.succs.resize(p.n);
+  p.unit_names.resize(p.n);
+  add_ops(graph, costs, p);
+  add_colocation_groups(graph, p);
+  add_devices(cluster, costs, memory_fraction, p);
+  p.identical_devices = identical_devices(p);
   return p;
 }
 
@@ -143,70 +165,36 @@ Grouping merge_cycles(const UnitProblem& o, const Grouping& in) {
       const int32_t a = in.group_of[e.op], b = in.group_of[v];
       if (a != b) out[a].push_back(b);
     }
-  std::vector<int32_t> index(G, -1), low(G, 0), comp(G, -1), stack;
-  std::vector<char> on_stack(G, 0);
-  int32_t counter = 0, comps = 0;
-  // Iterative Tarjan.
-  std::vector<std::pair<int32_t, size_t>> call;
-  for (int32_t root = 0; root < G; ++root) {
-    if (index[root] >= 0) continue;
-    call.push_back({root, 0});
-    while (!call.empty()) {
-      auto& [v, next] = call.back();
-      if (next == 0 && index[v] < 0) {
-        index[v] = low[v] = counter++;
-        stack.push_back(v);
-        on_stack[v] = 1;
-      }
-      if (next < out[v].size()) {
-        const int32_t w = out[v][next++];
-        if (index[w] < 0)
-          call.push_back({w, 0});
-        else if (on_stack[w])
-          low[v] = std::min(low[v], index[w]);
-        continue;
-      }
-      if (low[v] == index[v]) {
-        int32_t w;
-        do {
-          w = stack.back();
-          stack.pop_back();
-          on_stack[w] = 0;
-          comp[w] = comps;
-        } while (w != v);
-        ++comps;
-      }
-      const int32_t done = v;
-      call.pop_back();
-      if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
-    }
-  }
-  if (comps == G) return in;
+  const StronglyConnected scc = strongly_connected_components(out);
+  if (scc.size() == G) return in;
   Grouping merged;
   merged.group_of.resize(o.n);
-  merged.members.resize(comps);
+  merged.members.resize(scc.size());
   for (int32_t v = 0; v < o.n; ++v) {
-    merged.group_of[v] = comp[in.group_of[v]];
+    merged.group_of[v] = scc.component_of[in.group_of[v]];
     merged.members[merged.group_of[v]].push_back(OpId(v));
   }
   return merged;
 }
 
-}  // namespace
+// The quotient of the ops by a grouping whose quotient is a DAG: bytes from
+// each group to each other, and the groups numbered in a topological order
+// (Kahn, smallest first member first).
+struct QuotientOrder {
+  std::vector<std::unordered_map<int32_t, int64_t>> out;
+  std::vector<int32_t> unit_of_group;
+};
 
-UnitProblem make_group_problem(const UnitProblem& op_problem, const Grouping& grouping_in,
-                               std::vector<int32_t>* unit_of_op) {
-  const UnitProblem& o = op_problem;
-  const Grouping grouping = merge_cycles(o, grouping_in);
+QuotientOrder order_groups(const UnitProblem& o, const Grouping& grouping) {
   const int32_t G = grouping.size();
-  // Group adjacency and a topological order (Kahn, smallest first member first).
-  std::vector<std::unordered_map<int32_t, int64_t>> out(G);
+  QuotientOrder q;
+  q.out.resize(G);
   std::vector<int32_t> indeg(G, 0);
   for (int32_t v = 0; v < o.n; ++v)
     for (const Edge& e : o.preds[v]) {
       const int32_t a = grouping.group_of[e.op], b = grouping.group_of[v];
       if (a == b) continue;
-      auto [it, inserted] = out[a].emplace(b, 0);
+      auto [it, inserted] = q.out[a].emplace(b, 0);
       it->second += e.bytes;
       if (inserted) ++indeg[b];
     }
@@ -216,17 +204,23 @@ UnitProblem make_group_problem(const UnitProblem& op_problem, const Grouping& gr
   std::priority_queue<Item, std::vector<Item>, std::greater<Item>> ready;
   for (int32_t g = 0; g < G; ++g)
     if (indeg[g] == 0) ready.push({first[g], g});
-  std::vector<int32_t> unit_of_group(G, -1);
+  q.unit_of_group.assign(G, -1);
   int32_t next = 0;
   while (!ready.empty()) {
     const int32_t g = ready.top().second;
     ready.pop();
-    unit_of_group[g] = next++;
-    for (auto& [b, bytes] : out[g])
+    q.unit_of_group[g] = next++;
+    for (auto& [b, bytes] : q.out[g])
       if (--indeg[b] == 0) ready.push({first[b], b});
   }
   PLACER_CHECK(next == G, "coarsened grouping has a cyclic quotient graph");
-  UnitProblem p;
+  return q;
+}
+
+// The units' costs, memory, names and edges, summed over their ops.
+void add_units(const UnitProblem& o, const Grouping& grouping, const QuotientOrder& q, UnitProblem& p) {
+  const int32_t G = grouping.size();
+  const std::vector<int32_t>& unit_of_group = q.unit_of_group;
   p.n = G;
   p.k = o.k;
   p.cost.assign(static_cast<size_t>(G) * o.k, 0.0);
@@ -241,11 +235,17 @@ UnitProblem make_group_problem(const UnitProblem& op_problem, const Grouping& gr
     if (p.unit_names[u].empty()) p.unit_names[u] = o.unit_names[v];
   }
   for (int32_t g = 0; g < G; ++g)
-    for (auto& [b, bytes] : out[g]) {
+    for (auto& [b, bytes] : q.out[g]) {
       p.succs[unit_of_group[g]].push_back({unit_of_group[b], bytes});
       p.preds[unit_of_group[b]].push_back({unit_of_group[g], bytes});
     }
-  // Units holding ops of one co-location group must share a device.
+}
+
+// Units holding ops of one co-location group must share a device: the
+// groups of units, numbered by their first unit.
+void colocate_units(const UnitProblem& o, const Grouping& grouping, const std::vector<int32_t>& unit_of_group,
+                    UnitProblem& p) {
+  const int32_t G = grouping.size();
   std::vector<int32_t> parent(G);
   for (int32_t u = 0; u < G; ++u) parent[u] = u;
   std::function<int32_t(int32_t)> root = [&](int32_t u) { return parent[u] == u ? u : parent[u] = root(parent[u]); };
@@ -271,6 +271,18 @@ UnitProblem make_group_problem(const UnitProblem& op_problem, const Grouping& gr
     p.members[p.group_of[u]].push_back(u);
     p.group_mem[p.group_of[u]] += p.mem[u];
   }
+}
+
+}  // namespace
+
+UnitProblem make_group_problem(const UnitProblem& op_problem, const Grouping& grouping_in,
+                               std::vector<int32_t>* unit_of_op) {
+  const UnitProblem& o = op_problem;
+  const Grouping grouping = merge_cycles(o, grouping_in);
+  const QuotientOrder q = order_groups(o, grouping);
+  UnitProblem p;
+  add_units(o, grouping, q, p);
+  colocate_units(o, grouping, q.unit_of_group, p);
   p.capacity = o.capacity;
   p.alpha = o.alpha;
   p.inv_beta = o.inv_beta;
@@ -278,7 +290,7 @@ UnitProblem make_group_problem(const UnitProblem& op_problem, const Grouping& gr
   p.identical_devices = o.identical_devices;
   if (unit_of_op) {
     unit_of_op->resize(o.n);
-    for (int32_t v = 0; v < o.n; ++v) (*unit_of_op)[v] = unit_of_group[grouping.group_of[v]];
+    for (int32_t v = 0; v < o.n; ++v) (*unit_of_op)[v] = q.unit_of_group[grouping.group_of[v]];
   }
   return p;
 }
@@ -303,4 +315,11 @@ std::vector<int32_t> expand_groups(const UnitProblem& p, const std::vector<int32
   return dev;
 }
 
-}  // namespace placer::placers
+std::vector<int32_t> groups_by_first_op(const UnitProblem& p) {
+  std::vector<int32_t> order(p.groups());
+  for (int32_t g = 0; g < p.groups(); ++g) order[g] = g;
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return p.members[a][0] < p.members[b][0]; });
+  return order;
+}
+
+}  // namespace placer

@@ -13,7 +13,7 @@
 #include "placer/env/cost_model.h"
 #include "placer/graphs/algorithms.h"
 
-namespace placer::placers {
+namespace placer {
 
 struct Edge {
   int32_t op;     // the other end
@@ -71,4 +71,7 @@ void check_groups_fit(const UnitProblem& problem);
 
 std::vector<int32_t> expand_groups(const UnitProblem& p, const std::vector<int32_t>& group_device);
 
-}  // namespace placer::placers
+// The groups ordered by their first op (a topological order of the groups).
+std::vector<int32_t> groups_by_first_op(const UnitProblem& p);
+
+}  // namespace placer

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <sstream>
 #include <unordered_map>
 
@@ -88,14 +89,26 @@ CostModel CostModel::roofline(const Graph& graph, const Cluster& cluster) {
   return model;
 }
 
-CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile) {
-  CostModel model = roofline(graph, cluster);
-  const int32_t d = cluster.size();
+namespace {
 
-  // name -> device name -> samples; name or signature -> device kind -> samples;
-  // the same by kind for contended times (CPU devices of one host).
-  using Samples = std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>>;
+// A profile's op samples: key (op name or signature) -> device name or kind -> seconds.
+using Samples = std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>>;
+
+const std::vector<double>* find_samples(const Samples& samples, const std::string& key, const std::string& inner) {
+  auto outer = samples.find(key);
+  if (outer == samples.end()) return nullptr;
+  auto e = outer->second.find(inner);
+  return e == outer->second.end() ? nullptr : &e->second;
+}
+
+// name -> device name -> samples; name or signature -> device kind -> samples;
+// the same by kind for contended times (CPU devices of one host).
+struct ProfileSamples {
   Samples by_name_device, by_name_kind, by_sig_kind, cont_by_name_kind, cont_by_sig_kind;
+};
+
+ProfileSamples index_samples(const Profile& profile) {
+  ProfileSamples s;
   for (const OpTiming& t : profile.ops) {
     if (!(t.seconds >= 0.0) || !std::isfinite(t.seconds))
       throw InputError("profile: op '" + t.op + "' has a bad time (seconds must be finite and >= 0)");
@@ -103,86 +116,130 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
     if (kind.empty()) kind = t.device.substr(0, t.device.find(':'));
     const bool contended = t.contended_seconds > 0 && std::isfinite(t.contended_seconds);
     if (!t.op.empty()) {
-      by_name_device[t.op][t.device].push_back(t.seconds);
-      by_name_kind[t.op][kind].push_back(t.seconds);
-      if (contended) cont_by_name_kind[t.op][kind].push_back(t.contended_seconds);
+      s.by_name_device[t.op][t.device].push_back(t.seconds);
+      s.by_name_kind[t.op][kind].push_back(t.seconds);
+      if (contended) s.cont_by_name_kind[t.op][kind].push_back(t.contended_seconds);
     }
     if (!t.signature.empty()) {
-      by_sig_kind[t.signature][kind].push_back(t.seconds);
-      if (contended) cont_by_sig_kind[t.signature][kind].push_back(t.contended_seconds);
+      s.by_sig_kind[t.signature][kind].push_back(t.seconds);
+      if (contended) s.cont_by_sig_kind[t.signature][kind].push_back(t.contended_seconds);
     }
   }
-  const bool same_graph = profile.graph.empty() || profile.graph == graph.name;
-  const double overhead = std::max(0.0, profile.per_op_overhead_s);
+  return s;
+}
 
-  int64_t hits = 0, counted = 0;
-  std::vector<std::string> signatures(graph.size());
-  auto find = [](const Samples& samples, const std::string& key,
-                 const std::string& inner) -> const std::vector<double>* {
-    auto outer = samples.find(key);
-    if (outer == samples.end()) return nullptr;
-    auto e = outer->second.find(inner);
-    return e == outer->second.end() ? nullptr : &e->second;
-  };
-  // By op name on this graph's own profile, else by signature (any graph).
-  auto lookup = [&](const Samples& by_name, const Samples& by_sig, int64_t o, const std::string& kind) {
+// The profile's samples of one graph's ops: by op name on this graph's own
+// profile, else by signature (any graph).
+class OpTimes {
+ public:
+  OpTimes(const Graph& graph, const Profile& profile)
+      : graph_(graph),
+        samples_(index_samples(profile)),
+        same_graph_(profile.graph.empty() || profile.graph == graph.name),
+        signatures_(graph.size()) {}
+
+  // Alone: measured on this very device, else on a device of its kind.
+  const std::vector<double>* alone(int64_t o, const Device& device, const std::string& kind) {
     const std::vector<double>* found =
-        same_graph ? find(by_name, graph.op(OpId(static_cast<int32_t>(o))).name, kind) : nullptr;
+        same_graph_ ? find_samples(samples_.by_name_device, name(o), device.name) : nullptr;
+    return found ? found : lookup(samples_.by_name_kind, samples_.by_sig_kind, o, kind);
+  }
+  // With every other CPU device of the host busy.
+  const std::vector<double>* contended(int64_t o, const std::string& kind) {
+    return lookup(samples_.cont_by_name_kind, samples_.cont_by_sig_kind, o, kind);
+  }
+
+ private:
+  const std::string& name(int64_t o) const { return graph_.op(OpId(static_cast<int32_t>(o))).name; }
+  const std::vector<double>* lookup(const Samples& by_name, const Samples& by_sig, int64_t o, const std::string& kind) {
+    const std::vector<double>* found = same_graph_ ? find_samples(by_name, name(o), kind) : nullptr;
     if (!found && !by_sig.empty()) {
-      if (signatures[o].empty()) signatures[o] = op_signature(graph, OpId(static_cast<int32_t>(o)));
-      found = find(by_sig, signatures[o], kind);
+      if (signatures_[o].empty()) signatures_[o] = op_signature(graph_, OpId(static_cast<int32_t>(o)));
+      found = find_samples(by_sig, signatures_[o], kind);
     }
     return found;
-  };
-  std::vector<double> contended;  // [op * d + device], -1 = not measured
-  for (int64_t o = 0; o < graph.size(); ++o) {
-    const OpId id(static_cast<int32_t>(o));
-    const Op& op = graph.op(id);
-    bool any = false;
-    for (int32_t k = 0; k < d; ++k) {
-      const Device& dev = cluster.devices[k];
-      const std::string kind = device_kind_name(dev.kind);
-      const std::vector<double>* samples = same_graph ? find(by_name_device, op.name, dev.name) : nullptr;
-      if (!samples) samples = lookup(by_name_kind, by_sig_kind, o, kind);
-      if (samples) {
-        model.op_s_[o * d + k] = median(*samples) + overhead;
-        any = true;
-        const std::vector<double>* cont =
-            dev.kind == DeviceKind::Cpu ? lookup(cont_by_name_kind, cont_by_sig_kind, o, kind) : nullptr;
-        if (cont) {
-          if (contended.empty()) contended.assign(model.op_s_.size(), -1.0);
-          contended[o * d + k] = median(*cont) + overhead;
-        }
-      } else if (overhead > 0.0 && !is_free_op(op)) {
-        // Roofline already holds the device's own op_overhead_s; the measured
-        // executor overhead replaces it for a calibrated device kind.
-        model.op_s_[o * d + k] = std::max(0.0, model.op_s_[o * d + k] - dev.op_overhead_s) + overhead;
-      }
+  }
+
+  const Graph& graph_;
+  ProfileSamples samples_;
+  bool same_graph_;
+  std::vector<std::string> signatures_;  // per op, made when first needed
+};
+
+// The ops' side of a calibration: measured times replace the model's roofline ones.
+struct OpCalibration {
+  const Graph& graph;
+  const Cluster& cluster;
+  OpTimes& times;
+  double overhead;                // the profile's executor overhead per op (>= 0)
+  std::vector<double>& op_s;      // [op * devices + device]
+  std::vector<double> contended;  // [op * devices + device], -1 = not measured; empty: none measured
+};
+
+// One op on one device; true if the profile measured it.
+bool calibrate_op(OpCalibration& c, int64_t o, int32_t k) {
+  const int32_t d = c.cluster.size();
+  const Device& dev = c.cluster.devices[k];
+  const std::string kind = device_kind_name(dev.kind);
+  if (const std::vector<double>* samples = c.times.alone(o, dev, kind)) {
+    c.op_s[o * d + k] = median(*samples) + c.overhead;
+    const std::vector<double>* cont = dev.kind == DeviceKind::Cpu ? c.times.contended(o, kind) : nullptr;
+    if (cont) {
+      if (c.contended.empty()) c.contended.assign(c.op_s.size(), -1.0);
+      c.contended[o * d + k] = median(*cont) + c.overhead;
     }
-    if (!is_free_op(op)) {
+    return true;
+  }
+  if (c.overhead > 0.0 && !is_free_op(c.graph.op(OpId(static_cast<int32_t>(o))))) {
+    // Roofline already holds the device's own op_overhead_s; the measured
+    // executor overhead replaces it for a calibrated device kind.
+    c.op_s[o * d + k] = std::max(0.0, c.op_s[o * d + k] - dev.op_overhead_s) + c.overhead;
+  }
+  return false;
+}
+
+// Every op on every device; returns the fraction of the ops that cost
+// something (not inputs or params) measured on at least one device.
+double calibrate_ops(OpCalibration& c) {
+  int64_t hits = 0, counted = 0;
+  for (int64_t o = 0; o < c.graph.size(); ++o) {
+    bool any = false;
+    for (int32_t k = 0; k < c.cluster.size(); ++k) any = calibrate_op(c, o, k) || any;
+    if (!is_free_op(c.graph.op(OpId(static_cast<int32_t>(o))))) {
       ++counted;
       hits += any ? 1 : 0;
     }
   }
-  model.calibrated_fraction_ = counted ? static_cast<double>(hits) / static_cast<double>(counted) : 0.0;
-  std::vector<DeviceId> cpus;
-  for (int32_t k = 0; k < d; ++k)
-    if (cluster.devices[k].kind == DeviceKind::Cpu) cpus.push_back(DeviceId(k));
-  if (!contended.empty() && cpus.size() >= 2) {
-    // Not measured: as alone. Measured below alone (noise): alone.
-    model.contended_s_.resize(model.op_s_.size());
-    for (size_t i = 0; i < model.op_s_.size(); ++i)
-      model.contended_s_[i] = contended[i] < 0 ? model.op_s_[i] : std::max(contended[i], model.op_s_[i]);
-    model.set_contention_group(cpus);
-    // Copies are memory-bound like most ops: they slow down by the typical
-    // (median) contended / alone ratio of the profiled ops.
-    std::vector<double> ratios;
-    for (size_t i = 0; i < model.op_s_.size(); ++i)
-      if (contended[i] >= 0 && model.op_s_[i] > 1e-5) ratios.push_back(model.contended_s_[i] / model.op_s_[i]);
-    if (!ratios.empty())
-      for (DeviceId dev : cpus) model.set_copy_contention(dev, std::max(1.0, median(ratios)));
-  }
+  return counted ? static_cast<double>(hits) / static_cast<double>(counted) : 0.0;
+}
 
+std::vector<DeviceId> cpu_devices(const Cluster& cluster) {
+  std::vector<DeviceId> cpus;
+  for (int32_t k = 0; k < cluster.size(); ++k)
+    if (cluster.devices[k].kind == DeviceKind::Cpu) cpus.push_back(DeviceId(k));
+  return cpus;
+}
+
+// Not measured: as alone. Measured below alone (noise): alone.
+std::vector<double> contended_times(const std::vector<double>& op_s, const std::vector<double>& measured) {
+  std::vector<double> out(op_s.size());
+  for (size_t i = 0; i < op_s.size(); ++i) out[i] = measured[i] < 0 ? op_s[i] : std::max(measured[i], op_s[i]);
+  return out;
+}
+
+// Copies are memory-bound like most ops: they slow down by the typical
+// (median) contended / alone ratio of the profiled ops (none: no ratio).
+std::optional<double> copy_slowdown(const std::vector<double>& op_s, const std::vector<double>& contended_s,
+                                    const std::vector<double>& measured) {
+  std::vector<double> ratios;
+  for (size_t i = 0; i < op_s.size(); ++i)
+    if (measured[i] >= 0 && op_s[i] > 1e-5) ratios.push_back(contended_s[i] / op_s[i]);
+  if (ratios.empty()) return std::nullopt;
+  return std::max(1.0, median(ratios));
+}
+
+// The profile's alpha/beta fits for the links of this cluster.
+void apply_link_fits(const Cluster& cluster, const Profile& profile, CostModel& model) {
   for (const LinkFit& fit : profile.links) {
     auto from = cluster.find(fit.from);
     auto to = cluster.find(fit.to);
@@ -191,6 +248,23 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
       throw InputError("profile: link " + fit.from + "->" + fit.to + " has a bad fit (alpha_s >= 0, beta_Bps > 0)");
     model.set_link(*from, *to, fit.alpha_s, fit.beta_Bps);
   }
+}
+
+}  // namespace
+
+CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile) {
+  CostModel model = roofline(graph, cluster);
+  OpTimes times(graph, profile);
+  OpCalibration ops{graph, cluster, times, std::max(0.0, profile.per_op_overhead_s), model.op_s_, {}};
+  model.calibrated_fraction_ = calibrate_ops(ops);
+  const std::vector<DeviceId> cpus = cpu_devices(cluster);
+  if (!ops.contended.empty() && cpus.size() >= 2) {
+    model.contended_s_ = contended_times(model.op_s_, ops.contended);
+    model.set_contention_group(cpus);
+    if (const std::optional<double> slowdown = copy_slowdown(model.op_s_, model.contended_s_, ops.contended))
+      for (DeviceId dev : cpus) model.set_copy_contention(dev, *slowdown);
+  }
+  apply_link_fits(cluster, profile, model);
   return model;
 }
 

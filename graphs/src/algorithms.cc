@@ -104,6 +104,50 @@ int64_t total_output_bytes(const Graph& graph) {
   return total;
 }
 
+StronglyConnected strongly_connected_components(const std::vector<std::vector<int32_t>>& successors) {
+  const int32_t n = static_cast<int32_t>(successors.size());
+  StronglyConnected out;
+  out.component_of.assign(n, -1);
+  std::vector<int32_t> index(n, -1), low(n, 0), stack;
+  std::vector<char> on_stack(n, 0);
+  int32_t counter = 0;
+  std::vector<std::pair<int32_t, size_t>> call;  // (node, next successor to follow)
+  for (int32_t root = 0; root < n; ++root) {
+    if (index[root] >= 0) continue;
+    call.push_back({root, 0});
+    while (!call.empty()) {
+      auto& [v, next] = call.back();
+      if (next == 0 && index[v] < 0) {
+        index[v] = low[v] = counter++;
+        stack.push_back(v);
+        on_stack[v] = 1;
+      }
+      if (next < successors[v].size()) {
+        const int32_t w = successors[v][next++];
+        if (index[w] < 0)
+          call.push_back({w, 0});
+        else if (on_stack[w])
+          low[v] = std::min(low[v], index[w]);
+        continue;
+      }
+      if (low[v] == index[v]) {
+        int32_t w;
+        do {
+          w = stack.back();
+          stack.pop_back();
+          on_stack[w] = 0;
+          out.component_of[w] = out.size();
+        } while (w != v);
+        out.root.push_back(v);
+      }
+      const int32_t done = v;
+      call.pop_back();
+      if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
+    }
+  }
+  return out;
+}
+
 namespace {
 
 struct UnionFind {
@@ -200,48 +244,14 @@ class GroupDag {
   // Strongly connected components (over forward edges) merged into one node.
   void collapse_cycles() {
     if (compute_order()) return;
-    // Tarjan, iterative.
-    std::vector<int32_t> index(n_, -1), low(n_, 0), comp(n_, -1);
-    std::vector<char> on_stack(n_, 0);
-    std::vector<int32_t> stack;
-    int32_t counter = 0;
-    for (int32_t s = 0; s < n_; ++s) {
-      if (!alive(s) || index[s] >= 0) continue;
-      std::vector<std::pair<int32_t, std::set<int32_t>::const_iterator>> call = {{s, out_[s].begin()}};
-      index[s] = low[s] = counter++;
-      stack.push_back(s);
-      on_stack[s] = 1;
-      while (!call.empty()) {
-        auto& [v, it] = call.back();
-        if (it != out_[v].end()) {
-          const int32_t w = *it++;
-          if (index[w] < 0) {
-            index[w] = low[w] = counter++;
-            stack.push_back(w);
-            on_stack[w] = 1;
-            call.emplace_back(w, out_[w].begin());
-          } else if (on_stack[w]) {
-            low[v] = std::min(low[v], index[w]);
-          }
-          continue;
-        }
-        const int32_t done = v;
-        call.pop_back();
-        if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
-        if (low[done] == index[done]) {
-          int32_t w;
-          do {
-            w = stack.back();
-            stack.pop_back();
-            on_stack[w] = 0;
-            comp[w] = done;
-          } while (w != done);
-        }
-      }
-    }
+    std::vector<std::vector<int32_t>> successors(n_);
+    for (int32_t v = 0; v < n_; ++v) successors[v].assign(out_[v].begin(), out_[v].end());
+    const StronglyConnected scc = strongly_connected_components(successors);
     std::vector<std::pair<int32_t, int32_t>> merges;
-    for (int32_t v = 0; v < n_; ++v)
-      if (alive(v) && comp[v] != v) merges.emplace_back(comp[v], v);
+    for (int32_t v = 0; v < n_; ++v) {
+      const int32_t root = scc.root[scc.component_of[v]];
+      if (alive(v) && root != v) merges.emplace_back(root, v);
+    }
     for (auto [a, b] : merges) merge(find(a), find(b));
     const bool acyclic = compute_order();
     PLACER_CHECK(acyclic, "collapsing strongly connected components left a cycle");

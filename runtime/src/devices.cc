@@ -24,7 +24,7 @@
 #include <cuda_runtime_api.h>
 #endif
 
-namespace placer::rt {
+namespace placer {
 
 namespace {
 
@@ -77,10 +77,6 @@ int cuda_runtime_device_count() {
 #endif
 }
 
-}  // namespace placer::rt
-
-namespace placer {
-
 BuildInfo build_info() {
   BuildInfo info;
   info.torch_version = TORCH_VERSION;
@@ -89,7 +85,7 @@ BuildInfo build_info() {
   int version = 0;
   if (cudaRuntimeGetVersion(&version) == cudaSuccess && version > 0)
     info.cuda_version = std::to_string(version / 1000) + "." + std::to_string((version % 1000) / 10);
-  const int count = rt::cuda_runtime_device_count();
+  const int count = cuda_runtime_device_count();
   for (int i = 0; i < count; ++i) {
     const cudaDeviceProp* prop = at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(i));
     GpuInfo g;
@@ -123,10 +119,9 @@ std::string describe(const BuildInfo& info) {
   return s;
 }
 
-}  // namespace placer
+namespace {
 
-namespace placer::rt {
-
+#ifdef PLACER_WITH_CUDA
 std::string visible_gpus() {
   const BuildInfo info = build_info();
   if (!info.cuda_compiled) return "this build has no CUDA paths";
@@ -136,6 +131,7 @@ std::string visible_gpus() {
     s += (i ? ", " : " ") + info.gpus[i].name + " (" + info.gpus[i].model + ")";
   return s;
 }
+#endif
 
 // The cores this process may run on (its affinity mask: a container's cpuset).
 std::vector<int> allowed_cores() {
@@ -147,6 +143,8 @@ std::vector<int> allowed_cores() {
       if (CPU_ISSET(c, &set)) cores.push_back(c);
   return cores;
 }
+
+}  // namespace
 
 std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
   std::vector<DeviceCtx> out;
@@ -370,4 +368,4 @@ void release_cached_memory(const DeviceCtx& device) {
 #endif
 }
 
-}  // namespace placer::rt
+}  // namespace placer

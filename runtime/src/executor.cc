@@ -11,7 +11,7 @@
 #include "internal.h"
 #include "placer/graphs/error.h"
 
-namespace placer::rt {
+namespace placer {
 
 // ------------------------------------------------------------ the executor
 
@@ -52,7 +52,9 @@ struct Executor::Worker {
 };
 
 struct Executor::Step {
-  const Plan* plan = nullptr;
+  Step(Session& run_session, int32_t devices, bool traced);
+
+  const KernelPlan* plan = nullptr;
   Session* session = nullptr;
   std::vector<at::Tensor> slots;
   std::unique_ptr<std::atomic<int32_t>[]> refs;
@@ -74,6 +76,25 @@ struct Executor::Step {
   Clock::time_point end;       // set when the last item finishes (under mu)
   bool timeline = false;
 };
+
+// A step's state at its start: every slot empty with its uses to come, every
+// op waiting for its inputs, each device holding its session's resident bytes.
+Executor::Step::Step(Session& run_session, int32_t devices, bool traced)
+    : plan(run_session.plan), session(&run_session), timeline(traced) {
+  slots.assign(plan->slots.size(), at::Tensor());
+  refs.reset(new std::atomic<int32_t>[plan->slots.size()]);
+  for (size_t i = 0; i < plan->slots.size(); ++i) refs[i].store(plan->slots[i].refs, std::memory_order_relaxed);
+  deps.reset(new std::atomic<int32_t>[plan->ops.size()]);
+  for (size_t i = 0; i < plan->ops.size(); ++i) deps[i].store(plan->deps[i], std::memory_order_relaxed);
+  states.resize(plan->states);
+  live.reset(new std::atomic<int64_t>[devices]);
+  peak.reset(new std::atomic<int64_t>[devices]);
+  for (int32_t i = 0; i < devices; ++i) {
+    live[i].store(run_session.persistent_bytes[i]);
+    peak[i].store(run_session.persistent_bytes[i]);
+  }
+  busy.assign(devices, 0.0);
+}
 
 Executor::Executor(std::vector<DeviceCtx> devices) : devices_(std::move(devices)), spin_s_(spin_seconds()) {
   const int32_t d = static_cast<int32_t>(devices_.size());
@@ -179,22 +200,28 @@ void Executor::fail(Step& s, StepStatus status, const std::string& message) {
   s.aborted.store(true);
 }
 
+void Executor::fail_oom(Step& s, int32_t device, const std::string& message, int64_t needed) {
+  std::lock_guard<std::mutex> lk(s.mu);
+  if (s.outcome.status == StepStatus::Ok) {
+    s.outcome.status = StepStatus::Oom;
+    s.outcome.message = message;
+    s.outcome.oom_device = devices_[device].name;
+    s.outcome.oom_needed = needed;
+    s.outcome.oom_capacity = devices_[device].capacity;
+  }
+  s.aborted.store(true);
+}
+
 bool Executor::reserve(Step& s, int32_t device, int64_t bytes, const std::string& what) {
   if (bytes <= 0) return true;
   const int64_t now = s.live[device].fetch_add(bytes) + bytes;
   const int64_t capacity = devices_[device].capacity;
   if (s.session->check_memory && capacity > 0 && now > capacity) {
     s.live[device].fetch_sub(bytes);
-    std::lock_guard<std::mutex> lk(s.mu);
-    if (s.outcome.status == StepStatus::Ok) {
-      s.outcome.status = StepStatus::Oom;
-      s.outcome.message = "device " + devices_[device].name + " out of memory at " + what + ": needs " +
-                          std::to_string(now) + " bytes, capacity " + std::to_string(capacity);
-      s.outcome.oom_device = devices_[device].name;
-      s.outcome.oom_needed = now;
-      s.outcome.oom_capacity = capacity;
-    }
-    s.aborted.store(true);
+    fail_oom(s, device,
+             "device " + devices_[device].name + " out of memory at " + what + ": needs " + std::to_string(now) +
+                 " bytes, capacity " + std::to_string(capacity),
+             now);
     return false;
   }
   int64_t prev = s.peak[device].load(std::memory_order_relaxed);
@@ -237,131 +264,171 @@ bool is_oom_message(const std::string& m) {
          m.find("Tried to allocate") != std::string::npos;
 }
 
+// "op 'name' (type)", how the step's errors name an op.
+std::string op_label(const Op& op) { return "op '" + op.name + "' (" + op.type + ")"; }
+
+// A forward op whose placer::backward runs later: its kernel runs under
+// autograd on detached leaves, `state` keeps the leaves and the attached
+// outputs, and the step gets the outputs detached.
+std::vector<at::Tensor> run_kept_forward(const OpPlan& p, const Op& op, const std::vector<at::Tensor>& in,
+                                         const c10::Device& device, ForwardState& state) {
+  state.leaves.assign(in.size(), at::Tensor());
+  std::vector<at::Tensor> args = in;
+  for (int32_t pos : p.leaf_inputs) {
+    state.leaves[pos] = in[pos].detach().requires_grad_(true);
+    args[pos] = state.leaves[pos];
+  }
+  std::vector<at::Tensor> out;
+  {
+    at::AutoGradMode grad_mode(true);
+    out = call_op(*p.call, op, args, device);
+  }
+  state.outputs = out;
+  for (at::Tensor& t : out)
+    if (t.defined() && t.requires_grad()) t = t.detach();
+  return out;
+}
+
 }  // namespace
 
 void Executor::run_op(Step& s, int32_t id, int32_t device) {
-  const Plan& plan = *s.plan;
-  const Op& op = plan.graph->op(OpId(id));
-  const OpPlan& p = plan.ops[id];
-  const DeviceCtx& dev = devices_[device];
-  Session& session = *s.session;
+  const Op& op = s.plan->graph->op(OpId(id));
+  const OpPlan& p = s.plan->ops[id];
   if (!reserve(s, device, p.new_bytes, "op '" + op.name + "'")) return;
 
   std::vector<at::Tensor> in(p.in_slots.size());
   for (size_t i = 0; i < in.size(); ++i) in[i] = s.slots[p.in_slots[i]];
   std::vector<at::Tensor> out;
-  const int reps = std::max(1, session.profile_reps);
-  const bool gpu = dev.kind == DeviceKind::Cuda;
   const Clock::time_point t0 = Clock::now();
   if (!s.started.load(std::memory_order_relaxed) && !s.started.exchange(true)) s.first_op = t0;
+  if (!run_guarded(s, id, device, in, out)) return;
+  const Clock::time_point t1 = Clock::now();
+  if (!store_outputs(s, id, out)) return;
+  record_cpu_op(s, id, device, t0, t1);
+  for (int32_t slot : p.holds) release(s, slot);
+  for (int32_t slot : p.in_slots) release(s, slot);
+  for (int32_t slot : p.out_slots) publish(s, slot);
+  s.ops_done.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool Executor::run_guarded(Step& s, int32_t id, int32_t device, const std::vector<at::Tensor>& in,
+                           std::vector<at::Tensor>& out) {
+  const Op& op = s.plan->graph->op(OpId(id));
+  const DeviceCtx& dev = devices_[device];
   try {
-    for (int rep = 0; rep < reps; ++rep) {
-      const Clock::time_point r0 = Clock::now();
-      // A GPU op is only queued here: events on its stream time its kernels.
-      if (gpu) op_begun(dev, id);
-      switch (p.kind) {
-        case OpKind::Input:
-        case OpKind::Param: {
-          at::Tensor& value = session.persistent[id];
-          if (!value.defined()) {
-            const int64_t bytes = plan.slots[p.out_slots[0]].bytes;
-            if (!reserve(s, device, bytes, "op '" + op.name + "'")) return;
-            session.persistent_bytes[device] += bytes;
-            if (static_cast<size_t>(id) < session.initial.size() && session.initial[id].defined()) {
-              value = session.initial[id].to(dev.torch_device).clone();
-            } else {
-              value = p.kind == OpKind::Input ? make_input(op, session.seed, dev.torch_device)
-                                              : make_param(op, session.seed, dev.torch_device);
-            }
-          }
-          out = {value};
-          break;
-        }
-        case OpKind::Aten:
-          if (p.backward >= 0) {
-            ForwardState& st = s.states[p.state];
-            st.leaves.assign(in.size(), at::Tensor());
-            std::vector<at::Tensor> args = in;
-            for (int32_t pos : p.leaf_inputs) {
-              st.leaves[pos] = in[pos].detach().requires_grad_(true);
-              args[pos] = st.leaves[pos];
-            }
-            {
-              at::AutoGradMode grad_mode(true);
-              out = call_op(*p.call, op, args, dev.torch_device);
-            }
-            st.outputs = out;
-            for (at::Tensor& t : out)
-              if (t.defined() && t.requires_grad()) t = t.detach();
-          } else {
-            out = call_op(*p.call, op, in, dev.torch_device);
-          }
-          break;
-        case OpKind::Backward: {
-          const bool last = rep + 1 == reps;
-          out = run_backward(op, plan.graph->op(op.forward), s.states[p.state], in, p.is_loss, !last);
-          if (last) s.states[p.state] = ForwardState();
-          break;
-        }
-        case OpKind::Sgd:
-          run_sgd(op, in);
-          out.assign(op.outputs.size(), in[0]);
-          break;
-      }
-      if (gpu) op_ended(dev, id);
-      if (session.profile_reps > 0) {
-        synchronize_device(dev);
-        double begin = 0, end = 0;
-        session.op_seconds[id].push_back(gpu && op_span(dev, id, begin, end) ? end - begin : seconds_since(r0));
-      }
-    }
+    return run_reps(s, id, device, in, out);
   } catch (const c10::Error& e) {
     const std::string m = e.what_without_backtrace();
-    if (is_oom_message(m)) {
-      std::lock_guard<std::mutex> lk(s.mu);
-      if (s.outcome.status == StepStatus::Ok) {
-        s.outcome.status = StepStatus::Oom;
-        s.outcome.message = "device " + dev.name + " out of memory in op '" + op.name + "': " + m;
-        s.outcome.oom_device = dev.name;
-        s.outcome.oom_needed = s.live[device].load() + p.new_bytes;
-        s.outcome.oom_capacity = dev.capacity;
-      }
-      s.aborted.store(true);
-    } else {
-      fail(s, StepStatus::Error, "op '" + op.name + "' (" + op.type + ") on " + dev.name + ": " + m);
-    }
-    return;
+    if (is_oom_message(m))
+      fail_oom(s, device, "device " + dev.name + " out of memory in op '" + op.name + "': " + m,
+               s.live[device].load() + s.plan->ops[id].new_bytes);
+    else
+      fail(s, StepStatus::Error, op_label(op) + " on " + dev.name + ": " + m);
   } catch (const std::bad_alloc&) {
     fail(s, StepStatus::Oom, "device " + dev.name + " out of memory in op '" + op.name + "'");
-    return;
   } catch (const std::exception& e) {
-    fail(s, StepStatus::Error, "op '" + op.name + "' (" + op.type + ") on " + dev.name + ": " + e.what());
-    return;
+    fail(s, StepStatus::Error, op_label(op) + " on " + dev.name + ": " + e.what());
   }
-  const Clock::time_point t1 = Clock::now();
+  return false;
+}
 
+bool Executor::run_reps(Step& s, int32_t id, int32_t device, const std::vector<at::Tensor>& in,
+                        std::vector<at::Tensor>& out) {
+  Session& session = *s.session;
+  const DeviceCtx& dev = devices_[device];
+  const bool gpu = dev.kind == DeviceKind::Cuda;
+  const int reps = std::max(1, session.profile_reps);
+  for (int rep = 0; rep < reps; ++rep) {
+    const Clock::time_point r0 = Clock::now();
+    // A GPU op is only queued here: events on its stream time its kernels.
+    if (gpu) op_begun(dev, id);
+    if (!run_kernel(s, id, device, in, rep + 1 == reps, out)) return false;
+    if (gpu) op_ended(dev, id);
+    if (session.profile_reps > 0) {
+      synchronize_device(dev);
+      double begin = 0, end = 0;
+      session.op_seconds[id].push_back(gpu && op_span(dev, id, begin, end) ? end - begin : seconds_since(r0));
+    }
+  }
+  return true;
+}
+
+bool Executor::run_kernel(Step& s, int32_t id, int32_t device, const std::vector<at::Tensor>& in, bool last_rep,
+                          std::vector<at::Tensor>& out) {
+  const Op& op = s.plan->graph->op(OpId(id));
+  const OpPlan& p = s.plan->ops[id];
+  const c10::Device& torch_device = devices_[device].torch_device;
+  switch (p.kind) {
+    case OpKind::Input:
+    case OpKind::Param: return persistent_value(s, id, device, out);
+    case OpKind::Aten:
+      out = p.backward >= 0 ? run_kept_forward(p, op, in, torch_device, s.states[p.state])
+                            : call_op(*p.call, op, in, torch_device);
+      return true;
+    case OpKind::Backward:
+      out = run_backward(op, s.plan->graph->op(op.forward), s.states[p.state], in, p.is_loss, !last_rep);
+      if (last_rep) s.states[p.state] = ForwardState();
+      return true;
+    case OpKind::Sgd:
+      run_sgd(op, in);
+      out.assign(op.outputs.size(), in[0]);
+      return true;
+  }
+  return true;
+}
+
+bool Executor::persistent_value(Step& s, int32_t id, int32_t device, std::vector<at::Tensor>& out) {
+  const KernelPlan& plan = *s.plan;
+  const Op& op = plan.graph->op(OpId(id));
+  const OpPlan& p = plan.ops[id];
+  const c10::Device& torch_device = devices_[device].torch_device;
+  Session& session = *s.session;
+  at::Tensor& value = session.persistent[id];
+  if (!value.defined()) {
+    const int64_t bytes = plan.slots[p.out_slots[0]].bytes;
+    if (!reserve(s, device, bytes, "op '" + op.name + "'")) return false;
+    session.persistent_bytes[device] += bytes;
+    if (static_cast<size_t>(id) < session.initial.size() && session.initial[id].defined()) {
+      value = session.initial[id].to(torch_device).clone();
+    } else {
+      value = p.kind == OpKind::Input ? make_input(op, session.seed, torch_device)
+                                      : make_param(op, session.seed, torch_device);
+    }
+  }
+  out = {value};
+  return true;
+}
+
+bool Executor::store_outputs(Step& s, int32_t id, std::vector<at::Tensor>& out) {
+  const Op& op = s.plan->graph->op(OpId(id));
+  const OpPlan& p = s.plan->ops[id];
   if (out.size() < op.outputs.size()) {
     fail(s, StepStatus::Error,
-         "op '" + op.name + "' (" + op.type + ") returned " + std::to_string(out.size()) + " tensors, the graph says " +
+         op_label(op) + " returned " + std::to_string(out.size()) + " tensors, the graph says " +
              std::to_string(op.outputs.size()));
-    return;
+    return false;
   }
   for (size_t k = 0; k < op.outputs.size(); ++k) {
     if (!out[k].defined() || out[k].sizes() != at::IntArrayRef(op.outputs[k].shape)) {
       fail(s, StepStatus::Error,
-           "op '" + op.name + "' (" + op.type + ") output " + std::to_string(k) + " has shape " +
+           op_label(op) + " output " + std::to_string(k) + " has shape " +
                (out[k].defined() ? shape_string(out[k].sizes()) : std::string("<none>")) + ", the graph says " +
                shape_string(op.outputs[k].shape));
-      return;
+      return false;
     }
     s.slots[p.out_slots[k]] = std::move(out[k]);
   }
+  return true;
+}
+
+void Executor::record_cpu_op(Step& s, int32_t id, int32_t device, Clock::time_point t0, Clock::time_point t1) {
+  const DeviceCtx& dev = devices_[device];
+  if (dev.kind == DeviceKind::Cuda) return;
   const double took = std::chrono::duration<double>(t1 - t0).count();
-  // GPU ops: busy time, op times and trace spans come from their events
-  // once the step is synchronized (gpu_times()).
-  if (!gpu) s.busy[device] += took;
-  if (!gpu && !session.step_op_seconds.empty()) session.step_op_seconds[id] = took;
-  if (s.timeline && !gpu) {
+  s.busy[device] += took;
+  if (!s.session->step_op_seconds.empty()) s.session->step_op_seconds[id] = took;
+  if (s.timeline) {
+    const Op& op = s.plan->graph->op(OpId(id));
     TimelineEvent ev;
     ev.name = op.name;
     ev.lane = dev.name;
@@ -370,10 +437,6 @@ void Executor::run_op(Step& s, int32_t id, int32_t device) {
     ev.category = phase_name(op.phase);
     workers_[device]->events.push_back(std::move(ev));
   }
-  for (int32_t slot : p.holds) release(s, slot);
-  for (int32_t slot : p.in_slots) release(s, slot);
-  for (int32_t slot : p.out_slots) publish(s, slot);
-  s.ops_done.fetch_add(1, std::memory_order_relaxed);
 }
 
 void Executor::run_transfer(Step& s, int32_t t) {
@@ -408,7 +471,7 @@ void Executor::run_transfer(Step& s, int32_t t) {
 }
 
 void Executor::gpu_times(Step& s) {
-  const Plan& plan = *s.plan;
+  const KernelPlan& plan = *s.plan;
   Session& session = *s.session;
   for (int32_t id = 0; id < static_cast<int32_t>(plan.ops.size()); ++id) {
     const int32_t device = plan.ops[id].device;
@@ -432,92 +495,90 @@ void Executor::gpu_times(Step& s) {
 }
 
 StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<TimelineEvent>* timeline) {
-  const Plan& plan = *session.plan;
-  const int32_t d = static_cast<int32_t>(devices_.size());
-  Step s;
-  s.plan = &plan;
-  s.session = &session;
-  s.slots.assign(plan.slots.size(), at::Tensor());
-  s.refs.reset(new std::atomic<int32_t>[plan.slots.size()]);
-  for (size_t i = 0; i < plan.slots.size(); ++i) s.refs[i].store(plan.slots[i].refs, std::memory_order_relaxed);
-  s.deps.reset(new std::atomic<int32_t>[plan.ops.size()]);
-  for (size_t i = 0; i < plan.ops.size(); ++i) s.deps[i].store(plan.deps[i], std::memory_order_relaxed);
-  s.states.resize(plan.states);
-  s.live.reset(new std::atomic<int64_t>[d]);
-  s.peak.reset(new std::atomic<int64_t>[d]);
-  for (int32_t i = 0; i < d; ++i) {
-    s.live[i].store(session.persistent_bytes[i]);
-    s.peak[i].store(session.persistent_bytes[i]);
-  }
-  s.busy.assign(d, 0.0);
-  s.timeline = timeline != nullptr;
+  Step s(session, static_cast<int32_t>(devices_.size()), timeline != nullptr);
   for (auto& w : workers_) w->events.clear();
   current_ = &s;
+  run_until_done(s, timeout_s);
+  // The step's makespan: first op start to last op end (CUDA: to the end of
+  // the queued work). The hand-offs with this measuring thread are left out:
+  // on a loaded machine their scheduler latency is not the placement's.
+  const bool cuda = synchronize_all(s);
+  const Clock::time_point first = s.started.load() ? s.first_op : s.start;
+  const double elapsed = std::chrono::duration<double>((cuda ? Clock::now() : s.end) - first).count();
+  current_ = nullptr;
+  if (cuda) gpu_times(s);
+  StepOutcome out = outcome_of(s, elapsed);
+  if (out.status == StepStatus::Ok && !session.retained.empty()) retain_values(s);
+  if (timeline) collect_timeline(*timeline);
+  return out;
+}
 
-  for (int32_t i = 0; i < d; ++i) {
-    reset_peak(devices_[i]);
-    step_begun(devices_[i]);
+void Executor::run_until_done(Step& s, double timeout_s) {
+  for (const DeviceCtx& dev : devices_) {
+    reset_peak(dev);
+    step_begun(dev);
   }
   s.start = Clock::now();
   const auto deadline = s.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   // Keep the count above zero while seeding so no worker sees "done" early.
   s.outstanding.fetch_add(1);
-  for (int32_t i = 0; i < static_cast<int32_t>(plan.ops.size()); ++i)
-    if (plan.deps[i] == 0) push(plan.ops[i].device, i);
+  for (int32_t i = 0; i < static_cast<int32_t>(s.plan->ops.size()); ++i)
+    if (s.plan->deps[i] == 0) push(s.plan->ops[i].device, i);
   finish_item(s);
-  {
-    std::unique_lock<std::mutex> lk(s.mu);
-    if (!s.cv.wait_until(lk, deadline, [&] { return s.outstanding.load() == 0; })) {
-      if (s.outcome.status == StepStatus::Ok) {
-        s.outcome.status = StepStatus::Timeout;
-        s.outcome.message = "step ran past the time limit of " + std::to_string(timeout_s) + " s";
-      }
-      s.aborted.store(true);
-      // Workers skip what is queued; an op already running finishes first.
-      s.cv.wait(lk, [&] { return s.outstanding.load() == 0; });
-    }
+  std::unique_lock<std::mutex> lk(s.mu);
+  if (s.cv.wait_until(lk, deadline, [&] { return s.outstanding.load() == 0; })) return;
+  if (s.outcome.status == StepStatus::Ok) {
+    s.outcome.status = StepStatus::Timeout;
+    s.outcome.message = "step ran past the time limit of " + std::to_string(timeout_s) + " s";
   }
-  // The step's makespan: first op start to last op end (CUDA: to the end of
-  // the queued work). The hand-offs with this measuring thread are left out:
-  // on a loaded machine their scheduler latency is not the placement's.
-  bool cuda = false;
-  for (int32_t i = 0; i < d; ++i) {
-    try {
-      synchronize_device(devices_[i]);
-    } catch (const std::exception& e) {  // an asynchronous kernel failure surfaces here
-      fail(s, StepStatus::Error, "device " + devices_[i].name + ": " + e.what());
-    }
-    cuda = cuda || devices_[i].kind == DeviceKind::Cuda;
-  }
-  const Clock::time_point first = s.started.load() ? s.first_op : s.start;
-  const double elapsed = std::chrono::duration<double>((cuda ? Clock::now() : s.end) - first).count();
-  current_ = nullptr;
-  if (cuda) gpu_times(s);
+  s.aborted.store(true);
+  // Workers skip what is queued; an op already running finishes first.
+  s.cv.wait(lk, [&] { return s.outstanding.load() == 0; });
+}
 
+bool Executor::synchronize_all(Step& s) {
+  bool cuda = false;
+  for (const DeviceCtx& dev : devices_) {
+    try {
+      synchronize_device(dev);
+    } catch (const std::exception& e) {  // an asynchronous kernel failure surfaces here
+      fail(s, StepStatus::Error, "device " + dev.name + ": " + e.what());
+    }
+    cuda = cuda || dev.kind == DeviceKind::Cuda;
+  }
+  return cuda;
+}
+
+StepOutcome Executor::outcome_of(Step& s, double elapsed) {
+  const size_t ops = s.plan->ops.size();
   StepOutcome out = std::move(s.outcome);
-  if (out.status == StepStatus::Ok && s.ops_done.load() != static_cast<int32_t>(plan.ops.size()))
+  if (out.status == StepStatus::Ok && s.ops_done.load() != static_cast<int32_t>(ops))
     out = StepOutcome{StepStatus::Error, "executor stopped after " + std::to_string(s.ops_done.load()) + " of " +
-                                             std::to_string(plan.ops.size()) + " ops"};
+                                             std::to_string(ops) + " ops"};
   out.step_s = elapsed;
   out.busy_s = s.busy;
   out.transfer_bytes = s.transfer_bytes.load();
-  out.peak_bytes.resize(d);
-  for (int32_t i = 0; i < d; ++i) {
+  out.peak_bytes.resize(devices_.size());
+  for (size_t i = 0; i < devices_.size(); ++i) {
     // A GPU that is the device's alone: what its allocator really held.
     const int64_t real = allocator_peak(devices_[i]);
     out.peak_bytes[i] = real >= 0 ? real : s.peak[i].load();
     if (out.status != StepStatus::Ok) release_cached_memory(devices_[i]);
   }
-  if (out.status == StepStatus::Ok && !session.retained.empty())
-    for (size_t i = 0; i < plan.slots.size(); ++i)
-      if (s.slots[i].defined() && plan.ops[plan.slots[i].op].retain) session.retained[i] = s.slots[i];
-  if (timeline) {
-    for (auto& w : workers_)
-      for (auto& ev : w->events) timeline->push_back(std::move(ev));
-    std::sort(timeline->begin(), timeline->end(),
-              [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
-  }
   return out;
 }
 
-}  // namespace placer::rt
+void Executor::retain_values(Step& s) {
+  const KernelPlan& plan = *s.plan;
+  for (size_t i = 0; i < plan.slots.size(); ++i)
+    if (s.slots[i].defined() && plan.ops[plan.slots[i].op].retain) s.session->retained[i] = s.slots[i];
+}
+
+void Executor::collect_timeline(std::vector<TimelineEvent>& timeline) {
+  for (auto& w : workers_)
+    for (auto& ev : w->events) timeline.push_back(std::move(ev));
+  std::sort(timeline.begin(), timeline.end(),
+            [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
+}
+
+}  // namespace placer

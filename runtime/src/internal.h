@@ -1,7 +1,7 @@
 // Private to the runtime: the pieces runtime.cc wires together.
 //   devices.cc   DeviceCtx (a torch device, its stream and thread share), copies
 //   kernels.cc   OpCall: one graph op turned into a dispatcher call
-//   plan.cc      Plan: the shared execution rules (graphs/exec_plan.h) plus kernels and autograd state
+//   plan.cc      KernelPlan: the shared execution rules (graphs/exec_plan.h) plus kernels and autograd state
 //   executor.cc  Executor (threads, steps)
 #pragma once
 
@@ -38,11 +38,7 @@
 #include <c10/cuda/CUDAStream.h>
 #endif
 
-namespace placer::rt {
-
-using Clock = std::chrono::steady_clock;
-
-using placer::quantile;  // graphs/stats.h
+namespace placer {
 
 // ---------------------------------------------------------------- devices.cc
 
@@ -199,7 +195,7 @@ struct OpPlan {
   bool retain = false;               // run_once: keep the outputs for StepValues
 };
 
-struct Plan {
+struct KernelPlan {
   const Graph* graph = nullptr;
   std::vector<std::unique_ptr<OpCall>> calls;  // per op (Aten ops only)
   std::vector<OpPlan> ops;
@@ -212,7 +208,7 @@ struct Plan {
 
 // Binds every op to its kernel and lays out slots, refcounts and transfers.
 // Throws GraphError naming an op the runtime cannot execute.
-Plan make_plan(const Graph& graph, const Placement& placement, int32_t devices, bool retain_sinks);
+KernelPlan make_plan(const Graph& graph, const Placement& placement, int32_t devices, bool retain_sinks);
 
 struct StepOutcome {
   StepStatus status = StepStatus::Ok;
@@ -229,7 +225,7 @@ struct StepOutcome {
 // What survives from step to step while one plan is measured: params,
 // inputs and the bytes they hold.
 struct Session {
-  const Plan* plan = nullptr;
+  const KernelPlan* plan = nullptr;
   uint64_t seed = 0;
   std::vector<at::Tensor> persistent;     // per op (params, inputs)
   std::vector<at::Tensor> initial;        // run_once: given values of inputs/params (CPU), per op; else drawn
@@ -244,7 +240,7 @@ struct Session {
 };
 
 // A session for one plan: no values yet, nothing resident.
-Session new_session(const Plan& plan, uint64_t seed, int devices);
+Session new_session(const KernelPlan& plan, uint64_t seed, int devices);
 
 class Executor {
  public:
@@ -267,13 +263,39 @@ class Executor {
   struct Step;
   void worker_loop(Worker* w);
   void push(int32_t worker, int32_t item);
+  // One op, as named steps: its inputs, its kernel (run_guarded: a kernel's
+  // exception becomes the step's outcome; run_reps: repeated and timed when
+  // profiling; run_kernel: one run by op kind), its outputs checked and stored,
+  // its time recorded, then its inputs released and its outputs published.
+  // The bool steps return false when the step failed there.
   void run_op(Step& s, int32_t op, int32_t device);
+  bool run_guarded(Step& s, int32_t op, int32_t device, const std::vector<at::Tensor>& in,
+                   std::vector<at::Tensor>& out);
+  bool run_reps(Step& s, int32_t op, int32_t device, const std::vector<at::Tensor>& in, std::vector<at::Tensor>& out);
+  bool run_kernel(Step& s, int32_t op, int32_t device, const std::vector<at::Tensor>& in, bool last_rep,
+                  std::vector<at::Tensor>& out);
+  // placer::input / placer::param: the session's value, made (given or drawn,
+  // and its memory reserved) on first use.
+  bool persistent_value(Step& s, int32_t op, int32_t device, std::vector<at::Tensor>& out);
+  bool store_outputs(Step& s, int32_t op, std::vector<at::Tensor>& out);
+  // A CPU op's busy time, per-op time and trace span (GPU ops: gpu_times()).
+  void record_cpu_op(Step& s, int32_t op, int32_t device, Clock::time_point t0, Clock::time_point t1);
   void run_transfer(Step& s, int32_t transfer);
   void publish(Step& s, int32_t slot);
   void release(Step& s, int32_t slot);
   bool reserve(Step& s, int32_t device, int64_t bytes, const std::string& what);
   void fail(Step& s, StepStatus status, const std::string& message);
+  // The step's first failure, if it is this one: out of memory on `device`, needing `needed` bytes.
+  void fail_oom(Step& s, int32_t device, const std::string& message, int64_t needed);
   void finish_item(Step& s);
+  // run_step's named steps: seed the ready ops and wait for the last item (or
+  // the time limit), synchronize the devices (true if one is a GPU), the
+  // outcome, the values run_once keeps, the trace.
+  void run_until_done(Step& s, double timeout_s);
+  bool synchronize_all(Step& s);
+  StepOutcome outcome_of(Step& s, double elapsed);
+  void retain_values(Step& s);
+  void collect_timeline(std::vector<TimelineEvent>& timeline);
   void gpu_times(Step& s);  // after synchronization: GPU ops' event times
 
   std::vector<DeviceCtx> devices_;
@@ -284,18 +306,12 @@ class Executor {
 
 // ---------------------------------------------------------------- runtime.cc
 
-}  // namespace placer::rt
-
-namespace placer {
 struct Runtime::Impl {
   Cluster cluster;
-  rt::Executor executor;
+  Executor executor;
   std::mutex mu;  // one measurement at a time: the executor threads are shared
-  Impl(Cluster c, std::vector<rt::DeviceCtx> devices) : cluster(std::move(c)), executor(std::move(devices)) {}
+  Impl(Cluster c, std::vector<DeviceCtx> devices) : cluster(std::move(c)), executor(std::move(devices)) {}
 };
-}  // namespace placer
-
-namespace placer::rt {
 
 // ---------------------------------------------------------------- profile.cc
 
@@ -303,4 +319,4 @@ namespace placer::rt {
 // caller holds its lock). Throws InputError when a profiling step fails.
 Profile profile_graph(Executor& executor, const Cluster& cluster, const Graph& graph, const ProfileOptions& options);
 
-}  // namespace placer::rt
+}  // namespace placer

@@ -9,7 +9,7 @@
 #include "internal.h"
 #include "placer/graphs/error.h"
 
-namespace placer::rt {
+namespace placer {
 
 std::string shape_string(at::IntArrayRef sizes) {
   std::ostringstream out;
@@ -292,4 +292,4 @@ void run_sgd(const Op& sgd, const std::vector<at::Tensor>& inputs) {
   param.sub_(g, lr);
 }
 
-}  // namespace placer::rt
+}  // namespace placer

@@ -10,8 +10,6 @@
 
 namespace placer {
 
-using namespace rt;
-
 void validate(const MeasureOptions& o) {
   if (o.warmup_steps < 0) throw InputError("measure: warmup_steps must be >= 0");
   if (o.measured_steps < 1) throw InputError("measure: measured_steps must be >= 1");
@@ -27,7 +25,7 @@ namespace {
 // One placement under measurement: its plan, its session (params stay
 // resident between its steps) and what it measured so far.
 struct Candidate {
-  Plan plan;
+  KernelPlan plan;
   Session session;
   StepResult result;
   std::vector<std::vector<double>> busy;  // per device, per measured step
@@ -84,19 +82,22 @@ bool done(Candidate& c, const MeasureOptions& o) {
   return false;
 }
 
-// The protocol over the placements; with `trace`, one more step of the first
-// placement, on its warm session, is recorded there (not a sample).
-std::vector<StepResult> run_protocol(const Cluster& cluster, Executor& ex, std::mutex& mu, const Graph& graph,
-                                     const std::vector<Placement>& placements, const MeasureOptions& o,
-                                     const std::vector<std::vector<double>>* prior, std::vector<TimelineEvent>* trace) {
+// The protocol's inputs, checked before the runtime is locked.
+void check_inputs(const Cluster& cluster, const Graph& graph, const std::vector<Placement>& placements,
+                  const MeasureOptions& o, const std::vector<std::vector<double>>* prior) {
   validate(o);
   if (prior && prior->size() != placements.size())
     throw InputError("measure: the prior samples are for " + std::to_string(prior->size()) + " placements, not " +
                      std::to_string(placements.size()));
   for (const Placement& p : placements) validate_placement(graph, cluster, p);
-  std::lock_guard<std::mutex> lk(mu);
+}
+
+// One candidate per placement, in order, each with its plan, a fresh session
+// and its prior samples. `cands` is a deque: sessions point at their plans.
+void add_candidates(std::deque<Candidate>& cands, const Cluster& cluster, const Graph& graph,
+                    const std::vector<Placement>& placements, const MeasureOptions& o,
+                    const std::vector<std::vector<double>>* prior) {
   const int d = cluster.size();
-  std::deque<Candidate> cands;  // a deque: sessions point at their plans
   for (size_t k = 0; k < placements.size(); ++k) {
     Candidate& c = cands.emplace_back();
     c.index = k;
@@ -107,18 +108,32 @@ std::vector<StepResult> run_protocol(const Cluster& cluster, Executor& ex, std::
     c.busy.resize(d);
     if (prior) c.result.samples_s = (*prior)[k];
   }
-  // Warm-up: each candidate in turn (its params become resident, caches and the allocator warm).
+}
+
+// Warm-up: each candidate in turn (its params become resident, caches and the allocator warm).
+void warm_up(Executor& ex, std::deque<Candidate>& cands, const MeasureOptions& o) {
   for (Candidate& c : cands)
     for (int w = 0; w < o.warmup_steps && c.active; ++w) step(ex, c, o, false, nullptr);
-  // Measured rounds: one step of each active candidate per round.
+}
+
+// Whether the shared budget, `spent`, stops `c` (it has its minimum of samples); sets result.stop when it does.
+bool out_of_budget(Candidate& c, const MeasureOptions& o, double spent) {
+  if (o.budget_s > 0 && spent >= o.budget_s && c.measured > 0 &&
+      static_cast<int>(c.result.samples_s.size()) >= o.measured_steps) {
+    c.result.stop = "budget";
+    return true;
+  }
+  return false;
+}
+
+// Measured rounds: one step of each active candidate per round, until none is active.
+void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOptions& o) {
   double spent = 0.0;
   for (bool any = true; any;) {
     any = false;
     for (Candidate& c : cands) {
       if (!c.active) continue;
-      if (o.budget_s > 0 && spent >= o.budget_s && c.measured > 0 &&
-          static_cast<int>(c.result.samples_s.size()) >= o.measured_steps) {
-        c.result.stop = "budget";
+      if (out_of_budget(c, o, spent)) {
         c.active = false;
         continue;
       }
@@ -131,16 +146,34 @@ std::vector<StepResult> run_protocol(const Cluster& cluster, Executor& ex, std::
         any = true;
     }
   }
-  if (trace && !cands.empty() && cands.front().result.ok()) step(ex, cands.front(), o, false, trace);
+}
+
+// Each candidate's result, summarized where it succeeded (median busy time per device).
+std::vector<StepResult> results(std::deque<Candidate>& cands, int devices) {
   std::vector<StepResult> out;
   for (Candidate& c : cands) {
     if (c.result.ok()) {
       c.result.summarize();
-      for (int i = 0; i < d; ++i) c.result.devices[i].busy_s = quantile(c.busy[i], 0.5);
+      for (int i = 0; i < devices; ++i) c.result.devices[i].busy_s = quantile(c.busy[i], 0.5);
     }
     out.push_back(std::move(c.result));
   }
   return out;
+}
+
+// The protocol over the placements; with `trace`, one more step of the first
+// placement, on its warm session, is recorded there (not a sample).
+std::vector<StepResult> run_protocol(const Cluster& cluster, Executor& ex, std::mutex& mu, const Graph& graph,
+                                     const std::vector<Placement>& placements, const MeasureOptions& o,
+                                     const std::vector<std::vector<double>>* prior, std::vector<TimelineEvent>* trace) {
+  check_inputs(cluster, graph, placements, o, prior);
+  std::lock_guard<std::mutex> lk(mu);
+  std::deque<Candidate> cands;
+  add_candidates(cands, cluster, graph, placements, o, prior);
+  warm_up(ex, cands, o);
+  measure_rounds(ex, cands, o);
+  if (trace && !cands.empty() && cands.front().result.ok()) step(ex, cands.front(), o, false, trace);
+  return results(cands, cluster.size());
 }
 
 }  // namespace

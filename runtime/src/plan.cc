@@ -8,7 +8,7 @@
 #include "placer/graphs/error.h"
 #include "placer/graphs/exec_plan.h"
 
-namespace placer::rt {
+namespace placer {
 
 namespace {
 
@@ -28,7 +28,7 @@ constexpr int32_t kPersistentRefs = 1 << 30;
 
 // Backward op i: checks it against its forward op and sets up the autograd
 // state they share.
-void plan_backward(const Graph& graph, int32_t i, Plan& plan) {
+void plan_backward(const Graph& graph, int32_t i, KernelPlan& plan) {
   const Op& op = graph.op(OpId(i));
   OpPlan& p = plan.ops[i];
   if (!op.forward.valid() || op.forward.value >= i) bad_op(op, "forward must name an earlier op");
@@ -69,7 +69,7 @@ void plan_backward(const Graph& graph, int32_t i, Plan& plan) {
 
 // Slots, uses, views, holds and transfers, from the shared rules: slot t is
 // tensor t where its op made it; slot tensors + x is the copy transfer x makes.
-void lay_out_slots(const Graph& graph, int32_t devices, Plan& plan) {
+void lay_out_slots(const Graph& graph, int32_t devices, KernelPlan& plan) {
   const int32_t n = static_cast<int32_t>(graph.size());
   const ExecRules rules(graph);
   std::vector<int32_t> device_of(n);
@@ -126,8 +126,8 @@ void lay_out_slots(const Graph& graph, int32_t devices, Plan& plan) {
 
 }  // namespace
 
-Plan make_plan(const Graph& graph, const Placement& placement, int32_t devices, bool retain_sinks) {
-  Plan plan;
+KernelPlan make_plan(const Graph& graph, const Placement& placement, int32_t devices, bool retain_sinks) {
+  KernelPlan plan;
   plan.graph = &graph;
   plan.devices = devices;
   const int32_t n = static_cast<int32_t>(graph.size());
@@ -173,4 +173,4 @@ Plan make_plan(const Graph& graph, const Placement& placement, int32_t devices, 
   return plan;
 }
 
-}  // namespace placer::rt
+}  // namespace placer

@@ -10,7 +10,7 @@
 #include "internal.h"
 #include "placer/graphs/error.h"
 
-namespace placer::rt {
+namespace placer {
 
 namespace {
 
@@ -117,8 +117,8 @@ struct Profiler {
 
   // Runs `steps` steps of a plan after one warm-up step; returns each op's
   // samples (as timed inside the steps) and each step's time.
-  void run_steps(const Plan& plan, int steps, std::vector<std::vector<double>>& op_samples, std::vector<double>& step_s,
-                 const std::string& what);
+  void run_steps(const KernelPlan& plan, int steps, std::vector<std::vector<double>>& op_samples,
+                 std::vector<double>& step_s, const std::string& what);
   void time_ops();
   void time_contention();
   void time_links();
@@ -126,7 +126,7 @@ struct Profiler {
   void time_overhead();
 };
 
-void Profiler::run_steps(const Plan& plan, int steps, std::vector<std::vector<double>>& op_samples,
+void Profiler::run_steps(const KernelPlan& plan, int steps, std::vector<std::vector<double>>& op_samples,
                          std::vector<double>& step_s, const std::string& what) {
   Session session = new_session(plan, 0, d);
   session.check_memory = false;
@@ -156,7 +156,7 @@ void Profiler::time_ops() {
     if (kind_done[kind]) continue;
     kind_done[kind] = true;
     const Placement placement = single_device(graph, DeviceId(dev));
-    const Plan plan = make_plan(graph, placement, d, false);
+    const KernelPlan plan = make_plan(graph, placement, d, false);
     std::vector<std::vector<double>> samples;
     if (cluster.devices[dev].kind == DeviceKind::Cpu) {
       std::vector<double> steps;
@@ -205,7 +205,7 @@ void Profiler::time_contention() {
     placement.device_of.resize(copies.size());
     for (int c = 0; c < k; ++c)
       for (int32_t i = 0; i < n; ++i) placement.device_of[c * n + i] = DeviceId(cpus[c]);
-    const Plan plan = make_plan(copies, placement, d, false);
+    const KernelPlan plan = make_plan(copies, placement, d, false);
     std::vector<std::vector<double>> samples;
     std::vector<double> steps;
     run_steps(plan, options.repetitions, samples, steps, "with all CPU devices busy");
@@ -251,7 +251,7 @@ void Profiler::time_links() {
           placement.device_of.resize(chain.size());
           for (int32_t i = 0; i < static_cast<int32_t>(chain.size()); ++i)
             placement.device_of[i] = DeviceId(i % 2 ? b : a);
-          const Plan plan = make_plan(chain, placement, d, false);
+          const KernelPlan plan = make_plan(chain, placement, d, false);
           std::vector<std::vector<double>> samples;
           std::vector<double> steps;
           run_steps(plan, std::max(3, options.repetitions), samples, steps, "link " + fit.from + "<->" + fit.to);
@@ -312,7 +312,7 @@ void Profiler::time_overhead() {
   } else {
     const int kOps = 200;
     const Graph chain = add_chain(64, kOps);
-    const Plan plan = make_plan(chain, single_device(chain, DeviceId(0)), d, false);
+    const KernelPlan plan = make_plan(chain, single_device(chain, DeviceId(0)), d, false);
     Session iso = new_session(plan, 0, d);
     iso.check_memory = false;
     iso.profile_reps = std::max(5, options.repetitions);
@@ -346,4 +346,4 @@ Profile profile_graph(Executor& executor, const Cluster& cluster, const Graph& g
   return std::move(p.prof);
 }
 
-}  // namespace placer::rt
+}  // namespace placer

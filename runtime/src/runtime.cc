@@ -15,9 +15,7 @@
 
 namespace placer {
 
-using namespace rt;
-
-Session rt::new_session(const Plan& plan, uint64_t seed, int devices) {
+Session new_session(const KernelPlan& plan, uint64_t seed, int devices) {
   Session s;
   s.plan = &plan;
   s.seed = seed;
@@ -66,7 +64,7 @@ StepValues Runtime::run_once(const Graph& graph, const Placement& placement, uin
   validate_placement(graph, impl_->cluster, placement);
   std::lock_guard<std::mutex> lk(impl_->mu);
   const int d = impl_->cluster.size();
-  const Plan plan = make_plan(graph, placement, d, true);
+  const KernelPlan plan = make_plan(graph, placement, d, true);
   Session session = new_session(plan, seed, d);
   if (feed) {
     session.initial.assign(plan.ops.size(), at::Tensor());

@@ -1,13 +1,11 @@
 #include "placer/service/config.h"
 
-#include <yaml-cpp/yaml.h>
-
 #include <climits>
 #include <filesystem>
 #include <set>
 
-#include "placer/agent/yaml_node.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/yaml_reader.h"
 
 namespace placer::service {
 namespace {
@@ -24,34 +22,36 @@ void check_z85(const std::string& key, const std::string& field) {
     throw InputError(field + ": a CurveZMQ key is 40 Z85 characters, got " + std::to_string(key.size()));
 }
 
-}  // namespace
+// A check the field reader cannot make: the field `key` of `fields` fails with `problem` unless `ok`.
+void check(const YamlFields& fields, bool ok, const std::string& key, const std::string& problem) {
+  if (!ok) fields.fail(fields.path(key), problem);
+}
 
-ServiceConfig parse_service_config(const std::string& yaml_text, const std::string& base_dir) {
-  YAML::Node root;
+YamlNode parse_root(const std::string& yaml_text) {
+  YamlNode root;
   try {
-    root = YAML::Load(yaml_text);
-  } catch (const YAML::Exception& e) {
+    root = parse_yaml(yaml_text);
+  } catch (const YamlSyntaxError& e) {
     throw InputError(std::string("service config: malformed YAML: ") + e.what());
   }
-  if (!root.IsMap()) throw InputError("service config: expected a mapping at the top level");
-  // Errors: "limits.max_ops: expected an integer, got 'x'" (load_service_config adds the file).
-  YamlFields top(YamlNode(root), "", throw_field_error<InputError>());
-  auto check = [&](bool ok, const std::string& field, const std::string& problem) {
-    if (!ok) top.fail(field, problem);
-  };
+  if (!root.is_map()) throw InputError("service config: expected a mapping at the top level");
+  return root;
+}
 
-  ServiceConfig c;
+// The top level's own fields (the server's socket, workers, metrics, state).
+void read_server(YamlFields& top, const std::string& base_dir, ServiceConfig& c) {
   top.read("endpoint", &c.endpoint);
   top.read("workers", &c.workers, 1, 256);
   top.read("queue_capacity", &c.queue_capacity, 1, INT_MAX);
   top.read("default_deadline_ms", &c.default_deadline_ms, 1, INT64_MAX);
   top.read("metrics_port", &c.metrics_port, INT_MIN, INT_MAX);
-  check(c.metrics_port >= -1 && c.metrics_port <= 65535, "metrics_port", "must be -1 (off), 0 (any) or a port");
+  check(top, c.metrics_port >= -1 && c.metrics_port <= 65535, "metrics_port", "must be -1 (off), 0 (any) or a port");
   top.read("metrics_address", &c.metrics_address);
   top.read("state_dir", &c.state_dir);
   c.state_dir = resolve(base_dir, c.state_dir);
+}
 
-  YamlFields limits = top.section("limits");
+void read_limits(YamlFields limits, ServiceConfig& c) {
   limits.read("max_message_bytes", &c.limits.max_request_bytes, 1024, INT64_MAX);
   limits.read("max_json_depth", &c.limits.max_json_depth, INT_MIN, INT_MAX);
   limits.read("max_refine_samples", &c.limits.max_refine_samples, INT64_MIN, INT64_MAX);
@@ -62,14 +62,16 @@ ServiceConfig parse_service_config(const std::string& yaml_text, const std::stri
   limits.read("max_ops", &c.max_ops, INT64_MIN, INT64_MAX);
   limits.read("max_devices", &c.max_devices, INT_MIN, INT_MAX);
   limits.finish();
+}
 
-  YamlFields place = top.section("place");
+void read_place(YamlFields place, ServiceConfig& c) {
   place.read("baselines", &c.place_baselines);
   place.read("cache_entries", &c.cache_entries, INT_MIN, INT_MAX);
   place.finish();
-  check(!c.place_baselines.empty(), "place.baselines", "give at least one placer");
+  check(place, !c.place_baselines.empty(), "baselines", "give at least one placer");
+}
 
-  YamlFields jobs = top.section("jobs");
+void read_jobs(YamlFields jobs, ServiceConfig& c) {
   jobs.read("runners", &c.job_runners, 1, INT_MAX);
   jobs.read("queue", &c.job_queue, INT_MIN, INT_MAX);
   jobs.read("max_jobs", &c.max_jobs, INT_MIN, INT_MAX);
@@ -78,13 +80,18 @@ ServiceConfig parse_service_config(const std::string& yaml_text, const std::stri
   jobs.read("measure", &c.measure_jobs);
   jobs.read("metric_series", &c.job_metric_series, 1, INT_MAX);
   jobs.finish();
+}
 
-  YamlFields rollouts = top.section("rollouts");
+void read_rollouts(YamlFields rollouts, ServiceConfig& c) {
   rollouts.read("bind", &c.rollouts_bind);
   rollouts.read("worker_wait_s", &c.rollouts_wait_s, -1e300, 1e300);
-  check(c.rollouts_wait_s > 0, "rollouts.worker_wait_s", "must be > 0");
+  check(rollouts, c.rollouts_wait_s > 0, "worker_wait_s", "must be > 0");
   rollouts.finish();
+}
 
+// `policies` (a list of {name, checkpoint, description}, names distinct) and
+// `default_policy`, which must name one of them.
+void read_policies(YamlFields& top, const std::string& base_dir, ServiceConfig& c) {
   const YamlNode policies = top.get("policies");
   if (policies.present() && !policies.is_null()) {
     if (!policies.is_list()) top.fail("policies", "expected a list of {name, checkpoint}, got " + policies.describe());
@@ -107,10 +114,13 @@ ServiceConfig parse_service_config(const std::string& yaml_text, const std::stri
   if (!c.default_policy.empty()) {
     bool found = false;
     for (const auto& p : c.policies) found |= p.name == c.default_policy;
-    check(found, "default_policy", "'" + c.default_policy + "' is not in policies");
+    check(top, found, "default_policy", "'" + c.default_policy + "' is not in policies");
   }
+}
 
-  YamlFields curve = top.section("curve");
+// `curve`: the server's key pair (the secret inline or from a file) and the
+// clients it admits; every key checked when CurveZMQ is on.
+void read_curve(YamlFields curve, const std::string& base_dir, ServiceConfig& c) {
   curve.read("enabled", &c.curve.enabled);
   curve.read("server_public_key", &c.curve.server_public_key);
   curve.read("server_secret_key", &c.curve.server_secret_key);
@@ -124,12 +134,27 @@ ServiceConfig parse_service_config(const std::string& yaml_text, const std::stri
     c.curve.server_secret_key = text;
   }
   if (c.curve.enabled) {
-    check_z85(c.curve.server_public_key, "curve.server_public_key");
-    check_z85(c.curve.server_secret_key, "curve.server_secret_key");
+    check_z85(c.curve.server_public_key, curve.path("server_public_key"));
+    check_z85(c.curve.server_secret_key, curve.path("server_secret_key"));
     for (size_t i = 0; i < c.curve.allowed_client_keys.size(); ++i)
-      check_z85(c.curve.allowed_client_keys[i], index_path("curve.allowed_client_keys", i));
-    check(!c.curve.allowed_client_keys.empty(), "curve.allowed_client_keys", "empty: no client could connect");
+      check_z85(c.curve.allowed_client_keys[i], index_path(curve.path("allowed_client_keys"), i));
+    check(curve, !c.curve.allowed_client_keys.empty(), "allowed_client_keys", "empty: no client could connect");
   }
+}
+
+}  // namespace
+
+ServiceConfig parse_service_config(const std::string& yaml_text, const std::string& base_dir) {
+  // Errors: "limits.max_ops: expected an integer, got 'x'" (load_service_config adds the file).
+  YamlFields top(parse_root(yaml_text), "", throw_field_error<InputError>());
+  ServiceConfig c;
+  read_server(top, base_dir, c);
+  read_limits(top.section("limits"), c);
+  read_place(top.section("place"), c);
+  read_jobs(top.section("jobs"), c);
+  read_rollouts(top.section("rollouts"), c);
+  read_policies(top, base_dir, c);
+  read_curve(top.section("curve"), base_dir, c);
   top.finish();
   return c;
 }

@@ -20,15 +20,12 @@ namespace placer {
 namespace {
 
 namespace fs = std::filesystem;
-using learned::DynamicState;
-using learned::kDynamicFeatures;
-using learned::UnitCosts;
 
 TEST(LearnedFeatures, TypeBucketsAreStableFnv1a) {
   // FNV-1a 64 of "aten::mm" is 0x5477c27790740cdf; mod 1024 = 223.
-  EXPECT_EQ(learned::op_type_bucket("aten::mm"), 223);
-  EXPECT_EQ(learned::op_type_bucket(""), static_cast<int64_t>(1469598103934665603ULL % 1024));
-  EXPECT_NE(learned::op_type_bucket("aten::mm"), learned::op_type_bucket("aten::addmm"));
+  EXPECT_EQ(op_type_bucket("aten::mm"), 223);
+  EXPECT_EQ(op_type_bucket(""), static_cast<int64_t>(1469598103934665603ULL % 1024));
+  EXPECT_NE(op_type_bucket("aten::mm"), op_type_bucket("aten::addmm"));
 }
 
 TEST(LearnedFeatures, DeriveFromThePlacersUnitProblem) {
@@ -38,14 +35,14 @@ TEST(LearnedFeatures, DeriveFromThePlacersUnitProblem) {
   bo.values = {{"layers", 1}, {"steps", 3}, {"hidden", 64}, {"vocab", 100}};
   const Graph g = build_graph("rnnlm", bo);
   Environment env(g, resolve_cluster("k80x2"));
-  learned::PolicyInputOptions po;
+  PolicyInputOptions po;
   po.max_units = 8;  // coarsened: units hold many ops
-  const learned::PolicyInput in = learned::make_policy_input(env.graph(), env.cluster(), env.costs(), po);
+  const PolicyInput in = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
   PlaceContext ctx;
   ctx.graph = &env.graph();
   ctx.cluster = &env.cluster();
   ctx.env = &env;
-  const placers::UnitProblem p = placers::make_unit_problem(ctx, placers::kMemoryFraction);
+  const UnitProblem p = make_unit_problem(ctx, kMemoryFraction);
   ASSERT_EQ(in.n, 8);
   std::vector<double> mem(in.n, 0.0), cost(in.n, 0.0);
   double cross = 0, total_cost = 0;
@@ -54,7 +51,7 @@ TEST(LearnedFeatures, DeriveFromThePlacersUnitProblem) {
     mem[u] += static_cast<double>(p.mem[i]);
     cost[u] += p.c(i, 1);
     total_cost += p.mean_cost(i);
-    for (const placers::Edge& e : p.preds[i])
+    for (const Edge& e : p.preds[i])
       if (in.units.group_of[e.op] != u) cross += static_cast<double>(e.bytes);
   }
   const double fair_share = total_cost / 2;

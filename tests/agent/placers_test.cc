@@ -490,7 +490,7 @@ TEST(Placers, CoarsenedProblemsAreAcyclicOverAllEdges) {
   ctx.graph = &graph;
   ctx.cluster = &cluster;
   ctx.env = &env;
-  const placers::UnitProblem ops = placers::make_unit_problem(ctx, placers::kMemoryFraction);
+  const UnitProblem ops = make_unit_problem(ctx, kMemoryFraction);
   // ilp's grouping: co-location groups in 20 chunks, each split into its
   // forward and its backward/update half, except chunk 3, whose halves are
   // one part: with its backward edges that part lies on a cycle of the quotient.
@@ -509,7 +509,7 @@ TEST(Placers, CoarsenedProblemsAreAcyclicOverAllEdges) {
   for (int32_t i = 0; i < g.size(); ++i)
     for (OpId v : g.members[i]) g.group_of[v.value] = i;
   std::vector<int32_t> unit_of_op;
-  const placers::UnitProblem units = placers::make_group_problem(ops, g, &unit_of_op);
+  const UnitProblem units = make_group_problem(ops, g, &unit_of_op);
   int64_t cross = 0;
   for (int32_t v = 0; v < graph.size(); ++v)
     for (const OpId c : graph.consumers(OpId(v))) {
@@ -519,7 +519,7 @@ TEST(Placers, CoarsenedProblemsAreAcyclicOverAllEdges) {
       EXPECT_LT(a, b) << "edge " << graph.op(OpId(v)).name << " -> " << graph.op(c).name << " goes back in unit order";
     }
   for (int32_t u = 0; u < units.n; ++u)
-    for (const placers::Edge& e : units.preds[u]) EXPECT_LT(e.op, u);
+    for (const Edge& e : units.preds[u]) EXPECT_LT(e.op, u);
   EXPECT_GT(cross, 0);
   // fwd 3 -> fwd 4 -> ... -> bwd 4 -> bwd 3 closes a cycle through every
   // later chunk: they become one unit; chunks 0-2 keep their two halves.

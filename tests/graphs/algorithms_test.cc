@@ -230,5 +230,18 @@ TEST(Algorithms, QuotientGraphSumsAndEdges) {
   EXPECT_NO_THROW(validate_graph(tq));
 }
 
+// Components come out as Tarjan completes them (a sink component first), each
+// with the node the search reached first; duplicate edges change nothing.
+TEST(Algorithms, StronglyConnectedComponentsInCompletionOrder) {
+  const std::vector<std::vector<int32_t>> successors = {{1, 1}, {2}, {0, 3}, {4}, {3}, {}};
+  const StronglyConnected scc = strongly_connected_components(successors);
+  EXPECT_EQ(scc.size(), 3);
+  EXPECT_EQ(scc.component_of, (std::vector<int32_t>{1, 1, 1, 0, 0, 2}));
+  EXPECT_EQ(scc.root, (std::vector<int32_t>{3, 0, 5}));
+  const StronglyConnected dag = strongly_connected_components({{1}, {2}, {}});
+  EXPECT_EQ(dag.component_of, (std::vector<int32_t>{2, 1, 0}));
+  EXPECT_EQ(dag.root, (std::vector<int32_t>{2, 1, 0}));
+}
+
 }  // namespace
 }  // namespace placer

@@ -1,4 +1,4 @@
-// The one field reader (fields.h over JSON) and the one JSON writer (json_writer.h).
+// The one field reader (fields.h over JSON and over YAML, yaml_reader.h) and the one JSON writer (json_writer.h).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +8,7 @@
 #include "placer/graphs/fields.h"
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/graphs/yaml_reader.h"
 
 namespace placer {
 namespace {
@@ -96,6 +97,80 @@ TEST(UnknownName, ListsTheKnownNames) {
   EXPECT_EQ(unknown_name("policy", "lstm", {"seq2seq", "gnn"}), "unknown policy 'lstm' (known: seq2seq, gnn)");
   const std::vector<std::string> known = {"a", "b"};
   EXPECT_EQ(unknown_name("method", "c", known), "unknown method 'c' (known: a, b)");
+}
+
+TEST(YamlReader, ReadsFieldsThroughFieldReader) {
+  const YamlNode root = parse_yaml("train: {lr: 0.5, steps: 7, on: true}\ntags: [x, y]\nname: 12\n");
+  YamlFields top(root, "", throw_field_error<InputError>("cfg.yaml"));
+  YamlFields train = top.section("train");
+  double lr = 0;
+  int steps = 0;
+  bool on = false;
+  EXPECT_TRUE(train.read("lr", &lr, 0.0, 1.0) && train.read("steps", &steps, 1, 100) && train.read("on", &on));
+  std::string name;
+  std::vector<std::string> tags;
+  EXPECT_TRUE(top.read("name", &name) && top.read("tags", &tags));
+  EXPECT_NO_THROW(train.finish());
+  EXPECT_NO_THROW(top.finish());
+  EXPECT_EQ(name, "12");  // any scalar reads as a string
+  EXPECT_EQ(tags, (std::vector<std::string>{"x", "y"}));
+  EXPECT_EQ(lr, 0.5);
+  EXPECT_EQ(steps, 7);
+  EXPECT_TRUE(on);
+}
+
+TEST(YamlReader, NodesDescribeThemselves) {
+  const YamlNode root = parse_yaml("m: {a: 1, b: 2}\nl: [1, 2, 3]\nn: null\ns: fast\n");
+  EXPECT_TRUE(root.is_map());
+  EXPECT_EQ(root.keys(), (std::vector<std::string>{"m", "l", "n", "s"}));
+  EXPECT_EQ(root.member("m").describe(), "a map");
+  EXPECT_EQ(root.member("m").keys(), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(root.member("l").describe(), "a list");
+  EXPECT_EQ(root.member("l").size(), 3u);
+  EXPECT_EQ(root.member("l").at(2).integer(), 3);
+  EXPECT_TRUE(root.member("n").is_null());
+  EXPECT_EQ(root.member("n").describe(), "null");
+  EXPECT_EQ(root.member("s").describe(), "'fast'");
+  EXPECT_EQ(root.member("s").string(), "fast");
+  EXPECT_FALSE(root.member("s").number());
+  EXPECT_FALSE(root.member("absent").present());
+  EXPECT_EQ(root.member("absent").describe(), "nothing");
+  EXPECT_FALSE(root.member("l").member("x").present());
+  EXPECT_EQ(YamlNode().size(), 0u);
+  EXPECT_TRUE(parse_yaml("").is_null());
+}
+
+TEST(YamlReader, ErrorsNameThePathAndTheProblem) {
+  const YamlNode root = parse_yaml("train: {lr: fast, extra: 1}\nlist: [a]\n");
+  EXPECT_EQ(error_of([&] {
+              YamlFields f(root, "", throw_field_error<InputError>("cfg.yaml"));
+              double lr = 0;
+              f.section("train").read("lr", &lr, 0.0, 1.0);
+            }),
+            "cfg.yaml: train.lr: expected a number, got 'fast'");
+  EXPECT_EQ(error_of([&] {
+              YamlFields f(root, "", throw_field_error<InputError>());
+              YamlFields train = f.section("train");
+              train.get("lr");
+              train.finish();
+            }),
+            "train.extra: unknown field (known here: lr)");
+  EXPECT_EQ(error_of([&] {
+              YamlFields f(root, "", throw_field_error<InputError>());
+              f.section("list");
+            }),
+            "list: expected a map, got a list");
+}
+
+TEST(YamlReader, SyntaxErrorsGiveTheLineAndTheProblem) {
+  try {
+    parse_yaml("name: a\nlist: [x\n");
+    FAIL() << "no error";
+  } catch (const YamlSyntaxError& e) {
+    EXPECT_EQ(e.line(), 3);
+    EXPECT_EQ(e.problem(), "end of sequence flow not found");
+    EXPECT_EQ(std::string(e.what()), "yaml-cpp: error at line 3, column 1: end of sequence flow not found");
+  }
 }
 
 TEST(JsonWriter, EscapesStrings) {

@@ -13,7 +13,7 @@ namespace placer {
 namespace {
 
 void expect_same_plan(const Graph& g, const Placement& placement, int32_t devices) {
-  const rt::Plan plan = rt::make_plan(g, placement, devices, false);
+  const KernelPlan plan = make_plan(g, placement, devices, false);
   const ExecRules rules(g);
   std::vector<int32_t> device_of;
   for (const DeviceId d : placement.device_of) device_of.push_back(d.value);
@@ -24,7 +24,7 @@ void expect_same_plan(const Graph& g, const Placement& placement, int32_t device
   ASSERT_EQ(static_cast<int32_t>(plan.slots.size()), T + step.transfers());
   ASSERT_EQ(static_cast<int32_t>(plan.transfers.size()), step.transfers());
   for (int32_t t = 0; t < T; ++t) {
-    const rt::SlotPlan& s = plan.slots[t];
+    const SlotPlan& s = plan.slots[t];
     EXPECT_EQ(s.op, rules.tensor_op[t]);
     EXPECT_EQ(s.device, device_of[s.op]);
     EXPECT_EQ(s.bytes, rules.alloc_bytes[t]);
@@ -33,7 +33,7 @@ void expect_same_plan(const Graph& g, const Placement& placement, int32_t device
     EXPECT_EQ(s.view_of >= 0, rules.view_base[t] >= 0);
   }
   for (int32_t x = 0; x < step.transfers(); ++x) {
-    const rt::TransferPlan& tr = plan.transfers[x];
+    const TransferPlan& tr = plan.transfers[x];
     EXPECT_EQ(tr.src, step.xfer_tensor[x]);
     EXPECT_EQ(plan.slots[tr.dst].device, step.xfer_dst[x]);
     EXPECT_EQ(plan.slots[tr.dst].refs, step.xfer_uses[x]);

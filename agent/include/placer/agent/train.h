@@ -145,7 +145,7 @@ struct TrainConfig {
 TrainConfig load_train_config(const std::string& path);
 TrainConfig parse_train_config(const std::string& text, const std::string& origin = "config");
 
-// The config's fields from a node of parsed input (a YamlNode, agent/yaml_node.h,
+// The config's fields from a node of parsed input (a YamlNode, graphs/yaml_reader.h,
 // or a JsonNode, graphs/json_reader.h; FieldReader's node adapters), every
 // error reported through `fail` at `path`.field ("learned.train.lr"). The
 // caller then fills in what the node may leave out and calls

@@ -29,6 +29,19 @@ int64_t total_param_bytes(const Graph& graph);
 // Bytes of all op outputs (an upper bound on activation memory).
 int64_t total_output_bytes(const Graph& graph);
 
+// Strongly connected components of a directed graph on nodes 0..n-1 given by
+// successor lists (Tarjan's algorithm, iterative). The search starts from
+// nodes in id order and follows each list in its order; components are
+// numbered in the order it completes them (a component before every
+// component that reaches it), and root[c] is the node of component c it
+// reached first.
+struct StronglyConnected {
+  std::vector<int32_t> component_of;  // node -> component
+  std::vector<int32_t> root;          // component -> its first-reached node
+  int32_t size() const { return static_cast<int32_t>(root.size()); }
+};
+StronglyConnected strongly_connected_components(const std::vector<std::vector<int32_t>>& successors);
+
 // Co-location: ops that must share a device end up in one group.
 // Forced together: ops sharing Op::group, a Backward op with its forward op,
 // an Update op with its param op.

@@ -9,7 +9,7 @@
 // unknown_name() words the error for a name that is not one of a list.
 //
 // The reader is a template over a small node adapter (JsonNode in
-// json_reader.h, YamlNode in agent/yaml_node.h) with these members:
+// json_reader.h, YamlNode in yaml_reader.h) with these members:
 //   bool present(), is_null(), is_map(), is_list();
 //   std::optional<std::string> string();  std::optional<int64_t> integer();
 //   std::optional<double> number();       std::optional<bool> boolean();
