@@ -12,11 +12,11 @@
 #include <vector>
 
 #include "commands.h"
+#include "placer/frontends/builders.h"
+#include "placer/frontends/torch_import.h"
 #include "placer/graphs/algorithms.h"
-#include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
-#include "placer/torchscript/import.h"
 
 namespace placer::cli {
 

@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "placer/agent/max_load.h"
 #include "placer/env/max_load.h"
+#include "placer/frontends/workload_json.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/fields.h"
 #include "placer/graphs/files.h"

@@ -20,13 +20,13 @@
 #include <string>
 #include <vector>
 
+#include "placer/frontends/torch_import.h"
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/placement.h"
 #include "placer/graphs/validate.h"
 #include "placer/runtime/runtime.h"
-#include "placer/torchscript/import.h"
 
 int main(int argc, char** argv) {
   using namespace placer;

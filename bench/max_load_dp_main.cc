@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "placer/agent/max_load.h"
+#include "placer/frontends/workload_json.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/workload.h"

@@ -13,7 +13,7 @@
 #include "placer/agent/placer.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 
 using namespace placer;
 

@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/serialize.h"
 #include "placer/service/client.h"
 #include "placer/service/server.h"

@@ -22,7 +22,7 @@
 #include "placer/env/cost_model.h"
 #include "placer/env/presets.h"
 #include "placer/env/simulator.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 
 using namespace placer;
 

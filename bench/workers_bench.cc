@@ -25,7 +25,7 @@
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
 #include "placer/env/remote.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/timing.h"
 #include "placer/service/workers.h"
 

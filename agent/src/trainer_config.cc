@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "placer/agent/train.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/json_writer.h"

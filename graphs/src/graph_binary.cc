@@ -15,7 +15,7 @@
 
 namespace placer {
 
-using namespace serialize_detail;
+using namespace detail;
 
 namespace {
 

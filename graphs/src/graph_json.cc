@@ -18,7 +18,7 @@
 
 namespace placer {
 
-using namespace serialize_detail;
+using namespace detail;
 
 namespace {
 

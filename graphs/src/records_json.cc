@@ -14,7 +14,7 @@
 
 namespace placer {
 
-using namespace serialize_detail;
+using namespace detail;
 
 // ---------------------------------------------------------------------------
 // Cluster

@@ -11,9 +11,10 @@
 #include <vector>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/files.h"
 #include "placer/graphs/ir.h"
 
-namespace placer::serialize_detail {
+namespace placer::detail {
 
 using cereal::make_nvp;
 
@@ -45,22 +46,8 @@ inline std::vector<std::pair<std::string, std::string>> sorted_attrs(const Graph
   return attrs;
 }
 
-// Errors of a file's contents, prefixed with its path (the error type kept).
-template <class Error, class F>
-auto with_path(const std::string& path, F&& body) -> decltype(body()) {
-  try {
-    return body();
-  } catch (const GraphError& e) {
-    throw GraphError(path + ": " + e.what());
-  } catch (const PlacementError& e) {
-    throw PlacementError(path + ": " + e.what());
-  } catch (const InputError& e) {
-    throw Error(path + ": " + e.what());
-  }
-}
-
 inline bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-}  // namespace placer::serialize_detail
+}  // namespace placer::detail

@@ -12,8 +12,8 @@
 #include <utility>
 #include <vector>
 
-#include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/training.h"
 
 namespace placer {
 

@@ -14,14 +14,14 @@
 #include "placer/agent/search.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
+#include "placer/frontends/torch_import.h"
 #include "placer/graphs/fields.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/timing.h"
 #include "placer/graphs/validate.h"
 #include "placer/service/metrics.h"
 #include "placer/service/workers.h"
-#include "placer/torchscript/import.h"
 #include "prepared.h"
 
 namespace placer::service {

@@ -12,7 +12,7 @@
 #include "placer/agent/search.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 
 namespace placer {

@@ -12,6 +12,7 @@
 
 #include "placer/agent/max_load.h"
 #include "placer/env/max_load.h"
+#include "placer/frontends/workload_json.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/workload.h"
 

@@ -15,8 +15,8 @@
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
 #include "placer/env/simulator.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/algorithms.h"
-#include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
 
 #include "../../agent/src/placers_common.h"

@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "placer/env/simulator.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 
 namespace placer {

@@ -5,8 +5,8 @@
 #include <random>
 #include <vector>
 
+#include "placer/frontends/builders.h"
 #include "placer/graphs/algorithms.h"
-#include "placer/graphs/builders.h"
 #include "placer/graphs/ir.h"
 #include "placer/graphs/placement.h"
 

@@ -7,7 +7,6 @@
 
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
-#include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
 #include "remote_helpers.h"
 

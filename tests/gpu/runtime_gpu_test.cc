@@ -8,8 +8,9 @@
 #include <string>
 
 #include "../runtime/runtime_helpers.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/training.h"
 #include "placer/runtime/runtime.h"
 
 namespace placer {

@@ -4,7 +4,7 @@
 
 #include <gtest/gtest.h>
 
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
 #include "tiny_graphs.h"

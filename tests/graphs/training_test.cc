@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/training.h"
 #include "placer/graphs/validate.h"
 
 namespace placer {

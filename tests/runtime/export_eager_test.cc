@@ -7,10 +7,10 @@
 #include <cmath>
 #include <string>
 
+#include "placer/frontends/torch_import.h"
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
 #include "placer/runtime/runtime.h"
-#include "placer/torchscript/import.h"
 #include "runtime_helpers.h"
 
 namespace placer {

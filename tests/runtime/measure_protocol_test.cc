@@ -4,8 +4,8 @@
 
 #include <vector>
 
-#include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/training.h"
 #include "placer/runtime/runtime.h"
 #include "runtime_helpers.h"
 

@@ -5,8 +5,9 @@
 #include <random>
 
 #include "../../runtime/src/internal.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/exec_plan.h"
+#include "placer/graphs/training.h"
 #include "runtime_helpers.h"
 
 namespace placer {

@@ -13,9 +13,10 @@
 #include <random>
 #include <sstream>
 
+#include "placer/frontends/builders.h"
 #include "placer/graphs/algorithms.h"
-#include "placer/graphs/builders.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/training.h"
 #include "runtime_helpers.h"
 
 namespace placer {

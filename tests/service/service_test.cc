@@ -12,7 +12,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "placer/agent/train.h"
-#include "placer/graphs/builders.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/serialize.h"
 #include "placer/service/metrics.h"
 

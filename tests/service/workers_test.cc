@@ -17,7 +17,6 @@
 
 #include "../env/remote_helpers.h"
 #include "placer/env/presets.h"
-#include "placer/graphs/builders.h"
 #include "placer/graphs/serialize.h"
 
 namespace placer::service {

@@ -1,5 +1,5 @@
 // DType <-> at::ScalarType, for the .cc files that see LibTorch (runtime/,
-// graphs/torchscript/). placer_graphs itself never includes it.
+// frontends/torch/). placer_graphs itself never includes it.
 #pragma once
 
 #include <c10/core/ScalarType.h>

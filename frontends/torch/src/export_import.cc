@@ -1,0 +1,115 @@
+// torch.export (.pt2) -> placer IR.
+//
+// An archive written by torch.export.save is a zip file. Its program is JSON
+// (models/<name>.json, torch/_export/serde/schema.py, schema 8.x in torch
+// 2.11): graph nodes with ATen targets and named arguments, tensor metadata,
+// and a signature that says which placeholders are parameters, buffers,
+// constants and user inputs. Weights are raw bytes under data/weights/.
+//
+// Like the TorchScript importer, this one *executes* the program node by node
+// on CPU with real tensors (Recorder), so every op's output specs are what
+// the kernel produced; they are checked against the archive's metadata. The
+// default (training IR) form keeps in-place ops such as relu_: each becomes
+// its functional ATen variant, and later uses of the mutated value see the
+// result. Symbolic sizes (sym_size, operator.mul, ...) are evaluated on the
+// spot from the sample shapes.
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "export_importer.h"
+
+namespace placer {
+namespace detail {
+
+Graph ExportImporter::run(const std::vector<SampleInput>& samples) {
+  open();
+  Graph& out = rec_.graph();
+  out.name = std::filesystem::path(file_).stem().string();
+  out.attrs["source"] = "torch.export";
+  out.attrs["file"] = std::filesystem::path(file_).filename().string();
+  if (const rj::Value* v = json_.member(doc_, "torch_version"); v && v->IsString())
+    out.attrs["exported_by"] = v->GetString();
+
+  const rj::Value& nodes = json_.array(json_.require(*graph_, "nodes", "graph"), "graph", "nodes");
+  for (rj::SizeType i = 0; i < nodes.Size(); ++i) {
+    const std::string path = nodes[i].IsObject() ? module_of(nodes[i]) : std::string();
+    for (auto d = path.rfind('.'); d != std::string::npos; d = path.rfind('.', d - 1)) {
+      parent_modules_.insert(path.substr(0, d));
+      if (d == 0) break;
+    }
+  }
+  for (rj::SizeType i = 0; i < nodes.Size(); ++i) {
+    if (nodes[i].IsObject() && nodes[i].HasMember("inputs")) collect_used(nodes[i]["inputs"]);
+  }
+  if (const rj::Value* outs = json_.member(*graph_, "outputs")) collect_used(*outs);
+  bind_inputs(samples);
+  for (rj::SizeType i = 0; i < nodes.Size(); ++i) visit(nodes[i], i);
+
+  // Outputs: the user's, and the loss when the program marks one.
+  const std::string where = "graph_module.signature.output_specs";
+  const rj::Value& specs =
+      json_.array(json_.require(doc_["graph_module"]["signature"], "output_specs", where), where, "output_specs");
+  std::vector<TensorRef> outputs;
+  std::optional<TensorRef> loss;
+  for (rj::SizeType i = 0; i < specs.Size(); ++i) {
+    const rj::Value& spec = json_.object(specs[i], where, "output_specs[]");
+    if (spec.MemberCount() != 1) fail(where + ": expected one kind of output");
+    const std::string kind = spec.MemberBegin()->name.GetString();
+    if (kind != "user_output" && kind != "loss_output") continue;  // buffer and input mutations: state, not results
+    const rj::Value& arg = json_.require(spec.MemberBegin()->value, "arg", where);
+    const rj::Value* t = arg.IsObject() && arg.HasMember("as_tensor") ? &arg["as_tensor"] : &arg;
+    if (!t->IsObject() || !t->HasMember("name") || !(*t)["name"].IsString()) continue;  // a constant output
+    const Val& v = val((*t)["name"].GetString(), where);
+    if (!v.value.isTensor() || v.refs.empty() || !v.refs[0]) continue;
+    if (kind == "loss_output") loss = *v.refs[0];
+    if (kind == "user_output") outputs.push_back(*v.refs[0]);
+  }
+
+  std::string said;
+  for (const auto& [name, text] : inputs_said_) said += (said.empty() ? "" : " ") + name + ":" + text;
+  out.attrs["input_shapes"] = said;
+  if (!synthesized_.empty()) {
+    out.attrs["weights"] = detail::concat(synthesized_.size(), " tensor(s) not stored raw in the archive; made up");
+  }
+  return rec_.finish(outputs, loss);
+}
+
+}  // namespace detail
+
+using detail::ExportImporter;
+
+bool is_exported_program(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[4] = {};
+  if (!in.read(magic, 4) || std::memcmp(magic, "PK\x03\x04", 4) != 0) return false;
+  try {
+    caffe2::serialize::PyTorchStreamReader reader(path);
+    for (const std::string& r : reader.getAllRecords()) {
+      if (r.rfind("models/", 0) == 0 || r == "serialized_exported_program.json") return true;
+    }
+  } catch (const std::exception&) {}
+  return false;
+}
+
+Graph import_exported_program(const std::string& path, const std::vector<SampleInput>& inputs,
+                              const ImportOptions& options) {
+  if (!(options.learning_rate > 0.0)) throw InputError("learning rate must be positive");
+  ExportImporter importer(path, nullptr, options);
+  return importer.run(inputs);
+}
+
+Graph import_exported_program_bytes(const std::string& bytes, const std::string& label,
+                                    const std::vector<SampleInput>& inputs, const ImportOptions& options) {
+  if (!(options.learning_rate > 0.0)) throw InputError("learning rate must be positive");
+  ExportImporter importer(label, &bytes, options);
+  return importer.run(inputs);
+}
+
+Graph import_model(const std::string& path, const std::vector<SampleInput>& inputs, const ImportOptions& options) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".pt2" || is_exported_program(path)) return import_exported_program(path, inputs, options);
+  return import_torchscript(path, inputs, options);
+}
+
+}  // namespace placer

@@ -1,0 +1,156 @@
+// Private to the torch.export importer (export_*.cc): the importer class and
+// the helpers its parts share. See export_import.cc for how it works.
+#pragma once
+
+#include <ATen/ATen.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <caffe2/serialize/inline_container.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <set>
+#include <sstream>
+#include <unordered_map>
+
+#include "placer/frontends/torch_import.h"
+#include "placer/graphs/error.h"
+#include "placer/graphs/json_reader.h"
+#include "recorder.h"
+
+namespace placer::detail {
+
+inline constexpr size_t kMaxProgramBytes = size_t{1} << 30;  // the program JSON
+inline constexpr int kSchemaMajor = 8;                       // torch 2.11 writes 8.17
+
+// The ScalarType enum of the export schema, which is not c10's numbering.
+inline std::optional<at::ScalarType> schema_dtype(int64_t v) {
+  switch (v) {
+    case 1: return at::kByte;
+    case 2: return at::kChar;
+    case 3: return at::kShort;
+    case 4: return at::kInt;
+    case 5: return at::kLong;
+    case 6: return at::kHalf;
+    case 7: return at::kFloat;
+    case 8: return at::kDouble;
+    case 12: return at::kBool;
+    case 13: return at::kBFloat16;
+    default: return std::nullopt;
+  }
+}
+
+inline std::optional<c10::MemoryFormat> schema_memory_format(int64_t v) {
+  switch (v) {
+    case 1: return c10::MemoryFormat::Contiguous;
+    case 2: return c10::MemoryFormat::ChannelsLast;
+    case 3: return c10::MemoryFormat::ChannelsLast3d;
+    case 4: return c10::MemoryFormat::Preserve;
+    default: return std::nullopt;
+  }
+}
+
+// "Symbol('s77', positive=True, integer=True)" or "s77" -> "s77"; "" for an expression.
+inline std::string symbol_name(const std::string& expr) {
+  const std::string prefix = "Symbol('";
+  if (expr.rfind(prefix, 0) == 0) {
+    const auto end = expr.find('\'', prefix.size());
+    if (end != std::string::npos) return expr.substr(prefix.size(), end - prefix.size());
+  }
+  const bool identifier = !expr.empty() && std::all_of(expr.begin(), expr.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+  return identifier ? expr : std::string();
+}
+
+inline std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string s;
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? "x" : "") + std::to_string(shape[i]);
+  return s.empty() ? "scalar" : s;
+}
+
+// A tensor's metadata as the archive records it.
+struct Meta {
+  at::ScalarType dtype = at::kFloat;
+  std::vector<int64_t> sizes;        // the example's (hint) for a symbolic size
+  std::vector<std::string> symbols;  // per dim: "" when static, else the symbol or expression
+  std::vector<int64_t> strides;
+  int64_t storage_offset = 0;
+  bool dynamic() const {
+    return std::any_of(symbols.begin(), symbols.end(), [](const std::string& s) { return !s.empty(); });
+  }
+};
+
+// A named value of the program while it is executed.
+struct Val {
+  c10::IValue value;                           // tensor, tensor list, int, float, bool, none
+  std::vector<std::optional<TensorRef>> refs;  // where the graph has the tensor(s)
+};
+
+class ExportImporter {
+ public:
+  // Stored tensors by qualified name: (record name, whether it is pickled).
+  using Payloads = std::map<std::string, std::pair<std::string, bool>>;
+
+  // `bytes`: the archive itself (then `file` only names it in errors), or null to read `file`.
+  ExportImporter(const std::string& file, const std::string* bytes, const ImportOptions& options)
+      : file_(file), bytes_(bytes), rec_(file, options), json_{"torch.export program"} {}
+
+  Graph run(const std::vector<SampleInput>& samples);
+
+ private:
+  [[noreturn]] void fail(const std::string& message) const { rec_.fail(message); }
+
+  void open();
+  std::string record(const std::string& name, size_t cap);
+  Meta meta(const rj::Value& v, const std::string& where) const;
+  Payloads payloads(const std::string& config, const std::string& dir);
+  at::Tensor load_tensor(const std::string& name, const Meta& m, const std::string& record_name, bool pickled,
+                         bool trainable);
+  // bind_inputs and its steps (export_inputs.cc).
+  void bind_inputs(const std::vector<SampleInput>& samples);
+  std::vector<std::string> user_input_names(const rj::Value& specs, const std::string& where) const;
+  std::map<std::string, SampleInput> samples_by_name(const std::vector<SampleInput>& samples,
+                                                     const std::vector<std::string>& user_inputs) const;
+  Meta placeholder_meta(const std::string& name) const;
+  void bind_stored_tensor(const std::string& kind, const rj::Value& body, const std::string& at, const Payloads& table);
+  void bind_user_input(const rj::Value& body, const std::string& at, const std::map<std::string, SampleInput>& given,
+                       const rj::Value* ranges, std::string* input_specs);
+  void apply_sample(const std::string& name, const SampleInput& s, const rj::Value* ranges, Meta* m);
+  void check_symbol_range(const std::string& name, size_t d, const std::string& symbol, int64_t size,
+                          const rj::Value* ranges) const;
+  void check_recorded_example(const std::string& name, const Meta& m) const;
+  int64_t integer_input_high(const std::string& name) const;
+  const Val& val(const std::string& name, const std::string& where) const;
+  Val argument(const rj::Value& arg, const c10::Argument* schema_arg, const std::string& where);
+  double real(const rj::Value& v, const std::string& where, const char* field) const;
+  void collect_used(const rj::Value& v);
+  void visit(const rj::Value& node, size_t index);
+  void visit_aten(const rj::Value& node, const std::string& target, const std::string& where);
+  void visit_symbolic(const rj::Value& node, const std::string& target, const std::string& where);
+  std::string module_of(const rj::Value& node) const;
+  void check_output(const std::string& name, const at::Tensor& t, const std::string& where) const;
+
+  std::string file_;
+  const std::string* bytes_;
+  Recorder rec_;
+  JsonReader<InputError> json_;
+  std::unique_ptr<std::istringstream> stream_;  // outlives archive_, which reads it
+  std::unique_ptr<caffe2::serialize::PyTorchStreamReader> archive_;
+  rj::Document doc_;
+  const rj::Value* graph_ = nullptr;
+  const rj::Value* tensor_values_ = nullptr;
+  std::unordered_map<std::string, Val> values_;
+  std::set<std::string> parent_modules_;            // modules that hold another module some node ran in
+  std::map<std::string, std::string> inputs_said_;  // user input -> where its shape came from
+  std::set<std::string> synthesized_;               // weights not stored in the archive
+  bool overridden_ = false;                         // some --input changed a symbolic size
+  std::set<std::string> used_;                      // values some node or output uses
+};
+
+}  // namespace placer::detail

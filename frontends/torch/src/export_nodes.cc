@@ -1,0 +1,288 @@
+// torch.export importer: executing the program's nodes (ATen calls and symbolic sizes) through the Recorder.
+#include "export_importer.h"
+
+namespace placer::detail {
+
+// The module a node ran in ("layer1.0.conv1"), from nn_module_stack
+// ("L__self__,,Net;L__self___layer1_0,layer1.0,Bottleneck;...").
+std::string ExportImporter::module_of(const rj::Value& node) const {
+  const rj::Value* metadata = json_.member(node, "metadata");
+  if (!metadata || !metadata->IsObject()) return {};
+  const rj::Value* stack = json_.member(*metadata, "nn_module_stack");
+  if (!stack || !stack->IsString()) return {};
+  const std::string text = stack->GetString();
+  const auto start = text.rfind(';') == std::string::npos ? 0 : text.rfind(';') + 1;
+  const std::string entry = text.substr(start);
+  const auto first = entry.find(','), last = entry.rfind(',');
+  if (first == std::string::npos || last == first) return {};
+  return entry.substr(first + 1, last - first - 1);
+}
+
+void ExportImporter::check_output(const std::string& name, const at::Tensor& t, const std::string& where) const {
+  const rj::Value* recorded = json_.member(*tensor_values_, name.c_str());
+  if (!recorded) return;
+  const Meta m = meta(*recorded, "tensor '" + name + "'");
+  bool same = m.dtype == t.scalar_type() && static_cast<int64_t>(m.sizes.size()) == t.dim();
+  for (size_t d = 0; same && d < m.sizes.size(); ++d) {
+    // A symbolic size may differ from its example when --input changed it.
+    if (m.symbols[d].empty() || !overridden_) same = m.sizes[d] == t.size(static_cast<int64_t>(d));
+  }
+  // PyTorch's own shape rules are wrong for a few outputs nobody uses (the
+  // hidden states of aten::lstm, for one); what the kernel made is kept.
+  if (!same && used_.count(name)) {
+    std::vector<int64_t> sizes(t.sizes().begin(), t.sizes().end());
+    fail(where + ": output '" + name + "' is " + std::string(c10::toString(t.scalar_type())) + " " + shape_text(sizes) +
+         " when run, but the program records " + std::string(c10::toString(m.dtype)) + " " + shape_text(m.sizes));
+  }
+}
+
+void ExportImporter::visit(const rj::Value& node, size_t index) {
+  const std::string at = detail::concat("graph.nodes[", index, "]");
+  json_.object(node, at, "node");
+  const std::string target = json_.string(json_.require(node, "target", at), at, "target");
+  const std::string name = json_.opt_string(node, "name", at);
+  const std::string where = "node '" + (name.empty() ? at : name) + "' (" + target + ")";
+  static const std::set<std::string> kChecks = {"torch.ops.aten._assert_tensor_metadata.default",
+                                                "torch.ops.aten._assert_scalar.default",
+                                                "torch.ops.aten.sym_constrain_range_for_size.default",
+                                                "torch.ops.aten.sym_constrain_range.default",
+                                                "torch.ops.aten._assert_async.msg",
+                                                "torch.ops.aten._assert_async.default"};
+  if (kChecks.count(target)) return;  // checks of the exporter's assumptions; nothing to place
+  if (target.rfind("torch.ops.aten.sym_", 0) == 0 || target.rfind("_operator.", 0) == 0 ||
+      target.rfind("torch.sym_", 0) == 0 || target.rfind("math.", 0) == 0) {
+    return visit_symbolic(node, target, where);
+  }
+  if (target.rfind("torch.ops.higher_order.", 0) == 0) {
+    fail(where +
+         ": higher-order ops (control flow such as torch.cond, while_loop, or wrapped regions) are not "
+         "supported; export the model without them");
+  }
+  if (target.rfind("torch.ops.aten.", 0) != 0) {
+    fail(where + ": not an ATen operator (a custom op or a Python function); the runtime can only call ATen ops");
+  }
+  visit_aten(node, target, where);
+}
+
+void ExportImporter::visit_symbolic(const rj::Value& node, const std::string& target, const std::string& where) {
+  const rj::Value& ins = json_.array(json_.require(node, "inputs", where), where, "inputs");
+  std::vector<c10::IValue> args;
+  for (rj::SizeType i = 0; i < ins.Size(); ++i) {
+    args.push_back(
+        argument(json_.require(json_.object(ins[i], where, "inputs[]"), "arg", where), nullptr, where).value);
+  }
+  const auto integer = [&](size_t i) -> int64_t {
+    if (i >= args.size() || !(args[i].isInt() || args[i].isBool())) fail(where + ": expects integer arguments");
+    return args[i].isBool() ? args[i].toBool() : args[i].toInt();
+  };
+  const auto tensor = [&]() -> at::Tensor {
+    if (args.empty() || !args[0].isTensor()) fail(where + ": expects a tensor argument");
+    return args[0].toTensor();
+  };
+  const std::string op = target.substr(target.rfind('.') == std::string::npos ? 0 : target.find('.') + 1);
+  c10::IValue result;
+  if (target == "torch.ops.aten.sym_size.int") {
+    result = tensor().size(integer(1));
+  } else if (target == "torch.ops.aten.sym_numel.default") {
+    result = tensor().numel();
+  } else if (target == "torch.ops.aten.sym_stride.int") {
+    result = tensor().stride(integer(1));
+  } else if (target == "torch.ops.aten.sym_storage_offset.default") {
+    result = tensor().storage_offset();
+  } else if (target == "_operator.add") {
+    result = integer(0) + integer(1);
+  } else if (target == "_operator.sub") {
+    result = integer(0) - integer(1);
+  } else if (target == "_operator.mul") {
+    result = integer(0) * integer(1);
+  } else if (target == "_operator.floordiv" || target == "_operator.mod") {
+    const int64_t a = integer(0), b = integer(1);
+    if (b == 0) fail(where + ": division by zero");
+    const int64_t q = a / b - ((a % b != 0) && ((a < 0) != (b < 0)) ? 1 : 0);  // Python floors
+    result = target == "_operator.floordiv" ? q : a - q * b;
+  } else if (target == "_operator.neg") {
+    result = -integer(0);
+  } else if (target == "_operator.eq") {
+    result = integer(0) == integer(1);
+  } else if (target == "_operator.ne") {
+    result = integer(0) != integer(1);
+  } else if (target == "_operator.lt") {
+    result = integer(0) < integer(1);
+  } else if (target == "_operator.le") {
+    result = integer(0) <= integer(1);
+  } else if (target == "_operator.gt") {
+    result = integer(0) > integer(1);
+  } else if (target == "_operator.ge") {
+    result = integer(0) >= integer(1);
+  } else if (target == "torch.sym_max") {
+    result = std::max(integer(0), integer(1));
+  } else if (target == "torch.sym_min") {
+    result = std::min(integer(0), integer(1));
+  } else {
+    fail(where + ": symbolic operation '" + op + "' is not supported");
+  }
+  const rj::Value& outs = json_.array(json_.require(node, "outputs", where), where, "outputs");
+  if (outs.Size() != 1 || !outs[0].IsObject() || outs[0].MemberCount() != 1) fail(where + ": expects one output");
+  const rj::Value& out = outs[0].MemberBegin()->value;
+  if (!out.IsObject() || !out.HasMember("as_name") || !out["as_name"].IsString()) fail(where + ": output has no name");
+  values_[out["as_name"].GetString()] = Val{result, {}};
+}
+
+namespace {
+
+// The overload of `op` that takes a Scalar where `numbers` name arguments:
+// add.Tensor -> add.Scalar, pow.Tensor_Tensor -> pow.Tensor_Scalar,
+// where.self -> where.ScalarOther. None when no overload fits.
+std::optional<c10::OperatorHandle> scalar_overload(const std::string& op, const c10::OperatorHandle& handle,
+                                                   const std::vector<std::string>& numbers) {
+  for (const char* candidate :
+       {"Scalar", "Tensor_Scalar", "Scalar_Tensor", "ScalarOther", "ScalarSelf", "Scalar_other"}) {
+    auto h = c10::Dispatcher::singleton().findSchema({op, candidate});
+    if (!h || h->schema().is_mutable() || h->schema().arguments().size() != handle.schema().arguments().size())
+      continue;
+    bool fits = true;
+    for (size_t k = 0; k < h->schema().arguments().size(); ++k) {
+      const auto& a = h->schema().arguments()[k];
+      const bool number = std::find(numbers.begin(), numbers.end(), a.name()) != numbers.end();
+      const bool tensor = a.real_type()->kind() == c10::TypeKind::TensorType;
+      if (a.name() != handle.schema().arguments()[k].name() || (number && tensor)) fits = false;
+    }
+    if (fits) return h;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+void ExportImporter::visit_aten(const rj::Value& node, const std::string& target, const std::string& where) {
+  // "torch.ops.aten.add_.Tensor" -> aten::add_ overload Tensor ("default": none)
+  const std::string rest = target.substr(std::string("torch.ops.aten.").size());
+  const auto dot = rest.rfind('.');
+  if (dot == std::string::npos) fail(where + ": target has no overload");
+  std::string op = "aten::" + rest.substr(0, dot);
+  const std::string overload = rest.substr(dot + 1) == "default" ? "" : rest.substr(dot + 1);
+  auto handle = c10::Dispatcher::singleton().findSchema({op, overload});
+  if (!handle) fail(where + ": not an ATen dispatcher operator in this build; the runtime cannot call it");
+
+  // In place (relu_, add_, detach_): run the functional variant instead, and
+  // let the result stand for the mutated value from here on.
+  std::string mutated_arg;
+  if (handle->schema().is_mutable()) {
+    for (const auto& a : handle->schema().arguments()) {
+      if (a.alias_info() && a.alias_info()->isWrite()) {
+        if (!mutated_arg.empty() || a.name() != "self" || a.kwarg_only())
+          mutated_arg = "?";
+        else
+          mutated_arg = a.name();
+      }
+    }
+    std::optional<c10::OperatorHandle> functional;
+    if (mutated_arg == "self" && op.back() == '_') {
+      functional = c10::Dispatcher::singleton().findSchema({op.substr(0, op.size() - 1), overload});
+    }
+    if (!functional || functional->schema().is_mutable() ||
+        functional->schema().arguments().size() != handle->schema().arguments().size()) {
+      fail(where +
+           ": mutates an input in place and has no functional ATen variant; export with "
+           "run_decompositions() or avoid the in-place op");
+    }
+    handle = functional;
+    op = op.substr(0, op.size() - 1);
+  }
+
+  const rj::Value& ins = json_.array(json_.require(node, "inputs", where), where, "inputs");
+  std::map<std::string, const rj::Value*> named;
+  for (rj::SizeType i = 0; i < ins.Size(); ++i) {
+    const rj::Value& in = json_.object(ins[i], where, "inputs[]");
+    named[json_.string(json_.require(in, "name", where), where, "inputs[].name")] = &json_.require(in, "arg", where);
+  }
+  // The arguments in schema order; a Python number where the schema wants a
+  // tensor (x * 0.5 is exported as mul.Tensor) is listed in `numbers`.
+  std::string mutated_name;
+  std::vector<std::string> numbers;
+  const auto bind = [&](const c10::FunctionSchema& schema) {
+    std::vector<CallArg> args;
+    numbers.clear();
+    std::map<std::string, const rj::Value*> left = named;
+    for (const auto& a : schema.arguments()) {
+      const std::string at = where + " argument '" + a.name() + "'";
+      auto it = left.find(a.name());
+      CallArg call_arg;
+      if (it != left.end()) {
+        Val v = argument(*it->second, &a, at);
+        call_arg.value = v.value;
+        call_arg.refs = v.refs;
+        if (a.name() == mutated_arg && it->second->HasMember("as_tensor")) {
+          mutated_name = (*it->second)["as_tensor"]["name"].GetString();
+        }
+        const bool wants_tensor = a.real_type()->kind() == c10::TypeKind::TensorType;
+        if (wants_tensor && (v.value.isInt() || v.value.isDouble() || v.value.isBool())) numbers.push_back(a.name());
+        left.erase(it);
+      } else if (a.default_value()) {
+        call_arg.value = *a.default_value();
+      } else {
+        fail(at + " is missing and has no default");
+      }
+      args.push_back(std::move(call_arg));
+    }
+    if (!left.empty()) fail(where + ": the operator has no argument '" + left.begin()->first + "'");
+    return args;
+  };
+  std::vector<CallArg> args = bind(handle->schema());
+  if (!numbers.empty()) {
+    if (auto scalar = scalar_overload(op, *handle, numbers)) {
+      handle = scalar;
+      args = bind(handle->schema());
+    } else {
+      // No Scalar overload: the number becomes a 0-dim constant tensor, as eager PyTorch wraps it.
+      for (size_t k = 0; k < args.size(); ++k) {
+        const auto& a = handle->schema().arguments()[k];
+        if (std::find(numbers.begin(), numbers.end(), a.name()) == numbers.end()) continue;
+        at::Tensor t = c10::scalar_to_tensor(args[k].value.toScalar());
+        t.unsafeGetTensorImpl()->set_wrapped_number(true);
+        args[k].refs = {rec_.constant(t, "scalar")};
+        args[k].value = t;
+      }
+    }
+  }
+
+  // The block the op belongs to: its module, or the enclosing one for a leaf
+  // module such as a conv inside a ResNet block ("layer1.0").
+  const std::string path = module_of(node);
+  const std::string short_kind = op.substr(op.find("::") + 2);
+  std::string layer = path;
+  if (const auto d = path.rfind('.'); d != std::string::npos && !parent_modules_.count(path)) layer = path.substr(0, d);
+  const RecordedCall call = rec_.call(*handle, args, where, path.empty() ? short_kind : path + "/" + short_kind, layer);
+
+  // Outputs: one Argument per return, or one as_tensors for a Tensor[] return.
+  const rj::Value& outs = json_.array(json_.require(node, "outputs", where), where, "outputs");
+  if (outs.Size() != call.returns.size()) {
+    fail(detail::concat(where, ": the program names ", outs.Size(), " outputs, the operator returned ",
+                        call.returns.size()));
+  }
+  for (rj::SizeType i = 0; i < outs.Size(); ++i) {
+    const rj::Value& out = json_.object(outs[i], where, "outputs[]");
+    const c10::IValue& r = call.returns[i];
+    if (out.HasMember("as_tensor") && r.isTensor()) {
+      const std::string name = json_.string(json_.require(out["as_tensor"], "name", where), where, "name");
+      check_output(name, r.toTensor(), where);
+      values_[name] = Val{r, {call.refs[i].at(0)}};
+      if (!mutated_name.empty()) values_[mutated_name] = values_[name];
+    } else if (out.HasMember("as_tensors") && r.isTensorList()) {
+      const rj::Value& list = json_.array(out["as_tensors"], where, "as_tensors");
+      const auto tensors = r.toTensorVector();
+      if (list.Size() != tensors.size()) fail(where + ": the number of returned tensors differs from the program's");
+      for (rj::SizeType k = 0; k < list.Size(); ++k) {
+        const std::string name = json_.string(json_.require(list[k], "name", where), where, "name");
+        check_output(name, tensors[k], where);
+        values_[name] = Val{tensors[k], {call.refs[i].at(k)}};
+      }
+    } else if (!out.HasMember("as_none")) {
+      fail(detail::concat(where, ": output ", i, " is ",
+                          out.MemberCount() ? out.MemberBegin()->name.GetString() : "empty",
+                          " in the program but the operator returned ", r.tagKind()));
+    }
+  }
+}
+
+}  // namespace placer::detail

@@ -1,0 +1,413 @@
+// The recorder both importers share: see recorder.h.
+#include "recorder.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/csrc/autograd/autograd.h>
+
+#include <algorithm>
+#include <sstream>
+
+#include "placer/graphs/error.h"
+#include "placer/graphs/training.h"
+
+namespace placer::detail {
+
+std::string first_line(std::string text) {
+  const auto newline = text.find('\n');
+  if (newline != std::string::npos) text.resize(newline);
+  return text;
+}
+
+namespace {
+
+// Which argument a returned view shares storage with (alias sets of the schema).
+int64_t aliased_argument(const c10::FunctionSchema& schema, const c10::Argument& ret) {
+  const auto* ret_alias = ret.alias_info();
+  if (!ret_alias || ret_alias->isWrite()) return -1;
+  for (size_t a = 0; a < schema.arguments().size(); ++a) {
+    const auto* arg_alias = schema.arguments()[a].alias_info();
+    if (!arg_alias) continue;
+    for (const auto& set : ret_alias->beforeSets())
+      if (arg_alias->beforeSets().count(set)) return static_cast<int64_t>(a);
+  }
+  return -1;
+}
+
+// Alias facts (Op::view_of) from the schema: per output, the Op::inputs
+// index of the argument it shares storage with, or -1. A returned list
+// (Tensor(a)[]) aliases as a whole.
+std::vector<int32_t> schema_views(const c10::FunctionSchema& schema, const Op& op) {
+  auto input_of_arg = [&](int64_t a) -> int32_t {
+    if (a < 0 || a >= static_cast<int64_t>(op.args.size()) || op.args[a].kind != Arg::Kind::Tensor) return -1;
+    return static_cast<int32_t>(op.args[a].i);
+  };
+  const auto& returns = schema.returns();
+  std::vector<int32_t> views(op.outputs.size(), -1);
+  auto returns_list = [&] {
+    if (returns.size() != 1) return false;
+    const c10::TypePtr& type = returns[0].type();
+    const c10::TypePtr& base = type->kind() == c10::TypeKind::OptionalType ? type->containedType(0) : type;
+    return base->kind() == c10::TypeKind::ListType;
+  };
+  if (returns_list()) {
+    std::fill(views.begin(), views.end(), input_of_arg(aliased_argument(schema, returns[0])));
+  } else {
+    for (size_t r = 0; r < returns.size() && r < op.outputs.size(); ++r)
+      views[r] = input_of_arg(aliased_argument(schema, returns[r]));
+  }
+  return views;
+}
+
+}  // namespace
+
+std::string fused_op_hint(const std::string& type) {
+  static const std::map<std::string, std::string> kHints = {
+      {"aten::_transformer_encoder_layer_fwd",
+       "PyTorch took the fused inference fast path of nn.TransformerEncoderLayer; trace or export the model in "
+       "training mode (model.train(), or with dropout=0.0 for deterministic results) so the layer is recorded "
+       "as its reference ops, export it with torch.export (which records the reference ops), or import it with "
+       "--forward-only"},
+      {"aten::_native_multi_head_attention",
+       "PyTorch took the fused inference fast path of nn.MultiheadAttention; trace or export the model in "
+       "training mode (model.train()) so attention is recorded as its reference ops, or import it with "
+       "--forward-only"},
+  };
+  const std::string base = type.substr(0, type.find('.'));
+  auto it = kHints.find(base);
+  return it == kHints.end() ? std::string() : it->second;
+}
+
+// ---------------------------------------------------------------- Recorder
+
+Recorder::Recorder(std::string file, const ImportOptions& options)
+    : file_(std::move(file)), options_(options), generator_(at::make_generator<at::CPUGeneratorImpl>(20240607)) {}
+
+void Recorder::fail(const std::string& message) const { throw InputError(file_ + ": " + message); }
+
+std::string Recorder::unique_name(const std::string& base) {
+  int& count = name_counts_[base];
+  std::string name = count == 0 ? base : base + "_" + std::to_string(count);
+  ++count;
+  while (out_.find(name)) name = base + "_" + std::to_string(count++);
+  return name;
+}
+
+std::optional<TensorRef> Recorder::known(const at::Tensor& t) const {
+  auto it = tensors_.find(t.unsafeGetTensorImpl());
+  if (it == tensors_.end()) return std::nullopt;
+  return it->second;
+}
+
+TensorRef Recorder::param(const at::Tensor& t, const std::string& name, const std::string& layer) {
+  if (auto ref = known(t)) return *ref;
+  const auto dtype = to_dtype(t.scalar_type());
+  if (!dtype) fail("parameter '" + name + "' has unsupported dtype " + std::string(c10::toString(t.scalar_type())));
+  Op op;
+  op.name = unique_name(name);
+  op.type = op_types::kParam;
+  op.outputs.push_back(TensorSpec{t.sizes().vec(), *dtype});
+  op.param_bytes = op.outputs[0].bytes();
+  op.layer = layer;
+  const TensorRef ref{out_.add_op(std::move(op)), 0};
+  tensors_.emplace(t.unsafeGetTensorImpl(), ref);
+  if (at::isFloatingType(t.scalar_type())) requires_grad_.insert({ref.op.value, 0});
+  return ref;
+}
+
+TensorRef Recorder::constant(const at::Tensor& t, const std::string& name, const std::string& layer) {
+  if (auto ref = known(t)) return *ref;
+  const auto dtype = to_dtype(t.scalar_type());
+  if (!dtype) fail("constant '" + name + "' has unsupported dtype " + std::string(c10::toString(t.scalar_type())));
+  Op op;
+  op.name = unique_name(name.empty() ? "constant" : name);
+  op.type = op_types::kInput;
+  op.outputs.push_back(TensorSpec{t.sizes().vec(), *dtype});
+  if (!is_floating(*dtype) && t.numel() > 0) {
+    op.args.push_back(Arg::integer(std::max<int64_t>(1, t.max().item<int64_t>() + 1)));
+  }
+  op.layer = layer;
+  const TensorRef ref{out_.add_op(std::move(op)), 0};
+  tensors_.emplace(t.unsafeGetTensorImpl(), ref);
+  return ref;
+}
+
+TensorRef Recorder::input(const std::string& name, const at::Tensor& value, int64_t high) {
+  const auto dtype = to_dtype(value.scalar_type());
+  if (!dtype) fail("input '" + name + "' has unsupported dtype " + std::string(c10::toString(value.scalar_type())));
+  Op op;
+  op.name = unique_name(name);
+  op.type = op_types::kInput;
+  op.outputs = {TensorSpec{value.sizes().vec(), *dtype}};
+  if (!is_floating(*dtype)) op.args.push_back(Arg::integer(high));
+  return TensorRef{out_.add_op(std::move(op)), 0};
+}
+
+Recorder::GradStatus Recorder::grad_status(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& inputs,
+                                           const std::vector<char>& needs_grad, std::string* reason) {
+  c10::AutoGradMode enable_grad(true);
+  torch::jit::Stack stack;
+  std::vector<at::Tensor> leaves;
+  bool any_float = false;
+  const auto leaf = [&](const at::Tensor& t, bool needed) {
+    if (!needed || !t.defined() || !at::isFloatingType(t.scalar_type())) return t;
+    any_float = true;
+    leaves.push_back(t.detach().clone().requires_grad_(true));
+    return leaves.back();
+  };
+  size_t next = 0;  // needs_grad has one entry per tensor, lists flattened
+  for (const auto& v : inputs) {
+    if (v.isTensor()) {
+      stack.push_back(leaf(v.toTensor(), needs_grad.at(next++)));
+    } else if (v.isTensorList()) {
+      std::vector<at::Tensor> list;
+      for (const at::Tensor& t : v.toTensorVector()) list.push_back(leaf(t, needs_grad.at(next++)));
+      stack.push_back(c10::IValue(list));
+    } else if (v.isList() && v.toListRef().size() > 0 &&
+               v.type()->containedType(0)->kind() == c10::TypeKind::OptionalType) {
+      c10::List<std::optional<at::Tensor>> list;
+      for (const auto& e : v.toListRef()) {
+        list.push_back(e.isNone() ? std::optional<at::Tensor>()
+                                  : std::optional<at::Tensor>(leaf(e.toTensor(), needs_grad.at(next++))));
+      }
+      stack.push_back(c10::IValue(list));
+    } else {
+      stack.push_back(v);
+    }
+  }
+  if (!any_float) return GradStatus::NoGradient;
+  try {
+    handle.callBoxed(stack);
+  } catch (const std::exception& e) {
+    *reason = first_line(e.what());
+    return GradStatus::NotImplemented;
+  }
+  // Some derivatives are declared but "not implemented": they fail only when
+  // the backward runs, so run it, as the runtime's placer::backward will.
+  std::vector<at::Tensor> outputs, grad_outputs;
+  for (const auto& v : stack) {
+    std::vector<at::Tensor> outs;
+    if (v.isTensor()) outs.push_back(v.toTensor());
+    if (v.isTensorList()) outs = v.toTensorVector();
+    for (const auto& t : outs) {
+      if (!t.defined() || !t.requires_grad()) continue;
+      outputs.push_back(t);
+      grad_outputs.push_back(at::ones_like(t));
+    }
+  }
+  if (outputs.empty()) return GradStatus::NoGradient;
+  try {
+    torch::autograd::grad(outputs, leaves, grad_outputs, /*retain_graph=*/false, /*create_graph=*/false,
+                          /*allow_unused=*/true);
+  } catch (const std::exception& e) {
+    *reason = first_line(e.what());
+    return GradStatus::NotImplemented;
+  }
+  return GradStatus::Differentiable;
+}
+
+RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector<CallArg>& args,
+                            const std::string& where, const std::string& name, const std::string& layer) {
+  const c10::FunctionSchema& schema = handle.schema();
+  const c10::OperatorName& opname = schema.operator_name();
+  const std::string type = opname.name + (opname.overload_name.empty() ? "" : "." + opname.overload_name);
+  const auto& arguments = schema.arguments();
+  PLACER_CHECK(arguments.size() == args.size(), "call of ", type, " with ", args.size(), " arguments");
+
+  Op op;
+  op.type = type;
+  std::vector<c10::IValue> values;
+  std::vector<char> needs_grad;  // per tensor argument (lists flattened)
+  const auto input_index = [&](TensorRef ref) -> int64_t {
+    needs_grad.push_back(requires_grad_.count({ref.op.value, ref.output}) ? 1 : 0);
+    for (size_t i = 0; i < op.inputs.size(); ++i) {
+      if (op.inputs[i] == ref) return static_cast<int64_t>(i);
+    }
+    op.inputs.push_back(ref);
+    return static_cast<int64_t>(op.inputs.size() - 1);
+  };
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    const c10::IValue& v = args[i].value;
+    const auto& refs = args[i].refs;
+    const auto& arg = arguments[i];
+    values.push_back(v);
+    const auto argument = [&] { return where + " argument '" + arg.name() + "'"; };
+    if (v.isTensor()) {
+      PLACER_CHECK(refs.size() == 1 && refs[0], "tensor argument without its op");
+      op.args.push_back(Arg::tensor(input_index(*refs[0])));
+    } else if (!refs.empty()) {  // Tensor[] or Tensor?[]
+      std::vector<int64_t> indices;
+      for (const auto& ref : refs) indices.push_back(ref ? input_index(*ref) : -1);
+      op.args.push_back(Arg::tensor_list(std::move(indices)));
+    } else if (v.isNone()) {
+      op.args.push_back(Arg::none());
+    } else if (arg.real_type()->kind() == c10::TypeKind::ScalarTypeType ||
+               (arg.real_type()->kind() == c10::TypeKind::OptionalType &&
+                arg.real_type()->containedTypes().at(0)->kind() == c10::TypeKind::ScalarTypeType)) {
+      const auto dtype = to_dtype(static_cast<at::ScalarType>(v.toInt()));
+      if (!dtype) fail(argument() + " names an unsupported dtype");
+      op.args.push_back(Arg::scalar_type(*dtype));
+    } else if (v.isBool()) {
+      op.args.push_back(Arg::boolean(v.toBool()));
+    } else if (v.isInt()) {
+      op.args.push_back(Arg::integer(v.toInt()));
+    } else if (v.isDouble()) {
+      op.args.push_back(Arg::real(v.toDouble()));
+    } else if (v.isIntList()) {
+      op.args.push_back(Arg::int_list(v.toIntVector()));
+    } else if (v.isDoubleList()) {
+      op.args.push_back(Arg::real_list(v.toDoubleVector()));
+    } else if (v.isBoolList()) {
+      std::vector<int64_t> bools;
+      for (bool b : v.toBoolList()) bools.push_back(b ? 1 : 0);
+      op.args.push_back(Arg::bool_list(std::move(bools)));
+    } else if (v.isString()) {
+      op.args.push_back(Arg::string(v.toStringRef()));
+    } else if (v.isDevice()) {
+      op.args.push_back(Arg::device(v.toDevice().str()));
+    } else if (v.isTensorList() || v.isList()) {
+      fail(argument() + " is an empty or unsupported list (" + v.type()->str() + "), not supported");
+    } else {
+      fail(argument() + " has a value of type " + v.tagKind() + ", not supported");
+    }
+  }
+
+  torch::jit::Stack stack = values;
+  try {
+    at::NoGradGuard no_grad;
+    handle.callBoxed(stack);
+  } catch (const std::exception& e) {
+    fail("running " + where + " on the sample inputs failed: " + first_line(e.what()));
+  }
+
+  // Outputs: tensors and tensor lists are flattened into Op::outputs in order.
+  std::vector<at::Tensor> produced;
+  RecordedCall result;
+  result.returns = stack;
+  result.refs.resize(stack.size());
+  std::vector<size_t> counts(stack.size(), 0);
+  for (size_t i = 0; i < stack.size(); ++i) {
+    const c10::IValue& v = stack[i];
+    if (v.isTensor()) {
+      produced.push_back(v.toTensor());
+      counts[i] = 1;
+    } else if (v.isTensorList()) {
+      for (const at::Tensor& t : v.toTensorVector()) produced.push_back(t);
+      counts[i] = v.toTensorVector().size();
+    }
+  }
+  for (const at::Tensor& t : produced) {
+    if (!t.defined()) fail(where + " returned an undefined tensor, not supported");
+    const auto dtype = to_dtype(t.scalar_type());
+    if (!dtype) fail(where + " produces dtype " + std::string(c10::toString(t.scalar_type())) + ", not supported");
+    op.outputs.push_back(TensorSpec{t.sizes().vec(), *dtype});
+  }
+  if (op.outputs.empty()) fail(where + " produces no tensor; nothing to place");
+  op.view_of = schema_views(schema, op);
+
+  op.flops = estimate_flops(opname.name, values, produced);
+  op.name = unique_name(name);
+  op.layer = layer;
+
+  const bool any_grad = std::find(needs_grad.begin(), needs_grad.end(), 1) != needs_grad.end();
+  if (!options_.forward_only && any_grad) {
+    std::string key = type + "|";
+    for (char c : needs_grad) key.push_back(c ? '1' : '0');
+    if (!grad_status_.count(key)) {
+      std::string reason;
+      grad_status_[key] = grad_status(handle, values, needs_grad, &reason);
+      if (const std::string hint = fused_op_hint(type); !hint.empty()) reason += "; " + hint;
+      grad_reason_[key] = reason;
+    }
+    op_grad_key_[op.name] = key;
+  }
+
+  result.op = out_.add_op(std::move(op));
+  if (any_grad) {
+    for (size_t j = 0; j < produced.size(); ++j) {
+      if (at::isFloatingType(produced[j].scalar_type()))
+        requires_grad_.insert({result.op.value, static_cast<int32_t>(j)});
+    }
+  }
+  int32_t next = 0;
+  for (size_t i = 0; i < stack.size(); ++i) {
+    for (size_t j = 0; j < counts[i]; ++j) result.refs[i].push_back(TensorRef{result.op, next++});
+  }
+  return result;
+}
+
+TensorRef Recorder::add_loss(const std::vector<TensorRef>& outputs) {
+  // Backward starts at a scalar float loss: use the output if it is one,
+  // else reduce the first floating-point output with aten::mean.
+  for (const TensorRef& ref : outputs) {
+    const TensorSpec& spec = out_.op(ref.op).outputs[ref.output];
+    if (!is_floating(spec.dtype)) continue;
+    if (spec.numel() == 1 && spec.shape.empty() && outputs.size() == 1) return ref;
+    Op loss;
+    loss.name = unique_name("loss");
+    loss.type = "aten::mean";
+    loss.inputs = {ref};
+    loss.args = {Arg::tensor(0), Arg::none()};
+    loss.outputs = {TensorSpec{{}, spec.dtype}};
+    loss.flops = static_cast<double>(spec.numel());
+    loss.layer = "loss";
+    return TensorRef{out_.add_op(std::move(loss)), 0};
+  }
+  fail("the model has no floating-point output to train on (use --forward-only for an inference graph)");
+}
+
+namespace {
+
+// The ops that `roots` depend on, in the original order, with refs renumbered.
+// Work nothing needs (a buffer's in-place counter, an unused branch) goes.
+Graph live_subgraph(const Graph& g, const std::vector<TensorRef>& roots) {
+  std::vector<char> live(g.size(), 0);
+  std::vector<int32_t> stack;
+  for (const TensorRef& r : roots) stack.push_back(r.op.value);
+  while (!stack.empty()) {
+    const int32_t id = stack.back();
+    stack.pop_back();
+    if (live[id]) continue;
+    live[id] = 1;
+    for (const TensorRef& in : g.op(OpId(id)).inputs) stack.push_back(in.op.value);
+  }
+  Graph out;
+  out.name = g.name;
+  out.attrs = g.attrs;
+  std::vector<int32_t> remap(g.size(), -1);
+  for (int32_t i = 0; i < static_cast<int32_t>(g.size()); ++i) {
+    if (!live[i]) continue;
+    Op op = g.op(OpId(i));
+    for (TensorRef& in : op.inputs) in.op = OpId(remap[in.op.value]);
+    remap[i] = out.add_op(std::move(op)).value;
+  }
+  return out;
+}
+
+}  // namespace
+
+Graph Recorder::finish(const std::vector<TensorRef>& outputs, std::optional<TensorRef> loss) {
+  if (outputs.empty() && !loss) fail("the program returns no tensor computed from its inputs or parameters");
+  std::vector<TensorRef> roots = outputs;
+  if (!options_.forward_only) roots.push_back(loss ? *loss : add_loss(outputs));
+  const Graph live = live_subgraph(out_, roots);
+  if (options_.forward_only) return live;
+  const auto is_differentiable = [this](const Op& op) {
+    auto key = op_grad_key_.find(op.name);
+    if (key == op_grad_key_.end()) return true;
+    return grad_status_.at(key->second) != GradStatus::NotImplemented;
+  };
+  try {
+    return make_training_graph(live, options_.learning_rate, is_differentiable);
+  } catch (const GraphError& e) {
+    std::string message = e.what();
+    for (const auto& [name, key] : op_grad_key_) {
+      if (message.find("'" + name + "'") != std::string::npos && !grad_reason_[key].empty()) {
+        message += " (" + grad_reason_[key] + ")";
+        break;
+      }
+    }
+    throw GraphError(file_ + ": " + message);
+  }
+}
+
+}  // namespace placer::detail

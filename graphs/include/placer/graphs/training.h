@@ -1,0 +1,19 @@
+// From a forward graph to a full training step: an IR transform shared by the
+// front ends (the builders and the PyTorch importers).
+#pragma once
+
+#include <functional>
+
+#include "placer/graphs/ir.h"
+
+namespace placer {
+
+// Adds backward and update ops to a forward graph: one placer::backward op per
+// forward op with a differentiable input on the path from a param to the loss,
+// one placer::sgd op per param. The loss is the last forward sink with a
+// scalar float output. Shared by the builders and the PyTorch importers.
+// Throws GraphError naming an op whose type `is_differentiable` rejects.
+Graph make_training_graph(const Graph& forward, double learning_rate = 0.01,
+                          const std::function<bool(const Op&)>& is_differentiable = nullptr);
+
+}  // namespace placer

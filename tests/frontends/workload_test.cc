@@ -1,0 +1,142 @@
+// Workload files of the NeurIPS 2020 max-load problem (graphs/workload.h):
+// a published workload imports with its costs; bad files get an InputError
+// that names the field and the problem.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "placer/frontends/workload_json.h"
+#include "placer/graphs/error.h"
+#include "placer/graphs/workload.h"
+
+namespace placer {
+namespace {
+
+const std::string kDir = std::string(PLACER_FIXTURES_DIR) + "/dnn-partitioning/";
+
+// Three forward nodes a -> b -> c, a -> c; two accelerators and a CPU.
+std::string tiny(const std::string& nodes_extra = "", const std::string& edges = "") {
+  return R"({"maxSizePerFPGA": 100, "maxFPGAs": 2, "maxCPUs": 1, "nodes": [
+    {"id": 1, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 0, "size": 10},
+    {"id": 2, "supportedOnFpga": 1, "cpuLatency": 20, "fpgaLatency": 2, "isBackwardNode": 0, "size": 10},
+    {"id": 3, "supportedOnFpga": 1, "cpuLatency": 30, "fpgaLatency": 3, "isBackwardNode": 0, "size": 10})" +
+         nodes_extra + R"(], "edges": [)" +
+         (edges.empty() ? R"({"sourceId": 1, "destId": 2, "cost": 0.5}, {"sourceId": 1, "destId": 3, "cost": 0.5},
+                           {"sourceId": 2, "destId": 3, "cost": 0.25})"
+                        : edges) +
+         "]}";
+}
+
+std::string error_of(const std::string& text) {
+  try {
+    parse_workload(text, "bad");
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(WorkloadTest, ImportsAPublishedWorkload) {
+  const Workload w = load_workload(kDir + "bert24_inference.json");
+  EXPECT_EQ(w.name, "bert24_inference");
+  EXPECT_EQ(w.size(), 32);
+  EXPECT_EQ(w.edges.size(), 55u);
+  EXPECT_EQ(w.cluster.accelerators, 6);
+  EXPECT_EQ(w.cluster.cpus, 1);
+  EXPECT_DOUBLE_EQ(w.cluster.accelerator_bytes, 17185374208.0);
+  EXPECT_FALSE(w.is_training());
+  const int32_t i = *w.index_of(3);
+  EXPECT_EQ(w.nodes[static_cast<size_t>(i)].name, "node3");
+  EXPECT_GT(w.nodes[static_cast<size_t>(i)].cpu_latency, w.nodes[static_cast<size_t>(i)].accelerator_latency);
+  EXPECT_TRUE(is_workload_json(tiny()));
+  EXPECT_FALSE(is_workload_json(R"({"format": "placer-graph", "ops": []})"));
+
+  const Workload t = load_workload(kDir + "bert24_training.json");
+  EXPECT_TRUE(t.is_training());
+  int32_t classes = 0;
+  t.colocation_classes(&classes);
+  EXPECT_EQ(classes, 32);  // each backward node shares its forward node's class
+}
+
+TEST(WorkloadTest, WritesWhatItReads) {
+  const Workload w = parse_workload(tiny(), "tiny");
+  const Workload again = parse_workload(workload_json(w), "tiny");
+  ASSERT_EQ(again.size(), 3);
+  EXPECT_EQ(again.edges.size(), 3u);
+  EXPECT_DOUBLE_EQ(again.out_cost[0], 0.5);
+  EXPECT_DOUBLE_EQ(again.out_cost[1], 0.25);
+  EXPECT_DOUBLE_EQ(again.out_cost[2], 0.0);
+  EXPECT_DOUBLE_EQ(again.nodes[2].cpu_latency, 30.0);
+}
+
+TEST(WorkloadTest, BadFilesNameTheFieldAndTheProblem) {
+  EXPECT_NE(error_of(tiny("", R"({"sourceId": 1, "destId": 2, "cost": 0.5}, {"sourceId": 1, "destId": 3, "cost": 2})"))
+                .find("edges[1].cost: 2 differs from 0.5, the cost of edges[0]"),
+            std::string::npos);
+  EXPECT_NE(error_of(tiny("", R"({"sourceId": 1, "destId": 2, "cost": 1}, {"sourceId": 2, "destId": 3, "cost": 1},
+                               {"sourceId": 3, "destId": 1, "cost": 1})"))
+                .find("edges: a cycle through node"),
+            std::string::npos);
+  EXPECT_NE(error_of(tiny("", R"({"sourceId": 1, "destId": 9, "cost": 1})")).find("edges[0].destId: no node has id 9"),
+            std::string::npos);
+  EXPECT_NE(error_of(tiny("", R"({"sourceId": 2, "destId": 2, "cost": 1})")).find("edges[0]: a self-loop"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(tiny(R"(, {"id": 4, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": -1, "isBackwardNode": 0})"))
+          .find("nodes[3].fpgaLatency: must be in [0, "),
+      std::string::npos);
+  EXPECT_NE(error_of(tiny(R"(, {"id": 4, "supportedOnFpga": 1, "fpgaLatency": 1, "isBackwardNode": 0})"))
+                .find("nodes[3].cpuLatency: missing required field"),
+            std::string::npos);
+  EXPECT_NE(error_of(tiny(R"(, {"id": 4, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1, "isBackwardNode": 0,
+                                "size": 1e30})"))
+                .find("nodes[3].size: must be in [0, 1e+18], got 1e+30"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of(tiny(R"(, {"id": 3, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1, "isBackwardNode": 0})"))
+          .find("nodes[3].id: 3 is taken by nodes[2]"),
+      std::string::npos);
+  EXPECT_NE(error_of(tiny(R"(, {"id": 4, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1, "isBackwardNode": 1},
+                              {"id": 5, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1, "isBackwardNode": 0})",
+                          R"({"sourceId": 4, "destId": 5, "cost": 1})"))
+                .find("edges[0]: goes from backward node 4 to forward node 5"),
+            std::string::npos);
+  EXPECT_NE(error_of(tiny(R"(, {"id": 4, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1, "isBackwardNode": 0,
+                                "colour": 2})"))
+                .find("nodes[3].colour: unknown field"),
+            std::string::npos);
+  std::string many = tiny();
+  many.replace(many.find("\"maxFPGAs\": 2"), 13, "\"maxFPGAs\": 1000");
+  EXPECT_NE(error_of(many).find("maxFPGAs: must be in [0, 64], got 1000"), std::string::npos);
+  EXPECT_NE(error_of("{\"maxSizePerFPGA\": ").find("JSON parse error"), std::string::npos);
+  EXPECT_NE(error_of(R"({"maxSizePerFPGA": 1, "maxFPGAs": 1, "maxCPUs": 0, "nodes": 3, "edges": []})")
+                .find("nodes: expected a list, got 3"),
+            std::string::npos);
+}
+
+TEST(WorkloadTest, ReadsASplitAndFillsInColocatedNodes) {
+  const Workload w = load_workload(kDir + "bert24_inference.json");
+  const WorkloadPlacement p = load_workload_split(kDir + "bert24_inference_expert.json", w);
+  ASSERT_EQ(p.size(), w.nodes.size());
+  for (int32_t d : p) EXPECT_TRUE(d >= 0 && d < w.cluster.devices());
+
+  const Workload t = parse_workload(tiny(R"(, {"id": 4, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1,
+                                               "isBackwardNode": 1, "colorClass": 7})"),
+                                    "t");
+  // Node 4's class has no other node: a split without it cannot place it.
+  try {
+    parse_workload_split(R"({"fpgas": [{"nodes": [1, 2]}, {"nodes": [3]}], "cpus": [{"nodes": []}]})", t);
+    FAIL() << "no error";
+  } catch (const PlacementError& e) {
+    EXPECT_NE(std::string(e.what()).find("node 4: not in the split"), std::string::npos) << e.what();
+  }
+  try {
+    parse_workload_split(R"({"fpgas": [{"nodes": [1, 2]}, {"nodes": [3, 1]}]})", t);
+    FAIL() << "no error";
+  } catch (const PlacementError& e) {
+    EXPECT_NE(std::string(e.what()).find("fpgas[1].nodes[1]: node 1 is on two devices"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace placer
