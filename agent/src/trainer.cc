@@ -35,11 +35,7 @@ namespace {
 
 EnvOptions env_options(const TrainConfig& c) {
   EnvOptions o;
-  o.mode = c.reward.mode;
-  o.reward.exponent = c.reward.exponent;
-  o.reward.failure_penalty_s = c.reward.failure_penalty_s;
-  o.measure = c.reward.measure;
-  o.hybrid_measure_top = c.reward.hybrid_measure_top;
+  static_cast<RewardSettings&>(o) = c.reward;  // the config's reward section is the env's reward settings
   o.threads = c.run.env_threads;
   if (!c.reward.profile.empty()) o.profile = load_profile(c.reward.profile);
   return o;
@@ -313,15 +309,15 @@ void Trainer::one_update() {
   }
 }
 
-TrainResult Trainer::run() {
-  const auto t_start = Clock::now();
+// The cluster, the seeded policy and optimiser, one environment per graph.
+EnvOptions Trainer::setup() {
   at::set_num_threads(c_.run.threads);
   tty_ = isatty(fileno(stderr));
   check_method_names(c_.warm_start.methods, "warm_start.methods");
   check_method_names(c_.compare, "compare");
   dir_ = c_.run.output_dir;
   fs::create_directories(dir_);
-  cluster_ = resolve_cluster(c_.cluster);
+  cluster_ = c_.cluster_value ? *c_.cluster_value : resolve_cluster(c_.cluster);
   validate_cluster(cluster_);
   EnvOptions eo = env_options(c_);
   eo.remote = ctl_.remote;
@@ -340,6 +336,12 @@ TrainResult Trainer::run() {
     t->env = std::make_unique<Environment>(s.load(), cluster_, eo);
     tasks_.push_back(std::move(t));
   }
+  return eo;
+}
+
+// Warm start (or the checkpoint's), the policy inputs, the run folder's
+// config and log, behaviour cloning and the elite pool.
+void Trainer::start() {
   const std::string ckpt = dir_ + "/" + kCheckpointFile;
   const bool resume = ctl_.resume && fs::exists(ckpt);
   if (ctl_.resume && !resume) std::fprintf(stderr, "resume: no checkpoint in %s, starting fresh\n", dir_.c_str());
@@ -378,6 +380,10 @@ TrainResult Trainer::run() {
       if (e.result.ok()) offer_elite(*t, e.reward, units);
     }
   }
+}
+
+// Policy updates until a budget is reached, or stopped early (returns true).
+bool Trainer::update_until_budget() {
   session_t0_ = Clock::now();
   session_start_rl_ = rl_seconds_;
   session_start_samples_ = samples_;
@@ -396,6 +402,14 @@ TrainResult Trainer::run() {
   }
   if (ctl_.progress && tty_) std::fprintf(stderr, "\n");
   save_checkpoint();
+  return stopped_early;
+}
+
+TrainResult Trainer::run() {
+  const auto t_start = Clock::now();
+  const EnvOptions eo = setup();
+  start();
+  const bool stopped_early = update_until_budget();
 
   TrainResult res;
   if (!stopped_early) compare_baselines(&res);

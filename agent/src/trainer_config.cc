@@ -8,6 +8,7 @@
 #include "placer/agent/train.h"
 #include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/json_reader.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/yaml_reader.h"
@@ -15,6 +16,7 @@
 namespace placer {
 
 Graph GraphSource::load() const {
+  if (value) return *value;
   if (!file.empty()) return load_graph(file);
   BuilderOptions o;
   o.values = options;
@@ -68,8 +70,9 @@ Algorithm parse_algorithm(const std::string& name) {
 namespace {
 
 // A list of strings, or one string "a,b,c".
-void read_names(YamlFields& sec, const std::string& key, std::vector<std::string>* out) {
-  const YamlNode n = sec.get(key);
+template <class Node>
+void read_names(FieldReader<Node>& sec, const std::string& key, std::vector<std::string>* out) {
+  const Node n = sec.get(key);
   if (!n.present()) return;
   if (n.is_list() || n.is_null()) {
     *out = sec.strings(n, sec.path(key));
@@ -83,7 +86,8 @@ void read_names(YamlFields& sec, const std::string& key, std::vector<std::string
     if (!item.empty()) out->push_back(item);
 }
 
-GraphSource parse_graph_source(const YamlNode& node, const FieldFail& fail, const std::string& path) {
+template <class Node>
+GraphSource parse_graph_source(const Node& node, const FieldFail& fail, const std::string& path) {
   GraphSource g;
   if (const std::optional<std::string> scalar = node.string()) {  // "nmt" or "path/to/graph.json"
     const std::string& s = *scalar;
@@ -93,11 +97,11 @@ GraphSource parse_graph_source(const YamlNode& node, const FieldFail& fail, cons
       g.builder = s;
     return g;
   }
-  YamlFields sec(node, path, fail);
+  FieldReader<Node> sec(node, path, fail);
   sec.read("builder", &g.builder);
   sec.read("file", &g.file);
   sec.read("forward_only", &g.forward_only);
-  const YamlNode opts = sec.get("options");
+  const Node opts = sec.get("options");
   if (opts.present() && !opts.is_null()) {
     if (!opts.is_map()) sec.fail(sec.path("options"), "expected a map of integers, got " + opts.describe());
     for (const std::string& key : opts.keys())
@@ -108,7 +112,8 @@ GraphSource parse_graph_source(const YamlNode& node, const FieldFail& fail, cons
   return g;
 }
 
-std::vector<GraphSource> parse_graph_list(const YamlNode& node, const FieldFail& fail, const std::string& path) {
+template <class Node>
+std::vector<GraphSource> parse_graph_list(const Node& node, const FieldFail& fail, const std::string& path) {
   std::vector<GraphSource> out;
   if (!node.present() || node.is_null()) return out;
   if (!node.is_list()) fail(path, "expected a list of graphs, got " + node.describe(), FieldProblem::Invalid);
@@ -116,34 +121,22 @@ std::vector<GraphSource> parse_graph_list(const YamlNode& node, const FieldFail&
   return out;
 }
 
-}  // namespace
+// The names of a config's enum fields, read before the unknown-field checks
+// and turned into enums after them (errors come in that order); unset when
+// the config leaves the field out.
+struct ChoiceNames {
+  std::optional<std::string> policy_type, decoder, reward_mode, algorithm;
+};
 
-TrainConfig parse_train_config(const std::string& text, const std::string& origin) {
-  YamlNode root;
-  try {
-    root = parse_yaml(text);
-  } catch (const YamlSyntaxError& e) {
-    throw InputError(origin + ": not valid YAML/JSON: line " + std::to_string(e.line()) + ": " + e.problem());
-  }
-  if (!root.present() || root.is_null()) throw InputError(origin + ": empty config");
-  TrainConfig c;
-  c.source_text = text;
-  const FieldFail fail = throw_field_error<InputError>(origin);
-  YamlFields top(root, "", fail);
-  top.read("name", &c.name);
-  top.read("cluster", &c.cluster);
-  if (const YamlNode g = top.get("graph"); g.present()) c.graph = parse_graph_source(g, fail, "graph");
-  c.family = parse_graph_list(top.get("family"), fail, "family");
-  c.held_out = parse_graph_list(top.get("held_out"), fail, "held_out");
-  read_names(top, "compare", &c.compare);
+template <class Node>
+void read_choice(FieldReader<Node>& sec, const std::string& key, std::optional<std::string>* out) {
+  std::string name;
+  if (sec.read(key, &name)) *out = name;
+}
 
-  // The enum fields are read as names and turned into enums below, after the
-  // unknown-field checks, so that errors come in the same order as before.
-  std::string policy_type = policy_type_name(c.policy.type), decoder = decoder_name(c.policy.decoder);
-  std::string reward_mode = reward_mode_name(c.reward.mode), algorithm = algorithm_name(c.optimizer.algorithm);
-  PolicyConfig& p = c.policy;
-  YamlFields policy = top.section("policy");
-  policy.read("type", &policy_type);
+template <class Node>
+void read_policy(FieldReader<Node> policy, PolicyConfig& p, ChoiceNames& names) {
+  read_choice(policy, "type", &names.policy_type);
   policy.read("hidden", &p.hidden, 2, 4096);
   policy.read("type_embedding", &p.type_embedding, 1, 1024);
   policy.read("max_groups", &p.max_groups, 0, 100000);
@@ -151,14 +144,15 @@ TrainConfig parse_train_config(const std::string& text, const std::string& origi
   policy.read("gnn_layers", &p.gnn_layers, 1, 16);
   policy.read("place_samples", &p.place_samples, 1, 4096);
   policy.read("init_from", &p.init_from);
-  policy.read("decoder", &decoder);
+  read_choice(policy, "decoder", &names.decoder);
   policy.finish();
+}
 
-  RewardConfig& rw = c.reward;
-  YamlFields reward = top.section("reward");
-  reward.read("mode", &reward_mode);
-  reward.read("exponent", &rw.exponent, 0.01, 4.0);
-  reward.read("failure_penalty_s", &rw.failure_penalty_s, 0.0, 1e6);
+template <class Node>
+void read_reward(FieldReader<Node> reward, RewardConfig& rw, ChoiceNames& names) {
+  read_choice(reward, "mode", &names.reward_mode);
+  reward.read("exponent", &rw.reward.exponent, 0.01, 4.0);
+  reward.read("failure_penalty_s", &rw.reward.failure_penalty_s, 0.0, 1e6);
   reward.read("measure_warmup", &rw.measure.warmup_steps, 0, 1000);
   reward.read("measure_steps", &rw.measure.measured_steps, 1, 1000);
   reward.read("measure_max_steps", &rw.measure.max_steps, 0, 100000);
@@ -167,10 +161,11 @@ TrainConfig parse_train_config(const std::string& text, const std::string& origi
   reward.read("hybrid_measure_top", &rw.hybrid_measure_top, 0, 1000);
   reward.read("profile", &rw.profile);
   reward.finish();
+}
 
-  OptimizerConfig& o = c.optimizer;
-  YamlFields tr = top.section("train");
-  tr.read("algorithm", &algorithm);
+template <class Node>
+void read_optimizer(FieldReader<Node> tr, OptimizerConfig& o, ChoiceNames& names) {
+  read_choice(tr, "algorithm", &names.algorithm);
   tr.read("updates", &o.updates, 0, 100000000);
   tr.read("samples_per_update", &o.samples_per_update, 1, 4096);
   tr.read("max_samples", &o.max_samples, 0, 1000000000000LL);
@@ -190,44 +185,98 @@ TrainConfig parse_train_config(const std::string& text, const std::string& origi
   tr.read("elites", &o.elites, 0, 64);
   tr.read("elite_weight", &o.elite_weight, 0.0, 100.0);
   tr.finish();
+}
 
-  YamlFields ws = top.section("warm_start");
-  read_names(ws, "methods", &c.warm_start.methods);
-  ws.read("bc_steps", &c.warm_start.bc_steps, 0, 100000);
-  ws.read("bc_lr", &c.warm_start.bc_lr, 0.0, 10.0);
-  ws.read("clone_search", &c.warm_start.clone_search);
+template <class Node>
+void read_warm_start(FieldReader<Node> ws, WarmStartConfig& w) {
+  read_names(ws, "methods", &w.methods);
+  ws.read("bc_steps", &w.bc_steps, 0, 100000);
+  ws.read("bc_lr", &w.bc_lr, 0.0, 10.0);
+  ws.read("clone_search", &w.clone_search);
   ws.finish();
+}
 
-  YamlFields run = top.section("run");
-  run.read("seed", &c.run.seed, 0, INT64_MAX);
-  run.read("threads", &c.run.threads, 1, 256);
-  run.read("env_threads", &c.run.env_threads, 0, 256);
-  run.read("checkpoint_every", &c.run.checkpoint_every, 1, 100000000);
-  run.read("output_dir", &c.run.output_dir);
+template <class Node>
+void read_run(FieldReader<Node> run, RunConfig& r) {
+  run.read("seed", &r.seed, 0, INT64_MAX);
+  run.read("threads", &r.threads, 1, 256);
+  run.read("env_threads", &r.env_threads, 0, 256);
+  run.read("checkpoint_every", &r.checkpoint_every, 1, 100000000);
+  run.read("output_dir", &r.output_dir);
   run.finish();
+}
+
+// An enum field's name as its enum (unchanged when the config left it out).
+template <class Node, class Enum, class Parse>
+void choose(const FieldReader<Node>& top, const char* field, Parse parse, const std::optional<std::string>& name,
+            Enum* out) {
+  if (!name) return;
+  try {
+    *out = parse(*name);
+  } catch (const InputError& e) {
+    top.fail(top.path(field), e.what());
+  }
+}
+
+}  // namespace
+
+template <class Node>
+TrainConfig read_train_config(const Node& node, const std::string& path, const FieldFail& fail) {
+  TrainConfig c;
+  FieldReader<Node> top(node, path, fail);
+  top.read("name", &c.name);
+  top.read("cluster", &c.cluster);
+  if (const Node g = top.get("graph"); g.present()) c.graph = parse_graph_source(g, fail, top.path("graph"));
+  c.family = parse_graph_list(top.get("family"), fail, top.path("family"));
+  c.held_out = parse_graph_list(top.get("held_out"), fail, top.path("held_out"));
+  read_names(top, "compare", &c.compare);
+  ChoiceNames names;
+  read_policy(top.section("policy"), c.policy, names);
+  read_reward(top.section("reward"), c.reward, names);
+  read_optimizer(top.section("train"), c.optimizer, names);
+  read_warm_start(top.section("warm_start"), c.warm_start);
+  read_run(top.section("run"), c.run);
   top.finish();
 
-  if (c.name.empty()) top.fail("name", "must not be empty");
-  const auto choice = [&](const char* field, auto parse, const std::string& name) {
-    try {
-      return parse(name);
-    } catch (const InputError& e) {
-      top.fail(field, e.what());
-      throw;  // fail throws
-    }
+  if (c.name.empty()) top.fail(top.path("name"), "must not be empty");
+  choose(top, "policy.type", parse_policy_type, names.policy_type, &c.policy.type);
+  choose(top, "policy.decoder", parse_decoder, names.decoder, &c.policy.decoder);
+  choose(top, "reward.mode", parse_reward_mode, names.reward_mode, &c.reward.mode);
+  choose(top, "train.algorithm", parse_algorithm, names.algorithm, &c.optimizer.algorithm);
+  if (c.policy.hidden % 2 != 0)
+    top.fail(top.path("policy.hidden"), "must be even, got " + std::to_string(c.policy.hidden));
+  return c;
+}
+
+template TrainConfig read_train_config<YamlNode>(const YamlNode&, const std::string&, const FieldFail&);
+template TrainConfig read_train_config<JsonNode>(const JsonNode&, const std::string&, const FieldFail&);
+
+void complete_train_config(TrainConfig& c, const std::string& path, const FieldFail& fail) {
+  const auto missing = [&](const char* field, const std::string& problem) {
+    fail(field_path(path, field), problem, FieldProblem::Invalid);
+    throw InputError("", field_path(path, field), problem);  // a FieldFail that returned
   };
-  p.type = choice("policy.type", parse_policy_type, policy_type);
-  p.decoder = choice("policy.decoder", parse_decoder, decoder);
-  rw.mode = choice("reward.mode", parse_reward_mode, reward_mode);
-  o.algorithm = choice("train.algorithm", parse_algorithm, algorithm);
-  if (p.hidden % 2 != 0) top.fail("policy.hidden", "must be even, got " + std::to_string(p.hidden));
-  if (p.type == PolicyType::Gnn && !c.family.empty()) {
-    if (c.graph.builder.empty() && c.graph.file.empty()) c.graph = c.family.front();
-  } else if (c.graph.builder.empty() && c.graph.file.empty()) {
-    top.fail("graph", "missing (a builder with options, or a file)");
+  if (c.policy.type == PolicyType::Gnn && !c.family.empty()) {
+    if (c.graph.builder.empty() && c.graph.file.empty() && !c.graph.value) c.graph = c.family.front();
+  } else if (c.graph.builder.empty() && c.graph.file.empty() && !c.graph.value) {
+    missing("graph", "missing (a builder with options, or a file)");
   }
-  if (c.cluster.empty()) top.fail("cluster", "missing (a preset, a cluster file or a device list)");
+  if (c.cluster.empty() && !c.cluster_value) missing("cluster", "missing (a preset, a cluster file or a device list)");
   if (c.run.output_dir.empty()) c.run.output_dir = "runs/" + c.name;
+}
+
+TrainConfig parse_train_config(const std::string& text, const std::string& origin) {
+  YamlNode root;
+  try {
+    root = parse_yaml(text);
+  } catch (const YamlSyntaxError& e) {
+    throw InputError(origin + ": not valid YAML/JSON: line " + std::to_string(e.line()) + ": " + e.problem());
+  }
+  if (!root.present() || root.is_null()) throw InputError(origin + ": empty config");
+  const FieldFail fail = throw_field_error<InputError>(origin);
+  TrainConfig c = read_train_config(root, "", fail);
+  complete_train_config(c, "", fail);
+  c.source_text = text;
   return c;
 }
 
@@ -275,8 +324,8 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"place_samples\": " << c.policy.place_samples << ", \"init_from\": " << json_quote(c.policy.init_from)
     << ", \"decoder\": " << json_quote(decoder_name(c.policy.decoder)) << "},\n";
   o << "  \"reward\": {\"mode\": " << json_quote(reward_mode_name(c.reward.mode))
-    << ", \"exponent\": " << json_number(c.reward.exponent)
-    << ", \"failure_penalty_s\": " << json_number(c.reward.failure_penalty_s)
+    << ", \"exponent\": " << json_number(c.reward.reward.exponent)
+    << ", \"failure_penalty_s\": " << json_number(c.reward.reward.failure_penalty_s)
     << ", \"measure_warmup\": " << c.reward.measure.warmup_steps
     << ", \"measure_steps\": " << c.reward.measure.measured_steps
     << ", \"measure_max_steps\": " << c.reward.measure.max_steps

@@ -55,6 +55,10 @@ class Trainer {
   TrainResult run();
 
  private:
+  // run()'s steps (trainer.cc).
+  EnvOptions setup();
+  void start();
+  bool update_until_budget();
   void warm_start(Task& t);
   void behaviour_clone();
   void one_update();

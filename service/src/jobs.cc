@@ -149,7 +149,7 @@ std::string JobManager::submit(const Request& request, std::shared_ptr<const Pre
     admit(false);  // refuse before a learned job writes its folder
   }
   try {
-    if (!request.learned_json.empty()) prepare_learned(*job);  // throws RequestError naming the field
+    if (request.is_learned()) prepare_learned(*job);  // throws RequestError naming the field
     std::lock_guard<std::mutex> lock(mutex_);
     admit(true);
   } catch (...) {

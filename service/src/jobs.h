@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <functional>
@@ -52,9 +53,12 @@ struct Job {
   std::string graph_name, cluster_name;
   std::vector<std::pair<std::string, double>> baselines;  // the fast path's, simulated (method, step s)
 
-  // Learned jobs (request.learned_json non-empty): `placer train` in the runner.
+  // Learned jobs (request.is_learned()): `placer train` in the runner.
   bool learned = false;
-  std::string train_json;  // the resolved train config (train_config_to_json)
+  // The config this server process trains with (graph and cluster as values);
+  // null for a job resumed from its record, whose config is train_json.
+  std::shared_ptr<const TrainConfig> train;
+  std::string train_json;  // the resolved train config (train_config_to_json), in the job's record
   std::string policy_type, reward_mode;
   std::string save_as, saved_as;
   std::string dir;  // the trainer's output folder (checkpoint, train.csv, reward.svg)
@@ -100,14 +104,19 @@ class JobManager {
   void runner();
   void run(Job& job);
   void run_learned(Job& job);  // learned_job.cc
+  struct DeviceLease;
+  std::unique_ptr<DeviceLease> lease_devices(Job& job);
+  TrainResult train_job(Job& job, const TrainConfig& config, std::chrono::steady_clock::time_point start,
+                        double elapsed_before);
   // A learned job's config, folder and files, checked at submit (learned_job.cc).
   void prepare_learned(Job& job);
-  std::string jobs_dir() const;                      // state_dir/jobs, or a temporary folder
-  void export_series(Job& job);                      // call with mutex_ held
-  void limit_series();                               // call with mutex_ held
-  std::shared_ptr<Job> find(const std::string& id);  // throws RequestError(not_found)
-  void persist(const Job& job);                      // call with mutex_ held
-  void forget(const std::string& id);                // call with mutex_ held
+  std::shared_ptr<const TrainConfig> resumed_config(const Job& job) const;  // from the record (learned_job.cc)
+  std::string jobs_dir() const;                                             // state_dir/jobs, or a temporary folder
+  void export_series(Job& job);                                             // call with mutex_ held
+  void limit_series();                                                      // call with mutex_ held
+  std::shared_ptr<Job> find(const std::string& id);                         // throws RequestError(not_found)
+  void persist(const Job& job);                                             // call with mutex_ held
+  void forget(const std::string& id);                                       // call with mutex_ held
   void load_persisted();
   void expire();                                                    // call with mutex_ held
   std::string describe(const Job& job, bool with_placement) const;  // call with mutex_ held

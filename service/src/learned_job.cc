@@ -2,10 +2,6 @@
 // schema) completed with the request's graph, cluster and budget, trained in
 // the job runner by the same train() as the CLI, with checkpoints in the
 // job's folder so a restarted server resumes it.
-#include <rapidjson/document.h>
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -22,36 +18,9 @@ namespace placer::service {
 namespace {
 
 namespace fs = std::filesystem;
-using rapidjson::Value;
 
 double unix_seconds() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
-
-std::string to_text(const Value& v) {
-  rapidjson::StringBuffer buffer;
-  rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
-  v.Accept(writer);
-  return std::string(buffer.GetString(), buffer.GetSize());
-}
-
-// The object member `key` of `obj`, made an (empty) object if missing.
-Value& section(Value& obj, const char* key, rapidjson::Document::AllocatorType& a, const std::string& field) {
-  auto it = obj.FindMember(key);
-  if (it == obj.MemberEnd()) {
-    obj.AddMember(Value(key, a), Value(rapidjson::kObjectType), a);
-    it = obj.FindMember(key);
-  }
-  if (!it->value.IsObject()) throw RequestError(codes::kBadRequest, field + "." + key, "expected an object");
-  return it->value;
-}
-
-void set(Value& obj, const char* key, Value v, rapidjson::Document::AllocatorType& a) {
-  auto it = obj.FindMember(key);
-  if (it != obj.MemberEnd())
-    it->value = std::move(v);
-  else
-    obj.AddMember(Value(key, a), std::move(v), a);
 }
 
 // Training progress into the job record (status, the reward curve) and its
@@ -106,79 +75,90 @@ class JobSink : public MetricsSink {
 
 }  // namespace
 
-void JobManager::prepare_learned(Job& job) {
-  const Request& r = job.request;
-  const std::string F = "learned";
-  rapidjson::Document d;
-  d.Parse(r.learned_json.c_str(), r.learned_json.size());
-  if (d.HasParseError() || !d.IsObject()) throw RequestError(codes::kBadRequest, F, "expected a train-config object");
-  auto& a = d.GetAllocator();
+namespace {
+
+const std::string kField = "learned";
+
+// A learned job's config errors: bad_request at the field ("learned.train.lr").
+FieldFail learned_fail() {
+  return [](const std::string& path, const std::string& problem, FieldProblem) {
+    throw RequestError(codes::kBadRequest, path, problem);
+  };
+}
+
+// What the server sets in a job's config, and the sections it writes into,
+// checked before the config is read.
+void check_server_fields(const Request& r) {
+  const JsonNode& l = r.learned;
   for (const char* key : {"name", "graph", "cluster", "family", "held_out"})
-    if (d.HasMember(key))
+    if (l.member(key).present())
       throw RequestError(
-          codes::kBadRequest, F + "." + key,
+          codes::kBadRequest, kField + "." + key,
           "set by the server from the request (graph, cluster, devices); leave it out of the train config");
-  if (d.HasMember("run") && d["run"].IsObject() && d["run"].HasMember("output_dir"))
-    throw RequestError(codes::kBadRequest, F + ".run.output_dir",
+  if (l.member("run").member("output_dir").present())
+    throw RequestError(codes::kBadRequest, kField + ".run.output_dir",
                        "the server keeps the job's files in its state folder");
-  if (d.HasMember("reward") && d["reward"].IsObject() && d["reward"].HasMember("profile"))
-    throw RequestError(codes::kBadRequest, F + ".reward.profile", "a request cannot name a file on the server");
+  if (l.member("reward").member("profile").present())
+    throw RequestError(codes::kBadRequest, kField + ".reward.profile", "a request cannot name a file on the server");
+  std::vector<const char*> written = {"train", "run"};
+  if (!r.reward_mode.empty()) written.insert(written.begin(), "reward");
+  for (const char* key : written)
+    if (l.member(key).present() && !l.member(key).is_map())
+      throw RequestError(codes::kBadRequest, kField + "." + key, "expected an object");
+}
 
-  job.learned = true;
-  job.dir = (fs::path(jobs_dir()) / job.id).string();
-  const PreparedRequest& p = *job.prepared;
-  set(d, "name", Value(job.id.c_str(), a), a);
-  Value graph(rapidjson::kObjectType);
+// The request's train config completed with its graph, cluster (as values,
+// named as the job's record names them), budget, seed and folder.
+TrainConfig learned_config(const Request& r, const std::shared_ptr<const PreparedRequest>& p, const std::string& id,
+                           const std::string& dir) {
+  TrainConfig c = read_train_config(r.learned, kField, learned_fail());
+  if (!r.learned_policy.empty()) c.policy.type = parse_policy_type(r.learned_policy);
+  c.name = id;
   if (!r.graph.builder.empty()) {
-    graph.AddMember("builder", Value(r.graph.builder.c_str(), a), a);
-    Value options(rapidjson::kObjectType);
-    for (const auto& [k, v] : r.graph.options)
-      options.AddMember(Value(k.c_str(), a), Value(static_cast<int64_t>(v)), a);
-    graph.AddMember("options", options, a);
-    graph.AddMember("forward_only", Value(r.graph.forward_only), a);
+    c.graph.builder = r.graph.builder;
+    c.graph.options = r.graph.options;
+    c.graph.forward_only = r.graph.forward_only;
   } else {
-    graph.AddMember("file", Value((job.dir + "/graph.bin").c_str(), a), a);
+    c.graph.file = dir + "/graph.bin";
   }
-  set(d, "graph", std::move(graph), a);
-  std::string cluster = !r.cluster.preset.empty()    ? r.cluster.preset
-                        : !r.cluster.devices.empty() ? r.cluster.devices
-                                                     : job.dir + "/cluster.json";
-  set(d, "cluster", Value(cluster.c_str(), a), a);
-  if (!r.reward_mode.empty()) set(section(d, "reward", a, F), "mode", Value(r.reward_mode.c_str(), a), a);
-  Value& train_s = section(d, "train", a, F);
-  if (r.budget.samples > 0) set(train_s, "max_samples", Value(static_cast<int64_t>(r.budget.samples)), a);
-  if (r.budget.seconds > 0) set(train_s, "time_limit_s", Value(r.budget.seconds), a);
-  if (!train_s.HasMember("updates"))
-    set(train_s, "updates", Value(static_cast<int64_t>(100000000)), a);  // the budget decides
-  Value& run_s = section(d, "run", a, F);
-  if (r.seed != 0) set(run_s, "seed", Value(static_cast<int64_t>(r.seed)), a);
-  set(run_s, "output_dir", Value(job.dir.c_str(), a), a);
-
-  TrainConfig c;
-  try {
-    c = parse_train_config(to_text(d), F);
-  } catch (const InputError& e) {
-    // "learned: train.lr: expected a number" -> field learned.train.lr
-    std::string what = e.what(), field = F;
-    if (what.rfind(F + ": ", 0) == 0) {
-      what = what.substr(F.size() + 2);
-      auto colon = what.find(": ");
-      if (colon != std::string::npos && what.find(' ') >= colon) {
-        field += "." + what.substr(0, colon);
-        what = what.substr(colon + 2);
-      }
-    }
-    throw RequestError(codes::kBadRequest, field, what);
+  c.graph.value = std::shared_ptr<const Graph>(p, &p->graph);
+  c.cluster = !r.cluster.preset.empty()    ? r.cluster.preset
+              : !r.cluster.devices.empty() ? r.cluster.devices
+                                           : dir + "/cluster.json";
+  c.cluster_value = std::shared_ptr<const Cluster>(p, &p->cluster);
+  if (r.cluster.preset.empty() && r.cluster.devices.empty() && p->cluster.name.empty()) {
+    auto named = std::make_shared<Cluster>(p->cluster);
+    named->name = "cluster";  // as a cluster file without a name reads
+    c.cluster_value = named;
   }
-  // A job shares the server: one LibTorch thread, and a bounded warm start
-  // (the budget counts training time only).
+  if (!r.reward_mode.empty()) c.reward.mode = parse_reward_mode(r.reward_mode);
+  if (r.budget.samples > 0) c.optimizer.max_samples = r.budget.samples;
+  if (r.budget.seconds > 0) c.optimizer.time_limit_s = r.budget.seconds;
+  if (!r.learned.member("train").member("updates").present()) c.optimizer.updates = 100000000;  // the budget decides
+  if (r.seed != 0) c.run.seed = r.seed;
+  c.run.output_dir = dir;
+  complete_train_config(c, kField, learned_fail());
+  // A job shares the server: one LibTorch thread.
   c.run.threads = 1;
   c.run.env_threads = 1;
+  return c;
+}
+
+}  // namespace
+
+void JobManager::prepare_learned(Job& job) {
+  const Request& r = job.request;
+  check_server_fields(r);
+  job.learned = true;
+  job.dir = (fs::path(jobs_dir()) / job.id).string();
+  auto train = std::make_shared<TrainConfig>(learned_config(r, job.prepared, job.id, job.dir));
+  const TrainConfig& c = *train;
+  // A bounded warm start (the budget counts training time only).
   if (c.warm_start.bc_steps > 5000)
-    throw RequestError(codes::kBadRequest, F + ".warm_start.bc_steps",
+    throw RequestError(codes::kBadRequest, kField + ".warm_start.bc_steps",
                        "at most 5000 in a service job, got " + std::to_string(c.warm_start.bc_steps));
   if (c.policy.hidden > 1024)
-    throw RequestError(codes::kBadRequest, F + ".policy.hidden",
+    throw RequestError(codes::kBadRequest, kField + ".policy.hidden",
                        "at most 1024 in a service job, got " + std::to_string(c.policy.hidden));
   if (c.reward.mode != RewardMode::Simulated) {
     if (!config_.measure_jobs)
@@ -192,95 +172,81 @@ void JobManager::prepare_learned(Job& job) {
                              " job runs on the server's own devices: give \"devices\" (e.g. \"cpu:2\"), not a cluster");
   }
   if (!r.save_as.empty() && check_policy_name) check_policy_name(r.save_as);
+  job.train = train;
   job.train_json = train_config_to_json(c);
   job.policy_type = policy_type_name(c.policy.type);
   job.reward_mode = reward_mode_name(c.reward.mode);
   job.budget_updates = c.optimizer.updates;
   job.save_as = r.save_as;
   fs::create_directories(job.dir);
-  if (r.graph.builder.empty()) save_graph(p.graph, job.dir + "/graph.bin");
-  if (r.cluster.preset.empty() && r.cluster.devices.empty()) save_cluster(p.cluster, job.dir + "/cluster.json");
+  // The trainer gets the graph and cluster as values; a restarted server
+  // resumes the job from its record, which names these files.
+  if (config_.state_dir.empty()) return;
+  if (!c.graph.file.empty()) save_graph(job.prepared->graph, c.graph.file);
+  if (c.cluster == job.dir + "/cluster.json") save_cluster(*c.cluster_value, c.cluster);
 }
 
-void JobManager::run_learned(Job& job) {
-  TrainConfig c = parse_train_config(job.train_json, job.id + " (job record)");
-  // Paths inside the job's folder follow the folder (a state_dir may move between runs).
-  c.run.output_dir = job.dir;
-  if (!c.graph.file.empty()) c.graph.file = job.dir + "/graph.bin";
-  if (fs::path(c.cluster).filename() == "cluster.json") c.cluster = job.dir + "/cluster.json";
-  if (c.reward.mode != RewardMode::Simulated && !config_.measure_jobs)
-    throw InputError("the server's config no longer allows measuring jobs (jobs.measure: false)");
-  const auto start = std::chrono::steady_clock::now();
-  double elapsed_before;  // of earlier server processes
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    elapsed_before = job.elapsed_s;
-  }
+// A job of an earlier server process: the config of its record, whose files
+// follow the job's folder (a state_dir may move between runs).
+std::shared_ptr<const TrainConfig> JobManager::resumed_config(const Job& job) const {
+  auto c = std::make_shared<TrainConfig>(parse_train_config(job.train_json, job.id + " (job record)"));
+  c->run.output_dir = job.dir;
+  if (!c->graph.file.empty()) c->graph.file = job.dir + "/graph.bin";
+  if (fs::path(c->cluster).filename() == "cluster.json") c->cluster = job.dir + "/cluster.json";
+  return c;
+}
 
-  // Measured rewards use the server's devices: one such job at a time.
-  struct Lease {
-    JobManager* m = nullptr;
-    Job* job = nullptr;
-    ~Lease() {
-      if (!m) return;
-      {
-        std::lock_guard<std::mutex> lock(m->mutex_);
-        job->devices_until_unix = unix_seconds();
-      }
-      std::lock_guard<std::mutex> dl(m->devices_mutex_);
-      m->devices_holder_.clear();
-      m->devices_free_.notify_all();
+// The server's devices, held by one measuring job at a time; released when destroyed.
+struct JobManager::DeviceLease {
+  JobManager* m;
+  Job* job;
+  DeviceLease(const DeviceLease&) = delete;
+  DeviceLease& operator=(const DeviceLease&) = delete;
+  ~DeviceLease() {
+    {
+      std::lock_guard<std::mutex> lock(m->mutex_);
+      job->devices_until_unix = unix_seconds();
     }
-  } lease;
-  if (c.reward.mode != RewardMode::Simulated) {
-    std::unique_lock<std::mutex> dl(devices_mutex_);
-    while (!devices_holder_.empty() && !job.cancel) {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        job.waiting = "waiting for the server's devices: job " + devices_holder_ + " is measuring";
-      }
-      devices_free_.wait_for(dl, std::chrono::milliseconds(200));
+    std::lock_guard<std::mutex> dl(m->devices_mutex_);
+    m->devices_holder_.clear();
+    m->devices_free_.notify_all();
+  }
+};
+
+// Waits for the devices; null when the job is cancelled meanwhile.
+std::unique_ptr<JobManager::DeviceLease> JobManager::lease_devices(Job& job) {
+  std::unique_lock<std::mutex> dl(devices_mutex_);
+  while (!devices_holder_.empty() && !job.cancel) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job.waiting = "waiting for the server's devices: job " + devices_holder_ + " is measuring";
     }
-    if (job.cancel) return;
-    devices_holder_ = job.id;
-    lease.m = this;
-    lease.job = &job;
-    std::lock_guard<std::mutex> lock(mutex_);
-    job.waiting.clear();
-    job.devices_from_unix = unix_seconds();
+    devices_free_.wait_for(dl, std::chrono::milliseconds(200));
   }
+  if (job.cancel) return nullptr;
+  devices_holder_ = job.id;
+  std::unique_ptr<DeviceLease> lease(new DeviceLease{this, &job});  // in place: a temporary would release
+  std::lock_guard<std::mutex> lock(mutex_);
+  job.waiting.clear();
+  job.devices_from_unix = unix_seconds();
+  return lease;
+}
 
-  TrainControls ctl;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    job.resumed_at_update = -1;
-  }
-  ctl.resume = fs::exists(job.dir + "/checkpoint.pt");
-  ctl.progress = false;
-  ctl.cancel = &job.cancel;
-  ctl.remote = remote;
-  double last_persist = 0;
-  JobSink sink(mutex_, job, start, elapsed_before, ctl.resume, [&] {
-    if (job.elapsed_s - last_persist < 2.0) return;  // the record on disk follows within 2 s
-    last_persist = job.elapsed_s;
-    persist(job);
-  });
-  TrainResult r = train(c, &sink, ctl);
+namespace {
 
-  // A measured best placement is also simulated, so the two can be compared.
-  double simulated_s = 0;
-  if (r.best_measured && !r.best_placement.device.empty()) {
-    const Graph graph = c.graph.load();
-    Cluster cluster = resolve_cluster(c.cluster);
-    EnvOptions eo;
-    eo.threads = 1;
-    StepResult sim = Environment(graph, cluster, eo).simulate(from_named(graph, cluster, r.best_placement));
-    if (sim.ok()) simulated_s = sim.step_s;
-  }
+// A measured best placement is also simulated, so the two can be compared (0 = not simulated).
+double simulated_best(const TrainConfig& c, const TrainResult& r) {
+  if (!r.best_measured || r.best_placement.device.empty()) return 0;
+  const Graph graph = c.graph.load();
+  const Cluster cluster = c.cluster_value ? *c.cluster_value : resolve_cluster(c.cluster);
+  EnvOptions eo;
+  eo.threads = 1;
+  StepResult sim = Environment(graph, cluster, eo).simulate(from_named(graph, cluster, r.best_placement));
+  return sim.ok() ? sim.step_s : 0;
+}
 
-  std::unique_lock<std::mutex> lock(mutex_);
-  job.best_simulated_s = simulated_s;
-  job.elapsed_s = elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+// The trainer's result into the job record (call with the mutex held).
+void record_result(Job& job, const TrainConfig& c, const TrainResult& r) {
   job.updates = r.updates;
   job.samples = r.samples;
   job.remote_evaluations += r.remote_evaluations;
@@ -296,6 +262,52 @@ void JobManager::run_learned(Job& job) {
     if (b.ok &&
         std::none_of(job.baselines.begin(), job.baselines.end(), [&](const auto& x) { return x.first == b.method; }))
       job.baselines.emplace_back(b.method, b.step_s);
+}
+
+}  // namespace
+
+// train() with the job's controls and a sink that feeds its record.
+TrainResult JobManager::train_job(Job& job, const TrainConfig& c, std::chrono::steady_clock::time_point start,
+                                  double elapsed_before) {
+  TrainControls ctl;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    job.resumed_at_update = -1;
+  }
+  ctl.resume = fs::exists(job.dir + "/checkpoint.pt");
+  ctl.progress = false;
+  ctl.cancel = &job.cancel;
+  ctl.remote = remote;
+  double last_persist = 0;
+  JobSink sink(mutex_, job, start, elapsed_before, ctl.resume, [&] {
+    if (job.elapsed_s - last_persist < 2.0) return;  // the record on disk follows within 2 s
+    last_persist = job.elapsed_s;
+    persist(job);
+  });
+  return train(c, &sink, ctl);
+}
+
+void JobManager::run_learned(Job& job) {
+  const std::shared_ptr<const TrainConfig> config = job.train ? job.train : resumed_config(job);
+  const TrainConfig& c = *config;
+  if (c.reward.mode != RewardMode::Simulated && !config_.measure_jobs)
+    throw InputError("the server's config no longer allows measuring jobs (jobs.measure: false)");
+  const auto start = std::chrono::steady_clock::now();
+  double elapsed_before;  // of earlier server processes
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    elapsed_before = job.elapsed_s;
+  }
+  // Measured rewards use the server's devices: one such job at a time.
+  std::unique_ptr<DeviceLease> lease;
+  if (c.reward.mode != RewardMode::Simulated && !(lease = lease_devices(job))) return;
+  const TrainResult r = train_job(job, c, start, elapsed_before);
+  const double simulated_s = simulated_best(c, r);
+
+  std::unique_lock<std::mutex> lock(mutex_);
+  job.best_simulated_s = simulated_s;
+  job.elapsed_s = elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  record_result(job, c, r);
   if (job.save_as.empty() || job.cancel || !save_policy) return;
   const std::string name = job.save_as;
   const std::string description = std::string(policy_type_name(c.policy.type)) + " policy learned by job " + job.id +

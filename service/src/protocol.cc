@@ -14,11 +14,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <set>
 #include <vector>
 
 #include "placer/graphs/fields.h"
 #include "placer/graphs/json_reader.h"
+#include "raw_json.h"
 
 namespace placer::service {
 namespace {
@@ -35,126 +37,12 @@ const char* kTypeNames[kRequestTypes] = {"health",   "policies", "baselines", "p
 // How an error shows a value: "\"text\"" (cut at 40 characters), 7, true, "an array", ...
 std::string describe(const Value& v) { return JsonNode(&v).describe(); }
 
-// Depth of nested arrays/objects in the raw text (brackets outside strings),
-// checked before parsing: one pass over the bytes, no recursion.
-int json_depth(std::string_view t) {
-  int depth = 0, max_depth = 0;
-  bool in_string = false;
-  for (size_t i = 0; i < t.size(); ++i) {
-    char c = t[i];
-    if (in_string) {
-      if (c == '\\')
-        ++i;
-      else if (c == '"')
-        in_string = false;
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '{' || c == '[') {
-      max_depth = std::max(max_depth, ++depth);
-    } else if (c == '}' || c == ']') {
-      --depth;
-    }
-  }
-  return max_depth;
-}
-
 std::string to_text(const Value& v) {
   rapidjson::StringBuffer buffer;
   rapidjson::Writer<rapidjson::StringBuffer> writer(buffer);
   v.Accept(writer);
   return std::string(buffer.GetString(), buffer.GetSize());
 }
-
-// The raw text of a valid JSON document's value at `path` (first match of
-// each key), found by skipping values without building anything: cheaper
-// than writing the parsed value out again, and it keeps the client's bytes.
-// Returns false if the path is not there (the caller then falls back).
-class RawScanner {
- public:
-  explicit RawScanner(std::string_view text) : t_(text) {}
-  bool find(const std::vector<std::string_view>& path, std::string_view* out) {
-    i_ = 0;
-    for (std::string_view key : path) {
-      ws();
-      if (i_ >= t_.size() || t_[i_] != '{') return false;
-      ++i_;
-      bool found = false;
-      for (;;) {
-        ws();
-        if (i_ < t_.size() && t_[i_] == '}') return false;
-        size_t k0 = i_;
-        if (!skip_string()) return false;
-        std::string_view k = t_.substr(k0 + 1, i_ - k0 - 2);
-        ws();
-        if (i_ >= t_.size() || t_[i_] != ':') return false;
-        ++i_;
-        ws();
-        if (k == key) {
-          found = true;
-          break;
-        }
-        if (!skip_value()) return false;
-        ws();
-        if (i_ < t_.size() && t_[i_] == ',') ++i_;
-      }
-      if (!found) return false;
-    }
-    size_t v0 = i_;
-    if (!skip_value()) return false;
-    *out = t_.substr(v0, i_ - v0);
-    return true;
-  }
-
- private:
-  void ws() {
-    while (i_ < t_.size() && (t_[i_] == ' ' || t_[i_] == '\n' || t_[i_] == '\r' || t_[i_] == '\t')) ++i_;
-  }
-  bool skip_string() {
-    if (i_ >= t_.size() || t_[i_] != '"') return false;
-    for (++i_; i_ < t_.size(); ++i_) {
-      if (t_[i_] == '\\')
-        ++i_;
-      else if (t_[i_] == '"') {
-        ++i_;
-        return true;
-      }
-    }
-    return false;
-  }
-  // Iterative: nesting depth does not touch the stack.
-  bool skip_value() {
-    int depth = 0;
-    do {
-      ws();
-      if (i_ >= t_.size()) return false;
-      char c = t_[i_];
-      if (c == '"') {
-        if (!skip_string()) return false;
-      } else if (c == '{' || c == '[') {
-        ++depth;
-        ++i_;
-      } else if (c == '}' || c == ']') {
-        if (--depth < 0) return false;
-        ++i_;
-      } else if (c == ',' || c == ':') {
-        ++i_;
-      } else {
-        // A literal or number: up to the next structural character. Any other
-        // byte (NUL included) moves on, so the scan always advances.
-        size_t start = i_;
-        while (i_ < t_.size() && !is_structural(t_[i_])) ++i_;
-        if (i_ == start) ++i_;
-      }
-    } while (depth > 0);
-    return true;
-  }
-  static bool is_structural(char c) {
-    return c == ',' || c == ':' || c == '{' || c == '}' || c == '[' || c == ']' || c == ' ' || c == '\n' || c == '\r' ||
-           c == '\t' || c == '"';
-  }
-  std::string_view t_;
-  size_t i_ = 0;
-};
 
 // Request errors: kTooLarge for values over a limit, kBadRequest otherwise.
 FieldFail request_fail() {
@@ -257,8 +145,65 @@ bool is_structural_option(const std::string& key) {
   return kKeys.count(key) > 0;
 }
 
-// raw_inline: the client's bytes of graph.inline when the request was parsed
-// with that object replaced by {} (large graphs: parsed once, on a cache miss).
+// graph.pt2: a torch.export archive in base64, with optional input shapes.
+void parse_pt2_graph(const Fields& f, GraphSpec& spec) {
+  const Value& b = *f.find("pt2");
+  if (!b.IsString()) bad("graph.pt2", std::string("expected the base64 text of a .pt2 archive, got ") + describe(b));
+  spec.pt2 = decode_base64(std::string_view(b.GetString(), b.GetStringLength()), "graph.pt2");
+  if (spec.pt2.empty()) bad("graph.pt2", "empty archive");
+  spec.forward_only = f.boolean("forward_only", false);
+  const Value* in = f.find("inputs");
+  if (!in) return;
+  if (!in->IsArray())
+    bad("graph.inputs", std::string("expected an array of \"NAME:SHAPE:DTYPE\" strings, got ") + describe(*in));
+  if (in->Size() > 64) throw RequestError(codes::kTooLarge, "graph.inputs", "more than 64 inputs");
+  for (unsigned i = 0; i < in->Size(); ++i) {
+    const Value& e = (*in)[i];
+    const std::string path = "graph.inputs[" + std::to_string(i) + "]";
+    if (!e.IsString() || e.GetStringLength() == 0 || e.GetStringLength() > 256)
+      bad(path, "expected a NAME:SHAPE:DTYPE string");
+    spec.inputs.emplace_back(e.GetString(), e.GetStringLength());
+  }
+}
+
+// graph.inline: kept as the client's bytes. raw_inline: those bytes when the
+// request was parsed with that object replaced by {} (then it is parsed once,
+// on a cache miss); otherwise they are found in the raw text.
+void parse_inline_graph(const Fields& f, GraphSpec& spec, std::string_view raw, std::string_view raw_inline) {
+  const Value& g = *f.find("inline");
+  if (!g.IsObject()) bad("graph.inline", std::string("expected a graph object, got ") + describe(g));
+  std::string_view span;
+  if (!raw_inline.empty())
+    spec.inline_json = std::string(raw_inline);
+  else if (RawScanner(raw).find({"graph", "inline"}, &span) && !span.empty() && span.front() == '{')
+    spec.inline_json = std::string(span);
+  else
+    spec.inline_json = to_text(g);
+}
+
+// graph.options: integers. The builder checks each option's own range; here
+// only what could make the server build an enormous graph before it can count the ops.
+void parse_builder_options(const Value& o, GraphSpec& spec, const ProtocolLimits& limits) {
+  if (!o.IsObject()) bad("graph.options", std::string("expected an object of integers, got ") + describe(o));
+  if (o.MemberCount() > 64) throw RequestError(codes::kTooLarge, "graph.options", "more than 64 options");
+  int64_t structure = 1;
+  std::string structural;
+  for (auto it = o.MemberBegin(); it != o.MemberEnd(); ++it) {
+    std::string key(it->name.GetString(), it->name.GetStringLength());
+    if (key.size() > 64) throw RequestError(codes::kTooLarge, "graph.options", "option name longer than 64 characters");
+    int64_t hi = is_structural_option(key) ? limits.max_builder_structure : limits.max_builder_option;
+    int64_t value = Fields::checked_integer(it->value, "graph.options." + key, 0, hi);
+    spec.options[key] = value;
+    if (!is_structural_option(key)) continue;
+    structure *= std::max<int64_t>(1, value);
+    structural += (structural.empty() ? "" : " x ") + key;
+    if (structure > limits.max_builder_structure)
+      throw RequestError(codes::kTooLarge, "graph.options",
+                         structural + " = " + std::to_string(structure) + " exceeds the limit " +
+                             std::to_string(limits.max_builder_structure) + " on the graph's repeated structure");
+  }
+}
+
 void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits, std::string_view raw,
                  std::string_view raw_inline) {
   if (!v.IsObject())
@@ -266,65 +211,12 @@ void parse_graph(const Value& v, GraphSpec& spec, const ProtocolLimits& limits, 
   Fields f(v, "graph", limits);
   const bool has_builder = f.find("builder"), has_inline = f.find("inline"), has_pt2 = f.find("pt2");
   if (has_builder + has_inline + has_pt2 != 1) bad("graph", "give exactly one of \"builder\", \"inline\" and \"pt2\"");
-  if (has_pt2) {
-    const Value& b = *f.find("pt2");
-    if (!b.IsString()) bad("graph.pt2", std::string("expected the base64 text of a .pt2 archive, got ") + describe(b));
-    spec.pt2 = decode_base64(std::string_view(b.GetString(), b.GetStringLength()), "graph.pt2");
-    if (spec.pt2.empty()) bad("graph.pt2", "empty archive");
-    spec.forward_only = f.boolean("forward_only", false);
-    if (const Value* in = f.find("inputs")) {
-      if (!in->IsArray())
-        bad("graph.inputs", std::string("expected an array of \"NAME:SHAPE:DTYPE\" strings, got ") + describe(*in));
-      if (in->Size() > 64) throw RequestError(codes::kTooLarge, "graph.inputs", "more than 64 inputs");
-      for (unsigned i = 0; i < in->Size(); ++i) {
-        const Value& e = (*in)[i];
-        const std::string path = "graph.inputs[" + std::to_string(i) + "]";
-        if (!e.IsString() || e.GetStringLength() == 0 || e.GetStringLength() > 256)
-          bad(path, "expected a NAME:SHAPE:DTYPE string");
-        spec.inputs.emplace_back(e.GetString(), e.GetStringLength());
-      }
-    }
-    return;
-  }
-  if (has_inline) {
-    const Value& g = *f.find("inline");
-    if (!g.IsObject()) bad("graph.inline", std::string("expected a graph object, got ") + describe(g));
-    std::string_view span;
-    if (!raw_inline.empty())
-      spec.inline_json = std::string(raw_inline);
-    else if (RawScanner(raw).find({"graph", "inline"}, &span) && !span.empty() && span.front() == '{')
-      spec.inline_json = std::string(span);
-    else
-      spec.inline_json = to_text(g);
-    return;
-  }
+  if (has_pt2) return parse_pt2_graph(f, spec);
+  if (has_inline) return parse_inline_graph(f, spec, raw, raw_inline);
   spec.builder = f.string("builder", true);
   if (spec.builder.empty()) bad("graph.builder", "empty name");
   spec.forward_only = f.boolean("forward_only", false);
-  if (const Value* o = f.find("options")) {
-    if (!o->IsObject()) bad("graph.options", std::string("expected an object of integers, got ") + describe(*o));
-    if (o->MemberCount() > 64) throw RequestError(codes::kTooLarge, "graph.options", "more than 64 options");
-    // The builder checks each option's own range; here only what could make
-    // the server build an enormous graph before it can count the ops.
-    int64_t structure = 1;
-    std::string structural;
-    for (auto it = o->MemberBegin(); it != o->MemberEnd(); ++it) {
-      std::string key(it->name.GetString(), it->name.GetStringLength());
-      if (key.size() > 64)
-        throw RequestError(codes::kTooLarge, "graph.options", "option name longer than 64 characters");
-      int64_t hi = is_structural_option(key) ? limits.max_builder_structure : limits.max_builder_option;
-      int64_t value = Fields::checked_integer(it->value, "graph.options." + key, 0, hi);
-      spec.options[key] = value;
-      if (is_structural_option(key)) {
-        structure *= std::max<int64_t>(1, value);
-        structural += (structural.empty() ? "" : " x ") + key;
-        if (structure > limits.max_builder_structure)
-          throw RequestError(codes::kTooLarge, "graph.options",
-                             structural + " = " + std::to_string(structure) + " exceeds the limit " +
-                                 std::to_string(limits.max_builder_structure) + " on the graph's repeated structure");
-      }
-    }
-  }
+  if (const Value* o = f.find("options")) parse_builder_options(*o, spec, limits);
 }
 
 void parse_cluster(const Fields& f, ClusterSpec& spec, const ProtocolLimits& limits) {
@@ -386,7 +278,9 @@ std::string ClusterSpec::cache_key() const {
   return "inline:" + inline_json;
 }
 
-Request parse_request(std::string_view text, const ProtocolLimits& limits) {
+namespace {
+
+void check_size(std::string_view text, const ProtocolLimits& limits) {
   if (static_cast<int64_t>(text.size()) > limits.max_request_bytes)
     throw RequestError(codes::kTooLarge, "",
                        "request of " + std::to_string(text.size()) + " bytes exceeds the limit of " +
@@ -394,32 +288,52 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
   if (json_depth(text) > limits.max_json_depth)
     throw RequestError(codes::kTooLarge, "",
                        "JSON nested deeper than " + std::to_string(limits.max_json_depth) + " levels");
-  // A large inline graph is kept as the client's text and only parsed (by the
-  // graph loader, which validates it) when the server has not prepared that
-  // exact graph before; the rest of the request is parsed here as usual.
-  std::string_view raw_inline;
-  std::string stripped;
-  std::string_view to_parse = text;
-  if (text.size() > 64 * 1024 && RawScanner(text).find({"graph", "inline"}, &raw_inline) && raw_inline.size() > 2 &&
-      raw_inline.front() == '{' && raw_inline.back() == '}') {
-    size_t at = static_cast<size_t>(raw_inline.data() - text.data());
-    stripped.reserve(text.size() - raw_inline.size() + 2);
-    stripped.append(text.substr(0, at)).append("{}").append(text.substr(at + raw_inline.size()));
-    to_parse = stripped;
-  } else {
-    raw_inline = {};
-  }
-  rapidjson::Document doc;
-  // Iterative parsing: deep nesting cannot overflow the stack.
-  doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag>(to_parse.data(), to_parse.size());
-  if (doc.HasParseError())
-    throw RequestError(codes::kBadJson, "",
-                       std::string("malformed JSON at byte ") + std::to_string(doc.GetErrorOffset()) + ": " +
-                           rapidjson::GetParseError_En(doc.GetParseError()));
-  if (!doc.IsObject())
-    throw RequestError(codes::kBadJson, "", std::string("expected a JSON object, got ") + describe(doc));
+}
 
-  Fields f(doc, "", limits);
+// The request's text with graph.inline's object cut out ({} in its place):
+// an inline graph is kept as the client's bytes and parsed once, by the graph
+// loader (which validates it), and only when the server has not prepared that
+// exact graph before; the rest of the request is parsed as usual.
+struct Stripped {
+  std::string_view inline_graph;  // empty: nothing cut out (text is the request)
+  std::string text;
+  size_t at = 0;  // where the graph was
+
+  // A byte offset in `text` as one in the client's request.
+  size_t client_offset(size_t offset) const {
+    return inline_graph.empty() || offset <= at ? offset : offset + inline_graph.size() - 2;
+  }
+};
+
+Stripped strip_inline_graph(std::string_view text) {
+  Stripped s;
+  std::string_view raw;
+  if (!RawScanner(text).find({"graph", "inline"}, &raw) || raw.size() <= 2 || raw.front() != '{' || raw.back() != '}')
+    return s;
+  s.inline_graph = raw;
+  s.at = static_cast<size_t>(raw.data() - text.data());
+  s.text.reserve(text.size() - raw.size() + 2);
+  s.text.append(text.substr(0, s.at)).append("{}").append(text.substr(s.at + raw.size()));
+  return s;
+}
+
+std::shared_ptr<rapidjson::Document> parse_document(std::string_view text, const Stripped& stripped) {
+  const std::string_view to_parse = stripped.inline_graph.empty() ? text : std::string_view(stripped.text);
+  auto doc = std::make_shared<rapidjson::Document>();
+  // Iterative parsing: deep nesting cannot overflow the stack.
+  doc->Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag>(to_parse.data(), to_parse.size());
+  if (doc->HasParseError())
+    throw RequestError(codes::kBadJson, "",
+                       std::string("malformed JSON at byte ") +
+                           std::to_string(stripped.client_offset(doc->GetErrorOffset())) + ": " +
+                           rapidjson::GetParseError_En(doc->GetParseError()));
+  if (!doc->IsObject())
+    throw RequestError(codes::kBadJson, "", std::string("expected a JSON object, got ") + describe(*doc));
+  return doc;
+}
+
+// What every request has: id, version, type, deadline, seed, include_placement.
+Request parse_envelope(const Fields& f, const ProtocolLimits& limits) {
   Request r;
   if (const Value* id = f.find("id")) {
     if (id->IsString())
@@ -445,84 +359,121 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
   r.deadline_ms = f.integer("deadline_ms", false, 0, 1, limits.max_deadline_ms);
   r.seed = static_cast<uint64_t>(f.integer("seed", false, 0, 0, INT64_MAX));
   r.include_placement = f.boolean("include_placement", true);
+  return r;
+}
 
+// status, result, cancel.
+void parse_job_ref(const Fields& f, Request& r) {
+  r.job_id = f.string("job_id", true);
+  if (r.job_id.empty()) bad("job_id", "empty job id");
+}
+
+// baselines, place, evaluate, optimize: the graph, the cluster, the methods.
+void parse_problem(const Fields& f, Request& r, const ProtocolLimits& limits, std::string_view text,
+                   std::string_view raw_inline) {
+  parse_graph(f.need("graph"), r.graph, limits, text, raw_inline);
+  parse_cluster(f, r.cluster, limits);
+  r.methods = parse_methods(f, limits);
+}
+
+void parse_place(const Fields& f, Request& r, const ProtocolLimits& limits) {
+  r.policy = f.string("policy", false);
+  r.refine_samples = f.integer("refine_samples", false, 0, 0, limits.max_refine_samples);
+}
+
+void parse_evaluate(const Fields& f, Request& r, const ProtocolLimits& limits) {
+  const Value& p = f.need("placement");
+  if (!p.IsObject()) bad("placement", std::string("expected an object {\"device\": {op: device}}, got ") + describe(p));
+  Fields pf(p, "placement", limits);
+  const Value& dev = pf.need("device");
+  if (!dev.IsObject())
+    bad("placement.device", std::string("expected an object mapping op names to device names, got ") + describe(dev));
+  for (auto it = dev.MemberBegin(); it != dev.MemberEnd(); ++it) {
+    std::string op(it->name.GetString(), it->name.GetStringLength());
+    if (!it->value.IsString())
+      bad("placement.device." + op, std::string("expected a device name, got ") + describe(it->value));
+    r.placement[op] = std::string(it->value.GetString(), it->value.GetStringLength());
+  }
+}
+
+// optimize's "learned": a policy type, or a train-config object (read by the
+// job, from this very node).
+void parse_learned(const Fields& f, Request& r, const std::shared_ptr<rapidjson::Document>& doc) {
+  const Value* l = f.find("learned");
+  if (!l) {
+    if (!r.reward_mode.empty() && r.reward_mode != "simulated")
+      bad("reward_mode", "only learned jobs measure; a search job with methods is simulated");
+    return;
+  }
+  if (l->IsString()) {
+    std::string type(l->GetString(), l->GetStringLength());
+    if (type != "seq2seq" && type != "hierarchical" && type != "gnn")
+      bad("learned", "'" + type + "': expected a policy type (seq2seq, hierarchical, gnn) or a train-config object");
+    r.learned_policy = type;
+  } else if (l->IsObject()) {
+    r.learned = JsonNode(l);
+    r.document = doc;
+  } else {
+    bad("learned", std::string("expected a policy type or a train-config object, got ") + describe(*l));
+  }
+  if (!r.methods.empty()) bad("methods", "give either methods (a search job) or learned (a learned job), not both");
+}
+
+void parse_save_as(const Fields& f, Request& r) {
+  r.save_as = f.string("save_as", false);
+  if (r.save_as.empty()) return;
+  if (!r.is_learned()) bad("save_as", "only a learned job's result can be kept as a policy");
+  const auto allowed = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
+  };
+  if (r.save_as.size() > 64 || !std::all_of(r.save_as.begin(), r.save_as.end(), allowed) || r.save_as.front() == '.')
+    bad("save_as",
+        "'" + r.save_as + "': a policy name is 1 to 64 letters, digits, '-', '_' or '.', not starting with '.'");
+}
+
+void parse_optimize(const Fields& f, Request& r, const ProtocolLimits& limits,
+                    const std::shared_ptr<rapidjson::Document>& doc) {
+  const Value& b = f.need("budget");
+  if (!b.IsObject())
+    bad("budget", std::string("expected an object {\"samples\": N, \"seconds\": S}, got ") + describe(b));
+  Fields bf(b, "budget", limits);
+  r.budget.samples = bf.integer("samples", false, 0, 0, limits.max_budget_samples);
+  r.budget.seconds = bf.number("seconds", 0.0, 0.0, limits.max_budget_seconds);
+  if (r.budget.samples == 0 && r.budget.seconds == 0.0) bad("budget", "give samples > 0 or seconds > 0");
+  r.reward_mode = f.string("reward_mode", false, "");
+  if (!r.reward_mode.empty() && r.reward_mode != "simulated" && r.reward_mode != "measured" &&
+      r.reward_mode != "hybrid")
+    bad("reward_mode", "'" + r.reward_mode + "': expected simulated, measured or hybrid");
+  parse_learned(f, r, doc);
+  parse_save_as(f, r);
+}
+
+}  // namespace
+
+Request parse_request(std::string_view text, const ProtocolLimits& limits) {
+  check_size(text, limits);
+  const Stripped stripped = strip_inline_graph(text);
+  const std::shared_ptr<rapidjson::Document> doc = parse_document(text, stripped);
+  const Fields f(*doc, "", limits);
+  Request r = parse_envelope(f, limits);
   switch (r.type) {
     case RequestType::Health:
     case RequestType::Policies: break;
     case RequestType::Status:
     case RequestType::Result:
-    case RequestType::Cancel:
-      r.job_id = f.string("job_id", true);
-      if (r.job_id.empty()) bad("job_id", "empty job id");
-      break;
-    case RequestType::Baselines:
+    case RequestType::Cancel: parse_job_ref(f, r); break;
+    case RequestType::Baselines: parse_problem(f, r, limits, text, stripped.inline_graph); break;
     case RequestType::Place:
+      parse_problem(f, r, limits, text, stripped.inline_graph);
+      parse_place(f, r, limits);
+      break;
     case RequestType::Evaluate:
+      parse_problem(f, r, limits, text, stripped.inline_graph);
+      parse_evaluate(f, r, limits);
+      break;
     case RequestType::Optimize:
-      parse_graph(f.need("graph"), r.graph, limits, text, raw_inline);
-      parse_cluster(f, r.cluster, limits);
-      r.methods = parse_methods(f, limits);
-      if (r.type == RequestType::Place) {
-        r.policy = f.string("policy", false);
-        r.refine_samples = f.integer("refine_samples", false, 0, 0, limits.max_refine_samples);
-      }
-      if (r.type == RequestType::Evaluate) {
-        const Value& p = f.need("placement");
-        if (!p.IsObject())
-          bad("placement", std::string("expected an object {\"device\": {op: device}}, got ") + describe(p));
-        Fields pf(p, "placement", limits);
-        const Value& dev = pf.need("device");
-        if (!dev.IsObject())
-          bad("placement.device",
-              std::string("expected an object mapping op names to device names, got ") + describe(dev));
-        for (auto it = dev.MemberBegin(); it != dev.MemberEnd(); ++it)
-          if (!it->value.IsString())
-            bad("placement.device." + std::string(it->name.GetString(), it->name.GetStringLength()),
-                std::string("expected a device name, got ") + describe(it->value));
-        r.placement_json = to_text(p);
-      }
-      if (r.type == RequestType::Optimize) {
-        const Value& b = f.need("budget");
-        if (!b.IsObject())
-          bad("budget", std::string("expected an object {\"samples\": N, \"seconds\": S}, got ") + describe(b));
-        Fields bf(b, "budget", limits);
-        r.budget.samples = bf.integer("samples", false, 0, 0, limits.max_budget_samples);
-        r.budget.seconds = bf.number("seconds", 0.0, 0.0, limits.max_budget_seconds);
-        if (r.budget.samples == 0 && r.budget.seconds == 0.0) bad("budget", "give samples > 0 or seconds > 0");
-        r.reward_mode = f.string("reward_mode", false, "");
-        if (!r.reward_mode.empty() && r.reward_mode != "simulated" && r.reward_mode != "measured" &&
-            r.reward_mode != "hybrid")
-          bad("reward_mode", "'" + r.reward_mode + "': expected simulated, measured or hybrid");
-        if (const Value* l = f.find("learned")) {
-          if (l->IsString()) {
-            std::string type(l->GetString(), l->GetStringLength());
-            if (type != "seq2seq" && type != "hierarchical" && type != "gnn")
-              bad("learned",
-                  "'" + type + "': expected a policy type (seq2seq, hierarchical, gnn) or a train-config object");
-            r.learned_json = "{\"policy\":{\"type\":\"" + type + "\"}}";
-          } else if (l->IsObject()) {
-            r.learned_json = to_text(*l);
-          } else {
-            bad("learned", std::string("expected a policy type or a train-config object, got ") + describe(*l));
-          }
-          if (!r.methods.empty())
-            bad("methods", "give either methods (a search job) or learned (a learned job), not both");
-        } else if (!r.reward_mode.empty() && r.reward_mode != "simulated") {
-          bad("reward_mode", "only learned jobs measure; a search job with methods is simulated");
-        }
-        r.save_as = f.string("save_as", false);
-        if (!r.save_as.empty()) {
-          if (r.learned_json.empty()) bad("save_as", "only a learned job's result can be kept as a policy");
-          if (r.save_as.size() > 64 ||
-              !std::all_of(r.save_as.begin(), r.save_as.end(),
-                           [](char c) {
-                             return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.';
-                           }) ||
-              r.save_as.front() == '.')
-            bad("save_as", "'" + r.save_as +
-                               "': a policy name is 1 to 64 letters, digits, '-', '_' or '.', not starting with '.'");
-        }
-      }
+      parse_problem(f, r, limits, text, stripped.inline_graph);
+      parse_optimize(f, r, limits, doc);
       break;
   }
   return r;

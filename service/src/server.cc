@@ -182,9 +182,7 @@ struct Server::Impl {
       outcome = e.code() == codes::kBusy       ? Outcome::Busy
                 : e.code() == codes::kDeadline ? Outcome::Deadline
                                                : Outcome::Error;
-      std::string message = e.what();
-      if (!e.field().empty() && message.rfind(e.field() + ": ", 0) == 0) message = message.substr(e.field().size() + 2);
-      reply = error_reply(id, type == "invalid" ? "" : type, e.code(), e.field(), message);
+      reply = error_reply(id, type == "invalid" ? "" : type, e.code(), e.field(), e.problem());
     } catch (const InputError& e) {
       if (id.empty()) id = salvage_request_id(t.body);
       outcome = Outcome::Error;

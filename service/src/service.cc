@@ -1,7 +1,5 @@
 #include "placer/service/service.h"
 
-#include <rapidjson/document.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -370,9 +368,81 @@ std::string PlacementService::handle(const Request& r, Clock::time_point deadlin
   throw RequestError(codes::kUnknownType, "type", "unhandled request type");
 }
 
-std::string PlacementService::handle_place(const Request& r, Clock::time_point deadline) {
-  auto start = Clock::now();
-  std::string policy_name = r.policy.empty() ? config_.default_policy : r.policy;
+// A place request's answer as it is built: the policy's, a baseline's, refined.
+struct PlaceAnswer {
+  Placement placement;
+  StepResult result;
+  std::string method;  // "" = none yet
+  std::string note;
+};
+
+namespace {
+
+// No policy answer (or a failed one): the fastest of the fast path's baselines.
+void fall_back_to_baseline(const PreparedRequest& p, bool policy_loaded, PlaceAnswer& a) {
+  if (p.best < 0) {
+    std::string why;
+    for (const auto& b : p.baselines)
+      why += (why.empty() ? "" : "; ") + b.method + ": " + (b.error.empty() ? b.result.message : b.error);
+    throw RequestError(codes::kNoFeasible, "", "no placement fits this cluster: " + why);
+  }
+  const auto& b = p.baselines[p.best];
+  if (!a.method.empty()) a.note += "policy placement failed (" + std::string(step_status_name(a.result.status)) + "); ";
+  a.placement = b.placement;
+  a.result = b.result;
+  a.method = b.method;
+  if (!policy_loaded) a.note += "no policy loaded: best of the fast-path baselines";
+}
+
+// One local search run from the answer, within the request's samples and half the time left.
+void refine(const Request& r, const PreparedRequest& p, Clock::time_point deadline, PlaceAnswer& a) {
+  Environment env(p.prepared, simulated_env());
+  SearchOptions so;
+  so.methods = {"local_search"};
+  so.budget.samples = r.refine_samples;
+  so.run_samples = r.refine_samples;
+  so.run_seconds = std::max(0.01, 0.5 * seconds_left(deadline));
+  so.max_rounds = 1;
+  const SearchCandidate start{a.method, a.placement, a.result};
+  SearchResult refined = search(place_context(p.graph, p.cluster, env, r.seed, so.run_seconds), so, &start);
+  if (refined.improved) {
+    a.placement = std::move(refined.best.placement);
+    a.result = refined.best.result;
+    a.method += "+local_search";
+  }
+}
+
+std::string place_reply(const Request& r, const PreparedRequest& p, const PlaceAnswer& a, Clock::time_point start) {
+  JsonOut o;
+  o.begin().field("graph", p.graph.name).field("ops", p.graph.size()).field("cluster", p.cluster.name);
+  o.begin_array("devices");
+  for (const auto& d : p.cluster.devices) o.str(d.name);
+  o.end_array();
+  o.field("method", a.method);
+  write_step(o, a.result);
+  o.field("lower_bound_s", p.lower_bound_s);
+  if (p.lower_bound_s > 0 && a.result.ok()) o.field("gap_to_lower_bound", a.result.step_s / p.lower_bound_s - 1.0);
+  o.key("best_baseline");
+  if (p.best >= 0) {
+    const auto& b = p.baselines[p.best];
+    o.begin().field("method", b.method).field("step_s", b.result.step_s).end();
+    if (a.result.ok()) o.field("speedup_vs_best_baseline", b.result.step_s / a.result.step_s);
+  } else {
+    o.null();
+  }
+  o.field("place_seconds", seconds_since(start));
+  if (!a.note.empty()) o.field("note", a.note);
+  if (r.include_placement) o.placement("placement", to_named(p.graph, p.cluster, a.placement));
+  o.end();
+  return o.text();
+}
+
+}  // namespace
+
+// The policy the request names (it must load) or the server's default (when
+// it cannot load, the fast path answers).
+std::optional<PlacementService::PolicyHandle> PlacementService::place_policy(const Request& r,
+                                                                             const std::string& policy_name) {
   std::optional<PolicyHandle> policy;
   if (!policy_name.empty()) {
     try {
@@ -386,108 +456,64 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
   }
   if (!r.policy.empty() && !policy)
     throw RequestError(codes::kNotFound, "policy", "no policy '" + r.policy + "' is loaded (ask `policies`)");
+  return policy;
+}
 
-  auto p = prepare(r);
-  Placement placement;
-  StepResult result;
-  std::string method, note;
-  if (policy) {
-    const std::string memo_key = policy->entry.name + "\n" + policy->version + "\n" + std::to_string(r.seed);
-    {
-      std::lock_guard<std::mutex> lock(p->memo_mutex);
-      auto it = p->policy_memo.find(memo_key);
-      if (it != p->policy_memo.end()) {
-        placement = it->second.placement;
-        result = it->second.result;
-        method = "policy:" + policy->entry.name;
-      }
-    }
-    if (method.empty()) try {
-        Environment env(p->prepared, simulated_env());
-        PlaceResult pr =
-            policy->policy->place(place_context(p->graph, p->cluster, env, r.seed, seconds_left(deadline)));
-        placement = std::move(pr.placement);
-        result = env.simulate(placement);
-        method = "policy:" + policy->entry.name;
-        std::lock_guard<std::mutex> lock(p->memo_mutex);
-        if (p->policy_memo.size() >= 64) p->policy_memo.clear();  // bounded: a few policies x seeds
-        p->policy_memo[memo_key] = {placement, result, ""};
-      } catch (const RequestError&) {
-        throw;
-      } catch (const InputError& e) {
-        // The policy cannot place this graph/cluster (e.g. trained for another device count).
-        if (!r.policy.empty())
-          throw RequestError(codes::kBadRequest, "policy", "policy '" + policy->entry.name + "': " + e.what());
-        note = "default policy '" + policy->entry.name + "' not applicable (" + e.what() + "); used the best baseline";
-      } catch (const NoFeasiblePlacement& e) {
-        note = "policy '" + policy->entry.name + "' found no feasible placement: " + e.what();
-      }
-  }
-  if (method.empty() || !result.ok()) {
-    if (p->best < 0) {
-      std::string why;
-      for (const auto& b : p->baselines)
-        why += (why.empty() ? "" : "; ") + b.method + ": " + (b.error.empty() ? b.result.message : b.error);
-      throw RequestError(codes::kNoFeasible, "", "no placement fits this cluster: " + why);
-    }
-    const auto& b = p->baselines[p->best];
-    if (!method.empty()) note += "policy placement failed (" + std::string(step_status_name(result.status)) + "); ";
-    placement = b.placement;
-    result = b.result;
-    method = b.method;
-    if (policy_name.empty()) note += "no policy loaded: best of the fast-path baselines";
-  }
-  if (r.refine_samples > 0) {
-    // One local search run from the answer, within the request's samples and half the time left.
-    Environment env(p->prepared, simulated_env());
-    SearchOptions so;
-    so.methods = {"local_search"};
-    so.budget.samples = r.refine_samples;
-    so.run_samples = r.refine_samples;
-    so.run_seconds = std::max(0.01, 0.5 * seconds_left(deadline));
-    so.max_rounds = 1;
-    const SearchCandidate start{method, placement, result};
-    SearchResult refined = search(place_context(p->graph, p->cluster, env, r.seed, so.run_seconds), so, &start);
-    if (refined.improved) {
-      placement = std::move(refined.best.placement);
-      result = refined.best.result;
-      method += "+local_search";
+// The policy's placement, decoded once per problem, checkpoint and seed
+// (memoised in the prepared request). Leaves `a` without a method when the
+// policy cannot place this problem.
+void PlacementService::decode_with_policy(const PolicyHandle& policy, const Request& r, const PreparedRequest& p,
+                                          Clock::time_point deadline, PlaceAnswer& a) {
+  const std::string memo_key = policy.entry.name + "\n" + policy.version + "\n" + std::to_string(r.seed);
+  {
+    std::lock_guard<std::mutex> lock(p.memo_mutex);
+    auto it = p.policy_memo.find(memo_key);
+    if (it != p.policy_memo.end()) {
+      a.placement = it->second.placement;
+      a.result = it->second.result;
+      a.method = "policy:" + policy.entry.name;
+      return;
     }
   }
-  JsonOut o;
-  o.begin().field("graph", p->graph.name).field("ops", p->graph.size()).field("cluster", p->cluster.name);
-  o.begin_array("devices");
-  for (const auto& d : p->cluster.devices) o.str(d.name);
-  o.end_array();
-  o.field("method", method);
-  write_step(o, result);
-  o.field("lower_bound_s", p->lower_bound_s);
-  if (p->lower_bound_s > 0 && result.ok()) o.field("gap_to_lower_bound", result.step_s / p->lower_bound_s - 1.0);
-  o.key("best_baseline");
-  if (p->best >= 0) {
-    const auto& b = p->baselines[p->best];
-    o.begin().field("method", b.method).field("step_s", b.result.step_s).end();
-    if (result.ok()) o.field("speedup_vs_best_baseline", b.result.step_s / result.step_s);
-  } else {
-    o.null();
+  try {
+    Environment env(p.prepared, simulated_env());
+    PlaceResult pr = policy.policy->place(place_context(p.graph, p.cluster, env, r.seed, seconds_left(deadline)));
+    a.placement = std::move(pr.placement);
+    a.result = env.simulate(a.placement);
+    a.method = "policy:" + policy.entry.name;
+    std::lock_guard<std::mutex> lock(p.memo_mutex);
+    if (p.policy_memo.size() >= 64) p.policy_memo.clear();  // bounded: a few policies x seeds
+    p.policy_memo[memo_key] = {a.placement, a.result, ""};
+  } catch (const RequestError&) {
+    throw;
+  } catch (const InputError& e) {
+    // The policy cannot place this graph/cluster (e.g. trained for another device count).
+    if (!r.policy.empty())
+      throw RequestError(codes::kBadRequest, "policy", "policy '" + policy.entry.name + "': " + e.what());
+    a.note = "default policy '" + policy.entry.name + "' not applicable (" + e.what() + "); used the best baseline";
+  } catch (const NoFeasiblePlacement& e) {
+    a.note = "policy '" + policy.entry.name + "' found no feasible placement: " + e.what();
   }
-  o.field("place_seconds", seconds_since(start));
-  if (!note.empty()) o.field("note", note);
-  if (r.include_placement) o.placement("placement", to_named(p->graph, p->cluster, placement));
-  o.end();
-  return o.text();
+}
+
+// A policy's placement (or the best baseline's), optionally refined by a local search.
+std::string PlacementService::handle_place(const Request& r, Clock::time_point deadline) {
+  const auto start = Clock::now();
+  const std::string policy_name = r.policy.empty() ? config_.default_policy : r.policy;
+  const std::optional<PolicyHandle> policy = place_policy(r, policy_name);
+  const std::shared_ptr<const PreparedRequest> p = prepare(r);
+  PlaceAnswer a;
+  if (policy) decode_with_policy(*policy, r, *p, deadline, a);
+  if (a.method.empty() || !a.result.ok()) fall_back_to_baseline(*p, !policy_name.empty(), a);
+  if (r.refine_samples > 0) refine(r, *p, deadline, a);
+  return place_reply(r, *p, a, start);
 }
 
 std::string PlacementService::handle_evaluate(const Request& r) {
   auto p = prepare(r);
   NamedPlacement named;
   named.graph = p->graph.name;
-  rapidjson::Document d;
-  d.Parse(r.placement_json.c_str(), r.placement_json.size());
-  const auto& dev = d["device"];
-  for (auto it = dev.MemberBegin(); it != dev.MemberEnd(); ++it)
-    named.device[std::string(it->name.GetString(), it->name.GetStringLength())] =
-        std::string(it->value.GetString(), it->value.GetStringLength());
+  named.device = r.placement;
   Placement placement;
   try {
     placement = from_named(p->graph, p->cluster, named);

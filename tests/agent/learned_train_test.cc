@@ -13,6 +13,7 @@
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/json_reader.h"
 #include "placer/graphs/serialize.h"
 
 namespace placer {
@@ -370,6 +371,41 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   // The stored JSON form reads back to the same config.
   const TrainConfig back = parse_train_config(train_config_to_json(j), "back");
   EXPECT_EQ(train_config_to_json(back), train_config_to_json(j));
+}
+
+// The same config read from a parsed JSON node (as the service reads a
+// request's) and from YAML text; an error carries its field apart from the message.
+TEST(LearnedTrain, ConfigReadsTheSameFromAJsonNode) {
+  const std::string text = R"({"name": "j", "graph": {"builder": "mlp", "options": {"layers": 2}}, "cluster": "k80x4",
+      "policy": {"type": "gnn", "hidden": 8}, "reward": {"mode": "hybrid", "exponent": 0.25},
+      "train": {"updates": 5, "lr": 0.5, "algorithm": "ppo"}, "warm_start": {"methods": "m_etf,m_topo"},
+      "run": {"seed": 7}, "compare": ["single"]})";
+  rj::Document doc;
+  doc.Parse(text.c_str(), text.size());
+  ASSERT_FALSE(doc.HasParseError());
+  const FieldFail fail = throw_field_error<InputError>("j");
+  TrainConfig from_node = read_train_config(JsonNode(&doc), "", fail);
+  complete_train_config(from_node, "", fail);
+  EXPECT_EQ(train_config_to_json(from_node), train_config_to_json(parse_train_config(text, "j")));
+  EXPECT_EQ(from_node.reward.reward.exponent, 0.25);
+  EXPECT_EQ(from_node.warm_start.methods, (std::vector<std::string>{"m_etf", "m_topo"}));
+
+  doc.Parse(R"({"train": {"lr": "fast"}})");
+  try {
+    read_train_config(JsonNode(&doc), "learned", fail);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "learned.train.lr");
+    EXPECT_EQ(e.problem(), "expected a number, got \"fast\"");
+    EXPECT_STREQ(e.what(), "j: learned.train.lr: expected a number, got \"fast\"");
+  }
+  try {
+    parse_train_config("name: x\ngraph: {builder: mlp}\ncluster: k80x2\npolicy: {type: lstm}\n", "bad.yaml");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.field(), "policy.type");
+    EXPECT_EQ(e.problem(), "unknown policy 'lstm' (known: seq2seq, hierarchical, gnn)");
+  }
 }
 
 TEST(LearnedTrain, MalformedCheckpointsNameTheFile) {

@@ -60,6 +60,19 @@ echo "== the same config through placer train and through the service"
 JOB=$("$PLACER" query --endpoint "$ENDPOINT" optimize "${MLP[@]}" --cluster k80x2 --train-config "$WORK/train.yaml" \
       --save-as mlp-k80x2 --no-placement | job_of)
 wait_state "$JOB" done
+# The job's run folder (gone once its result is fetched): the same updates,
+# step times and best placement as placer train's, exactly.
+"$PY" - "$WORK/train-run" "$WORK/state/jobs/$JOB" <<'EOF'
+import csv, json, sys
+def rows(d):  # every column but the wall-clock ones
+    with open(d + "/train.csv") as f:
+        return [{k: v for k, v in r.items() if k not in ("elapsed_s", "samples_per_s")} for r in csv.DictReader(f)]
+train, job = rows(sys.argv[1]), rows(sys.argv[2])
+assert len(train) == 30 and train == job, (train[-1:], job[-1:])
+placement = lambda d: json.load(open(d + "/best_placement.json"))["placement"]
+assert placement(sys.argv[1]) == placement(sys.argv[2]), "best placements differ"
+print(f"service job = placer train: {len(train)} updates with the same rewards and step times, the same best placement")
+EOF
 "$PLACER" query --endpoint "$ENDPOINT" status "$JOB" > "$WORK/status.json"
 curl -sf "http://127.0.0.1:$MPORT/metrics" > "$WORK/metrics.txt" || "$PY" -c 'import sys,urllib.request; sys.stdout.write(urllib.request.urlopen(sys.argv[1]).read().decode())' "http://127.0.0.1:$MPORT/metrics" > "$WORK/metrics.txt"
 "$PLACER" query --endpoint "$ENDPOINT" result "$JOB" > "$WORK/result.json"

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 namespace placer::service {
 namespace {
@@ -57,7 +58,7 @@ TEST(Protocol, ParsesOptimizeAndJobRequests) {
   EXPECT_EQ(r.budget.samples, 500);
   EXPECT_DOUBLE_EQ(r.budget.seconds, 2.5);
   EXPECT_EQ(r.reward_mode, "");  // the train config's (learned jobs) or simulated
-  EXPECT_TRUE(r.learned_json.empty());
+  EXPECT_FALSE(r.is_learned());
   EXPECT_EQ(parse_request(R"({"version":1,"type":"cancel","job_id":"j-1"})").job_id, "j-1");
   EXPECT_EQ(parse_request(R"({"version":1,"type":"health"})").type, RequestType::Health);
 }
@@ -65,12 +66,19 @@ TEST(Protocol, ParsesOptimizeAndJobRequests) {
 TEST(Protocol, ParsesLearnedOptimizeRequests) {
   Request r = parse_request(R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2",
                                "budget":{"samples":64},"learned":"gnn","save_as":"mlp-gnn.v2"})");
-  EXPECT_EQ(r.learned_json, R"({"policy":{"type":"gnn"}})");
+  EXPECT_EQ(r.learned_policy, "gnn");
+  EXPECT_FALSE(r.learned.present());
   EXPECT_EQ(r.save_as, "mlp-gnn.v2");
   r = parse_request(
       R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"devices":"cpu:2","budget":{"seconds":5},
                        "learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"lr":0.02}},"reward_mode":"hybrid"})");
-  EXPECT_EQ(r.learned_json, R"({"policy":{"type":"seq2seq","hidden":8},"train":{"lr":0.02}})");
+  // The train-config object itself, a node of the parsed request (read by the job).
+  EXPECT_TRUE(r.learned.is_map());
+  EXPECT_EQ(r.learned.keys(), (std::vector<std::string>{"policy", "train"}));
+  EXPECT_EQ(r.learned.member("policy").member("type").string(), "seq2seq");
+  EXPECT_EQ(r.learned.member("policy").member("hidden").integer(), 8);
+  EXPECT_EQ(r.learned.member("train").member("lr").number(), 0.02);
+  EXPECT_TRUE(r.learned_policy.empty());
   EXPECT_EQ(r.reward_mode, "hybrid");
   const std::string head =
       R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2","budget":{"samples":9},)";
@@ -174,6 +182,17 @@ TEST(Protocol, LargeInlineGraphKeepsTheClientsTextAndMalformedOnesEnd) {
   std::string bad =
       R"({"version":1,"type":"place","graph":{"inline":{"a":[)" + std::string(1, '\0') + std::string(70000, 'x');
   expect_error(bad, codes::kBadJson, "");
+}
+
+// Every inline graph is cut out of the request before it is parsed (the graph
+// loader parses it once, on a cache miss); errors after it still give the
+// byte offset in the client's text.
+TEST(Protocol, InlineGraphIsNotParsedWithTheRequest) {
+  const std::string graph = R"({"format":"placer.graph", "ops": [1, 2, 3]})";
+  const std::string text = R"({"version":1,"type":"place","graph":{"inline":)" + graph + R"(},"cluster":"k80x2",})";
+  expect_error(text, codes::kBadJson, "", "malformed JSON at byte " + std::to_string(text.size() - 1) + ":");
+  const Request r = parse_request(text.substr(0, text.size() - 2) + "}");
+  EXPECT_EQ(r.graph.inline_json, graph);
 }
 
 TEST(Protocol, SalvagesIdFromBadRequests) {

@@ -297,6 +297,32 @@ TEST(Service, HealthAndPolicies) {
             R"({"default":"p1","policies":[{"name":"p1","description":"test policy","available":false}]})");
 }
 
+// A learned job's train config is read from the request's own fields: errors
+// name the field under "learned" and are refused before anything runs.
+TEST(Service, LearnedConfigErrorsNameTheField) {
+  PlacementService s(small_config());
+  const std::string head = std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                           R"(,"cluster":"k80x2","budget":{"samples":32},"learned":)";
+  EXPECT_EQ(fail(s, head + R"({"train":{"lr":"fast"}}})"),
+            "bad_request learned.train.lr: expected a number, got \"fast\"");
+  EXPECT_EQ(fail(s, head + R"({"train":{"lr":20}}})"), "bad_request learned.train.lr: must be in [0, 10], got 20");
+  EXPECT_EQ(fail(s, head + R"({"policy":{"type":"lstm"}}})"),
+            "bad_request learned.policy.type: unknown policy 'lstm' (known: seq2seq, hierarchical, gnn)");
+  EXPECT_EQ(fail(s, head + R"({"policy":{"hidden":9}}})"), "bad_request learned.policy.hidden: must be even, got 9");
+  EXPECT_EQ(fail(s, head + R"({"trian":{}}})").rfind("bad_request learned.trian: unknown field (known here: ", 0), 0u);
+  EXPECT_EQ(fail(s, head + R"({"graph":{"builder":"nmt"}}})"),
+            "bad_request learned.graph: set by the server from the request (graph, cluster, devices); leave it out "
+            "of the train config");
+  EXPECT_EQ(fail(s, head + R"({"run":{"output_dir":"/tmp/x"}}})"),
+            "bad_request learned.run.output_dir: the server keeps the job's files in its state folder");
+  EXPECT_EQ(fail(s, head + R"({"train":5}})"), "bad_request learned.train: expected an object");
+  EXPECT_EQ(fail(s, head + R"({"warm_start":{"bc_steps":9000}}})"),
+            "bad_request learned.warm_start.bc_steps: at most 5000 in a service job, got 9000");
+  EXPECT_EQ(fail(s, head + R"("seq2seq","reward_mode":"measured"})"),
+            "bad_request reward_mode: 'measured' runs the model on this server's devices; the server's config does "
+            "not allow it (jobs.measure: false); use simulated");
+}
+
 // Learned jobs export reward series labelled by job; only the newest
 // job_metric_series finished jobs keep them (bounded label cardinality), and a
 // fetched result takes its series away.

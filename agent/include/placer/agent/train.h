@@ -9,8 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "placer/env/environment.h"
 #include "placer/env/evaluator.h"
 #include "placer/graphs/cluster.h"
+#include "placer/graphs/fields.h"
 #include "placer/graphs/ir.h"
 #include "placer/graphs/placement.h"
 
@@ -18,14 +20,17 @@ namespace placer {
 
 class RemoteEvaluator;  // env/remote.h
 
-// A graph to train on: a builder with options, or a graph file.
+// A graph to train on: a builder with options, or a graph file; or a graph
+// given in memory (a service request's), which builder or file still name in
+// the config's JSON.
 struct GraphSource {
   std::string builder;                     // "nmt", "rnnlm", ... (see builders.h)
   std::map<std::string, int64_t> options;  // builder options
   bool forward_only = false;
-  std::string file;              // a graph file instead of a builder
-  std::string describe() const;  // "nmt(layers=2,hidden=512)" or the file path
-  Graph load() const;            // builds it, or reads the file
+  std::string file;                    // a graph file instead of a builder
+  std::shared_ptr<const Graph> value;  // the graph itself (then neither built nor read)
+  std::string describe() const;        // "nmt(layers=2,hidden=512)" or the file path
+  Graph load() const;                  // the value, or builds it, or reads the file
 };
 
 enum class PolicyType : uint8_t { Seq2Seq, Hierarchical, Gnn };
@@ -59,15 +64,12 @@ struct PolicyConfig {
   std::string init_from;
 };
 
-// YAML section `reward`: how the environment scores a placement.
-struct RewardConfig {
-  RewardMode mode = RewardMode::Simulated;
-  double exponent = 0.5;
-  double failure_penalty_s = 100.0;
-  // The measurement protocol (runtime.h); config keys measure_warmup,
-  // measure_steps (the minimum), measure_max_steps, measure_target, measure_budget_s.
-  MeasureOptions measure;
-  int hybrid_measure_top = 1;
+// YAML section `reward`: how the environment scores a placement, as the
+// environment takes it (env/environment.h RewardSettings: mode; reward.exponent
+// and reward.failure_penalty_s; the measurement protocol, config keys
+// measure_warmup, measure_steps (the minimum), measure_max_steps,
+// measure_target, measure_budget_s; hybrid_measure_top), and a profile.
+struct RewardConfig : RewardSettings {
   std::string profile;  // optional profile file calibrating the simulator
 };
 
@@ -124,11 +126,12 @@ struct TrainConfig {
   std::string source_path;
 
   // What to place.
-  GraphSource graph;                  // the graph (policy seq2seq/hierarchical, gnn per-graph)
-  std::vector<GraphSource> family;    // gnn: graphs trained on together
-  std::vector<GraphSource> held_out;  // gnn: graphs placed without training after the run
-  std::string cluster = "k80x2";      // preset, cluster file or device list ("cpu:2")
-  std::vector<std::string> compare;   // baselines to report next to the result (`placer baseline` names)
+  GraphSource graph;                             // the graph (policy seq2seq/hierarchical, gnn per-graph)
+  std::vector<GraphSource> family;               // gnn: graphs trained on together
+  std::vector<GraphSource> held_out;             // gnn: graphs placed without training after the run
+  std::string cluster = "k80x2";                 // preset, cluster file or device list ("cpu:2")
+  std::shared_ptr<const Cluster> cluster_value;  // the cluster itself, given in memory (`cluster` names it)
+  std::vector<std::string> compare;              // baselines to report next to the result (`placer baseline` names)
 
   PolicyConfig policy;
   RewardConfig reward;
@@ -141,6 +144,16 @@ struct TrainConfig {
 // file and the field (e.g. "configs/x.yaml: train.lr: expected a number").
 TrainConfig load_train_config(const std::string& path);
 TrainConfig parse_train_config(const std::string& text, const std::string& origin = "config");
+
+// The config's fields from a node of parsed input (a YamlNode, graphs/yaml_reader.h,
+// or a JsonNode, graphs/json_reader.h; FieldReader's node adapters), every
+// error reported through `fail` at `path`.field ("learned.train.lr"). The
+// caller then fills in what the node may leave out and calls
+// complete_train_config.
+template <class Node>
+TrainConfig read_train_config(const Node& node, const std::string& path, const FieldFail& fail);
+// Checks that a graph and a cluster are given; the default output_dir.
+void complete_train_config(TrainConfig& config, const std::string& path, const FieldFail& fail);
 // The resolved config as JSON (stored in checkpoints and result folders).
 std::string train_config_to_json(const TrainConfig& config);
 

@@ -25,12 +25,17 @@ namespace placer {
 
 class RemoteEvaluator;  // env/remote.h
 
-struct EnvOptions {
+// How a placement is scored: the part of the options a trainer's config
+// (agent/train.h RewardConfig) holds as it is.
+struct RewardSettings {
   RewardMode mode = RewardMode::Simulated;
   RewardOptions reward;
   MeasureOptions measure;      // the measurement protocol of measured and hybrid rewards (runtime.h)
   int hybrid_measure_top = 1;  // hybrid: measure the best N of each batch and every new best
-  int threads = 0;             // simulated batch evaluation threads (0 = cores)
+};
+
+struct EnvOptions : RewardSettings {
+  int threads = 0;  // simulated batch evaluation threads (0 = cores)
   // Calibrates the cost model when given; with a PreparedProblem, give the
   // profile to PreparedProblem::make instead.
   std::optional<Profile> profile;

@@ -10,10 +10,26 @@
 
 namespace placer {
 
-// Bad outside input: a file, a config, a request. what() names the field.
+// Bad outside input: a file, a config, a request. what() names the field;
+// an error about one field (FieldReader's) also carries its path and the
+// problem apart, so no caller reads the message to find them.
 class InputError : public std::runtime_error {
  public:
-  using std::runtime_error::runtime_error;
+  explicit InputError(const std::string& message) : std::runtime_error(message), problem_(message) {}
+  explicit InputError(const char* message) : InputError(std::string(message)) {}
+  // what(): "<origin>: <field>: <problem>" (an empty origin or field is left out).
+  InputError(const std::string& origin, std::string field, std::string problem)
+      : std::runtime_error(join(origin, field, problem)), field_(std::move(field)), problem_(std::move(problem)) {}
+  const std::string& field() const { return field_; }      // "" when not about one field
+  const std::string& problem() const { return problem_; }  // what() without origin and field
+
+ private:
+  static std::string join(const std::string& origin, const std::string& field, const std::string& problem) {
+    std::string out = origin.empty() ? "" : origin + ": ";
+    return out + (field.empty() ? problem : field + ": " + problem);
+  }
+  std::string field_;
+  std::string problem_;
 };
 
 // A graph that is malformed (duplicate names, missing edges, cycles, bad sizes).

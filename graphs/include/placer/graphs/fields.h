@@ -65,9 +65,7 @@ using FieldFail = std::function<void(const std::string& path, const std::string&
 template <class Error>
 FieldFail throw_field_error(std::string origin = "") {
   return [origin = std::move(origin)](const std::string& path, const std::string& problem, FieldProblem) {
-    std::string message = origin.empty() ? "" : origin + ": ";
-    message += path.empty() ? problem : path + ": " + problem;
-    throw Error(message);
+    throw Error(origin, path, problem);
   };
 }
 
@@ -97,7 +95,7 @@ class FieldReader {
   [[noreturn]] void fail(const std::string& path, const std::string& problem,
                          FieldProblem kind = FieldProblem::Invalid) const {
     fail_(path, problem, kind);
-    throw InputError(path + ": " + problem);  // a FieldFail that returned
+    throw InputError("", path, problem);  // a FieldFail that returned
   }
   const std::string& path() const { return path_; }
   std::string path(const std::string& key) const { return field_path(path_, key); }

@@ -6,11 +6,13 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/json_reader.h"
 #include "placer/graphs/json_writer.h"
 
 namespace placer::service {
@@ -41,18 +43,15 @@ inline constexpr const char* kInternal = "internal";
 
 // An error reply: the code, the request field at fault (JSON-pointer-like
 // "graph.options.layers"; empty when not about one field) and a message.
+// An InputError with a code: field() and problem() are the reply's field and message.
 class RequestError : public InputError {
  public:
-  RequestError(std::string code, std::string field, const std::string& message)
-      : InputError(field.empty() ? message : field + ": " + message),
-        code_(std::move(code)),
-        field_(std::move(field)) {}
+  RequestError(std::string code, std::string field, std::string message)
+      : InputError("", std::move(field), std::move(message)), code_(std::move(code)) {}
   const std::string& code() const { return code_; }
-  const std::string& field() const { return field_; }
 
  private:
   std::string code_;
-  std::string field_;
 };
 
 // Caps applied while parsing, before anything is allocated or built.
@@ -74,7 +73,7 @@ struct GraphSpec {
   std::string builder;  // non-empty: build_graph(builder, options)
   std::map<std::string, int64_t> options;
   bool forward_only = false;
-  std::string inline_json;          // non-empty: graph_from_json(inline_json)
+  std::string inline_json;          // non-empty: graph_from_json(inline_json), the client's bytes (not parsed here)
   std::string pt2;                  // non-empty: a torch.export archive (the decoded bytes)
   std::vector<std::string> inputs;  // pt2: optional NAME:SHAPE:DTYPE input shapes
   // Stable text naming the graph's content (for caches).
@@ -99,21 +98,25 @@ struct Request {
   int version = kProtocolVersion;
   std::string id;  // echoed in the reply
   RequestType type = RequestType::Health;
-  int64_t deadline_ms = 0;           // 0 = the server's default
-  GraphSpec graph;                   // baselines, place, evaluate, optimize
-  ClusterSpec cluster;               // baselines, place, evaluate, optimize
-  std::string policy;                // place: a loaded policy's name ("" = default)
-  int64_t refine_samples = 0;        // place: local search budget after decoding
-  bool include_placement = true;     // place, baselines, result
-  std::vector<std::string> methods;  // baselines / optimize: placer names
-  std::string placement_json;        // evaluate: {"device": {op: device}}
-  Budget budget;                     // optimize
-  std::string reward_mode;           // optimize: simulated | measured | hybrid (learned jobs); "" = the config's
-  // optimize: a learned job. The text of a train-config object in the schema
-  // of `placer train` configs (policy, reward, train, warm_start, run,
-  // compare); graph, cluster and paths come from the server. Empty: a search
-  // job with `methods`.
-  std::string learned_json;
+  int64_t deadline_ms = 0;                       // 0 = the server's default
+  GraphSpec graph;                               // baselines, place, evaluate, optimize
+  ClusterSpec cluster;                           // baselines, place, evaluate, optimize
+  std::string policy;                            // place: a loaded policy's name ("" = default)
+  int64_t refine_samples = 0;                    // place: local search budget after decoding
+  bool include_placement = true;                 // place, baselines, result
+  std::vector<std::string> methods;              // baselines / optimize: placer names
+  std::map<std::string, std::string> placement;  // evaluate: op name -> device name
+  Budget budget;                                 // optimize
+  std::string reward_mode;  // optimize: simulated | measured | hybrid (learned jobs); "" = the config's
+  // optimize: a learned job. `learned` is the request's train-config object
+  // in the schema of `placer train` configs (policy, reward, train,
+  // warm_start, run, compare; graph, cluster and paths come from the server),
+  // a node of the parsed request that `document` keeps alive; or
+  // `learned_policy` names only the policy type. Neither: a search job with `methods`.
+  JsonNode learned;
+  std::string learned_policy;
+  std::shared_ptr<const void> document;
+  bool is_learned() const { return learned.present() || !learned_policy.empty(); }
   std::string save_as;  // optimize (learned): keep the result as a named policy
   uint64_t seed = 0;
   std::string job_id;  // status, result, cancel

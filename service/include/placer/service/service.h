@@ -32,6 +32,7 @@ class PrometheusSink;
 using Clock = std::chrono::steady_clock;
 
 struct PreparedRequest;  // prepared.h
+struct PlaceAnswer;      // service.cc
 class JobManager;
 class WorkerPool;
 
@@ -72,6 +73,10 @@ class PlacementService {
   void load_saved_policies();
   std::vector<PolicyEntry> policy_list();
   std::string handle_place(const Request& request, Clock::time_point deadline);
+  // handle_place's steps (service.cc).
+  std::optional<PolicyHandle> place_policy(const Request& request, const std::string& policy_name);
+  static void decode_with_policy(const PolicyHandle& policy, const Request& request, const PreparedRequest& prepared,
+                                 Clock::time_point deadline, PlaceAnswer& answer);
   std::string handle_evaluate(const Request& request);
   std::string handle_baselines(const Request& request);
   std::string handle_policies();
