@@ -292,22 +292,23 @@ class Validator {
     expect_shape(op, out, "the broadcast of its inputs");
   }
 
-  void check_mm(const Op& op, const std::vector<TensorRef>& xs) {
-    if (xs.size() < 2) return;
-    const auto &a = spec(xs[0]).shape, &b = spec(xs[1]).shape;
-    expect_rank(a, 2, "self");
+  // The shape of the product of two matrices; `first` names the left one in errors.
+  std::vector<int64_t> matrix_product(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* first) {
+    expect_rank(a, 2, first);
     expect_rank(b, 2, "mat2");
     if (a[1] != b[0]) fail("inputs", "inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
-    expect_shape(op, {a[0], b[1]}, "the matrix product");
+    return {a[0], b[1]};
+  }
+
+  void check_mm(const Op& op, const std::vector<TensorRef>& xs) {
+    if (xs.size() < 2) return;
+    expect_shape(op, matrix_product(spec(xs[0]).shape, spec(xs[1]).shape, "self"), "the matrix product");
   }
 
   void check_addmm(const Op& op, const std::vector<TensorRef>& xs) {
     if (xs.size() < 3) return;
-    const auto &self = spec(xs[0]).shape, &a = spec(xs[1]).shape, &b = spec(xs[2]).shape;
-    expect_rank(a, 2, "mat1");
-    expect_rank(b, 2, "mat2");
-    if (a[1] != b[0]) fail("inputs", "inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
-    const std::vector<int64_t> prod = {a[0], b[1]};
+    const std::vector<int64_t>& self = spec(xs[0]).shape;
+    const std::vector<int64_t> prod = matrix_product(spec(xs[1]).shape, spec(xs[2]).shape, "mat1");
     std::vector<int64_t> out;
     if (!broadcast(self, prod, out) || out != prod)
       fail("inputs", "self " + shape_str(self) + " does not broadcast to " + shape_str(prod));
