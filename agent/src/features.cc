@@ -262,15 +262,156 @@ void sample_peers(const std::vector<std::vector<int32_t>>& parents, const std::v
   }
 }
 
-}  // namespace
-
-PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const CostModel& costs,
-                              const PolicyInputOptions& options) {
+void check_policy_problem(const Graph& graph, const Cluster& cluster) {
   if (cluster.size() < 1) throw InputError("cluster '" + cluster.name + "' has no devices");
   if (cluster.size() > kMaxDevices)
     throw InputError("cluster '" + cluster.name + "' has " + std::to_string(cluster.size()) +
                      " devices; the learned policies support at most " + std::to_string(kMaxDevices));
   if (graph.size() == 0) throw InputError("graph '" + graph.name + "' has no ops");
+}
+
+// The policy's units: colocation groups, coarsened to at most max_units, split by keep_apart.
+Grouping policy_units(const Graph& graph, const std::vector<double>& op_cost, const PolicyInputOptions& options) {
+  Grouping g = sorted_grouping(graph, colocation_groups(graph));
+  if (options.max_units > 0 && g.size() > options.max_units)
+    g = sorted_grouping(graph, coarsen(graph, options.max_units, [&](OpId op) { return op_cost[op.value]; }));
+  if (options.keep_apart) g = split_by_placement(graph, g, *options.keep_apart);
+  return g;
+}
+
+// Op-level top and bottom levels (longest paths with mean costs) and the critical path.
+struct OpLevels {
+  std::vector<double> top, bottom;
+  double cp = 0;
+};
+
+OpLevels op_levels(const Graph& graph, const std::vector<double>& op_cost) {
+  OpLevels l;
+  l.top.assign(graph.size(), 0.0);
+  l.bottom.assign(graph.size(), 0.0);
+  for (int32_t i = 0; i < graph.size(); ++i) {
+    double t = 0;
+    for (const TensorRef& in : graph.op(OpId(i)).inputs) t = std::max(t, l.top[in.op.value]);
+    l.top[i] = t + op_cost[i];
+  }
+  for (int32_t i = static_cast<int32_t>(graph.size()) - 1; i >= 0; --i) {
+    double b = 0;
+    for (OpId c : graph.consumers(OpId(i))) b = std::max(b, l.bottom[c.value]);
+    l.bottom[i] = b + op_cost[i];
+  }
+  l.cp = std::max(1e-12, *std::max_element(l.top.begin(), l.top.end()));
+  return l;
+}
+
+// Model blocks (Op::layer, e.g. "lstm1", "attention") in order of first
+// appearance: a block's ordinal is what lets a policy map "layer k of L"
+// to devices on graphs of the family it has not seen.
+std::map<std::string, int32_t> layer_ranks(const Graph& graph) {
+  std::map<std::string, int32_t> layer_rank;
+  for (const Op& op : graph.ops())
+    if (!op.layer.empty() && op.phase == Phase::Forward)
+      layer_rank.emplace(op.layer, static_cast<int32_t>(layer_rank.size()));
+  return layer_rank;
+}
+
+// What the unit rows are computed from.
+struct UnitRowInputs {
+  const Graph& graph;
+  const UnitProblem& ops;
+  const std::vector<double>& op_cost;
+  const OpLevels& levels;
+  const std::vector<std::vector<int32_t>>& parents;
+  const std::vector<std::vector<int32_t>>& children;
+  const std::vector<double>& in_b;
+  const std::vector<double>& out_b;
+  const std::map<std::string, int32_t>& layer_rank;
+  double layers, fair_share, mean_unit_cost, min_capacity;
+};
+
+// Sums over a unit's member ops; `main` is its forward op with the most FLOPs.
+struct UnitSums {
+  double c = 0, flops = 0, params = 0, outb = 0, tmin = 1e30, bmax = 0;
+  int fwd = 0, bwd = 0, upd = 0;
+  OpId main;
+};
+
+UnitSums unit_sums(const UnitRowInputs& in, const std::vector<OpId>& members) {
+  UnitSums s;
+  s.main = members.front();
+  double main_flops = -1;
+  for (OpId op : members) {
+    const Op& o = in.graph.op(op);
+    s.c += in.op_cost[op.value];
+    s.flops += o.flops;
+    s.params += static_cast<double>(o.param_bytes);
+    s.outb += static_cast<double>(o.output_bytes());
+    s.tmin = std::min(s.tmin, in.levels.top[op.value] - in.op_cost[op.value]);
+    s.bmax = std::max(s.bmax, in.levels.bottom[op.value]);
+    if (o.phase == Phase::Forward) {
+      ++s.fwd;
+      if (o.flops > main_flops) {
+        main_flops = o.flops;
+        s.main = op;
+      }
+    } else if (o.phase == Phase::Backward) {
+      ++s.bwd;
+    } else {
+      ++s.upd;
+    }
+  }
+  return s;
+}
+
+// Unit u's row of p->x and its type bucket.
+void unit_row(const UnitRowInputs& in, int32_t u, PolicyInput* p) {
+  const int32_t n = p->n;
+  const auto& members = p->units.members[u];
+  const UnitSums s = unit_sums(in, members);
+  const Op& m = in.graph.op(s.main);
+  p->type[u] = op_type_bucket(m.type);
+  float* f = &p->x[static_cast<size_t>(u) * kUnitFeatures];
+  const double k = static_cast<double>(members.size());
+  f[0] = clip(s.c / in.fair_share, 0.0, 4.0);
+  f[1] = static_cast<float>(std::log1p(s.c / in.mean_unit_cost) / 3.0);
+  f[2] = clip((std::log10(s.c + 1e-9) + 6.0) / 3.0, -1.0, 3.0);
+  f[3] = log_scaled(s.flops, 12.0);
+  f[4] = log_scaled(in.in_b[u], 10.0);
+  f[5] = log_scaled(in.out_b[u], 10.0);
+  f[6] = log_scaled(s.params, 10.0);
+  f[7] = clip(p->costs.mem_bytes[u] / in.min_capacity, 0.0, 2.0);
+  const double xfer = in.out_b[u] > 0 ? in.ops.mean_transfer(static_cast<int64_t>(in.out_b[u])) : 0.0;
+  f[8] = static_cast<float>(std::log1p(xfer / in.mean_unit_cost) / 3.0);
+  f[9] = static_cast<float>(std::log1p(static_cast<double>(in.parents[u].size())) / 3.0);
+  f[10] = static_cast<float>(std::log1p(static_cast<double>(in.children[u].size())) / 3.0);
+  f[11] = static_cast<float>(u) / n;
+  f[12] = static_cast<float>(s.tmin / in.levels.cp);
+  f[13] = static_cast<float>(s.bmax / in.levels.cp);
+  f[14] = static_cast<float>(std::log1p(k) / 5.0);
+  f[15] = static_cast<float>(s.fwd / k);
+  f[16] = static_cast<float>(s.bwd / k);
+  f[17] = static_cast<float>(s.upd / k);
+  // Output shape of the main op: up to 2 outputs x 4 dims.
+  for (size_t o = 0; o < std::min<size_t>(2, m.outputs.size()); ++o)
+    for (size_t dim = 0; dim < std::min<size_t>(4, m.outputs[o].shape.size()); ++dim)
+      f[18 + o * 4 + dim] = static_cast<float>(std::log2(1.0 + std::max<int64_t>(0, m.outputs[o].shape[dim])) / 16.0);
+  // Adjacency: up to 3 parents and 3 children, relative positions.
+  for (size_t j = 0; j < std::min<size_t>(3, in.parents[u].size()); ++j)
+    f[26 + j] = static_cast<float>(in.parents[u][j] - u) / n;
+  for (size_t j = 0; j < std::min<size_t>(3, in.children[u].size()); ++j)
+    f[29 + j] = static_cast<float>(in.children[u][j] - u) / n;
+  const std::string& layer = m.layer.empty() ? in.graph.op(members.front()).layer : m.layer;
+  const auto it = in.layer_rank.find(layer);
+  if (it != in.layer_rank.end()) {
+    f[32] = static_cast<float>((it->second + 0.5) / in.layers);
+    f[33] = 1.f;
+  }
+}
+
+}  // namespace
+
+PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const CostModel& costs,
+                              const PolicyInputOptions& options) {
+  check_policy_problem(graph, cluster);
   PolicyInput p;
   p.graph = &graph;
   p.cluster = &cluster;
@@ -279,11 +420,7 @@ PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const 
   const UnitProblem ops = make_op_problem(graph, cluster, costs, kMemoryFraction);
   std::vector<double> op_cost(ops.n);
   for (int32_t i = 0; i < ops.n; ++i) op_cost[i] = ops.mean_cost(i);
-  Grouping g = sorted_grouping(graph, colocation_groups(graph));
-  if (options.max_units > 0 && g.size() > options.max_units)
-    g = sorted_grouping(graph, coarsen(graph, options.max_units, [&](OpId op) { return op_cost[op.value]; }));
-  if (options.keep_apart) g = split_by_placement(graph, g, *options.keep_apart);
-  p.units = std::move(g);
+  p.units = policy_units(graph, op_cost, options);
   p.n = p.units.size();
   const int32_t n = p.n;
 
@@ -291,21 +428,7 @@ PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const 
   const double fair_share = total_cost / p.d;
   const double mean_unit_cost = total_cost / n;
   p.costs = unit_costs_for(ops, p.units.group_of, n, fair_share);
-
-  // Op-level top and bottom levels (longest paths with mean costs).
-  std::vector<double> top(graph.size(), 0.0), bottom(graph.size(), 0.0);
-  for (int32_t i = 0; i < graph.size(); ++i) {
-    double t = 0;
-    for (const TensorRef& in : graph.op(OpId(i)).inputs) t = std::max(t, top[in.op.value]);
-    top[i] = t + op_cost[i];
-  }
-  for (int32_t i = static_cast<int32_t>(graph.size()) - 1; i >= 0; --i) {
-    double b = 0;
-    for (OpId c : graph.consumers(OpId(i))) b = std::max(b, bottom[c.value]);
-    bottom[i] = b + op_cost[i];
-  }
-  const double cp = std::max(1e-12, *std::max_element(top.begin(), top.end()));
-
+  const OpLevels levels = op_levels(graph, op_cost);
   const double min_capacity = std::max(1.0, *std::min_element(p.costs.capacity.begin(), p.costs.capacity.end()));
 
   // Unit-level adjacency (deduplicated, both directions kept as parent/child).
@@ -313,82 +436,13 @@ PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const 
   std::vector<double> in_b(n, 0.0), out_b(n, 0.0);
   unit_adjacency(ops, &p, &parents, &children, &in_b, &out_b);
 
-  // Model blocks (Op::layer, e.g. "lstm1", "attention") in order of first
-  // appearance: a block's ordinal is what lets a policy map "layer k of L"
-  // to devices on graphs of the family it has not seen.
-  std::map<std::string, int32_t> layer_rank;
-  for (const Op& op : graph.ops())
-    if (!op.layer.empty() && op.phase == Phase::Forward)
-      layer_rank.emplace(op.layer, static_cast<int32_t>(layer_rank.size()));
+  const std::map<std::string, int32_t> layer_rank = layer_ranks(graph);
   const double layers = std::max<size_t>(1, layer_rank.size());
-
+  const UnitRowInputs in{graph, ops,        op_cost, levels,     parents,        children,    in_b,
+                         out_b, layer_rank, layers,  fair_share, mean_unit_cost, min_capacity};
   p.x.assign(static_cast<size_t>(n) * kUnitFeatures, 0.f);
   p.type.assign(n, 0);
-  for (int32_t u = 0; u < n; ++u) {
-    const auto& members = p.units.members[u];
-    double c = 0, flops = 0, params = 0, outb = 0, tmin = 1e30, bmax = 0;
-    int fwd = 0, bwd = 0, upd = 0;
-    OpId main = members.front();
-    double main_flops = -1;
-    for (OpId op : members) {
-      const Op& o = graph.op(op);
-      c += op_cost[op.value];
-      flops += o.flops;
-      params += static_cast<double>(o.param_bytes);
-      outb += static_cast<double>(o.output_bytes());
-      tmin = std::min(tmin, top[op.value] - op_cost[op.value]);
-      bmax = std::max(bmax, bottom[op.value]);
-      if (o.phase == Phase::Forward) {
-        ++fwd;
-        if (o.flops > main_flops) {
-          main_flops = o.flops;
-          main = op;
-        }
-      } else if (o.phase == Phase::Backward) {
-        ++bwd;
-      } else {
-        ++upd;
-      }
-    }
-    const Op& m = graph.op(main);
-    p.type[u] = op_type_bucket(m.type);
-    float* f = &p.x[static_cast<size_t>(u) * kUnitFeatures];
-    const double k = static_cast<double>(members.size());
-    f[0] = clip(c / fair_share, 0.0, 4.0);
-    f[1] = static_cast<float>(std::log1p(c / mean_unit_cost) / 3.0);
-    f[2] = clip((std::log10(c + 1e-9) + 6.0) / 3.0, -1.0, 3.0);
-    f[3] = log_scaled(flops, 12.0);
-    f[4] = log_scaled(in_b[u], 10.0);
-    f[5] = log_scaled(out_b[u], 10.0);
-    f[6] = log_scaled(params, 10.0);
-    f[7] = clip(p.costs.mem_bytes[u] / min_capacity, 0.0, 2.0);
-    const double xfer = out_b[u] > 0 ? ops.mean_transfer(static_cast<int64_t>(out_b[u])) : 0.0;
-    f[8] = static_cast<float>(std::log1p(xfer / mean_unit_cost) / 3.0);
-    f[9] = static_cast<float>(std::log1p(static_cast<double>(parents[u].size())) / 3.0);
-    f[10] = static_cast<float>(std::log1p(static_cast<double>(children[u].size())) / 3.0);
-    f[11] = static_cast<float>(u) / n;
-    f[12] = static_cast<float>(tmin / cp);
-    f[13] = static_cast<float>(bmax / cp);
-    f[14] = static_cast<float>(std::log1p(k) / 5.0);
-    f[15] = static_cast<float>(fwd / k);
-    f[16] = static_cast<float>(bwd / k);
-    f[17] = static_cast<float>(upd / k);
-    // Output shape of the main op: up to 2 outputs x 4 dims.
-    for (size_t o = 0; o < std::min<size_t>(2, m.outputs.size()); ++o)
-      for (size_t dim = 0; dim < std::min<size_t>(4, m.outputs[o].shape.size()); ++dim)
-        f[18 + o * 4 + dim] = static_cast<float>(std::log2(1.0 + std::max<int64_t>(0, m.outputs[o].shape[dim])) / 16.0);
-    // Adjacency: up to 3 parents and 3 children, relative positions.
-    for (size_t j = 0; j < std::min<size_t>(3, parents[u].size()); ++j)
-      f[26 + j] = static_cast<float>(parents[u][j] - u) / n;
-    for (size_t j = 0; j < std::min<size_t>(3, children[u].size()); ++j)
-      f[29 + j] = static_cast<float>(children[u][j] - u) / n;
-    const std::string& layer = graph.op(main).layer.empty() ? graph.op(members.front()).layer : graph.op(main).layer;
-    const auto it = layer_rank.find(layer);
-    if (it != layer_rank.end()) {
-      f[32] = static_cast<float>((it->second + 0.5) / layers);
-      f[33] = 1.f;
-    }
-  }
+  for (int32_t u = 0; u < n; ++u) unit_row(in, u, &p);
 
   device_rows(cluster, &p);
   sample_peers(parents, children, options, &p);

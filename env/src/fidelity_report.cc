@@ -123,8 +123,18 @@ std::string FidelityReport::to_markdown() const {
   return o.str();
 }
 
-std::string FidelityReport::to_svg() const {
-  const double W = 560, H = 560, L = 80, R = 20, T = 66, B = 70;
+namespace {
+
+// The plot's frame (pixels) and its log-scale axes, the same on x (measured) and y (simulated).
+struct SvgFrame {
+  static constexpr double W = 560, H = 560, L = 80, R = 20, T = 66, B = 70;
+  double llo = 0, lhi = 0;  // log10 of the axis range
+  double x(double v) const { return L + (std::log10(v) - llo) / (lhi - llo) * (W - L - R); }
+  double y(double v) const { return H - B - (std::log10(v) - llo) / (lhi - llo) * (H - T - B); }
+};
+
+// The axis range: every positive time, padded in log space.
+SvgFrame svg_frame(const std::vector<FidelityPoint>& points) {
   double lo = 1e300, hi = 0;
   for (const auto& p : points)
     for (double v : {p.measured_s, p.simulated_s})
@@ -133,12 +143,90 @@ std::string FidelityReport::to_svg() const {
         hi = std::max(hi, v);
       }
   if (!(hi > 0)) lo = 1e-3, hi = 1.0;
-  double llo = std::log10(lo), lhi = std::log10(hi);
-  const double pad = std::max(0.05, 0.08 * (lhi - llo));
-  llo -= pad;
-  lhi += pad;
-  auto x = [&](double v) { return L + (std::log10(v) - llo) / (lhi - llo) * (W - L - R); };
-  auto y = [&](double v) { return H - B - (std::log10(v) - llo) / (lhi - llo) * (H - T - B); };
+  SvgFrame f;
+  f.llo = std::log10(lo);
+  f.lhi = std::log10(hi);
+  const double pad = std::max(0.05, 0.08 * (f.lhi - f.llo));
+  f.llo -= pad;
+  f.lhi += pad;
+  return f;
+}
+
+// Ticks at 1, 2, 5 x 10^e; finer steps when the data span less than a decade; at most 8 labels.
+std::vector<double> svg_ticks(const SvgFrame& f) {
+  std::vector<double> fine;
+  for (int k = 10; k < 100; ++k) fine.push_back(k / 10.0);
+  std::vector<double> ticks;
+  for (const std::vector<double>& steps :
+       {std::vector<double>{1, 2, 5}, std::vector<double>{1, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8}, fine}) {
+    ticks.clear();
+    for (int e = static_cast<int>(std::floor(f.llo)); e <= static_cast<int>(std::ceil(f.lhi)); ++e)
+      for (double m : steps) {
+        const double v = m * std::pow(10.0, e);
+        if (std::log10(v) >= f.llo && std::log10(v) <= f.lhi) ticks.push_back(v);
+      }
+    if (ticks.size() >= 3) break;
+  }
+  if (ticks.size() > 8) {  // thin the finest set to at most 8 labels
+    const size_t every = (ticks.size() + 7) / 8;
+    std::vector<double> thinned;
+    for (size_t i = 0; i < ticks.size(); i += every) thinned.push_back(ticks[i]);
+    ticks.swap(thinned);
+  }
+  return ticks;
+}
+
+// The frame, the grid lines and labels at the ticks, y = x and the +-10% band.
+void svg_axes(std::ostream& o, const SvgFrame& f) {
+  const double W = SvgFrame::W, H = SvgFrame::H, L = SvgFrame::L, R = SvgFrame::R, T = SvgFrame::T, B = SvgFrame::B;
+  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
+    << "\" fill=\"none\" stroke=\"black\"/>\n";
+  for (double v : svg_ticks(f)) {
+    o << "<line x1=\"" << f.x(v) << "\" y1=\"" << T << "\" x2=\"" << f.x(v) << "\" y2=\"" << H - B
+      << "\" stroke=\"#ddd\"/>\n";
+    o << "<line x1=\"" << L << "\" y1=\"" << f.y(v) << "\" x2=\"" << W - R << "\" y2=\"" << f.y(v)
+      << "\" stroke=\"#ddd\"/>\n";
+    o << "<text x=\"" << f.x(v) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << format_number(v, 3)
+      << "</text>\n";
+    o << "<text x=\"" << L - 6 << "\" y=\"" << f.y(v) + 4 << "\" text-anchor=\"end\">" << format_number(v, 3)
+      << "</text>\n";
+  }
+  const double a = std::pow(10.0, f.llo), b = std::pow(10.0, f.lhi);
+  o << "<line x1=\"" << f.x(a) << "\" y1=\"" << f.y(a) << "\" x2=\"" << f.x(b) << "\" y2=\"" << f.y(b)
+    << "\" stroke=\"gray\" stroke-dasharray=\"4,3\"/>\n";
+  for (double m : {0.9, 1.1})
+    o << "<line x1=\"" << f.x(a) << "\" y1=\"" << f.y(a * m) << "\" x2=\"" << f.x(b) << "\" y2=\"" << f.y(b * m)
+      << "\" stroke=\"#bbb\" stroke-dasharray=\"1,3\"/>\n";
+}
+
+// One dot per point, colored by kind, then the legend.
+void svg_points(std::ostream& o, const SvgFrame& f, const std::vector<FidelityPoint>& points) {
+  const double L = SvgFrame::L, T = SvgFrame::T;
+  const std::vector<std::pair<std::string, std::string>> colors = {{"single", "#d62728"}, {"round_robin", "#9467bd"},
+                                                                   {"split", "#1f77b4"},  {"blocks", "#17becf"},
+                                                                   {"random", "#ff7f0e"}, {"perturbed", "#2ca02c"}};
+  for (const auto& p : points) {
+    if (p.measured_s <= 0 || p.simulated_s <= 0) continue;
+    std::string color = "black";
+    for (const auto& [k, c] : colors)
+      if (k == p.kind) color = c;
+    o << "<circle cx=\"" << f.x(p.measured_s) << "\" cy=\"" << f.y(p.simulated_s) << "\" r=\"4\" fill=\"" << color
+      << "\" fill-opacity=\"0.8\"><title>" << p.kind << ": measured " << format_number(p.measured_s, 4)
+      << " s, simulated " << format_number(p.simulated_s, 4) << " s</title></circle>\n";
+  }
+  double ly = T + 14;
+  for (const auto& [k, c] : colors) {
+    o << "<circle cx=\"" << L + 12 << "\" cy=\"" << ly - 4 << "\" r=\"4\" fill=\"" << c << "\"/><text x=\"" << L + 22
+      << "\" y=\"" << ly << "\">" << k << "</text>\n";
+    ly += 16;
+  }
+}
+
+}  // namespace
+
+std::string FidelityReport::to_svg() const {
+  const double W = SvgFrame::W, H = SvgFrame::H, L = SvgFrame::L, R = SvgFrame::R, T = SvgFrame::T, B = SvgFrame::B;
+  const SvgFrame frame = svg_frame(points);
   std::ostringstream o;
   o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
@@ -152,64 +240,8 @@ std::string FidelityReport::to_svg() const {
     o << "<text x=\"" << W / 2
       << "\" y=\"54\" text-anchor=\"middle\" fill=\"#555\">measured vs re-measured (round 1 vs 2): Spearman "
       << format_number(retest_spearman, 3) << "</text>\n";
-  // Axes and decade ticks.
-  o << "<rect x=\"" << L << "\" y=\"" << T << "\" width=\"" << W - L - R << "\" height=\"" << H - T - B
-    << "\" fill=\"none\" stroke=\"black\"/>\n";
-  // Ticks at 1, 2, 5 x 10^e; finer steps when the data span less than a decade.
-  std::vector<double> fine;
-  for (int k = 10; k < 100; ++k) fine.push_back(k / 10.0);
-  std::vector<double> ticks;
-  for (const std::vector<double>& steps :
-       {std::vector<double>{1, 2, 5}, std::vector<double>{1, 1.5, 2, 2.5, 3, 4, 5, 6, 7, 8}, fine}) {
-    ticks.clear();
-    for (int e = static_cast<int>(std::floor(llo)); e <= static_cast<int>(std::ceil(lhi)); ++e)
-      for (double m : steps) {
-        const double v = m * std::pow(10.0, e);
-        if (std::log10(v) >= llo && std::log10(v) <= lhi) ticks.push_back(v);
-      }
-    if (ticks.size() >= 3) break;
-  }
-  if (ticks.size() > 8) {  // thin the finest set to at most 8 labels
-    const size_t every = (ticks.size() + 7) / 8;
-    std::vector<double> thinned;
-    for (size_t i = 0; i < ticks.size(); i += every) thinned.push_back(ticks[i]);
-    ticks.swap(thinned);
-  }
-  for (double v : ticks) {
-    o << "<line x1=\"" << x(v) << "\" y1=\"" << T << "\" x2=\"" << x(v) << "\" y2=\"" << H - B
-      << "\" stroke=\"#ddd\"/>\n";
-    o << "<line x1=\"" << L << "\" y1=\"" << y(v) << "\" x2=\"" << W - R << "\" y2=\"" << y(v)
-      << "\" stroke=\"#ddd\"/>\n";
-    o << "<text x=\"" << x(v) << "\" y=\"" << H - B + 16 << "\" text-anchor=\"middle\">" << format_number(v, 3)
-      << "</text>\n";
-    o << "<text x=\"" << L - 6 << "\" y=\"" << y(v) + 4 << "\" text-anchor=\"end\">" << format_number(v, 3)
-      << "</text>\n";
-  }
-  // y = x and the +-10% band.
-  const double a = std::pow(10.0, llo), b = std::pow(10.0, lhi);
-  o << "<line x1=\"" << x(a) << "\" y1=\"" << y(a) << "\" x2=\"" << x(b) << "\" y2=\"" << y(b)
-    << "\" stroke=\"gray\" stroke-dasharray=\"4,3\"/>\n";
-  for (double f : {0.9, 1.1})
-    o << "<line x1=\"" << x(a) << "\" y1=\"" << y(a * f) << "\" x2=\"" << x(b) << "\" y2=\"" << y(b * f)
-      << "\" stroke=\"#bbb\" stroke-dasharray=\"1,3\"/>\n";
-  const std::vector<std::pair<std::string, std::string>> colors = {{"single", "#d62728"}, {"round_robin", "#9467bd"},
-                                                                   {"split", "#1f77b4"},  {"blocks", "#17becf"},
-                                                                   {"random", "#ff7f0e"}, {"perturbed", "#2ca02c"}};
-  for (const auto& p : points) {
-    if (p.measured_s <= 0 || p.simulated_s <= 0) continue;
-    std::string color = "black";
-    for (const auto& [k, c] : colors)
-      if (k == p.kind) color = c;
-    o << "<circle cx=\"" << x(p.measured_s) << "\" cy=\"" << y(p.simulated_s) << "\" r=\"4\" fill=\"" << color
-      << "\" fill-opacity=\"0.8\"><title>" << p.kind << ": measured " << format_number(p.measured_s, 4)
-      << " s, simulated " << format_number(p.simulated_s, 4) << " s</title></circle>\n";
-  }
-  double ly = T + 14;
-  for (const auto& [k, c] : colors) {
-    o << "<circle cx=\"" << L + 12 << "\" cy=\"" << ly - 4 << "\" r=\"4\" fill=\"" << c << "\"/><text x=\"" << L + 22
-      << "\" y=\"" << ly << "\">" << k << "</text>\n";
-    ly += 16;
-  }
+  svg_axes(o, frame);
+  svg_points(o, frame, points);
   o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 25
     << "\" text-anchor=\"middle\">measured step time (s)</text>\n";
   o << "<text transform=\"translate(20," << (T + H - B) / 2

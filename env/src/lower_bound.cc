@@ -23,19 +23,20 @@
 
 namespace placer {
 
-LowerBound lower_bound_parts(const Graph& graph, const Cluster& cluster, const CostModel& costs) {
-  LowerBound lb;
-  const int64_t n = graph.size();
-  const int32_t D = cluster.size();
-  if (n == 0 || D == 0) return lb;
+namespace {
 
-  std::vector<double> best(n);
+double op_seconds(const CostModel& costs, int64_t o, int32_t d) {
+  return costs.op_seconds(OpId(static_cast<int32_t>(o)), DeviceId(d));
+}
+
+// The critical path and the average work, each op at its fastest device.
+void path_and_work_bounds(const Graph& graph, const CostModel& costs, int32_t D, LowerBound& lb) {
+  const int64_t n = graph.size();
   std::vector<double> finish(n, 0.0);
   double total = 0.0;
   for (int64_t o = 0; o < n; ++o) {
     double m = std::numeric_limits<double>::infinity();
-    for (int32_t d = 0; d < D; ++d) m = std::min(m, costs.op_seconds(OpId(static_cast<int32_t>(o)), DeviceId(d)));
-    best[o] = m;
+    for (int32_t d = 0; d < D; ++d) m = std::min(m, op_seconds(costs, o, d));
     total += m;
     double start = 0.0;
     for (const TensorRef& in : graph.op(OpId(static_cast<int32_t>(o))).inputs)
@@ -44,56 +45,62 @@ LowerBound lower_bound_parts(const Graph& graph, const Cluster& cluster, const C
     lb.critical_path_s = std::max(lb.critical_path_s, finish[o]);
   }
   lb.average_work_s = total / D;
+}
 
-  // Device classes: identical cost columns.
+// Devices with identical cost columns: a representative and a size per class.
+struct DeviceClasses {
+  std::vector<int32_t> rep, size;
+};
+
+DeviceClasses device_classes(const CostModel& costs, int64_t n, int32_t D) {
+  DeviceClasses classes;
   std::vector<int32_t> class_of(D, -1);
-  std::vector<int32_t> class_rep;
-  std::vector<int32_t> class_size;
   for (int32_t d = 0; d < D; ++d) {
-    for (size_t k = 0; k < class_rep.size() && class_of[d] < 0; ++k) {
+    for (size_t k = 0; k < classes.rep.size() && class_of[d] < 0; ++k) {
       bool same = true;
-      for (int64_t o = 0; o < n && same; ++o)
-        same = costs.op_seconds(OpId(static_cast<int32_t>(o)), DeviceId(d)) ==
-               costs.op_seconds(OpId(static_cast<int32_t>(o)), DeviceId(class_rep[k]));
+      for (int64_t o = 0; o < n && same; ++o) same = op_seconds(costs, o, d) == op_seconds(costs, o, classes.rep[k]);
       if (same) {
         class_of[d] = static_cast<int32_t>(k);
-        ++class_size[k];
+        ++classes.size[k];
       }
     }
     if (class_of[d] < 0) {
-      class_of[d] = static_cast<int32_t>(class_rep.size());
-      class_rep.push_back(d);
-      class_size.push_back(1);
+      class_of[d] = static_cast<int32_t>(classes.rep.size());
+      classes.rep.push_back(d);
+      classes.size.push_back(1);
     }
   }
-  const int32_t K = static_cast<int32_t>(class_rep.size());
-  if (K <= 1) return lb;  // the LP equals the average work
+  return classes;
+}
 
-  // Merge ops with identical cost rows over the classes.
+// Ops with identical cost rows over the classes, merged: row -> how many ops have it (all-zero rows left out).
+std::map<std::vector<double>, double> merged_cost_rows(const CostModel& costs, int64_t n,
+                                                       const DeviceClasses& classes) {
+  const int32_t K = static_cast<int32_t>(classes.rep.size());
   std::map<std::vector<double>, double> rows;
   std::vector<double> row(K);
   for (int64_t o = 0; o < n; ++o) {
     bool zero = true;
     for (int32_t k = 0; k < K; ++k) {
-      row[k] = costs.op_seconds(OpId(static_cast<int32_t>(o)), DeviceId(class_rep[k]));
+      row[k] = op_seconds(costs, o, classes.rep[k]);
       zero &= row[k] == 0.0;
     }
     if (!zero) rows[row] += 1.0;
   }
-  const int32_t G = static_cast<int32_t>(rows.size());
-  if (G == 0) return lb;
+  return rows;
+}
 
-  // Columns: x[g,k] (G*K), then T. Rows: G demand rows, then K capacity rows.
+// The LP's constraint matrix, column by column. Columns: x[g,k] (G*K), then T. Rows: G demand rows,
+// then K capacity rows.
+CoinPackedMatrix lp_matrix(const std::map<std::vector<double>, double>& rows, const DeviceClasses& classes,
+                           double scale) {
+  const int32_t K = static_cast<int32_t>(classes.rep.size());
+  const int32_t G = static_cast<int32_t>(rows.size());
   const int32_t cols = G * K + 1;
-  const int32_t nrows = G + K;
   std::vector<CoinBigIndex> starts;
   std::vector<int> index;
   std::vector<double> value;
   starts.reserve(cols + 1);
-  double scale = 0.0;  // normalizes costs so CLP's tolerances fit any time unit
-  for (const auto& [r, count] : rows)
-    for (double c : r) scale = std::max(scale, c);
-  if (!(scale > 0)) return lb;
   int32_t g = 0;
   for (const auto& [r, count] : rows) {
     for (int32_t k = 0; k < K; ++k) {
@@ -110,13 +117,30 @@ LowerBound lower_bound_parts(const Graph& graph, const Cluster& cluster, const C
   starts.push_back(static_cast<CoinBigIndex>(index.size()));
   for (int32_t k = 0; k < K; ++k) {
     index.push_back(G + k);
-    value.push_back(-static_cast<double>(class_size[k]));
+    value.push_back(-static_cast<double>(classes.size[k]));
   }
   starts.push_back(static_cast<CoinBigIndex>(index.size()));
+  std::vector<int> lengths(cols);
+  for (int32_t c = 0; c < cols; ++c) lengths[c] = static_cast<int>(starts[c + 1] - starts[c]);
+  return CoinPackedMatrix(true, G + K, cols, static_cast<CoinBigIndex>(value.size()), value.data(), index.data(),
+                          starts.data(), lengths.data());
+}
+
+// The LP relaxation solved with CLP; 0 when it is not proven optimal.
+double lp_bound(const std::map<std::vector<double>, double>& rows, const DeviceClasses& classes) {
+  const int32_t K = static_cast<int32_t>(classes.rep.size());
+  const int32_t G = static_cast<int32_t>(rows.size());
+  const int32_t cols = G * K + 1;
+  const int32_t nrows = G + K;
+  double scale = 0.0;  // normalizes costs so CLP's tolerances fit any time unit
+  for (const auto& [r, count] : rows)
+    for (double c : r) scale = std::max(scale, c);
+  if (!(scale > 0)) return 0.0;
+  const CoinPackedMatrix matrix = lp_matrix(rows, classes, scale);
   std::vector<double> col_lo(cols, 0.0), col_hi(cols, COIN_DBL_MAX), obj(cols, 0.0);
   obj[cols - 1] = 1.0;
   std::vector<double> row_lo(nrows), row_hi(nrows);
-  g = 0;
+  int32_t g = 0;
   for (const auto& [r, count] : rows) {
     row_lo[g] = row_hi[g] = count;
     ++g;
@@ -125,18 +149,28 @@ LowerBound lower_bound_parts(const Graph& graph, const Cluster& cluster, const C
     row_lo[G + k] = -COIN_DBL_MAX;
     row_hi[G + k] = 0.0;
   }
-  std::vector<int> lengths(cols);
-  for (int32_t c = 0; c < cols; ++c) lengths[c] = static_cast<int>(starts[c + 1] - starts[c]);
-  CoinPackedMatrix matrix(true, nrows, cols, static_cast<CoinBigIndex>(value.size()), value.data(), index.data(),
-                          starts.data(), lengths.data());
   ClpSimplex lp;
   lp.setLogLevel(0);
   lp.loadProblem(matrix, col_lo.data(), col_hi.data(), obj.data(), row_lo.data(), row_hi.data());
   lp.dual();
-  if (lp.isProvenOptimal()) {
-    // A hair below the optimum so solver round-off never lifts it above a real schedule.
-    lb.lp_s = std::max(0.0, lp.objectiveValue() * scale * (1.0 - 1e-6));
-  }
+  if (!lp.isProvenOptimal()) return 0.0;
+  // A hair below the optimum so solver round-off never lifts it above a real schedule.
+  return std::max(0.0, lp.objectiveValue() * scale * (1.0 - 1e-6));
+}
+
+}  // namespace
+
+LowerBound lower_bound_parts(const Graph& graph, const Cluster& cluster, const CostModel& costs) {
+  LowerBound lb;
+  const int64_t n = graph.size();
+  const int32_t D = cluster.size();
+  if (n == 0 || D == 0) return lb;
+  path_and_work_bounds(graph, costs, D, lb);
+  const DeviceClasses classes = device_classes(costs, n, D);
+  if (classes.rep.size() <= 1) return lb;  // the LP equals the average work
+  const std::map<std::vector<double>, double> rows = merged_cost_rows(costs, n, classes);
+  if (rows.empty()) return lb;
+  lb.lp_s = lp_bound(rows, classes);
   return lb;
 }
 

@@ -383,56 +383,50 @@ Grouping colocation_groups(const Graph& graph) {
   return grouping_from(uf, n);
 }
 
-Grouping coarsen(const Graph& graph, int32_t max_groups, const std::function<double(OpId)>& cost) {
-  if (max_groups < 1) throw InputError(detail::concat("coarsen: max_groups must be >= 1, got ", max_groups));
-  const Grouping start = colocation_groups(graph);
-  const std::function<double(OpId)> op_cost =
-      cost ? cost : std::function<double(OpId)>([&](OpId op) { return graph.op(op).flops; });
-  GroupDag dag(graph, start, op_cost);
-  dag.collapse_cycles();
+namespace {
 
-  // Phase 1: heavy edges first, but no group above twice the average share,
-  // so one group does not swallow the graph.
+// Coarsening phase 1: heavy edges first, but no group above twice the average share,
+// so one group does not swallow the graph.
+void merge_heavy_edges(GroupDag& dag, int32_t groups, int32_t max_groups) {
   double total = 0.0;
   double largest = 0.0;
-  for (int32_t g = 0; g < start.size(); ++g) {
+  for (int32_t g = 0; g < groups; ++g) {
     if (!dag.alive(g)) continue;
     total += dag.cost(g);
     largest = std::max(largest, dag.cost(g));
   }
   const double cap = std::max(largest, 2.0 * total / max_groups);
-  if (dag.live() > max_groups) {
-    // Candidate forward edges by weight (bytes), heaviest first; stale
-    // entries are skipped when popped.
-    using Entry = std::tuple<double, int32_t, int32_t>;  // weight, -a, -b (ties: smaller ids first)
-    std::priority_queue<Entry> heap;
-    auto push_edges = [&](int32_t v) {
-      for (int32_t w : dag.out(v)) {
-        auto it = dag.weights(v).find(w);
-        heap.emplace(it == dag.weights(v).end() ? 0.0 : it->second, -v, -w);
-      }
-    };
-    for (int32_t v = 0; v < start.size(); ++v)
-      if (dag.alive(v)) push_edges(v);
-    while (dag.live() > max_groups && !heap.empty()) {
-      auto [w, na, nb] = heap.top();
-      heap.pop();
-      const int32_t a = -na, b = -nb;
-      if (!dag.alive(a) || !dag.alive(b) || !dag.out(a).count(b)) continue;
-      auto it = dag.weights(a).find(b);
-      if ((it == dag.weights(a).end() ? 0.0 : it->second) != w) continue;  // stale weight
-      if (dag.cost(a) + dag.cost(b) > cap) continue;
-      if (!dag.safe_to_merge(a, b)) continue;
-      const int32_t keep = dag.merge(a, b);
-      push_edges(keep);
-      for (int32_t v : dag.in(keep)) {
-        auto wit = dag.weights(v).find(keep);
-        heap.emplace(wit == dag.weights(v).end() ? 0.0 : wit->second, -v, -keep);
-      }
-    }
+  if (dag.live() <= max_groups) return;
+  // Candidate forward edges by weight (bytes), heaviest first; stale
+  // entries are skipped when popped.
+  using Entry = std::tuple<double, int32_t, int32_t>;  // weight, -a, -b (ties: smaller ids first)
+  std::priority_queue<Entry> heap;
+  auto weight = [&](int32_t a, int32_t b) {
+    auto it = dag.weights(a).find(b);
+    return it == dag.weights(a).end() ? 0.0 : it->second;
+  };
+  auto push_edges = [&](int32_t v) {
+    for (int32_t w : dag.out(v)) heap.emplace(weight(v, w), -v, -w);
+  };
+  for (int32_t v = 0; v < groups; ++v)
+    if (dag.alive(v)) push_edges(v);
+  while (dag.live() > max_groups && !heap.empty()) {
+    auto [w, na, nb] = heap.top();
+    heap.pop();
+    const int32_t a = -na, b = -nb;
+    if (!dag.alive(a) || !dag.alive(b) || !dag.out(a).count(b)) continue;
+    if (weight(a, b) != w) continue;  // stale weight
+    if (dag.cost(a) + dag.cost(b) > cap) continue;
+    if (!dag.safe_to_merge(a, b)) continue;
+    const int32_t keep = dag.merge(a, b);
+    push_edges(keep);
+    for (int32_t v : dag.in(keep)) heap.emplace(weight(v, keep), -v, -keep);
   }
-  // Phase 2: merge neighbours in topological order, the cheapest pair first.
-  // A contiguous run of a topological order never closes a cycle.
+}
+
+// Coarsening phase 2: merge neighbours in topological order, the cheapest pair first.
+// A contiguous run of a topological order never closes a cycle.
+void merge_cheapest_neighbours(GroupDag& dag, int32_t max_groups) {
   while (dag.live() > max_groups) {
     const auto& order = dag.order();
     size_t best = 0;
@@ -446,8 +440,10 @@ Grouping coarsen(const Graph& graph, int32_t max_groups, const std::function<dou
     }
     dag.merge(order[best], order[best + 1]);
   }
+}
 
-  // Number the final groups in topological order of the quotient.
+// The final groups, numbered in topological order of the quotient.
+Grouping numbered_groups(const Graph& graph, const Grouping& start, GroupDag& dag) {
   const auto& order = dag.order();
   std::vector<int32_t> index_of(start.size(), -1);
   for (size_t k = 0; k < order.size(); ++k) index_of[order[k]] = static_cast<int32_t>(k);
@@ -462,13 +458,11 @@ Grouping coarsen(const Graph& graph, int32_t max_groups, const std::function<dou
   return result;
 }
 
-Graph quotient_graph(const Graph& graph, const Grouping& grouping) {
+// Groups in topological order over forward edges (smallest index first); groups left on a cycle
+// follow in index order. Returns the order; pos[g] is g's place in it.
+std::vector<int32_t> quotient_order(const Graph& graph, const Grouping& grouping, std::vector<int32_t>& pos) {
   const int32_t n = static_cast<int32_t>(graph.size());
   const int32_t k = grouping.size();
-  PLACER_CHECK(static_cast<int32_t>(grouping.group_of.size()) == n, "grouping covers ", grouping.group_of.size(),
-               " ops, graph has ", n);
-  // Order groups topologically over forward edges (smallest index first);
-  // groups left on a cycle follow in index order.
   std::vector<std::set<int32_t>> succ(k);
   std::vector<int32_t> pending(k, 0);
   for (int32_t v = 0; v < n; ++v)
@@ -480,7 +474,7 @@ Graph quotient_graph(const Graph& graph, const Grouping& grouping) {
   for (int32_t g = 0; g < k; ++g)
     if (pending[g] == 0) ready.push(g);
   std::vector<int32_t> order;
-  std::vector<int32_t> pos(k, -1);
+  pos.assign(k, -1);
   while (!ready.empty()) {
     const int32_t g = ready.top();
     ready.pop();
@@ -494,6 +488,30 @@ Graph quotient_graph(const Graph& graph, const Grouping& grouping) {
       pos[g] = static_cast<int32_t>(order.size());
       order.push_back(g);
     }
+  return order;
+}
+
+}  // namespace
+
+Grouping coarsen(const Graph& graph, int32_t max_groups, const std::function<double(OpId)>& cost) {
+  if (max_groups < 1) throw InputError(detail::concat("coarsen: max_groups must be >= 1, got ", max_groups));
+  const Grouping start = colocation_groups(graph);
+  const std::function<double(OpId)> op_cost =
+      cost ? cost : std::function<double(OpId)>([&](OpId op) { return graph.op(op).flops; });
+  GroupDag dag(graph, start, op_cost);
+  dag.collapse_cycles();
+  merge_heavy_edges(dag, start.size(), max_groups);
+  merge_cheapest_neighbours(dag, max_groups);
+  return numbered_groups(graph, start, dag);
+}
+
+Graph quotient_graph(const Graph& graph, const Grouping& grouping) {
+  const int32_t n = static_cast<int32_t>(graph.size());
+  const int32_t k = grouping.size();
+  PLACER_CHECK(static_cast<int32_t>(grouping.group_of.size()) == n, "grouping covers ", grouping.group_of.size(),
+               " ops, graph has ", n);
+  std::vector<int32_t> pos;
+  const std::vector<int32_t> order = quotient_order(graph, grouping, pos);
 
   // Cross-group tensors that go forward in that order become edges; each is
   // one output of its producer group. Tensors that would point backwards (the

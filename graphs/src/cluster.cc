@@ -95,22 +95,17 @@ Device cuda_device(const std::string& name, const std::string& physical) {
 
 }  // namespace
 
-Cluster parse_device_list(std::string_view spec) {
-  Cluster cluster;
-  cluster.name = std::string(spec);
-  cluster.source = "device list '" + std::string(spec) + "': defaults until a profile calibrates it";
-  cluster.default_link.latency_s = 10e-6;
-  cluster.default_link.bandwidth_Bps = 5e9;
-  if (spec.empty()) throw InputError("devices: empty device list (try cpu:2 or cpu,cuda:0)");
+namespace {
 
-  // "cpu:N" alone: this machine split into N CPU devices.
+// "cpu:N" alone (this machine split into N CPU devices) or "vcuda:N" (N virtual devices on physical
+// cuda:0): fills the cluster and returns true; false when the spec is not one of these.
+bool parse_whole_list(std::string_view spec, Cluster& cluster) {
   int64_t n = 0;
   if (spec.rfind("cpu:", 0) == 0 && parse_index(spec.substr(4), n)) {
     if (n < 1 || n > 256) throw InputError("devices: cpu:N needs 1 <= N <= 256, got '" + std::string(spec) + "'");
     for (int i = 0; i < n; ++i) cluster.devices.push_back(cpu_device(i, static_cast<int>(n)));
-    return cluster;
+    return true;
   }
-  // "vcuda:N": N virtual devices on physical cuda:0.
   if (spec.rfind("vcuda:", 0) == 0 && parse_index(spec.substr(6), n)) {
     if (n < 1 || n > 64) throw InputError("devices: vcuda:N needs 1 <= N <= 64");
     for (int i = 0; i < n; ++i) {
@@ -118,12 +113,16 @@ Cluster parse_device_list(std::string_view spec) {
       d.memory_bytes /= n;
       cluster.devices.push_back(d);
     }
-    return cluster;
+    return true;
   }
+  return false;
+}
 
-  // A list: "cpu,cuda:0", "cpu:0,cpu:1,cuda:0"; "+" joins whole parts, so
-  // "cpu:8+cuda:0" is this machine split into 8 CPU devices plus cuda:0.
+// The terms of a list: "cpu,cuda:0", "cpu:0,cpu:1,cuda:0"; "+" joins whole parts, so a "cpu:N"
+// joined by "+" ("cpu:8+cuda:0") expands to N "cpu" terms.
+std::vector<std::string> split_device_terms(std::string_view spec) {
   std::vector<std::string> terms;
+  int64_t n = 0;
   size_t start = 0;
   while (start <= spec.size()) {
     size_t comma = spec.find_first_of(",+", start);
@@ -138,26 +137,40 @@ Cluster parse_device_list(std::string_view spec) {
     }
     start = comma + 1;
   }
+  return terms;
+}
+
+// One device of a list; `next_cpu` numbers the bare "cpu" terms and follows an explicit "cpu:K".
+Device device_from_term(const std::string& t, std::string_view spec, int cpus, int& next_cpu) {
+  int64_t n = 0;
+  if (t == "cpu") return cpu_device(next_cpu++, cpus);
+  if (t.rfind("cpu:", 0) == 0 && parse_index(t.substr(4), n)) {
+    next_cpu = static_cast<int>(n) + 1;
+    return cpu_device(static_cast<int>(n), cpus);
+  }
+  if (t == "cuda") return cuda_device("cuda:0", "cuda:0");
+  if (t.rfind("cuda:", 0) == 0 && parse_index(t.substr(5), n)) return cuda_device(t, t);
+  throw InputError("devices: bad device '" + t + "' in '" + std::string(spec) +
+                   "' (expected cpu, cpu:K, cuda:K, the whole list cpu:N / vcuda:N, or cpu:N+cuda:K)");
+}
+
+}  // namespace
+
+Cluster parse_device_list(std::string_view spec) {
+  Cluster cluster;
+  cluster.name = std::string(spec);
+  cluster.source = "device list '" + std::string(spec) + "': defaults until a profile calibrates it";
+  cluster.default_link.latency_s = 10e-6;
+  cluster.default_link.bandwidth_Bps = 5e9;
+  if (spec.empty()) throw InputError("devices: empty device list (try cpu:2 or cpu,cuda:0)");
+  if (parse_whole_list(spec, cluster)) return cluster;
+
+  const std::vector<std::string> terms = split_device_terms(spec);
   int cpus = 0;
   for (const auto& t : terms)
     if (t == "cpu" || t.rfind("cpu:", 0) == 0) ++cpus;
   int next_cpu = 0;
-  for (const std::string& t : terms) {
-    if (t == "cpu") {
-      cluster.devices.push_back(cpu_device(next_cpu++, cpus));
-    } else if (t.rfind("cpu:", 0) == 0 && parse_index(t.substr(4), n)) {
-      Device d = cpu_device(static_cast<int>(n), cpus);
-      next_cpu = static_cast<int>(n) + 1;
-      cluster.devices.push_back(d);
-    } else if (t == "cuda") {
-      cluster.devices.push_back(cuda_device("cuda:0", "cuda:0"));
-    } else if (t.rfind("cuda:", 0) == 0 && parse_index(t.substr(5), n)) {
-      cluster.devices.push_back(cuda_device(t, t));
-    } else {
-      throw InputError("devices: bad device '" + t + "' in '" + std::string(spec) +
-                       "' (expected cpu, cpu:K, cuda:K, the whole list cpu:N / vcuda:N, or cpu:N+cuda:K)");
-    }
-  }
+  for (const std::string& t : terms) cluster.devices.push_back(device_from_term(t, spec, cpus, next_cpu));
   validate_cluster(cluster);
   return cluster;
 }

@@ -34,74 +34,81 @@ std::vector<int32_t> output_aliases(const Op& op) {
   return aliases;
 }
 
-ExecRules::ExecRules(const Graph& g) : graph(&g) {
-  PLACER_CHECK(g.size() < (int64_t{1} << 30), "graph too large to plan: ", g.size());
-  ops = static_cast<int32_t>(g.size());
-  out_begin.resize(ops + 1);
+namespace {
+
+// Tensors: each op's outputs numbered in op order, their producer and bytes; params and inputs resident.
+void number_tensors(const Graph& g, ExecRules& r) {
+  r.out_begin.resize(r.ops + 1);
   int32_t t = 0;
-  for (int32_t o = 0; o < ops; ++o) {
-    out_begin[o] = t;
+  for (int32_t o = 0; o < r.ops; ++o) {
+    r.out_begin[o] = t;
     t += static_cast<int32_t>(g.op(OpId(o)).outputs.size());
   }
-  out_begin[ops] = t;
-  tensors = t;
-  tensor_op.resize(tensors);
-  tensor_bytes.resize(tensors);
-  resident.assign(ops, 0);
-  for (int32_t o = 0; o < ops; ++o) {
+  r.out_begin[r.ops] = t;
+  r.tensors = t;
+  r.tensor_op.resize(r.tensors);
+  r.tensor_bytes.resize(r.tensors);
+  r.resident.assign(r.ops, 0);
+  for (int32_t o = 0; o < r.ops; ++o) {
     const Op& op = g.op(OpId(o));
-    resident[o] = op.type == op_types::kParam || op.type == op_types::kInput;
+    r.resident[o] = op.type == op_types::kParam || op.type == op_types::kInput;
     for (int32_t k = 0; k < static_cast<int32_t>(op.outputs.size()); ++k) {
-      tensor_op[out_begin[o] + k] = o;
-      tensor_bytes[out_begin[o] + k] = op.outputs[k].bytes();
+      r.tensor_op[r.out_begin[o] + k] = o;
+      r.tensor_bytes[r.out_begin[o] + k] = op.outputs[k].bytes();
     }
   }
+}
 
-  // Unique inputs per op, and the consumer lists (ascending op id since ops
-  // are visited in id order).
-  in_begin.resize(ops + 1);
-  std::vector<int32_t> cons_count(tensors + 1, 0);
-  std::vector<int32_t> last_seen(tensors, -1);
-  for (int32_t o = 0; o < ops; ++o) {
-    in_begin[o] = static_cast<int32_t>(in_tensor.size());
+// Unique inputs per op, and the consumer lists (ascending op id since ops
+// are visited in id order).
+void link_consumers(const Graph& g, ExecRules& r) {
+  r.in_begin.resize(r.ops + 1);
+  std::vector<int32_t> cons_count(r.tensors + 1, 0);
+  std::vector<int32_t> last_seen(r.tensors, -1);
+  for (int32_t o = 0; o < r.ops; ++o) {
+    r.in_begin[o] = static_cast<int32_t>(r.in_tensor.size());
     for (const TensorRef& in : g.op(OpId(o)).inputs) {
-      const int32_t tid = out_begin[in.op.value] + in.output;
+      const int32_t tid = r.out_begin[in.op.value] + in.output;
       if (last_seen[tid] == o) continue;
       last_seen[tid] = o;
-      in_tensor.push_back(tid);
+      r.in_tensor.push_back(tid);
       ++cons_count[tid];
     }
   }
-  in_begin[ops] = static_cast<int32_t>(in_tensor.size());
-  alloc_bytes = tensor_bytes;
-  cons_begin.assign(tensors + 1, 0);
-  for (int32_t i = 0; i < tensors; ++i) cons_begin[i + 1] = cons_begin[i] + cons_count[i];
-  cons_op.resize(in_tensor.size());
-  cons_slot.resize(in_tensor.size());
-  std::vector<int32_t> fill(cons_begin.begin(), cons_begin.end() - 1);
-  for (int32_t o = 0; o < ops; ++o)
-    for (int32_t s = in_begin[o]; s < in_begin[o + 1]; ++s) {
-      const int32_t pos = fill[in_tensor[s]]++;
-      cons_op[pos] = o;
-      cons_slot[pos] = s;
+  r.in_begin[r.ops] = static_cast<int32_t>(r.in_tensor.size());
+  r.alloc_bytes = r.tensor_bytes;
+  r.cons_begin.assign(r.tensors + 1, 0);
+  for (int32_t i = 0; i < r.tensors; ++i) r.cons_begin[i + 1] = r.cons_begin[i] + cons_count[i];
+  r.cons_op.resize(r.in_tensor.size());
+  r.cons_slot.resize(r.in_tensor.size());
+  std::vector<int32_t> fill(r.cons_begin.begin(), r.cons_begin.end() - 1);
+  for (int32_t o = 0; o < r.ops; ++o)
+    for (int32_t s = r.in_begin[o]; s < r.in_begin[o + 1]; ++s) {
+      const int32_t pos = fill[r.in_tensor[s]]++;
+      r.cons_op[pos] = o;
+      r.cons_slot[pos] = s;
     }
+}
 
-  // Views: an output aliasing an input takes no memory and keeps the input alive.
-  view_base.assign(tensors, -1);
-  for (int32_t o = 0; o < ops; ++o) {
+// Views: an output aliasing an input takes no memory and keeps the input alive.
+void mark_views(const Graph& g, ExecRules& r) {
+  r.view_base.assign(r.tensors, -1);
+  for (int32_t o = 0; o < r.ops; ++o) {
     const std::vector<int32_t> aliases = output_aliases(g.op(OpId(o)));
     for (int32_t k = 0; k < static_cast<int32_t>(aliases.size()); ++k) {
       if (aliases[k] < 0) continue;
-      view_base[out_begin[o] + k] = slot_of(o, aliases[k]);
-      alloc_bytes[out_begin[o] + k] = 0;
+      r.view_base[r.out_begin[o] + k] = r.slot_of(o, aliases[k]);
+      r.alloc_bytes[r.out_begin[o] + k] = 0;
     }
   }
+}
 
-  // A backward op holds its forward op's outputs and differentiated inputs
-  // (args[1]: the forward input index of each gradient it returns).
-  extra_begin.resize(ops + 1);
-  for (int32_t o = 0; o < ops; ++o) {
-    extra_begin[o] = static_cast<int32_t>(extra_hold.size());
+// A backward op holds its forward op's outputs and differentiated inputs
+// (args[1]: the forward input index of each gradient it returns).
+void hold_backward_operands(const Graph& g, ExecRules& r) {
+  r.extra_begin.resize(r.ops + 1);
+  for (int32_t o = 0; o < r.ops; ++o) {
+    r.extra_begin[o] = static_cast<int32_t>(r.extra_hold.size());
     const Op& op = g.op(OpId(o));
     if (op.type != op_types::kBackward || !op.forward.valid() || op.forward.value >= o) continue;
     const int32_t f = op.forward.value;
@@ -110,13 +117,24 @@ ExecRules::ExecRules(const Graph& g) : graph(&g) {
     if (op.args.size() > 1)
       for (int64_t pos : op.args[1].ints)
         if (pos >= 0 && pos < static_cast<int64_t>(fwd.inputs.size()))
-          slots.push_back(slot_of(f, static_cast<int32_t>(pos)));
+          slots.push_back(r.slot_of(f, static_cast<int32_t>(pos)));
     std::sort(slots.begin(), slots.end());
     slots.erase(std::unique(slots.begin(), slots.end()), slots.end());
-    for (int32_t slot : slots) extra_hold.push_back(~slot);
-    for (int32_t tid = out_begin[f]; tid < out_begin[f + 1]; ++tid) extra_hold.push_back(tid);
+    for (int32_t slot : slots) r.extra_hold.push_back(~slot);
+    for (int32_t tid = r.out_begin[f]; tid < r.out_begin[f + 1]; ++tid) r.extra_hold.push_back(tid);
   }
-  extra_begin[ops] = static_cast<int32_t>(extra_hold.size());
+  r.extra_begin[r.ops] = static_cast<int32_t>(r.extra_hold.size());
+}
+
+}  // namespace
+
+ExecRules::ExecRules(const Graph& g) : graph(&g) {
+  PLACER_CHECK(g.size() < (int64_t{1} << 30), "graph too large to plan: ", g.size());
+  ops = static_cast<int32_t>(g.size());
+  number_tensors(g, *this);
+  link_consumers(g, *this);
+  mark_views(g, *this);
+  hold_backward_operands(g, *this);
 }
 
 int32_t ExecRules::slot_of(int32_t op, int32_t position) const {

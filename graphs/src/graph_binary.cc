@@ -178,6 +178,74 @@ std::string graph_to_binary(const Graph& graph) {
   return out.str();
 }
 
+namespace {
+
+Arg read_arg(BinaryReader& in, size_t k) {
+  const uint8_t kind = in.pod<uint8_t>("args.kind");
+  if (kind > static_cast<uint8_t>(Arg::Kind::Device)) in.fail(detail::concat("args[", k, "]: bad kind ", +kind));
+  Arg a;
+  a.kind = static_cast<Arg::Kind>(kind);
+  switch (a.kind) {
+    case Arg::Kind::None: break;
+    case Arg::Kind::Tensor:
+    case Arg::Kind::Int:
+    case Arg::Kind::ScalarType: a.i = in.pod<int64_t>("args.value"); break;
+    case Arg::Kind::Double: a.d = in.pod<double>("args.value"); break;
+    case Arg::Kind::Bool: a.b = in.pod<uint8_t>("args.value") != 0; break;
+    case Arg::Kind::TensorList:
+    case Arg::Kind::Ints:
+    case Arg::Kind::Bools: a.ints = in.pods<int64_t>("args.value"); break;
+    case Arg::Kind::Doubles: a.doubles = in.pods<double>("args.value"); break;
+    case Arg::Kind::String:
+    case Arg::Kind::Device: a.s = in.string("args.value"); break;
+  }
+  return a;
+}
+
+// The op's inputs, args and outputs.
+void read_operands(BinaryReader& in, Op& op) {
+  const size_t inputs = in.count("inputs", 8);
+  for (size_t k = 0; k < inputs; ++k) {
+    TensorRef t;
+    t.op = OpId(in.pod<int32_t>("inputs.op"));
+    t.output = in.pod<int32_t>("inputs.output");
+    op.inputs.push_back(t);
+  }
+  const size_t args = in.count("args", kMinArgBytes);
+  for (size_t k = 0; k < args; ++k) op.args.push_back(read_arg(in, k));
+  const size_t outputs = in.count("outputs", kMinTensorSpecBytes);
+  for (size_t k = 0; k < outputs; ++k) {
+    const uint8_t dtype = in.pod<uint8_t>("outputs.dtype");
+    if (dtype > static_cast<uint8_t>(DType::Bool)) in.fail(detail::concat("outputs[", k, "]: bad dtype ", +dtype));
+    TensorSpec spec;
+    spec.dtype = static_cast<DType>(dtype);
+    spec.shape = in.pods<int64_t>("outputs.shape");
+    op.outputs.push_back(std::move(spec));
+  }
+}
+
+Op read_op(BinaryReader& in, size_t i, uint32_t version) {
+  in.where = detail::concat("ops[", i, "]");
+  Op op;
+  op.name = in.string("name");
+  in.where += " '" + op.name + "'";
+  op.type = in.string("type");
+  read_operands(in, op);
+  op.param_bytes = in.pod<int64_t>("param_bytes");
+  op.flops = in.pod<double>("flops");
+  const uint8_t phase = in.pod<uint8_t>("phase");
+  if (phase > static_cast<uint8_t>(Phase::Update)) in.fail(detail::concat("bad phase ", +phase));
+  op.phase = static_cast<Phase>(phase);
+  op.group = in.string("group");
+  op.layer = in.string("layer");
+  op.forward = OpId(in.pod<int32_t>("forward"));
+  if (op.forward.value < -1) in.fail("field 'forward' is negative");
+  if (version >= 2) op.view_of = in.pods<int32_t>("view_of");
+  return op;
+}
+
+}  // namespace
+
 Graph graph_from_binary(const std::string& bytes) {
   try {
     BinaryReader in(bytes);
@@ -194,62 +262,7 @@ Graph graph_from_binary(const std::string& bytes) {
     }
     const size_t n = in.count("ops", kMinOpBytes);
     if (n > static_cast<size_t>(kMaxOps)) in.fail(detail::concat("field 'ops' claims ", n, " ops, over the limit"));
-    for (size_t i = 0; i < n; ++i) {
-      in.where = detail::concat("ops[", i, "]");
-      Op op;
-      op.name = in.string("name");
-      in.where += " '" + op.name + "'";
-      op.type = in.string("type");
-      const size_t inputs = in.count("inputs", 8);
-      for (size_t k = 0; k < inputs; ++k) {
-        TensorRef t;
-        t.op = OpId(in.pod<int32_t>("inputs.op"));
-        t.output = in.pod<int32_t>("inputs.output");
-        op.inputs.push_back(t);
-      }
-      const size_t args = in.count("args", kMinArgBytes);
-      for (size_t k = 0; k < args; ++k) {
-        const uint8_t kind = in.pod<uint8_t>("args.kind");
-        if (kind > static_cast<uint8_t>(Arg::Kind::Device)) in.fail(detail::concat("args[", k, "]: bad kind ", +kind));
-        Arg a;
-        a.kind = static_cast<Arg::Kind>(kind);
-        switch (a.kind) {
-          case Arg::Kind::None: break;
-          case Arg::Kind::Tensor:
-          case Arg::Kind::Int:
-          case Arg::Kind::ScalarType: a.i = in.pod<int64_t>("args.value"); break;
-          case Arg::Kind::Double: a.d = in.pod<double>("args.value"); break;
-          case Arg::Kind::Bool: a.b = in.pod<uint8_t>("args.value") != 0; break;
-          case Arg::Kind::TensorList:
-          case Arg::Kind::Ints:
-          case Arg::Kind::Bools: a.ints = in.pods<int64_t>("args.value"); break;
-          case Arg::Kind::Doubles: a.doubles = in.pods<double>("args.value"); break;
-          case Arg::Kind::String:
-          case Arg::Kind::Device: a.s = in.string("args.value"); break;
-        }
-        op.args.push_back(std::move(a));
-      }
-      const size_t outputs = in.count("outputs", kMinTensorSpecBytes);
-      for (size_t k = 0; k < outputs; ++k) {
-        const uint8_t dtype = in.pod<uint8_t>("outputs.dtype");
-        if (dtype > static_cast<uint8_t>(DType::Bool)) in.fail(detail::concat("outputs[", k, "]: bad dtype ", +dtype));
-        TensorSpec spec;
-        spec.dtype = static_cast<DType>(dtype);
-        spec.shape = in.pods<int64_t>("outputs.shape");
-        op.outputs.push_back(std::move(spec));
-      }
-      op.param_bytes = in.pod<int64_t>("param_bytes");
-      op.flops = in.pod<double>("flops");
-      const uint8_t phase = in.pod<uint8_t>("phase");
-      if (phase > static_cast<uint8_t>(Phase::Update)) in.fail(detail::concat("bad phase ", +phase));
-      op.phase = static_cast<Phase>(phase);
-      op.group = in.string("group");
-      op.layer = in.string("layer");
-      op.forward = OpId(in.pod<int32_t>("forward"));
-      if (op.forward.value < -1) in.fail("field 'forward' is negative");
-      if (version >= 2) op.view_of = in.pods<int32_t>("view_of");
-      graph.add_op(std::move(op));
-    }
+    for (size_t i = 0; i < n; ++i) graph.add_op(read_op(in, i, version));
     if (in.remaining() != 0) {
       in.where = "end";
       in.fail(detail::concat(in.remaining(), " unexpected trailing bytes"));

@@ -214,9 +214,8 @@ OpRecord parse_op(const JsonReader<GraphError>& r, const rj::Value& v, size_t in
   return rec;
 }
 
-// Orders the records so that every op comes after its inputs and its forward
-// op (Graph requires both), keeping file order where the file allows it.
-std::vector<size_t> order_records(const JsonReader<GraphError>& r, const std::vector<OpRecord>& recs) {
+// deps[i]: the records i must come after (its inputs' producers and its forward op), unsorted.
+std::vector<std::vector<size_t>> record_deps(const JsonReader<GraphError>& r, const std::vector<OpRecord>& recs) {
   const size_t n = recs.size();
   std::unordered_map<std::string, size_t> index;
   index.reserve(n);
@@ -224,7 +223,6 @@ std::vector<size_t> order_records(const JsonReader<GraphError>& r, const std::ve
     auto [it, inserted] = index.emplace(recs[i].op.name, i);
     if (!inserted) r.fail(recs[i].where, detail::concat("duplicate op name (also ops[", it->second, "])"));
   }
-  // deps[i]: the records i must come after.
   std::vector<std::vector<size_t>> deps(n);
   for (size_t i = 0; i < n; ++i) {
     const OpRecord& rec = recs[i];
@@ -244,16 +242,21 @@ std::vector<size_t> order_records(const JsonReader<GraphError>& r, const std::ve
       deps[i].push_back(it->second);
     }
   }
+  return deps;
+}
+
+// Kahn's algorithm over deduplicated deps, smallest file index first: a file in topological
+// order loads in file order. pending[i] > 0 afterwards for the records left on a cycle.
+std::vector<size_t> kahn_order(std::vector<std::vector<size_t>>& deps, std::vector<size_t>& pending) {
+  const size_t n = deps.size();
   std::vector<std::vector<size_t>> users(n);
-  std::vector<size_t> pending(n, 0);
+  pending.assign(n, 0);
   for (size_t i = 0; i < n; ++i) {
     std::sort(deps[i].begin(), deps[i].end());
     deps[i].erase(std::unique(deps[i].begin(), deps[i].end()), deps[i].end());
     pending[i] = deps[i].size();
     for (size_t d : deps[i]) users[d].push_back(i);
   }
-  // Kahn's algorithm, smallest file index first: a file in topological order
-  // loads in file order.
   std::priority_queue<size_t, std::vector<size_t>, std::greater<size_t>> ready;
   for (size_t i = 0; i < n; ++i)
     if (pending[i] == 0) ready.push(i);
@@ -266,10 +269,14 @@ std::vector<size_t> order_records(const JsonReader<GraphError>& r, const std::ve
     for (size_t u : users[i])
       if (--pending[u] == 0) ready.push(u);
   }
-  if (order.size() == n) return order;
+  return order;
+}
 
-  // A cycle: every op left has a dependency that is also left. Walk back
-  // along such dependencies until an op repeats.
+// A cycle: every op left has a dependency that is also left. Walk back
+// along such dependencies until an op repeats, and fail naming the cycle.
+[[noreturn]] void fail_on_cycle(const JsonReader<GraphError>& r, const std::vector<OpRecord>& recs,
+                                const std::vector<std::vector<size_t>>& deps, const std::vector<size_t>& pending) {
+  const size_t n = recs.size();
   std::vector<bool> left(n, false);
   for (size_t i = 0; i < n; ++i) left[i] = pending[i] > 0;
   size_t start = 0;
@@ -297,6 +304,16 @@ std::vector<size_t> order_records(const JsonReader<GraphError>& r, const std::ve
   for (size_t i : cycle) path += "'" + recs[i].op.name + "' -> ";
   path += "'" + recs[cycle.front()].op.name + "'";
   r.fail("", detail::concat("ops: cycle of ", cycle.size(), " op(s): ", path));
+}
+
+// Orders the records so that every op comes after its inputs and its forward
+// op (Graph requires both), keeping file order where the file allows it.
+std::vector<size_t> order_records(const JsonReader<GraphError>& r, const std::vector<OpRecord>& recs) {
+  std::vector<std::vector<size_t>> deps = record_deps(r, recs);
+  std::vector<size_t> pending;
+  std::vector<size_t> order = kahn_order(deps, pending);
+  if (order.size() == recs.size()) return order;
+  fail_on_cycle(r, recs, deps, pending);
 }
 
 }  // namespace

@@ -40,17 +40,9 @@ struct GradIn {
   int32_t forward_output;  // which output of the receiving forward op it is for
 };
 
-}  // namespace
-
-Graph make_training_graph(const Graph& forward, double learning_rate,
-                          const std::function<bool(const Op&)>& is_differentiable) {
-  if (forward.is_training()) {
-    throw GraphError("graph '" + forward.name + "' already has backward or update ops");
-  }
+// requires_grad[op][output]: a param's float outputs, and the float outputs of an op with a requires-grad input.
+std::vector<std::vector<char>> requires_grad_table(const Graph& forward) {
   const int32_t n = static_cast<int32_t>(forward.size());
-  OpId loss = find_loss(forward);
-
-  // requires_grad[op][output]
   std::vector<std::vector<char>> requires_grad(n);
   for (int32_t k = 0; k < n; ++k) {
     const Op& op = forward.op(OpId(k));
@@ -65,8 +57,40 @@ Graph make_training_graph(const Graph& forward, double learning_rate,
     if (!any) continue;
     for (size_t j = 0; j < op.outputs.size(); ++j) requires_grad[k][j] = is_floating(op.outputs[j].dtype);
   }
+  return requires_grad;
+}
 
-  Graph g = forward;
+// The backward op of forward op `id`: its inputs are the forward op's first output and the
+// gradients arriving at it; it emits one gradient per forward input in `grad_for`.
+Op backward_op(const Graph& forward, OpId id, const std::vector<GradIn>& grads_in,
+               const std::vector<int64_t>& grad_for) {
+  const Op& op = forward.op(id);
+  Op back;
+  back.name = op.name + "/grad";
+  back.type = op_types::kBackward;
+  back.inputs.push_back(TensorRef{id, 0});
+  std::vector<int64_t> grad_outputs;
+  for (const GradIn& gi : grads_in) {
+    back.inputs.push_back(gi.grad);
+    grad_outputs.push_back(gi.forward_output);
+  }
+  for (int64_t i : grad_for) back.outputs.push_back(forward.op(op.inputs[i].op).outputs[op.inputs[i].output]);
+  back.args = {Arg::int_list(std::move(grad_outputs)), Arg::int_list(grad_for)};
+  back.flops = 2.0 * op.flops;
+  back.phase = Phase::Backward;
+  back.group = op.group;
+  back.layer = op.layer;
+  back.forward = id;
+  back.view_of.assign(back.outputs.size(), -1);  // fresh gradients
+  return back;
+}
+
+// Adds the backward ops to `g` in reverse topological order of `forward`; returns the gradients
+// arriving at each forward op.
+std::vector<std::vector<GradIn>> add_backward_ops(const Graph& forward, OpId loss,
+                                                  const std::function<bool(const Op&)>& is_differentiable, Graph& g) {
+  const int32_t n = static_cast<int32_t>(forward.size());
+  const std::vector<std::vector<char>> requires_grad = requires_grad_table(forward);
   std::vector<std::vector<GradIn>> grads_in(n);  // gradients arriving at each forward op
   for (int32_t k = n - 1; k >= 0; --k) {
     const OpId id(k);
@@ -82,30 +106,45 @@ Graph make_training_graph(const Graph& forward, double learning_rate,
       throw GraphError("op '" + op.name + "' (" + op.type +
                        ") is on the path to the loss but cannot be differentiated");
     }
-    Op back;
-    back.name = op.name + "/grad";
-    back.type = op_types::kBackward;
-    back.inputs.push_back(TensorRef{id, 0});
-    std::vector<int64_t> grad_outputs;
-    for (const GradIn& gi : grads_in[k]) {
-      back.inputs.push_back(gi.grad);
-      grad_outputs.push_back(gi.forward_output);
-    }
-    for (int64_t i : grad_for) back.outputs.push_back(forward.op(op.inputs[i].op).outputs[op.inputs[i].output]);
-    back.args = {Arg::int_list(std::move(grad_outputs)), Arg::int_list(grad_for)};
-    back.flops = 2.0 * op.flops;
-    back.phase = Phase::Backward;
-    back.group = op.group;
-    back.layer = op.layer;
-    back.forward = id;
-    back.view_of.assign(back.outputs.size(), -1);  // fresh gradients
-    OpId bid = g.add_op(std::move(back));
+    OpId bid = g.add_op(backward_op(forward, id, grads_in[k], grad_for));
     for (size_t j = 0; j < grad_for.size(); ++j) {
       const TensorRef& src = op.inputs[grad_for[j]];
       grads_in[src.op.value].push_back(GradIn{TensorRef{bid, static_cast<int32_t>(j)}, src.output});
     }
   }
+  return grads_in;
+}
 
+// The sgd op of param `k`: sums its gradients, then p -= lr * g.
+Op update_op(const Op& op, OpId k, const std::vector<GradIn>& grads, double learning_rate) {
+  Op update;
+  update.name = op.name + "/update";
+  update.type = op_types::kSgd;
+  update.inputs.push_back(TensorRef{k, 0});
+  for (const GradIn& gi : grads) update.inputs.push_back(gi.grad);
+  update.args = {Arg::real(learning_rate)};
+  const double numel = op.outputs.empty() ? 0.0 : static_cast<double>(op.outputs[0].numel());
+  update.flops = numel * (static_cast<double>(grads.size()) - 1.0) + 2.0 * numel;
+  update.phase = Phase::Update;
+  update.group = op.group;
+  update.layer = op.layer;
+  update.forward = k;
+  update.view_of.assign(update.outputs.size(), 0);  // the param itself, updated in place
+  return update;
+}
+
+}  // namespace
+
+Graph make_training_graph(const Graph& forward, double learning_rate,
+                          const std::function<bool(const Op&)>& is_differentiable) {
+  if (forward.is_training()) {
+    throw GraphError("graph '" + forward.name + "' already has backward or update ops");
+  }
+  const int32_t n = static_cast<int32_t>(forward.size());
+  OpId loss = find_loss(forward);
+
+  Graph g = forward;
+  const std::vector<std::vector<GradIn>> grads_in = add_backward_ops(forward, loss, is_differentiable, g);
   if (g.size() == forward.size()) {
     throw GraphError("graph '" + forward.name + "': the loss '" + forward.op(loss).name +
                      "' does not depend on any param; nothing to train");
@@ -113,21 +152,7 @@ Graph make_training_graph(const Graph& forward, double learning_rate,
   for (int32_t k = 0; k < n; ++k) {
     const Op& op = forward.op(OpId(k));
     if (op.type != op_types::kParam || grads_in[k].empty()) continue;
-    Op update;
-    update.name = op.name + "/update";
-    update.type = op_types::kSgd;
-    update.inputs.push_back(TensorRef{OpId(k), 0});
-    for (const GradIn& gi : grads_in[k]) update.inputs.push_back(gi.grad);
-    update.args = {Arg::real(learning_rate)};
-    // Sum the gradients, then p -= lr * g.
-    const double numel = op.outputs.empty() ? 0.0 : static_cast<double>(op.outputs[0].numel());
-    update.flops = numel * (static_cast<double>(grads_in[k].size()) - 1.0) + 2.0 * numel;
-    update.phase = Phase::Update;
-    update.group = op.group;
-    update.layer = op.layer;
-    update.forward = OpId(k);
-    update.view_of.assign(update.outputs.size(), 0);  // the param itself, updated in place
-    g.add_op(std::move(update));
+    g.add_op(update_op(op, OpId(k), grads_in[k], learning_rate));
   }
   return g;
 }

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "placer/graphs/error.h"
@@ -256,7 +257,6 @@ class Validator {
     const std::string base = type.substr(0, dot);
     const std::string overload = dot == std::string::npos ? "" : type.substr(dot + 1);
     const std::vector<TensorRef> xs = operands(op);
-    auto shape_of = [&](size_t k) -> const std::vector<int64_t>& { return spec(xs[k]).shape; };
 
     static const std::unordered_set<std::string> kSameShape = {
         "aten::relu",       "aten::relu_",       "aten::sigmoid",   "aten::tanh",        "aten::gelu",
@@ -265,61 +265,77 @@ class Validator {
         "aten::hardswish",  "aten::hardsigmoid", "aten::softmax",   "aten::log_softmax", "aten::batch_norm",
         "aten::layer_norm", "aten::clone",       "aten::contiguous"};
     static const std::unordered_set<std::string> kBroadcast = {"aten::add", "aten::sub", "aten::mul", "aten::div"};
+    using Rule = void (Validator::*)(const Op&, const std::vector<TensorRef>&);
+    static const std::unordered_map<std::string, Rule> kRules = {
+        {"aten::mm", &Validator::check_mm},         {"aten::addmm", &Validator::check_addmm},
+        {"aten::bmm", &Validator::check_bmm},       {"aten::linear", &Validator::check_linear},
+        {"aten::conv2d", &Validator::check_conv2d},
+    };
 
     if (kSameShape.count(base) || (kBroadcast.count(base) && overload == "Scalar")) {
       if (xs.empty()) return;
-      return expect_shape(op, shape_of(0), "its input " + shape_str(shape_of(0)));
+      return expect_shape(op, spec(xs[0]).shape, "its input " + shape_str(spec(xs[0]).shape));
     }
-    if ((kBroadcast.count(base) && overload == "Tensor") || type == "aten::maximum" || type == "aten::minimum") {
-      if (xs.size() < 2) return;
-      std::vector<int64_t> out;
-      if (!broadcast(shape_of(0), shape_of(1), out))
-        fail("inputs", "shapes " + shape_str(shape_of(0)) + " and " + shape_str(shape_of(1)) + " do not broadcast");
-      return expect_shape(op, out, "the broadcast of its inputs");
-    }
-    if (type == "aten::mm") {
-      if (xs.size() < 2) return;
-      expect_rank(shape_of(0), 2, "self");
-      expect_rank(shape_of(1), 2, "mat2");
-      if (shape_of(0)[1] != shape_of(1)[0])
-        fail("inputs", "inner dimensions differ: " + shape_str(shape_of(0)) + " x " + shape_str(shape_of(1)));
-      return expect_shape(op, {shape_of(0)[0], shape_of(1)[1]}, "the matrix product");
-    }
-    if (type == "aten::addmm") {
-      if (xs.size() < 3) return;
-      expect_rank(shape_of(1), 2, "mat1");
-      expect_rank(shape_of(2), 2, "mat2");
-      if (shape_of(1)[1] != shape_of(2)[0])
-        fail("inputs", "inner dimensions differ: " + shape_str(shape_of(1)) + " x " + shape_str(shape_of(2)));
-      const std::vector<int64_t> prod = {shape_of(1)[0], shape_of(2)[1]};
-      std::vector<int64_t> out;
-      if (!broadcast(shape_of(0), prod, out) || out != prod)
-        fail("inputs", "self " + shape_str(shape_of(0)) + " does not broadcast to " + shape_str(prod));
-      return expect_shape(op, prod, "the matrix product");
-    }
-    if (type == "aten::bmm") {
-      if (xs.size() < 2) return;
-      expect_rank(shape_of(0), 3, "self");
-      expect_rank(shape_of(1), 3, "mat2");
-      const auto &a = shape_of(0), &b = shape_of(1);
-      if (a[0] != b[0] || a[2] != b[1])
-        fail("inputs", "batch or inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
-      return expect_shape(op, {a[0], a[1], b[2]}, "the batched matrix product");
-    }
-    if (type == "aten::linear") {
-      if (xs.size() < 2) return;
-      const auto &x = shape_of(0), &w = shape_of(1);
-      if (x.empty()) fail("inputs", "input must have rank >= 1");
-      expect_rank(w, 2, "weight");
-      if (x.back() != w[1]) fail("inputs", "input " + shape_str(x) + " does not match weight " + shape_str(w));
-      if (xs.size() >= 3 && shape_of(2) != std::vector<int64_t>{w[0]})
-        fail("inputs", "bias " + shape_str(shape_of(2)) + " does not match weight " + shape_str(w));
-      std::vector<int64_t> out = x;
-      out.back() = w[0];
-      return expect_shape(op, out, "input x weight^T");
-    }
+    if ((kBroadcast.count(base) && overload == "Tensor") || type == "aten::maximum" || type == "aten::minimum")
+      return check_broadcast(op, xs);
     if (type == "aten::cat") return check_cat(op);
-    if (type == "aten::conv2d") return check_conv2d(op, xs);
+    const auto rule = kRules.find(type);
+    if (rule != kRules.end()) (this->*rule->second)(op, xs);
+  }
+
+  // Elementwise binary op: the output is the broadcast of both inputs.
+  void check_broadcast(const Op& op, const std::vector<TensorRef>& xs) {
+    if (xs.size() < 2) return;
+    const auto &a = spec(xs[0]).shape, &b = spec(xs[1]).shape;
+    std::vector<int64_t> out;
+    if (!broadcast(a, b, out)) fail("inputs", "shapes " + shape_str(a) + " and " + shape_str(b) + " do not broadcast");
+    expect_shape(op, out, "the broadcast of its inputs");
+  }
+
+  // The shape of the product of two matrices; `first` names the left one in errors.
+  std::vector<int64_t> matrix_product(const std::vector<int64_t>& a, const std::vector<int64_t>& b, const char* first) {
+    expect_rank(a, 2, first);
+    expect_rank(b, 2, "mat2");
+    if (a[1] != b[0]) fail("inputs", "inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
+    return {a[0], b[1]};
+  }
+
+  void check_mm(const Op& op, const std::vector<TensorRef>& xs) {
+    if (xs.size() < 2) return;
+    expect_shape(op, matrix_product(spec(xs[0]).shape, spec(xs[1]).shape, "self"), "the matrix product");
+  }
+
+  void check_addmm(const Op& op, const std::vector<TensorRef>& xs) {
+    if (xs.size() < 3) return;
+    const std::vector<int64_t>& self = spec(xs[0]).shape;
+    const std::vector<int64_t> prod = matrix_product(spec(xs[1]).shape, spec(xs[2]).shape, "mat1");
+    std::vector<int64_t> out;
+    if (!broadcast(self, prod, out) || out != prod)
+      fail("inputs", "self " + shape_str(self) + " does not broadcast to " + shape_str(prod));
+    expect_shape(op, prod, "the matrix product");
+  }
+
+  void check_bmm(const Op& op, const std::vector<TensorRef>& xs) {
+    if (xs.size() < 2) return;
+    const auto &a = spec(xs[0]).shape, &b = spec(xs[1]).shape;
+    expect_rank(a, 3, "self");
+    expect_rank(b, 3, "mat2");
+    if (a[0] != b[0] || a[2] != b[1])
+      fail("inputs", "batch or inner dimensions differ: " + shape_str(a) + " x " + shape_str(b));
+    expect_shape(op, {a[0], a[1], b[2]}, "the batched matrix product");
+  }
+
+  void check_linear(const Op& op, const std::vector<TensorRef>& xs) {
+    if (xs.size() < 2) return;
+    const auto &x = spec(xs[0]).shape, &w = spec(xs[1]).shape;
+    if (x.empty()) fail("inputs", "input must have rank >= 1");
+    expect_rank(w, 2, "weight");
+    if (x.back() != w[1]) fail("inputs", "input " + shape_str(x) + " does not match weight " + shape_str(w));
+    if (xs.size() >= 3 && spec(xs[2]).shape != std::vector<int64_t>{w[0]})
+      fail("inputs", "bias " + shape_str(spec(xs[2]).shape) + " does not match weight " + shape_str(w));
+    std::vector<int64_t> out = x;
+    out.back() = w[0];
+    expect_shape(op, out, "input x weight^T");
   }
 
   void check_cat(const Op& op) {
