@@ -172,38 +172,46 @@ std::string methods_json(const QueryArgs& a) {
   return out + "]";
 }
 
-std::string build_request(const std::string& type, const QueryArgs& a) {
-  std::string r = "{\"version\":" + std::to_string(kProtocolVersion) + ",\"id\":\"cli\",\"type\":" + json_quote(type);
-  if (a.deadline_ms > 0) r += ",\"deadline_ms\":" + std::to_string(a.deadline_ms);
-  if (a.seed) r += ",\"seed\":" + std::to_string(a.seed);
-  if (type == "place" || type == "baselines" || type == "optimize" || type == "evaluate") {
-    r += ",\"graph\":" + graph_json(a) + "," + cluster_json(a) + methods_json(a);
-    if (a.no_placement) r += ",\"include_placement\":false";
+// An optimize request's own fields: the learned policy or train config, reward mode, save_as and the budget.
+std::string optimize_fields(const QueryArgs& a) {
+  std::string r;
+  int64_t samples = a.samples;
+  if (!a.learned.empty() && !a.train_config.empty())
+    throw InputError("optimize: give --learned TYPE or --train-config FILE, not both");
+  if (!a.train_config.empty()) {
+    int64_t config_samples = 0;
+    r += ",\"learned\":" + learned_object(a.train_config, &config_samples);
+    if (samples <= 0 && a.seconds <= 0) samples = config_samples;
+  } else if (!a.learned.empty()) {
+    r += ",\"learned\":" + json_quote(a.learned);
   }
+  if (!a.reward_mode.empty()) r += ",\"reward_mode\":" + json_quote(a.reward_mode);
+  if (!a.save_as.empty()) r += ",\"save_as\":" + json_quote(a.save_as);
+  if (samples <= 0 && a.seconds <= 0) throw InputError("optimize: give --samples N and/or --seconds S");
+  return r + ",\"budget\":{\"samples\":" + std::to_string(samples) + ",\"seconds\":" + json_number(a.seconds) + "}";
+}
+
+// The fields of a request that places a graph: graph, cluster, methods, and what each type adds.
+std::string placing_fields(const std::string& type, const QueryArgs& a) {
+  std::string r = ",\"graph\":" + graph_json(a) + "," + cluster_json(a) + methods_json(a);
+  if (a.no_placement) r += ",\"include_placement\":false";
   if (type == "place") {
     if (!a.policy.empty()) r += ",\"policy\":" + json_quote(a.policy);
     if (a.refine > 0) r += ",\"refine_samples\":" + std::to_string(a.refine);
   }
-  if (type == "optimize") {
-    int64_t samples = a.samples;
-    if (!a.learned.empty() && !a.train_config.empty())
-      throw InputError("optimize: give --learned TYPE or --train-config FILE, not both");
-    if (!a.train_config.empty()) {
-      int64_t config_samples = 0;
-      r += ",\"learned\":" + learned_object(a.train_config, &config_samples);
-      if (samples <= 0 && a.seconds <= 0) samples = config_samples;
-    } else if (!a.learned.empty()) {
-      r += ",\"learned\":" + json_quote(a.learned);
-    }
-    if (!a.reward_mode.empty()) r += ",\"reward_mode\":" + json_quote(a.reward_mode);
-    if (!a.save_as.empty()) r += ",\"save_as\":" + json_quote(a.save_as);
-    if (samples <= 0 && a.seconds <= 0) throw InputError("optimize: give --samples N and/or --seconds S");
-    r += ",\"budget\":{\"samples\":" + std::to_string(samples) + ",\"seconds\":" + json_number(a.seconds) + "}";
-  }
+  if (type == "optimize") r += optimize_fields(a);
   if (type == "evaluate") {
     if (a.placement_file.empty()) throw InputError("evaluate: --placement FILE is required");
     r += ",\"placement\":" + placement_to_json(load_placement(a.placement_file));
   }
+  return r;
+}
+
+std::string build_request(const std::string& type, const QueryArgs& a) {
+  std::string r = "{\"version\":" + std::to_string(kProtocolVersion) + ",\"id\":\"cli\",\"type\":" + json_quote(type);
+  if (a.deadline_ms > 0) r += ",\"deadline_ms\":" + std::to_string(a.deadline_ms);
+  if (a.seed) r += ",\"seed\":" + std::to_string(a.seed);
+  if (type == "place" || type == "baselines" || type == "optimize" || type == "evaluate") r += placing_fields(type, a);
   if (type == "status" || type == "result" || type == "cancel") r += ",\"job_id\":" + json_quote(a.job_id);
   if (type == "result" && a.no_placement) r += ",\"include_placement\":false";
   return r + "}";
