@@ -111,26 +111,24 @@ void merge_profile_minimum(Profile& kept, const Profile& p, bool first) {
   kept.per_op_overhead_s = std::min(kept.per_op_overhead_s, p.per_op_overhead_s);
 }
 
-void run_fidelity(const FidelityArgs& a) {
-  if (!a.replot.empty()) {
-    // Re-render a report's markdown and plot from its JSON, measuring nothing.
-    FidelityReport report;
-    try {
-      report = FidelityReport::from_json(read_file(a.replot));
-    } catch (const InputError& e) {
-      throw InputError(a.replot + ": " + e.what());
-    }
-    std::string stem = a.replot;
-    if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
-    write_file_atomic(stem + ".md", report.to_markdown());
-    write_file_atomic(stem + ".svg", report.to_svg());
-    std::printf("%s on %s: %zu placements: Spearman %.3f, MAPE %.1f%% -> %s.{md,svg}\n", report.graph.c_str(),
-                report.devices.c_str(), report.points.size(), report.spearman, 100 * report.mape, stem.c_str());
-    return;
+// Re-renders a report's markdown and plot from its JSON, measuring nothing.
+void replot_fidelity(const std::string& path) {
+  FidelityReport report;
+  try {
+    report = FidelityReport::from_json(read_file(path));
+  } catch (const InputError& e) {
+    throw InputError(path + ": " + e.what());
   }
-  if (a.graph.empty()) throw InputError("fidelity: --graph is required (or --replot REPORT.json)");
-  const Graph graph = load_graph(a.graph);
-  const Cluster cluster = parse_device_list(a.devices);
+  std::string stem = path;
+  if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
+  write_file_atomic(stem + ".md", report.to_markdown());
+  write_file_atomic(stem + ".svg", report.to_svg());
+  std::printf("%s on %s: %zu placements: Spearman %.3f, MAPE %.1f%% -> %s.{md,svg}\n", report.graph.c_str(),
+              report.devices.c_str(), report.points.size(), report.spearman, 100 * report.mape, stem.c_str());
+}
+
+// The command line that reproduces the run, recorded in the report.
+std::string fidelity_command(const FidelityArgs& a) {
   std::ostringstream command;
   const MeasureOptions& mo = a.protocol;
   command << "placer fidelity --graph " << a.graph << " --devices " << a.devices << " --placements " << a.placements
@@ -138,91 +136,131 @@ void run_fidelity(const FidelityArgs& a) {
           << " --max-steps " << mo.max_steps << " --target " << mo.target_halfwidth << " --budget " << mo.budget_s
           << " --repetitions " << a.repetitions << " --rounds " << a.rounds << " -o " << a.out;
   if (!a.name.empty()) command << " --name " << a.name;
-  mkdir(a.out.c_str(), 0755);
-  const std::string stem = a.out + "/fidelity_" + (a.name.empty() ? graph.name : a.name);
+  return command.str();
+}
 
-  // Each round profiles, then measures every placement with the protocol,
-  // interleaved. Per-op profile times keep their minimum over rounds (the
-  // unloaded kernel time); a placement's measured step is the median of all
-  // its samples, every round's, with its interval; each round's median is kept
-  // for the measurement-against-itself figure.
-  Runtime runtime(cluster);
+using NamedPlacements = std::vector<std::pair<std::string, Placement>>;  // diverse_placements()
+
+// What the rounds measured: the minimum profile, and per placement its pooled result, whether it failed, and each
+// round's median.
+struct FidelityMeasurements {
+  Profile profile;
+  std::vector<StepResult> best;
+  std::vector<bool> failed;
+  std::vector<std::vector<double>> round_s, samples;
+};
+
+// One round's interleaved measurement of the placements that have not failed, pooled into m.
+void measure_round(Runtime& runtime, const Graph& graph, const NamedPlacements& placements, const FidelityArgs& a,
+                   int round, FidelityMeasurements& m) {
+  std::vector<size_t> live;
+  std::vector<Placement> batch;
+  for (size_t i = 0; i < placements.size(); ++i)
+    if (!m.failed[i]) {
+      live.push_back(i);
+      batch.push_back(placements[i].second);
+    }
+  std::fprintf(stderr, "round %d/%d: measuring %zu placements interleaved...\n", round + 1, a.rounds, batch.size());
+  // Each round is a full measurement of its own (its median is the round's
+  // figure); the point's figure pools every round's samples.
+  const std::vector<StepResult> results = runtime.measure_interleaved(graph, batch, a.protocol);
+  for (size_t k = 0; k < live.size(); ++k) {
+    const size_t i = live[k];
+    const StepResult& r = results[k];
+    if (!r.ok()) {
+      m.failed[i] = true;
+      std::fprintf(stderr, "[%zu/%zu] %-11s %s: %s\n", i + 1, placements.size(), placements[i].first.c_str(),
+                   step_status_name(r.status), r.message.c_str());
+      continue;
+    }
+    m.round_s[i].push_back(r.step_s);
+    m.samples[i].insert(m.samples[i].end(), r.samples_s.begin(), r.samples_s.end());
+    m.best[i] = r;
+    m.best[i].samples_s = m.samples[i];
+    m.best[i].summarize();
+    std::fprintf(stderr, "[%zu/%zu] %-11s this round %.6g s; all rounds %.6g s [%.6g, %.6g], %zu steps\n", i + 1,
+                 placements.size(), placements[i].first.c_str(), m.round_s[i].back(), r.step_s, r.ci_low_s, r.ci_high_s,
+                 r.samples_s.size());
+  }
+}
+
+// Each round profiles, then measures every placement with the protocol,
+// interleaved. Per-op profile times keep their minimum over rounds (the
+// unloaded kernel time); a placement's measured step is the median of all
+// its samples, every round's, with its interval; each round's median is kept
+// for the measurement-against-itself figure.
+FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const Cluster& cluster,
+                                    const NamedPlacements& placements, const FidelityArgs& a) {
   ProfileOptions po;
   po.repetitions = a.repetitions;
-  const auto placements = diverse_placements(graph, cluster.size(), a.placements, mo.seed);
-  if (!a.save_placements.empty()) {
-    mkdir(a.save_placements.c_str(), 0755);
-    for (size_t i = 0; i < placements.size(); ++i)
-      save_placement(to_named(graph, cluster, placements[i].second),
-                     a.save_placements + "/" + std::to_string(i) + "_" + placements[i].first + ".json");
-  }
-  Profile profile;
-  std::vector<StepResult> best(placements.size());
-  std::vector<bool> failed(placements.size(), false);
-  std::vector<std::vector<double>> round_s(placements.size()), samples(placements.size());
+  FidelityMeasurements m;
+  m.best.resize(placements.size());
+  m.failed.assign(placements.size(), false);
+  m.round_s.resize(placements.size());
+  m.samples.resize(placements.size());
   for (int round = 0; round < a.rounds; ++round) {
     std::fprintf(stderr, "round %d/%d: profiling %s (%lld ops) on %s...\n", round + 1, a.rounds, graph.name.c_str(),
                  static_cast<long long>(graph.size()), cluster.name.c_str());
-    merge_profile_minimum(profile, runtime.profile(graph, po), round == 0);
-    std::vector<size_t> live;
-    std::vector<Placement> batch;
-    for (size_t i = 0; i < placements.size(); ++i)
-      if (!failed[i]) {
-        live.push_back(i);
-        batch.push_back(placements[i].second);
-      }
-    std::fprintf(stderr, "round %d/%d: measuring %zu placements interleaved...\n", round + 1, a.rounds, batch.size());
-    // Each round is a full measurement of its own (its median is the round's
-    // figure); the point's figure pools every round's samples.
-    const std::vector<StepResult> results = runtime.measure_interleaved(graph, batch, mo);
-    for (size_t k = 0; k < live.size(); ++k) {
-      const size_t i = live[k];
-      const StepResult& r = results[k];
-      if (!r.ok()) {
-        failed[i] = true;
-        std::fprintf(stderr, "[%zu/%zu] %-11s %s: %s\n", i + 1, placements.size(), placements[i].first.c_str(),
-                     step_status_name(r.status), r.message.c_str());
-        continue;
-      }
-      round_s[i].push_back(r.step_s);
-      samples[i].insert(samples[i].end(), r.samples_s.begin(), r.samples_s.end());
-      best[i] = r;
-      best[i].samples_s = samples[i];
-      best[i].summarize();
-      std::fprintf(stderr, "[%zu/%zu] %-11s this round %.6g s; all rounds %.6g s [%.6g, %.6g], %zu steps\n", i + 1,
-                   placements.size(), placements[i].first.c_str(), round_s[i].back(), r.step_s, r.ci_low_s, r.ci_high_s,
-                   r.samples_s.size());
-    }
+    merge_profile_minimum(m.profile, runtime.profile(graph, po), round == 0);
+    measure_round(runtime, graph, placements, a, round, m);
   }
-  const CostModel costs = CostModel::calibrated(graph, cluster, profile);
-  const SimContext context(graph);
+  return m;
+}
 
+// The report: each placement that measured ok, measured against the simulator calibrated on the rounds' profile.
+FidelityReport fidelity_report(const Graph& graph, const Cluster& cluster, const FidelityArgs& a,
+                               const NamedPlacements& placements, const FidelityMeasurements& m) {
+  const CostModel costs = CostModel::calibrated(graph, cluster, m.profile);
+  const SimContext context(graph);
   FidelityReport report;
   report.graph = graph.name;
   report.ops = graph.size();
   report.devices = a.devices;
-  report.command = command.str();
-  report.host = profile.host;
+  report.command = fidelity_command(a);
+  report.host = m.profile.host;
   report.calibrated_fraction = costs.calibrated_fraction();
-  report.per_op_overhead_s = profile.per_op_overhead_s;
+  report.per_op_overhead_s = m.profile.per_op_overhead_s;
   for (size_t i = 0; i < placements.size(); ++i) {
-    if (failed[i]) {
+    if (m.failed[i]) {
       ++report.failed;
       continue;
     }
     const StepResult simulated = simulate(context, placements[i].second, cluster, costs);
     FidelityPoint point;
     point.kind = placements[i].first;
-    point.measured_s = best[i].step_s;
-    point.measured_iqr_s = best[i].iqr_s;
-    point.ci_low_s = best[i].ci_low_s;
-    point.ci_high_s = best[i].ci_high_s;
-    point.steps = static_cast<int64_t>(best[i].samples_s.size());
+    point.measured_s = m.best[i].step_s;
+    point.measured_iqr_s = m.best[i].iqr_s;
+    point.ci_low_s = m.best[i].ci_low_s;
+    point.ci_high_s = m.best[i].ci_high_s;
+    point.steps = static_cast<int64_t>(m.best[i].samples_s.size());
     point.simulated_s = simulated.step_s;
     point.transfer_bytes = simulated.transfer_bytes;
-    point.rounds_s = round_s[i];
+    point.rounds_s = m.round_s[i];
     report.points.push_back(std::move(point));
   }
+  return report;
+}
+
+void run_fidelity(const FidelityArgs& a) {
+  if (!a.replot.empty()) {
+    replot_fidelity(a.replot);
+    return;
+  }
+  if (a.graph.empty()) throw InputError("fidelity: --graph is required (or --replot REPORT.json)");
+  const Graph graph = load_graph(a.graph);
+  const Cluster cluster = parse_device_list(a.devices);
+  mkdir(a.out.c_str(), 0755);
+  const std::string stem = a.out + "/fidelity_" + (a.name.empty() ? graph.name : a.name);
+  Runtime runtime(cluster);
+  const NamedPlacements placements = diverse_placements(graph, cluster.size(), a.placements, a.protocol.seed);
+  if (!a.save_placements.empty()) {
+    mkdir(a.save_placements.c_str(), 0755);
+    for (size_t i = 0; i < placements.size(); ++i)
+      save_placement(to_named(graph, cluster, placements[i].second),
+                     a.save_placements + "/" + std::to_string(i) + "_" + placements[i].first + ".json");
+  }
+  const FidelityMeasurements m = measure_rounds(runtime, graph, cluster, placements, a);
+  FidelityReport report = fidelity_report(graph, cluster, a, placements, m);
   if (report.points.size() < 2) throw InputError("fidelity: fewer than two placements measured ok");
   report.compute_statistics();
   write_file_atomic(stem + ".json", report.to_json());

@@ -175,107 +175,110 @@ void print_info(const Graph& g) {
   }
 }
 
+// `graph build`: a benchmark model's training-step graph from a builder.
+void add_graph_build(CLI::App* graph) {
+  struct Args {
+    std::string model;
+    std::vector<std::string> opts;
+    bool forward_only = false;
+    std::string output;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = graph->add_subcommand("build", "Build a benchmark model's training-step graph");
+  cmd->add_option("model", args->model, "Model: rnnlm, nmt, inception_v3, transformer, resnet, mlp")->required();
+  cmd->add_option("--opt", args->opts, "Builder option KEY=VALUE (integer), repeatable, e.g. --opt batch=32");
+  cmd->add_flag("--forward-only", args->forward_only, "Forward pass only (no backward and update ops)");
+  cmd->add_option("-o,--output", args->output, "Output file: .json (exchange format) or anything else (binary)")
+      ->required();
+  cmd->footer([] { return builders_help(); });
+  cmd->callback([args] {
+    BuilderOptions options;
+    options.forward_only = args->forward_only;
+    for (const std::string& o : args->opts) {
+      auto [key, value] = parse_builder_option(o);
+      options.values[key] = value;
+    }
+    const Graph g = build_graph(args->model, options);
+    save_graph(g, args->output);
+    print_written(g, args->output);
+  });
+}
+
+// `graph import`: a PyTorch model (or a NeurIPS 2020 workload) imported as a graph.
+void add_graph_import(CLI::App* graph) {
+  struct Args {
+    std::string model;
+    std::vector<std::string> inputs;
+    bool forward_only = false;
+    double learning_rate = 0.01;
+    std::string output;
+    WorkloadClusterArgs cluster;
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = graph->add_subcommand(
+      "import",
+      "Import a PyTorch model as a graph: a torch.export program (.pt2) or a TorchScript file (.pt); or check and "
+      "normalize a max-load workload of Tarnawski et al. (NeurIPS 2020), recognized by its content");
+  cmd->add_option("model", args->model,
+                  "MODEL.pt2 written by torch.export.save (torch 2.6+), or MODEL.pt written by torch.jit.save "
+                  "(traced or scripted)")
+      ->required();
+  cmd->add_option("--input", args->inputs,
+                  "Sample input NAME:SHAPE:DTYPE, e.g. x:8x3x224x224:float (dtypes: float, half, double, long, "
+                  "int, bool, ...); repeatable. TorchScript: one per forward argument, required. .pt2: optional; "
+                  "an input without one uses the example recorded in the archive (needed only for a symbolic "
+                  "size without an example)");
+  cmd->add_flag("--forward-only", args->forward_only, "Keep the inference graph (no backward and update ops)");
+  cmd->add_option("--lr", args->learning_rate, "Learning rate of the generated SGD update ops")->capture_default_str();
+  cmd->add_option("-o,--output", args->output, "Output file: .json (exchange format) or anything else (binary)")
+      ->required();
+  add_workload_cluster_options(cmd, args->cluster);
+  cmd->callback([args] {
+    if (import_workload_if_one(args->model, args->output, args->cluster)) return;
+    std::vector<SampleInput> inputs;
+    for (const std::string& spec : args->inputs) inputs.push_back(parse_sample_input(spec));
+    ImportOptions options;
+    options.forward_only = args->forward_only;
+    options.learning_rate = args->learning_rate;
+    const Graph g = import_model(args->model, inputs, options);
+    save_graph(g, args->output);
+    print_written(g, args->output);
+    if (auto it = g.attrs.find("input_shapes"); it != g.attrs.end())
+      std::printf("input shapes: %s\n", it->second.c_str());
+    if (auto it = g.attrs.find("weights"); it != g.attrs.end()) std::printf("weights: %s\n", it->second.c_str());
+  });
+}
+
+// `graph info`: a graph's summary.
+void add_graph_info(CLI::App* graph) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* cmd = graph->add_subcommand(
+      "info", "Summarize a graph: ops, edges, parameters, FLOPs, memory, critical path, op types");
+  cmd->add_option("graph", *path, "Graph file (.json or binary)")->required();
+  cmd->callback([path] { print_info(load_graph(*path)); });
+}
+
+// `graph validate`: a graph file checked.
+void add_graph_validate(CLI::App* graph) {
+  auto path = std::make_shared<std::string>();
+  CLI::App* cmd = graph->add_subcommand(
+      "validate", "Check a graph file: structure, names, edges, cycles, sizes, shapes (exit 2 if invalid)");
+  cmd->add_option("graph", *path, "Graph file (.json or binary)")->required();
+  cmd->callback([path] {
+    const Graph g = load_graph(*path);  // loading validates; errors exit 2 from main()
+    std::printf("ok: %" PRId64 " ops\n", g.size());
+  });
+}
+
 }  // namespace
 
 void add_graph_commands(CLI::App& app) {
   CLI::App* graph = app.add_subcommand("graph", "Build, import, inspect and validate operator graphs");
   graph->require_subcommand(1);
-
-  // graph build
-  {
-    struct Args {
-      std::string model;
-      std::vector<std::string> opts;
-      bool forward_only = false;
-      std::string output;
-    };
-    auto args = std::make_shared<Args>();
-    CLI::App* cmd = graph->add_subcommand("build", "Build a benchmark model's training-step graph");
-    cmd->add_option("model", args->model, "Model: rnnlm, nmt, inception_v3, transformer, resnet, mlp")->required();
-    cmd->add_option("--opt", args->opts, "Builder option KEY=VALUE (integer), repeatable, e.g. --opt batch=32");
-    cmd->add_flag("--forward-only", args->forward_only, "Forward pass only (no backward and update ops)");
-    cmd->add_option("-o,--output", args->output, "Output file: .json (exchange format) or anything else (binary)")
-        ->required();
-    cmd->footer([] { return builders_help(); });
-    cmd->callback([args] {
-      BuilderOptions options;
-      options.forward_only = args->forward_only;
-      for (const std::string& o : args->opts) {
-        auto [key, value] = parse_builder_option(o);
-        options.values[key] = value;
-      }
-      const Graph g = build_graph(args->model, options);
-      save_graph(g, args->output);
-      print_written(g, args->output);
-    });
-  }
-
-  // graph import
-  {
-    struct Args {
-      std::string model;
-      std::vector<std::string> inputs;
-      bool forward_only = false;
-      double learning_rate = 0.01;
-      std::string output;
-      WorkloadClusterArgs cluster;
-    };
-    auto args = std::make_shared<Args>();
-    CLI::App* cmd = graph->add_subcommand(
-        "import",
-        "Import a PyTorch model as a graph: a torch.export program (.pt2) or a TorchScript file (.pt); or check and "
-        "normalize a max-load workload of Tarnawski et al. (NeurIPS 2020), recognized by its content");
-    cmd->add_option("model", args->model,
-                    "MODEL.pt2 written by torch.export.save (torch 2.6+), or MODEL.pt written by torch.jit.save "
-                    "(traced or scripted)")
-        ->required();
-    cmd->add_option("--input", args->inputs,
-                    "Sample input NAME:SHAPE:DTYPE, e.g. x:8x3x224x224:float (dtypes: float, half, double, long, "
-                    "int, bool, ...); repeatable. TorchScript: one per forward argument, required. .pt2: optional; "
-                    "an input without one uses the example recorded in the archive (needed only for a symbolic "
-                    "size without an example)");
-    cmd->add_flag("--forward-only", args->forward_only, "Keep the inference graph (no backward and update ops)");
-    cmd->add_option("--lr", args->learning_rate, "Learning rate of the generated SGD update ops")
-        ->capture_default_str();
-    cmd->add_option("-o,--output", args->output, "Output file: .json (exchange format) or anything else (binary)")
-        ->required();
-    add_workload_cluster_options(cmd, args->cluster);
-    cmd->callback([args] {
-      if (import_workload_if_one(args->model, args->output, args->cluster)) return;
-      std::vector<SampleInput> inputs;
-      for (const std::string& spec : args->inputs) inputs.push_back(parse_sample_input(spec));
-      ImportOptions options;
-      options.forward_only = args->forward_only;
-      options.learning_rate = args->learning_rate;
-      const Graph g = import_model(args->model, inputs, options);
-      save_graph(g, args->output);
-      print_written(g, args->output);
-      if (auto it = g.attrs.find("input_shapes"); it != g.attrs.end())
-        std::printf("input shapes: %s\n", it->second.c_str());
-      if (auto it = g.attrs.find("weights"); it != g.attrs.end()) std::printf("weights: %s\n", it->second.c_str());
-    });
-  }
-
-  // graph info
-  {
-    auto path = std::make_shared<std::string>();
-    CLI::App* cmd = graph->add_subcommand(
-        "info", "Summarize a graph: ops, edges, parameters, FLOPs, memory, critical path, op types");
-    cmd->add_option("graph", *path, "Graph file (.json or binary)")->required();
-    cmd->callback([path] { print_info(load_graph(*path)); });
-  }
-
-  // graph validate
-  {
-    auto path = std::make_shared<std::string>();
-    CLI::App* cmd = graph->add_subcommand(
-        "validate", "Check a graph file: structure, names, edges, cycles, sizes, shapes (exit 2 if invalid)");
-    cmd->add_option("graph", *path, "Graph file (.json or binary)")->required();
-    cmd->callback([path] {
-      const Graph g = load_graph(*path);  // loading validates; errors exit 2 from main()
-      std::printf("ok: %" PRId64 " ops\n", g.size());
-    });
-  }
+  add_graph_build(graph);
+  add_graph_import(graph);
+  add_graph_info(graph);
+  add_graph_validate(graph);
 }
 
 }  // namespace placer::cli

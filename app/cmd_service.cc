@@ -12,6 +12,7 @@
 #include <csignal>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <map>
 #include <memory>
@@ -172,38 +173,46 @@ std::string methods_json(const QueryArgs& a) {
   return out + "]";
 }
 
-std::string build_request(const std::string& type, const QueryArgs& a) {
-  std::string r = "{\"version\":" + std::to_string(kProtocolVersion) + ",\"id\":\"cli\",\"type\":" + json_quote(type);
-  if (a.deadline_ms > 0) r += ",\"deadline_ms\":" + std::to_string(a.deadline_ms);
-  if (a.seed) r += ",\"seed\":" + std::to_string(a.seed);
-  if (type == "place" || type == "baselines" || type == "optimize" || type == "evaluate") {
-    r += ",\"graph\":" + graph_json(a) + "," + cluster_json(a) + methods_json(a);
-    if (a.no_placement) r += ",\"include_placement\":false";
+// An optimize request's own fields: the learned policy or train config, reward mode, save_as and the budget.
+std::string optimize_fields(const QueryArgs& a) {
+  std::string r;
+  int64_t samples = a.samples;
+  if (!a.learned.empty() && !a.train_config.empty())
+    throw InputError("optimize: give --learned TYPE or --train-config FILE, not both");
+  if (!a.train_config.empty()) {
+    int64_t config_samples = 0;
+    r += ",\"learned\":" + learned_object(a.train_config, &config_samples);
+    if (samples <= 0 && a.seconds <= 0) samples = config_samples;
+  } else if (!a.learned.empty()) {
+    r += ",\"learned\":" + json_quote(a.learned);
   }
+  if (!a.reward_mode.empty()) r += ",\"reward_mode\":" + json_quote(a.reward_mode);
+  if (!a.save_as.empty()) r += ",\"save_as\":" + json_quote(a.save_as);
+  if (samples <= 0 && a.seconds <= 0) throw InputError("optimize: give --samples N and/or --seconds S");
+  return r + ",\"budget\":{\"samples\":" + std::to_string(samples) + ",\"seconds\":" + json_number(a.seconds) + "}";
+}
+
+// The fields of a request that places a graph: graph, cluster, methods, and what each type adds.
+std::string placing_fields(const std::string& type, const QueryArgs& a) {
+  std::string r = ",\"graph\":" + graph_json(a) + "," + cluster_json(a) + methods_json(a);
+  if (a.no_placement) r += ",\"include_placement\":false";
   if (type == "place") {
     if (!a.policy.empty()) r += ",\"policy\":" + json_quote(a.policy);
     if (a.refine > 0) r += ",\"refine_samples\":" + std::to_string(a.refine);
   }
-  if (type == "optimize") {
-    int64_t samples = a.samples;
-    if (!a.learned.empty() && !a.train_config.empty())
-      throw InputError("optimize: give --learned TYPE or --train-config FILE, not both");
-    if (!a.train_config.empty()) {
-      int64_t config_samples = 0;
-      r += ",\"learned\":" + learned_object(a.train_config, &config_samples);
-      if (samples <= 0 && a.seconds <= 0) samples = config_samples;
-    } else if (!a.learned.empty()) {
-      r += ",\"learned\":" + json_quote(a.learned);
-    }
-    if (!a.reward_mode.empty()) r += ",\"reward_mode\":" + json_quote(a.reward_mode);
-    if (!a.save_as.empty()) r += ",\"save_as\":" + json_quote(a.save_as);
-    if (samples <= 0 && a.seconds <= 0) throw InputError("optimize: give --samples N and/or --seconds S");
-    r += ",\"budget\":{\"samples\":" + std::to_string(samples) + ",\"seconds\":" + json_number(a.seconds) + "}";
-  }
+  if (type == "optimize") r += optimize_fields(a);
   if (type == "evaluate") {
     if (a.placement_file.empty()) throw InputError("evaluate: --placement FILE is required");
     r += ",\"placement\":" + placement_to_json(load_placement(a.placement_file));
   }
+  return r;
+}
+
+std::string build_request(const std::string& type, const QueryArgs& a) {
+  std::string r = "{\"version\":" + std::to_string(kProtocolVersion) + ",\"id\":\"cli\",\"type\":" + json_quote(type);
+  if (a.deadline_ms > 0) r += ",\"deadline_ms\":" + std::to_string(a.deadline_ms);
+  if (a.seed) r += ",\"seed\":" + std::to_string(a.seed);
+  if (type == "place" || type == "baselines" || type == "optimize" || type == "evaluate") r += placing_fields(type, a);
   if (type == "status" || type == "result" || type == "cancel") r += ",\"job_id\":" + json_quote(a.job_id);
   if (type == "result" && a.no_placement) r += ",\"include_placement\":false";
   return r + "}";
@@ -232,9 +241,8 @@ void add_graph_cluster_flags(CLI::App* c, QueryArgs& a) {
   c->add_flag("--no-placement", a.no_placement, "Leave the op->device map out of the reply");
 }
 
-}  // namespace
-
-void add_service_commands(CLI::App& app) {
+// `serve`: run the placement service.
+void add_serve_command(CLI::App& app) {
   auto serve_args = std::make_shared<ServeArgs>();
   CLI::App* serve = app.add_subcommand("serve", "Run the placement service (ZeroMQ; SIGINT/SIGTERM stop it cleanly)");
   serve->add_option("--config", serve_args->config, "Service config (YAML)")->required()->check(CLI::ExistingFile);
@@ -243,33 +251,12 @@ void add_service_commands(CLI::App& app) {
   serve->add_option("--workers", serve_args->workers, "Override the worker count");
   serve->add_option("--state-dir", serve_args->state_dir, "Override where job records are kept");
   serve->callback([serve_args] { run_serve(*serve_args); });
+}
 
-  auto q = std::make_shared<QueryArgs>();
-  CLI::App* query = app.add_subcommand("query", "Send one request to a placement service and print the JSON reply");
-  query->add_option("--endpoint", q->endpoint, "Service endpoint, tcp://HOST:PORT")->required();
-  query->add_option("--timeout-ms", q->timeout_ms, "Give up after this long without a reply");
-  query->add_option("--deadline-ms", q->deadline_ms, "The request's deadline on the server");
-  query->add_option("--seed", q->seed, "Seed for stochastic placers");
-  query->add_option("--server-key", q->server_key, "CurveZMQ: the server's public key (Z85 or a file)");
-  query->add_option("--client-public-key", q->client_public, "CurveZMQ: this client's public key (Z85 or a file)");
-  query->add_option("--client-secret-key", q->client_secret, "CurveZMQ: this client's secret key (Z85 or a file)");
-  query->add_option("--output,-o", q->output, "Also write the reply to this file");
-  query->require_subcommand(1);
-  query->fallthrough();  // --endpoint, -o, keys may also follow the request name
+using SendRequest = std::function<void(const std::string& type)>;
 
-  auto send = [q](const std::string& type) {
-    ClientOptions o;
-    o.endpoint = q->endpoint;
-    o.timeout_ms = q->timeout_ms;
-    o.server_public_key = key_arg(q->server_key, "--server-key");
-    o.client_public_key = key_arg(q->client_public, "--client-public-key");
-    o.client_secret_key = key_arg(q->client_secret, "--client-secret-key");
-    std::string request = type == "raw" ? q->raw : build_request(type, *q);
-    Client client(o);
-    int rc = print_reply(client.request(request), q->output);
-    if (rc != 0) std::exit(rc);
-  };
-
+// `query place|optimize|baselines|evaluate`: the requests that carry a graph and a cluster.
+void add_placing_queries(CLI::App* query, const std::shared_ptr<QueryArgs>& q, const SendRequest& send) {
   CLI::App* place = query->add_subcommand("place", "Place a graph with a loaded policy (else the best baseline)");
   add_graph_cluster_flags(place, *q);
   place->add_option("--policy", q->policy, "Policy name (see `query policies`)");
@@ -301,7 +288,10 @@ void add_service_commands(CLI::App& app) {
   add_graph_cluster_flags(evaluate, *q);
   evaluate->add_option("--placement", q->placement_file, "Placement JSON file");
   evaluate->callback([send] { send("evaluate"); });
+}
 
+// `query status|result|cancel` (of a job), `policies`, `health` and `raw`.
+void add_job_queries(CLI::App* query, const std::shared_ptr<QueryArgs>& q, const SendRequest& send) {
   for (const char* t : {"status", "result", "cancel"}) {
     CLI::App* c = query->add_subcommand(t, std::string("Job ") + t);
     c->add_option("job_id", q->job_id, "Job id from optimize")->required();
@@ -314,7 +304,41 @@ void add_service_commands(CLI::App& app) {
   CLI::App* raw = query->add_subcommand("raw", "Send a JSON request as given");
   raw->add_option("json", q->raw, "The request text")->required();
   raw->callback([send] { send("raw"); });
+}
 
+// `query`: one request to a placement service, its reply printed.
+void add_query_command(CLI::App& app) {
+  auto q = std::make_shared<QueryArgs>();
+  CLI::App* query = app.add_subcommand("query", "Send one request to a placement service and print the JSON reply");
+  query->add_option("--endpoint", q->endpoint, "Service endpoint, tcp://HOST:PORT")->required();
+  query->add_option("--timeout-ms", q->timeout_ms, "Give up after this long without a reply");
+  query->add_option("--deadline-ms", q->deadline_ms, "The request's deadline on the server");
+  query->add_option("--seed", q->seed, "Seed for stochastic placers");
+  query->add_option("--server-key", q->server_key, "CurveZMQ: the server's public key (Z85 or a file)");
+  query->add_option("--client-public-key", q->client_public, "CurveZMQ: this client's public key (Z85 or a file)");
+  query->add_option("--client-secret-key", q->client_secret, "CurveZMQ: this client's secret key (Z85 or a file)");
+  query->add_option("--output,-o", q->output, "Also write the reply to this file");
+  query->require_subcommand(1);
+  query->fallthrough();  // --endpoint, -o, keys may also follow the request name
+
+  SendRequest send = [q](const std::string& type) {
+    ClientOptions o;
+    o.endpoint = q->endpoint;
+    o.timeout_ms = q->timeout_ms;
+    o.server_public_key = key_arg(q->server_key, "--server-key");
+    o.client_public_key = key_arg(q->client_public, "--client-public-key");
+    o.client_secret_key = key_arg(q->client_secret, "--client-secret-key");
+    std::string request = type == "raw" ? q->raw : build_request(type, *q);
+    Client client(o);
+    int rc = print_reply(client.request(request), q->output);
+    if (rc != 0) std::exit(rc);
+  };
+  add_placing_queries(query, q, send);
+  add_job_queries(query, q, send);
+}
+
+// `keygen`: a CurveZMQ key pair.
+void add_keygen_command(CLI::App& app) {
   auto key_out = std::make_shared<std::string>();
   CLI::App* keygen = app.add_subcommand("keygen", "Make a CurveZMQ key pair (PREFIX.public, PREFIX.secret)");
   keygen->add_option("--out", *key_out, "File prefix; without it the keys are printed");
@@ -329,6 +353,14 @@ void add_service_commands(CLI::App& app) {
     ::chmod((*key_out + ".secret").c_str(), 0600);
     std::printf("%s.public\n%s.secret\n", key_out->c_str(), key_out->c_str());
   });
+}
+
+}  // namespace
+
+void add_service_commands(CLI::App& app) {
+  add_serve_command(app);
+  add_query_command(app);
+  add_keygen_command(app);
 }
 
 }  // namespace placer::cli

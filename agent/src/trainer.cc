@@ -197,64 +197,10 @@ void Trainer::one_update() {
   so.noise = noise;
   so.greedy_rows = greedy;
   Rollout r = policy_->sample(t.problem, K, so, rng_);
-  std::vector<Placement> placements;
-  placements.reserve(K);
-  for (const auto& row : r.unit_device) placements.push_back(t.problem.expand(row));
-  const std::vector<Evaluation> evals = t.env->evaluate_batch(placements);
-  std::vector<double> reward(K);
   double step_sum = 0;
-  for (int32_t b = 0; b < K; ++b) {
-    reward[b] = evals[b].reward;
-    if (evals[b].result.ok()) offer_elite(t, reward[b], r.unit_device[b]);
-    const double step = evals[b].step_s;
-    step_sum += step;
-    if (reward[b] > t.best_reward) {
-      t.best_reward = reward[b];
-      t.best_step_s = step;
-      t.best_measured = evals[b].measured;
-      t.best = placements[b];
-      t.best_at = samples_ + b + 1;
-    }
-  }
-  // Advantages over the stochastic rows.
-  const int32_t n = K - greedy;
-  double mean = 0, var = 0;
-  for (int32_t b = greedy; b < K; ++b) mean += reward[b] / n;
-  for (int32_t b = greedy; b < K; ++b) var += (reward[b] - mean) * (reward[b] - mean) / n;
-  const double b_old = t.baseline_init ? t.baseline : mean;
-  const double denom = std::max(std::sqrt(var), 1e-3 * std::abs(b_old) + 1e-12);
-  std::vector<float> adv(K, 0.f), mask(K, 0.f);
-  for (int32_t b = greedy; b < K; ++b) {
-    adv[b] = static_cast<float>(std::max(-5.0, std::min(5.0, (reward[b] - b_old) / denom)));
-    mask[b] = 1.f;
-  }
-  t.baseline =
-      t.baseline_init ? c_.optimizer.baseline_decay * t.baseline + (1 - c_.optimizer.baseline_decay) * mean : mean;
-  t.baseline_init = true;
-  const torch::Tensor A = torch::tensor(adv), W = torch::tensor(mask);
-  double loss_v = 0, ent_v = 0;
-  const int epochs = c_.optimizer.algorithm == Algorithm::Ppo ? c_.optimizer.ppo_epochs : 1;
-  for (int e = 0; e < epochs; ++e) {
-    LogProbs lp = policy_->evaluate(t.problem, r);
-    torch::Tensor pg;
-    if (c_.optimizer.algorithm == Algorithm::Ppo) {
-      const torch::Tensor ratio = torch::exp(lp.logp - r.old_logp);
-      const torch::Tensor a = A.unsqueeze(1);
-      const torch::Tensor surr =
-          torch::min(ratio * a, torch::clamp(ratio, 1 - c_.optimizer.ppo_clip, 1 + c_.optimizer.ppo_clip) * a);
-      pg = -(surr.mean(1) * W).sum() / n;
-    } else {
-      pg = -(lp.logp.mean(1) * A).sum() / n;
-    }
-    const torch::Tensor ent = (lp.entropy.mean(1) * W).sum() / n;
-    const torch::Tensor loss = pg - c_.optimizer.entropy_weight * ent + c_.optimizer.elite_weight * elite_loss(t);
-    opt_->zero_grad();
-    loss.backward();
-    if (c_.optimizer.grad_clip > 0) torch::nn::utils::clip_grad_norm_(policy_->parameters(), c_.optimizer.grad_clip);
-    opt_->step();
-    loss_v = loss.item<double>();
-    ent_v = ent.item<double>();
-  }
+  const std::vector<double> reward = score_rollout(t, r, &step_sum);
+  const Advantages adv = advantages(t, reward, greedy);
+  const auto [loss_v, ent_v] = policy_step(t, r, adv);
   samples_ += K;
   ++update_;
   LogRow row;
@@ -279,34 +225,116 @@ void Trainer::one_update() {
     std::ofstream csv(dir_ + "/train.csv", std::ios::app);
     csv << csv_row(row) << "\n";
   }
-  if (sink_) {
-    UpdateMetrics m;
-    m.update = row.update;
-    m.reward_mean = row.reward_mean;
-    m.reward_best = t.best_reward;
-    m.step_mean_s = row.step_mean_s;
-    m.best_step_s = t.best_step_s;
-    m.entropy = row.entropy;
-    m.loss = row.loss;
-    m.samples = row.samples;
-    m.samples_per_s = row.samples_per_s;
-    m.cache_hits = row.cache_hits;
-    m.elapsed_s = row.elapsed_s;
-    m.lr = lr;
-    sink_->on_update(m);
+  report_update(t, row);
+  if (ctl_.progress) print_progress(row, session_s, K);
+}
+
+// Each sampled placement evaluated: the rewards, the sum of step times, the elites and the task's best.
+std::vector<double> Trainer::score_rollout(Task& t, const Rollout& r, double* step_sum) {
+  const int32_t K = static_cast<int32_t>(r.unit_device.size());
+  std::vector<Placement> placements;
+  placements.reserve(K);
+  for (const auto& row : r.unit_device) placements.push_back(t.problem.expand(row));
+  const std::vector<Evaluation> evals = t.env->evaluate_batch(placements);
+  std::vector<double> reward(K);
+  for (int32_t b = 0; b < K; ++b) {
+    reward[b] = evals[b].reward;
+    if (evals[b].result.ok()) offer_elite(t, reward[b], r.unit_device[b]);
+    const double step = evals[b].step_s;
+    *step_sum += step;
+    if (reward[b] > t.best_reward) {
+      t.best_reward = reward[b];
+      t.best_step_s = step;
+      t.best_measured = evals[b].measured;
+      t.best = placements[b];
+      t.best_at = samples_ + b + 1;
+    }
   }
-  if (ctl_.progress) {
-    const double per_update = session_s / std::max<int64_t>(1, update_ - session_start_update_);
-    double eta = per_update * static_cast<double>(c_.optimizer.updates - update_);
-    if (c_.optimizer.max_samples > 0)
-      eta = std::min(eta, per_update * static_cast<double>(c_.optimizer.max_samples - samples_) / K);
-    if (c_.optimizer.time_limit_s > 0) eta = std::min(eta, c_.optimizer.time_limit_s - row.elapsed_s);
-    const std::string line = progress_line(row, c_.optimizer.updates, eta);
-    if (tty_)
-      std::fprintf(stderr, "\r%s\033[K", line.c_str());
-    else if (update_ % std::max<int64_t>(1, c_.optimizer.updates / 20) == 0)
-      std::fprintf(stderr, "%s\n", line.c_str());
+  return reward;
+}
+
+// Advantages over the stochastic rows (the first `greedy` rows are masked out); moves the task's baseline.
+Trainer::Advantages Trainer::advantages(Task& t, const std::vector<double>& reward, int32_t greedy) {
+  const int32_t K = static_cast<int32_t>(reward.size());
+  const int32_t n = K - greedy;
+  double mean = 0, var = 0;
+  for (int32_t b = greedy; b < K; ++b) mean += reward[b] / n;
+  for (int32_t b = greedy; b < K; ++b) var += (reward[b] - mean) * (reward[b] - mean) / n;
+  const double b_old = t.baseline_init ? t.baseline : mean;
+  const double denom = std::max(std::sqrt(var), 1e-3 * std::abs(b_old) + 1e-12);
+  std::vector<float> adv(K, 0.f), mask(K, 0.f);
+  for (int32_t b = greedy; b < K; ++b) {
+    adv[b] = static_cast<float>(std::max(-5.0, std::min(5.0, (reward[b] - b_old) / denom)));
+    mask[b] = 1.f;
   }
+  t.baseline =
+      t.baseline_init ? c_.optimizer.baseline_decay * t.baseline + (1 - c_.optimizer.baseline_decay) * mean : mean;
+  t.baseline_init = true;
+  return Advantages{torch::tensor(adv), torch::tensor(mask), n};
+}
+
+// The policy-gradient (or PPO, over its epochs) steps of one update: the last epoch's loss and entropy.
+std::pair<double, double> Trainer::policy_step(Task& t, const Rollout& r, const Advantages& adv) {
+  const torch::Tensor& A = adv.A;
+  const torch::Tensor& W = adv.W;
+  const int32_t n = adv.n;
+  double loss_v = 0, ent_v = 0;
+  const int epochs = c_.optimizer.algorithm == Algorithm::Ppo ? c_.optimizer.ppo_epochs : 1;
+  for (int e = 0; e < epochs; ++e) {
+    LogProbs lp = policy_->evaluate(t.problem, r);
+    torch::Tensor pg;
+    if (c_.optimizer.algorithm == Algorithm::Ppo) {
+      const torch::Tensor ratio = torch::exp(lp.logp - r.old_logp);
+      const torch::Tensor a = A.unsqueeze(1);
+      const torch::Tensor surr =
+          torch::min(ratio * a, torch::clamp(ratio, 1 - c_.optimizer.ppo_clip, 1 + c_.optimizer.ppo_clip) * a);
+      pg = -(surr.mean(1) * W).sum() / n;
+    } else {
+      pg = -(lp.logp.mean(1) * A).sum() / n;
+    }
+    const torch::Tensor ent = (lp.entropy.mean(1) * W).sum() / n;
+    const torch::Tensor loss = pg - c_.optimizer.entropy_weight * ent + c_.optimizer.elite_weight * elite_loss(t);
+    opt_->zero_grad();
+    loss.backward();
+    if (c_.optimizer.grad_clip > 0) torch::nn::utils::clip_grad_norm_(policy_->parameters(), c_.optimizer.grad_clip);
+    opt_->step();
+    loss_v = loss.item<double>();
+    ent_v = ent.item<double>();
+  }
+  return {loss_v, ent_v};
+}
+
+// The update's figures to the metrics sink, if any.
+void Trainer::report_update(const Task& t, const LogRow& row) {
+  if (!sink_) return;
+  UpdateMetrics m;
+  m.update = row.update;
+  m.reward_mean = row.reward_mean;
+  m.reward_best = t.best_reward;
+  m.step_mean_s = row.step_mean_s;
+  m.best_step_s = t.best_step_s;
+  m.entropy = row.entropy;
+  m.loss = row.loss;
+  m.samples = row.samples;
+  m.samples_per_s = row.samples_per_s;
+  m.cache_hits = row.cache_hits;
+  m.elapsed_s = row.elapsed_s;
+  m.lr = row.lr;
+  sink_->on_update(m);
+}
+
+// The progress line on stderr with an ETA: redrawn on a terminal, every twentieth of the run otherwise.
+void Trainer::print_progress(const LogRow& row, double session_s, int32_t K) {
+  const double per_update = session_s / std::max<int64_t>(1, update_ - session_start_update_);
+  double eta = per_update * static_cast<double>(c_.optimizer.updates - update_);
+  if (c_.optimizer.max_samples > 0)
+    eta = std::min(eta, per_update * static_cast<double>(c_.optimizer.max_samples - samples_) / K);
+  if (c_.optimizer.time_limit_s > 0) eta = std::min(eta, c_.optimizer.time_limit_s - row.elapsed_s);
+  const std::string line = progress_line(row, c_.optimizer.updates, eta);
+  if (tty_)
+    std::fprintf(stderr, "\r%s\033[K", line.c_str());
+  else if (update_ % std::max<int64_t>(1, c_.optimizer.updates / 20) == 0)
+    std::fprintf(stderr, "%s\n", line.c_str());
 }
 
 // The cluster, the seeded policy and optimiser, one environment per graph.

@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "placer/agent/compare.h"
@@ -62,6 +63,16 @@ class Trainer {
   void warm_start(Task& t);
   void behaviour_clone();
   void one_update();
+  // one_update()'s steps.
+  struct Advantages {
+    torch::Tensor A, W;  // per row: the clipped advantage and the mask of stochastic rows
+    int32_t n;           // the number of stochastic rows
+  };
+  std::vector<double> score_rollout(Task& t, const Rollout& r, double* step_sum);
+  Advantages advantages(Task& t, const std::vector<double>& reward, int32_t greedy);
+  std::pair<double, double> policy_step(Task& t, const Rollout& r, const Advantages& adv);
+  void report_update(const Task& t, const LogRow& row);
+  void print_progress(const LogRow& row, double session_s, int32_t K);
   // Offers a placement (unit devices) to the task's elite pool.
   void offer_elite(Task& t, double reward, const std::vector<int32_t>& units);
   // The self-imitation loss of the task's elites (a zero tensor when there are none).

@@ -1,7 +1,5 @@
 #include "jobs.h"
 
-#include <rapidjson/document.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -11,6 +9,7 @@
 
 #include <unistd.h>
 
+#include "job_record.h"
 #include "json_out.h"
 #include "placer/agent/placer.h"
 #include "placer/agent/search.h"
@@ -35,12 +34,6 @@ std::string new_job_id() {
 bool valid_job_id(const std::string& id) {
   if (id.size() != 18 || id.rfind("j-", 0) != 0) return false;
   return std::all_of(id.begin() + 2, id.end(), [](char c) { return std::isxdigit(static_cast<unsigned char>(c)); });
-}
-
-JobState parse_state(const std::string& s) {
-  for (JobState st : {JobState::Queued, JobState::Running, JobState::Done, JobState::Failed, JobState::Cancelled})
-    if (s == job_state_name(st)) return st;
-  return JobState::Failed;
 }
 
 bool finished(JobState s) { return s == JobState::Done || s == JobState::Failed || s == JobState::Cancelled; }
@@ -443,6 +436,33 @@ void JobManager::persist(const Job& job) {
   }
 }
 
+bool JobManager::settle_restarted(Job& job, const std::string& state_text) {
+  if (finished(job.state)) return false;
+  std::error_code dir_ec;
+  if (job.learned && !std::filesystem::is_directory(job.dir, dir_ec)) {
+    job.state = JobState::Failed;
+    job.error = "the server restarted while the job was " + state_text + ", and its folder " + job.dir +
+                " is gone; submit the optimize request again";
+    job.finished_unix = unix_now();
+    persist(job);
+    return false;
+  }
+  if (job.learned && !job.train_json.empty()) {
+    // Checkpointed in its folder: it resumes where the last server stopped.
+    if (job.state == JobState::Running) job.restarts += 1;
+    job.state = JobState::Queued;
+    job.cancel = false;
+    return true;
+  }
+  // The process that ran it is gone: report it, keep the best found so far.
+  job.state = JobState::Failed;
+  job.error = "the server restarted while the job was " + state_text +
+              "; its best placement so far is kept; submit the optimize request again to continue";
+  job.finished_unix = unix_now();
+  persist(job);
+  return false;
+}
+
 void JobManager::load_persisted() {
   std::filesystem::path dir = std::filesystem::path(config_.state_dir) / "jobs";
   std::error_code ec;
@@ -451,92 +471,10 @@ void JobManager::load_persisted() {
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::string id = entry.path().stem().string();
     if (entry.path().extension() != ".json" || !valid_job_id(id)) continue;
-    rapidjson::Document d;
-    try {
-      std::string text = read_file(entry.path().string());
-      d.Parse(text.c_str(), text.size());
-    } catch (const std::exception&) {
-      continue;
-    }
-    if (d.HasParseError() || !d.IsObject()) continue;
-    auto s = [&](const char* k) {
-      auto it = d.FindMember(k);
-      return it != d.MemberEnd() && it->value.IsString() ? std::string(it->value.GetString()) : std::string();
-    };
-    auto n = [&](const char* k) {
-      auto it = d.FindMember(k);
-      return it != d.MemberEnd() && it->value.IsNumber() ? it->value.GetDouble() : 0.0;
-    };
-    auto job = std::make_shared<Job>();
-    job->id = id;
-    job->state = parse_state(s("state"));
-    job->graph_name = s("graph");
-    job->cluster_name = s("cluster");
-    job->created_unix = n("created_unix");
-    job->started_unix = n("started_unix");
-    job->finished_unix = n("finished_unix");
-    job->samples = static_cast<int64_t>(n("samples"));
-    job->request.budget.samples = static_cast<int64_t>(n("budget_samples"));
-    job->request.budget.seconds = n("budget_seconds");
-    job->elapsed_s = n("elapsed_s");
-    job->rounds = static_cast<int64_t>(n("rounds"));
-    job->best_method = s("best_method");
-    job->best_step_s = n("best_step_s");
-    job->lower_bound_s = n("lower_bound_s");
-    job->start_method = s("start_method");
-    job->start_step_s = n("start_step_s");
-    job->error = s("error");
-    auto bl = d.FindMember("baselines");
-    if (bl != d.MemberEnd() && bl->value.IsArray())
-      for (const auto& b : bl->value.GetArray())
-        if (b.IsObject() && b.HasMember("method") && b["method"].IsString() && b.HasMember("step_s") &&
-            b["step_s"].IsNumber())
-          job->baselines.emplace_back(b["method"].GetString(), b["step_s"].GetDouble());
-    auto lj = d.FindMember("learned");
-    job->learned = lj != d.MemberEnd() && lj->value.IsBool() && lj->value.GetBool();
-    if (job->learned) {
-      job->train_json = s("train_config");
-      job->policy_type = s("policy_type");
-      job->reward_mode = s("reward_mode");
-      job->save_as = s("save_as");
-      job->saved_as = s("saved_as");
-      job->updates = static_cast<int64_t>(n("updates"));
-      job->budget_updates = static_cast<int64_t>(n("budget_updates"));
-      job->restarts = static_cast<int64_t>(n("restarts"));
-      auto bm = d.FindMember("best_measured");
-      job->best_measured = bm != d.MemberEnd() && bm->value.IsBool() && bm->value.GetBool();
-      job->best_simulated_s = n("best_simulated_s");
-      job->dir = (std::filesystem::path(jobs_dir()) / id).string();
-    }
-    auto bp = d.FindMember("best_placement");
-    if (bp != d.MemberEnd() && bp->value.IsObject()) {
-      auto dev = bp->value.FindMember("device");
-      if (dev != bp->value.MemberEnd() && dev->value.IsObject())
-        for (auto it = dev->value.MemberBegin(); it != dev->value.MemberEnd(); ++it)
-          if (it->value.IsString()) job->best_placement.device[it->name.GetString()] = it->value.GetString();
-      job->best_placement.graph = job->graph_name;
-    }
-    std::error_code dir_ec;
-    if (!finished(job->state) && job->learned && !std::filesystem::is_directory(job->dir, dir_ec)) {
-      job->state = JobState::Failed;
-      job->error = "the server restarted while the job was " + s("state") + ", and its folder " + job->dir +
-                   " is gone; submit the optimize request again";
-      job->finished_unix = unix_now();
-      persist(*job);
-    } else if (!finished(job->state) && job->learned && !job->train_json.empty()) {
-      // Checkpointed in its folder: it resumes where the last server stopped.
-      if (job->state == JobState::Running) job->restarts += 1;
-      job->state = JobState::Queued;
-      job->cancel = false;
-      resume.push_back(job);
-    } else if (!finished(job->state)) {
-      // The process that ran it is gone: report it, keep the best found so far.
-      job->state = JobState::Failed;
-      job->error = "the server restarted while the job was " + s("state") +
-                   "; its best placement so far is kept; submit the optimize request again to continue";
-      job->finished_unix = unix_now();
-      persist(*job);
-    }
+    std::string state_text;
+    std::shared_ptr<Job> job = read_job_record(entry.path(), id, jobs_dir(), &state_text);
+    if (!job) continue;
+    if (settle_restarted(*job, state_text)) resume.push_back(job);
     jobs_[id] = job;
   }
   // Folders of learned jobs whose record is gone (a crash between the two deletes of forget()).

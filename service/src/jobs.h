@@ -118,6 +118,8 @@ class JobManager {
   void persist(const Job& job);                                             // call with mutex_ held
   void forget(const std::string& id);                                       // call with mutex_ held
   void load_persisted();
+  // An unfinished job after a restart: true if it resumes from its checkpoint, else marked failed and persisted.
+  bool settle_restarted(Job& job, const std::string& state_text);   // call with mutex_ held
   void expire();                                                    // call with mutex_ held
   std::string describe(const Job& job, bool with_placement) const;  // call with mutex_ held
 

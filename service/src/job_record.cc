@@ -1,0 +1,122 @@
+#include "job_record.h"
+
+#include <rapidjson/document.h>
+
+#include "placer/graphs/files.h"
+
+namespace placer::service {
+namespace {
+
+JobState parse_state(const std::string& s) {
+  for (JobState st : {JobState::Queued, JobState::Running, JobState::Done, JobState::Failed, JobState::Cancelled})
+    if (s == job_state_name(st)) return st;
+  return JobState::Failed;
+}
+
+// A job record as persist() wrote it: a missing or mistyped field reads as "", 0 or false.
+class RecordFields {
+ public:
+  explicit RecordFields(const rapidjson::Value& v) : v_(v) {}
+  const rapidjson::Value* member(const char* k) const {
+    auto it = v_.FindMember(k);
+    return it != v_.MemberEnd() ? &it->value : nullptr;
+  }
+  std::string s(const char* k) const {
+    auto* v = member(k);
+    return v && v->IsString() ? v->GetString() : "";
+  }
+  double n(const char* k) const {
+    auto* v = member(k);
+    return v && v->IsNumber() ? v->GetDouble() : 0.0;
+  }
+  int64_t i(const char* k) const { return static_cast<int64_t>(n(k)); }
+  bool b(const char* k) const {
+    auto* v = member(k);
+    return v && v->IsBool() && v->GetBool();
+  }
+
+ private:
+  const rapidjson::Value& v_;
+};
+
+// False for a record that cannot be read or is not a JSON object (it is skipped).
+bool read_record(const std::filesystem::path& path, rapidjson::Document& d) {
+  try {
+    std::string text = read_file(path.string());
+    d.Parse(text.c_str(), text.size());
+  } catch (const std::exception&) {
+    return false;
+  }
+  return !d.HasParseError() && d.IsObject();
+}
+
+void read_search_fields(const RecordFields& r, Job& job) {
+  job.state = parse_state(r.s("state"));
+  job.graph_name = r.s("graph");
+  job.cluster_name = r.s("cluster");
+  job.created_unix = r.n("created_unix");
+  job.started_unix = r.n("started_unix");
+  job.finished_unix = r.n("finished_unix");
+  job.samples = r.i("samples");
+  job.request.budget.samples = r.i("budget_samples");
+  job.request.budget.seconds = r.n("budget_seconds");
+  job.elapsed_s = r.n("elapsed_s");
+  job.rounds = r.i("rounds");
+  job.best_method = r.s("best_method");
+  job.best_step_s = r.n("best_step_s");
+  job.lower_bound_s = r.n("lower_bound_s");
+  job.start_method = r.s("start_method");
+  job.start_step_s = r.n("start_step_s");
+  job.error = r.s("error");
+  const rapidjson::Value* bl = r.member("baselines");
+  if (bl && bl->IsArray())
+    for (const auto& b : bl->GetArray())
+      if (b.IsObject() && b.HasMember("method") && b["method"].IsString() && b.HasMember("step_s") &&
+          b["step_s"].IsNumber())
+        job.baselines.emplace_back(b["method"].GetString(), b["step_s"].GetDouble());
+}
+
+void read_learned_fields(const RecordFields& r, Job& job) {
+  job.train_json = r.s("train_config");
+  job.policy_type = r.s("policy_type");
+  job.reward_mode = r.s("reward_mode");
+  job.save_as = r.s("save_as");
+  job.saved_as = r.s("saved_as");
+  job.updates = r.i("updates");
+  job.budget_updates = r.i("budget_updates");
+  job.restarts = r.i("restarts");
+  job.best_measured = r.b("best_measured");
+  job.best_simulated_s = r.n("best_simulated_s");
+}
+
+void read_best_placement(const RecordFields& r, Job& job) {
+  const rapidjson::Value* bp = r.member("best_placement");
+  if (!bp || !bp->IsObject()) return;
+  auto dev = bp->FindMember("device");
+  if (dev != bp->MemberEnd() && dev->value.IsObject())
+    for (auto it = dev->value.MemberBegin(); it != dev->value.MemberEnd(); ++it)
+      if (it->value.IsString()) job.best_placement.device[it->name.GetString()] = it->value.GetString();
+  job.best_placement.graph = job.graph_name;
+}
+
+}  // namespace
+
+std::shared_ptr<Job> read_job_record(const std::filesystem::path& path, const std::string& id,
+                                     const std::string& jobs_dir, std::string* state_text) {
+  rapidjson::Document d;
+  if (!read_record(path, d)) return nullptr;
+  RecordFields r(d);
+  auto job = std::make_shared<Job>();
+  job->id = id;
+  read_search_fields(r, *job);
+  job->learned = r.b("learned");
+  if (job->learned) {
+    read_learned_fields(r, *job);
+    job->dir = (std::filesystem::path(jobs_dir) / id).string();
+  }
+  read_best_placement(r, *job);
+  *state_text = r.s("state");
+  return job;
+}
+
+}  // namespace placer::service
