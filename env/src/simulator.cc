@@ -6,6 +6,8 @@
 // the directed link's channel, FIFO, costing alpha + bytes / beta. Events at
 // the same instant are all applied before idle devices pick their next op, so
 // frees happen before allocations and the choice sees every op made ready.
+// A pipelined mini-batch under 1F1B also holds a micro-batch's ops back until
+// its device has a slot for it (graphs/pipeline.h, MicrobatchGate).
 //
 // Tensor lifetimes, transfers and memory follow the execution rules the
 // runtime's executor uses (graphs/exec_plan.h): this file only adds time.
@@ -17,6 +19,7 @@
 #include <string>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/pipeline.h"
 
 namespace placer {
 
@@ -148,6 +151,7 @@ class Simulation {
   int32_t finished_ = 0;
   double now_ = 0.0;
   double makespan_ = 0.0;
+  MicrobatchGate gate_;  // 1F1B's micro-batches in flight (graphs/pipeline.h)
 };
 
 void Simulation::place(const Placement& placement) {
@@ -168,6 +172,7 @@ void Simulation::place(const Placement& placement) {
     ws_.pending[o] = d;
   }
   plan_step(ctx_, ws_.pending.data(), D_, ws_.plan);
+  gate_ = MicrobatchGate(graph_, placement.device_of, D_);
   dev_ = ws_.plan.device.data();
 }
 
@@ -278,10 +283,12 @@ void Simulation::pick_items() {
   for (int32_t d = 0; d < D_; ++d) {
     if (ws_.running[d] || ws_.ready[d].empty()) continue;
     auto& q = ws_.ready[d];
+    if (q.front() >= 0 && !gate_.admits(q.front())) continue;  // 1F1B: its micro-batch waits for a slot
     std::pop_heap(q.begin(), q.end(), std::greater<int32_t>());
     const int32_t o = q.back();
     q.pop_back();
     ws_.running[d] = 1;
+    if (o >= 0) gate_.started(o);
     if (o >= 0 && mem_ && !ctx_.resident[o])
       for (int32_t t = ctx_.out_begin[o]; t < ctx_.out_begin[o + 1]; ++t) alloc(d, ctx_.alloc_bytes[t]);
     if (contention_) {
@@ -380,6 +387,7 @@ void Simulation::op_finished(int32_t o) {
   const int32_t d = dev_[o];
   if (contention_ && !finish_item(d, o)) return;  // re-timed since: a stale event
   ws_.running[d] = 0;
+  gate_.finished(o);
   ++finished_;
   makespan_ = std::max(makespan_, now_);
   for (int32_t t = ctx_.out_begin[o]; t < ctx_.out_begin[o + 1]; ++t) send_output(o, t);

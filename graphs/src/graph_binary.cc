@@ -121,8 +121,8 @@ constexpr size_t kMinOpBytes = 8 * 2 + 8 * 3 + 8 + 8 + 1 + 8 * 2 + 4;
 
 }  // namespace
 
-// Version 2 adds each op's view_of (version 1 files: not recorded).
-constexpr uint32_t kBinaryGraphVersion = 2;
+// Version 2 adds each op's view_of (version 1 files: not recorded); 3 each op's microbatch.
+constexpr uint32_t kBinaryGraphVersion = 3;
 
 // Layout (native byte order; trusted files): magic, u32 version, name, attrs,
 // ops. Strings and vectors are a u64 count then the elements.
@@ -173,6 +173,7 @@ std::string graph_to_binary(const Graph& graph) {
       write_string(ar, op.layer);
       ar(op.forward.value);
       write_pods(ar, op.view_of);
+      ar(op.microbatch);
     }
   }
   return out.str();
@@ -241,6 +242,8 @@ Op read_op(BinaryReader& in, size_t i, uint32_t version) {
   op.forward = OpId(in.pod<int32_t>("forward"));
   if (op.forward.value < -1) in.fail("field 'forward' is negative");
   if (version >= 2) op.view_of = in.pods<int32_t>("view_of");
+  if (version >= 3) op.microbatch = in.pod<int32_t>("microbatch");
+  if (op.microbatch < -1) in.fail("field 'microbatch' is negative");
   return op;
 }
 

@@ -7,6 +7,7 @@
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 #include <functional>
+#include <limits>
 #include <queue>
 #include <unordered_map>
 
@@ -93,7 +94,8 @@ struct JsonOp {
        make_nvp("outputs", outputs), make_nvp("param_bytes", o.param_bytes), make_nvp("flops", o.flops),
        make_nvp("phase", std::string(phase_name(o.phase))), make_nvp("group", o.group), make_nvp("layer", o.layer),
        make_nvp("forward", forward));
-    if (!o.view_of.empty()) ar(make_nvp("view_of", o.view_of));  // absent: not recorded (derived from the type)
+    if (!o.view_of.empty()) ar(make_nvp("view_of", o.view_of));
+    if (o.microbatch >= 0) ar(make_nvp("microbatch", o.microbatch));  // absent: not a pipelined copy  // absent: not recorded (derived from the type)
   }
 };
 
@@ -211,6 +213,10 @@ OpRecord parse_op(const JsonReader<GraphError>& r, const rj::Value& v, size_t in
     }
     if (rec.op.view_of.size() != rec.op.outputs.size()) r.fail(where, "view_of: must have one entry per output");
   }
+  const int64_t microbatch = r.opt_integer(v, "microbatch", where, -1);
+  if (microbatch < -1 || microbatch > std::numeric_limits<int32_t>::max())
+    r.fail(where, detail::concat("microbatch: ", microbatch, " is not -1 or a micro-batch index"));
+  rec.op.microbatch = static_cast<int32_t>(microbatch);
   return rec;
 }
 

@@ -171,7 +171,7 @@ namespace {
 bool same_op(const Op& a, const Op& b) {
   return a.name == b.name && a.type == b.type && a.inputs == b.inputs && a.args == b.args && a.outputs == b.outputs &&
          a.param_bytes == b.param_bytes && a.flops == b.flops && a.phase == b.phase && a.group == b.group &&
-         a.layer == b.layer && a.forward == b.forward && a.view_of == b.view_of;
+         a.layer == b.layer && a.forward == b.forward && a.view_of == b.view_of && a.microbatch == b.microbatch;
 }
 }  // namespace
 

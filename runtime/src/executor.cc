@@ -1,4 +1,5 @@
-// The executor: one thread per device runs its ready ops lowest id first; one
+// The executor: one thread per device runs its ready ops lowest id first (a
+// pipelined mini-batch under 1F1B: as long as its micro-batch has a slot); one
 // thread per directed device pair (a transfer channel) copies tensors that
 // cross devices. Readiness is a per-op counter of input positions still
 // missing; memory is a per-slot refcount (uses left) and per-device live bytes.
@@ -69,6 +70,7 @@ struct Executor::Step {
   std::unique_ptr<std::atomic<int64_t>[]> live;
   std::unique_ptr<std::atomic<int64_t>[]> peak;
   std::vector<double> busy;  // per device, written only by its worker
+  MicrobatchGate gate;       // a pipelined mini-batch under 1F1B; its device's worker drives each device's part
   std::atomic<int64_t> transfer_bytes{0};
   Clock::time_point start;
   std::atomic<bool> started{false};
@@ -94,6 +96,9 @@ Executor::Step::Step(Session& run_session, int32_t devices, bool traced)
     peak[i].store(run_session.persistent_bytes[i]);
   }
   busy.assign(devices, 0.0);
+  std::vector<DeviceId> device_of(plan->ops.size());
+  for (size_t i = 0; i < plan->ops.size(); ++i) device_of[i] = DeviceId(plan->ops[i].device);
+  gate = MicrobatchGate(*plan->graph, device_of, devices);
 }
 
 Executor::Executor(std::vector<DeviceCtx> devices) : devices_(std::move(devices)), spin_s_(spin_seconds()) {
@@ -151,7 +156,7 @@ void Executor::worker_loop(Worker* w) {
     }
     {
       std::unique_lock<std::mutex> lk(w->mu);
-      w->cv.wait(lk, [w] { return w->stop || !w->queue.empty(); });
+      w->cv.wait(lk, [this, w] { return w->stop || (!w->queue.empty() && may_pop(*w)); });
       if (w->stop) return;
       item = w->queue.top();
       w->queue.pop();
@@ -164,7 +169,9 @@ void Executor::worker_loop(Worker* w) {
       } else if (item < 0) {
         run_transfer(*s, item - kCopyItem);  // a copy this device makes itself
       } else {
+        s->gate.started(item);
         run_op(*s, item, w->device);
+        s->gate.finished(item);
       }
     }
     finish_item(*s);
@@ -182,6 +189,20 @@ void Executor::push(int32_t worker, int32_t item) {
   w.cv.notify_one();
 }
 
+bool Executor::may_pop(const Worker& w) const {
+  const int32_t item = w.queue.top();
+  if (w.to >= 0 || item < 0) return true;
+  const Step* s = current_;
+  return !s || s->aborted.load(std::memory_order_relaxed) || s->gate.admits(item);
+}
+
+void Executor::wake_workers() {
+  for (auto& w : workers_) {
+    { std::lock_guard<std::mutex> lk(w->mu); }
+    w->cv.notify_all();
+  }
+}
+
 void Executor::finish_item(Step& s) {
   // Under the lock: once the count reaches zero the step may be destroyed.
   std::lock_guard<std::mutex> lk(s.mu);
@@ -192,24 +213,30 @@ void Executor::finish_item(Step& s) {
 }
 
 void Executor::fail(Step& s, StepStatus status, const std::string& message) {
-  std::lock_guard<std::mutex> lk(s.mu);
-  if (s.outcome.status == StepStatus::Ok) {
-    s.outcome.status = status;
-    s.outcome.message = message;
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (s.outcome.status == StepStatus::Ok) {
+      s.outcome.status = status;
+      s.outcome.message = message;
+    }
+    s.aborted.store(true);
   }
-  s.aborted.store(true);
+  wake_workers();
 }
 
 void Executor::fail_oom(Step& s, int32_t device, const std::string& message, int64_t needed) {
-  std::lock_guard<std::mutex> lk(s.mu);
-  if (s.outcome.status == StepStatus::Ok) {
-    s.outcome.status = StepStatus::Oom;
-    s.outcome.message = message;
-    s.outcome.oom_device = devices_[device].name;
-    s.outcome.oom_needed = needed;
-    s.outcome.oom_capacity = devices_[device].capacity;
+  {
+    std::lock_guard<std::mutex> lk(s.mu);
+    if (s.outcome.status == StepStatus::Ok) {
+      s.outcome.status = StepStatus::Oom;
+      s.outcome.message = message;
+      s.outcome.oom_device = devices_[device].name;
+      s.outcome.oom_needed = needed;
+      s.outcome.oom_capacity = devices_[device].capacity;
+    }
+    s.aborted.store(true);
   }
-  s.aborted.store(true);
+  wake_workers();
 }
 
 bool Executor::reserve(Step& s, int32_t device, int64_t bytes, const std::string& what) {
@@ -532,6 +559,7 @@ void Executor::run_until_done(Step& s, double timeout_s) {
     s.outcome.message = "step ran past the time limit of " + std::to_string(timeout_s) + " s";
   }
   s.aborted.store(true);
+  wake_workers();
   // Workers skip what is queued; an op already running finishes first.
   s.cv.wait(lk, [&] { return s.outstanding.load() == 0; });
 }

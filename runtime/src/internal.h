@@ -28,6 +28,7 @@
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/ir.h"
 #include "placer/graphs/measurement.h"
+#include "placer/graphs/pipeline.h"
 #include "placer/graphs/placement.h"
 #include "placer/graphs/stats.h"
 #include "placer/graphs/timing.h"
@@ -288,6 +289,12 @@ class Executor {
   // The step's first failure, if it is this one: out of memory on `device`, needing `needed` bytes.
   void fail_oom(Step& s, int32_t device, const std::string& message, int64_t needed);
   void finish_item(Step& s);
+  // Whether a device worker may take its queue's first item now: 1F1B holds
+  // a micro-batch back until its device has a slot (graphs/pipeline.h); an
+  // aborted step runs nothing, so it holds nothing back. wake_workers lets
+  // held-back workers see an abort.
+  bool may_pop(const Worker& w) const;
+  void wake_workers();
   // run_step's named steps: seed the ready ops and wait for the last item (or
   // the time limit), synchronize the devices (true if one is a GPU), the
   // outcome, the values run_once keeps, the trace.

@@ -358,9 +358,9 @@ TEST(SerializeBinary, BadEnumsAreRejected) {
   Graph g = tiny_forward();
   std::string bytes = graph_to_binary(g);
   // The phase byte of the last op sits before its group/layer strings, forward id and view_of:
-  // ... u8 phase, u64 0 (group), u64 len + "" (layer), i32 forward, u64 0 (view_of, not recorded)
-  // = 1 + 8 + 8 + 4 + 8 bytes from the end.
-  const size_t phase_at = bytes.size() - (1 + 8 + 8 + 4 + 8);
+  // ... u8 phase, u64 0 (group), u64 len + "" (layer), i32 forward, u64 0 (view_of, not recorded),
+  // i32 microbatch = 1 + 8 + 8 + 4 + 8 + 4 bytes from the end.
+  const size_t phase_at = bytes.size() - (1 + 8 + 8 + 4 + 8 + 4);
   ASSERT_EQ(bytes[phase_at], 0);
   bytes[phase_at] = 7;
   EXPECT_NE(error_of<GraphError>([&] { graph_from_binary(bytes); }).find("ops[5] 'loss': bad phase 7"),

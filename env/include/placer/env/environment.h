@@ -17,6 +17,7 @@
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/ir.h"
 #include "placer/graphs/measurement.h"
+#include "placer/graphs/pipeline.h"
 #include "placer/graphs/placement.h"
 #include "placer/graphs/profile.h"
 #include "placer/runtime/runtime.h"
@@ -32,6 +33,10 @@ struct RewardSettings {
   RewardOptions reward;
   MeasureOptions measure;      // the measurement protocol of measured and hybrid rewards (runtime.h)
   int hybrid_measure_top = 1;  // hybrid: measure the best N of each batch and every new best
+  // What a placement is judged by (graphs/pipeline.h): one training step, or
+  // one mini-batch of pipeline.microbatches micro-batches under pipeline.schedule.
+  Objective objective = Objective::Step;
+  PipelineSpec pipeline;
 };
 
 struct EnvOptions : RewardSettings {

@@ -196,6 +196,9 @@ struct Op {
   // not recorded (older files): output_aliases() (exec_plan.h) then derives
   // them from the op type.
   std::vector<int32_t> view_of;
+  // The micro-batch a pipelined mini-batch's copy of an op belongs to
+  // (graphs/pipeline.h); -1 for ops of a plain step and shared ops.
+  int32_t microbatch = -1;
 
   int64_t output_bytes() const;
 };

@@ -1,0 +1,248 @@
+// make_pipeline_graph and the 1F1B admission rule (pipeline.h says what they mean).
+#include "placer/graphs/pipeline.h"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "placer/graphs/error.h"
+
+namespace placer {
+
+const char* objective_name(Objective objective) { return objective == Objective::Pipeline ? "pipeline" : "step"; }
+
+std::optional<Objective> parse_objective(std::string_view name) {
+  if (name == "step") return Objective::Step;
+  if (name == "pipeline") return Objective::Pipeline;
+  return std::nullopt;
+}
+
+const char* schedule_name(Schedule schedule) { return schedule == Schedule::GPipe ? "gpipe" : "1f1b"; }
+
+std::optional<Schedule> parse_schedule(std::string_view name) {
+  if (name == "gpipe") return Schedule::GPipe;
+  if (name == "1f1b") return Schedule::OneFOneB;
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr int kMaxMicrobatches = 1024;
+
+bool is_shared(const Op& op) { return op.type == op_types::kParam || op.type == op_types::kSgd; }
+
+// Builds the unrolled graph op by op; new_id[k][base] is the copy of base in
+// micro-batch k (the one op for shared ops).
+class Unroller {
+ public:
+  Unroller(const Graph& training, const PipelineSpec& spec) : base_(training), spec_(spec) {
+    const int32_t n = static_cast<int32_t>(training.size());
+    new_id_.assign(spec.microbatches, std::vector<OpId>(n));
+    acc_.assign(n, TensorRef{OpId(), 0});
+    out_.spec = spec;
+    out_.graph.name = training.name;
+    out_.graph.attrs = training.attrs;
+    out_.graph.attrs[kAttrMicrobatches] = std::to_string(spec.microbatches);
+    out_.graph.attrs[kAttrSchedule] = schedule_name(spec.schedule);
+  }
+
+  PipelineGraph run() {
+    const int32_t n = static_cast<int32_t>(base_.size());
+    for (int32_t b = 0; b < n; ++b)
+      if (base_.op(OpId(b)).type == op_types::kParam) add_shared(b);
+    const int M = spec_.microbatches;
+    if (spec_.schedule == Schedule::GPipe) {
+      for (int k = 0; k < M; ++k) copy_phase(k, Phase::Forward);
+      for (int k = 0; k < M; ++k) copy_phase(k, Phase::Backward);
+    } else {
+      for (int k = 0; k < M; ++k) {
+        copy_phase(k, Phase::Forward);
+        copy_phase(k, Phase::Backward);
+      }
+    }
+    for (int32_t b = 0; b < n; ++b)
+      if (base_.op(OpId(b)).type == op_types::kSgd) add_update(b);
+    return std::move(out_);
+  }
+
+ private:
+  OpId add(Op op, int32_t base) {
+    const OpId id = out_.graph.add_op(std::move(op));
+    out_.base_op.push_back(OpId(base));
+    return id;
+  }
+
+  void add_shared(int32_t b) {
+    const OpId id = add(base_.op(OpId(b)), b);
+    for (auto& ids : new_id_) ids[b] = id;
+  }
+
+  // Every non-shared op of `phase` (inputs and forward ops are Forward).
+  void copy_phase(int k, Phase phase) {
+    const int32_t n = static_cast<int32_t>(base_.size());
+    for (int32_t b = 0; b < n; ++b) {
+      const Op& src = base_.op(OpId(b));
+      if (is_shared(src) || src.phase != phase) continue;
+      Op op = src;
+      op.name = src.name + "@mb" + std::to_string(k);
+      op.microbatch = k;
+      for (TensorRef& in : op.inputs) in.op = new_id_[k][in.op.value];
+      if (op.forward.valid()) op.forward = new_id_[k][op.forward.value];
+      new_id_[k][b] = add(std::move(op), b);
+    }
+    if (phase == Phase::Backward && k + 1 < spec_.microbatches)
+      for (int32_t b = 0; b < n; ++b)
+        if (base_.op(OpId(b)).type == op_types::kSgd) accumulate(k, b);
+  }
+
+  // Folds micro-batch k's gradients of sgd op b's param into its running sum
+  // (one buffer per param, as a pipeline runtime keeps; the micro-batch's
+  // gradients are freed as it ends).
+  void accumulate(int k, int32_t b) {
+    const Op& sgd = base_.op(OpId(b));
+    const Op& param = base_.op(sgd.inputs.at(0).op);
+    for (size_t j = 1; j < sgd.inputs.size(); ++j) {
+      const TensorRef grad{new_id_[k][sgd.inputs[j].op.value], sgd.inputs[j].output};
+      if (!acc_[b].op.valid()) {
+        acc_[b] = grad;
+        continue;
+      }
+      Op op;
+      op.name = sgd.name + "@mb" + std::to_string(k) + "/acc" + std::to_string(j);
+      op.type = "aten::add.Tensor";
+      op.inputs = {acc_[b], grad};
+      op.args = {Arg::tensor(0), Arg::tensor(1), Arg::integer(1)};
+      op.outputs = {param.outputs.at(sgd.inputs[0].output)};
+      op.view_of = {-1};
+      op.flops = static_cast<double>(op.outputs[0].numel());
+      op.phase = Phase::Backward;
+      op.forward = new_id_[k][sgd.inputs[0].op.value];
+      op.group = sgd.group;
+      op.layer = sgd.layer;
+      op.microbatch = k;
+      acc_[b] = TensorRef{add(std::move(op), b), 0};
+    }
+  }
+
+  // One sgd op: the param, the sum of the earlier micro-batches' gradients,
+  // then the last micro-batch's; lr / M.
+  void add_update(int32_t b) {
+    const Op& src = base_.op(OpId(b));
+    Op op = src;
+    op.inputs = {TensorRef{new_id_[0][src.inputs.at(0).op.value], src.inputs[0].output}};
+    if (acc_[b].op.valid()) op.inputs.push_back(acc_[b]);
+    const int last = spec_.microbatches - 1;
+    for (size_t j = 1; j < src.inputs.size(); ++j)
+      op.inputs.push_back(TensorRef{new_id_[last][src.inputs[j].op.value], src.inputs[j].output});
+    if (op.forward.valid()) op.forward = new_id_[0][op.forward.value];
+    if (!op.args.empty() && op.args[0].kind == Arg::Kind::Double) op.args[0].d /= spec_.microbatches;
+    const OpId id = add(std::move(op), b);
+    for (auto& ids : new_id_) ids[b] = id;
+  }
+
+  const Graph& base_;
+  const PipelineSpec spec_;
+  std::vector<std::vector<OpId>> new_id_;
+  std::vector<TensorRef> acc_;  // per sgd op: its param's gradients summed so far
+  PipelineGraph out_;
+};
+
+}  // namespace
+
+Placement PipelineGraph::expand(const Placement& base) const {
+  Placement p;
+  p.device_of.reserve(base_op.size());
+  for (const OpId b : base_op) p.device_of.push_back(base.device_of.at(b.value));
+  return p;
+}
+
+PipelineGraph make_pipeline_graph(const Graph& training, const PipelineSpec& spec) {
+  if (!training.is_training())
+    throw GraphError("graph '" + training.name + "' is not a training graph: pipelining needs backward and update ops");
+  if (spec.microbatches < 1 || spec.microbatches > kMaxMicrobatches)
+    throw GraphError("microbatches: " + std::to_string(spec.microbatches) + " is not in [1, " +
+                     std::to_string(kMaxMicrobatches) + "]");
+  if (pipeline_spec_of(training)) throw GraphError("graph '" + training.name + "' is already a pipelined mini-batch");
+  return Unroller(training, spec).run();
+}
+
+std::optional<PipelineSpec> pipeline_spec_of(const Graph& graph) {
+  const auto m = graph.attrs.find(kAttrMicrobatches);
+  const auto s = graph.attrs.find(kAttrSchedule);
+  if (m == graph.attrs.end() || s == graph.attrs.end()) return std::nullopt;
+  PipelineSpec spec;
+  try {
+    spec.microbatches = std::stoi(m->second);
+  } catch (const std::exception&) {
+    throw GraphError(std::string("graph attrs: ") + kAttrMicrobatches + " '" + m->second + "' is not a number");
+  }
+  const auto schedule = parse_schedule(s->second);
+  if (!schedule)
+    throw GraphError(std::string("graph attrs: ") + kAttrSchedule + " '" + s->second + "' is not gpipe or 1f1b");
+  spec.schedule = *schedule;
+  return spec;
+}
+
+// ------------------------------------------------------------ MicrobatchGate
+
+MicrobatchGate::MicrobatchGate(const Graph& graph, const std::vector<DeviceId>& device_of, int32_t devices) {
+  const auto spec = pipeline_spec_of(graph);
+  if (!spec || spec->schedule != Schedule::OneFOneB) return;
+  const int32_t n = static_cast<int32_t>(graph.size());
+  const int32_t M = spec->microbatches;
+  microbatches_ = M;
+  device_.resize(n);
+  microbatch_.resize(n);
+  ops_of_mb_.assign(static_cast<size_t>(devices) * M, 0);
+  // A device's stage: the rank of its first op of micro-batch 0 among the devices that run micro-batch ops.
+  std::vector<int32_t> first(devices, std::numeric_limits<int32_t>::max());
+  for (int32_t o = 0; o < n; ++o) {
+    device_[o] = device_of.at(o).value;
+    microbatch_[o] = graph.op(OpId(o)).microbatch;
+    if (microbatch_[o] < 0) continue;
+    if (microbatch_[o] >= M) throw GraphError("op '" + graph.op(OpId(o)).name + "': microbatch out of range");
+    ++ops_of_mb_[static_cast<size_t>(device_[o]) * M + microbatch_[o]];
+    if (microbatch_[o] == 0) first[device_[o]] = std::min(first[device_[o]], o);
+  }
+  std::vector<int32_t> order;
+  for (int32_t d = 0; d < devices; ++d)
+    if (first[d] != std::numeric_limits<int32_t>::max()) order.push_back(d);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return first[a] < first[b]; });
+  const int32_t stages = static_cast<int32_t>(order.size());
+  cap_.assign(devices, M);
+  for (int32_t s = 0; s < stages; ++s) cap_[order[s]] = std::max(1, std::min(M, stages - s));
+  reset();
+}
+
+void MicrobatchGate::reset() {
+  if (!active()) return;
+  next_.assign(cap_.size(), 0);
+  in_flight_.assign(cap_.size(), 0);
+  left_ = ops_of_mb_;
+}
+
+bool MicrobatchGate::admits(int32_t op) const {
+  if (!active()) return true;
+  const int32_t mb = microbatch_[op];
+  if (mb < 0) return true;
+  const int32_t d = device_[op];
+  if (mb < next_[d]) return true;
+  return mb == next_[d] && in_flight_[d] < cap_[d];
+}
+
+void MicrobatchGate::started(int32_t op) {
+  if (!active() || microbatch_[op] < 0) return;
+  const int32_t d = device_[op];
+  if (microbatch_[op] == next_[d]) {
+    ++next_[d];
+    ++in_flight_[d];
+  }
+}
+
+void MicrobatchGate::finished(int32_t op) {
+  if (!active() || microbatch_[op] < 0) return;
+  const int32_t d = device_[op];
+  if (--left_[static_cast<size_t>(d) * microbatches_ + microbatch_[op]] == 0) --in_flight_[d];
+}
+
+}  // namespace placer

@@ -1,0 +1,195 @@
+// make_pipeline_graph and MicrobatchGate on the hand-made tiny training graph.
+#include "placer/graphs/pipeline.h"
+
+#include <gtest/gtest.h>
+
+#include "placer/graphs/error.h"
+#include "placer/graphs/serialize.h"
+#include "placer/graphs/validate.h"
+#include "tiny_graphs.h"
+
+namespace placer {
+namespace {
+
+using testing::tiny_training;
+
+std::vector<std::string> names(const Graph& g) {
+  std::vector<std::string> out;
+  for (const Op& op : g.ops()) out.push_back(op.name);
+  return out;
+}
+
+TEST(PipelineGraph, GPipeOrdersEveryForwardBeforeAnyBackward) {
+  const PipelineGraph p = make_pipeline_graph(tiny_training(), {2, Schedule::GPipe});
+  const std::vector<std::string> want = {"w",
+                                         "b",
+                                         "x@mb0",
+                                         "fc@mb0",
+                                         "relu@mb0",
+                                         "loss@mb0",
+                                         "x@mb1",
+                                         "fc@mb1",
+                                         "relu@mb1",
+                                         "loss@mb1",
+                                         "loss_grad@mb0",
+                                         "relu_grad@mb0",
+                                         "fc_grad@mb0",
+                                         "loss_grad@mb1",
+                                         "relu_grad@mb1",
+                                         "fc_grad@mb1",
+                                         "w_sgd",
+                                         "b_sgd"};
+  EXPECT_EQ(names(p.graph), want);
+  EXPECT_EQ(p.graph.attrs.at(kAttrMicrobatches), "2");
+  EXPECT_EQ(p.graph.attrs.at(kAttrSchedule), "gpipe");
+  EXPECT_NO_THROW(validate_graph(p.graph));
+}
+
+TEST(PipelineGraph, OneFOneBKeepsMicrobatchesWhole) {
+  const PipelineGraph p = make_pipeline_graph(tiny_training(), {2, Schedule::OneFOneB});
+  const std::vector<std::string> want = {
+      "w",           "b",     "x@mb0",  "fc@mb0",   "relu@mb0", "loss@mb0",      "loss_grad@mb0", "relu_grad@mb0",
+      "fc_grad@mb0", "x@mb1", "fc@mb1", "relu@mb1", "loss@mb1", "loss_grad@mb1", "relu_grad@mb1", "fc_grad@mb1",
+      "w_sgd",       "b_sgd"};
+  EXPECT_EQ(names(p.graph), want);
+}
+
+TEST(PipelineGraph, CopiesShareParamsAndGradientsAccumulateIntoOneBuffer) {
+  const Graph base = tiny_training();
+  const PipelineGraph p = make_pipeline_graph(base, {3, Schedule::OneFOneB});
+  // params, 3 x (x, fc, relu, loss and 3 backward ops), micro-batch 1 adding into each param's sum, updates
+  ASSERT_EQ(p.graph.size(), 2 + 3 * 7 + 2 + 2);
+  const Graph& g = p.graph;
+  const OpId w = *g.find("w");
+  for (int k = 0; k < 3; ++k) {
+    const Op& fc = g.op(*g.find("fc@mb" + std::to_string(k)));
+    EXPECT_EQ(fc.microbatch, k);
+    EXPECT_EQ(fc.inputs[2].op, w);                                      // the one param
+    EXPECT_EQ(g.op(fc.inputs[1].op).name, "x@mb" + std::to_string(k));  // its own micro-batch's input
+    const Op& grad = g.op(*g.find("fc_grad@mb" + std::to_string(k)));
+    EXPECT_EQ(grad.forward, *g.find("fc@mb" + std::to_string(k)));
+    EXPECT_EQ(grad.inputs[0].op, grad.forward);
+  }
+  // Micro-batch 0's gradient starts the sum, micro-batch 1 adds into it (right after its backward ops),
+  // the update adds the last micro-batch's.
+  const OpId acc = *g.find("w_sgd@mb1/acc1");
+  const Op& add = g.op(acc);
+  EXPECT_EQ(add.type, "aten::add.Tensor");
+  EXPECT_EQ(add.microbatch, 1);
+  EXPECT_EQ(g.op(add.inputs[0].op).name, "fc_grad@mb0");
+  EXPECT_EQ(g.op(add.inputs[1].op).name, "fc_grad@mb1");
+  EXPECT_EQ(add.inputs[0].output, 1);
+  EXPECT_EQ(add.outputs[0], base.op(OpId(1)).outputs[0]);
+  EXPECT_EQ(g.op(OpId(acc.value + 1)).name, "b_sgd@mb1/acc1");
+  EXPECT_EQ(g.op(OpId(acc.value - 1)).name, "fc_grad@mb1");
+  const Op& sgd = g.op(*g.find("w_sgd"));
+  EXPECT_EQ(sgd.microbatch, -1);
+  EXPECT_EQ(sgd.forward, w);
+  ASSERT_EQ(sgd.inputs.size(), 3u);  // the param, the sum of micro-batches 0 and 1, micro-batch 2's gradient
+  EXPECT_EQ(sgd.inputs[1].op, acc);
+  EXPECT_EQ(g.op(sgd.inputs[2].op).name, "fc_grad@mb2");
+  EXPECT_DOUBLE_EQ(sgd.args[0].d, 0.01 / 3);  // the mean over the mini-batch
+  // base_op maps every op back.
+  for (int32_t i = 0; i < g.size(); ++i) {
+    const std::string& name = g.op(OpId(i)).name;
+    EXPECT_EQ(name.substr(0, name.find('@')), base.op(p.base_op[i]).name);
+  }
+  EXPECT_NO_THROW(validate_graph(g));
+}
+
+TEST(PipelineGraph, ExpandPutsEveryCopyWithItsOp) {
+  const Graph base = tiny_training();
+  const PipelineGraph p = make_pipeline_graph(base, {2, Schedule::GPipe});
+  Placement bp;
+  for (int32_t i = 0; i < base.size(); ++i) bp.device_of.push_back(DeviceId(i % 2));
+  const Placement e = p.expand(bp);
+  ASSERT_EQ(e.device_of.size(), static_cast<size_t>(p.graph.size()));
+  for (int32_t i = 0; i < p.graph.size(); ++i) EXPECT_EQ(e.device_of[i], bp.device_of[p.base_op[i].value]);
+}
+
+TEST(PipelineGraph, SavedGraphKeepsItsScheduleAndMicrobatches) {
+  const PipelineGraph p = make_pipeline_graph(tiny_training(), {2, Schedule::OneFOneB});
+  const Graph json = graph_from_json(graph_to_json(p.graph));
+  EXPECT_EQ(json, p.graph);
+  EXPECT_EQ(graph_from_binary(graph_to_binary(p.graph)), p.graph);
+  const auto spec = pipeline_spec_of(json);
+  ASSERT_TRUE(spec);
+  EXPECT_EQ(*spec, (PipelineSpec{2, Schedule::OneFOneB}));
+  EXPECT_FALSE(pipeline_spec_of(tiny_training()));
+}
+
+TEST(PipelineGraph, BadInputIsAnError) {
+  EXPECT_THROW(make_pipeline_graph(testing::tiny_forward(), {2, Schedule::GPipe}), GraphError);
+  EXPECT_THROW(make_pipeline_graph(tiny_training(), {0, Schedule::GPipe}), GraphError);
+  const PipelineGraph p = make_pipeline_graph(tiny_training(), {2, Schedule::GPipe});
+  EXPECT_THROW(make_pipeline_graph(p.graph, {2, Schedule::GPipe}), GraphError);
+  Graph g = tiny_training();
+  g.attrs[kAttrMicrobatches] = "two";
+  g.attrs[kAttrSchedule] = "gpipe";
+  EXPECT_THROW(pipeline_spec_of(g), GraphError);
+  EXPECT_EQ(parse_schedule("interleaved"), std::nullopt);
+  EXPECT_EQ(parse_objective("pipeline"), Objective::Pipeline);
+}
+
+// Two stages: x, fc and their backward ops on device 0; relu, loss and theirs on device 1.
+struct TwoStages {
+  PipelineGraph p = make_pipeline_graph(tiny_training(), {4, Schedule::OneFOneB});
+  std::vector<DeviceId> device_of;
+  TwoStages() {
+    for (int32_t i = 0; i < p.graph.size(); ++i) {
+      const std::string base = tiny_training().op(p.base_op[i]).name;
+      const bool second = base.rfind("relu", 0) == 0 || base.rfind("loss", 0) == 0;
+      device_of.push_back(DeviceId(second ? 1 : 0));
+    }
+  }
+  int32_t id(const std::string& name) const { return p.graph.find(name)->value; }
+};
+
+TEST(MicrobatchGate, OneFOneBCapsMicrobatchesInFlightByStage) {
+  TwoStages t;
+  MicrobatchGate gate(t.p.graph, t.device_of, 2);
+  ASSERT_TRUE(gate.active());
+  EXPECT_EQ(gate.cap(0), 2);  // first stage: S - 0
+  EXPECT_EQ(gate.cap(1), 1);  // last stage: one at a time
+  // Stage 0 admits micro-batches 0 and 1, then waits for micro-batch 0 to end there.
+  for (int k = 0; k < 2; ++k) {
+    for (const char* op : {"x", "fc"}) {
+      const int32_t o = t.id(std::string(op) + "@mb" + std::to_string(k));
+      ASSERT_TRUE(gate.admits(o)) << op << k;
+      gate.started(o);
+      gate.finished(o);
+    }
+  }
+  EXPECT_FALSE(gate.admits(t.id("x@mb2")));
+  EXPECT_FALSE(gate.admits(t.id("x@mb3")));  // admitted in order only
+  EXPECT_TRUE(gate.admits(t.id("w_sgd")));   // shared ops are never held
+  gate.started(t.id("fc_grad@mb0"));
+  EXPECT_FALSE(gate.admits(t.id("x@mb2")));  // micro-batch 0 still has an op running here
+  gate.finished(t.id("fc_grad@mb0"));
+  EXPECT_TRUE(gate.admits(t.id("x@mb2")));
+  // Stage 1 holds one micro-batch at a time.
+  gate.started(t.id("relu@mb0"));
+  gate.finished(t.id("relu@mb0"));
+  EXPECT_FALSE(gate.admits(t.id("relu@mb1")));
+  for (const char* op : {"loss@mb0", "loss_grad@mb0", "relu_grad@mb0"}) {
+    ASSERT_TRUE(gate.admits(t.id(op))) << op;
+    gate.started(t.id(op));
+    gate.finished(t.id(op));
+  }
+  EXPECT_TRUE(gate.admits(t.id("relu@mb1")));
+  gate.reset();
+  EXPECT_FALSE(gate.admits(t.id("relu@mb1")));
+  EXPECT_TRUE(gate.admits(t.id("relu@mb0")));
+}
+
+TEST(MicrobatchGate, GPipeAndPlainStepsAdmitEverything) {
+  const PipelineGraph p = make_pipeline_graph(tiny_training(), {4, Schedule::GPipe});
+  MicrobatchGate gpipe(p.graph, std::vector<DeviceId>(p.graph.size(), DeviceId(0)), 1);
+  EXPECT_FALSE(gpipe.active());
+  EXPECT_TRUE(gpipe.admits(p.graph.find("x@mb3")->value));
+  const Graph plain = tiny_training();
+  EXPECT_FALSE(MicrobatchGate(plain, std::vector<DeviceId>(plain.size(), DeviceId(0)), 1).active());
+}
+
+}  // namespace
+}  // namespace placer
