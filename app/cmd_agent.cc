@@ -34,6 +34,7 @@ struct PlaceArgs {
   std::string cluster;
   std::string devices;
   std::string output;
+  std::string split_spec;
   uint64_t seed = 0;
   double time_limit_s = 60.0;
   int64_t budget = 2000;
@@ -85,6 +86,7 @@ void run_place(const PlaceArgs& a) {
   if (a.method.empty() == a.checkpoint.empty()) throw InputError("give exactly one of --method or --checkpoint");
   const Graph graph = load_graph(a.graph);
   const Cluster cluster = cluster_of(a);
+  check_split_spec_graph(a.split_spec, graph);
   Environment env(graph, cluster);
   const PlaceContext ctx = context_of(a, graph, cluster, env);
   PlaceResult r;
@@ -104,6 +106,10 @@ void run_place(const PlaceArgs& a) {
   std::printf("placed in     %.3f s\n", r.place_seconds);
   if (!r.note.empty()) std::printf("note          %s\n", r.note.c_str());
   std::printf("wrote         %s\n", a.output.c_str());
+  if (a.split_spec.empty()) return;
+  write_split_spec(a.split_spec, graph, cluster, r.placement,
+                   [&](const Placement& p) { return env.simulate(p).step_s; });
+  std::printf("wrote         %s\n", a.split_spec.c_str());
 }
 
 struct Row {
@@ -324,6 +330,7 @@ void add_agent_commands(CLI::App& app) {
   place->add_option("--checkpoint", place_args->checkpoint, "A `placer train` result folder (learned placer)");
   add_common(place, *place_args);
   place->add_option("-o,--output", place_args->output, "Placement file to write (JSON)")->required();
+  add_split_spec_option(place, &place_args->split_spec);
   place->callback([place_args] { run_place(*place_args); });
 
   auto base = std::make_shared<BaselineArgs>();

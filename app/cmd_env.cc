@@ -26,7 +26,7 @@ namespace placer::cli {
 namespace {
 
 struct SimulateArgs {
-  std::string graph, placement, cluster = "cpu:2", profile, trace, json;
+  std::string graph, placement, cluster = "cpu:2", profile, trace, json, split_spec;
   bool no_memory = false;
 };
 
@@ -40,6 +40,7 @@ struct FidelityArgs {
 void run_simulate(const SimulateArgs& a) {
   const Graph graph = load_graph(a.graph);
   const Cluster cluster = resolve_cluster(a.cluster);
+  check_split_spec_graph(a.split_spec, graph);
   const Placement placement = from_named(graph, cluster, load_placement(a.placement));
   const bool calibrated = !a.profile.empty();
   const CostModel costs =
@@ -66,6 +67,10 @@ void run_simulate(const SimulateArgs& a) {
     write_file_atomic(a.json, o.str());
   }
   if (!a.trace.empty()) write_chrome_trace(events, a.trace);
+  if (!a.split_spec.empty()) {
+    write_split_spec(a.split_spec, graph, cluster, placement,
+                     [&](const Placement& p) { return simulate(context, p, cluster, costs, options).step_s; });
+  }
 
   std::printf(
       "graph %s (%lld ops) on %s, %s costs%s\n", graph.name.c_str(), static_cast<long long>(graph.size()),
@@ -288,6 +293,7 @@ void add_env_commands(CLI::App& app) {
   sim->add_option("--trace", sargs->trace, "Write the simulated step as a Chrome trace (Perfetto) JSON file");
   sim->add_option("--json", sargs->json, "Write the result, lower bound and gap as JSON");
   sim->add_flag("--no-memory", sargs->no_memory, "Do not track memory (no peaks, no OOM)");
+  add_split_spec_option(sim, &sargs->split_spec);
   sim->callback([sargs] { run_simulate(*sargs); });
 
   auto fargs = std::make_shared<FidelityArgs>();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 
 namespace CLI {
@@ -12,7 +13,10 @@ class App;
 
 namespace placer {
 struct MeasureOptions;  // runtime.h
-}
+class Graph;            // graphs/ir.h
+struct Cluster;         // graphs/cluster.h
+struct Placement;       // graphs/placement.h
+}  // namespace placer
 
 namespace placer::cli {
 
@@ -46,5 +50,14 @@ void run_max_load_baseline(const MaxLoadArgs& a);
 // `graph import` of a workload file (recognized by content); false if it is not one.
 bool import_workload_if_one(const std::string& path, const std::string& output, const WorkloadClusterArgs& cluster);
 void add_workload_cluster_options(CLI::App* cmd, WorkloadClusterArgs& c);
+
+// --split-spec FILE (split_spec.cc): the placement's pipeline stages as
+// torch.distributed.pipelining split points. check_split_spec_graph throws
+// InputError naming the flag when PATH is given and the graph has no module
+// paths (not from a .pt2); write_split_spec prices placements with STEP_S.
+void add_split_spec_option(CLI::App* cmd, std::string* path);
+void check_split_spec_graph(const std::string& path, const Graph& graph);
+void write_split_spec(const std::string& path, const Graph& graph, const Cluster& cluster, const Placement& placement,
+                      const std::function<double(const Placement&)>& step_s);
 
 }  // namespace placer::cli

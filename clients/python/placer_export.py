@@ -12,6 +12,12 @@ Or from a shell, for an archive saved before:
 
 `placer graph import model.pt2 -o model.json` reads the same archive locally.
 
+A pipeline split that `placer place ... --split-spec split.json` (or `placer
+simulate ... --split-spec`) wrote runs with torch.distributed.pipelining:
+
+    pipe = placer_export.apply_split_spec(model, (torch.randn(32, 3, 224, 224),), "split.json", n_microbatches=4)
+    stage = pipe.get_stage_module(rank)   # then PipelineStage + ScheduleGPipe / Schedule1F1B as usual
+
 Placement needs the program's structure and shapes, not its weights, so
 `place` sends the archive without its large weight payloads (the importer
 makes up values for tensors it does not find; integer buffers, which may be
@@ -25,6 +31,7 @@ import io
 import json
 import os
 import sys
+import warnings
 import zipfile
 
 DEFAULT_KEEP_BYTES = 64 * 1024
@@ -88,6 +95,45 @@ def place(path, endpoint="tcp://127.0.0.1:5555", cluster=None, devices=None, inp
     request["cluster" if cluster is not None else "devices"] = cluster if cluster is not None else devices
     with PlacerClient(endpoint, timeout_ms=timeout_ms) as client:
         return client.call("place", **request)
+
+
+def apply_split_spec(model, example_args, spec, n_microbatches, example_kwargs=None):
+    """torch.distributed.pipelining.pipeline(model, ...) split as SPEC says; returns the Pipe.
+
+    spec: the JSON file `--split-spec` wrote, its path or the dict. When the
+    placement was not contiguous in module order it holds no runnable split:
+    its contiguous_alternative is used instead, with a warning.
+    example_args: a whole batch; its tensors are cut into n_microbatches along
+    dimension 0 and the first micro-batch traces the model (pipeline() needs
+    no process group). Wraps the forward of each split module in place, as
+    pipeline() does. pipe.num_stages equals the spec's number of stages, or
+    ValueError says why not (e.g. a module the model calls more than once)."""
+    import torch
+    from torch.distributed.pipelining import SplitPoint, pipeline
+
+    if not isinstance(spec, dict):
+        with open(spec) as f:
+            spec = json.load(f)
+    chosen = spec
+    if not spec.get("contiguous", True):
+        warnings.warn("placer split spec: " + spec.get("note", "not contiguous") + "; using contiguous_alternative")
+        chosen = spec["contiguous_alternative"]
+    split_spec = {fqn: SplitPoint[point] for fqn, point in chosen["split_spec"].items()}
+
+    def first_microbatch(value):
+        if not isinstance(value, torch.Tensor):
+            return value
+        if value.dim() == 0 or value.shape[0] % n_microbatches != 0:
+            raise ValueError(f"a batch of {tuple(value.shape)} does not split into {n_microbatches} micro-batches")
+        return value.chunk(n_microbatches)[0]
+
+    mb_args = tuple(first_microbatch(a) for a in example_args)
+    mb_kwargs = {k: first_microbatch(v) for k, v in (example_kwargs or {}).items()} or None
+    pipe = pipeline(model, mb_args=mb_args, mb_kwargs=mb_kwargs, split_spec=split_spec)
+    if pipe.num_stages != len(chosen["stages"]):
+        raise ValueError(f"the pipe has {pipe.num_stages} stages, the split spec {len(chosen['stages'])}: "
+                         "does the model call one of " + ", ".join(split_spec) + " more than once?")
+    return pipe
 
 
 def main():

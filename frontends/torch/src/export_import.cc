@@ -22,11 +22,16 @@
 namespace placer {
 namespace detail {
 
-// Modules that hold another module some node ran in (a layer's block), and
-// the values some node or output uses.
+// Modules that hold another module some node ran in (a layer's block), the
+// modules called (in first-call order), and the values some node or output uses.
 void ExportImporter::scan_nodes(const rj::Value& nodes) {
+  std::set<std::string> called;
   for (rj::SizeType i = 0; i < nodes.Size(); ++i) {
-    const std::string path = nodes[i].IsObject() ? module_of(nodes[i]) : std::string();
+    const std::vector<std::string> stack = nodes[i].IsObject() ? module_stack(nodes[i]) : std::vector<std::string>();
+    for (const std::string& m : stack) {
+      if (called.insert(m).second) called_modules_.push_back(m);
+    }
+    const std::string path = stack.empty() ? std::string() : stack.back();
     for (auto d = path.rfind('.'); d != std::string::npos; d = path.rfind('.', d - 1)) {
       parent_modules_.insert(path.substr(0, d));
       if (d == 0) break;
@@ -79,6 +84,11 @@ Graph ExportImporter::run(const std::vector<SampleInput>& samples) {
   std::string said;
   for (const auto& [name, text] : inputs_said_) said += (said.empty() ? "" : " ") + name + ":" + text;
   out.attrs["input_shapes"] = said;
+  // The modules the program calls (a ModuleList holding blocks is not one):
+  // where a pipeline split may begin (frontends/pipeline_split.h).
+  std::string modules;
+  for (const std::string& m : called_modules_) modules += (modules.empty() ? "" : " ") + m;
+  out.attrs["modules"] = modules;
   if (!synthesized_.empty()) {
     out.attrs["weights"] = detail::concat(synthesized_.size(), " tensor(s) not stored raw in the archive; made up");
   }

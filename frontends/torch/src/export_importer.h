@@ -175,6 +175,7 @@ class ExportImporter {
   void bind_outputs(const rj::Value& node, const RecordedCall& call, const std::string& mutated_name,
                     const std::string& where);
   void visit_symbolic(const rj::Value& node, const std::string& target, const std::string& where);
+  std::vector<std::string> module_stack(const rj::Value& node) const;
   std::string module_of(const rj::Value& node) const;
   void check_output(const std::string& name, const at::Tensor& t, const std::string& where) const;
 
@@ -189,6 +190,7 @@ class ExportImporter {
   const rj::Value* tensor_values_ = nullptr;
   std::unordered_map<std::string, Val> values_;
   std::set<std::string> parent_modules_;            // modules that hold another module some node ran in
+  std::vector<std::string> called_modules_;         // every module some node ran in, in first-call order
   std::map<std::string, std::string> inputs_said_;  // user input -> where its shape came from
   std::set<std::string> synthesized_;               // weights not stored in the archive
   bool overridden_ = false;                         // some --input changed a symbolic size

@@ -3,19 +3,31 @@
 
 namespace placer::detail {
 
-// The module a node ran in ("layer1.0.conv1"), from nn_module_stack
-// ("L__self__,,Net;L__self___layer1_0,layer1.0,Bottleneck;...").
-std::string ExportImporter::module_of(const rj::Value& node) const {
+// The modules a node ran in, outermost first ("layer1", "layer1.0",
+// "layer1.0.conv1"), from nn_module_stack ("L__self__,,Net;L__self___layer1_0,
+// layer1.0,Bottleneck;..."); the root module (an empty path) is left out.
+std::vector<std::string> ExportImporter::module_stack(const rj::Value& node) const {
+  std::vector<std::string> paths;
   const rj::Value* metadata = json_.member(node, "metadata");
-  if (!metadata || !metadata->IsObject()) return {};
+  if (!metadata || !metadata->IsObject()) return paths;
   const rj::Value* stack = json_.member(*metadata, "nn_module_stack");
-  if (!stack || !stack->IsString()) return {};
+  if (!stack || !stack->IsString()) return paths;
   const std::string text = stack->GetString();
-  const auto start = text.rfind(';') == std::string::npos ? 0 : text.rfind(';') + 1;
-  const std::string entry = text.substr(start);
-  const auto first = entry.find(','), last = entry.rfind(',');
-  if (first == std::string::npos || last == first) return {};
-  return entry.substr(first + 1, last - first - 1);
+  for (size_t start = 0; start <= text.size();) {
+    const size_t end = std::min(text.find(';', start), text.size());
+    const std::string entry = text.substr(start, end - start);
+    const auto first = entry.find(','), last = entry.rfind(',');
+    if (first != std::string::npos && last != first && last > first + 1)
+      paths.push_back(entry.substr(first + 1, last - first - 1));
+    start = end + 1;
+  }
+  return paths;
+}
+
+// The module a node ran in: the innermost of its stack.
+std::string ExportImporter::module_of(const rj::Value& node) const {
+  const std::vector<std::string> stack = module_stack(node);
+  return stack.empty() ? std::string() : stack.back();
 }
 
 void ExportImporter::check_output(const std::string& name, const at::Tensor& t, const std::string& where) const {
