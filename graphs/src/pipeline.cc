@@ -17,11 +17,11 @@ std::optional<Objective> parse_objective(std::string_view name) {
   return std::nullopt;
 }
 
-const char* schedule_name(Schedule schedule) { return schedule == Schedule::GPipe ? "gpipe" : "1f1b"; }
+const char* schedule_name(PipelineSchedule schedule) { return schedule == PipelineSchedule::GPipe ? "gpipe" : "1f1b"; }
 
-std::optional<Schedule> parse_schedule(std::string_view name) {
-  if (name == "gpipe") return Schedule::GPipe;
-  if (name == "1f1b") return Schedule::OneFOneB;
+std::optional<PipelineSchedule> parse_schedule(std::string_view name) {
+  if (name == "gpipe") return PipelineSchedule::GPipe;
+  if (name == "1f1b") return PipelineSchedule::OneFOneB;
   return std::nullopt;
 }
 
@@ -51,7 +51,7 @@ class Unroller {
     for (int32_t b = 0; b < n; ++b)
       if (base_.op(OpId(b)).type == op_types::kParam) add_shared(b);
     const int M = spec_.microbatches;
-    if (spec_.schedule == Schedule::GPipe) {
+    if (spec_.schedule == PipelineSchedule::GPipe) {
       for (int k = 0; k < M; ++k) copy_phase(k, Phase::Forward);
       for (int k = 0; k < M; ++k) copy_phase(k, Phase::Backward);
     } else {
@@ -187,7 +187,7 @@ std::optional<PipelineSpec> pipeline_spec_of(const Graph& graph) {
 
 MicrobatchGate::MicrobatchGate(const Graph& graph, const std::vector<DeviceId>& device_of, int32_t devices) {
   const auto spec = pipeline_spec_of(graph);
-  if (!spec || spec->schedule != Schedule::OneFOneB) return;
+  if (!spec || spec->schedule != PipelineSchedule::OneFOneB) return;
   const int32_t n = static_cast<int32_t>(graph.size());
   const int32_t M = spec->microbatches;
   microbatches_ = M;

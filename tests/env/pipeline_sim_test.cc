@@ -56,7 +56,7 @@ int64_t max_peak(const StepResult& r) {
 TEST(PipelineSimulation, EveryScheduleRunsEveryOpOnce) {
   const Graph g = mlp();
   const Cluster c = cluster_preset("k80x4");
-  for (Schedule s : {Schedule::GPipe, Schedule::OneFOneB}) {
+  for (PipelineSchedule s : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
     const PipelineRun run = simulate_pipeline(g, c, stages_of(g, 4), {8, s});
     ASSERT_TRUE(run.result.ok()) << schedule_name(s) << ": " << run.result.message;
     const PipelineGraph p = make_pipeline_graph(g, {8, s});
@@ -70,8 +70,8 @@ TEST(PipelineSimulation, OneFOneBHoldsFewerActivationsThanGPipe) {
   const Graph g = mlp();
   const Cluster c = cluster_preset("k80x4");
   const Placement four = stages_of(g, 4);
-  const PipelineRun gpipe = simulate_pipeline(g, c, four, {8, Schedule::GPipe});
-  const PipelineRun ofob = simulate_pipeline(g, c, four, {8, Schedule::OneFOneB});
+  const PipelineRun gpipe = simulate_pipeline(g, c, four, {8, PipelineSchedule::GPipe});
+  const PipelineRun ofob = simulate_pipeline(g, c, four, {8, PipelineSchedule::OneFOneB});
   // The first stage keeps every micro-batch's activations under GPipe, at most 4 under 1F1B.
   EXPECT_LT(ofob.result.devices[0].peak_bytes, gpipe.result.devices[0].peak_bytes);
   EXPECT_LT(max_peak(ofob.result), max_peak(gpipe.result));
@@ -82,7 +82,7 @@ TEST(PipelineSimulation, StagesOverlapMicrobatches) {
   // and slower than a quarter of it (the bubble).
   const Graph g = mlp();
   const Cluster c = cluster_preset("k80x4");
-  for (Schedule s : {Schedule::GPipe, Schedule::OneFOneB}) {
+  for (PipelineSchedule s : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
     const double one = simulate_pipeline(g, c, single_device(g, DeviceId(0)), {8, s}).result.step_s;
     const double four = simulate_pipeline(g, c, stages_of(g, 4), {8, s}).result.step_s;
     EXPECT_LT(four, 0.6 * one) << schedule_name(s);
@@ -95,8 +95,8 @@ TEST(PipelineSimulation, OneMicrobatchIsThePlainStep) {
   const Cluster c = cluster_preset("k80x4");
   const Placement four = stages_of(g, 4);
   const double plain = simulate(g, four, c, CostModel::roofline(g, c)).step_s;
-  EXPECT_DOUBLE_EQ(simulate_pipeline(g, c, four, {1, Schedule::GPipe}).result.step_s, plain);
-  EXPECT_DOUBLE_EQ(simulate_pipeline(g, c, four, {1, Schedule::OneFOneB}).result.step_s, plain);
+  EXPECT_DOUBLE_EQ(simulate_pipeline(g, c, four, {1, PipelineSchedule::GPipe}).result.step_s, plain);
+  EXPECT_DOUBLE_EQ(simulate_pipeline(g, c, four, {1, PipelineSchedule::OneFOneB}).result.step_s, plain);
 }
 
 }  // namespace

@@ -20,7 +20,7 @@ std::vector<std::string> names(const Graph& g) {
 }
 
 TEST(PipelineGraph, GPipeOrdersEveryForwardBeforeAnyBackward) {
-  const PipelineGraph p = make_pipeline_graph(tiny_training(), {2, Schedule::GPipe});
+  const PipelineGraph p = make_pipeline_graph(tiny_training(), {2, PipelineSchedule::GPipe});
   const std::vector<std::string> want = {"w",
                                          "b",
                                          "x@mb0",
@@ -46,7 +46,7 @@ TEST(PipelineGraph, GPipeOrdersEveryForwardBeforeAnyBackward) {
 }
 
 TEST(PipelineGraph, OneFOneBKeepsMicrobatchesWhole) {
-  const PipelineGraph p = make_pipeline_graph(tiny_training(), {2, Schedule::OneFOneB});
+  const PipelineGraph p = make_pipeline_graph(tiny_training(), {2, PipelineSchedule::OneFOneB});
   const std::vector<std::string> want = {
       "w",           "b",     "x@mb0",  "fc@mb0",   "relu@mb0", "loss@mb0",      "loss_grad@mb0", "relu_grad@mb0",
       "fc_grad@mb0", "x@mb1", "fc@mb1", "relu@mb1", "loss@mb1", "loss_grad@mb1", "relu_grad@mb1", "fc_grad@mb1",
@@ -56,7 +56,7 @@ TEST(PipelineGraph, OneFOneBKeepsMicrobatchesWhole) {
 
 TEST(PipelineGraph, CopiesShareParamsAndGradientsAccumulateIntoOneBuffer) {
   const Graph base = tiny_training();
-  const PipelineGraph p = make_pipeline_graph(base, {3, Schedule::OneFOneB});
+  const PipelineGraph p = make_pipeline_graph(base, {3, PipelineSchedule::OneFOneB});
   // params, 3 x (x, fc, relu, loss and 3 backward ops), micro-batch 1 adding into each param's sum, updates
   ASSERT_EQ(p.graph.size(), 2 + 3 * 7 + 2 + 2);
   const Graph& g = p.graph;
@@ -99,7 +99,7 @@ TEST(PipelineGraph, CopiesShareParamsAndGradientsAccumulateIntoOneBuffer) {
 
 TEST(PipelineGraph, ExpandPutsEveryCopyWithItsOp) {
   const Graph base = tiny_training();
-  const PipelineGraph p = make_pipeline_graph(base, {2, Schedule::GPipe});
+  const PipelineGraph p = make_pipeline_graph(base, {2, PipelineSchedule::GPipe});
   Placement bp;
   for (int32_t i = 0; i < base.size(); ++i) bp.device_of.push_back(DeviceId(i % 2));
   const Placement e = p.expand(bp);
@@ -108,21 +108,21 @@ TEST(PipelineGraph, ExpandPutsEveryCopyWithItsOp) {
 }
 
 TEST(PipelineGraph, SavedGraphKeepsItsScheduleAndMicrobatches) {
-  const PipelineGraph p = make_pipeline_graph(tiny_training(), {2, Schedule::OneFOneB});
+  const PipelineGraph p = make_pipeline_graph(tiny_training(), {2, PipelineSchedule::OneFOneB});
   const Graph json = graph_from_json(graph_to_json(p.graph));
   EXPECT_EQ(json, p.graph);
   EXPECT_EQ(graph_from_binary(graph_to_binary(p.graph)), p.graph);
   const auto spec = pipeline_spec_of(json);
   ASSERT_TRUE(spec);
-  EXPECT_EQ(*spec, (PipelineSpec{2, Schedule::OneFOneB}));
+  EXPECT_EQ(*spec, (PipelineSpec{2, PipelineSchedule::OneFOneB}));
   EXPECT_FALSE(pipeline_spec_of(tiny_training()));
 }
 
 TEST(PipelineGraph, BadInputIsAnError) {
-  EXPECT_THROW(make_pipeline_graph(testing::tiny_forward(), {2, Schedule::GPipe}), GraphError);
-  EXPECT_THROW(make_pipeline_graph(tiny_training(), {0, Schedule::GPipe}), GraphError);
-  const PipelineGraph p = make_pipeline_graph(tiny_training(), {2, Schedule::GPipe});
-  EXPECT_THROW(make_pipeline_graph(p.graph, {2, Schedule::GPipe}), GraphError);
+  EXPECT_THROW(make_pipeline_graph(testing::tiny_forward(), {2, PipelineSchedule::GPipe}), GraphError);
+  EXPECT_THROW(make_pipeline_graph(tiny_training(), {0, PipelineSchedule::GPipe}), GraphError);
+  const PipelineGraph p = make_pipeline_graph(tiny_training(), {2, PipelineSchedule::GPipe});
+  EXPECT_THROW(make_pipeline_graph(p.graph, {2, PipelineSchedule::GPipe}), GraphError);
   Graph g = tiny_training();
   g.attrs[kAttrMicrobatches] = "two";
   g.attrs[kAttrSchedule] = "gpipe";
@@ -133,7 +133,7 @@ TEST(PipelineGraph, BadInputIsAnError) {
 
 // Two stages: x, fc and their backward ops on device 0; relu, loss and theirs on device 1.
 struct TwoStages {
-  PipelineGraph p = make_pipeline_graph(tiny_training(), {4, Schedule::OneFOneB});
+  PipelineGraph p = make_pipeline_graph(tiny_training(), {4, PipelineSchedule::OneFOneB});
   std::vector<DeviceId> device_of;
   TwoStages() {
     for (int32_t i = 0; i < p.graph.size(); ++i) {
@@ -183,7 +183,7 @@ TEST(MicrobatchGate, OneFOneBCapsMicrobatchesInFlightByStage) {
 }
 
 TEST(MicrobatchGate, GPipeAndPlainStepsAdmitEverything) {
-  const PipelineGraph p = make_pipeline_graph(tiny_training(), {4, Schedule::GPipe});
+  const PipelineGraph p = make_pipeline_graph(tiny_training(), {4, PipelineSchedule::GPipe});
   MicrobatchGate gpipe(p.graph, std::vector<DeviceId>(p.graph.size(), DeviceId(0)), 1);
   EXPECT_FALSE(gpipe.active());
   EXPECT_TRUE(gpipe.admits(p.graph.find("x@mb3")->value));

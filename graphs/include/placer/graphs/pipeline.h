@@ -43,13 +43,13 @@ enum class Objective : uint8_t { Step, Pipeline };
 const char* objective_name(Objective objective);  // "step", "pipeline"
 std::optional<Objective> parse_objective(std::string_view name);
 
-enum class Schedule : uint8_t { GPipe, OneFOneB };
-const char* schedule_name(Schedule schedule);  // "gpipe", "1f1b"
-std::optional<Schedule> parse_schedule(std::string_view name);
+enum class PipelineSchedule : uint8_t { GPipe, OneFOneB };
+const char* schedule_name(PipelineSchedule schedule);  // "gpipe", "1f1b"
+std::optional<PipelineSchedule> parse_schedule(std::string_view name);
 
 struct PipelineSpec {
   int microbatches = 4;
-  Schedule schedule = Schedule::OneFOneB;
+  PipelineSchedule schedule = PipelineSchedule::OneFOneB;
   bool operator==(const PipelineSpec& o) const { return microbatches == o.microbatches && schedule == o.schedule; }
 };
 
