@@ -96,8 +96,17 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
     std::printf("  %-22s %12.6g %25s %10s %10.3f\n", b.method.c_str(), b.step_s,
                 interval(b.ci_low_s, b.ci_high_s).c_str(), g, b.seconds);
   }
-  std::printf("  result: %.6g s, found by %s%s\n", r.best_step_s, r.best_found_by.c_str(),
-              r.best_found_by == "policy" ? "" : " (a baseline beat the policy's own best; the result is never worse)");
+  // The fastest placement the run evaluated, and who found it; the policy's own best stays apart.
+  if (r.best_found_by == "policy" || r.best_found_by == "none")
+    std::printf("  result: %.6g s, found by %s\n", r.best_step_s, r.best_found_by.c_str());
+  else if (r.policy_best_step_s > 0)
+    std::printf(
+        "  result: %.6g s, found by %s (the policy's own best, %.6g s, did not beat it; the result is never "
+        "worse than what the run evaluated)\n",
+        r.best_step_s, r.best_found_by.c_str(), r.policy_best_step_s);
+  else
+    std::printf("  result: %.6g s, found by %s (the policy evaluated nothing)\n", r.best_step_s,
+                r.best_found_by.c_str());
   if (r.measurements > 0)
     std::printf("  training ran %lld placements for real (%.1f per update), %lld measured steps\n",
                 static_cast<long long>(r.measurements),

@@ -440,7 +440,7 @@ TrainResult Trainer::run() {
   const bool stopped_early = update_until_budget();
 
   TrainResult res;
-  if (!stopped_early) compare_baselines(&res);
+  compare_baselines(&res, /*compare=*/!stopped_early);  // stopped early: the warm start still counts
   final_table(&res, /*measure=*/!stopped_early);
   if (!stopped_early) place_held_out(eo, &res);
   write_outputs(&res);

@@ -81,10 +81,15 @@ class Trainer {
   void load_checkpoint(const std::string& path);
   std::string state_json() const;
   void write_outputs(TrainResult* result);
-  void compare_baselines(TrainResult* result);
-  // The result: the policy's best, or a faster baseline. With `measure`, in a
-  // mode that measures, every row is first measured side by side (trainer_outputs.cc).
+  // The rows the result is chosen from besides the policy's best (the warm
+  // start's, with `compare` the config's compare methods, controls.seen).
+  void compare_baselines(TrainResult* result, bool compare);
+  BaselineResult evaluated_row(const std::string& method, const Placement& placement, const std::string& note);
+  // The result: the policy's best, or a faster row (ties go to the row). With
+  // `measure`, in a mode that measures, every row is first measured side by
+  // side (measure_rows; trainer_outputs.cc).
   void final_table(TrainResult* result, bool measure);
+  void measure_rows(TrainResult* result);
   // Resuming: the warm-start placements stored in the checkpoint.
   void restore_warm_starts(const std::string& ckpt);
   // Fine-tuning: the policy's weights from another run's checkpoint (policy.init_from).

@@ -55,16 +55,39 @@ void Trainer::write_outputs(TrainResult* res) {
                                res->lower_bound_s, t0.warm_step_s, "warm start (" + t0.warm_method + ")"));
 }
 
-// The warm start's baselines, then the config's compare methods it did not run.
-void Trainer::compare_baselines(TrainResult* res) {
+// A placement the run did not sample, evaluated in its environment as a row of the final table.
+BaselineResult Trainer::evaluated_row(const std::string& method, const Placement& placement, const std::string& note) {
+  BaselineResult b{method, 0.0, false, 0.0, note};
+  try {
+    const Evaluation e = tasks_[0]->env->evaluate(placement);
+    b.ok = e.result.ok();
+    b.step_s = e.step_s;
+    b.ci_low_s = e.result.ci_low_s;
+    b.ci_high_s = e.result.ci_high_s;
+    b.placement = placement;
+    if (!b.ok) b.note = e.result.message;
+  } catch (const std::exception& e) {  // a seen placement that does not fit this graph and cluster
+    b.note = e.what();
+  }
+  return b;
+}
+
+// What the result is chosen from besides the policy's best: the warm start's
+// baselines (a resumed run has only the placement it cloned, from the
+// checkpoint), the config's compare methods the warm start did not run (with
+// `compare`) and the controls' seen placements.
+void Trainer::compare_baselines(TrainResult* res, bool compare) {
   const Task& t0 = *tasks_[0];
   res->baselines = t0.warm_results;
+  auto listed = [&](const std::string& m) {
+    return std::any_of(res->baselines.begin(), res->baselines.end(),
+                       [&](const BaselineResult& b) { return b.method == m; });
+  };
+  if (t0.has_warm && !listed(t0.warm_method))
+    res->baselines.push_back(evaluated_row(t0.warm_method, t0.warm, "the warm start, from the checkpoint"));
   std::vector<std::string> more;  // the compare methods the warm start did not run
   for (const std::string& m : c_.compare)
-    if (std::none_of(res->baselines.begin(), res->baselines.end(),
-                     [&](const BaselineResult& b) { return b.method == m; }) &&
-        std::find(more.begin(), more.end(), m) == more.end())
-      more.push_back(m);
+    if (compare && !listed(m) && std::find(more.begin(), more.end(), m) == more.end()) more.push_back(m);
   PlaceContext ctx;
   ctx.graph = &t0.env->graph();
   ctx.cluster = &cluster_;
@@ -74,6 +97,37 @@ void Trainer::compare_baselines(TrainResult* res) {
   options.scoring = CompareScoring::Evaluate;
   options.catch_all = true;
   for (const Compared& c : compare_placers(more, ctx, options)) res->baselines.push_back(baseline_result(c));
+  for (const SeenPlacement& s : ctl_.seen)
+    res->seen.push_back(evaluated_row(s.found_by, s.placement, "found outside the run"));
+}
+
+// Every row in one fresh, interleaved run: the policy's best first, then each placed baseline and seen placement.
+void Trainer::measure_rows(TrainResult* res) {
+  Task& t0 = *tasks_[0];
+  std::vector<Placement> rows = {t0.best};
+  std::vector<BaselineResult*> of_row = {nullptr};
+  for (std::vector<BaselineResult>* list : {&res->baselines, &res->seen})
+    for (BaselineResult& b : *list)
+      if (b.ok && !b.placement.device_of.empty()) {
+        rows.push_back(b.placement);
+        of_row.push_back(&b);
+      }
+  std::fprintf(stderr, "final table: measuring %zu placements side by side, interleaved...\n", rows.size());
+  const std::vector<StepResult> rs = t0.env->measure_side_by_side(rows, /*fresh=*/true);
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const double step = rs[i].ok() ? rs[i].step_s : failure_penalty_seconds(rs[i], t0.env->options().reward);
+    if (!of_row[i]) {
+      res->policy_best_step_s = res->best_step_s = step;
+      res->policy_ci_low_s = rs[i].ci_low_s;
+      res->policy_ci_high_s = rs[i].ci_high_s;
+      continue;
+    }
+    of_row[i]->ok = rs[i].ok();
+    of_row[i]->step_s = step;
+    of_row[i]->ci_low_s = rs[i].ci_low_s;
+    of_row[i]->ci_high_s = rs[i].ci_high_s;
+  }
+  res->table = "measured side by side";
 }
 
 void Trainer::final_table(TrainResult* res, bool measure) {
@@ -81,38 +135,19 @@ void Trainer::final_table(TrainResult* res, bool measure) {
   res->policy_best_step_s = res->best_step_s =
       t0.best.device_of.empty() ? std::numeric_limits<double>::infinity() : t0.best_step_s;
   if (t0.best.device_of.empty()) res->best_found_by = "none";
-  if (measure && c_.reward.mode != RewardMode::Simulated && !t0.best.device_of.empty()) {
-    // Every row in one fresh, interleaved run: the policy's best first, then each placed baseline.
-    std::vector<Placement> rows = {t0.best};
-    std::vector<BaselineResult*> of_row = {nullptr};
-    for (BaselineResult& b : res->baselines)
-      if (b.ok && !b.placement.device_of.empty()) {
-        rows.push_back(b.placement);
-        of_row.push_back(&b);
+  if (measure && c_.reward.mode != RewardMode::Simulated && !t0.best.device_of.empty()) measure_rows(res);
+  // Never worse than what it saw: the fastest row is the result. The policy is
+  // credited only when strictly faster than every other row (a tie: it did
+  // not beat that row); between other rows, the first listed keeps a tie.
+  for (const std::vector<BaselineResult>* list : {&res->baselines, &res->seen})
+    for (const BaselineResult& b : *list) {
+      const bool policy_holds = res->best_found_by == "policy" || res->best_found_by == "none";
+      if (!b.ok || b.placement.device_of.empty()) continue;
+      if (b.step_s < res->best_step_s || (policy_holds && b.step_s == res->best_step_s)) {
+        res->best_step_s = b.step_s;
+        res->best_found_by = b.method;
+        res->best_placement = to_named(t0.env->graph(), cluster_, b.placement);
       }
-    std::fprintf(stderr, "final table: measuring %zu placements side by side, interleaved...\n", rows.size());
-    const std::vector<StepResult> rs = t0.env->measure_side_by_side(rows, /*fresh=*/true);
-    for (size_t i = 0; i < rs.size(); ++i) {
-      const double step = rs[i].ok() ? rs[i].step_s : failure_penalty_seconds(rs[i], t0.env->options().reward);
-      if (!of_row[i]) {
-        res->policy_best_step_s = res->best_step_s = step;
-        res->policy_ci_low_s = rs[i].ci_low_s;
-        res->policy_ci_high_s = rs[i].ci_high_s;
-        continue;
-      }
-      of_row[i]->ok = rs[i].ok();
-      of_row[i]->step_s = step;
-      of_row[i]->ci_low_s = rs[i].ci_low_s;
-      of_row[i]->ci_high_s = rs[i].ci_high_s;
-    }
-    res->table = "measured side by side";
-  }
-  // Never worse than what it saw: a baseline faster than the policy's best is the result.
-  for (const BaselineResult& b : res->baselines)
-    if (b.ok && !b.placement.device_of.empty() && b.step_s < res->best_step_s) {
-      res->best_step_s = b.step_s;
-      res->best_found_by = b.method;
-      res->best_placement = to_named(t0.env->graph(), cluster_, b.placement);
     }
   if (t0.best.device_of.empty()) res->policy_best_step_s = 0.0;  // the policy evaluated nothing
   if (res->best_found_by == "none") res->best_step_s = 0.0;
@@ -163,6 +198,13 @@ void Trainer::write_summary(const TrainResult& res) {
       << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"step_s\": " << num(b.step_s) << ", \"ci_s\": ["
       << num(b.ci_low_s) << ", " << num(b.ci_high_s) << "]"
       << ", \"seconds\": " << num(b.seconds) << ", \"note\": " << json_quote(b.note) << "}";
+  }
+  o << "],\n  \"seen\": [";
+  for (size_t i = 0; i < res.seen.size(); ++i) {
+    const auto& b = res.seen[i];
+    o << (i ? ",\n    " : "\n    ") << "{\"found_by\": " << json_quote(b.method)
+      << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"step_s\": " << num(b.step_s) << ", \"ci_s\": ["
+      << num(b.ci_low_s) << ", " << num(b.ci_high_s) << "], \"note\": " << json_quote(b.note) << "}";
   }
   o << "],\n  \"held_out\": [";
   bool first = true;

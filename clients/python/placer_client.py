@@ -134,7 +134,10 @@ class PlacerClient:
         `placer train` configs without graph, cluster and paths, e.g.
         {"policy": {"type": "seq2seq"}, "train": {"lr": 0.005}, "warm_start": {"methods": ["m_etf"]}}.
         reward_mode: "simulated", or "measured"/"hybrid" on the server's devices
-        (when its config allows). save_as keeps the result as a named policy."""
+        (when its config allows). save_as keeps the result as a named policy.
+        A learned job's `best` is the fastest placement it saw (its policy's, its
+        trainer's baselines', or the service's fast-path answer): `best.found_by` is
+        "policy", "baseline" or "fast_path"; `policy_best` is the policy's own."""
         r = self.call("optimize", **_problem(graph, builder, options, cluster, devices),
                       budget={"samples": samples, "seconds": seconds}, methods=methods, seed=seed,
                       learned=learned, reward_mode=reward_mode, save_as=save_as)

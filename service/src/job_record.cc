@@ -87,6 +87,8 @@ void read_learned_fields(const RecordFields& r, Job& job) {
   job.restarts = r.i("restarts");
   job.best_measured = r.b("best_measured");
   job.best_simulated_s = r.n("best_simulated_s");
+  job.best_found_by = r.s("best_found_by");
+  job.policy_best_step_s = r.n("policy_best_step_s");
 }
 
 void read_best_placement(const RecordFields& r, Job& job) {

@@ -315,13 +315,20 @@ std::string JobManager::describe(const Job& job, bool with_placement) const {
   o.key("best");
   if (job.best_step_s > 0) {
     o.begin().field("method", job.best_method).field("step_s", job.best_step_s);
-    if (job.learned) o.field("measured", job.best_measured);
+    if (job.learned) o.field("found_by", job.best_found_by).field("measured", job.best_measured);
     if (job.best_simulated_s > 0) o.field("simulated_step_s", job.best_simulated_s);
     if (job.lower_bound_s > 0) o.field("gap_to_lower_bound", job.best_step_s / job.lower_bound_s - 1.0);
     if (job.start_step_s > 0) o.field("speedup_vs_start", job.start_step_s / job.best_step_s);
     o.end();
   } else {
     o.null();
+  }
+  if (job.learned) {  // the policy's own best, never credited with a baseline's or the fast path's find
+    o.key("policy_best");
+    if (job.policy_best_step_s > 0)
+      o.begin().field("method", "learned:" + job.policy_type).field("step_s", job.policy_best_step_s).end();
+    else
+      o.null();
   }
   o.field("lower_bound_s", job.lower_bound_s);
   o.begin_object("start").field("method", job.start_method).field("step_s", job.start_step_s).end();
@@ -424,6 +431,7 @@ void JobManager::persist(const Job& job) {
     o.field("reward_mode", job.reward_mode).field("save_as", job.save_as).field("saved_as", job.saved_as);
     o.field("updates", job.updates).field("budget_updates", job.budget_updates).field("restarts", job.restarts);
     o.field("best_measured", job.best_measured).field("best_simulated_s", job.best_simulated_s);
+    o.field("best_found_by", job.best_found_by).field("policy_best_step_s", job.policy_best_step_s);
   }
   o.placement("best_placement", job.best_placement);
   o.end();

@@ -64,6 +64,11 @@ struct Job {
   std::string dir;  // the trainer's output folder (checkpoint, train.csv, reward.svg)
   int64_t updates = 0, budget_updates = 0;
   bool best_measured = false;
+  // Who found the best: "policy", "baseline" (the trainer's warm start or
+  // compare methods) or "fast_path" (the service's own answer for the graph
+  // and cluster); the policy's own best stays apart (0 = none yet).
+  std::string best_found_by;
+  double policy_best_step_s = 0;
   double best_simulated_s = 0;  // a measured best placement's simulated step time (0 = not simulated)
   int64_t restarts = 0;         // server restarts this job resumed from
   int64_t resumed_at_update = -1;

@@ -44,9 +44,12 @@ class JobSink : public MetricsSink {
       job_.updates = m.update;
       job_.samples = m.samples;
       job_.elapsed_s = offset_s_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+      if (m.best_step_s > 0) job_.policy_best_step_s = m.best_step_s;
       if (m.best_step_s > 0 && (job_.best_step_s == 0 || m.best_step_s < job_.best_step_s)) {
         job_.best_step_s = m.best_step_s;
         job_.best_method = "learned:" + job_.policy_type;
+        job_.best_found_by = "policy";
+        job_.best_placement = {};  // the trainer hands out the policy's placement when it ends
       }
       job_.curve.push_back(m);
       while (job_.curve.size() > kCurvePoints) job_.curve.pop_front();
@@ -78,6 +81,10 @@ class JobSink : public MetricsSink {
 namespace {
 
 const std::string kField = "learned";
+// The service's fast-path answer for the job's graph and cluster, in the job's
+// folder for a restarted server; as the trainer names it when it wins.
+const std::string kFastPathFile = "fast_path_placement.json";
+const std::string kFastPath = "fast_path:";
 
 // A learned job's config errors: bad_request at the field ("learned.train.lr").
 FieldFail learned_fail() {
@@ -184,6 +191,9 @@ void JobManager::prepare_learned(Job& job) {
   if (config_.state_dir.empty()) return;
   if (!c.graph.file.empty()) save_graph(job.prepared->graph, c.graph.file);
   if (c.cluster == job.dir + "/cluster.json") save_cluster(*c.cluster_value, c.cluster);
+  const PreparedRequest& p = *job.prepared;
+  if (p.best >= 0)
+    save_placement(to_named(p.graph, p.cluster, p.baselines[p.best].placement), job.dir + "/" + kFastPathFile);
 }
 
 // A job of an earlier server process: the config of its record, whose files
@@ -245,17 +255,54 @@ double simulated_best(const TrainConfig& c, const TrainResult& r) {
   return sim.ok() ? sim.step_s : 0;
 }
 
+// The service's fast-path answer (what `place` answers without a policy), a
+// placement the job's trainer has seen: the job's answer is never worse. A
+// resumed job reads it from its folder.
+std::vector<SeenPlacement> fast_path_seen(const Job& job, const TrainConfig& c) {
+  if (job.prepared) {
+    const PreparedRequest& p = *job.prepared;
+    if (p.best < 0) return {};
+    return {{kFastPath + p.baselines[p.best].method, p.baselines[p.best].placement}};
+  }
+  const std::string file = job.dir + "/" + kFastPathFile;
+  if (job.start_method.empty() || !fs::exists(file)) return {};
+  const Graph graph = c.graph.load();
+  const Cluster cluster = c.cluster_value ? *c.cluster_value : resolve_cluster(c.cluster);
+  return {{kFastPath + job.start_method, from_named(graph, cluster, load_placement(file))}};
+}
+
+// A simulated job's best before training: the fast-path answer, which the
+// policy must beat (call with the mutex held).
+void start_from_fast_path(Job& job, const TrainConfig& c) {
+  if (!job.prepared || job.best_step_s > 0 || c.reward.mode != RewardMode::Simulated) return;
+  const PreparedRequest& p = *job.prepared;
+  if (p.best < 0) return;
+  job.best_step_s = p.baselines[p.best].result.step_s;
+  job.best_method = p.baselines[p.best].method;
+  job.best_found_by = "fast_path";
+  job.best_placement = to_named(p.graph, p.cluster, p.baselines[p.best].placement);
+}
+
 // The trainer's result into the job record (call with the mutex held).
 void record_result(Job& job, const TrainConfig& c, const TrainResult& r) {
   job.updates = r.updates;
   job.samples = r.samples;
   job.remote_evaluations += r.remote_evaluations;
+  if (r.policy_best_step_s > 0 && std::isfinite(r.policy_best_step_s)) job.policy_best_step_s = r.policy_best_step_s;
   if (r.best_step_s > 0 && std::isfinite(r.best_step_s)) {
     job.best_step_s = r.best_step_s;
     job.best_measured = r.best_measured;
-    // Never worse than what it saw: a baseline that beat the policy is the answer, under its own name.
-    job.best_method =
-        r.best_found_by == "policy" ? std::string("learned:") + policy_type_name(c.policy.type) : r.best_found_by;
+    // Never worse than what it saw: a baseline or the fast path that the policy
+    // did not beat is the answer, under its own name.
+    job.best_method = r.best_found_by;
+    job.best_found_by = "baseline";
+    if (r.best_found_by == "policy") {
+      job.best_method = std::string("learned:") + policy_type_name(c.policy.type);
+      job.best_found_by = "policy";
+    } else if (r.best_found_by.rfind(kFastPath, 0) == 0) {
+      job.best_method = r.best_found_by.substr(kFastPath.size());
+      job.best_found_by = "fast_path";
+    }
     job.best_placement = r.best_placement;
   }
   for (const auto& b : r.baselines)
@@ -278,6 +325,11 @@ TrainResult JobManager::train_job(Job& job, const TrainConfig& c, std::chrono::s
   ctl.progress = false;
   ctl.cancel = &job.cancel;
   ctl.remote = remote;
+  ctl.seen = fast_path_seen(job, c);
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    start_from_fast_path(job, c);
+  }
   double last_persist = 0;
   JobSink sink(mutex_, job, start, elapsed_before, ctl.resume, [&] {
     if (job.elapsed_s - last_persist < 2.0) return;  // the record on disk follows within 2 s

@@ -310,6 +310,91 @@ TEST(LearnedTrain, ResultIsNeverWorseThanABaselineItRan) {
   EXPECT_NE(json.find("\"policy_best_step_s\""), std::string::npos);
 }
 
+// A config whose warm start is local_search's placement (`warm`: its other
+// fields), with two samples per update.
+std::string never_worse_text(const Fixture& f, const std::string& run, int64_t updates, const std::string& warm) {
+  std::string text = config_text(f, f.dir + "/" + run, updates);
+  text.replace(text.find("samples_per_update: 8"), 21, "samples_per_update: 2");
+  text.replace(text.find("warm_start: {methods: []}"), 25, "warm_start: {methods: [local_search], " + warm + "}");
+  return text;
+}
+
+std::string file_text(const std::string& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+double simulated_best_placement(const std::string& run_dir) {
+  Environment env(two_chains(5), two_devices());
+  return env.simulate(from_named(env.graph(), env.cluster(), load_placement(run_dir + "/best_placement.json"))).step_s;
+}
+
+// A tie goes to the baseline: a policy that reproduces local_search's
+// placement (cloned) did not beat it, so it is not credited with it.
+TEST(LearnedTrain, ATieWithABaselineIsCreditedToTheBaseline) {
+  const Fixture f = make_fixture("tie", 5);
+  const std::string text = never_worse_text(f, "run", 2, "bc_steps: 300, bc_lr: 0.05, clone_search: true");
+  const TrainResult r = train(parse_train_config(text, "test"), nullptr, quiet());
+  ASSERT_EQ(r.warm_start_method, "local_search");
+  ASSERT_EQ(r.baselines.size(), 1u);
+  ASSERT_TRUE(r.baselines[0].ok);
+  // The policy's greedy decode is the cloned placement: exactly as fast, no faster.
+  ASSERT_EQ(r.policy_best_step_s, r.baselines[0].step_s);
+  EXPECT_EQ(r.best_found_by, "local_search");
+  EXPECT_EQ(r.best_step_s, r.baselines[0].step_s);
+  EXPECT_NE(file_text(f.dir + "/run/summary.json").find("\"best_found_by\": \"local_search\""), std::string::npos);
+}
+
+// The warm start counts as seen: a run stopped early (no baselines compared)
+// and a resumed run (only the checkpoint's warm start) return local_search's
+// placement when the policy's two random samples are slower.
+TEST(LearnedTrain, TheWarmStartIsTheResultWhenStoppedEarlyOrResumed) {
+  const Fixture f = make_fixture("warm_seen", 5);
+  const TrainConfig c = parse_train_config(never_worse_text(f, "run", 2, "bc_steps: 0"), "test");
+  TrainControls stop = quiet();
+  stop.stop_after_updates = 1;
+  const TrainResult a = train(c, nullptr, stop);
+  TrainControls resume = quiet();
+  resume.resume = true;
+  const std::string stopped_summary = file_text(f.dir + "/run/summary.json");
+  const TrainResult b = train(c, nullptr, resume);
+  ASSERT_EQ(a.updates, 1);
+  ASSERT_EQ(b.updates, 2);
+  for (const TrainResult* r : {&a, &b}) {
+    ASSERT_EQ(r->warm_start_method, "local_search");
+    ASSERT_GT(r->policy_best_step_s, r->warm_start_step_s);
+    EXPECT_EQ(r->best_found_by, "local_search");
+    EXPECT_EQ(r->best_step_s, r->warm_start_step_s);
+  }
+  EXPECT_NE(stopped_summary.find("\"best_found_by\": \"local_search\""), std::string::npos) << stopped_summary;
+  EXPECT_NEAR(simulated_best_placement(f.dir + "/run"), b.warm_start_step_s, 1e-12);
+}
+
+// A placement seen outside the run (the service's fast-path answer) is
+// evaluated in the run's environment and is the result when it is faster;
+// one that does not fit the graph is a failed row, not an error.
+TEST(LearnedTrain, APlacementSeenOutsideTheRunIsTheResultWhenFaster) {
+  const Fixture f = make_fixture("seen", 5);
+  std::string text = config_text(f, f.dir + "/run", 1);
+  text.replace(text.find("samples_per_update: 8"), 21, "samples_per_update: 2");
+  const Graph g = two_chains(5);
+  Placement split;  // one chain per device
+  for (const Op& op : g.ops()) split.device_of.push_back(DeviceId(op.name[0] == 'b' ? 1 : 0));
+  TrainControls ctl = quiet();
+  ctl.seen = {{"fast_path:by_hand", split}, {"wrong_size", Placement{{DeviceId(0)}}}};
+  const TrainResult r = train(parse_train_config(text, "test"), nullptr, ctl);
+  ASSERT_EQ(r.seen.size(), 2u);
+  ASSERT_TRUE(r.seen[0].ok);
+  EXPECT_FALSE(r.seen[1].ok);
+  EXPECT_FALSE(r.seen[1].note.empty());
+  ASSERT_GT(r.policy_best_step_s, r.seen[0].step_s);
+  EXPECT_EQ(r.best_found_by, "fast_path:by_hand");
+  EXPECT_EQ(r.best_step_s, r.seen[0].step_s);
+  EXPECT_NEAR(simulated_best_placement(f.dir + "/run"), r.seen[0].step_s, 1e-12);
+  EXPECT_NE(file_text(f.dir + "/run/summary.json").find("{\"found_by\": \"fast_path:by_hand\", \"ok\": true"),
+            std::string::npos);
+}
+
 void expect_error(const std::string& text, const std::string& needle) {
   try {
     parse_train_config(text, "bad.yaml");

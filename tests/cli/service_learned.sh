@@ -57,6 +57,7 @@ MPORT=$(sed -n 's/^placer serve: metrics on http:\/\/[^:]*:\([0-9]*\)\/metrics/\
 
 echo "== the same config through placer train and through the service"
 "$PLACER" train --config "$WORK/train.yaml" -q > "$WORK/train.out"
+grep -q "^  result: .* s, found by " "$WORK/train.out" || { cat "$WORK/train.out"; exit 1; }
 JOB=$("$PLACER" query --endpoint "$ENDPOINT" optimize "${MLP[@]}" --cluster k80x2 --train-config "$WORK/train.yaml" \
       --save-as mlp-k80x2 --no-placement | job_of)
 wait_state "$JOB" done
@@ -85,6 +86,12 @@ metrics = open(sys.argv[4]).read()
 job = sys.argv[5]
 assert result["state"] == "done" and result["kind"] == "learned", result
 assert result["best"]["step_s"] == summary["best_step_s"], (result["best"], summary["best_step_s"])
+# Never worse than what it saw, who found it, and the policy's own best apart.
+assert result["best"]["step_s"] <= result["start"]["step_s"], (result["best"], result["start"])
+assert result["best"]["step_s"] <= summary["policy_best_step_s"], (result["best"], summary["policy_best_step_s"])
+assert result["best"]["found_by"] in ("policy", "baseline", "fast_path"), result["best"]
+assert (result["best"]["found_by"] == "policy") == (summary["best_found_by"] == "policy"), (result["best"], summary)
+assert result["policy_best"] == {"method": "learned:seq2seq", "step_s": summary["policy_best_step_s"]}, result
 assert result["progress"]["samples"] == summary["samples"] == 240, (result["progress"], summary["samples"])
 assert result["progress"]["updates"] == 30
 assert result["saved"] is True and result["save_as"] == "mlp-k80x2"

@@ -360,5 +360,36 @@ TEST(Service, LearnedJobSeriesAreBoundedAndLeaveWithTheJob) {
   EXPECT_EQ(text().find("run=\"" + b + "\""), std::string::npos) << "a fetched job's series must go";
 }
 
+// "Never worse than what it already saw": a learned job whose training finds
+// nothing as fast as the service's own fast-path answer for the same graph and
+// cluster returns that answer, says who found it, and keeps the policy's own
+// best apart.
+TEST(Service, LearnedJobReturnsTheFastPathWhenItIsFaster) {
+  PlacementService s(small_config());
+  const std::string place = handle(s, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x4"})");
+  const std::string fast_method = field_text(place, "method");
+  const double fast_step = std::stod(field_text(place, "step_s"));
+  // One update of 8 sampled placements of an untrained policy (no greedy decode); the warm start
+  // round_robin is not cloned (bc_steps 0).
+  std::string id = job_id_of(handle(
+      s,
+      std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+          R"(,"cluster":"k80x4","budget":{"samples":8},"seed":5,"learned":{"policy":{"type":"seq2seq","hidden":8},)"
+          R"("train":{"samples_per_update":8,"greedy_sample":false},"warm_start":{"methods":["round_robin"],"bc_steps":0}}})"));
+  wait_state(s, id, "done");
+  const std::string r = handle(s, R"({"version":1,"type":"result","job_id":")" + id + R"("})");
+  const std::string best = r.substr(r.find("\"best\":"));
+  const std::string policy_best = r.substr(r.find("\"policy_best\":"));
+  ASSERT_GT(std::stod(field_text(policy_best, "step_s")), fast_step) << r;  // the policy did not beat it
+  EXPECT_EQ(field_text(best, "found_by"), "\"fast_path\"") << r;
+  EXPECT_EQ(field_text(best, "method"), fast_method) << r;
+  EXPECT_EQ(std::stod(field_text(best, "step_s")), fast_step) << r;
+  EXPECT_EQ(field_text(policy_best, "method"), "\"learned:seq2seq\"") << r;
+  // The placement handed out is the fast path's.
+  const std::string with = handle(
+      s, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x4","include_placement":true})");
+  EXPECT_EQ(with.substr(with.find("\"placement\":")), r.substr(r.find("\"placement\":")));
+}
+
 }  // namespace
 }  // namespace placer::service

@@ -183,6 +183,15 @@ class MetricsSink {
   virtual void on_reference(double lower_bound_s, const std::vector<BaselineResult>& baselines) {}
 };
 
+// A placement found outside the run (e.g. the service's fast-path answer for
+// the same graph and cluster): the run evaluates it in its own environment
+// (measured side by side with the other rows when the mode measures), and its
+// result is never worse than it.
+struct SeenPlacement {
+  std::string found_by;  // who found it, as the result names it ("fast_path:m_etf")
+  Placement placement;
+};
+
 struct TrainControls {
   bool resume = false;                        // continue from output_dir/checkpoint.pt
   bool progress = true;                       // progress line on stderr
@@ -191,6 +200,7 @@ struct TrainControls {
   // Evaluates the sampled placements elsewhere (e.g. service::WorkerPool: `placer
   // worker` processes); simulated and measured rewards are the same as here.
   std::shared_ptr<RemoteEvaluator> remote;
+  std::vector<SeenPlacement> seen;  // placements found elsewhere that the result must not be worse than
 };
 
 struct BaselineResult {
@@ -208,8 +218,12 @@ struct TrainResult {
   int64_t updates = 0;
   int64_t samples = 0;
   double seconds = 0.0;  // wall time of this invocation (including warm start)
-  // The fastest placement evaluated, the baselines' included ("never worse than
-  // what it saw"): best_found_by is "policy" or the baseline's method.
+  // The fastest placement evaluated, the warm start's, the baselines' and
+  // controls.seen included ("never worse than what it saw"): best_found_by is
+  // "policy", a baseline's method (the warm start's methods, then `compare`'s)
+  // or a seen placement's found_by. The policy is credited only when strictly
+  // faster than every other row: a tie goes to the other row (the policy did
+  // not beat it), and between other rows to the first listed.
   double best_step_s = 0.0;
   bool best_measured = false;
   std::string best_found_by = "policy";
@@ -225,7 +239,10 @@ struct TrainResult {
   double lower_bound_s = 0.0;
   std::string warm_start_method;  // the baseline cloned, empty if none
   double warm_start_step_s = 0.0;
-  std::vector<BaselineResult> baselines;  // config.compare, evaluated in the same env
+  // The warm start's methods (a resumed run: the placement it cloned) and
+  // config.compare, evaluated in the same env.
+  std::vector<BaselineResult> baselines;
+  std::vector<BaselineResult> seen;  // controls.seen, evaluated in the same env (method = found_by)
   // gnn: held-out graphs placed with no training: graph -> (step s, seconds to place).
   std::map<std::string, std::pair<double, double>> held_out;
   int64_t remote_evaluations = 0;  // evaluations done by controls.remote in this invocation
