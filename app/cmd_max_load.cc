@@ -156,8 +156,10 @@ void run_max_load_baseline(const MaxLoadArgs& a) {
     }
     // The best split so far warm-starts the next methods.
     if (!row.result.placement.empty() && row.report.feasible &&
-        (options.warm.empty() || row.result.max_load < max_load(w, options.warm).max_load))
+        (options.warm.empty() || row.result.max_load < max_load(w, options.warm).max_load)) {
       options.warm = row.result.placement;
+      options.warm_from = method;
+    }
     rows.push_back(row);
   }
   const bool json_to_stdout = a.json_given && (a.json.empty() || a.json == "-");

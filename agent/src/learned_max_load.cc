@@ -69,7 +69,7 @@ Warm warm_start(const Workload& w, const MaxLoadOptions& options) {
   };
   if (!options.warm.empty()) {
     check_workload_placement(w, options.warm);
-    offer(options.warm, "the warm start handed in");
+    offer(options.warm, options.warm_from.empty() ? "the warm start handed in" : options.warm_from);
   } else {
     offer(place_max_load(w, "dp", options).placement, "dp");
   }

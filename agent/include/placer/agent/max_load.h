@@ -25,6 +25,7 @@ struct MaxLoadOptions {
   int64_t samples = 2000;        // learned (agent/max_load_learned.h): placements the policy may sample
   // ilp and local_search start from this placement when it is given (e.g. dp's).
   WorkloadPlacement warm;
+  std::string warm_from;  // the method that found `warm` (learned's found_by names it)
 };
 
 struct MaxLoadResult {
