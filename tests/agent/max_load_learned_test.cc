@@ -63,13 +63,19 @@ TEST(MaxLoadLearnedTest, SameSeedSameSplit) {
 
 TEST(MaxLoadLearnedTest, KeepsToMemoryFromAHandedInWarmStart) {
   // Three nodes of 10 bytes, accelerators of 15: one node per accelerator at most.
-  const Workload w = parse_workload(R"({"maxSizePerFPGA": 15, "maxFPGAs": 2, "maxCPUs": 1, "nodes": [
-    {"id": 1, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 0, "size": 10},
-    {"id": 2, "supportedOnFpga": 1, "cpuLatency": 20, "fpgaLatency": 2, "isBackwardNode": 0, "size": 10},
-    {"id": 3, "supportedOnFpga": 1, "cpuLatency": 30, "fpgaLatency": 3, "isBackwardNode": 0, "size": 10}],
-    "edges": [{"sourceId": 1, "destId": 2, "cost": 0.5}, {"sourceId": 1, "destId": 3, "cost": 0.5},
-              {"sourceId": 2, "destId": 3, "cost": 0.25}]})",
-                                    "tight");
+  Workload w;
+  w.name = "tight";
+  w.cluster = {2, 1, 15.0};
+  for (int i = 1; i <= 3; ++i) {
+    WorkloadNode n;
+    n.id = i;
+    n.cpu_latency = 10.0 * i;
+    n.accelerator_latency = i;
+    n.size = 10;
+    w.nodes.push_back(n);
+  }
+  w.edges = {{0, 1}, {0, 2}, {1, 2}};
+  w.out_cost = {0.5, 0.25, 0.0};
   MaxLoadOptions o = small_budget(2);
   o.warm = {2, 0, 1};  // a on the CPU: 10
   const MaxLoadResult r = max_load_learned(w, o);
