@@ -61,8 +61,12 @@ void add_common(CLI::App* cmd, PlaceArgs& a) {
   cmd->add_option("--cluster", a.cluster, "Cluster preset (k80x4, p100x4, ...) or cluster JSON file");
   cmd->add_option("--devices", a.devices, "Device list instead of --cluster, e.g. cpu:2");
   cmd->add_option("--seed", a.seed, "Random seed (random, local_search, mincut)");
-  cmd->add_option("--time-limit", a.time_limit_s, "Seconds a solver may take (ilp)")->check(CLI::PositiveNumber);
-  cmd->add_option("--budget", a.budget, "Evaluations a search may spend (local_search)")->check(CLI::PositiveNumber);
+  cmd->add_option("--time-limit", a.time_limit_s,
+                  "Seconds a solver may take (ilp; max_load: ilp, local_search, learned)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--budget", a.budget,
+                  "Evaluations a search may spend (local_search; max_load learned: placements sampled)")
+      ->check(CLI::PositiveNumber);
   cmd->add_option(
       "--option", a.options,
       "Method option KEY=VALUE, repeatable (dp: objective=step|throughput|latency, max_ideals=3000; ilp: "
@@ -348,7 +352,7 @@ void add_agent_commands(CLI::App& app) {
   baseline
       ->add_option("--objective", *objective,
                    "step (simulated step time of a placer graph) or max_load (a workload of Tarnawski et al., "
-                   "NeurIPS 2020: methods dp, ilp, local_search, single, or none)")
+                   "NeurIPS 2020: methods dp, ilp, local_search, single, learned (not in all), or none)")
       ->check(CLI::IsMember({"step", "max_load"}))
       ->capture_default_str();
   baseline->add_option("--placement", max_load->placement,
@@ -366,6 +370,7 @@ void add_agent_commands(CLI::App& app) {
     a.markdown = base->markdown;
     a.seed = base->place.seed;
     a.time_limit_s = base->place.time_limit_s;
+    a.samples = base->place.budget;
     if (!base->place.cluster.empty() || !base->place.devices.empty())
       throw InputError(
           "--objective max_load: the workload names its cluster; change it with --accelerators, --cpus "

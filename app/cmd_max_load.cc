@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "placer/agent/max_load.h"
+#include "placer/agent/max_load_learned.h"
 #include "placer/env/max_load.h"
 #include "placer/frontends/workload_json.h"
 #include "placer/graphs/error.h"
@@ -34,16 +35,16 @@ Workload load_with_cluster(const std::string& path, const WorkloadClusterArgs& c
 }
 
 std::vector<std::string> method_list(const std::string& text) {
-  if (text == "all") return max_load_methods();
-  if (text == "none") return {};  // only --placement
+  if (text == "all") return max_load_methods();  // learned only by name
+  if (text == "none") return {};                 // only --placement
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = std::min(text.find(',', start), text.size());
     const std::string name = text.substr(start, comma - start);
     bool known = false;
-    for (const std::string& m : max_load_methods()) known = known || m == name;
-    if (!known) throw InputError("--method: " + unknown_name("max_load method", name, max_load_methods()));
+    for (const std::string& m : max_load_methods_with_learned()) known = known || m == name;
+    if (!known) throw InputError("--method: " + unknown_name("max_load method", name, max_load_methods_with_learned()));
     out.push_back(name);
     start = comma + 1;
   }
@@ -77,6 +78,8 @@ std::string rows_json(const Workload& w, const std::vector<Row>& rows) {
         .field("optimal", r.result.optimal);
     if (r.result.method == "dp" || r.result.method == "ilp") out.field("bound", r.result.bound);
     if (r.result.method == "dp") out.field("ideals", r.result.ideals);
+    if (r.result.method == "learned")
+      out.field("found_by", r.result.found_by).field("warm_max_load", r.result.warm_max_load);
     out.field("note", r.result.note)
         .key("placement")
         .raw(workload_split_json(w, r.result.placement, r.report.load, r.report.max_load))
@@ -130,6 +133,7 @@ void run_max_load_baseline(const MaxLoadArgs& a) {
   options.seed = a.seed;
   options.time_limit_s = a.time_limit_s;
   options.max_ideals = a.max_ideals;
+  options.samples = a.samples;
   if (!a.placement.empty()) {
     Row row;
     row.result.method = "placement";
@@ -139,19 +143,23 @@ void run_max_load_baseline(const MaxLoadArgs& a) {
     row.result.note = "from " + a.placement;
     rows.push_back(row);
   }
-  for (const std::string& method : method_list(a.methods)) {
+  const std::vector<std::string> methods = method_list(a.methods);
+  if (std::find(methods.begin(), methods.end(), "learned") != methods.end()) check_max_load_learned_options(w, options);
+  for (const std::string& method : methods) {
     Row row;
     row.result.method = method;
     try {
-      row.result = place_max_load(w, method, options);
+      row.result = place_max_load_or_learned(w, method, options);
       if (!row.result.placement.empty()) row.report = max_load(w, row.result.placement);
     } catch (const InputError& e) {
       row.error = e.what();
     }
     // The best split so far warm-starts the next methods.
     if (!row.result.placement.empty() && row.report.feasible &&
-        (options.warm.empty() || row.result.max_load < max_load(w, options.warm).max_load))
+        (options.warm.empty() || row.result.max_load < max_load(w, options.warm).max_load)) {
       options.warm = row.result.placement;
+      options.warm_from = method;
+    }
     rows.push_back(row);
   }
   const bool json_to_stdout = a.json_given && (a.json.empty() || a.json == "-");

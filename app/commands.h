@@ -44,6 +44,7 @@ struct MaxLoadArgs {
   uint64_t seed = 0;
   double time_limit_s = 60.0;
   int64_t max_ideals = 200000;
+  int64_t samples = 2000;  // learned: --budget
   WorkloadClusterArgs cluster;
 };
 void run_max_load_baseline(const MaxLoadArgs& a);

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Writes bench/results/neurips20.md from the JSON that bench/run_neurips20.sh
 collected and the table of the paper's DP in the workloads' README.
-  python3 bench/neurips20_table.py WORKLOADS_DIR OUT_DIR SECONDS"""
+  python3 bench/neurips20_table.py WORKLOADS_DIR OUT_DIR SECONDS
+LEARNED="SEEDS SAMPLES SECONDS" (set by the script) describes the learned runs."""
 import datetime
 import glob
 import json
@@ -51,6 +52,69 @@ def cell(m):
     return s if m.get("feasible", True) else s + " (over memory)"
 
 
+def learned_runs(out, name):
+    """The learned rows of NAME.learned<seed>.json, by seed."""
+    runs = {}
+    for path in glob.glob(os.path.join(out, name + ".learned*.json")):
+        seed = re.search(r"\.learned(\d+)\.json$", path)
+        if seed:
+            runs[int(seed.group(1))] = methods_of(path)[0].get("learned")
+    return {k: v for k, v in sorted(runs.items()) if v is not None}
+
+
+def median(values):
+    v = sorted(values)
+    return v[len(v) // 2] if len(v) % 2 else 0.5 * (v[len(v) // 2 - 1] + v[len(v) // 2])
+
+
+def learned_cell(runs):
+    ok = [r for r in runs.values() if "error" not in r]
+    if not ok:
+        return "—"
+    loads = [r["max_load"] for r in ok]
+    secs = [r["seconds"] for r in ok]
+    return f"{fmt(median(loads))} / {fmt(max(loads))} ({median(secs):.2f} s)"
+
+
+def pct(a, b):
+    return f"{100.0 * (a - b) / b:+.2f}%"
+
+
+def learned_section(out, names, learned):
+    seeds, samples, seconds = (learned.split() + ["?", "?", "?"])[:3]
+    commits = sorted({open(p).read().strip() for p in glob.glob(os.path.join(out, "*.learned.commit"))})
+    print("## learned\n")
+    print(f"`placer baseline --objective max_load --method dp,learned --seed S --budget {samples} --time-limit "
+          f"{seconds}` for seeds 1-{seeds} (bench/run_neurips20.sh step 3, under nice, at commit "
+          f"{', '.join(commits) or '?'}): a gnn policy (message passing over the colocation classes, the attention "
+          "decoder of `placer train`) decides one device per colocation class; it clones dp's split (its warm "
+          "start), then REINFORCE with a batch baseline, an entropy bonus and self-imitation of the best split so "
+          f"far, reward -max_load / dp's max_load; a split over memory is penalized and never kept. {samples} "
+          f"samples (992: whole batches of 32) or {seconds} s after dp, whichever comes first. Its time excludes "
+          "dp's (in the dp column). The result is the best split seen, dp's included, so it is never worse than dp; "
+          "\"policy\" counts the seeds where the policy's own sample beat dp.\n")
+    print("| workload | learned median | worst | best | vs dp (median / worst) | vs ilp (median / worst) | "
+          "vs local_search (median) | policy found it | samples (median) | time (median / max) |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for name in names:
+        kind, stem = name.split("_", 1)
+        runs = learned_runs(out, name)
+        ok = [r for r in runs.values() if "error" not in r]
+        if not ok:
+            continue
+        ms, _ = methods_of(os.path.join(out, name + ".json"))
+        loads = [r["max_load"] for r in ok]
+        secs = [r["seconds"] for r in ok]
+        samples_used = [int(m.group(1)) for r in ok for m in [re.search(r"(\d+) samples", r["note"])] if m]
+        ref = lambda k, v: pct(v, ms[k]["max_load"]) if k in ms and "error" not in ms[k] else "—"
+        print(f"| {kind}/{stem} | {fmt(median(loads))} | {fmt(max(loads))} | {fmt(min(loads))} | "
+              f"{ref('dp', median(loads))} / {ref('dp', max(loads))} | {ref('ilp', median(loads))} / "
+              f"{ref('ilp', max(loads))} | {ref('local_search', median(loads))} | "
+              f"{sum(r.get('found_by') == 'policy' for r in ok)} of {len(ok)} | "
+              f"{median(samples_used) if samples_used else '—'} | {median(secs):.2f} / {max(secs):.2f} s |")
+    print()
+
+
 def main():
     wdir, out, limit = sys.argv[1], sys.argv[2], sys.argv[3]
     paper = paper_table(os.path.join(wdir, "README.md"))
@@ -59,8 +123,10 @@ def main():
                            capture_output=True, text=True).stdout.strip()
     cpu = next((l.split(":", 1)[1].strip() for l in open("/proc/cpuinfo") if l.startswith("model name")), "?")
     names = sorted(os.path.basename(p)[:-5] for p in glob.glob(os.path.join(out, "*.json"))
-                   if not p.endswith(".dp.json"))
-    commits = sorted({open(p).read().strip() for p in glob.glob(os.path.join(out, "*.commit"))})
+                   if not p.endswith(".dp.json") and not re.search(r"\.learned\d+\.json$", p))
+    learned = os.environ.get("LEARNED", "")
+    commits = sorted({open(p).read().strip() for p in glob.glob(os.path.join(out, "*.commit"))
+                      if not p.endswith(".learned.commit")})
     dp_commits = sorted({json.load(open(p)).get("commit", "?") for p in glob.glob(os.path.join(out, "*.dp.json"))})
     print("# The NeurIPS 2020 yardstick: max-load on the paper's workloads\n")
     print("Workloads of Tarnawski et al., \"Efficient Algorithms for Device Placement of DNN Graph Operators\" "
@@ -78,9 +144,11 @@ def main():
     print("Max load (method's run time). dp = the optimum over contiguous splits; local_search starts from dp's "
           "split, ilp (CBC) from the better of the two, so neither can be worse than dp; expert = the paper's "
           "human-expert split (human-experts/), single = every node on one accelerator (memory ignored, as the "
-          "paper's one-device figure does).\n")
-    print("| workload | dp | local_search | ilp | ilp's lower bound | expert | single | best non-contiguous vs dp |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+          "paper's one-device figure does). learned: median / worst max load of its seeds (median run time), warm-started "
+          "from dp's split (section learned below); best non-contiguous = the better of local_search and ilp.\n")
+    print("| workload | dp | local_search | ilp | ilp's lower bound | learned (median / worst) | expert | single | "
+          "best non-contiguous vs dp |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     wins = []
     for name in names:
         kind, stem = name.split("_", 1)
@@ -96,11 +164,13 @@ def main():
         ilp = ms.get("ilp")
         bound = "—" if not ilp or "error" in ilp else fmt(ilp.get("bound")) + (" (optimal)" if ilp["optimal"] else "")
         print(f"| {kind}/{stem} | {cell(dp)} | {cell(ms.get('local_search'))} | {cell(ilp)} | {bound} | "
-              f"{cell(ms.get('placement'))} | {cell(ms.get('single'))} | {gain} |")
+              f"{learned_cell(learned_runs(out, name))} | {cell(ms.get('placement'))} | {cell(ms.get('single'))} | {gain} |")
     print(f"\nA non-contiguous split strictly better than the contiguous optimum: {len(wins)} of {len(names)} "
           f"workloads: {', '.join(wins) if wins else 'none'}.\n")
-    print("Not run: the learned policies (seq2seq, hierarchical, gnn). They train on placer's step-time simulator "
-          "over a placer Graph; this objective and value type are not wired to them (left out for time).\n")
+    if any(learned_runs(out, n) for n in names):
+        learned_section(out, names, learned)
+    else:
+        print("Not run here: learned (LEARNED_SEEDS=0).\n")
 
     print("## placer's dp against the paper's DP\n")
     print("The paper's DP (throughput-dp/dp.cpp, `g++ -O3`, default options) as the workloads' README reports it, "

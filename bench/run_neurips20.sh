@@ -8,6 +8,9 @@
 # PLACER_LOCK=/tmp/placer-cpu.lock runs each command under flock(1) so that
 # the timings never overlap other measurements on a shared machine.
 # KEEP=1 keeps the results already in $OUT (an interrupted run goes on).
+# learned (step 3) runs `--method dp,learned` (dp's split is its warm start)
+# for LEARNED_SEEDS seeds (5) with --budget LEARNED_SAMPLES (1000) and
+# --time-limit LEARNED_SECONDS (10), under nice; LEARNED_SEEDS=0 skips it.
 set -euo pipefail
 build=${1:-build}
 dir=${2:-../shared/workloads/dnn-partitioning}
@@ -47,5 +50,21 @@ for f in "${workloads[@]}"; do
     "${expert[@]}" --json "$out/${kind}_${stem}.json"
   echo "$commit" > "$out/${kind}_${stem}.commit"
 done
-python3 bench/neurips20_table.py "$dir" "$out" "$limit" > bench/results/neurips20.md
+# 3. learned, warm-started from dp's split, one process per seed.
+seeds=${LEARNED_SEEDS:-5}
+samples=${LEARNED_SAMPLES:-1000}
+seconds=${LEARNED_SECONDS:-10}
+for f in "${workloads[@]}"; do
+  kind=$(basename "$(dirname "$f")")
+  stem=$(basename "$f" .json)
+  for ((seed = 1; seed <= seeds; ++seed)); do
+    res="$out/${kind}_${stem}.learned$seed.json"
+    [ "${KEEP:-0}" = 1 ] && [ -s "$res" ] && continue
+    echo "== learned seed $seed: $kind/$stem" >&2
+    "${lock[@]}" nice "$build/placer" baseline --graph "$f" --objective max_load --method dp,learned --seed "$seed" \
+      --budget "$samples" --time-limit "$seconds" --json "$res"
+    echo "$commit" > "$out/${kind}_${stem}.learned.commit"
+  done
+done
+LEARNED="$seeds $samples $seconds" python3 bench/neurips20_table.py "$dir" "$out" "$limit" > bench/results/neurips20.md
 echo "wrote bench/results/neurips20.md" >&2

@@ -28,6 +28,20 @@ assert r["single"]["max_load"] > r["placement"]["max_load"]
 nodes = sorted(n for d in r["dp"]["placement"]["fpgas"] + r["dp"]["placement"]["cpus"] for n in d["nodes"])
 assert len(nodes) == 32, nodes
 PY
+# learned: a valid split, never worse than its warm start (dp's), found_by says whose it is.
+"$PLACER" baseline --graph "$W/bert24_inference.json" --objective max_load --method learned --seed 2 --budget 64 \
+  --json > "$TMP/learned.json" || fail "baseline --method learned"
+python3 - "$TMP/learned.json" <<'PY' || fail "learned JSON"
+import json, sys
+r = {m["method"]: m for m in json.load(open(sys.argv[1]))["methods"]}["learned"]
+assert abs(r["warm_max_load"] - 17.7899) < 1e-4, r  # dp's split
+assert r["max_load"] <= r["warm_max_load"] and r["feasible"], r
+assert r["found_by"] in ("policy", "dp"), r
+assert (r["found_by"] == "policy") == (r["max_load"] < r["warm_max_load"]), r
+PY
+if "$PLACER" baseline --graph "$W/bert24_inference.json" --objective max_load --method learned --budget 8 \
+  2> "$TMP/err3.txt"; then fail "learned with 8 samples accepted"; fi
+grep -q "learned: --budget (samples) must be at least 32, got 8" "$TMP/err3.txt" || { cat "$TMP/err3.txt"; fail "budget error"; }
 # The imported file (4 accelerators) reads back.
 "$PLACER" baseline --graph "$TMP/w.json" --objective max_load --method dp > "$TMP/four.txt" || fail "imported file"
 grep -q "4 accelerators" "$TMP/four.txt" || fail "imported cluster"

@@ -6,7 +6,8 @@
 //   (CBC), warm-started, within a time limit;
 // - local_search: moves of one colocation class at a time, from the warm
 //   start and from random starts, within a time limit;
-// - single: every node on one accelerator (the paper's one-device figure).
+// - single: every node on one accelerator (the paper's one-device figure);
+// - learned (agent/max_load_learned.h, in placer_agent: it needs LibTorch).
 #pragma once
 
 #include <cstdint>
@@ -21,8 +22,10 @@ struct MaxLoadOptions {
   uint64_t seed = 0;
   double time_limit_s = 60.0;    // ilp and local_search
   int64_t max_ideals = 200'000;  // dp gives up above this many ideals (the paper's code: 60,000)
+  int64_t samples = 2000;        // learned (agent/max_load_learned.h): placements the policy may sample
   // ilp and local_search start from this placement when it is given (e.g. dp's).
   WorkloadPlacement warm;
+  std::string warm_from;  // the method that found `warm` (learned's found_by names it)
 };
 
 struct MaxLoadResult {
@@ -33,6 +36,8 @@ struct MaxLoadResult {
   bool optimal = false;         // proven optimal over its search space (dp: contiguous splits)
   double bound = 0.0;           // ilp: a lower bound on every split's max load; dp: its own optimum value
   int64_t ideals = 0;           // dp: ideals of the contracted forward order
+  std::string found_by;         // learned: "policy", or the warm start's method when the policy found nothing better
+  double warm_max_load = 0.0;   // learned: its warm start's max load (0: none fits)
   std::string note;
 };
 
