@@ -34,11 +34,6 @@ struct Case {
   Graph micro;  // the same model at kBatch / M
 };
 
-Placement swap_devices(Placement p) {
-  for (DeviceId& d : p.device_of) d = DeviceId(1 - d.value);
-  return p;
-}
-
 // The plain step on one device against the mini-batch under every schedule
 // and placement; `given` values replace seeded ones (an imported model's
 // buffers must be what they are, e.g. a positive running variance).
@@ -76,39 +71,19 @@ void expect_pipeline_equals_plain(Runtime& rt, const Case& c, int M,
   }
 }
 
-Case builder_case(const std::string& name, std::map<std::string, int64_t> options, int M) {
-  BuilderOptions big, small;
-  big.values = options;
-  big.values["batch"] = kBatch;
-  small.values = options;
-  small.values["batch"] = kBatch / M;
-  Case c{name, build_graph(name, big), build_graph(name, small)};
-  // lr 0.5: the updates stand far above the tolerance, so a wrong scale shows.
-  set_learning_rate(c.plain, 0.5);
-  set_learning_rate(c.micro, 0.5);
-  return c;
-}
-
-const std::map<std::string, std::map<std::string, int64_t>>& builder_options() {
-  static const std::map<std::string, std::map<std::string, int64_t>> options = {
-      {"mlp", {{"input", 12}, {"width", 10}, {"classes", 5}, {"layers", 3}}},
-      {"rnnlm", {{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"vocab", 11}}},
-      {"nmt", {{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"vocab", 11}}},
-      {"transformer",
-       {{"layers", 1}, {"dec_layers", 1}, {"d_model", 8}, {"heads", 2}, {"ffn", 16}, {"seq", 4}, {"vocab", 13}}},
-  };
-  return options;
+Case builder_case(const std::string& name, int M) {
+  return Case{name, pipeline_builder(name, kBatch), pipeline_builder(name, kBatch / M)};
 }
 
 class PipelineEquality : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(PipelineEquality, MiniBatchUpdatesAsOnePlainStep) {
   Runtime rt(cpus(2));
-  for (int M : {2, 4})
-    expect_pipeline_equals_plain(rt, builder_case(GetParam(), builder_options().at(GetParam()), M), M);
+  for (int M : {2, 4}) expect_pipeline_equals_plain(rt, builder_case(GetParam(), M), M);
 }
 
-INSTANTIATE_TEST_SUITE_P(Builders, PipelineEquality, ::testing::Values("mlp", "rnnlm", "nmt", "transformer"));
+INSTANTIATE_TEST_SUITE_P(Builders, PipelineEquality, ::testing::Values("mlp", "rnnlm", "nmt", "transformer"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 // The lr / M rule holds for a loss that is a mean over the batch: a graph
 // whose loss is a sum would need lr; check the rule is what makes it equal
@@ -116,7 +91,7 @@ INSTANTIATE_TEST_SUITE_P(Builders, PipelineEquality, ::testing::Values("mlp", "r
 TEST(PipelineEquality, UnscaledLearningRateWouldDiffer) {
   Runtime rt(cpus(2));
   const int M = 2;
-  const Case c = builder_case("mlp", builder_options().at("mlp"), M);
+  const Case c = builder_case("mlp", M);
   PipelineGraph piped = make_pipeline_graph(c.micro, {M, PipelineSchedule::OneFOneB});
   set_learning_rate(piped.graph, 0.5);  // lr instead of lr / M
   const PipelineFeeds feeds = pipeline_feeds(c.plain, c.micro, piped, 17);

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "placer/frontends/builders.h"
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/ir.h"
 #include "placer/graphs/pipeline.h"
@@ -36,6 +37,12 @@ inline Placement stages_of(const Graph& g, int stages, int first = 0) {
   const Grouping groups = colocation_groups(g);
   for (const auto& members : groups.members)
     for (OpId op : members) p.device_of[op.value] = p.device_of[members.front().value];
+  return p;
+}
+
+// The same stages with devices 0 and 1 swapped (the first stage on cpu:1).
+inline Placement swap_devices(Placement p) {
+  for (DeviceId& d : p.device_of) d = DeviceId(1 - d.value);
   return p;
 }
 
@@ -136,6 +143,29 @@ inline PipelineFeeds pipeline_feeds(const Graph& plain, const Graph& micro, cons
 inline void set_learning_rate(Graph& g, double lr) {
   for (int32_t i = 0; i < g.size(); ++i)
     if (g.op(OpId(i)).type == op_types::kSgd) g.mutable_op(OpId(i)).args.at(0) = Arg::real(lr);
+}
+
+// Tiny builder models whose loss is a mean over the batch (options but the batch).
+inline const std::map<std::string, std::map<std::string, int64_t>>& pipeline_builders() {
+  static const std::map<std::string, std::map<std::string, int64_t>> options = {
+      {"mlp", {{"input", 12}, {"width", 10}, {"classes", 5}, {"layers", 3}}},
+      {"rnnlm", {{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"vocab", 11}}},
+      {"nmt", {{"layers", 2}, {"hidden", 8}, {"steps", 3}, {"vocab", 11}}},
+      {"transformer",
+       {{"layers", 1}, {"dec_layers", 1}, {"d_model", 8}, {"heads", 2}, {"ffn", 16}, {"seq", 4}, {"vocab", 13}}},
+  };
+  return options;
+}
+
+// One of them at `batch`, with lr 0.5: the updates stand far above the
+// tolerance, so a wrong scale shows.
+inline Graph pipeline_builder(const std::string& name, int64_t batch) {
+  BuilderOptions o;
+  o.values = pipeline_builders().at(name);
+  o.values["batch"] = batch;
+  Graph g = build_graph(name, o);
+  set_learning_rate(g, 0.5);
+  return g;
 }
 
 struct ParamDiff {
