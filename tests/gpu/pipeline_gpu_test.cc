@@ -20,15 +20,10 @@ namespace {
 
 using namespace rt_test;
 
-#define REQUIRE_GPU()                                                  \
-  do {                                                                 \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU visible here"; \
-  } while (0)
-
 constexpr double kTolerance = 1e-5;
 
 TEST(GpuPipeline, MiniBatchOverCpuAndGpuUpdatesAsOnePlainStep) {
-  REQUIRE_GPU();
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU visible here";
   at::globalContext().setAllowTF32CuBLAS(false);
   at::globalContext().setAllowTF32CuDNN(false);
   Runtime rt(parse_device_list("cpu:1+cuda:0"));
@@ -53,7 +48,7 @@ TEST(GpuPipeline, MiniBatchOverCpuAndGpuUpdatesAsOnePlainStep) {
 }
 
 TEST(GpuPipeline, MeasureCompletesUnderBothSchedules) {
-  REQUIRE_GPU();
+  if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU visible here";
   BuilderOptions o;
   o.values = {{"batch", 64}, {"input", 32}, {"width", 32}, {"classes", 8}, {"layers", 6}};
   const Graph g = build_graph("mlp", o);
