@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "jobs.h"
+#include "objective.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
@@ -139,6 +140,7 @@ TrainConfig learned_config(const Request& r, const std::shared_ptr<const Prepare
     c.cluster_value = named;
   }
   if (!r.reward_mode.empty()) c.reward.mode = parse_reward_mode(r.reward_mode);
+  apply_objective(r, c.reward);  // the request's, which its learned.reward agrees with (protocol.cc)
   if (r.budget.samples > 0) c.optimizer.max_samples = r.budget.samples;
   if (r.budget.seconds > 0) c.optimizer.time_limit_s = r.budget.seconds;
   if (!r.learned.member("train").member("updates").present()) c.optimizer.updates = 100000000;  // the budget decides
@@ -203,6 +205,7 @@ std::shared_ptr<const TrainConfig> JobManager::resumed_config(const Job& job) co
   c->run.output_dir = job.dir;
   if (!c->graph.file.empty()) c->graph.file = job.dir + "/graph.bin";
   if (fs::path(c->cluster).filename() == "cluster.json") c->cluster = job.dir + "/cluster.json";
+  apply_objective(job.request, c->reward);  // the record's objective
   return c;
 }
 
@@ -251,6 +254,8 @@ double simulated_best(const TrainConfig& c, const TrainResult& r) {
   const Cluster cluster = c.cluster_value ? *c.cluster_value : resolve_cluster(c.cluster);
   EnvOptions eo;
   eo.threads = 1;
+  eo.objective = c.reward.objective;
+  eo.pipeline = c.reward.pipeline;
   StepResult sim = Environment(graph, cluster, eo).simulate(from_named(graph, cluster, r.best_placement));
   return sim.ok() ? sim.step_s : 0;
 }

@@ -14,6 +14,7 @@
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/graphs/pipeline.h"
 
 namespace placer::service {
 
@@ -64,6 +65,7 @@ struct ProtocolLimits {
   int64_t max_budget_samples = 1'000'000;
   double max_budget_seconds = 3600.0;
   int64_t max_deadline_ms = 600'000;
+  int64_t max_microbatches = 1024;  // make_pipeline_graph's own cap
   int max_methods = 32;
   int max_string = 256;  // names, ids
 };
@@ -120,6 +122,16 @@ struct Request {
   std::string save_as;  // optimize (learned): keep the result as a named policy
   uint64_t seed = 0;
   std::string job_id;  // status, result, cancel
+  // baselines, place, evaluate, optimize: what a placement is judged by
+  // (graphs/pipeline.h); `pipeline` only counts with Objective::Pipeline. A
+  // learned job's config may repeat them (learned.reward.objective,
+  // .microbatches, .schedule): it fills in what the request leaves out and
+  // must agree with what it gives.
+  Objective objective = Objective::Step;
+  PipelineSpec pipeline;
+  // Stable text naming the objective (for caches): "step", or
+  // "pipeline:<microbatches>:<schedule>".
+  std::string objective_key() const;
 };
 
 // Parses one request. Throws RequestError naming the field and problem.
