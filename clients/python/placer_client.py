@@ -130,11 +130,14 @@ class PlacerClient:
                          microbatches=microbatches, schedule=schedule)
 
     def evaluate(self, placement, graph=None, builder=None, options=None, cluster=None, devices=None,
-                 objective=None, microbatches=None, schedule=None):
-        """placement: {"device": {op name: device name}} (a `placer` placement file's content)."""
+                 objective=None, microbatches=None, schedule=None, measure=None):
+        """placement: {"device": {op name: device name}} (a `place` reply's placement).
+
+        measure: True, or settings {"max_steps": 20, "target": 0.02, "budget_s": 30, ...}, to run
+        it for real on the server's own devices (median step, 95% interval) instead of simulating."""
         return self.call("evaluate", **_problem(graph, builder, options, cluster, devices),
                          placement={"device": placement["device"]}, objective=objective,
-                         microbatches=microbatches, schedule=schedule)
+                         microbatches=microbatches, schedule=schedule, measure=measure)
 
     def optimize(self, samples=0, seconds=0.0, graph=None, builder=None, options=None, cluster=None,
                  devices=None, methods=None, seed=None, learned=None, reward_mode=None, save_as=None,

@@ -232,17 +232,37 @@ std::unique_ptr<JobManager::DeviceLease> JobManager::lease_devices(Job& job) {
   while (!devices_holder_.empty() && !job.cancel) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      job.waiting = "waiting for the server's devices: job " + devices_holder_ + " is measuring";
+      job.waiting = "waiting for the server's devices: " + devices_holder_ + " is measuring";
     }
     devices_free_.wait_for(dl, std::chrono::milliseconds(200));
   }
   if (job.cancel) return nullptr;
-  devices_holder_ = job.id;
+  devices_holder_ = "job " + job.id;
   std::unique_ptr<DeviceLease> lease(new DeviceLease{this, &job});  // in place: a temporary would release
   std::lock_guard<std::mutex> lock(mutex_);
   job.waiting.clear();
   job.devices_from_unix = unix_seconds();
   return lease;
+}
+
+void JobManager::with_devices(const std::string& holder, std::chrono::steady_clock::time_point deadline,
+                              const std::function<void()>& work) {
+  {
+    std::unique_lock<std::mutex> dl(devices_mutex_);
+    if (!devices_free_.wait_until(dl, deadline, [&] { return devices_holder_.empty(); }))
+      throw RequestError(codes::kBusy, "measure",
+                         "the server's devices are busy: " + devices_holder_ + " is measuring");
+    devices_holder_ = holder;
+  }
+  struct Release {
+    JobManager* m;
+    ~Release() {
+      std::lock_guard<std::mutex> dl(m->devices_mutex_);
+      m->devices_holder_.clear();
+      m->devices_free_.notify_all();
+    }
+  } release{this};
+  work();
 }
 
 namespace {

@@ -101,4 +101,17 @@ void write_pipeline_figures(JsonOut& o, Objective objective, const StepResult& r
   if (!figures.empty()) o.key("pipeline").raw("{" + figures + "}");
 }
 
+void write_step(JsonOut& o, const StepResult& r) {
+  o.field("status", step_status_name(r.status));
+  if (r.ok()) {
+    o.field("step_s", r.step_s);
+    if (!r.stop.empty())  // measured: the median's 95% interval and how many steps made it
+      o.field("ci_low_s", r.ci_low_s)
+          .field("ci_high_s", r.ci_high_s)
+          .field("steps", static_cast<int64_t>(r.samples_s.size()))
+          .field("stop", r.stop);
+  } else
+    o.key("step_s").null().field("message", r.message);
+}
+
 }  // namespace placer::service

@@ -24,6 +24,10 @@ EnvOptions simulated_env(const Request& request);
 // once per micro-batch) would have more than config.max_ops operators.
 void check_pipeline_size(const Request& request, const Graph& graph, const ServiceConfig& config);
 
+// "status" and "step_s" (null and "message" when it failed); measured: the
+// median's 95% interval ("ci_low_s", "ci_high_s"), "steps" and why it stopped ("stop").
+void write_step(JsonOut& o, const StepResult& r);
+
 // "objective", and with a pipeline "microbatches" and "schedule".
 void write_objective(JsonOut& o, Objective objective, const PipelineSpec& pipeline);
 

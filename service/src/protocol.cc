@@ -14,6 +14,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <set>
@@ -382,7 +383,30 @@ void parse_place(const Fields& f, Request& r, const ProtocolLimits& limits) {
   r.refine_samples = f.integer("refine_samples", false, 0, 0, limits.max_refine_samples);
 }
 
+// evaluate's "measure": true (the protocol's defaults, at most 30 s of
+// measured steps), false, or {warmup_steps, measured_steps, max_steps,
+// target, budget_s, seed}.
+std::optional<MeasureOptions> parse_measure(const Value& v, const ProtocolLimits& limits) {
+  MeasureOptions m;
+  m.budget_s = 30.0;
+  if (v.IsBool()) return v.GetBool() ? std::optional<MeasureOptions>(m) : std::nullopt;
+  if (!v.IsObject())
+    bad("measure",
+        "expected true, false or an object {warmup_steps, measured_steps, max_steps, target, budget_s, "
+        "seed}, got " +
+            describe(v));
+  Fields mf(v, "measure", limits);
+  m.warmup_steps = static_cast<int>(mf.integer("warmup_steps", false, m.warmup_steps, 0, 100));
+  m.measured_steps = static_cast<int>(mf.integer("measured_steps", false, m.measured_steps, 1, 1000));
+  m.max_steps = static_cast<int>(mf.integer("max_steps", false, std::max(m.max_steps, m.measured_steps), 1, 1000));
+  m.target_halfwidth = mf.number("target", m.target_halfwidth, 0.0, 0.5);
+  m.budget_s = mf.number("budget_s", m.budget_s, 0.0, limits.max_budget_seconds);
+  m.seed = static_cast<uint64_t>(mf.integer("seed", false, 0, 0, std::numeric_limits<int64_t>::max()));
+  return m;
+}
+
 void parse_evaluate(const Fields& f, Request& r, const ProtocolLimits& limits) {
+  if (const Value* m = f.find("measure")) r.measure = parse_measure(*m, limits);
   const Value& p = f.need("placement");
   if (!p.IsObject()) bad("placement", std::string("expected an object {\"device\": {op: device}}, got ") + describe(p));
   Fields pf(p, "placement", limits);

@@ -64,19 +64,6 @@ std::vector<PreparedRequest::Baseline> run_baselines(const std::vector<std::stri
   return out;
 }
 
-void write_step(JsonOut& o, const StepResult& r) {
-  o.field("status", step_status_name(r.status));
-  if (r.ok()) {
-    o.field("step_s", r.step_s);
-    if (!r.stop.empty())  // measured: the median's 95% interval and how many steps made it
-      o.field("ci_low_s", r.ci_low_s)
-          .field("ci_high_s", r.ci_high_s)
-          .field("steps", static_cast<int64_t>(r.samples_s.size()))
-          .field("stop", r.stop);
-  } else
-    o.key("step_s").null().field("message", r.message);
-}
-
 }  // namespace
 
 // A client's torch.export archive, imported from the request's bytes.
@@ -342,7 +329,7 @@ std::string PlacementService::handle(const Request& r, Clock::time_point deadlin
     case RequestType::Policies: return handle_policies();
     case RequestType::Baselines: return handle_baselines(r);
     case RequestType::Place: return handle_place(r, deadline);
-    case RequestType::Evaluate: return handle_evaluate(r);
+    case RequestType::Evaluate: return handle_evaluate(r, deadline);
     case RequestType::Optimize: {
       if (r.methods.size() > 0)
         for (size_t i = 0; i < r.methods.size(); ++i) {
@@ -505,31 +492,6 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
   if (a.method.empty() || !a.result.ok()) fall_back_to_baseline(*p, !policy_name.empty(), a);
   if (r.refine_samples > 0) refine(r, *p, deadline, a);
   return place_reply(r, *p, a, start);
-}
-
-std::string PlacementService::handle_evaluate(const Request& r) {
-  auto p = prepare(r);
-  NamedPlacement named;
-  named.graph = p->graph.name;
-  named.device = r.placement;
-  Placement placement;
-  try {
-    placement = from_named(p->graph, p->cluster, named);
-  } catch (const InputError& e) {
-    throw RequestError(codes::kBadPlacement, "placement", e.what());
-  }
-  Environment env(p->prepared, simulated_env(r));
-  StepResult result = env.simulate(placement);
-  JsonOut o;
-  o.begin().field("graph", p->graph.name).field("cluster", p->cluster.name);
-  write_objective(o, r.objective, r.pipeline);
-  write_step(o, result);
-  write_pipeline_figures(o, r.objective, result);
-  o.field("lower_bound_s", p->lower_bound_s);
-  o.field("transfer_bytes", result.transfer_bytes);
-  if (!result.oom_device.empty()) o.field("oom_device", result.oom_device);
-  o.end();
-  return o.text();
 }
 
 std::string PlacementService::handle_baselines(const Request& r) {

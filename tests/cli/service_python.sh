@@ -75,6 +75,15 @@ if "$PLACER" query --endpoint "$ENDPOINT" place --builder mlp --cluster nope 2> 
   echo "query with a bad cluster should fail"; exit 1
 fi
 grep -q "unknown cluster preset 'nope'" "$WORK/err.txt"
+# evaluate a placement file: simulated, then measured on the server's own CPUs with its interval.
+"$PLACER" graph build mlp --opt layers=2 --opt width=64 --opt batch=8 -o "$WORK/mlp.json" > /dev/null
+"$PLACER" place --graph "$WORK/mlp.json" --devices cpu:2 --method round_robin -o "$WORK/pl.json" > /dev/null 2>&1
+"$PLACER" query --endpoint "$ENDPOINT" evaluate --graph "$WORK/mlp.json" --devices cpu:2 --placement "$WORK/pl.json" \
+  | grep -q '"measured":false,"status":"ok","step_s":'
+M=$("$PLACER" query --endpoint "$ENDPOINT" evaluate --graph "$WORK/mlp.json" --devices cpu:2 \
+  --placement "$WORK/pl.json" --measure --measure-budget 2)
+echo "$M" | grep -q '"measured":true,"status":"ok","step_s":' || { echo "measured evaluate: $M"; exit 1; }
+echo "$M" | grep -q '"ci_low_s":.*"ci_high_s":.*"steps":.*"stop":.*"simulated_step_s":' || { echo "interval: $M"; exit 1; }
 
 kill -TERM $SERVER
 RC=0; wait $SERVER || RC=$?

@@ -1,6 +1,7 @@
 // PlacementService with the real environment and placers: place, evaluate,
 // baselines, bad graphs/clusters/placements, optimize jobs, restarts.
 #include "placer/service/service.h"
+#include "placer/runtime/runtime.h"
 
 #include <gtest/gtest.h>
 
@@ -13,6 +14,7 @@
 
 #include "placer/agent/train.h"
 #include "placer/frontends/builders.h"
+#include "placer/runtime/runtime.h"
 #include "placer/graphs/serialize.h"
 #include "placer/service/metrics.h"
 
@@ -136,6 +138,42 @@ TEST(Service, EvaluateChecksThePlacementAgainstTheGraph) {
                                        R"(,"cluster":"k80x2","placement":{"device":{)" +
                                        devices.substr(0, devices.size() - 8) + "\"cuda:9\"}}}");
   EXPECT_NE(bad_device.find("cuda:9"), std::string::npos) << bad_device;
+}
+
+TEST(Service, EvaluateMeasuresOnTheServersDevicesWithAnInterval) {
+  PlacementService s(small_config());
+  Graph g = build_graph("mlp", BuilderOptions{{{"layers", 2}, {"width", 64}, {"input", 64}, {"batch", 8}}, false});
+  std::string devices;
+  for (const auto& op : g.ops())
+    devices += (devices.empty() ? "" : ",") + json_quote(op.name) +
+               (op.name.rfind("fc1", 0) == 0 ? ":\"cpu:1\"" : ":\"cpu:0\"");
+  const std::string request = std::string(R"({"version":1,"type":"evaluate",)") + kMlp +
+                              R"(,"devices":"cpu:2","placement":{"device":{)" + devices + "}}";
+  const std::string r =
+      handle(s, request + R"(,"measure":{"warmup_steps":1,"measured_steps":4,"max_steps":4,"seed":3}})");
+  EXPECT_EQ(field_text(r, "measured"), "true") << r;
+  EXPECT_EQ(field_text(r, "steps"), "4") << r;
+  EXPECT_EQ(field_text(r, "stop"), "\"steps\"") << r;
+  const double step = std::stod(field_text(r, "step_s")), lo = std::stod(field_text(r, "ci_low_s")),
+               hi = std::stod(field_text(r, "ci_high_s"));
+  EXPECT_LE(lo, step);
+  EXPECT_LE(step, hi);
+  EXPECT_GT(std::stod(field_text(r, "simulated_step_s")), 0.0) << r;  // the simulator's figure beside it
+  // Simulated unless asked; "measure": false is the same.
+  const std::string sim = handle(s, request + R"(,"measure":false})");
+  EXPECT_EQ(field_text(sim, "measured"), "false") << sim;
+  EXPECT_EQ(field_text(sim, "ci_low_s"), "") << sim;
+  // Bad settings name the field; a cluster this machine cannot run is an error at measure.
+  EXPECT_EQ(fail(s, request + R"(,"measure":{"max_steps":0}})").rfind("bad_request measure.max_steps: ", 0), 0u);
+  const std::string target = fail(s, request + R"(,"measure":{"target":2}})");
+  EXPECT_NE(target.find(" measure.target: must be in [0, 0.5]"), std::string::npos) << target;
+  EXPECT_EQ(fail(s, request + R"(,"measure":"yes"})").rfind("bad_request measure: expected true, false", 0), 0u);
+  std::string gpu;
+  for (const auto& op : g.ops()) gpu += (gpu.empty() ? "" : ",") + json_quote(op.name) + ":\"cuda:0\"";
+  const std::string on_gpu =
+      fail(s, std::string(R"({"version":1,"type":"evaluate",)") + kMlp +
+                  R"(,"cluster":"k80x2","placement":{"device":{)" + gpu + R"(}},"measure":true})");
+  if (!cuda_available()) EXPECT_EQ(on_gpu.rfind("bad_request measure: ", 0), 0u) << on_gpu;
 }
 
 TEST(Service, BaselinesRunTheNamedPlacers) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -15,6 +16,7 @@
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/pipeline.h"
+#include "placer/runtime/runtime.h"
 
 namespace placer::service {
 
@@ -108,7 +110,10 @@ struct Request {
   bool include_placement = true;                 // place, baselines, result
   std::vector<std::string> methods;              // baselines / optimize: placer names
   std::map<std::string, std::string> placement;  // evaluate: op name -> device name
-  Budget budget;                                 // optimize
+  // evaluate: measure the placement on the server's own devices with the
+  // measurement protocol (runtime.h) instead of simulating it; nullopt = simulate.
+  std::optional<MeasureOptions> measure;
+  Budget budget;            // optimize
   std::string reward_mode;  // optimize: simulated | measured | hybrid (learned jobs); "" = the config's
   // optimize: a learned job. `learned` is the request's train-config object
   // in the schema of `placer train` configs (policy, reward, train,
