@@ -1,0 +1,117 @@
+// dp under the pipeline objective (internal to agent/src): contiguous stages
+// of a training graph's forward ops in op-id order, one device per stage,
+// minimizing an analytical mini-batch time of M micro-batches.
+//
+// Units: the forward ops other than params and inputs, in op-id order, are
+// the linear order; a param or input goes with its first consumer, a
+// backward or update op with its forward (or param) op. Ops that must share
+// a device (Op::group) force every unit between them into one; past
+// max_units, neighbouring units merge into chunks of about equal work.
+//
+// The cost of stages s = 0..S-1 (units [i_s, j_s) on device d_s):
+//   w_s    = forward + backward seconds of one micro-batch on d_s
+//   cf_s   = the activations entering stage s from earlier stages, once per
+//            tensor, over the link d_{s-1} -> d_s (per tensor: alpha + bytes/beta)
+//   cb_s   = their gradients back, over d_s -> d_{s-1}
+//   T      = sum_s (w_s + cf_s + cb_s) + u_0 + (M - 1) * max_s max(w_s, cf_s, cb_s)
+// (u_0: the first stage's updates, the last work of a mini-batch). The sum is
+// one micro-batch's trip through the pipeline and back; each further
+// micro-batch adds the slowest resource (a device, or a directed link: the
+// simulator's channels overlap compute). That is GPipe's and 1F1B's time
+// alike; they differ in memory: stage s holds params + a gradient buffer
+// (2 x param bytes) + its activations and received tensors for the
+// micro-batches in flight, M under GPipe and min(M, S - s) under 1F1B, within
+// kMemoryFraction of the device.
+//
+// The DP runs over (units covered, devices used, last device) with Pareto
+// sets of (sum, max): exact for that cost over every contiguous split and
+// every order of distinct devices. Devices with equal op costs and memory
+// are taken in index order (they are interchangeable when the links are
+// alike, as in the presets).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "placer/env/cost_model.h"
+#include "placer/graphs/pipeline.h"
+#include "placers_common.h"
+
+namespace placer {
+
+struct PipelineUnits {
+  int32_t count = 0;
+  int32_t devices = 0;
+  std::vector<int32_t> unit_of_op;             // per op of the graph
+  std::vector<std::string> first, last;        // per unit: its first and last forward op's name
+  std::vector<double> fwd, bwd, upd;           // [unit * devices + device] seconds per micro-batch (upd: once)
+  std::vector<int64_t> param_bytes;            // per unit
+  std::vector<int64_t> act_bytes;              // per unit, per micro-batch
+  std::vector<std::vector<int64_t>> in_bytes;  // [i][j]: bytes entering units [i, j) from units before i
+  std::vector<std::vector<int32_t>> in_count;  // [i][j]: tensors doing so
+};
+
+// Throws NoFeasiblePlacement for a graph with no forward op to split.
+PipelineUnits make_pipeline_units(const Graph& graph, const CostModel& costs, int32_t max_units);
+
+struct PipelineStage {
+  int32_t begin = 0, end = 0;  // units [begin, end)
+  int32_t device = 0;
+};
+
+struct PipelineSplitCost {
+  bool fits = false;
+  double total_s = 0.0;       // T
+  double sum_s = 0.0;         // one micro-batch through and back, with u_0
+  double bottleneck_s = 0.0;  // the slowest device or link per micro-batch
+  std::string overflow;       // when !fits: which stage and by how much
+};
+
+class PipelineCost {
+ public:
+  PipelineCost(const PipelineUnits& units, const CostModel& costs, std::vector<int64_t> capacity, PipelineSpec spec);
+
+  struct Terms {
+    double add = 0.0;  // to the sum
+    double max = 0.0;  // to the bottleneck
+    int64_t memory = 0;
+  };
+  // Stage s of S: units [i, j) on device d after device prev (-1: first stage).
+  Terms stage(int32_t i, int32_t j, int32_t d, int32_t prev, int32_t s, int32_t S) const;
+  bool fits(const Terms& t, int32_t d) const { return t.memory <= capacity_[d]; }
+  PipelineSplitCost evaluate(const std::vector<PipelineStage>& stages) const;
+
+  const PipelineUnits& units() const { return units_; }
+  const PipelineSpec& spec() const { return spec_; }
+  int64_t capacity(int32_t d) const { return capacity_[d]; }
+  // Per device: the index of the first device with the same op costs and memory.
+  const std::vector<int32_t>& device_class() const { return class_; }
+
+ private:
+  const PipelineUnits& units_;
+  const CostModel& costs_;
+  std::vector<int64_t> capacity_;
+  PipelineSpec spec_;
+  std::vector<std::vector<double>> pre_fwd_, pre_bwd_, pre_upd_;  // [device][unit + 1] prefix sums
+  std::vector<int64_t> pre_param_, pre_act_;
+  std::vector<int32_t> class_;
+};
+
+struct PipelineDpResult {
+  std::vector<PipelineStage> stages;
+  PipelineSplitCost cost;
+  int64_t labels = 0;  // Pareto labels kept
+};
+
+// The optimum of the cost over contiguous splits; throws NoFeasiblePlacement
+// when no split fits memory.
+PipelineDpResult solve_pipeline_dp(const PipelineCost& cost);
+
+// Per op of the graph: its stage's device.
+std::vector<int32_t> pipeline_op_devices(const PipelineUnits& units, const std::vector<PipelineStage>& stages);
+
+// dp's answer under Objective::Pipeline (the environment's options give M and the schedule).
+PlaceResult place_pipeline_dp(const PlaceContext& context, Clock::time_point started);
+
+}  // namespace placer
