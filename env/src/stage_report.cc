@@ -82,14 +82,23 @@ double busy_within(const std::vector<std::pair<double, double>>& spans, double f
   return busy;
 }
 
-void measure_bubble(StageReport* r, const std::vector<TimelineEvent>& timeline) {
+// Whether a timeline event runs a copy ("x@mb<k>") of one of the base graph's split ops.
+bool runs_split_op(const Graph& base, const std::string& event) {
+  const size_t at = event.rfind("@mb");
+  const auto op = base.find(std::string_view(event).substr(0, at));
+  return op && is_split_op(base.op(*op));
+}
+
+void measure_bubble(const Graph& base, StageReport* r, const std::vector<TimelineEvent>& timeline) {
   std::map<std::string, std::vector<std::pair<double, double>>> spans;  // device lane -> op intervals
-  std::map<std::string, double> last_backward_end;
+  std::map<std::string, double> first_forward, last_backward_end;
   double end = 0.0;
   for (const TimelineEvent& e : timeline) {
     end = std::max(end, e.start_s + e.duration_s);
     if (e.category == "transfer") continue;
     spans[e.lane].emplace_back(e.start_s, e.start_s + e.duration_s);
+    if (runs_split_op(base, e.name) && (!first_forward.count(e.lane) || e.start_s < first_forward[e.lane]))
+      first_forward[e.lane] = e.start_s;
     if (e.category == "backward")
       last_backward_end[e.lane] = std::max(last_backward_end[e.lane], e.start_s + e.duration_s);
   }
@@ -100,7 +109,8 @@ void measure_bubble(StageReport* r, const std::vector<TimelineEvent>& timeline) 
     s.busy_s = busy_within(mine, 0.0, end);
     StageBubble& b = s.bubble;
     b.idle_s = end - s.busy_s;
-    b.warmup_s = mine.empty() ? end : mine.front().first;
+    const double warm_end = first_forward.count(s.device) ? first_forward[s.device] : end;
+    b.warmup_s = warm_end - busy_within(mine, 0.0, warm_end);
     const double bwd_end = last_backward_end.count(s.device) ? last_backward_end[s.device] : end;
     b.cooldown_s = (end - bwd_end) - busy_within(mine, bwd_end, end);
     b.between_s = std::max(0.0, b.idle_s - b.warmup_s - b.cooldown_s);
@@ -121,7 +131,7 @@ StageReport stage_report(const Graph& base, const Placement& placement, const Cl
   r.stages = collect_stages(base, placement, cluster, costs, &r.contiguous);
   r.simulated = timeline != nullptr;
   if (timeline)
-    measure_bubble(&r, *timeline);
+    measure_bubble(base, &r, *timeline);
   else
     estimate_bubble(&r);
   double idle = 0.0;

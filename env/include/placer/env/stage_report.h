@@ -1,7 +1,8 @@
 // The stages of a pipelined placement, for reports: which ops each device
 // runs, its forward and backward time per micro-batch, and its bubble (idle
-// time within the mini-batch: warm-up before its first op, cool-down after
-// its last backward op, the rest in between).
+// time within the mini-batch: warm-up before its first forward op other
+// than a param or input, cool-down after its last backward op, the rest in
+// between).
 //
 // A device's stage is the rank of its first micro-batch op (anything but a
 // param or an update op) among the devices used: the rank MicrobatchGate
