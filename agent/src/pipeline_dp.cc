@@ -17,16 +17,17 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 
 int32_t popcount(uint64_t m) { return static_cast<int32_t>(__builtin_popcountll(m)); }
 
-// A partial split: its sum and bottleneck so far, and how it was reached.
+// The stages covering units [i, U): their sum without the cut at i (the
+// round trip of the first of them), the bottleneck so far, how it was reached.
 struct Label {
   double sum = 0.0, max = 0.0;
   const std::vector<Label>* from = nullptr;
   int32_t from_index = -1;
-  int32_t begin = 0;  // the last stage's first unit
+  int32_t end = 0;  // the first stage's end
   int32_t device = -1;
 };
 
-using StateKey = std::pair<uint64_t, int32_t>;  // devices used, last device
+using StateKey = std::pair<uint64_t, int32_t>;  // devices used, the first covered stage's device
 using States = std::map<StateKey, std::vector<Label>>;
 
 void keep_pareto(std::vector<Label>* front) {
@@ -39,33 +40,30 @@ void keep_pareto(std::vector<Label>* front) {
   *front = std::move(kept);
 }
 
-// One DP over splits into `stages` stages (0: any number, for a schedule
-// whose memory does not depend on it).
+// One DP over splits into `stages` stages (0: any number, for GPipe, whose
+// cost does not depend on it), from the last unit backwards.
 class SplitSearch {
  public:
   SplitSearch(const PipelineCost& cost, int32_t stages)
       : cost_(cost), U_(cost.units().count), D_(cost.units().devices), S_(stages), at_(U_ + 1) {
-    at_[0][{0, -1}].push_back(Label{});
+    at_[U_][{0, -1}].push_back(Label{});
   }
 
-  // The best complete label (null if none fits).
-  const Label* run() {
-    for (int32_t i = 0; i < U_; ++i)
+  // The best complete split, first stage first (empty if none fits).
+  std::vector<PipelineStage> run() {
+    for (int32_t i = U_; i > 0; --i)
       for (auto& [key, front] : at_[i]) {
         keep_pareto(&front);
         labels_ += static_cast<int64_t>(front.size());
         expand(i, key, front);
       }
-    const Label* best = nullptr;
-    for (auto& [key, front] : at_[U_]) {
-      if (S_ > 0 && popcount(key.first) != S_) continue;
-      for (const Label& l : front)
-        if (!best || total(l) < total(*best)) best = &l;
-    }
-    return best;
+    std::vector<PipelineStage> out;
+    for (const Label* l = best_label_; l && l->from; l = &(*l->from)[l->from_index])
+      out.push_back({out.empty() ? 0 : out.back().end, l->end, l->device});
+    return out;
   }
 
-  double total(const Label& l) const { return l.sum + (cost_.spec().microbatches - 1) * l.max; }
+  double best() const { return best_; }
   int64_t labels() const { return labels_; }
 
  private:
@@ -77,24 +75,33 @@ class SplitSearch {
     return true;
   }
 
+  // Adds a stage [h, i) before the stages covering [i, U).
   void expand(int32_t i, const StateKey& key, const std::vector<Label>& front) {
-    const auto [used, last] = key;
-    const int32_t s = popcount(used);
-    if (s >= D_ || (S_ > 0 && (s >= S_ || U_ - i < S_ - s))) return;
+    const auto [used, next] = key;
+    const int32_t placed = popcount(used);
+    if (placed >= D_ || (S_ > 0 && (placed >= S_ || i < S_ - placed))) return;
+    const int32_t s = S_ > 0 ? S_ - 1 - placed : -1;
+    const int32_t M = cost_.spec().microbatches;
     for (int32_t d = 0; d < D_; ++d) {
       if (!first_unused(used, d)) continue;
-      const int32_t j_min = S_ > 0 && s + 1 == S_ ? U_ : i + 1;
-      const int32_t j_max = S_ > 0 ? U_ - (S_ - s - 1) : U_;
-      for (int32_t j = j_min; j <= j_max; ++j) {
-        const PipelineCost::Terms t = cost_.stage(i, j, d, last, s, S_);
-        if (!cost_.fits(t, d)) break;  // memory only grows with j
+      const int32_t h_max = s == 0 ? 0 : i - 1;
+      const int32_t h_min = s > 0 ? s : 0;  // stages 0..s-1 need a unit each
+      for (int32_t h = h_max; h >= h_min; --h) {
+        const PipelineCost::Terms t = cost_.stage(h, i, d, next, s, S_);
+        if (!cost_.fits(t, d)) break;  // memory only grows as h goes down
         std::vector<Label>* into = nullptr;
         for (size_t k = 0; k < front.size(); ++k) {
-          Label l{front[k].sum + t.add, std::max(front[k].max, t.max), &front, static_cast<int32_t>(k), i, d};
-          const double bound = total(l);  // sums and maxima only grow
+          const double sum = front[k].sum + t.work + t.comm_fwd + t.comm_bwd;
+          const double max = std::max({front[k].max, t.work, t.comm_fwd, t.comm_bwd, cost_.cycle_share(sum, s, S_)});
+          const double bound = sum + (M - 1) * max;  // sums and maxima only grow
           if (bound >= best_) continue;
-          if (j == U_ && (S_ == 0 || s + 1 == S_)) best_ = bound;
-          if (!into) into = &at_[j][{used | (uint64_t{1} << d), d}];
+          Label l{sum, max, &front, static_cast<int32_t>(k), i, d};
+          if (h == 0) {  // complete: the first stage's updates come last
+            const double total = bound + t.update;
+            if (total < best_) best_ = total, best_complete_ = l, best_label_ = &best_complete_;
+            continue;
+          }
+          if (!into) into = &at_[h][{used | (uint64_t{1} << d), d}];
           into->push_back(l);
         }
       }
@@ -105,6 +112,8 @@ class SplitSearch {
   const int32_t U_, D_, S_;
   std::vector<States> at_;
   double best_ = kInf;
+  Label best_complete_;
+  const Label* best_label_ = nullptr;
   int64_t labels_ = 0;
 };
 
@@ -153,24 +162,26 @@ PipelineCost::PipelineCost(const PipelineUnits& units, const CostModel& costs, s
   }
 }
 
-PipelineCost::Terms PipelineCost::stage(int32_t i, int32_t j, int32_t d, int32_t prev, int32_t s, int32_t S) const {
+PipelineCost::Terms PipelineCost::stage(int32_t i, int32_t j, int32_t d, int32_t next, int32_t s, int32_t S) const {
   Terms t;
-  const double work = pre_fwd_[d][j] - pre_fwd_[d][i] + pre_bwd_[d][j] - pre_bwd_[d][i];
-  const int64_t bytes = units_.in_bytes[i][j];
-  const int32_t count = units_.in_count[i][j];
-  double cf = 0.0, cb = 0.0;
-  if (prev >= 0 && count > 0) {
-    cf = costs_.transfer_seconds(DeviceId(prev), DeviceId(d), bytes) +
-         (count - 1) * costs_.transfer_seconds(DeviceId(prev), DeviceId(d), 0);
-    cb = costs_.transfer_seconds(DeviceId(d), DeviceId(prev), bytes) +
-         (count - 1) * costs_.transfer_seconds(DeviceId(d), DeviceId(prev), 0);
+  t.work = pre_fwd_[d][j] - pre_fwd_[d][i] + pre_bwd_[d][j] - pre_bwd_[d][i];
+  t.update = pre_upd_[d][j] - pre_upd_[d][i];
+  const int64_t out_bytes = units_.cross_bytes[j];
+  const int32_t out_count = units_.cross_count[j];
+  if (next >= 0 && out_count > 0) {
+    const DeviceId a(d), b(next);
+    t.comm_fwd = costs_.transfer_seconds(a, b, out_bytes) + (out_count - 1) * costs_.transfer_seconds(a, b, 0);
+    t.comm_bwd = costs_.transfer_seconds(b, a, out_bytes) + (out_count - 1) * costs_.transfer_seconds(b, a, 0);
   }
-  t.add = work + cf + cb + (s == 0 ? pre_upd_[d][j] - pre_upd_[d][i] : 0.0);
-  t.max = std::max({work, cf, cb});
   const int32_t M = spec_.microbatches;
   const int32_t in_flight = spec_.schedule == PipelineSchedule::GPipe || S <= 0 ? M : std::max(1, std::min(M, S - s));
-  t.memory = 2 * (pre_param_[j] - pre_param_[i]) + in_flight * (pre_act_[j] - pre_act_[i] + bytes);
+  t.memory = 2 * (pre_param_[j] - pre_param_[i]) + in_flight * (pre_act_[j] - pre_act_[i] + units_.cross_bytes[i]);
   return t;
+}
+
+double PipelineCost::cycle_share(double round_trip, int32_t s, int32_t S) const {
+  if (spec_.schedule != PipelineSchedule::OneFOneB || S <= 0 || spec_.microbatches <= S - s) return 0.0;
+  return round_trip / (S - s);
 }
 
 PipelineSplitCost PipelineCost::evaluate(const std::vector<PipelineStage>& stages) const {
@@ -178,17 +189,19 @@ PipelineSplitCost PipelineCost::evaluate(const std::vector<PipelineStage>& stage
   const int32_t S = static_cast<int32_t>(stages.size());
   PLACER_CHECK(S > 0 && stages.front().begin == 0 && stages.back().end == units_.count, "pipeline dp: a split");
   out.fits = true;
-  for (int32_t s = 0; s < S; ++s) {
+  double round_trip = 0.0;  // of the stages after s, without the cut before them
+  for (int32_t s = S - 1; s >= 0; --s) {
     const PipelineStage& st = stages[s];
     PLACER_CHECK(st.begin < st.end && (s == 0 || stages[s - 1].end == st.begin), "pipeline dp: stage ", s);
-    const Terms t = stage(st.begin, st.end, st.device, s == 0 ? -1 : stages[s - 1].device, s, S);
-    out.sum_s += t.add;
-    out.bottleneck_s = std::max(out.bottleneck_s, t.max);
+    const Terms t = stage(st.begin, st.end, st.device, s + 1 < S ? stages[s + 1].device : -1, s, S);
+    round_trip += t.work + t.comm_fwd + t.comm_bwd;
+    out.bottleneck_s = std::max({out.bottleneck_s, t.work, t.comm_fwd, t.comm_bwd, cycle_share(round_trip, s, S)});
     if (!fits(t, st.device) && out.fits) {
       out.fits = false;
       out.overflow = "stage " + std::to_string(s) + " needs " + format_bytes(t.memory) + ", has " +
                      format_bytes(capacity_[st.device]);
     }
+    if (s == 0) out.sum_s = round_trip + t.update;
   }
   out.total_s = out.sum_s + (spec_.microbatches - 1) * out.bottleneck_s;
   return out;
@@ -197,7 +210,7 @@ PipelineSplitCost PipelineCost::evaluate(const std::vector<PipelineStage>& stage
 PipelineDpResult solve_pipeline_dp(const PipelineCost& cost) {
   const int32_t U = cost.units().count, D = cost.units().devices;
   PLACER_CHECK(D >= 1 && D <= 64, "pipeline dp: devices ", D);
-  // GPipe's memory does not depend on the number of stages: one DP. 1F1B's
+  // GPipe's cost does not depend on the number of stages: one DP. 1F1B's
   // does (min(M, S - s) in flight): one DP per S.
   std::vector<int32_t> stage_counts;
   if (cost.spec().schedule == PipelineSchedule::GPipe)
@@ -208,23 +221,27 @@ PipelineDpResult solve_pipeline_dp(const PipelineCost& cost) {
   double best = kInf;
   for (int32_t S : stage_counts) {
     SplitSearch search(cost, S);
-    const Label* l = search.run();
+    std::vector<PipelineStage> stages = search.run();
     out.labels += search.labels();
-    if (!l || search.total(*l) >= best) continue;
-    best = search.total(*l);
-    out.stages.clear();
-    int32_t end = U;
-    for (const Label* at = l; at->from; at = &(*at->from)[at->from_index]) {
-      out.stages.push_back({at->begin, end, at->device});
-      end = at->begin;
-    }
-    std::reverse(out.stages.begin(), out.stages.end());
+    if (stages.empty() || search.best() >= best) continue;
+    best = search.best();
+    out.stages = std::move(stages);
   }
   if (out.stages.empty())
     throw NoFeasiblePlacement("dp (pipeline): no split into contiguous stages fits device memory under " +
                               std::string(schedule_name(cost.spec().schedule)) + " with " +
                               std::to_string(cost.spec().microbatches) +
                               " micro-batches (params, a gradient buffer and the activations in flight)");
+  // The DP took identical devices last stage first; give them in stage order.
+  const std::vector<int32_t>& cls = cost.device_class();
+  std::map<int32_t, std::vector<int32_t>> by_class;
+  for (const PipelineStage& st : out.stages) by_class[cls[st.device]].push_back(st.device);
+  for (auto& [c, devices] : by_class) std::sort(devices.rbegin(), devices.rend());
+  for (PipelineStage& st : out.stages) {
+    std::vector<int32_t>& devices = by_class[cls[st.device]];
+    st.device = devices.back();
+    devices.pop_back();
+  }
   out.cost = cost.evaluate(out.stages);
   return out;
 }

@@ -8,26 +8,33 @@
 // a device (Op::group) force every unit between them into one; past
 // max_units, neighbouring units merge into chunks of about equal work.
 //
-// The cost of stages s = 0..S-1 (units [i_s, j_s) on device d_s):
+// The cost of stages s = 0..S-1 (units [i_s, i_{s+1}) on device d_s):
 //   w_s    = forward + backward seconds of one micro-batch on d_s
-//   cf_s   = the activations entering stage s from earlier stages, once per
-//            tensor, over the link d_{s-1} -> d_s (per tensor: alpha + bytes/beta)
-//   cb_s   = their gradients back, over d_s -> d_{s-1}
-//   T      = sum_s (w_s + cf_s + cb_s) + u_0 + (M - 1) * max_s max(w_s, cf_s, cb_s)
-// (u_0: the first stage's updates, the last work of a mini-batch). The sum is
-// one micro-batch's trip through the pipeline and back; each further
-// micro-batch adds the slowest resource (a device, or a directed link: the
-// simulator's channels overlap compute). That is GPipe's and 1F1B's time
-// alike; they differ in memory: stage s holds params + a gradient buffer
-// (2 x param bytes) + its activations and received tensors for the
-// micro-batches in flight, M under GPipe and min(M, S - s) under 1F1B, within
-// kMemoryFraction of the device.
+//   cf_s   = the forward tensors crossing cut i_s (made before it, read at or
+//            after it), over the link d_{s-1} -> d_s, per tensor alpha + bytes/beta
+//   cb_s   = their gradients back, over d_s -> d_{s-1} (cf_0 = cb_0 = 0)
+//   sum    = sum_s (w_s + cf_s + cb_s) + u_0: one micro-batch through the
+//            pipeline and back, then the first stage's updates (the last work)
+//   B      = max_s max(w_s, cf_s, cb_s, c_s): each further micro-batch waits
+//            for the slowest resource (a device, or a directed link: the
+//            simulator's channels overlap compute). Under 1F1B stage s admits
+//            k_s = min(M, S - s) micro-batches, so while M > S - s it also
+//            waits for one to come back: c_s = R_s / (S - s), R_s = the round
+//            trip sum_{t>=s} w_t + sum_{t>s} (cf_t + cb_t). GPipe: c_s = 0.
+//   T      = sum + (M - 1) * B
+// A stage holds params + a gradient buffer (2 x param bytes) + its
+// activations and the tensors crossing into it for the micro-batches in
+// flight (M under GPipe, k_s under 1F1B), within kMemoryFraction of its device.
+// (A tensor that skips a stage is counted at every cut it crosses, over the
+// neighbouring stages' link: the price of a DP state without the next cut.)
 //
-// The DP runs over (units covered, devices used, last device) with Pareto
-// sets of (sum, max): exact for that cost over every contiguous split and
-// every order of distinct devices. Devices with equal op costs and memory
-// are taken in index order (they are interchangeable when the links are
-// alike, as in the presets).
+// The DP runs from the last unit backwards over (units covered, devices
+// used, the first covered stage's device) with Pareto sets of (sum so far,
+// B so far); the sum so far is R_s, so 1F1B's c_s needs no more state. It is
+// exact for that cost over every contiguous split and every order of
+// distinct devices. Devices with equal op costs and memory are taken in
+// index order (interchangeable when the links are alike, as in the presets).
+// 1F1B runs one DP per stage count S (k_s depends on it).
 #pragma once
 
 #include <cstdint>
@@ -43,13 +50,13 @@ namespace placer {
 struct PipelineUnits {
   int32_t count = 0;
   int32_t devices = 0;
-  std::vector<int32_t> unit_of_op;             // per op of the graph
-  std::vector<std::string> first, last;        // per unit: its first and last forward op's name
-  std::vector<double> fwd, bwd, upd;           // [unit * devices + device] seconds per micro-batch (upd: once)
-  std::vector<int64_t> param_bytes;            // per unit
-  std::vector<int64_t> act_bytes;              // per unit, per micro-batch
-  std::vector<std::vector<int64_t>> in_bytes;  // [i][j]: bytes entering units [i, j) from units before i
-  std::vector<std::vector<int32_t>> in_count;  // [i][j]: tensors doing so
+  std::vector<int32_t> unit_of_op;       // per op of the graph
+  std::vector<std::string> first, last;  // per unit: its first and last forward op's name
+  std::vector<double> fwd, bwd, upd;     // [unit * devices + device] seconds per micro-batch (upd: once)
+  std::vector<int64_t> param_bytes;      // per unit
+  std::vector<int64_t> act_bytes;        // per unit, per micro-batch
+  std::vector<int64_t> cross_bytes;      // per cut i (between units i - 1 and i), 0..count
+  std::vector<int32_t> cross_count;      // tensors crossing it
 };
 
 // Throws NoFeasiblePlacement for a graph with no forward op to split.
@@ -73,12 +80,16 @@ class PipelineCost {
   PipelineCost(const PipelineUnits& units, const CostModel& costs, std::vector<int64_t> capacity, PipelineSpec spec);
 
   struct Terms {
-    double add = 0.0;  // to the sum
-    double max = 0.0;  // to the bottleneck
+    double work = 0.0;                      // w
+    double comm_fwd = 0.0, comm_bwd = 0.0;  // at the stage's end cut, to the next stage's device
+    double update = 0.0;                    // its updates
     int64_t memory = 0;
   };
-  // Stage s of S: units [i, j) on device d after device prev (-1: first stage).
-  Terms stage(int32_t i, int32_t j, int32_t d, int32_t prev, int32_t s, int32_t S) const;
+  // Stage s of S (S = 0 under GPipe: any) covering units [i, j) on device d,
+  // followed by a stage on device next (-1: none).
+  Terms stage(int32_t i, int32_t j, int32_t d, int32_t next, int32_t s, int32_t S) const;
+  // c_s for a round trip R_s (0 unless 1F1B caps stage s below M).
+  double cycle_share(double round_trip, int32_t s, int32_t S) const;
   bool fits(const Terms& t, int32_t d) const { return t.memory <= capacity_[d]; }
   PipelineSplitCost evaluate(const std::vector<PipelineStage>& stages) const;
 

@@ -80,36 +80,34 @@ std::vector<int32_t> chunk(const std::vector<double>& weight, int32_t max_units)
   }
 }
 
-// in_bytes / in_count: per tensor produced in unit a and read in units c1 < c2 < ..., a stage
-// [i, j) with a < i receives it iff its first reader at or after i is before j.
+// cross_bytes / cross_count: a tensor produced in unit a and last read in unit m > a crosses
+// the cuts a + 1 .. m.
 void crossing_tensors(const Graph& g, PipelineUnits* u) {
-  std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> readers;  // (op, output) -> units
+  std::map<std::pair<int32_t, int32_t>, int32_t> last_reader;  // (op, output) -> unit
   for (int32_t v = 0; v < static_cast<int32_t>(g.size()); ++v) {
     const Op& op = g.op(OpId(v));
     if (op.phase != Phase::Forward) continue;
-    for (const TensorRef& t : op.inputs) readers[{t.op.value, t.output}].push_back(u->unit_of_op[v]);
+    for (const TensorRef& t : op.inputs) {
+      int32_t& m = last_reader.emplace(std::make_pair(t.op.value, t.output), -1).first->second;
+      m = std::max(m, u->unit_of_op[v]);
+    }
   }
   const int32_t U = u->count;
-  u->in_bytes.assign(U + 1, std::vector<int64_t>(U + 1, 0));
-  u->in_count.assign(U + 1, std::vector<int32_t>(U + 1, 0));
-  for (auto& [tensor, units] : readers) {
-    std::sort(units.begin(), units.end());
-    units.erase(std::unique(units.begin(), units.end()), units.end());
-    const int32_t from = u->unit_of_op[tensor.first];
-    const int64_t bytes = g.op(OpId(tensor.first)).outputs[tensor.second].bytes();
-    size_t next = 0;
-    for (int32_t i = from + 1; i < U; ++i) {
-      while (next < units.size() && units[next] < i) ++next;
-      if (next == units.size()) break;
-      u->in_bytes[i][units[next] + 1] += bytes;  // a delta, summed over j below
-      u->in_count[i][units[next] + 1] += 1;
-    }
+  std::vector<int64_t> bytes(U + 2, 0);
+  std::vector<int32_t> count(U + 2, 0);
+  for (const auto& [tensor, m] : last_reader) {
+    const int32_t a = u->unit_of_op[tensor.first];
+    if (m <= a) continue;
+    const int64_t b = g.op(OpId(tensor.first)).outputs[tensor.second].bytes();
+    bytes[a + 1] += b, bytes[m + 1] -= b;
+    count[a + 1] += 1, count[m + 1] -= 1;
   }
-  for (int32_t i = 0; i <= U; ++i)
-    for (int32_t j = 1; j <= U; ++j) {
-      u->in_bytes[i][j] += u->in_bytes[i][j - 1];
-      u->in_count[i][j] += u->in_count[i][j - 1];
-    }
+  u->cross_bytes.assign(U + 1, 0);
+  u->cross_count.assign(U + 1, 0);
+  for (int32_t i = 1; i <= U; ++i) {
+    u->cross_bytes[i] = u->cross_bytes[i - 1] + bytes[i];
+    u->cross_count[i] = u->cross_count[i - 1] + count[i];
+  }
 }
 
 }  // namespace

@@ -190,6 +190,8 @@ TEST(PipelineDp, DpPlacerUsesItUnderThePipelineObjective) {
   std::vector<int32_t> device_of;
   for (DeviceId d : r.placement.device_of) device_of.push_back(d.value);
   expect_contiguous(g, device_of);
+  EXPECT_EQ(device_of[g.find("fc0/linear")->value], 0);  // alike devices in stage order
+  EXPECT_EQ(device_of[g.find("loss/cross_entropy")->value], static_cast<int32_t>(r.stats.at("stages")) - 1);
   // The step objective still gets the step dp.
   Environment step_env(g, c);
   PlaceContext step_ctx{&g, &c, &step_env};
