@@ -144,9 +144,11 @@ PipelineCost::PipelineCost(const PipelineUnits& units, const CostModel& costs, s
   pre_upd_ = prefix(units.upd);
   pre_param_.assign(U + 1, 0);
   pre_act_.assign(U + 1, 0);
+  pre_grad_.assign(U + 1, 0);
   for (int32_t i = 0; i < U; ++i) {
     pre_param_[i + 1] = pre_param_[i] + units.param_bytes[i];
     pre_act_[i + 1] = pre_act_[i] + units.act_bytes[i];
+    pre_grad_[i + 1] = pre_grad_[i] + units.grad_bytes[i];
   }
   class_.resize(D);
   for (int32_t d = 0; d < D; ++d) {
@@ -175,7 +177,8 @@ PipelineCost::Terms PipelineCost::stage(int32_t i, int32_t j, int32_t d, int32_t
   }
   const int32_t M = spec_.microbatches;
   const int32_t in_flight = spec_.schedule == PipelineSchedule::GPipe || S <= 0 ? M : std::max(1, std::min(M, S - s));
-  t.memory = 2 * (pre_param_[j] - pre_param_[i]) + in_flight * (pre_act_[j] - pre_act_[i] + units_.cross_bytes[i]);
+  t.memory = 2 * (pre_param_[j] - pre_param_[i]) +
+             in_flight * (pre_act_[j] - pre_act_[i] + pre_grad_[j] - pre_grad_[i] + units_.cross_bytes[i]);
   return t;
 }
 

@@ -23,8 +23,10 @@
 //            trip sum_{t>=s} w_t + sum_{t>s} (cf_t + cb_t). GPipe: c_s = 0.
 //   T      = sum + (M - 1) * B
 // A stage holds params + a gradient buffer (2 x param bytes) + its
-// activations and the tensors crossing into it for the micro-batches in
-// flight (M under GPipe, k_s under 1F1B), within kMemoryFraction of its device.
+// activations, its backward ops' outputs (an RNN's per-step weight gradients
+// live until they are summed) and the tensors crossing into it, for each
+// micro-batch in flight (M under GPipe, k_s under 1F1B): conservative, within
+// kMemoryFraction of its device.
 // (A tensor that skips a stage is counted at every cut it crosses, over the
 // neighbouring stages' link: the price of a DP state without the next cut.)
 //
@@ -55,6 +57,7 @@ struct PipelineUnits {
   std::vector<double> fwd, bwd, upd;     // [unit * devices + device] seconds per micro-batch (upd: once)
   std::vector<int64_t> param_bytes;      // per unit
   std::vector<int64_t> act_bytes;        // per unit, per micro-batch
+  std::vector<int64_t> grad_bytes;       // per unit, per micro-batch: its backward ops' outputs
   std::vector<int64_t> cross_bytes;      // per cut i (between units i - 1 and i), 0..count
   std::vector<int32_t> cross_count;      // tensors crossing it
 };
@@ -105,7 +108,7 @@ class PipelineCost {
   std::vector<int64_t> capacity_;
   PipelineSpec spec_;
   std::vector<std::vector<double>> pre_fwd_, pre_bwd_, pre_upd_;  // [device][unit + 1] prefix sums
-  std::vector<int64_t> pre_param_, pre_act_;
+  std::vector<int64_t> pre_param_, pre_act_, pre_grad_;
   std::vector<int32_t> class_;
 };
 

@@ -138,6 +138,7 @@ PipelineUnits make_pipeline_units(const Graph& g, const CostModel& costs, int32_
   u.upd = u.fwd;
   u.param_bytes.assign(u.count, 0);
   u.act_bytes.assign(u.count, 0);
+  u.grad_bytes.assign(u.count, 0);
   for (int32_t p = 0; p < P; ++p) {
     const int32_t c = chunk_of[atomic[p]];
     if (u.first[c].empty()) u.first[c] = g.op(OpId(anchors[p])).name;
@@ -151,6 +152,7 @@ PipelineUnits make_pipeline_units(const Graph& g, const CostModel& costs, int32_
     for (int32_t d = 0; d < D; ++d) into[static_cast<size_t>(c) * D + d] += costs.op_seconds(OpId(v), DeviceId(d));
     u.param_bytes[c] += op.param_bytes;
     if (op.phase == Phase::Forward && op.type != op_types::kParam) u.act_bytes[c] += op.output_bytes();
+    if (op.phase == Phase::Backward) u.grad_bytes[c] += op.output_bytes();
   }
   crossing_tensors(g, &u);
   return u;

@@ -114,8 +114,9 @@ TEST(PipelineDp, MatchesBruteForceOnRandomCostsAndMemory) {
       for (int32_t b = 0; b < c.size(); ++b)
         if (a != b) costs.set_link(DeviceId(a), DeviceId(b), 1e-4 * u(rng), 1e9 * u(rng));
     const PipelineUnits units = make_pipeline_units(g, costs, 7);
-    int64_t params = 0, activations = 0;
-    for (int32_t i = 0; i < units.count; ++i) params += units.param_bytes[i], activations += units.act_bytes[i];
+    int64_t params = 0, activations = 0, grads = 0;
+    for (int32_t i = 0; i < units.count; ++i)
+      params += units.param_bytes[i], activations += units.act_bytes[i], grads += units.grad_bytes[i];
     for (int M : {1, 3, 8})
       for (PipelineSchedule s : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
         // Devices of 10% to 40% of what one device would need for everything (GPipe), scaled
@@ -123,7 +124,7 @@ TEST(PipelineDp, MatchesBruteForceOnRandomCostsAndMemory) {
         std::vector<int64_t> cap(c.size());
         for (int32_t d = 0; d < c.size(); ++d)
           cap[d] = static_cast<int64_t>((0.6 + 0.2 * trial) * (0.1 + 0.1 * d) *
-                                        static_cast<double>(2 * params + M * activations));
+                                        static_cast<double>(2 * params + M * (activations + grads)));
         const PipelineCost cost(units, costs, cap, {M, s});
         const double brute = brute_force(cost);
         if (brute == std::numeric_limits<double>::infinity()) {
