@@ -173,12 +173,20 @@ PipelineCost::Terms PipelineCost::stage(int32_t i, int32_t j, int32_t d, int32_t
   if (next >= 0 && out_count > 0) {
     const DeviceId a(d), b(next);
     t.comm_fwd = costs_.transfer_seconds(a, b, out_bytes) + (out_count - 1) * costs_.transfer_seconds(a, b, 0);
-    t.comm_bwd = costs_.transfer_seconds(b, a, out_bytes) + (out_count - 1) * costs_.transfer_seconds(b, a, 0);
+  }
+  const int32_t back_count = units_.back_count[j];
+  if (next >= 0 && back_count > 0) {
+    const DeviceId a(d), b(next);
+    t.comm_bwd =
+        costs_.transfer_seconds(b, a, units_.back_bytes[j]) + (back_count - 1) * costs_.transfer_seconds(b, a, 0);
   }
   const int32_t M = spec_.microbatches;
   const int32_t in_flight = spec_.schedule == PipelineSchedule::GPipe || S <= 0 ? M : std::max(1, std::min(M, S - s));
-  t.memory = 2 * (pre_param_[j] - pre_param_[i]) +
-             in_flight * (pre_act_[j] - pre_act_[i] + pre_grad_[j] - pre_grad_[i] + units_.cross_bytes[i]);
+  // Param gradients (an RNN's per-step ones) wait for their micro-batch's sum: GPipe runs every
+  // backward first, so all M micro-batches' wait; 1F1B sums each before the next backward.
+  const int32_t grads_alive = spec_.schedule == PipelineSchedule::GPipe ? M : 1;
+  t.memory = 2 * (pre_param_[j] - pre_param_[i]) + grads_alive * (pre_grad_[j] - pre_grad_[i]) +
+             in_flight * (pre_act_[j] - pre_act_[i] + units_.cross_bytes[i]);
   return t;
 }
 

@@ -12,7 +12,9 @@
 //   w_s    = forward + backward seconds of one micro-batch on d_s
 //   cf_s   = the forward tensors crossing cut i_s (made before it, read at or
 //            after it), over the link d_{s-1} -> d_s, per tensor alpha + bytes/beta
-//   cb_s   = their gradients back, over d_s -> d_{s-1} (cf_0 = cb_0 = 0)
+//   cb_s   = the gradients crossing it back, over d_s -> d_{s-1}: those of
+//            the activations, and each backward op's gradient of a param of
+//            an earlier stage (cf_0 = cb_0 = 0)
 //   sum    = sum_s (w_s + cf_s + cb_s) + u_0: one micro-batch through the
 //            pipeline and back, then the first stage's updates (the last work)
 //   B      = max_s max(w_s, cf_s, cb_s, c_s): each further micro-batch waits
@@ -23,10 +25,12 @@
 //            trip sum_{t>=s} w_t + sum_{t>s} (cf_t + cb_t). GPipe: c_s = 0.
 //   T      = sum + (M - 1) * B
 // A stage holds params + a gradient buffer (2 x param bytes) + its
-// activations, its backward ops' outputs (an RNN's per-step weight gradients
-// live until they are summed) and the tensors crossing into it, for each
-// micro-batch in flight (M under GPipe, k_s under 1F1B): conservative, within
-// kMemoryFraction of its device.
+// activations and the tensors crossing into it for each micro-batch in
+// flight (M under GPipe, k_s under 1F1B) + its backward ops' param gradients
+// (an RNN's per-step weight gradients live until their micro-batch's are
+// summed: M micro-batches' under GPipe, whose backwards all come first, one's
+// under 1F1B), within kMemoryFraction of its device. Conservative: every
+// forward output counts as kept for the backward.
 // (A tensor that skips a stage is counted at every cut it crosses, over the
 // neighbouring stages' link: the price of a DP state without the next cut.)
 //
@@ -57,9 +61,11 @@ struct PipelineUnits {
   std::vector<double> fwd, bwd, upd;     // [unit * devices + device] seconds per micro-batch (upd: once)
   std::vector<int64_t> param_bytes;      // per unit
   std::vector<int64_t> act_bytes;        // per unit, per micro-batch
-  std::vector<int64_t> grad_bytes;       // per unit, per micro-batch: its backward ops' outputs
+  std::vector<int64_t> grad_bytes;       // per unit, per micro-batch: its backward ops' param gradients
   std::vector<int64_t> cross_bytes;      // per cut i (between units i - 1 and i), 0..count
   std::vector<int32_t> cross_count;      // tensors crossing it
+  std::vector<int64_t> back_bytes;       // per cut: gradients crossing it back
+  std::vector<int32_t> back_count;
 };
 
 // Throws NoFeasiblePlacement for a graph with no forward op to split.

@@ -44,6 +44,22 @@ std::vector<int32_t> positions(const Graph& g, std::vector<int32_t>* anchors) {
   return pos;
 }
 
+// The outputs of a backward op that are gradients of params (an RNN's
+// per-step weight gradients: they live until the micro-batch's are summed).
+int64_t param_gradient_bytes(const Graph& g, const Op& backward) {
+  if (backward.args.size() < 2 || !backward.forward.valid()) return 0;
+  const Op& forward = g.op(backward.forward);
+  const std::vector<int64_t>& input_of_output = backward.args[1].ints;
+  int64_t bytes = 0;
+  for (size_t j = 0; j < input_of_output.size() && j < backward.outputs.size(); ++j) {
+    const int64_t k = input_of_output[j];
+    if (k >= 0 && k < static_cast<int64_t>(forward.inputs.size()) &&
+        g.op(forward.inputs[k].op).type == op_types::kParam)
+      bytes += backward.outputs[j].bytes();
+  }
+  return bytes;
+}
+
 // Per position: the atomic unit it falls in (co-location groups spanning
 // positions join every position between).
 std::vector<int32_t> atomic_units(const Graph& g, const std::vector<int32_t>& pos, int32_t positions) {
@@ -80,34 +96,62 @@ std::vector<int32_t> chunk(const std::vector<double>& weight, int32_t max_units)
   }
 }
 
-// cross_bytes / cross_count: a tensor produced in unit a and last read in unit m > a crosses
-// the cuts a + 1 .. m.
-void crossing_tensors(const Graph& g, PipelineUnits* u) {
-  std::map<std::pair<int32_t, int32_t>, int32_t> last_reader;  // (op, output) -> unit
-  for (int32_t v = 0; v < static_cast<int32_t>(g.size()); ++v) {
-    const Op& op = g.op(OpId(v));
-    if (op.phase != Phase::Forward) continue;
-    for (const TensorRef& t : op.inputs) {
-      int32_t& m = last_reader.emplace(std::make_pair(t.op.value, t.output), -1).first->second;
-      m = std::max(m, u->unit_of_op[v]);
+// Per cut i (between units i - 1 and i): the bytes and tensors crossing it.
+struct CutSums {
+  explicit CutSums(int32_t units) : bytes(units + 2, 0), count(units + 2, 0) {}
+  void add(int32_t first_cut, int32_t last_cut, int64_t b) {  // cuts first..last
+    if (last_cut < first_cut) return;
+    bytes[first_cut] += b, bytes[last_cut + 1] -= b;
+    count[first_cut] += 1, count[last_cut + 1] -= 1;
+  }
+  void finish(std::vector<int64_t>* out_bytes, std::vector<int32_t>* out_count) const {
+    const size_t n = bytes.size() - 1;
+    out_bytes->assign(n, 0);
+    out_count->assign(n, 0);
+    for (size_t i = 1; i < n; ++i) {
+      (*out_bytes)[i] = (*out_bytes)[i - 1] + bytes[i];
+      (*out_count)[i] = (*out_count)[i - 1] + count[i];
     }
   }
-  const int32_t U = u->count;
-  std::vector<int64_t> bytes(U + 2, 0);
-  std::vector<int32_t> count(U + 2, 0);
+  std::vector<int64_t> bytes;
+  std::vector<int32_t> count;
+};
+
+// Forward: a tensor made in unit a and last read in unit m > a crosses cuts
+// a + 1 .. m. Backward: its gradient crosses them back (not a param's), and
+// so does each backward op's gradient of a param made in an earlier unit
+// (an RNN's per-step weight gradients, one per step).
+void crossing_tensors(const Graph& g, PipelineUnits* u) {
+  std::map<std::pair<int32_t, int32_t>, int32_t> last_reader;  // (op, output) -> unit
+  CutSums forward(u->count), backward(u->count);
+  for (int32_t v = 0; v < static_cast<int32_t>(g.size()); ++v) {
+    const Op& op = g.op(OpId(v));
+    if (op.phase == Phase::Forward) {
+      for (const TensorRef& t : op.inputs) {
+        int32_t& m = last_reader.emplace(std::make_pair(t.op.value, t.output), -1).first->second;
+        m = std::max(m, u->unit_of_op[v]);
+      }
+    } else if (op.phase == Phase::Backward && op.args.size() >= 2 && op.forward.valid()) {
+      const Op& fwd = g.op(op.forward);
+      const std::vector<int64_t>& input_of_output = op.args[1].ints;
+      for (size_t j = 0; j < input_of_output.size() && j < op.outputs.size(); ++j) {
+        const int64_t k = input_of_output[j];
+        if (k < 0 || k >= static_cast<int64_t>(fwd.inputs.size())) continue;
+        const OpId source = fwd.inputs[k].op;
+        if (g.op(source).type == op_types::kParam)
+          backward.add(u->unit_of_op[source.value] + 1, u->unit_of_op[v], op.outputs[j].bytes());
+      }
+    }
+  }
   for (const auto& [tensor, m] : last_reader) {
     const int32_t a = u->unit_of_op[tensor.first];
-    if (m <= a) continue;
-    const int64_t b = g.op(OpId(tensor.first)).outputs[tensor.second].bytes();
-    bytes[a + 1] += b, bytes[m + 1] -= b;
-    count[a + 1] += 1, count[m + 1] -= 1;
+    const Op& maker = g.op(OpId(tensor.first));
+    const int64_t b = maker.outputs[tensor.second].bytes();
+    forward.add(a + 1, m, b);
+    if (maker.type != op_types::kParam) backward.add(a + 1, m, b);
   }
-  u->cross_bytes.assign(U + 1, 0);
-  u->cross_count.assign(U + 1, 0);
-  for (int32_t i = 1; i <= U; ++i) {
-    u->cross_bytes[i] = u->cross_bytes[i - 1] + bytes[i];
-    u->cross_count[i] = u->cross_count[i - 1] + count[i];
-  }
+  forward.finish(&u->cross_bytes, &u->cross_count);
+  backward.finish(&u->back_bytes, &u->back_count);
 }
 
 }  // namespace
@@ -152,7 +196,7 @@ PipelineUnits make_pipeline_units(const Graph& g, const CostModel& costs, int32_
     for (int32_t d = 0; d < D; ++d) into[static_cast<size_t>(c) * D + d] += costs.op_seconds(OpId(v), DeviceId(d));
     u.param_bytes[c] += op.param_bytes;
     if (op.phase == Phase::Forward && op.type != op_types::kParam) u.act_bytes[c] += op.output_bytes();
-    if (op.phase == Phase::Backward) u.grad_bytes[c] += op.output_bytes();
+    if (op.phase == Phase::Backward) u.grad_bytes[c] += param_gradient_bytes(g, op);
   }
   crossing_tensors(g, &u);
   return u;
