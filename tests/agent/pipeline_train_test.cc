@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <string>
 
+#include "config_errors.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
@@ -20,14 +21,7 @@ namespace fs = std::filesystem;
 
 const std::string kOk = "name: x\ngraph: {builder: mlp}\ncluster: k80x2\n";
 
-void expect_error(const std::string& text, const std::string& needle) {
-  try {
-    parse_train_config(text, "bad.yaml");
-    ADD_FAILURE() << "no error for: " << text;
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-  }
-}
+using testing_config::expect_error;
 
 TEST(PipelineTrainConfig, ReadsTheObjective) {
   const TrainConfig step = parse_train_config(kOk, "ok.yaml");

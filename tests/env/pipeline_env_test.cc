@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "pipeline_placements.h"
 #include "placer/env/cost_model.h"
 #include "placer/env/environment.h"
 #include "placer/env/pipeline_objective.h"
@@ -16,25 +17,9 @@
 namespace placer {
 namespace {
 
-Graph mlp() {
-  BuilderOptions o;
-  o.values = {{"layers", 6}, {"batch", 128}, {"width", 1024}};
-  return build_graph("mlp", o);
-}
+Graph mlp() { return testing_pipeline::mlp_of(6, 128, 1024); }
 
-// Forward ops split into `stages` equal runs in op order; the rest with their forward op.
-Placement stages_of(const Graph& g, int stages) {
-  std::vector<int32_t> forward;
-  for (int32_t i = 0; i < g.size(); ++i)
-    if (g.op(OpId(i)).phase == Phase::Forward) forward.push_back(i);
-  Placement p;
-  p.device_of.assign(g.size(), DeviceId(0));
-  for (size_t k = 0; k < forward.size(); ++k)
-    p.device_of[forward[k]] = DeviceId(static_cast<int32_t>(k * stages / forward.size()));
-  for (int32_t i = 0; i < g.size(); ++i)
-    if (g.op(OpId(i)).phase != Phase::Forward) p.device_of[i] = p.device_of[g.op(OpId(i)).forward.value];
-  return p;
-}
+using testing_pipeline::stages_of;
 
 // Forward op k on device k % devices (not contiguous); the rest with their forward op.
 Placement interleaved(const Graph& g, int devices) {
