@@ -112,6 +112,8 @@ struct QueryArgs {
   double seconds = 0;
   uint64_t seed = 0;
   std::string placement_file;
+  bool measure = false;        // evaluate: measure on the server's devices
+  double measure_budget = 30;  // evaluate --measure: seconds of measured steps at most
   std::string job_id;
   int64_t deadline_ms = 0;
   std::string output;
@@ -203,7 +205,10 @@ std::string placing_fields(const std::string& type, const QueryArgs& a) {
   if (type == "optimize") r += optimize_fields(a);
   if (type == "evaluate") {
     if (a.placement_file.empty()) throw InputError("evaluate: --placement FILE is required");
-    r += ",\"placement\":" + placement_to_json(load_placement(a.placement_file));
+    JsonWriter w;  // the protocol's {"graph", "device": {op: device}}, not the placement file's own layout
+    w.begin().placement("placement", load_placement(a.placement_file)).end();
+    r += "," + w.text().substr(1, w.text().size() - 2);
+    if (a.measure) r += ",\"measure\":{\"budget_s\":" + format_number(a.measure_budget) + "}";
   }
   return r;
 }
@@ -284,9 +289,15 @@ void add_placing_queries(CLI::App* query, const std::shared_ptr<QueryArgs>& q, c
   add_graph_cluster_flags(baselines, *q);
   baselines->callback([send] { send("baselines"); });
 
-  CLI::App* evaluate = query->add_subcommand("evaluate", "Simulate a given placement");
+  CLI::App* evaluate =
+      query->add_subcommand("evaluate", "Simulate a given placement, or measure it on the server's devices");
   add_graph_cluster_flags(evaluate, *q);
   evaluate->add_option("--placement", q->placement_file, "Placement JSON file");
+  evaluate->add_flag("--measure", q->measure,
+                     "Measure it on the server's own devices (median step, 95% interval; the cluster must run there, "
+                     "e.g. --devices cpu:2)");
+  evaluate->add_option("--measure-budget", q->measure_budget, "With --measure: seconds of measured steps at most")
+      ->check(CLI::Range(0.0, 3600.0));
   evaluate->callback([send] { send("evaluate"); });
 }
 

@@ -7,12 +7,15 @@
 // of three orders of the groups instead and says so. By default (objective
 // step) both objectives' optimal splits are replayed as the runtime
 // dispatches a (non-pipelined) training step, and the fastest is kept.
+// Under the environment's pipeline objective, pipeline_dp.h's DP answers instead.
 #include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <limits>
 #include <unordered_map>
 
+#include "pipeline_dp.h"
+#include "placer/env/environment.h"
 #include "placers_common.h"
 
 namespace placer {
@@ -242,6 +245,8 @@ class DpPlacer : public UnitPlacer {
   std::string name() const override { return "dp"; }
 
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
+    // The pipeline objective: contiguous stages under the pipeline cost (pipeline_dp.h).
+    if (ctx.env->options().objective == Objective::Pipeline) return place_pipeline_dp(ctx, started);
     const int64_t max_ideals = option_int(ctx, "max_ideals", 3000);
     const std::string objective = option_string(ctx, "objective", "step");
     if (objective != "step" && objective != "throughput" && objective != "latency")

@@ -8,7 +8,13 @@ PlacerBusy (the server's queue is full: retry later) or PlacerTimeout.
     with PlacerClient("tcp://127.0.0.1:5555") as c:
         r = c.place(builder="nmt", options={"layers": 2}, cluster="k80x4")
         print(r["method"], r["step_s"], r["best_baseline"])
+        # Judged as one pipelined mini-batch of 8 micro-batches under 1F1B:
+        r = c.place(builder="nmt", cluster="k80x4", objective="pipeline", microbatches=8, schedule="1f1b")
 
+place, baselines, evaluate and optimize take objective= ("step", the default, or
+"pipeline"), microbatches= (>= 1, default 4) and schedule= ("gpipe" or "1f1b",
+the default); left out, the server's defaults apply. Replies say "objective"
+(and with a pipeline "microbatches", "schedule" and the "pipeline" figures).
 See docs/protocol.md for every message.
 """
 
@@ -110,23 +116,32 @@ class PlacerClient:
         return self.call("policies")
 
     def place(self, graph=None, builder=None, options=None, cluster=None, devices=None, policy=None,
-              refine_samples=None, include_placement=True, deadline_ms=None, seed=None):
+              refine_samples=None, include_placement=True, deadline_ms=None, seed=None, objective=None,
+              microbatches=None, schedule=None):
         return self.call("place", **_problem(graph, builder, options, cluster, devices), policy=policy,
                          refine_samples=refine_samples, include_placement=include_placement,
-                         deadline_ms=deadline_ms, seed=seed)
+                         deadline_ms=deadline_ms, seed=seed, objective=objective, microbatches=microbatches,
+                         schedule=schedule)
 
     def baselines(self, graph=None, builder=None, options=None, cluster=None, devices=None, methods=None,
-                  include_placement=False, seed=None):
+                  include_placement=False, seed=None, objective=None, microbatches=None, schedule=None):
         return self.call("baselines", **_problem(graph, builder, options, cluster, devices), methods=methods,
-                         include_placement=include_placement, seed=seed)
+                         include_placement=include_placement, seed=seed, objective=objective,
+                         microbatches=microbatches, schedule=schedule)
 
-    def evaluate(self, placement, graph=None, builder=None, options=None, cluster=None, devices=None):
-        """placement: {"device": {op name: device name}} (a `placer` placement file's content)."""
+    def evaluate(self, placement, graph=None, builder=None, options=None, cluster=None, devices=None,
+                 objective=None, microbatches=None, schedule=None, measure=None):
+        """placement: {"device": {op name: device name}} (a `place` reply's placement).
+
+        measure: True, or settings {"max_steps": 20, "target": 0.02, "budget_s": 30, ...}, to run
+        it for real on the server's own devices (median step, 95% interval) instead of simulating."""
         return self.call("evaluate", **_problem(graph, builder, options, cluster, devices),
-                         placement={"device": placement["device"]})
+                         placement={"device": placement["device"]}, objective=objective,
+                         microbatches=microbatches, schedule=schedule, measure=measure)
 
     def optimize(self, samples=0, seconds=0.0, graph=None, builder=None, options=None, cluster=None,
-                 devices=None, methods=None, seed=None, learned=None, reward_mode=None, save_as=None):
+                 devices=None, methods=None, seed=None, learned=None, reward_mode=None, save_as=None,
+                 objective=None, microbatches=None, schedule=None):
         """Starts a job; returns its id.
 
         A search job runs `methods`. A learned job trains a policy: `learned` is a
@@ -137,10 +152,14 @@ class PlacerClient:
         (when its config allows). save_as keeps the result as a named policy.
         A learned job's `best` is the fastest placement it saw (its policy's, its
         trainer's baselines', or the service's fast-path answer): `best.found_by` is
-        "policy", "baseline" or "fast_path"; `policy_best` is the policy's own."""
+        "policy", "baseline" or "fast_path"; `policy_best` is the policy's own.
+        objective/microbatches/schedule: what the job optimizes; a learned config's
+        reward.objective/microbatches/schedule fill in what these leave out and must
+        agree with what they give."""
         r = self.call("optimize", **_problem(graph, builder, options, cluster, devices),
                       budget={"samples": samples, "seconds": seconds}, methods=methods, seed=seed,
-                      learned=learned, reward_mode=reward_mode, save_as=save_as)
+                      learned=learned, reward_mode=reward_mode, save_as=save_as, objective=objective,
+                      microbatches=microbatches, schedule=schedule)
         return r["job_id"]
 
     def wait(self, job_id, poll_s=0.5, timeout_s=None, on_status=None):

@@ -46,6 +46,7 @@ struct Workspace {
   std::vector<int64_t> peak_bytes;
   std::vector<uint8_t> running;
   std::vector<std::vector<int32_t>> ready;  // per-device min-heaps of op ids
+  std::vector<int32_t> held;                // pop_item: ready ops the gate holds back
   std::vector<Event> events;
   // Contention (CostModel::has_contention): the running op's remaining
   // fraction, its current duration at the present rate, and when it started.
@@ -59,6 +60,7 @@ struct Workspace {
 // Ready items: op ids, and copies made on their destination device (CPU to
 // CPU), kCopyItem + transfer index, which sort before every op.
 constexpr int32_t kCopyItem = std::numeric_limits<int32_t>::min();
+constexpr int32_t kNoItem = std::numeric_limits<int32_t>::max();  // no op id is this large
 
 Workspace& workspace() {
   thread_local Workspace ws;
@@ -112,6 +114,24 @@ class Simulation {
     std::push_heap(q.begin(), q.end(), std::greater<int32_t>());
   }
   void push_ready(int32_t o) { push_item(dev_[o], o); }
+  // The lowest ready item of device d that the gate lets run, or kNoItem (the others stay ready).
+  int32_t pop_item(int32_t d) {
+    auto& q = ws_.ready[d];
+    int32_t found = kNoItem;
+    while (!q.empty()) {
+      std::pop_heap(q.begin(), q.end(), std::greater<int32_t>());
+      const int32_t item = q.back();
+      q.pop_back();
+      if (item < 0 || gate_.admits(item)) {
+        found = item;
+        break;
+      }
+      ws_.held.push_back(item);
+    }
+    for (const int32_t item : ws_.held) push_item(d, item);
+    ws_.held.clear();
+    return found;
+  }
   void push_event(double time, int32_t id) {
     ws_.events.push_back(Event{time, id});
     std::push_heap(ws_.events.begin(), ws_.events.end(), std::greater<Event>());
@@ -282,11 +302,8 @@ void Simulation::start() {
 void Simulation::pick_items() {
   for (int32_t d = 0; d < D_; ++d) {
     if (ws_.running[d] || ws_.ready[d].empty()) continue;
-    auto& q = ws_.ready[d];
-    if (q.front() >= 0 && !gate_.admits(q.front())) continue;  // 1F1B: its micro-batch waits for a slot
-    std::pop_heap(q.begin(), q.end(), std::greater<int32_t>());
-    const int32_t o = q.back();
-    q.pop_back();
+    const int32_t o = pop_item(d);
+    if (o == kNoItem) continue;  // 1F1B: every ready op's micro-batch waits for a slot
     ws_.running[d] = 1;
     if (o >= 0) gate_.started(o);
     if (o >= 0 && mem_ && !ctx_.resident[o])

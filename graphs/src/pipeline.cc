@@ -51,15 +51,8 @@ class Unroller {
     for (int32_t b = 0; b < n; ++b)
       if (base_.op(OpId(b)).type == op_types::kParam) add_shared(b);
     const int M = spec_.microbatches;
-    if (spec_.schedule == PipelineSchedule::GPipe) {
-      for (int k = 0; k < M; ++k) copy_phase(k, Phase::Forward);
-      for (int k = 0; k < M; ++k) copy_phase(k, Phase::Backward);
-    } else {
-      for (int k = 0; k < M; ++k) {
-        copy_phase(k, Phase::Forward);
-        copy_phase(k, Phase::Backward);
-      }
-    }
+    for (int k = 0; k < M; ++k) copy_phase(k, Phase::Forward);  // both schedules (pipeline.h)
+    for (int k = 0; k < M; ++k) copy_phase(k, Phase::Backward);
     for (int32_t b = 0; b < n; ++b)
       if (base_.op(OpId(b)).type == op_types::kSgd) add_update(b);
     return std::move(out_);

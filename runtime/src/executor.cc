@@ -46,6 +46,7 @@ struct Executor::Worker {
   std::mutex mu;
   std::condition_variable cv;
   std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> queue;
+  std::vector<int32_t> held;       // take_item: queued ops the gate holds back
   std::atomic<int32_t> queued{0};  // queue.size(), readable without the lock
   bool stop = false;
   std::vector<TimelineEvent> events;
@@ -156,10 +157,8 @@ void Executor::worker_loop(Worker* w) {
     }
     {
       std::unique_lock<std::mutex> lk(w->mu);
-      w->cv.wait(lk, [this, w] { return w->stop || (!w->queue.empty() && may_pop(*w)); });
+      w->cv.wait(lk, [this, w, &item] { return w->stop || take_item(*w, &item); });
       if (w->stop) return;
-      item = w->queue.top();
-      w->queue.pop();
       w->queued.fetch_sub(1, std::memory_order_relaxed);
       s = current_;
     }
@@ -189,11 +188,22 @@ void Executor::push(int32_t worker, int32_t item) {
   w.cv.notify_one();
 }
 
-bool Executor::may_pop(const Worker& w) const {
-  const int32_t item = w.queue.top();
-  if (w.to >= 0 || item < 0) return true;
+bool Executor::take_item(Worker& w, int32_t* item) {
   const Step* s = current_;
-  return !s || s->aborted.load(std::memory_order_relaxed) || s->gate.admits(item);
+  const bool gated = w.to < 0 && s && s->gate.active() && !s->aborted.load(std::memory_order_relaxed);
+  bool found = false;
+  while (!w.queue.empty() && !found) {
+    const int32_t top = w.queue.top();
+    w.queue.pop();
+    found = !gated || top < 0 || s->gate.admits(top);
+    if (found)
+      *item = top;
+    else
+      w.held.push_back(top);
+  }
+  for (const int32_t held : w.held) w.queue.push(held);
+  w.held.clear();
+  return found;
 }
 
 void Executor::wake_workers() {

@@ -289,11 +289,12 @@ class Executor {
   // The step's first failure, if it is this one: out of memory on `device`, needing `needed` bytes.
   void fail_oom(Step& s, int32_t device, const std::string& message, int64_t needed);
   void finish_item(Step& s);
-  // Whether a device worker may take its queue's first item now: 1F1B holds
-  // a micro-batch back until its device has a slot (graphs/pipeline.h); an
-  // aborted step runs nothing, so it holds nothing back. wake_workers lets
+  // Takes a worker's lowest queued item it may run now (false: none; the
+  // queue is left as it was): 1F1B holds a micro-batch back until its device
+  // has a slot (graphs/pipeline.h); an aborted step runs nothing, so it holds
+  // nothing back. Called under the worker's lock. wake_workers lets
   // held-back workers see an abort.
-  bool may_pop(const Worker& w) const;
+  bool take_item(Worker& w, int32_t* item);
   void wake_workers();
   // run_step's named steps: seed the ready ops and wait for the last item (or
   // the time limit), synchronize the devices (true if one is a GPU), the

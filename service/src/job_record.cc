@@ -50,10 +50,18 @@ bool read_record(const std::filesystem::path& path, rapidjson::Document& d) {
   return !d.HasParseError() && d.IsObject();
 }
 
+// The objective (a record of a server before it: a step).
+void read_objective(const RecordFields& r, Request& request) {
+  if (const auto objective = parse_objective(r.s("objective"))) request.objective = *objective;
+  if (r.i("microbatches") > 0) request.pipeline.microbatches = static_cast<int>(r.i("microbatches"));
+  if (const auto schedule = parse_schedule(r.s("schedule"))) request.pipeline.schedule = *schedule;
+}
+
 void read_search_fields(const RecordFields& r, Job& job) {
   job.state = parse_state(r.s("state"));
   job.graph_name = r.s("graph");
   job.cluster_name = r.s("cluster");
+  read_objective(r, job.request);
   job.created_unix = r.n("created_unix");
   job.started_unix = r.n("started_unix");
   job.finished_unix = r.n("finished_unix");

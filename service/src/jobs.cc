@@ -11,6 +11,7 @@
 
 #include "job_record.h"
 #include "json_out.h"
+#include "objective.h"
 #include "placer/agent/placer.h"
 #include "placer/agent/search.h"
 #include "placer/env/environment.h"
@@ -213,10 +214,7 @@ void JobManager::runner() {
 
 void JobManager::run(Job& job) {
   const PreparedRequest& p = *job.prepared;
-  EnvOptions options;
-  options.mode = RewardMode::Simulated;
-  options.threads = 1;
-  Environment env(p.prepared, options);
+  Environment env(p.prepared, simulated_env(job.request));
   std::optional<SearchCandidate> start;
   if (p.best >= 0) {
     const auto& b = p.baselines[p.best];
@@ -278,6 +276,7 @@ std::string JobManager::describe(const Job& job, bool with_placement) const {
       .field("state", job_state_name(job.state))
       .field("kind", job.learned ? "learned" : "search");
   o.field("graph", job.graph_name).field("cluster", job.cluster_name);
+  write_objective(o, job.request.objective, job.request.pipeline);
   if (job.learned) o.field("policy_type", job.policy_type).field("reward_mode", job.reward_mode);
   if (!job.waiting.empty()) o.field("waiting", job.waiting);
   if (job.devices_from_unix > 0)
@@ -416,6 +415,7 @@ void JobManager::persist(const Job& job) {
   JsonOut o;
   o.begin().field("format", 1).field("job_id", job.id).field("state", job_state_name(job.state));
   o.field("graph", job.graph_name).field("cluster", job.cluster_name);
+  write_objective(o, job.request.objective, job.request.pipeline);
   o.field("created_unix", job.created_unix)
       .field("started_unix", job.started_unix)
       .field("finished_unix", job.finished_unix);

@@ -101,6 +101,11 @@ class JobManager {
   // Rejects a save_as name the server's config already uses (throws RequestError).
   std::function<void(const std::string& name)> check_policy_name;
   std::shared_ptr<RemoteEvaluator> remote;  // rollout workers for learned jobs, when configured
+  // Runs `work` holding the server's devices, as a measuring learned job
+  // does, so that measurements never overlap; waits until `deadline`, then
+  // throws RequestError(busy) naming the job that measures (learned_job.cc).
+  void with_devices(const std::string& holder, std::chrono::steady_clock::time_point deadline,
+                    const std::function<void()>& work);
   int64_t running() const { return running_.load(); }
   int64_t queued() const;
   int64_t stored() const;
@@ -141,7 +146,7 @@ class JobManager {
   // Measured jobs use the server's devices one at a time.
   std::mutex devices_mutex_;
   std::condition_variable devices_free_;
-  std::string devices_holder_;  // the job id measuring now
+  std::string devices_holder_;  // who measures now ("job ID", "an evaluate request")
 };
 
 }  // namespace placer::service

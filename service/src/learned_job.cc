@@ -8,6 +8,7 @@
 #include <functional>
 
 #include "jobs.h"
+#include "objective.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
@@ -139,6 +140,7 @@ TrainConfig learned_config(const Request& r, const std::shared_ptr<const Prepare
     c.cluster_value = named;
   }
   if (!r.reward_mode.empty()) c.reward.mode = parse_reward_mode(r.reward_mode);
+  apply_objective(r, c.reward);  // the request's, which its learned.reward agrees with (protocol.cc)
   if (r.budget.samples > 0) c.optimizer.max_samples = r.budget.samples;
   if (r.budget.seconds > 0) c.optimizer.time_limit_s = r.budget.seconds;
   if (!r.learned.member("train").member("updates").present()) c.optimizer.updates = 100000000;  // the budget decides
@@ -203,6 +205,7 @@ std::shared_ptr<const TrainConfig> JobManager::resumed_config(const Job& job) co
   c->run.output_dir = job.dir;
   if (!c->graph.file.empty()) c->graph.file = job.dir + "/graph.bin";
   if (fs::path(c->cluster).filename() == "cluster.json") c->cluster = job.dir + "/cluster.json";
+  apply_objective(job.request, c->reward);  // the record's objective
   return c;
 }
 
@@ -229,17 +232,37 @@ std::unique_ptr<JobManager::DeviceLease> JobManager::lease_devices(Job& job) {
   while (!devices_holder_.empty() && !job.cancel) {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      job.waiting = "waiting for the server's devices: job " + devices_holder_ + " is measuring";
+      job.waiting = "waiting for the server's devices: " + devices_holder_ + " is measuring";
     }
     devices_free_.wait_for(dl, std::chrono::milliseconds(200));
   }
   if (job.cancel) return nullptr;
-  devices_holder_ = job.id;
+  devices_holder_ = "job " + job.id;
   std::unique_ptr<DeviceLease> lease(new DeviceLease{this, &job});  // in place: a temporary would release
   std::lock_guard<std::mutex> lock(mutex_);
   job.waiting.clear();
   job.devices_from_unix = unix_seconds();
   return lease;
+}
+
+void JobManager::with_devices(const std::string& holder, std::chrono::steady_clock::time_point deadline,
+                              const std::function<void()>& work) {
+  {
+    std::unique_lock<std::mutex> dl(devices_mutex_);
+    if (!devices_free_.wait_until(dl, deadline, [&] { return devices_holder_.empty(); }))
+      throw RequestError(codes::kBusy, "measure",
+                         "the server's devices are busy: " + devices_holder_ + " is measuring");
+    devices_holder_ = holder;
+  }
+  struct Release {
+    JobManager* m;
+    ~Release() {
+      std::lock_guard<std::mutex> dl(m->devices_mutex_);
+      m->devices_holder_.clear();
+      m->devices_free_.notify_all();
+    }
+  } release{this};
+  work();
 }
 
 namespace {
@@ -251,6 +274,8 @@ double simulated_best(const TrainConfig& c, const TrainResult& r) {
   const Cluster cluster = c.cluster_value ? *c.cluster_value : resolve_cluster(c.cluster);
   EnvOptions eo;
   eo.threads = 1;
+  eo.objective = c.reward.objective;
+  eo.pipeline = c.reward.pipeline;
   StepResult sim = Environment(graph, cluster, eo).simulate(from_named(graph, cluster, r.best_placement));
   return sim.ok() ? sim.step_s : 0;
 }

@@ -14,7 +14,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <set>
 #include <vector>
 
@@ -381,7 +383,30 @@ void parse_place(const Fields& f, Request& r, const ProtocolLimits& limits) {
   r.refine_samples = f.integer("refine_samples", false, 0, 0, limits.max_refine_samples);
 }
 
+// evaluate's "measure": true (the protocol's defaults, at most 30 s of
+// measured steps), false, or {warmup_steps, measured_steps, max_steps,
+// target, budget_s, seed}.
+std::optional<MeasureOptions> parse_measure(const Value& v, const ProtocolLimits& limits) {
+  MeasureOptions m;
+  m.budget_s = 30.0;
+  if (v.IsBool()) return v.GetBool() ? std::optional<MeasureOptions>(m) : std::nullopt;
+  if (!v.IsObject())
+    bad("measure",
+        "expected true, false or an object {warmup_steps, measured_steps, max_steps, target, budget_s, "
+        "seed}, got " +
+            describe(v));
+  Fields mf(v, "measure", limits);
+  m.warmup_steps = static_cast<int>(mf.integer("warmup_steps", false, m.warmup_steps, 0, 100));
+  m.measured_steps = static_cast<int>(mf.integer("measured_steps", false, m.measured_steps, 1, 1000));
+  m.max_steps = static_cast<int>(mf.integer("max_steps", false, std::max(m.max_steps, m.measured_steps), 1, 1000));
+  m.target_halfwidth = mf.number("target", m.target_halfwidth, 0.0, 0.5);
+  m.budget_s = mf.number("budget_s", m.budget_s, 0.0, limits.max_budget_seconds);
+  m.seed = static_cast<uint64_t>(mf.integer("seed", false, 0, 0, std::numeric_limits<int64_t>::max()));
+  return m;
+}
+
 void parse_evaluate(const Fields& f, Request& r, const ProtocolLimits& limits) {
+  if (const Value* m = f.find("measure")) r.measure = parse_measure(*m, limits);
   const Value& p = f.need("placement");
   if (!p.IsObject()) bad("placement", std::string("expected an object {\"device\": {op: device}}, got ") + describe(p));
   Fields pf(p, "placement", limits);
@@ -448,7 +473,70 @@ void parse_optimize(const Fields& f, Request& r, const ProtocolLimits& limits,
   parse_save_as(f, r);
 }
 
+// objective, microbatches, schedule as a request, or a learned config's
+// reward section, gives them (nullopt: left out).
+struct ObjectiveFields {
+  std::optional<Objective> objective;
+  std::optional<int64_t> microbatches;
+  std::optional<PipelineSchedule> schedule;
+};
+
+ObjectiveFields read_objective_fields(const Fields& f, const ProtocolLimits& limits) {
+  ObjectiveFields out;
+  if (f.find("objective")) {
+    const std::string name = f.string("objective", true);
+    out.objective = parse_objective(name);
+    if (!out.objective) bad(f.path("objective"), unknown_name("objective", name, {"step", "pipeline"}));
+  }
+  if (f.find("microbatches")) out.microbatches = f.integer("microbatches", true, 0, 1, limits.max_microbatches);
+  if (f.find("schedule")) {
+    const std::string name = f.string("schedule", true);
+    out.schedule = parse_schedule(name);
+    if (!out.schedule) bad(f.path("schedule"), unknown_name("schedule", name, {"gpipe", "1f1b"}));
+  }
+  return out;
+}
+
+// The request's objective: its own fields, else what a learned config's
+// reward section says, else the defaults. Where both give one, they must agree.
+void read_objective(const Fields& f, Request& r, const ProtocolLimits& limits) {
+  const ObjectiveFields top = read_objective_fields(f, limits);
+  ObjectiveFields learned;
+  const JsonNode reward = r.learned.member("reward");
+  if (reward.is_map()) learned = read_objective_fields(Fields(*reward.value(), "learned.reward", limits), limits);
+  const auto disagree = [](const char* key, const std::string& theirs, const std::string& ours) {
+    bad(std::string("learned.reward.") + key,
+        theirs + " disagrees with the request's " + key + " " + ours + ": give it in one place, or the same in both");
+  };
+  if (top.objective && learned.objective && *top.objective != *learned.objective)
+    disagree("objective", objective_name(*learned.objective), objective_name(*top.objective));
+  if (top.microbatches && learned.microbatches && *top.microbatches != *learned.microbatches)
+    disagree("microbatches", std::to_string(*learned.microbatches), std::to_string(*top.microbatches));
+  if (top.schedule && learned.schedule && *top.schedule != *learned.schedule)
+    disagree("schedule", schedule_name(*learned.schedule), schedule_name(*top.schedule));
+  const PipelineSpec defaults;
+  r.objective = top.objective.value_or(learned.objective.value_or(Objective::Step));
+  r.pipeline.microbatches =
+      static_cast<int>(top.microbatches.value_or(learned.microbatches.value_or(defaults.microbatches)));
+  r.pipeline.schedule = top.schedule.value_or(learned.schedule.value_or(defaults.schedule));
+  if (r.objective == Objective::Pipeline) return;
+  if (top.microbatches) bad("microbatches", "only with \"objective\": \"pipeline\"");
+  if (top.schedule) bad("schedule", "only with \"objective\": \"pipeline\"");
+}
+
+// The requests that time placements (and so take an objective).
+bool judges_placements(RequestType type) {
+  return type == RequestType::Baselines || type == RequestType::Place || type == RequestType::Evaluate ||
+         type == RequestType::Optimize;
+}
+
 }  // namespace
+
+std::string Request::objective_key() const {
+  if (objective == Objective::Step) return objective_name(objective);
+  return std::string(objective_name(objective)) + ":" + std::to_string(pipeline.microbatches) + ":" +
+         schedule_name(pipeline.schedule);
+}
 
 Request parse_request(std::string_view text, const ProtocolLimits& limits) {
   check_size(text, limits);
@@ -476,6 +564,7 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
       parse_optimize(f, r, limits, doc);
       break;
   }
+  if (judges_placements(r.type)) read_objective(f, r, limits);
   return r;
 }
 

@@ -8,6 +8,7 @@
 
 #include "jobs.h"
 #include "json_out.h"
+#include "objective.h"
 #include "placer/agent/compare.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/placer.h"
@@ -29,13 +30,6 @@ namespace {
 
 double seconds_left(Clock::time_point deadline) {
   return std::max(0.0, std::chrono::duration<double>(deadline - Clock::now()).count());
-}
-
-EnvOptions simulated_env() {
-  EnvOptions options;
-  options.mode = RewardMode::Simulated;
-  options.threads = 1;  // the worker pool is the parallelism
-  return options;
 }
 
 PlaceContext place_context(const Graph& graph, const Cluster& cluster, Environment& env, uint64_t seed,
@@ -68,19 +62,6 @@ std::vector<PreparedRequest::Baseline> run_baselines(const std::vector<std::stri
     out.push_back(std::move(b));
   }
   return out;
-}
-
-void write_step(JsonOut& o, const StepResult& r) {
-  o.field("status", step_status_name(r.status));
-  if (r.ok()) {
-    o.field("step_s", r.step_s);
-    if (!r.stop.empty())  // measured: the median's 95% interval and how many steps made it
-      o.field("ci_low_s", r.ci_low_s)
-          .field("ci_high_s", r.ci_high_s)
-          .field("steps", static_cast<int64_t>(r.samples_s.size()))
-          .field("stop", r.stop);
-  } else
-    o.key("step_s").null().field("message", r.message);
 }
 
 }  // namespace
@@ -315,7 +296,8 @@ void PlacementService::shutdown() {
 int64_t PlacementService::running_jobs() const { return jobs_->running(); }
 
 std::shared_ptr<const PreparedRequest> PlacementService::prepare(const Request& request) {
-  std::string key = request.graph.cache_key() + "\n" + request.cluster.cache_key();
+  // The objective too: a pipeline's answers are not a step's.
+  std::string key = request.graph.cache_key() + "\n" + request.cluster.cache_key() + "\n" + request.objective_key();
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
     for (auto it = cache_.begin(); it != cache_.end(); ++it) {
@@ -329,9 +311,10 @@ std::shared_ptr<const PreparedRequest> PlacementService::prepare(const Request& 
   if (metrics_) metrics_->cache_lookup(false);
   auto p = std::make_shared<PreparedRequest>();
   p->graph = build_request_graph(request.graph, config_);
+  check_pipeline_size(request, p->graph, config_);
   p->cluster = build_request_cluster(request.cluster, config_);
   p->prepared = PreparedProblem::make(p->graph, p->cluster);
-  Environment env(p->prepared, simulated_env());
+  Environment env(p->prepared, simulated_env(request));
   p->lower_bound_s = env.lower_bound();
   p->baselines = run_baselines(config_.place_baselines, p->graph, p->cluster, env, 0, 10.0, &p->best);
   std::lock_guard<std::mutex> lock(cache_mutex_);
@@ -346,7 +329,7 @@ std::string PlacementService::handle(const Request& r, Clock::time_point deadlin
     case RequestType::Policies: return handle_policies();
     case RequestType::Baselines: return handle_baselines(r);
     case RequestType::Place: return handle_place(r, deadline);
-    case RequestType::Evaluate: return handle_evaluate(r);
+    case RequestType::Evaluate: return handle_evaluate(r, deadline);
     case RequestType::Optimize: {
       if (r.methods.size() > 0)
         for (size_t i = 0; i < r.methods.size(); ++i) {
@@ -396,7 +379,7 @@ void fall_back_to_baseline(const PreparedRequest& p, bool policy_loaded, PlaceAn
 
 // One local search run from the answer, within the request's samples and half the time left.
 void refine(const Request& r, const PreparedRequest& p, Clock::time_point deadline, PlaceAnswer& a) {
-  Environment env(p.prepared, simulated_env());
+  Environment env(p.prepared, simulated_env(r));
   SearchOptions so;
   so.methods = {"local_search"};
   so.budget.samples = r.refine_samples;
@@ -418,8 +401,10 @@ std::string place_reply(const Request& r, const PreparedRequest& p, const PlaceA
   o.begin_array("devices");
   for (const auto& d : p.cluster.devices) o.str(d.name);
   o.end_array();
+  write_objective(o, r.objective, r.pipeline);
   o.field("method", a.method);
   write_step(o, a.result);
+  write_pipeline_figures(o, r.objective, a.result);
   o.field("lower_bound_s", p.lower_bound_s);
   if (p.lower_bound_s > 0 && a.result.ok()) o.field("gap_to_lower_bound", a.result.step_s / p.lower_bound_s - 1.0);
   o.key("best_baseline");
@@ -476,7 +461,7 @@ void PlacementService::decode_with_policy(const PolicyHandle& policy, const Requ
     }
   }
   try {
-    Environment env(p.prepared, simulated_env());
+    Environment env(p.prepared, simulated_env(r));
     PlaceResult pr = policy.policy->place(place_context(p.graph, p.cluster, env, r.seed, seconds_left(deadline)));
     a.placement = std::move(pr.placement);
     a.result = env.simulate(a.placement);
@@ -509,29 +494,6 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
   return place_reply(r, *p, a, start);
 }
 
-std::string PlacementService::handle_evaluate(const Request& r) {
-  auto p = prepare(r);
-  NamedPlacement named;
-  named.graph = p->graph.name;
-  named.device = r.placement;
-  Placement placement;
-  try {
-    placement = from_named(p->graph, p->cluster, named);
-  } catch (const InputError& e) {
-    throw RequestError(codes::kBadPlacement, "placement", e.what());
-  }
-  Environment env(p->prepared, simulated_env());
-  StepResult result = env.simulate(placement);
-  JsonOut o;
-  o.begin().field("graph", p->graph.name).field("cluster", p->cluster.name);
-  write_step(o, result);
-  o.field("lower_bound_s", p->lower_bound_s);
-  o.field("transfer_bytes", result.transfer_bytes);
-  if (!result.oom_device.empty()) o.field("oom_device", result.oom_device);
-  o.end();
-  return o.text();
-}
-
 std::string PlacementService::handle_baselines(const Request& r) {
   std::vector<std::string> methods = r.methods.empty() ? config_.place_baselines : r.methods;
   for (size_t i = 0; i < methods.size(); ++i) {
@@ -542,9 +504,10 @@ std::string PlacementService::handle_baselines(const Request& r) {
     }
   }
   auto p = prepare(r);
-  Environment env(p->prepared, simulated_env());
+  Environment env(p->prepared, simulated_env(r));
   JsonOut o;
   o.begin().field("graph", p->graph.name).field("ops", p->graph.size()).field("cluster", p->cluster.name);
+  write_objective(o, r.objective, r.pipeline);
   o.field("lower_bound_s", p->lower_bound_s);
   o.begin_array("results");
   for (const auto& method : methods) {
@@ -559,6 +522,7 @@ std::string PlacementService::handle_baselines(const Request& r) {
       o.field("status", "no_feasible_placement").field("message", b.error);
     } else {
       write_step(o, b.result);
+      write_pipeline_figures(o, r.objective, b.result);
       if (r.include_placement) o.placement("placement", to_named(p->graph, p->cluster, b.placement));
     }
     o.end();

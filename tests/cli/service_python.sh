@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# End to end: `placer serve` + the Python client example (pyzmq), then SIGTERM
-# must stop the server cleanly with exit status 0.
+# End to end: `placer serve` + the Python client example (pyzmq) and its
+# objective arguments, then SIGTERM must stop the server cleanly with exit
+# status 0.
 set -euo pipefail
 PLACER=$(realpath "$1")
 SRC=$2
@@ -25,12 +26,64 @@ start_server "$WORK/service.yaml" "$WORK/serve.log"
 cd "$SRC/clients/python"
 $PY example.py "$ENDPOINT"
 
+# The pipeline objective (issue 27, part 5): place, baselines and optimize take
+# objective/microbatches/schedule, replies say them, bad values name the field,
+# and a learned config that disagrees with the request is refused.
+$PY - "$ENDPOINT" <<'PYTHON'
+import sys
+from placer_client import PlacerClient, PlacerError
+
+mlp = dict(builder="mlp", options={"layers": 2, "width": 64, "input": 64, "batch": 8}, cluster="k80x2")
+with PlacerClient(sys.argv[1]) as c:
+    step = c.place(**mlp)
+    assert step["objective"] == "step" and "microbatches" not in step, step
+    pipe = c.place(**mlp, objective="pipeline", microbatches=8, schedule="gpipe")
+    assert (pipe["objective"], pipe["microbatches"], pipe["schedule"]) == ("pipeline", 8, "gpipe"), pipe
+    assert pipe["status"] == "ok" and pipe["step_s"] > 0 and pipe["placement"]["device"], pipe
+    b = c.baselines(**mlp, methods=["m_etf"], objective="pipeline")
+    assert (b["objective"], b["microbatches"], b["schedule"]) == ("pipeline", 4, "1f1b"), b
+
+    def refused(field, part, **kw):
+        try:
+            c.place(**mlp, **kw)
+        except PlacerError as e:
+            assert (e.code, e.field) == ("bad_request", field) and part in e.message, (e.code, e.field, e.message)
+            return
+        raise AssertionError(f"{kw} was accepted")
+
+    refused("objective", "unknown objective 'fast'", objective="fast")
+    refused("microbatches", "must be in [1, 1024], got 0", objective="pipeline", microbatches=0)
+    refused("schedule", "unknown schedule 'zb'", objective="pipeline", schedule="zb")
+    refused("microbatches", 'only with "objective": "pipeline"', microbatches=8)
+
+    # A search job keeps its objective.
+    job = c.optimize(samples=16, **mlp, objective="pipeline", microbatches=2)
+    st = c.wait(job, poll_s=0.1, timeout_s=60)
+    assert st["state"] == "done" and (st["objective"], st["microbatches"]) == ("pipeline", 2), st
+    # A learned config may repeat the request's objective, never contradict it.
+    try:
+        c.optimize(samples=16, **mlp, objective="pipeline", learned={"reward": {"objective": "step"}})
+        raise AssertionError("a learned config that disagrees was accepted")
+    except PlacerError as e:
+        assert e.field == "learned.reward.objective" and "disagrees" in e.message, e
+print("python client: objective fields OK")
+PYTHON
+
 # The C++ command-line client too.
 "$PLACER" query --endpoint "$ENDPOINT" health | grep -q '"status":"serving"'
 if "$PLACER" query --endpoint "$ENDPOINT" place --builder mlp --cluster nope 2> "$WORK/err.txt"; then
   echo "query with a bad cluster should fail"; exit 1
 fi
 grep -q "unknown cluster preset 'nope'" "$WORK/err.txt"
+# evaluate a placement file: simulated, then measured on the server's own CPUs with its interval.
+"$PLACER" graph build mlp --opt layers=2 --opt width=64 --opt batch=8 -o "$WORK/mlp.json" > /dev/null
+"$PLACER" place --graph "$WORK/mlp.json" --devices cpu:2 --method round_robin -o "$WORK/pl.json" > /dev/null 2>&1
+"$PLACER" query --endpoint "$ENDPOINT" evaluate --graph "$WORK/mlp.json" --devices cpu:2 --placement "$WORK/pl.json" \
+  | grep -q '"measured":false,"status":"ok","step_s":'
+M=$("$PLACER" query --endpoint "$ENDPOINT" evaluate --graph "$WORK/mlp.json" --devices cpu:2 \
+  --placement "$WORK/pl.json" --measure --measure-budget 2)
+echo "$M" | grep -q '"measured":true,"status":"ok","step_s":' || { echo "measured evaluate: $M"; exit 1; }
+echo "$M" | grep -q '"ci_low_s":.*"ci_high_s":.*"steps":.*"stop":.*"simulated_step_s":' || { echo "interval: $M"; exit 1; }
 
 kill -TERM $SERVER
 RC=0; wait $SERVER || RC=$?

@@ -93,6 +93,79 @@ TEST(Protocol, ParsesLearnedOptimizeRequests) {
                "expected simulated");
 }
 
+// objective, microbatches, schedule (issue 27): defaults, values, and the key
+// every cache of prepared problems and answers includes.
+TEST(Protocol, ParsesTheObjective) {
+  const std::string head = R"({"version":1,"type":"place","graph":{"builder":"mlp"},"cluster":"k80x2")";
+  Request r = parse_request(head + "}");
+  EXPECT_EQ(r.objective, Objective::Step);
+  EXPECT_EQ(r.objective_key(), "step");
+  r = parse_request(head + R"(,"objective":"pipeline"})");
+  EXPECT_EQ(r.objective, Objective::Pipeline);
+  EXPECT_EQ(r.pipeline.microbatches, 4);
+  EXPECT_EQ(r.pipeline.schedule, PipelineSchedule::OneFOneB);
+  EXPECT_EQ(r.objective_key(), "pipeline:4:1f1b");
+  r = parse_request(head + R"(,"objective":"pipeline","microbatches":16,"schedule":"gpipe"})");
+  EXPECT_EQ(r.pipeline.microbatches, 16);
+  EXPECT_EQ(r.pipeline.schedule, PipelineSchedule::GPipe);
+  EXPECT_EQ(r.objective_key(), "pipeline:16:gpipe");
+  EXPECT_EQ(parse_request(head + R"(,"objective":"step"})").objective_key(), "step");
+  // Every request about a placement's time takes it.
+  for (const char* type : {"baselines", "evaluate", "optimize"}) {
+    const std::string text = std::string(R"({"version":1,"type":")") + type +
+                             R"(","graph":{"builder":"mlp"},"cluster":"k80x2","budget":{"samples":9},)"
+                             R"("placement":{"device":{}},"objective":"pipeline","microbatches":2})";
+    EXPECT_EQ(parse_request(text).objective_key(), "pipeline:2:1f1b") << type;
+  }
+}
+
+TEST(Protocol, BadObjectivesNameTheFieldAndTheProblem) {
+  const std::string head = R"({"version":1,"type":"place","graph":{"builder":"mlp"},"cluster":"k80x2",)";
+  expect_error(head + R"("objective":"fast"})", codes::kBadRequest, "objective",
+               "unknown objective 'fast' (known: step, pipeline)");
+  expect_error(head + R"("objective":1})", codes::kBadRequest, "objective", "expected a string, got 1");
+  expect_error(head + R"("objective":"pipeline","microbatches":0})", codes::kBadRequest, "microbatches",
+               "must be in [1, 1024], got 0");
+  expect_error(head + R"("objective":"pipeline","microbatches":2.5})", codes::kBadRequest, "microbatches",
+               "expected an integer, got 2.5");
+  expect_error(head + R"("objective":"pipeline","microbatches":"4"})", codes::kBadRequest, "microbatches",
+               "expected an integer");
+  expect_error(head + R"("objective":"pipeline","microbatches":5000})", codes::kTooLarge, "microbatches", "got 5000");
+  expect_error(head + R"("objective":"pipeline","schedule":"zb"})", codes::kBadRequest, "schedule",
+               "unknown schedule 'zb' (known: gpipe, 1f1b)");
+  // A pipeline's fields without the pipeline: the client meant something else.
+  expect_error(head + R"("microbatches":8})", codes::kBadRequest, "microbatches",
+               R"(only with "objective": "pipeline")");
+  expect_error(head + R"("objective":"step","schedule":"gpipe"})", codes::kBadRequest, "schedule",
+               R"(only with "objective": "pipeline")");
+}
+
+// A learned job's config may say it too (learned.reward.*): it fills in what
+// the request leaves out; where both say it, they must agree.
+TEST(Protocol, LearnedConfigAndRequestAgreeOnTheObjective) {
+  const std::string head =
+      R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"cluster":"k80x2","budget":{"samples":9},)";
+  Request r = parse_request(head + R"("learned":{"reward":{"objective":"pipeline","microbatches":8}}})");
+  EXPECT_EQ(r.objective_key(), "pipeline:8:1f1b");
+  r = parse_request(head + R"("objective":"pipeline","learned":{"reward":{"schedule":"gpipe"}}})");
+  EXPECT_EQ(r.objective_key(), "pipeline:4:gpipe");
+  r = parse_request(
+      head +
+      R"("objective":"pipeline","microbatches":8,"learned":{"reward":{"objective":"pipeline","microbatches":8}}})");
+  EXPECT_EQ(r.objective_key(), "pipeline:8:1f1b");
+  expect_error(head + R"("objective":"step","learned":{"reward":{"objective":"pipeline"}}})", codes::kBadRequest,
+               "learned.reward.objective",
+               "pipeline disagrees with the request's objective step: give it in one place, or the same in both");
+  expect_error(head + R"("objective":"pipeline","microbatches":4,"learned":{"reward":{"microbatches":8}}})",
+               codes::kBadRequest, "learned.reward.microbatches", "8 disagrees with the request's microbatches 4");
+  expect_error(head + R"("objective":"pipeline","schedule":"1f1b","learned":{"reward":{"schedule":"gpipe"}}})",
+               codes::kBadRequest, "learned.reward.schedule", "gpipe disagrees with the request's schedule 1f1b");
+  expect_error(head + R"("learned":{"reward":{"objective":"fastest"}}})", codes::kBadRequest,
+               "learned.reward.objective", "unknown objective 'fastest'");
+  expect_error(head + R"("learned":{"reward":{"objective":"pipeline","microbatches":-1}}})", codes::kBadRequest,
+               "learned.reward.microbatches", "must be in [1, 1024], got -1");
+}
+
 TEST(Protocol, MalformedJson) {
   expect_error("{\"version\":1,", codes::kBadJson, "", "malformed JSON at byte");
   expect_error("", codes::kBadJson, "");

@@ -13,16 +13,20 @@
 // micro-batch).
 //
 // The schedule is two rules that the simulator and the runtime's executor both
-// follow (they already run the ready op of lowest id first on each device):
-// - the op order of the unrolled graph is the priority: GPipe puts every
-//   micro-batch's forward before any backward (phase-major: F0 F1 .. B0 B1 ..),
-//   1F1B keeps micro-batches whole (F0 B0 F1 B1 ..: a ready backward beats a
-//   newer forward);
+// follow (they run the ready op of lowest id first on each device):
+// - the op order of the unrolled graph is the priority: every micro-batch's
+//   forward ops before any backward op (F0 F1 .. B0 B1 ..), so a device runs
+//   a forward it may run before a backward, the older micro-batch first;
 // - 1F1B also bounds the micro-batches in flight per device: a device admits
 //   micro-batches in order, at most S - s at a time, where s is its stage (the
 //   rank of its first forward op among the S devices the placement uses). A
 //   micro-batch is in flight on a device from its first op there until its
-//   last op there ends. MicrobatchGate keeps that count.
+//   last op there ends. MicrobatchGate keeps that count; a device passes over
+//   the ops it may not run yet to the first it may.
+// With the bound, "forward first" gives 1F1B's order on stage s: S - s - 1
+// warm-up forwards, then F(k + S - s - 1) before B(k), then the cool-down
+// backwards (PipeDream-Flush, torch.distributed.pipelining's Schedule1F1B).
+// Without it, it is GPipe: all M forwards, then the backwards.
 #pragma once
 
 #include <cstdint>

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -14,6 +15,8 @@
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/graphs/pipeline.h"
+#include "placer/runtime/runtime.h"
 
 namespace placer::service {
 
@@ -64,6 +67,7 @@ struct ProtocolLimits {
   int64_t max_budget_samples = 1'000'000;
   double max_budget_seconds = 3600.0;
   int64_t max_deadline_ms = 600'000;
+  int64_t max_microbatches = 1024;  // make_pipeline_graph's own cap
   int max_methods = 32;
   int max_string = 256;  // names, ids
 };
@@ -106,7 +110,10 @@ struct Request {
   bool include_placement = true;                 // place, baselines, result
   std::vector<std::string> methods;              // baselines / optimize: placer names
   std::map<std::string, std::string> placement;  // evaluate: op name -> device name
-  Budget budget;                                 // optimize
+  // evaluate: measure the placement on the server's own devices with the
+  // measurement protocol (runtime.h) instead of simulating it; nullopt = simulate.
+  std::optional<MeasureOptions> measure;
+  Budget budget;            // optimize
   std::string reward_mode;  // optimize: simulated | measured | hybrid (learned jobs); "" = the config's
   // optimize: a learned job. `learned` is the request's train-config object
   // in the schema of `placer train` configs (policy, reward, train,
@@ -120,6 +127,16 @@ struct Request {
   std::string save_as;  // optimize (learned): keep the result as a named policy
   uint64_t seed = 0;
   std::string job_id;  // status, result, cancel
+  // baselines, place, evaluate, optimize: what a placement is judged by
+  // (graphs/pipeline.h); `pipeline` only counts with Objective::Pipeline. A
+  // learned job's config may repeat them (learned.reward.objective,
+  // .microbatches, .schedule): it fills in what the request leaves out and
+  // must agree with what it gives.
+  Objective objective = Objective::Step;
+  PipelineSpec pipeline;
+  // Stable text naming the objective (for caches): "step", or
+  // "pipeline:<microbatches>:<schedule>".
+  std::string objective_key() const;
 };
 
 // Parses one request. Throws RequestError naming the field and problem.

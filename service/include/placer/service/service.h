@@ -77,7 +77,9 @@ class PlacementService {
   std::optional<PolicyHandle> place_policy(const Request& request, const std::string& policy_name);
   static void decode_with_policy(const PolicyHandle& policy, const Request& request, const PreparedRequest& prepared,
                                  Clock::time_point deadline, PlaceAnswer& answer);
-  std::string handle_evaluate(const Request& request);
+  // evaluate.cc: simulates, or with request.measure measures on the server's
+  // devices (one measurement at a time, with measured learned jobs).
+  std::string handle_evaluate(const Request& request, Clock::time_point deadline);
   std::string handle_baselines(const Request& request);
   std::string handle_policies();
   std::string handle_health();

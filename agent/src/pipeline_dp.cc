@@ -1,0 +1,293 @@
+// Pipeline dp (pipeline_dp.h): the analytical cost of a contiguous split and
+// the exact DP over splits and device orders, with Pareto sets of (sum, max).
+#include "pipeline_dp.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <map>
+#include <utility>
+
+#include "placer/env/environment.h"
+
+namespace placer {
+namespace {
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+int32_t popcount(uint64_t m) { return static_cast<int32_t>(__builtin_popcountll(m)); }
+
+// The stages covering units [i, U): their sum without the cut at i (the
+// round trip of the first of them), the bottleneck so far, how it was reached.
+struct Label {
+  double sum = 0.0, max = 0.0;
+  const std::vector<Label>* from = nullptr;
+  int32_t from_index = -1;
+  int32_t end = 0;  // the first stage's end
+  int32_t device = -1;
+};
+
+using StateKey = std::pair<uint64_t, int32_t>;  // devices used, the first covered stage's device
+using States = std::map<StateKey, std::vector<Label>>;
+
+void keep_pareto(std::vector<Label>* front) {
+  std::sort(front->begin(), front->end(),
+            [](const Label& a, const Label& b) { return a.sum != b.sum ? a.sum < b.sum : a.max < b.max; });
+  std::vector<Label> kept;
+  double best_max = kInf;
+  for (const Label& l : *front)
+    if (l.max < best_max) kept.push_back(l), best_max = l.max;
+  *front = std::move(kept);
+}
+
+// One DP over splits into `stages` stages (0: any number, for GPipe, whose
+// cost does not depend on it), from the last unit backwards.
+class SplitSearch {
+ public:
+  SplitSearch(const PipelineCost& cost, int32_t stages)
+      : cost_(cost), U_(cost.units().count), D_(cost.units().devices), S_(stages), at_(U_ + 1) {
+    at_[U_][{0, -1}].push_back(Label{});
+  }
+
+  // The best complete split, first stage first (empty if none fits).
+  std::vector<PipelineStage> run() {
+    for (int32_t i = U_; i > 0; --i)
+      for (auto& [key, front] : at_[i]) {
+        keep_pareto(&front);
+        labels_ += static_cast<int64_t>(front.size());
+        expand(i, key, front);
+      }
+    std::vector<PipelineStage> out;
+    for (const Label* l = best_label_; l && l->from; l = &(*l->from)[l->from_index])
+      out.push_back({out.empty() ? 0 : out.back().end, l->end, l->device});
+    return out;
+  }
+
+  double best() const { return best_; }
+  int64_t labels() const { return labels_; }
+
+ private:
+  // Whether d is the first unused device of its class (identical devices in index order).
+  bool first_unused(uint64_t used, int32_t d) const {
+    if ((used >> d) & 1) return false;
+    for (int32_t e = 0; e < d; ++e)
+      if (cost_.device_class()[e] == cost_.device_class()[d] && !((used >> e) & 1)) return false;
+    return true;
+  }
+
+  // Adds a stage [h, i) before the stages covering [i, U).
+  void expand(int32_t i, const StateKey& key, const std::vector<Label>& front) {
+    const auto [used, next] = key;
+    const int32_t placed = popcount(used);
+    if (placed >= D_ || (S_ > 0 && (placed >= S_ || i < S_ - placed))) return;
+    const int32_t s = S_ > 0 ? S_ - 1 - placed : -1;
+    const int32_t M = cost_.spec().microbatches;
+    for (int32_t d = 0; d < D_; ++d) {
+      if (!first_unused(used, d)) continue;
+      const int32_t h_max = s == 0 ? 0 : i - 1;
+      const int32_t h_min = s > 0 ? s : 0;  // stages 0..s-1 need a unit each
+      for (int32_t h = h_max; h >= h_min; --h) {
+        const PipelineCost::Terms t = cost_.stage(h, i, d, next, s, S_);
+        if (!cost_.fits(t, d)) break;  // memory only grows as h goes down
+        std::vector<Label>* into = nullptr;
+        for (size_t k = 0; k < front.size(); ++k) {
+          const double sum = front[k].sum + t.work + t.comm_fwd + t.comm_bwd;
+          const double max = std::max({front[k].max, t.work, t.comm_fwd, t.comm_bwd, cost_.cycle_share(sum, s, S_)});
+          const double bound = sum + (M - 1) * max;  // sums and maxima only grow
+          if (bound >= best_) continue;
+          Label l{sum, max, &front, static_cast<int32_t>(k), i, d};
+          if (h == 0) {  // complete: the first stage's updates come last
+            const double total = bound + t.update;
+            if (total < best_) best_ = total, best_complete_ = l, best_label_ = &best_complete_;
+            continue;
+          }
+          if (!into) into = &at_[h][{used | (uint64_t{1} << d), d}];
+          into->push_back(l);
+        }
+      }
+    }
+  }
+
+  const PipelineCost& cost_;
+  const int32_t U_, D_, S_;
+  std::vector<States> at_;
+  double best_ = kInf;
+  Label best_complete_;
+  const Label* best_label_ = nullptr;
+  int64_t labels_ = 0;
+};
+
+std::string describe(const PipelineUnits& u, const Cluster& cluster, const std::vector<PipelineStage>& stages) {
+  std::string out;
+  for (const PipelineStage& s : stages) {
+    out += out.empty() ? "" : "; ";
+    out += cluster.devices[s.device].name + " " + u.first[s.begin] + ".." + u.last[s.end - 1];
+  }
+  return out;
+}
+
+}  // namespace
+
+PipelineCost::PipelineCost(const PipelineUnits& units, const CostModel& costs, std::vector<int64_t> capacity,
+                           PipelineSpec spec)
+    : units_(units), costs_(costs), capacity_(std::move(capacity)), spec_(spec) {
+  const int32_t U = units.count, D = units.devices;
+  PLACER_CHECK(static_cast<int32_t>(capacity_.size()) == D, "pipeline dp: capacity per device");
+  auto prefix = [&](const std::vector<double>& v) {
+    std::vector<std::vector<double>> out(D, std::vector<double>(U + 1, 0.0));
+    for (int32_t d = 0; d < D; ++d)
+      for (int32_t i = 0; i < U; ++i) out[d][i + 1] = out[d][i] + v[static_cast<size_t>(i) * D + d];
+    return out;
+  };
+  pre_fwd_ = prefix(units.fwd);
+  pre_bwd_ = prefix(units.bwd);
+  pre_upd_ = prefix(units.upd);
+  pre_param_.assign(U + 1, 0);
+  pre_act_.assign(U + 1, 0);
+  pre_grad_.assign(U + 1, 0);
+  for (int32_t i = 0; i < U; ++i) {
+    pre_param_[i + 1] = pre_param_[i] + units.param_bytes[i];
+    pre_act_[i + 1] = pre_act_[i] + units.act_bytes[i];
+    pre_grad_[i + 1] = pre_grad_[i] + units.grad_bytes[i];
+  }
+  class_.resize(D);
+  for (int32_t d = 0; d < D; ++d) {
+    class_[d] = d;
+    for (int32_t e = 0; e < d && class_[d] == d; ++e) {
+      bool same = capacity_[e] == capacity_[d];
+      for (int32_t i = 0; i < U && same; ++i) {
+        const size_t a = static_cast<size_t>(i) * D + e, b = static_cast<size_t>(i) * D + d;
+        same = units.fwd[a] == units.fwd[b] && units.bwd[a] == units.bwd[b] && units.upd[a] == units.upd[b];
+      }
+      if (same) class_[d] = class_[e];
+    }
+  }
+}
+
+PipelineCost::Terms PipelineCost::stage(int32_t i, int32_t j, int32_t d, int32_t next, int32_t s, int32_t S) const {
+  Terms t;
+  t.work = pre_fwd_[d][j] - pre_fwd_[d][i] + pre_bwd_[d][j] - pre_bwd_[d][i];
+  t.update = pre_upd_[d][j] - pre_upd_[d][i];
+  const int64_t out_bytes = units_.cross_bytes[j];
+  const int32_t out_count = units_.cross_count[j];
+  if (next >= 0 && out_count > 0) {
+    const DeviceId a(d), b(next);
+    t.comm_fwd = costs_.transfer_seconds(a, b, out_bytes) + (out_count - 1) * costs_.transfer_seconds(a, b, 0);
+  }
+  const int32_t back_count = units_.back_count[j];
+  if (next >= 0 && back_count > 0) {
+    const DeviceId a(d), b(next);
+    t.comm_bwd =
+        costs_.transfer_seconds(b, a, units_.back_bytes[j]) + (back_count - 1) * costs_.transfer_seconds(b, a, 0);
+  }
+  const int32_t M = spec_.microbatches;
+  const int32_t in_flight = spec_.schedule == PipelineSchedule::GPipe || S <= 0 ? M : std::max(1, std::min(M, S - s));
+  // Param gradients (an RNN's per-step ones) wait for their micro-batch's sum: GPipe runs every
+  // backward first, so all M micro-batches' wait; 1F1B sums each before the next backward.
+  const int32_t grads_alive = spec_.schedule == PipelineSchedule::GPipe ? M : 1;
+  t.memory = 2 * (pre_param_[j] - pre_param_[i]) + grads_alive * (pre_grad_[j] - pre_grad_[i]) +
+             in_flight * (pre_act_[j] - pre_act_[i] + units_.cross_bytes[i]);
+  return t;
+}
+
+double PipelineCost::cycle_share(double round_trip, int32_t s, int32_t S) const {
+  if (spec_.schedule != PipelineSchedule::OneFOneB || S <= 0 || spec_.microbatches <= S - s) return 0.0;
+  return round_trip / (S - s);
+}
+
+PipelineSplitCost PipelineCost::evaluate(const std::vector<PipelineStage>& stages) const {
+  PipelineSplitCost out;
+  const int32_t S = static_cast<int32_t>(stages.size());
+  PLACER_CHECK(S > 0 && stages.front().begin == 0 && stages.back().end == units_.count, "pipeline dp: a split");
+  out.fits = true;
+  double round_trip = 0.0;  // of the stages after s, without the cut before them
+  for (int32_t s = S - 1; s >= 0; --s) {
+    const PipelineStage& st = stages[s];
+    PLACER_CHECK(st.begin < st.end && (s == 0 || stages[s - 1].end == st.begin), "pipeline dp: stage ", s);
+    const Terms t = stage(st.begin, st.end, st.device, s + 1 < S ? stages[s + 1].device : -1, s, S);
+    round_trip += t.work + t.comm_fwd + t.comm_bwd;
+    out.bottleneck_s = std::max({out.bottleneck_s, t.work, t.comm_fwd, t.comm_bwd, cycle_share(round_trip, s, S)});
+    if (!fits(t, st.device) && out.fits) {
+      out.fits = false;
+      out.overflow = "stage " + std::to_string(s) + " needs " + format_bytes(t.memory) + ", has " +
+                     format_bytes(capacity_[st.device]);
+    }
+    if (s == 0) out.sum_s = round_trip + t.update;
+  }
+  out.total_s = out.sum_s + (spec_.microbatches - 1) * out.bottleneck_s;
+  return out;
+}
+
+PipelineDpResult solve_pipeline_dp(const PipelineCost& cost) {
+  const int32_t U = cost.units().count, D = cost.units().devices;
+  PLACER_CHECK(D >= 1 && D <= 64, "pipeline dp: devices ", D);
+  // GPipe's cost does not depend on the number of stages: one DP. 1F1B's
+  // does (min(M, S - s) in flight): one DP per S.
+  std::vector<int32_t> stage_counts;
+  if (cost.spec().schedule == PipelineSchedule::GPipe)
+    stage_counts.push_back(0);
+  else
+    for (int32_t S = 1; S <= std::min(U, D); ++S) stage_counts.push_back(S);
+  PipelineDpResult out;
+  double best = kInf;
+  for (int32_t S : stage_counts) {
+    SplitSearch search(cost, S);
+    std::vector<PipelineStage> stages = search.run();
+    out.labels += search.labels();
+    if (stages.empty() || search.best() >= best) continue;
+    best = search.best();
+    out.stages = std::move(stages);
+  }
+  if (out.stages.empty())
+    throw NoFeasiblePlacement("dp (pipeline): no split into contiguous stages fits device memory under " +
+                              std::string(schedule_name(cost.spec().schedule)) + " with " +
+                              std::to_string(cost.spec().microbatches) +
+                              " micro-batches (params, a gradient buffer and the activations in flight)");
+  // The DP took identical devices last stage first; give them in stage order.
+  const std::vector<int32_t>& cls = cost.device_class();
+  std::map<int32_t, std::vector<int32_t>> by_class;
+  for (const PipelineStage& st : out.stages) by_class[cls[st.device]].push_back(st.device);
+  for (auto& [c, devices] : by_class) std::sort(devices.rbegin(), devices.rend());
+  for (PipelineStage& st : out.stages) {
+    std::vector<int32_t>& devices = by_class[cls[st.device]];
+    st.device = devices.back();
+    devices.pop_back();
+  }
+  out.cost = cost.evaluate(out.stages);
+  return out;
+}
+
+PlaceResult place_pipeline_dp(const PlaceContext& ctx, Clock::time_point started) {
+  const Graph& g = *ctx.graph;
+  const Cluster& cluster = *ctx.cluster;
+  const CostModel& env_costs = ctx.env->costs();
+  const CostModel roofline = env_costs.ops() == g.size() ? CostModel() : CostModel::roofline(g, cluster);
+  const CostModel& costs = env_costs.ops() == g.size() ? env_costs : roofline;
+  const PipelineSpec spec = ctx.env->options().pipeline;
+  const int64_t max_units = option_int(ctx, "max_units", 128);
+  if (max_units < 1 || max_units > 4096)
+    throw InputError("dp option 'max_units': expected 1 to 4096, got " + std::to_string(max_units));
+  const PipelineUnits units = make_pipeline_units(g, costs, static_cast<int32_t>(max_units));
+  std::vector<int64_t> capacity(cluster.size());
+  for (int32_t d = 0; d < cluster.size(); ++d)
+    capacity[d] = static_cast<int64_t>(kMemoryFraction * static_cast<double>(cluster.devices[d].memory_bytes));
+  const PipelineCost cost(units, costs, capacity, spec);
+  const PipelineDpResult r = solve_pipeline_dp(cost);
+  char buf[256];
+  std::snprintf(buf, sizeof buf,
+                "dp (pipeline, %s, %d micro-batches): model mini-batch %.6g s (one micro-batch through and back "
+                "%.6g s, bottleneck %.6g s) over %d units, %zu stages: ",
+                schedule_name(spec.schedule), spec.microbatches, r.cost.total_s, r.cost.sum_s, r.cost.bottleneck_s,
+                units.count, r.stages.size());
+  PlaceResult out = finish(ctx, pipeline_op_devices(units, r.stages), "dp", started,
+                           std::string(buf) + describe(units, cluster, r.stages));
+  out.stats["pipeline_model_s"] = r.cost.total_s;
+  out.stats["pipeline_sum_s"] = r.cost.sum_s;
+  out.stats["pipeline_bottleneck_s"] = r.cost.bottleneck_s;
+  out.stats["stages"] = static_cast<double>(r.stages.size());
+  out.stats["units"] = static_cast<double>(units.count);
+  out.stats["dp_labels"] = static_cast<double>(r.labels);
+  return out;
+}
+
+}  // namespace placer

@@ -1,0 +1,137 @@
+// dp under the pipeline objective (internal to agent/src): contiguous stages
+// of a training graph's forward ops in op-id order, one device per stage,
+// minimizing an analytical mini-batch time of M micro-batches.
+//
+// Units: the forward ops other than params and inputs, in op-id order, are
+// the linear order; a param or input goes with its first consumer, a
+// backward or update op with its forward (or param) op. Ops that must share
+// a device (Op::group) force every unit between them into one; past
+// max_units, neighbouring units merge into chunks of about equal work.
+//
+// The cost of stages s = 0..S-1 (units [i_s, i_{s+1}) on device d_s):
+//   w_s    = forward + backward seconds of one micro-batch on d_s
+//   cf_s   = the forward tensors crossing cut i_s (made before it, read at or
+//            after it), over the link d_{s-1} -> d_s, per tensor alpha + bytes/beta
+//   cb_s   = the gradients crossing it back, over d_s -> d_{s-1}: those of
+//            the activations, and each backward op's gradient of a param of
+//            an earlier stage (cf_0 = cb_0 = 0)
+//   sum    = sum_s (w_s + cf_s + cb_s) + u_0: one micro-batch through the
+//            pipeline and back, then the first stage's updates (the last work)
+//   B      = max_s max(w_s, cf_s, cb_s, c_s): each further micro-batch waits
+//            for the slowest resource (a device, or a directed link: the
+//            simulator's channels overlap compute). Under 1F1B stage s admits
+//            k_s = min(M, S - s) micro-batches, so while M > S - s it also
+//            waits for one to come back: c_s = R_s / (S - s), R_s = the round
+//            trip sum_{t>=s} w_t + sum_{t>s} (cf_t + cb_t). GPipe: c_s = 0.
+//   T      = sum + (M - 1) * B
+// A stage holds params + a gradient buffer (2 x param bytes) + its
+// activations and the tensors crossing into it for each micro-batch in
+// flight (M under GPipe, k_s under 1F1B) + its backward ops' param gradients
+// (an RNN's per-step weight gradients live until their micro-batch's are
+// summed: M micro-batches' under GPipe, whose backwards all come first, one's
+// under 1F1B), within kMemoryFraction of its device. Conservative: every
+// forward output counts as kept for the backward.
+// (A tensor that skips a stage is counted at every cut it crosses, over the
+// neighbouring stages' link: the price of a DP state without the next cut.)
+//
+// The DP runs from the last unit backwards over (units covered, devices
+// used, the first covered stage's device) with Pareto sets of (sum so far,
+// B so far); the sum so far is R_s, so 1F1B's c_s needs no more state. It is
+// exact for that cost over every contiguous split and every order of
+// distinct devices. Devices with equal op costs and memory are taken in
+// index order (interchangeable when the links are alike, as in the presets).
+// 1F1B runs one DP per stage count S (k_s depends on it).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "placer/env/cost_model.h"
+#include "placer/graphs/pipeline.h"
+#include "placers_common.h"
+
+namespace placer {
+
+struct PipelineUnits {
+  int32_t count = 0;
+  int32_t devices = 0;
+  std::vector<int32_t> unit_of_op;       // per op of the graph
+  std::vector<std::string> first, last;  // per unit: its first and last forward op's name
+  std::vector<double> fwd, bwd, upd;     // [unit * devices + device] seconds per micro-batch (upd: once)
+  std::vector<int64_t> param_bytes;      // per unit
+  std::vector<int64_t> act_bytes;        // per unit, per micro-batch
+  std::vector<int64_t> grad_bytes;       // per unit, per micro-batch: its backward ops' param gradients
+  std::vector<int64_t> cross_bytes;      // per cut i (between units i - 1 and i), 0..count
+  std::vector<int32_t> cross_count;      // tensors crossing it
+  std::vector<int64_t> back_bytes;       // per cut: gradients crossing it back
+  std::vector<int32_t> back_count;
+};
+
+// Throws NoFeasiblePlacement for a graph with no forward op to split.
+PipelineUnits make_pipeline_units(const Graph& graph, const CostModel& costs, int32_t max_units);
+
+struct PipelineStage {
+  int32_t begin = 0, end = 0;  // units [begin, end)
+  int32_t device = 0;
+};
+
+struct PipelineSplitCost {
+  bool fits = false;
+  double total_s = 0.0;       // T
+  double sum_s = 0.0;         // one micro-batch through and back, with u_0
+  double bottleneck_s = 0.0;  // the slowest device or link per micro-batch
+  std::string overflow;       // when !fits: which stage and by how much
+};
+
+class PipelineCost {
+ public:
+  PipelineCost(const PipelineUnits& units, const CostModel& costs, std::vector<int64_t> capacity, PipelineSpec spec);
+
+  struct Terms {
+    double work = 0.0;                      // w
+    double comm_fwd = 0.0, comm_bwd = 0.0;  // at the stage's end cut, to the next stage's device
+    double update = 0.0;                    // its updates
+    int64_t memory = 0;
+  };
+  // Stage s of S (S = 0 under GPipe: any) covering units [i, j) on device d,
+  // followed by a stage on device next (-1: none).
+  Terms stage(int32_t i, int32_t j, int32_t d, int32_t next, int32_t s, int32_t S) const;
+  // c_s for a round trip R_s (0 unless 1F1B caps stage s below M).
+  double cycle_share(double round_trip, int32_t s, int32_t S) const;
+  bool fits(const Terms& t, int32_t d) const { return t.memory <= capacity_[d]; }
+  PipelineSplitCost evaluate(const std::vector<PipelineStage>& stages) const;
+
+  const PipelineUnits& units() const { return units_; }
+  const PipelineSpec& spec() const { return spec_; }
+  int64_t capacity(int32_t d) const { return capacity_[d]; }
+  // Per device: the index of the first device with the same op costs and memory.
+  const std::vector<int32_t>& device_class() const { return class_; }
+
+ private:
+  const PipelineUnits& units_;
+  const CostModel& costs_;
+  std::vector<int64_t> capacity_;
+  PipelineSpec spec_;
+  std::vector<std::vector<double>> pre_fwd_, pre_bwd_, pre_upd_;  // [device][unit + 1] prefix sums
+  std::vector<int64_t> pre_param_, pre_act_, pre_grad_;
+  std::vector<int32_t> class_;
+};
+
+struct PipelineDpResult {
+  std::vector<PipelineStage> stages;
+  PipelineSplitCost cost;
+  int64_t labels = 0;  // Pareto labels kept
+};
+
+// The optimum of the cost over contiguous splits; throws NoFeasiblePlacement
+// when no split fits memory.
+PipelineDpResult solve_pipeline_dp(const PipelineCost& cost);
+
+// Per op of the graph: its stage's device.
+std::vector<int32_t> pipeline_op_devices(const PipelineUnits& units, const std::vector<PipelineStage>& stages);
+
+// dp's answer under Objective::Pipeline (the environment's options give M and the schedule).
+PlaceResult place_pipeline_dp(const PlaceContext& context, Clock::time_point started);
+
+}  // namespace placer

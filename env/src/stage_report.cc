@@ -1,0 +1,190 @@
+// The stages of a pipelined placement (stage_report.h).
+#include "placer/env/stage_report.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <limits>
+#include <map>
+
+#include "placer/graphs/error.h"
+
+namespace placer {
+namespace {
+
+bool is_split_op(const Op& op) {  // the ops whose order defines the stages' contiguity
+  return op.phase == Phase::Forward && op.type != op_types::kParam && op.type != op_types::kInput;
+}
+
+// Per device: its stage (-1: unused), the stages in order, and the ops' sums.
+std::vector<ReportedStage> collect_stages(const Graph& g, const Placement& placement, const Cluster& cluster,
+                                          const CostModel& costs, bool* contiguous) {
+  const int32_t D = cluster.size();
+  std::vector<int32_t> first(D, std::numeric_limits<int32_t>::max());
+  std::vector<ReportedStage> per_device(D);
+  int32_t previous = -1;
+  for (int32_t v = 0; v < g.size(); ++v) {
+    const Op& op = g.op(OpId(v));
+    const int32_t d = placement.device_of[v].value;
+    ReportedStage& st = per_device[d];
+    ++st.ops;
+    const double t = costs.op_seconds(OpId(v), DeviceId(d));
+    (op.phase == Phase::Forward ? st.forward_s : op.phase == Phase::Backward ? st.backward_s : st.update_s) += t;
+    if (op.type != op_types::kParam && op.phase != Phase::Update) first[d] = std::min(first[d], v);
+    if (!is_split_op(op)) continue;
+    if (st.forward_ops++ == 0) st.first_op = op.name, st.first_layer = op.layer;
+    st.last_op = op.name;
+    st.last_layer = op.layer;
+    if (d != previous) ++st.runs;
+    previous = d;
+  }
+  std::vector<int32_t> order;
+  for (int32_t d = 0; d < D; ++d)
+    if (first[d] != std::numeric_limits<int32_t>::max()) order.push_back(d);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return first[a] < first[b]; });
+  std::vector<ReportedStage> out;
+  *contiguous = true;
+  for (int32_t d : order) {
+    ReportedStage st = per_device[d];
+    st.stage = static_cast<int32_t>(out.size());
+    st.device = cluster.devices[d].name;
+    *contiguous = *contiguous && st.runs <= 1;
+    out.push_back(std::move(st));
+  }
+  return out;
+}
+
+// The estimate without a timeline (stage_report.h).
+void estimate_bubble(StageReport* r) {
+  const int32_t M = r->spec.microbatches;
+  double sum = 0.0, slowest = 0.0;
+  for (const ReportedStage& s : r->stages) {
+    sum += s.forward_s + s.backward_s;
+    slowest = std::max(slowest, s.forward_s + s.backward_s);
+  }
+  r->minibatch_s = sum + (M - 1) * slowest + (r->stages.empty() ? 0.0 : r->stages[0].update_s);
+  double forward_before = 0.0, backward_before = 0.0;
+  for (ReportedStage& s : r->stages) {
+    s.busy_s = M * (s.forward_s + s.backward_s) + s.update_s;
+    StageBubble& b = s.bubble;
+    b.idle_s = std::max(0.0, r->minibatch_s - s.busy_s);
+    b.warmup_s = std::min(forward_before, b.idle_s);
+    b.cooldown_s = std::min(backward_before, b.idle_s - b.warmup_s);
+    b.between_s = b.idle_s - b.warmup_s - b.cooldown_s;
+    forward_before += s.forward_s;
+    backward_before += s.backward_s;
+  }
+}
+
+// Busy time of sorted, non-overlapping intervals within [from, to].
+double busy_within(const std::vector<std::pair<double, double>>& spans, double from, double to) {
+  double busy = 0.0;
+  for (const auto& [a, b] : spans) busy += std::max(0.0, std::min(b, to) - std::max(a, from));
+  return busy;
+}
+
+// Whether a timeline event runs a copy ("x@mb<k>") of one of the base graph's split ops.
+bool runs_split_op(const Graph& base, const std::string& event) {
+  const size_t at = event.rfind("@mb");
+  const auto op = base.find(std::string_view(event).substr(0, at));
+  return op && is_split_op(base.op(*op));
+}
+
+void measure_bubble(const Graph& base, StageReport* r, const std::vector<TimelineEvent>& timeline) {
+  std::map<std::string, std::vector<std::pair<double, double>>> spans;  // device lane -> op intervals
+  std::map<std::string, double> first_forward, last_backward_end;
+  double end = 0.0;
+  for (const TimelineEvent& e : timeline) {
+    end = std::max(end, e.start_s + e.duration_s);
+    if (e.category == "transfer") continue;
+    spans[e.lane].emplace_back(e.start_s, e.start_s + e.duration_s);
+    if (runs_split_op(base, e.name) && (!first_forward.count(e.lane) || e.start_s < first_forward[e.lane]))
+      first_forward[e.lane] = e.start_s;
+    if (e.category == "backward")
+      last_backward_end[e.lane] = std::max(last_backward_end[e.lane], e.start_s + e.duration_s);
+  }
+  r->minibatch_s = end;
+  for (ReportedStage& s : r->stages) {
+    auto& mine = spans[s.device];
+    std::sort(mine.begin(), mine.end());
+    s.busy_s = busy_within(mine, 0.0, end);
+    StageBubble& b = s.bubble;
+    b.idle_s = end - s.busy_s;
+    const double warm_end = first_forward.count(s.device) ? first_forward[s.device] : end;
+    b.warmup_s = warm_end - busy_within(mine, 0.0, warm_end);
+    const double bwd_end = last_backward_end.count(s.device) ? last_backward_end[s.device] : end;
+    b.cooldown_s = (end - bwd_end) - busy_within(mine, bwd_end, end);
+    b.between_s = std::max(0.0, b.idle_s - b.warmup_s - b.cooldown_s);
+  }
+}
+
+std::string ms(double s) { return format_number("%.3f", s * 1e3); }
+
+}  // namespace
+
+StageReport stage_report(const Graph& base, const Placement& placement, const Cluster& cluster, const CostModel& costs,
+                         const PipelineSpec& spec, const std::vector<TimelineEvent>* timeline) {
+  validate_placement(base, cluster, placement);
+  if (costs.ops() != base.size() || costs.devices() != cluster.size())
+    throw PlacementError("stage report: the cost model is not of this graph and cluster");
+  StageReport r;
+  r.spec = spec;
+  r.stages = collect_stages(base, placement, cluster, costs, &r.contiguous);
+  r.simulated = timeline != nullptr;
+  if (timeline)
+    measure_bubble(base, &r, *timeline);
+  else
+    estimate_bubble(&r);
+  double idle = 0.0;
+  for (const ReportedStage& s : r.stages) idle += s.bubble.idle_s;
+  const double capacity = r.minibatch_s * static_cast<double>(r.stages.size());
+  r.bubble_fraction = capacity > 0 ? idle / capacity : 0.0;
+  return r;
+}
+
+std::string stage_report_text(const StageReport& r) {
+  std::string out = std::string("pipeline: ") + schedule_name(r.spec.schedule) + ", " +
+                    std::to_string(r.spec.microbatches) + " micro-batches, mini-batch " + ms(r.minibatch_s) + " ms (" +
+                    (r.simulated ? "simulated" : "estimated, transfers left out") + "), bubble " +
+                    format_number("%.1f", 100.0 * r.bubble_fraction) + "%, " +
+                    (r.contiguous ? "contiguous stages" : "NOT contiguous (a device holds several runs of ops)") + "\n";
+  char line[512];
+  std::snprintf(line, sizeof line, "%-5s %-10s %6s %10s %10s %10s %10s %10s %10s  %s\n", "stage", "device", "fwd ops",
+                "fwd ms/mb", "bwd ms/mb", "idle ms", "warm-up", "between", "cool-down", "ops (first .. last)");
+  out += line;
+  for (const ReportedStage& s : r.stages) {
+    std::string span = s.first_op + " .. " + s.last_op;
+    if (!s.first_layer.empty() || !s.last_layer.empty()) span += " [" + s.first_layer + " .. " + s.last_layer + "]";
+    if (s.runs > 1) span += " (" + std::to_string(s.runs) + " runs)";
+    std::snprintf(line, sizeof line, "%-5d %-10s %6lld %10s %10s %10s %10s %10s %10s  %s\n", s.stage, s.device.c_str(),
+                  static_cast<long long>(s.forward_ops), ms(s.forward_s).c_str(), ms(s.backward_s).c_str(),
+                  ms(s.bubble.idle_s).c_str(), ms(s.bubble.warmup_s).c_str(), ms(s.bubble.between_s).c_str(),
+                  ms(s.bubble.cooldown_s).c_str(), span.c_str());
+    out += line;
+  }
+  return out;
+}
+
+void write_stage_report(JsonWriter& w, std::string_view key, const StageReport& r) {
+  w.begin_object(key);
+  w.field("schedule", schedule_name(r.spec.schedule)).field("microbatches", r.spec.microbatches);
+  w.field("contiguous", r.contiguous).field("simulated", r.simulated);
+  w.field("minibatch_s", r.minibatch_s).field("bubble_fraction", r.bubble_fraction);
+  w.begin_array("stages");
+  for (const ReportedStage& s : r.stages) {
+    w.begin();
+    w.field("stage", s.stage).field("device", s.device).field("ops", s.ops).field("forward_ops", s.forward_ops);
+    w.field("runs", s.runs).field("first_op", s.first_op).field("last_op", s.last_op);
+    w.field("first_layer", s.first_layer).field("last_layer", s.last_layer);
+    w.field("forward_s", s.forward_s).field("backward_s", s.backward_s).field("update_s", s.update_s);
+    w.field("busy_s", s.busy_s);
+    w.begin_object("bubble");
+    w.field("idle_s", s.bubble.idle_s).field("warmup_s", s.bubble.warmup_s);
+    w.field("between_s", s.bubble.between_s).field("cooldown_s", s.bubble.cooldown_s);
+    w.end();
+    w.end();
+  }
+  w.end_array();
+  w.end();
+}
+
+}  // namespace placer

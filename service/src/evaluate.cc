@@ -1,0 +1,71 @@
+// evaluate: a given placement, simulated, or measured on the server's own
+// devices with the measurement protocol (runtime.h): the median step, its 95%
+// interval and why measuring stopped, beside the simulator's figure.
+#include <string>
+#include <vector>
+
+#include "jobs.h"
+#include "json_out.h"
+#include "objective.h"
+#include "placer/env/environment.h"
+#include "placer/graphs/placement.h"
+#include "placer/service/service.h"
+#include "prepared.h"
+
+namespace placer::service {
+
+namespace {
+
+Placement placement_of(const Request& r, const PreparedRequest& p) {
+  NamedPlacement named;
+  named.graph = p.graph.name;
+  named.device = r.placement;
+  try {
+    return from_named(p.graph, p.cluster, named);
+  } catch (const InputError& e) {
+    throw RequestError(codes::kBadPlacement, "placement", e.what());
+  }
+}
+
+// One fresh measurement, on devices this server holds alone meanwhile. A
+// cluster this machine cannot run (a GPU preset on a CPU host) is bad_request at `measure`.
+StepResult measure(const Request& r, const PreparedRequest& p, const Placement& placement, JobManager& jobs,
+                   Clock::time_point deadline) {
+  EnvOptions eo = simulated_env(r);
+  eo.mode = RewardMode::Measured;
+  eo.measure = *r.measure;
+  StepResult result;
+  jobs.with_devices("an evaluate request", deadline, [&] {
+    try {
+      Environment env(p.prepared, eo);
+      result = env.measure_side_by_side({placement}, /*fresh=*/true).at(0);
+    } catch (const InputError& e) {
+      throw RequestError(codes::kBadRequest, "measure", e.what());
+    }
+  });
+  return result;
+}
+
+}  // namespace
+
+std::string PlacementService::handle_evaluate(const Request& r, Clock::time_point deadline) {
+  auto p = prepare(r);
+  const Placement placement = placement_of(r, *p);
+  Environment env(p->prepared, simulated_env(r));
+  const StepResult simulated = env.simulate(placement);
+  const StepResult result = r.measure ? measure(r, *p, placement, *jobs_, deadline) : simulated;
+  JsonOut o;
+  o.begin().field("graph", p->graph.name).field("cluster", p->cluster.name);
+  write_objective(o, r.objective, r.pipeline);
+  o.field("measured", r.measure.has_value());
+  write_step(o, result);
+  if (r.measure && simulated.ok()) o.field("simulated_step_s", simulated.step_s);
+  write_pipeline_figures(o, r.objective, result);
+  o.field("lower_bound_s", p->lower_bound_s);
+  o.field("transfer_bytes", result.transfer_bytes);
+  if (!result.oom_device.empty()) o.field("oom_device", result.oom_device);
+  o.end();
+  return o.text();
+}
+
+}  // namespace placer::service

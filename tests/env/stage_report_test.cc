@@ -1,0 +1,156 @@
+// The stage report of a pipelined placement: hand-checked on a two-layer mlp
+// split over two devices, with the estimate and with a hand-made timeline.
+#include <gtest/gtest.h>
+
+#include "placer/env/presets.h"
+#include "placer/env/stage_report.h"
+#include "placer/frontends/builders.h"
+
+namespace placer {
+namespace {
+
+// input/features fc0/weight fc0/bias fc0/linear fc0/relu | fc1/weight fc1/bias fc1/linear input/labels
+// loss/cross_entropy, then the grads of loss, fc1/linear, fc0/relu, fc0/linear and the four updates.
+Graph mlp2() {
+  BuilderOptions o;
+  o.values = {{"layers", 2}, {"batch", 4}, {"width", 8}};
+  return build_graph("mlp", o);
+}
+
+// fc0 on `first`, fc1 and the loss on the other device.
+Placement by_layer(const Graph& g, int32_t first) {
+  Placement p;
+  for (const Op& op : g.ops()) p.device_of.push_back(DeviceId(op.layer == "fc0" ? first : 1 - first));
+  return p;
+}
+
+// Forward ops 1 ms, backward ops 2 ms, updates 0.5 ms, params and inputs free.
+CostModel hand_costs(const Graph& g) {
+  CostModel c = CostModel::uniform(g.size(), 2, 0.0);
+  for (int32_t v = 0; v < g.size(); ++v) {
+    const Op& op = g.op(OpId(v));
+    const double t = op.phase == Phase::Backward                                  ? 2e-3
+                     : op.phase == Phase::Update                                  ? 0.5e-3
+                     : op.type == op_types::kParam || op.type == op_types::kInput ? 0.0
+                                                                                  : 1e-3;
+    for (int32_t d = 0; d < 2; ++d) c.set_op_seconds(OpId(v), DeviceId(d), t);
+  }
+  return c;
+}
+
+TEST(StageReport, EstimateOfTwoStages) {
+  const Graph g = mlp2();
+  const Cluster c = cluster_preset("k80x2");
+  const StageReport r = stage_report(g, by_layer(g, 0), c, hand_costs(g), {4, PipelineSchedule::GPipe});
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_TRUE(r.contiguous);
+  EXPECT_FALSE(r.simulated);
+  // Each stage: 2 forward ops (2 ms), 2 backward ops (4 ms), 2 updates (1 ms).
+  // Mini-batch: 6 + 6 + 3 x 6 + 1 (stage 0's updates) = 31 ms.
+  EXPECT_NEAR(r.minibatch_s, 31e-3, 1e-12);
+  const ReportedStage& s0 = r.stages[0];
+  const ReportedStage& s1 = r.stages[1];
+  EXPECT_EQ(s0.device, "cuda:0");
+  EXPECT_EQ(s0.forward_ops, 2);
+  EXPECT_EQ(s0.first_op, "fc0/linear");
+  EXPECT_EQ(s0.last_op, "fc0/relu");
+  EXPECT_EQ(s1.first_op, "fc1/linear");
+  EXPECT_EQ(s1.last_op, "loss/cross_entropy");
+  EXPECT_EQ(s1.last_layer, "loss");
+  EXPECT_NEAR(s0.forward_s, 2e-3, 1e-12);
+  EXPECT_NEAR(s0.backward_s, 4e-3, 1e-12);
+  EXPECT_NEAR(s0.update_s, 1e-3, 1e-12);
+  // Both busy 4 x 6 + 1 = 25 ms, idle 6 ms: stage 0 waits between its last forward and the first
+  // gradient; stage 1 warms up for stage 0's forward (2 ms) and cools down for its backward (4 ms).
+  EXPECT_NEAR(s0.bubble.idle_s, 6e-3, 1e-12);
+  EXPECT_NEAR(s0.bubble.warmup_s, 0.0, 1e-12);
+  EXPECT_NEAR(s0.bubble.between_s, 6e-3, 1e-12);
+  EXPECT_NEAR(s1.bubble.warmup_s, 2e-3, 1e-12);
+  EXPECT_NEAR(s1.bubble.cooldown_s, 4e-3, 1e-12);
+  EXPECT_NEAR(s1.bubble.between_s, 0.0, 1e-12);
+  EXPECT_NEAR(r.bubble_fraction, 12.0 / 62.0, 1e-12);
+}
+
+TEST(StageReport, StagesFollowTheFirstOpNotTheDeviceIndex) {
+  const Graph g = mlp2();
+  const StageReport r =
+      stage_report(g, by_layer(g, 1), cluster_preset("k80x2"), hand_costs(g), {4, PipelineSchedule::OneFOneB});
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(r.stages[0].device, "cuda:1");
+  EXPECT_EQ(r.stages[0].first_op, "fc0/linear");
+}
+
+TEST(StageReport, BubbleFromATimeline) {
+  const Graph g = mlp2();
+  // Two micro-batches: cuda:0 runs F0 F1 .. B1 B0 U, cuda:1 reads its labels, then F0 F1 B1 B0 U;
+  // a transfer between.
+  const std::vector<TimelineEvent> timeline = {{"fc0/linear@mb0", "cuda:0", 0.0, 1.0, "forward"},
+                                               {"fc0/linear@mb1", "cuda:0", 1.0, 1.0, "forward"},
+                                               {"fc0/linear/grad@mb1", "cuda:0", 6.0, 2.0, "backward"},
+                                               {"fc0/linear/grad@mb0", "cuda:0", 8.0, 2.0, "backward"},
+                                               {"fc0/weight/update", "cuda:0", 10.0, 1.0, "update"},
+                                               {"fc0/relu@mb0 -> cuda:1", "cuda:0->cuda:1", 1.0, 0.5, "transfer"},
+                                               {"input/labels@mb0", "cuda:1", 0.0, 0.5, "forward"},
+                                               {"fc1/linear@mb0", "cuda:1", 1.5, 1.0, "forward"},
+                                               {"fc1/linear@mb1", "cuda:1", 2.5, 1.0, "forward"},
+                                               {"fc1/linear/grad@mb1", "cuda:1", 3.5, 2.0, "backward"},
+                                               {"fc1/linear/grad@mb0", "cuda:1", 5.5, 2.0, "backward"},
+                                               {"fc1/weight/update", "cuda:1", 7.5, 0.5, "update"}};
+  const StageReport r = stage_report(g, by_layer(g, 0), cluster_preset("k80x2"), hand_costs(g),
+                                     {2, PipelineSchedule::OneFOneB}, &timeline);
+  EXPECT_TRUE(r.simulated);
+  EXPECT_DOUBLE_EQ(r.minibatch_s, 11.0);
+  const StageBubble& b0 = r.stages[0].bubble;
+  const StageBubble& b1 = r.stages[1].bubble;
+  EXPECT_DOUBLE_EQ(r.stages[0].busy_s, 7.0);
+  EXPECT_DOUBLE_EQ(b0.idle_s, 4.0);
+  EXPECT_DOUBLE_EQ(b0.warmup_s, 0.0);
+  EXPECT_DOUBLE_EQ(b0.cooldown_s, 0.0);  // its update follows its last backward at once
+  EXPECT_DOUBLE_EQ(b0.between_s, 4.0);
+  EXPECT_DOUBLE_EQ(r.stages[1].busy_s, 7.0);
+  EXPECT_DOUBLE_EQ(b1.idle_s, 4.0);
+  EXPECT_DOUBLE_EQ(b1.warmup_s, 1.0);    // 0 .. 1.5 less reading its labels
+  EXPECT_DOUBLE_EQ(b1.cooldown_s, 3.0);  // 7.5 .. 11 less its 0.5 update
+  EXPECT_DOUBLE_EQ(b1.between_s, 0.0);
+  EXPECT_DOUBLE_EQ(r.bubble_fraction, 8.0 / 22.0);
+}
+
+TEST(StageReport, SaysWhenNotContiguous) {
+  const Graph g = mlp2();
+  Placement p = by_layer(g, 0);
+  p.device_of[g.find("fc0/relu")->value] = DeviceId(1);  // fc0/linear | fc0/relu | fc1/linear ...
+  p.device_of[g.find("fc0/relu/grad")->value] = DeviceId(1);
+  p.device_of[g.find("fc1/linear")->value] = DeviceId(0);
+  p.device_of[g.find("fc1/linear/grad")->value] = DeviceId(0);
+  const StageReport r = stage_report(g, p, cluster_preset("k80x2"), hand_costs(g), {4, PipelineSchedule::GPipe});
+  EXPECT_FALSE(r.contiguous);
+  EXPECT_EQ(r.stages[0].runs, 2);
+  EXPECT_NE(stage_report_text(r).find("NOT contiguous"), std::string::npos);
+}
+
+TEST(StageReport, TextAndJson) {
+  const Graph g = mlp2();
+  const StageReport r =
+      stage_report(g, by_layer(g, 0), cluster_preset("k80x2"), hand_costs(g), {4, PipelineSchedule::GPipe});
+  const std::string text = stage_report_text(r);
+  EXPECT_NE(text.find("pipeline: gpipe, 4 micro-batches, mini-batch 31.000 ms (estimated"), std::string::npos) << text;
+  EXPECT_NE(text.find("fc1/linear .. loss/cross_entropy [fc1 .. loss]"), std::string::npos) << text;
+  JsonWriter w;
+  w.begin();
+  write_stage_report(w, "pipeline", r);
+  w.end();
+  const std::string json = w.text();
+  EXPECT_NE(json.find("\"schedule\":\"gpipe\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"first_op\":\"fc0/linear\""), std::string::npos) << json;
+  EXPECT_NE(json.find("\"between_s\":0.006"), std::string::npos) << json;
+}
+
+TEST(StageReport, RejectsAPlacementOfAnotherGraph) {
+  const Graph g = mlp2();
+  Placement p = by_layer(g, 0);
+  p.device_of.pop_back();
+  EXPECT_ANY_THROW(stage_report(g, p, cluster_preset("k80x2"), hand_costs(g), {4, PipelineSchedule::GPipe}));
+}
+
+}  // namespace
+}  // namespace placer
