@@ -9,6 +9,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "placer/agent/learned.h"
 #include "placer/agent/placer.h"
 #include "placer/env/environment.h"
+#include "placer/env/pipeline_objective.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
@@ -39,6 +41,7 @@ struct PlaceArgs {
   double time_limit_s = 60.0;
   int64_t budget = 2000;
   std::vector<std::string> options;
+  ObjectiveArgs objective;
 };
 
 Cluster cluster_of(const PlaceArgs& a) {
@@ -86,12 +89,23 @@ PlaceContext context_of(const PlaceArgs& a, const Graph& graph, const Cluster& c
   return ctx;
 }
 
+EnvOptions env_options(const PlaceArgs& a) {
+  EnvOptions o;
+  apply_objective(a.objective, &o);
+  return o;
+}
+
+// "step", or under the pipeline objective "mini-batch".
+const char* unit_of(const Environment& env) {
+  return env.options().objective == Objective::Pipeline ? "mini-batch" : "step";
+}
+
 void run_place(const PlaceArgs& a) {
   if (a.method.empty() == a.checkpoint.empty()) throw InputError("give exactly one of --method or --checkpoint");
   const Graph graph = load_graph(a.graph);
   const Cluster cluster = cluster_of(a);
   check_split_spec_graph(a.split_spec, graph);
-  Environment env(graph, cluster);
+  Environment env(graph, cluster, env_options(a));
   const PlaceContext ctx = context_of(a, graph, cluster, env);
   PlaceResult r;
   try {
@@ -105,7 +119,9 @@ void run_place(const PlaceArgs& a) {
   std::printf("method        %s\n", r.method.c_str());
   std::printf("graph         %s (%lld ops) on %s (%d devices)\n", graph.name.c_str(),
               static_cast<long long>(graph.size()), cluster.name.c_str(), cluster.size());
-  std::printf("simulated     %.6g s per step (%s)\n", s.step_s, step_status_name(s.status));
+  std::printf("simulated     %.6g s per %s (%s)\n", s.step_s, unit_of(env), step_status_name(s.status));
+  if (env.options().objective == Objective::Pipeline)
+    std::printf("pipeline      %s\n", pipeline_figures_text(pipeline_figures(s, env.options().pipeline)).c_str());
   std::printf("lower bound   %.6g s (gap %.1f%%)\n", lb, lb > 0 ? 100.0 * (s.step_s - lb) / lb : 0.0);
   std::printf("placed in     %.3f s\n", r.place_seconds);
   if (!r.note.empty()) std::printf("note          %s\n", r.note.c_str());
@@ -128,8 +144,9 @@ struct Row {
   double place_s = 0.0;
   double gap = 0.0;
   std::string note;
-  double own_s = NAN;    // the placer's own estimate of the step (its model), when it has one
-  std::string own_kind;  // what that estimate is
+  double own_s = NAN;                       // the placer's own estimate of the step (its model), when it has one
+  std::string own_kind;                     // what that estimate is
+  std::optional<PipelineFigures> pipeline;  // the pipeline objective's figures of the simulated mini-batch
 };
 
 std::string peaks_mib(const std::vector<int64_t>& peaks) {
@@ -184,6 +201,7 @@ std::vector<Row> baseline_rows(const BaselineArgs& b, const Graph& graph, const 
     row.sim_s = s.step_s;
     row.sim_status = step_status_name(s.status);
     for (const DeviceStats& d : s.devices) row.peak_bytes.push_back(d.peak_bytes);
+    if (env.options().objective == Objective::Pipeline) row.pipeline = pipeline_figures(s, env.options().pipeline);
     row.place_s = r.place_seconds;
     row.gap = lb > 0 ? (s.step_s - lb) / lb : 0.0;
     row.note = r.note;
@@ -194,7 +212,10 @@ std::vector<Row> baseline_rows(const BaselineArgs& b, const Graph& graph, const 
       if (runtime) {
         MeasureOptions mo;
         mo.seed = a.seed;
-        const StepResult meas = runtime->measure(graph, r.placement, mo);
+        // Under the pipeline objective: the unrolled mini-batch, as the environment evaluates it.
+        const PreparedProblem& run = *env.evaluated_problem();
+        const StepResult meas =
+            runtime->measure(run.graph(), run.pipeline_spec() ? run.expand(r.placement) : r.placement, mo);
         row.measured_status = step_status_name(meas.status);
         if (meas.ok()) row.measured_s = meas.step_s;
       } else {
@@ -207,35 +228,45 @@ std::vector<Row> baseline_rows(const BaselineArgs& b, const Graph& graph, const 
   return rows;
 }
 
-void print_table(const BaselineArgs& b, const std::vector<Row>& rows) {
-  std::vector<std::string> header = {"method", "simulated step (ms)"};
-  if (b.measure) header.push_back("measured step (ms)");
+std::vector<std::string> table_header(const BaselineArgs& b, bool pipeline) {
+  std::vector<std::string> header = {"method", pipeline ? "simulated mini-batch (ms)" : "simulated step (ms)"};
+  if (b.measure) header.push_back(pipeline ? "measured mini-batch (ms)" : "measured step (ms)");
+  if (pipeline) {
+    header.push_back("per micro-batch (ms)");
+    header.push_back("bubble");
+  }
   for (const char* h :
        {"placer's own estimate (ms)", "peak memory per device (MiB)", "time to place (s)", "gap to lower bound"})
     header.push_back(h);
-  std::vector<std::vector<std::string>> cells;
-  for (const Row& r : rows) {
-    std::vector<std::string> c = {r.method};
-    if (!r.ok) {
-      c.push_back("infeasible");
-      if (b.measure) c.push_back("-");
-      c.push_back("-");
-      c.push_back("-");
-      c.push_back("-");
-      c.push_back("-");
-    } else {
-      c.push_back(format_number("%.3f", r.sim_s * 1e3));
-      if (b.measure)
-        c.push_back(std::isnan(r.measured_s) ? r.measured_status : format_number("%.3f", r.measured_s * 1e3));
-      c.push_back(std::isnan(r.own_s) ? "-"
-                                      : format_number("%.3f", r.own_s * 1e3) + " (" + r.own_kind + "; simulated " +
-                                            format_number("%+.0f%%", 100.0 * (r.sim_s / r.own_s - 1.0)) + ")");
-      c.push_back(peaks_mib(r.peak_bytes));
-      c.push_back(format_number("%.3f", r.place_s));
-      c.push_back(format_number("%.1f%%", 100.0 * r.gap));
-    }
-    cells.push_back(c);
+  return header;
+}
+
+std::vector<std::string> table_cells(const BaselineArgs& b, const Row& r, size_t columns) {
+  std::vector<std::string> c = {r.method};
+  if (!r.ok) {
+    c.push_back("infeasible");
+    c.resize(columns, "-");
+    return c;
   }
+  c.push_back(format_number("%.3f", r.sim_s * 1e3));
+  if (b.measure) c.push_back(std::isnan(r.measured_s) ? r.measured_status : format_number("%.3f", r.measured_s * 1e3));
+  if (r.pipeline) {
+    c.push_back(format_number("%.3f", r.pipeline->per_microbatch_s * 1e3));
+    c.push_back(format_number("%.1f%%", 100.0 * r.pipeline->bubble_fraction));
+  }
+  c.push_back(std::isnan(r.own_s) ? "-"
+                                  : format_number("%.3f", r.own_s * 1e3) + " (" + r.own_kind + "; simulated " +
+                                        format_number("%+.0f%%", 100.0 * (r.sim_s / r.own_s - 1.0)) + ")");
+  c.push_back(peaks_mib(r.peak_bytes));
+  c.push_back(format_number("%.3f", r.place_s));
+  c.push_back(format_number("%.1f%%", 100.0 * r.gap));
+  return c;
+}
+
+void print_table(const BaselineArgs& b, const std::vector<Row>& rows, bool pipeline) {
+  const std::vector<std::string> header = table_header(b, pipeline);
+  std::vector<std::vector<std::string>> cells;
+  for (const Row& r : rows) cells.push_back(table_cells(b, r, header.size()));
   if (b.markdown) {
     std::string line = "|", sep = "|";
     for (const auto& h : header) line += " " + h + " |", sep += "---|";
@@ -260,10 +291,12 @@ void print_table(const BaselineArgs& b, const std::vector<Row>& rows) {
 }
 
 std::string rows_json(const BaselineArgs& b, const Graph& graph, const Cluster& cluster, double lb,
-                      const std::vector<Row>& rows) {
+                      const std::vector<Row>& rows, bool pipeline) {
   std::ostringstream o;
   o << "{\n  \"graph\": " << json_quote(graph.name) << ",\n  \"ops\": " << graph.size()
-    << ",\n  \"cluster\": " << json_quote(cluster.name) << ",\n  \"lower_bound_s\": " << lb << ",\n  \"methods\": [\n";
+    << ",\n  \"cluster\": " << json_quote(cluster.name) << ",\n  \"lower_bound_s\": " << lb;
+  if (pipeline) o << ",\n  \"objective\": \"pipeline\"";
+  o << ",\n  \"methods\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
     o << "    {\"method\": \"" << r.method << "\", \"feasible\": " << (r.ok ? "true" : "false");
@@ -278,6 +311,7 @@ std::string rows_json(const BaselineArgs& b, const Graph& graph, const Cluster& 
       }
       if (!std::isnan(r.own_s))
         o << ", \"own_estimate_s\": " << r.own_s << ", \"own_estimate\": " << json_quote(r.own_kind);
+      if (r.pipeline) o << ", \"pipeline\": " << pipeline_figures_json(*r.pipeline);
       o << ", \"note\": " << json_quote(r.note);
     } else {
       o << ", \"error\": " << json_quote(r.error);
@@ -307,11 +341,13 @@ void run_baseline(const BaselineArgs& b) {
   const Graph graph = load_graph(b.place.graph);
   const Cluster cluster = cluster_of(b.place);
   parse_method_list(b.methods);  // names checked before the environment is built
-  Environment env(graph, cluster);
+  Environment env(graph, cluster, env_options(b.place));
   const double lb = env.lower_bound();
   const std::vector<Row> rows = baseline_rows(b, graph, cluster, env);
-  std::printf("%s on %s: lower bound %.3f ms\n\n", graph.name.c_str(), cluster.name.c_str(), lb * 1e3);
-  print_table(b, rows);
+  const bool pipeline = env.options().objective == Objective::Pipeline;
+  std::printf("%s on %s: lower bound %.3f ms%s\n\n", graph.name.c_str(), cluster.name.c_str(), lb * 1e3,
+              objective_note(env.options()).c_str());
+  print_table(b, rows, pipeline);
   std::printf("\n");
   for (const Row& r : rows) {
     if (!r.ok)
@@ -319,7 +355,7 @@ void run_baseline(const BaselineArgs& b) {
     else if (!r.note.empty())
       std::printf("%s: %s\n", r.method.c_str(), r.note.c_str());
   }
-  if (!b.json.empty()) write_file_atomic(b.json, rows_json(b, graph, cluster, lb, rows));
+  if (!b.json.empty()) write_file_atomic(b.json, rows_json(b, graph, cluster, lb, rows, pipeline));
   if (!b.csv.empty()) write_file_atomic(b.csv, rows_csv(rows));
 }
 
@@ -333,6 +369,7 @@ void add_agent_commands(CLI::App& app) {
                     "m_topo, m_etf, m_sct, heft, dp, ilp, local_search");
   place->add_option("--checkpoint", place_args->checkpoint, "A `placer train` result folder (learned placer)");
   add_common(place, *place_args);
+  add_objective_options(place, &place_args->objective);
   place->add_option("-o,--output", place_args->output, "Placement file to write (JSON)")->required();
   add_split_spec_option(place, &place_args->split_spec);
   place->callback([place_args] { run_place(*place_args); });
@@ -351,17 +388,22 @@ void add_agent_commands(CLI::App& app) {
   baseline->add_flag("--markdown", base->markdown, "Print the table as Markdown");
   baseline
       ->add_option("--objective", *objective,
-                   "step (simulated step time of a placer graph) or max_load (a workload of Tarnawski et al., "
+                   "step (simulated step time of a placer graph), pipeline (simulated time of one mini-batch of "
+                   "--microbatches micro-batches under --schedule) or max_load (a workload of Tarnawski et al., "
                    "NeurIPS 2020: methods dp, ilp, local_search, single, learned (not in all), or none)")
-      ->check(CLI::IsMember({"step", "max_load"}))
+      ->check(CLI::IsMember({"step", "pipeline", "max_load"}))
       ->capture_default_str();
+  add_objective_options(baseline, &base->place.objective, false);
   baseline->add_option("--placement", max_load->placement,
                        "max_load: also evaluate this split ({\"fpgas\": [{\"nodes\": [...]}], \"cpus\": [...]})");
   baseline->add_option("--max-ideals", max_load->max_ideals, "max_load dp: give up above this many ideals")
       ->capture_default_str();
   add_workload_cluster_options(baseline, max_load->cluster);
   baseline->callback([base, objective, max_load, json] {
-    if (*objective == "step") return run_baseline(*base);
+    if (*objective != "max_load") {
+      base->place.objective.objective = *objective;
+      return run_baseline(*base);
+    }
     MaxLoadArgs a = *max_load;
     a.graph = base->place.graph;
     a.methods = base->methods;

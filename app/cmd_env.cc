@@ -8,16 +8,19 @@
 #include <cstdio>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 
 #include "commands.h"
 #include "placer/env/cost_model.h"
 #include "placer/env/fidelity.h"
+#include "placer/env/pipeline_objective.h"
 #include "placer/env/presets.h"
 #include "placer/env/simulator.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/graphs/pipeline.h"
 #include "placer/graphs/serialize.h"
 #include "placer/runtime/runtime.h"
 
@@ -28,6 +31,7 @@ namespace {
 struct SimulateArgs {
   std::string graph, placement, cluster = "cpu:2", profile, trace, json, split_spec;
   bool no_memory = false;
+  ObjectiveArgs objective;
 };
 
 struct FidelityArgs {
@@ -37,48 +41,47 @@ struct FidelityArgs {
   FidelityArgs() { protocol.seed = 1; }
 };
 
-void run_simulate(const SimulateArgs& a) {
-  const Graph graph = load_graph(a.graph);
-  const Cluster cluster = resolve_cluster(a.cluster);
-  check_split_spec_graph(a.split_spec, graph);
-  const Placement placement = from_named(graph, cluster, load_placement(a.placement));
-  const bool calibrated = !a.profile.empty();
-  const CostModel costs =
-      calibrated ? CostModel::calibrated(graph, cluster, load_profile(a.profile)) : CostModel::roofline(graph, cluster);
-  SimOptions options;
-  options.track_memory = !a.no_memory;
-  std::vector<TimelineEvent> events;
-  const SimContext context(graph);
-  const StepResult r = simulate(context, placement, cluster, costs, options, a.trace.empty() ? nullptr : &events);
-  const LowerBound lb = lower_bound_parts(graph, cluster, costs);
-  const double gap = lb.value() > 0 ? r.step_s / lb.value() - 1.0 : 0.0;
+// What `placer simulate` runs (the graph, or under --objective pipeline its
+// unrolled mini-batch) and its costs.
+struct SimulatedProblem {
+  RunGraph run;
+  CostModel costs;
+  bool calibrated = false;
 
-  if (!a.json.empty()) {
-    std::string result = step_result_to_json(r);
-    while (!result.empty() && (result.back() == '\n' || result.back() == ' ')) result.pop_back();
-    std::ostringstream o;
-    o << "{\n\"graph\": \"" << graph.name << "\",\n\"cluster\": \"" << cluster.name << "\",\n\"cost_model\": \""
-      << (calibrated ? "calibrated" : "roofline")
-      << "\",\n\"calibrated_fraction\": " << format_number(costs.calibrated_fraction())
-      << ",\n\"lower_bound_s\": " << format_number(lb.value(), 9)
-      << ",\n\"lower_bound\": {\"critical_path_s\": " << format_number(lb.critical_path_s, 9)
-      << ", \"average_work_s\": " << format_number(lb.average_work_s, 9) << ", \"lp_s\": " << format_number(lb.lp_s, 9)
-      << "},\n\"gap\": " << format_number(gap, 9) << ",\n\"result\": " << result << "\n}\n";
-    write_file_atomic(a.json, o.str());
+  SimulatedProblem(const Graph& base, const Cluster& cluster, const SimulateArgs& a)
+      : run(base, a.objective), calibrated(!a.profile.empty()) {
+    costs = calibrated ? CostModel::calibrated(run.graph(), cluster, load_profile(a.profile))
+                       : CostModel::roofline(run.graph(), cluster);
   }
-  if (!a.trace.empty()) write_chrome_trace(events, a.trace);
-  if (!a.split_spec.empty()) {
-    write_split_spec(a.split_spec, graph, cluster, placement,
-                     [&](const Placement& p) { return simulate(context, p, cluster, costs, options).step_s; });
-  }
+};
 
-  std::printf(
-      "graph %s (%lld ops) on %s, %s costs%s\n", graph.name.c_str(), static_cast<long long>(graph.size()),
-      cluster.name.c_str(), calibrated ? "calibrated" : "roofline",
-      calibrated ? (" (" + format_number(100 * costs.calibrated_fraction(), 3) + "% of ops measured)").c_str() : "");
+std::string simulate_json(const SimulatedProblem& sp, const Cluster& cluster, const StepResult& r, const LowerBound& lb,
+                          double gap) {
+  std::string result = step_result_to_json(r);
+  while (!result.empty() && (result.back() == '\n' || result.back() == ' ')) result.pop_back();
+  std::ostringstream o;
+  o << "{\n\"graph\": \"" << sp.run.graph().name << "\",\n\"cluster\": \"" << cluster.name << "\",\n\"cost_model\": \""
+    << (sp.calibrated ? "calibrated" : "roofline")
+    << "\",\n\"calibrated_fraction\": " << format_number(sp.costs.calibrated_fraction())
+    << ",\n\"lower_bound_s\": " << format_number(lb.value(), 9)
+    << ",\n\"lower_bound\": {\"critical_path_s\": " << format_number(lb.critical_path_s, 9)
+    << ", \"average_work_s\": " << format_number(lb.average_work_s, 9) << ", \"lp_s\": " << format_number(lb.lp_s, 9)
+    << "},\n\"gap\": " << format_number(gap, 9) << ",\n\"result\": " << result << "\n}\n";
+  return sp.run.spec() ? with_pipeline_figures(o.str(), r, *sp.run.spec()) : o.str();
+}
+
+void print_simulated(const SimulatedProblem& sp, const Cluster& cluster, const StepResult& r, const LowerBound& lb,
+                     double gap) {
+  const Graph& graph = sp.run.graph();
+  std::printf("graph %s (%lld ops) on %s, %s costs%s\n", graph.name.c_str(), static_cast<long long>(graph.size()),
+              cluster.name.c_str(), sp.calibrated ? "calibrated" : "roofline",
+              sp.calibrated
+                  ? (" (" + format_number(100 * sp.costs.calibrated_fraction(), 3) + "% of ops measured)").c_str()
+                  : "");
   std::printf("status: %s%s%s\n", step_status_name(r.status), r.message.empty() ? "" : ": ", r.message.c_str());
   std::printf("step: %.6g s   lower bound: %.6g s (critical path %.6g, average work %.6g, LP %.6g)   gap: %.2f%%\n",
               r.step_s, lb.value(), lb.critical_path_s, lb.average_work_s, lb.lp_s, 100 * gap);
+  if (sp.run.spec()) std::printf("pipeline: %s\n", pipeline_figures_text(pipeline_figures(r, *sp.run.spec())).c_str());
   std::printf("transfers: %lld bytes\n", static_cast<long long>(r.transfer_bytes));
   for (size_t d = 0; d < r.devices.size(); ++d) {
     const DeviceStats& s = r.devices[d];
@@ -88,6 +91,31 @@ void run_simulate(const SimulateArgs& a) {
     if (cap > 0) std::printf(" of %lld (%.1f%%)", static_cast<long long>(cap), 100.0 * s.peak_bytes / cap);
     std::printf("\n");
   }
+}
+
+void run_simulate(const SimulateArgs& a) {
+  const Graph graph = load_graph(a.graph);
+  const Cluster cluster = resolve_cluster(a.cluster);
+  check_split_spec_graph(a.split_spec, graph);
+  const Placement placement = from_named(graph, cluster, load_placement(a.placement));
+  const SimulatedProblem sp(graph, cluster, a);
+  SimOptions options;
+  options.track_memory = !a.no_memory;
+  std::vector<TimelineEvent> events;
+  const SimContext context(sp.run.graph());
+  const StepResult r =
+      simulate(context, sp.run.at(placement), cluster, sp.costs, options, a.trace.empty() ? nullptr : &events);
+  const LowerBound lb = lower_bound_parts(sp.run.graph(), cluster, sp.costs);
+  const double gap = lb.value() > 0 ? r.step_s / lb.value() - 1.0 : 0.0;
+
+  if (!a.json.empty()) write_file_atomic(a.json, simulate_json(sp, cluster, r, lb, gap));
+  if (!a.trace.empty()) write_chrome_trace(events, a.trace);
+  if (!a.split_spec.empty()) {
+    write_split_spec(a.split_spec, graph, cluster, placement, [&](const Placement& p) {
+      return simulate(context, sp.run.at(p), cluster, sp.costs, options).step_s;
+    });
+  }
+  print_simulated(sp, cluster, r, lb, gap);
   if (!a.trace.empty()) std::printf("trace: %s (%zu events)\n", a.trace.c_str(), events.size());
   if (!r.ok()) throw CLI::RuntimeError(1);
 }
@@ -294,6 +322,7 @@ void add_env_commands(CLI::App& app) {
   sim->add_option("--json", sargs->json, "Write the result, lower bound and gap as JSON");
   sim->add_flag("--no-memory", sargs->no_memory, "Do not track memory (no peaks, no OOM)");
   add_split_spec_option(sim, &sargs->split_spec);
+  add_objective_options(sim, &sargs->objective);
   sim->callback([sargs] { run_simulate(*sargs); });
 
   auto fargs = std::make_shared<FidelityArgs>();

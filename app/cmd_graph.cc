@@ -1,4 +1,4 @@
-// placer graph build|import|info|validate: make, inspect and check graphs.
+// placer graph build|import|info|validate|pipeline: make, inspect, check and unroll graphs.
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
@@ -16,6 +16,7 @@
 #include "placer/frontends/torch_import.h"
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/pipeline.h"
 #include "placer/graphs/serialize.h"
 
 namespace placer::cli {
@@ -270,6 +271,27 @@ void add_graph_validate(CLI::App* graph) {
   });
 }
 
+// `graph pipeline`: a training graph unrolled into one pipelined mini-batch
+// (graphs/pipeline.h); simulate, measure and the placers run it as it is.
+void add_graph_pipeline(CLI::App* graph) {
+  struct Args {
+    std::string input, output;
+    ObjectiveArgs objective{"pipeline"};
+  };
+  auto args = std::make_shared<Args>();
+  CLI::App* cmd = graph->add_subcommand(
+      "pipeline",
+      "Unroll a training graph into one mini-batch of micro-batches under a schedule (copies x@mbK, one update)");
+  cmd->add_option("input", args->input, "Training graph file (.json or binary)")->required();
+  cmd->add_option("output", args->output, "Graph file to write (.json, else binary)")->required();
+  add_objective_options(cmd, &args->objective, false);
+  cmd->callback([args] {
+    const Graph g = make_pipeline_graph(load_graph(args->input), args->objective.spec()).graph;
+    save_graph(g, args->output);
+    print_written(g, args->output);
+  });
+}
+
 }  // namespace
 
 void add_graph_commands(CLI::App& app) {
@@ -279,6 +301,7 @@ void add_graph_commands(CLI::App& app) {
   add_graph_import(graph);
   add_graph_info(graph);
   add_graph_validate(graph);
+  add_graph_pipeline(graph);
 }
 
 }  // namespace placer::cli

@@ -3,11 +3,14 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "commands.h"
+#include "placer/env/pipeline_objective.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/graphs/pipeline.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/stats.h"
 #include "placer/runtime/runtime.h"
@@ -20,6 +23,7 @@ struct MeasureArgs {
   std::string graph, placement, devices = "cpu:2", trace, json;
   std::vector<std::string> compare;
   MeasureOptions protocol;
+  ObjectiveArgs objective;
 };
 
 struct ProfileArgs {
@@ -36,11 +40,12 @@ std::string interval(const StepResult& r) {
 }
 
 // placer measure --compare A B ...: interleaved, then each against the fastest by a rank test.
-void run_compare(const MeasureArgs& a, const Graph& graph, const Cluster& cluster, Runtime& runtime) {
+void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, const Cluster& cluster,
+                 Runtime& runtime) {
   if (a.compare.size() < 2) throw InputError("measure: --compare needs two or more placement files");
   std::vector<Placement> placements;
-  for (const std::string& f : a.compare) placements.push_back(from_named(graph, cluster, load_placement(f)));
-  const std::vector<StepResult> rs = runtime.measure_interleaved(graph, placements, a.protocol);
+  for (const std::string& f : a.compare) placements.push_back(mg.at(from_named(base, cluster, load_placement(f))));
+  const std::vector<StepResult> rs = runtime.measure_interleaved(mg.graph(), placements, a.protocol);
   size_t best = rs.size();
   for (size_t i = 0; i < rs.size(); ++i) {
     std::printf("%-32s %s\n", a.compare[i].c_str(),
@@ -55,6 +60,7 @@ void run_compare(const MeasureArgs& a, const Graph& graph, const Cluster& cluste
     j.begin().field("file", a.compare[i]).field("status", step_status_name(rs[i].status));
     if (rs[i].ok()) {
       j.field("step_s", rs[i].step_s).field("ci_low_s", rs[i].ci_low_s).field("ci_high_s", rs[i].ci_high_s);
+      if (mg.spec()) write_pipeline_figures(j, "pipeline", pipeline_figures(rs[i], *mg.spec()));
       j.field("steps", static_cast<int64_t>(rs[i].samples_s.size())).field("stop", rs[i].stop);
       if (i != best) {
         const RankTest t = mann_whitney(rs[best].samples_s, rs[i].samples_s);
@@ -73,17 +79,21 @@ void run_compare(const MeasureArgs& a, const Graph& graph, const Cluster& cluste
 }
 
 void run_measure(const MeasureArgs& a) {
-  const Graph graph = load_graph(a.graph);
+  const Graph base = load_graph(a.graph);
+  const RunGraph mg(base, a.objective);
+  const Graph& graph = mg.graph();
   const Cluster cluster = parse_device_list(a.devices);
   Runtime runtime(cluster);
-  if (!a.compare.empty()) return run_compare(a, graph, cluster, runtime);
+  if (!a.compare.empty()) return run_compare(a, base, mg, cluster, runtime);
   if (a.placement.empty()) throw InputError("measure: --placement FILE (or --compare A B ...) is required");
-  const Placement placement = from_named(graph, cluster, load_placement(a.placement));
+  const Placement placement = mg.at(from_named(base, cluster, load_placement(a.placement)));
   MeasureOptions o = a.protocol;
   o.timeline = !a.trace.empty();
   std::vector<TimelineEvent> events;
   const StepResult r = runtime.measure(graph, placement, o, o.timeline ? &events : nullptr);
-  if (!a.json.empty()) write_file_atomic(a.json, step_result_to_json(r));
+  if (!a.json.empty())
+    write_file_atomic(
+        a.json, mg.spec() ? with_pipeline_figures(step_result_to_json(r), r, *mg.spec()) : step_result_to_json(r));
   if (o.timeline && r.ok()) write_chrome_trace(events, a.trace, &r);
   if (!r.ok()) {
     std::fprintf(stderr, "measure: %s: %s\n", step_status_name(r.status), r.message.c_str());
@@ -91,6 +101,7 @@ void run_measure(const MeasureArgs& a) {
   }
   std::printf("graph %s on %s: step %s; IQR %.6f s, transfers %lld bytes\n", graph.name.c_str(), cluster.name.c_str(),
               interval(r).c_str(), r.iqr_s, static_cast<long long>(r.transfer_bytes));
+  if (mg.spec()) std::printf("pipeline: %s\n", pipeline_figures_text(pipeline_figures(r, *mg.spec())).c_str());
   for (const DeviceStats& d : r.devices)
     std::printf("  %-8s busy %.6f s  peak %lld bytes\n", d.device.c_str(), d.busy_s,
                 static_cast<long long>(d.peak_bytes));
@@ -143,6 +154,7 @@ void add_runtime_commands(CLI::App& app) {
   measure->add_option("--devices", margs->devices, "Devices: cpu:N, cpu,cuda:0, cuda:0,cuda:1, vcuda:N")
       ->capture_default_str();
   add_measure_options(measure, &margs->protocol);
+  add_objective_options(measure, &margs->objective);
   measure->add_option("--trace", margs->trace, "Write the last step as a Chrome trace (Perfetto) JSON file");
   measure->add_option("--json", margs->json, "Write the result as JSON");
   measure->callback([margs] { run_measure(*margs); });

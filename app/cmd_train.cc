@@ -67,8 +67,8 @@ void print_worker_stats(const placer::service::WorkerPool& pool, const TrainResu
 }
 
 void print_summary(const TrainConfig& c, const TrainResult& r) {
-  std::printf("\n%s: %s on %s, policy %s, %s reward\n", c.name.c_str(), c.graph.describe().c_str(), c.cluster.c_str(),
-              policy_type_name(c.policy.type), reward_mode_name(c.reward.mode));
+  std::printf("\n%s: %s on %s, policy %s, %s reward%s\n", c.name.c_str(), c.graph.describe().c_str(), c.cluster.c_str(),
+              policy_type_name(c.policy.type), reward_mode_name(c.reward.mode), objective_note(c.reward).c_str());
   std::printf("  %lld updates, %lld sampled placements, %.1f s\n", static_cast<long long>(r.updates),
               static_cast<long long>(r.samples), r.seconds);
   const bool measured = r.table != "simulated";

@@ -5,7 +5,10 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
+
+#include "placer/graphs/pipeline.h"
 
 namespace CLI {
 class App;
@@ -13,6 +16,9 @@ class App;
 
 namespace placer {
 struct MeasureOptions;  // runtime.h
+struct RewardSettings;  // env/environment.h
+struct PipelineSpec;    // graphs/pipeline.h
+struct StepResult;      // graphs/measurement.h
 class Graph;            // graphs/ir.h
 struct Cluster;         // graphs/cluster.h
 struct Placement;       // graphs/placement.h
@@ -23,7 +29,7 @@ namespace placer::cli {
 // The measurement protocol's options (--warmup, --steps, --max-steps, --target, --budget, --timeout, --seed).
 void add_measure_options(CLI::App* cmd, MeasureOptions* options);
 
-void add_graph_commands(CLI::App& app);    // graph build|import|info|validate   (cmd_graph.cc)
+void add_graph_commands(CLI::App& app);    // graph build|import|info|validate|pipeline (cmd_graph.cc)
 void add_runtime_commands(CLI::App& app);  // measure, profile                   (cmd_runtime.cc)
 void add_env_commands(CLI::App& app);      // simulate, fidelity                 (cmd_env.cc)
 void add_agent_commands(CLI::App& app);    // place, baseline, train             (cmd_agent.cc)
@@ -56,6 +62,43 @@ void add_workload_cluster_options(CLI::App* cmd, WorkloadClusterArgs& c);
 // torch.distributed.pipelining split points. check_split_spec_graph throws
 // InputError naming the flag when PATH is given and the graph has no module
 // paths (not from a .pt2); write_split_spec prices placements with STEP_S.
+// --objective step|pipeline, --microbatches M, --schedule gpipe|1f1b
+// (objective_options.cc; baseline adds its own --objective, which also takes
+// max_load). Bad values are CLI11 errors naming the option and the choices.
+struct ObjectiveArgs {
+  std::string objective = "step";
+  int microbatches = 4;
+  std::string schedule = "1f1b";
+  bool pipeline() const { return objective == "pipeline"; }
+  PipelineSpec spec() const;
+};
+void add_objective_options(CLI::App* cmd, ObjectiveArgs* args, bool objective = true);
+// The objective into an environment's settings (the spec only under pipeline).
+void apply_objective(const ObjectiveArgs& args, RewardSettings* settings);
+// The graph a command runs: `base`, or under --objective pipeline its
+// unrolled mini-batch. spec(): the spec of the graph run (also of a graph that
+// `placer graph pipeline` unrolled before); at() maps a placement of `base`
+// to one of graph(). `base` must outlive it.
+class RunGraph {
+ public:
+  RunGraph(const Graph& base, const ObjectiveArgs& args);
+  RunGraph(const RunGraph&) = delete;
+  RunGraph& operator=(const RunGraph&) = delete;
+  const Graph& graph() const { return pipe_ ? pipe_->graph : base_; }
+  const std::optional<PipelineSpec>& spec() const { return spec_; }
+  Placement at(const Placement& base) const { return pipe_ ? pipe_->expand(base) : base; }
+
+ private:
+  const Graph& base_;
+  std::optional<PipelineGraph> pipe_;
+  std::optional<PipelineSpec> spec_;
+};
+
+// Nothing under the step objective, else " (pipeline objective: 4 micro-batches, 1f1b; every time is ...)".
+std::string objective_note(const RewardSettings& settings);
+// A JSON object's text with a "pipeline" field (env/pipeline_objective.h's figures) added at its end.
+std::string with_pipeline_figures(const std::string& json, const StepResult& result, const PipelineSpec& spec);
+
 void add_split_spec_option(CLI::App* cmd, std::string* path);
 void check_split_spec_graph(const std::string& path, const Graph& graph);
 void write_split_spec(const std::string& path, const Graph& graph, const Cluster& cluster, const Placement& placement,

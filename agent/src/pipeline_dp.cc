@@ -50,14 +50,14 @@ class SplitSearch {
   }
 
   // The best complete split, first stage first (empty if none fits).
-  std::vector<PipelineStage> run() {
+  std::vector<PipelineDpStage> run() {
     for (int32_t i = U_; i > 0; --i)
       for (auto& [key, front] : at_[i]) {
         keep_pareto(&front);
         labels_ += static_cast<int64_t>(front.size());
         expand(i, key, front);
       }
-    std::vector<PipelineStage> out;
+    std::vector<PipelineDpStage> out;
     for (const Label* l = best_label_; l && l->from; l = &(*l->from)[l->from_index])
       out.push_back({out.empty() ? 0 : out.back().end, l->end, l->device});
     return out;
@@ -117,9 +117,9 @@ class SplitSearch {
   int64_t labels_ = 0;
 };
 
-std::string describe(const PipelineUnits& u, const Cluster& cluster, const std::vector<PipelineStage>& stages) {
+std::string describe(const PipelineUnits& u, const Cluster& cluster, const std::vector<PipelineDpStage>& stages) {
   std::string out;
-  for (const PipelineStage& s : stages) {
+  for (const PipelineDpStage& s : stages) {
     out += out.empty() ? "" : "; ";
     out += cluster.devices[s.device].name + " " + u.first[s.begin] + ".." + u.last[s.end - 1];
   }
@@ -195,14 +195,14 @@ double PipelineCost::cycle_share(double round_trip, int32_t s, int32_t S) const 
   return round_trip / (S - s);
 }
 
-PipelineSplitCost PipelineCost::evaluate(const std::vector<PipelineStage>& stages) const {
+PipelineSplitCost PipelineCost::evaluate(const std::vector<PipelineDpStage>& stages) const {
   PipelineSplitCost out;
   const int32_t S = static_cast<int32_t>(stages.size());
   PLACER_CHECK(S > 0 && stages.front().begin == 0 && stages.back().end == units_.count, "pipeline dp: a split");
   out.fits = true;
   double round_trip = 0.0;  // of the stages after s, without the cut before them
   for (int32_t s = S - 1; s >= 0; --s) {
-    const PipelineStage& st = stages[s];
+    const PipelineDpStage& st = stages[s];
     PLACER_CHECK(st.begin < st.end && (s == 0 || stages[s - 1].end == st.begin), "pipeline dp: stage ", s);
     const Terms t = stage(st.begin, st.end, st.device, s + 1 < S ? stages[s + 1].device : -1, s, S);
     round_trip += t.work + t.comm_fwd + t.comm_bwd;
@@ -232,7 +232,7 @@ PipelineDpResult solve_pipeline_dp(const PipelineCost& cost) {
   double best = kInf;
   for (int32_t S : stage_counts) {
     SplitSearch search(cost, S);
-    std::vector<PipelineStage> stages = search.run();
+    std::vector<PipelineDpStage> stages = search.run();
     out.labels += search.labels();
     if (stages.empty() || search.best() >= best) continue;
     best = search.best();
@@ -246,9 +246,9 @@ PipelineDpResult solve_pipeline_dp(const PipelineCost& cost) {
   // The DP took identical devices last stage first; give them in stage order.
   const std::vector<int32_t>& cls = cost.device_class();
   std::map<int32_t, std::vector<int32_t>> by_class;
-  for (const PipelineStage& st : out.stages) by_class[cls[st.device]].push_back(st.device);
+  for (const PipelineDpStage& st : out.stages) by_class[cls[st.device]].push_back(st.device);
   for (auto& [c, devices] : by_class) std::sort(devices.rbegin(), devices.rend());
-  for (PipelineStage& st : out.stages) {
+  for (PipelineDpStage& st : out.stages) {
     std::vector<int32_t>& devices = by_class[cls[st.device]];
     st.device = devices.back();
     devices.pop_back();

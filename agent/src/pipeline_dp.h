@@ -71,7 +71,7 @@ struct PipelineUnits {
 // Throws NoFeasiblePlacement for a graph with no forward op to split.
 PipelineUnits make_pipeline_units(const Graph& graph, const CostModel& costs, int32_t max_units);
 
-struct PipelineStage {
+struct PipelineDpStage {
   int32_t begin = 0, end = 0;  // units [begin, end)
   int32_t device = 0;
 };
@@ -100,7 +100,7 @@ class PipelineCost {
   // c_s for a round trip R_s (0 unless 1F1B caps stage s below M).
   double cycle_share(double round_trip, int32_t s, int32_t S) const;
   bool fits(const Terms& t, int32_t d) const { return t.memory <= capacity_[d]; }
-  PipelineSplitCost evaluate(const std::vector<PipelineStage>& stages) const;
+  PipelineSplitCost evaluate(const std::vector<PipelineDpStage>& stages) const;
 
   const PipelineUnits& units() const { return units_; }
   const PipelineSpec& spec() const { return spec_; }
@@ -119,7 +119,7 @@ class PipelineCost {
 };
 
 struct PipelineDpResult {
-  std::vector<PipelineStage> stages;
+  std::vector<PipelineDpStage> stages;
   PipelineSplitCost cost;
   int64_t labels = 0;  // Pareto labels kept
 };
@@ -129,7 +129,7 @@ struct PipelineDpResult {
 PipelineDpResult solve_pipeline_dp(const PipelineCost& cost);
 
 // Per op of the graph: its stage's device.
-std::vector<int32_t> pipeline_op_devices(const PipelineUnits& units, const std::vector<PipelineStage>& stages);
+std::vector<int32_t> pipeline_op_devices(const PipelineUnits& units, const std::vector<PipelineDpStage>& stages);
 
 // dp's answer under Objective::Pipeline (the environment's options give M and the schedule).
 PlaceResult place_pipeline_dp(const PlaceContext& context, Clock::time_point started);

@@ -202,9 +202,9 @@ PipelineUnits make_pipeline_units(const Graph& g, const CostModel& costs, int32_
   return u;
 }
 
-std::vector<int32_t> pipeline_op_devices(const PipelineUnits& units, const std::vector<PipelineStage>& stages) {
+std::vector<int32_t> pipeline_op_devices(const PipelineUnits& units, const std::vector<PipelineDpStage>& stages) {
   std::vector<int32_t> device_of_unit(units.count, -1);
-  for (const PipelineStage& s : stages)
+  for (const PipelineDpStage& s : stages)
     for (int32_t i = s.begin; i < s.end; ++i) device_of_unit[i] = s.device;
   std::vector<int32_t> out(units.unit_of_op.size());
   for (size_t v = 0; v < out.size(); ++v) {

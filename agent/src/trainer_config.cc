@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "placer/agent/train.h"
+#include "placer/env/pipeline_objective.h"
 #include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_reader.h"
@@ -125,7 +126,7 @@ std::vector<GraphSource> parse_graph_list(const Node& node, const FieldFail& fai
 // and turned into enums after them (errors come in that order); unset when
 // the config leaves the field out.
 struct ChoiceNames {
-  std::optional<std::string> policy_type, decoder, reward_mode, algorithm;
+  std::optional<std::string> policy_type, decoder, reward_mode, algorithm, objective, schedule;
 };
 
 template <class Node>
@@ -160,6 +161,9 @@ void read_reward(FieldReader<Node> reward, RewardConfig& rw, ChoiceNames& names)
   reward.read("measure_budget_s", &rw.measure.budget_s, 0.0, 1e6);
   reward.read("hybrid_measure_top", &rw.hybrid_measure_top, 0, 1000);
   reward.read("profile", &rw.profile);
+  read_choice(reward, "objective", &names.objective);
+  reward.read("microbatches", &rw.pipeline.microbatches, 1, 1024);
+  read_choice(reward, "schedule", &names.schedule);
   reward.finish();
 }
 
@@ -242,6 +246,8 @@ TrainConfig read_train_config(const Node& node, const std::string& path, const F
   choose(top, "policy.type", parse_policy_type, names.policy_type, &c.policy.type);
   choose(top, "policy.decoder", parse_decoder, names.decoder, &c.policy.decoder);
   choose(top, "reward.mode", parse_reward_mode, names.reward_mode, &c.reward.mode);
+  choose(top, "reward.objective", objective_named, names.objective, &c.reward.objective);
+  choose(top, "reward.schedule", schedule_named, names.schedule, &c.reward.pipeline.schedule);
   choose(top, "train.algorithm", parse_algorithm, names.algorithm, &c.optimizer.algorithm);
   if (c.policy.hidden % 2 != 0)
     top.fail(top.path("policy.hidden"), "must be even, got " + std::to_string(c.policy.hidden));
@@ -331,8 +337,12 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"measure_max_steps\": " << c.reward.measure.max_steps
     << ", \"measure_target\": " << json_number(c.reward.measure.target_halfwidth)
     << ", \"measure_budget_s\": " << json_number(c.reward.measure.budget_s)
-    << ", \"hybrid_measure_top\": " << c.reward.hybrid_measure_top << ", \"profile\": " << json_quote(c.reward.profile)
-    << "},\n";
+    << ", \"hybrid_measure_top\": " << c.reward.hybrid_measure_top << ", \"profile\": " << json_quote(c.reward.profile);
+  if (c.reward.objective == Objective::Pipeline)  // only then, so a step run's config reads as before
+    o << ", \"objective\": " << json_quote(objective_name(c.reward.objective))
+      << ", \"microbatches\": " << c.reward.pipeline.microbatches
+      << ", \"schedule\": " << json_quote(schedule_name(c.reward.pipeline.schedule));
+  o << "},\n";
   o << "  \"train\": {\"algorithm\": " << json_quote(algorithm_name(c.optimizer.algorithm))
     << ", \"updates\": " << c.optimizer.updates << ", \"samples_per_update\": " << c.optimizer.samples_per_update
     << ", \"max_samples\": " << c.optimizer.max_samples

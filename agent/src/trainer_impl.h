@@ -97,6 +97,7 @@ class Trainer {
   // gnn: held-out graphs, placed by the trained policy with no training.
   void place_held_out(const EnvOptions& eo, TrainResult* result);
   void write_summary(const TrainResult& result);
+  std::string pipeline_summary(const TrainResult& result) const;
 
   const TrainConfig& c_;
   MetricsSink* sink_;

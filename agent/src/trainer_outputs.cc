@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "placer/agent/compare.h"
+#include "placer/env/pipeline_objective.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/timing.h"
@@ -172,6 +173,18 @@ void Trainer::place_held_out(const EnvOptions& eo, TrainResult* result) {
   }
 }
 
+// Under the pipeline objective: its spec and the figures of the best
+// placement (env/pipeline_objective.h), as summary.json fields; else nothing.
+std::string Trainer::pipeline_summary(const TrainResult& res) const {
+  const EnvOptions& o = tasks_[0]->env->options();
+  if (o.objective != Objective::Pipeline) return "";
+  std::string out = ",\n  \"objective\": " + json_quote(objective_name(o.objective));
+  if (res.best_placement.device.empty()) return out;
+  const Environment& env = *tasks_[0]->env;
+  const StepResult best = env.simulate(from_named(env.graph(), cluster_, res.best_placement));
+  return out + ",\n  \"pipeline\": " + pipeline_figures_json(pipeline_figures(best, o.pipeline));
+}
+
 void Trainer::write_summary(const TrainResult& res) {
   std::ostringstream o;
   o << "{\n  \"name\": " << json_quote(c_.name) << ",\n  \"graph\": " << json_quote(tasks_[0]->env->graph().name)
@@ -188,7 +201,7 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"table\": " << json_quote(res.table) << ",\n  \"measurements\": " << res.measurements
     << ",\n  \"measured_steps\": " << res.measured_steps
     << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample
-    << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s)
+    << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s) << pipeline_summary(res)
     << ",\n  \"warm_start\": {\"method\": " << json_quote(res.warm_start_method)
     << ", \"step_s\": " << num(res.warm_start_step_s) << ", \"bc_steps\": " << bc_steps_used_
     << ", \"bc_reproduced\": " << (bc_reproduced_ ? "true" : "false") << "},\n  \"baselines\": [";

@@ -128,6 +128,18 @@ ProfileSamples index_samples(const Profile& profile) {
   return s;
 }
 
+// The name an op's times go by in a profile: a micro-batch copy "x@mbK" of a
+// pipelined mini-batch (graphs/pipeline.h) is timed as its op "x" (the
+// profile of the training graph it was unrolled from); an accumulation op
+// "...@mbK/accJ" keeps its own name (not in the profile: signature, else roofline).
+std::string profile_name(const Op& op) {
+  if (op.microbatch < 0) return op.name;
+  const std::string suffix = "@mb" + std::to_string(op.microbatch);
+  if (op.name.size() > suffix.size() && op.name.compare(op.name.size() - suffix.size(), suffix.size(), suffix) == 0)
+    return op.name.substr(0, op.name.size() - suffix.size());
+  return op.name;
+}
+
 // The profile's samples of one graph's ops: by op name on this graph's own
 // profile, else by signature (any graph).
 class OpTimes {
@@ -136,7 +148,11 @@ class OpTimes {
       : graph_(graph),
         samples_(index_samples(profile)),
         same_graph_(profile.graph.empty() || profile.graph == graph.name),
-        signatures_(graph.size()) {}
+        signatures_(graph.size()) {
+    if (!same_graph_) return;
+    names_.reserve(graph.size());
+    for (int32_t o = 0; o < graph.size(); ++o) names_.push_back(profile_name(graph.op(OpId(o))));
+  }
 
   // Alone: measured on this very device, else on a device of its kind.
   const std::vector<double>* alone(int64_t o, const Device& device, const std::string& kind) {
@@ -150,7 +166,7 @@ class OpTimes {
   }
 
  private:
-  const std::string& name(int64_t o) const { return graph_.op(OpId(static_cast<int32_t>(o))).name; }
+  const std::string& name(int64_t o) const { return names_[o]; }
   const std::vector<double>* lookup(const Samples& by_name, const Samples& by_sig, int64_t o, const std::string& kind) {
     const std::vector<double>* found = same_graph_ ? find_samples(by_name, name(o), kind) : nullptr;
     if (!found && !by_sig.empty()) {
@@ -164,6 +180,7 @@ class OpTimes {
   ProfileSamples samples_;
   bool same_graph_;
   std::vector<std::string> signatures_;  // per op, made when first needed
+  std::vector<std::string> names_;       // per op (same graph only): its profile_name
 };
 
 // The ops' side of a calibration: measured times replace the model's roofline ones.

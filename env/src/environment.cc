@@ -35,9 +35,33 @@ std::unique_ptr<Evaluator> make_measurer(const std::shared_ptr<const PreparedPro
   return std::make_unique<DistributedEvaluator>(problem, o.remote, settings, o.reward);
 }
 
+// The pipeline objective: placements of the training graph in, each one's
+// expansion to the unrolled mini-batch (PreparedProblem::pipelined) evaluated
+// by `inner`, a evaluator of that problem. Below the cache, so the cache keys
+// stay the training graph's placements.
+class ExpandingEvaluator : public Evaluator {
+ public:
+  ExpandingEvaluator(std::shared_ptr<const PreparedProblem> unrolled, std::unique_ptr<Evaluator> inner)
+      : unrolled_(std::move(unrolled)), inner_(std::move(inner)) {}
+  std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override {
+    std::vector<Placement> expanded;
+    expanded.reserve(placements.size());
+    for (const Placement& p : placements) expanded.push_back(unrolled_->expand(p));
+    return inner_->evaluate(expanded);
+  }
+  int64_t generation() const override { return inner_->generation(); }
+  void add_stats(EvalStats& stats) const override { inner_->add_stats(stats); }
+
+ private:
+  std::shared_ptr<const PreparedProblem> unrolled_;
+  std::unique_ptr<Evaluator> inner_;
+};
+
 // The evaluator for the options' mode, behind a cache. Remote evaluation
 // takes every placement in simulated and measured mode and only the
-// measurements in hybrid mode (the calibration lives here).
+// measurements in hybrid mode (the calibration lives here). The calibration's
+// problem is the one evaluated: the unrolled mini-batch under the pipeline
+// objective, whose placements are expanded from the training graph's.
 std::unique_ptr<Evaluator> make_evaluator(const std::shared_ptr<Calibration>& calibration, const EnvOptions& o,
                                           MeasuredEvaluator** local) {
   const auto& problem = calibration->problem_ptr();
@@ -59,6 +83,7 @@ std::unique_ptr<Evaluator> make_evaluator(const std::shared_ptr<Calibration>& ca
                                                 o.hybrid_measure_top);
       break;
   }
+  if (problem->pipeline_spec()) inner = std::make_unique<ExpandingEvaluator>(problem, std::move(inner));
   return std::make_unique<CachingEvaluator>(std::move(inner));
 }
 
@@ -66,11 +91,22 @@ std::unique_ptr<Evaluator> make_evaluator(const std::shared_ptr<Calibration>& ca
 
 struct Environment::Impl {
   std::shared_ptr<const PreparedProblem> problem;
+  // What evaluations run: `problem`, or under the pipeline objective its unrolled mini-batch.
+  std::shared_ptr<const PreparedProblem> evaluated;
   EnvOptions options;
   std::shared_ptr<Calibration> calibration;  // hybrid refits it; simulate() and costs() read it
   std::unique_ptr<Evaluator> evaluator;
   MeasuredEvaluator* measurer = nullptr;            // inside `evaluator` when it measures here
   std::unique_ptr<MeasuredEvaluator> own_measurer;  // measure_side_by_side's otherwise
+
+  void start() {
+    if (options.threads <= 0) options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    evaluated = options.objective == Objective::Pipeline ? problem->pipelined(options.pipeline) : problem;
+    calibration = std::make_shared<Calibration>(evaluated);
+    evaluator = make_evaluator(calibration, options, &measurer);
+  }
+  // The placement of the evaluated graph.
+  Placement evaluated_placement(const Placement& p) const { return evaluated == problem ? p : evaluated->expand(p); }
 };
 
 Environment::Environment(Graph graph, Cluster cluster, EnvOptions options) : impl_(std::make_unique<Impl>()) {
@@ -78,10 +114,7 @@ Environment::Environment(Graph graph, Cluster cluster, EnvOptions options) : imp
   check_options(options);
   impl_->problem = PreparedProblem::make(std::move(graph), std::move(cluster), options.profile);
   impl_->options = std::move(options);
-  if (impl_->options.threads <= 0)
-    impl_->options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  impl_->calibration = std::make_shared<Calibration>(impl_->problem);
-  impl_->evaluator = make_evaluator(impl_->calibration, impl_->options, &impl_->measurer);
+  impl_->start();
 }
 
 Environment::Environment(std::shared_ptr<const PreparedProblem> problem, EnvOptions options)
@@ -91,10 +124,7 @@ Environment::Environment(std::shared_ptr<const PreparedProblem> problem, EnvOpti
   if (options.profile) throw InputError("profile: an environment over a prepared problem uses the problem's profile");
   impl_->problem = std::move(problem);
   impl_->options = std::move(options);
-  if (impl_->options.threads <= 0)
-    impl_->options.threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
-  impl_->calibration = std::make_shared<Calibration>(impl_->problem);
-  impl_->evaluator = make_evaluator(impl_->calibration, impl_->options, &impl_->measurer);
+  impl_->start();
 }
 
 Environment::~Environment() = default;
@@ -103,12 +133,18 @@ const std::shared_ptr<const PreparedProblem>& Environment::problem() const { ret
 const Graph& Environment::graph() const { return impl_->problem->graph(); }
 const Cluster& Environment::cluster() const { return impl_->problem->cluster(); }
 const EnvOptions& Environment::options() const { return impl_->options; }
-const CostModel& Environment::costs() const { return impl_->calibration->costs(); }
-double Environment::lower_bound() const { return impl_->problem->lower_bound(); }
+// Under the pipeline objective the calibration is the unrolled graph's: the
+// training graph's placers get the problem's base costs.
+const CostModel& Environment::costs() const {
+  return impl_->evaluated == impl_->problem ? impl_->calibration->costs() : impl_->problem->base_costs();
+}
+double Environment::lower_bound() const { return impl_->evaluated->lower_bound(); }
+
+const std::shared_ptr<const PreparedProblem>& Environment::evaluated_problem() const { return impl_->evaluated; }
 
 StepResult Environment::simulate(const Placement& placement) const {
   validate_placement(graph(), cluster(), placement);
-  return impl_->calibration->simulate(placement);
+  return impl_->calibration->simulate(impl_->evaluated_placement(placement));
 }
 
 double Environment::reward_of(const StepResult& result) const {
@@ -122,14 +158,19 @@ Environment::Stats Environment::stats() const {
 }
 
 std::vector<StepResult> Environment::measure_side_by_side(const std::vector<Placement>& placements, bool fresh) {
-  for (const Placement& p : placements) validate_placement(graph(), cluster(), p);
+  std::vector<Placement> evaluated;
+  evaluated.reserve(placements.size());
+  for (const Placement& p : placements) {
+    validate_placement(graph(), cluster(), p);
+    evaluated.push_back(impl_->evaluated_placement(p));
+  }
   if (!impl_->measurer) {
     if (!impl_->own_measurer)
       impl_->own_measurer =
-          std::make_unique<MeasuredEvaluator>(impl_->problem, impl_->options.reward, impl_->options.measure);
-    return impl_->own_measurer->measure_side_by_side(placements, fresh);
+          std::make_unique<MeasuredEvaluator>(impl_->evaluated, impl_->options.reward, impl_->options.measure);
+    return impl_->own_measurer->measure_side_by_side(evaluated, fresh);
   }
-  return impl_->measurer->measure_side_by_side(placements, fresh);
+  return impl_->measurer->measure_side_by_side(evaluated, fresh);
 }
 
 Evaluation Environment::evaluate(const Placement& placement) { return evaluate_batch({placement}).front(); }

@@ -80,13 +80,36 @@ std::shared_ptr<const PreparedProblem> PreparedProblem::make(Graph graph, Cluste
   p->graph_ = std::move(graph);
   p->cluster_ = std::move(cluster);
   p->profile_ = std::move(profile);
-  p->context_ = std::make_unique<SimContext>(p->graph_);
-  p->base_costs_ = p->profile_ ? CostModel::calibrated(p->graph_, p->cluster_, *p->profile_)
-                               : CostModel::roofline(p->graph_, p->cluster_);
+  p->prepare();
   return p;
 }
 
+void PreparedProblem::prepare() {
+  context_ = std::make_unique<SimContext>(graph_);
+  base_costs_ = profile_ ? CostModel::calibrated(graph_, cluster_, *profile_) : CostModel::roofline(graph_, cluster_);
+}
+
 PreparedProblem::~PreparedProblem() = default;
+
+std::shared_ptr<const PreparedProblem> PreparedProblem::pipelined(const PipelineSpec& spec) const {
+  std::lock_guard<std::mutex> lock(pipelined_mu_);
+  for (const auto& [s, problem] : pipelined_)
+    if (s == spec) return problem;
+  auto unrolled = std::make_unique<PipelineGraph>(make_pipeline_graph(graph_, spec));
+  std::shared_ptr<PreparedProblem> p(new PreparedProblem());
+  p->graph_ = std::move(unrolled->graph);
+  p->cluster_ = cluster_;
+  p->profile_ = profile_;
+  p->unrolled_ = std::move(unrolled);
+  p->prepare();
+  pipelined_.emplace_back(spec, p);
+  return p;
+}
+
+Placement PreparedProblem::expand(const Placement& base) const {
+  PLACER_CHECK(unrolled_ != nullptr, "expand: not a pipelined problem");
+  return unrolled_->expand(base);
+}
 
 double PreparedProblem::lower_bound() const {
   std::call_once(lb_once_, [&] { lb_ = placer::lower_bound(graph_, cluster_, base_costs_); });

@@ -212,6 +212,14 @@ void MicrobatchGate::reset() {
   next_.assign(cap_.size(), 0);
   in_flight_.assign(cap_.size(), 0);
   left_ = ops_of_mb_;
+  for (int32_t d = 0; d < static_cast<int32_t>(cap_.size()); ++d) skip_empty(d);
+}
+
+// A device admits only the micro-batches it has ops of: one without any (a
+// device that holds only a param's accumulations has none of micro-batch 0)
+// is passed over, or the device would wait for it forever.
+void MicrobatchGate::skip_empty(int32_t d) {
+  while (next_[d] < microbatches_ && ops_of_mb_[static_cast<size_t>(d) * microbatches_ + next_[d]] == 0) ++next_[d];
 }
 
 bool MicrobatchGate::admits(int32_t op) const {
@@ -229,6 +237,7 @@ void MicrobatchGate::started(int32_t op) {
   if (microbatch_[op] == next_[d]) {
     ++next_[d];
     ++in_flight_[d];
+    skip_empty(d);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "config_errors.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
@@ -395,15 +396,7 @@ TEST(LearnedTrain, APlacementSeenOutsideTheRunIsTheResultWhenFaster) {
             std::string::npos);
 }
 
-void expect_error(const std::string& text, const std::string& needle) {
-  try {
-    parse_train_config(text, "bad.yaml");
-    ADD_FAILURE() << "no error for: " << text;
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("bad.yaml"), std::string::npos) << e.what();
-  }
-}
+using testing_config::expect_error;
 
 TEST(LearnedTrain, MalformedConfigsNameTheField) {
   const std::string ok = "name: x\ngraph: {builder: mlp}\ncluster: k80x2\n";

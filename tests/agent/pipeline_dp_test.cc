@@ -36,7 +36,7 @@ std::vector<int64_t> capacities(const Cluster& c, double fraction = kMemoryFract
 double brute_force(const PipelineCost& cost) {
   const int32_t U = cost.units().count, D = cost.units().devices;
   double best = std::numeric_limits<double>::infinity();
-  std::vector<PipelineStage> stages;
+  std::vector<PipelineDpStage> stages;
   std::vector<char> used(D, 0);
   std::function<void(int32_t)> go = [&](int32_t begin) {
     if (begin == U) {

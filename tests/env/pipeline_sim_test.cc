@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "pipeline_placements.h"
 #include "placer/env/cost_model.h"
 #include "placer/env/presets.h"
 #include "placer/env/simulator.h"
@@ -12,26 +13,9 @@
 namespace placer {
 namespace {
 
-Graph mlp() {
-  BuilderOptions o;
-  o.values = {{"layers", 8}, {"batch", 256}, {"width", 2048}};
-  return build_graph("mlp", o);
-}
+Graph mlp() { return testing_pipeline::mlp_of(8, 256, 2048); }
 
-// Contiguous stages: the forward ops split into `stages` runs of equal count
-// in op order, backward and update ops with their forward (or param) op.
-Placement stages_of(const Graph& g, int stages) {
-  std::vector<int32_t> forward;
-  for (int32_t i = 0; i < g.size(); ++i)
-    if (g.op(OpId(i)).phase == Phase::Forward) forward.push_back(i);
-  Placement p;
-  p.device_of.assign(g.size(), DeviceId(0));
-  for (size_t k = 0; k < forward.size(); ++k)
-    p.device_of[forward[k]] = DeviceId(static_cast<int32_t>(k * stages / forward.size()));
-  for (int32_t i = 0; i < g.size(); ++i)
-    if (g.op(OpId(i)).phase != Phase::Forward) p.device_of[i] = p.device_of[g.op(OpId(i)).forward.value];
-  return p;
-}
+using testing_pipeline::stages_of;
 
 struct PipelineRun {
   StepResult result;

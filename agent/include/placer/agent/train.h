@@ -68,7 +68,8 @@ struct PolicyConfig {
 // environment takes it (env/environment.h RewardSettings: mode; reward.exponent
 // and reward.failure_penalty_s; the measurement protocol, config keys
 // measure_warmup, measure_steps (the minimum), measure_max_steps,
-// measure_target, measure_budget_s; hybrid_measure_top), and a profile.
+// measure_target, measure_budget_s; hybrid_measure_top), a profile, and the
+// objective: objective (step | pipeline), microbatches, schedule (gpipe | 1f1b).
 struct RewardConfig : RewardSettings {
   std::string profile;  // optional profile file calibrating the simulator
 };

@@ -58,11 +58,19 @@ class Environment {
   explicit Environment(std::shared_ptr<const PreparedProblem> problem, EnvOptions options = {});
   ~Environment();
 
+  // The problem placements are of: its graph is graph(), the training graph
+  // placers and policies place, under either objective.
   const std::shared_ptr<const PreparedProblem>& problem() const;
+  // The problem evaluations run: problem(), or under the pipeline objective
+  // problem()->pipelined(options().pipeline), the unrolled mini-batch (the
+  // environment expands each placement to it).
+  const std::shared_ptr<const PreparedProblem>& evaluated_problem() const;
   const Graph& graph() const;
   const Cluster& cluster() const;
+  // graph()'s costs (hybrid step objective: as recalibrated so far).
   const CostModel& costs() const;
   const EnvOptions& options() const;
+  // Of the objective: one step's, or under pipeline the unrolled mini-batch's.
   double lower_bound() const;
 
   Evaluation evaluate(const Placement& placement);

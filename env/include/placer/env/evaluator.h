@@ -20,6 +20,7 @@
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/ir.h"
 #include "placer/graphs/measurement.h"
+#include "placer/graphs/pipeline.h"
 #include "placer/graphs/placement.h"
 #include "placer/graphs/profile.h"
 #include "placer/runtime/runtime.h"
@@ -61,8 +62,22 @@ class PreparedProblem {
   const CostModel& base_costs() const { return base_costs_; }
   double lower_bound() const;  // computed on first use
 
+  // The pipeline objective's problem: this training graph unrolled into one
+  // mini-batch of spec.microbatches micro-batches under spec.schedule
+  // (graphs/pipeline.h), on the same cluster, with the same profile (a
+  // micro-batch copy "x@mbK" takes the profile's times of "x"). Made on first
+  // use per spec and kept, so environments sharing this problem share it.
+  // Throws GraphError as make_pipeline_graph does.
+  std::shared_ptr<const PreparedProblem> pipelined(const PipelineSpec& spec) const;
+  // A problem made by pipelined(): its spec, and the placement of its
+  // unrolled graph that puts every copy where `base` (a placement of the
+  // training graph) puts its op. Null / PLACER_CHECK for other problems.
+  const PipelineSpec* pipeline_spec() const { return unrolled_ ? &unrolled_->spec : nullptr; }
+  Placement expand(const Placement& base) const;
+
  private:
   PreparedProblem() = default;
+  void prepare();  // context, base costs
   Graph graph_;
   Cluster cluster_;
   std::optional<Profile> profile_;
@@ -70,6 +85,11 @@ class PreparedProblem {
   CostModel base_costs_;
   mutable std::once_flag lb_once_;
   mutable double lb_ = 0.0;
+  // pipelined(): its problems so far; of such a problem, how it maps back
+  // (its graph moved to graph_).
+  mutable std::mutex pipelined_mu_;
+  mutable std::vector<std::pair<PipelineSpec, std::shared_ptr<const PreparedProblem>>> pipelined_;
+  std::unique_ptr<PipelineGraph> unrolled_;
 };
 
 struct Evaluation {

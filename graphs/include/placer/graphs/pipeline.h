@@ -103,6 +103,8 @@ class MicrobatchGate {
   int32_t cap(int32_t device) const { return cap_.empty() ? 0 : cap_[device]; }
 
  private:
+  void skip_empty(int32_t device);  // next_[device]: past micro-batches with no ops there
+
   std::vector<int32_t> device_;      // per op
   std::vector<int32_t> microbatch_;  // per op (-1: shared)
   std::vector<int32_t> cap_;         // per device: micro-batches in flight at most

@@ -1,0 +1,52 @@
+// --objective, --microbatches, --schedule (place, baseline, simulate, measure):
+// what a placement is judged by (graphs/pipeline.h, env/pipeline_objective.h).
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+#include "commands.h"
+#include "placer/env/environment.h"
+#include "placer/env/pipeline_objective.h"
+
+namespace placer::cli {
+
+void add_objective_options(CLI::App* cmd, ObjectiveArgs* a, bool objective) {
+  if (objective)
+    cmd->add_option("--objective", a->objective,
+                    "step (one training step) or pipeline (one mini-batch of --microbatches micro-batches under "
+                    "--schedule, weight update included)")
+        ->check(CLI::IsMember({"step", "pipeline"}))
+        ->capture_default_str();
+  cmd->add_option("--microbatches", a->microbatches, "--objective pipeline: micro-batches per mini-batch")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--schedule", a->schedule, "--objective pipeline: gpipe or 1f1b")
+      ->check(CLI::IsMember({"gpipe", "1f1b"}))
+      ->capture_default_str();
+}
+
+PipelineSpec ObjectiveArgs::spec() const { return {microbatches, schedule_named(schedule)}; }
+
+RunGraph::RunGraph(const Graph& base, const ObjectiveArgs& args) : base_(base) {
+  if (args.pipeline()) pipe_ = make_pipeline_graph(base, args.spec());
+  spec_ = pipeline_spec_of(graph());
+}
+
+void apply_objective(const ObjectiveArgs& a, RewardSettings* settings) {
+  settings->objective = objective_named(a.objective);
+  if (a.pipeline()) settings->pipeline = a.spec();
+}
+
+std::string objective_note(const RewardSettings& settings) {
+  if (settings.objective != Objective::Pipeline) return "";
+  return " (pipeline objective: " + pipeline_spec_text(settings.pipeline) + "; every time is one mini-batch's)";
+}
+
+std::string with_pipeline_figures(const std::string& json, const StepResult& result, const PipelineSpec& spec) {
+  const size_t close = json.rfind('}');
+  if (close == std::string::npos) return json;
+  return json.substr(0, close) + ",\n\"pipeline\": " + pipeline_figures_json(pipeline_figures(result, spec)) + "\n}" +
+         json.substr(close + 1);
+}
+
+}  // namespace placer::cli
