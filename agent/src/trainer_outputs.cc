@@ -94,6 +94,9 @@ void Trainer::compare_baselines(TrainResult* res, bool compare) {
   ctx.cluster = &cluster_;
   ctx.env = t0.env.get();
   ctx.seed = c_.run.seed;
+  // Searches (local_search) get the policy's own sample budget: compared at equal budget.
+  const OptimizerConfig& o = c_.optimizer;
+  ctx.sample_budget = o.max_samples > 0 ? o.max_samples : std::max<int64_t>(1, o.updates * o.samples_per_update);
   CompareOptions options;
   options.scoring = CompareScoring::Evaluate;
   options.catch_all = true;

@@ -60,7 +60,7 @@ std::string PlacementService::handle_evaluate(const Request& r, Clock::time_poin
   o.field("measured", r.measure.has_value());
   write_step(o, result);
   if (r.measure && simulated.ok()) o.field("simulated_step_s", simulated.step_s);
-  write_pipeline_figures(o, r.objective, result);
+  write_pipeline_figures(o, r, result);
   o.field("lower_bound_s", p->lower_bound_s);
   o.field("transfer_bytes", result.transfer_bytes);
   if (!result.oom_device.empty()) o.field("oom_device", result.oom_device);

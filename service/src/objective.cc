@@ -1,53 +1,10 @@
 #include "objective.h"
 
-#include <set>
 #include <string>
 
-#include "placer/graphs/json_reader.h"
-#include "placer/graphs/serialize.h"
-
-// After json_reader.h (cereal configures RapidJSON first).
-#if defined(CEREAL_RAPIDJSON_NAMESPACE)
-#include <cereal/external/rapidjson/stringbuffer.h>
-#include <cereal/external/rapidjson/writer.h>
-#else
-#include <rapidjson/stringbuffer.h>
-#include <rapidjson/writer.h>
-#endif
+#include "placer/env/pipeline_objective.h"
 
 namespace placer::service {
-namespace {
-
-// What step_result_to_json writes for every result: the reply has these its own way.
-const std::set<std::string>& step_fields() {
-  static const std::set<std::string> kFields = {"format",
-                                                "version",
-                                                "status",
-                                                "message",
-                                                "step_s",
-                                                "iqr_s",
-                                                "ci_low_s",
-                                                "ci_high_s",
-                                                "ci_level",
-                                                "stop",
-                                                "steps",
-                                                "samples_s",
-                                                "devices",
-                                                "transfer_bytes",
-                                                "oom_device",
-                                                "oom_needed_bytes",
-                                                "oom_capacity_bytes"};
-  return kFields;
-}
-
-std::string to_text(const rj::Value& v) {
-  rj::StringBuffer buffer;
-  rj::Writer<rj::StringBuffer> writer(buffer);
-  v.Accept(writer);
-  return std::string(buffer.GetString(), buffer.GetSize());
-}
-
-}  // namespace
 
 void apply_objective(const Request& request, RewardSettings& settings) {
   settings.objective = request.objective;
@@ -79,26 +36,9 @@ void write_objective(JsonOut& o, Objective objective, const PipelineSpec& pipeli
         .field("schedule", schedule_name(pipeline.schedule));
 }
 
-void write_pipeline_figures(JsonOut& o, Objective objective, const StepResult& result) {
-  if (objective != Objective::Pipeline) return;
-  rj::Document doc;
-  const std::string text = step_result_to_json(result);
-  doc.Parse(text.c_str(), text.size());
-  if (doc.HasParseError() || !doc.IsObject()) return;
-  std::string figures;
-  const auto add = [&](const rj::Value& name, const rj::Value& value) {
-    figures += (figures.empty() ? "" : ",") + to_text(name) + ":" + to_text(value);
-  };
-  for (auto it = doc.MemberBegin(); it != doc.MemberEnd(); ++it) {
-    const std::string name(it->name.GetString(), it->name.GetStringLength());
-    if (step_fields().count(name)) continue;
-    if (name == "pipeline" && it->value.IsObject()) {  // figures in an object of their own
-      for (auto f = it->value.MemberBegin(); f != it->value.MemberEnd(); ++f) add(f->name, f->value);
-    } else {
-      add(it->name, it->value);
-    }
-  }
-  if (!figures.empty()) o.key("pipeline").raw("{" + figures + "}");
+void write_pipeline_figures(JsonOut& o, const Request& request, const StepResult& result) {
+  if (request.objective != Objective::Pipeline) return;
+  placer::write_pipeline_figures(o, "pipeline", pipeline_figures(result, request.pipeline));
 }
 
 void write_step(JsonOut& o, const StepResult& r) {

@@ -31,9 +31,9 @@ void write_step(JsonOut& o, const StepResult& r);
 // "objective", and with a pipeline "microbatches" and "schedule".
 void write_objective(JsonOut& o, Objective objective, const PipelineSpec& pipeline);
 
-// Under a pipeline objective, "pipeline": the figures the result's JSON
-// (step_result_to_json) has beyond a training step's (time per micro-batch,
-// bubble fraction, ...); nothing when it has none.
-void write_pipeline_figures(JsonOut& o, Objective objective, const StepResult& result);
+// Under a pipeline objective, "pipeline": the result's figures beyond its
+// time (env/pipeline_objective.h: microbatches, schedule, minibatch_s,
+// per_microbatch_s, bubble_fraction, devices_used).
+void write_pipeline_figures(JsonOut& o, const Request& request, const StepResult& result);
 
 }  // namespace placer::service

@@ -404,7 +404,7 @@ std::string place_reply(const Request& r, const PreparedRequest& p, const PlaceA
   write_objective(o, r.objective, r.pipeline);
   o.field("method", a.method);
   write_step(o, a.result);
-  write_pipeline_figures(o, r.objective, a.result);
+  write_pipeline_figures(o, r, a.result);
   o.field("lower_bound_s", p.lower_bound_s);
   if (p.lower_bound_s > 0 && a.result.ok()) o.field("gap_to_lower_bound", a.result.step_s / p.lower_bound_s - 1.0);
   o.key("best_baseline");
@@ -522,7 +522,7 @@ std::string PlacementService::handle_baselines(const Request& r) {
       o.field("status", "no_feasible_placement").field("message", b.error);
     } else {
       write_step(o, b.result);
-      write_pipeline_figures(o, r.objective, b.result);
+      write_pipeline_figures(o, r, b.result);
       if (r.include_placement) o.placement("placement", to_named(p->graph, p->cluster, b.placement));
     }
     o.end();

@@ -14,8 +14,8 @@
 
 #include "placer/agent/train.h"
 #include "placer/frontends/builders.h"
-#include "placer/runtime/runtime.h"
 #include "placer/graphs/serialize.h"
+#include "placer/runtime/runtime.h"
 #include "placer/service/metrics.h"
 
 namespace placer::service {
@@ -497,10 +497,10 @@ TEST(Service, PipelinePlaceJudgesTheMiniBatch) {
   const double step_s = std::stod(field_text(step, "step_s")), pipe_s = std::stod(field_text(pipe, "step_s"));
   EXPECT_GT(pipe_s, 0);
   EXPECT_LE(std::stod(field_text(pipe, "lower_bound_s")), pipe_s * (1 + 1e-9));
-  // The environment judging a pipeline (branch s3-pobj) reports its figures
-  // (time per micro-batch, bubble fraction); without them the time is a step's.
-  if (pipe.find("\"pipeline\":{") == std::string::npos)
-    GTEST_SKIP() << "the environment does not judge pipelines yet (s3-pobj): " << pipe.substr(0, 400);
+  // The mini-batch is judged, with its figures beside it.
+  EXPECT_NE(pipe.find(R"("pipeline":{"microbatches":4,"schedule":"gpipe","minibatch_s":)"), std::string::npos) << pipe;
+  EXPECT_NE(pipe.find(R"("bubble_fraction":)"), std::string::npos) << pipe;
+  EXPECT_EQ(step.find(R"("pipeline":{)"), std::string::npos) << step;
   EXPECT_GT(pipe_s, step_s) << "a mini-batch of 4 micro-batches: " << pipe << "\none step: " << step;
 }
 

@@ -132,7 +132,10 @@ struct TrainConfig {
   std::vector<GraphSource> held_out;             // gnn: graphs placed without training after the run
   std::string cluster = "k80x2";                 // preset, cluster file or device list ("cpu:2")
   std::shared_ptr<const Cluster> cluster_value;  // the cluster itself, given in memory (`cluster` names it)
-  std::vector<std::string> compare;              // baselines to report next to the result (`placer baseline` names)
+  // Baselines to report next to the result (`placer baseline` names); a
+  // search among them (local_search) gets the policy's sample budget
+  // (train.max_samples, else updates x samples_per_update).
+  std::vector<std::string> compare;
 
   PolicyConfig policy;
   RewardConfig reward;
