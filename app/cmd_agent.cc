@@ -20,6 +20,8 @@
 #include "placer/agent/placer.h"
 #include "placer/env/environment.h"
 #include "placer/env/pipeline_objective.h"
+#include "placer/env/simulator.h"
+#include "placer/env/stage_report.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
@@ -100,6 +102,18 @@ const char* unit_of(const Environment& env) {
   return env.options().objective == Objective::Pipeline ? "mini-batch" : "step";
 }
 
+// The stages of a placement under the pipeline objective: which ops, which
+// device, forward and backward time per micro-batch, and where each device
+// idles, from the simulated mini-batch's timeline (env/stage_report.h).
+void print_stages(const Environment& env, const Placement& placement) {
+  const PreparedProblem& run = *env.evaluated_problem();
+  std::vector<TimelineEvent> timeline;
+  simulate(run.context(), run.expand(placement), run.cluster(), run.base_costs(), {}, &timeline);
+  std::printf("\n%s", stage_report_text(stage_report(env.graph(), placement, env.cluster(), env.costs(),
+                                                     env.options().pipeline, &timeline))
+                          .c_str());
+}
+
 void run_place(const PlaceArgs& a) {
   if (a.method.empty() == a.checkpoint.empty()) throw InputError("give exactly one of --method or --checkpoint");
   const Graph graph = load_graph(a.graph);
@@ -126,6 +140,7 @@ void run_place(const PlaceArgs& a) {
   std::printf("placed in     %.3f s\n", r.place_seconds);
   if (!r.note.empty()) std::printf("note          %s\n", r.note.c_str());
   std::printf("wrote         %s\n", a.output.c_str());
+  if (env.options().objective == Objective::Pipeline) print_stages(env, r.placement);
   if (a.split_spec.empty()) return;
   write_split_spec(a.split_spec, graph, cluster, r.placement,
                    [&](const Placement& p) { return env.simulate(p).step_s; });

@@ -14,6 +14,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 grep -q "s per mini-batch" "$TMP/place.out" || fail "place: no mini-batch time"
 grep -q "^pipeline      4 micro-batches, gpipe: .* per micro-batch in steady state, bubble" "$TMP/place.out" ||
   fail "place: no pipeline figures"
+grep -q "^stage device     fwd ops  fwd ms/mb  bwd ms/mb    idle ms    warm-up    between  cool-down" "$TMP/place.out" ||
+  fail "place: no stage report"
 "$PLACER" place --method expert --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/s.json" > "$TMP/step.out"
 grep -q "s per step" "$TMP/step.out" && ! grep -q "^pipeline" "$TMP/step.out" || fail "place: step output changed"
 
