@@ -38,6 +38,7 @@ struct FidelityArgs {
   std::string graph, devices = "cpu:2", out = ".", name, save_placements, replot;
   int placements = 50, repetitions = 5, rounds = 2;
   MeasureOptions protocol;  // its seed also draws the placements
+  ObjectiveArgs objective;  // under pipeline each placement is judged as its unrolled mini-batch
   FidelityArgs() { protocol.seed = 1; }
 };
 
@@ -169,6 +170,9 @@ std::string fidelity_command(const FidelityArgs& a) {
           << " --max-steps " << mo.max_steps << " --target " << mo.target_halfwidth << " --budget " << mo.budget_s
           << " --repetitions " << a.repetitions << " --rounds " << a.rounds << " -o " << a.out;
   if (!a.name.empty()) command << " --name " << a.name;
+  if (a.objective.pipeline())
+    command << " --objective pipeline --microbatches " << a.objective.microbatches << " --schedule "
+            << a.objective.schedule;
   return command.str();
 }
 
@@ -184,19 +188,19 @@ struct FidelityMeasurements {
 };
 
 // One round's interleaved measurement of the placements that have not failed, pooled into m.
-void measure_round(Runtime& runtime, const Graph& graph, const NamedPlacements& placements, const FidelityArgs& a,
+void measure_round(Runtime& runtime, const RunGraph& run, const NamedPlacements& placements, const FidelityArgs& a,
                    int round, FidelityMeasurements& m) {
   std::vector<size_t> live;
   std::vector<Placement> batch;
   for (size_t i = 0; i < placements.size(); ++i)
     if (!m.failed[i]) {
       live.push_back(i);
-      batch.push_back(placements[i].second);
+      batch.push_back(run.at(placements[i].second));
     }
   std::fprintf(stderr, "round %d/%d: measuring %zu placements interleaved...\n", round + 1, a.rounds, batch.size());
   // Each round is a full measurement of its own (its median is the round's
   // figure); the point's figure pools every round's samples.
-  const std::vector<StepResult> results = runtime.measure_interleaved(graph, batch, a.protocol);
+  const std::vector<StepResult> results = runtime.measure_interleaved(run.graph(), batch, a.protocol);
   for (size_t k = 0; k < live.size(); ++k) {
     const size_t i = live[k];
     const StepResult& r = results[k];
@@ -221,8 +225,10 @@ void measure_round(Runtime& runtime, const Graph& graph, const NamedPlacements& 
 // interleaved. Per-op profile times keep their minimum over rounds (the
 // unloaded kernel time); a placement's measured step is the median of all
 // its samples, every round's, with its interval; each round's median is kept
-// for the measurement-against-itself figure.
-FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const Cluster& cluster,
+// for the measurement-against-itself figure. The profile is always of the
+// training graph (a micro-batch copy "x@mbK" is timed as "x"); the
+// measurements are of what `run` runs.
+FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const RunGraph& run, const Cluster& cluster,
                                     const NamedPlacements& placements, const FidelityArgs& a) {
   ProfileOptions po;
   po.repetitions = a.repetitions;
@@ -235,19 +241,22 @@ FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const 
     std::fprintf(stderr, "round %d/%d: profiling %s (%lld ops) on %s...\n", round + 1, a.rounds, graph.name.c_str(),
                  static_cast<long long>(graph.size()), cluster.name.c_str());
     merge_profile_minimum(m.profile, runtime.profile(graph, po), round == 0);
-    measure_round(runtime, graph, placements, a, round, m);
+    measure_round(runtime, run, placements, a, round, m);
   }
   return m;
 }
 
-// The report: each placement that measured ok, measured against the simulator calibrated on the rounds' profile.
-FidelityReport fidelity_report(const Graph& graph, const Cluster& cluster, const FidelityArgs& a,
+// The report: each placement that measured ok, measured against the simulator calibrated on the rounds' profile
+// (both of what `run` runs).
+FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, const FidelityArgs& a,
                                const NamedPlacements& placements, const FidelityMeasurements& m) {
+  const Graph& graph = run.graph();
   const CostModel costs = CostModel::calibrated(graph, cluster, m.profile);
   const SimContext context(graph);
   FidelityReport report;
   report.graph = graph.name;
   report.ops = graph.size();
+  report.pipeline = run.spec();
   report.devices = a.devices;
   report.command = fidelity_command(a);
   report.host = m.profile.host;
@@ -258,7 +267,7 @@ FidelityReport fidelity_report(const Graph& graph, const Cluster& cluster, const
       ++report.failed;
       continue;
     }
-    const StepResult simulated = simulate(context, placements[i].second, cluster, costs);
+    const StepResult simulated = simulate(context, run.at(placements[i].second), cluster, costs);
     FidelityPoint point;
     point.kind = placements[i].first;
     point.measured_s = m.best[i].step_s;
@@ -292,8 +301,9 @@ void run_fidelity(const FidelityArgs& a) {
       save_placement(to_named(graph, cluster, placements[i].second),
                      a.save_placements + "/" + std::to_string(i) + "_" + placements[i].first + ".json");
   }
-  const FidelityMeasurements m = measure_rounds(runtime, graph, cluster, placements, a);
-  FidelityReport report = fidelity_report(graph, cluster, a, placements, m);
+  const RunGraph run(graph, a.objective);
+  const FidelityMeasurements m = measure_rounds(runtime, graph, run, cluster, placements, a);
+  FidelityReport report = fidelity_report(run, cluster, a, placements, m);
   if (report.points.size() < 2) throw InputError("fidelity: fewer than two placements measured ok");
   report.compute_statistics();
   write_file_atomic(stem + ".json", report.to_json());
@@ -303,6 +313,7 @@ void run_fidelity(const FidelityArgs& a) {
               graph.name.c_str(), a.devices.c_str(), report.points.size(), report.failed, report.spearman,
               report.kendall, 100 * report.mape);
   if (!std::isnan(report.retest_spearman)) std::printf(" (re-measured: Spearman %.3f)", report.retest_spearman);
+  if (run.spec()) std::printf(" (pipeline objective: %s)", pipeline_spec_text(*run.spec()).c_str());
   std::printf(" -> %s.{md,json,svg}\n", stem.c_str());
 }
 
@@ -349,6 +360,7 @@ void add_env_commands(CLI::App& app) {
   fid->add_option("--repetitions", fargs->repetitions, "Profile runs per op (median kept)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  add_objective_options(fid, &fargs->objective);
   fid->callback([fargs] { run_fidelity(*fargs); });
 }
 

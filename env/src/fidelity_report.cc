@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "placer/env/fidelity.h"
+#include "placer/env/pipeline_objective.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/fields.h"
 #include "placer/graphs/json_reader.h"
@@ -28,6 +29,25 @@ std::string xml_escape(const std::string& s) {
   }
   return out;
 }
+
+// "objective", "microbatches", "schedule": absent (or "step") for one training step.
+std::optional<PipelineSpec> read_pipeline(FieldReader<JsonNode>& top) {
+  std::string objective = "step";
+  top.read("objective", &objective);
+  const std::optional<Objective> parsed = parse_objective(objective);
+  if (!parsed) top.fail("objective", "unknown objective '" + objective + "' (known: step, pipeline)");
+  if (*parsed != Objective::Pipeline) return std::nullopt;
+  PipelineSpec spec;
+  spec.microbatches = static_cast<int>(top.integer(top.need("microbatches"), "microbatches", 1, 1024));
+  const std::string schedule = top.string(top.need("schedule"), "schedule");
+  const std::optional<PipelineSchedule> s = parse_schedule(schedule);
+  if (!s) top.fail("schedule", "unknown schedule '" + schedule + "' (known: gpipe, 1f1b)");
+  spec.schedule = *s;
+  return spec;
+}
+
+// What a time in the report is of: "step" or "mini-batch".
+const char* time_unit(const std::optional<PipelineSpec>& pipeline) { return pipeline ? "mini-batch" : "step"; }
 }  // namespace
 
 FidelityReport FidelityReport::from_json(const std::string& text) {
@@ -42,6 +62,7 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
   r.devices = top.string(top.need("devices"), "devices");
   r.command = top.string(top.need("command"), "command");
   r.host = top.string(top.need("host"), "host");
+  r.pipeline = read_pipeline(top);
   r.ops = static_cast<int64_t>(number(top, "ops"));
   r.calibrated_fraction = number(top, "calibrated_fraction");
   r.per_op_overhead_s = number(top, "per_op_overhead_s");
@@ -73,8 +94,11 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
 std::string FidelityReport::to_json() const {
   std::ostringstream o;
   o << "{\n  \"graph\": " << json_quote(graph) << ",\n  \"ops\": " << ops << ",\n  \"devices\": " << json_quote(devices)
-    << ",\n  \"command\": " << json_quote(command) << ",\n  \"host\": " << json_quote(host)
-    << ",\n  \"calibrated_fraction\": " << format_number(calibrated_fraction)
+    << ",\n  \"command\": " << json_quote(command) << ",\n  \"host\": " << json_quote(host);
+  if (pipeline)
+    o << ",\n  \"objective\": \"pipeline\",\n  \"microbatches\": " << pipeline->microbatches << ",\n  \"schedule\": \""
+      << schedule_name(pipeline->schedule) << "\"";
+  o << ",\n  \"calibrated_fraction\": " << format_number(calibrated_fraction)
     << ",\n  \"per_op_overhead_s\": " << format_number(per_op_overhead_s) << ",\n  \"placements\": " << points.size()
     << ",\n  \"failed\": " << failed << ",\n  \"spearman\": " << format_number(spearman)
     << ",\n  \"kendall_tau_b\": " << format_number(kendall) << ",\n  \"mape\": " << format_number(mape)
@@ -99,6 +123,10 @@ std::string FidelityReport::to_markdown() const {
   o << "# Simulator fidelity: " << graph << " on " << devices << "\n\n";
   o << "Command: `" << command << "`\n\n";
   o << "Host: " << host << "\n\n";
+  if (pipeline)
+    o << "Objective: pipeline, " << pipeline_spec_text(*pipeline)
+      << ": each placement is judged as one mini-batch (the unrolled graph, weight update included), measured and "
+         "simulated; every time is one mini-batch's.\n\n";
   o << "| graph | ops | placements | failed | Spearman | Kendall tau-b | MAPE | ops calibrated | executor overhead |\n";
   o << "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   o << "| " << graph << " | " << ops << " | " << points.size() << " | " << failed << " | " << format_number(spearman, 3)
@@ -232,7 +260,8 @@ std::string FidelityReport::to_svg() const {
     << "\" font-family=\"sans-serif\" font-size=\"12\">\n";
   o << "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
   o << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">" << xml_escape(graph) << " on "
-    << xml_escape(devices) << ": simulated vs measured step time</text>\n";
+    << xml_escape(devices) << ": simulated vs measured " << time_unit(pipeline) << " time"
+    << (pipeline ? " (pipeline, " + pipeline_spec_text(*pipeline) + ")" : "") << "</text>\n";
   o << "<text x=\"" << W / 2 << "\" y=\"38\" text-anchor=\"middle\">Spearman " << format_number(spearman, 3)
     << ", Kendall " << format_number(kendall, 3) << ", MAPE " << format_number(100 * mape, 3)
     << "%, n = " << points.size() << "</text>\n";
@@ -242,10 +271,10 @@ std::string FidelityReport::to_svg() const {
       << format_number(retest_spearman, 3) << "</text>\n";
   svg_axes(o, frame);
   svg_points(o, frame, points);
-  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 25
-    << "\" text-anchor=\"middle\">measured step time (s)</text>\n";
-  o << "<text transform=\"translate(20," << (T + H - B) / 2
-    << ") rotate(-90)\" text-anchor=\"middle\">simulated step time (s)</text>\n";
+  o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 25 << "\" text-anchor=\"middle\">measured "
+    << time_unit(pipeline) << " time (s)</text>\n";
+  o << "<text transform=\"translate(20," << (T + H - B) / 2 << ") rotate(-90)\" text-anchor=\"middle\">simulated "
+    << time_unit(pipeline) << " time (s)</text>\n";
   o << "</svg>\n";
   return o.str();
 }

@@ -113,5 +113,36 @@ TEST(Fidelity, ReportReadsBackFromItsJsonWithTheRetestFigure) {
   }
 }
 
+TEST(Fidelity, PipelineReportNamesItsObjectiveAndReadsBack) {
+  FidelityReport r;
+  r.graph = "g";
+  r.devices = "cpu:2";
+  r.points = {{"single", 1.0, 0.01, 1.1, 0}, {"split", 2.0, 0.02, 1.8, 100}};
+  r.compute_statistics();
+  const std::string step_json = r.to_json();
+  EXPECT_EQ(step_json.find("objective"), std::string::npos);  // a step report is as before
+  EXPECT_EQ(FidelityReport::from_json(step_json).pipeline, std::nullopt);
+  r.pipeline = PipelineSpec{8, PipelineSchedule::GPipe};
+  const std::string json = r.to_json();
+  EXPECT_NE(json.find("\"objective\": \"pipeline\",\n  \"microbatches\": 8,\n  \"schedule\": \"gpipe\""),
+            std::string::npos)
+      << json;
+  EXPECT_NE(r.to_markdown().find("Objective: pipeline, 8 micro-batches, gpipe"), std::string::npos);
+  EXPECT_NE(r.to_svg().find("simulated vs measured mini-batch time (pipeline, 8 micro-batches, gpipe)"),
+            std::string::npos);
+  const FidelityReport back = FidelityReport::from_json(json);
+  ASSERT_TRUE(back.pipeline.has_value());
+  EXPECT_EQ(*back.pipeline, *r.pipeline);
+  EXPECT_EQ(back.to_json(), json);
+  std::string bad = json;
+  bad.replace(bad.find("\"microbatches\": 8"), 17, "\"microbatches\": 0");
+  try {
+    FidelityReport::from_json(bad);
+    ADD_FAILURE() << "microbatches 0 was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("fidelity report: microbatches: "), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace placer

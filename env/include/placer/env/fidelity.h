@@ -3,12 +3,14 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/ir.h"
+#include "placer/graphs/pipeline.h"
 #include "placer/graphs/placement.h"
 
 namespace placer {
@@ -43,6 +45,11 @@ struct FidelityReport {
   std::string devices;
   std::string command;
   std::string host;
+  // Set under the pipeline objective: every placement was judged as one
+  // mini-batch of pipeline->microbatches micro-batches under its schedule
+  // (measured and simulated on the unrolled graph), every time is one
+  // mini-batch's. Unset: one training step (the JSON then has no such fields).
+  std::optional<PipelineSpec> pipeline;
   double calibrated_fraction = 0.0;
   double per_op_overhead_s = 0.0;
   std::vector<FidelityPoint> points;  // ok measurements only
