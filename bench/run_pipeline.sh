@@ -31,14 +31,7 @@ START=$(date +%s)
 "$P" graph build transformer --opt layers=2 --opt dec_layers=2 --opt d_model=256 --opt heads=4 --opt ffn=1024 \
   --opt seq=32 --opt batch=4 --opt vocab=2000 -o "$TMP/transformer.json" > /dev/null
 # An imported model: a GPT-2-style stack (4 blocks, d=192, a micro-batch of 2x64 tokens of 2000), torch.export.
-PYTHONPATH=scripts "$PY" - "$TMP/gpt2.pt2" <<'PYX'
-import sys, torch
-from make_export_fixtures import Gpt, SquareLoss
-torch.manual_seed(0)
-model = SquareLoss(Gpt(vocab=2000, dim=192, heads=4, layers=4, context=64)).train()
-tokens = torch.randint(0, 2000, (2, 64))
-torch.export.save(torch.export.export(model, (tokens,)), sys.argv[1])
-PYX
+"$PY" bench/export_gpt2.py "$TMP/gpt2.pt2" 2
 "$P" graph import "$TMP/gpt2.pt2" -o "$TMP/gpt2.json" > /dev/null
 
 row() {  # graph preset M schedule
