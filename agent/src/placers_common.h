@@ -60,5 +60,6 @@ std::unique_ptr<Placer> make_heft();
 std::unique_ptr<Placer> make_dp();
 std::unique_ptr<Placer> make_ilp();
 std::unique_ptr<Placer> make_local_search();
+std::unique_ptr<Placer> make_guided_search();  // by name only: not in placer_names() ("all")
 
 }  // namespace placer

@@ -7,66 +7,12 @@
 #include <cstdio>
 #include <random>
 
+#include "local_search_start.h"
 #include "placer/env/environment.h"
 #include "placers_common.h"
 
 namespace placer {
 namespace {
-
-Placement to_placement(const UnitProblem& p, const std::vector<int32_t>& gd) {
-  Placement pl;
-  pl.device_of.resize(p.n);
-  for (int32_t u = 0; u < p.n; ++u) pl.device_of[u] = DeviceId(gd[p.group_of[u]]);
-  return pl;
-}
-
-struct Start {
-  std::vector<int32_t> group_device;
-  std::string method;
-};
-
-// The fastest under the simulator of m_etf (its best replayed candidate),
-// heft, dp and expert (a placer that cannot place this graph drops out);
-// without any, every group on device 0, repaired to fit memory.
-Start best_start(const PlaceContext& ctx, const UnitProblem& p) {
-  const int32_t G = p.groups();
-  Start start;
-  double start_step = 1e300;
-  auto consider = [&](const std::string& method, const std::vector<int32_t>& op_device) {
-    std::vector<int32_t> gd(G);
-    for (int32_t g = 0; g < G; ++g) gd[g] = op_device[p.members[g][0]];
-    const StepResult s = ctx.env->simulate(to_placement(p, gd));
-    if (s.ok() && s.step_s < start_step) start_step = s.step_s, start.group_device = gd, start.method = method;
-  };
-  for (const char* method : {"m_etf", "heft", "dp", "expert"}) {
-    try {
-      PlaceContext sub = ctx;
-      sub.options.clear();
-      const Placement placed = make_placer(method)->place(sub).placement;
-      std::vector<int32_t> op_device(p.n);
-      for (int32_t u = 0; u < p.n; ++u) op_device[u] = placed.device_of[u].value;
-      consider(method, op_device);
-    } catch (const NoFeasiblePlacement&) {
-    } catch (const PlacementError&) {}
-  }
-  if (start.group_device.empty()) {
-    start.group_device.assign(G, 0);
-    if (!repair_memory(p, start.group_device))
-      throw NoFeasiblePlacement("local_search: found no memory-feasible start");
-    start.method = "repaired single device";
-  }
-  return start;
-}
-
-// Groups that do work are the ones worth moving (all of them if none does).
-std::vector<int32_t> movable_groups(const UnitProblem& p) {
-  std::vector<int32_t> movable;
-  for (int32_t g = 0; g < p.groups(); ++g)
-    if (p.group_cost(g, 0) > 0 || p.group_mem[g] > 0) movable.push_back(g);
-  if (movable.empty())
-    for (int32_t g = 0; g < p.groups(); ++g) movable.push_back(g);
-  return movable;
-}
 
 // Simulated annealing over group devices, within device memory.
 class Annealing {
@@ -101,7 +47,7 @@ class Annealing {
  private:
   double score(const std::vector<int32_t>& gd) {
     ++evaluations_;
-    return ctx_.env->evaluate(to_placement(p_, gd)).reward;
+    return ctx_.env->evaluate(group_placement(p_, gd)).reward;
   }
 
   // A random move as (group, new device) pairs: one group to another device
@@ -160,7 +106,7 @@ class LocalSearchPlacer : public UnitPlacer {
 
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const int64_t budget = std::max<int64_t>(1, ctx.sample_budget);
-    const Start start = best_start(ctx, p);
+    const AnnealingStart start = best_start(ctx, p);
     Annealing annealing(ctx, p, start.group_device);
     annealing.run(budget);
     char buf[256];

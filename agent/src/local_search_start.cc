@@ -1,0 +1,55 @@
+// The annealing searches' start (see local_search_start.h).
+#include "local_search_start.h"
+
+#include "placer/env/environment.h"
+
+namespace placer {
+
+Placement group_placement(const UnitProblem& p, const std::vector<int32_t>& gd) {
+  Placement pl;
+  pl.device_of.resize(p.n);
+  for (int32_t u = 0; u < p.n; ++u) pl.device_of[u] = DeviceId(gd[p.group_of[u]]);
+  return pl;
+}
+
+AnnealingStart best_start(const PlaceContext& ctx, const UnitProblem& p) {
+  const int32_t G = p.groups();
+  AnnealingStart start;
+  double start_step = 1e300;
+  auto consider = [&](const std::string& method, const std::vector<int32_t>& op_device) {
+    std::vector<int32_t> gd(G);
+    for (int32_t g = 0; g < G; ++g) gd[g] = op_device[p.members[g][0]];
+    const StepResult s = ctx.env->simulate(group_placement(p, gd));
+    ++start.simulated;
+    if (s.ok() && s.step_s < start_step) start_step = s.step_s, start.group_device = gd, start.method = method;
+  };
+  for (const char* method : {"m_etf", "heft", "dp", "expert"}) {
+    try {
+      PlaceContext sub = ctx;
+      sub.options.clear();
+      const Placement placed = make_placer(method)->place(sub).placement;
+      std::vector<int32_t> op_device(p.n);
+      for (int32_t u = 0; u < p.n; ++u) op_device[u] = placed.device_of[u].value;
+      consider(method, op_device);
+    } catch (const NoFeasiblePlacement&) {
+    } catch (const PlacementError&) {}
+  }
+  if (start.group_device.empty()) {
+    start.group_device.assign(G, 0);
+    if (!repair_memory(p, start.group_device))
+      throw NoFeasiblePlacement("local_search: found no memory-feasible start");
+    start.method = "repaired single device";
+  }
+  return start;
+}
+
+std::vector<int32_t> movable_groups(const UnitProblem& p) {
+  std::vector<int32_t> movable;
+  for (int32_t g = 0; g < p.groups(); ++g)
+    if (p.group_cost(g, 0) > 0 || p.group_mem[g] > 0) movable.push_back(g);
+  if (movable.empty())
+    for (int32_t g = 0; g < p.groups(); ++g) movable.push_back(g);
+  return movable;
+}
+
+}  // namespace placer
