@@ -304,28 +304,6 @@ bool is_oom_message(const std::string& m) {
 // "op 'name' (type)", how the step's errors name an op.
 std::string op_label(const Op& op) { return "op '" + op.name + "' (" + op.type + ")"; }
 
-// A forward op whose placer::backward runs later: its kernel runs under
-// autograd on detached leaves, `state` keeps the leaves and the attached
-// outputs, and the step gets the outputs detached.
-std::vector<at::Tensor> run_kept_forward(const OpPlan& p, const Op& op, const std::vector<at::Tensor>& in,
-                                         const c10::Device& device, ForwardState& state) {
-  state.leaves.assign(in.size(), at::Tensor());
-  std::vector<at::Tensor> args = in;
-  for (int32_t pos : p.leaf_inputs) {
-    state.leaves[pos] = in[pos].detach().requires_grad_(true);
-    args[pos] = state.leaves[pos];
-  }
-  std::vector<at::Tensor> out;
-  {
-    at::AutoGradMode grad_mode(true);
-    out = call_op(*p.call, op, args, device);
-  }
-  state.outputs = out;
-  for (at::Tensor& t : out)
-    if (t.defined() && t.requires_grad()) t = t.detach();
-  return out;
-}
-
 }  // namespace
 
 void Executor::run_op(Step& s, int32_t id, int32_t device) {

@@ -196,6 +196,12 @@ struct OpPlan {
   bool retain = false;               // run_once: keep the outputs for StepValues
 };
 
+// A forward op whose placer::backward runs later: its kernel runs under
+// autograd on detached leaves, `state` keeps the leaves and the attached
+// outputs, and the step gets the outputs detached (kernels.cc).
+std::vector<at::Tensor> run_kept_forward(const OpPlan& p, const Op& op, const std::vector<at::Tensor>& in,
+                                         const c10::Device& device, ForwardState& state);
+
 struct KernelPlan {
   const Graph* graph = nullptr;
   std::vector<std::unique_ptr<OpCall>> calls;  // per op (Aten ops only)
