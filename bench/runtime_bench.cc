@@ -117,7 +117,8 @@ OverheadResult overhead(int64_t n, int blocks, int rounds) {
   MeasureOptions one;
   one.warmup_steps = 0;
   one.measured_steps = 1;
-  at::set_num_threads(cluster.devices[0].threads);  // the plain loop gets the same cores as the device
+  // The plain loop gets the same cores as the device (a GPU device's host thread: one).
+  at::set_num_threads(std::max(1, cluster.devices[0].threads));
   // Same distributions as the runtime draws (normal inputs, uniform +-1/sqrt(fan_in) params):
   // sgemm time depends on the values (zeros after relu), so they must match.
   const double bound = 1.0 / std::sqrt(double(n));

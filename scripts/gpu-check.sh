@@ -11,6 +11,7 @@
 #         under /tmp, never into /.
 # OUTDIR  where results go: at most 8 files (summary.md, logs.txt, results.tar.gz).
 # --configure-only   stop after configuring (the dry run on a machine without a GPU).
+# --tests-only       stop after the tests (and the crashes' backtraces).
 #
 # Environment: TORCH_PYTHON (default /opt/torch/.venv/bin/python3 if it exists,
 # else .venv/bin/python3), JOBS (default nproc), CPU_DEVICES (default 8: the
@@ -23,8 +24,8 @@ if [ $# -lt 2 ] || [ $# -gt 3 ]; then usage >&2; exit 2; fi
 BUNDLE=$1
 OUTDIR=$2
 MODE=${3:-}
-if [ -n "$MODE" ] && [ "$MODE" != --configure-only ]; then
-  echo "gpu-check: unknown option '$MODE' (expected --configure-only)" >&2
+if [ -n "$MODE" ] && [ "$MODE" != --configure-only ] && [ "$MODE" != --tests-only ]; then
+  echo "gpu-check: unknown option '$MODE' (expected --configure-only or --tests-only)" >&2
   exit 2
 fi
 [ -f CMakeLists.txt ] && [ -f scripts/gpu-check.sh ] || { echo "gpu-check: run it from the placer repo root" >&2; exit 2; }
@@ -136,18 +137,38 @@ P=$BUILD/placer
 
 # 3. Every test, the gpu label included. The Prometheus server test needs the
 # server binary, which the bundle leaves out (it is large and only that test uses it).
-step tests 420 ctest --test-dir "$BUILD" -j "$JOBS" --timeout 300 --output-on-failure -E cli.service_prometheus
+# shellcheck disable=SC2086  # TESTS is a list of ctest arguments
+step tests 420 ctest --test-dir "$BUILD" -j "$JOBS" --timeout 300 --output-on-failure -E cli.service_prometheus ${TESTS:-}
+# A crash gets its backtrace: the test's command line from ctest, run under the debugger.
+DBG=$(command -v cuda-gdb || command -v gdb || true)
+if [ -n "$DBG" ]; then
+  sed -n 's/^\(.*\) - \(.*\) (SEGFAULT).*/\2/p; s/^\(.*\) - \(.*\) (Subprocess aborted).*/\2/p' "$LOGS" | sed 's/^[[:space:]]*//' |
+    sort -u | head -4 | while read -r t; do
+      cmd=$(ctest --test-dir "$BUILD" -N -V -R "^${t}\$" 2>/dev/null | sed -n 's/.*Test command: //p' | head -1)
+      [ -n "$cmd" ] || continue
+      echo "===== backtrace of $t: $cmd" >> "$LOGS"
+      # shellcheck disable=SC2086
+      eval timeout 120 "$DBG" -q -batch -ex run -ex "'thread apply all bt 25'" --args $cmd >> "$LOGS" 2>&1
+      note "| backtrace of $t | in logs.txt | |"
+    done
+fi
 grep -E "tests passed|Failed|\*\*\*" "$LOGS" | grep -v "^ *Start" | tail -20 | sed 's/^/    /' >> "$SUMMARY"
+if [ "$MODE" = --tests-only ]; then
+  note
+  note "Tests only (--tests-only). Total $(( $(date +%s) - START )) s."
+  exit 0
+fi
 
 # 4. Profile and fidelity: cpu:8+cuda:0 for nmt and inception_v3, and cpu:8 alone.
 "$P" graph build nmt --opt layers=2 --opt hidden=256 --opt steps=8 --opt batch=16 --opt vocab=2000 -o "$RES/nmt.json" >> "$LOGS" 2>&1
 "$P" graph build inception_v3 --opt batch=8 --opt image=299 -o "$RES/inception_v3.json" >> "$LOGS" 2>&1
 step "profile nmt on $MIXED" 120 "$P" profile --graph "$RES/nmt.json" --devices "$MIXED" -o "$RES/profile_nmt_mixed.json"
 for g in nmt inception_v3; do
-  step "fidelity $g on $MIXED" 180 "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements 30 --rounds 2 \
+  step "fidelity $g on $MIXED" 180 "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements "${PLACEMENTS:-30}" --rounds 2 \
     -o "$RES/fidelity_mixed" --name "${g}_cpu${CPU_DEVICES}_cuda0"
 done
-step "fidelity nmt on cpu:$CPU_DEVICES" 150 "$P" fidelity --graph "$RES/nmt.json" --devices "cpu:$CPU_DEVICES" --placements 30 \
+[ "${CPU_FIDELITY:-1}" = 0 ] ||
+  step "fidelity nmt on cpu:$CPU_DEVICES" 150 "$P" fidelity --graph "$RES/nmt.json" --devices "cpu:$CPU_DEVICES" --placements 30 \
   --rounds 2 -o "$RES/fidelity_cpu" --name "nmt_cpu${CPU_DEVICES}"
 # 4b. The measurement against itself on the GPU, with the protocol's intervals: one
 # placement (every op on cuda:0) given twice, and every op on cpu:0, interleaved.

@@ -1,6 +1,8 @@
 // Whole files in and out, with errors that name the path.
 #include "placer/graphs/files.h"
 
+#include <ftw.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -39,6 +41,17 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
     std::remove(tmp.c_str());
     throw InputError("cannot write '" + path + "': " + reason);
   }
+}
+
+namespace {
+int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return std::remove(path) == 0 ? 0 : -1; }
+}  // namespace
+
+bool remove_tree(const std::string& path) noexcept {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return errno == ENOENT;
+  // Children before their directory (FTW_DEPTH); links removed, never followed (FTW_PHYS).
+  return ::nftw(path.c_str(), remove_entry, 16, FTW_DEPTH | FTW_PHYS) == 0;
 }
 
 }  // namespace placer

@@ -17,6 +17,7 @@
 #include "placer/runtime/runtime.h"
 
 #ifdef PLACER_WITH_CUDA
+#include <ATen/Context.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
@@ -179,6 +180,9 @@ std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
       const int count = cuda_runtime_device_count();
       if (index < 0 || index >= count)
         throw InputError("devices: '" + d.name + "' needs cuda:" + std::to_string(index) + " but " + visible_gpus());
+      // ATen initializes CUDA (the caching allocator among it) lazily, at the first CUDA
+      // tensor; the allocator's statistics are read before that (reset_peak), and throw.
+      at::globalContext().lazyInitDevice(c10::kCUDA);
       ctx.torch_device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
       ctx.threads = 1;
       ctx.stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(index));

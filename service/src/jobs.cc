@@ -17,6 +17,7 @@
 #include "placer/env/environment.h"
 #include "placer/graphs/serialize.h"
 #include "placer/service/metrics.h"
+#include "placer/graphs/files.h"
 
 namespace placer::service {
 namespace {
@@ -83,7 +84,7 @@ JobManager::~JobManager() {
   shutdown();
   if (!temp_dir_.empty()) {
     std::error_code ec;
-    std::filesystem::remove_all(temp_dir_, ec);
+    placer::remove_tree(temp_dir_);
   }
 }
 
@@ -148,7 +149,7 @@ std::string JobManager::submit(const Request& request, std::shared_ptr<const Pre
     admit(true);
   } catch (...) {
     std::error_code ec;
-    if (!job->dir.empty()) std::filesystem::remove_all(job->dir, ec);
+    if (!job->dir.empty()) placer::remove_tree(job->dir);
     throw;
   }
   wake_.notify_one();
@@ -400,7 +401,7 @@ void JobManager::forget(const std::string& id) {
   auto it = jobs_.find(id);
   if (it != jobs_.end() && it->second->learned && !it->second->dir.empty()) {
     std::error_code ec;
-    std::filesystem::remove_all(it->second->dir, ec);  // a policy kept with save_as has its own copy
+    placer::remove_tree(it->second->dir);  // a policy kept with save_as has its own copy
   }
   jobs_.erase(id);
   if (!config_.state_dir.empty()) {
@@ -488,7 +489,7 @@ void JobManager::load_persisted() {
   // Folders of learned jobs whose record is gone (a crash between the two deletes of forget()).
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::string id = entry.path().filename().string();
-    if (entry.is_directory(ec) && valid_job_id(id) && !jobs_.count(id)) std::filesystem::remove_all(entry.path(), ec);
+    if (entry.is_directory(ec) && valid_job_id(id) && !jobs_.count(id)) placer::remove_tree(entry.path());
   }
   std::sort(resume.begin(), resume.end(),
             [](const auto& a, const auto& b) { return a->created_unix < b->created_unix; });

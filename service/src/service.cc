@@ -23,6 +23,7 @@
 #include "placer/graphs/validate.h"
 #include "placer/service/metrics.h"
 #include "placer/service/workers.h"
+#include "placer/graphs/files.h"
 #include "prepared.h"
 
 namespace placer::service {
@@ -193,7 +194,7 @@ PlacementService::~PlacementService() {
   shutdown();
   if (saved_dir_temporary_) {
     std::error_code ec;
-    std::filesystem::remove_all(saved_dir_, ec);
+    placer::remove_tree(saved_dir_);
   }
 }
 
@@ -231,7 +232,7 @@ void PlacementService::save_policy(const std::string& name, const std::string& r
   static std::atomic<uint64_t> saves{0};
   fs::path staging =
       fs::path(saved_dir_) / ("." + name + ".saving-" + std::to_string(::getpid()) + "-" + std::to_string(saves++));
-  fs::remove_all(staging);
+  placer::remove_tree(staging);
   fs::create_directories(staging);
   for (const char* file : {"checkpoint.pt", "config.json", "best_placement.json", "warm_start_placement.json",
                            "summary.json", "train.csv", "reward.svg"}) {
@@ -241,7 +242,7 @@ void PlacementService::save_policy(const std::string& name, const std::string& r
   if (!fs::exists(staging / "checkpoint.pt")) throw InputError("the run left no checkpoint.pt");
   write_file_atomic((staging / "description.txt").string(), description);
   std::lock_guard<std::mutex> lock(policies_mutex_);
-  fs::remove_all(target);
+  placer::remove_tree(target);
   fs::rename(staging, target);
   auto it = std::find_if(policies_.begin(), policies_.end(), [&](const PolicyEntry& p) { return p.name == name; });
   if (it == policies_.end()) it = policies_.insert(policies_.end(), PolicyEntry{});

@@ -15,6 +15,7 @@
 #include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/files.h"
 
 namespace placer {
 namespace {
@@ -165,7 +166,7 @@ TrainControls quiet() {
 
 TEST(LearnedPolicies, HierarchicalTrainsJointlyAndReportsMetrics) {
   const std::string dir = (fs::path(testing::TempDir()) / ("learned_hier_" + std::to_string(::getpid()))).string();
-  fs::remove_all(dir);
+  placer::remove_tree(dir);
   fs::create_directories(dir);
   save_graph(chains(2, 4), dir + "/g.json");
   std::ostringstream cfg;
@@ -192,7 +193,7 @@ TEST(LearnedPolicies, HierarchicalTrainsJointlyAndReportsMetrics) {
 // held-out chains-of-4 result: (simulated step, seconds to place).
 std::pair<double, double> gnn_held_out(const std::string& name, const std::string& decoder) {
   const std::string dir = (fs::path(testing::TempDir()) / (name + "_" + std::to_string(::getpid()))).string();
-  fs::remove_all(dir);
+  placer::remove_tree(dir);
   fs::create_directories(dir);
   for (int len : {3, 4, 5, 6, 8}) save_graph(chains(2, len), dir + "/c" + std::to_string(len) + ".json");
   std::ostringstream cfg;

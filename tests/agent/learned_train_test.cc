@@ -16,6 +16,7 @@
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/files.h"
 
 namespace placer {
 namespace {
@@ -73,7 +74,7 @@ struct Fixture {
 Fixture make_fixture(const std::string& name, int len) {
   Fixture f;
   f.dir = (fs::path(testing::TempDir()) / ("learned_" + name + "_" + std::to_string(::getpid()))).string();
-  fs::remove_all(f.dir);
+  placer::remove_tree(f.dir);
   fs::create_directories(f.dir);
   f.graph_path = f.dir + "/graph.json";
   f.cluster_path = f.dir + "/cluster.json";

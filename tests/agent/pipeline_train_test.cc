@@ -13,6 +13,7 @@
 #include "placer/env/presets.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/files.h"
 
 namespace placer {
 namespace {
@@ -62,7 +63,7 @@ TEST(PipelineTrainConfig, TheShippedConfigReads) {
 
 TEST(PipelineTrain, TrainsOnTheMiniBatch) {
   const std::string dir = (fs::path(testing::TempDir()) / ("pipeline_train_" + std::to_string(::getpid()))).string();
-  fs::remove_all(dir);
+  placer::remove_tree(dir);
   TrainConfig c = parse_train_config(
       "name: p\ngraph: {builder: mlp, options: {layers: 3, width: 128, batch: 16}}\ncluster: k80x2\n"
       "policy: {type: seq2seq, hidden: 16}\n"
@@ -93,7 +94,7 @@ TEST(PipelineTrain, TrainsOnTheMiniBatch) {
   const std::string summary = read_file(dir + "/summary.json");
   EXPECT_NE(summary.find("\"objective\": \"pipeline\""), std::string::npos) << summary;
   EXPECT_NE(summary.find("\"bubble_fraction\""), std::string::npos) << summary;
-  fs::remove_all(dir);
+  placer::remove_tree(dir);
 }
 
 }  // namespace

@@ -18,6 +18,7 @@
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/validate.h"
+#include "placer/graphs/files.h"
 
 namespace placer {
 namespace {
@@ -392,7 +393,7 @@ TEST(TorchScriptImport, RealModelsTracedByPyTorch) {
                   return f / 1e9;
                 }());
   }
-  std::filesystem::remove_all(dir);
+  placer::remove_tree(dir);
 }
 
 }  // namespace

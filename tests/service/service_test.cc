@@ -17,6 +17,7 @@
 #include "placer/graphs/serialize.h"
 #include "placer/runtime/runtime.h"
 #include "placer/service/metrics.h"
+#include "placer/graphs/files.h"
 
 namespace placer::service {
 namespace {
@@ -255,7 +256,7 @@ TEST(Service, FullJobQueueIsBusy) {
 
 TEST(Service, JobsRunningWhenTheServerStopsReportFailedAfterRestart) {
   auto dir = std::filesystem::temp_directory_path() / ("placer_svc_state_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  placer::remove_tree(dir);
   ServiceConfig c = small_config();
   c.state_dir = dir.string();
   c.optimize_methods = {"local_search"};
@@ -291,12 +292,12 @@ TEST(Service, JobsRunningWhenTheServerStopsReportFailedAfterRestart) {
     EXPECT_NE(r.find("\"state\":\"failed\""), std::string::npos) << r;
     EXPECT_NE(r.find("the server restarted while the job was running"), std::string::npos) << r;
   }
-  std::filesystem::remove_all(dir);
+  placer::remove_tree(dir);
 }
 
 TEST(Service, PlaceDecodesWithALoadedPolicyAndExplicitPolicyErrorsAreNamed) {
   auto dir = std::filesystem::temp_directory_path() / ("placer_svc_policy_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  placer::remove_tree(dir);
   TrainConfig t;
   t.name = "svc";
   t.graph.builder = "mlp";
@@ -322,7 +323,7 @@ TEST(Service, PlaceDecodesWithALoadedPolicyAndExplicitPolicyErrorsAreNamed) {
             "not_found policy: no policy 'nope' is loaded (ask `policies`)");
   EXPECT_EQ(handle(s, R"({"version":1,"type":"policies"})"),
             R"({"default":"mlp2","policies":[{"name":"mlp2","description":"tiny","available":true}]})");
-  std::filesystem::remove_all(dir);
+  placer::remove_tree(dir);
 }
 
 TEST(Service, HealthAndPolicies) {
@@ -463,7 +464,7 @@ TEST(Service, TheObjectiveIsPartOfTheCacheKey) {
 // after a restart (from its record).
 TEST(Service, SearchJobKeepsItsObjective) {
   const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_objective_" + std::to_string(::getpid()));
-  std::filesystem::remove_all(dir);
+  placer::remove_tree(dir);
   ServiceConfig c = small_config();
   c.state_dir = dir.string();
   std::string id;
@@ -478,7 +479,7 @@ TEST(Service, SearchJobKeepsItsObjective) {
     EXPECT_EQ(field_text(st, "microbatches"), "2") << server << ": " << st;
     EXPECT_EQ(field_text(st, "schedule"), "\"gpipe\"") << server << ": " << st;
   }
-  std::filesystem::remove_all(dir);
+  placer::remove_tree(dir);
 }
 
 // A pipeline place answers with a placement judged as one mini-batch of M

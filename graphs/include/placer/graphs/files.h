@@ -1,6 +1,7 @@
 // Whole-file helpers that throw InputError naming the path.
 #pragma once
 
+#include <filesystem>
 #include <string>
 
 #include "placer/graphs/error.h"
@@ -9,6 +10,15 @@ namespace placer {
 
 std::string read_file(const std::string& path);
 void write_file_atomic(const std::string& path, const std::string& contents);  // tmp + rename
+
+// Removes a file or a directory tree (a missing path is no error); false, with
+// errno set, where something could not be removed. Use it instead of
+// std::filesystem::remove_all: torch's wheel exports its own copy of
+// std::filesystem from libtorch.so, and on a machine whose compiler is newer than
+// the wheel's, calls bind to that copy and remove_all jumps to a null address
+// (seen on the lent H100 machine: docs/gpu.md). glibc's nftw has no such twin.
+bool remove_tree(const std::string& path) noexcept;
+inline bool remove_tree(const std::filesystem::path& path) noexcept { return remove_tree(path.string()); }
 
 // Errors of a file's contents, prefixed with its path (the error type kept).
 template <class Error, class F>

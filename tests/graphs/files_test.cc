@@ -1,0 +1,67 @@
+// Whole-file helpers and remove_tree (our replacement for std::filesystem::remove_all).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include "placer/graphs/files.h"
+
+namespace placer {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path scratch(const std::string& name) {
+  return fs::temp_directory_path() / ("placer_files_" + name + "_" + std::to_string(::getpid()));
+}
+
+TEST(Files, RemoveTreeRemovesNestedDirectoriesAndNeverFollowsLinks) {
+  const fs::path root = scratch("tree");
+  const fs::path outside = scratch("outside");
+  fs::create_directories(root / "a" / "b" / "c");
+  fs::create_directories(outside);
+  std::ofstream(root / "a" / "f.txt") << "x";
+  std::ofstream(root / "a" / "b" / "c" / "g.bin") << "y";
+  std::ofstream(outside / "keep.txt") << "kept";
+  fs::create_directory_symlink(outside, root / "a" / "link");
+  EXPECT_TRUE(remove_tree(root));
+  EXPECT_FALSE(fs::exists(root));
+  EXPECT_TRUE(fs::exists(outside / "keep.txt")) << "the link's target must survive";
+  EXPECT_TRUE(remove_tree(outside.string()));
+  EXPECT_FALSE(fs::exists(outside));
+}
+
+TEST(Files, RemoveTreeOfAMissingPathOrAFileIsFine) {
+  EXPECT_TRUE(remove_tree(scratch("missing")));
+  const fs::path file = scratch("file");
+  std::ofstream(file) << "z";
+  EXPECT_TRUE(remove_tree(file));
+  EXPECT_FALSE(fs::exists(file));
+}
+
+// std::filesystem::remove_all crashed (a jump to address 0) on the lent H100
+// machine: its calls bound to the copy of std::filesystem that libtorch.so
+// exports. The sources must use remove_tree instead.
+TEST(Files, NoSourceCallsStdFilesystemRemoveAll) {
+  const std::regex call(R"((std::filesystem|fs)::remove_all\s*\()");
+  int scanned = 0;
+  for (const char* dir : {"graphs", "frontends", "runtime", "env", "agent", "service", "app", "bench", "tests"}) {
+    for (const auto& e : fs::recursive_directory_iterator(fs::path(PLACER_SOURCE_DIR) / dir)) {
+      const std::string ext = e.path().extension().string();
+      if (!e.is_regular_file() || (ext != ".cc" && ext != ".h" && ext != ".cu")) continue;
+      if (e.path().filename() == "files_test.cc") continue;
+      ++scanned;
+      std::ifstream in(e.path());
+      std::string line;
+      for (int n = 1; std::getline(in, line); ++n)
+        EXPECT_FALSE(std::regex_search(line, call)) << e.path().string() << ":" << n << ": " << line;
+    }
+  }
+  EXPECT_GT(scanned, 100);
+}
+
+}  // namespace
+}  // namespace placer
