@@ -294,7 +294,7 @@ void run_fidelity(const FidelityArgs& a) {
   mkdir(a.out.c_str(), 0755);
   const std::string stem = a.out + "/fidelity_" + (a.name.empty() ? graph.name : a.name);
   Runtime runtime(cluster);
-  const NamedPlacements placements = diverse_placements(graph, cluster.size(), a.placements, a.protocol.seed);
+  const NamedPlacements placements = diverse_placements(graph, cluster, a.placements, a.protocol.seed);
   if (!a.save_placements.empty()) {
     mkdir(a.save_placements.c_str(), 0755);
     for (size_t i = 0; i < placements.size(); ++i)

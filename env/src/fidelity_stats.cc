@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <map>
 #include <numeric>
 #include <random>
 #include <set>
@@ -89,8 +90,30 @@ double mean_absolute_percentage_error(const std::vector<double>& actual, const s
   return n ? sum / n : 0.0;
 }
 
+std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, const Cluster& cluster,
+                                                                  int count, uint64_t seed) {
+  std::vector<int32_t> cls;
+  for (const Device& d : cluster.devices) {
+    int32_t c = static_cast<int32_t>(cls.size());
+    for (size_t e = 0; e < cls.size(); ++e) {
+      const Device& o = cluster.devices[e];
+      if (o.kind == d.kind && o.threads == d.threads && o.memory_bytes == d.memory_bytes &&
+          o.peak_flops == d.peak_flops && o.mem_bandwidth == d.mem_bandwidth) {
+        c = cls[e];
+        break;
+      }
+    }
+    cls.push_back(c);
+  }
+  return diverse_placements(graph, cluster.size(), count, seed, cls);
+}
+
 std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, int32_t devices, int count,
-                                                                  uint64_t seed) {
+                                                                  uint64_t seed,
+                                                                  const std::vector<int32_t>& device_class) {
+  if (!device_class.empty() && static_cast<int32_t>(device_class.size()) != devices)
+    throw InputError("diverse_placements: device_class has " + std::to_string(device_class.size()) + " entries for " +
+                     std::to_string(devices) + " devices");
   if (devices < 1) throw InputError("diverse_placements: needs at least one device");
   if (count < 1) throw InputError("diverse_placements: count must be >= 1");
   const Grouping groups = colocation_groups(graph);
@@ -119,7 +142,9 @@ std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& g
     bases.push_back(gd);
   };
   std::mt19937_64 rng(seed);
-  for (int32_t d = 0; d < devices; ++d) add("single", std::vector<int32_t>(G, d));
+  std::map<int32_t, int> singles_of_class;
+  for (int32_t d = 0; d < devices; ++d)
+    if (device_class.empty() || ++singles_of_class[device_class[d]] <= 2) add("single", std::vector<int32_t>(G, d));
   if (devices > 1) {
     std::vector<int32_t> rr(G);
     for (int32_t i = 0; i < G; ++i) rr[order[i]] = i % devices;

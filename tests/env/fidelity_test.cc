@@ -55,6 +55,44 @@ TEST(Fidelity, DiversePlacementsKeepGroupsAndAreDistinct) {
   EXPECT_EQ(diverse_placements(g, 2, 30, 5)[29].second, ps[29].second);
 }
 
+// On cpu:8+cuda:0 the first nine placements were all "single" and eight of them
+// the same work on equal CPUs: no ranking to measure (seen on the lent H100).
+TEST(Fidelity, DiversePlacementsProposeAtMostTwoSinglesPerDeviceClass) {
+  Graph g;
+  g.name = "chain";
+  for (int i = 0; i < 20; ++i) {
+    Op op;
+    op.name = "op" + std::to_string(i);
+    op.type = "aten::relu";
+    if (i) op.inputs.push_back({OpId(i - 1), 0});
+    op.outputs.push_back(TensorSpec{{4}, DType::Float32});
+    g.add_op(std::move(op));
+  }
+  Cluster c;
+  for (int d = 0; d < 8; ++d) {
+    Device cpu;
+    cpu.name = "cpu:" + std::to_string(d);
+    c.devices.push_back(cpu);
+  }
+  Device gpu;
+  gpu.name = "cuda:0";
+  gpu.kind = DeviceKind::Cuda;
+  gpu.peak_flops = 5e13;
+  c.devices.push_back(gpu);
+  const auto ps = diverse_placements(g, c, 12, 1);
+  int singles = 0;
+  bool gpu_single = false;
+  for (const auto& [kind, p] : ps) {
+    if (kind != "single") continue;
+    ++singles;
+    gpu_single = gpu_single || p.device_of[0] == DeviceId(8);
+  }
+  EXPECT_EQ(singles, 3);  // cpu:0, cpu:1 (the same work again), cuda:0
+  EXPECT_TRUE(gpu_single);
+  EXPECT_EQ(ps.size(), 12u);
+  EXPECT_THROW(diverse_placements(g, 9, 12, 1, {0, 0}), InputError);
+}
+
 TEST(Fidelity, ReportWritesStatisticsAndPlot) {
   FidelityReport r;
   r.graph = "g";

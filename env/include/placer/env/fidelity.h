@@ -25,8 +25,15 @@ double mean_absolute_percentage_error(const std::vector<double>& actual, const s
 // Up to `count` distinct placements that keep co-location groups together:
 // every op on one device, round robin, contiguous splits at several cut
 // points, random, and perturbations of those. Each is named by its kind.
+// `device_class[d]`: devices of one class are interchangeable (same kind, threads,
+// memory and roofline); every op on one device is then proposed for at most two
+// devices of each class (the second measures the same work again), so that
+// cpu:8+cuda:0 does not spend 8 of its placements on equal CPU singles.
 std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, int32_t devices, int count,
-                                                                  uint64_t seed);
+                                                                  uint64_t seed,
+                                                                  const std::vector<int32_t>& device_class = {});
+std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, const Cluster& cluster,
+                                                                  int count, uint64_t seed);
 
 struct FidelityPoint {
   std::string kind;         // "single", "round_robin", "split", "random", "perturbed"
