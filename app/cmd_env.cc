@@ -37,6 +37,7 @@ struct SimulateArgs {
 struct FidelityArgs {
   std::string graph, devices = "cpu:2", out = ".", name, save_placements, replot;
   int placements = 50, repetitions = 5, rounds = 2;
+  double spread = 0;        // > 0: choose placements whose simulated steps are this far apart (relative)
   MeasureOptions protocol;  // its seed also draws the placements
   ObjectiveArgs objective;  // under pipeline each placement is judged as its unrolled mini-batch
   FidelityArgs() { protocol.seed = 1; }
@@ -170,6 +171,7 @@ std::string fidelity_command(const FidelityArgs& a) {
           << " --max-steps " << mo.max_steps << " --target " << mo.target_halfwidth << " --budget " << mo.budget_s
           << " --repetitions " << a.repetitions << " --rounds " << a.rounds << " -o " << a.out;
   if (!a.name.empty()) command << " --name " << a.name;
+  if (a.spread > 0) command << " --spread " << a.spread;
   if (a.objective.pipeline())
     command << " --objective pipeline --microbatches " << a.objective.microbatches << " --schedule "
             << a.objective.schedule;
@@ -229,7 +231,8 @@ void measure_round(Runtime& runtime, const RunGraph& run, const NamedPlacements&
 // training graph (a micro-batch copy "x@mbK" is timed as "x"); the
 // measurements are of what `run` runs.
 FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const RunGraph& run, const Cluster& cluster,
-                                    const NamedPlacements& placements, const FidelityArgs& a) {
+                                    const NamedPlacements& placements, const FidelityArgs& a,
+                                    const Profile* first_profile) {
   ProfileOptions po;
   po.repetitions = a.repetitions;
   FidelityMeasurements m;
@@ -240,7 +243,8 @@ FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const 
   for (int round = 0; round < a.rounds; ++round) {
     std::fprintf(stderr, "round %d/%d: profiling %s (%lld ops) on %s...\n", round + 1, a.rounds, graph.name.c_str(),
                  static_cast<long long>(graph.size()), cluster.name.c_str());
-    merge_profile_minimum(m.profile, runtime.profile(graph, po), round == 0);
+    merge_profile_minimum(m.profile, round == 0 && first_profile ? *first_profile : runtime.profile(graph, po),
+                          round == 0);
     measure_round(runtime, run, placements, a, round, m);
   }
   return m;
@@ -283,6 +287,36 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   return report;
 }
 
+// The placements to measure: the first --placements diverse ones; or, with
+// --spread, those of four times as many whose simulated steps (the simulator
+// calibrated on a first profile, which then serves as round 1's) are at least
+// --spread apart. Nothing measured takes part in the choice.
+NamedPlacements choose_placements(Runtime& runtime, const Graph& graph, const RunGraph& run, const Cluster& cluster,
+                                  const FidelityArgs& a, std::optional<Profile>& first_profile,
+                                  std::string& selection) {
+  if (a.spread <= 0) return diverse_placements(graph, cluster, a.placements, a.protocol.seed);
+  const NamedPlacements pool = diverse_placements(graph, cluster, 4 * a.placements, a.protocol.seed);
+  ProfileOptions po;
+  po.repetitions = a.repetitions;
+  std::fprintf(stderr, "choosing %d of %zu placements: profiling %s on %s...\n", a.placements, pool.size(),
+               graph.name.c_str(), cluster.name.c_str());
+  first_profile = runtime.profile(graph, po);
+  const CostModel costs = CostModel::calibrated(run.graph(), cluster, *first_profile);
+  const SimContext context(run.graph());
+  std::vector<double> simulated;
+  for (const auto& [kind, p] : pool) simulated.push_back(simulate(context, run.at(p), cluster, costs).step_s);
+  NamedPlacements chosen;
+  for (size_t i : spread_by_simulated(simulated, a.placements, a.spread)) chosen.push_back(pool[i]);
+  std::ostringstream text;
+  text << chosen.size() << " of " << pool.size() << " diverse placements (seed " << a.protocol.seed
+       << "), chosen before any measurement for simulated steps at least " << 100 * a.spread
+       << "% apart (the simulator calibrated on round 1's profile)";
+  selection = text.str();
+  if (chosen.size() < 2) throw InputError("fidelity: --spread " + std::to_string(a.spread) + " left " +
+                                          std::to_string(chosen.size()) + " placement(s); use a smaller --spread");
+  return chosen;
+}
+
 void run_fidelity(const FidelityArgs& a) {
   if (!a.replot.empty()) {
     replot_fidelity(a.replot);
@@ -294,16 +328,20 @@ void run_fidelity(const FidelityArgs& a) {
   mkdir(a.out.c_str(), 0755);
   const std::string stem = a.out + "/fidelity_" + (a.name.empty() ? graph.name : a.name);
   Runtime runtime(cluster);
-  const NamedPlacements placements = diverse_placements(graph, cluster, a.placements, a.protocol.seed);
+  const RunGraph run(graph, a.objective);
+  std::optional<Profile> first_profile;
+  std::string selection;
+  const NamedPlacements placements = choose_placements(runtime, graph, run, cluster, a, first_profile, selection);
   if (!a.save_placements.empty()) {
     mkdir(a.save_placements.c_str(), 0755);
     for (size_t i = 0; i < placements.size(); ++i)
       save_placement(to_named(graph, cluster, placements[i].second),
                      a.save_placements + "/" + std::to_string(i) + "_" + placements[i].first + ".json");
   }
-  const RunGraph run(graph, a.objective);
-  const FidelityMeasurements m = measure_rounds(runtime, graph, run, cluster, placements, a);
+  const FidelityMeasurements m =
+      measure_rounds(runtime, graph, run, cluster, placements, a, first_profile ? &*first_profile : nullptr);
   FidelityReport report = fidelity_report(run, cluster, a, placements, m);
+  report.selection = selection;
   if (report.points.size() < 2) throw InputError("fidelity: fewer than two placements measured ok");
   report.compute_statistics();
   write_file_atomic(stem + ".json", report.to_json());
@@ -347,6 +385,11 @@ void add_env_commands(CLI::App& app) {
   fid->add_option("--placements", fargs->placements, "Number of placements")
       ->capture_default_str()
       ->check(CLI::Range(2, 100000));
+  fid->add_option("--spread", fargs->spread,
+                  "Choose --placements of 4x as many diverse placements whose simulated steps are at least this far "
+                  "apart (relative, e.g. 0.04), so that the measurement can rank them; 0: the first --placements")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 10.0));
   fid->add_option("--save-placements", fargs->save_placements,
                   "Also write each placement as DIR/<index>_<kind>.json (to measure or simulate one again)");
   fid->add_option("-o,--out", fargs->out, "Output directory for fidelity_<graph>.{md,json,svg}")->capture_default_str();

@@ -4,12 +4,15 @@
 # diverse placements of each for real (interleaved, each until its median's 95%
 # interval is within 2%, in ROUNDS rounds) and in the simulator calibrated by a
 # profile, and writes bench/results/fidelity_<graph>.{md,json,svg}.
-# Usage: bash bench/run_fidelity.sh [BUILD_DIR] [PLACEMENTS=24] [ROUNDS=2]
+# Usage: bash bench/run_fidelity.sh [BUILD_DIR] [PLACEMENTS=24] [ROUNDS=2] [SPREAD=0]
+# SPREAD > 0: the placements are chosen, before measuring, from 4x as many for
+# simulated steps at least SPREAD apart (placer fidelity --spread).
 # Run it on an otherwise idle machine: cpu:N devices need their own cores.
 set -euo pipefail
 BUILD=${1:-build}
 PLACEMENTS=${2:-24}
 ROUNDS=${3:-2}
+SPREAD=${4:-0}
 P="$BUILD/placer"
 PY=${PLACER_PYTHON:-.venv/bin/python3}
 OUT=bench/results
@@ -30,6 +33,6 @@ mkdir -p "$OUT"
 
 for g in rnnlm nmt inception_v3 transformer gpt2_export; do
   echo "== $g (load: $(cut -d' ' -f1-3 /proc/loadavg))"
-  "$P" fidelity --graph "$TMP/$g.json" --name "$g" --devices cpu:2 --placements "$PLACEMENTS" --rounds "$ROUNDS" \
+  "$P" fidelity --graph "$TMP/$g.json" --name "$g" --devices cpu:2 --placements "$PLACEMENTS" --spread "$SPREAD" --rounds "$ROUNDS" \
     --warmup 2 --steps 6 --max-steps 30 --target 0.02 --repetitions 3 -o "$OUT"
 done

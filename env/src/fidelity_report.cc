@@ -62,6 +62,7 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
   r.devices = top.string(top.need("devices"), "devices");
   r.command = top.string(top.need("command"), "command");
   r.host = top.string(top.need("host"), "host");
+  top.read("selection", &r.selection);
   r.pipeline = read_pipeline(top);
   r.ops = static_cast<int64_t>(number(top, "ops"));
   r.calibrated_fraction = number(top, "calibrated_fraction");
@@ -95,6 +96,7 @@ std::string FidelityReport::to_json() const {
   std::ostringstream o;
   o << "{\n  \"graph\": " << json_quote(graph) << ",\n  \"ops\": " << ops << ",\n  \"devices\": " << json_quote(devices)
     << ",\n  \"command\": " << json_quote(command) << ",\n  \"host\": " << json_quote(host);
+  if (!selection.empty()) o << ",\n  \"selection\": " << json_quote(selection);
   if (pipeline)
     o << ",\n  \"objective\": \"pipeline\",\n  \"microbatches\": " << pipeline->microbatches << ",\n  \"schedule\": \""
       << schedule_name(pipeline->schedule) << "\"";
@@ -123,6 +125,7 @@ std::string FidelityReport::to_markdown() const {
   o << "# Simulator fidelity: " << graph << " on " << devices << "\n\n";
   o << "Command: `" << command << "`\n\n";
   o << "Host: " << host << "\n\n";
+  if (!selection.empty()) o << "Placements: " << selection << "\n\n";
   if (pipeline)
     o << "Objective: pipeline, " << pipeline_spec_text(*pipeline)
       << ": each placement is judged as one mini-batch (the unrolled graph, weight update included), measured and "

@@ -192,6 +192,24 @@ std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& g
   return out;
 }
 
+std::vector<size_t> spread_by_simulated(const std::vector<double>& simulated, int count, double gap) {
+  if (count < 1) throw InputError("spread_by_simulated: count must be >= 1");
+  if (!(gap >= 0)) throw InputError("spread_by_simulated: gap must be >= 0");
+  std::vector<size_t> order;
+  for (size_t i = 0; i < simulated.size(); ++i)
+    if (std::isfinite(simulated[i]) && simulated[i] > 0) order.push_back(i);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return simulated[a] < simulated[b]; });
+  std::vector<size_t> picked;
+  for (size_t i : order)
+    if (picked.empty() || simulated[i] >= simulated[picked.back()] * (1 + gap)) picked.push_back(i);
+  if (static_cast<int>(picked.size()) <= count) return picked;
+  std::vector<size_t> thinned;
+  for (int k = 0; k < count; ++k)
+    thinned.push_back(picked[count == 1 ? 0 : static_cast<size_t>(std::llround(double(k) * (picked.size() - 1) /
+                                                                                (count - 1)))]);
+  return thinned;
+}
+
 void FidelityReport::compute_statistics() {
   std::vector<double> m, s;
   for (const auto& p : points) {

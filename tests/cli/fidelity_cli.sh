@@ -36,6 +36,24 @@ rm "$TMP/out/fidelity_mlp.md" "$TMP/out/fidelity_mlp.svg"
 [ -s "$TMP/out/fidelity_mlp.svg" ] && grep -q "</svg>" "$TMP/out/fidelity_mlp.svg" || fail "replot svg"
 grep -q "Spearman" "$TMP/out/fidelity_mlp.md" || fail "replot md"
 
+# --spread: placements chosen (before measuring) for simulated steps >= 5% apart, and the report says so.
+"$PLACER" graph build mlp --opt batch=16 --opt input=64 --opt width=128 --opt classes=3 --opt layers=6 -o "$TMP/g2.json" >/dev/null
+"$PLACER" fidelity --graph "$TMP/g2.json" --devices cpu:2 --placements 5 --spread 0.05 --rounds 1 --steps 2 --warmup 1 \
+  --max-steps 2 --repetitions 1 -o "$TMP/out2" > "$TMP/stdout2.txt" 2> "$TMP/stderr2.txt" \
+  || { cat "$TMP/stderr2.txt"; fail "fidelity --spread run"; }
+grep -q "^Placements: .* of 20 diverse placements .* at least 5% apart" "$TMP/out2/fidelity_mlp.md" \
+  || fail "--spread: the report does not say how the placements were chosen: $(head -8 "$TMP/out2/fidelity_mlp.md")"
+python3 - "$TMP/out2/fidelity_mlp.json" <<'PY' || fail "--spread: simulated steps not 5% apart"
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = sorted(p["simulated_s"] for p in r["points"])
+assert 2 <= len(s) <= 5, s
+assert all(b >= a * 1.05 * (1 - 1e-6) for a, b in zip(s, s[1:])), s
+assert "--spread 0.05" in r["command"] and "selection" in r, r
+PY
+if "$PLACER" fidelity --graph "$TMP/g2.json" --spread -1 > /dev/null 2> "$TMP/e3.txt"; then fail "negative --spread accepted"; fi
+grep -q -- "--spread" "$TMP/e3.txt" || fail "--spread message: $(cat "$TMP/e3.txt")"
+
 # Errors name the problem.
 if "$PLACER" fidelity --devices cpu:2 > /dev/null 2> "$TMP/e1.txt"; then fail "no --graph accepted"; fi
 grep -q -- "--graph is required" "$TMP/e1.txt" || fail "missing graph message: $(cat "$TMP/e1.txt")"

@@ -93,6 +93,22 @@ TEST(Fidelity, DiversePlacementsProposeAtMostTwoSinglesPerDeviceClass) {
   EXPECT_THROW(diverse_placements(g, 9, 12, 1, {0, 0}), InputError);
 }
 
+TEST(Fidelity, SpreadBySimulatedKeepsPlacementsApartAndThinsEvenly) {
+  // 1.00 1.01 1.03 1.06 1.10 1.20 1.50 2.00: >= 5% apart from the fastest up: 1.00 1.06 1.20 1.50 2.00.
+  const std::vector<double> t = {1.10, 1.00, 2.00, 1.03, 1.50, 1.01, 1.06, 1.20};
+  const auto all = spread_by_simulated(t, 10, 0.05);
+  std::vector<double> got;
+  for (size_t i : all) got.push_back(t[i]);
+  EXPECT_EQ(got, (std::vector<double>{1.00, 1.06, 1.20, 1.50, 2.00}));
+  const auto three = spread_by_simulated(t, 3, 0.05);  // thinned: fastest, middle, slowest
+  ASSERT_EQ(three.size(), 3u);
+  EXPECT_EQ(t[three[0]], 1.00);
+  EXPECT_EQ(t[three[1]], 1.20);
+  EXPECT_EQ(t[three[2]], 2.00);
+  EXPECT_EQ(spread_by_simulated(t, 10, 0.0).size(), t.size());
+  EXPECT_THROW(spread_by_simulated(t, 0, 0.05), InputError);
+}
+
 TEST(Fidelity, ReportWritesStatisticsAndPlot) {
   FidelityReport r;
   r.graph = "g";

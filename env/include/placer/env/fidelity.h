@@ -35,6 +35,13 @@ std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& g
 std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, const Cluster& cluster,
                                                                   int count, uint64_t seed);
 
+// Indices of at most `count` of `simulated` (step times) whose values are at
+// least `gap` (relative) apart: greedily from the fastest up, then thinned
+// evenly (the fastest and the slowest kept) when more qualify. Placements that
+// the simulator expects to differ by more than the measurement's noise can be
+// ranked by a measurement at all; the choice never looks at a measured time.
+std::vector<size_t> spread_by_simulated(const std::vector<double>& simulated, int count, double gap);
+
 struct FidelityPoint {
   std::string kind;         // "single", "round_robin", "split", "random", "perturbed"
   double measured_s = 0.0;  // measured step time: the median of every round's samples
@@ -52,6 +59,7 @@ struct FidelityReport {
   std::string devices;
   std::string command;
   std::string host;
+  std::string selection;  // how the placements were chosen (empty: the first --placements diverse ones)
   // Set under the pipeline objective: every placement was judged as one
   // mini-batch of pipeline->microbatches micro-batches under its schedule
   // (measured and simulated on the unrolled graph), every time is one
