@@ -163,13 +163,15 @@ fi
 "$P" graph build nmt --opt layers=2 --opt hidden=256 --opt steps=8 --opt batch=16 --opt vocab=2000 -o "$RES/nmt.json" >> "$LOGS" 2>&1
 "$P" graph build inception_v3 --opt batch=8 --opt image=299 -o "$RES/inception_v3.json" >> "$LOGS" 2>&1
 step "profile nmt on $MIXED" 120 "$P" profile --graph "$RES/nmt.json" --devices "$MIXED" -o "$RES/profile_nmt_mixed.json"
+# 12 placements chosen for simulated steps >= 4% apart (placer fidelity --spread), 20 steps at most:
+# on the H100 of 2026-11-25, 30 placements of the first ones did not fit 180 s.
 for g in nmt inception_v3; do
-  step "fidelity $g on $MIXED" 180 "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements "${PLACEMENTS:-30}" --rounds 2 \
-    -o "$RES/fidelity_mixed" --name "${g}_cpu${CPU_DEVICES}_cuda0"
+  step "fidelity $g on $MIXED" 240 "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements "${PLACEMENTS:-12}" \
+    --spread 0.04 --rounds 2 --max-steps 20 -o "$RES/fidelity_mixed" --name "${g}_cpu${CPU_DEVICES}_cuda0"
 done
 [ "${CPU_FIDELITY:-1}" = 0 ] ||
-  step "fidelity nmt on cpu:$CPU_DEVICES" 150 "$P" fidelity --graph "$RES/nmt.json" --devices "cpu:$CPU_DEVICES" --placements 30 \
-  --rounds 2 -o "$RES/fidelity_cpu" --name "nmt_cpu${CPU_DEVICES}"
+  step "fidelity nmt on cpu:$CPU_DEVICES" 150 "$P" fidelity --graph "$RES/nmt.json" --devices "cpu:$CPU_DEVICES" \
+    --placements "${PLACEMENTS:-12}" --spread 0.04 --rounds 2 --max-steps 20 -o "$RES/fidelity_cpu" --name "nmt_cpu${CPU_DEVICES}"
 # 4b. The measurement against itself on the GPU, with the protocol's intervals: one
 # placement (every op on cuda:0) given twice, and every op on cpu:0, interleaved.
 "$P" place --method single --graph "$RES/nmt.json" --devices "$MIXED" -o "$RES/nmt_single.json" >> "$LOGS" 2>&1
@@ -187,8 +189,11 @@ grep -E "interval|Mann-Whitney" "$LOGS" | tail -5 | sed 's/^/    /' >> "$SUMMARY
 for f in "$RES"/fidelity_*/*.md; do [ -f "$f" ] && { echo; echo "### $(basename "$f")"; sed -n '1,30p' "$f"; } >> "$SUMMARY"; done
 
 # 5. The executor vs a plain LibTorch loop on cuda:0.
-step "runtime bench on cuda:0" 120 "$BUILD/bench/runtime_bench" --device cuda:0 --skip-a 1 --rounds 15
+step "runtime bench on cuda:0" 120 "$BUILD/bench/runtime_bench" --device cuda:0 --skip-a 1 --rounds 40
 sed -n '/## (b)/,$p' "$LOGS" | head -20 >> "$SUMMARY"
+# 5b. Backward ops in the executor's thread vs through the autograd engine (nmt on cuda:0).
+step "backward A/B on cuda:0" 120 bash "$ROOT/bench/gpu_backward_ab.sh" "$P" "$RES/backward_ab" cuda:0 3
+sed -n '/^| round | backward/,/^| 3 /p' "$LOGS" >> "$SUMMARY"
 
 # 6. The demo's learned placer trained with measured rewards on cpu:8+cuda:0.
 step "train demo (measured) on $MIXED" 240 "$P" train --config configs/demo.yaml --cluster "$MIXED" \
