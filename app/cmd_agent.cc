@@ -20,9 +20,9 @@
 #include "placer/agent/placer.h"
 #include "placer/env/environment.h"
 #include "placer/env/pipeline_objective.h"
+#include "placer/env/presets.h"
 #include "placer/env/simulator.h"
 #include "placer/env/stage_report.h"
-#include "placer/env/presets.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
@@ -76,7 +76,8 @@ void add_common(CLI::App* cmd, PlaceArgs& a) {
       "--option", a.options,
       "Method option KEY=VALUE, repeatable (dp: objective=step|throughput|latency, max_ideals=3000; ilp: "
       "max_ops=40, max_groups=24, channels=1 (op level; 0 on coarsened units), channel_pairs=3000; local_search: "
-      "temperature=0.001)");
+      "temperature=0.001; guided_search: temperature, policy_lr, follow, chain, swap (shares of the moves, adding up "
+      "to at most 1), max_chain)");
 }
 
 PlaceContext context_of(const PlaceArgs& a, const Graph& graph, const Cluster& cluster, Environment& env) {
@@ -381,7 +382,7 @@ void add_agent_commands(CLI::App& app) {
   CLI::App* place = app.add_subcommand("place", "Place a graph with an algorithmic method or a trained checkpoint");
   place->add_option("--method", place_args->method,
                     "Placement method: single, round_robin, random, expert, mincut, "
-                    "m_topo, m_etf, m_sct, heft, dp, ilp, local_search");
+                    "m_topo, m_etf, m_sct, heft, dp, ilp, local_search, guided_search");
   place->add_option("--checkpoint", place_args->checkpoint, "A `placer train` result folder (learned placer)");
   add_common(place, *place_args);
   add_objective_options(place, &place_args->objective);

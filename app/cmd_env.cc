@@ -312,8 +312,9 @@ NamedPlacements choose_placements(Runtime& runtime, const Graph& graph, const Ru
        << "), chosen before any measurement for simulated steps at least " << 100 * a.spread
        << "% apart (the simulator calibrated on round 1's profile)";
   selection = text.str();
-  if (chosen.size() < 2) throw InputError("fidelity: --spread " + std::to_string(a.spread) + " left " +
-                                          std::to_string(chosen.size()) + " placement(s); use a smaller --spread");
+  if (chosen.size() < 2)
+    throw InputError("fidelity: --spread " + std::to_string(a.spread) + " left " + std::to_string(chosen.size()) +
+                     " placement(s); use a smaller --spread");
   return chosen;
 }
 

@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "placer/agent/train.h"
+#include "placer/env/pipeline_objective.h"
 #include "placer/graphs/error.h"
 #include "placer/service/metrics.h"
 #include "placer/service/workers.h"
@@ -24,6 +25,7 @@ struct TrainArgs {
   std::string cluster;
   std::string profile;
   std::string reward_mode;
+  ObjectiveArgs objective;  // applied only where given on the command line
   int64_t updates = -1;
   int64_t max_samples = -1;
   double time_limit_s = -1;
@@ -134,6 +136,7 @@ void add_train_commands(CLI::App& app) {
   cmd->add_option("--profile", args->profile, "Override reward.profile (a `placer profile` output for that cluster)");
   cmd->add_option("--reward-mode", args->reward_mode, "Override reward.mode")
       ->check(CLI::IsMember({"simulated", "measured", "hybrid"}));
+  add_objective_options(cmd, &args->objective);
   cmd->add_option("--updates", args->updates, "Override train.updates");
   cmd->add_option("--max-samples", args->max_samples, "Override train.max_samples");
   cmd->add_option("--time-limit", args->time_limit_s, "Override train.time_limit_s (seconds)");
@@ -152,8 +155,12 @@ void add_train_commands(CLI::App& app) {
   cmd->add_option("--workers-wait", args->workers_wait_s,
                   "With --workers-bind: seconds to wait for --min-workers, and for a worker able to take a task")
       ->capture_default_str();
-  cmd->callback([args]() {
+  cmd->callback([args, cmd]() {
     TrainConfig c = load_train_config(args->config);
+    // --objective, --microbatches, --schedule override reward.objective/microbatches/schedule one by one.
+    if (cmd->count("--objective")) c.reward.objective = objective_named(args->objective.objective);
+    if (cmd->count("--microbatches")) c.reward.pipeline.microbatches = args->objective.microbatches;
+    if (cmd->count("--schedule")) c.reward.pipeline.schedule = schedule_named(args->objective.schedule);
     if (!args->output.empty()) c.run.output_dir = args->output;
     if (!args->cluster.empty()) c.cluster = args->cluster;
     if (!args->profile.empty()) c.reward.profile = args->profile;

@@ -132,6 +132,18 @@ class Regression(nn.Module):
         return F.mse_loss(self.fc(x), target)
 
 
+class Gather(nn.Module):
+    """x[:, idx]: aten.index with None (the untouched dim 0) in its index list."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 3)
+        self.register_buffer("idx", torch.tensor([3, 0, 2, 1]))
+
+    def forward(self, x):
+        return self.fc(x[:, self.idx])
+
+
 def tokens(*shape, high):
     return torch.randint(0, high, shape)
 
@@ -147,6 +159,7 @@ def small_models():
         "tiny_gpt": (Gpt(), (tokens(2, 8, high=64),), True, False, None),
         "tiny_transformer": (Seq2Seq(), (torch.randn(2, 5, 16), torch.randn(2, 4, 16)), True, False, None),
         "tiny_regression": (Regression(), (torch.randn(4, 3), torch.randn(4, 2)), True, False, None),
+        "tiny_gather": (Gather(), (torch.randn(2, 5, 4),), True, False, None),
         # The batch size is symbolic (2..64), recorded example 4.
         "tiny_dynamic": (TinyCnn(), (torch.randn(4, 3, 8, 8),), False, False,
                          ({0: torch.export.Dim("batch", min=2, max=64)},)),

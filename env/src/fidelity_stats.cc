@@ -90,8 +90,8 @@ double mean_absolute_percentage_error(const std::vector<double>& actual, const s
   return n ? sum / n : 0.0;
 }
 
-std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, const Cluster& cluster,
-                                                                  int count, uint64_t seed) {
+std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, const Cluster& cluster, int count,
+                                                                  uint64_t seed) {
   std::vector<int32_t> cls;
   for (const Device& d : cluster.devices) {
     int32_t c = static_cast<int32_t>(cls.size());
@@ -205,8 +205,8 @@ std::vector<size_t> spread_by_simulated(const std::vector<double>& simulated, in
   if (static_cast<int>(picked.size()) <= count) return picked;
   std::vector<size_t> thinned;
   for (int k = 0; k < count; ++k)
-    thinned.push_back(picked[count == 1 ? 0 : static_cast<size_t>(std::llround(double(k) * (picked.size() - 1) /
-                                                                                (count - 1)))]);
+    thinned.push_back(
+        picked[count == 1 ? 0 : static_cast<size_t>(std::llround(double(k) * (picked.size() - 1) / (count - 1)))]);
   return thinned;
 }
 

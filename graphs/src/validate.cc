@@ -115,9 +115,9 @@ class Validator {
         if (a.i < 0 || a.i >= n_inputs)
           fail(f, detail::concat("tensor argument refers to input ", a.i, ", the op has ", n_inputs, " input(s)"));
         break;
-      case Arg::Kind::TensorList:
+      case Arg::Kind::TensorList:  // -1: None (an optional tensor list, e.g. aten::index's indices)
         for (int64_t x : a.ints)
-          if (x < 0 || x >= n_inputs)
+          if (x < -1 || x >= n_inputs)
             fail(f, detail::concat("tensor list refers to input ", x, ", the op has ", n_inputs, " input(s)"));
         break;
       case Arg::Kind::Bools:
@@ -342,6 +342,8 @@ class Validator {
     if (op.args.empty() || op.args[0].kind != Arg::Kind::TensorList) return;  // no schema args: nothing to check
     const auto& list = op.args[0].ints;
     if (list.empty()) fail("args[0]", "cat of no tensors");
+    for (int64_t k : list)
+      if (k < 0) fail("args[0]", "cat of None (tensor list entry -1)");
     int64_t dim = op.args.size() > 1 && op.args[1].kind == Arg::Kind::Int ? op.args[1].i : 0;
     const std::vector<int64_t>& first = spec(op.inputs[list[0]]).shape;
     const int64_t rank = static_cast<int64_t>(first.size());

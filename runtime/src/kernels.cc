@@ -146,6 +146,10 @@ OpCall bind_op(const Op& op) {
         const bool optional_elems =
             list->kind() == c10::TypeKind::ListType && list->containedType(0)->kind() == c10::TypeKind::OptionalType;
         slot.from = optional_elems ? ArgSlot::From::OptionalTensorList : ArgSlot::From::TensorList;
+        if (!optional_elems)
+          for (int64_t i : arg.ints)
+            if (i < 0)
+              bad_op(op, std::string("argument '") + p.name() + "' holds None, but its tensors are not optional");
         break;
       }
       case Arg::Kind::Device: slot.from = ArgSlot::From::Device; break;

@@ -80,6 +80,16 @@ grep -q "^pipeline: 2 micro-batches, 1f1b" "$TMP/m.out" || fail "measure: no pip
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert j['status']=='ok' and j['pipeline']['microbatches']==2" \
   "$TMP/m.json" || fail "measure json"
 
+# train: --objective/--microbatches/--schedule override the config's reward.objective/microbatches/schedule.
+SRC="${2:-$(cd "$(dirname "$0")/../.." && pwd)}"
+"$PLACER" train --config "$SRC/configs/pipeline_transformer_k80x4.yaml" --objective step --updates 1 -q \
+  -o "$TMP/tr_step" > "$TMP/tr_step.out" || fail "train --objective step"
+! grep -q "pipeline objective" "$TMP/tr_step.out" || fail "train: --objective step did not override the config"
+"$PLACER" train --config "$SRC/configs/pipeline_transformer_k80x4.yaml" --microbatches 2 --schedule gpipe \
+  --updates 1 -q -o "$TMP/tr_pipe" > "$TMP/tr_pipe.out" || fail "train --microbatches --schedule"
+grep -q "pipeline objective: 2 micro-batches, gpipe" "$TMP/tr_pipe.out" ||
+  fail "train: --microbatches/--schedule not applied: $(head -3 "$TMP/tr_pipe.out")"
+
 # Bad values name the option and the choices.
 set +e
 "$PLACER" place --method expert --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" --objective pipeline \

@@ -9,6 +9,7 @@
 
 #include "placer/frontends/torch_import.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/serialize.h"
 #include "placer/graphs/validate.h"
 
 namespace placer {
@@ -97,6 +98,18 @@ TEST(ExportImport, LanguageModelsAndTransformers) {
   const Graph reg = import_exported_program(fixture("tiny_regression.pt2"), {});
   EXPECT_FALSE(reg.find("loss").has_value());
   EXPECT_EQ(count_type(reg, "aten::mse_loss"), 1);
+}
+
+// x[:, idx] is aten::index with None in its index list (an entry -1): it
+// imported, but the graph could not be read back ("tensor list refers to input -1").
+TEST(ExportImport, IndexWithNoneReadsBackFromJsonAndBinary) {
+  const Graph g = import_exported_program(fixture("tiny_gather.pt2"), {});
+  ASSERT_GT(count_type(g, "aten::index.Tensor"), 0);
+  validate_graph(g);
+  const Graph from_json = graph_from_json(graph_to_json(g));
+  EXPECT_EQ(graph_to_json(from_json), graph_to_json(g));
+  const Graph from_binary = graph_from_binary(graph_to_binary(g));
+  EXPECT_EQ(graph_to_json(from_binary), graph_to_json(g));
 }
 
 TEST(ExportImport, SymbolicBatchSize) {

@@ -70,7 +70,7 @@ void expect_matches_eager(const std::string& name, int devices) {
 
 TEST(ExportEager, OneStepMatchesEagerPyTorch) {
   for (const char* name : {"tiny_cnn", "tiny_cnn_core", "tiny_lstm_lm", "tiny_gpt", "tiny_transformer",
-                           "tiny_regression", "tiny_dynamic"}) {
+                           "tiny_regression", "tiny_dynamic", "tiny_gather"}) {
     expect_matches_eager(name, 1);
     expect_matches_eager(name, 2);
   }
