@@ -108,6 +108,96 @@ std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& g
   return diverse_placements(graph, cluster.size(), count, seed, cls);
 }
 
+namespace {
+
+// The placements diverse_placements() proposes, in the order it proposes them:
+// each keeps the co-location groups together and is added once.
+class DiverseSet {
+ public:
+  DiverseSet(const Graph& graph, int32_t devices, int count) : graph_(graph), devices_(devices), count_(count) {
+    groups_ = colocation_groups(graph);
+    order_.resize(groups_.size());
+    std::iota(order_.begin(), order_.end(), 0);
+    // Groups in order of their first op, so "contiguous" follows the graph.
+    std::sort(order_.begin(), order_.end(),
+              [&](int32_t x, int32_t y) { return groups_.members[x].front() < groups_.members[y].front(); });
+  }
+
+  int32_t groups() const { return groups_.size(); }
+  bool full() const { return static_cast<int>(out_.size()) >= count_; }
+
+  void add(const std::string& kind, const std::vector<int32_t>& group_device) {
+    if (full()) return;
+    Placement p;
+    p.device_of.resize(graph_.size());
+    for (int32_t g = 0; g < groups(); ++g)
+      for (OpId o : groups_.members[g]) p.device_of[o.value] = DeviceId(group_device[g]);
+    if (!seen_.insert(placement_hash(p)).second) return;
+    out_.emplace_back(kind, std::move(p));
+    bases_.push_back(group_device);
+  }
+
+  // Round robin, contiguous splits at nine cut points, round robin in blocks.
+  void add_structured() {
+    const int32_t G = groups();
+    std::vector<int32_t> rr(G);
+    for (int32_t i = 0; i < G; ++i) rr[order_[i]] = i % devices_;
+    add("round_robin", rr);
+    // Contiguous splits: the first fraction on one device, the rest spread evenly.
+    for (int cut = 1; cut <= 9; ++cut) {
+      std::vector<int32_t> split(G);
+      const double first = cut / 10.0;
+      for (int32_t i = 0; i < G; ++i) {
+        const double f = static_cast<double>(i) / G;
+        split[order_[i]] =
+            f < first
+                ? 0
+                : 1 + std::min<int32_t>(devices_ - 2, static_cast<int32_t>((f - first) / (1 - first) * (devices_ - 1)));
+      }
+      add("split", split);
+    }
+    for (int k : {2, 4, 8, 16, 32}) {
+      std::vector<int32_t> blocks(G);
+      for (int32_t i = 0; i < G; ++i) blocks[order_[i]] = (i / k) % devices_;
+      add("blocks", blocks);
+    }
+  }
+
+  // Random (biased to one device, so some are balanced and some lopsided) and
+  // perturbations of what came before, until full (bounded tries).
+  void add_random(std::mt19937_64& rng) {
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    for (int tries = 0; !full() && tries < 20 * count_; ++tries) {
+      if (tries % 2 == 0) {
+        std::vector<int32_t> random(groups());
+        const double bias = u(rng);
+        for (int32_t& d : random) d = u(rng) < bias ? 0 : static_cast<int32_t>(rng() % devices_);
+        add("random", random);
+      } else {
+        std::vector<int32_t> base = bases_[rng() % bases_.size()];
+        const double rate = std::vector<double>{0.02, 0.05, 0.1, 0.2}[rng() % 4];
+        for (int32_t& d : base)
+          if (u(rng) < rate) d = static_cast<int32_t>(rng() % devices_);
+        add("perturbed", base);
+      }
+    }
+  }
+
+  std::vector<std::pair<std::string, Placement>> take() { return std::move(out_); }
+
+ private:
+  const Graph& graph_;
+  int32_t devices_;
+  int count_;
+  Grouping groups_;
+  std::vector<int32_t> order_;
+  std::vector<std::pair<std::string, Placement>> out_;
+  std::vector<std::vector<int32_t>> bases_;
+  std::set<uint64_t> seen_;
+};
+
+}  // namespace
+
 std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, int32_t devices, int count,
                                                                   uint64_t seed,
                                                                   const std::vector<int32_t>& device_class) {
@@ -116,80 +206,17 @@ std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& g
                      std::to_string(devices) + " devices");
   if (devices < 1) throw InputError("diverse_placements: needs at least one device");
   if (count < 1) throw InputError("diverse_placements: count must be >= 1");
-  const Grouping groups = colocation_groups(graph);
-  const int32_t G = groups.size();
-  // Groups in order of their first op, so "contiguous" follows the graph.
-  std::vector<int32_t> order(G);
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](int32_t x, int32_t y) { return groups.members[x].front() < groups.members[y].front(); });
-  auto expand = [&](const std::vector<int32_t>& group_device) {
-    Placement p;
-    p.device_of.resize(graph.size());
-    for (int32_t g = 0; g < G; ++g)
-      for (OpId o : groups.members[g]) p.device_of[o.value] = DeviceId(group_device[g]);
-    return p;
-  };
-
-  std::vector<std::pair<std::string, Placement>> out;
-  std::vector<std::vector<int32_t>> bases;
-  std::set<uint64_t> seen;
-  auto add = [&](const std::string& kind, const std::vector<int32_t>& gd) {
-    if (static_cast<int>(out.size()) >= count) return;
-    Placement p = expand(gd);
-    if (!seen.insert(placement_hash(p)).second) return;
-    out.emplace_back(kind, std::move(p));
-    bases.push_back(gd);
-  };
-  std::mt19937_64 rng(seed);
+  DiverseSet set(graph, devices, count);
   std::map<int32_t, int> singles_of_class;
   for (int32_t d = 0; d < devices; ++d)
-    if (device_class.empty() || ++singles_of_class[device_class[d]] <= 2) add("single", std::vector<int32_t>(G, d));
+    if (device_class.empty() || ++singles_of_class[device_class[d]] <= 2)
+      set.add("single", std::vector<int32_t>(set.groups(), d));
   if (devices > 1) {
-    std::vector<int32_t> rr(G);
-    for (int32_t i = 0; i < G; ++i) rr[order[i]] = i % devices;
-    add("round_robin", rr);
-    // Contiguous splits: the first fraction on one device, the rest spread evenly.
-    for (int cut = 1; cut <= 9; ++cut) {
-      std::vector<int32_t> split(G);
-      for (int32_t i = 0; i < G; ++i) {
-        const double f = static_cast<double>(i) / G;
-        const double first = cut / 10.0;
-        split[order[i]] =
-            f < first
-                ? 0
-                : 1 + std::min<int32_t>(devices - 2, static_cast<int32_t>((f - first) / (1 - first) * (devices - 1)));
-      }
-      add("split", split);
-    }
-    // Round robin in blocks of k groups.
-    for (int k : {2, 4, 8, 16, 32}) {
-      std::vector<int32_t> blocks(G);
-      for (int32_t i = 0; i < G; ++i) blocks[order[i]] = (i / k) % devices;
-      add("blocks", blocks);
-    }
+    set.add_structured();
+    std::mt19937_64 rng(seed);
+    set.add_random(rng);
   }
-  // Random and perturbed placements until `count` (bounded tries).
-  for (int tries = 0; static_cast<int>(out.size()) < count && tries < 20 * count; ++tries) {
-    if (devices == 1) break;
-    if (tries % 2 == 0) {
-      std::vector<int32_t> random(G);
-      // Random with a bias to one device, so some are balanced and some lopsided.
-      const double bias = std::uniform_real_distribution<double>(0.0, 1.0)(rng);
-      for (int32_t g = 0; g < G; ++g)
-        random[g] =
-            std::uniform_real_distribution<double>(0.0, 1.0)(rng) < bias ? 0 : static_cast<int32_t>(rng() % devices);
-      add("random", random);
-    } else {
-      std::vector<int32_t> base = bases[rng() % bases.size()];
-      const double rate = std::vector<double>{0.02, 0.05, 0.1, 0.2}[rng() % 4];
-      for (int32_t g = 0; g < G; ++g)
-        if (std::uniform_real_distribution<double>(0.0, 1.0)(rng) < rate)
-          base[g] = static_cast<int32_t>(rng() % devices);
-      add("perturbed", base);
-    }
-  }
-  return out;
+  return set.take();
 }
 
 std::vector<size_t> spread_by_simulated(const std::vector<double>& simulated, int count, double gap) {

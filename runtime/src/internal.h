@@ -155,6 +155,12 @@ struct ForwardState {
 std::vector<at::Tensor> run_backward(const Op& backward, const Op& forward, ForwardState& state,
                                      const std::vector<at::Tensor>& inputs, bool is_loss, bool retain_graph);
 
+// The gradients of `leaves` from `outs` seeded with `grads`, by running their
+// autograd nodes in this thread (local_backward.cc); what
+// torch::autograd::grad(outs, leaves, grads, retain_graph, false, true) returns.
+std::vector<at::Tensor> grad_in_this_thread(const std::vector<at::Tensor>& outs, const std::vector<at::Tensor>& grads,
+                                            const std::vector<at::Tensor>& leaves, bool retain_graph);
+
 void run_sgd(const Op& sgd, const std::vector<at::Tensor>& inputs);
 
 std::string shape_string(at::IntArrayRef sizes);

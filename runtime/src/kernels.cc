@@ -2,9 +2,6 @@
 // placer:: ops (input, param, backward, sgd).
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/autograd.h>
-#include <torch/csrc/autograd/function.h>
-#include <torch/csrc/autograd/functions/accumulate_grad.h>
-#include <torch/csrc/autograd/variable.h>
 
 #include <cmath>
 #include <sstream>
@@ -260,82 +257,6 @@ bool engine_backward() {
     return v != nullptr && std::string(v) == "1";
   }();
   return on;
-}
-
-// The gradients of `leaves` from `outs` (seeded with `grads`), computed by
-// running the one op's autograd nodes in this thread, in dependency order.
-// torch::autograd::grad does the same through the autograd engine, which runs
-// the nodes of a CUDA tensor on its own device thread: two thread hand-offs per
-// backward op on a GPU. Like the engine, each node's gradients are reduced to
-// the shape and cast to the dtype its next node expects (InputMetadata), and a
-// node's saved tensors are released unless the graph is retained.
-std::vector<at::Tensor> grad_in_this_thread(const std::vector<at::Tensor>& outs, const std::vector<at::Tensor>& grads,
-                                            const std::vector<at::Tensor>& leaves, bool retain_graph) {
-  using torch::autograd::Node;
-  std::unordered_map<Node*, std::vector<at::Tensor>> buffers;
-  std::unordered_map<Node*, int> waiting;  // edges from nodes still to run
-  std::unordered_map<const c10::TensorImpl*, size_t> leaf_index;
-  for (size_t j = 0; j < leaves.size(); ++j) leaf_index[leaves[j].unsafeGetTensorImpl()] = j;
-  auto add = [&](Node* node, uint32_t input, at::Tensor g) {
-    auto& buf = buffers[node];
-    if (buf.empty()) buf.resize(node->num_inputs());
-    buf[input] = buf[input].defined() ? buf[input] + g : std::move(g);
-  };
-  std::vector<Node*> stack, roots;
-  std::unordered_map<Node*, bool> seen;
-  std::vector<std::shared_ptr<Node>> hold;  // a view's grad_fn can be made afresh for this call: keep it alive
-  for (size_t k = 0; k < outs.size(); ++k) {
-    const torch::autograd::Edge e = torch::autograd::impl::gradient_edge(outs[k]);
-    if (!e.function) continue;
-    hold.push_back(e.function);
-    add(e.function.get(), e.input_nr, grads[k]);
-    if (!seen[e.function.get()]) {
-      seen[e.function.get()] = true;
-      stack.push_back(e.function.get());
-    }
-  }
-  while (!stack.empty()) {  // every node the outputs reach, and how many edges wait on each
-    Node* n = stack.back();
-    stack.pop_back();
-    for (const auto& next : n->next_edges()) {
-      if (!next.function) continue;
-      ++waiting[next.function.get()];
-      if (!seen[next.function.get()]) {
-        seen[next.function.get()] = true;
-        stack.push_back(next.function.get());
-      }
-    }
-  }
-  std::vector<at::Tensor> result(leaves.size());
-  for (auto& [n, _] : seen)
-    if (waiting[n] == 0) roots.push_back(n);
-  at::AutoGradMode no_graph(false);
-  while (!roots.empty()) {
-    Node* n = roots.back();
-    roots.pop_back();
-    std::vector<at::Tensor> in = std::move(buffers[n]);
-    if (in.empty()) in.resize(n->num_inputs());
-    if (auto* acc = dynamic_cast<torch::autograd::AccumulateGrad*>(n)) {
-      auto it = leaf_index.find(acc->variable.unsafeGetTensorImpl());
-      if (it != leaf_index.end()) result[it->second] = in.empty() ? at::Tensor() : in[0];
-      continue;
-    }
-    if (!retain_graph) n->will_release_variables();
-    std::vector<at::Tensor> out = (*n)(std::move(in));
-    if (!retain_graph) n->release_variables();
-    for (size_t i = 0; i < out.size() && i < n->next_edges().size(); ++i) {
-      const auto& next = n->next_edge(i);
-      if (!next.function) continue;
-      if (out[i].defined()) {
-        const auto& meta = next.function->input_metadata(next.input_nr);
-        at::Tensor g = meta.maybe_reduce(i, std::move(out[i]), [](const std::string& m) { return m; });
-        if (g.scalar_type() != c10::typeMetaToScalarType(meta.options().dtype())) g = g.to(meta.options().dtype());
-        add(next.function.get(), next.input_nr, std::move(g));
-      }
-      if (--waiting[next.function.get()] == 0) roots.push_back(next.function.get());
-    }
-  }
-  return result;
 }
 
 }  // namespace
