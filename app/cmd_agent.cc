@@ -338,17 +338,26 @@ std::string rows_json(const BaselineArgs& b, const Graph& graph, const Cluster& 
   return o.str();
 }
 
-std::string rows_csv(const std::vector<Row>& rows) {
+// Under the pipeline objective the step columns are one mini-batch's, and
+// four more columns carry the pipeline figures (env/pipeline_objective.h).
+std::string rows_csv(const std::vector<Row>& rows, bool pipeline) {
   std::ostringstream o;
-  o << "method,feasible,simulated_step_s,measured_step_s,peak_bytes_per_device,place_seconds,gap_to_lower_bound,"
-       "note\n";
+  o << "method,feasible,simulated_step_s,measured_step_s,peak_bytes_per_device,place_seconds,gap_to_lower_bound,";
+  if (pipeline) o << "microbatches,schedule,per_microbatch_s,bubble_fraction,";
+  o << "note\n";
   for (const Row& r : rows) {
     std::string peaks;
     for (size_t d = 0; d < r.peak_bytes.size(); ++d) peaks += (d ? ";" : "") + std::to_string(r.peak_bytes[d]);
     o << r.method << "," << (r.ok ? 1 : 0) << "," << (r.ok ? format_number("%.9g", r.sim_s) : "") << ","
       << (std::isnan(r.measured_s) ? "" : format_number("%.9g", r.measured_s)) << "," << peaks << ","
-      << (r.ok ? format_number("%.6g", r.place_s) : "") << "," << (r.ok ? format_number("%.6g", r.gap) : "") << ","
-      << csv_field(r.ok ? r.note : r.error) << "\n";
+      << (r.ok ? format_number("%.6g", r.place_s) : "") << "," << (r.ok ? format_number("%.6g", r.gap) : "") << ",";
+    if (pipeline && r.ok && r.pipeline)
+      o << r.pipeline->spec.microbatches << "," << schedule_name(r.pipeline->spec.schedule) << ","
+        << format_number("%.9g", r.pipeline->per_microbatch_s) << ","
+        << format_number("%.6g", r.pipeline->bubble_fraction) << ",";
+    else if (pipeline)
+      o << ",,,,";
+    o << csv_field(r.ok ? r.note : r.error) << "\n";
   }
   return o.str();
 }
@@ -372,7 +381,7 @@ void run_baseline(const BaselineArgs& b) {
       std::printf("%s: %s\n", r.method.c_str(), r.note.c_str());
   }
   if (!b.json.empty()) write_file_atomic(b.json, rows_json(b, graph, cluster, lb, rows, pipeline));
-  if (!b.csv.empty()) write_file_atomic(b.csv, rows_csv(rows));
+  if (!b.csv.empty()) write_file_atomic(b.csv, rows_csv(rows, pipeline));
 }
 
 }  // namespace

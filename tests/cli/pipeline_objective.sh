@@ -57,7 +57,7 @@ PY
 
 # baseline: a mini-batch column, micro-batch and bubble columns, figures in the JSON.
 "$PLACER" baseline --graph "$TMP/g.json" --cluster k80x4 --method single,expert,m_etf,dp --objective pipeline \
-  --microbatches 8 --markdown --json "$TMP/b.json" > "$TMP/b.md" || fail "baseline --objective pipeline"
+  --microbatches 8 --markdown --json "$TMP/b.json" --csv "$TMP/b.csv" > "$TMP/b.md" || fail "baseline --objective pipeline"
 grep -q "pipeline objective: 8 micro-batches, 1f1b" "$TMP/b.md" || fail "baseline: objective not named"
 grep -q "| method | simulated mini-batch (ms) | per micro-batch (ms) | bubble |" "$TMP/b.md" || fail "baseline header"
 python3 - "$TMP/b.json" <<'PY' || fail "baseline json"
@@ -67,6 +67,14 @@ assert j["objective"] == "pipeline"
 for m in j["methods"]:
     assert m["feasible"] and m["simulated_step_s"] >= j["lower_bound_s"] * (1 - 1e-9), m
     assert m["pipeline"]["microbatches"] == 8 and m["pipeline"]["schedule"] == "1f1b", m
+PY
+python3 - "$TMP/b.csv" <<'PY' || fail "baseline csv: no pipeline columns"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) == 4, rows
+for r in rows:
+    assert r["microbatches"] == "8" and r["schedule"] == "1f1b", r
+    assert float(r["per_microbatch_s"]) > 0 and 0 <= float(r["bubble_fraction"]) < 1, r
 PY
 "$PLACER" baseline --graph "$TMP/g.json" --cluster k80x4 --method single --json "$TMP/bs.json" > /dev/null
 python3 -c "import json,sys; j=json.load(open(sys.argv[1])); assert 'objective' not in j and 'pipeline' not in j['methods'][0]" \
