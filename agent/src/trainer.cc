@@ -361,7 +361,13 @@ EnvOptions Trainer::setup() {
   for (const auto& s : sources) {
     auto t = std::make_unique<Task>();
     t->source = s;
-    t->env = std::make_unique<Environment>(s.load(), cluster_, eo);
+    // A family entry may name its own cluster (one policy for several clusters).
+    Cluster cluster = cluster_;
+    if (!s.cluster.empty()) {
+      cluster = resolve_cluster(s.cluster);
+      validate_cluster(cluster);
+    }
+    t->env = std::make_unique<Environment>(s.load(), cluster, eo);
     tasks_.push_back(std::move(t));
   }
   return eo;
