@@ -15,6 +15,7 @@
 #include <numeric>
 
 #include "placer/agent/compare.h"
+#include "placer/agent/learned.h"
 #include "placer/agent/placer.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
@@ -354,7 +355,8 @@ EnvOptions Trainer::setup() {
   torch::manual_seed(c_.run.seed);
   rng_.seed(c_.run.seed);
   policy_ = make_policy(policy_options(c_));
-  if (!c_.policy.init_from.empty()) init_weights(c_.policy.init_from);
+  if (!c_.policy.init_from.empty())
+    init_weights(resolve_policy_dir(c_.policy.init_from));  // "pretrained": the shipped gnn
   opt_ = std::make_unique<torch::optim::Adam>(policy_->parameters(), torch::optim::AdamOptions(c_.optimizer.lr));
   std::vector<GraphSource> sources =
       (policy_->trains_on_family() && !c_.family.empty()) ? c_.family : std::vector<GraphSource>{c_.graph};

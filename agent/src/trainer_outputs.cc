@@ -51,7 +51,8 @@ void Trainer::write_outputs(TrainResult* res) {
   if (!res->best_placement.device.empty()) save_placement(res->best_placement, dir_ + "/best_placement.json");
   if (!t0.best.device_of.empty())
     save_placement(to_named(t0.env->graph(), t0.env->cluster(), t0.best), dir_ + "/policy_best_placement.json");
-  if (t0.has_warm) save_placement(to_named(t0.env->graph(), t0.env->cluster(), t0.warm), dir_ + "/warm_start_placement.json");
+  if (t0.has_warm)
+    save_placement(to_named(t0.env->graph(), t0.env->cluster(), t0.warm), dir_ + "/warm_start_placement.json");
   write_file_atomic(dir_ + "/reward.svg",
                     reward_svg(rows_, c_.name + ": " + t0.env->graph().name + " on " + t0.env->cluster().name,
                                res->lower_bound_s, t0.warm_step_s, "warm start (" + t0.warm_method + ")"));

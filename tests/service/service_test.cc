@@ -14,10 +14,10 @@
 
 #include "placer/agent/train.h"
 #include "placer/frontends/builders.h"
+#include "placer/graphs/files.h"
 #include "placer/graphs/serialize.h"
 #include "placer/runtime/runtime.h"
 #include "placer/service/metrics.h"
-#include "placer/graphs/files.h"
 
 namespace placer::service {
 namespace {
@@ -323,6 +323,54 @@ TEST(Service, PlaceDecodesWithALoadedPolicyAndExplicitPolicyErrorsAreNamed) {
             "not_found policy: no policy 'nope' is loaded (ask `policies`)");
   EXPECT_EQ(handle(s, R"({"version":1,"type":"policies"})"),
             R"({"default":"mlp2","policies":[{"name":"mlp2","description":"tiny","available":true}]})");
+  placer::remove_tree(dir);
+}
+
+// The number after "key": in a reply, from `from` on.
+double number_after(const std::string& reply, const std::string& key, size_t from = 0) {
+  const size_t at = reply.find("\"" + key + "\":", from);
+  if (at == std::string::npos) return -1.0;
+  return std::stod(reply.substr(at + key.size() + 3));
+}
+
+// With no policy named, the default policy's placement stands only when the
+// fast path's best baseline is not faster: a policy cloned from round_robin
+// (slow on this MLP) loses to the fast path, and the reply says who found it.
+TEST(Service, PlaceWithTheDefaultPolicyIsNeverSlowerThanTheFastPath) {
+  auto dir = std::filesystem::temp_directory_path() / ("placer_svc_rr_" + std::to_string(::getpid()));
+  placer::remove_tree(dir);
+  TrainConfig t;
+  t.name = "rr";
+  t.graph.builder = "mlp";
+  t.graph.options = {{"layers", 2}, {"width", 64}, {"input", 64}, {"batch", 8}};
+  t.cluster = "k80x2";
+  t.policy.hidden = 16;
+  t.policy.place_samples = 1;
+  t.optimizer.updates = 0;
+  t.warm_start.methods = {"round_robin"};
+  t.warm_start.bc_steps = 200;
+  t.run.output_dir = dir.string();
+  TrainControls quiet;
+  quiet.progress = false;
+  train(t, nullptr, quiet);
+  ServiceConfig c = small_config();
+  c.policies = {{"rr", dir.string(), "clones round_robin"}};
+  PlacementService s(c);
+  const std::string head = std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x2")";
+  const std::string r = handle(s, head + "}");
+  const double step = number_after(r, "step_s");
+  const double fast = number_after(r, "step_s", r.find("\"best_baseline\":{"));
+  const double policy = number_after(r, "policy_step_s");
+  ASSERT_GT(step, 0) << r.substr(0, 400);
+  ASSERT_GT(fast, 0) << r.substr(0, 400);
+  EXPECT_LE(step, fast) << r.substr(0, 400);
+  ASSERT_GT(policy, fast) << "the round_robin clone should be slower here: " << r.substr(0, 400);
+  EXPECT_EQ(r.find(R"("method":"policy:rr")"), std::string::npos) << r.substr(0, 400);
+  EXPECT_NE(r.find("is faster than policy:rr"), std::string::npos) << r.substr(0, 400);
+  // Naming the policy asks for its placement, as before.
+  const std::string named = handle(s, head + R"(,"policy":"rr"})");
+  EXPECT_NE(named.find(R"("method":"policy:rr")"), std::string::npos) << named.substr(0, 400);
+  EXPECT_DOUBLE_EQ(number_after(named, "step_s"), policy);
   placer::remove_tree(dir);
 }
 

@@ -33,7 +33,7 @@ struct GraphSource {
   // the config's `cluster` (a preset, cluster file or device list).
   std::string cluster;
   std::string describe() const;  // "nmt(layers=2,hidden=512)" or the file path; "... on p100x4" with a cluster
-  Graph load() const;                  // the value, or builds it, or reads the file
+  Graph load() const;            // the value, or builds it, or reads the file
 };
 
 enum class PolicyType : uint8_t { Seq2Seq, Hierarchical, Gnn };
