@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "heldout_common.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/placer.h"
 #include "placer/agent/train.h"
@@ -23,6 +24,9 @@
 #include "placer/graphs/error.h"
 
 using namespace placer;
+using placer::bench::context;
+using placer::bench::Runs;
+using placer::bench::seconds_since;
 
 namespace {
 
@@ -67,33 +71,6 @@ Args parse(int argc, char** argv) {
   return a;
 }
 
-double since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-struct Runs {
-  std::vector<double> step_s, wall_s;
-  double median() const { return sorted(step_s)[(step_s.size() - 1) / 2]; }  // the lower middle
-  double worst() const { return *std::max_element(step_s.begin(), step_s.end()); }
-  double median_wall() const { return sorted(wall_s)[(wall_s.size() - 1) / 2]; }
-  double max_wall() const { return *std::max_element(wall_s.begin(), wall_s.end()); }
-  static std::vector<double> sorted(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v;
-  }
-};
-
-PlaceContext context(const Graph& g, const Cluster& c, Environment& env, uint64_t seed, int64_t budget) {
-  PlaceContext ctx;
-  ctx.graph = &g;
-  ctx.cluster = &c;
-  ctx.env = &env;
-  ctx.seed = seed;
-  ctx.sample_budget = budget;
-  ctx.time_limit_s = 60;
-  return ctx;
-}
-
 void log_seed(const Args& a, uint64_t seed, const char* what, double step, double wall) {
   std::fprintf(stderr, "%s %s seed %llu %s: %.4f ms, %.3f s\n", a.name.c_str(), a.cluster.c_str(),
                static_cast<unsigned long long>(seed), what, step * 1e3, wall);
@@ -105,7 +82,7 @@ Runs local_search_runs(const Args& a, const Graph& g, const Cluster& c) {
     Environment env(g, c);  // a fresh cache per seed
     const auto t0 = std::chrono::steady_clock::now();
     const PlaceResult r = make_placer("local_search")->place(context(g, c, env, seed, a.budget));
-    runs.wall_s.push_back(since(t0));
+    runs.wall_s.push_back(seconds_since(t0));
     runs.step_s.push_back(env.simulate(r.placement).step_s);
     log_seed(a, seed, "local_search", runs.step_s.back(), runs.wall_s.back());
   }
@@ -141,7 +118,7 @@ Runs finetune_runs(const Args& a) {
     quiet.progress = false;
     const auto t0 = std::chrono::steady_clock::now();
     const TrainResult r = train(c, nullptr, quiet);
-    runs.wall_s.push_back(since(t0));
+    runs.wall_s.push_back(seconds_since(t0));
     runs.step_s.push_back(r.policy_best_step_s > 0 ? r.policy_best_step_s : 1e9);
     log_seed(a, seed, ("fine-tuned (" + std::to_string(r.samples) + " samples)").c_str(), runs.step_s.back(),
              runs.wall_s.back());

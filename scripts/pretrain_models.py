@@ -18,7 +18,9 @@ import torch.nn as nn
 
 warnings.filterwarnings("ignore")
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench"))
 from make_export_fixtures import SquareLoss  # noqa: E402
+from heldout_models import export_models  # noqa: E402  (the held-out set's export, another seed)
 
 
 class UnrolledGruLm(nn.Module):
@@ -105,15 +107,7 @@ def models():
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
-    out = sys.argv[1]
-    os.makedirs(out, exist_ok=True)
-    for name, make in models().items():
-        torch.manual_seed(7)
-        module, inputs, train = make()
-        module.train(train)  # vision in eval mode (batch norm with running statistics), as the held-out set
-        program = torch.export.export(module, inputs)
-        torch.export.save(program, os.path.join(out, name + ".pt2"))
-        print(f"{name}: {len(program.graph.nodes)} FX nodes", flush=True)
+    export_models(models(), sys.argv[1], 7)
 
 
 if __name__ == "__main__":

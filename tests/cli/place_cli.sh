@@ -54,7 +54,7 @@ SRC="${2:-$(cd "$(dirname "$0")/../.." && pwd)}"
 grep -q "^method        policy:pretrained" "$TMP/pre.out" || fail "pretrained: method line"
 grep -q "^policy alone  [0-9.e-]* s per step, placed in" "$TMP/pre.out" || fail "pretrained: the policy alone"
 grep -q "^refinement    " "$TMP/pre.out" || fail "pretrained: refinement line"
-grep -q "^timing        checkpoint loaded in" "$TMP/pre.out" || fail "pretrained: timing line"
+grep -q "^timing        graph read and set up in" "$TMP/pre.out" || fail "pretrained: timing line"
 "$PLACER" place --policy pretrained --no-refine --graph "$TMP/g.json" --cluster p100x4 -o "$TMP/pre2.json" > "$TMP/pre2.out" ||
   fail "place --policy pretrained --no-refine"
 grep -q "^refinement    not run (--no-refine)" "$TMP/pre2.out" || fail "--no-refine"

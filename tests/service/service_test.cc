@@ -295,23 +295,30 @@ TEST(Service, JobsRunningWhenTheServerStopsReportFailedAfterRestart) {
   placer::remove_tree(dir);
 }
 
-TEST(Service, PlaceDecodesWithALoadedPolicyAndExplicitPolicyErrorsAreNamed) {
-  auto dir = std::filesystem::temp_directory_path() / ("placer_svc_policy_" + std::to_string(::getpid()));
+// A small seq2seq policy for kMlp's graph on k80x2 in `dir`, cloned from `method`.
+void train_mlp_policy(const std::filesystem::path& dir, const std::string& name, const std::string& method,
+                      int bc_steps, int64_t updates, int place_samples) {
   placer::remove_tree(dir);
   TrainConfig t;
-  t.name = "svc";
+  t.name = name;
   t.graph.builder = "mlp";
   t.graph.options = {{"layers", 2}, {"width", 64}, {"input", 64}, {"batch", 8}};
   t.cluster = "k80x2";
   t.policy.hidden = 16;
-  t.optimizer.updates = 3;
+  if (place_samples > 0) t.policy.place_samples = place_samples;
+  t.optimizer.updates = updates;
   t.optimizer.samples_per_update = 4;
-  t.warm_start.methods = {"m_etf"};
-  t.warm_start.bc_steps = 5;
+  t.warm_start.methods = {method};
+  t.warm_start.bc_steps = bc_steps;
   t.run.output_dir = dir.string();
   TrainControls quiet;
   quiet.progress = false;
   train(t, nullptr, quiet);
+}
+
+TEST(Service, PlaceDecodesWithALoadedPolicyAndExplicitPolicyErrorsAreNamed) {
+  auto dir = std::filesystem::temp_directory_path() / ("placer_svc_policy_" + std::to_string(::getpid()));
+  train_mlp_policy(dir, "svc", "m_etf", 5, 3, 0);
   ServiceConfig c = small_config();
   c.policies = {{"mlp2", dir.string(), "tiny"}};
   PlacementService s(c);
@@ -338,21 +345,7 @@ double number_after(const std::string& reply, const std::string& key, size_t fro
 // (slow on this MLP) loses to the fast path, and the reply says who found it.
 TEST(Service, PlaceWithTheDefaultPolicyIsNeverSlowerThanTheFastPath) {
   auto dir = std::filesystem::temp_directory_path() / ("placer_svc_rr_" + std::to_string(::getpid()));
-  placer::remove_tree(dir);
-  TrainConfig t;
-  t.name = "rr";
-  t.graph.builder = "mlp";
-  t.graph.options = {{"layers", 2}, {"width", 64}, {"input", 64}, {"batch", 8}};
-  t.cluster = "k80x2";
-  t.policy.hidden = 16;
-  t.policy.place_samples = 1;
-  t.optimizer.updates = 0;
-  t.warm_start.methods = {"round_robin"};
-  t.warm_start.bc_steps = 200;
-  t.run.output_dir = dir.string();
-  TrainControls quiet;
-  quiet.progress = false;
-  train(t, nullptr, quiet);
+  train_mlp_policy(dir, "rr", "round_robin", 200, 0, 1);
   ServiceConfig c = small_config();
   c.policies = {{"rr", dir.string(), "clones round_robin"}};
   PlacementService s(c);
