@@ -184,9 +184,7 @@ std::string versus(const Runs& x, const Runs& ls) {
 
 int main(int argc, char** argv) try {
   const Args a = parse(argc, argv);
-  GraphSource src;
-  src.file = a.graph;
-  const Graph g = src.load();
+  const Graph g = placer::bench::graph_file(a.graph);
   const Cluster c = resolve_cluster(a.cluster);
   Environment env(g, c);
   const double bound = env.lower_bound();

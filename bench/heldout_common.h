@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "placer/agent/placer.h"
+#include "placer/agent/train.h"
 
 namespace placer::bench {
 
@@ -31,6 +32,13 @@ struct Runs {
     return v;
   }
 };
+
+// A held-out graph file (.json or binary).
+inline Graph graph_file(const std::string& path) {
+  GraphSource src;
+  src.file = path;
+  return src.load();
+}
 
 inline PlaceContext context(const Graph& g, const Cluster& c, Environment& env, uint64_t seed, int64_t budget) {
   PlaceContext ctx;

@@ -139,9 +139,7 @@ std::string cell(const Runs& r, const Runs& ls, double slack) {
 
 int main(int argc, char** argv) try {
   const Args a = parse(argc, argv);
-  GraphSource src;
-  src.file = a.graph;
-  const Graph g = src.load();
+  const Graph g = placer::bench::graph_file(a.graph);
   const Cluster c = resolve_cluster(a.cluster);
   const double bound = Environment(g, c).lower_bound();
   const Runs ls = local_search_runs(a, g, c);
