@@ -5,7 +5,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo test bench clean gpu-bundle format
+.PHONY: all deps configure build demo test bench clean gpu-bundle format pretrained
 
 all: build
 
@@ -26,6 +26,10 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -LE gpu -j $(JOBS) --timeout 900
+
+# Remake the pretrained gnn policy in policies/pretrained/ (configs/pretrain_gnn.yaml; ~15 min on 2 cores).
+pretrained: build
+	bash scripts/pretrain.sh $(BUILD) policies/pretrained
 
 # What a bare GPU machine needs (Debian .debs, a pyzmq wheel) for scripts/gpu-check.sh: docs/gpu.md.
 gpu-bundle: deps

@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -34,6 +35,9 @@ namespace {
 struct PlaceArgs {
   std::string method;
   std::string checkpoint;
+  std::string policy;
+  double time_budget_s = 1.0;
+  bool no_refine = false;
   std::string graph;
   std::string cluster;
   std::string devices;
@@ -115,16 +119,57 @@ void print_stages(const Environment& env, const Placement& placement) {
                           .c_str());
 }
 
+// `placer place --policy NAME|DIR`: the policy alone, then local_search from
+// its placement for the rest of --time-budget (counted from when the command
+// began reading the graph: `setup_s` already spent); both printed apart.
+PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx, double setup_s, std::string* report) {
+  const PolicyAnswer pa = place_with_policy(a.policy, ctx, a.time_budget_s - setup_s, !a.no_refine);
+  PlaceResult r = pa.policy;
+  r.method = "policy:" + a.policy + (pa.improved ? "+local_search" : "");
+  r.placement = pa.placement;
+  r.place_seconds = pa.seconds;
+  r.note.clear();  // in the "policy alone" line
+  char line[512];
+  std::snprintf(line, sizeof line, "%.6g s per step%s, placed in %.3f s (%s)", pa.policy_step_s,
+                pa.policy_ok ? "" : " (failed)", pa.policy.place_seconds, pa.policy.note.c_str());
+  *report = "policy alone  " + std::string(line) + "\n";
+  if (!pa.refined) {
+    *report += std::string("refinement    not run") +
+               (a.no_refine ? " (--no-refine)" : " (no time left in the budget)") + "\n";
+  } else {
+    std::snprintf(line, sizeof line,
+                  "local_search from the policy's placement: %.6g s per step (%+.2f%%), %lld evaluations in %.3f s%s",
+                  pa.improved ? pa.step_s : pa.policy_step_s, 100.0 * (pa.step_s / pa.policy_step_s - 1.0),
+                  static_cast<long long>(pa.refinement.evaluations), pa.refinement.place_seconds,
+                  pa.improved ? "" : ", nothing faster");
+    *report += "refinement    " + std::string(line) + "\n";
+  }
+  std::snprintf(line, sizeof line,
+                "graph read and set up in %.3f s, checkpoint loaded in %.3f s, policy %.3f s, refinement %.3f s "
+                "(%.3f s in all; budget %.3g s)",
+                setup_s, pa.load_seconds, pa.policy.place_seconds, pa.refined ? pa.refinement.place_seconds : 0.0,
+                setup_s + pa.seconds, a.time_budget_s);
+  *report += "timing        " + std::string(line) + "\n";
+  return r;
+}
+
 void run_place(const PlaceArgs& a) {
-  if (a.method.empty() == a.checkpoint.empty()) throw InputError("give exactly one of --method or --checkpoint");
+  const auto started = std::chrono::steady_clock::now();
+  if ((!a.method.empty()) + (!a.checkpoint.empty()) + (!a.policy.empty()) != 1)
+    throw InputError("give exactly one of --method, --checkpoint or --policy");
   const Graph graph = load_graph(a.graph);
   const Cluster cluster = cluster_of(a);
   check_split_spec_graph(a.split_spec, graph);
   Environment env(graph, cluster, env_options(a));
   const PlaceContext ctx = context_of(a, graph, cluster, env);
   PlaceResult r;
+  std::string policy_report;
   try {
-    r = a.checkpoint.empty() ? make_placer(a.method)->place(ctx) : place_with_checkpoint(a.checkpoint, ctx);
+    if (!a.policy.empty())
+      r = place_with_named_policy(
+          a, ctx, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(), &policy_report);
+    else
+      r = a.checkpoint.empty() ? make_placer(a.method)->place(ctx) : place_with_checkpoint(a.checkpoint, ctx);
   } catch (const NoFeasiblePlacement& e) {
     throw std::runtime_error(std::string("no feasible placement: ") + e.what());
   }
@@ -139,6 +184,7 @@ void run_place(const PlaceArgs& a) {
     std::printf("pipeline      %s\n", pipeline_figures_text(pipeline_figures(s, env.options().pipeline)).c_str());
   std::printf("lower bound   %.6g s (gap %.1f%%)\n", lb, lb > 0 ? 100.0 * (s.step_s - lb) / lb : 0.0);
   std::printf("placed in     %.3f s\n", r.place_seconds);
+  std::printf("%s", policy_report.c_str());
   if (!r.note.empty()) std::printf("note          %s\n", r.note.c_str());
   std::printf("wrote         %s\n", a.output.c_str());
   if (env.options().objective == Objective::Pipeline) print_stages(env, r.placement);
@@ -393,6 +439,16 @@ void add_agent_commands(CLI::App& app) {
                     "Placement method: single, round_robin, random, expert, mincut, "
                     "m_topo, m_etf, m_sct, heft, dp, ilp, local_search, guided_search");
   place->add_option("--checkpoint", place_args->checkpoint, "A `placer train` result folder (learned placer)");
+  place->add_option("--policy", place_args->policy,
+                    "A learned policy, zero-shot: 'pretrained' (policies/pretrained, or $PLACER_PRETRAINED) or a "
+                    "`placer train` result folder; its proposals, then local_search from its best within "
+                    "--time-budget");
+  place
+      ->add_option("--time-budget", place_args->time_budget_s,
+                   "--policy: wall seconds for loading, the policy and the refinement")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  place->add_flag("--no-refine", place_args->no_refine, "--policy: the policy alone, no local_search after it");
   add_common(place, *place_args);
   add_objective_options(place, &place_args->objective);
   place->add_option("-o,--output", place_args->output, "Placement file to write (JSON)")->required();

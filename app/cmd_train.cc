@@ -23,6 +23,8 @@ struct TrainArgs {
   bool quiet = false;
   std::string output;
   std::string cluster;
+  std::string graph;
+  std::string init_from;
   std::string profile;
   std::string reward_mode;
   ObjectiveArgs objective;  // applied only where given on the command line
@@ -133,6 +135,11 @@ void add_train_commands(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "Result folder (default: the config's run.output_dir or runs/<name>)");
   cmd->add_option("--cluster", args->cluster,
                   "Override cluster (a preset, a cluster file or a device list, e.g. cpu:8+cuda:0)");
+  cmd->add_option("--graph", args->graph,
+                  "Override graph: train on this graph file alone (the config's family and held_out dropped)");
+  cmd->add_option("--init-from", args->init_from,
+                  "Override policy.init_from: start from 'pretrained' (the shipped gnn) or a result folder's weights "
+                  "(fine-tuning; configs/finetune_pretrained.yaml)");
   cmd->add_option("--profile", args->profile, "Override reward.profile (a `placer profile` output for that cluster)");
   cmd->add_option("--reward-mode", args->reward_mode, "Override reward.mode")
       ->check(CLI::IsMember({"simulated", "measured", "hybrid"}));
@@ -163,6 +170,13 @@ void add_train_commands(CLI::App& app) {
     if (cmd->count("--schedule")) c.reward.pipeline.schedule = schedule_named(args->objective.schedule);
     if (!args->output.empty()) c.run.output_dir = args->output;
     if (!args->cluster.empty()) c.cluster = args->cluster;
+    if (!args->graph.empty()) {
+      c.graph = GraphSource{};
+      c.graph.file = args->graph;
+      c.family.clear();
+      c.held_out.clear();
+    }
+    if (!args->init_from.empty()) c.policy.init_from = args->init_from;
     if (!args->profile.empty()) c.reward.profile = args->profile;
     if (!args->reward_mode.empty()) c.reward.mode = parse_reward_mode(args->reward_mode);
     if (args->updates >= 0) c.optimizer.updates = args->updates;

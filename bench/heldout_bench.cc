@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "heldout_common.h"
 #include "placer/agent/placer.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
@@ -29,6 +30,9 @@
 #include "placer/graphs/error.h"
 
 using namespace placer;
+using placer::bench::context;
+using placer::bench::Runs;
+using placer::bench::seconds_since;
 
 namespace {
 
@@ -78,35 +82,6 @@ Args parse(int argc, char** argv) {
   if (a.graph.empty() || a.budget < 16 || a.seeds.empty()) throw InputError("usage: heldout_bench GRAPH.json ...");
   if (a.name.empty()) a.name = a.graph;
   return a;
-}
-
-double seconds_since(std::chrono::steady_clock::time_point t) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
-}
-
-struct Runs {
-  std::vector<double> step_s, wall_s;
-  std::vector<int64_t> evals;
-  std::string note;
-  bool ran() const { return !step_s.empty(); }
-  double median() const { return sorted(step_s)[(step_s.size() - 1) / 2]; }  // the lower middle
-  double worst() const { return *std::max_element(step_s.begin(), step_s.end()); }
-  double median_wall() const { return sorted(wall_s)[(wall_s.size() - 1) / 2]; }
-  static std::vector<double> sorted(std::vector<double> v) {
-    std::sort(v.begin(), v.end());
-    return v;
-  }
-};
-
-PlaceContext context(const Graph& g, const Cluster& c, Environment& env, uint64_t seed, int64_t budget) {
-  PlaceContext ctx;
-  ctx.graph = &g;
-  ctx.cluster = &c;
-  ctx.env = &env;
-  ctx.seed = seed;
-  ctx.sample_budget = budget;
-  ctx.time_limit_s = 60;
-  return ctx;
 }
 
 // The fastest deterministic heuristic: (method, simulated step).
@@ -209,9 +184,7 @@ std::string versus(const Runs& x, const Runs& ls) {
 
 int main(int argc, char** argv) try {
   const Args a = parse(argc, argv);
-  GraphSource src;
-  src.file = a.graph;
-  const Graph g = src.load();
+  const Graph g = placer::bench::graph_file(a.graph);
   const Cluster c = resolve_cluster(a.cluster);
   Environment env(g, c);
   const double bound = env.lower_bound();

@@ -114,18 +114,22 @@ def models():
     }
 
 
-def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
-    out = sys.argv[1]
+def export_models(made, out, seed):
+    """Exports every (module, inputs, train) maker of `made` to OUT/NAME.pt2, torch.manual_seed(seed) before each."""
     os.makedirs(out, exist_ok=True)
-    for name, make in models().items():
-        torch.manual_seed(25)
+    for name, make in made.items():
+        torch.manual_seed(seed)
         module, inputs, train = make()
         module.train(train)  # vision in eval mode (batch norm with running statistics), as bench/import_coverage.sh
         program = torch.export.export(module, inputs)
         torch.export.save(program, os.path.join(out, name + ".pt2"))
         print(f"{name}: {len(program.graph.nodes)} FX nodes", flush=True)
+
+
+def main():
+    if len(sys.argv) != 2:
+        sys.exit(__doc__)
+    export_models(models(), sys.argv[1], 25)
 
 
 if __name__ == "__main__":

@@ -43,6 +43,17 @@ AnnealingStart best_start(const PlaceContext& ctx, const UnitProblem& p) {
   return start;
 }
 
+AnnealingStart given_start(const UnitProblem& p, const Placement& placement) {
+  if (static_cast<int32_t>(placement.device_of.size()) != p.n)
+    throw PlacementError("local_search: the start placement has " + std::to_string(placement.device_of.size()) +
+                         " ops, the graph " + std::to_string(p.n));
+  AnnealingStart start;
+  start.group_device.resize(p.groups());
+  for (int32_t g = 0; g < p.groups(); ++g) start.group_device[g] = placement.device_of[p.members[g][0]].value;
+  start.method = "the given start";
+  return start;
+}
+
 std::vector<int32_t> movable_groups(const UnitProblem& p) {
   std::vector<int32_t> movable;
   for (int32_t g = 0; g < p.groups(); ++g)

@@ -24,6 +24,9 @@ struct AnnealingStart {
 // without any, every group on device 0, repaired to fit memory.
 AnnealingStart best_start(const PlaceContext& ctx, const UnitProblem& p);
 
+// A given placement (PlaceContext::start) as the start: each group on its first op's device.
+AnnealingStart given_start(const UnitProblem& p, const Placement& placement);
+
 // Groups that do work are the ones worth moving (all of them if none does).
 std::vector<int32_t> movable_groups(const UnitProblem& p);
 

@@ -3,9 +3,12 @@
 // learned placer. Starts from the fastest of m_etf, heft, dp and expert; moves one group to
 // another device or swaps two groups, within device memory.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
+#include <utility>
 
 #include "local_search_start.h"
 #include "placer/env/environment.h"
@@ -27,11 +30,18 @@ class Annealing {
   // Runs until the budget of evaluations is spent. The initial temperature is
   // a fraction of the start's reward: a move that costs that fraction of the
   // reward is accepted with probability 1/e.
-  void run(int64_t budget) {
+  // With a deadline (a given start), also until then: the schedule follows
+  // whichever of the budget and the time runs out first.
+  void run(int64_t budget, std::optional<std::pair<Clock::time_point, double>> deadline = std::nullopt) {
     const double t0 = std::max(1e-12, option_double(ctx_, "temperature", 0.001) * std::fabs(cur_r_));
     const double t_end = t0 * 1e-3;
     while (evaluations_ < budget && p_.k > 1) {
-      const double frac = static_cast<double>(evaluations_) / static_cast<double>(budget);
+      double frac = static_cast<double>(evaluations_) / static_cast<double>(budget);
+      if (deadline) {
+        const double left = std::chrono::duration<double>(deadline->first - Clock::now()).count();
+        if (left <= 0) break;
+        frac = std::max(frac, 1.0 - left / deadline->second);
+      }
       const double temp = t0 * std::pow(t_end / t0, frac);
       const std::vector<std::pair<int32_t, int32_t>> changes = propose();
       if (!changes.empty()) try_move(changes, temp);
@@ -106,9 +116,17 @@ class LocalSearchPlacer : public UnitPlacer {
 
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const int64_t budget = std::max<int64_t>(1, ctx.sample_budget);
-    const AnnealingStart start = best_start(ctx, p);
+    const AnnealingStart start = ctx.start ? given_start(p, *ctx.start) : best_start(ctx, p);
     Annealing annealing(ctx, p, start.group_device);
-    annealing.run(budget);
+    if (ctx.start) {
+      const double limit = std::max(1e-3, ctx.time_limit_s);
+      annealing.run(
+          budget,
+          std::make_pair(started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit)),
+                         limit));
+    } else {
+      annealing.run(budget);
+    }
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "local_search: simulated annealing from %s, %lld evaluations, %lld accepted, reward %.6g -> %.6g",

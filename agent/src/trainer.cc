@@ -15,6 +15,7 @@
 #include <numeric>
 
 #include "placer/agent/compare.h"
+#include "placer/agent/learned.h"
 #include "placer/agent/placer.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
@@ -354,14 +355,21 @@ EnvOptions Trainer::setup() {
   torch::manual_seed(c_.run.seed);
   rng_.seed(c_.run.seed);
   policy_ = make_policy(policy_options(c_));
-  if (!c_.policy.init_from.empty()) init_weights(c_.policy.init_from);
+  if (!c_.policy.init_from.empty())
+    init_weights(resolve_policy_dir(c_.policy.init_from));  // "pretrained": the shipped gnn
   opt_ = std::make_unique<torch::optim::Adam>(policy_->parameters(), torch::optim::AdamOptions(c_.optimizer.lr));
   std::vector<GraphSource> sources =
       (policy_->trains_on_family() && !c_.family.empty()) ? c_.family : std::vector<GraphSource>{c_.graph};
   for (const auto& s : sources) {
     auto t = std::make_unique<Task>();
     t->source = s;
-    t->env = std::make_unique<Environment>(s.load(), cluster_, eo);
+    // A family entry may name its own cluster (one policy for several clusters).
+    Cluster cluster = cluster_;
+    if (!s.cluster.empty()) {
+      cluster = resolve_cluster(s.cluster);
+      validate_cluster(cluster);
+    }
+    t->env = std::make_unique<Environment>(s.load(), cluster, eo);
     tasks_.push_back(std::move(t));
   }
   return eo;

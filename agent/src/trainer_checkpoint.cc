@@ -152,7 +152,8 @@ void Trainer::load_checkpoint(const std::string& path) {
       t.best_step_s = n["best_step_s"].as<double>();
       t.best_measured = n["best_measured"].as<bool>();
       t.best_at = n["best_at"].as<int64_t>();
-      if (n["best"]) t.best = placement_from_node(n["best"], t.env->graph(), cluster_, path + ": state.tasks.best");
+      if (n["best"])
+        t.best = placement_from_node(n["best"], t.env->graph(), t.env->cluster(), path + ": state.tasks.best");
       t.elites.clear();
       for (const YAML::Node& e : n["elites"]) {
         std::vector<int32_t> units = e["units"].as<std::vector<int32_t>>();
@@ -184,7 +185,8 @@ void Trainer::restore_warm_starts(const std::string& ckpt) {
     t.has_warm = ts[i]["has_warm"].as<bool>(false);
     t.warm_method = ts[i]["warm_method"].as<std::string>("");
     t.warm_step_s = ts[i]["warm_step_s"].as<double>(0.0);
-    if (t.has_warm) t.warm = placement_from_node(ts[i]["warm"], t.env->graph(), cluster_, ckpt + ": state.tasks.warm");
+    if (t.has_warm)
+      t.warm = placement_from_node(ts[i]["warm"], t.env->graph(), t.env->cluster(), ckpt + ": state.tasks.warm");
   }
 }
 

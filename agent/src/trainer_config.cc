@@ -26,7 +26,8 @@ Graph GraphSource::load() const {
 }
 
 std::string GraphSource::describe() const {
-  if (!file.empty()) return file;
+  const std::string on = cluster.empty() ? "" : " on " + cluster;
+  if (!file.empty()) return file + on;
   std::string s = builder + "(";
   bool first = true;
   for (const auto& [k, v] : options) {
@@ -34,7 +35,7 @@ std::string GraphSource::describe() const {
     first = false;
   }
   if (forward_only) s += std::string(first ? "" : ",") + "forward_only";
-  return s + ")";
+  return s + ")" + on;
 }
 
 const char* policy_type_name(PolicyType type) {
@@ -102,6 +103,7 @@ GraphSource parse_graph_source(const Node& node, const FieldFail& fail, const st
   sec.read("builder", &g.builder);
   sec.read("file", &g.file);
   sec.read("forward_only", &g.forward_only);
+  sec.read("cluster", &g.cluster);
   const Node opts = sec.get("options");
   if (opts.present() && !opts.is_null()) {
     if (!opts.is_map()) sec.fail(sec.path("options"), "expected a map of integers, got " + opts.describe());
@@ -300,8 +302,9 @@ std::string list(const std::vector<std::string>& v) {
   return o + "]";
 }
 std::string source(const GraphSource& g) {
-  if (!g.file.empty()) return "{\"file\": " + json_quote(g.file) + "}";
-  std::string o = "{\"builder\": " + json_quote(g.builder) +
+  const std::string on = g.cluster.empty() ? "" : ", \"cluster\": " + json_quote(g.cluster);
+  if (!g.file.empty()) return "{\"file\": " + json_quote(g.file) + on + "}";
+  std::string o = "{\"builder\": " + json_quote(g.builder) + on +
                   ", \"forward_only\": " + (g.forward_only ? "true" : "false") + ", \"options\": {";
   bool first = true;
   for (const auto& [k, v] : g.options) {

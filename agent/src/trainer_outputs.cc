@@ -7,6 +7,7 @@
 
 #include "placer/agent/compare.h"
 #include "placer/env/pipeline_objective.h"
+#include "placer/env/presets.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/timing.h"
@@ -36,7 +37,7 @@ void Trainer::write_outputs(TrainResult* res) {
   res->samples = samples_;
   if (res->best_found_by == "policy" || res->best_found_by == "none") {
     res->best_measured = t0.best_measured || res->table != "simulated";
-    if (!t0.best.device_of.empty()) res->best_placement = to_named(t0.env->graph(), cluster_, t0.best);
+    if (!t0.best.device_of.empty()) res->best_placement = to_named(t0.env->graph(), t0.env->cluster(), t0.best);
   } else {  // a baseline's placement, measured when its row was
     res->best_measured = res->table != "simulated" || c_.reward.mode == RewardMode::Measured;
   }
@@ -49,10 +50,11 @@ void Trainer::write_outputs(TrainResult* res) {
   res->warm_start_step_s = t0.warm_step_s;
   if (!res->best_placement.device.empty()) save_placement(res->best_placement, dir_ + "/best_placement.json");
   if (!t0.best.device_of.empty())
-    save_placement(to_named(t0.env->graph(), cluster_, t0.best), dir_ + "/policy_best_placement.json");
-  if (t0.has_warm) save_placement(to_named(t0.env->graph(), cluster_, t0.warm), dir_ + "/warm_start_placement.json");
+    save_placement(to_named(t0.env->graph(), t0.env->cluster(), t0.best), dir_ + "/policy_best_placement.json");
+  if (t0.has_warm)
+    save_placement(to_named(t0.env->graph(), t0.env->cluster(), t0.warm), dir_ + "/warm_start_placement.json");
   write_file_atomic(dir_ + "/reward.svg",
-                    reward_svg(rows_, c_.name + ": " + t0.env->graph().name + " on " + cluster_.name,
+                    reward_svg(rows_, c_.name + ": " + t0.env->graph().name + " on " + t0.env->cluster().name,
                                res->lower_bound_s, t0.warm_step_s, "warm start (" + t0.warm_method + ")"));
 }
 
@@ -91,7 +93,7 @@ void Trainer::compare_baselines(TrainResult* res, bool compare) {
     if (compare && !listed(m) && std::find(more.begin(), more.end(), m) == more.end()) more.push_back(m);
   PlaceContext ctx;
   ctx.graph = &t0.env->graph();
-  ctx.cluster = &cluster_;
+  ctx.cluster = &t0.env->cluster();
   ctx.env = t0.env.get();
   ctx.seed = c_.run.seed;
   // Searches (local_search) get the policy's own sample budget: compared at equal budget.
@@ -150,7 +152,7 @@ void Trainer::final_table(TrainResult* res, bool measure) {
       if (b.step_s < res->best_step_s || (policy_holds && b.step_s == res->best_step_s)) {
         res->best_step_s = b.step_s;
         res->best_found_by = b.method;
-        res->best_placement = to_named(t0.env->graph(), cluster_, b.placement);
+        res->best_placement = to_named(t0.env->graph(), t0.env->cluster(), b.placement);
       }
     }
   if (t0.best.device_of.empty()) res->policy_best_step_s = 0.0;  // the policy evaluated nothing
@@ -160,7 +162,7 @@ void Trainer::final_table(TrainResult* res, bool measure) {
 void Trainer::place_held_out(const EnvOptions& eo, TrainResult* result) {
   TrainResult& res = *result;
   for (const GraphSource& s : c_.held_out) {
-    Environment env(s.load(), cluster_, eo);
+    Environment env(s.load(), s.cluster.empty() ? cluster_ : resolve_cluster(s.cluster), eo);
     const auto t1 = Clock::now();
     PolicyInputOptions po;
     po.max_units = c_.policy.max_groups;
@@ -184,7 +186,7 @@ std::string Trainer::pipeline_summary(const TrainResult& res) const {
   std::string out = ",\n  \"objective\": " + json_quote(objective_name(o.objective));
   if (res.best_placement.device.empty()) return out;
   const Environment& env = *tasks_[0]->env;
-  const StepResult best = env.simulate(from_named(env.graph(), cluster_, res.best_placement));
+  const StepResult best = env.simulate(from_named(env.graph(), env.cluster(), res.best_placement));
   return out + ",\n  \"pipeline\": " + pipeline_figures_json(pipeline_figures(best, o.pipeline));
 }
 
@@ -192,7 +194,7 @@ void Trainer::write_summary(const TrainResult& res) {
   std::ostringstream o;
   o << "{\n  \"name\": " << json_quote(c_.name) << ",\n  \"graph\": " << json_quote(tasks_[0]->env->graph().name)
     << ",\n  \"ops\": " << tasks_[0]->env->graph().size() << ",\n  \"units\": " << tasks_[0]->problem.n
-    << ",\n  \"cluster\": " << json_quote(cluster_.name)
+    << ",\n  \"cluster\": " << json_quote(tasks_[0]->env->cluster().name)
     << ",\n  \"policy\": " << json_quote(policy_type_name(c_.policy.type))
     << ",\n  \"reward_mode\": " << json_quote(reward_mode_name(c_.reward.mode)) << ",\n  \"updates\": " << res.updates
     << ",\n  \"samples\": " << res.samples << ",\n  \"train_seconds\": " << num(rl_seconds_)

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <optional>
 
 #include <unistd.h>
 
@@ -18,12 +20,12 @@
 #include "placer/frontends/builders.h"
 #include "placer/frontends/torch_import.h"
 #include "placer/graphs/fields.h"
+#include "placer/graphs/files.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/timing.h"
 #include "placer/graphs/validate.h"
 #include "placer/service/metrics.h"
 #include "placer/service/workers.h"
-#include "placer/graphs/files.h"
 #include "prepared.h"
 
 namespace placer::service {
@@ -358,6 +360,7 @@ struct PlaceAnswer {
   StepResult result;
   std::string method;  // "" = none yet
   std::string note;
+  std::optional<double> policy_step_s;  // the policy's own simulated step, when a policy placed it
 };
 
 namespace {
@@ -376,6 +379,22 @@ void fall_back_to_baseline(const PreparedRequest& p, bool policy_loaded, PlaceAn
   a.result = b.result;
   a.method = b.method;
   if (!policy_loaded) a.note += "no policy loaded: best of the fast-path baselines";
+}
+
+// No policy named: the default policy's answer stands only when the fast
+// path's best baseline is not strictly faster (the answer is never slower
+// than the fast path's; `method` says who found it).
+void prefer_fast_path(const PreparedRequest& p, PlaceAnswer& a) {
+  if (p.best < 0 || a.method.empty() || !a.result.ok()) return;
+  const auto& b = p.baselines[p.best];
+  if (!b.result.ok() || b.result.step_s >= a.result.step_s) return;
+  char buf[160];
+  std::snprintf(buf, sizeof buf, "the fast path's %s (%.6g s) is faster than %s (%.6g s)", b.method.c_str(),
+                b.result.step_s, a.method.c_str(), a.result.step_s);
+  a.note += buf;
+  a.placement = b.placement;
+  a.result = b.result;
+  a.method = b.method;
 }
 
 // One local search run from the answer, within the request's samples and half the time left.
@@ -417,6 +436,7 @@ std::string place_reply(const Request& r, const PreparedRequest& p, const PlaceA
     o.null();
   }
   o.field("place_seconds", seconds_since(start));
+  if (a.policy_step_s) o.field("policy_step_s", *a.policy_step_s);
   if (!a.note.empty()) o.field("note", a.note);
   if (r.include_placement) o.placement("placement", to_named(p.graph, p.cluster, a.placement));
   o.end();
@@ -490,6 +510,8 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
   const std::shared_ptr<const PreparedRequest> p = prepare(r);
   PlaceAnswer a;
   if (policy) decode_with_policy(*policy, r, *p, deadline, a);
+  if (!a.method.empty() && a.result.ok()) a.policy_step_s = a.result.step_s;
+  if (r.policy.empty()) prefer_fast_path(*p, a);
   if (a.method.empty() || !a.result.ok()) fall_back_to_baseline(*p, !policy_name.empty(), a);
   if (r.refine_samples > 0) refine(r, *p, deadline, a);
   return place_reply(r, *p, a, start);

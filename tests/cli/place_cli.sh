@@ -46,4 +46,29 @@ for m in j["methods"]:
 rows = list(csv.DictReader(open(sys.argv[2])))
 assert len(rows) == 4 and rows[0]["method"] == "single"
 PY
+# The shipped pretrained policy zero-shot (the policy alone, then local_search from
+# it within the time budget), printed apart; a missing or corrupt policy names its path.
+SRC="${2:-$(cd "$(dirname "$0")/../.." && pwd)}"
+"$PLACER" place --policy pretrained --graph "$TMP/g.json" --cluster p100x4 -o "$TMP/pre.json" > "$TMP/pre.out" ||
+  fail "place --policy pretrained"
+grep -q "^method        policy:pretrained" "$TMP/pre.out" || fail "pretrained: method line"
+grep -q "^policy alone  [0-9.e-]* s per step, placed in" "$TMP/pre.out" || fail "pretrained: the policy alone"
+grep -q "^refinement    " "$TMP/pre.out" || fail "pretrained: refinement line"
+grep -q "^timing        graph read and set up in" "$TMP/pre.out" || fail "pretrained: timing line"
+"$PLACER" place --policy pretrained --no-refine --graph "$TMP/g.json" --cluster p100x4 -o "$TMP/pre2.json" > "$TMP/pre2.out" ||
+  fail "place --policy pretrained --no-refine"
+grep -q "^refinement    not run (--no-refine)" "$TMP/pre2.out" || fail "--no-refine"
+set +e
+PLACER_PRETRAINED="$TMP/none" "$PLACER" place --policy pretrained --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q "policy 'pretrained': $TMP/none does not exist" "$TMP/err" || fail "missing pretrained policy: $(cat "$TMP/err")"
+mkdir -p "$TMP/bad" && echo garbage > "$TMP/bad/checkpoint.pt"
+PLACER_PRETRAINED="$TMP/bad" "$PLACER" place --policy pretrained --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q "$TMP/bad/checkpoint.pt: not a readable checkpoint" "$TMP/err" || fail "corrupt pretrained policy: $(cat "$TMP/err")"
+"$PLACER" place --policy pretrained --method dp --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q "exactly one of --method, --checkpoint or --policy" "$TMP/err" || fail "--policy with --method"
+set -e
+# Fine-tuning from it: one update of the shipped fine-tuning config.
+"$PLACER" train --config "$SRC/configs/finetune_pretrained.yaml" --graph "$TMP/g.json" --cluster k80x4 \
+  --updates 1 -o "$TMP/ft" -q > "$TMP/ft.out" || fail "fine-tune from pretrained"
+grep -q "20 sampled placements" "$TMP/ft.out" || fail "fine-tune: $(cat "$TMP/ft.out")"
 echo "place_cli: ok"

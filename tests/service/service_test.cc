@@ -14,10 +14,10 @@
 
 #include "placer/agent/train.h"
 #include "placer/frontends/builders.h"
+#include "placer/graphs/files.h"
 #include "placer/graphs/serialize.h"
 #include "placer/runtime/runtime.h"
 #include "placer/service/metrics.h"
-#include "placer/graphs/files.h"
 
 namespace placer::service {
 namespace {
@@ -295,23 +295,30 @@ TEST(Service, JobsRunningWhenTheServerStopsReportFailedAfterRestart) {
   placer::remove_tree(dir);
 }
 
-TEST(Service, PlaceDecodesWithALoadedPolicyAndExplicitPolicyErrorsAreNamed) {
-  auto dir = std::filesystem::temp_directory_path() / ("placer_svc_policy_" + std::to_string(::getpid()));
+// A small seq2seq policy for kMlp's graph on k80x2 in `dir`, cloned from `method`.
+void train_mlp_policy(const std::filesystem::path& dir, const std::string& name, const std::string& method,
+                      int bc_steps, int64_t updates, int place_samples) {
   placer::remove_tree(dir);
   TrainConfig t;
-  t.name = "svc";
+  t.name = name;
   t.graph.builder = "mlp";
   t.graph.options = {{"layers", 2}, {"width", 64}, {"input", 64}, {"batch", 8}};
   t.cluster = "k80x2";
   t.policy.hidden = 16;
-  t.optimizer.updates = 3;
+  if (place_samples > 0) t.policy.place_samples = place_samples;
+  t.optimizer.updates = updates;
   t.optimizer.samples_per_update = 4;
-  t.warm_start.methods = {"m_etf"};
-  t.warm_start.bc_steps = 5;
+  t.warm_start.methods = {method};
+  t.warm_start.bc_steps = bc_steps;
   t.run.output_dir = dir.string();
   TrainControls quiet;
   quiet.progress = false;
   train(t, nullptr, quiet);
+}
+
+TEST(Service, PlaceDecodesWithALoadedPolicyAndExplicitPolicyErrorsAreNamed) {
+  auto dir = std::filesystem::temp_directory_path() / ("placer_svc_policy_" + std::to_string(::getpid()));
+  train_mlp_policy(dir, "svc", "m_etf", 5, 3, 0);
   ServiceConfig c = small_config();
   c.policies = {{"mlp2", dir.string(), "tiny"}};
   PlacementService s(c);
@@ -323,6 +330,40 @@ TEST(Service, PlaceDecodesWithALoadedPolicyAndExplicitPolicyErrorsAreNamed) {
             "not_found policy: no policy 'nope' is loaded (ask `policies`)");
   EXPECT_EQ(handle(s, R"({"version":1,"type":"policies"})"),
             R"({"default":"mlp2","policies":[{"name":"mlp2","description":"tiny","available":true}]})");
+  placer::remove_tree(dir);
+}
+
+// The number after "key": in a reply, from `from` on.
+double number_after(const std::string& reply, const std::string& key, size_t from = 0) {
+  const size_t at = reply.find("\"" + key + "\":", from);
+  if (at == std::string::npos) return -1.0;
+  return std::stod(reply.substr(at + key.size() + 3));
+}
+
+// With no policy named, the default policy's placement stands only when the
+// fast path's best baseline is not faster: a policy cloned from round_robin
+// (slow on this MLP) loses to the fast path, and the reply says who found it.
+TEST(Service, PlaceWithTheDefaultPolicyIsNeverSlowerThanTheFastPath) {
+  auto dir = std::filesystem::temp_directory_path() / ("placer_svc_rr_" + std::to_string(::getpid()));
+  train_mlp_policy(dir, "rr", "round_robin", 200, 0, 1);
+  ServiceConfig c = small_config();
+  c.policies = {{"rr", dir.string(), "clones round_robin"}};
+  PlacementService s(c);
+  const std::string head = std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x2")";
+  const std::string r = handle(s, head + "}");
+  const double step = number_after(r, "step_s");
+  const double fast = number_after(r, "step_s", r.find("\"best_baseline\":{"));
+  const double policy = number_after(r, "policy_step_s");
+  ASSERT_GT(step, 0) << r.substr(0, 400);
+  ASSERT_GT(fast, 0) << r.substr(0, 400);
+  EXPECT_LE(step, fast) << r.substr(0, 400);
+  ASSERT_GT(policy, fast) << "the round_robin clone should be slower here: " << r.substr(0, 400);
+  EXPECT_EQ(r.find(R"("method":"policy:rr")"), std::string::npos) << r.substr(0, 400);
+  EXPECT_NE(r.find("is faster than policy:rr"), std::string::npos) << r.substr(0, 400);
+  // Naming the policy asks for its placement, as before.
+  const std::string named = handle(s, head + R"(,"policy":"rr"})");
+  EXPECT_NE(named.find(R"("method":"policy:rr")"), std::string::npos) << named.substr(0, 400);
+  EXPECT_DOUBLE_EQ(number_after(named, "step_s"), policy);
   placer::remove_tree(dir);
 }
 

@@ -32,4 +32,35 @@ class LoadedPolicy {
   std::unique_ptr<Impl> impl_;
 };
 
+// The pretrained gnn shipped with placer (policies/pretrained/, remade by
+// `make pretrained`): $PLACER_PRETRAINED when set, else the source tree's folder.
+std::string pretrained_policy_dir();
+// A policy named on the command line: "pretrained" is pretrained_policy_dir(),
+// anything else a `placer train` result folder (or its checkpoint file).
+std::string resolve_policy_dir(const std::string& name);
+// LoadedPolicy::load of resolve_policy_dir(name); a missing or unreadable
+// checkpoint is an InputError naming `name` and the path.
+std::shared_ptr<const LoadedPolicy> load_named_policy(const std::string& name);
+
+// A policy's zero-shot answer within a wall-time budget: the policy alone (its
+// greedy decode and samples, the simulator keeps the fastest), then, with
+// `refine`, local_search's annealing started from it for what is left of the
+// budget. Both are reported apart, so a search's find is never credited to
+// the policy.
+struct PolicyAnswer {
+  PlaceResult policy;          // the policy alone (place_seconds: its decode)
+  double policy_step_s = 0.0;  // simulated (failed placements: their simulated time, policy_ok false)
+  bool policy_ok = false;
+  bool refined = false;       // local_search ran from the policy's placement
+  bool improved = false;      // ... and found a faster one: `placement` is it
+  PlaceResult refinement;     // local_search's result when it ran
+  Placement placement;        // the answer: the refinement's when faster, else the policy's
+  double step_s = 0.0;        // the answer's simulated step
+  double load_seconds = 0.0;  // loading the checkpoint (load_named_policy)
+  double seconds = 0.0;       // wall time in all: load, policy and refinement
+};
+PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& context, double budget_s, bool refine);
+// The same with the policy loaded by name first, the load counted in the budget.
+PolicyAnswer place_with_policy(const std::string& name, const PlaceContext& context, double budget_s, bool refine);
+
 }  // namespace placer

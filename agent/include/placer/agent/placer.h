@@ -31,6 +31,10 @@ struct PlaceContext {
   int64_t sample_budget = 2000;  // evaluations a search method may spend
   double time_limit_s = 60.0;
   std::map<std::string, std::string> options;  // method-specific ("objective": "latency", ...)
+  // local_search: anneal from this placement instead of the best of its
+  // heuristics; then time_limit_s also ends it (the temperature follows
+  // whichever of time and budget runs out first). Null: as always.
+  const Placement* start = nullptr;
 };
 
 struct PlaceResult {

@@ -29,8 +29,11 @@ struct GraphSource {
   bool forward_only = false;
   std::string file;                    // a graph file instead of a builder
   std::shared_ptr<const Graph> value;  // the graph itself (then neither built nor read)
-  std::string describe() const;        // "nmt(layers=2,hidden=512)" or the file path
-  Graph load() const;                  // the value, or builds it, or reads the file
+  // family / held_out entries: the cluster this graph is placed on, when not
+  // the config's `cluster` (a preset, cluster file or device list).
+  std::string cluster;
+  std::string describe() const;  // "nmt(layers=2,hidden=512)" or the file path; "... on p100x4" with a cluster
+  Graph load() const;            // the value, or builds it, or reads the file
 };
 
 enum class PolicyType : uint8_t { Seq2Seq, Hierarchical, Gnn };

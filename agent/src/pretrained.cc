@@ -1,0 +1,88 @@
+// The pretrained policy: where it is shipped, and a policy's zero-shot answer
+// within a time budget (its own proposals, then local_search from its best).
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+
+#include "placer/agent/learned.h"
+#include "placer/env/environment.h"
+#include "placer/graphs/error.h"
+
+#ifndef PLACER_SOURCE_DIR
+#define PLACER_SOURCE_DIR "."
+#endif
+
+namespace placer {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+}  // namespace
+
+std::string pretrained_policy_dir() {
+  if (const char* env = std::getenv("PLACER_PRETRAINED"); env && *env) return env;
+  return std::string(PLACER_SOURCE_DIR) + "/policies/pretrained";
+}
+
+std::string resolve_policy_dir(const std::string& name) {
+  return name == "pretrained" ? pretrained_policy_dir() : name;
+}
+
+std::shared_ptr<const LoadedPolicy> load_named_policy(const std::string& name) {
+  const std::string dir = resolve_policy_dir(name);
+  const bool pretrained = name == "pretrained";
+  if (!std::filesystem::exists(dir))
+    throw InputError("policy '" + name + "': " + dir + " does not exist" +
+                     (pretrained ? " (`make pretrained` remakes it; PLACER_PRETRAINED names another folder)" : ""));
+  try {
+    return LoadedPolicy::load(dir);
+  } catch (const InputError& e) {
+    throw InputError("policy '" + name + "': " + e.what() +
+                     (pretrained ? " (`make pretrained` remakes it; PLACER_PRETRAINED names another folder)" : ""));
+  }
+}
+
+PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& context, double budget_s, bool refine) {
+  const auto t0 = Clock::now();
+  PolicyAnswer a;
+  a.policy = policy.place(context);
+  const StepResult s = context.env->simulate(a.policy.placement);
+  a.policy_ok = s.ok();
+  a.policy_step_s = a.step_s = s.step_s;
+  a.placement = a.policy.placement;
+  // What is left of the budget, less a margin for the final simulation.
+  const double left = budget_s - since(t0) - 0.02;
+  if (refine && a.policy_ok && left > 0.005) {
+    PlaceContext sub = context;
+    sub.start = &a.policy.placement;
+    sub.time_limit_s = left;
+    sub.sample_budget = std::max<int64_t>(context.sample_budget, 1000000);  // time ends it
+    try {
+      a.refinement = make_placer("local_search")->place(sub);
+      a.refined = true;
+      const StepResult r = context.env->simulate(a.refinement.placement);
+      if (r.ok() && r.step_s < a.step_s) {
+        a.improved = true;
+        a.step_s = r.step_s;
+        a.placement = a.refinement.placement;
+      }
+    } catch (const NoFeasiblePlacement&) {}
+  }
+  a.seconds = since(t0);
+  return a;
+}
+
+PolicyAnswer place_with_policy(const std::string& name, const PlaceContext& context, double budget_s, bool refine) {
+  const auto t0 = Clock::now();
+  const std::shared_ptr<const LoadedPolicy> policy = load_named_policy(name);
+  const double load = since(t0);
+  PolicyAnswer a = place_with_policy(*policy, context, budget_s - load, refine);
+  a.load_seconds = load;
+  a.seconds += load;
+  return a;
+}
+
+}  // namespace placer

@@ -1,0 +1,157 @@
+// Issue 25 part 2 on one held-out graph and one cluster preset: the pretrained
+// gnn (policies/pretrained) zero-shot, alone and with local_search started from
+// its placement within a 1 s budget, and fine-tuned with 100 samples
+// (configs/finetune_pretrained.yaml), against local_search at 2,000
+// evaluations; median and worst of the seeds, the lower bound, wall times.
+// Prints one Markdown row; per-seed lines go to stderr.
+//
+//   pretrained_bench GRAPH.json --name NAME --cluster k80x4 [--seeds 1,2,3,4,5]
+//                    [--policy pretrained] [--finetune configs/finetune_pretrained.yaml] [--out DIR]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "heldout_common.h"
+#include "placer/agent/learned.h"
+#include "placer/agent/placer.h"
+#include "placer/agent/train.h"
+#include "placer/env/environment.h"
+#include "placer/env/presets.h"
+#include "placer/graphs/error.h"
+
+using namespace placer;
+using placer::bench::context;
+using placer::bench::Runs;
+using placer::bench::seconds_since;
+
+namespace {
+
+struct Args {
+  std::string graph, name, cluster = "k80x4", out = "bench_runs/pretrained";
+  std::string policy = "pretrained", finetune = "configs/finetune_pretrained.yaml";
+  std::vector<uint64_t> seeds = {1, 2, 3, 4, 5};
+  int64_t budget = 2000;
+};
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    const std::string k = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) throw InputError(k + ": expected a value");
+      return argv[++i];
+    };
+    if (k == "--name") {
+      a.name = value();
+    } else if (k == "--cluster") {
+      a.cluster = value();
+    } else if (k == "--policy") {
+      a.policy = value();
+    } else if (k == "--finetune") {
+      a.finetune = value();
+    } else if (k == "--out") {
+      a.out = value();
+    } else if (k == "--seeds") {
+      a.seeds.clear();
+      std::stringstream in(value());
+      std::string item;
+      while (std::getline(in, item, ',')) a.seeds.push_back(std::strtoull(item.c_str(), nullptr, 10));
+    } else if (a.graph.empty()) {
+      a.graph = k;
+    } else {
+      throw InputError("unexpected argument '" + k + "'");
+    }
+  }
+  if (a.graph.empty() || a.seeds.empty()) throw InputError("usage: pretrained_bench GRAPH.json --name N --cluster C");
+  if (a.name.empty()) a.name = a.graph;
+  return a;
+}
+
+void log_seed(const Args& a, uint64_t seed, const char* what, double step, double wall) {
+  std::fprintf(stderr, "%s %s seed %llu %s: %.4f ms, %.3f s\n", a.name.c_str(), a.cluster.c_str(),
+               static_cast<unsigned long long>(seed), what, step * 1e3, wall);
+}
+
+Runs local_search_runs(const Args& a, const Graph& g, const Cluster& c) {
+  Runs runs;
+  for (uint64_t seed : a.seeds) {
+    Environment env(g, c);  // a fresh cache per seed
+    const auto t0 = std::chrono::steady_clock::now();
+    const PlaceResult r = make_placer("local_search")->place(context(g, c, env, seed, a.budget));
+    runs.wall_s.push_back(seconds_since(t0));
+    runs.step_s.push_back(env.simulate(r.placement).step_s);
+    log_seed(a, seed, "local_search", runs.step_s.back(), runs.wall_s.back());
+  }
+  return runs;
+}
+
+// Zero-shot, the checkpoint loaded by each run (its load counted): the policy
+// alone (refine false) or with local_search from it within 1 s.
+Runs zero_shot_runs(const Args& a, const Graph& g, const Cluster& c, bool refine) {
+  Runs runs;
+  for (uint64_t seed : a.seeds) {
+    Environment env(g, c);
+    const PolicyAnswer pa = place_with_policy(a.policy, context(g, c, env, seed, a.budget), 1.0, refine);
+    runs.step_s.push_back(pa.policy_ok ? pa.step_s : 1e9);
+    runs.wall_s.push_back(pa.seconds);
+    log_seed(a, seed, refine ? "zero-shot+local_search" : "zero-shot", runs.step_s.back(), runs.wall_s.back());
+  }
+  return runs;
+}
+
+Runs finetune_runs(const Args& a) {
+  Runs runs;
+  for (uint64_t seed : a.seeds) {
+    TrainConfig c = load_train_config(a.finetune);
+    c.graph = GraphSource{};
+    c.graph.file = a.graph;
+    c.cluster = a.cluster;
+    c.policy.init_from = a.policy;
+    c.run.seed = seed;
+    c.run.checkpoint_every = 1000000;
+    c.run.output_dir = a.out + "/" + a.name + "_" + a.cluster + "_s" + std::to_string(seed);
+    TrainControls quiet;
+    quiet.progress = false;
+    const auto t0 = std::chrono::steady_clock::now();
+    const TrainResult r = train(c, nullptr, quiet);
+    runs.wall_s.push_back(seconds_since(t0));
+    runs.step_s.push_back(r.policy_best_step_s > 0 ? r.policy_best_step_s : 1e9);
+    log_seed(a, seed, ("fine-tuned (" + std::to_string(r.samples) + " samples)").c_str(), runs.step_s.back(),
+             runs.wall_s.back());
+  }
+  return runs;
+}
+
+// median / worst (ms) | median vs local_search's median (+ = slower) and whether the target holds.
+std::string cell(const Runs& r, const Runs& ls, double slack) {
+  char buf[160];
+  const double vs = 100.0 * (r.median() / ls.median() - 1.0);
+  std::snprintf(buf, sizeof buf, "%.3f / %.3f | %+.1f%%%s", r.median() * 1e3, r.worst() * 1e3, vs,
+                r.median() <= ls.median() * (1.0 + slack) ? " met" : " **missed**");
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const Args a = parse(argc, argv);
+  const Graph g = placer::bench::graph_file(a.graph);
+  const Cluster c = resolve_cluster(a.cluster);
+  const double bound = Environment(g, c).lower_bound();
+  const Runs ls = local_search_runs(a, g, c);
+  const Runs zero = zero_shot_runs(a, g, c, false);
+  const Runs refined = zero_shot_runs(a, g, c, true);
+  const Runs tuned = finetune_runs(a);
+  std::printf("| %s | %s | %.3f | %.3f / %.3f | %.2f s | %s | %.3f s | %s | %.3f s | %s | %.1f s |\n", a.name.c_str(),
+              a.cluster.c_str(), bound * 1e3, ls.median() * 1e3, ls.worst() * 1e3, ls.median_wall(),
+              cell(zero, ls, 0.05).c_str(), zero.max_wall(), cell(refined, ls, 0.05).c_str(), refined.max_wall(),
+              cell(tuned, ls, 0.0).c_str(), tuned.median_wall());
+  return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "error: %s\n", e.what());
+  return 2;
+}

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Issue 25 part 2, measured: the pretrained gnn (policies/pretrained) on the fixed
+# held-out set (bench/heldout_models.sh), zero-shot alone and with local_search from
+# its placement within 1 s, and fine-tuned with 100 samples
+# (configs/finetune_pretrained.yaml), against local_search at 2,000 evaluations,
+# on k80x4 and p100x4, SEEDS (default 1,2,3,4,5). Prints the Markdown table that
+# bench/results/learned_heldout.md's "Part 2" section holds.
+# Usage: bash bench/run_pretrained_heldout.sh [BUILD_DIR] [HELDOUT_DIR]
+#   Rows are kept in $ROWS (default /tmp/placer-pretrained-rows): a row already
+#   there is not run again.
+set -euo pipefail
+BUILD=${1:-build}
+DATA=${2:-/tmp/placer-heldout}
+ROWS=${ROWS:-/tmp/placer-pretrained-rows}
+SEEDS=${SEEDS:-1,2,3,4,5}
+ALL="resnet18 mobilenet_v2 lstm_lm gpt2 transformer_mt dlrm"
+mkdir -p "$ROWS"
+[ -e "$DATA/dlrm.json" ] || bash bench/heldout_models.sh "$BUILD" "$DATA"
+for preset in k80x4 p100x4; do
+  for g in $ALL; do
+    row="$ROWS/${preset}_$g.md"
+    [ -s "$row" ] && continue
+    nice -n 19 "$BUILD/bench/pretrained_bench" "$DATA/$g.json" --name "$g" --cluster "$preset" --seeds "$SEEDS" \
+      --out "$ROWS/runs" > "$row.tmp" 2> "$ROWS/${preset}_$g.log"
+    mv "$row.tmp" "$row"
+  done
+done
+echo "| graph | preset | lower bound (ms) | local_search @2000 median / worst (ms) | wall (median) | pretrained zero-shot median / worst (ms) | vs local_search (target <= +5%) | time to place (max) | zero-shot + local_search within 1 s median / worst (ms) | vs local_search | time (max) | pretrained + 100 samples median / worst (ms) | vs local_search (target <= 0%) | wall (median) |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+for preset in k80x4 p100x4; do
+  for g in $ALL; do cat "$ROWS/${preset}_$g.md"; done
+done

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Remakes the pretrained gnn policy in policies/pretrained/ (issue 25 part 2):
+# exports the family's public models with torch.export (scripts/pretrain_models.py),
+# imports them, trains configs/pretrain_gnn.yaml (at most train.time_limit_s of
+# policy updates) and copies the checkpoint, its config and how it was made.
+# Usage: bash scripts/pretrain.sh [BUILD_DIR=build] [DEST=policies/pretrained]
+# (`make pretrained`). About 15 minutes on the 2-core VM (bench/results/learned_heldout.md).
+set -euo pipefail
+BUILD=${1:-build}
+DEST=${2:-policies/pretrained}
+PY=${PLACER_PYTHON:-.venv/bin/python3}
+MODELS=runs/pretrain_models
+RUN=runs/pretrain_gnn
+t0=$(date +%s)
+mkdir -p "$MODELS"
+"$PY" scripts/pretrain_models.py "$MODELS"
+for f in "$MODELS"/*.pt2; do
+  "$BUILD/placer" graph import "$f" -o "${f%.pt2}.json" | head -1
+done
+rm -rf "$RUN"
+"$BUILD/placer" train --config configs/pretrain_gnn.yaml
+mkdir -p "$DEST"
+cp "$RUN/checkpoint.pt" "$DEST/checkpoint.pt"
+cp configs/pretrain_gnn.yaml "$DEST/config.yaml"
+cp "$RUN/summary.json" "$DEST/train_summary.json"
+secs=$(($(date +%s) - t0))
+commit=$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+dirty=$(git status --porcelain --untracked-files=no 2>/dev/null | grep -qv "^.. $DEST" && echo " (with uncommitted changes)" || true)
+cat > "$DEST/MADE_BY.txt" <<MADE
+Made by: bash scripts/pretrain.sh $BUILD $DEST   (make pretrained)
+Config:  configs/pretrain_gnn.yaml (copied here as config.yaml)
+Commit:  $commit$dirty
+Date:    $(date -u +%Y-%m-%dT%H:%MZ)
+Machine: $(nproc) cores, $(uname -m)
+Time:    $secs s in all (exports, imports, training)
+MADE
+echo "pretrained policy in $DEST ($secs s)"

@@ -1,0 +1,120 @@
+// The shipped pretrained gnn (policies/pretrained, configs/pretrain_gnn.yaml)
+// places graphs it was not trained on; a named policy that is missing or
+// corrupt is an error naming the path; family entries may name their cluster.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "placer/agent/learned.h"
+#include "placer/agent/train.h"
+#include "placer/env/environment.h"
+#include "placer/env/presets.h"
+#include "placer/frontends/builders.h"
+#include "placer/graphs/error.h"
+#include "placer/graphs/files.h"
+#include "placer/graphs/placement.h"
+
+namespace placer {
+namespace {
+
+namespace fs = std::filesystem;
+
+PlaceContext context_of(Environment& env, uint64_t seed) {
+  PlaceContext ctx;
+  ctx.graph = &env.graph();
+  ctx.cluster = &env.cluster();
+  ctx.env = &env;
+  ctx.seed = seed;
+  return ctx;
+}
+
+// A graph of no family entry (configs/pretrain_gnn.yaml has mlp 6x2048 and
+// transformers of other sizes) on both clusters the policy was trained for.
+TEST(Pretrained, PlacesAnUnseenGraphIntoAValidPlacement) {
+  ASSERT_TRUE(fs::exists(pretrained_policy_dir() + "/checkpoint.pt")) << pretrained_policy_dir();
+  const std::shared_ptr<const LoadedPolicy> policy = load_named_policy("pretrained");
+  EXPECT_EQ(policy->policy_type(), "gnn");
+  BuilderOptions bo;
+  bo.values = {{"layers", 3}, {"dec_layers", 1}, {"d_model", 128}, {"seq", 32}, {"batch", 8}, {"vocab", 3000}};
+  const Graph g = build_graph("transformer", bo);
+  for (const char* preset : {"k80x4", "p100x4"}) {
+    Environment env(g, resolve_cluster(preset));
+    const PolicyAnswer a = place_with_policy(*policy, context_of(env, 1), 1.0, /*refine=*/true);
+    ASSERT_EQ(static_cast<int64_t>(a.policy.placement.device_of.size()), g.size()) << preset;
+    EXPECT_NO_THROW(validate_placement(g, env.cluster(), a.policy.placement)) << preset;
+    EXPECT_NO_THROW(validate_placement(g, env.cluster(), a.placement)) << preset;
+    EXPECT_TRUE(a.policy_ok) << preset;
+    EXPECT_EQ(a.policy_step_s, env.simulate(a.policy.placement).step_s) << preset;
+    // The refinement starts from the policy's placement: the answer is never slower.
+    EXPECT_TRUE(a.refined) << preset;
+    EXPECT_LE(a.step_s, a.policy_step_s) << preset;
+    EXPECT_EQ(a.step_s, env.simulate(a.placement).step_s) << preset;
+    EXPECT_EQ(a.improved, a.step_s < a.policy_step_s) << preset;
+    EXPECT_GE(a.step_s, env.lower_bound() * (1 - 1e-9)) << preset;
+  }
+}
+
+TEST(Pretrained, MissingOrCorruptPolicyIsAnErrorNamingThePath) {
+  const fs::path dir = fs::temp_directory_path() / ("placer_pretrained_" + std::to_string(::getpid()));
+  remove_tree(dir.string());
+  auto error_of = [](const std::string& name) -> std::string {
+    try {
+      load_named_policy(name);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  std::string e = error_of(dir.string());
+  EXPECT_NE(e.find(dir.string()), std::string::npos) << e;
+  EXPECT_NE(e.find("does not exist"), std::string::npos) << e;
+  fs::create_directories(dir);
+  e = error_of(dir.string());
+  EXPECT_NE(e.find((dir / "checkpoint.pt").string() + ": no checkpoint here"), std::string::npos) << e;
+  std::ofstream(dir / "checkpoint.pt") << "not a checkpoint";
+  e = error_of(dir.string());
+  EXPECT_NE(e.find((dir / "checkpoint.pt").string() + ": not a readable checkpoint"), std::string::npos) << e;
+  // "pretrained" names $PLACER_PRETRAINED when set, and the error says how to remake it.
+  setenv("PLACER_PRETRAINED", (dir / "nope").c_str(), 1);
+  e = error_of("pretrained");
+  unsetenv("PLACER_PRETRAINED");
+  EXPECT_NE(e.find("policy 'pretrained': " + (dir / "nope").string() + " does not exist"), std::string::npos) << e;
+  EXPECT_NE(e.find("make pretrained"), std::string::npos) << e;
+  remove_tree(dir.string());
+}
+
+// One gnn trained on a family whose entries name different clusters: each
+// graph's environment is on its own cluster.
+TEST(Pretrained, FamilyEntriesMayNameTheirCluster) {
+  const fs::path dir = fs::temp_directory_path() / ("placer_family_clusters_" + std::to_string(::getpid()));
+  remove_tree(dir.string());
+  const TrainConfig c = parse_train_config(R"(
+name: fam
+cluster: k80x2
+family:
+  - {builder: mlp, options: {layers: 2, width: 64, input: 32, batch: 8}}
+  - {builder: mlp, options: {layers: 3, width: 64, input: 32, batch: 8}, cluster: p100x4}
+policy: {type: gnn, hidden: 16, gnn_layers: 1, place_samples: 2}
+train: {updates: 2, samples_per_update: 4}
+warm_start: {methods: [m_etf], bc_steps: 2}
+run: {output_dir: )" + dir.string() + "}\n");
+  ASSERT_EQ(c.family.size(), 2u);
+  EXPECT_EQ(c.family[0].cluster, "");
+  EXPECT_EQ(c.family[1].cluster, "p100x4");
+  EXPECT_EQ(c.family[1].describe(), "mlp(batch=8,input=32,layers=3,width=64) on p100x4");
+  TrainControls quiet;
+  quiet.progress = false;
+  const TrainResult r = train(c, nullptr, quiet);
+  EXPECT_EQ(r.samples, 8);
+  // The result folder's config keeps the entry's cluster, so a checkpoint reloads with it.
+  const TrainConfig again = load_train_config((dir / "config.json").string());
+  ASSERT_EQ(again.family.size(), 2u);
+  EXPECT_EQ(again.family[1].cluster, "p100x4");
+  EXPECT_EQ(LoadedPolicy::load(dir.string())->policy_type(), "gnn");
+  remove_tree(dir.string());
+}
+
+}  // namespace
+}  // namespace placer
