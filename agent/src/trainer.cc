@@ -441,9 +441,30 @@ bool Trainer::update_until_budget() {
   return stopped_early;
 }
 
+// Fine-tuning (policy.init_from on one graph): the starting policy's own
+// zero-shot answer (greedy decode and samples, as `placer place --policy`
+// gives it) counts as seen, so that the run never returns a slower placement
+// than the one it started from.
+void Trainer::see_zero_shot_answer() {
+  if (c_.policy.init_from.empty() || tasks_.size() != 1) return;
+  Task& t0 = *tasks_[0];
+  PlaceContext ctx;
+  ctx.graph = &t0.env->graph();
+  ctx.cluster = &t0.env->cluster();
+  ctx.env = t0.env.get();
+  ctx.seed = c_.run.seed;
+  try {
+    const PolicyAnswer a = place_with_policy(c_.policy.init_from, ctx, /*budget_s=*/1e9, /*refine=*/false);
+    if (a.policy_ok) ctl_.seen.push_back({"init_from:" + c_.policy.init_from + " (zero-shot)", a.placement});
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fine-tuning: the starting policy's zero-shot answer is left out: %s\n", e.what());
+  }
+}
+
 TrainResult Trainer::run() {
   const auto t_start = Clock::now();
   const EnvOptions eo = setup();
+  see_zero_shot_answer();
   start();
   const bool stopped_early = update_until_budget();
 

@@ -89,6 +89,7 @@ class Trainer {
   // `measure`, in a mode that measures, every row is first measured side by
   // side (measure_rows; trainer_outputs.cc).
   void final_table(TrainResult* result, bool measure);
+  void see_zero_shot_answer();
   void measure_rows(TrainResult* result);
   // Resuming: the warm-start placements stored in the checkpoint.
   void restore_warm_starts(const std::string& ckpt);
