@@ -138,7 +138,7 @@ void add_train_commands(CLI::App& app) {
   cmd->add_option("--graph", args->graph,
                   "Override graph: train on this graph file alone (the config's family and held_out dropped)");
   cmd->add_option("--init-from", args->init_from,
-                  "Override policy.init_from: start from 'pretrained' (the shipped gnn) or a result folder's weights "
+                  "Override policy.init_from: start from 'pretrained' (the gnn of `make pretrained`) or a result folder's weights "
                   "(fine-tuning; configs/finetune_pretrained.yaml)");
   cmd->add_option("--profile", args->profile, "Override reward.profile (a `placer profile` output for that cluster)");
   cmd->add_option("--reward-mode", args->reward_mode, "Override reward.mode")

@@ -1,4 +1,4 @@
-// The pretrained policy: where it is shipped, and a policy's zero-shot answer
+// The pretrained policy: where `make pretrained` puts it, and a policy's zero-shot answer
 // within a time budget (its own proposals, then local_search from its best).
 #include <chrono>
 #include <cstdlib>

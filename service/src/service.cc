@@ -512,7 +512,7 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
   if (policy) decode_with_policy(*policy, r, *p, deadline, a);
   if (!a.method.empty() && a.result.ok()) a.policy_step_s = a.result.step_s;
   if (r.policy.empty()) prefer_fast_path(*p, a);
-  if (a.method.empty() || !a.result.ok()) fall_back_to_baseline(*p, !policy_name.empty(), a);
+  if (a.method.empty() || !a.result.ok()) fall_back_to_baseline(*p, policy.has_value(), a);
   if (r.refine_samples > 0) refine(r, *p, deadline, a);
   return place_reply(r, *p, a, start);
 }

@@ -1,6 +1,8 @@
-// The shipped pretrained gnn (policies/pretrained, configs/pretrain_gnn.yaml)
-// places graphs it was not trained on; a named policy that is missing or
-// corrupt is an error naming the path; family entries may name their cluster.
+// A pretrained gnn (the mechanism of configs/pretrain_gnn.yaml and `make
+// pretrained`, here trained in a second from tests/fixtures/pretrain_tiny.yaml
+// and named by PLACER_PRETRAINED) places graphs it was not trained on; a named
+// policy that is missing or corrupt is an error naming the path; family entries
+// may name their cluster.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -22,6 +24,23 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// Trains tests/fixtures/pretrain_tiny.yaml once per process and names it as
+// "pretrained" ($PLACER_PRETRAINED); returns its folder.
+const std::string& tiny_pretrained() {
+  static const std::string dir = [] {
+    const fs::path d = fs::temp_directory_path() / ("placer_pretrain_tiny_" + std::to_string(::getpid()));
+    remove_tree(d.string());
+    TrainConfig c = load_train_config(std::string(PLACER_FIXTURES_DIR) + "/pretrain_tiny.yaml");
+    c.run.output_dir = d.string();
+    TrainControls quiet;
+    quiet.progress = false;
+    train(c, nullptr, quiet);
+    return d.string();
+  }();
+  setenv("PLACER_PRETRAINED", dir.c_str(), 1);
+  return dir;
+}
+
 PlaceContext context_of(Environment& env, uint64_t seed) {
   PlaceContext ctx;
   ctx.graph = &env.graph();
@@ -31,9 +50,10 @@ PlaceContext context_of(Environment& env, uint64_t seed) {
   return ctx;
 }
 
-// A graph of no family entry (configs/pretrain_gnn.yaml has mlp 6x2048 and
-// transformers of other sizes) on both clusters the policy was trained for.
+// A graph of no family entry (a transformer; the family is an mlp and an
+// rnnlm) on both clusters the policy was trained for.
 TEST(Pretrained, PlacesAnUnseenGraphIntoAValidPlacement) {
+  EXPECT_EQ(pretrained_policy_dir(), tiny_pretrained());
   ASSERT_TRUE(fs::exists(pretrained_policy_dir() + "/checkpoint.pt")) << pretrained_policy_dir();
   const std::shared_ptr<const LoadedPolicy> policy = load_named_policy("pretrained");
   EXPECT_EQ(policy->policy_type(), "gnn");
@@ -80,7 +100,7 @@ TEST(Pretrained, MissingOrCorruptPolicyIsAnErrorNamingThePath) {
   // "pretrained" names $PLACER_PRETRAINED when set, and the error says how to remake it.
   setenv("PLACER_PRETRAINED", (dir / "nope").c_str(), 1);
   e = error_of("pretrained");
-  unsetenv("PLACER_PRETRAINED");
+  tiny_pretrained();  // "pretrained" is the tiny policy again
   EXPECT_NE(e.find("policy 'pretrained': " + (dir / "nope").string() + " does not exist"), std::string::npos) << e;
   EXPECT_NE(e.find("make pretrained"), std::string::npos) << e;
   remove_tree(dir.string());
@@ -123,6 +143,7 @@ run: {output_dir: )" + dir.string() + "}\n");
 TEST(Pretrained, FineTuningIsNeverSlowerThanItsZeroShotAnswer) {
   const fs::path dir = fs::temp_directory_path() / ("placer_finetune_" + std::to_string(::getpid()));
   remove_tree(dir.string());
+  tiny_pretrained();
   TrainConfig c = load_train_config(std::string(PLACER_SOURCE_DIR) + "/configs/finetune_pretrained.yaml");
   c.graph = GraphSource{};
   c.graph.builder = "transformer";

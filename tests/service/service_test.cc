@@ -377,6 +377,19 @@ TEST(Service, HealthAndPolicies) {
             R"({"default":"p1","policies":[{"name":"p1","description":"test policy","available":false}]})");
 }
 
+// configs/service.yaml names the pretrained gnn as its default before `make
+// pretrained` has made it: a place request still gets the fast path's answer,
+// and the note says no policy was loaded.
+TEST(Service, ADefaultPolicyWithoutItsCheckpointFallsBackToTheFastPath) {
+  ServiceConfig c = small_config();
+  c.policies = {{"pretrained", "/nonexistent/policies/pretrained", "not made yet"}};
+  c.default_policy = "pretrained";
+  PlacementService s(c);
+  const std::string r = handle(s, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x2"})");
+  EXPECT_NE(r.find(R"("status":"ok")"), std::string::npos) << r.substr(0, 300);
+  EXPECT_NE(r.find("no policy loaded: best of the fast-path baselines"), std::string::npos) << r.substr(0, 600);
+}
+
 // A learned job's train config is read from the request's own fields: errors
 // name the field under "learned" and are refused before anything runs.
 TEST(Service, LearnedConfigErrorsNameTheField) {

@@ -32,7 +32,7 @@ class LoadedPolicy {
   std::unique_ptr<Impl> impl_;
 };
 
-// The pretrained gnn shipped with placer (policies/pretrained/, remade by
+// The pretrained gnn (policies/pretrained/, git-ignored, made by
 // `make pretrained`): $PLACER_PRETRAINED when set, else the source tree's folder.
 std::string pretrained_policy_dir();
 // A policy named on the command line: "pretrained" is pretrained_policy_dir(),
