@@ -241,10 +241,11 @@ FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const 
   m.round_s.resize(placements.size());
   m.samples.resize(placements.size());
   for (int round = 0; round < a.rounds; ++round) {
-    std::fprintf(stderr, "round %d/%d: profiling %s (%lld ops) on %s...\n", round + 1, a.rounds, graph.name.c_str(),
-                 static_cast<long long>(graph.size()), cluster.name.c_str());
-    merge_profile_minimum(m.profile, round == 0 && first_profile ? *first_profile : runtime.profile(graph, po),
-                          round == 0);
+    const bool reuse = round == 0 && first_profile;  // --spread profiled already, to choose the placements
+    if (!reuse)
+      std::fprintf(stderr, "round %d/%d: profiling %s (%lld ops) on %s...\n", round + 1, a.rounds, graph.name.c_str(),
+                   static_cast<long long>(graph.size()), cluster.name.c_str());
+    merge_profile_minimum(m.profile, reuse ? *first_profile : runtime.profile(graph, po), round == 0);
     measure_round(runtime, run, placements, a, round, m);
   }
   return m;

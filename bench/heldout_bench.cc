@@ -89,7 +89,7 @@ std::pair<std::string, double> best_heuristic(const Graph& g, const Cluster& c, 
   std::pair<std::string, double> best = {"-", 0.0};
   for (const auto& m : kHeuristics) {
     try {
-      const StepResult r = env.simulate(make_placer(m)->place(context(g, c, env, 1, 1)).placement);
+      const StepResult r = env.simulate(make_placer(m)->place(context(env, 1, 1)).placement);
       if (r.ok() && (best.second == 0 || r.step_s < best.second)) best = {m, r.step_s};
     } catch (const NoFeasiblePlacement&) {}
   }
@@ -101,7 +101,7 @@ Runs search_runs(const std::string& method, const Args& a, const Graph& g, const
   for (uint64_t seed : a.seeds) {
     Environment env(g, c);  // a fresh cache per seed: every evaluation is paid for
     const auto t0 = std::chrono::steady_clock::now();
-    const PlaceResult r = make_placer(method)->place(context(g, c, env, seed, a.budget));
+    const PlaceResult r = make_placer(method)->place(context(env, seed, a.budget));
     runs.wall_s.push_back(seconds_since(t0));
     runs.step_s.push_back(env.simulate(r.placement).step_s);
     runs.evals.push_back(r.evaluations);

@@ -40,12 +40,8 @@ inline Graph graph_file(const std::string& path) {
   return src.load();
 }
 
-inline PlaceContext context(const Graph& g, const Cluster& c, Environment& env, uint64_t seed, int64_t budget) {
-  PlaceContext ctx;
-  ctx.graph = &g;
-  ctx.cluster = &c;
-  ctx.env = &env;
-  ctx.seed = seed;
+inline PlaceContext context(Environment& env, uint64_t seed, int64_t budget) {
+  PlaceContext ctx = PlaceContext::on(env, seed);
   ctx.sample_budget = budget;
   ctx.time_limit_s = 60;
   return ctx;

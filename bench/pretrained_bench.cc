@@ -81,7 +81,7 @@ Runs local_search_runs(const Args& a, const Graph& g, const Cluster& c) {
   for (uint64_t seed : a.seeds) {
     Environment env(g, c);  // a fresh cache per seed
     const auto t0 = std::chrono::steady_clock::now();
-    const PlaceResult r = make_placer("local_search")->place(context(g, c, env, seed, a.budget));
+    const PlaceResult r = make_placer("local_search")->place(context(env, seed, a.budget));
     runs.wall_s.push_back(seconds_since(t0));
     runs.step_s.push_back(env.simulate(r.placement).step_s);
     log_seed(a, seed, "local_search", runs.step_s.back(), runs.wall_s.back());
@@ -95,7 +95,7 @@ Runs zero_shot_runs(const Args& a, const Graph& g, const Cluster& c, bool refine
   Runs runs;
   for (uint64_t seed : a.seeds) {
     Environment env(g, c);
-    const PolicyAnswer pa = place_with_policy(a.policy, context(g, c, env, seed, a.budget), 1.0, refine);
+    const PolicyAnswer pa = place_with_policy(a.policy, context(env, seed, a.budget), 1.0, refine);
     runs.step_s.push_back(pa.policy_ok ? pa.step_s : 1e9);
     runs.wall_s.push_back(pa.seconds);
     log_seed(a, seed, refine ? "zero-shot+local_search" : "zero-shot", runs.step_s.back(), runs.wall_s.back());

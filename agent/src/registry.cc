@@ -2,11 +2,21 @@
 #include <functional>
 #include <utility>
 
+#include "placer/env/environment.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/fields.h"
 #include "placers_common.h"
 
 namespace placer {
+
+PlaceContext PlaceContext::on(Environment& env, uint64_t seed) {
+  PlaceContext ctx;
+  ctx.graph = &env.graph();
+  ctx.cluster = &env.cluster();
+  ctx.env = &env;
+  ctx.seed = seed;
+  return ctx;
+}
 namespace {
 
 using Factory = std::unique_ptr<Placer> (*)();

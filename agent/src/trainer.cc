@@ -72,11 +72,7 @@ BaselineResult baseline_result(const Compared& c) {
 }
 
 void Trainer::warm_start(Task& t) {
-  PlaceContext ctx;
-  ctx.graph = &t.env->graph();
-  ctx.cluster = &t.env->cluster();
-  ctx.env = t.env.get();
-  ctx.seed = c_.run.seed;
+  const PlaceContext ctx = PlaceContext::on(*t.env, c_.run.seed);
   CompareOptions options;
   options.scoring = CompareScoring::Evaluate;
   options.catch_all = true;
@@ -447,12 +443,7 @@ bool Trainer::update_until_budget() {
 // than the one it started from.
 void Trainer::see_zero_shot_answer() {
   if (c_.policy.init_from.empty() || tasks_.size() != 1) return;
-  Task& t0 = *tasks_[0];
-  PlaceContext ctx;
-  ctx.graph = &t0.env->graph();
-  ctx.cluster = &t0.env->cluster();
-  ctx.env = t0.env.get();
-  ctx.seed = c_.run.seed;
+  const PlaceContext ctx = PlaceContext::on(*tasks_[0]->env, c_.run.seed);
   try {
     const PolicyAnswer a = place_with_policy(c_.policy.init_from, ctx, /*budget_s=*/1e9, /*refine=*/false);
     if (a.policy_ok) ctl_.seen.push_back({"init_from:" + c_.policy.init_from + " (zero-shot)", a.placement});

@@ -91,11 +91,7 @@ void Trainer::compare_baselines(TrainResult* res, bool compare) {
   std::vector<std::string> more;  // the compare methods the warm start did not run
   for (const std::string& m : c_.compare)
     if (compare && !listed(m) && std::find(more.begin(), more.end(), m) == more.end()) more.push_back(m);
-  PlaceContext ctx;
-  ctx.graph = &t0.env->graph();
-  ctx.cluster = &t0.env->cluster();
-  ctx.env = t0.env.get();
-  ctx.seed = c_.run.seed;
+  PlaceContext ctx = PlaceContext::on(*t0.env, c_.run.seed);
   // Searches (local_search) get the policy's own sample budget: compared at equal budget.
   const OptimizerConfig& o = c_.optimizer;
   ctx.sample_budget = o.max_samples > 0 ? o.max_samples : std::max<int64_t>(1, o.updates * o.samples_per_update);

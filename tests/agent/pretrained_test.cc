@@ -41,14 +41,7 @@ const std::string& tiny_pretrained() {
   return dir;
 }
 
-PlaceContext context_of(Environment& env, uint64_t seed) {
-  PlaceContext ctx;
-  ctx.graph = &env.graph();
-  ctx.cluster = &env.cluster();
-  ctx.env = &env;
-  ctx.seed = seed;
-  return ctx;
-}
+PlaceContext context_of(Environment& env, uint64_t seed) { return PlaceContext::on(env, seed); }
 
 // A graph of no family entry (a transformer; the family is an mlp and an
 // rnnlm) on both clusters the policy was trained for.

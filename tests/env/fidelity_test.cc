@@ -24,18 +24,24 @@ TEST(Fidelity, RankStatisticsByHand) {
   EXPECT_THROW(kendall_tau_b({1, 2}, {1, 2, 3}), InputError);
 }
 
-TEST(Fidelity, DiversePlacementsKeepGroupsAndAreDistinct) {
+// A chain of n relus; with `pairs`, ops 10k and 10k+1 are one co-location group.
+Graph relu_chain(const std::string& name, int n, bool pairs) {
   Graph g;
-  g.name = "g";
-  for (int i = 0; i < 40; ++i) {
+  g.name = name;
+  for (int i = 0; i < n; ++i) {
     Op op;
     op.name = "op" + std::to_string(i);
     op.type = "aten::relu";
     if (i) op.inputs.push_back({OpId(i - 1), 0});
     op.outputs.push_back(TensorSpec{{4}, DType::Float32});
-    if (i % 10 < 2) op.group = "pair" + std::to_string(i / 10);  // ops 10k and 10k+1 together
+    if (pairs && i % 10 < 2) op.group = "pair" + std::to_string(i / 10);
     g.add_op(std::move(op));
   }
+  return g;
+}
+
+TEST(Fidelity, DiversePlacementsKeepGroupsAndAreDistinct) {
+  const Graph g = relu_chain("g", 40, /*pairs=*/true);
   const auto ps = diverse_placements(g, 2, 30, 5);
   ASSERT_EQ(ps.size(), 30u);
   EXPECT_EQ(ps[0].first, "single");
@@ -58,16 +64,7 @@ TEST(Fidelity, DiversePlacementsKeepGroupsAndAreDistinct) {
 // On cpu:8+cuda:0 the first nine placements were all "single" and eight of them
 // the same work on equal CPUs: no ranking to measure (seen on the lent H100).
 TEST(Fidelity, DiversePlacementsProposeAtMostTwoSinglesPerDeviceClass) {
-  Graph g;
-  g.name = "chain";
-  for (int i = 0; i < 20; ++i) {
-    Op op;
-    op.name = "op" + std::to_string(i);
-    op.type = "aten::relu";
-    if (i) op.inputs.push_back({OpId(i - 1), 0});
-    op.outputs.push_back(TensorSpec{{4}, DType::Float32});
-    g.add_op(std::move(op));
-  }
+  const Graph g = relu_chain("chain", 20, /*pairs=*/false);
   Cluster c;
   for (int d = 0; d < 8; ++d) {
     Device cpu;

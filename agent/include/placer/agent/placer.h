@@ -35,6 +35,9 @@ struct PlaceContext {
   // heuristics; then time_limit_s also ends it (the temperature follows
   // whichever of time and budget runs out first). Null: as always.
   const Placement* start = nullptr;
+
+  // The graph, cluster and environment of `env`, with `seed`; the rest as above.
+  static PlaceContext on(Environment& env, uint64_t seed);
 };
 
 struct PlaceResult {
