@@ -15,10 +15,12 @@
 #
 # Environment: TORCH_PYTHON (default /opt/torch/.venv/bin/python3 if it exists,
 # else .venv/bin/python3), JOBS (default nproc), CPU_DEVICES (default 8: the
-# cpu:8 of cpu:8+cuda:0), BUDGET_S (default 1140: the whole run stays inside 20 min).
+# cpu:8 of cpu:8+cuda:0), BUDGET_S (default 1140: the whole run stays inside 20 min),
+# TESTS (ctest arguments), AB=0 (skip the backward A/B), CPU_FIDELITY=0, PLACEMENTS,
+# FID_LIMIT (seconds per fidelity run), INCEPTION_OPTS, BENCH_ROUNDS, TRAIN_SEEDS.
 set -uo pipefail
 
-usage() { sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then usage; exit 0; fi
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then usage >&2; exit 2; fi
 BUNDLE=$1
@@ -159,20 +161,31 @@ if [ "$MODE" = --tests-only ]; then
   exit 0
 fi
 
-# 4. Profile and fidelity: cpu:8+cuda:0 for nmt and inception_v3, and cpu:8 alone.
+# 4. The executor vs a plain LibTorch loop on cuda:0, first (the machine is quietest
+# right after the tests): the run book's sizes (256, 32) and realistic ones (2048, 512).
+step "runtime bench on cuda:0" 90 "$BUILD/bench/runtime_bench" --device cuda:0 --skip-a 1 --rounds "${BENCH_ROUNDS:-60}"
+sed -n '/## (b)/,$p' "$LOGS" | head -12 >> "$SUMMARY"
+step "runtime bench on cuda:0, large ops" 90 "$BUILD/bench/runtime_bench" --device cuda:0 --skip-a 1 \
+  --rounds "${BENCH_ROUNDS:-60}" --size 2048 --small-size 512
+sed -n '/## (b)/,$p' "$LOGS" | tail -8 >> "$SUMMARY"
+# 4b. Backward ops in the executor's thread vs through the autograd engine (nmt on cuda:0): AB=0 skips it.
+[ "${AB:-1}" = 0 ] || { step "backward A/B on cuda:0" 120 bash "$ROOT/bench/gpu_backward_ab.sh" "$P" "$RES/backward_ab" cuda:0 3
+  sed -n '/^| round | backward/,/^| 3 /p' "$LOGS" >> "$SUMMARY"; }
+
+# 5. Profile and fidelity: cpu:8+cuda:0 for nmt and inception_v3, and cpu:8 alone.
 "$P" graph build nmt --opt layers=2 --opt hidden=256 --opt steps=8 --opt batch=16 --opt vocab=2000 -o "$RES/nmt.json" >> "$LOGS" 2>&1
-"$P" graph build inception_v3 --opt batch=8 --opt image=299 -o "$RES/inception_v3.json" >> "$LOGS" 2>&1
+"$P" graph build inception_v3 ${INCEPTION_OPTS:---opt batch=8 --opt image=149 --opt width_div=2 --opt classes=100} -o "$RES/inception_v3.json" >> "$LOGS" 2>&1
 step "profile nmt on $MIXED" 120 "$P" profile --graph "$RES/nmt.json" --devices "$MIXED" -o "$RES/profile_nmt_mixed.json"
 # 12 placements chosen for simulated steps >= 4% apart (placer fidelity --spread), 20 steps at most:
 # on the H100 of 2026-11-25, 30 placements of the first ones did not fit 180 s.
 for g in nmt inception_v3; do
-  step "fidelity $g on $MIXED" 240 "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements "${PLACEMENTS:-12}" \
+  step "fidelity $g on $MIXED" "${FID_LIMIT:-240}" "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements "${PLACEMENTS:-12}" \
     --spread 0.04 --rounds 2 --max-steps 20 -o "$RES/fidelity_mixed" --name "${g}_cpu${CPU_DEVICES}_cuda0"
 done
 [ "${CPU_FIDELITY:-1}" = 0 ] ||
   step "fidelity nmt on cpu:$CPU_DEVICES" 150 "$P" fidelity --graph "$RES/nmt.json" --devices "cpu:$CPU_DEVICES" \
     --placements "${PLACEMENTS:-12}" --spread 0.04 --rounds 2 --max-steps 20 -o "$RES/fidelity_cpu" --name "nmt_cpu${CPU_DEVICES}"
-# 4b. The measurement against itself on the GPU, with the protocol's intervals: one
+# 5b. The measurement against itself on the GPU, with the protocol's intervals: one
 # placement (every op on cuda:0) given twice, and every op on cpu:0, interleaved.
 "$P" place --method single --graph "$RES/nmt.json" --devices "$MIXED" -o "$RES/nmt_single.json" >> "$LOGS" 2>&1
 "$TORCH_PYTHON" - "$RES" <<'PY' >> "$LOGS" 2>&1
@@ -188,17 +201,14 @@ step "self-agreement on $MIXED" 120 "$P" measure --graph "$RES/nmt.json" --devic
 grep -E "interval|Mann-Whitney" "$LOGS" | tail -5 | sed 's/^/    /' >> "$SUMMARY"
 for f in "$RES"/fidelity_*/*.md; do [ -f "$f" ] && { echo; echo "### $(basename "$f")"; sed -n '1,30p' "$f"; } >> "$SUMMARY"; done
 
-# 5. The executor vs a plain LibTorch loop on cuda:0.
-step "runtime bench on cuda:0" 120 "$BUILD/bench/runtime_bench" --device cuda:0 --skip-a 1 --rounds 40
-sed -n '/## (b)/,$p' "$LOGS" | head -20 >> "$SUMMARY"
-# 5b. Backward ops in the executor's thread vs through the autograd engine (nmt on cuda:0).
-step "backward A/B on cuda:0" 120 bash "$ROOT/bench/gpu_backward_ab.sh" "$P" "$RES/backward_ab" cuda:0 3
-sed -n '/^| round | backward/,/^| 3 /p' "$LOGS" >> "$SUMMARY"
-
-# 6. The demo's learned placer trained with measured rewards on cpu:8+cuda:0.
-step "train demo (measured) on $MIXED" 240 "$P" train --config configs/demo.yaml --cluster "$MIXED" \
-  --profile "$RES/profile_nmt_mixed.json" -o "$RES/train_mixed" -q
-grep -A 20 "^demo:" "$LOGS" | tail -20 >> "$SUMMARY"
+# 6. The demo's learned placer trained with measured rewards on cpu:8+cuda:0, one
+# seed after another while the budget lasts (each ~90 s on the H100 of 2026-11-25).
+for seed in ${TRAIN_SEEDS:-1 2 3 4 5}; do
+  [ "$(left)" -lt "${TRAIN_MIN_S:-100}" ] && { note "| train seed $seed | skipped: $(left) s of the budget left | |"; continue; }
+  step "train demo (measured) on $MIXED, seed $seed" 200 "$P" train --config configs/demo.yaml --cluster "$MIXED" \
+    --profile "$RES/profile_nmt_mixed.json" --seed "$seed" -o "$RES/train_mixed_s$seed" -q
+  grep -A 20 "^demo:" "$LOGS" | tail -20 >> "$SUMMARY"
+done
 
 # 7. At most 8 files: summary.md, logs.txt, results.tar.gz.
 tar -czf "$OUTDIR/results.tar.gz" -C "$WORK" results 2>/dev/null
