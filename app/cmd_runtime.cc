@@ -62,6 +62,9 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
       j.field("step_s", rs[i].step_s).field("ci_low_s", rs[i].ci_low_s).field("ci_high_s", rs[i].ci_high_s);
       if (mg.spec()) write_pipeline_figures(j, "pipeline", pipeline_figures(rs[i], *mg.spec()));
       j.field("steps", static_cast<int64_t>(rs[i].samples_s.size())).field("stop", rs[i].stop);
+      j.begin_array("samples_s");  // every measured step, in the order taken
+      for (double v : rs[i].samples_s) j.num(v);
+      j.end_array();
       if (i != best) {
         const RankTest t = mann_whitney(rs[best].samples_s, rs[i].samples_s);
         const bool significant = t.p_value < 0.05;

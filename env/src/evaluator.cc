@@ -254,20 +254,39 @@ struct MeasuredEvaluator::Impl {
     return bucket.emplace_back(p, std::vector<double>{}).second;
   }
 
-  // The protocol over the placements; each one's earlier samples count.
+  // The protocol over the placements; each one's earlier samples count. A
+  // placement given twice (two baselines that agree) is measured once and both
+  // get its figure: the same work never gets two answers, nor costs twice.
   std::vector<StepResult> run(const std::vector<Placement>& placements, bool fresh = false) {
     std::lock_guard<std::mutex> lock(mu);
     if (!runtime) runtime = std::make_unique<Runtime>(problem->cluster());
-    std::vector<std::vector<double>> prior;
-    for (const Placement& p : placements) prior.push_back(fresh ? std::vector<double>{} : kept(p));
-    std::vector<StepResult> results = runtime->measure_interleaved(problem->graph(), placements, measure, &prior);
+    std::vector<Placement> unique;
+    std::vector<size_t> slot(placements.size());
+    std::unordered_map<uint64_t, std::vector<size_t>> by_hash;
     for (size_t i = 0; i < placements.size(); ++i) {
-      ++measurements;
-      if (!results[i].ok()) continue;
-      steps += static_cast<int64_t>(results[i].samples_s.size() - prior[i].size());
-      kept(placements[i]) = results[i].samples_s;
+      std::vector<size_t>& same_hash = by_hash[placement_hash(placements[i])];
+      auto it = std::find_if(same_hash.begin(), same_hash.end(), [&](size_t u) { return unique[u] == placements[i]; });
+      if (it == same_hash.end()) {
+        same_hash.push_back(unique.size());
+        unique.push_back(placements[i]);
+        slot[i] = unique.size() - 1;
+      } else {
+        slot[i] = *it;
+      }
     }
-    return results;
+    std::vector<std::vector<double>> prior;
+    for (const Placement& p : unique) prior.push_back(fresh ? std::vector<double>{} : kept(p));
+    std::vector<StepResult> results = runtime->measure_interleaved(problem->graph(), unique, measure, &prior);
+    for (size_t u = 0; u < unique.size(); ++u) {
+      ++measurements;
+      if (!results[u].ok()) continue;
+      steps += static_cast<int64_t>(results[u].samples_s.size() - prior[u].size());
+      kept(unique[u]) = results[u].samples_s;
+    }
+    std::vector<StepResult> out;
+    out.reserve(placements.size());
+    for (size_t i = 0; i < placements.size(); ++i) out.push_back(results[slot[i]]);
+    return out;
   }
 };
 

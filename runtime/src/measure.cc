@@ -1,9 +1,13 @@
 // The measurement protocol (runtime.h): warm-up, then measured steps of every
-// candidate placement interleaved, until each one's median is known within
+// candidate placement interleaved (a shuffled order each round), until each one's median is known within
 // the target, its step count runs out, or the shared budget does.
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <deque>
+#include <random>
+#include <string>
+#include <vector>
 
 #include "internal.h"
 #include "placer/graphs/error.h"
@@ -126,13 +130,29 @@ bool out_of_budget(Candidate& c, const MeasureOptions& o, double spent) {
   return false;
 }
 
-// Measured rounds: one step of each active candidate per round, until none is active.
+// Measured rounds: one step of each active candidate per round, until none is
+// active. Each round takes the candidates in a fresh order drawn from the seed:
+// a step can leave the machine worse for the next one (threads still spinning,
+// caches and clocks changed), and in a fixed order A B C A B C that carry-over
+// always lands on the same candidate (on an H200, one placement given twice
+// measured 12% apart, p < 1e-4, bench/results/gpu_h200.md). Shuffled, every
+// candidate follows every other alike, and the carry-over is shared noise.
+// PLACER_MEASURE_ORDER=fixed brings the fixed order back, for that comparison
+// (bench/run_order_effect.sh).
 void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOptions& o) {
   double spent = 0.0;
+  std::mt19937_64 rng(o.seed ^ 0x6d656173757265ULL);  // "measure": not the inputs' stream
+  const char* order_env = std::getenv("PLACER_MEASURE_ORDER");
+  const bool shuffled = !(order_env && std::string(order_env) == "fixed");
+  std::vector<Candidate*> order;
   for (bool any = true; any;) {
     any = false;
-    for (Candidate& c : cands) {
-      if (!c.active) continue;
+    order.clear();
+    for (Candidate& c : cands)
+      if (c.active) order.push_back(&c);
+    if (shuffled) std::shuffle(order.begin(), order.end(), rng);
+    for (Candidate* cp : order) {
+      Candidate& c = *cp;
       if (out_of_budget(c, o, spent)) {
         c.active = false;
         continue;

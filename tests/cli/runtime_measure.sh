@@ -38,6 +38,25 @@ s = json.dumps(r)
 assert "ok" in s, s
 PY
 
+# --compare: interleaved, each against the fastest by a rank test; the JSON keeps every sample.
+cp "$TMP/p.json" "$TMP/p2.json"
+"$PLACER" measure --graph "$TMP/g.json" --compare "$TMP/p.json" "$TMP/p2.json" --devices cpu:2 --warmup 1 \
+  --steps 6 --max-steps 6 --json "$TMP/cmp.json" > "$TMP/cmp.txt" || fail "measure --compare"
+grep -q "Mann-Whitney U p = " "$TMP/cmp.txt" || fail "measure --compare names its rank test"
+python3 - "$TMP/cmp.json" <<'PY' || fail "compare JSON"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["format"] == "placer.compare", r
+ps = r["placements"]
+assert len(ps) == 2 and all(p["status"] == "ok" for p in ps), ps
+for p in ps:
+    assert p["steps"] == 6 and len(p["samples_s"]) == 6, p
+    assert all(v > 0 for v in p["samples_s"]), p
+    assert p["ci_low_s"] <= p["step_s"] <= p["ci_high_s"], p
+slower = [p for p in ps if p["file"] != r["fastest"]]
+assert len(slower) == 1 and 0 <= slower[0]["p_value"] <= 1, slower
+PY
+
 "$PLACER" profile --graph "$TMP/g.json" --devices cpu:2 --repetitions 2 -o "$TMP/profile.json" >/dev/null
 python3 -c "import json; p=json.load(open('$TMP/profile.json')); assert p" || fail "profile is not JSON"
 

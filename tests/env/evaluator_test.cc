@@ -159,6 +159,31 @@ TEST(MeasuredEvaluator, MeasuringAgainAddsToTheSamples) {
   EXPECT_EQ(side[0].stop, "steps");
 }
 
+// Two rows that are the same placement (m_etf keeping one device, and single)
+// are measured once and get one figure: on an H200 they measured 10% apart.
+TEST(MeasuredEvaluator, TheSamePlacementTwiceIsMeasuredOnce) {
+  const Graph g = testing::small_mlp();
+  auto problem = PreparedProblem::make(g, parse_device_list("cpu:2"));
+  MeasureOptions o;
+  o.warmup_steps = 0;
+  o.measured_steps = 3;
+  o.max_steps = 3;
+  MeasuredEvaluator m(problem, RewardOptions{}, o);
+  const auto two = batch_of(g, 2, 5);
+  ASSERT_FALSE(two[0] == two[1]);
+  const std::vector<Placement> rows = {two[0], two[1], two[0]};
+  const std::vector<StepResult> rs = m.measure_side_by_side(rows, true);
+  ASSERT_EQ(rs.size(), 3u);
+  ASSERT_TRUE(rs[0].ok() && rs[1].ok() && rs[2].ok());
+  EXPECT_EQ(rs[0].samples_s, rs[2].samples_s);
+  EXPECT_EQ(rs[0].step_s, rs[2].step_s);
+  EXPECT_EQ(rs[0].samples_s.size(), 3u);
+  EvalStats s;
+  m.add_stats(s);
+  EXPECT_EQ(s.measurements, 2);
+  EXPECT_EQ(s.measured_steps, 6);
+}
+
 TEST(CachingEvaluator, CountsHitsAndForgetsStaleSimulations) {
   const Graph g = testing::small_mlp();
   auto problem = PreparedProblem::make(g, cluster_preset("k80x2"));

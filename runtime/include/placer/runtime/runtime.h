@@ -25,7 +25,9 @@ namespace placer {
 // median ("target"), `max_steps` steps are taken ("max_steps") or `budget_s`
 // seconds of measured steps have passed ("budget"). max_steps <= measured_steps
 // takes exactly measured_steps ("steps"). Several placements are measured
-// interleaved (A B C A B C ...), so a shared machine's drift falls on all alike.
+// interleaved, one step of each per round, so a shared machine's drift falls on
+// all alike; each round's order is drawn afresh from `seed` (A C B, B A C, ...),
+// so the carry-over of one step into the next falls on all alike too.
 struct MeasureOptions {
   int warmup_steps = 2;
   int measured_steps = 5;          // at least
