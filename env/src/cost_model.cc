@@ -189,6 +189,7 @@ struct OpCalibration {
   const Cluster& cluster;
   OpTimes& times;
   double overhead;                // the profile's executor overhead per op (>= 0)
+  double gpu_overhead;            // the same on a GPU device; < 0: `overhead` applies there too
   std::vector<double>& op_s;      // [op * devices + device]
   std::vector<double> contended;  // [op * devices + device], -1 = not measured; empty: none measured
 };
@@ -198,19 +199,20 @@ bool calibrate_op(OpCalibration& c, int64_t o, int32_t k) {
   const int32_t d = c.cluster.size();
   const Device& dev = c.cluster.devices[k];
   const std::string kind = device_kind_name(dev.kind);
+  const double overhead = dev.kind == DeviceKind::Cuda && c.gpu_overhead >= 0 ? c.gpu_overhead : c.overhead;
   if (const std::vector<double>* samples = c.times.alone(o, dev, kind)) {
-    c.op_s[o * d + k] = median(*samples) + c.overhead;
+    c.op_s[o * d + k] = median(*samples) + overhead;
     const std::vector<double>* cont = dev.kind == DeviceKind::Cpu ? c.times.contended(o, kind) : nullptr;
     if (cont) {
       if (c.contended.empty()) c.contended.assign(c.op_s.size(), -1.0);
-      c.contended[o * d + k] = median(*cont) + c.overhead;
+      c.contended[o * d + k] = median(*cont) + overhead;
     }
     return true;
   }
-  if (c.overhead > 0.0 && !is_free_op(c.graph.op(OpId(static_cast<int32_t>(o))))) {
+  if (overhead > 0.0 && !is_free_op(c.graph.op(OpId(static_cast<int32_t>(o))))) {
     // Roofline already holds the device's own op_overhead_s; the measured
     // executor overhead replaces it for a calibrated device kind.
-    c.op_s[o * d + k] = std::max(0.0, c.op_s[o * d + k] - dev.op_overhead_s) + c.overhead;
+    c.op_s[o * d + k] = std::max(0.0, c.op_s[o * d + k] - dev.op_overhead_s) + overhead;
   }
   return false;
 }
@@ -272,7 +274,8 @@ void apply_link_fits(const Cluster& cluster, const Profile& profile, CostModel& 
 CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile) {
   CostModel model = roofline(graph, cluster);
   OpTimes times(graph, profile);
-  OpCalibration ops{graph, cluster, times, std::max(0.0, profile.per_op_overhead_s), model.op_s_, {}};
+  OpCalibration ops{graph, cluster, times, std::max(0.0, profile.per_op_overhead_s), profile.gpu_op_overhead_s,
+                    model.op_s_, {}};
   model.calibrated_fraction_ = calibrate_ops(ops);
   const std::vector<DeviceId> cpus = cpu_devices(cluster);
   if (!ops.contended.empty() && cpus.size() >= 2) {

@@ -196,7 +196,9 @@ std::string profile_to_json(const Profile& profile) {
   return write_json([&](cereal::JSONOutputArchive& ar) {
     ar(make_nvp("format", std::string("placer.profile")), make_nvp("version", profile.version),
        make_nvp("graph", profile.graph), make_nvp("devices", profile.devices), make_nvp("host", profile.host),
-       make_nvp("per_op_overhead_s", profile.per_op_overhead_s), make_nvp("ops", ops), make_nvp("links", links));
+       make_nvp("per_op_overhead_s", profile.per_op_overhead_s));
+    if (profile.gpu_op_overhead_s >= 0) ar(make_nvp("gpu_op_overhead_s", profile.gpu_op_overhead_s));
+    ar(make_nvp("ops", ops), make_nvp("links", links));
   });
 }
 
@@ -211,6 +213,11 @@ Profile profile_from_json(const std::string& text) {
   p.per_op_overhead_s = r.opt_number(doc, "per_op_overhead_s", "", 0.0);
   if (!(p.per_op_overhead_s >= 0) || !std::isfinite(p.per_op_overhead_s))
     r.fail("", "per_op_overhead_s", "must be a finite number >= 0");
+  if (doc.HasMember("gpu_op_overhead_s")) {
+    p.gpu_op_overhead_s = r.opt_number(doc, "gpu_op_overhead_s", "", -1.0);
+    if (!(p.gpu_op_overhead_s >= 0) || !std::isfinite(p.gpu_op_overhead_s))
+      r.fail("", "gpu_op_overhead_s", "must be a finite number >= 0 (leave it out when not measured)");
+  }
   const rj::Value& ops = r.array(r.require(doc, "ops", ""), "", "ops");
   for (rj::SizeType i = 0; i < ops.Size(); ++i) {
     const std::string where = detail::concat("ops[", i, "]");

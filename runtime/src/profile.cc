@@ -113,7 +113,8 @@ struct Profiler {
   const int d = cluster.size();
   const int32_t n = static_cast<int32_t>(graph.size());
   Profile prof;
-  std::vector<double> overheads;  // executor time per op, from the CPU steps
+  std::vector<double> overheads;      // executor time per op, from the CPU steps
+  std::vector<double> gpu_overheads;  // the same on a GPU, from its steps
 
   // Runs `steps` steps of a plan after one warm-up step; returns each op's
   // samples (as timed inside the steps) and each step's time.
@@ -122,7 +123,6 @@ struct Profiler {
   void time_ops();
   void time_contention();
   void time_links();
-  void time_copies(int a, int b, LinkFit& fit);
   void time_overhead();
 };
 
@@ -177,6 +177,18 @@ void Profiler::time_ops() {
         throw InputError(std::string("profile on ") + cluster.devices[dev].name + ": " + step_status_name(o.status) +
                          ": " + o.message);
       samples = std::move(session.op_seconds);
+      // What the GPU device's thread adds per op (events, stream waits, the
+      // launch path) beyond the kernels timed alone: whole steps of the graph
+      // on this GPU, as a placement runs it, minus those kernels. A step of
+      // many small ops is bound by that thread, not by the kernels (on an
+      // H200, nmt's 980 ops: 15 ms of kernels, 21-30 ms per step).
+      std::vector<std::vector<double>> in_step;
+      std::vector<double> steps;
+      run_steps(plan, options.repetitions, in_step, steps, "on " + cluster.devices[dev].name);
+      double kernels = 0;
+      for (int32_t i = 0; i < n; ++i) kernels += is_free(graph.op(OpId(i))) ? 0.0 : quantile(samples[i], 0.5);
+      for (double s : steps)
+        if (timed_ops > 0) gpu_overheads.push_back(std::max(0.0, (s - kernels) / timed_ops));
     }
     for (int32_t i = 0; i < n; ++i) {
       const Op& op = graph.op(OpId(i));
@@ -222,19 +234,24 @@ void Profiler::time_contention() {
 }
 
 void Profiler::time_links() {
-  // Links. Between CPU devices: hops through the executor itself (a chain
-  // whose ops alternate devices), so each transfer's cost holds the hand-offs
-  // from the producer to the channel thread and on to the consumer, not only
-  // the copy. Otherwise: copies as a transfer channel makes them.
+  // Links: hops through the executor itself (a chain whose ops alternate the
+  // link's two devices), so each transfer's cost holds what a cross-device
+  // dependency costs in a step: the copy, and the hand-offs from the producer
+  // to the channel thread and on to the consumer. Copies timed alone miss
+  // those: on an H200 they gave CPU<->GPU links 11-23 us of latency, and the
+  // simulator missed about 60 us per CPU<->GPU dependency of a placement
+  // (bench/results/gpu_h200.md). The chain goes both ways, so both directions
+  // get its fit. A GPU op of the chain costs its own time plus the GPU's
+  // per-op overhead (time_ops), which the simulator adds to the op, not the hop.
   const int kHops = 32;
+  const double gpu_overhead = gpu_overheads.empty() ? 0.0 : quantile(gpu_overheads, 0.5);
   for (int a = 0; a < d; ++a)
     for (int b = 0; b < d; ++b) {
       if (a == b) continue;
       LinkFit fit;
       fit.from = cluster.devices[a].name;
       fit.to = cluster.devices[b].name;
-      const bool cpu_pair = cluster.devices[a].kind == DeviceKind::Cpu && cluster.devices[b].kind == DeviceKind::Cpu;
-      if (cpu_pair && b < a) {  // the chain measured a<->b both ways
+      if (b < a) {  // the chain measured a<->b both ways
         for (const LinkFit& f : prof.links)
           if (f.from == fit.to && f.to == fit.from) {
             fit.alpha_s = f.alpha_s;
@@ -244,66 +261,34 @@ void Profiler::time_links() {
         prof.links.push_back(std::move(fit));
         continue;
       }
-      if (cpu_pair) {
-        for (int64_t bytes : options.transfer_sizes) {
-          const Graph chain = add_chain(bytes, kHops);
-          Placement placement;
-          placement.device_of.resize(chain.size());
-          for (int32_t i = 0; i < static_cast<int32_t>(chain.size()); ++i)
-            placement.device_of[i] = DeviceId(i % 2 ? b : a);
-          const KernelPlan plan = make_plan(chain, placement, d, false);
-          std::vector<std::vector<double>> samples;
-          std::vector<double> steps;
-          run_steps(plan, std::max(3, options.repetitions), samples, steps, "link " + fit.from + "<->" + fit.to);
-          std::vector<double> hop;
-          for (size_t r = 0; r < steps.size(); ++r) {
-            double ops = 0;
-            for (size_t i = 1; i < samples.size(); ++i) ops += samples[i][r];
-            hop.push_back(std::max(0.0, steps[r] - ops) / kHops);
+      for (int64_t bytes : options.transfer_sizes) {
+        const Graph chain = add_chain(bytes, kHops);
+        Placement placement;
+        placement.device_of.resize(chain.size());
+        for (int32_t i = 0; i < static_cast<int32_t>(chain.size()); ++i)
+          placement.device_of[i] = DeviceId(i % 2 ? b : a);
+        const KernelPlan plan = make_plan(chain, placement, d, false);
+        std::vector<std::vector<double>> samples;
+        std::vector<double> steps;
+        run_steps(plan, std::max(3, options.repetitions), samples, steps, "link " + fit.from + "<->" + fit.to);
+        std::vector<double> hop;
+        for (size_t r = 0; r < steps.size(); ++r) {
+          double ops = 0;
+          for (size_t i = 1; i < samples.size(); ++i) {
+            const bool on_gpu = cluster.devices[placement.device_of[i].value].kind == DeviceKind::Cuda;
+            ops += samples[i][r] + (on_gpu ? gpu_overhead : 0.0);
           }
-          fit.samples.emplace_back(bytes, quantile(hop, 0.5));
+          hop.push_back(std::max(0.0, steps[r] - ops) / kHops);
         }
-        fit_link(fit);
-        prof.links.push_back(std::move(fit));
-        continue;
+        fit.samples.emplace_back(bytes, quantile(hop, 0.5));
       }
-      time_copies(a, b, fit);
       fit_link(fit);
       prof.links.push_back(std::move(fit));
     }
 }
 
-// A link that is not a CPU pair: copies as a transfer channel makes them,
-// on a thread of the destination device.
-void Profiler::time_copies(int a, int b, LinkFit& fit) {
-  std::string error;
-  std::thread worker([&] {
-    try {
-      enter_device_thread(devices[b], 1);
-      for (int64_t bytes : options.transfer_sizes) {
-        at::Tensor src = at::ones({std::max<int64_t>(1, bytes / 4)}, at::TensorOptions().dtype(at::kFloat))
-                             .to(devices[a].torch_device);
-        synchronize_device(devices[a]);
-        copy_to_device(src, devices[a], devices[b]);  // warm-up
-        synchronize_device(devices[b]);
-        std::vector<double> samples;
-        for (int r = 0; r < options.repetitions; ++r) {
-          const Clock::time_point t0 = Clock::now();
-          at::Tensor dst = copy_to_device(src, devices[a], devices[b]);
-          synchronize_device(devices[b]);
-          samples.push_back(seconds_since(t0));
-        }
-        fit.samples.emplace_back(bytes, quantile(samples, 0.5));
-      }
-    } catch (const std::exception& e) {
-      error = e.what();
-    }
-  });
-  worker.join();
-  if (!error.empty()) throw InputError("profile link " + fit.from + "->" + fit.to + ": " + error);
-}
-
 void Profiler::time_overhead() {
+  if (!gpu_overheads.empty()) prof.gpu_op_overhead_s = quantile(gpu_overheads, 0.5);
   // Executor overhead per op: measured inside the CPU steps above; without a
   // CPU device, a chain of tiny adds run by the executor minus the same
   // kernels timed in isolation.

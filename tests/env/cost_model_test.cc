@@ -91,6 +91,25 @@ TEST(CostModel, CalibratedByNameThenSignature) {
   EXPECT_THROW(CostModel::calibrated(g, cluster(), bad), InputError);
 }
 
+// A GPU device's per-op cost is its kernel plus its own thread's launch path
+// (on an H200, nmt's 980 ops: 15 ms of kernels, 21-30 ms per step); a CPU's
+// overhead is the CPU executor's. Older profiles (no GPU figure): one for all.
+TEST(CostModel, AGpuDeviceGetsItsOwnMeasuredOverhead) {
+  const Graph g = two_op_graph();
+  Profile p;
+  p.graph = "g";
+  p.ops.push_back({"y", "", "cpu:0", "cpu", 0.3});
+  p.ops.push_back({"y", "", "cuda:0", "cuda", 0.01});
+  p.per_op_overhead_s = 0.002;
+  p.gpu_op_overhead_s = 0.02;
+  const CostModel m = CostModel::calibrated(g, cluster(), p);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(0)), 0.302);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(1)), 0.03);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(0), DeviceId(1)), 0.0);  // inputs stay free
+  p.gpu_op_overhead_s = -1.0;
+  EXPECT_DOUBLE_EQ(CostModel::calibrated(g, cluster(), p).op_seconds(OpId(1), DeviceId(1)), 0.012);
+}
+
 TEST(CostModel, ContendedTimesMakeCpuDevicesOneContentionGroup) {
   const Graph g = two_op_graph();
   Cluster two_cpus;

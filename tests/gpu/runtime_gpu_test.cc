@@ -8,6 +8,8 @@
 #include <string>
 
 #include "../runtime/runtime_helpers.h"
+#include "placer/env/cost_model.h"
+#include "placer/env/simulator.h"
 #include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/training.h"
@@ -131,6 +133,8 @@ TEST(Gpu, ProfileTimesGpuOpsWithEventsAndFitsPcieLinks) {
       EXPECT_LT(t.seconds, 1.0) << t.op;
     }
   EXPECT_EQ(gpu_ops, static_cast<int>(train.size()));
+  EXPECT_GE(p.gpu_op_overhead_s, 0.0);  // measured from steps on the GPU
+  EXPECT_LT(p.gpu_op_overhead_s, 1e-3);
   int links = 0;
   for (const LinkFit& l : p.links) {
     ++links;
@@ -138,6 +142,35 @@ TEST(Gpu, ProfileTimesGpuOpsWithEventsAndFitsPcieLinks) {
     EXPECT_GT(l.alpha_s, 0.0) << l.from << "->" << l.to;
   }
   EXPECT_EQ(links, 2);
+}
+
+// The calibrated simulator predicts a launch-bound step on the GPU: every op of
+// a small NMT on cuda:0 (hundreds of small kernels), measured with the
+// protocol. Before the profile measured the GPU's own per-op overhead, the
+// simulator put nmt's all-on-GPU step 45% under its measurement (H200).
+TEST(Gpu, CalibratedSimulatorPredictsALaunchBoundGpuStep) {
+  REQUIRE_GPU();
+  BuilderOptions opts;
+  opts.values = {{"layers", 1}, {"hidden", 64}, {"steps", 4}, {"batch", 8}, {"vocab", 500}};
+  const Graph g = build_graph("nmt", opts);  // a training graph (forward, backward, update)
+  const Cluster cluster = parse_device_list("cpu:1+cuda:0");
+  Runtime rt(cluster);
+  ProfileOptions po;
+  po.repetitions = 5;
+  const Profile prof = rt.profile(g, po);
+  ASSERT_GE(prof.gpu_op_overhead_s, 0.0);
+  const CostModel costs = CostModel::calibrated(g, rt.cluster(), prof);
+  const Placement on_gpu = single_device(g, DeviceId(1));
+  MeasureOptions mo;
+  mo.warmup_steps = 3;
+  mo.measured_steps = 20;
+  mo.max_steps = 60;
+  const StepResult measured = rt.measure(g, on_gpu, mo);
+  ASSERT_TRUE(measured.ok()) << measured.message;
+  const double simulated = simulate(g, on_gpu, rt.cluster(), costs).step_s;
+  EXPECT_NEAR(simulated / measured.step_s, 1.0, 0.25)
+      << "simulated " << simulated << " s, measured " << measured.step_s << " s, GPU overhead "
+      << prof.gpu_op_overhead_s * 1e6 << " us/op";
 }
 
 TEST(Gpu, AMissingGpuIsNamedWithWhatExists) {

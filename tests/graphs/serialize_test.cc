@@ -434,6 +434,14 @@ TEST(SerializeProfile, RoundTrip) {
   EXPECT_EQ(back.graph, "tiny");
   EXPECT_EQ(back.devices, "cpu:2");
   EXPECT_EQ(back.per_op_overhead_s, 3.5e-6);
+  EXPECT_LT(back.gpu_op_overhead_s, 0.0);  // not measured: left out, read back as such
+  EXPECT_EQ(profile_to_json(p).find("gpu_op_overhead_s"), std::string::npos);
+  p.gpu_op_overhead_s = 1.25e-5;
+  EXPECT_EQ(profile_from_json(profile_to_json(p)).gpu_op_overhead_s, 1.25e-5);
+  const std::string gmsg = error_of<InputError>([] {
+    profile_from_json(R"({"format":"placer.profile","version":1,"gpu_op_overhead_s":-3,"ops":[]})");
+  });
+  EXPECT_NE(gmsg.find("gpu_op_overhead_s: must be a finite number >= 0"), std::string::npos) << gmsg;
   ASSERT_EQ(back.ops.size(), 2u);
   EXPECT_EQ(back.ops[0].signature, "aten::addmm(2;4x3;3x2)");
   EXPECT_EQ(back.ops[0].seconds, 1.25e-5);

@@ -36,6 +36,11 @@ struct Profile {
   std::vector<OpTiming> ops;
   std::vector<LinkFit> links;
   double per_op_overhead_s = 0.0;  // executor overhead per operator, measured
+  // The same on a GPU device: its thread's launch path per op (events, stream
+  // waits, dispatch) beyond the kernels' own times, measured from steps of the
+  // graph on the GPU. < 0: not measured (older profiles, no GPU); then
+  // per_op_overhead_s applies to every device.
+  double gpu_op_overhead_s = -1.0;
 };
 
 }  // namespace placer
