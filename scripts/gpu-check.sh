@@ -176,6 +176,14 @@ sed -n '/## (b)/,$p' "$LOGS" | tail -8 >> "$SUMMARY"
 "$P" graph build nmt --opt layers=2 --opt hidden=256 --opt steps=8 --opt batch=16 --opt vocab=2000 -o "$RES/nmt.json" >> "$LOGS" 2>&1
 "$P" graph build inception_v3 ${INCEPTION_OPTS:---opt batch=8 --opt image=149 --opt width_div=2 --opt classes=100} -o "$RES/inception_v3.json" >> "$LOGS" 2>&1
 step "profile nmt on $MIXED" 120 "$P" profile --graph "$RES/nmt.json" --devices "$MIXED" -o "$RES/profile_nmt_mixed.json"
+"$TORCH_PYTHON" - "$RES/profile_nmt_mixed.json" <<'PY' >> "$SUMMARY" 2>&1
+import json, sys
+p = json.load(open(sys.argv[1]))
+g = [l for l in p["links"] if "cuda" in l["from"] + l["to"]]
+print(f"    profile: executor overhead {p['per_op_overhead_s'] * 1e6:.2f} us/op on CPUs, "
+      f"{p.get('gpu_op_overhead_s', -1) * 1e6:.2f} us/op on the GPU; CPU<->GPU links: alpha "
+      f"{min(l['alpha_s'] for l in g) * 1e6:.1f}-{max(l['alpha_s'] for l in g) * 1e6:.1f} us")
+PY
 # 12 placements chosen for simulated steps >= 4% apart (placer fidelity --spread), 20 steps at most:
 # on the H100 of 2026-11-25, 30 placements of the first ones did not fit 180 s.
 for g in nmt inception_v3; do

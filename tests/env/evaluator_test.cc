@@ -21,6 +21,15 @@ std::vector<Placement> batch_of(const Graph& g, int count, uint64_t seed) {
   return testing::random_placements(g, 2, count, seed);
 }
 
+// Exactly `steps` measured steps per placement, no warm-up.
+MeasureOptions exactly(int steps) {
+  MeasureOptions o;
+  o.warmup_steps = 0;
+  o.measured_steps = steps;
+  o.max_steps = steps;
+  return o;
+}
+
 // Counts what reaches it; "measures" twice the simulated time.
 class CountingEvaluator : public Evaluator {
  public:
@@ -112,11 +121,7 @@ TEST(SimulatedEvaluator, MatchesTheSimulatorAndTheEnvironment) {
 TEST(MeasuredEvaluator, MeasuresEachPlacementOnce) {
   const Graph g = testing::small_mlp();
   auto problem = PreparedProblem::make(g, parse_device_list("cpu:2"));
-  MeasureOptions once;
-  once.warmup_steps = 0;
-  once.measured_steps = 1;
-  once.max_steps = 1;
-  MeasuredEvaluator m(problem, RewardOptions{}, once);
+  MeasuredEvaluator m(problem, RewardOptions{}, exactly(1));
   const auto evals = m.evaluate(batch_of(g, 2, 5));
   ASSERT_EQ(evals.size(), 2u);
   for (const auto& e : evals) {
@@ -136,10 +141,7 @@ TEST(MeasuredEvaluator, MeasuresEachPlacementOnce) {
 TEST(MeasuredEvaluator, MeasuringAgainAddsToTheSamples) {
   const Graph g = testing::small_mlp();
   auto problem = PreparedProblem::make(g, parse_device_list("cpu:2"));
-  MeasureOptions o;
-  o.warmup_steps = 0;
-  o.measured_steps = 3;
-  o.max_steps = 3;
+  const MeasureOptions o = exactly(3);
   MeasuredEvaluator m(problem, RewardOptions{}, o);
   const auto batch = batch_of(g, 2, 5);
   const auto first = m.evaluate(batch);
@@ -164,10 +166,7 @@ TEST(MeasuredEvaluator, MeasuringAgainAddsToTheSamples) {
 TEST(MeasuredEvaluator, TheSamePlacementTwiceIsMeasuredOnce) {
   const Graph g = testing::small_mlp();
   auto problem = PreparedProblem::make(g, parse_device_list("cpu:2"));
-  MeasureOptions o;
-  o.warmup_steps = 0;
-  o.measured_steps = 3;
-  o.max_steps = 3;
+  const MeasureOptions o = exactly(3);
   MeasuredEvaluator m(problem, RewardOptions{}, o);
   const auto two = batch_of(g, 2, 5);
   ASSERT_FALSE(two[0] == two[1]);
