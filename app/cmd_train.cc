@@ -88,7 +88,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   const double policy = r.policy_best_step_s;
   std::printf("  %-22s %12.6g %25s %10s %10s\n", (std::string("policy:") + policy_type_name(c.policy.type)).c_str(),
               policy, interval(r.policy_ci_low_s, r.policy_ci_high_s).c_str(), "", "");
-  for (const auto& b : r.baselines) {
+  for (size_t i = 0; i < r.baselines.size(); ++i) {
+    const BaselineResult& b = r.baselines[i];
     if (!b.ok) {
       std::printf("  %-22s %12s %25s %10s %10.3f  %s\n", b.method.c_str(), "failed", "", "", b.seconds,
                   b.note.substr(0, 80).c_str());
@@ -97,8 +98,13 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
     const double gain = b.step_s > 0 ? 100.0 * (b.step_s - policy) / b.step_s : 0.0;
     char g[32];
     std::snprintf(g, sizeof g, "%+.1f%%", gain);
-    std::printf("  %-22s %12.6g %25s %10s %10.3f\n", b.method.c_str(), b.step_s,
-                interval(b.ci_low_s, b.ci_high_s).c_str(), g, b.seconds);
+    // Two methods that agree are one placement, measured once: say so, or the row looks like a second finding.
+    std::string same;
+    for (size_t k = 0; k < i && same.empty(); ++k)
+      if (r.baselines[k].ok && !b.placement.device_of.empty() && r.baselines[k].placement == b.placement)
+        same = "  same placement as " + r.baselines[k].method;
+    std::printf("  %-22s %12.6g %25s %10s %10.3f%s\n", b.method.c_str(), b.step_s,
+                interval(b.ci_low_s, b.ci_high_s).c_str(), g, b.seconds, same.c_str());
   }
   // The fastest placement the run evaluated, and who found it; the policy's own best stays apart.
   if (r.best_found_by == "policy" || r.best_found_by == "none")

@@ -60,6 +60,26 @@ PY
 "$PLACER" profile --graph "$TMP/g.json" --devices cpu:2 --repetitions 2 -o "$TMP/profile.json" >/dev/null
 python3 -c "import json; p=json.load(open('$TMP/profile.json')); assert p" || fail "profile is not JSON"
 
+# The trainer's measured final table: two methods that agree (on a tiny mlp, single
+# and m_etf keep one device) are one placement, measured once, and the table says so.
+cat > "$TMP/train.yaml" <<EOF
+name: dup
+graph: {builder: mlp, options: {batch: 8, input: 16, width: 16, classes: 4, layers: 3}}
+cluster: cpu:2
+policy: {type: seq2seq, hidden: 16, max_groups: 16}
+reward: {mode: measured, measure_warmup: 1, measure_steps: 3}
+train: {updates: 2, samples_per_update: 4}
+run: {seed: 1, output_dir: $TMP/train}
+compare: [single, m_etf]
+EOF
+"$PLACER" train --config "$TMP/train.yaml" -q > "$TMP/train.out" 2>&1 || fail "train (measured): $(tail -5 "$TMP/train.out")"
+grep -q "measured side by side" "$TMP/train.out" || fail "train: the final table is not measured"
+grep -E "^  single .*same placement as m_etf$" "$TMP/train.out" > /dev/null ||
+  fail "train: the duplicate row is not named: $(cat "$TMP/train.out")"
+s=$(sed -n 's/^  single  *\([0-9.e-]*\) .*/\1/p' "$TMP/train.out")
+e=$(sed -n 's/^  m_etf  *\([0-9.e-]*\) .*/\1/p' "$TMP/train.out")
+[ -n "$s" ] && [ "$s" = "$e" ] || fail "train: one placement, two figures ($s vs $e)"
+
 # Errors: a device the cluster lacks, and a tiny timeout -> non-zero exit.
 sed 's/"cpu:1"/"cpu:7"/' "$TMP/p.json" > "$TMP/bad.json"
 if "$PLACER" measure --graph "$TMP/g.json" --placement "$TMP/bad.json" --devices cpu:2 2> "$TMP/err.txt"; then
