@@ -45,6 +45,9 @@ void Trainer::write_outputs(TrainResult* res) {
   const EvalStats stats = t0.env->stats();
   res->measurements = stats.measurements;
   res->measured_steps = stats.measured_steps;
+  res->calibrations = stats.calibrations;
+  res->step_scale = stats.step_scale;
+  res->link_factor = stats.link_factor;
   res->lower_bound_s = t0.env->lower_bound();
   res->warm_start_method = t0.warm_method;
   res->warm_start_step_s = t0.warm_step_s;
@@ -200,7 +203,8 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"policy_best_step_s\": " << num(res.policy_best_step_s) << ",\n  \"policy_ci_s\": ["
     << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]"
     << ",\n  \"table\": " << json_quote(res.table) << ",\n  \"measurements\": " << res.measurements
-    << ",\n  \"measured_steps\": " << res.measured_steps
+    << ",\n  \"measured_steps\": " << res.measured_steps << ",\n  \"calibration\": {\"refits\": " << res.calibrations
+    << ", \"step_scale\": " << num(res.step_scale) << ", \"cpu_gpu_link_factor\": " << num(res.link_factor) << "}"
     << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample
     << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s) << pipeline_summary(res)
     << ",\n  \"warm_start\": {\"method\": " << json_quote(res.warm_start_method)

@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "placer/env/environment.h"
@@ -181,6 +182,58 @@ TEST(MeasuredEvaluator, TheSamePlacementTwiceIsMeasuredOnce) {
   m.add_stats(s);
   EXPECT_EQ(s.measurements, 2);
   EXPECT_EQ(s.measured_steps, 6);
+}
+
+// A hybrid run learns what a CPU<->GPU dependency costs from its own measured
+// placements: here the "measurement" is the simulator with those links 8x slower
+// than the profile says (on an H200, ~60 us measured vs 11-23 us fitted). One
+// step scale cannot fix that: placements with many such dependencies and
+// placements with few are off by different factors; the link factor can.
+TEST(Calibration, LearnsTheCpuGpuLinkCostFromMeasuredPlacements) {
+  const Graph g = testing::small_mlp();
+  const Cluster c = cluster_preset("cpu+k80x2");
+  auto problem = PreparedProblem::make(g, c);
+  CostModel truth = problem->base_costs();
+  for (int32_t a = 0; a < c.size(); ++a)
+    for (int32_t b = 0; b < c.size(); ++b)
+      if (c.devices[a].kind != c.devices[b].kind) truth.scale_link(DeviceId(a), DeviceId(b), 8.0);
+  auto real = [&](const Placement& p) { return simulate(problem->context(), p, c, truth).step_s; };
+  auto base = [&](const Placement& p) { return simulate(problem->context(), p, c, problem->base_costs()).step_s; };
+  // Splits at every 4th op (cpu first, then a GPU: one or two dependencies) and random placements (many).
+  auto mixed = [&](uint64_t seed, int offset) {
+    std::vector<Placement> ps = testing::random_placements(g, c.size(), 4, seed);
+    for (int32_t k = offset; k < g.size(); k += 8) {
+      Placement p = single_device(g, DeviceId(0));
+      for (int32_t o = k; o < g.size(); ++o) p.device_of[o] = DeviceId(1);
+      ps.push_back(p);
+    }
+    return ps;
+  };
+  Calibration cal(problem);
+  std::vector<double> ratios;
+  for (const Placement& p : mixed(1, 2)) {
+    cal.refit(p, simulate(problem->context(), p, c, truth));
+    ratios.push_back(real(p) / base(p));
+  }
+  std::sort(ratios.begin(), ratios.end());
+  const double scale_only = ratios[ratios.size() / 2];  // what the step scale alone could do
+  double with_scale = 0, calibrated = 0;
+  const auto unseen = mixed(101, 6);
+  for (const Placement& p : unseen) {
+    with_scale += std::abs(std::log(base(p) * scale_only / real(p)));
+    calibrated += std::abs(std::log(cal.simulate(p).step_s / real(p)));
+  }
+  EXPECT_GT(with_scale / unseen.size(), 0.05) << "a step scale alone must leave an error for this test to mean anything";
+  EXPECT_LT(calibrated, 0.3 * with_scale) << "scale only " << with_scale / unseen.size() << ", calibrated "
+                                          << calibrated / unseen.size();
+  EXPECT_NEAR(std::log(cal.link_factor()), std::log(8.0), std::log(1.5)) << cal.link_factor();
+
+  // CPU devices only: no such links, and the links keep the profile's fit.
+  auto cpus = PreparedProblem::make(g, parse_device_list("cpu:2"));
+  Calibration same(cpus);
+  for (const Placement& p : batch_of(g, 4, 3)) same.refit(p, simulate(cpus->context(), p, cpus->cluster(), cpus->base_costs()));
+  EXPECT_EQ(same.costs().link_alpha_s(DeviceId(0), DeviceId(1)), cpus->base_costs().link_alpha_s(DeviceId(0), DeviceId(1)));
+  EXPECT_EQ(same.link_factor(), 1.0);
 }
 
 TEST(CachingEvaluator, CountsHitsAndForgetsStaleSimulations) {

@@ -241,6 +241,10 @@ struct TrainResult {
   std::string table = "simulated";
   int64_t measurements = 0;    // placements run for real during training (hybrid: the best of each batch, ...)
   int64_t measured_steps = 0;  // steps run for them (warm-up excluded)
+  // Hybrid: how often the simulator was refit to measurements, its step scale
+  // (measured / simulated) and its factor on CPU<->GPU link times, at the end.
+  int64_t calibrations = 0;
+  double step_scale = 1.0, link_factor = 1.0;
   int64_t best_found_at_sample = 0;
   NamedPlacement best_placement;
   double lower_bound_s = 0.0;

@@ -116,6 +116,7 @@ struct EvalStats {
   int64_t remote = 0;          // evaluations (simulations or measurements) done by a RemoteEvaluator
   int64_t calibrations = 0;    // hybrid: times the simulator was refit to measurements
   double step_scale = 1.0;     // hybrid: the current measured / simulated step factor
+  double link_factor = 1.0;    // hybrid: the current factor on CPU<->GPU link times
 };
 
 class Evaluator {
@@ -146,6 +147,7 @@ class Calibration {
   const CostModel& costs() const;
   int64_t refits() const;
   double step_scale() const;
+  double link_factor() const;  // on CPU<->GPU link times (1: none, or not fitted yet)
 
  private:
   struct Sample {
@@ -154,12 +156,16 @@ class Calibration {
     StepResult measured;
   };
   std::pair<std::shared_ptr<const CostModel>, double> current() const;
+  // The factor on CPU<->GPU link times that best explains the differences
+  // between the measured placements (1 without such links or samples).
+  double cross_link_factor(const CostModel& model) const;
 
   std::shared_ptr<const PreparedProblem> problem_;
   mutable std::mutex mu_;
   std::shared_ptr<const CostModel> costs_;
   std::vector<std::shared_ptr<const CostModel>> retired_;  // keeps references from costs() valid
   double step_scale_ = 1.0;
+  double link_factor_ = 1.0;
   std::vector<Sample> samples_;
   int64_t refits_ = 0;
 };
