@@ -74,6 +74,34 @@ def main():
     print()
     print(f"MAPE over these {len(rows)} measured rows: {statistics.mean(before):.1%} -> {statistics.mean(after):.1%}")
 
+    # Leave one out with the hybrid calibration (calibration_loo_bench): the five distinct
+    # placements (every op on cuda:0, measured in several rows: their median; the policy's
+    # mixed ones of seeds 2-5), each predicted from the other four's measurements.
+    distinct, all_gpu = [], []
+    for s, kind, path, measured in rows:
+        if hops(path)[0] == 0:
+            all_gpu.append((path, measured))
+        else:
+            distinct.append((path, measured))
+    rows_file = f"{tmp}/rows.txt"
+    with open(rows_file, "w") as f:
+        f.write(f"{all_gpu[0][0]} {statistics.median(m for _, m in all_gpu)}\n")
+        for path, measured in distinct:
+            f.write(f"{path} {measured}\n")
+    bench = os.path.join(os.path.dirname(placer), "bench", "calibration_loo_bench")
+    for label, overhead in (("the run's profile", None), (f"the profile with the GPU overhead ({overhead * 1e6:.1f} us/op)", overhead)):
+        p = dict(prof)
+        if overhead is not None:
+            p["gpu_op_overhead_s"] = overhead
+        pf = f"{tmp}/profile_loo.json"
+        json.dump(p, open(pf, "w"))
+        out = subprocess.run([bench, "--graph", f"{d}/nmt.json", "--profile", pf, "--cluster", "cpu:8+cuda:0", rows_file],
+                             check=True, capture_output=True, text=True).stdout
+        print()
+        print(f"Leave one out, {label}:")
+        print()
+        print(out.replace(d + "/", ""))
+
 
 if __name__ == "__main__":
     main()
