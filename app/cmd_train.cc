@@ -122,9 +122,12 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
                 static_cast<long long>(r.measurements),
                 r.updates > 0 ? static_cast<double>(r.measurements) / static_cast<double>(r.updates) : 0.0,
                 static_cast<long long>(r.measured_steps));
-  if (r.calibrations > 0)
-    std::printf("  simulator refit %lld times to those runs: steps x%.3g, CPU<->GPU links x%.3g\n",
-                static_cast<long long>(r.calibrations), r.step_scale, r.link_factor);
+  if (r.calibrations > 0) {
+    std::printf("  simulator refit %lld times to those runs: steps x%.3g", static_cast<long long>(r.calibrations),
+                r.step_scale);
+    if (r.link_factor != 1.0) std::printf(", CPU<->GPU links x%.3g", r.link_factor);
+    std::printf("\n");
+  }
   if (r.lower_bound_s > 0)
     std::printf("  lower bound %.6g s: the result is %.1f%% above it\n", r.lower_bound_s,
                 100.0 * (r.best_step_s / r.lower_bound_s - 1.0));
