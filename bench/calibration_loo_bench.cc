@@ -21,7 +21,9 @@
 #include "placer/env/fidelity.h"
 #include "placer/env/simulator.h"
 #include "placer/graphs/cluster.h"
+#include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/stats.h"
 
 using namespace placer;
 
@@ -32,12 +34,6 @@ struct Row {
   Placement placement;
   double measured = 0.0;
 };
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t m = v.size();
-  return m % 2 ? v[m / 2] : 0.5 * (v[m / 2 - 1] + v[m / 2]);
-}
 
 void report(const char* name, const std::vector<double>& predicted, const std::vector<Row>& rows) {
   std::vector<double> measured;
@@ -74,10 +70,16 @@ int main(int argc, char** argv) {
     auto problem = PreparedProblem::make(graph, cluster, load_profile(profile_file));
     std::vector<Row> rows;
     std::ifstream in(rows_file);
+    if (!in) throw InputError(rows_file + ": cannot be read");
+    int line_no = 0;
     for (std::string line; std::getline(in, line);) {
+      ++line_no;
+      if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
       std::istringstream ls(line);
       Row r;
-      if (!(ls >> r.file >> r.measured)) continue;
+      if (!(ls >> r.file >> r.measured) || !(r.measured > 0) || !std::isfinite(r.measured))
+        throw InputError(rows_file + ":" + std::to_string(line_no) +
+                         ": expected 'placement.json measured_seconds' with seconds > 0");
       r.placement = from_named(graph, cluster, load_placement(r.file));
       rows.push_back(std::move(r));
     }
@@ -97,7 +99,7 @@ int main(int argc, char** argv) {
       }
       const double b = simulate(problem->context(), rows[i].placement, cluster, problem->base_costs()).step_s;
       base.push_back(b);
-      scaled.push_back(b * median_of(ratios));
+      scaled.push_back(b * quantile(ratios, 0.5));
       calibrated.push_back(cal.simulate(rows[i].placement).step_s);
       factors.push_back(cal.link_factor());
     }

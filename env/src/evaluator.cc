@@ -12,6 +12,7 @@
 #include "placer/env/simulator.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/fields.h"
+#include "placer/graphs/stats.h"
 #include "placer/runtime/runtime.h"
 
 namespace placer {
@@ -199,9 +200,9 @@ CostModel with_links_scaled(const CostModel& model, const std::vector<std::pair<
 // over the last samples (the level is the step scale's job; the spread is what
 // ranks placements wrong), searched on [1/4, 64] by golden section, with a weak
 // pull towards 1 so that a few samples cannot send it to an end.
-double Calibration::cross_link_factor(const CostModel& model) const {
+double Calibration::cross_link_factor(const CostModel& model,
+                                      const std::vector<std::pair<DeviceId, DeviceId>>& links) const {
   const PreparedProblem& pp = *problem_;
-  const auto links = cross_kind_links(pp.cluster());
   constexpr size_t kMinSamples = 3, kMaxSamples = 32;
   if (links.empty() || samples_.size() < kMinSamples) return 1.0;
   const size_t first = samples_.size() > kMaxSamples ? samples_.size() - kMaxSamples : 0;
@@ -243,7 +244,9 @@ void Calibration::refit(const Placement& placement, const StepResult& measured) 
   if (!measured.ok() || measured.step_s <= 0) return;
   const PreparedProblem& pp = *problem_;
   Sample sample{placement, placer::simulate(pp.context(), placement, pp.cluster(), pp.base_costs()), measured};
-  std::lock_guard<std::mutex> lock(mu_);
+  // The fit simulates every sample many times: readers (simulate()) wait for
+  // the new corrections only while they are swapped in, not through the fit.
+  std::lock_guard<std::mutex> serial(refit_mu_);
   samples_.push_back(std::move(sample));
   auto model = std::make_shared<CostModel>(pp.base_costs());
   const size_t D = static_cast<size_t>(pp.cluster().size());
@@ -256,18 +259,17 @@ void Calibration::refit(const Placement& placement, const StepResult& measured) 
     }
     if (sim > 0 && real > 0) model->scale_device(DeviceId(static_cast<int32_t>(d)), real / sim);
   }
-  link_factor_ = cross_link_factor(*model);
-  if (link_factor_ != 1.0) *model = with_links_scaled(*model, cross_kind_links(pp.cluster()), link_factor_);
+  const auto links = cross_kind_links(pp.cluster());
+  const double factor = cross_link_factor(*model, links);
+  if (factor != 1.0) *model = with_links_scaled(*model, links, factor);
   std::vector<double> ratios;
   for (const auto& s : samples_) {
     const double sim = placer::simulate(pp.context(), s.placement, pp.cluster(), *model).step_s;
     if (sim > 0) ratios.push_back(s.measured.step_s / sim);
   }
-  if (!ratios.empty()) {
-    std::sort(ratios.begin(), ratios.end());
-    const size_t m = ratios.size();
-    step_scale_ = m % 2 ? ratios[m / 2] : 0.5 * (ratios[m / 2 - 1] + ratios[m / 2]);
-  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!ratios.empty()) step_scale_ = quantile(ratios, 0.5);
+  link_factor_ = factor;
   retired_.push_back(costs_);
   costs_ = std::move(model);
   ++refits_;

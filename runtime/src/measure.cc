@@ -86,10 +86,20 @@ bool done(Candidate& c, const MeasureOptions& o) {
   return false;
 }
 
+// PLACER_MEASURE_ORDER: "shuffled" (the default) or "fixed"; anything else is an error.
+bool shuffled_rounds() {
+  const char* env = std::getenv("PLACER_MEASURE_ORDER");
+  const std::string order = env ? env : "shuffled";
+  if (order != "shuffled" && order != "fixed")
+    throw InputError("PLACER_MEASURE_ORDER: '" + order + "' is neither 'shuffled' (the default) nor 'fixed'");
+  return order == "shuffled";
+}
+
 // The protocol's inputs, checked before the runtime is locked.
 void check_inputs(const Cluster& cluster, const Graph& graph, const std::vector<Placement>& placements,
                   const MeasureOptions& o, const std::vector<std::vector<double>>* prior) {
   validate(o);
+  shuffled_rounds();  // a bad PLACER_MEASURE_ORDER stops it before any step
   if (prior && prior->size() != placements.size())
     throw InputError("measure: the prior samples are for " + std::to_string(prior->size()) + " placements, not " +
                      std::to_string(placements.size()));
@@ -142,8 +152,7 @@ bool out_of_budget(Candidate& c, const MeasureOptions& o, double spent) {
 void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOptions& o) {
   double spent = 0.0;
   std::mt19937_64 rng(o.seed ^ 0x6d656173757265ULL);  // "measure": not the inputs' stream
-  const char* order_env = std::getenv("PLACER_MEASURE_ORDER");
-  const bool shuffled = !(order_env && std::string(order_env) == "fixed");
+  const bool shuffled = shuffled_rounds();
   std::vector<Candidate*> order;
   for (bool any = true; any;) {
     any = false;

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -87,6 +89,23 @@ TEST(MeasureProtocol, EachRoundTakesTheCandidatesInAFreshSeededOrder) {
   EXPECT_EQ(follows.size(), 6u) << "some candidate never followed another";
   EXPECT_EQ(order_for(7), order);
   EXPECT_NE(order_for(8), order);
+}
+
+TEST(MeasureProtocol, ABadOrderSettingIsNamedBeforeAnyStep) {
+  Fixture f;
+  Runtime rt(cpus(2));
+  MeasureOptions o;
+  int steps = 0;
+  o.on_step = [&](size_t, double) { ++steps; };
+  ::setenv("PLACER_MEASURE_ORDER", "random", 1);
+  try {
+    rt.measure_interleaved(f.train, f.three(), o);
+    ADD_FAILURE() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("PLACER_MEASURE_ORDER: 'random'"), std::string::npos) << e.what();
+  }
+  ::unsetenv("PLACER_MEASURE_ORDER");
+  EXPECT_EQ(steps, 0);
 }
 
 TEST(MeasureProtocol, StopsAtTheTargetTheStepCapOrTheBudget) {

@@ -158,10 +158,11 @@ class Calibration {
   std::pair<std::shared_ptr<const CostModel>, double> current() const;
   // The factor on CPU<->GPU link times that best explains the differences
   // between the measured placements (1 without such links or samples).
-  double cross_link_factor(const CostModel& model) const;
+  double cross_link_factor(const CostModel& model, const std::vector<std::pair<DeviceId, DeviceId>>& links) const;
 
   std::shared_ptr<const PreparedProblem> problem_;
-  mutable std::mutex mu_;
+  mutable std::mutex mu_;     // the current corrections (below), read by every simulate()
+  std::mutex refit_mu_;       // one refit at a time; guards samples_ (fits run outside mu_)
   std::shared_ptr<const CostModel> costs_;
   std::vector<std::shared_ptr<const CostModel>> retired_;  // keeps references from costs() valid
   double step_scale_ = 1.0;
