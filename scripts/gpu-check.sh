@@ -17,10 +17,11 @@
 # else .venv/bin/python3), JOBS (default nproc), CPU_DEVICES (default 8: the
 # cpu:8 of cpu:8+cuda:0), BUDGET_S (default 1140: the whole run stays inside 20 min),
 # TESTS (ctest arguments), AB=0 (skip the backward A/B), CPU_FIDELITY=0, PLACEMENTS,
-# FID_LIMIT (seconds per fidelity run), INCEPTION_OPTS, BENCH_ROUNDS, TRAIN_SEEDS.
+# FID_LIMIT (seconds per fidelity run), INCEPTION_OPTS, BENCH_ROUNDS, TRAIN_SEEDS, TRAIN_MIN_S
+# (a seed starts only with this many seconds of the budget left).
 set -uo pipefail
 
-usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then usage; exit 0; fi
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then usage >&2; exit 2; fi
 BUNDLE=$1
