@@ -18,6 +18,7 @@
 #include "placer/env/pipeline_objective.h"
 #include "placer/env/presets.h"
 #include "placer/env/simulator.h"
+#include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/pipeline.h"
@@ -144,6 +145,8 @@ void merge_profile_minimum(Profile& kept, const Profile& p, bool first) {
     kept.links[l].beta_Bps = std::max(kept.links[l].beta_Bps, p.links[l].beta_Bps);
   }
   kept.per_op_overhead_s = std::min(kept.per_op_overhead_s, p.per_op_overhead_s);
+  if (p.mixed.step_s > 0 && p.mixed.devices == kept.mixed.devices)
+    kept.mixed.step_s = kept.mixed.step_s > 0 ? std::min(kept.mixed.step_s, p.mixed.step_s) : p.mixed.step_s;
 }
 
 // Re-renders a report's markdown and plot from its JSON, measuring nothing.
@@ -257,6 +260,8 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
                                const NamedPlacements& placements, const FidelityMeasurements& m) {
   const Graph& graph = run.graph();
   const CostModel costs = CostModel::calibrated(graph, cluster, m.profile);
+  CostModel unfitted = costs;  // the same without the copy cost fitted on the mixed step
+  unfitted.set_group_copy_s_per_byte(0.0);
   const SimContext context(graph);
   FidelityReport report;
   report.graph = graph.name;
@@ -267,6 +272,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   report.host = m.profile.host;
   report.calibrated_fraction = costs.calibrated_fraction();
   report.per_op_overhead_s = m.profile.per_op_overhead_s;
+  report.copy_s_per_byte = costs.group_copy_s_per_byte();
   for (size_t i = 0; i < placements.size(); ++i) {
     if (m.failed[i]) {
       ++report.failed;
@@ -281,11 +287,31 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
     point.ci_high_s = m.best[i].ci_high_s;
     point.steps = static_cast<int64_t>(m.best[i].samples_s.size());
     point.simulated_s = simulated.step_s;
+    if (costs.group_copy_s_per_byte() > 0)
+      point.simulated_unfitted_s = simulate(context, run.at(placements[i].second), cluster, unfitted).step_s;
     point.transfer_bytes = simulated.transfer_bytes;
     point.rounds_s = m.round_s[i];
     report.points.push_back(std::move(point));
   }
   return report;
+}
+
+// `placements` without the one the profile measures to fit the simulator's
+// CPU copy cost (round_robin_groups over the CPU devices, on a cluster of CPU
+// devices only: Profile::mixed), at most `count` of them: a point that
+// calibrated the simulator is not one that tests it.
+NamedPlacements without_profiled(const Graph& graph, const Cluster& cluster, NamedPlacements placements, int count) {
+  std::vector<DeviceId> cpus;
+  for (int32_t d = 0; d < cluster.size(); ++d)
+    if (cluster.devices[d].kind == DeviceKind::Cpu) cpus.push_back(DeviceId(d));
+  if (cpus.size() >= 2 && static_cast<int32_t>(cpus.size()) == cluster.size()) {
+    const Placement profiled = round_robin_groups(graph, cpus);
+    placements.erase(std::remove_if(placements.begin(), placements.end(),
+                                    [&](const auto& p) { return p.second.device_of == profiled.device_of; }),
+                     placements.end());
+  }
+  if (static_cast<int>(placements.size()) > count) placements.resize(count);
+  return placements;
 }
 
 // The placements to measure: the first --placements diverse ones; or, with
@@ -295,8 +321,11 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
 NamedPlacements choose_placements(Runtime& runtime, const Graph& graph, const RunGraph& run, const Cluster& cluster,
                                   const FidelityArgs& a, std::optional<Profile>& first_profile,
                                   std::string& selection) {
-  if (a.spread <= 0) return diverse_placements(graph, cluster, a.placements, a.protocol.seed);
-  const NamedPlacements pool = diverse_placements(graph, cluster, 4 * a.placements, a.protocol.seed);
+  if (a.spread <= 0)
+    return without_profiled(graph, cluster, diverse_placements(graph, cluster, a.placements + 1, a.protocol.seed),
+                            a.placements);
+  const NamedPlacements pool = without_profiled(
+      graph, cluster, diverse_placements(graph, cluster, 4 * a.placements + 1, a.protocol.seed), 4 * a.placements);
   ProfileOptions po;
   po.repetitions = a.repetitions;
   std::fprintf(stderr, "choosing %d of %zu placements: profiling %s on %s...\n", a.placements, pool.size(),

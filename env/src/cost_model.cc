@@ -8,6 +8,8 @@
 #include <sstream>
 #include <unordered_map>
 
+#include "placer/env/simulator.h"
+#include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
 
 namespace placer {
@@ -269,12 +271,52 @@ void apply_link_fits(const Cluster& cluster, const Profile& profile, CostModel& 
   }
 }
 
+// The profile's mixed step (every CPU device, groups dealt round robin) fits
+// the cost per byte of a copy between CPU devices beyond the link fit: the
+// smallest value for which the simulated step reaches the measured one
+// (bisection; the step grows with it). Simulated at or above the
+// measurement already: 0. Only for the graph the profile measured.
+void fit_group_copy_cost(const Graph& graph, const Cluster& cluster, const Profile& profile, CostModel& model) {
+  if (profile.mixed.step_s <= 0 || profile.graph != graph.name || !model.has_contention()) return;
+  std::vector<DeviceId> devices;
+  for (const std::string& name : profile.mixed.devices) {
+    const std::optional<DeviceId> dev = cluster.find(name);
+    if (!dev || model.contention_group(*dev) < 0) return;  // measured on another machine
+    devices.push_back(*dev);
+  }
+  int64_t timed = 0;  // the profile timed this graph's ops (not one that shares its name)
+  for (const OpTiming& t : profile.ops) timed += t.device == profile.mixed.devices[0] && graph.find(t.op) ? 1 : 0;
+  if (timed != static_cast<int64_t>(graph.size())) return;
+  const Placement placement = round_robin_groups(graph, devices);
+  const SimContext context(graph);
+  SimOptions options;
+  options.track_memory = false;
+  auto step = [&](double per_byte) {
+    model.set_group_copy_s_per_byte(per_byte);
+    return simulate(context, placement, cluster, model, options);
+  };
+  const StepResult base = step(0.0);
+  const double target = profile.mixed.step_s;
+  if (base.step_s >= target || base.transfer_bytes <= 0) return;  // left at 0
+  double lo = 0.0;
+  double hi = (target - base.step_s) / static_cast<double>(base.transfer_bytes);
+  for (int i = 0; i < 20 && step(hi).step_s < target; ++i) {
+    lo = hi;
+    hi *= 2;
+  }
+  for (int i = 0; i < 20; ++i) {  // to 1e-6 of the bracket
+    const double mid = 0.5 * (lo + hi);
+    (step(mid).step_s < target ? lo : hi) = mid;
+  }
+  model.set_group_copy_s_per_byte(hi);
+}
+
 }  // namespace
 
 CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile) {
   CostModel model = roofline(graph, cluster);
   OpTimes times(graph, profile);
-  OpCalibration ops{graph, cluster, times, std::max(0.0, profile.per_op_overhead_s), profile.gpu_op_overhead_s,
+  OpCalibration ops{graph,       cluster, times, std::max(0.0, profile.per_op_overhead_s), profile.gpu_op_overhead_s,
                     model.op_s_, {}};
   model.calibrated_fraction_ = calibrate_ops(ops);
   const std::vector<DeviceId> cpus = cpu_devices(cluster);
@@ -285,13 +327,23 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
       for (DeviceId dev : cpus) model.set_copy_contention(dev, *slowdown);
   }
   apply_link_fits(cluster, profile, model);
+  fit_group_copy_cost(graph, cluster, profile, model);
   return model;
 }
 
 double CostModel::transfer_seconds(DeviceId from, DeviceId to, int64_t bytes) const {
   if (from == to) return 0.0;
   const size_t i = static_cast<size_t>(from.value) * devices_ + to.value;
-  return alpha_s_[i] + (beta_Bps_[i] > 0 ? static_cast<double>(bytes) / beta_Bps_[i] : 0.0);
+  double t = alpha_s_[i] + (beta_Bps_[i] > 0 ? static_cast<double>(bytes) / beta_Bps_[i] : 0.0);
+  if (group_copy_s_per_byte_ > 0 && !group_.empty() && group_[from.value] >= 0 &&
+      group_[from.value] == group_[to.value])
+    t += group_copy_s_per_byte_ * static_cast<double>(bytes);
+  return t;
+}
+
+void CostModel::set_group_copy_s_per_byte(double seconds) {
+  PLACER_CHECK(seconds >= 0 && std::isfinite(seconds), "group copy cost ", seconds);
+  group_copy_s_per_byte_ = seconds;
 }
 
 void CostModel::set_op_seconds(OpId op, DeviceId device, double seconds) {

@@ -248,6 +248,12 @@ void FidelityReport::compute_statistics() {
     kendall = kendall_tau_b(m, s);
   }
   mape = mean_absolute_percentage_error(m, s);
+  std::vector<double> u;
+  for (const auto& p : points)
+    if (p.simulated_unfitted_s > 0) u.push_back(p.simulated_unfitted_s);
+  const bool unfitted = u.size() >= 2 && u.size() == points.size();
+  spearman_unfitted = unfitted ? placer::spearman(m, u) : std::numeric_limits<double>::quiet_NaN();
+  mape_unfitted = unfitted ? mean_absolute_percentage_error(m, u) : std::numeric_limits<double>::quiet_NaN();
   std::vector<double> r0, r1;
   for (const auto& p : points)
     if (p.rounds_s.size() >= 2) {

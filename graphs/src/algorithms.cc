@@ -383,6 +383,20 @@ Grouping colocation_groups(const Graph& graph) {
   return grouping_from(uf, n);
 }
 
+Placement round_robin_groups(const Graph& graph, const std::vector<DeviceId>& devices) {
+  if (devices.empty()) throw InputError("round_robin_groups: needs at least one device");
+  const Grouping groups = colocation_groups(graph);
+  std::vector<int32_t> order(groups.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(),
+            [&](int32_t x, int32_t y) { return groups.members[x].front() < groups.members[y].front(); });
+  Placement placement;
+  placement.device_of.resize(graph.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    for (OpId op : groups.members[order[i]]) placement.device_of[op.value] = devices[i % devices.size()];
+  return placement;
+}
+
 namespace {
 
 // Coarsening phase 1: heavy edges first, but no group above twice the average share,

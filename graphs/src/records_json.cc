@@ -186,6 +186,13 @@ struct JsonLinkFit {
        make_nvp("beta_Bps", l->beta_Bps), make_nvp("samples", samples));
   }
 };
+struct JsonMixedStep {
+  const MixedStep* m = nullptr;
+  template <class A>
+  void save(A& ar) const {
+    ar(make_nvp("devices", m->devices), make_nvp("step_s", m->step_s));
+  }
+};
 }  // namespace
 
 std::string profile_to_json(const Profile& profile) {
@@ -198,6 +205,7 @@ std::string profile_to_json(const Profile& profile) {
        make_nvp("graph", profile.graph), make_nvp("devices", profile.devices), make_nvp("host", profile.host),
        make_nvp("per_op_overhead_s", profile.per_op_overhead_s));
     if (profile.gpu_op_overhead_s >= 0) ar(make_nvp("gpu_op_overhead_s", profile.gpu_op_overhead_s));
+    if (profile.mixed.step_s >= 0) ar(make_nvp("mixed_step", JsonMixedStep{&profile.mixed}));
     ar(make_nvp("ops", ops), make_nvp("links", links));
   });
 }
@@ -217,6 +225,20 @@ Profile profile_from_json(const std::string& text) {
     p.gpu_op_overhead_s = r.opt_number(doc, "gpu_op_overhead_s", "", -1.0);
     if (!(p.gpu_op_overhead_s >= 0) || !std::isfinite(p.gpu_op_overhead_s))
       r.fail("", "gpu_op_overhead_s", "must be a finite number >= 0 (leave it out when not measured)");
+  }
+  if (const rj::Value* mixed = r.member(doc, "mixed_step")) {
+    r.object(*mixed, "mixed_step", "");
+    p.mixed.step_s = r.number(r.require(*mixed, "step_s", "mixed_step"), "mixed_step", "step_s");
+    if (!(p.mixed.step_s > 0) || !std::isfinite(p.mixed.step_s))
+      r.fail("mixed_step", "step_s", "must be a finite number > 0 (leave mixed_step out when not measured)");
+    const rj::Value& devices = r.array(r.require(*mixed, "devices", "mixed_step"), "mixed_step", "devices");
+    for (rj::SizeType i = 0; i < devices.Size(); ++i)
+      p.mixed.devices.push_back(r.string(devices[i], detail::concat("mixed_step devices[", i, "]"), "device"));
+    if (p.mixed.devices.size() < 2) r.fail("mixed_step", "devices", "needs at least two devices");
+    for (size_t i = 0; i < p.mixed.devices.size(); ++i)
+      for (size_t j = 0; j < i; ++j)
+        if (p.mixed.devices[i] == p.mixed.devices[j])
+          r.fail("mixed_step", "devices", "names '" + p.mixed.devices[i] + "' twice");
   }
   const rj::Value& ops = r.array(r.require(doc, "ops", ""), "", "ops");
   for (rj::SizeType i = 0; i < ops.Size(); ++i) {

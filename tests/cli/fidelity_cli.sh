@@ -24,6 +24,8 @@ assert r["placements"] == 6, r["placements"]
 assert all(len(p["rounds_s"]) == 2 for p in r["points"]), r["points"]
 assert all(p["measured_s"] > 0 and p["simulated_s"] > 0 for p in r["points"])
 assert r["retest_spearman"] is not None
+# The profile measures round robin (groups dealt in turn) to fit the CPU copy cost: never a scored point.
+assert all(p["kind"] != "round_robin" for p in r["points"]), [p["kind"] for p in r["points"]]
 PY
 # A saved placement measures and simulates like any other.
 first=$(ls "$TMP/pl" | head -1)

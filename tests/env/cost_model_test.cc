@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include "placer/env/simulator.h"
+#include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
 
 namespace placer {
@@ -144,6 +146,73 @@ TEST(CostModel, ContendedTimesMakeCpuDevicesOneContentionGroup) {
   p.ops[0].contended_seconds = 0.5;
   EXPECT_FALSE(CostModel::calibrated(g, cluster(), p).has_contention());
   EXPECT_EQ(CostModel::calibrated(g, cluster(), p).contention_group(DeviceId(0)), -1);
+}
+
+// The profile's mixed step (groups dealt round robin over the CPU devices)
+// fits the cost per byte of a copy between CPU devices beyond the link fit.
+// A chain x -> y1 -> ... -> y4 dealt over two devices moves 4 x 4000 bytes
+// one after the other, so 0.04 s more measured than simulated is 2.5e-6 s/B.
+TEST(CostModel, MixedStepFitsTheCopyCostBetweenCpuDevices) {
+  Graph g;
+  g.name = "chain";
+  Op in;
+  in.name = "x";
+  in.type = op_types::kInput;
+  in.outputs.push_back(TensorSpec{{1000}, DType::Float32});
+  OpId prev = g.add_op(in);
+  for (int i = 1; i <= 4; ++i) {
+    Op op;
+    op.name = "y" + std::to_string(i);
+    op.type = "aten::relu";
+    op.inputs = {{prev, 0}};
+    op.outputs.push_back(TensorSpec{{1000}, DType::Float32});
+    prev = g.add_op(op);
+  }
+  Cluster two_cpus;
+  for (int i = 0; i < 2; ++i) {
+    Device d;
+    d.name = "cpu:" + std::to_string(i);
+    d.memory_bytes = 1 << 30;
+    two_cpus.devices.push_back(d);
+  }
+  Profile p;
+  p.graph = "chain";
+  for (const Op& op : g.ops()) {
+    OpTiming t{op.name, "", "cpu:0", "cpu", op.type == op_types::kInput ? 0.0 : 0.1};
+    t.contended_seconds = t.seconds;
+    p.ops.push_back(t);
+  }
+  p.links.push_back({"cpu:0", "cpu:1", 0.01, 1e6, {}});
+  p.links.push_back({"cpu:1", "cpu:0", 0.01, 1e6, {}});
+  const Placement rr = round_robin_groups(g, {DeviceId(0), DeviceId(1)});
+  const double simulated = simulate(g, rr, two_cpus, CostModel::calibrated(g, two_cpus, p)).step_s;
+  ASSERT_GT(simulated, 0.4);
+
+  p.mixed.devices = {"cpu:0", "cpu:1"};
+  p.mixed.step_s = simulated + 0.04;
+  const CostModel m = CostModel::calibrated(g, two_cpus, p);
+  EXPECT_NEAR(m.group_copy_s_per_byte(), 2.5e-6, 1e-10);
+  EXPECT_NEAR(m.transfer_seconds(DeviceId(0), DeviceId(1), 4000), 0.01 + 0.004 + 0.01, 1e-7);
+  EXPECT_NEAR(simulate(g, rr, two_cpus, m).step_s, p.mixed.step_s, 1e-6);
+  Profile unmixed = p;
+  unmixed.mixed = MixedStep{};
+  const Placement single = round_robin_groups(g, {DeviceId(0)});  // no copies: as before
+  EXPECT_DOUBLE_EQ(simulate(g, single, two_cpus, m).step_s,
+                   simulate(g, single, two_cpus, CostModel::calibrated(g, two_cpus, unmixed)).step_s);
+
+  // Measured at or below the simulation: nothing to add.
+  Profile below = p;
+  below.mixed.step_s = simulated * 0.9;
+  EXPECT_EQ(CostModel::calibrated(g, two_cpus, below).group_copy_s_per_byte(), 0.0);
+  // Another graph's profile, or devices this cluster lacks: no fit.
+  Profile other = p;
+  other.graph = "other";
+  EXPECT_EQ(CostModel::calibrated(g, two_cpus, other).group_copy_s_per_byte(), 0.0);
+  Profile elsewhere = p;
+  elsewhere.mixed.devices = {"cpu:0", "cpu:5"};
+  EXPECT_EQ(CostModel::calibrated(g, two_cpus, elsewhere).group_copy_s_per_byte(), 0.0);
+  // A device of another kind in the pair (no contention group): links keep their fit.
+  EXPECT_EQ(CostModel::calibrated(two_op_graph(), cluster(), p).group_copy_s_per_byte(), 0.0);
 }
 
 TEST(CostModel, OverridesAndScaling) {

@@ -102,6 +102,15 @@ TEST(Algorithms, ColocationGroups) {
   EXPECT_EQ(h.members[0], ids({0, 5, 6}));
 }
 
+TEST(Algorithms, RoundRobinGroupsDealsGroupsInTurnAndKeepsThemTogether) {
+  // Groups by first op: {x} {w,w_sgd} {b,b_sgd} {fc,fc_grad} {relu,relu_grad} {loss,loss_grad}.
+  const Placement p = round_robin_groups(tiny_training(), {DeviceId(1), DeviceId(0)});
+  std::vector<int32_t> dev;
+  for (DeviceId d : p.device_of) dev.push_back(d.value);
+  EXPECT_EQ(dev, (std::vector<int32_t>{1, 0, 1, 0, 1, 0, 0, 1, 0, 0, 1}));
+  EXPECT_THROW(round_robin_groups(tiny_training(), {}), InputError);
+}
+
 // Checks the contract of coarsen(): at most k groups, every op in exactly one,
 // co-located ops together, groups numbered in a topological order of the
 // forward edges (so the quotient is acyclic).

@@ -438,9 +438,8 @@ TEST(SerializeProfile, RoundTrip) {
   EXPECT_EQ(profile_to_json(p).find("gpu_op_overhead_s"), std::string::npos);
   p.gpu_op_overhead_s = 1.25e-5;
   EXPECT_EQ(profile_from_json(profile_to_json(p)).gpu_op_overhead_s, 1.25e-5);
-  const std::string gmsg = error_of<InputError>([] {
-    profile_from_json(R"({"format":"placer.profile","version":1,"gpu_op_overhead_s":-3,"ops":[]})");
-  });
+  const std::string gmsg = error_of<InputError>(
+      [] { profile_from_json(R"({"format":"placer.profile","version":1,"gpu_op_overhead_s":-3,"ops":[]})"); });
   EXPECT_NE(gmsg.find("gpu_op_overhead_s: must be a finite number >= 0"), std::string::npos) << gmsg;
   ASSERT_EQ(back.ops.size(), 2u);
   EXPECT_EQ(back.ops[0].signature, "aten::addmm(2;4x3;3x2)");
@@ -459,6 +458,32 @@ TEST(SerializeProfile, RoundTrip) {
         R"({"format":"placer.profile","version":1,"ops":[{"op":"a","device":"cpu:0","seconds":1,"contended_seconds":-2}]})");
   });
   EXPECT_NE(cmsg.find("ops[0]: contended_seconds: must be a finite number >= 0"), std::string::npos) << cmsg;
+}
+
+TEST(SerializeProfile, MixedStepRoundTripsAndIsChecked) {
+  Profile p;
+  p.graph = "g";
+  EXPECT_EQ(profile_to_json(p).find("mixed_step"), std::string::npos);  // not measured: left out
+  EXPECT_LT(profile_from_json(profile_to_json(p)).mixed.step_s, 0.0);
+  p.mixed.devices = {"cpu:0", "cpu:1"};
+  p.mixed.step_s = 0.0625;
+  const Profile back = profile_from_json(profile_to_json(p));
+  EXPECT_EQ(back.mixed.devices, p.mixed.devices);
+  EXPECT_EQ(back.mixed.step_s, 0.0625);
+  auto error = [](const std::string& mixed) {
+    return error_of<InputError>(
+        [&] { profile_from_json(R"({"format":"placer.profile","version":1,"ops":[],"mixed_step":)" + mixed + "}"); });
+  };
+  std::string m = error(R"({"devices":["cpu:0","cpu:1"],"step_s":0})");
+  EXPECT_NE(m.find("mixed_step: step_s: must be a finite number > 0"), std::string::npos) << m;
+  m = error(R"({"devices":["cpu:0"],"step_s":0.1})");
+  EXPECT_NE(m.find("mixed_step: devices: needs at least two devices"), std::string::npos) << m;
+  m = error(R"({"devices":["cpu:0","cpu:0"],"step_s":0.1})");
+  EXPECT_NE(m.find("mixed_step: devices: names 'cpu:0' twice"), std::string::npos) << m;
+  m = error(R"({"devices":["cpu:0",3],"step_s":0.1})");
+  EXPECT_NE(m.find("mixed_step devices[1]: device"), std::string::npos) << m;
+  m = error(R"({"step_s":0.1})");
+  EXPECT_NE(m.find("mixed_step: devices: missing required field"), std::string::npos) << m;
 }
 
 TEST(SerializeStepResult, RoundTrip) {

@@ -314,6 +314,10 @@ TEST(Runtime, ProfileTimesEveryOpAndFitsLinks) {
   EXPECT_EQ(p.links[0].alpha_s, p.links[1].alpha_s);
   EXPECT_GT(p.per_op_overhead_s, 0.0);
   EXPECT_LT(p.per_op_overhead_s, 1e-3);
+  // The mixed step: the graph split round robin over both CPU devices.
+  EXPECT_EQ(p.mixed.devices, (std::vector<std::string>{"cpu:0", "cpu:1"}));
+  EXPECT_GT(p.mixed.step_s, 0.0);
+  EXPECT_LT(p.mixed.step_s, 10.0);
 }
 
 }  // namespace

@@ -54,6 +54,11 @@ class CostModel {
   void set_copy_contention(DeviceId device, double factor);
   // Puts devices in one contention group (a new group number each call).
   void set_contention_group(const std::vector<DeviceId>& devices);
+  // A copy between two devices of one contention group costs this much more
+  // per byte than its link fit says: fitted on the profile's mixed step
+  // (Profile::mixed), where copies run beside the other devices' work.
+  double group_copy_s_per_byte() const { return group_copy_s_per_byte_; }
+  void set_group_copy_s_per_byte(double seconds);
 
   // Overrides, e.g. for tests with hand-computed costs.
   void set_op_seconds(OpId op, DeviceId device, double seconds);
@@ -83,6 +88,7 @@ class CostModel {
   std::vector<int32_t> group_;       // [device]: contention group, -1 = none
   std::vector<double> copy_factor_;  // [device]; empty = 1
   int32_t groups_ = 0;
+  double group_copy_s_per_byte_ = 0.0;
 };
 
 }  // namespace placer

@@ -32,8 +32,8 @@ double mean_absolute_percentage_error(const std::vector<double>& actual, const s
 std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, int32_t devices, int count,
                                                                   uint64_t seed,
                                                                   const std::vector<int32_t>& device_class = {});
-std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, const Cluster& cluster,
-                                                                  int count, uint64_t seed);
+std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& graph, const Cluster& cluster, int count,
+                                                                  uint64_t seed);
 
 // Indices of at most `count` of `simulated` (step times) whose values are at
 // least `gap` (relative) apart: greedily from the fastest up, then thinned
@@ -47,6 +47,9 @@ struct FidelityPoint {
   double measured_s = 0.0;  // measured step time: the median of every round's samples
   double measured_iqr_s = 0.0;
   double simulated_s = 0.0;
+  // The same simulator without the copy cost fitted on the mixed step (0: no
+  // such cost was fitted): the fit's effect on the same measurements.
+  double simulated_unfitted_s = 0.0;
   int64_t transfer_bytes = 0;
   std::vector<double> rounds_s;            // each round's median step, in order
   double ci_low_s = 0.0, ci_high_s = 0.0;  // the median's 95% interval
@@ -67,11 +70,17 @@ struct FidelityReport {
   std::optional<PipelineSpec> pipeline;
   double calibrated_fraction = 0.0;
   double per_op_overhead_s = 0.0;
+  // CPU-to-CPU copies: seconds per byte beyond the link fit, fitted on the
+  // profile's mixed step (0: not fitted; CostModel::group_copy_s_per_byte).
+  double copy_s_per_byte = 0.0;
   std::vector<FidelityPoint> points;  // ok measurements only
   int failed = 0;                     // placements whose measurement failed
   double spearman = 0.0;
   double kendall = 0.0;
   double mape = 0.0;
+  // Spearman and MAPE of simulated_unfitted_s (NaN when not computed).
+  double spearman_unfitted = 0.0;
+  double mape_unfitted = 0.0;
   // The measurement against itself: Spearman between the first two rounds'
   // times (the most any simulator's rank correlation can be expected to
   // reach on this machine); NaN with fewer than two rounds.

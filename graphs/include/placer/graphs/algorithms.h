@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "placer/graphs/ir.h"
+#include "placer/graphs/placement.h"
 
 namespace placer {
 
@@ -51,6 +52,11 @@ struct Grouping {
   int32_t size() const { return static_cast<int32_t>(members.size()); }
 };
 Grouping colocation_groups(const Graph& graph);
+
+// Co-location groups in the order of their first op, dealt to `devices` in
+// turn: the split that moves the most between devices while keeping groups
+// together. The profile measures it (MixedStep); fidelity leaves it out.
+Placement round_robin_groups(const Graph& graph, const std::vector<DeviceId>& devices);
 
 // Coarsen to at most max_groups groups, merging along heavy edges while
 // keeping the quotient graph acyclic and starting from colocation_groups().

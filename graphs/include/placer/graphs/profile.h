@@ -28,6 +28,15 @@ struct LinkFit {
   std::vector<std::pair<int64_t, double>> samples;  // (bytes, seconds)
 };
 
+// One step of the graph split over the host's CPU devices, co-location groups
+// dealt round robin (round_robin_groups): of the simple placements, the one
+// that moves the most between devices. The simulator fits its cost per byte
+// copied between two CPU devices on it (CostModel::calibrated).
+struct MixedStep {
+  std::vector<std::string> devices;  // the devices dealt to, in order
+  double step_s = -1.0;              // median measured step; < 0: not measured
+};
+
 struct Profile {
   int version = 1;
   std::string graph;    // graph name profiled
@@ -41,6 +50,7 @@ struct Profile {
   // graph on the GPU. < 0: not measured (older profiles, no GPU); then
   // per_op_overhead_s applies to every device.
   double gpu_op_overhead_s = -1.0;
+  MixedStep mixed;  // measured with two or more CPU devices and no GPU
 };
 
 }  // namespace placer
