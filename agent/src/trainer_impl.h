@@ -84,6 +84,7 @@ class Trainer {
   // The rows the result is chosen from besides the policy's best (the warm
   // start's, with `compare` the config's compare methods, controls.seen).
   void compare_baselines(TrainResult* result, bool compare);
+  void refine(TrainResult* result);
   BaselineResult evaluated_row(const std::string& method, const Placement& placement, const std::string& note);
   // The result: the policy's best, or a faster row (ties go to the row). With
   // `measure`, in a mode that measures, every row is first measured side by

@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "placer/agent/compare.h"
+#include "placer/agent/placer.h"
 #include "placer/env/pipeline_objective.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/json_writer.h"
@@ -104,6 +105,34 @@ void Trainer::compare_baselines(TrainResult* res, bool compare) {
   for (const Compared& c : compare_placers(more, ctx, options)) res->baselines.push_back(baseline_result(c));
   for (const SeenPlacement& s : ctl_.seen)
     res->seen.push_back(evaluated_row(s.found_by, s.placement, "found outside the run"));
+  if (compare && o.refine_evaluations > 0) refine(res);
+}
+
+// train.refine_evaluations: local_search's annealing from the fastest
+// placement evaluated so far, its evaluations on top of the run's samples.
+void Trainer::refine(TrainResult* res) {
+  const Task& t0 = *tasks_[0];
+  const Placement* start = t0.best.device_of.empty() ? nullptr : &t0.best;
+  double start_s = t0.best.device_of.empty() ? std::numeric_limits<double>::infinity() : t0.best_step_s;
+  std::string from = "the policy's best";
+  for (const BaselineResult& b : res->baselines)
+    if (b.ok && !b.placement.device_of.empty() && b.step_s < start_s) {
+      start = &b.placement;
+      start_s = b.step_s;
+      from = b.method;
+    }
+  if (!start) return;
+  PlaceContext ctx = PlaceContext::on(*t0.env, c_.run.seed);
+  ctx.sample_budget = c_.optimizer.refine_evaluations;
+  ctx.start = start;
+  ctx.time_limit_s = 1e9;  // the budget ends it
+  try {
+    const PlaceResult r = make_placer("local_search")->place(ctx);
+    res->baselines.push_back(evaluated_row(
+        "refine", r.placement, "local_search from " + from + ", " + std::to_string(r.evaluations) + " evaluations"));
+  } catch (const std::exception& e) {
+    res->baselines.push_back(BaselineResult{"refine", 0.0, false, 0.0, e.what()});
+  }
 }
 
 // Every row in one fresh, interleaved run: the policy's best first, then each placed baseline and seen placement.

@@ -14,9 +14,9 @@
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/files.h"
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/serialize.h"
-#include "placer/graphs/files.h"
 
 namespace placer {
 namespace {
@@ -310,6 +310,44 @@ TEST(LearnedTrain, ResultIsNeverWorseThanABaselineItRan) {
   const std::string json((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
   EXPECT_NE(json.find("\"best_found_by\": \"local_search\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"policy_best_step_s\""), std::string::npos);
+}
+
+// train.refine_evaluations: local_search's annealing from the fastest
+// placement the run evaluated is one more row ("refine"); the run's result is
+// it when it is the fastest, and the policy's own best stays apart.
+TEST(LearnedTrain, RefineAnnealsFromTheFastestPlacementItEvaluated) {
+  const Fixture f = make_fixture("refine", 5);
+  std::string text = config_text(f, f.dir + "/run", 1);
+  text.replace(text.find("samples_per_update: 8"), 21, "samples_per_update: 2, refine_evaluations: 300");
+  text.replace(text.find("warm_start: {methods: []}"), 25, "warm_start: {methods: [single]}");
+  const TrainResult r = train(parse_train_config(text, "test"), nullptr, quiet());
+  const BaselineResult* refine = nullptr;
+  const BaselineResult* single = nullptr;
+  for (const BaselineResult& b : r.baselines) {
+    if (b.method == "refine") refine = &b;
+    if (b.method == "single") single = &b;
+  }
+  ASSERT_NE(refine, nullptr);
+  ASSERT_NE(single, nullptr);
+  ASSERT_TRUE(refine->ok) << refine->note;
+  EXPECT_NE(refine->note.find("local_search from "), std::string::npos) << refine->note;
+  EXPECT_LE(refine->step_s, single->step_s);
+  EXPECT_LE(refine->step_s, r.policy_best_step_s);
+  // Two chains on two devices: splitting them beats one device by far.
+  EXPECT_LT(refine->step_s, 0.8 * single->step_s);
+  EXPECT_EQ(r.best_found_by, "refine");
+  EXPECT_DOUBLE_EQ(r.best_step_s, refine->step_s);
+  EXPECT_GT(r.policy_best_step_s, 0.0);
+  // Off by default; a negative budget is refused by name.
+  EXPECT_EQ(parse_train_config(config_text(f, f.dir + "/off", 1), "test").optimizer.refine_evaluations, 0);
+  std::string bad = config_text(f, f.dir + "/bad", 1);
+  bad.replace(bad.find("samples_per_update: 8"), 21, "samples_per_update: 2, refine_evaluations: -1");
+  try {
+    parse_train_config(bad, "test");
+    ADD_FAILURE() << "refine_evaluations: -1 accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find("refine_evaluations"), std::string::npos) << e.what();
+  }
 }
 
 // A config whose warm start is local_search's placement (`warm`: its other

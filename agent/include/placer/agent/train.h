@@ -102,6 +102,11 @@ struct OptimizerConfig {
   // policy-gradient loss. 0 = off (plain REINFORCE / PPO).
   int elites = 8;
   double elite_weight = 1.0;
+  // After training, local_search's annealing from the fastest placement the
+  // run evaluated (the policy's best or a warm-start baseline) for this many
+  // evaluations; its placement is one more row of the final table, "refine".
+  // The policy's own best stays apart from it. 0 = off.
+  int64_t refine_evaluations = 0;
 };
 
 // YAML section `warm_start`: behaviour cloning the best of these algorithmic placements.
