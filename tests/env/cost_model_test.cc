@@ -49,6 +49,18 @@ Cluster cluster() {
   return c;
 }
 
+// cpu:0 and cpu:1 with the default constants (one host).
+Cluster cpu_pair() {
+  Cluster c;
+  for (int i = 0; i < 2; ++i) {
+    Device d;
+    d.name = "cpu:" + std::to_string(i);
+    d.memory_bytes = 1 << 30;
+    c.devices.push_back(d);
+  }
+  return c;
+}
+
 TEST(CostModel, Roofline) {
   const CostModel m = CostModel::roofline(two_op_graph(), cluster());
   EXPECT_EQ(m.ops(), 2);
@@ -114,13 +126,7 @@ TEST(CostModel, AGpuDeviceGetsItsOwnMeasuredOverhead) {
 
 TEST(CostModel, ContendedTimesMakeCpuDevicesOneContentionGroup) {
   const Graph g = two_op_graph();
-  Cluster two_cpus;
-  for (int i = 0; i < 2; ++i) {
-    Device d;
-    d.name = "cpu:" + std::to_string(i);
-    d.memory_bytes = 1 << 30;
-    two_cpus.devices.push_back(d);
-  }
+  const Cluster two_cpus = cpu_pair();
   Profile p;
   p.graph = "g";
   p.per_op_overhead_s = 0.01;
@@ -168,13 +174,7 @@ TEST(CostModel, MixedStepFitsTheCopyCostBetweenCpuDevices) {
     op.outputs.push_back(TensorSpec{{1000}, DType::Float32});
     prev = g.add_op(op);
   }
-  Cluster two_cpus;
-  for (int i = 0; i < 2; ++i) {
-    Device d;
-    d.name = "cpu:" + std::to_string(i);
-    d.memory_bytes = 1 << 30;
-    two_cpus.devices.push_back(d);
-  }
+  const Cluster two_cpus = cpu_pair();
   Profile p;
   p.graph = "chain";
   for (const Op& op : g.ops()) {
