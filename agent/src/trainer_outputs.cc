@@ -128,8 +128,13 @@ void Trainer::refine(TrainResult* res) {
   ctx.time_limit_s = 1e9;  // the budget ends it
   try {
     const PlaceResult r = make_placer("local_search")->place(ctx);
-    res->baselines.push_back(evaluated_row(
-        "refine", r.placement, "local_search from " + from + ", " + std::to_string(r.evaluations) + " evaluations"));
+    const std::string note = "local_search from " + from + ", " + std::to_string(r.evaluations) + " evaluations";
+    // Nothing faster than its start: no row (the start keeps its credit).
+    if (r.placement.device_of == start->device_of) {
+      std::fprintf(stderr, "refine: %s found nothing faster\n", note.c_str());
+      return;
+    }
+    res->baselines.push_back(evaluated_row("refine", r.placement, note));
   } catch (const std::exception& e) {
     res->baselines.push_back(BaselineResult{"refine", 0.0, false, 0.0, e.what()});
   }

@@ -338,6 +338,13 @@ TEST(LearnedTrain, RefineAnnealsFromTheFastestPlacementItEvaluated) {
   EXPECT_EQ(r.best_found_by, "refine");
   EXPECT_DOUBLE_EQ(r.best_step_s, refine->step_s);
   EXPECT_GT(r.policy_best_step_s, 0.0);
+  // Started from the fastest placement there is, it finds nothing faster: no row, the start keeps its credit.
+  std::string again = config_text(f, f.dir + "/again", 1);
+  again.replace(again.find("samples_per_update: 8"), 21, "samples_per_update: 2, refine_evaluations: 50");
+  again.replace(again.find("warm_start: {methods: []}"), 25, "warm_start: {methods: [local_search]}");
+  const TrainResult a = train(parse_train_config(again, "test"), nullptr, quiet());
+  ASSERT_EQ(a.best_found_by, "local_search");
+  for (const BaselineResult& b : a.baselines) EXPECT_NE(b.method, "refine") << b.note;
   // Off by default; a negative budget is refused by name.
   EXPECT_EQ(parse_train_config(config_text(f, f.dir + "/off", 1), "test").optimizer.refine_evaluations, 0);
   std::string bad = config_text(f, f.dir + "/bad", 1);
