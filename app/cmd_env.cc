@@ -297,14 +297,12 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
 }
 
 // `placements` without the one the profile measures to fit the simulator's
-// CPU copy cost (round_robin_groups over the CPU devices, on a cluster of CPU
-// devices only: Profile::mixed), at most `count` of them: a point that
+// CPU copy cost (round_robin_groups over mixed_step_devices: Profile::mixed),
+// at most `count` of them: a point that
 // calibrated the simulator is not one that tests it.
 NamedPlacements without_profiled(const Graph& graph, const Cluster& cluster, NamedPlacements placements, int count) {
-  std::vector<DeviceId> cpus;
-  for (int32_t d = 0; d < cluster.size(); ++d)
-    if (cluster.devices[d].kind == DeviceKind::Cpu) cpus.push_back(DeviceId(d));
-  if (cpus.size() >= 2 && static_cast<int32_t>(cpus.size()) == cluster.size()) {
+  const std::vector<DeviceId> cpus = mixed_step_devices(cluster);
+  if (!cpus.empty()) {
     const Placement profiled = round_robin_groups(graph, cpus);
     placements.erase(std::remove_if(placements.begin(), placements.end(),
                                     [&](const auto& p) { return p.second.device_of == profiled.device_of; }),

@@ -397,6 +397,16 @@ Placement round_robin_groups(const Graph& graph, const std::vector<DeviceId>& de
   return placement;
 }
 
+std::vector<DeviceId> mixed_step_devices(const Cluster& cluster) {
+  std::vector<DeviceId> cpus;
+  for (int32_t d = 0; d < cluster.size(); ++d) {
+    if (cluster.devices[d].kind != DeviceKind::Cpu) return {};
+    cpus.push_back(DeviceId(d));
+  }
+  if (cpus.size() < 2) return {};
+  return cpus;
+}
+
 namespace {
 
 // Coarsening phase 1: heavy edges first, but no group above twice the average share,

@@ -326,17 +326,12 @@ void Profiler::time_mixed() {
   // The simulator fits a cost per byte on this step (CostModel::calibrated).
   // Only for clusters of CPU devices: with a GPU, the hybrid calibration fits
   // its links from the steps it measures.
-  std::vector<DeviceId> cpus;
-  for (int dev = 0; dev < d; ++dev) {
-    if (cluster.devices[dev].kind != DeviceKind::Cpu) return;
-    cpus.push_back(DeviceId(dev));
-  }
-  if (cpus.size() < 2) return;
+  const std::vector<DeviceId> cpus = mixed_step_devices(cluster);
+  if (cpus.empty()) return;
   const KernelPlan plan = make_plan(graph, round_robin_groups(graph, cpus), d, false);
   std::vector<std::vector<double>> samples;
   std::vector<double> steps;
   run_steps(plan, std::max(9, 3 * options.repetitions), samples, steps, "split round robin over the CPU devices");
-  prof.mixed.devices.clear();
   for (DeviceId dev : cpus) prof.mixed.devices.push_back(cluster.devices[dev.value].name);
   prof.mixed.step_s = quantile(steps, 0.5);
   // On an idle machine the split steps within 0.7-1.6x of one device (nmt,

@@ -111,6 +111,22 @@ TEST(Algorithms, RoundRobinGroupsDealsGroupsInTurnAndKeepsThemTogether) {
   EXPECT_THROW(round_robin_groups(tiny_training(), {}), InputError);
 }
 
+TEST(Algorithms, MixedStepDevicesAreTwoOrMoreCpusOnly) {
+  auto cluster = [](const std::vector<DeviceKind>& kinds) {
+    Cluster c;
+    for (DeviceKind k : kinds) {
+      Device d;
+      d.kind = k;
+      c.devices.push_back(d);
+    }
+    return c;
+  };
+  EXPECT_EQ(mixed_step_devices(cluster({DeviceKind::Cpu, DeviceKind::Cpu})),
+            (std::vector<DeviceId>{DeviceId(0), DeviceId(1)}));
+  EXPECT_TRUE(mixed_step_devices(cluster({DeviceKind::Cpu})).empty());
+  EXPECT_TRUE(mixed_step_devices(cluster({DeviceKind::Cpu, DeviceKind::Cpu, DeviceKind::Cuda})).empty());
+}
+
 // Checks the contract of coarsen(): at most k groups, every op in exactly one,
 // co-located ops together, groups numbered in a topological order of the
 // forward edges (so the quotient is acyclic).

@@ -57,6 +57,9 @@ Grouping colocation_groups(const Graph& graph);
 // turn: the split that moves the most between devices while keeping groups
 // together. The profile measures it (MixedStep); fidelity leaves it out.
 Placement round_robin_groups(const Graph& graph, const std::vector<DeviceId>& devices);
+// The devices the profile's mixed step deals the graph to: every device of a
+// cluster of two or more CPU devices and nothing else; empty otherwise.
+std::vector<DeviceId> mixed_step_devices(const Cluster& cluster);
 
 // Coarsen to at most max_groups groups, merging along heavy edges while
 // keeping the quotient graph acyclic and starting from colocation_groups().
