@@ -17,8 +17,8 @@
 # else .venv/bin/python3), JOBS (default nproc), CPU_DEVICES (default 8: the
 # cpu:8 of cpu:8+cuda:0), BUDGET_S (default 1140: the whole run stays inside 20 min),
 # TESTS (ctest arguments), AB=0 (skip the backward A/B), CPU_FIDELITY=0, PLACEMENTS,
-# FID_LIMIT (seconds per fidelity run), INCEPTION_OPTS, BENCH_ROUNDS, TRAIN_SEEDS, TRAIN_MIN_S
-# (a seed starts only with this many seconds of the budget left).
+# FID_LIMIT (seconds per fidelity run), INCEPTION_OPTS, BENCH_ROUNDS, RUNTIME_BENCH=0 (skip the
+# executor-vs-loop bench), TRAIN_SEEDS, TRAIN_MIN_S (a seed starts only with this many seconds of the budget left).
 set -uo pipefail
 
 usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -164,11 +164,11 @@ fi
 
 # 4. The executor vs a plain LibTorch loop on cuda:0, first (the machine is quietest
 # right after the tests): the run book's sizes (256, 32) and realistic ones (2048, 512).
-step "runtime bench on cuda:0" 90 "$BUILD/bench/runtime_bench" --device cuda:0 --skip-a 1 --rounds "${BENCH_ROUNDS:-60}"
+[ "${RUNTIME_BENCH:-1}" = 0 ] || { step "runtime bench on cuda:0" 90 "$BUILD/bench/runtime_bench" --device cuda:0 --skip-a 1 --rounds "${BENCH_ROUNDS:-60}"
 sed -n '/## (b)/,$p' "$LOGS" | head -12 >> "$SUMMARY"
 step "runtime bench on cuda:0, large ops" 90 "$BUILD/bench/runtime_bench" --device cuda:0 --skip-a 1 \
   --rounds "${BENCH_ROUNDS:-60}" --size 2048 --small-size 512
-sed -n '/## (b)/,$p' "$LOGS" | tail -8 >> "$SUMMARY"
+sed -n '/## (b)/,$p' "$LOGS" | tail -8 >> "$SUMMARY"; }
 # 4b. Backward ops in the executor's thread vs through the autograd engine (nmt on cuda:0): AB=0 skips it.
 [ "${AB:-1}" = 0 ] || { step "backward A/B on cuda:0" 120 bash "$ROOT/bench/gpu_backward_ab.sh" "$P" "$RES/backward_ab" cuda:0 3
   sed -n '/^| round | backward/,/^| 3 /p' "$LOGS" >> "$SUMMARY"; }
@@ -185,16 +185,8 @@ print(f"    profile: executor overhead {p['per_op_overhead_s'] * 1e6:.2f} us/op 
       f"{p.get('gpu_op_overhead_s', -1) * 1e6:.2f} us/op on the GPU; CPU<->GPU links: alpha "
       f"{min(l['alpha_s'] for l in g) * 1e6:.1f}-{max(l['alpha_s'] for l in g) * 1e6:.1f} us")
 PY
-# 12 placements chosen for simulated steps >= 4% apart (placer fidelity --spread), 20 steps at most:
-# on the H100 of 2026-11-25, 30 placements of the first ones did not fit 180 s.
-for g in nmt inception_v3; do
-  step "fidelity $g on $MIXED" "${FID_LIMIT:-240}" "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements "${PLACEMENTS:-12}" \
-    --spread 0.04 --rounds 2 --max-steps 20 -o "$RES/fidelity_mixed" --name "${g}_cpu${CPU_DEVICES}_cuda0"
-done
-[ "${CPU_FIDELITY:-1}" = 0 ] ||
-  step "fidelity nmt on cpu:$CPU_DEVICES" 150 "$P" fidelity --graph "$RES/nmt.json" --devices "cpu:$CPU_DEVICES" \
-    --placements "${PLACEMENTS:-12}" --spread 0.04 --rounds 2 --max-steps 20 -o "$RES/fidelity_cpu" --name "nmt_cpu${CPU_DEVICES}"
-# 5b. The measurement against itself on the GPU, with the protocol's intervals: one
+# 5a. The measurement against itself on the GPU (before fidelity: it is short and the
+# shuffled order's check), with the protocol's intervals: one
 # placement (every op on cuda:0) given twice, and every op on cpu:0, interleaved.
 "$P" place --method single --graph "$RES/nmt.json" --devices "$MIXED" -o "$RES/nmt_single.json" >> "$LOGS" 2>&1
 "$TORCH_PYTHON" - "$RES" <<'PY' >> "$LOGS" 2>&1
@@ -208,6 +200,18 @@ PY
 step "self-agreement on $MIXED" 120 "$P" measure --graph "$RES/nmt.json" --devices "$MIXED" --steps 10 --max-steps 100 \
   --target 0.01 --compare "$RES/nmt_gpu_a.json" "$RES/nmt_gpu_b.json" "$RES/nmt_cpu0.json" --json "$RES/self_agreement.json"
 grep -E "interval|Mann-Whitney" "$LOGS" | tail -5 | sed 's/^/    /' >> "$SUMMARY"
+# 12 placements chosen for simulated steps >= 4% apart (placer fidelity --spread), 20 steps at most:
+# on the H100 of 2026-11-25, 30 placements of the first ones did not fit 180 s.
+# inception_v3 gets 8 placements of at most 8 steps (12 of 20 did not fit 110 s on the H200 of 2026-11-26).
+for g in nmt inception_v3; do
+  n=${PLACEMENTS:-12} steps=20
+  [ $g = inception_v3 ] && n=${PLACEMENTS:-8} steps=8
+  step "fidelity $g on $MIXED" "${FID_LIMIT:-240}" "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements "$n" \
+    --spread 0.04 --rounds 2 --max-steps "$steps" -o "$RES/fidelity_mixed" --name "${g}_cpu${CPU_DEVICES}_cuda0"
+done
+[ "${CPU_FIDELITY:-1}" = 0 ] ||
+  step "fidelity nmt on cpu:$CPU_DEVICES" 150 "$P" fidelity --graph "$RES/nmt.json" --devices "cpu:$CPU_DEVICES" \
+    --placements "${PLACEMENTS:-12}" --spread 0.04 --rounds 2 --max-steps 20 -o "$RES/fidelity_cpu" --name "nmt_cpu${CPU_DEVICES}"
 for f in "$RES"/fidelity_*/*.md; do [ -f "$f" ] && { echo; echo "### $(basename "$f")"; sed -n '1,30p' "$f"; } >> "$SUMMARY"; done
 
 # 6. The demo's learned placer trained with measured rewards on cpu:8+cuda:0, one
