@@ -192,6 +192,7 @@ struct OpCalibration {
   OpTimes& times;
   double overhead;                // the profile's executor overhead per op (>= 0)
   double gpu_overhead;            // the same on a GPU device; < 0: `overhead` applies there too
+  double gpu_scale;               // a GPU op's measured time is scaled by this (Profile::gpu_op_scale)
   std::vector<double>& op_s;      // [op * devices + device]
   std::vector<double> contended;  // [op * devices + device], -1 = not measured; empty: none measured
 };
@@ -203,7 +204,7 @@ bool calibrate_op(OpCalibration& c, int64_t o, int32_t k) {
   const std::string kind = device_kind_name(dev.kind);
   const double overhead = dev.kind == DeviceKind::Cuda && c.gpu_overhead >= 0 ? c.gpu_overhead : c.overhead;
   if (const std::vector<double>* samples = c.times.alone(o, dev, kind)) {
-    c.op_s[o * d + k] = median(*samples) + overhead;
+    c.op_s[o * d + k] = median(*samples) * (dev.kind == DeviceKind::Cuda ? c.gpu_scale : 1.0) + overhead;
     const std::vector<double>* cont = dev.kind == DeviceKind::Cpu ? c.times.contended(o, kind) : nullptr;
     if (cont) {
       if (c.contended.empty()) c.contended.assign(c.op_s.size(), -1.0);
@@ -316,8 +317,14 @@ void fit_group_copy_cost(const Graph& graph, const Cluster& cluster, const Profi
 CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile) {
   CostModel model = roofline(graph, cluster);
   OpTimes times(graph, profile);
-  OpCalibration ops{graph,       cluster, times, std::max(0.0, profile.per_op_overhead_s), profile.gpu_op_overhead_s,
-                    model.op_s_, {}};
+  OpCalibration ops{graph,
+                    cluster,
+                    times,
+                    std::max(0.0, profile.per_op_overhead_s),
+                    profile.gpu_op_overhead_s,
+                    profile.gpu_op_scale,
+                    model.op_s_,
+                    {}};
   model.calibrated_fraction_ = calibrate_ops(ops);
   const std::vector<DeviceId> cpus = cpu_devices(cluster);
   if (!ops.contended.empty() && cpus.size() >= 2) {

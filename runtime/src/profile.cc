@@ -122,7 +122,7 @@ struct Profiler {
   // Runs `steps` steps of a plan after one warm-up step; returns each op's
   // samples (as timed inside the steps) and each step's time.
   void run_steps(const KernelPlan& plan, int steps, std::vector<std::vector<double>>& op_samples,
-                 std::vector<double>& step_s, const std::string& what);
+                 std::vector<double>& step_s, const std::string& what, int warmup = 1);
   void time_ops();
   void time_contention();
   void time_links();
@@ -131,16 +131,16 @@ struct Profiler {
 };
 
 void Profiler::run_steps(const KernelPlan& plan, int steps, std::vector<std::vector<double>>& op_samples,
-                         std::vector<double>& step_s, const std::string& what) {
+                         std::vector<double>& step_s, const std::string& what, int warmup) {
   Session session = new_session(plan, 0, d);
   session.check_memory = false;
   session.step_op_seconds.assign(plan.ops.size(), 0.0);
   op_samples.assign(plan.ops.size(), {});
-  for (int r = 0; r <= steps; ++r) {
+  for (int r = 0; r < warmup + steps; ++r) {
     const StepOutcome o = executor.run_step(session, 1e9, nullptr);
     if (o.status != StepStatus::Ok)
       throw InputError("profile " + what + ": " + step_status_name(o.status) + ": " + o.message);
-    if (r == 0) continue;
+    if (r < warmup) continue;
     step_s.push_back(o.step_s);
     for (size_t i = 0; i < plan.ops.size(); ++i) op_samples[i].push_back(session.step_op_seconds[i]);
   }
@@ -182,18 +182,25 @@ void Profiler::time_ops() {
         throw InputError(std::string("profile on ") + cluster.devices[dev].name + ": " + step_status_name(o.status) +
                          ": " + o.message);
       samples = std::move(session.op_seconds);
-      // What the GPU device's thread adds per op (events, stream waits, the
-      // launch path) beyond the kernels timed alone: whole steps of the graph
-      // on this GPU, as a placement runs it, minus those kernels. A step of
-      // many small ops is bound by that thread, not by the kernels (on an
-      // H200, nmt's 980 ops: 15 ms of kernels, 21-30 ms per step).
+      // The ops timed alone do not add up to a step on this GPU: a step of
+      // many small ops is bound by the device thread's launch path (events,
+      // stream waits, dispatch; on an H200, nmt's 980 ops: 13-15 ms of
+      // kernels, 20-30 ms per step), while an op timed alone, synchronized,
+      // also holds its launch latency, which a step hides once the host runs
+      // ahead (a 1-layer nmt: 9.2 ms of ops alone, 5.4 ms per step). Whole
+      // steps of the graph on this GPU, warmed up as the measurement protocol
+      // warms up, fit the difference: an overhead per op when the step is
+      // longer than its ops, else a scale on the ops' times.
       std::vector<std::vector<double>> in_step;
       std::vector<double> steps;
-      run_steps(plan, options.repetitions, in_step, steps, "on " + cluster.devices[dev].name);
+      run_steps(plan, std::max(9, 3 * options.repetitions), in_step, steps, "on " + cluster.devices[dev].name, 3);
       double kernels = 0;
       for (int32_t i = 0; i < n; ++i) kernels += is_free(graph.op(OpId(i))) ? 0.0 : quantile(samples[i], 0.5);
-      for (double s : steps)
-        if (timed_ops > 0) gpu_overheads.push_back(std::max(0.0, (s - kernels) / timed_ops));
+      const double step = quantile(steps, 0.5);
+      if (timed_ops > 0 && kernels > 0) {
+        gpu_overheads.push_back(std::max(0.0, (step - kernels) / timed_ops));
+        prof.gpu_op_scale = std::min(1.0, step / kernels);
+      }
     }
     for (int32_t i = 0; i < n; ++i) {
       const Op& op = graph.op(OpId(i));
@@ -246,8 +253,8 @@ void Profiler::time_links() {
   // those: on an H200 they gave CPU<->GPU links 11-23 us of latency, and the
   // simulator missed about 60 us per CPU<->GPU dependency of a placement
   // (bench/results/gpu_h200.md). The chain goes both ways, so both directions
-  // get its fit. A GPU op of the chain costs its own time plus the GPU's
-  // per-op overhead (time_ops), which the simulator adds to the op, not the hop.
+  // get its fit. A GPU op of the chain costs its own time, scaled, plus the
+  // GPU's per-op overhead (time_ops), as the simulator costs the op, not the hop.
   const int kHops = 32;
   const double gpu_overhead = gpu_overheads.empty() ? 0.0 : quantile(gpu_overheads, 0.5);
   for (int a = 0; a < d; ++a)
@@ -281,7 +288,7 @@ void Profiler::time_links() {
           double ops = 0;
           for (size_t i = 1; i < samples.size(); ++i) {
             const bool on_gpu = cluster.devices[placement.device_of[i].value].kind == DeviceKind::Cuda;
-            ops += samples[i][r] + (on_gpu ? gpu_overhead : 0.0);
+            ops += on_gpu ? samples[i][r] * prof.gpu_op_scale + gpu_overhead : samples[i][r];
           }
           hop.push_back(std::max(0.0, steps[r] - ops) / kHops);
         }

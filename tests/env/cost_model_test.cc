@@ -124,6 +124,22 @@ TEST(CostModel, AGpuDeviceGetsItsOwnMeasuredOverhead) {
   EXPECT_DOUBLE_EQ(CostModel::calibrated(g, cluster(), p).op_seconds(OpId(1), DeviceId(1)), 0.012);
 }
 
+// When a step on the GPU is shorter than its ops timed alone (each holding its
+// launch latency), the profile scales GPU ops; CPU ops keep their times.
+TEST(CostModel, AGpuScaleShrinksOnlyGpuOps) {
+  const Graph g = two_op_graph();
+  Profile p;
+  p.graph = "g";
+  p.ops.push_back({"y", "", "cpu:0", "cpu", 0.3});
+  p.ops.push_back({"y", "", "cuda:0", "cuda", 0.01});
+  p.per_op_overhead_s = 0.002;
+  p.gpu_op_overhead_s = 0.0;
+  p.gpu_op_scale = 0.5;
+  const CostModel m = CostModel::calibrated(g, cluster(), p);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(0)), 0.302);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(1)), 0.005);
+}
+
 TEST(CostModel, ContendedTimesMakeCpuDevicesOneContentionGroup) {
   const Graph g = two_op_graph();
   const Cluster two_cpus = cpu_pair();

@@ -441,6 +441,15 @@ TEST(SerializeProfile, RoundTrip) {
   const std::string gmsg = error_of<InputError>(
       [] { profile_from_json(R"({"format":"placer.profile","version":1,"gpu_op_overhead_s":-3,"ops":[]})"); });
   EXPECT_NE(gmsg.find("gpu_op_overhead_s: must be a finite number >= 0"), std::string::npos) << gmsg;
+  EXPECT_EQ(profile_to_json(p).find("gpu_op_scale"), std::string::npos);  // 1: left out
+  p.gpu_op_scale = 0.625;
+  EXPECT_EQ(profile_from_json(profile_to_json(p)).gpu_op_scale, 0.625);
+  for (const char* bad : {"0", "1.5", "-0.2"}) {
+    const std::string smsg = error_of<InputError>([&] {
+      profile_from_json(std::string(R"({"format":"placer.profile","version":1,"gpu_op_scale":)") + bad + R"(,"ops":[]})");
+    });
+    EXPECT_NE(smsg.find("gpu_op_scale: must be a number in (0, 1]"), std::string::npos) << smsg;
+  }
   ASSERT_EQ(back.ops.size(), 2u);
   EXPECT_EQ(back.ops[0].signature, "aten::addmm(2;4x3;3x2)");
   EXPECT_EQ(back.ops[0].seconds, 1.25e-5);

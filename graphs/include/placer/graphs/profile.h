@@ -50,6 +50,11 @@ struct Profile {
   // graph on the GPU. < 0: not measured (older profiles, no GPU); then
   // per_op_overhead_s applies to every device.
   double gpu_op_overhead_s = -1.0;
+  // A GPU op's time alone holds its launch latency, which a step hides once
+  // the host runs ahead: when a step of the graph on the GPU is shorter than
+  // its ops timed alone, their times are scaled by step / ops (in (0, 1]),
+  // and gpu_op_overhead_s is 0. 1: no scale (older profiles, no GPU).
+  double gpu_op_scale = 1.0;
   MixedStep mixed;  // measured with two or more CPU devices and no GPU
 };
 
