@@ -170,7 +170,7 @@ TEST(Gpu, CalibratedSimulatorPredictsALaunchBoundGpuStep) {
   const double simulated = simulate(g, on_gpu, rt.cluster(), costs).step_s;
   EXPECT_NEAR(simulated / measured.step_s, 1.0, 0.25)
       << "simulated " << simulated << " s, measured " << measured.step_s << " s, GPU overhead "
-      << prof.gpu_op_overhead_s * 1e6 << " us/op";
+      << prof.gpu_op_overhead_s * 1e6 << " us/op, GPU ops scaled x" << prof.gpu_op_scale;
 }
 
 TEST(Gpu, AMissingGpuIsNamedWithWhatExists) {
