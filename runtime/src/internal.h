@@ -338,5 +338,13 @@ struct Runtime::Impl {
 // Runtime::profile on the runtime's executor (one measurement at a time: the
 // caller holds its lock). Throws InputError when a profiling step fails.
 Profile profile_graph(Executor& executor, const Cluster& cluster, const Graph& graph, const ProfileOptions& options);
+// The measurement protocol's steps (warm-up, shuffled interleaved rounds, the
+// adaptive stop) on an executor the caller holds; inputs not checked.
+// Runtime::measure and measure_interleaved check and lock, then call it; the
+// profile calls it for the steps it compares with the simulator.
+std::vector<StepResult> protocol_steps(Executor& ex, const Cluster& cluster, const Graph& graph,
+                                       const std::vector<Placement>& placements, const MeasureOptions& o,
+                                       const std::vector<std::vector<double>>* prior = nullptr,
+                                       std::vector<TimelineEvent>* trace = nullptr);
 
 }  // namespace placer

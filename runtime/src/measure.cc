@@ -197,6 +197,15 @@ std::vector<StepResult> run_protocol(const Cluster& cluster, Executor& ex, std::
                                      const std::vector<std::vector<double>>* prior, std::vector<TimelineEvent>* trace) {
   check_inputs(cluster, graph, placements, o, prior);
   std::lock_guard<std::mutex> lk(mu);
+  return protocol_steps(ex, cluster, graph, placements, o, prior, trace);
+}
+
+}  // namespace
+
+std::vector<StepResult> protocol_steps(Executor& ex, const Cluster& cluster, const Graph& graph,
+                                       const std::vector<Placement>& placements, const MeasureOptions& o,
+                                       const std::vector<std::vector<double>>* prior,
+                                       std::vector<TimelineEvent>* trace) {
   std::deque<Candidate> cands;
   add_candidates(cands, cluster, graph, placements, o, prior);
   warm_up(ex, cands, o);
@@ -204,8 +213,6 @@ std::vector<StepResult> run_protocol(const Cluster& cluster, Executor& ex, std::
   if (trace && !cands.empty() && cands.front().result.ok()) step(ex, cands.front(), o, false, trace);
   return results(cands, cluster.size());
 }
-
-}  // namespace
 
 std::vector<StepResult> Runtime::measure_interleaved(const Graph& graph, const std::vector<Placement>& placements,
                                                      const MeasureOptions& o,

@@ -122,7 +122,7 @@ struct Profiler {
   // Runs `steps` steps of a plan after one warm-up step; returns each op's
   // samples (as timed inside the steps) and each step's time.
   void run_steps(const KernelPlan& plan, int steps, std::vector<std::vector<double>>& op_samples,
-                 std::vector<double>& step_s, const std::string& what, int warmup = 1);
+                 std::vector<double>& step_s, const std::string& what);
   void time_ops();
   void time_contention();
   void time_links();
@@ -131,16 +131,16 @@ struct Profiler {
 };
 
 void Profiler::run_steps(const KernelPlan& plan, int steps, std::vector<std::vector<double>>& op_samples,
-                         std::vector<double>& step_s, const std::string& what, int warmup) {
+                         std::vector<double>& step_s, const std::string& what) {
   Session session = new_session(plan, 0, d);
   session.check_memory = false;
   session.step_op_seconds.assign(plan.ops.size(), 0.0);
   op_samples.assign(plan.ops.size(), {});
-  for (int r = 0; r < warmup + steps; ++r) {
+  for (int r = 0; r <= steps; ++r) {
     const StepOutcome o = executor.run_step(session, 1e9, nullptr);
     if (o.status != StepStatus::Ok)
       throw InputError("profile " + what + ": " + step_status_name(o.status) + ": " + o.message);
-    if (r < warmup) continue;
+    if (r == 0) continue;
     step_s.push_back(o.step_s);
     for (size_t i = 0; i < plan.ops.size(); ++i) op_samples[i].push_back(session.step_op_seconds[i]);
   }
@@ -185,18 +185,25 @@ void Profiler::time_ops() {
       // The ops timed alone do not add up to a step on this GPU: a step of
       // many small ops is bound by the device thread's launch path (events,
       // stream waits, dispatch; on an H200, nmt's 980 ops: 13-15 ms of
-      // kernels, 20-30 ms per step), while an op timed alone, synchronized,
-      // also holds its launch latency, which a step hides once the host runs
-      // ahead (a 1-layer nmt: 9.2 ms of ops alone, 5.4 ms per step). Whole
-      // steps of the graph on this GPU, warmed up as the measurement protocol
-      // warms up, fit the difference: an overhead per op when the step is
-      // longer than its ops, else a scale on the ops' times.
-      std::vector<std::vector<double>> in_step;
-      std::vector<double> steps;
-      run_steps(plan, std::max(9, 3 * options.repetitions), in_step, steps, "on " + cluster.devices[dev].name, 3);
+      // kernels, 20-30 ms per step), and an op timed alone, synchronized,
+      // also holds a launch latency that a step can hide once the host runs
+      // ahead. Whole steps of the graph on this GPU, measured by the
+      // measurement protocol itself (what `placer measure` and fidelity
+      // compare the simulator with), fit the difference: an overhead per op
+      // when the step is longer than its ops, else a scale on the ops' times.
+      // Fitted from this file's own loop of steps instead (run_steps), a
+      // 1-layer nmt's overhead came out 3x too high on an H200: those steps
+      // took ~15 ms where the protocol measured 5.3 ms (gpu_h200_r3.md).
+      MeasureOptions mo;
+      mo.warmup_steps = 3;
+      mo.measured_steps = mo.max_steps = std::max(9, 3 * options.repetitions);
+      const StepResult on_gpu = protocol_steps(executor, cluster, graph, {placement}, mo).front();
+      if (!on_gpu.ok())
+        throw InputError("profile: the step on " + cluster.devices[dev].name + ": " +
+                         step_status_name(on_gpu.status) + ": " + on_gpu.message);
       double kernels = 0;
       for (int32_t i = 0; i < n; ++i) kernels += is_free(graph.op(OpId(i))) ? 0.0 : quantile(samples[i], 0.5);
-      const double step = quantile(steps, 0.5);
+      const double step = on_gpu.step_s;
       if (timed_ops > 0 && kernels > 0) {
         gpu_overheads.push_back(std::max(0.0, (step - kernels) / timed_ops));
         prof.gpu_op_scale = std::min(1.0, step / kernels);
