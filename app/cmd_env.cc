@@ -260,8 +260,10 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
                                const NamedPlacements& placements, const FidelityMeasurements& m) {
   const Graph& graph = run.graph();
   const CostModel costs = CostModel::calibrated(graph, cluster, m.profile);
-  CostModel unfitted = costs;  // the same without the copy cost fitted on the mixed step
-  unfitted.set_group_copy_s_per_byte(0.0);
+  Profile unmixed = m.profile;  // the same without what is fitted on the mixed step
+  unmixed.mixed = MixedStep{};
+  const CostModel unfitted = CostModel::calibrated(graph, cluster, unmixed);
+  const bool fitted = costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s_per_byte() > 0;
   const SimContext context(graph);
   FidelityReport report;
   report.graph = graph.name;
@@ -273,6 +275,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   report.calibrated_fraction = costs.calibrated_fraction();
   report.per_op_overhead_s = m.profile.per_op_overhead_s;
   report.copy_s_per_byte = costs.group_copy_s_per_byte();
+  report.cross_copy_s_per_byte = costs.cross_copy_s_per_byte();
   for (size_t i = 0; i < placements.size(); ++i) {
     if (m.failed[i]) {
       ++report.failed;
@@ -287,7 +290,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
     point.ci_high_s = m.best[i].ci_high_s;
     point.steps = static_cast<int64_t>(m.best[i].samples_s.size());
     point.simulated_s = simulated.step_s;
-    if (costs.group_copy_s_per_byte() > 0)
+    if (fitted)
       point.simulated_unfitted_s = simulate(context, run.at(placements[i].second), cluster, unfitted).step_s;
     point.transfer_bytes = simulated.transfer_bytes;
     point.rounds_s = m.round_s[i];
@@ -297,7 +300,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
 }
 
 // `placements` without the one the profile measures to fit the simulator's
-// CPU copy cost (round_robin_groups over mixed_step_devices: Profile::mixed),
+// copy costs (round_robin_groups over mixed_step_devices: Profile::mixed),
 // at most `count` of them: a point that
 // calibrated the simulator is not one that tests it.
 NamedPlacements without_profiled(const Graph& graph, const Cluster& cluster, NamedPlacements placements, int count) {

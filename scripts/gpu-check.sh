@@ -183,7 +183,8 @@ p = json.load(open(sys.argv[1]))
 g = [l for l in p["links"] if "cuda" in l["from"] + l["to"]]
 print(f"    profile: executor overhead {p['per_op_overhead_s'] * 1e6:.2f} us/op on CPUs, "
       f"{p.get('gpu_op_overhead_s', -1) * 1e6:.2f} us/op on the GPU, GPU ops scaled x{p.get('gpu_op_scale', 1):.3f}; CPU<->GPU links: alpha "
-      f"{min(l['alpha_s'] for l in g) * 1e6:.1f}-{max(l['alpha_s'] for l in g) * 1e6:.1f} us")
+      f"{min(l['alpha_s'] for l in g) * 1e6:.1f}-{max(l['alpha_s'] for l in g) * 1e6:.1f} us; "
+      f"mixed step {p.get('mixed_step', {}).get('step_s', -1):.4g} s over {p.get('mixed_step', {}).get('devices')}")
 PY
 # 5a. The measurement against itself on the GPU (before fidelity: it is short and the
 # shuffled order's check), with the protocol's intervals: one

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 #include <sstream>
 #include <unordered_map>
@@ -75,6 +76,7 @@ CostModel CostModel::roofline(const Graph& graph, const Cluster& cluster) {
   CostModel model;
   const int32_t d = cluster.size();
   model.devices_ = d;
+  for (const Device& dev : cluster.devices) model.kinds_.push_back(static_cast<int8_t>(dev.kind));
   model.op_s_.assign(static_cast<size_t>(graph.size()) * d, 0.0);
   for (int64_t o = 0; o < graph.size(); ++o)
     for (int32_t k = 0; k < d; ++k)
@@ -272,44 +274,71 @@ void apply_link_fits(const Cluster& cluster, const Profile& profile, CostModel& 
   }
 }
 
-// The profile's mixed step (every CPU device, groups dealt round robin) fits
-// the cost per byte of a copy between CPU devices beyond the link fit: the
-// smallest value for which the simulated step reaches the measured one
-// (bisection; the step grows with it). Simulated at or above the
-// measurement already: 0. Only for the graph the profile measured.
-void fit_group_copy_cost(const Graph& graph, const Cluster& cluster, const Profile& profile, CostModel& model) {
-  if (profile.mixed.step_s <= 0 || profile.graph != graph.name || !model.has_contention()) return;
+// The smallest x >= 0 at which step(x) reaches target (the step grows with
+// x): the bracket [0, hi] doubled at most 20 times, then bisected to 1e-6 of
+// it. nullopt when even the largest bracket stays below the target: what is
+// missing there is not the cost being fitted.
+std::optional<double> smallest_reaching(const std::function<double(double)>& step, double target, double hi) {
+  double lo = 0.0;
+  for (int i = 0; i < 20 && step(hi) < target; ++i) {
+    lo = hi;
+    hi *= 2;
+  }
+  if (step(hi) < target) return std::nullopt;
+  for (int i = 0; i < 20; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (step(mid) < target ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+// The profile's mixed step (groups dealt round robin over mixed_step_devices)
+// fits what a copy between those devices costs per byte inside a step beyond
+// the links' fit: the smallest value at which the simulated step reaches the
+// measured one. Every CPU device: between CPU devices (group_copy_s_per_byte).
+// A CPU device and a GPU: between devices of different kinds
+// (cross_copy_s_per_byte). Simulated at or above the measurement already, or
+// nothing moved: 0. Only for the graph the profile measured, on devices of
+// this cluster.
+void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& profile, CostModel& model) {
+  if (profile.mixed.step_s <= 0 || profile.graph != graph.name) return;
   std::vector<DeviceId> devices;
   for (const std::string& name : profile.mixed.devices) {
     const std::optional<DeviceId> dev = cluster.find(name);
-    if (!dev || model.contention_group(*dev) < 0) return;  // measured on another machine
+    if (!dev) return;  // measured on another machine
     devices.push_back(*dev);
   }
+  if (devices.size() < 2) return;
   int64_t timed = 0;  // the profile timed this graph's ops (not one that shares its name)
   for (const OpTiming& t : profile.ops) timed += t.device == profile.mixed.devices[0] && graph.find(t.op) ? 1 : 0;
   if (timed != static_cast<int64_t>(graph.size())) return;
+  const bool cpus = std::all_of(devices.begin(), devices.end(), [&](DeviceId d) {
+    return cluster.devices[d.value].kind == DeviceKind::Cpu && model.contention_group(d) >= 0;
+  });
+  const bool cpu_gpu = devices.size() == 2 && cluster.devices[devices[0].value].kind == DeviceKind::Cpu &&
+                       cluster.devices[devices[1].value].kind != DeviceKind::Cpu;
+  if (!cpus && !cpu_gpu) return;
   const Placement placement = round_robin_groups(graph, devices);
   const SimContext context(graph);
   SimOptions options;
   options.track_memory = false;
-  auto step = [&](double per_byte) {
-    model.set_group_copy_s_per_byte(per_byte);
-    return simulate(context, placement, cluster, model, options);
+  auto set = [&](double per_byte) {
+    if (cpus)
+      model.set_group_copy_s_per_byte(per_byte);
+    else
+      model.set_cross_copy_s_per_byte(per_byte);
   };
-  const StepResult base = step(0.0);
+  auto step = [&](double per_byte) {
+    set(per_byte);
+    return simulate(context, placement, cluster, model, options).step_s;
+  };
+  set(0.0);
+  const StepResult base = simulate(context, placement, cluster, model, options);
   const double target = profile.mixed.step_s;
   if (base.step_s >= target || base.transfer_bytes <= 0) return;  // left at 0
-  double lo = 0.0;
-  double hi = (target - base.step_s) / static_cast<double>(base.transfer_bytes);
-  for (int i = 0; i < 20 && step(hi).step_s < target; ++i) {
-    lo = hi;
-    hi *= 2;
-  }
-  for (int i = 0; i < 20; ++i) {  // to 1e-6 of the bracket
-    const double mid = 0.5 * (lo + hi);
-    (step(mid).step_s < target ? lo : hi) = mid;
-  }
-  model.set_group_copy_s_per_byte(hi);
+  const std::optional<double> per_byte =
+      smallest_reaching(step, target, (target - base.step_s) / static_cast<double>(base.transfer_bytes));
+  set(per_byte.value_or(0.0));
 }
 
 }  // namespace
@@ -334,7 +363,7 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
       for (DeviceId dev : cpus) model.set_copy_contention(dev, *slowdown);
   }
   apply_link_fits(cluster, profile, model);
-  fit_group_copy_cost(graph, cluster, profile, model);
+  fit_mixed_step(graph, cluster, profile, model);
   return model;
 }
 
@@ -345,6 +374,8 @@ double CostModel::transfer_seconds(DeviceId from, DeviceId to, int64_t bytes) co
   if (group_copy_s_per_byte_ > 0 && !group_.empty() && group_[from.value] >= 0 &&
       group_[from.value] == group_[to.value])
     t += group_copy_s_per_byte_ * static_cast<double>(bytes);
+  if (cross_copy_s_per_byte_ > 0 && !kinds_.empty() && kinds_[from.value] != kinds_[to.value])
+    t += cross_copy_s_per_byte_ * static_cast<double>(bytes);
   return t;
 }
 
@@ -410,6 +441,24 @@ void CostModel::scale_link(DeviceId from, DeviceId to, double factor) {
   const size_t i = static_cast<size_t>(from.value) * devices_ + to.value;
   alpha_s_[i] *= factor;
   if (beta_Bps_[i] > 0) beta_Bps_[i] /= factor;
+}
+
+void CostModel::scale_cross_links(const Cluster& cluster, double factor) {
+  PLACER_CHECK(cluster.size() == devices_, "cluster of ", cluster.size(), " devices, cost model of ", devices_);
+  for (const auto& [from, to] : cross_kind_links(cluster)) scale_link(from, to, factor);
+}
+
+void CostModel::set_cross_copy_s_per_byte(double seconds) {
+  PLACER_CHECK(seconds >= 0 && std::isfinite(seconds), "cross copy cost ", seconds);
+  cross_copy_s_per_byte_ = seconds;
+}
+
+std::vector<std::pair<DeviceId, DeviceId>> cross_kind_links(const Cluster& cluster) {
+  std::vector<std::pair<DeviceId, DeviceId>> links;
+  for (int32_t a = 0; a < cluster.size(); ++a)
+    for (int32_t b = 0; b < cluster.size(); ++b)
+      if (cluster.devices[a].kind != cluster.devices[b].kind) links.emplace_back(DeviceId(a), DeviceId(b));
+  return links;
 }
 
 }  // namespace placer

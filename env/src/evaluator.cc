@@ -173,41 +173,22 @@ StepResult Calibration::simulate(const Placement& placement) const {
   return r;
 }
 
-namespace {
-
-// The links between devices of different kinds (CPU<->GPU), both directions.
-std::vector<std::pair<DeviceId, DeviceId>> cross_kind_links(const Cluster& cluster) {
-  std::vector<std::pair<DeviceId, DeviceId>> links;
-  for (int32_t a = 0; a < cluster.size(); ++a)
-    for (int32_t b = 0; b < cluster.size(); ++b)
-      if (cluster.devices[a].kind != cluster.devices[b].kind) links.emplace_back(DeviceId(a), DeviceId(b));
-  return links;
-}
-
-CostModel with_links_scaled(const CostModel& model, const std::vector<std::pair<DeviceId, DeviceId>>& links,
-                            double factor) {
-  CostModel scaled = model;
-  for (const auto& [from, to] : links) scaled.scale_link(from, to, factor);
-  return scaled;
-}
-
-}  // namespace
-
 // A profile's CPU<->GPU link fit can be far off what a dependency costs inside
 // a step (on an H200, copies timed alone gave 11-23 us; a dependency cost ~60 us:
 // bench/results/gpu_h200.md), and no busy time shows it. So one factor on those
 // links' times: the one that minimizes the spread of log(measured / simulated)
 // over the last samples (the level is the step scale's job; the spread is what
 // ranks placements wrong), searched on [1/4, 64] by golden section, with a weak
-// pull towards 1 so that a few samples cannot send it to an end.
-double Calibration::cross_link_factor(const CostModel& model,
-                                      const std::vector<std::pair<DeviceId, DeviceId>>& links) const {
+// pull towards 1 so that a few samples cannot send it to an end. On top of
+// the per-byte cost the profile's mixed step fitted (cross_copy_s_per_byte).
+double Calibration::cross_link_factor(const CostModel& model) const {
   const PreparedProblem& pp = *problem_;
   constexpr size_t kMinSamples = 3, kMaxSamples = 32;
-  if (links.empty() || samples_.size() < kMinSamples) return 1.0;
+  if (cross_kind_links(pp.cluster()).empty() || samples_.size() < kMinSamples) return 1.0;
   const size_t first = samples_.size() > kMaxSamples ? samples_.size() - kMaxSamples : 0;
   auto spread = [&](double log_factor) {
-    const CostModel scaled = with_links_scaled(model, links, std::exp(log_factor));
+    CostModel scaled = model;
+    scaled.scale_cross_links(pp.cluster(), std::exp(log_factor));
     std::vector<double> r;
     for (size_t i = first; i < samples_.size(); ++i) {
       const double sim = placer::simulate(pp.context(), samples_[i].placement, pp.cluster(), scaled).step_s;
@@ -259,9 +240,8 @@ void Calibration::refit(const Placement& placement, const StepResult& measured) 
     }
     if (sim > 0 && real > 0) model->scale_device(DeviceId(static_cast<int32_t>(d)), real / sim);
   }
-  const auto links = cross_kind_links(pp.cluster());
-  const double factor = cross_link_factor(*model, links);
-  if (factor != 1.0) *model = with_links_scaled(*model, links, factor);
+  const double factor = cross_link_factor(*model);
+  if (factor != 1.0) model->scale_cross_links(pp.cluster(), factor);
   std::vector<double> ratios;
   for (const auto& s : samples_) {
     const double sim = placer::simulate(pp.context(), s.placement, pp.cluster(), *model).step_s;

@@ -68,6 +68,7 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
   r.calibrated_fraction = number(top, "calibrated_fraction");
   r.per_op_overhead_s = number(top, "per_op_overhead_s");
   if (const auto v = top.get("copy_s_per_byte").number()) r.copy_s_per_byte = *v;
+  if (const auto v = top.get("cross_copy_s_per_byte").number()) r.cross_copy_s_per_byte = *v;
   r.failed = static_cast<int>(number(top, "failed"));
   const JsonNode points = top.need("points");
   if (!points.is_list()) top.fail("points", "expected a list, got " + points.describe());
@@ -105,6 +106,7 @@ std::string FidelityReport::to_json() const {
   o << ",\n  \"calibrated_fraction\": " << format_number(calibrated_fraction)
     << ",\n  \"per_op_overhead_s\": " << format_number(per_op_overhead_s);
   if (copy_s_per_byte > 0) o << ",\n  \"copy_s_per_byte\": " << format_number(copy_s_per_byte);
+  if (cross_copy_s_per_byte > 0) o << ",\n  \"cross_copy_s_per_byte\": " << format_number(cross_copy_s_per_byte);
   o << ",\n  \"placements\": " << points.size() << ",\n  \"failed\": " << failed
     << ",\n  \"spearman\": " << format_number(spearman) << ",\n  \"kendall_tau_b\": " << format_number(kendall)
     << ",\n  \"mape\": " << format_number(mape) << ",\n  \"retest_spearman\": "
@@ -140,8 +142,9 @@ std::string FidelityReport::to_markdown() const {
     << " | " << format_number(kendall, 3) << " | " << format_number(100 * mape, 3) << "% | "
     << format_number(100 * calibrated_fraction, 3) << "% | " << format_number(per_op_overhead_s * 1e6, 3)
     << " us/op |\n\n";
-  if (copy_s_per_byte > 0) {
-    o << "Copies between CPU devices: " << format_number(copy_s_per_byte * 1e9, 3)
+  if (copy_s_per_byte > 0 || cross_copy_s_per_byte > 0) {
+    o << "Copies between " << (copy_s_per_byte > 0 ? "CPU devices" : "a CPU device and a GPU") << ": "
+      << format_number((copy_s_per_byte > 0 ? copy_s_per_byte : cross_copy_s_per_byte) * 1e9, 3)
       << " ms per MB (10^6 bytes) beyond the link fit, fitted on the profile's round-robin step (that placement is "
          "left out of the table).";
     if (!std::isnan(spearman_unfitted))

@@ -398,13 +398,12 @@ Placement round_robin_groups(const Graph& graph, const std::vector<DeviceId>& de
 }
 
 std::vector<DeviceId> mixed_step_devices(const Cluster& cluster) {
-  std::vector<DeviceId> cpus;
-  for (int32_t d = 0; d < cluster.size(); ++d) {
-    if (cluster.devices[d].kind != DeviceKind::Cpu) return {};
-    cpus.push_back(DeviceId(d));
-  }
-  if (cpus.size() < 2) return {};
-  return cpus;
+  std::vector<DeviceId> cpus, others;
+  for (int32_t d = 0; d < cluster.size(); ++d)
+    (cluster.devices[d].kind == DeviceKind::Cpu ? cpus : others).push_back(DeviceId(d));
+  if (others.empty()) return cpus.size() >= 2 ? cpus : std::vector<DeviceId>{};
+  if (cpus.empty()) return {};
+  return {cpus.front(), others.front()};
 }
 
 namespace {

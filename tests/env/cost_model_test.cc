@@ -28,6 +28,27 @@ Graph two_op_graph() {
   return g;
 }
 
+// x -> y1 -> ... -> y4 (relu), 4000 bytes each: dealt round robin over two
+// devices, four copies one after the other.
+Graph relu_chain() {
+  Graph g;
+  g.name = "chain";
+  Op in;
+  in.name = "x";
+  in.type = op_types::kInput;
+  in.outputs.push_back(TensorSpec{{1000}, DType::Float32});
+  OpId prev = g.add_op(in);
+  for (int i = 1; i <= 4; ++i) {
+    Op op;
+    op.name = "y" + std::to_string(i);
+    op.type = "aten::relu";
+    op.inputs = {{prev, 0}};
+    op.outputs.push_back(TensorSpec{{1000}, DType::Float32});
+    prev = g.add_op(op);
+  }
+  return g;
+}
+
 Cluster cluster() {
   Cluster c;
   Device cpu;
@@ -175,21 +196,7 @@ TEST(CostModel, ContendedTimesMakeCpuDevicesOneContentionGroup) {
 // A chain x -> y1 -> ... -> y4 dealt over two devices moves 4 x 4000 bytes
 // one after the other, so 0.04 s more measured than simulated is 2.5e-6 s/B.
 TEST(CostModel, MixedStepFitsTheCopyCostBetweenCpuDevices) {
-  Graph g;
-  g.name = "chain";
-  Op in;
-  in.name = "x";
-  in.type = op_types::kInput;
-  in.outputs.push_back(TensorSpec{{1000}, DType::Float32});
-  OpId prev = g.add_op(in);
-  for (int i = 1; i <= 4; ++i) {
-    Op op;
-    op.name = "y" + std::to_string(i);
-    op.type = "aten::relu";
-    op.inputs = {{prev, 0}};
-    op.outputs.push_back(TensorSpec{{1000}, DType::Float32});
-    prev = g.add_op(op);
-  }
+  const Graph g = relu_chain();
   const Cluster two_cpus = cpu_pair();
   Profile p;
   p.graph = "chain";
@@ -229,6 +236,49 @@ TEST(CostModel, MixedStepFitsTheCopyCostBetweenCpuDevices) {
   EXPECT_EQ(CostModel::calibrated(g, two_cpus, elsewhere).group_copy_s_per_byte(), 0.0);
   // A device of another kind in the pair (no contention group): links keep their fit.
   EXPECT_EQ(CostModel::calibrated(two_op_graph(), cluster(), p).group_copy_s_per_byte(), 0.0);
+}
+
+// Over a CPU device and a GPU, the mixed step fits a cost per byte on copies
+// between devices of different kinds (a CPU device's thread stages them beside
+// its own work). The chain x -> y1 -> ... -> y4 dealt over cpu:0 and cuda:0
+// moves 4 x 4000 bytes across, one after the other: 0.04 s more is 2.5e-6 s/B.
+TEST(CostModel, MixedStepOverACpuAndAGpuFitsTheirCopyCost) {
+  const Graph g = relu_chain();
+  const Cluster c = cluster();  // cpu:0, cuda:0
+  Profile p;
+  p.graph = "chain";
+  for (const Op& op : g.ops()) {
+    const double s = op.type == op_types::kInput ? 0.0 : 0.1;
+    p.ops.push_back({op.name, "", "cpu:0", "cpu", s});
+    p.ops.push_back({op.name, "", "cuda:0", "cuda", s});
+  }
+  p.links.push_back({"cpu:0", "cuda:0", 0.01, 1e6, {}});
+  p.links.push_back({"cuda:0", "cpu:0", 0.01, 1e6, {}});
+  const Placement rr = round_robin_groups(g, {DeviceId(0), DeviceId(1)});
+  const double simulated = simulate(g, rr, c, CostModel::calibrated(g, c, p)).step_s;
+
+  p.mixed.devices = {"cpu:0", "cuda:0"};
+  p.mixed.step_s = simulated + 0.04;
+  const CostModel m = CostModel::calibrated(g, c, p);
+  EXPECT_NEAR(m.cross_copy_s_per_byte(), 2.5e-6, 1e-10);
+  EXPECT_EQ(m.group_copy_s_per_byte(), 0.0);
+  EXPECT_NEAR(m.transfer_seconds(DeviceId(0), DeviceId(1), 4000), 0.01 + 0.004 + 0.01, 1e-7);
+  EXPECT_NEAR(m.transfer_seconds(DeviceId(1), DeviceId(0), 4000), 0.01 + 0.004 + 0.01, 1e-7);
+  EXPECT_NEAR(simulate(g, rr, c, m).step_s, p.mixed.step_s, 1e-6);
+  // Measured at or below the simulation, or another graph's profile: links keep their fit.
+  Profile below = p;
+  below.mixed.step_s = simulated * 0.9;
+  EXPECT_EQ(CostModel::calibrated(g, c, below).cross_copy_s_per_byte(), 0.0);
+  Profile other = p;
+  other.graph = "other";
+  EXPECT_EQ(CostModel::calibrated(g, c, other).cross_copy_s_per_byte(), 0.0);
+  // Every op on one device moves nothing: nothing to fit, whatever was measured.
+  Profile one = p;
+  one.mixed.devices = {"cpu:0", "cuda:0"};
+  Graph lone;
+  lone.name = "chain";
+  lone.add_op(g.op(OpId(0)));
+  EXPECT_EQ(CostModel::calibrated(lone, c, one).cross_copy_s_per_byte(), 0.0);
 }
 
 TEST(CostModel, OverridesAndScaling) {

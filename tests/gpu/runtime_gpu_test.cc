@@ -135,6 +135,9 @@ TEST(Gpu, ProfileTimesGpuOpsWithEventsAndFitsPcieLinks) {
   EXPECT_EQ(gpu_ops, static_cast<int>(train.size()));
   EXPECT_GE(p.gpu_op_overhead_s, 0.0);  // measured from steps on the GPU
   EXPECT_LT(p.gpu_op_overhead_s, 1e-3);
+  // The mixed step: the groups dealt over the CPU device and the GPU, measured.
+  EXPECT_EQ(p.mixed.devices, (std::vector<std::string>{"cpu:0", "cuda:0"}));
+  EXPECT_GT(p.mixed.step_s, 0.0);
   int links = 0;
   for (const LinkFit& l : p.links) {
     ++links;

@@ -111,7 +111,7 @@ TEST(Algorithms, RoundRobinGroupsDealsGroupsInTurnAndKeepsThemTogether) {
   EXPECT_THROW(round_robin_groups(tiny_training(), {}), InputError);
 }
 
-TEST(Algorithms, MixedStepDevicesAreTwoOrMoreCpusOnly) {
+TEST(Algorithms, MixedStepDevicesAreTheCpusOrACpuAndAGpu) {
   auto cluster = [](const std::vector<DeviceKind>& kinds) {
     Cluster c;
     for (DeviceKind k : kinds) {
@@ -124,7 +124,12 @@ TEST(Algorithms, MixedStepDevicesAreTwoOrMoreCpusOnly) {
   EXPECT_EQ(mixed_step_devices(cluster({DeviceKind::Cpu, DeviceKind::Cpu})),
             (std::vector<DeviceId>{DeviceId(0), DeviceId(1)}));
   EXPECT_TRUE(mixed_step_devices(cluster({DeviceKind::Cpu})).empty());
-  EXPECT_TRUE(mixed_step_devices(cluster({DeviceKind::Cpu, DeviceKind::Cpu, DeviceKind::Cuda})).empty());
+  // With a GPU: the first CPU device and the GPU (their copies are what the step fits).
+  EXPECT_EQ(mixed_step_devices(cluster({DeviceKind::Cpu, DeviceKind::Cpu, DeviceKind::Cuda})),
+            (std::vector<DeviceId>{DeviceId(0), DeviceId(2)}));
+  EXPECT_EQ(mixed_step_devices(cluster({DeviceKind::Cuda, DeviceKind::Cpu})),
+            (std::vector<DeviceId>{DeviceId(1), DeviceId(0)}));
+  EXPECT_TRUE(mixed_step_devices(cluster({DeviceKind::Cuda, DeviceKind::Cuda})).empty());
 }
 
 // Checks the contract of coarsen(): at most k groups, every op in exactly one,

@@ -59,6 +59,15 @@ class CostModel {
   // (Profile::mixed), where copies run beside the other devices' work.
   double group_copy_s_per_byte() const { return group_copy_s_per_byte_; }
   void set_group_copy_s_per_byte(double seconds);
+  // A copy between a CPU device and a GPU (devices of different kinds) costs
+  // this much more per byte than its link fit says: fitted on the profile's
+  // mixed step over a CPU device and a GPU, where a CPU device's thread stages
+  // the copy beside its own work.
+  double cross_copy_s_per_byte() const { return cross_copy_s_per_byte_; }
+  void set_cross_copy_s_per_byte(double seconds);
+  // Multiplies every CPU<->GPU link's time by factor (scale_link on each of
+  // cross_kind_links; hybrid training's calibration).
+  void scale_cross_links(const Cluster& cluster, double factor);
 
   // Overrides, e.g. for tests with hand-computed costs.
   void set_op_seconds(OpId op, DeviceId device, double seconds);
@@ -89,6 +98,11 @@ class CostModel {
   std::vector<double> copy_factor_;  // [device]; empty = 1
   int32_t groups_ = 0;
   double group_copy_s_per_byte_ = 0.0;
+  double cross_copy_s_per_byte_ = 0.0;
+  std::vector<int8_t> kinds_;  // [device]: DeviceKind (roofline and calibrated models; empty: unknown)
 };
+
+// Every ordered pair of devices of different kinds (CPU<->GPU links).
+std::vector<std::pair<DeviceId, DeviceId>> cross_kind_links(const Cluster& cluster);
 
 }  // namespace placer

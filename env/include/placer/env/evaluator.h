@@ -158,7 +158,7 @@ class Calibration {
   std::pair<std::shared_ptr<const CostModel>, double> current() const;
   // The factor on CPU<->GPU link times that best explains the differences
   // between the measured placements (1 without such links or samples).
-  double cross_link_factor(const CostModel& model, const std::vector<std::pair<DeviceId, DeviceId>>& links) const;
+  double cross_link_factor(const CostModel& model) const;
 
   std::shared_ptr<const PreparedProblem> problem_;
   mutable std::mutex mu_;     // the current corrections (below), read by every simulate()

@@ -73,6 +73,9 @@ struct FidelityReport {
   // CPU-to-CPU copies: seconds per byte beyond the link fit, fitted on the
   // profile's mixed step (0: not fitted; CostModel::group_copy_s_per_byte).
   double copy_s_per_byte = 0.0;
+  // CPU<->GPU copies: the same, fitted on the mixed step over a CPU device and
+  // a GPU (0: not fitted; CostModel::cross_copy_s_per_byte).
+  double cross_copy_s_per_byte = 0.0;
   std::vector<FidelityPoint> points;  // ok measurements only
   int failed = 0;                     // placements whose measurement failed
   double spearman = 0.0;

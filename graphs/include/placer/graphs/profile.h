@@ -28,10 +28,12 @@ struct LinkFit {
   std::vector<std::pair<int64_t, double>> samples;  // (bytes, seconds)
 };
 
-// One step of the graph split over the host's CPU devices, co-location groups
-// dealt round robin (round_robin_groups): of the simple placements, the one
-// that moves the most between devices. The simulator fits its cost per byte
-// copied between two CPU devices on it (CostModel::calibrated).
+// One step of the graph split over mixed_step_devices() (the host's CPU
+// devices; or one CPU device and a GPU), co-location groups dealt round robin
+// (round_robin_groups): of the simple placements, the one that moves the most
+// between devices. The simulator fits on it what a copy between those devices
+// costs inside a step beyond the links' fit (CostModel::calibrated): a cost
+// per byte between CPU devices, a factor on CPU<->GPU link times.
 struct MixedStep {
   std::vector<std::string> devices;  // the devices dealt to, in order
   double step_s = -1.0;              // median measured step; < 0: not measured
@@ -55,7 +57,7 @@ struct Profile {
   // its ops timed alone, their times are scaled by step / ops (in (0, 1]),
   // and gpu_op_overhead_s is 0. 1: no scale (older profiles, no GPU).
   double gpu_op_scale = 1.0;
-  MixedStep mixed;  // measured with two or more CPU devices and no GPU
+  MixedStep mixed;  // measured where mixed_step_devices() names devices
 };
 
 }  // namespace placer
