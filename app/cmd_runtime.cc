@@ -7,6 +7,7 @@
 #include <string>
 
 #include "commands.h"
+#include "placer/env/cost_model.h"
 #include "placer/env/pipeline_objective.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
@@ -120,6 +121,21 @@ void run_profile(const ProfileArgs& a) {
   save_profile(p, a.out);
   std::printf("profiled %zu op timings, %zu links, executor overhead %.2f us/op -> %s\n", p.ops.size(), p.links.size(),
               p.per_op_overhead_s * 1e6, a.out.c_str());
+  if (p.gpu_op_overhead_s >= 0)
+    std::printf("GPU: overhead %.2f us/op, ops timed alone scaled x%.3f\n", p.gpu_op_overhead_s * 1e6, p.gpu_op_scale);
+  if (p.mixed.step_s > 0) {
+    std::string over;
+    for (const std::string& d : p.mixed.devices) over += (over.empty() ? "" : ", ") + d;
+    // What the simulator fits on it, as every simulation with this profile will.
+    const CostModel costs = CostModel::calibrated(graph, runtime.cluster(), p);
+    std::printf("mixed step (groups dealt round robin over %s): %.6f s; copies fitted at %.4g ms per MB%s\n",
+                over.c_str(), p.mixed.step_s,
+                (costs.group_copy_s_per_byte() > 0 ? costs.group_copy_s_per_byte() : costs.cross_copy_s_per_byte()) *
+                    1e9,
+                costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s_per_byte() > 0
+                    ? " beyond the links"
+                    : " (none: the simulation already reaches the step)");
+  }
 }
 
 }  // namespace

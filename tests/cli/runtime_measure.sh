@@ -57,7 +57,9 @@ slower = [p for p in ps if p["file"] != r["fastest"]]
 assert len(slower) == 1 and 0 <= slower[0]["p_value"] <= 1, slower
 PY
 
-"$PLACER" profile --graph "$TMP/g.json" --devices cpu:2 --repetitions 2 -o "$TMP/profile.json" >/dev/null
+"$PLACER" profile --graph "$TMP/g.json" --devices cpu:2 --repetitions 2 -o "$TMP/profile.json" > "$TMP/profile.out"
+# It says what it measured for the simulator's copy cost: the mixed step over both devices.
+grep -q "mixed step (groups dealt round robin over cpu:0, cpu:1): " "$TMP/profile.out" || fail "profile: no mixed step line: $(cat "$TMP/profile.out")"
 python3 -c "import json; p=json.load(open('$TMP/profile.json')); assert p" || fail "profile is not JSON"
 
 # The trainer's measured final table: two methods that agree (on a tiny mlp, single
