@@ -149,6 +149,41 @@ void merge_profile_minimum(Profile& kept, const Profile& p, bool first) {
     kept.mixed.step_s = kept.mixed.step_s > 0 ? std::min(kept.mixed.step_s, p.mixed.step_s) : p.mixed.step_s;
 }
 
+// The rounds' profiles averaged: each op's seconds (and contended seconds),
+// each link's alpha and time per byte, the overheads and the mixed step; the
+// structure (ops, links, devices) of the first round. What the profile would be
+// without keeping each op's fastest round.
+Profile mean_profile(const std::vector<Profile>& rounds) {
+  Profile mean = rounds.front();
+  const double k = static_cast<double>(rounds.size());
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (size_t i = 0; i < mean.ops.size(); ++i) {
+    index[{mean.ops[i].op, mean.ops[i].device}] = i;
+    mean.ops[i].seconds = mean.ops[i].contended_seconds = 0.0;
+  }
+  std::vector<double> per_byte(mean.links.size(), 0.0);  // mean seconds per byte (1 / beta)
+  for (LinkFit& l : mean.links) l.alpha_s = 0.0;
+  mean.per_op_overhead_s = 0.0;
+  const bool mixed = std::all_of(rounds.begin(), rounds.end(), [](const Profile& p) { return p.mixed.step_s > 0; });
+  if (mixed) mean.mixed.step_s = 0.0;
+  for (const Profile& r : rounds) {
+    for (const OpTiming& t : r.ops) {
+      const auto it = index.find({t.op, t.device});
+      if (it == index.end()) continue;
+      mean.ops[it->second].seconds += t.seconds / k;
+      mean.ops[it->second].contended_seconds += t.contended_seconds / k;
+    }
+    for (size_t l = 0; l < mean.links.size() && l < r.links.size(); ++l) {
+      mean.links[l].alpha_s += r.links[l].alpha_s / k;
+      per_byte[l] += r.links[l].beta_Bps > 0 ? 1.0 / (k * r.links[l].beta_Bps) : 0.0;
+    }
+    mean.per_op_overhead_s += r.per_op_overhead_s / k;
+    if (mixed) mean.mixed.step_s += r.mixed.step_s / k;
+  }
+  for (size_t l = 0; l < mean.links.size(); ++l) mean.links[l].beta_Bps = per_byte[l] > 0 ? 1.0 / per_byte[l] : 0.0;
+  return mean;
+}
+
 // Re-renders a report's markdown and plot from its JSON, measuring nothing.
 void replot_fidelity(const std::string& path) {
   FidelityReport report;
@@ -186,7 +221,8 @@ using NamedPlacements = std::vector<std::pair<std::string, Placement>>;  // dive
 // What the rounds measured: the minimum profile, and per placement its pooled result, whether it failed, and each
 // round's median.
 struct FidelityMeasurements {
-  Profile profile;
+  Profile profile;              // each op's fastest round (merge_profile_minimum)
+  std::vector<Profile> rounds;  // each round's profile, for the mean-profile comparison
   std::vector<StepResult> best;
   std::vector<bool> failed;
   std::vector<std::vector<double>> round_s, samples;
@@ -248,7 +284,8 @@ FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const 
     if (!reuse)
       std::fprintf(stderr, "round %d/%d: profiling %s (%lld ops) on %s...\n", round + 1, a.rounds, graph.name.c_str(),
                    static_cast<long long>(graph.size()), cluster.name.c_str());
-    merge_profile_minimum(m.profile, reuse ? *first_profile : runtime.profile(graph, po), round == 0);
+    m.rounds.push_back(reuse ? *first_profile : runtime.profile(graph, po));
+    merge_profile_minimum(m.profile, m.rounds.back(), round == 0);
     measure_round(runtime, run, placements, a, round, m);
   }
   return m;
@@ -264,6 +301,8 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   unmixed.mixed = MixedStep{};
   const CostModel unfitted = CostModel::calibrated(graph, cluster, unmixed);
   const bool fitted = costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s_per_byte() > 0;
+  std::optional<CostModel> averaged;  // calibrated on the rounds' mean profile
+  if (m.rounds.size() >= 2) averaged = CostModel::calibrated(graph, cluster, mean_profile(m.rounds));
   const SimContext context(graph);
   FidelityReport report;
   report.graph = graph.name;
@@ -292,6 +331,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
     point.simulated_s = simulated.step_s;
     if (fitted)
       point.simulated_unfitted_s = simulate(context, run.at(placements[i].second), cluster, unfitted).step_s;
+    if (averaged) point.simulated_round_mean_s = simulate(context, run.at(placements[i].second), cluster, *averaged).step_s;
     point.transfer_bytes = simulated.transfer_bytes;
     point.rounds_s = m.round_s[i];
     report.points.push_back(std::move(point));

@@ -254,6 +254,12 @@ void FidelityReport::compute_statistics() {
   const bool unfitted = u.size() >= 2 && u.size() == points.size();
   spearman_unfitted = unfitted ? placer::spearman(m, u) : std::numeric_limits<double>::quiet_NaN();
   mape_unfitted = unfitted ? mean_absolute_percentage_error(m, u) : std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> a;
+  for (const auto& p : points)
+    if (p.simulated_round_mean_s > 0) a.push_back(p.simulated_round_mean_s);
+  const bool averaged = a.size() >= 2 && a.size() == points.size();
+  spearman_round_mean = averaged ? placer::spearman(m, a) : std::numeric_limits<double>::quiet_NaN();
+  mape_round_mean = averaged ? mean_absolute_percentage_error(m, a) : std::numeric_limits<double>::quiet_NaN();
   std::vector<double> r0, r1;
   for (const auto& p : points)
     if (p.rounds_s.size() >= 2) {

@@ -50,6 +50,9 @@ struct FidelityPoint {
   // The same simulator without the copy cost fitted on the mixed step (0: no
   // such cost was fitted): the fit's effect on the same measurements.
   double simulated_unfitted_s = 0.0;
+  // The simulator calibrated on the rounds' mean profile instead of each op's
+  // fastest round (0: one round): how much the choice of the minimum biases it.
+  double simulated_round_mean_s = 0.0;
   int64_t transfer_bytes = 0;
   std::vector<double> rounds_s;            // each round's median step, in order
   double ci_low_s = 0.0, ci_high_s = 0.0;  // the median's 95% interval
@@ -84,6 +87,9 @@ struct FidelityReport {
   // Spearman and MAPE of simulated_unfitted_s (NaN when not computed).
   double spearman_unfitted = 0.0;
   double mape_unfitted = 0.0;
+  // Spearman and MAPE of simulated_round_mean_s (NaN when not computed).
+  double spearman_round_mean = 0.0;
+  double mape_round_mean = 0.0;
   // The measurement against itself: Spearman between the first two rounds'
   // times (the most any simulator's rank correlation can be expected to
   // reach on this machine); NaN with fewer than two rounds.
