@@ -248,18 +248,17 @@ void FidelityReport::compute_statistics() {
     kendall = kendall_tau_b(m, s);
   }
   mape = mean_absolute_percentage_error(m, s);
-  std::vector<double> u;
-  for (const auto& p : points)
-    if (p.simulated_unfitted_s > 0) u.push_back(p.simulated_unfitted_s);
-  const bool unfitted = u.size() >= 2 && u.size() == points.size();
-  spearman_unfitted = unfitted ? placer::spearman(m, u) : std::numeric_limits<double>::quiet_NaN();
-  mape_unfitted = unfitted ? mean_absolute_percentage_error(m, u) : std::numeric_limits<double>::quiet_NaN();
-  std::vector<double> a;
-  for (const auto& p : points)
-    if (p.simulated_round_mean_s > 0) a.push_back(p.simulated_round_mean_s);
-  const bool averaged = a.size() >= 2 && a.size() == points.size();
-  spearman_round_mean = averaged ? placer::spearman(m, a) : std::numeric_limits<double>::quiet_NaN();
-  mape_round_mean = averaged ? mean_absolute_percentage_error(m, a) : std::numeric_limits<double>::quiet_NaN();
+  // Another simulator's Spearman and MAPE on the same measurements: NaN unless every point has it.
+  auto other = [&](double FidelityPoint::*simulated, double& rho, double& ape) {
+    std::vector<double> o;
+    for (const auto& p : points)
+      if (p.*simulated > 0) o.push_back(p.*simulated);
+    const bool all = o.size() >= 2 && o.size() == points.size();
+    rho = all ? placer::spearman(m, o) : std::numeric_limits<double>::quiet_NaN();
+    ape = all ? mean_absolute_percentage_error(m, o) : std::numeric_limits<double>::quiet_NaN();
+  };
+  other(&FidelityPoint::simulated_unfitted_s, spearman_unfitted, mape_unfitted);
+  other(&FidelityPoint::simulated_round_mean_s, spearman_round_mean, mape_round_mean);
   std::vector<double> r0, r1;
   for (const auto& p : points)
     if (p.rounds_s.size() >= 2) {
