@@ -297,10 +297,12 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
                                const NamedPlacements& placements, const FidelityMeasurements& m) {
   const Graph& graph = run.graph();
   const CostModel costs = CostModel::calibrated(graph, cluster, m.profile);
-  Profile unmixed = m.profile;  // the same without what is fitted on the mixed step
-  unmixed.mixed = MixedStep{};
-  const CostModel unfitted = CostModel::calibrated(graph, cluster, unmixed);
-  const bool fitted = costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s_per_byte() > 0;
+  std::optional<CostModel> unfitted;  // the same without what is fitted on the mixed step, when something is
+  if (costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s_per_byte() > 0) {
+    Profile unmixed = m.profile;
+    unmixed.mixed = MixedStep{};
+    unfitted = CostModel::calibrated(graph, cluster, unmixed);
+  }
   std::optional<CostModel> averaged;  // calibrated on the rounds' mean profile
   if (m.rounds.size() >= 2) averaged = CostModel::calibrated(graph, cluster, mean_profile(m.rounds));
   const SimContext context(graph);
@@ -329,8 +331,8 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
     point.ci_high_s = m.best[i].ci_high_s;
     point.steps = static_cast<int64_t>(m.best[i].samples_s.size());
     point.simulated_s = simulated.step_s;
-    if (fitted)
-      point.simulated_unfitted_s = simulate(context, run.at(placements[i].second), cluster, unfitted).step_s;
+    if (unfitted)
+      point.simulated_unfitted_s = simulate(context, run.at(placements[i].second), cluster, *unfitted).step_s;
     if (averaged) point.simulated_round_mean_s = simulate(context, run.at(placements[i].second), cluster, *averaged).step_s;
     point.transfer_bytes = simulated.transfer_bytes;
     point.rounds_s = m.round_s[i];

@@ -385,15 +385,11 @@ Grouping colocation_groups(const Graph& graph) {
 
 Placement round_robin_groups(const Graph& graph, const std::vector<DeviceId>& devices) {
   if (devices.empty()) throw InputError("round_robin_groups: needs at least one device");
-  const Grouping groups = colocation_groups(graph);
-  std::vector<int32_t> order(groups.size());
-  std::iota(order.begin(), order.end(), 0);
-  std::sort(order.begin(), order.end(),
-            [&](int32_t x, int32_t y) { return groups.members[x].front() < groups.members[y].front(); });
+  const Grouping groups = colocation_groups(graph);  // numbered in order of their first op (grouping_from)
   Placement placement;
   placement.device_of.resize(graph.size());
-  for (size_t i = 0; i < order.size(); ++i)
-    for (OpId op : groups.members[order[i]]) placement.device_of[op.value] = devices[i % devices.size()];
+  for (int32_t k = 0; k < groups.size(); ++k)
+    for (OpId op : groups.members[k]) placement.device_of[op.value] = devices[k % devices.size()];
   return placement;
 }
 

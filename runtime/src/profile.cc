@@ -116,7 +116,7 @@ struct Profiler {
   const int32_t n = static_cast<int32_t>(graph.size());
   Profile prof;
   std::vector<double> overheads;      // executor time per op, from the CPU steps
-  std::vector<double> gpu_overheads;  // the same on a GPU, from its steps
+  double gpu_overhead_s = -1.0;       // the same on a GPU, from its steps (< 0: no GPU)
   double cpu_step_s = 0.0;            // median step of the graph on the first CPU device
 
   // Runs `steps` steps of a plan after one warm-up step; returns each op's
@@ -205,7 +205,7 @@ void Profiler::time_ops() {
       for (int32_t i = 0; i < n; ++i) kernels += is_free(graph.op(OpId(i))) ? 0.0 : quantile(samples[i], 0.5);
       const double step = on_gpu.step_s;
       if (timed_ops > 0 && kernels > 0) {
-        gpu_overheads.push_back(std::max(0.0, (step - kernels) / timed_ops));
+        gpu_overhead_s = std::max(0.0, (step - kernels) / timed_ops);
         prof.gpu_op_scale = std::min(1.0, step / kernels);
       }
     }
@@ -263,7 +263,7 @@ void Profiler::time_links() {
   // get its fit. A GPU op of the chain costs its own time, scaled, plus the
   // GPU's per-op overhead (time_ops), as the simulator costs the op, not the hop.
   const int kHops = 32;
-  const double gpu_overhead = gpu_overheads.empty() ? 0.0 : quantile(gpu_overheads, 0.5);
+  const double gpu_overhead = std::max(0.0, gpu_overhead_s);
   for (int a = 0; a < d; ++a)
     for (int b = 0; b < d; ++b) {
       if (a == b) continue;
@@ -307,7 +307,7 @@ void Profiler::time_links() {
 }
 
 void Profiler::time_overhead() {
-  if (!gpu_overheads.empty()) prof.gpu_op_overhead_s = quantile(gpu_overheads, 0.5);
+  if (gpu_overhead_s >= 0) prof.gpu_op_overhead_s = gpu_overhead_s;
   // Executor overhead per op: measured inside the CPU steps above; without a
   // CPU device, a chain of tiny adds run by the executor minus the same
   // kernels timed in isolation.

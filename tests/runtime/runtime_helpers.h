@@ -83,13 +83,11 @@ inline Placement random_placement(const Graph& g, int devices, uint32_t seed) {
   return p;
 }
 
+// placer::round_robin_groups over the first `devices` devices.
 inline Placement round_robin_groups(const Graph& g, int devices) {
-  Grouping groups = colocation_groups(g);
-  Placement p;
-  p.device_of.assign(g.size(), DeviceId(0));
-  for (int32_t k = 0; k < groups.size(); ++k)
-    for (OpId op : groups.members[k]) p.device_of[op.value] = DeviceId(k % devices);
-  return p;
+  std::vector<DeviceId> ids;
+  for (int32_t d = 0; d < devices; ++d) ids.push_back(DeviceId(d));
+  return placer::round_robin_groups(g, ids);
 }
 
 inline void expect_same_values(const StepValues& a, const StepValues& b, double tol, const std::string& what) {
