@@ -6,6 +6,7 @@
 #include <torch/optim.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -194,6 +195,7 @@ void Trainer::one_update() {
   so.noise = noise;
   so.greedy_rows = greedy;
   Rollout r = policy_->sample(t.problem, K, so, rng_);
+  redraw_repeats(t, &r, so);
   double step_sum = 0;
   const std::vector<double> reward = score_rollout(t, r, &step_sum);
   const Advantages adv = advantages(t, reward, greedy);
@@ -224,6 +226,72 @@ void Trainer::one_update() {
   }
   report_update(t, row);
   if (ctl_.progress) print_progress(row, session_s, K);
+}
+
+size_t Task::UnitsHash::operator()(const std::vector<int32_t>& u) const {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a over the devices
+  for (int32_t d : u) h = (h ^ static_cast<uint32_t>(d)) * 1099511628211ULL;
+  return static_cast<size_t>(h);
+}
+
+namespace {
+
+// The rows `take` of the rollouts laid end to end (every per-row field; the
+// temperature is the first's: the rollouts are drawn at one temperature).
+Rollout gather_rows(const std::vector<const Rollout*>& from, const std::vector<std::pair<size_t, int32_t>>& take) {
+  Rollout out;
+  out.temperature = from.front()->temperature;
+  out.batch = static_cast<int32_t>(take.size());
+  auto rows = [&](torch::Tensor Rollout::*field) {
+    if (!(from.front()->*field).defined()) return torch::Tensor();
+    std::vector<torch::Tensor> parts;
+    for (const auto& [k, b] : take) parts.push_back((from[k]->*field).narrow(0, b, 1));
+    return torch::cat(parts, 0);
+  };
+  out.actions = rows(&Rollout::actions);
+  out.dynamic = rows(&Rollout::dynamic);
+  out.groups = rows(&Rollout::groups);
+  out.old_logp = rows(&Rollout::old_logp);
+  for (const auto& [k, b] : take) {
+    out.unit_device.push_back(from[k]->unit_device[b]);
+    if (!from[k]->group_costs.empty()) out.group_costs.push_back(from[k]->group_costs[b]);
+  }
+  return out;
+}
+
+}  // namespace
+
+// A budget counts sampled placements; a repeat tells the policy nothing new
+// (the environment's cache answers it). A collapsed policy (entropy near zero
+// after cloning its elites) repeats most of a batch: such rows are drawn again
+// from the same policy with more logit noise at each try (0.25, 1, 4, 16: near
+// the policy's choices first, then further), and only new draws replace them.
+void Trainer::redraw_repeats(Task& t, Rollout* r, SampleOptions so) {
+  const int32_t K = r->batch;
+  std::vector<std::pair<size_t, int32_t>> take;
+  std::vector<int32_t> repeats;
+  for (int32_t b = 0; b < K; ++b) {
+    take.emplace_back(0, b);
+    const bool is_new = t.sampled.insert(r->unit_device[b]).second;
+    if (!is_new && b >= so.greedy_rows) repeats.push_back(b);
+  }
+  if (repeats.empty() || c_.optimizer.distinct_redraws <= 0) return;
+  std::vector<Rollout> draws;
+  draws.reserve(c_.optimizer.distinct_redraws);
+  so.greedy_rows = 0;
+  so.noise = std::max(so.noise, 0.25);
+  for (int i = 0; i < c_.optimizer.distinct_redraws && !repeats.empty(); ++i, so.noise *= 4) {
+    draws.push_back(policy_->sample(t.problem, static_cast<int32_t>(repeats.size()), so, rng_));
+    const Rollout& d = draws.back();
+    for (int32_t e = 0; e < d.batch && !repeats.empty(); ++e)
+      if (t.sampled.insert(d.unit_device[e]).second) {
+        take[repeats.back()] = {draws.size(), e};
+        repeats.pop_back();
+      }
+  }
+  std::vector<const Rollout*> from = {r};
+  for (const Rollout& d : draws) from.push_back(&d);
+  *r = gather_rows(from, take);
 }
 
 // Each sampled placement evaluated: the rewards, the sum of step times, the elites and the task's best.

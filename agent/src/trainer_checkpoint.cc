@@ -3,6 +3,7 @@
 #include <torch/serialize.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <sstream>
 
@@ -72,6 +73,31 @@ void open_checkpoint(const std::string& path, LoadedArchive* out) {
   out->state_json = v.toStringRef();
 }
 
+// Task i's sampled placements (OptimizerConfig::distinct_redraws): an N x units int32 tensor.
+std::string sampled_key(size_t i) { return "sampled_" + std::to_string(i); }
+
+torch::Tensor sampled_tensor(const Task& t) {
+  torch::Tensor out = torch::empty({static_cast<int64_t>(t.sampled.size()), t.problem.n}, torch::kInt32);
+  int32_t* row = out.data_ptr<int32_t>();
+  for (const std::vector<int32_t>& u : t.sampled) row = std::copy(u.begin(), u.end(), row);
+  return out;
+}
+
+void restore_sampled(const torch::Tensor& s, const std::string& path, Task* t) {
+  const std::string where = path + ": field 'sampled': ";
+  if (s.dim() != 2 || s.scalar_type() != torch::kInt32 || s.size(1) != t->problem.n)
+    throw InputError(where + "expected an int32 tensor of " + std::to_string(t->problem.n) + " columns");
+  const torch::Tensor c = s.contiguous();
+  const int32_t* v = c.data_ptr<int32_t>();
+  t->sampled.clear();
+  for (int64_t r = 0; r < c.size(0); ++r, v += t->problem.n) {
+    for (int64_t u = 0; u < t->problem.n; ++u)
+      if (v[u] < 0 || v[u] >= t->problem.d)
+        throw InputError(where + "device " + std::to_string(v[u]) + " out of range");
+    t->sampled.emplace(v, v + t->problem.n);
+  }
+}
+
 }  // namespace
 
 std::string Trainer::state_json() const {
@@ -111,6 +137,7 @@ void Trainer::save_checkpoint() {
   opt_->save(optimizer);
   a.write("model", model);
   a.write("optimizer", optimizer);
+  for (size_t i = 0; i < tasks_.size(); ++i) a.write(sampled_key(i), sampled_tensor(*tasks_[i]));
   const std::string path = dir_ + "/" + kCheckpointFile, tmp = path + ".tmp";
   a.save_to(tmp);
   fs::rename(tmp, path);
@@ -125,6 +152,11 @@ void Trainer::load_checkpoint(const std::string& path) {
     load_model_checked(*policy_, model, path);
     if (!la.archive.try_read("optimizer", optimizer)) throw InputError(path + ": field 'optimizer' missing");
     opt_->load(optimizer);
+    for (size_t i = 0; i < tasks_.size(); ++i) {
+      torch::Tensor sampled;
+      // Absent in checkpoints made before distinct_redraws: nothing sampled is remembered.
+      if (la.archive.try_read(sampled_key(i), sampled)) restore_sampled(sampled, path, tasks_[i].get());
+    }
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {

@@ -186,6 +186,7 @@ void read_optimizer(FieldReader<Node> tr, OptimizerConfig& o, ChoiceNames& names
   tr.read("logit_noise", &o.logit_noise, 0.0, 100.0);
   tr.read("logit_noise_decay", &o.logit_noise_decay, 0.0, 1.0);
   tr.read("greedy_sample", &o.greedy_sample);
+  tr.read("distinct_redraws", &o.distinct_redraws, 0, 64);
   tr.read("ppo_epochs", &o.ppo_epochs, 1, 100);
   tr.read("ppo_clip", &o.ppo_clip, 0.0, 10.0);
   tr.read("elites", &o.elites, 0, 64);
@@ -359,6 +360,7 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"logit_noise\": " << json_number(c.optimizer.logit_noise)
     << ", \"logit_noise_decay\": " << json_number(c.optimizer.logit_noise_decay)
     << ", \"greedy_sample\": " << (c.optimizer.greedy_sample ? "true" : "false")
+    << ", \"distinct_redraws\": " << c.optimizer.distinct_redraws
     << ", \"ppo_epochs\": " << c.optimizer.ppo_epochs << ", \"ppo_clip\": " << json_number(c.optimizer.ppo_clip)
     << ", \"elites\": " << c.optimizer.elites << ", \"elite_weight\": " << json_number(c.optimizer.elite_weight)
     << ", \"refine_evaluations\": " << c.optimizer.refine_evaluations << "},\n";

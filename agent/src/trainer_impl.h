@@ -10,6 +10,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,12 @@ struct Task {
     Rollout rollout;
   };
   std::vector<Elite> elites;
+  // Every placement (unit devices) the run's updates sampled: the rows
+  // OptimizerConfig::distinct_redraws draws again. Not kept in checkpoints.
+  struct UnitsHash {
+    size_t operator()(const std::vector<int32_t>& u) const;
+  };
+  std::unordered_set<std::vector<int32_t>, UnitsHash> sampled;
 };
 
 class Trainer {
@@ -68,6 +75,8 @@ class Trainer {
     torch::Tensor A, W;  // per row: the clipped advantage and the mask of stochastic rows
     int32_t n;           // the number of stochastic rows
   };
+  // Rows past the greedy ones that repeat a sampled placement, drawn again (distinct_redraws).
+  void redraw_repeats(Task& t, Rollout* r, SampleOptions so);
   std::vector<double> score_rollout(Task& t, const Rollout& r, double* step_sum);
   Advantages advantages(Task& t, const std::vector<double>& reward, int32_t greedy);
   std::pair<double, double> policy_step(Task& t, const Rollout& r, const Advantages& adv);

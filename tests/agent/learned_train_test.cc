@@ -126,7 +126,8 @@ TEST(LearnedTrain, SeededRunFindsTheKnownBest) {
   // Plain REINFORCE (no elite pool), so that the policy itself converges to
   // one placement; with the default pool it finds the optimum as well.
   std::string text = config_text(f, f.dir + "/run", 40);
-  text.replace(text.find("logit_noise: 0.3"), 16, "logit_noise: 0.3, elites: 0");
+  // No redraws either: a converged policy's repeats are not drawn again.
+  text.replace(text.find("logit_noise: 0.3"), 16, "logit_noise: 0.3, elites: 0, distinct_redraws: 0");
   TrainConfig c = parse_train_config(text, "test");
   const TrainResult r = train(c, nullptr, quiet());
   const TrainResult pooled = train(parse_train_config(config_text(f, f.dir + "/pooled", 40), "test"), nullptr, quiet());
@@ -310,6 +311,52 @@ TEST(LearnedTrain, ResultIsNeverWorseThanABaselineItRan) {
   const std::string json((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
   EXPECT_NE(json.find("\"best_found_by\": \"local_search\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"policy_best_step_s\""), std::string::npos);
+}
+
+// The last train.csv row's cache_hits: sampled placements the environment had already evaluated.
+int64_t last_cache_hits(const std::string& run_dir) {
+  std::ifstream csv(run_dir + "/train.csv");
+  std::string line, last;
+  while (std::getline(csv, line)) last = line;
+  long long hits = -1;
+  EXPECT_EQ(std::sscanf(last.c_str(), "%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%*[^,],%lld",
+                        &hits),
+            1)
+      << last;
+  return hits;
+}
+
+// train.distinct_redraws: a policy collapsed onto one placement (cloned to
+// near certainty, no logit noise) samples it again and again; with redraws
+// every stochastic sample is a placement not evaluated before, so the only
+// repeats left are the greedy decodes, one per update.
+TEST(LearnedTrain, RepeatedSamplesAreDrawnAgain) {
+  const Fixture f = make_fixture("distinct", 6);
+  auto run = [&](const std::string& name, int redraws) {
+    std::string text = config_text(f, f.dir + "/" + name, 8);
+    text.replace(text.find("logit_noise: 0.3"), 16,
+                 "logit_noise: 0, temperature: 0.05, distinct_redraws: " + std::to_string(redraws));
+    text.replace(text.find("methods: []"), 11, "methods: [single], bc_steps: 500");
+    const TrainResult r = train(parse_train_config(text, "test"), nullptr, quiet());
+    EXPECT_EQ(r.samples, 64);
+    return last_cache_hits(f.dir + "/" + name);
+  };
+  const int64_t without = run("without", 0), with = run("with", 4);
+  EXPECT_GT(without, 40);  // the setting does collapse: most of the 64 samples repeat
+  EXPECT_LE(with, 8);      // the 8 greedy decodes at most
+  // Resumed, the run remembers what it sampled (the checkpoint keeps it).
+  std::string text = config_text(f, f.dir + "/resumed", 8);
+  text.replace(text.find("logit_noise: 0.3"), 16, "logit_noise: 0, temperature: 0.05, distinct_redraws: 4");
+  text.replace(text.find("methods: []"), 11, "methods: [single], bc_steps: 500");
+  const TrainConfig c = parse_train_config(text, "test");
+  TrainControls stop = quiet();
+  stop.stop_after_updates = 4;
+  train(c, nullptr, stop);
+  TrainControls resume = quiet();
+  resume.resume = true;
+  const TrainResult r = train(c, nullptr, resume);
+  EXPECT_EQ(r.samples, 64);
+  EXPECT_EQ(csv_without_timing(f.dir + "/with/train.csv"), csv_without_timing(f.dir + "/resumed/train.csv"));
 }
 
 // train.refine_evaluations: local_search's annealing from the fastest

@@ -94,6 +94,12 @@ struct OptimizerConfig {
   double logit_noise = 0.5;         // std of Gaussian logit noise at the start
   double logit_noise_decay = 0.97;  // per update
   bool greedy_sample = true;        // add the greedy decode to every update's samples
+  // A sampled placement the run already evaluated (or an earlier row of the
+  // same batch holds) is drawn again with more logit noise, so that every
+  // sample the budget counts is new: up to distinct_redraws batches per update
+  // (logit noise max(noise, 0.25), then x4 per batch); a row no redraw makes new stays.
+  // The greedy decode is never redrawn. 0 = off.
+  int distinct_redraws = 4;
   int ppo_epochs = 4;
   double ppo_clip = 0.2;
   // Self-imitation from a population (CEM-like, after Post; SIL): the best
