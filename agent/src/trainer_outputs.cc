@@ -152,7 +152,7 @@ void Trainer::measure_rows(TrainResult* res) {
         of_row.push_back(&b);
       }
   std::fprintf(stderr, "final table: measuring %zu placements side by side, interleaved...\n", rows.size());
-  const std::vector<StepResult> rs = t0.env->measure_side_by_side(rows, /*fresh=*/true);
+  const std::vector<StepResult> rs = t0.env->measure_side_by_side(rows, /*fresh=*/true, c_.reward.final_max_steps);
   for (size_t i = 0; i < rs.size(); ++i) {
     const double step = rs[i].ok() ? rs[i].step_s : failure_penalty_seconds(rs[i], t0.env->options().reward);
     if (!of_row[i]) {

@@ -157,7 +157,8 @@ Environment::Stats Environment::stats() const {
   return s;
 }
 
-std::vector<StepResult> Environment::measure_side_by_side(const std::vector<Placement>& placements, bool fresh) {
+std::vector<StepResult> Environment::measure_side_by_side(const std::vector<Placement>& placements, bool fresh,
+                                                          int max_steps) {
   std::vector<Placement> evaluated;
   evaluated.reserve(placements.size());
   for (const Placement& p : placements) {
@@ -168,9 +169,9 @@ std::vector<StepResult> Environment::measure_side_by_side(const std::vector<Plac
     if (!impl_->own_measurer)
       impl_->own_measurer =
           std::make_unique<MeasuredEvaluator>(impl_->evaluated, impl_->options.reward, impl_->options.measure);
-    return impl_->own_measurer->measure_side_by_side(evaluated, fresh);
+    return impl_->own_measurer->measure_side_by_side(evaluated, fresh, max_steps);
   }
-  return impl_->measurer->measure_side_by_side(evaluated, fresh);
+  return impl_->measurer->measure_side_by_side(evaluated, fresh, max_steps);
 }
 
 Evaluation Environment::evaluate(const Placement& placement) { return evaluate_batch({placement}).front(); }

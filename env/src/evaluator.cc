@@ -310,7 +310,7 @@ struct MeasuredEvaluator::Impl {
   // The protocol over the placements; each one's earlier samples count. A
   // placement given twice (two baselines that agree) is measured once and both
   // get its figure: the same work never gets two answers, nor costs twice.
-  std::vector<StepResult> run(const std::vector<Placement>& placements, bool fresh = false) {
+  std::vector<StepResult> run(const std::vector<Placement>& placements, bool fresh = false, int max_steps = 0) {
     std::lock_guard<std::mutex> lock(mu);
     if (!runtime) runtime = std::make_unique<Runtime>(problem->cluster());
     std::vector<Placement> unique;
@@ -329,7 +329,9 @@ struct MeasuredEvaluator::Impl {
     }
     std::vector<std::vector<double>> prior;
     for (const Placement& p : unique) prior.push_back(fresh ? std::vector<double>{} : kept(p));
-    std::vector<StepResult> results = runtime->measure_interleaved(problem->graph(), unique, measure, &prior);
+    MeasureOptions m = measure;
+    if (max_steps > 0) m.max_steps = std::max(max_steps, m.measured_steps);
+    std::vector<StepResult> results = runtime->measure_interleaved(problem->graph(), unique, m, &prior);
     for (size_t u = 0; u < unique.size(); ++u) {
       ++measurements;
       if (!results[u].ok()) continue;
@@ -361,8 +363,9 @@ std::vector<Evaluation> MeasuredEvaluator::evaluate(const std::vector<Placement>
   return out;
 }
 
-std::vector<StepResult> MeasuredEvaluator::measure_side_by_side(const std::vector<Placement>& placements, bool fresh) {
-  return impl_->run(placements, fresh);
+std::vector<StepResult> MeasuredEvaluator::measure_side_by_side(const std::vector<Placement>& placements, bool fresh,
+                                                                int max_steps) {
+  return impl_->run(placements, fresh, max_steps);
 }
 
 void MeasuredEvaluator::add_stats(EvalStats& stats) const {

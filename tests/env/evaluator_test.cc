@@ -154,6 +154,12 @@ TEST(MeasuredEvaluator, MeasuringAgainAddsToTheSamples) {
   EXPECT_EQ(std::vector<double>(again[0].samples_s.begin(), again[0].samples_s.begin() + 3), first[0].result.samples_s);
   const std::vector<StepResult> fresh = m.measure_side_by_side(batch, true);
   EXPECT_EQ(fresh[1].samples_s.size(), 3u);
+  // A final table may take more steps than the protocol's most (no interval target: all of them).
+  MeasureOptions untargeted = o;
+  untargeted.target_halfwidth = 0;
+  MeasuredEvaluator longer(problem, RewardOptions{}, untargeted);
+  EXPECT_EQ(longer.measure_side_by_side(batch, true, 6)[0].samples_s.size(), 6u);
+  EXPECT_EQ(longer.measure_side_by_side(batch, true)[0].samples_s.size(), 3u);
   EnvOptions eo;
   eo.measure = o;
   Environment env(g, parse_device_list("cpu:2"), eo);  // simulated rewards: measuring side by side still works

@@ -75,6 +75,9 @@ struct PolicyConfig {
 // objective: objective (step | pipeline), microbatches, schedule (gpipe | 1f1b).
 struct RewardConfig : RewardSettings {
   std::string profile;  // optional profile file calibrating the simulator
+  // The final table's side-by-side measurement: at most this many steps per
+  // row (its 95% interval is the reported one; 0: measure_max_steps).
+  int final_max_steps = 60;
 };
 
 // YAML section `train`: the optimiser and the run's budgets.

@@ -79,8 +79,10 @@ class Environment {
   // interleaved with the protocol of options().measure: the fair comparison
   // for a final table. Unless `fresh`, a placement this environment measured
   // before keeps its samples (they narrow its interval). Throws InputError
-  // when the cluster's devices cannot run here.
-  std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh = false);
+  // when the cluster's devices cannot run here. max_steps > 0: at most that
+  // many steps per placement instead of options().measure.max_steps.
+  std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh = false,
+                                               int max_steps = 0);
   // Simulated result regardless of mode (for cheap ranking).
   StepResult simulate(const Placement& placement) const;
   double reward_of(const StepResult& result) const;

@@ -191,7 +191,9 @@ class MeasuredEvaluator : public Evaluator {
   MeasuredEvaluator(std::shared_ptr<const PreparedProblem> problem, RewardOptions reward, MeasureOptions measure);
   ~MeasuredEvaluator() override;
   std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override;
-  std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh);
+  // max_steps > 0: at most that many steps per placement instead of the protocol's.
+  std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh,
+                                               int max_steps = 0);
   void add_stats(EvalStats& stats) const override;
 
  private:
