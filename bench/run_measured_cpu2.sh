@@ -3,16 +3,19 @@
 # 5 seeds each, on the reduced NMT and inception_v3. Every run ends with the
 # trainer's own final table: the policy's best placement and every baseline's,
 # measured side by side in one fresh interleaved run with the measurement
-# protocol (each until its median's 95% interval is within 2%, at most 30 steps).
+# protocol (each until its median's 95% interval is within 2%, at most 30 steps in
+# training, 60 in the final table: reward.final_max_steps).
 # Writes bench/results/learned_measured_cpu2.md (and the runs in runs/bench_measured_cpu2/).
 # Usage: bash bench/run_measured_cpu2.sh [BUILD_DIR] [SEEDS="1 2 3 4 5"] [MODES="measured hybrid"]
+#   GRAPHS (default "nmt inception_v3") limits the graphs; OUT (default the results file) is written whole.
 # Run it on an otherwise idle machine: cpu:N devices need their own cores.
 set -euo pipefail
 BUILD=${1:-build}
 SEEDS=${2:-1 2 3 4 5}
 MODES=${3:-measured hybrid}
 P="$BUILD/placer"
-OUT=bench/results/learned_measured_cpu2.md
+OUT=${OUT:-bench/results/learned_measured_cpu2.md}
+GRAPHS=${GRAPHS:-nmt inception_v3}
 WORK=runs/bench_measured_cpu2
 mkdir -p "$WORK"
 
@@ -24,7 +27,7 @@ for g in nmt inception_v3; do
   "$P" profile --graph "$WORK/$g.json" --devices cpu:2 -o "$WORK/profile_$g.json" > /dev/null
 done
 
-for g in nmt inception_v3; do
+for g in $GRAPHS; do
   for mode in $MODES; do
     for seed in $SEEDS; do
       dir="$WORK/${g}_${mode}_$seed"
@@ -39,20 +42,20 @@ for g in nmt inception_v3; do
   done
 done
 
-python3 - "$WORK" "$OUT" "$BUILD" "$SEEDS" "$MODES" "$(git rev-parse --short HEAD)" <<'PY'
+python3 - "$WORK" "$OUT" "$BUILD" "$SEEDS" "$MODES" "$(git rev-parse --short HEAD)" "$GRAPHS" <<'PY'
 import json, os, statistics, sys
-work, out, build, seeds, modes, commit = sys.argv[1:7]
-seeds, modes = seeds.split(), modes.split()
+work, out, build, seeds, modes, commit, graphs = sys.argv[1:8]
+seeds, modes, graphs = seeds.split(), modes.split(), graphs.split()
 L = ["# Learned vs every baseline on cpu:2, measured side by side", "",
-     f"Command: `bash bench/run_measured_cpu2.sh {build} \"{' '.join(seeds)}\" \"{' '.join(modes)}\"` (commit {commit})  ",
+     f"Command: `GRAPHS=\"{' '.join(graphs)}\" bash bench/run_measured_cpu2.sh {build} \"{' '.join(seeds)}\" \"{' '.join(modes)}\"` (commit {commit})  ",
      f"Machine: {os.cpu_count()} cores, idle apart from this job.", "",
      "Training: `placer train -c configs/cpu2_GRAPH_measured.yaml --reward-mode MODE --seed S` (measured: 10 updates",
      "of 8 samples, every sample run for real; hybrid: 20 updates of 16, every sample simulated with the",
      "profile-calibrated simulator and the best of each batch plus every new best run for real). Every",
-     "measurement uses the protocol: 2 warm-up steps, then 5 to 30 steps until the median's 95% interval is",
-     "within 2%. The table is the trainer's own final table: the policy's best and every baseline's placement",
-     "measured side by side in one fresh interleaved run, never the minimum seen during training.", ""]
-for g in ("nmt", "inception_v3"):
+     "measurement uses the protocol: 2 warm-up steps, then 5 to 30 steps (in the final table 5 to 60) until the",
+     "median's 95% interval is within 2%. The table is the trainer's own final table: the policy's best and every",
+     "baseline's placement measured side by side in one fresh interleaved run, never the minimum seen during training.", ""]
+for g in graphs:
     for mode in modes:
         runs = []
         for s in seeds:

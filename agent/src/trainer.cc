@@ -195,9 +195,10 @@ void Trainer::one_update() {
   so.noise = noise;
   so.greedy_rows = greedy;
   Rollout r = policy_->sample(t.problem, K, so, rng_);
-  redraw_repeats(t, &r, so);
-  double step_sum = 0;
+  const Rollout fresh = redraw_repeats(t, r, so);
+  double step_sum = 0, fresh_sum = 0;
   const std::vector<double> reward = score_rollout(t, r, &step_sum);
+  if (fresh.batch > 0) score_rollout(t, fresh, &fresh_sum);
   const Advantages adv = advantages(t, reward, greedy);
   const auto [loss_v, ent_v] = policy_step(t, r, adv);
   samples_ += K;
@@ -261,37 +262,35 @@ Rollout gather_rows(const std::vector<const Rollout*>& from, const std::vector<s
 
 }  // namespace
 
-// A budget counts sampled placements; a repeat tells the policy nothing new
-// (the environment's cache answers it). A collapsed policy (entropy near zero
-// after cloning its elites) repeats most of a batch: such rows are drawn again
+// A budget counts sampled placements; a repeat tells the search nothing new
+// (the environment's cache answers it for free). A collapsed policy (entropy
+// near zero after cloning its elites) repeats most of a batch. The policy
+// gradient keeps the batch as sampled (repeats included: on-policy, at no
+// cost), and each repeat's evaluation goes to a new placement instead: drawn
 // from the same policy with more logit noise at each try (0.25, 1, 4, 16: near
-// the policy's choices first, then further), and only new draws replace them.
-void Trainer::redraw_repeats(Task& t, Rollout* r, SampleOptions so) {
-  const int32_t K = r->batch;
-  std::vector<std::pair<size_t, int32_t>> take;
-  std::vector<int32_t> repeats;
-  for (int32_t b = 0; b < K; ++b) {
-    take.emplace_back(0, b);
-    const bool is_new = t.sampled.insert(r->unit_device[b]).second;
-    if (!is_new && b >= so.greedy_rows) repeats.push_back(b);
-  }
-  if (repeats.empty() || c_.optimizer.distinct_redraws <= 0) return;
+// its choices first, then further). The new placements count toward the best
+// and the elites, not the gradient. Returns them (batch 0 when none).
+Rollout Trainer::redraw_repeats(Task& t, const Rollout& r, SampleOptions so) {
+  int32_t repeats = 0;
+  for (int32_t b = 0; b < r.batch; ++b)
+    if (!t.sampled.insert(r.unit_device[b]).second && b >= so.greedy_rows) ++repeats;
   std::vector<Rollout> draws;
-  draws.reserve(c_.optimizer.distinct_redraws);
+  std::vector<std::pair<size_t, int32_t>> take;
   so.greedy_rows = 0;
   so.noise = std::max(so.noise, 0.25);
-  for (int i = 0; i < c_.optimizer.distinct_redraws && !repeats.empty(); ++i, so.noise *= 4) {
-    draws.push_back(policy_->sample(t.problem, static_cast<int32_t>(repeats.size()), so, rng_));
+  for (int i = 0; i < c_.optimizer.distinct_redraws && repeats > 0; ++i, so.noise *= 4) {
+    draws.push_back(policy_->sample(t.problem, repeats, so, rng_));
     const Rollout& d = draws.back();
-    for (int32_t e = 0; e < d.batch && !repeats.empty(); ++e)
+    for (int32_t e = 0; e < d.batch && repeats > 0; ++e)
       if (t.sampled.insert(d.unit_device[e]).second) {
-        take[repeats.back()] = {draws.size(), e};
-        repeats.pop_back();
+        take.emplace_back(draws.size() - 1, e);
+        --repeats;
       }
   }
-  std::vector<const Rollout*> from = {r};
+  if (take.empty()) return Rollout{};
+  std::vector<const Rollout*> from;
   for (const Rollout& d : draws) from.push_back(&d);
-  *r = gather_rows(from, take);
+  return gather_rows(from, take);
 }
 
 // Each sampled placement evaluated: the rewards, the sum of step times, the elites and the task's best.

@@ -75,8 +75,8 @@ class Trainer {
     torch::Tensor A, W;  // per row: the clipped advantage and the mask of stochastic rows
     int32_t n;           // the number of stochastic rows
   };
-  // Rows past the greedy ones that repeat a sampled placement, drawn again (distinct_redraws).
-  void redraw_repeats(Task& t, Rollout* r, SampleOptions so);
+  // New placements in place of the rows past the greedy ones that repeat a sampled placement (distinct_redraws).
+  Rollout redraw_repeats(Task& t, const Rollout& r, SampleOptions so);
   std::vector<double> score_rollout(Task& t, const Rollout& r, double* step_sum);
   Advantages advantages(Task& t, const std::vector<double>& reward, int32_t greedy);
   std::pair<double, double> policy_step(Task& t, const Rollout& r, const Advantages& adv);

@@ -36,6 +36,8 @@ void Trainer::write_outputs(TrainResult* res) {
   res->output_dir = dir_;
   res->updates = update_;
   res->samples = samples_;
+  res->distinct_samples = 0;
+  for (const auto& t : tasks_) res->distinct_samples += static_cast<int64_t>(t->sampled.size());
   if (res->best_found_by == "policy" || res->best_found_by == "none") {
     res->best_measured = t0.best_measured || res->table != "simulated";
     if (!t0.best.device_of.empty()) res->best_placement = to_named(t0.env->graph(), t0.env->cluster(), t0.best);
@@ -230,7 +232,7 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"cluster\": " << json_quote(tasks_[0]->env->cluster().name)
     << ",\n  \"policy\": " << json_quote(policy_type_name(c_.policy.type))
     << ",\n  \"reward_mode\": " << json_quote(reward_mode_name(c_.reward.mode)) << ",\n  \"updates\": " << res.updates
-    << ",\n  \"samples\": " << res.samples << ",\n  \"train_seconds\": " << num(rl_seconds_)
+    << ",\n  \"samples\": " << res.samples << ",\n  \"distinct_samples\": " << res.distinct_samples << ",\n  \"train_seconds\": " << num(rl_seconds_)
     << ",\n  \"remote_evaluations\": " << res.remote_evaluations << ",\n  \"best_step_s\": " << num(res.best_step_s)
     << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
     << ",\n  \"best_found_by\": " << json_quote(res.best_found_by)

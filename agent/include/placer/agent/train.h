@@ -97,11 +97,13 @@ struct OptimizerConfig {
   double logit_noise = 0.5;         // std of Gaussian logit noise at the start
   double logit_noise_decay = 0.97;  // per update
   bool greedy_sample = true;        // add the greedy decode to every update's samples
-  // A sampled placement the run already evaluated (or an earlier row of the
-  // same batch holds) is drawn again with more logit noise, so that every
-  // sample the budget counts is new: up to distinct_redraws batches per update
-  // (logit noise max(noise, 0.25), then x4 per batch); a row no redraw makes new stays.
-  // The greedy decode is never redrawn. 0 = off.
+  // For each sampled placement the run already evaluated (or an earlier row
+  // of the same batch holds), one more placement is drawn with more logit
+  // noise and evaluated, so that every sample the budget counts is new: up to
+  // distinct_redraws batches per update (logit noise max(noise, 0.25), then x4
+  // per batch). The redrawn placements count toward the best and the elites;
+  // the policy gradient keeps the batch as sampled. The greedy decode's
+  // repeats are not replaced. 0 = off.
   int distinct_redraws = 4;
   int ppo_epochs = 4;
   double ppo_clip = 0.2;
@@ -238,6 +240,8 @@ struct TrainResult {
   std::string output_dir;
   int64_t updates = 0;
   int64_t samples = 0;
+  // Distinct placements the updates sampled, redraws included (train.distinct_redraws).
+  int64_t distinct_samples = 0;
   double seconds = 0.0;  // wall time of this invocation (including warm start)
   // The fastest placement evaluated, the warm start's, the baselines' and
   // controls.seen included ("never worse than what it saw"): best_found_by is
