@@ -19,7 +19,7 @@ ROWS=${ROWS:-/tmp/placer-heldout-rows}
 SEEDS=${SEEDS:-1,2,3,4,5}
 ALL="resnet18 mobilenet_v2 lstm_lm gpt2 transformer_mt dlrm"  # the set, in the table's order
 GRAPHS=${GRAPHS:-$ALL}  # the graphs to run (default all)
-OUT=bench/results/learned_heldout.md
+OUT=${OUT:-bench/results/learned_heldout.md}  # written whole (its Findings section kept)
 mkdir -p "$ROWS"
 [ -e "$DATA/dlrm.json" ] || bash bench/heldout_models.sh "$BUILD" "$DATA"
 

@@ -195,10 +195,10 @@ void Trainer::one_update() {
   so.noise = noise;
   so.greedy_rows = greedy;
   Rollout r = policy_->sample(t.problem, K, so, rng_);
-  const Rollout fresh = redraw_repeats(t, r, so);
+  const std::vector<std::vector<int32_t>> fresh = redraw_repeats(t, r, so);
   double step_sum = 0, fresh_sum = 0;
-  const std::vector<double> reward = score_rollout(t, r, &step_sum);
-  if (fresh.batch > 0) score_rollout(t, fresh, &fresh_sum);
+  const std::vector<double> reward = score_rollout(t, r.unit_device, &step_sum);
+  if (!fresh.empty()) score_rollout(t, fresh, &fresh_sum);
   const Advantages adv = advantages(t, reward, greedy);
   const auto [loss_v, ent_v] = policy_step(t, r, adv);
   samples_ += K;
@@ -235,33 +235,6 @@ size_t Task::UnitsHash::operator()(const std::vector<int32_t>& u) const {
   return static_cast<size_t>(h);
 }
 
-namespace {
-
-// The rows `take` of the rollouts laid end to end (every per-row field; the
-// temperature is the first's: the rollouts are drawn at one temperature).
-Rollout gather_rows(const std::vector<const Rollout*>& from, const std::vector<std::pair<size_t, int32_t>>& take) {
-  Rollout out;
-  out.temperature = from.front()->temperature;
-  out.batch = static_cast<int32_t>(take.size());
-  auto rows = [&](torch::Tensor Rollout::*field) {
-    if (!(from.front()->*field).defined()) return torch::Tensor();
-    std::vector<torch::Tensor> parts;
-    for (const auto& [k, b] : take) parts.push_back((from[k]->*field).narrow(0, b, 1));
-    return torch::cat(parts, 0);
-  };
-  out.actions = rows(&Rollout::actions);
-  out.dynamic = rows(&Rollout::dynamic);
-  out.groups = rows(&Rollout::groups);
-  out.old_logp = rows(&Rollout::old_logp);
-  for (const auto& [k, b] : take) {
-    out.unit_device.push_back(from[k]->unit_device[b]);
-    if (!from[k]->group_costs.empty()) out.group_costs.push_back(from[k]->group_costs[b]);
-  }
-  return out;
-}
-
-}  // namespace
-
 // A budget counts sampled placements; a repeat tells the search nothing new
 // (the environment's cache answers it for free). A collapsed policy (entropy
 // near zero after cloning its elites) repeats most of a batch. The policy
@@ -269,41 +242,36 @@ Rollout gather_rows(const std::vector<const Rollout*>& from, const std::vector<s
 // cost), and each repeat's evaluation goes to a new placement instead: drawn
 // from the same policy with more logit noise at each try (0.25, 1, 4, 16: near
 // its choices first, then further). The new placements count toward the best
-// and the elites, not the gradient. Returns them (batch 0 when none).
-Rollout Trainer::redraw_repeats(Task& t, const Rollout& r, SampleOptions so) {
+// and the elites, not the gradient. Returns their unit devices.
+std::vector<std::vector<int32_t>> Trainer::redraw_repeats(Task& t, const Rollout& r, SampleOptions so) {
+  int redraws = c_.optimizer.distinct_redraws;
+  if (redraws < 0) redraws = c_.reward.mode == RewardMode::Measured ? 0 : 4;
   int32_t repeats = 0;
   for (int32_t b = 0; b < r.batch; ++b)
     if (!t.sampled.insert(r.unit_device[b]).second && b >= so.greedy_rows) ++repeats;
-  std::vector<Rollout> draws;
-  std::vector<std::pair<size_t, int32_t>> take;
+  std::vector<std::vector<int32_t>> fresh;
   so.greedy_rows = 0;
   so.noise = std::max(so.noise, 0.25);
-  for (int i = 0; i < c_.optimizer.distinct_redraws && repeats > 0; ++i, so.noise *= 4) {
-    draws.push_back(policy_->sample(t.problem, repeats, so, rng_));
-    const Rollout& d = draws.back();
-    for (int32_t e = 0; e < d.batch && repeats > 0; ++e)
-      if (t.sampled.insert(d.unit_device[e]).second) {
-        take.emplace_back(draws.size() - 1, e);
+  for (int i = 0; i < redraws && repeats > 0; ++i, so.noise *= 4)
+    for (std::vector<int32_t>& units : policy_->sample(t.problem, repeats, so, rng_).unit_device)
+      if (repeats > 0 && t.sampled.insert(units).second) {
+        fresh.push_back(std::move(units));
         --repeats;
       }
-  }
-  if (take.empty()) return Rollout{};
-  std::vector<const Rollout*> from;
-  for (const Rollout& d : draws) from.push_back(&d);
-  return gather_rows(from, take);
+  return fresh;
 }
 
 // Each sampled placement evaluated: the rewards, the sum of step times, the elites and the task's best.
-std::vector<double> Trainer::score_rollout(Task& t, const Rollout& r, double* step_sum) {
-  const int32_t K = static_cast<int32_t>(r.unit_device.size());
+std::vector<double> Trainer::score_rollout(Task& t, const std::vector<std::vector<int32_t>>& rows, double* step_sum) {
+  const int32_t K = static_cast<int32_t>(rows.size());
   std::vector<Placement> placements;
   placements.reserve(K);
-  for (const auto& row : r.unit_device) placements.push_back(t.problem.expand(row));
+  for (const auto& row : rows) placements.push_back(t.problem.expand(row));
   const std::vector<Evaluation> evals = t.env->evaluate_batch(placements);
   std::vector<double> reward(K);
   for (int32_t b = 0; b < K; ++b) {
     reward[b] = evals[b].reward;
-    if (evals[b].result.ok()) offer_elite(t, reward[b], r.unit_device[b]);
+    if (evals[b].result.ok()) offer_elite(t, reward[b], rows[b]);
     const double step = evals[b].step_s;
     *step_sum += step;
     if (reward[b] > t.best_reward) {

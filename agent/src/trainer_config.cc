@@ -187,7 +187,7 @@ void read_optimizer(FieldReader<Node> tr, OptimizerConfig& o, ChoiceNames& names
   tr.read("logit_noise", &o.logit_noise, 0.0, 100.0);
   tr.read("logit_noise_decay", &o.logit_noise_decay, 0.0, 1.0);
   tr.read("greedy_sample", &o.greedy_sample);
-  tr.read("distinct_redraws", &o.distinct_redraws, 0, 64);
+  tr.read("distinct_redraws", &o.distinct_redraws, -1, 64);
   tr.read("ppo_epochs", &o.ppo_epochs, 1, 100);
   tr.read("ppo_clip", &o.ppo_clip, 0.0, 10.0);
   tr.read("elites", &o.elites, 0, 64);

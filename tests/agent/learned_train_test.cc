@@ -332,6 +332,8 @@ TEST(LearnedTrain, RepeatedSamplesAreDrawnAgain) {
   EXPECT_LT(without.distinct_samples, 24);  // the setting does collapse: most of the 64 samples repeat
   EXPECT_GE(with.distinct_samples, 56);     // every repeat but the 8 greedy decodes' is replaced
   EXPECT_LE(with.best_step_s, without.best_step_s);
+  // The default (-1) redraws 4 times when rewards are simulated.
+  EXPECT_EQ(train(config("default", -1), nullptr, quiet()).distinct_samples, with.distinct_samples);
   // Resumed, the run remembers what it sampled (the checkpoint keeps it).
   const TrainConfig c = config("resumed", 4);
   TrainControls stop = quiet();
@@ -486,7 +488,7 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "policy: {type: lstm}\n", "policy.type: unknown policy 'lstm'");
   expect_error(ok + "reward: {mode: real}\n", "reward.mode: unknown mode 'real'");
   expect_error(ok + "reward: {final_max_steps: -1}\n", "reward.final_max_steps: must be in [0, 100000]");
-  expect_error(ok + "train: {distinct_redraws: 65}\n", "train.distinct_redraws: must be in [0, 64]");
+  expect_error(ok + "train: {distinct_redraws: 65}\n", "train.distinct_redraws: must be in [-1, 64]");
   expect_error(ok + "policy: {hidden: 33}\n", "policy.hidden: must be even");
   expect_error(ok + "policy: {place_samples: 0}\n", "policy.place_samples: must be in [1, 4096]");
   expect_error(ok + "policy: {decoder: gru}\n", "policy.decoder: unknown decoder 'gru'");
