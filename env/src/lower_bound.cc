@@ -1,7 +1,12 @@
 // Lower bound on the step time of any placement under a cost model.
 //
-// Three bounds, each valid for every placement (transfers and memory ignored):
+// Four bounds, each valid for every placement (transfers and memory ignored):
 //  - critical path: each op at its fastest device, transfers free;
+//  - co-location group: a group's ops share one device (validate_placement
+//    refuses a split) and a device runs one op at a time, so a placement takes
+//    at least the longest path to any member, plus the group's work on the
+//    device where it is least, plus the shortest of the longest paths that
+//    must follow a member (each path at fastest times, transfers free);
 //  - average work: the sum of every op's fastest time over the device count;
 //  - LP relaxation (devices of different speeds): minimize T subject to
 //    sum_d x[o,d] = 1 and sum_o c[o,d] x[o,d] <= T for every device d, x >= 0.
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "placer/env/simulator.h"
+#include "placer/graphs/algorithms.h"
 
 namespace placer {
 
@@ -29,22 +35,40 @@ double op_seconds(const CostModel& costs, int64_t o, int32_t d) {
   return costs.op_seconds(OpId(static_cast<int32_t>(o)), DeviceId(d));
 }
 
-// The critical path and the average work, each op at its fastest device.
-void path_and_work_bounds(const Graph& graph, const CostModel& costs, int32_t D, LowerBound& lb) {
+// The critical path, the average work and the co-location group bound, each
+// op at its fastest device (ops are in topological order).
+void path_work_and_group_bounds(const Graph& graph, const CostModel& costs, int32_t D, LowerBound& lb) {
   const int64_t n = graph.size();
-  std::vector<double> finish(n, 0.0);
+  std::vector<double> fastest(n), head(n, 0.0), tail(n, 0.0);  // head: before the op starts; tail: after it ends
   double total = 0.0;
   for (int64_t o = 0; o < n; ++o) {
     double m = std::numeric_limits<double>::infinity();
     for (int32_t d = 0; d < D; ++d) m = std::min(m, op_seconds(costs, o, d));
+    fastest[o] = m;
     total += m;
-    double start = 0.0;
     for (const TensorRef& in : graph.op(OpId(static_cast<int32_t>(o))).inputs)
-      start = std::max(start, finish[in.op.value]);
-    finish[o] = start + m;
-    lb.critical_path_s = std::max(lb.critical_path_s, finish[o]);
+      head[o] = std::max(head[o], head[in.op.value] + fastest[in.op.value]);
+    lb.critical_path_s = std::max(lb.critical_path_s, head[o] + m);
   }
+  for (int64_t o = n - 1; o >= 0; --o)
+    for (const TensorRef& in : graph.op(OpId(static_cast<int32_t>(o))).inputs)
+      tail[in.op.value] = std::max(tail[in.op.value], fastest[o] + tail[o]);
   lb.average_work_s = total / D;
+  const Grouping groups = colocation_groups(graph);
+  for (const std::vector<OpId>& members : groups.members) {
+    if (members.size() < 2) continue;  // a single op's bound is its path: the critical path's
+    double first = std::numeric_limits<double>::infinity(), last = first, work = first;
+    for (OpId o : members) {
+      first = std::min(first, head[o.value]);
+      last = std::min(last, tail[o.value]);
+    }
+    for (int32_t d = 0; d < D; ++d) {
+      double w = 0.0;
+      for (OpId o : members) w += op_seconds(costs, o.value, d);
+      work = std::min(work, w);
+    }
+    lb.group_s = std::max(lb.group_s, first + work + last);
+  }
 }
 
 // Devices with identical cost columns: a representative and a size per class.
@@ -165,7 +189,7 @@ LowerBound lower_bound_parts(const Graph& graph, const Cluster& cluster, const C
   const int64_t n = graph.size();
   const int32_t D = cluster.size();
   if (n == 0 || D == 0) return lb;
-  path_and_work_bounds(graph, costs, D, lb);
+  path_work_and_group_bounds(graph, costs, D, lb);
   const DeviceClasses classes = device_classes(costs, n, D);
   if (classes.rep.size() <= 1) return lb;  // the LP equals the average work
   const std::map<std::vector<double>, double> rows = merged_cost_rows(costs, n, classes);

@@ -395,6 +395,76 @@ TEST(LowerBound, HandComputedParts) {
   EXPECT_DOUBLE_EQ(lc.average_work_s, 10.0 / 3.0);
   EXPECT_EQ(lc.lp_s, 0.0);
   EXPECT_DOUBLE_EQ(lc.value(), 10.0);
+  EXPECT_EQ(lc.group_s, 0.0);  // no co-location groups
+}
+
+// Four parallel ops forced onto one device (one Op::group) run one at a time:
+// the bound is the op before them, their four seconds and the op after them,
+// and placing the group anywhere reaches it exactly. Without the group the
+// bound is the critical path (3 s) and spreading them reaches that.
+TEST(LowerBound, ACoLocationGroupRunsInSeries) {
+  for (const bool grouped : {true, false}) {
+    Graph g;
+    const OpId a = add(g, "a", {}, {4});
+    std::vector<TensorRef> outs;
+    for (int i = 0; i < 4; ++i) {
+      const OpId b = add(g, "b" + std::to_string(i), {{a, 0}}, {4});
+      if (grouped) g.mutable_op(b).group = "g";
+      outs.push_back({b, 0});
+    }
+    add(g, "c", outs, {4});
+    const Cluster cl = cluster_of(4);
+    CostModel m = CostModel::uniform(6, 4, 1.0);
+    for (int x = 0; x < 4; ++x)
+      for (int y = 0; y < 4; ++y)
+        if (x != y) m.set_link(DeviceId(x), DeviceId(y), 0.0, 1e18);
+    const LowerBound lb = lower_bound_parts(g, cl, m);
+    EXPECT_DOUBLE_EQ(lb.critical_path_s, 3.0);
+    EXPECT_DOUBLE_EQ(lb.group_s, grouped ? 6.0 : 0.0);
+    EXPECT_DOUBLE_EQ(lb.value(), grouped ? 6.0 : 3.0);
+    Placement p = single_device(g, DeviceId(1));
+    if (!grouped)
+      for (int i = 0; i < 4; ++i) p.device_of[1 + i] = DeviceId(i);
+    EXPECT_NEAR(simulate(g, p, cl, m).step_s, lb.value(), 1e-9) << grouped;
+  }
+}
+
+// Random DAGs with random co-location groups: no placement that keeps every
+// group together simulates faster than the bound.
+TEST(LowerBound, NeverAboveAPlacementThatKeepsGroupsTogether) {
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<double> cost(0.0, 2.0);
+  int group_bound_binding = 0;
+  for (int trial = 0; trial < 60; ++trial) {
+    const int n = 5 + static_cast<int>(rng() % 50);
+    const int D = 2 + static_cast<int>(rng() % 3);
+    const int groups = 1 + static_cast<int>(rng() % 4);
+    Graph g = random_dag(rng, n);
+    for (int o = 0; o < n; ++o)
+      if (rng() % 2) g.mutable_op(OpId(o)).group = "g" + std::to_string(rng() % groups);
+    const Cluster cl = cluster_of(D);
+    CostModel m = CostModel::uniform(n, D, 0.0);
+    for (int o = 0; o < n; ++o)
+      for (int d = 0; d < D; ++d) m.set_op_seconds(OpId(o), DeviceId(d), cost(rng) * (1 + d * (trial % 3)));
+    for (int a = 0; a < D; ++a)
+      for (int b = 0; b < D; ++b)
+        if (a != b) m.set_link(DeviceId(a), DeviceId(b), cost(rng) * 0.1, 1e3 + 1e4 * cost(rng));
+    const LowerBound lb = lower_bound_parts(g, cl, m);
+    group_bound_binding += lb.group_s > std::max({lb.critical_path_s, lb.average_work_s, lb.lp_s});
+    for (int p = 0; p < 20; ++p) {
+      std::vector<int32_t> device_of_group(groups);
+      for (int32_t& d : device_of_group) d = static_cast<int32_t>(rng() % D);
+      Placement pl;
+      for (int o = 0; o < n; ++o) {
+        const std::string& grp = g.op(OpId(o)).group;
+        pl.device_of.push_back(DeviceId(grp.empty() ? static_cast<int32_t>(rng() % D)
+                                                    : device_of_group[std::stoi(grp.substr(1))]));
+      }
+      validate_placement(g, cl, pl);
+      EXPECT_LE(lb.value(), simulate(g, pl, cl, m).step_s + 1e-12) << "trial " << trial << " placement " << p;
+    }
+  }
+  EXPECT_GT(group_bound_binding, 10);  // the group bound is the binding one in many trials
 }
 
 }  // namespace

@@ -33,7 +33,10 @@ struct LowerBound {
   double critical_path_s = 0.0;  // every op on its fastest device, transfers free
   double average_work_s = 0.0;   // sum of fastest op times / devices
   double lp_s = 0.0;             // LP relaxation (devices of different speeds); 0 if all alike
-  double value() const;          // the max of the three
+  // A co-location group's work on one device, one op at a time, with the
+  // longest path before its first member and the shortest after a member.
+  double group_s = 0.0;
+  double value() const;  // the max of the four
 };
 LowerBound lower_bound_parts(const Graph& graph, const Cluster& cluster, const CostModel& costs);
 
@@ -45,7 +48,8 @@ StepResult simulate(const Graph& graph, const Placement& placement, const Cluste
 
 // A lower bound on the step time of any placement of graph on cluster:
 // max(critical path with every op on its fastest device and free transfers,
-// total work / devices, LP relaxation for heterogeneous devices).
+// total work / devices, LP relaxation for heterogeneous devices, co-location
+// group work in series with what must precede and follow it).
 double lower_bound(const Graph& graph, const Cluster& cluster, const CostModel& costs);
 
 }  // namespace placer
