@@ -9,6 +9,9 @@
 # Usage: bash bench/run_heldout_best_known.sh [BUILD_DIR] [HELDOUT_DIR] [ROWS_DIR]
 # Writes bench/results/learned_heldout_best_known.md. Simulated step times:
 # deterministic per seed, independent of the machine's load.
+# SEARCH_ROWS=FILE keeps the searches' rows in FILE; when FILE exists they are
+# not run again (e.g. run the searches while the learned runs still go, then
+# again with ROWS_DIR once they are done).
 set -euo pipefail
 BUILD=${1:-build}
 DATA=${2:-/tmp/placer-heldout}
@@ -25,6 +28,8 @@ run() {  # preset graph method budget seed -> "ms"
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["methods"][0]; print("%.3f" % (1e3*r["simulated_step_s"]) if r["feasible"] else "inf")' "$WORK/r.json"
 }
 
+SEARCH_ROWS=${SEARCH_ROWS:-$WORK/rows.txt}
+if [ ! -s "$SEARCH_ROWS" ]; then
 for preset in k80x4 p100x4; do
   for g in resnet18 mobilenet_v2 lstm_lm gpt2 transformer_mt dlrm; do
     echo "== $preset $g" >&2
@@ -37,9 +42,11 @@ for preset in k80x4 p100x4; do
     "$BUILD/placer" baseline --graph "$DATA/$g.json" --cluster "$preset" --method single --json "$WORK/b.json" > /dev/null 2>&1
     echo "$preset $g bound 0 0 $(python3 -c 'import json,sys; print("%.3f" % (1e3*json.load(open(sys.argv[1]))["lower_bound_s"]))' "$WORK/b.json")"
   done
-done > "$WORK/rows.txt"
+done > "$SEARCH_ROWS.tmp"
+mv "$SEARCH_ROWS.tmp" "$SEARCH_ROWS"
+fi
 
-python3 - "$WORK/rows.txt" "$OUT" "$BUILD" "$DATA" "$ROWS" "$BIG" "$(git rev-parse --short HEAD)" <<'PY'
+python3 - "$SEARCH_ROWS" "$OUT" "$BUILD" "$DATA" "$ROWS" "$BIG" "$(git rev-parse --short HEAD)" <<'PY'
 import collections, glob, os, re, statistics, sys
 rows, out, build, data, rows_dir, big, commit = sys.argv[1:8]
 big = int(big)
