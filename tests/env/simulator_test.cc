@@ -341,20 +341,27 @@ Graph random_dag(std::mt19937_64& rng, int n) {
   return g;
 }
 
+// Op times in [0, 2) s, slower on later devices when trial % 3 > 0 (devices of
+// different speeds), links of random latency and bandwidth.
+CostModel random_costs(std::mt19937_64& rng, int n, int D, int trial) {
+  std::uniform_real_distribution<double> cost(0.0, 2.0);
+  CostModel m = CostModel::uniform(n, D, 0.0);
+  for (int o = 0; o < n; ++o)
+    for (int d = 0; d < D; ++d) m.set_op_seconds(OpId(o), DeviceId(d), cost(rng) * (1 + d * (trial % 3)));
+  for (int a = 0; a < D; ++a)
+    for (int b = 0; b < D; ++b)
+      if (a != b) m.set_link(DeviceId(a), DeviceId(b), cost(rng) * 0.1, 1e3 + 1e4 * cost(rng));
+  return m;
+}
+
 TEST(Simulator, LowerBoundNeverAboveSimulatedStepOnRandomDags) {
   std::mt19937_64 rng(7);
-  std::uniform_real_distribution<double> cost(0.0, 2.0);
   for (int trial = 0; trial < 60; ++trial) {
     const int n = 5 + static_cast<int>(rng() % 60);
     const int D = 1 + static_cast<int>(rng() % 4);
     Graph g = random_dag(rng, n);
     Cluster cl = cluster_of(D);
-    CostModel m = CostModel::uniform(n, D, 0.0);
-    for (int o = 0; o < n; ++o)
-      for (int d = 0; d < D; ++d) m.set_op_seconds(OpId(o), DeviceId(d), cost(rng) * (1 + d * (trial % 3)));
-    for (int a = 0; a < D; ++a)
-      for (int b = 0; b < D; ++b)
-        if (a != b) m.set_link(DeviceId(a), DeviceId(b), cost(rng) * 0.1, 1e3 + 1e4 * cost(rng));
+    const CostModel m = random_costs(rng, n, D, trial);
     const LowerBound lb = lower_bound_parts(g, cl, m);
     EXPECT_DOUBLE_EQ(lb.value(), lower_bound(g, cl, m));
     EXPECT_GE(lb.value(), lb.critical_path_s);
@@ -433,7 +440,6 @@ TEST(LowerBound, ACoLocationGroupRunsInSeries) {
 // group together simulates faster than the bound.
 TEST(LowerBound, NeverAboveAPlacementThatKeepsGroupsTogether) {
   std::mt19937_64 rng(11);
-  std::uniform_real_distribution<double> cost(0.0, 2.0);
   int group_bound_binding = 0;
   for (int trial = 0; trial < 60; ++trial) {
     const int n = 5 + static_cast<int>(rng() % 50);
@@ -443,12 +449,7 @@ TEST(LowerBound, NeverAboveAPlacementThatKeepsGroupsTogether) {
     for (int o = 0; o < n; ++o)
       if (rng() % 2) g.mutable_op(OpId(o)).group = "g" + std::to_string(rng() % groups);
     const Cluster cl = cluster_of(D);
-    CostModel m = CostModel::uniform(n, D, 0.0);
-    for (int o = 0; o < n; ++o)
-      for (int d = 0; d < D; ++d) m.set_op_seconds(OpId(o), DeviceId(d), cost(rng) * (1 + d * (trial % 3)));
-    for (int a = 0; a < D; ++a)
-      for (int b = 0; b < D; ++b)
-        if (a != b) m.set_link(DeviceId(a), DeviceId(b), cost(rng) * 0.1, 1e3 + 1e4 * cost(rng));
+    const CostModel m = random_costs(rng, n, D, trial);
     const LowerBound lb = lower_bound_parts(g, cl, m);
     group_bound_binding += lb.group_s > std::max({lb.critical_path_s, lb.average_work_s, lb.lp_s});
     for (int p = 0; p < 20; ++p) {
