@@ -69,8 +69,8 @@ std::string simulate_json(const SimulatedProblem& sp, const Cluster& cluster, co
     << ",\n\"lower_bound_s\": " << format_number(lb.value(), 9)
     << ",\n\"lower_bound\": {\"critical_path_s\": " << format_number(lb.critical_path_s, 9)
     << ", \"average_work_s\": " << format_number(lb.average_work_s, 9) << ", \"lp_s\": " << format_number(lb.lp_s, 9)
-    << ", \"group_s\": " << format_number(lb.group_s, 9)
-    << "},\n\"gap\": " << format_number(gap, 9) << ",\n\"result\": " << result << "\n}\n";
+    << ", \"group_s\": " << format_number(lb.group_s, 9) << "},\n\"gap\": " << format_number(gap, 9)
+    << ",\n\"result\": " << result << "\n}\n";
   return sp.run.spec() ? with_pipeline_figures(o.str(), r, *sp.run.spec()) : o.str();
 }
 
@@ -83,8 +83,10 @@ void print_simulated(const SimulatedProblem& sp, const Cluster& cluster, const S
                   ? (" (" + format_number(100 * sp.costs.calibrated_fraction(), 3) + "% of ops measured)").c_str()
                   : "");
   std::printf("status: %s%s%s\n", step_status_name(r.status), r.message.empty() ? "" : ": ", r.message.c_str());
-  std::printf("step: %.6g s   lower bound: %.6g s (critical path %.6g, average work %.6g, LP %.6g, co-location group %.6g)   gap: %.2f%%\n",
-              r.step_s, lb.value(), lb.critical_path_s, lb.average_work_s, lb.lp_s, lb.group_s, 100 * gap);
+  std::printf(
+      "step: %.6g s   lower bound: %.6g s (critical path %.6g, average work %.6g, LP %.6g, co-location group %.6g)   "
+      "gap: %.2f%%\n",
+      r.step_s, lb.value(), lb.critical_path_s, lb.average_work_s, lb.lp_s, lb.group_s, 100 * gap);
   if (sp.run.spec()) std::printf("pipeline: %s\n", pipeline_figures_text(pipeline_figures(r, *sp.run.spec())).c_str());
   std::printf("transfers: %lld bytes\n", static_cast<long long>(r.transfer_bytes));
   for (size_t d = 0; d < r.devices.size(); ++d) {
@@ -323,7 +325,8 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
       ++report.failed;
       continue;
     }
-    const StepResult simulated = simulate(context, run.at(placements[i].second), cluster, costs);
+    const Placement evaluated = run.at(placements[i].second);  // expanded once under the pipeline objective
+    const StepResult simulated = simulate(context, evaluated, cluster, costs);
     FidelityPoint point;
     point.kind = placements[i].first;
     point.measured_s = m.best[i].step_s;
@@ -332,9 +335,8 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
     point.ci_high_s = m.best[i].ci_high_s;
     point.steps = static_cast<int64_t>(m.best[i].samples_s.size());
     point.simulated_s = simulated.step_s;
-    if (unfitted)
-      point.simulated_unfitted_s = simulate(context, run.at(placements[i].second), cluster, *unfitted).step_s;
-    if (averaged) point.simulated_round_mean_s = simulate(context, run.at(placements[i].second), cluster, *averaged).step_s;
+    if (unfitted) point.simulated_unfitted_s = simulate(context, evaluated, cluster, *unfitted).step_s;
+    if (averaged) point.simulated_round_mean_s = simulate(context, evaluated, cluster, *averaged).step_s;
     point.transfer_bytes = simulated.transfer_bytes;
     point.rounds_s = m.round_s[i];
     report.points.push_back(std::move(point));

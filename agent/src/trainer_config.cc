@@ -362,9 +362,9 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"logit_noise\": " << json_number(c.optimizer.logit_noise)
     << ", \"logit_noise_decay\": " << json_number(c.optimizer.logit_noise_decay)
     << ", \"greedy_sample\": " << (c.optimizer.greedy_sample ? "true" : "false")
-    << ", \"distinct_redraws\": " << c.optimizer.distinct_redraws
-    << ", \"ppo_epochs\": " << c.optimizer.ppo_epochs << ", \"ppo_clip\": " << json_number(c.optimizer.ppo_clip)
-    << ", \"elites\": " << c.optimizer.elites << ", \"elite_weight\": " << json_number(c.optimizer.elite_weight)
+    << ", \"distinct_redraws\": " << c.optimizer.distinct_redraws << ", \"ppo_epochs\": " << c.optimizer.ppo_epochs
+    << ", \"ppo_clip\": " << json_number(c.optimizer.ppo_clip) << ", \"elites\": " << c.optimizer.elites
+    << ", \"elite_weight\": " << json_number(c.optimizer.elite_weight)
     << ", \"refine_evaluations\": " << c.optimizer.refine_evaluations << "},\n";
   o << "  \"warm_start\": {\"methods\": " << list(c.warm_start.methods) << ", \"bc_steps\": " << c.warm_start.bc_steps
     << ", \"bc_lr\": " << json_number(c.warm_start.bc_lr)

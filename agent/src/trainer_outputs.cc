@@ -232,8 +232,9 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"cluster\": " << json_quote(tasks_[0]->env->cluster().name)
     << ",\n  \"policy\": " << json_quote(policy_type_name(c_.policy.type))
     << ",\n  \"reward_mode\": " << json_quote(reward_mode_name(c_.reward.mode)) << ",\n  \"updates\": " << res.updates
-    << ",\n  \"samples\": " << res.samples << ",\n  \"distinct_samples\": " << res.distinct_samples << ",\n  \"train_seconds\": " << num(rl_seconds_)
-    << ",\n  \"remote_evaluations\": " << res.remote_evaluations << ",\n  \"best_step_s\": " << num(res.best_step_s)
+    << ",\n  \"samples\": " << res.samples << ",\n  \"distinct_samples\": " << res.distinct_samples
+    << ",\n  \"train_seconds\": " << num(rl_seconds_) << ",\n  \"remote_evaluations\": " << res.remote_evaluations
+    << ",\n  \"best_step_s\": " << num(res.best_step_s)
     << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
     << ",\n  \"best_found_by\": " << json_quote(res.best_found_by)
     << ",\n  \"policy_best_step_s\": " << num(res.policy_best_step_s) << ",\n  \"policy_ci_s\": ["

@@ -199,8 +199,8 @@ void Profiler::time_ops() {
       mo.measured_steps = mo.max_steps = std::max(9, 3 * options.repetitions);
       const StepResult on_gpu = protocol_steps(executor, cluster, graph, {placement}, mo).front();
       if (!on_gpu.ok())
-        throw InputError("profile: the step on " + cluster.devices[dev].name + ": " +
-                         step_status_name(on_gpu.status) + ": " + on_gpu.message);
+        throw InputError("profile: the step on " + cluster.devices[dev].name + ": " + step_status_name(on_gpu.status) +
+                         ": " + on_gpu.message);
       double kernels = 0;
       for (int32_t i = 0; i < n; ++i) kernels += is_free(graph.op(OpId(i))) ? 0.0 : quantile(samples[i], 0.5);
       const double step = on_gpu.step_s;
@@ -350,7 +350,8 @@ void Profiler::time_mixed() {
   mo.measured_steps = mo.max_steps = std::max(9, 3 * options.repetitions);
   const StepResult split = protocol_steps(executor, cluster, graph, {round_robin_groups(graph, devices)}, mo).front();
   if (!split.ok()) {
-    std::fprintf(stderr, "placer: profile: the step split round robin over %zu devices failed (%s: %s); the profile "
+    std::fprintf(stderr,
+                 "placer: profile: the step split round robin over %zu devices failed (%s: %s); the profile "
                  "has no mixed step, and the simulator fits no copy cost on it\n",
                  devices.size(), step_status_name(split.status), split.message.c_str());
     return;

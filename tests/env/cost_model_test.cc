@@ -126,16 +126,22 @@ TEST(CostModel, CalibratedByNameThenSignature) {
   EXPECT_THROW(CostModel::calibrated(g, cluster(), bad), InputError);
 }
 
-// A GPU device's per-op cost is its kernel plus its own thread's launch path
-// (on an H200, nmt's 980 ops: 15 ms of kernels, 21-30 ms per step); a CPU's
-// overhead is the CPU executor's. Older profiles (no GPU figure): one for all.
-TEST(CostModel, AGpuDeviceGetsItsOwnMeasuredOverhead) {
-  const Graph g = two_op_graph();
+// two_op_graph()'s y timed 0.3 s on cpu:0 and 0.01 s on cuda:0, an executor overhead of 2 ms per op.
+Profile op_y_on_cpu_and_gpu() {
   Profile p;
   p.graph = "g";
   p.ops.push_back({"y", "", "cpu:0", "cpu", 0.3});
   p.ops.push_back({"y", "", "cuda:0", "cuda", 0.01});
   p.per_op_overhead_s = 0.002;
+  return p;
+}
+
+// A GPU device's per-op cost is its kernel plus its own thread's launch path
+// (on an H200, nmt's 980 ops: 15 ms of kernels, 21-30 ms per step); a CPU's
+// overhead is the CPU executor's. Older profiles (no GPU figure): one for all.
+TEST(CostModel, AGpuDeviceGetsItsOwnMeasuredOverhead) {
+  const Graph g = two_op_graph();
+  Profile p = op_y_on_cpu_and_gpu();
   p.gpu_op_overhead_s = 0.02;
   const CostModel m = CostModel::calibrated(g, cluster(), p);
   EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(0)), 0.302);
@@ -149,11 +155,7 @@ TEST(CostModel, AGpuDeviceGetsItsOwnMeasuredOverhead) {
 // launch latency), the profile scales GPU ops; CPU ops keep their times.
 TEST(CostModel, AGpuScaleShrinksOnlyGpuOps) {
   const Graph g = two_op_graph();
-  Profile p;
-  p.graph = "g";
-  p.ops.push_back({"y", "", "cpu:0", "cpu", 0.3});
-  p.ops.push_back({"y", "", "cuda:0", "cuda", 0.01});
-  p.per_op_overhead_s = 0.002;
+  Profile p = op_y_on_cpu_and_gpu();
   p.gpu_op_overhead_s = 0.0;
   p.gpu_op_scale = 0.5;
   const CostModel m = CostModel::calibrated(g, cluster(), p);
@@ -191,6 +193,18 @@ TEST(CostModel, ContendedTimesMakeCpuDevicesOneContentionGroup) {
   EXPECT_EQ(CostModel::calibrated(g, cluster(), p).contention_group(DeviceId(0)), -1);
 }
 
+// A mixed step measured at or below the simulation, or a profile of another
+// graph: `fitted` (the copy cost the mixed step fits) stays 0.
+void expect_no_fit(const Graph& g, const Cluster& c, const Profile& p, double simulated,
+                   double (CostModel::*fitted)() const) {
+  Profile below = p;
+  below.mixed.step_s = simulated * 0.9;
+  EXPECT_EQ((CostModel::calibrated(g, c, below).*fitted)(), 0.0);
+  Profile other = p;
+  other.graph = "other";
+  EXPECT_EQ((CostModel::calibrated(g, c, other).*fitted)(), 0.0);
+}
+
 // The profile's mixed step (groups dealt round robin over the CPU devices)
 // fits the cost per byte of a copy between CPU devices beyond the link fit.
 // A chain x -> y1 -> ... -> y4 dealt over two devices moves 4 x 4000 bytes
@@ -223,14 +237,8 @@ TEST(CostModel, MixedStepFitsTheCopyCostBetweenCpuDevices) {
   EXPECT_DOUBLE_EQ(simulate(g, single, two_cpus, m).step_s,
                    simulate(g, single, two_cpus, CostModel::calibrated(g, two_cpus, unmixed)).step_s);
 
-  // Measured at or below the simulation: nothing to add.
-  Profile below = p;
-  below.mixed.step_s = simulated * 0.9;
-  EXPECT_EQ(CostModel::calibrated(g, two_cpus, below).group_copy_s_per_byte(), 0.0);
-  // Another graph's profile, or devices this cluster lacks: no fit.
-  Profile other = p;
-  other.graph = "other";
-  EXPECT_EQ(CostModel::calibrated(g, two_cpus, other).group_copy_s_per_byte(), 0.0);
+  // Measured at or below the simulation, another graph's profile, or devices this cluster lacks: no fit.
+  expect_no_fit(g, two_cpus, p, simulated, &CostModel::group_copy_s_per_byte);
   Profile elsewhere = p;
   elsewhere.mixed.devices = {"cpu:0", "cpu:5"};
   EXPECT_EQ(CostModel::calibrated(g, two_cpus, elsewhere).group_copy_s_per_byte(), 0.0);
@@ -266,12 +274,7 @@ TEST(CostModel, MixedStepOverACpuAndAGpuFitsTheirCopyCost) {
   EXPECT_NEAR(m.transfer_seconds(DeviceId(1), DeviceId(0), 4000), 0.01 + 0.004 + 0.01, 1e-7);
   EXPECT_NEAR(simulate(g, rr, c, m).step_s, p.mixed.step_s, 1e-6);
   // Measured at or below the simulation, or another graph's profile: links keep their fit.
-  Profile below = p;
-  below.mixed.step_s = simulated * 0.9;
-  EXPECT_EQ(CostModel::calibrated(g, c, below).cross_copy_s_per_byte(), 0.0);
-  Profile other = p;
-  other.graph = "other";
-  EXPECT_EQ(CostModel::calibrated(g, c, other).cross_copy_s_per_byte(), 0.0);
+  expect_no_fit(g, c, p, simulated, &CostModel::cross_copy_s_per_byte);
   // Every op on one device moves nothing: nothing to fit, whatever was measured.
   Profile one = p;
   one.mixed.devices = {"cpu:0", "cuda:0"};

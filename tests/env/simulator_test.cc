@@ -458,8 +458,8 @@ TEST(LowerBound, NeverAboveAPlacementThatKeepsGroupsTogether) {
       Placement pl;
       for (int o = 0; o < n; ++o) {
         const std::string& grp = g.op(OpId(o)).group;
-        pl.device_of.push_back(DeviceId(grp.empty() ? static_cast<int32_t>(rng() % D)
-                                                    : device_of_group[std::stoi(grp.substr(1))]));
+        pl.device_of.push_back(
+            DeviceId(grp.empty() ? static_cast<int32_t>(rng() % D) : device_of_group[std::stoi(grp.substr(1))]));
       }
       validate_placement(g, cl, pl);
       EXPECT_LE(lb.value(), simulate(g, pl, cl, m).step_s + 1e-12) << "trial " << trial << " placement " << p;

@@ -446,7 +446,8 @@ TEST(SerializeProfile, RoundTrip) {
   EXPECT_EQ(profile_from_json(profile_to_json(p)).gpu_op_scale, 0.625);
   for (const char* bad : {"0", "1.5", "-0.2"}) {
     const std::string smsg = error_of<InputError>([&] {
-      profile_from_json(std::string(R"({"format":"placer.profile","version":1,"gpu_op_scale":)") + bad + R"(,"ops":[]})");
+      profile_from_json(std::string(R"({"format":"placer.profile","version":1,"gpu_op_scale":)") + bad +
+                        R"(,"ops":[]})");
     });
     EXPECT_NE(smsg.find("gpu_op_scale: must be a number in (0, 1]"), std::string::npos) << smsg;
   }

@@ -192,8 +192,7 @@ class MeasuredEvaluator : public Evaluator {
   ~MeasuredEvaluator() override;
   std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override;
   // max_steps > 0: at most that many steps per placement instead of the protocol's.
-  std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh,
-                                               int max_steps = 0);
+  std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh, int max_steps = 0);
   void add_stats(EvalStats& stats) const override;
 
  private:

@@ -33,7 +33,8 @@ struct LinkFit {
 // (round_robin_groups): of the simple placements, the one that moves the most
 // between devices. The simulator fits on it what a copy between those devices
 // costs inside a step beyond the links' fit (CostModel::calibrated): a cost
-// per byte between CPU devices, a factor on CPU<->GPU link times.
+// per byte between CPU devices (group_copy_s_per_byte) or between a CPU device
+// and a GPU (cross_copy_s_per_byte).
 struct MixedStep {
   std::vector<std::string> devices;  // the devices dealt to, in order
   double step_s = -1.0;              // median measured step; < 0: not measured
