@@ -245,7 +245,7 @@ size_t Task::UnitsHash::operator()(const std::vector<int32_t>& u) const {
 // and the elites, not the gradient. Returns their unit devices.
 std::vector<std::vector<int32_t>> Trainer::redraw_repeats(Task& t, const Rollout& r, SampleOptions so) {
   int redraws = c_.optimizer.distinct_redraws;
-  if (redraws < 0) redraws = c_.reward.mode == RewardMode::Measured ? 0 : 4;
+  if (redraws < 0) redraws = c_.reward.mode == RewardMode::Measured || tasks_.size() > 1 ? 0 : 4;
   int32_t repeats = 0;
   for (int32_t b = 0; b < r.batch; ++b)
     if (!t.sampled.insert(r.unit_device[b]).second && b >= so.greedy_rows) ++repeats;

@@ -103,10 +103,14 @@ struct OptimizerConfig {
   // distinct_redraws batches per update (logit noise max(noise, 0.25), then x4
   // per batch). The redrawn placements count toward the best and the elites;
   // the policy gradient keeps the batch as sampled. The greedy decode's
-  // repeats are not replaced. 0 = off; -1 (default): 4, or 0 with measured
-  // rewards (there the best of more noisy measurements is the more flattered:
-  // on nmt cpu:2 the policy's best held up on 2 of 5 seeds with redraws, 4 of 5
-  // without; bench/results/learned_measured_cpu2.md).
+  // repeats are not replaced. 0 = off; -1 (default): 4 on one graph, 0 with
+  // measured rewards (there the best of more noisy measurements is the more
+  // flattered: on nmt cpu:2 the policy's best held up on 2 of 5 seeds with
+  // redraws, 4 of 5 without; bench/results/learned_measured_cpu2.md) and 0 on
+  // a family (pretraining: the redrawn elites it clones are each graph's own
+  // noisy finds; configs/pretrain_gnn.yaml with redraws placed 6 of the 12
+  // held-out cells within 5% of local_search zero-shot, 9 of 12 without;
+  // bench/results/learned_heldout.md).
   int distinct_redraws = -1;
   int ppo_epochs = 4;
   double ppo_clip = 0.2;
