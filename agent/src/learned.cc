@@ -18,6 +18,7 @@ namespace placer {
 Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Environment& env, int samples,
                       double temperature, uint64_t seed, StepResult* simulated) {
   torch::NoGradGuard no_grad;
+  TorchThreads threads(1);
   SampleOptions so;
   so.temperature = temperature;
   so.greedy_rows = 1;

@@ -40,18 +40,6 @@ constexpr double kEntropyWeight = 0.01;
 constexpr double kImitationWeight = 1.0;  // self-imitation of the best split
 constexpr double kGradClip = 1.0;
 
-// LibTorch's intra-op threads for one call (one: the batch is small, the cores shared).
-class TorchThreads {
- public:
-  explicit TorchThreads(int n) : old_(at::get_num_threads()) { at::set_num_threads(n); }
-  ~TorchThreads() { at::set_num_threads(old_); }
-  TorchThreads(const TorchThreads&) = delete;
-  TorchThreads& operator=(const TorchThreads&) = delete;
-
- private:
-  int old_;
-};
-
 struct Warm {
   WorkloadPlacement placement;  // empty: none fits
   double max_load = 0.0;

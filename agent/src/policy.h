@@ -12,6 +12,7 @@
 // by features plus an index embedding, so one policy serves several clusters.
 #pragma once
 
+#include <ATen/Parallel.h>
 #include <torch/nn.h>
 
 #include <memory>
@@ -192,6 +193,21 @@ std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* co
 // kept placement's simulated result to *simulated when given.
 Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Environment& env, int samples,
                       double temperature, uint64_t seed, StepResult* simulated = nullptr);
+
+// LibTorch's intra-op threads for one call (one: a policy's tensors are small and
+// the cores shared; with two OpenMP threads on the 2-core VM and the other core
+// busy, one zero-shot placement took 22-24 s instead of 0.9 s: the spinning
+// thread waits for the descheduled one).
+class TorchThreads {
+ public:
+  explicit TorchThreads(int n) : old_(at::get_num_threads()) { at::set_num_threads(n); }
+  ~TorchThreads() { at::set_num_threads(old_); }
+  TorchThreads(const TorchThreads&) = delete;
+  TorchThreads& operator=(const TorchThreads&) = delete;
+
+ private:
+  int old_;
+};
 
 // PolicyInput features as tensors.
 torch::Tensor unit_features(const PolicyInput& problem);    // N x kUnitFeatures
