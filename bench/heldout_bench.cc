@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_help.h"
 #include "heldout_common.h"
 #include "placer/agent/placer.h"
 #include "placer/agent/train.h"
@@ -189,6 +190,13 @@ std::string versus(const Runs& x, const Runs& ls) {
 }  // namespace
 
 int main(int argc, char** argv) try {
+  if (placer::bench::asked_for_help(
+          argc, argv,
+          "usage: heldout_bench GRAPH.json --name NAME --cluster k80x4 --budget 1000 [--seeds 1,2,3,4,5]\n             "
+          "        [--methods local_search,guided_search,learned,learned_refine] [--out DIR]\nlocal_search, "
+          "guided_search and the learned placer at one evaluation budget on one graph and cluster\n(issue 25 part 1): "
+          "one Markdown row on stdout (median / worst of the seeds), per-seed lines on stderr.\n"))
+    return 0;
   const Args a = parse(argc, argv);
   const Graph g = placer::bench::graph_file(a.graph);
   const Cluster c = resolve_cluster(a.cluster);

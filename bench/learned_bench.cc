@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_help.h"
 #include "placer/agent/placer.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
@@ -405,6 +406,14 @@ void hierarchical(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (placer::bench::asked_for_help(
+          argc, argv,
+          "usage: learned_bench settings CONFIG...   learned vs every baseline per config\n       learned_bench ilp    "
+          "              small graphs where `ilp` proves the optimum\n       learned_bench gnn CONFIG           family "
+          "training, held-out graphs vs per-graph training\n       learned_bench hierarchical CONFIG  time and peak "
+          "memory of one policy update\noptions: --updates N, --out DIR (default bench_runs/), --seeds 1,2,3,4,5, "
+          "--no-warm-start,\n         --family-updates N (gnn)\n"))
+    return 0;
   std::vector<std::string> args;
   std::string seeds_text;
   for (int i = 1; i < argc; ++i) {

@@ -4,6 +4,7 @@
 // prints {"workload", "max_load", "dp_seconds", "ideals", "note"}.
 #include <cstdio>
 
+#include "bench_help.h"
 #include "placer/agent/max_load.h"
 #include "placer/frontends/workload_json.h"
 #include "placer/graphs/error.h"
@@ -11,6 +12,10 @@
 #include "placer/graphs/workload.h"
 
 int main(int argc, char** argv) {
+  if (placer::bench::asked_for_help(argc, argv,
+                                    "usage: max_load_dp WORKLOAD.json\nThe max-load DP on one NeurIPS 2020 workload; "
+                                    "prints {workload, max_load, dp_seconds, ideals, note}.\n"))
+    return 0;
   if (argc != 2) {
     std::fprintf(stderr, "usage: max_load_dp WORKLOAD.json\n");
     return 2;

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "bench_help.h"
 #include "placer/env/cost_model.h"
 #include "placer/env/simulator.h"
 #include "placer/frontends/builders.h"
@@ -132,6 +133,10 @@ void print_table(const std::string& name, const std::vector<Config>& configs) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (placer::bench::asked_for_help(argc, argv,
+                                    "usage: pipeline_cpu2_bench [--rounds 15] [--graphs mlp,transformer]\nPipelined vs "
+                                    "plain training steps on cpu:2, measured (interleaved rounds) and simulated.\n"))
+    return 0;
   configure_host_memory();
   int rounds = 15;
   std::vector<std::string> graphs = {"mlp", "transformer"};

@@ -6,9 +6,11 @@
 // report of dp's split for each graph at M = 16 under 1F1B.
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <string>
 #include <vector>
 
+#include "bench_help.h"
 #include "placer/agent/placer.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
@@ -113,7 +115,11 @@ void bench_graph(const std::string& name, const Cluster& c, std::string* reports
 }  // namespace
 }  // namespace placer
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
+  if (placer::bench::asked_for_help(argc, argv,
+                                    "usage: pipeline_dp_bench [CLUSTER=k80x4] [GRAPH...=mlp transformer]\nPipeline dp "
+                                    "against one device and the expert's equal stages, simulated, GPipe and 1F1B.\n"))
+    return 0;
   using namespace placer;
   const std::string cluster = argc > 1 ? argv[1] : "k80x4";
   std::vector<std::string> graphs;
@@ -127,4 +133,7 @@ int main(int argc, char** argv) {
   for (const std::string& g : graphs) bench_graph(g, c, &reports);
   std::printf("\n%s", reports.c_str());
   return 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "error: %s\n", e.what());
+  return 2;
 }

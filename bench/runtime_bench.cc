@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench_help.h"
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/ir.h"
 #include "placer/graphs/placement.h"
@@ -137,9 +138,15 @@ OverheadResult overhead(int64_t n, int blocks, int rounds) {
   return {median(ex), median(pl)};
 }
 
+constexpr char kUsage[] =
+    "usage: runtime_bench [--size N] [--chain K] [--rounds R] [--blocks B] [--small-size N] [--threads T]\n"
+    "                     [--skip-a 1] [--device cpu:1|cuda:0]\n"
+    "The executor's parallelism on cpu:2 and its overhead against a plain LibTorch loop.\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (placer::bench::asked_for_help(argc, argv, kUsage)) return 0;
   int64_t size = 256, small = 32;
   int chain = 8, rounds = 15, blocks = 100;
   bool skip_a = false;
@@ -161,9 +168,7 @@ int main(int argc, char** argv) {
     else if (!std::strcmp(argv[i], "--device"))
       g_device = argv[i + 1];
     else {
-      std::fprintf(stderr,
-                   "usage: runtime_bench [--size N] [--chain K] [--rounds R] [--blocks B] [--small-size N] [--threads "
-                   "T] [--skip-a 1] [--device cpu:1|cuda:0]\n");
+      std::fputs(kUsage, stderr);
       return 2;
     }
   }
