@@ -84,7 +84,8 @@ Args parse(int argc, char** argv) {
     else
       throw InputError("unexpected argument '" + k + "'");
   }
-  if (a.graph.empty() || a.budget < 16 || a.seeds.empty()) throw InputError("usage: heldout_bench GRAPH.json ...");
+  if (a.graph.empty() || a.budget < 16 || a.seeds.empty())
+    throw InputError("give GRAPH.json, --seeds and a --budget of at least 16 (--help)");
   if (a.name.empty()) a.name = a.graph;
   return a;
 }
@@ -187,16 +188,16 @@ std::string versus(const Runs& x, const Runs& ls) {
   return buf;
 }
 
+constexpr char kUsage[] =
+    "usage: heldout_bench GRAPH.json --name NAME --cluster k80x4 --budget 1000 [--seeds 1,2,3,4,5]\n"
+    "                     [--methods local_search,guided_search,learned,learned_refine] [--out DIR]\n"
+    "local_search, guided_search and the learned placer at one evaluation budget on one graph and cluster\n"
+    "(issue 25 part 1): one Markdown row on stdout (median / worst of the seeds), per-seed lines on stderr.\n";
+
 }  // namespace
 
 int main(int argc, char** argv) try {
-  if (placer::bench::asked_for_help(
-          argc, argv,
-          "usage: heldout_bench GRAPH.json --name NAME --cluster k80x4 --budget 1000 [--seeds 1,2,3,4,5]\n             "
-          "        [--methods local_search,guided_search,learned,learned_refine] [--out DIR]\nlocal_search, "
-          "guided_search and the learned placer at one evaluation budget on one graph and cluster\n(issue 25 part 1): "
-          "one Markdown row on stdout (median / worst of the seeds), per-seed lines on stderr.\n"))
-    return 0;
+  if (placer::bench::asked_for_help(argc, argv, kUsage)) return 0;
   const Args a = parse(argc, argv);
   const Graph g = placer::bench::graph_file(a.graph);
   const Cluster c = resolve_cluster(a.cluster);

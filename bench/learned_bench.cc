@@ -403,17 +403,18 @@ void hierarchical(const std::string& path) {
               total - (rows.empty() ? 0.0 : rows.back().elapsed));
 }
 
+constexpr char kUsage[] =
+    "usage: learned_bench settings CONFIG...   learned vs every baseline per config\n"
+    "       learned_bench ilp                  small graphs where `ilp` proves the optimum\n"
+    "       learned_bench gnn CONFIG           family training, held-out graphs vs per-graph training\n"
+    "       learned_bench hierarchical CONFIG  time and peak memory of one policy update\n"
+    "options: --updates N, --out DIR (default bench_runs/), --seeds 1,2,3,4,5, --no-warm-start,\n"
+    "         --family-updates N (gnn)\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (placer::bench::asked_for_help(
-          argc, argv,
-          "usage: learned_bench settings CONFIG...   learned vs every baseline per config\n       learned_bench ilp    "
-          "              small graphs where `ilp` proves the optimum\n       learned_bench gnn CONFIG           family "
-          "training, held-out graphs vs per-graph training\n       learned_bench hierarchical CONFIG  time and peak "
-          "memory of one policy update\noptions: --updates N, --out DIR (default bench_runs/), --seeds 1,2,3,4,5, "
-          "--no-warm-start,\n         --family-updates N (gnn)\n"))
-    return 0;
+  if (placer::bench::asked_for_help(argc, argv, kUsage)) return 0;
   std::vector<std::string> args;
   std::string seeds_text;
   for (int i = 1; i < argc; ++i) {
@@ -431,9 +432,7 @@ int main(int argc, char** argv) {
       args.push_back(argv[i]);
   }
   if (args.empty()) {
-    std::fprintf(stderr,
-                 "usage: learned_bench settings CONFIG... | ilp | gnn CONFIG | hierarchical CONFIG [--updates N] "
-                 "[--out DIR] [--no-warm-start] [--seeds 1,2,3,4,5] [--family-updates N]\n");
+    std::fputs(kUsage, stderr);
     return 2;
   }
   try {

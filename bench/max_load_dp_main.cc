@@ -11,13 +11,14 @@
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/workload.h"
 
+constexpr char kUsage[] =
+    "usage: max_load_dp WORKLOAD.json\n"
+    "The max-load DP on one NeurIPS 2020 workload; prints {workload, max_load, dp_seconds, ideals, note}.\n";
+
 int main(int argc, char** argv) {
-  if (placer::bench::asked_for_help(argc, argv,
-                                    "usage: max_load_dp WORKLOAD.json\nThe max-load DP on one NeurIPS 2020 workload; "
-                                    "prints {workload, max_load, dp_seconds, ideals, note}.\n"))
-    return 0;
+  if (placer::bench::asked_for_help(argc, argv, kUsage)) return 0;
   if (argc != 2) {
-    std::fprintf(stderr, "usage: max_load_dp WORKLOAD.json\n");
+    std::fputs(kUsage, stderr);
     return 2;
   }
   try {

@@ -130,13 +130,14 @@ void print_table(const std::string& name, const std::vector<Config>& configs) {
   }
 }
 
+constexpr char kUsage[] =
+    "usage: pipeline_cpu2_bench [--rounds 15] [--graphs mlp,transformer]\n"
+    "Pipelined vs plain training steps on cpu:2, measured (interleaved rounds) and simulated.\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (placer::bench::asked_for_help(argc, argv,
-                                    "usage: pipeline_cpu2_bench [--rounds 15] [--graphs mlp,transformer]\nPipelined vs "
-                                    "plain training steps on cpu:2, measured (interleaved rounds) and simulated.\n"))
-    return 0;
+  if (placer::bench::asked_for_help(argc, argv, kUsage)) return 0;
   configure_host_memory();
   int rounds = 15;
   std::vector<std::string> graphs = {"mlp", "transformer"};

@@ -115,11 +115,12 @@ void bench_graph(const std::string& name, const Cluster& c, std::string* reports
 }  // namespace
 }  // namespace placer
 
+constexpr char kUsage[] =
+    "usage: pipeline_dp_bench [CLUSTER=k80x4] [GRAPH...=mlp transformer]\n"
+    "Pipeline dp against one device and the expert's equal stages, simulated, GPipe and 1F1B.\n";
+
 int main(int argc, char** argv) try {
-  if (placer::bench::asked_for_help(argc, argv,
-                                    "usage: pipeline_dp_bench [CLUSTER=k80x4] [GRAPH...=mlp transformer]\nPipeline dp "
-                                    "against one device and the expert's equal stages, simulated, GPipe and 1F1B.\n"))
-    return 0;
+  if (placer::bench::asked_for_help(argc, argv, kUsage)) return 0;
   using namespace placer;
   const std::string cluster = argc > 1 ? argv[1] : "k80x4";
   std::vector<std::string> graphs;

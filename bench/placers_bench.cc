@@ -82,13 +82,14 @@ BuilderOptions nmt_options(int64_t steps) {
   return o;
 }
 
+constexpr char kUsage[] =
+    "usage: placers_bench [--quick]\n"
+    "Speed of the algorithmic placers (dp, ilp, list schedulers, mincut) against issue 5's targets.\n";
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (placer::bench::asked_for_help(argc, argv,
-                                    "usage: placers_bench [--quick]\nSpeed of the algorithmic placers (dp, ilp, list "
-                                    "schedulers, mincut) against issue 5's targets.\n"))
-    return 0;
+  if (placer::bench::asked_for_help(argc, argv, kUsage)) return 0;
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   const Cluster p100 = cluster_preset("p100x4");
   std::printf("# Placer speed (issue 5 targets)\n\n");

@@ -67,7 +67,7 @@ Args parse(int argc, char** argv) {
       throw InputError("unexpected argument '" + k + "'");
     }
   }
-  if (a.graph.empty() || a.seeds.empty()) throw InputError("usage: pretrained_bench GRAPH.json --name N --cluster C");
+  if (a.graph.empty() || a.seeds.empty()) throw InputError("give GRAPH.json and --seeds (--help)");
   if (a.name.empty()) a.name = a.graph;
   return a;
 }
@@ -138,16 +138,16 @@ std::string cell(const Runs& r, const Runs& ls, double slack) {
   return buf;
 }
 
+constexpr char kUsage[] =
+    "usage: pretrained_bench GRAPH.json --name NAME --cluster k80x4 [--seeds 1,2,3,4,5]\n"
+    "                        [--policy pretrained] [--finetune configs/finetune_pretrained.yaml] [--out DIR]\n"
+    "The pretrained gnn zero-shot (alone and with local_search within 1 s) and fine-tuned with 100 samples,\n"
+    "against local_search at 2,000 evaluations (issue 25 part 2): one Markdown row on stdout.\n";
+
 }  // namespace
 
 int main(int argc, char** argv) try {
-  if (placer::bench::asked_for_help(
-          argc, argv,
-          "usage: pretrained_bench GRAPH.json --name NAME --cluster k80x4 [--seeds 1,2,3,4,5]\n                        "
-          "[--policy pretrained] [--finetune configs/finetune_pretrained.yaml] [--out DIR]\nThe pretrained gnn "
-          "zero-shot (alone and with local_search within 1 s) and fine-tuned with 100 samples,\nagainst local_search "
-          "at 2,000 evaluations (issue 25 part 2): one Markdown row on stdout.\n"))
-    return 0;
+  if (placer::bench::asked_for_help(argc, argv, kUsage)) return 0;
   const Args a = parse(argc, argv);
   const Graph g = placer::bench::graph_file(a.graph);
   const Cluster c = resolve_cluster(a.cluster);

@@ -50,7 +50,7 @@ struct Task {
   };
   std::vector<Elite> elites;
   // Every placement (unit devices) the run's updates sampled: the rows
-  // OptimizerConfig::distinct_redraws draws again. Not kept in checkpoints.
+  // OptimizerConfig::distinct_redraws draws again; checkpoints keep it.
   struct UnitsHash {
     size_t operator()(const std::vector<int32_t>& u) const;
   };
