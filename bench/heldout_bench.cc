@@ -5,6 +5,7 @@
 //
 //   heldout_bench GRAPH.json --name NAME --cluster k80x4 --budget 1000 [--seeds 1,2,3,4,5]
 //                 [--methods local_search,guided_search,learned,learned_refine] [--out DIR]
+//                 [--unit-stages S]
 //
 // Budgets (placements scored):
 //   local_search   its annealing's evaluations = the budget (its start's four
@@ -17,6 +18,8 @@
 //                  kept for train.refine_evaluations (local_search's annealing
 //                  from the fastest placement the run evaluated): 7 + 16 x
 //                  floor((budget - 7 - R) / 16) + R (<= budget).
+// --unit-stages S: the learned runs' train.unit_stages (coarse to fine; 1, the
+// default, is the recipe of the first table in learned_heldout.md).
 // Deterministic heuristics' internal planning is counted for no method.
 #include <algorithm>
 #include <chrono>
@@ -46,6 +49,7 @@ const std::vector<std::string> kHeuristics = {"m_etf", "m_sct", "m_topo", "exper
 struct Args {
   std::string graph, name, cluster = "k80x4", out = "bench_runs/heldout";
   int64_t budget = 1000;
+  int unit_stages = 1;
   std::vector<uint64_t> seeds = {1, 2, 3, 4, 5};
   std::vector<std::string> methods = {"local_search", "guided_search", "learned"};
 };
@@ -74,6 +78,8 @@ Args parse(int argc, char** argv) {
       a.budget = std::atoll(value().c_str());
     else if (k == "--out")
       a.out = value();
+    else if (k == "--unit-stages")
+      a.unit_stages = std::atoi(value().c_str());
     else if (k == "--methods")
       a.methods = split(value());
     else if (k == "--seeds") {
@@ -84,6 +90,7 @@ Args parse(int argc, char** argv) {
     else
       throw InputError("unexpected argument '" + k + "'");
   }
+  if (a.unit_stages < 1 || a.unit_stages > 8) throw InputError("--unit-stages: expected 1 to 8");
   if (a.graph.empty() || a.budget < 16 || a.seeds.empty())
     throw InputError("give GRAPH.json, --seeds and a --budget of at least 16 (--help)");
   if (a.name.empty()) a.name = a.graph;
@@ -124,8 +131,8 @@ Runs search_runs(const std::string& method, const Args& a, const Graph& g, const
 // second budget outside the count).
 TrainConfig learned_config(const Args& a, uint64_t seed, int64_t refine) {
   TrainConfig c;
-  c.name = a.name + "_" + a.cluster + "_b" + std::to_string(a.budget) + (refine ? "_refine" : "") + "_s" +
-           std::to_string(seed);
+  c.name = a.name + "_" + a.cluster + "_b" + std::to_string(a.budget) + (refine ? "_refine" : "") +
+           (a.unit_stages > 1 ? "_st" + std::to_string(a.unit_stages) : "") + "_s" + std::to_string(seed);
   c.graph.file = a.graph;
   c.cluster = a.cluster;
   c.policy.type = PolicyType::Seq2Seq;
@@ -135,6 +142,7 @@ TrainConfig learned_config(const Args& a, uint64_t seed, int64_t refine) {
   c.optimizer.samples_per_update = 16;
   c.optimizer.updates = (a.budget - static_cast<int64_t>(kHeuristics.size()) - refine) / 16;
   c.optimizer.refine_evaluations = refine;
+  c.optimizer.unit_stages = a.unit_stages;
   c.optimizer.lr = 0.005;
   c.optimizer.logit_noise = 0.1;
   c.optimizer.logit_noise_decay = 0.99;
@@ -191,6 +199,7 @@ std::string versus(const Runs& x, const Runs& ls) {
 constexpr char kUsage[] =
     "usage: heldout_bench GRAPH.json --name NAME --cluster k80x4 --budget 1000 [--seeds 1,2,3,4,5]\n"
     "                     [--methods local_search,guided_search,learned,learned_refine] [--out DIR]\n"
+    "                     [--unit-stages S]\n"
     "local_search, guided_search and the learned placer at one evaluation budget on one graph and cluster\n"
     "(issue 25 part 1): one Markdown row on stdout (median / worst of the seeds), per-seed lines on stderr.\n";
 

@@ -181,7 +181,50 @@ torch::Tensor Trainer::elite_loss(Task& t) {
   return -policy_->evaluate(t.problem, all).logp.mean();
 }
 
+int Trainer::stage_of(int64_t update) const {
+  const int stages = std::max(1, c_.optimizer.unit_stages);
+  const int64_t per = std::max<int64_t>(1, (c_.optimizer.updates + stages - 1) / stages);
+  return static_cast<int>(std::min<int64_t>(stages - 1, update / per));
+}
+
+PolicyInput Trainer::stage_input(Task& t, int stage) {
+  PolicyInputOptions po;
+  po.max_units = policy_->unit_limit(c_.policy.max_groups);
+  po.keep_apart = t.has_warm ? &t.warm : nullptr;
+  po.seed = c_.run.seed;
+  const int halvings = std::max(1, c_.optimizer.unit_stages) - 1 - stage;
+  if (halvings > 0) {
+    if (t.fine_units == 0) t.fine_units = make_policy_input(t.env->graph(), t.env->cluster(), t.env->costs(), po).n;
+    po.max_units = std::max<int32_t>(t.env->cluster().size(), t.fine_units >> halvings);
+  }
+  return make_policy_input(t.env->graph(), t.env->cluster(), t.env->costs(), po);
+}
+
+// The next stage's units: each task's elites and best, cut to the new units
+// and evaluated again (the same placements where the coarse units are unions
+// of the new ones: the environment's cache answers them), seed the new pool;
+// the sampled set starts empty (its rows were the old units').
+void Trainer::enter_stage(int stage) {
+  stage_ = stage;
+  for (auto& tp : tasks_) {
+    Task& t = *tp;
+    std::vector<Placement> carried;
+    for (const auto& e : t.elites) carried.push_back(t.problem.expand(e.units));
+    if (!t.best.device_of.empty()) carried.push_back(t.best);
+    t.problem = stage_input(t, stage);
+    t.elites.clear();
+    t.sampled_earlier += static_cast<int64_t>(t.sampled.size());
+    t.sampled.clear();
+    for (const Placement& p : carried) {
+      const std::vector<int32_t> units = t.problem.contract(p);
+      const Evaluation e = t.env->evaluate(t.problem.expand(units));
+      if (e.result.ok()) offer_elite(t, e.reward, units);
+    }
+  }
+}
+
 void Trainer::one_update() {
+  if (const int s = stage_of(update_); s != stage_) enter_stage(s);
   Task& t = *tasks_[update_ % tasks_.size()];
   const double lr =
       c_.optimizer.lr * std::pow(c_.optimizer.lr_decay, static_cast<double>(update_ / c_.optimizer.lr_decay_every));
@@ -417,13 +460,9 @@ void Trainer::start() {
   } else {
     for (auto& t : tasks_) warm_start(*t);
   }
-  for (auto& t : tasks_) {
-    PolicyInputOptions po;
-    po.max_units = policy_->unit_limit(c_.policy.max_groups);
-    po.keep_apart = t->has_warm ? &t->warm : nullptr;
-    po.seed = c_.run.seed;
-    t->problem = make_policy_input(t->env->graph(), t->env->cluster(), t->env->costs(), po);
-  }
+  // A resumed run's inputs are those of its last update's stage (restore_warm_starts read update_).
+  stage_ = stage_of(std::max<int64_t>(0, update_ - 1));
+  for (auto& t : tasks_) t->problem = stage_input(*t, stage_);
   if (sink_) sink_->on_reference(tasks_[0]->env->lower_bound(), tasks_[0]->warm_results);
   write_file_atomic(dir_ + "/config.json", train_config_to_json(c_));
   write_file_atomic(dir_ + "/config.yaml", c_.source_text.empty() ? train_config_to_json(c_) : c_.source_text);

@@ -111,7 +111,8 @@ std::string Trainer::state_json() const {
     o << (i ? ", " : "") << "{\"graph\": " << json_quote(t.env->graph().name) << ", \"baseline\": " << num(t.baseline)
       << ", \"baseline_init\": " << (t.baseline_init ? "true" : "false") << ", \"best_reward\": " << num(t.best_reward)
       << ", \"best_step_s\": " << num(t.best_step_s) << ", \"best_measured\": " << (t.best_measured ? "true" : "false")
-      << ", \"best_at\": " << t.best_at << ", \"warm_method\": " << json_quote(t.warm_method)
+      << ", \"best_at\": " << t.best_at << ", \"sampled_earlier\": " << t.sampled_earlier
+      << ", \"warm_method\": " << json_quote(t.warm_method)
       << ", \"warm_step_s\": " << num(t.warm_step_s) << ", \"has_warm\": " << (t.has_warm ? "true" : "false");
     if (t.has_warm) o << ", \"warm\": " << placement_json(t.warm);
     if (!t.best.device_of.empty()) o << ", \"best\": " << placement_json(t.best);
@@ -184,6 +185,7 @@ void Trainer::load_checkpoint(const std::string& path) {
       t.best_step_s = n["best_step_s"].as<double>();
       t.best_measured = n["best_measured"].as<bool>();
       t.best_at = n["best_at"].as<int64_t>();
+      t.sampled_earlier = n["sampled_earlier"].as<int64_t>(0);
       if (n["best"])
         t.best = placement_from_node(n["best"], t.env->graph(), t.env->cluster(), path + ": state.tasks.best");
       t.elites.clear();
@@ -212,6 +214,7 @@ void Trainer::restore_warm_starts(const std::string& ckpt) {
   const YAML::Node ts = s["tasks"];
   if (!ts.IsSequence() || ts.size() != tasks_.size())
     throw InputError(ckpt + ": field 'state.tasks': does not match the config's graphs");
+  update_ = s["update"].as<int64_t>(0);  // the units' stage (unit_stages) depends on it; load_checkpoint checks it
   for (size_t i = 0; i < tasks_.size(); ++i) {
     Task& t = *tasks_[i];
     t.has_warm = ts[i]["has_warm"].as<bool>(false);

@@ -193,6 +193,7 @@ void read_optimizer(FieldReader<Node> tr, OptimizerConfig& o, ChoiceNames& names
   tr.read("elites", &o.elites, 0, 64);
   tr.read("elite_weight", &o.elite_weight, 0.0, 100.0);
   tr.read("refine_evaluations", &o.refine_evaluations, 0, 1000000000000LL);
+  tr.read("unit_stages", &o.unit_stages, 1, 8);
   tr.finish();
 }
 
@@ -365,7 +366,8 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"distinct_redraws\": " << c.optimizer.distinct_redraws << ", \"ppo_epochs\": " << c.optimizer.ppo_epochs
     << ", \"ppo_clip\": " << json_number(c.optimizer.ppo_clip) << ", \"elites\": " << c.optimizer.elites
     << ", \"elite_weight\": " << json_number(c.optimizer.elite_weight)
-    << ", \"refine_evaluations\": " << c.optimizer.refine_evaluations << "},\n";
+    << ", \"refine_evaluations\": " << c.optimizer.refine_evaluations
+    << ", \"unit_stages\": " << c.optimizer.unit_stages << "},\n";
   o << "  \"warm_start\": {\"methods\": " << list(c.warm_start.methods) << ", \"bc_steps\": " << c.warm_start.bc_steps
     << ", \"bc_lr\": " << json_number(c.warm_start.bc_lr)
     << ", \"clone_search\": " << (c.warm_start.clone_search ? "true" : "false") << "},\n";

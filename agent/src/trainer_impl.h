@@ -55,6 +55,8 @@ struct Task {
     size_t operator()(const std::vector<int32_t>& u) const;
   };
   std::unordered_set<std::vector<int32_t>, UnitsHash> sampled;
+  int32_t fine_units = 0;       // the last stage's unit count (OptimizerConfig::unit_stages), once known
+  int64_t sampled_earlier = 0;  // distinct placements sampled in earlier stages (`sampled` holds this stage's)
 };
 
 class Trainer {
@@ -70,6 +72,11 @@ class Trainer {
   void warm_start(Task& t);
   void behaviour_clone();
   void one_update();
+  // Coarse to fine (OptimizerConfig::unit_stages): the stage an update (0-based) belongs to, the
+  // task's policy input at a stage, and the switch to a stage (elites and best re-cut to its units).
+  int stage_of(int64_t update) const;
+  PolicyInput stage_input(Task& t, int stage);
+  void enter_stage(int stage);
   // one_update()'s steps.
   struct Advantages {
     torch::Tensor A, W;  // per row: the clipped advantage and the mask of stochastic rows
@@ -128,6 +135,7 @@ class Trainer {
   std::vector<LogRow> rows_;
   std::string dir_;
   bool tty_ = false;
+  int stage_ = 0;  // the units' stage of the tasks' current policy inputs
   int bc_steps_used_ = 0;
   bool bc_reproduced_ = false;
 };

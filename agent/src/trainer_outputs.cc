@@ -37,7 +37,10 @@ void Trainer::write_outputs(TrainResult* res) {
   res->updates = update_;
   res->samples = samples_;
   res->distinct_samples = 0;
-  for (const auto& t : tasks_) res->distinct_samples += static_cast<int64_t>(t->sampled.size());
+  for (const auto& t : tasks_) res->distinct_samples += t->sampled_earlier + static_cast<int64_t>(t->sampled.size());
+  res->stage_units.clear();
+  for (int s = 0; s < std::max(1, c_.optimizer.unit_stages); ++s)
+    res->stage_units.push_back(s == stage_ ? t0.problem.n : stage_input(*tasks_[0], s).n);
   if (res->best_found_by == "policy" || res->best_found_by == "none") {
     res->best_measured = t0.best_measured || res->table != "simulated";
     if (!t0.best.device_of.empty()) res->best_placement = to_named(t0.env->graph(), t0.env->cluster(), t0.best);
@@ -226,9 +229,13 @@ std::string Trainer::pipeline_summary(const TrainResult& res) const {
 }
 
 void Trainer::write_summary(const TrainResult& res) {
+  std::string stage_units = "[";
+  for (size_t s = 0; s < res.stage_units.size(); ++s) stage_units += (s ? ", " : "") + std::to_string(res.stage_units[s]);
+  stage_units += "]";
   std::ostringstream o;
   o << "{\n  \"name\": " << json_quote(c_.name) << ",\n  \"graph\": " << json_quote(tasks_[0]->env->graph().name)
     << ",\n  \"ops\": " << tasks_[0]->env->graph().size() << ",\n  \"units\": " << tasks_[0]->problem.n
+    << ",\n  \"stage_units\": " << stage_units
     << ",\n  \"cluster\": " << json_quote(tasks_[0]->env->cluster().name)
     << ",\n  \"policy\": " << json_quote(policy_type_name(c_.policy.type))
     << ",\n  \"reward_mode\": " << json_quote(reward_mode_name(c_.reward.mode)) << ",\n  \"updates\": " << res.updates

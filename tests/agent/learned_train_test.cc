@@ -347,6 +347,50 @@ TEST(LearnedTrain, RepeatedSamplesAreDrawnAgain) {
   EXPECT_EQ(csv_without_timing(f.dir + "/with/train.csv"), csv_without_timing(f.dir + "/resumed/train.csv"));
 }
 
+// train.unit_stages: the first stages place coarser units (fewer, at least one
+// per device), the last the policy's own; the best carries over from stage to
+// stage, and a run stopped inside a later stage and resumed continues exactly.
+TEST(LearnedTrain, CoarseToFineStagesCarryTheBestAndResumeExactly) {
+  const Fixture f = make_fixture("stages", 8);
+  auto config = [&](const std::string& name, int stages) {
+    std::string text = config_text(f, f.dir + "/" + name, 6);
+    text.replace(text.find("logit_noise: 0.3"), 16, "logit_noise: 0.3, unit_stages: " + std::to_string(stages));
+    text.replace(text.find("methods: []"), 11, "methods: [single]");
+    return parse_train_config(text, "test");
+  };
+  const TrainResult one = train(config("one", 1), nullptr, quiet());
+  const TrainResult three = train(config("three", 3), nullptr, quiet());
+  ASSERT_EQ(one.stage_units.size(), 1u);
+  ASSERT_EQ(three.stage_units.size(), 3u);
+  EXPECT_EQ(three.stage_units[2], one.stage_units[0]);  // the last stage places the policy's own units
+  EXPECT_GE(three.stage_units[0], 2);                   // at least one unit per device
+  EXPECT_LT(three.stage_units[0], three.stage_units[1]);
+  EXPECT_LT(three.stage_units[1], three.stage_units[2]);
+  EXPECT_EQ(three.samples, 48);
+  EXPECT_GT(three.distinct_samples, 16);  // counted over the stages, not the last one's alone
+  // Two chains on two devices: one chain per device is far faster than the warm start's one device.
+  double single = 0;
+  for (const BaselineResult& b : three.baselines)
+    if (b.method == "single") single = b.step_s;
+  ASSERT_GT(single, 0.0);
+  EXPECT_LT(three.best_step_s, 0.8 * single);
+  std::ifstream summary(f.dir + "/three/summary.json");
+  const std::string json((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
+  EXPECT_NE(json.find("\"stage_units\": [" + std::to_string(three.stage_units[0]) + ", "), std::string::npos) << json;
+  // Stopped inside the second stage (updates 3-4 of 6) and resumed: it goes on with that stage's units.
+  const TrainConfig c = config("resumed", 3);
+  TrainControls stop = quiet();
+  stop.stop_after_updates = 3;
+  train(c, nullptr, stop);
+  TrainControls resume = quiet();
+  resume.resume = true;
+  const TrainResult r = train(c, nullptr, resume);
+  EXPECT_EQ(r.best_step_s, three.best_step_s);
+  EXPECT_EQ(r.distinct_samples, three.distinct_samples);
+  EXPECT_EQ(r.stage_units, three.stage_units);
+  EXPECT_EQ(csv_without_timing(f.dir + "/three/train.csv"), csv_without_timing(f.dir + "/resumed/train.csv"));
+}
+
 // train.refine_evaluations: local_search's annealing from the fastest
 // placement the run evaluated is one more row ("refine"); the run's result is
 // it when it is the fastest, and the policy's own best stays apart.
@@ -489,6 +533,7 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "reward: {mode: real}\n", "reward.mode: unknown mode 'real'");
   expect_error(ok + "reward: {final_max_steps: -1}\n", "reward.final_max_steps: must be in [0, 100000]");
   expect_error(ok + "train: {distinct_redraws: 65}\n", "train.distinct_redraws: must be in [-1, 64]");
+  expect_error(ok + "train: {unit_stages: 0}\n", "train.unit_stages: must be in [1, 8]");
   expect_error(ok + "policy: {hidden: 33}\n", "policy.hidden: must be even");
   expect_error(ok + "policy: {place_samples: 0}\n", "policy.place_samples: must be in [1, 4096]");
   expect_error(ok + "policy: {decoder: gru}\n", "policy.decoder: unknown decoder 'gru'");

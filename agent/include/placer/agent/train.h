@@ -125,6 +125,14 @@ struct OptimizerConfig {
   // evaluations; its placement is one more row of the final table, "refine".
   // The policy's own best stays apart from it. 0 = off.
   int64_t refine_evaluations = 0;
+  // Coarse to fine (multilevel, as graph partitioners refine): the updates in
+  // unit_stages equal stages; stage s of S places units coarsened to the
+  // finest unit count / 2^(S-1-s) (at least one per device), the last stage
+  // the policy's own units (policy.max_groups). At each stage the task's
+  // elites and best carry over (re-cut to the new units) and the policy's
+  // weights go on: the coarse stages find where whole blocks go (a layer's
+  // cells together), the later ones refine. seq2seq and gnn. 1 = off.
+  int unit_stages = 1;
 };
 
 // YAML section `warm_start`: behaviour cloning the best of these algorithmic placements.
@@ -246,6 +254,7 @@ struct BaselineResult {
 struct TrainResult {
   std::string output_dir;
   int64_t updates = 0;
+  std::vector<int32_t> stage_units;  // the policy's units in each stage (train.unit_stages), coarsest first
   int64_t samples = 0;
   // Distinct placements the updates sampled, redraws included (train.distinct_redraws).
   int64_t distinct_samples = 0;
