@@ -4,6 +4,7 @@
 #include <torch/nn.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 
@@ -38,6 +39,33 @@ Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Envi
     }
   }
   if (simulated) *simulated = std::move(best_sim);
+  return best;
+}
+
+Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
+                        const Environment& env, int samples, int levels, double temperature, uint64_t seed,
+                        StepResult* simulated, int* decoded_levels) {
+  StepResult best_sim;
+  int decoded = 1;
+  Placement best = decode_best(policy, problem, env, samples, temperature, seed, &best_sim);
+  int32_t last = problem.n;
+  for (int l = 1; l < levels; ++l) {
+    PolicyInputOptions coarse = options;
+    coarse.max_units = std::max<int32_t>(problem.d, problem.n >> l);
+    if (coarse.max_units >= last) break;  // no coarser than the last level
+    const PolicyInput p = make_policy_input(*problem.graph, *problem.cluster, env.costs(), coarse);
+    if (p.n >= last) break;
+    last = p.n;
+    ++decoded;
+    StepResult sim;
+    Placement placed = decode_best(policy, p, env, samples, temperature, seed, &sim);
+    if (sim.ok() && (!best_sim.ok() || sim.step_s < best_sim.step_s)) {
+      best = std::move(placed);
+      best_sim = std::move(sim);
+    }
+  }
+  if (simulated) *simulated = std::move(best_sim);
+  if (decoded_levels) *decoded_levels = decoded;
   return best;
 }
 
@@ -116,17 +144,20 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context) const {
   result.method = std::string("learned:") + policy_type_name(config.policy.type);
   StepResult decoded;
   std::unique_lock<std::mutex> decode_lock(impl_->mutex);
-  result.placement = decode_best(*impl_->policy, problem, *context.env, config.policy.place_samples,
-                                 config.optimizer.temperature, context.seed, &decoded);
+  int levels = 1;
+  result.placement = decode_levels(*impl_->policy, problem, po, *context.env, config.policy.place_samples,
+                                   config.policy.place_levels, config.optimizer.temperature, context.seed, &decoded,
+                                   &levels);
   decode_lock.unlock();
-  result.evaluations = config.policy.place_samples;
+  result.evaluations = static_cast<int64_t>(config.policy.place_samples) * levels;
   result.stats["decoded_simulated_s"] = decoded.step_s;
-  result.note = config.policy.place_samples > 1
-                    ? "best of the greedy decode and " + std::to_string(config.policy.place_samples - 1) +
-                          " samples of the " + policy_type_name(config.policy.type) + " policy from " + path +
-                          " over " + std::to_string(problem.n) + " units"
-                    : "greedy decode of " + std::string(policy_type_name(config.policy.type)) + " policy from " + path +
-                          " over " + std::to_string(problem.n) + " units";
+  result.note = (config.policy.place_samples > 1
+                     ? "best of the greedy decode and " + std::to_string(config.policy.place_samples - 1) +
+                           " samples of the " + policy_type_name(config.policy.type) + " policy from " + path +
+                           " over " + std::to_string(problem.n) + " units"
+                     : "greedy decode of " + std::string(policy_type_name(config.policy.type)) + " policy from " +
+                           path + " over " + std::to_string(problem.n) + " units") +
+                (levels > 1 ? " and the same over 1/2 to 1/" + std::to_string(1 << (levels - 1)) + " as many" : "");
   if (best) {
     const StepResult stored = context.env->simulate(*best);
     result.evaluations += 1;

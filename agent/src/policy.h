@@ -194,6 +194,16 @@ std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* co
 Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Environment& env, int samples,
                       double temperature, uint64_t seed, StepResult* simulated = nullptr);
 
+// decode_best over the problem's units, then again over 1/2, 1/4, ... as many
+// (`levels` decodes in all, each of `samples`; at least one unit per device;
+// `options` made the problem): the same weights decode the coarser units (the
+// features are per unit), and a coarse decode keeps a block together that the
+// fine one splits. The fastest of all (policy.place_levels); *decoded_levels:
+// how many levels were decoded (fewer where the units cannot get coarser).
+Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
+                        const Environment& env, int samples, int levels, double temperature, uint64_t seed,
+                        StepResult* simulated = nullptr, int* decoded_levels = nullptr);
+
 // LibTorch's intra-op threads for one call (one: a policy's tensors are small and
 // the cores shared; with two OpenMP threads on the 2-core VM and the other core
 // busy, one zero-shot placement took 22-24 s instead of 0.9 s: the spinning

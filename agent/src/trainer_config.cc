@@ -146,6 +146,7 @@ void read_policy(FieldReader<Node> policy, PolicyConfig& p, ChoiceNames& names) 
   policy.read("grouper_groups", &p.grouper_groups, 0, 4096);
   policy.read("gnn_layers", &p.gnn_layers, 1, 16);
   policy.read("place_samples", &p.place_samples, 1, 4096);
+  policy.read("place_levels", &p.place_levels, 1, 8);
   policy.read("init_from", &p.init_from);
   read_choice(policy, "decoder", &names.decoder);
   policy.finish();
@@ -334,7 +335,7 @@ std::string train_config_to_json(const TrainConfig& c) {
   o << "  \"policy\": {\"type\": " << json_quote(policy_type_name(c.policy.type)) << ", \"hidden\": " << c.policy.hidden
     << ", \"type_embedding\": " << c.policy.type_embedding << ", \"max_groups\": " << c.policy.max_groups
     << ", \"grouper_groups\": " << c.policy.grouper_groups << ", \"gnn_layers\": " << c.policy.gnn_layers
-    << ", \"place_samples\": " << c.policy.place_samples << ", \"init_from\": " << json_quote(c.policy.init_from)
+    << ", \"place_samples\": " << c.policy.place_samples << ", \"place_levels\": " << c.policy.place_levels << ", \"init_from\": " << json_quote(c.policy.init_from)
     << ", \"decoder\": " << json_quote(decoder_name(c.policy.decoder)) << "},\n";
   o << "  \"reward\": {\"mode\": " << json_quote(reward_mode_name(c.reward.mode))
     << ", \"exponent\": " << json_number(c.reward.reward.exponent)

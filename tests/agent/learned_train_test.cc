@@ -534,6 +534,7 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "reward: {final_max_steps: -1}\n", "reward.final_max_steps: must be in [0, 100000]");
   expect_error(ok + "train: {distinct_redraws: 65}\n", "train.distinct_redraws: must be in [-1, 64]");
   expect_error(ok + "train: {unit_stages: 0}\n", "train.unit_stages: must be in [1, 8]");
+  expect_error(ok + "policy: {place_levels: 9}\n", "policy.place_levels: must be in [1, 8]");
   expect_error(ok + "policy: {hidden: 33}\n", "policy.hidden: must be even");
   expect_error(ok + "policy: {place_samples: 0}\n", "policy.place_samples: must be in [1, 4096]");
   expect_error(ok + "policy: {decoder: gru}\n", "policy.decoder: unknown decoder 'gru'");

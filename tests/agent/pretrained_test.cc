@@ -130,6 +130,48 @@ run: {output_dir: )" + dir.string() + "}\n");
   remove_tree(dir.string());
 }
 
+// policy.place_levels: placing without training also decodes over 1/2, 1/4,
+// ... of the units; the fine decode is among the candidates, so the answer is
+// never slower than it (the same weights: place_levels does not touch training).
+TEST(Pretrained, CoarserDecodesAreNeverSlowerThanTheFineDecodeAlone) {
+  const fs::path dir = fs::temp_directory_path() / ("placer_place_levels_" + std::to_string(::getpid()));
+  remove_tree(dir.string());
+  auto run = [&](int levels) {
+    const TrainConfig c = parse_train_config(R"(
+name: levels
+cluster: p100x4
+family:
+  - {builder: mlp, options: {layers: 3, width: 64, input: 32, batch: 8}}
+held_out:
+  - {builder: transformer, options: {layers: 2, dec_layers: 1, d_model: 64, seq: 16, batch: 4, vocab: 500}}
+policy: {type: gnn, hidden: 16, gnn_layers: 1, place_samples: 4, place_levels: )" +
+                                             std::to_string(levels) + R"(}
+train: {updates: 2, samples_per_update: 4}
+warm_start: {methods: [m_etf], bc_steps: 2}
+run: {output_dir: )" + (dir / std::to_string(levels)).string() + "}\n");
+    TrainControls quiet;
+    quiet.progress = false;
+    return train(c, nullptr, quiet);
+  };
+  const TrainResult fine = run(1), levels = run(4);
+  ASSERT_EQ(fine.held_out.size(), 1u);
+  ASSERT_EQ(levels.held_out.size(), 1u);
+  const double fine_s = fine.held_out.begin()->second.first, levels_s = levels.held_out.begin()->second.first;
+  EXPECT_GT(fine_s, 0.0);
+  EXPECT_LE(levels_s, fine_s);
+  // A loaded policy says what it decoded.
+  BuilderOptions bo;
+  bo.values = {{"layers", 2}, {"dec_layers", 1}, {"d_model", 64}, {"seq", 16}, {"batch", 4}, {"vocab", 500}};
+  Environment env(build_graph("transformer", bo), resolve_cluster("p100x4"));
+  const PlaceResult r = LoadedPolicy::load((dir / "4").string())->place(context_of(env, 1));
+  EXPECT_NE(r.note.find("and the same over 1/2 to 1/8 as many"), std::string::npos) << r.note;
+  EXPECT_EQ(r.evaluations, 16);
+  const PlaceResult one = LoadedPolicy::load((dir / "1").string())->place(context_of(env, 1));
+  EXPECT_EQ(one.note.find("1/2"), std::string::npos) << one.note;
+  EXPECT_LE(env.simulate(r.placement).step_s, env.simulate(one.placement).step_s);
+  remove_tree(dir.string());
+}
+
 // On a family (pretraining) the default distinct_redraws is off: the redrawn
 // placements the elites clone are each graph's own noisy finds, and the shipped
 // policy placed 6 of 12 held-out cells within 5% zero-shot with them, 9 without.

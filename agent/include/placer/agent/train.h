@@ -61,6 +61,11 @@ struct PolicyConfig {
   // the greedy decode plus place_samples - 1 sampled ones; the simulator keeps
   // the fastest. 1 = greedy only.
   int place_samples = 16;
+  // ... and as many again over 1/2, 1/4, ... of the units, place_levels
+  // decodes in all (decode_levels; at least one unit per device): on the
+  // held-out set the pretrained gnn placed mobilenet_v2 p100x4 26.7% behind
+  // local_search with 1 level, 3.4% with 4 (bench/results/learned_heldout.md).
+  int place_levels = 4;
   // Fine-tuning (GDP's recipe: pretrain on a family, then train on a new
   // graph): start from the weights of this run folder's (or file's)
   // checkpoint instead of a random initialisation. Same policy type and sizes.
