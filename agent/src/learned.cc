@@ -145,9 +145,9 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context) const {
   StepResult decoded;
   std::unique_lock<std::mutex> decode_lock(impl_->mutex);
   int levels = 1;
-  result.placement = decode_levels(*impl_->policy, problem, po, *context.env, config.policy.place_samples,
-                                   config.policy.place_levels, config.optimizer.temperature, context.seed, &decoded,
-                                   &levels);
+  result.placement =
+      decode_levels(*impl_->policy, problem, po, *context.env, config.policy.place_samples, config.policy.place_levels,
+                    config.optimizer.temperature, context.seed, &decoded, &levels);
   decode_lock.unlock();
   result.evaluations = static_cast<int64_t>(config.policy.place_samples) * levels;
   result.stats["decoded_simulated_s"] = decoded.step_s;

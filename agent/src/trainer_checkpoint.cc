@@ -112,8 +112,8 @@ std::string Trainer::state_json() const {
       << ", \"baseline_init\": " << (t.baseline_init ? "true" : "false") << ", \"best_reward\": " << num(t.best_reward)
       << ", \"best_step_s\": " << num(t.best_step_s) << ", \"best_measured\": " << (t.best_measured ? "true" : "false")
       << ", \"best_at\": " << t.best_at << ", \"sampled_earlier\": " << t.sampled_earlier
-      << ", \"warm_method\": " << json_quote(t.warm_method)
-      << ", \"warm_step_s\": " << num(t.warm_step_s) << ", \"has_warm\": " << (t.has_warm ? "true" : "false");
+      << ", \"warm_method\": " << json_quote(t.warm_method) << ", \"warm_step_s\": " << num(t.warm_step_s)
+      << ", \"has_warm\": " << (t.has_warm ? "true" : "false");
     if (t.has_warm) o << ", \"warm\": " << placement_json(t.warm);
     if (!t.best.device_of.empty()) o << ", \"best\": " << placement_json(t.best);
     o << ", \"elites\": [";

@@ -335,7 +335,8 @@ std::string train_config_to_json(const TrainConfig& c) {
   o << "  \"policy\": {\"type\": " << json_quote(policy_type_name(c.policy.type)) << ", \"hidden\": " << c.policy.hidden
     << ", \"type_embedding\": " << c.policy.type_embedding << ", \"max_groups\": " << c.policy.max_groups
     << ", \"grouper_groups\": " << c.policy.grouper_groups << ", \"gnn_layers\": " << c.policy.gnn_layers
-    << ", \"place_samples\": " << c.policy.place_samples << ", \"place_levels\": " << c.policy.place_levels << ", \"init_from\": " << json_quote(c.policy.init_from)
+    << ", \"place_samples\": " << c.policy.place_samples << ", \"place_levels\": " << c.policy.place_levels
+    << ", \"init_from\": " << json_quote(c.policy.init_from)
     << ", \"decoder\": " << json_quote(decoder_name(c.policy.decoder)) << "},\n";
   o << "  \"reward\": {\"mode\": " << json_quote(reward_mode_name(c.reward.mode))
     << ", \"exponent\": " << json_number(c.reward.reward.exponent)

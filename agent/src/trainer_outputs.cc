@@ -231,13 +231,13 @@ std::string Trainer::pipeline_summary(const TrainResult& res) const {
 
 void Trainer::write_summary(const TrainResult& res) {
   std::string stage_units = "[";
-  for (size_t s = 0; s < res.stage_units.size(); ++s) stage_units += (s ? ", " : "") + std::to_string(res.stage_units[s]);
+  for (size_t s = 0; s < res.stage_units.size(); ++s)
+    stage_units += (s ? ", " : "") + std::to_string(res.stage_units[s]);
   stage_units += "]";
   std::ostringstream o;
   o << "{\n  \"name\": " << json_quote(c_.name) << ",\n  \"graph\": " << json_quote(tasks_[0]->env->graph().name)
     << ",\n  \"ops\": " << tasks_[0]->env->graph().size() << ",\n  \"units\": " << tasks_[0]->problem.n
-    << ",\n  \"stage_units\": " << stage_units
-    << ",\n  \"cluster\": " << json_quote(tasks_[0]->env->cluster().name)
+    << ",\n  \"stage_units\": " << stage_units << ",\n  \"cluster\": " << json_quote(tasks_[0]->env->cluster().name)
     << ",\n  \"policy\": " << json_quote(policy_type_name(c_.policy.type))
     << ",\n  \"reward_mode\": " << json_quote(reward_mode_name(c_.reward.mode)) << ",\n  \"updates\": " << res.updates
     << ",\n  \"samples\": " << res.samples << ",\n  \"distinct_samples\": " << res.distinct_samples

@@ -148,7 +148,8 @@ policy: {type: gnn, hidden: 16, gnn_layers: 1, place_samples: 4, place_levels: )
                                              std::to_string(levels) + R"(}
 train: {updates: 2, samples_per_update: 4}
 warm_start: {methods: [m_etf], bc_steps: 2}
-run: {output_dir: )" + (dir / std::to_string(levels)).string() + "}\n");
+run: {output_dir: )" + (dir / std::to_string(levels)).string() +
+                                             "}\n");
     TrainControls quiet;
     quiet.progress = false;
     return train(c, nullptr, quiet);
