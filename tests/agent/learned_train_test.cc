@@ -116,6 +116,16 @@ TrainControls quiet() {
   return c;
 }
 
+// The run stopped after `updates` updates, then resumed to its end.
+TrainResult stopped_and_resumed(const TrainConfig& c, int64_t updates) {
+  TrainControls stop = quiet();
+  stop.stop_after_updates = updates;
+  train(c, nullptr, stop);
+  TrainControls resume = quiet();
+  resume.resume = true;
+  return train(c, nullptr, resume);
+}
+
 TEST(LearnedTrain, SeededRunFindsTheKnownBest) {
   const Fixture f = make_fixture("best", 5);
   const double optimum = brute_force_best(two_chains(5), two_devices());
@@ -335,13 +345,7 @@ TEST(LearnedTrain, RepeatedSamplesAreDrawnAgain) {
   // The default (-1) redraws 4 times when rewards are simulated.
   EXPECT_EQ(train(config("default", -1), nullptr, quiet()).distinct_samples, with.distinct_samples);
   // Resumed, the run remembers what it sampled (the checkpoint keeps it).
-  const TrainConfig c = config("resumed", 4);
-  TrainControls stop = quiet();
-  stop.stop_after_updates = 4;
-  train(c, nullptr, stop);
-  TrainControls resume = quiet();
-  resume.resume = true;
-  const TrainResult r = train(c, nullptr, resume);
+  const TrainResult r = stopped_and_resumed(config("resumed", 4), 4);
   EXPECT_EQ(r.distinct_samples, with.distinct_samples);
   EXPECT_EQ(r.best_step_s, with.best_step_s);
   EXPECT_EQ(csv_without_timing(f.dir + "/with/train.csv"), csv_without_timing(f.dir + "/resumed/train.csv"));
@@ -378,13 +382,7 @@ TEST(LearnedTrain, CoarseToFineStagesCarryTheBestAndResumeExactly) {
   const std::string json((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
   EXPECT_NE(json.find("\"stage_units\": [" + std::to_string(three.stage_units[0]) + ", "), std::string::npos) << json;
   // Stopped inside the second stage (updates 3-4 of 6) and resumed: it goes on with that stage's units.
-  const TrainConfig c = config("resumed", 3);
-  TrainControls stop = quiet();
-  stop.stop_after_updates = 3;
-  train(c, nullptr, stop);
-  TrainControls resume = quiet();
-  resume.resume = true;
-  const TrainResult r = train(c, nullptr, resume);
+  const TrainResult r = stopped_and_resumed(config("resumed", 3), 3);
   EXPECT_EQ(r.best_step_s, three.best_step_s);
   EXPECT_EQ(r.distinct_samples, three.distinct_samples);
   EXPECT_EQ(r.stage_units, three.stage_units);
