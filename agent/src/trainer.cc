@@ -200,24 +200,29 @@ PolicyInput Trainer::stage_input(Task& t, int stage) {
   return make_policy_input(t.env->graph(), t.env->cluster(), t.env->costs(), po);
 }
 
-// The next stage's units: each task's elites and best, cut to the new units
-// and evaluated again (the same placements where the coarse units are unions
-// of the new ones: the environment's cache answers them), seed the new pool;
-// the sampled set starts empty (its rows were the old units').
+// The next stage's units: each task's elites and best, cut to the new units,
+// seed the new pool with their rewards (evaluated again only where the cut
+// changed the placement: a new unit that straddles two old ones); the sampled
+// set starts empty (its rows were the old units').
 void Trainer::enter_stage(int stage) {
   stage_ = stage;
   for (auto& tp : tasks_) {
     Task& t = *tp;
-    std::vector<Placement> carried;
-    for (const auto& e : t.elites) carried.push_back(t.problem.expand(e.units));
-    if (!t.best.device_of.empty()) carried.push_back(t.best);
+    std::vector<std::pair<double, Placement>> carried;
+    for (const auto& e : t.elites) carried.push_back({e.reward, t.problem.expand(e.units)});
+    if (!t.best.device_of.empty()) carried.push_back({t.best_reward, t.best});
     t.problem = stage_input(t, stage);
     t.elites.clear();
     t.sampled_earlier += static_cast<int64_t>(t.sampled.size());
     t.sampled.clear();
-    for (const Placement& p : carried) {
-      const std::vector<int32_t> units = t.problem.contract(p);
-      const Evaluation e = t.env->evaluate(t.problem.expand(units));
+    for (const auto& [reward, placement] : carried) {
+      const std::vector<int32_t> units = t.problem.contract(placement);
+      const Placement cut = t.problem.expand(units);
+      if (cut.device_of == placement.device_of) {
+        offer_elite(t, reward, units);
+        continue;
+      }
+      const Evaluation e = t.env->evaluate(cut);
       if (e.result.ok()) offer_elite(t, e.reward, units);
     }
   }
