@@ -4,7 +4,6 @@
 #include <torch/nn.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <mutex>
 

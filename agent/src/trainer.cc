@@ -181,10 +181,22 @@ torch::Tensor Trainer::elite_loss(Task& t) {
   return -policy_->evaluate(t.problem, all).logp.mean();
 }
 
-int Trainer::stage_of(int64_t update) const {
-  const int stages = std::max(1, c_.optimizer.unit_stages);
-  const int64_t per = std::max<int64_t>(1, (c_.optimizer.updates + stages - 1) / stages);
-  return static_cast<int>(std::min<int64_t>(stages - 1, update / per));
+// The stage of the budget used so far: whichever budget (updates, samples,
+// time) is furthest along decides, so that a run ended by its samples or time
+// (a service job) also goes through every stage.
+int Trainer::stage_now() const {
+  const int64_t stages = std::max(1, c_.optimizer.unit_stages);
+  auto stage = [&](int64_t used, int64_t limit) {
+    const int64_t per = std::max<int64_t>(1, (limit + stages - 1) / stages);
+    return std::min<int64_t>(stages - 1, used / per);
+  };
+  int64_t s = stage(update_, c_.optimizer.updates);
+  if (c_.optimizer.max_samples > 0) s = std::max(s, stage(samples_, c_.optimizer.max_samples));
+  if (c_.optimizer.time_limit_s > 0) {
+    const double used = (session_start_rl_ + seconds_since(session_t0_)) / c_.optimizer.time_limit_s;
+    s = std::max(s, std::min<int64_t>(stages - 1, static_cast<int64_t>(used * static_cast<double>(stages))));
+  }
+  return static_cast<int>(s);
 }
 
 PolicyInput Trainer::stage_input(Task& t, int stage) {
@@ -229,7 +241,7 @@ void Trainer::enter_stage(int stage) {
 }
 
 void Trainer::one_update() {
-  if (const int s = stage_of(update_); s != stage_) enter_stage(s);
+  if (const int s = stage_now(); s > stage_) enter_stage(s);
   Task& t = *tasks_[update_ % tasks_.size()];
   const double lr =
       c_.optimizer.lr * std::pow(c_.optimizer.lr_decay, static_cast<double>(update_ / c_.optimizer.lr_decay_every));
@@ -465,8 +477,7 @@ void Trainer::start() {
   } else {
     for (auto& t : tasks_) warm_start(*t);
   }
-  // A resumed run's inputs are those of its last update's stage (restore_warm_starts read update_).
-  stage_ = stage_of(std::max<int64_t>(0, update_ - 1));
+  // A resumed run's inputs are those of its checkpoint's stage (restore_warm_starts read it).
   for (auto& t : tasks_) t->problem = stage_input(*t, stage_);
   if (sink_) sink_->on_reference(tasks_[0]->env->lower_bound(), tasks_[0]->warm_results);
   write_file_atomic(dir_ + "/config.json", train_config_to_json(c_));

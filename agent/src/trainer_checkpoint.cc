@@ -104,8 +104,8 @@ std::string Trainer::state_json() const {
   std::ostringstream rng;
   rng << rng_;
   std::ostringstream o;
-  o << "{\"update\": " << update_ << ", \"samples\": " << samples_ << ", \"rl_seconds\": " << num(rl_seconds_)
-    << ", \"rng\": " << json_quote(rng.str()) << ", \"tasks\": [";
+  o << "{\"update\": " << update_ << ", \"samples\": " << samples_ << ", \"stage\": " << stage_
+    << ", \"rl_seconds\": " << num(rl_seconds_) << ", \"rng\": " << json_quote(rng.str()) << ", \"tasks\": [";
   for (size_t i = 0; i < tasks_.size(); ++i) {
     const Task& t = *tasks_[i];
     o << (i ? ", " : "") << "{\"graph\": " << json_quote(t.env->graph().name) << ", \"baseline\": " << num(t.baseline)
@@ -214,7 +214,10 @@ void Trainer::restore_warm_starts(const std::string& ckpt) {
   const YAML::Node ts = s["tasks"];
   if (!ts.IsSequence() || ts.size() != tasks_.size())
     throw InputError(ckpt + ": field 'state.tasks': does not match the config's graphs");
-  update_ = s["update"].as<int64_t>(0);  // the units' stage (unit_stages) depends on it; load_checkpoint checks it
+  stage_ = s["stage"].as<int>(0);  // the units' stage (unit_stages) the checkpoint's elites and samples are in
+  if (stage_ < 0 || stage_ >= std::max(1, c_.optimizer.unit_stages))
+    throw InputError(ckpt + ": field 'state.stage': " + std::to_string(stage_) + " is not a stage of the config's " +
+                     "train.unit_stages (" + std::to_string(c_.optimizer.unit_stages) + ")");
   for (size_t i = 0; i < tasks_.size(); ++i) {
     Task& t = *tasks_[i];
     t.has_warm = ts[i]["has_warm"].as<bool>(false);

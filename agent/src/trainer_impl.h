@@ -72,9 +72,9 @@ class Trainer {
   void warm_start(Task& t);
   void behaviour_clone();
   void one_update();
-  // Coarse to fine (OptimizerConfig::unit_stages): the stage an update (0-based) belongs to, the
+  // Coarse to fine (OptimizerConfig::unit_stages): the stage of the budget used so far, the
   // task's policy input at a stage, and the switch to a stage (elites and best re-cut to its units).
-  int stage_of(int64_t update) const;
+  int stage_now() const;
   PolicyInput stage_input(Task& t, int stage);
   void enter_stage(int stage);
   // one_update()'s steps.

@@ -387,6 +387,16 @@ TEST(LearnedTrain, CoarseToFineStagesCarryTheBestAndResumeExactly) {
   EXPECT_EQ(r.distinct_samples, three.distinct_samples);
   EXPECT_EQ(r.stage_units, three.stage_units);
   EXPECT_EQ(csv_without_timing(f.dir + "/three/train.csv"), csv_without_timing(f.dir + "/resumed/train.csv"));
+  // Ended by its samples (as a service job is: its updates are unbounded), the run goes through every stage too.
+  TrainConfig by_samples = config("by_samples", 3);
+  by_samples.optimizer.updates = 1000000;
+  by_samples.optimizer.max_samples = 48;
+  const TrainResult s = train(by_samples, nullptr, quiet());
+  EXPECT_EQ(s.samples, 48);
+  EXPECT_EQ(s.best_step_s, three.best_step_s);
+  std::ifstream ss(f.dir + "/by_samples/summary.json");
+  const std::string sj((std::istreambuf_iterator<char>(ss)), std::istreambuf_iterator<char>());
+  EXPECT_NE(sj.find("\"units\": " + std::to_string(three.stage_units[2]) + ","), std::string::npos) << sj;
 }
 
 // train.refine_evaluations: local_search's annealing from the fastest
