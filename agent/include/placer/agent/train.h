@@ -130,8 +130,9 @@ struct OptimizerConfig {
   // evaluations; its placement is one more row of the final table, "refine".
   // The policy's own best stays apart from it. 0 = off.
   int64_t refine_evaluations = 0;
-  // Coarse to fine (multilevel, as graph partitioners refine): the updates in
-  // unit_stages equal stages; stage s of S places units coarsened to the
+  // Coarse to fine (multilevel, as graph partitioners refine): the run's budget
+  // in unit_stages equal stages (of the updates, samples or time, whichever is
+  // furthest along; checkpoints keep the stage); stage s of S places units coarsened to the
   // finest unit count / 2^(S-1-s) (at least one per device), the last stage
   // the policy's own units (policy.max_groups). At each stage the task's
   // elites and best carry over (re-cut to the new units) and the policy's
