@@ -14,6 +14,7 @@
 #include <fstream>
 #include <limits>
 #include <numeric>
+#include <optional>
 
 #include "placer/agent/compare.h"
 #include "placer/agent/learned.h"
@@ -227,17 +228,19 @@ void Trainer::enter_stage(int stage) {
     t.elites.clear();
     t.sampled_earlier += static_cast<int64_t>(t.sampled.size());
     t.sampled.clear();
-    for (const auto& [reward, placement] : carried) {
-      const std::vector<int32_t> units = t.problem.contract(placement);
-      const Placement cut = t.problem.expand(units);
-      if (cut.device_of == placement.device_of) {
-        offer_elite(t, reward, units);
-        continue;
-      }
-      const Evaluation e = t.env->evaluate(cut);
-      if (e.result.ok()) offer_elite(t, e.reward, units);
-    }
+    for (const auto& [reward, placement] : carried) offer_placement(t, placement, reward);
   }
+}
+
+void Trainer::offer_placement(Task& t, const Placement& placement, std::optional<double> reward) {
+  const std::vector<int32_t> units = t.problem.contract(placement);
+  const Placement cut = t.problem.expand(units);
+  if (reward && cut == placement) {
+    offer_elite(t, *reward, units);
+    return;
+  }
+  const Evaluation e = t.env->evaluate(cut);
+  if (e.result.ok()) offer_elite(t, e.reward, units);
 }
 
 void Trainer::one_update() {
@@ -496,11 +499,7 @@ void Trainer::start() {
   // pool from the checkpoint).
   for (auto& t : tasks_) {
     if (resume) break;
-    for (const auto& [reward, placement] : t->warm_placements) {
-      const std::vector<int32_t> units = t->problem.contract(placement);
-      const Evaluation e = t->env->evaluate(t->problem.expand(units));
-      if (e.result.ok()) offer_elite(*t, e.reward, units);
-    }
+    for (const auto& [reward, placement] : t->warm_placements) offer_placement(*t, placement, std::nullopt);
   }
 }
 

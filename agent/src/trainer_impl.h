@@ -8,6 +8,7 @@
 #include <chrono>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <unordered_set>
@@ -92,6 +93,9 @@ class Trainer {
   void print_progress(const LogRow& row, double session_s, int32_t K);
   // Offers a placement (unit devices) to the task's elite pool.
   void offer_elite(Task& t, double reward, const std::vector<int32_t>& units);
+  // Offers an op-level placement, cut to the task's units: `reward` stands when the cut
+  // leaves it unchanged; otherwise (or without one) the cut placement is evaluated.
+  void offer_placement(Task& t, const Placement& placement, std::optional<double> reward);
   // The self-imitation loss of the task's elites (a zero tensor when there are none).
   torch::Tensor elite_loss(Task& t);
   void save_checkpoint();
