@@ -88,6 +88,12 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   const double policy = r.policy_best_step_s;
   std::printf("  %-22s %12.6g %25s %10s %10s\n", (std::string("policy:") + policy_type_name(c.policy.type)).c_str(),
               policy, interval(r.policy_ci_low_s, r.policy_ci_high_s).c_str(), "", "");
+  // reward.finalists: which of the policy's placements this row is, picked on a separate measurement.
+  for (const TrainResult::Finalist& f : r.finalists)
+    if (f.picked)
+      std::printf("  %-22s picked from %zu of its placements measured side by side before this table (%.6g s "
+                  "there; training's best %.6g s); found at sample %lld\n",
+                  "", r.finalists.size(), f.step_s, r.finalists[0].step_s, static_cast<long long>(f.found_at_sample));
   for (size_t i = 0; i < r.baselines.size(); ++i) {
     const BaselineResult& b = r.baselines[i];
     if (!b.ok) {

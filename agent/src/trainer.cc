@@ -152,7 +152,7 @@ void Trainer::behaviour_clone() {
                  step, std::exp(worst));
 }
 
-void Trainer::offer_elite(Task& t, double reward, const std::vector<int32_t>& units) {
+void Trainer::offer_elite(Task& t, double reward, const std::vector<int32_t>& units, int64_t at) {
   const size_t cap = static_cast<size_t>(c_.optimizer.elites);
   if (cap == 0 || !policy_->clones_placements()) return;
   if (t.elites.size() >= cap && reward <= t.elites.back().reward) return;
@@ -162,9 +162,9 @@ void Trainer::offer_elite(Task& t, double reward, const std::vector<int32_t>& un
   so.temperature = c_.optimizer.temperature;
   torch::NoGradGuard no_grad;
   std::mt19937_64 unused(0);  // a teacher-forced decode draws nothing; rng_ stays the run's
-  Task::Elite e{reward, units, policy_->sample(t.problem, 1, so, unused, &units)};
-  auto at = std::find_if(t.elites.begin(), t.elites.end(), [&](const Task::Elite& x) { return x.reward < reward; });
-  t.elites.insert(at, std::move(e));
+  Task::Elite e{reward, units, policy_->sample(t.problem, 1, so, unused, &units), at};
+  auto pos = std::find_if(t.elites.begin(), t.elites.end(), [&](const Task::Elite& x) { return x.reward < reward; });
+  t.elites.insert(pos, std::move(e));
   if (t.elites.size() > cap) t.elites.pop_back();
 }
 
@@ -221,26 +221,31 @@ void Trainer::enter_stage(int stage) {
   stage_ = stage;
   for (auto& tp : tasks_) {
     Task& t = *tp;
-    std::vector<std::pair<double, Placement>> carried;
-    for (const auto& e : t.elites) carried.push_back({e.reward, t.problem.expand(e.units)});
-    if (!t.best.device_of.empty()) carried.push_back({t.best_reward, t.best});
+    struct Carried {
+      double reward;
+      Placement placement;
+      int64_t at;
+    };
+    std::vector<Carried> carried;
+    for (const auto& e : t.elites) carried.push_back({e.reward, t.problem.expand(e.units), e.at});
+    if (!t.best.device_of.empty()) carried.push_back({t.best_reward, t.best, t.best_at});
     t.problem = stage_input(t, stage);
     t.elites.clear();
     t.sampled_earlier += static_cast<int64_t>(t.sampled.size());
     t.sampled.clear();
-    for (const auto& [reward, placement] : carried) offer_placement(t, placement, reward);
+    for (const Carried& c : carried) offer_placement(t, c.placement, c.reward, c.at);
   }
 }
 
-void Trainer::offer_placement(Task& t, const Placement& placement, std::optional<double> reward) {
+void Trainer::offer_placement(Task& t, const Placement& placement, std::optional<double> reward, int64_t at) {
   const std::vector<int32_t> units = t.problem.contract(placement);
   const Placement cut = t.problem.expand(units);
   if (reward && cut == placement) {
-    offer_elite(t, *reward, units);
+    offer_elite(t, *reward, units, at);
     return;
   }
   const Evaluation e = t.env->evaluate(cut);
-  if (e.result.ok()) offer_elite(t, e.reward, units);
+  if (e.result.ok()) offer_elite(t, e.reward, units, at);
 }
 
 void Trainer::one_update() {
@@ -334,7 +339,7 @@ std::vector<double> Trainer::score_rollout(Task& t, const std::vector<std::vecto
   std::vector<double> reward(K);
   for (int32_t b = 0; b < K; ++b) {
     reward[b] = evals[b].reward;
-    if (evals[b].result.ok()) offer_elite(t, reward[b], rows[b]);
+    if (evals[b].result.ok()) offer_elite(t, reward[b], rows[b], samples_ + b + 1);
     const double step = evals[b].step_s;
     *step_sum += step;
     if (reward[b] > t.best_reward) {

@@ -120,7 +120,7 @@ std::string Trainer::state_json() const {
     for (size_t e = 0; e < t.elites.size(); ++e) {
       o << (e ? ", " : "") << "{\"reward\": " << num(t.elites[e].reward) << ", \"units\": [";
       for (size_t u = 0; u < t.elites[e].units.size(); ++u) o << (u ? "," : "") << t.elites[e].units[u];
-      o << "]}";
+      o << "], \"at\": " << t.elites[e].at << "}";
     }
     o << "]}";
   }
@@ -196,7 +196,7 @@ void Trainer::load_checkpoint(const std::string& path) {
         for (int32_t d : units)
           if (d < 0 || d >= t.problem.d)
             throw InputError("tasks.elites.units: device " + std::to_string(d) + " out of range");
-        offer_elite(t, e["reward"].as<double>(), units);
+        offer_elite(t, e["reward"].as<double>(), units, e["at"].as<int64_t>(0));
       }
     }
   } catch (const InputError& e) {

@@ -164,6 +164,7 @@ void read_reward(FieldReader<Node> reward, RewardConfig& rw, ChoiceNames& names)
   reward.read("measure_budget_s", &rw.measure.budget_s, 0.0, 1e6);
   reward.read("hybrid_measure_top", &rw.hybrid_measure_top, 0, 1000);
   reward.read("final_max_steps", &rw.final_max_steps, 0, 100000);
+  reward.read("finalists", &rw.finalists, 0, 64);
   reward.read("profile", &rw.profile);
   read_choice(reward, "objective", &names.objective);
   reward.read("microbatches", &rw.pipeline.microbatches, 1, 1024);
@@ -347,7 +348,8 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"measure_target\": " << json_number(c.reward.measure.target_halfwidth)
     << ", \"measure_budget_s\": " << json_number(c.reward.measure.budget_s)
     << ", \"hybrid_measure_top\": " << c.reward.hybrid_measure_top
-    << ", \"final_max_steps\": " << c.reward.final_max_steps << ", \"profile\": " << json_quote(c.reward.profile);
+    << ", \"final_max_steps\": " << c.reward.final_max_steps << ", \"finalists\": " << c.reward.finalists
+    << ", \"profile\": " << json_quote(c.reward.profile);
   if (c.reward.objective == Objective::Pipeline)  // only then, so a step run's config reads as before
     o << ", \"objective\": " << json_quote(objective_name(c.reward.objective))
       << ", \"microbatches\": " << c.reward.pipeline.microbatches

@@ -48,6 +48,7 @@ struct Task {
     double reward;
     std::vector<int32_t> units;
     Rollout rollout;
+    int64_t at = 0;  // the sample that found it (0: not sampled by the policy: a warm start's baseline)
   };
   std::vector<Elite> elites;
   // Every placement (unit devices) the run's updates sampled: the rows
@@ -91,11 +92,11 @@ class Trainer {
   std::pair<double, double> policy_step(Task& t, const Rollout& r, const Advantages& adv);
   void report_update(const Task& t, const LogRow& row);
   void print_progress(const LogRow& row, double session_s, int32_t K);
-  // Offers a placement (unit devices) to the task's elite pool.
-  void offer_elite(Task& t, double reward, const std::vector<int32_t>& units);
+  // Offers a placement (unit devices) to the task's elite pool; `at`: the sample that found it (0: none).
+  void offer_elite(Task& t, double reward, const std::vector<int32_t>& units, int64_t at = 0);
   // Offers an op-level placement, cut to the task's units: `reward` stands when the cut
   // leaves it unchanged; otherwise (or without one) the cut placement is evaluated.
-  void offer_placement(Task& t, const Placement& placement, std::optional<double> reward);
+  void offer_placement(Task& t, const Placement& placement, std::optional<double> reward, int64_t at = 0);
   // The self-imitation loss of the task's elites (a zero tensor when there are none).
   torch::Tensor elite_loss(Task& t);
   void save_checkpoint();
@@ -111,6 +112,9 @@ class Trainer {
   // `measure`, in a mode that measures, every row is first measured side by
   // side (measure_rows; trainer_outputs.cc).
   void final_table(TrainResult* result, bool measure);
+  // Measured and hybrid runs (reward.finalists): the policy's best and its next sampled elites measured side
+  // by side, the fastest median kept as the policy's best before the final table measures it afresh.
+  void pick_finalist(TrainResult* result);
   void see_zero_shot_answer();
   void measure_rows(TrainResult* result);
   // Resuming: the warm-start placements stored in the checkpoint.

@@ -1,5 +1,6 @@
 // Run outputs: the best placement, the reward plot, the baselines compared
 // with, held-out graphs and summary.json.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -174,8 +175,41 @@ void Trainer::measure_rows(TrainResult* res) {
   res->table = "measured side by side";
 }
 
+void Trainer::pick_finalist(TrainResult* res) {
+  Task& t0 = *tasks_[0];
+  std::vector<Placement> cands = {t0.best};
+  std::vector<int64_t> found_at = {t0.best_at};
+  for (const Task::Elite& e : t0.elites) {
+    if (cands.size() >= static_cast<size_t>(c_.reward.finalists)) break;
+    if (e.at <= 0) continue;  // a warm start's baseline: not the policy's find
+    Placement p = t0.problem.expand(e.units);
+    if (std::find(cands.begin(), cands.end(), p) != cands.end()) continue;
+    cands.push_back(std::move(p));
+    found_at.push_back(e.at);
+  }
+  if (cands.size() < 2) return;
+  std::fprintf(stderr, "finalists: measuring the policy's %zu fastest placements side by side, interleaved...\n",
+               cands.size());
+  const std::vector<StepResult> rs = t0.env->measure_side_by_side(cands, /*fresh=*/true, c_.reward.final_max_steps);
+  size_t pick = 0;
+  for (size_t i = 0; i < rs.size(); ++i)
+    if (rs[i].ok() && (!rs[pick].ok() || rs[i].step_s < rs[pick].step_s)) pick = i;
+  for (size_t i = 0; i < rs.size(); ++i)
+    res->finalists.push_back({rs[i].step_s, rs[i].ci_low_s, rs[i].ci_high_s, found_at[i], rs[i].ok(), i == pick});
+  if (!rs[pick].ok()) return;
+  std::fprintf(stderr, "finalists: kept the one found at sample %lld (%.6f s; training's best: %.6f s)\n",
+               static_cast<long long>(found_at[pick]), rs[pick].step_s, rs[0].step_s);
+  if (pick == 0) return;
+  t0.best = cands[pick];
+  t0.best_at = found_at[pick];
+  t0.best_step_s = rs[pick].step_s;
+  t0.best_measured = true;
+}
+
 void Trainer::final_table(TrainResult* res, bool measure) {
   Task& t0 = *tasks_[0];
+  if (measure && c_.reward.mode != RewardMode::Simulated && !t0.best.device_of.empty() && c_.reward.finalists > 1)
+    pick_finalist(res);
   res->policy_best_step_s = res->best_step_s =
       t0.best.device_of.empty() ? std::numeric_limits<double>::infinity() : t0.best_step_s;
   if (t0.best.device_of.empty()) res->best_found_by = "none";
@@ -229,6 +263,17 @@ std::string Trainer::pipeline_summary(const TrainResult& res) const {
   return out + ",\n  \"pipeline\": " + pipeline_figures_json(pipeline_figures(best, o.pipeline));
 }
 
+// reward.finalists' measurement as a summary.json field: the policy's best as training left it first.
+static std::string finalists_json(const std::vector<TrainResult::Finalist>& fs) {
+  std::string o = ",\n  \"finalists\": [";
+  for (size_t i = 0; i < fs.size(); ++i)
+    o += std::string(i ? ", " : "") + "{\"found_at_sample\": " + std::to_string(fs[i].found_at_sample) +
+         ", \"ok\": " + (fs[i].ok ? "true" : "false") + ", \"step_s\": " + num(fs[i].step_s) + ", \"ci_s\": [" +
+         num(fs[i].ci_low_s) + ", " + num(fs[i].ci_high_s) + "], \"picked\": " + (fs[i].picked ? "true" : "false") +
+         "}";
+  return o + "]";
+}
+
 void Trainer::write_summary(const TrainResult& res) {
   std::string stage_units = "[";
   for (size_t s = 0; s < res.stage_units.size(); ++s)
@@ -246,7 +291,7 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
     << ",\n  \"best_found_by\": " << json_quote(res.best_found_by)
     << ",\n  \"policy_best_step_s\": " << num(res.policy_best_step_s) << ",\n  \"policy_ci_s\": ["
-    << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]"
+    << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]" << finalists_json(res.finalists)
     << ",\n  \"table\": " << json_quote(res.table) << ",\n  \"measurements\": " << res.measurements
     << ",\n  \"measured_steps\": " << res.measured_steps << ",\n  \"calibration\": {\"refits\": " << res.calibrations
     << ", \"step_scale\": " << num(res.step_scale) << ", \"cpu_gpu_link_factor\": " << num(res.link_factor) << "}"

@@ -540,6 +540,7 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "policy: {type: lstm}\n", "policy.type: unknown policy 'lstm'");
   expect_error(ok + "reward: {mode: real}\n", "reward.mode: unknown mode 'real'");
   expect_error(ok + "reward: {final_max_steps: -1}\n", "reward.final_max_steps: must be in [0, 100000]");
+  expect_error(ok + "reward: {finalists: 65}\n", "reward.finalists: must be in [0, 64]");
   expect_error(ok + "train: {distinct_redraws: 65}\n", "train.distinct_redraws: must be in [-1, 64]");
   expect_error(ok + "train: {unit_stages: 0}\n", "train.unit_stages: must be in [1, 8]");
   expect_error(ok + "policy: {place_levels: 9}\n", "policy.place_levels: must be in [1, 8]");

@@ -70,7 +70,7 @@ graph: {builder: mlp, options: {batch: 8, input: 16, width: 16, classes: 4, laye
 cluster: cpu:2
 policy: {type: seq2seq, hidden: 16, max_groups: 16}
 reward: {mode: measured, measure_warmup: 1, measure_steps: 3}
-train: {updates: 2, samples_per_update: 4}
+train: {updates: 3, samples_per_update: 4}
 run: {seed: 1, output_dir: $TMP/train}
 compare: [single, m_etf]
 EOF
@@ -81,6 +81,23 @@ grep -E "^  single .*same placement as m_etf$" "$TMP/train.out" > /dev/null ||
 s=$(sed -n 's/^  single  *\([0-9.e-]*\) .*/\1/p' "$TMP/train.out")
 e=$(sed -n 's/^  m_etf  *\([0-9.e-]*\) .*/\1/p' "$TMP/train.out")
 [ -n "$s" ] && [ "$s" = "$e" ] || fail "train: one placement, two figures ($s vs $e)"
+# reward.finalists (default 4): the policy's best is picked from its fastest placements measured side by
+# side first (the fastest median), then measured afresh in the table; summary.json says which was kept.
+python3 - "$TMP/train/summary.json" <<'PY' || fail "train: finalists: $(grep -A3 finalists "$TMP/train/summary.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+f = r["finalists"]
+assert len(f) >= 2, f
+assert [x["picked"] for x in f].count(True) == 1, f
+ok = [x for x in f if x["ok"]]
+kept = next(x for x in f if x["picked"])
+assert kept["step_s"] == min(x["step_s"] for x in ok), f
+assert all(x["ci_s"][0] <= x["step_s"] <= x["ci_s"][1] for x in ok), f
+assert all(x["found_at_sample"] > 0 for x in f), f  # the policy's samples, no warm-start baseline
+assert r["best_found_at_sample"] == kept["found_at_sample"], (r["best_found_at_sample"], f)
+PY
+grep -q "picked from [0-9]* of its placements measured side by side" "$TMP/train.out" ||
+  fail "train: the finalists line is missing: $(cat "$TMP/train.out")"
 
 # Errors: a device the cluster lacks, and a tiny timeout -> non-zero exit.
 sed 's/"cpu:1"/"cpu:7"/' "$TMP/p.json" > "$TMP/bad.json"

@@ -83,6 +83,14 @@ struct RewardConfig : RewardSettings {
   // The final table's side-by-side measurement: at most this many steps per
   // row (its 95% interval is the reported one; 0: measure_max_steps).
   int final_max_steps = 60;
+  // Measured and hybrid runs: the policy's best is the fastest of noisy figures,
+  // the more flattered the more placements were measured. Before the final table,
+  // the policy's best and its next sampled elites, up to this many distinct
+  // placements, are measured side by side (fresh, interleaved, up to
+  // final_max_steps each) and the fastest median becomes the policy's best; the
+  // final table then measures it afresh, so its figure is not the one it was
+  // picked on. 0 or 1: the policy's best as it stands.
+  int finalists = 4;
 };
 
 // YAML section `train`: the optimiser and the run's budgets.
@@ -276,6 +284,14 @@ struct TrainResult {
   std::string best_found_by = "policy";
   double policy_best_step_s = 0.0;  // the policy's own best, never credited with a baseline's find
   double policy_ci_low_s = 0.0, policy_ci_high_s = 0.0;
+  // reward.finalists: the placements measured to pick the policy's best, the
+  // policy's best as training left it first; empty when none were measured.
+  struct Finalist {
+    double step_s = 0.0, ci_low_s = 0.0, ci_high_s = 0.0;
+    int64_t found_at_sample = 0;
+    bool ok = false, picked = false;
+  };
+  std::vector<Finalist> finalists;
   // How the final table's rows were made: "simulated", or "measured side by
   // side" (one fresh interleaved run of every row, intervals in ci_*).
   std::string table = "simulated";
