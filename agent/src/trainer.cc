@@ -430,7 +430,11 @@ void Trainer::print_progress(const LogRow& row, double session_s, int32_t K) {
   if (c_.optimizer.max_samples > 0)
     eta = std::min(eta, per_update * static_cast<double>(c_.optimizer.max_samples - samples_) / K);
   if (c_.optimizer.time_limit_s > 0) eta = std::min(eta, c_.optimizer.time_limit_s - row.elapsed_s);
-  const std::string line = progress_line(row, c_.optimizer.updates, eta);
+  std::string line = progress_line(row, c_.optimizer.updates, eta);
+  // train.unit_stages: which stage the run is in, and the units the policy places there.
+  if (c_.optimizer.unit_stages > 1)
+    line += " | stage " + std::to_string(stage_ + 1) + "/" + std::to_string(c_.optimizer.unit_stages) + ", " +
+            std::to_string(tasks_[0]->problem.n) + " units";
   if (tty_)
     std::fprintf(stderr, "\r%s\033[K", line.c_str());
   else if (update_ % std::max<int64_t>(1, c_.optimizer.updates / 20) == 0)

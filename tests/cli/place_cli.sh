@@ -76,4 +76,17 @@ set -e
 "$PLACER" train --config "$SRC/configs/finetune_pretrained.yaml" --graph "$TMP/g.json" --cluster k80x4 \
   --updates 1 -o "$TMP/ft" -q > "$TMP/ft.out" || fail "fine-tune from pretrained"
 grep -q "20 sampled placements" "$TMP/ft.out" || fail "fine-tune: $(cat "$TMP/ft.out")"
+# Coarse to fine (train.unit_stages): the progress line says the stage and its units.
+cat > "$TMP/stages.yaml" <<EOF
+name: stages
+graph: {file: $TMP/g.json}
+cluster: k80x4
+policy: {type: seq2seq, hidden: 16, max_groups: 16}
+train: {updates: 4, samples_per_update: 4, unit_stages: 2}
+warm_start: {methods: [m_etf], bc_steps: 10}
+run: {seed: 1, output_dir: $TMP/stages}
+EOF
+"$PLACER" train --config "$TMP/stages.yaml" > "$TMP/stages.out" 2>&1 || fail "train in unit stages: $(tail -3 "$TMP/stages.out")"
+grep -q "| stage 1/2, [0-9]* units" "$TMP/stages.out" || fail "progress: no stage 1: $(cat "$TMP/stages.out")"
+grep -q "| stage 2/2, [0-9]* units" "$TMP/stages.out" || fail "progress: no stage 2: $(cat "$TMP/stages.out")"
 echo "place_cli: ok"
