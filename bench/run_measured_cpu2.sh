@@ -4,7 +4,9 @@
 # trainer's own final table: the policy's best placement and every baseline's,
 # measured side by side in one fresh interleaved run with the measurement
 # protocol (each until its median's 95% interval is within 2%, at most 30 steps in
-# training, 60 in the final table: reward.final_max_steps).
+# training, 150 in the final table: reward.final_max_steps in the cpu2 configs). Which of
+# the policy's placements is its best is picked before, on a separate side-by-side
+# measurement of its fastest ones (reward.finalists).
 # Writes bench/results/learned_measured_cpu2.md (and the runs in runs/bench_measured_cpu2/).
 # Usage: bash bench/run_measured_cpu2.sh [BUILD_DIR] [SEEDS="1 2 3 4 5"] [MODES="measured hybrid"]
 #   GRAPHS (default "nmt inception_v3") limits the graphs; OUT (default the results file) is written whole.
@@ -52,7 +54,7 @@ L = ["# Learned vs every baseline on cpu:2, measured side by side", "",
      "Training: `placer train -c configs/cpu2_GRAPH_measured.yaml --reward-mode MODE --seed S` (measured: 10 updates",
      "of 8 samples, every sample run for real; hybrid: 20 updates of 16, every sample simulated with the",
      "profile-calibrated simulator and the best of each batch plus every new best run for real). Every",
-     "measurement uses the protocol: 2 warm-up steps, then 5 to 30 steps (in the final table 5 to 60) until the",
+     "measurement uses the protocol: 2 warm-up steps, then 5 to 30 steps (in the final table 5 to 150) until the",
      "median's 95% interval is within 2%. The table is the trainer's own final table: the policy's best and every",
      "baseline's placement measured side by side in one fresh interleaved run, never the minimum seen during training.", ""]
 for g in graphs:
