@@ -195,15 +195,15 @@ void Trainer::pick_finalist(TrainResult* res) {
   for (size_t i = 0; i < rs.size(); ++i)
     if (rs[i].ok() && (!rs[pick].ok() || rs[i].step_s < rs[pick].step_s)) pick = i;
   for (size_t i = 0; i < rs.size(); ++i)
-    res->finalists.push_back({rs[i].step_s, rs[i].ci_low_s, rs[i].ci_high_s, found_at[i], rs[i].ok(), i == pick});
+    res->finalists.push_back(
+        {rs[i].step_s, rs[i].ci_low_s, rs[i].ci_high_s, found_at[i], rs[i].ok(), i == pick && rs[i].ok()});
   if (!rs[pick].ok()) return;
   std::fprintf(stderr, "finalists: kept the one found at sample %lld (%.6f s; training's best: %.6f s)\n",
                static_cast<long long>(found_at[pick]), rs[pick].step_s, rs[0].step_s);
   if (pick == 0) return;
   t0.best = cands[pick];
   t0.best_at = found_at[pick];
-  t0.best_step_s = rs[pick].step_s;
-  t0.best_measured = true;
+  t0.best_step_s = rs[pick].step_s;  // (measured: the final table measures it, write_outputs says so)
 }
 
 void Trainer::final_table(TrainResult* res, bool measure) {
