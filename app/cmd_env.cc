@@ -68,6 +68,7 @@ std::string simulate_json(const SimulatedProblem& sp, const Cluster& cluster, co
     << "\",\n\"calibrated_fraction\": " << format_number(sp.costs.calibrated_fraction())
     << ",\n\"lower_bound_s\": " << format_number(lb.value(), 9)
     << ",\n\"lower_bound\": {\"critical_path_s\": " << format_number(lb.critical_path_s, 9)
+    << ", \"joins_s\": " << format_number(lb.joins_s, 9)
     << ", \"average_work_s\": " << format_number(lb.average_work_s, 9) << ", \"lp_s\": " << format_number(lb.lp_s, 9)
     << ", \"group_s\": " << format_number(lb.group_s, 9) << "},\n\"gap\": " << format_number(gap, 9)
     << ",\n\"result\": " << result << "\n}\n";
@@ -84,9 +85,9 @@ void print_simulated(const SimulatedProblem& sp, const Cluster& cluster, const S
                   : "");
   std::printf("status: %s%s%s\n", step_status_name(r.status), r.message.empty() ? "" : ": ", r.message.c_str());
   std::printf(
-      "step: %.6g s   lower bound: %.6g s (critical path %.6g, average work %.6g, LP %.6g, co-location group %.6g)   "
-      "gap: %.2f%%\n",
-      r.step_s, lb.value(), lb.critical_path_s, lb.average_work_s, lb.lp_s, lb.group_s, 100 * gap);
+      "step: %.6g s   lower bound: %.6g s (critical path %.6g, with joins %.6g, average work %.6g, LP %.6g, "
+      "co-location group %.6g)   gap: %.2f%%\n",
+      r.step_s, lb.value(), lb.critical_path_s, lb.joins_s, lb.average_work_s, lb.lp_s, lb.group_s, 100 * gap);
   if (sp.run.spec()) std::printf("pipeline: %s\n", pipeline_figures_text(pipeline_figures(r, *sp.run.spec())).c_str());
   std::printf("transfers: %lld bytes\n", static_cast<long long>(r.transfer_bytes));
   for (size_t d = 0; d < r.devices.size(); ++d) {

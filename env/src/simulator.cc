@@ -23,7 +23,7 @@
 
 namespace placer {
 
-double LowerBound::value() const { return std::max({critical_path_s, average_work_s, lp_s, group_s}); }
+double LowerBound::value() const { return std::max({critical_path_s, joins_s, average_work_s, lp_s, group_s}); }
 
 namespace {
 

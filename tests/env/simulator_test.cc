@@ -3,6 +3,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <random>
 #include <type_traits>
 
@@ -403,6 +405,84 @@ TEST(LowerBound, HandComputedParts) {
   EXPECT_EQ(lc.lp_s, 0.0);
   EXPECT_DOUBLE_EQ(lc.value(), 10.0);
   EXPECT_EQ(lc.group_s, 0.0);  // no co-location groups
+}
+
+// A fork and join: a (1 s) feeds b (2 s) and c (3 s), both feed d (1 s);
+// transfers cost 2.5 s. The critical path (5 s) runs b and c side by side for
+// free; with joins, d waits either for b and c in series on its device (a at
+// 1 s, then 5 s of work: 6 s), or for one of them across a link (c local and b
+// remote: 1 + 2 + 2.5 = 5.5 s), so the bound is 5.5 + d's second = 6.5 s. The
+// fastest placement of the sixteen keeps all four together: 7 s.
+TEST(LowerBound, JoinsOfAForkHandComputed) {
+  Graph g;
+  const OpId a = add(g, "a", {}, {4});
+  const OpId b = add(g, "b", {{a, 0}}, {4});
+  const OpId c = add(g, "c", {{a, 0}}, {4});
+  add(g, "d", {{b, 0}, {c, 0}}, {4});
+  const Cluster cl = cluster_of(2);
+  CostModel m = CostModel::uniform(4, 2, 0.0);
+  const double seconds[] = {1.0, 2.0, 3.0, 1.0};
+  for (int o = 0; o < 4; ++o)
+    for (int d = 0; d < 2; ++d) m.set_op_seconds(OpId(o), DeviceId(d), seconds[o]);
+  m.set_link(DeviceId(0), DeviceId(1), 2.5, 1e18);
+  m.set_link(DeviceId(1), DeviceId(0), 2.5, 1e18);
+  const LowerBound lb = lower_bound_parts(g, cl, m);
+  EXPECT_DOUBLE_EQ(lb.critical_path_s, 5.0);
+  EXPECT_DOUBLE_EQ(lb.joins_s, 6.5);
+  EXPECT_DOUBLE_EQ(lb.value(), 6.5);
+  double best = std::numeric_limits<double>::infinity();
+  for (int mask = 0; mask < 16; ++mask) {
+    Placement p;
+    for (int o = 0; o < 4; ++o) p.device_of.push_back(DeviceId((mask >> o) & 1));
+    best = std::min(best, simulate(g, p, cl, m).step_s);
+  }
+  EXPECT_DOUBLE_EQ(best, 7.0);
+  // Free transfers: the joins bound is the critical path.
+  m.set_link(DeviceId(0), DeviceId(1), 0.0, 1e18);
+  m.set_link(DeviceId(1), DeviceId(0), 0.0, 1e18);
+  EXPECT_DOUBLE_EQ(lower_bound_parts(g, cl, m).joins_s, 5.0);
+}
+
+// Small random DAGs, every placement simulated: the fastest is never below the
+// bound, and the joins bound is the binding one in many of them (so a wrong
+// rule in it would show here).
+TEST(LowerBound, NeverAboveTheFastestOfEveryPlacementOfSmallDags) {
+  std::mt19937_64 rng(23);
+  int joins_binding = 0;
+  for (int trial = 0; trial < 80; ++trial) {
+    const int n = 3 + static_cast<int>(rng() % 5);
+    const int D = 2 + static_cast<int>(rng() % 2);
+    Graph g = random_dag(rng, n);
+    if (trial % 4 == 3) {  // some with co-location groups (placements that split one are skipped)
+      g.mutable_op(OpId(n - 1)).group = "g";
+      g.mutable_op(OpId(static_cast<int32_t>(rng() % (n - 1)))).group = "g";
+    }
+    const Cluster cl = cluster_of(D);
+    CostModel m = random_costs(rng, n, D, trial);
+    std::uniform_real_distribution<double> latency(0.0, 2.0);  // transfers as long as ops: joins matter
+    for (int a = 0; a < D; ++a)
+      for (int b = 0; b < D; ++b)
+        if (a != b) m.set_link(DeviceId(a), DeviceId(b), latency(rng), 1e3 + 1e4 * latency(rng));
+    const LowerBound lb = lower_bound_parts(g, cl, m);
+    EXPECT_GE(lb.joins_s, lb.critical_path_s - 1e-12);
+    joins_binding += lb.joins_s > std::max({lb.critical_path_s, lb.average_work_s, lb.lp_s, lb.group_s}) + 1e-9;
+    double best = std::numeric_limits<double>::infinity();
+    int64_t count = 1;
+    for (int o = 0; o < n; ++o) count *= D;
+    for (int64_t code = 0; code < count; ++code) {
+      Placement p;
+      int64_t x = code;
+      for (int o = 0; o < n; ++o, x /= D) p.device_of.push_back(DeviceId(static_cast<int32_t>(x % D)));
+      const std::string& grp = g.op(OpId(n - 1)).group;
+      bool split = false;
+      for (int o = 0; o < n && !grp.empty(); ++o)
+        split |= g.op(OpId(o)).group == grp && p.device_of[o] != p.device_of[n - 1];
+      if (split) continue;
+      best = std::min(best, simulate(g, p, cl, m).step_s);
+    }
+    EXPECT_LE(lb.value(), best + 1e-12) << "trial " << trial;
+  }
+  EXPECT_GT(joins_binding, 15);
 }
 
 // Four parallel ops forced onto one device (one Op::group) run one at a time:
