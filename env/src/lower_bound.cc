@@ -43,8 +43,8 @@ double op_seconds(const CostModel& costs, int64_t o, int32_t d) {
 
 // The critical path, the average work and the co-location group bound, each
 // op at its fastest device (ops are in topological order).
-void path_work_and_group_bounds(const Graph& graph, const CostModel& costs, int32_t D, LowerBound& lb,
-                                std::vector<double>& fastest) {
+void path_work_and_group_bounds(const Graph& graph, const CostModel& costs, int32_t D, const Grouping& groups,
+                                LowerBound& lb, std::vector<double>& fastest) {
   const int64_t n = graph.size();
   fastest.assign(n, 0.0);
   std::vector<double> head(n, 0.0), tail(n, 0.0);  // head: before the op starts; tail: after it ends
@@ -62,7 +62,6 @@ void path_work_and_group_bounds(const Graph& graph, const CostModel& costs, int3
     for (const TensorRef& in : graph.op(OpId(static_cast<int32_t>(o))).inputs)
       tail[in.op.value] = std::max(tail[in.op.value], fastest[o] + tail[o]);
   lb.average_work_s = total / D;
-  const Grouping groups = colocation_groups(graph);
   for (const std::vector<OpId>& members : groups.members) {
     if (members.size() < 2) continue;  // a single op's bound is its path: the critical path's
     double first = std::numeric_limits<double>::infinity(), last = first, work = first;
@@ -92,9 +91,8 @@ struct Neighbours {
   bool together(int32_t a, int32_t b) const { return groups.group_of[a] == groups.group_of[b]; }
 };
 
-Neighbours neighbours(const Graph& graph, const Cluster& cluster, const CostModel& costs) {
+Neighbours neighbours(const Graph& graph, const CostModel& costs, int32_t D) {
   const int32_t n = static_cast<int32_t>(graph.size());
-  const int32_t D = cluster.size();
   const ExecRules rules(graph);
   // The cheapest transfer of each tensor between two different devices (none with one device).
   std::vector<double> xfer(rules.tensors, std::numeric_limits<double>::infinity());
@@ -322,9 +320,9 @@ LowerBound lower_bound_parts(const Graph& graph, const Cluster& cluster, const C
   const int64_t n = graph.size();
   const int32_t D = cluster.size();
   if (n == 0 || D == 0) return lb;
+  const Neighbours nb = neighbours(graph, costs, D);
   std::vector<double> fastest;
-  path_work_and_group_bounds(graph, costs, D, lb, fastest);
-  const Neighbours nb = neighbours(graph, cluster, costs);
+  path_work_and_group_bounds(graph, costs, D, nb.groups, lb, fastest);
   lb.joins_s = joins_bound(nb, fastest);
   const DeviceClasses classes = device_classes(costs, n, D);
   if (classes.rep.size() <= 1) return lb;  // the LP equals the average work
