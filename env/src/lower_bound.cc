@@ -5,8 +5,10 @@
 //  - critical path with joins: the same, where the inputs of an op come either
 //    from its own device, whose producers then ran there one at a time, or
 //    from another device, after a transfer (each tensor at its cheapest link);
-//    for every op the cheaper choice of each set of producers is taken, forward
-//    for when an op can start and backward for how long must follow it (below);
+//    for every op the cheaper choice of each set of producers is taken, and the
+//    same over a cone of ancestors (those on the op's device ran there before
+//    it); forward for when an op can start, backward for how long must follow
+//    it (JoinsPass below);
 //  - co-location group: a group's ops share one device (validate_placement
 //    refuses a split) and a device runs one op at a time, so a placement takes
 //    at least the longest path to any member, plus the group's work on the
@@ -121,85 +123,195 @@ Neighbours neighbours(const Graph& graph, const CostModel& costs, int32_t D) {
   return nb;
 }
 
-// The critical path with joins. For a schedule of any placement, start(v) is
-// at least est(v): the producers of v's inputs that run on v's device (a set S,
-// which holds every producer co-located with v) run there one at a time, each
-// no earlier than its own est, so v waits for the single-device schedule of S
-// with release times; every other producer's tensors reach v's device a
-// transfer after it finished. est(v) is the least over S of the larger of the
-// two; the best S holds the producers whose remote arrival is latest, so only
-// those prefixes are tried. Backward, the time from v's finish to the step's
-// end is at least tail(v) by the same argument on its consumers (those on v's
-// device run after v one at a time, longest tail first, Jackson's rule). The
-// bound is the largest est(v) + time(v) + tail(v). Device counts and other ops
-// sharing a device are ignored, so it is a relaxation.
-double joins_bound(const Neighbours& nb, const std::vector<double>& fastest) {
-  const int32_t n = static_cast<int32_t>(fastest.size());
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  // A neighbour's terms: `remote` when it is done for v if on another device; a, b: the
-  // single-device schedule's (forward: release at est, time; backward: tail, time).
-  struct Cand {
-    double remote, a, b;
-    bool forced;  // co-located with v
+// The critical path with joins, one direction. Forward (in = producers, ops in
+// topological order), head[v] is at least v's start in every schedule of every
+// placement; backward (in = consumers, reverse order), at least the time from
+// v's end to the step's end: a schedule read backwards is a schedule of the
+// reversed graph, so one routine serves both. Two arguments, both relaxations
+// (device counts and ops that are not v's ancestors are ignored):
+//  - producers: those on v's device (a set S holding every producer co-located
+//    with v) ran there one at a time, each no earlier than its own head, so v
+//    waits for the single-device schedule of S with release times (earliest
+//    release first is optimal for it); every other producer's tensors reach v
+//    a transfer after it finished. The least over S of the larger of the two;
+//    the best S holds the producers whose remote arrival is latest, so only
+//    those prefixes are tried.
+//  - ancestors: the same over a cone of up to kCone ancestors (those finishing
+//    latest first): whichever of them share v's device (R) ran there before v,
+//    one at a time, each released at its head or a transfer after a producer of
+//    it in the cone that is not in R; v waits for R's schedule and for the
+//    transfers from its cone producers outside R. The least over every R
+//    (co-located ops decided together) by branch and bound: a partial choice's
+//    value never exceeds a completion's, so a branch at or above the best leaf
+//    is cut. Where the search would pass kNodes, the cone is halved and tried
+//    again (none left: the producers' argument alone).
+// head[v] is the largest of the plain longest path and the two arguments.
+class JoinsPass {
+ public:
+  JoinsPass(const Neighbours& nb, const std::vector<double>& fastest, bool forward)
+      : nb_(nb), forward_(forward), in_(forward ? nb.preds : nb.succs), p_(fastest), head_(fastest.size(), 0.0), where_(fastest.size(), -1) {}
+
+  std::vector<double> run() {
+    const int32_t n = static_cast<int32_t>(p_.size());
+    for (int32_t i = 0; i < n; ++i) {
+      const int32_t v = forward_ ? i : n - 1 - i;
+      double h = 0.0;
+      for (const auto& l : in_[v]) h = std::max(h, head_[l.op] + p_[l.op]);
+      if (!in_[v].empty() && in_[v].size() <= kMaxNeighbours) {
+        h = std::max(h, producers(v));
+        for (int32_t k = kCone; k >= 2; k /= 2) {
+          const double c = ancestors(v, k);
+          if (c >= 0.0) {
+            h = std::max(h, c);
+            break;
+          }
+        }
+      }
+      head_[v] = h;
+    }
+    return head_;
+  }
+
+ private:
+  static constexpr double kInf = std::numeric_limits<double>::infinity();
+  static constexpr size_t kMaxNeighbours = 256;  // past this, the plain longest path (still a bound)
+  static constexpr int32_t kCone = 24;
+  static constexpr int64_t kNodes = 4096;
+  enum Choice : int8_t { kUndecided, kLocal, kRemote };
+  struct Job {
+    double release, time;
   };
-  std::vector<Cand> cands, local;
-  // The least over S (the forced ones plus the k latest remote arrivals) of max(local schedule, remote).
-  auto best_split = [&](bool forward) {
+
+  bool together(int32_t a, int32_t b) const { return nb_.together(a, b); }
+
+  // Earliest release first: when the last of `jobs` can end on one device.
+  static double serial(std::vector<Job>& jobs) {
+    std::sort(jobs.begin(), jobs.end(), [](const Job& x, const Job& y) { return x.release < y.release; });
+    double t = 0.0;
+    for (const Job& j : jobs) t = std::max(t, j.release) + j.time;
+    return t;
+  }
+
+  double producers(int32_t v) {
+    struct Cand {
+      double remote;
+      Job job;
+      bool forced;  // co-located with v
+    };
+    std::vector<Cand> cands;
+    for (const auto& l : in_[v])
+      cands.push_back({head_[l.op] + p_[l.op] + l.xfer, {head_[l.op], p_[l.op]}, together(l.op, v)});
     std::sort(cands.begin(), cands.end(), [](const Cand& x, const Cand& y) { return x.remote > y.remote; });
     double best = kInf;
-    const size_t m = cands.size();
-    for (size_t k = 0; k <= m; ++k) {
-      local.clear();
+    for (size_t k = 0; k <= cands.size(); ++k) {
+      jobs_.clear();
       double remote = 0.0;
-      for (size_t i = 0; i < m; ++i) {
+      for (size_t i = 0; i < cands.size(); ++i) {
         if (cands[i].forced || i < k)
-          local.push_back(cands[i]);
+          jobs_.push_back(cands[i].job);
         else
           remote = std::max(remote, cands[i].remote);
       }
-      if (remote == kInf) continue;  // one device: every neighbour is local
-      double serial = 0.0;
-      if (forward) {
-        std::sort(local.begin(), local.end(), [](const Cand& x, const Cand& y) { return x.a < y.a; });
-        for (const Cand& c : local) serial = std::max(serial, c.a) + c.b;
-      } else {
-        std::sort(local.begin(), local.end(), [](const Cand& x, const Cand& y) { return x.a > y.a; });
-        double t = 0.0;
-        for (const Cand& c : local) {
-          t += c.b;
-          serial = std::max(serial, t + c.a);
-        }
-      }
-      best = std::min(best, std::max(serial, remote));
+      if (remote == kInf) continue;  // one device: every producer is local
+      best = std::min(best, std::max(serial(jobs_), remote));
     }
-    return best;
-  };
-  // Past this many neighbours the plain longest path is used for the op (still a bound, weaker).
-  constexpr size_t kMaxNeighbours = 256;
-  std::vector<double> est(n, 0.0), tail(n, 0.0);
-  for (int32_t v = 0; v < n; ++v) {
-    double plain = 0.0;
-    for (const auto& l : nb.preds[v]) plain = std::max(plain, est[l.op] + fastest[l.op]);
-    est[v] = plain;
-    if (nb.preds[v].empty() || nb.preds[v].size() > kMaxNeighbours) continue;
-    cands.clear();
-    for (const auto& l : nb.preds[v])
-      cands.push_back({est[l.op] + fastest[l.op] + l.xfer, est[l.op], fastest[l.op], nb.together(l.op, v)});
-    est[v] = std::max(plain, best_split(true));
+    return best == kInf ? 0.0 : best;
   }
-  for (int32_t v = n - 1; v >= 0; --v) {
-    double plain = 0.0;
-    for (const auto& l : nb.succs[v]) plain = std::max(plain, fastest[l.op] + tail[l.op]);
-    tail[v] = plain;
-    if (nb.succs[v].empty() || nb.succs[v].size() > kMaxNeighbours) continue;
-    cands.clear();
-    for (const auto& l : nb.succs[v])
-      cands.push_back({l.xfer + fastest[l.op] + tail[l.op], tail[l.op], fastest[l.op], nb.together(l.op, v)});
-    tail[v] = std::max(plain, best_split(false));
+
+  // The least over R of the cone (see above), or -1 where the search passed kNodes.
+  double ancestors(int32_t v, int32_t size) {
+    cone_.clear();
+    std::vector<std::pair<double, int32_t>> heap;  // (end of the ancestor's head + time, op)
+    auto push = [&](int32_t u) {
+      if (where_[u] != -1) return;
+      where_[u] = -2;  // seen
+      seen_.push_back(u);
+      heap.emplace_back(head_[u] + p_[u], u);
+      std::push_heap(heap.begin(), heap.end());
+    };
+    for (const auto& l : in_[v]) push(l.op);
+    while (!heap.empty() && static_cast<int32_t>(cone_.size()) < size) {
+      std::pop_heap(heap.begin(), heap.end());
+      const int32_t u = heap.back().second;
+      heap.pop_back();
+      if (p_[u] > 0.0) {  // ops that take no time add no work; walked through, not kept
+        where_[u] = static_cast<int32_t>(cone_.size());
+        cone_.push_back(u);
+      }
+      for (const auto& l : in_[u]) push(l.op);
+    }
+    choice_.assign(cone_.size(), kUndecided);
+    best_ = kInf;
+    nodes_ = 0;
+    const bool done = search(v, 0);
+    for (int32_t u : seen_) where_[u] = -1;
+    seen_.clear();
+    if (!done) return -1.0;
+    return best_ == kInf ? 0.0 : best_;
   }
+
+  // When v can start under the choices made so far (undecided ops left out).
+  double value(int32_t v) {
+    jobs_.clear();
+    for (size_t i = 0; i < cone_.size(); ++i) {
+      if (choice_[i] != kLocal) continue;
+      const int32_t b = cone_[i];
+      double release = head_[b];
+      for (const auto& l : in_[b])
+        if (where_[l.op] >= 0 && choice_[where_[l.op]] == kRemote)
+          release = std::max(release, head_[l.op] + p_[l.op] + l.xfer);
+      jobs_.push_back({release, p_[b]});
+    }
+    double t = serial(jobs_);
+    for (const auto& l : in_[v])
+      if (where_[l.op] >= 0 && choice_[where_[l.op]] == kRemote) t = std::max(t, head_[l.op] + p_[l.op] + l.xfer);
+    return t;
+  }
+
+  // Depth first over the cone's ops, local before remote; false once kNodes is passed.
+  bool search(int32_t v, size_t i) {
+    if (++nodes_ > kNodes) return false;
+    const double x = value(v);
+    if (x >= best_) return true;
+    if (i == cone_.size()) {
+      best_ = x;
+      return true;
+    }
+    const int32_t u = cone_[i];
+    Choice only = kUndecided;  // co-located with v or with an op already decided: the same choice
+    if (together(u, v)) only = kLocal;
+    for (size_t j = 0; j < i && only == kUndecided; ++j)
+      if (together(u, cone_[j])) only = choice_[j];
+    for (Choice c : {kLocal, kRemote}) {
+      if (only != kUndecided && c != only) continue;
+      choice_[i] = c;
+      if (!search(v, i + 1)) return false;
+    }
+    choice_[i] = kUndecided;
+    return true;
+  }
+
+  const Neighbours& nb_;
+  const bool forward_;
+  const std::vector<std::vector<Neighbours::Link>>& in_;
+  const std::vector<double>& p_;
+  std::vector<double> head_;
+  std::vector<int32_t> where_;  // op -> its index in the cone; -2 seen, -1 neither
+  std::vector<int32_t> cone_, seen_;
+  std::vector<Choice> choice_;
+  std::vector<Job> jobs_;
+  double best_ = kInf;
+  int64_t nodes_ = 0;
+};
+
+double joins_bound(const Neighbours& nb, const std::vector<double>& fastest) {
+  const std::vector<double> est = JoinsPass(nb, fastest, true).run();
+  const std::vector<double> tail = JoinsPass(nb, fastest, false).run();
   double bound = 0.0;
-  for (int32_t v = 0; v < n; ++v) bound = std::max(bound, est[v] + fastest[v] + tail[v]);
-  return bound;
+  for (size_t v = 0; v < fastest.size(); ++v) bound = std::max(bound, est[v] + fastest[v] + tail[v]);
+  // A hair below: where the bound is tight (the fastest placement reaches it), the simulator adds the same
+  // times in another order, and round-off must never put the bound above a real step.
+  return bound * (1.0 - 1e-9);
 }
 
 // Devices with identical cost columns: a representative and a size per class.

@@ -31,8 +31,9 @@ StepResult simulate(const SimContext& context, const Placement& placement, const
 // The parts of the lower bound, for reports.
 struct LowerBound {
   double critical_path_s = 0.0;  // every op on its fastest device, transfers free
-  // The same, where an op's inputs made on its own device ran there one at a
-  // time and the others arrive after a transfer (env/src/lower_bound.cc).
+  // The same, where an op's inputs (and its ancestors) made on its own device
+  // ran there one at a time and the others arrive after a transfer
+  // (env/src/lower_bound.cc).
   double joins_s = 0.0;
   double average_work_s = 0.0;   // sum of fastest op times / devices
   double lp_s = 0.0;             // LP relaxation (devices of different speeds); 0 if all alike
@@ -51,8 +52,8 @@ StepResult simulate(const Graph& graph, const Placement& placement, const Cluste
 
 // A lower bound on the step time of any placement of graph on cluster:
 // max(critical path with every op on its fastest device and free transfers,
-// the same with joins (inputs from one device run in series, others pay a
-// transfer), total work / devices, LP relaxation for heterogeneous devices, co-location
+// the same with joins (inputs and ancestors on one device run in series,
+// others pay a transfer), total work / devices, LP relaxation for heterogeneous devices, co-location
 // group work in series with what must precede and follow it).
 double lower_bound(const Graph& graph, const Cluster& cluster, const CostModel& costs);
 
