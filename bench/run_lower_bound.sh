@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The lower bound's parts on the held-out graphs (issue 25) and the builder
 # graphs, and how far local_search's placement (4,000 evaluations, seed 1) is
-# above the bound before and after the critical path with joins
-# (env/src/lower_bound.cc). Simulated, deterministic.
+# above the bound before and after the critical path with joins (an op's
+# producers and, since a2c57ab, its ancestors on its device run one at a time;
+# env/src/lower_bound.cc). Simulated, deterministic.
 # Usage: bash bench/run_lower_bound.sh [BUILD_DIR] [HELDOUT_DIR]
 # Writes bench/results/lower_bound.md.
 set -euo pipefail
@@ -38,7 +39,8 @@ PY
   echo "Command: \`bash bench/run_lower_bound.sh $BUILD $DATA\`, commit $(git rev-parse --short HEAD), $(date -u +%Y-%m-%d)."
   echo "Simulated (roofline costs), deterministic. *Bound before*: the max of the critical path (free transfers),"
   echo "the average work, the LP and the co-location group bound; *bound now*: the same with the critical path"
-  echo "with joins (docs/clusters.md, Lower bound). local_search: 4,000 evaluations, seed 1."
+  echo "with joins (producers and a cone of ancestors; docs/clusters.md, Lower bound). local_search: 4,000"
+  echo "evaluations, seed 1."
   echo
   echo "| graph | preset | critical path (ms) | with joins (ms) | average work (ms) | bound before (ms) | bound now (ms) | local_search @4,000 (ms) | gap before | gap now | joins binds |"
   echo "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|"
