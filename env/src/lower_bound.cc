@@ -230,11 +230,14 @@ class JoinsPass {
       std::push_heap(heap.begin(), heap.end());
     };
     for (const auto& l : in_[v]) push(l.op);
-    while (!heap.empty() && static_cast<int32_t>(cone_.size()) < size) {
+    // Ops that take no time add no work, and ops with very many inputs would slow every node down: walked
+    // through, not kept. The walk itself stops after 8 times the cone's size, so it stays local.
+    for (int32_t walked = 0; !heap.empty() && static_cast<int32_t>(cone_.size()) < size && walked < 8 * size;
+         ++walked) {
       std::pop_heap(heap.begin(), heap.end());
       const int32_t u = heap.back().second;
       heap.pop_back();
-      if (p_[u] > 0.0) {  // ops that take no time add no work; walked through, not kept
+      if (p_[u] > 0.0 && in_[u].size() <= kMaxNeighbours) {
         where_[u] = static_cast<int32_t>(cone_.size());
         cone_.push_back(u);
       }

@@ -474,39 +474,52 @@ TEST(LowerBound, JoinsCountEveryAncestorOnTheDevice) {
   EXPECT_DOUBLE_EQ(best, 6.0);
 }
 
-// Deeper random DAGs (7 to 11 ops, two devices, transfers as long as ops),
+// Deeper random DAGs (7 to 11 ops on two devices, 6 to 8 on three; transfers
+// as long as ops; some ops that take no time, some pairs of ops co-located),
 // every placement simulated: the ancestors' argument is where these differ
-// from the small DAGs below, so a wrong release or a wrong cut shows here.
+// from the small DAGs below, so a wrong release, a wrong cut or a wrong prune
+// shows here.
 TEST(LowerBound, NeverAboveTheFastestOfEveryPlacementOfDeeperDags) {
   std::mt19937_64 rng(41);
   int above_path = 0;
-  for (int trial = 0; trial < 60; ++trial) {
-    const int n = 7 + static_cast<int>(rng() % 5);
+  for (int trial = 0; trial < 150; ++trial) {
+    const int D = trial % 4 == 3 ? 3 : 2;
+    const int n = D == 3 ? 6 + static_cast<int>(rng() % 3) : 7 + static_cast<int>(rng() % 5);
     Graph g = random_dag(rng, n);
+    std::vector<int> group(n, -1);  // a pair of ops co-located (Op::group) in a third of the trials
     if (trial % 3 == 2) {
-      g.mutable_op(OpId(n - 1)).group = "g";
-      g.mutable_op(OpId(static_cast<int32_t>(rng() % (n - 1)))).group = "g";
+      const int a = static_cast<int>(rng() % n), b = static_cast<int>(rng() % n);
+      if (a != b) {
+        g.mutable_op(OpId(a)).group = g.mutable_op(OpId(b)).group = "g";
+        group[a] = b;
+        group[b] = a;
+      }
     }
-    const Cluster cl = cluster_of(2);
-    CostModel m = random_costs(rng, n, 2, trial);
+    const Cluster cl = cluster_of(D);
+    CostModel m = random_costs(rng, n, D, trial);
+    for (int o = 0; o < n; ++o)  // about one op in six takes no time
+      if (rng() % 6 == 0)
+        for (int d = 0; d < D; ++d) m.set_op_seconds(OpId(o), DeviceId(d), 0.0);
     std::uniform_real_distribution<double> latency(0.0, 2.0);
-    m.set_link(DeviceId(0), DeviceId(1), latency(rng), 1e3 + 1e4 * latency(rng));
-    m.set_link(DeviceId(1), DeviceId(0), latency(rng), 1e3 + 1e4 * latency(rng));
+    for (int a = 0; a < D; ++a)
+      for (int b = 0; b < D; ++b)
+        if (a != b) m.set_link(DeviceId(a), DeviceId(b), latency(rng), 1e3 + 1e4 * latency(rng));
     const LowerBound lb = lower_bound_parts(g, cl, m);
     above_path += lb.joins_s > lb.critical_path_s + 1e-9;
-    const std::string& grp = g.op(OpId(n - 1)).group;
     double best = std::numeric_limits<double>::infinity();
-    for (int mask = 0; mask < (1 << n); ++mask) {
+    int64_t count = 1;
+    for (int o = 0; o < n; ++o) count *= D;
+    for (int64_t code = 0; code < count; ++code) {
       Placement p;
-      for (int o = 0; o < n; ++o) p.device_of.push_back(DeviceId((mask >> o) & 1));
+      int64_t x = code;
+      for (int o = 0; o < n; ++o, x /= D) p.device_of.push_back(DeviceId(static_cast<int32_t>(x % D)));
       bool split = false;
-      for (int o = 0; o < n && !grp.empty(); ++o)
-        split |= g.op(OpId(o)).group == grp && p.device_of[o] != p.device_of[n - 1];
+      for (int o = 0; o < n; ++o) split |= group[o] >= 0 && p.device_of[o] != p.device_of[group[o]];
       if (!split) best = std::min(best, simulate(g, p, cl, m).step_s);
     }
     EXPECT_LE(lb.value(), best + 1e-12) << "trial " << trial;
   }
-  EXPECT_GT(above_path, 20);
+  EXPECT_GT(above_path, 50);
 }
 
 // Small random DAGs, every placement simulated: the fastest is never below the
