@@ -31,6 +31,7 @@
 #include <map>
 #include <vector>
 
+#include "placer/env/lower_bound_detail.h"
 #include "placer/env/simulator.h"
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/exec_plan.h"
@@ -136,20 +137,29 @@ Neighbours neighbours(const Graph& graph, const CostModel& costs, int32_t D) {
 //    a transfer after it finished. The least over S of the larger of the two;
 //    the best S holds the producers whose remote arrival is latest, so only
 //    those prefixes are tried.
-//  - ancestors: the same over a cone of up to kCone ancestors (those finishing
+//  - ancestors: the same over a cone of up to 24 ancestors (those finishing
 //    latest first): whichever of them share v's device (R) ran there before v,
 //    one at a time, each released at its head or a transfer after a producer of
 //    it in the cone that is not in R; v waits for R's schedule and for the
 //    transfers from its cone producers outside R. The least over every R
 //    (co-located ops decided together) by branch and bound: a partial choice's
 //    value never exceeds a completion's, so a branch at or above the best leaf
-//    is cut. Where the search would pass kNodes, the cone is halved and tried
+//    is cut. Where the search would pass 4,096 nodes, the cone is halved and tried
 //    again (none left: the producers' argument alone).
 // head[v] is the largest of the plain longest path and the two arguments.
+// How the cones are searched: 24 ops and 4,096 nodes by default; tests
+// also run small cones with the cuts off (lower_bound_detail.h).
+struct ConeSearch {
+  int32_t cone = 24;
+  int64_t nodes = 4096;
+  bool prune = true;
+};
+
 class JoinsPass {
  public:
-  JoinsPass(const Neighbours& nb, const std::vector<double>& fastest, bool forward)
-      : nb_(nb), forward_(forward), in_(forward ? nb.preds : nb.succs), p_(fastest), head_(fastest.size(), 0.0), where_(fastest.size(), -1) {}
+  JoinsPass(const Neighbours& nb, const std::vector<double>& fastest, bool forward, ConeSearch how)
+      : nb_(nb), forward_(forward), in_(forward ? nb.preds : nb.succs), p_(fastest), how_(how),
+        head_(fastest.size(), 0.0), where_(fastest.size(), -1) {}
 
   std::vector<double> run() {
     const int32_t n = static_cast<int32_t>(p_.size());
@@ -159,7 +169,7 @@ class JoinsPass {
       for (const auto& l : in_[v]) h = std::max(h, head_[l.op] + p_[l.op]);
       if (!in_[v].empty() && in_[v].size() <= kMaxNeighbours) {
         h = std::max(h, producers(v));
-        for (int32_t k = kCone; k >= 2; k /= 2) {
+        for (int32_t k = how_.cone; k >= 2; k /= 2) {
           const double c = ancestors(v, k);
           if (c >= 0.0) {
             h = std::max(h, c);
@@ -175,8 +185,6 @@ class JoinsPass {
  private:
   static constexpr double kInf = std::numeric_limits<double>::infinity();
   static constexpr size_t kMaxNeighbours = 256;  // past this, the plain longest path (still a bound)
-  static constexpr int32_t kCone = 24;
-  static constexpr int64_t kNodes = 4096;
   enum Choice : int8_t { kUndecided, kLocal, kRemote };
   struct Job {
     double release, time;
@@ -218,7 +226,7 @@ class JoinsPass {
     return best == kInf ? 0.0 : best;
   }
 
-  // The least over R of the cone (see above), or -1 where the search passed kNodes.
+  // The least over R of the cone (see above), or -1 where the search passed its nodes.
   double ancestors(int32_t v, int32_t size) {
     cone_.clear();
     std::vector<std::pair<double, int32_t>> heap;  // (end of the ancestor's head + time, op)
@@ -254,30 +262,48 @@ class JoinsPass {
   }
 
   // When v can start under the choices made so far (undecided ops left out).
+  // Producers before consumers (the cone is in reverse topological order: an
+  // op's key, head + time, exceeds each ancestor's): a cone op on v's device is
+  // released at its head, a transfer after a producer elsewhere ends, or when a
+  // producer on the device ends; one elsewhere starts at its head, a transfer
+  // after a producer on v's device ends (the tensor leaves the device), or when
+  // a producer elsewhere ends (they may share a device). So a branch sent away
+  // pays its round trip. A producer met after its consumer (a tie in round-off)
+  // is left out, which only weakens the bound.
   double value(int32_t v) {
+    const size_t m = cone_.size();
+    ready_.assign(m, -kInf);  // on v's device: release; elsewhere: end (lower bounds)
     jobs_.clear();
-    for (size_t i = 0; i < cone_.size(); ++i) {
-      if (choice_[i] != kLocal) continue;
-      const int32_t b = cone_[i];
-      double release = head_[b];
-      for (const auto& l : in_[b])
-        if (where_[l.op] >= 0 && choice_[where_[l.op]] == kRemote)
-          release = std::max(release, head_[l.op] + p_[l.op] + l.xfer);
-      jobs_.push_back({release, p_[b]});
+    for (size_t k = m; k-- > 0;) {
+      if (choice_[k] == kUndecided) continue;
+      const int32_t b = cone_[k];
+      const bool local = choice_[k] == kLocal;
+      double start = head_[b];
+      for (const auto& l : in_[b]) {
+        const int32_t j = where_[l.op];
+        if (j < 0 || choice_[j] == kUndecided || ready_[j] == -kInf) continue;
+        const bool from_local = choice_[j] == kLocal;
+        const double end = from_local ? ready_[j] + p_[l.op] : ready_[j];
+        start = std::max(start, local == from_local ? end : end + l.xfer);
+      }
+      ready_[k] = local ? start : start + p_[b];
+      if (local) jobs_.push_back({start, p_[b]});
     }
     double t = serial(jobs_);
-    for (const auto& l : in_[v])
-      if (where_[l.op] >= 0 && choice_[where_[l.op]] == kRemote) t = std::max(t, head_[l.op] + p_[l.op] + l.xfer);
+    for (const auto& l : in_[v]) {
+      const int32_t j = where_[l.op];
+      if (j >= 0 && choice_[j] == kRemote && ready_[j] != -kInf) t = std::max(t, ready_[j] + l.xfer);
+    }
     return t;
   }
 
-  // Depth first over the cone's ops, local before remote; false once kNodes is passed.
+  // Depth first over the cone's ops, local before remote; false once the nodes are passed.
   bool search(int32_t v, size_t i) {
-    if (++nodes_ > kNodes) return false;
+    if (++nodes_ > how_.nodes) return false;
     const double x = value(v);
-    if (x >= best_) return true;
+    if (x >= best_ && how_.prune) return true;
     if (i == cone_.size()) {
-      best_ = x;
+      best_ = std::min(best_, x);
       return true;
     }
     const int32_t u = cone_[i];
@@ -298,18 +324,20 @@ class JoinsPass {
   const bool forward_;
   const std::vector<std::vector<Neighbours::Link>>& in_;
   const std::vector<double>& p_;
+  const ConeSearch how_;
   std::vector<double> head_;
   std::vector<int32_t> where_;  // op -> its index in the cone; -2 seen, -1 neither
   std::vector<int32_t> cone_, seen_;
   std::vector<Choice> choice_;
   std::vector<Job> jobs_;
+  std::vector<double> ready_;
   double best_ = kInf;
   int64_t nodes_ = 0;
 };
 
-double joins_bound(const Neighbours& nb, const std::vector<double>& fastest) {
-  const std::vector<double> est = JoinsPass(nb, fastest, true).run();
-  const std::vector<double> tail = JoinsPass(nb, fastest, false).run();
+double joins_bound(const Neighbours& nb, const std::vector<double>& fastest, ConeSearch how = {}) {
+  const std::vector<double> est = JoinsPass(nb, fastest, true, how).run();
+  const std::vector<double> tail = JoinsPass(nb, fastest, false, how).run();
   double bound = 0.0;
   for (size_t v = 0; v < fastest.size(); ++v) bound = std::max(bound, est[v] + fastest[v] + tail[v]);
   // A hair below: where the bound is tight (the fastest placement reaches it), the simulator adds the same
@@ -449,6 +477,20 @@ LowerBound lower_bound_parts(const Graph& graph, const Cluster& cluster, const C
 
 double lower_bound(const Graph& graph, const Cluster& cluster, const CostModel& costs) {
   return lower_bound_parts(graph, cluster, costs).value();
+}
+
+double detail::joins_bound_for_tests(const Graph& graph, const Cluster& cluster, const CostModel& costs, int32_t cone,
+                                     bool prune) {
+  const int32_t D = cluster.size();
+  const Neighbours nb = neighbours(graph, costs, D);
+  LowerBound unused;
+  std::vector<double> fastest;
+  path_work_and_group_bounds(graph, costs, D, nb.groups, unused, fastest);
+  ConeSearch how;
+  how.cone = cone;
+  how.prune = prune;
+  how.nodes = prune ? how.nodes : int64_t{1} << 40;
+  return joins_bound(nb, fastest, how);
 }
 
 }  // namespace placer

@@ -1,4 +1,5 @@
 // The simulator against step times and peak memories computed by hand.
+#include "placer/env/lower_bound_detail.h"
 #include "placer/env/simulator.h"
 
 #include <gtest/gtest.h>
@@ -409,10 +410,13 @@ TEST(LowerBound, HandComputedParts) {
 
 // A fork and join: a (1 s) feeds b (2 s) and c (3 s), both feed d (1 s);
 // transfers cost 2.5 s. The critical path (5 s) runs b and c side by side for
-// free; with joins, d waits either for b and c in series on its device (a at
-// 1 s, then 5 s of work: 6 s), or for one of them across a link (c local and b
-// remote: 1 + 2 + 2.5 = 5.5 s), so the bound is 5.5 + d's second = 6.5 s. The
-// fastest placement of the sixteen keeps all four together: 7 s.
+// free. Looking at d's producers only, d waits either for b and c in series on
+// its device (a at 1 s, then 5 s of work: 6 s), or for one of them across a
+// link (c local and b elsewhere, b no earlier than its own 1 s: 1 + 2 + 2.5 =
+// 5.5 s). The ancestors' cone sees a too: b sent away waits for a's tensor to
+// leave d's device (1 + 2.5), runs 2 s and comes back (+ 2.5): 8 s; a sent
+// away too delays c the same way. So d starts at 6 s at the earliest and the
+// bound is 7 s: the fastest placement of the sixteen, all four together.
 TEST(LowerBound, JoinsOfAForkHandComputed) {
   Graph g;
   const OpId a = add(g, "a", {}, {4});
@@ -428,8 +432,8 @@ TEST(LowerBound, JoinsOfAForkHandComputed) {
   m.set_link(DeviceId(1), DeviceId(0), 2.5, 1e18);
   const LowerBound lb = lower_bound_parts(g, cl, m);
   EXPECT_DOUBLE_EQ(lb.critical_path_s, 5.0);
-  EXPECT_NEAR(lb.joins_s, 6.5, 1e-8);  // a hair below (round-off, lower_bound.cc)
-  EXPECT_NEAR(lb.value(), 6.5, 1e-8);
+  EXPECT_NEAR(lb.joins_s, 7.0, 1e-8);  // a hair below (round-off, lower_bound.cc)
+  EXPECT_NEAR(lb.value(), 7.0, 1e-8);
   double best = std::numeric_limits<double>::infinity();
   for (int mask = 0; mask < 16; ++mask) {
     Placement p;
@@ -472,6 +476,68 @@ TEST(LowerBound, JoinsCountEveryAncestorOnTheDevice) {
     best = std::min(best, simulate(g, p, cl, m).step_s);
   }
   EXPECT_DOUBLE_EQ(best, 6.0);
+}
+
+// Two chains leave a (1 s) and meet at d (1 s): b1, b2 (2 s each) and c1, c2
+// (1.5 s each); every transfer takes 1 s. Sending the c chain to the other
+// device is fastest (a's tensor leaves at 1 s, c1 and c2 run there from 2 s to
+// 5 s, back at 6 s while a, b1 and b2 end at 5 s: d from 6 to 7 s). The cone
+// finds that choice: a chain sent away runs on one device with no transfer
+// between its ops, and pays its way out and back. Bound = fastest placement.
+TEST(LowerBound, JoinsSendAChainAwayAndBack) {
+  Graph g;
+  const OpId a = add(g, "a", {}, {4});
+  const OpId b1 = add(g, "b1", {{a, 0}}, {4});
+  const OpId b2 = add(g, "b2", {{b1, 0}}, {4});
+  const OpId c1 = add(g, "c1", {{a, 0}}, {4});
+  const OpId c2 = add(g, "c2", {{c1, 0}}, {4});
+  add(g, "d", {{b2, 0}, {c2, 0}}, {4});
+  const Cluster cl = cluster_of(2);
+  CostModel m = CostModel::uniform(6, 2, 0.0);
+  const double seconds[] = {1.0, 2.0, 2.0, 1.5, 1.5, 1.0};
+  for (int o = 0; o < 6; ++o)
+    for (int d = 0; d < 2; ++d) m.set_op_seconds(OpId(o), DeviceId(d), seconds[o]);
+  m.set_link(DeviceId(0), DeviceId(1), 1.0, 1e18);
+  m.set_link(DeviceId(1), DeviceId(0), 1.0, 1e18);
+  double best = std::numeric_limits<double>::infinity();
+  for (int mask = 0; mask < 64; ++mask) {
+    Placement p;
+    for (int o = 0; o < 6; ++o) p.device_of.push_back(DeviceId((mask >> o) & 1));
+    best = std::min(best, simulate(g, p, cl, m).step_s);
+  }
+  EXPECT_DOUBLE_EQ(best, 7.0);
+  EXPECT_NEAR(lower_bound_parts(g, cl, m).joins_s, 7.0, 1e-8);
+}
+
+// The branch and bound's cuts never change the least: on random DAGs (12 to
+// 30 ops, 2 or 3 devices, some ops taking no time, some co-located pairs) the
+// bound with the cuts equals the bound with every choice of every cone tried,
+// for cones of 6 and 10 ops (at most 2,047 nodes: never cut short).
+TEST(LowerBound, ConeSearchCutsNeverChangeTheLeast) {
+  std::mt19937_64 rng(53);
+  int differs_from_producers = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    const int D = 2 + trial % 2;
+    const int n = 12 + static_cast<int>(rng() % 19);
+    Graph g = random_dag(rng, n);
+    const int a = static_cast<int>(rng() % n), b = static_cast<int>(rng() % n);
+    if (trial % 3 == 2 && a != b) g.mutable_op(OpId(a)).group = g.mutable_op(OpId(b)).group = "g";
+    const Cluster cl = cluster_of(D);
+    CostModel m = random_costs(rng, n, D, trial);
+    for (int o = 0; o < n; ++o)
+      if (rng() % 6 == 0)
+        for (int d = 0; d < D; ++d) m.set_op_seconds(OpId(o), DeviceId(d), 0.0);
+    std::uniform_real_distribution<double> latency(0.0, 2.0);
+    for (int x = 0; x < D; ++x)
+      for (int y = 0; y < D; ++y)
+        if (x != y) m.set_link(DeviceId(x), DeviceId(y), latency(rng), 1e3 + 1e4 * latency(rng));
+    for (const int cone : {6, 10}) {
+      const double cut = detail::joins_bound_for_tests(g, cl, m, cone, true);
+      EXPECT_DOUBLE_EQ(cut, detail::joins_bound_for_tests(g, cl, m, cone, false)) << "trial " << trial;
+      differs_from_producers += cut > detail::joins_bound_for_tests(g, cl, m, 1, true) + 1e-9;
+    }
+  }
+  EXPECT_GT(differs_from_producers, 12);  // the cones do bind (20 of the 80)
 }
 
 // Deeper random DAGs (7 to 11 ops on two devices, 6 to 8 on three; transfers
