@@ -182,7 +182,8 @@ void run_place(const PlaceArgs& a) {
   std::printf("simulated     %.6g s per %s (%s)\n", s.step_s, unit_of(env), step_status_name(s.status));
   if (env.options().objective == Objective::Pipeline)
     std::printf("pipeline      %s\n", pipeline_figures_text(pipeline_figures(s, env.options().pipeline)).c_str());
-  std::printf("lower bound   %.6g s (gap %.1f%%)\n", lb, lb > 0 ? 100.0 * (s.step_s - lb) / lb : 0.0);
+  std::printf("lower bound   %.6g s (gap %.1f%%)%s\n", lb, lb > 0 ? 100.0 * (s.step_s - lb) / lb : 0.0,
+              s.ok() ? bound_note(s.step_s, lb) : "");
   std::printf("placed in     %.3f s\n", r.place_seconds);
   std::printf("%s", policy_report.c_str());
   if (!r.note.empty()) std::printf("note          %s\n", r.note.c_str());

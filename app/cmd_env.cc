@@ -86,8 +86,9 @@ void print_simulated(const SimulatedProblem& sp, const Cluster& cluster, const S
   std::printf("status: %s%s%s\n", step_status_name(r.status), r.message.empty() ? "" : ": ", r.message.c_str());
   std::printf(
       "step: %.6g s   lower bound: %.6g s (critical path %.6g, with joins %.6g, average work %.6g, LP %.6g, "
-      "co-location group %.6g)   gap: %.2f%%\n",
-      r.step_s, lb.value(), lb.critical_path_s, lb.joins_s, lb.average_work_s, lb.lp_s, lb.group_s, 100 * gap);
+      "co-location group %.6g)   gap: %.2f%%%s\n",
+      r.step_s, lb.value(), lb.critical_path_s, lb.joins_s, lb.average_work_s, lb.lp_s, lb.group_s, 100 * gap,
+      r.ok() ? bound_note(r.step_s, lb.value()) : "");
   if (sp.run.spec()) std::printf("pipeline: %s\n", pipeline_figures_text(pipeline_figures(r, *sp.run.spec())).c_str());
   std::printf("transfers: %lld bytes\n", static_cast<long long>(r.transfer_bytes));
   for (size_t d = 0; d < r.devices.size(); ++d) {

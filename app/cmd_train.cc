@@ -135,8 +135,9 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
     std::printf("\n");
   }
   if (r.lower_bound_s > 0)
-    std::printf("  lower bound %.6g s: the result is %.1f%% above it\n", r.lower_bound_s,
-                100.0 * (r.best_step_s / r.lower_bound_s - 1.0));
+    std::printf("  lower bound %.6g s: the result is %.1f%% above it%s\n", r.lower_bound_s,
+                100.0 * (r.best_step_s / r.lower_bound_s - 1.0),
+                r.measurements > 0 ? "" : bound_note(r.best_step_s, r.lower_bound_s));  // simulated steps only
   for (const auto& [g, v] : r.held_out)
     std::printf("  held-out %-30s %.6g s (placed in %.3f s, no training)\n", g.c_str(), v.first, v.second);
   std::printf("  results in %s (train.csv, reward.svg, best_placement.json, summary.json, checkpoint.pt)\n",

@@ -96,6 +96,9 @@ class RunGraph {
 
 // Nothing under the step objective, else " (pipeline objective: 4 micro-batches, 1f1b; every time is ...)".
 std::string objective_note(const RewardSettings& settings);
+// " (reaches it: optimal under this cost model)" where a step is at its lower
+// bound (within round-off, 1e-6), else "": no placement can be faster.
+const char* bound_note(double step_s, double lower_bound_s);
 // A JSON object's text with a "pipeline" field (env/pipeline_objective.h's figures) added at its end.
 std::string with_pipeline_figures(const std::string& json, const StepResult& result, const PipelineSpec& spec);
 

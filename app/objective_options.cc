@@ -37,6 +37,12 @@ void apply_objective(const ObjectiveArgs& a, RewardSettings* settings) {
   if (a.pipeline()) settings->pipeline = a.spec();
 }
 
+const char* bound_note(double step_s, double lower_bound_s) {
+  return lower_bound_s > 0 && step_s > 0 && step_s <= lower_bound_s * (1.0 + 1e-6)
+             ? " (reaches it: optimal under this cost model)"
+             : "";
+}
+
 std::string objective_note(const RewardSettings& settings) {
   if (settings.objective != Objective::Pipeline) return "";
   return " (pipeline objective: " + pipeline_spec_text(settings.pipeline) + "; every time is one mini-batch's)";

@@ -89,4 +89,13 @@ EOF
 "$PLACER" train --config "$TMP/stages.yaml" > "$TMP/stages.out" 2>&1 || fail "train in unit stages: $(tail -3 "$TMP/stages.out")"
 grep -q "| stage 1/2, [0-9]* units" "$TMP/stages.out" || fail "progress: no stage 1: $(cat "$TMP/stages.out")"
 grep -q "| stage 2/2, [0-9]* units" "$TMP/stages.out" || fail "progress: no stage 2: $(cat "$TMP/stages.out")"
+# A placement at its lower bound is said to be optimal: a forward-only MLP is a chain, and one device runs it in
+# exactly its critical path; the training graph's single-device step is above its bound and is not called optimal.
+"$PLACER" graph build mlp --forward-only -o "$TMP/chain.json" > /dev/null || fail "graph build --forward-only"
+"$PLACER" place --method single --graph "$TMP/chain.json" --cluster k80x4 -o "$TMP/chain_p.json" > "$TMP/chain.out" ||
+  fail "place a chain"
+grep -q "^lower bound .*(reaches it: optimal under this cost model)" "$TMP/chain.out" || fail "chain: $(cat "$TMP/chain.out")"
+"$PLACER" simulate --graph "$TMP/chain.json" --cluster k80x4 --placement "$TMP/chain_p.json" | grep -q "optimal" ||
+  fail "simulate: a chain on one device not called optimal"
+if grep -q "optimal" "$TMP/single.out"; then fail "single on the training graph called optimal: $(cat "$TMP/single.out")"; fi
 echo "place_cli: ok"
