@@ -139,20 +139,29 @@ Neighbours neighbours(const Graph& graph, const CostModel& costs, int32_t D) {
 //    those prefixes are tried.
 //  - ancestors: the same over a cone of up to 24 ancestors (those finishing
 //    latest first): whichever of them share v's device (R) ran there before v,
-//    one at a time, each released at its head or a transfer after a producer of
-//    it in the cone that is not in R; v waits for R's schedule and for the
-//    transfers from its cone producers outside R. The least over every R
-//    (co-located ops decided together) by branch and bound: a partial choice's
-//    value never exceeds a completion's, so a branch at or above the best leaf
-//    is cut. Where the search would pass 4,096 nodes, the cone is halved and tried
+//    one at a time (released as value() says; ops outside R pay their round
+//    trip); v waits for R's schedule and for the transfers from its cone
+//    producers outside R. The least over every R (co-located ops decided
+//    together) by branch and bound: a partial choice's value never exceeds a
+//    completion's, so a branch at or above the best leaf is cut. Where the
+//    search would pass its nodes (ConeSearch), the cone is halved and tried
 //    again (none left: the producers' argument alone).
 // head[v] is the largest of the plain longest path and the two arguments.
-// How the cones are searched: 24 ops and 4,096 nodes by default; tests
-// also run small cones with the cuts off (lower_bound_detail.h).
+// How the cones are searched: up to 24 ops, and a search given up (the cone
+// halved) past `nodes`: 128 on graphs of up to 4,000 ops, fewer on larger ones
+// (512,000 / ops, at least 8), so that a pass stays within about 2 million
+// nodes however large or dense the graph (cones of 8 past 8,000 ops); tests also
+// run small cones with no limit and the cuts off (lower_bound_detail.h).
 struct ConeSearch {
   int32_t cone = 24;
-  int64_t nodes = 4096;
+  int64_t nodes = 128;
   bool prune = true;
+  static ConeSearch for_graph(int64_t ops) {
+    ConeSearch how;
+    how.nodes = std::clamp<int64_t>(512000 / std::max<int64_t>(1, ops), 8, 128);
+    if (how.nodes < 64) how.cone = 8;  // a search of a few dozen nodes cannot finish a larger cone
+    return how;
+  }
 };
 
 class JoinsPass {
@@ -254,7 +263,7 @@ class JoinsPass {
     choice_.assign(cone_.size(), kUndecided);
     best_ = kInf;
     nodes_ = 0;
-    const bool done = search(v, 0);
+    const bool done = search(v, 0, value(v));
     for (int32_t u : seen_) where_[u] = -1;
     seen_.clear();
     if (!done) return -1.0;
@@ -297,10 +306,9 @@ class JoinsPass {
     return t;
   }
 
-  // Depth first over the cone's ops, local before remote; false once the nodes are passed.
-  bool search(int32_t v, size_t i) {
+  // Depth first over the cone's ops (x: the value of the choices made); false once the nodes are passed.
+  bool search(int32_t v, size_t i, double x) {
     if (++nodes_ > how_.nodes) return false;
-    const double x = value(v);
     if (x >= best_ && how_.prune) return true;
     if (i == cone_.size()) {
       best_ = std::min(best_, x);
@@ -311,10 +319,18 @@ class JoinsPass {
     if (together(u, v)) only = kLocal;
     for (size_t j = 0; j < i && only == kUndecided; ++j)
       if (together(u, cone_[j])) only = choice_[j];
+    // The child with the smaller value first: good leaves early cut more.
+    std::pair<double, Choice> child[2];
+    int children = 0;
     for (Choice c : {kLocal, kRemote}) {
       if (only != kUndecided && c != only) continue;
       choice_[i] = c;
-      if (!search(v, i + 1)) return false;
+      child[children++] = {value(v), c};
+    }
+    if (children == 2 && child[1].first < child[0].first) std::swap(child[0], child[1]);
+    for (int k = 0; k < children; ++k) {
+      choice_[i] = child[k].second;
+      if (!search(v, i + 1, child[k].first)) return false;
     }
     choice_[i] = kUndecided;
     return true;
@@ -335,7 +351,7 @@ class JoinsPass {
   int64_t nodes_ = 0;
 };
 
-double joins_bound(const Neighbours& nb, const std::vector<double>& fastest, ConeSearch how = {}) {
+double joins_bound(const Neighbours& nb, const std::vector<double>& fastest, ConeSearch how) {
   const std::vector<double> est = JoinsPass(nb, fastest, true, how).run();
   const std::vector<double> tail = JoinsPass(nb, fastest, false, how).run();
   double bound = 0.0;
@@ -466,7 +482,7 @@ LowerBound lower_bound_parts(const Graph& graph, const Cluster& cluster, const C
   const Neighbours nb = neighbours(graph, costs, D);
   std::vector<double> fastest;
   path_work_and_group_bounds(graph, costs, D, nb.groups, lb, fastest);
-  lb.joins_s = joins_bound(nb, fastest);
+  lb.joins_s = joins_bound(nb, fastest, ConeSearch::for_graph(n));
   const DeviceClasses classes = device_classes(costs, n, D);
   if (classes.rep.size() <= 1) return lb;  // the LP equals the average work
   const std::map<std::vector<double>, double> rows = merged_cost_rows(costs, n, classes);
@@ -489,7 +505,7 @@ double detail::joins_bound_for_tests(const Graph& graph, const Cluster& cluster,
   ConeSearch how;
   how.cone = cone;
   how.prune = prune;
-  how.nodes = prune ? how.nodes : int64_t{1} << 40;
+  how.nodes = int64_t{1} << 40;  // never given up: the cuts are what is tested
   return joins_bound(nb, fastest, how);
 }
 
