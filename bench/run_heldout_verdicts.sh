@@ -9,6 +9,9 @@
 # slower than local_search's median, "bound reached" where both medians are
 # within 2% of the bound (heldout_bench's rule).
 # Usage: bash bench/run_heldout_verdicts.sh [BUILD_DIR] [HELDOUT_DIR] > table.md
+#   SECTION (a heading's start), LS_COL and LEARNED_COL (0-based columns of the
+#   "median / worst" cells) pick another table of the file; the defaults read
+#   the section above. The first table: SECTION="# Held-out graphs" LS_COL=5 LEARNED_COL=12.
 set -euo pipefail
 BUILD=${1:-build}
 DATA=${2:-/tmp/placer-heldout}
@@ -23,23 +26,33 @@ for g in resnet18 mobilenet_v2 lstm_lm dlrm gpt2 transformer_mt; do
       "$g" "$c" "$WORK/s.json" >> "$WORK/bounds"
   done
 done
-sed -n '/^## Unit stages and refinement together/,/^\*\*/p' bench/results/learned_heldout.md | grep '^| [a-z]' |
-  grep -v '^| graph' > "$WORK/rows"
-python3 - "$WORK/bounds" "$WORK/rows" <<'PY'
+SECTION=${SECTION:-"## Unit stages and refinement together"}
+python3 - "$SECTION" > "$WORK/rows" <<'PY'  # the first table after the heading: its rows
 import sys
+lines = open("bench/results/learned_heldout.md").read().splitlines()
+start = next(i for i, l in enumerate(lines) if l.startswith(sys.argv[1]))
+first = next(i for i in range(start, len(lines)) if lines[i].startswith("| graph"))
+for l in lines[first + 2:]:
+    if not l.startswith("|"):
+        break
+    print(l)
+PY
+LS_COL=${LS_COL:-3} LEARNED_COL=${LEARNED_COL:-4} python3 - "$WORK/bounds" "$WORK/rows" <<'PY'
+import os, sys
+ls_col, learned_col = int(os.environ["LS_COL"]), int(os.environ["LEARNED_COL"])
 bounds = {}
 for line in open(sys.argv[1]):
     g, c, b = line.split()
     bounds[(g, c)] = float(b) * 1e3
 print("| graph | preset | budget | lower bound (ms) | local_search median / worst (ms) | gap to bound "
-      "| learned_refine, 4 stages, median / worst (ms) | gap to bound | vs local_search | verdict |")
+      "| learned median / worst (ms) | gap to bound | vs local_search | verdict |")
 print("|---|---|---|---:|---|---:|---|---:|---:|---|")
 wins = reached = 0
 for line in open(sys.argv[2]):
     f = [x.strip() for x in line.strip().strip("|").split("|")]
     g, c, budget = f[0], f[1], f[2]
-    ls_med, ls_worst = (float(x) for x in f[3].split("/"))
-    lr_med, lr_worst = (float(x) for x in f[4].split("/"))
+    ls_med, ls_worst = (float(x) for x in f[ls_col].split("/"))
+    lr_med, lr_worst = (float(x) for x in f[learned_col].split("/"))
     b = bounds[(g, c)]
     faster = 1 - lr_med / ls_med  # as heldout_bench prints it
     verdict = ""
@@ -48,7 +61,8 @@ for line in open(sys.argv[2]):
     elif ls_med <= 1.02 * b and lr_med <= 1.02 * b:
         verdict, reached = "bound reached", reached + 1
     print("| %s | %s | %s | %.3f | %s | %+.1f%% | %s | %+.1f%% | %+.1f%% | %s |" % (
-        g, c, budget, b, f[3], 100 * (ls_med / b - 1), f[4], 100 * (lr_med / b - 1), 100 * faster, verdict))
+        g, c, budget, b, f[ls_col], 100 * (ls_med / b - 1), f[learned_col], 100 * (lr_med / b - 1), 100 * faster,
+        verdict))
 print()
 print("Settled: %d wins and %d cells with the bound reached, of %d." % (wins, reached, sum(1 for _ in open(sys.argv[2]))))
 PY
