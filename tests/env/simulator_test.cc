@@ -9,6 +9,7 @@
 #include <random>
 #include <type_traits>
 
+#include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
 
 namespace placer {
@@ -408,6 +409,37 @@ TEST(LowerBound, HandComputedParts) {
   EXPECT_EQ(lc.group_s, 0.0);  // no co-location groups
 }
 
+// The fastest simulated step over every placement of g on cl's devices that
+// keeps each co-location group on one device (validate_placement's rule).
+double fastest_of_every_placement(const Graph& g, const Cluster& cl, const CostModel& m) {
+  const int n = static_cast<int>(g.size()), D = cl.size();
+  const Grouping groups = colocation_groups(g);
+  int64_t count = 1;
+  for (int o = 0; o < n; ++o) count *= D;
+  double best = std::numeric_limits<double>::infinity();
+  for (int64_t code = 0; code < count; ++code) {
+    Placement p;
+    int64_t x = code;
+    for (int o = 0; o < n; ++o, x /= D) p.device_of.push_back(DeviceId(static_cast<int32_t>(x % D)));
+    bool split = false;
+    for (int o = 0; o < n; ++o) split |= p.device_of[o] != p.device_of[groups.members[groups.group_of[o]][0].value];
+    if (!split) best = std::min(best, simulate(g, p, cl, m).step_s);
+  }
+  return best;
+}
+
+// a -> b1 -> b2 -> d and a -> c1 -> c2 -> d, ops 0 to 5 in that order.
+Graph two_chains() {
+  Graph g;
+  const OpId a = add(g, "a", {}, {4});
+  const OpId b1 = add(g, "b1", {{a, 0}}, {4});
+  const OpId b2 = add(g, "b2", {{b1, 0}}, {4});
+  const OpId c1 = add(g, "c1", {{a, 0}}, {4});
+  const OpId c2 = add(g, "c2", {{c1, 0}}, {4});
+  add(g, "d", {{b2, 0}, {c2, 0}}, {4});
+  return g;
+}
+
 // A fork and join: a (1 s) feeds b (2 s) and c (3 s), both feed d (1 s);
 // transfers cost 2.5 s. The critical path (5 s) runs b and c side by side for
 // free. Looking at d's producers only, d waits either for b and c in series on
@@ -434,13 +466,7 @@ TEST(LowerBound, JoinsOfAForkHandComputed) {
   EXPECT_DOUBLE_EQ(lb.critical_path_s, 5.0);
   EXPECT_NEAR(lb.joins_s, 7.0, 1e-8);  // a hair below (round-off, lower_bound.cc)
   EXPECT_NEAR(lb.value(), 7.0, 1e-8);
-  double best = std::numeric_limits<double>::infinity();
-  for (int mask = 0; mask < 16; ++mask) {
-    Placement p;
-    for (int o = 0; o < 4; ++o) p.device_of.push_back(DeviceId((mask >> o) & 1));
-    best = std::min(best, simulate(g, p, cl, m).step_s);
-  }
-  EXPECT_DOUBLE_EQ(best, 7.0);
+  EXPECT_DOUBLE_EQ(fastest_of_every_placement(g, cl, m), 7.0);
   // Free transfers: the joins bound is the critical path.
   m.set_link(DeviceId(0), DeviceId(1), 0.0, 1e18);
   m.set_link(DeviceId(1), DeviceId(0), 0.0, 1e18);
@@ -455,13 +481,7 @@ TEST(LowerBound, JoinsOfAForkHandComputed) {
 // 100 s transfer), so d starts at 5 s and the bound is 6 s: the single device's
 // step, the fastest of the 64 placements.
 TEST(LowerBound, JoinsCountEveryAncestorOnTheDevice) {
-  Graph g;
-  const OpId a = add(g, "a", {}, {4});
-  const OpId b1 = add(g, "b1", {{a, 0}}, {4});
-  const OpId b2 = add(g, "b2", {{b1, 0}}, {4});
-  const OpId c1 = add(g, "c1", {{a, 0}}, {4});
-  const OpId c2 = add(g, "c2", {{c1, 0}}, {4});
-  add(g, "d", {{b2, 0}, {c2, 0}}, {4});
+  const Graph g = two_chains();
   const Cluster cl = cluster_of(2);
   CostModel m = CostModel::uniform(6, 2, 1.0);
   m.set_link(DeviceId(0), DeviceId(1), 100.0, 1e18);
@@ -469,13 +489,7 @@ TEST(LowerBound, JoinsCountEveryAncestorOnTheDevice) {
   const LowerBound lb = lower_bound_parts(g, cl, m);
   EXPECT_DOUBLE_EQ(lb.critical_path_s, 4.0);
   EXPECT_NEAR(lb.joins_s, 6.0, 1e-8);
-  double best = std::numeric_limits<double>::infinity();
-  for (int mask = 0; mask < 64; ++mask) {
-    Placement p;
-    for (int o = 0; o < 6; ++o) p.device_of.push_back(DeviceId((mask >> o) & 1));
-    best = std::min(best, simulate(g, p, cl, m).step_s);
-  }
-  EXPECT_DOUBLE_EQ(best, 6.0);
+  EXPECT_DOUBLE_EQ(fastest_of_every_placement(g, cl, m), 6.0);
 }
 
 // Two chains leave a (1 s) and meet at d (1 s): b1, b2 (2 s each) and c1, c2
@@ -485,13 +499,7 @@ TEST(LowerBound, JoinsCountEveryAncestorOnTheDevice) {
 // finds that choice: a chain sent away runs on one device with no transfer
 // between its ops, and pays its way out and back. Bound = fastest placement.
 TEST(LowerBound, JoinsSendAChainAwayAndBack) {
-  Graph g;
-  const OpId a = add(g, "a", {}, {4});
-  const OpId b1 = add(g, "b1", {{a, 0}}, {4});
-  const OpId b2 = add(g, "b2", {{b1, 0}}, {4});
-  const OpId c1 = add(g, "c1", {{a, 0}}, {4});
-  const OpId c2 = add(g, "c2", {{c1, 0}}, {4});
-  add(g, "d", {{b2, 0}, {c2, 0}}, {4});
+  const Graph g = two_chains();
   const Cluster cl = cluster_of(2);
   CostModel m = CostModel::uniform(6, 2, 0.0);
   const double seconds[] = {1.0, 2.0, 2.0, 1.5, 1.5, 1.0};
@@ -499,13 +507,7 @@ TEST(LowerBound, JoinsSendAChainAwayAndBack) {
     for (int d = 0; d < 2; ++d) m.set_op_seconds(OpId(o), DeviceId(d), seconds[o]);
   m.set_link(DeviceId(0), DeviceId(1), 1.0, 1e18);
   m.set_link(DeviceId(1), DeviceId(0), 1.0, 1e18);
-  double best = std::numeric_limits<double>::infinity();
-  for (int mask = 0; mask < 64; ++mask) {
-    Placement p;
-    for (int o = 0; o < 6; ++o) p.device_of.push_back(DeviceId((mask >> o) & 1));
-    best = std::min(best, simulate(g, p, cl, m).step_s);
-  }
-  EXPECT_DOUBLE_EQ(best, 7.0);
+  EXPECT_DOUBLE_EQ(fastest_of_every_placement(g, cl, m), 7.0);
   EXPECT_NEAR(lower_bound_parts(g, cl, m).joins_s, 7.0, 1e-8);
 }
 
@@ -552,14 +554,9 @@ TEST(LowerBound, NeverAboveTheFastestOfEveryPlacementOfDeeperDags) {
     const int D = trial % 4 == 3 ? 3 : 2;
     const int n = D == 3 ? 6 + static_cast<int>(rng() % 3) : 7 + static_cast<int>(rng() % 5);
     Graph g = random_dag(rng, n);
-    std::vector<int> group(n, -1);  // a pair of ops co-located (Op::group) in a third of the trials
-    if (trial % 3 == 2) {
+    if (trial % 3 == 2) {  // a pair of ops co-located (Op::group) in a third of the trials
       const int a = static_cast<int>(rng() % n), b = static_cast<int>(rng() % n);
-      if (a != b) {
-        g.mutable_op(OpId(a)).group = g.mutable_op(OpId(b)).group = "g";
-        group[a] = b;
-        group[b] = a;
-      }
+      if (a != b) g.mutable_op(OpId(a)).group = g.mutable_op(OpId(b)).group = "g";
     }
     const Cluster cl = cluster_of(D);
     CostModel m = random_costs(rng, n, D, trial);
@@ -572,18 +569,7 @@ TEST(LowerBound, NeverAboveTheFastestOfEveryPlacementOfDeeperDags) {
         if (a != b) m.set_link(DeviceId(a), DeviceId(b), latency(rng), 1e3 + 1e4 * latency(rng));
     const LowerBound lb = lower_bound_parts(g, cl, m);
     above_path += lb.joins_s > lb.critical_path_s + 1e-9;
-    double best = std::numeric_limits<double>::infinity();
-    int64_t count = 1;
-    for (int o = 0; o < n; ++o) count *= D;
-    for (int64_t code = 0; code < count; ++code) {
-      Placement p;
-      int64_t x = code;
-      for (int o = 0; o < n; ++o, x /= D) p.device_of.push_back(DeviceId(static_cast<int32_t>(x % D)));
-      bool split = false;
-      for (int o = 0; o < n; ++o) split |= group[o] >= 0 && p.device_of[o] != p.device_of[group[o]];
-      if (!split) best = std::min(best, simulate(g, p, cl, m).step_s);
-    }
-    EXPECT_LE(lb.value(), best + 1e-12) << "trial " << trial;
+    EXPECT_LE(lb.value(), fastest_of_every_placement(g, cl, m) + 1e-12) << "trial " << trial;
   }
   EXPECT_GT(above_path, 50);
 }
@@ -611,21 +597,7 @@ TEST(LowerBound, NeverAboveTheFastestOfEveryPlacementOfSmallDags) {
     const LowerBound lb = lower_bound_parts(g, cl, m);
     EXPECT_GE(lb.joins_s, lb.critical_path_s * (1.0 - 1e-9) - 1e-12);
     joins_binding += lb.joins_s > std::max({lb.critical_path_s, lb.average_work_s, lb.lp_s, lb.group_s}) + 1e-9;
-    double best = std::numeric_limits<double>::infinity();
-    int64_t count = 1;
-    for (int o = 0; o < n; ++o) count *= D;
-    for (int64_t code = 0; code < count; ++code) {
-      Placement p;
-      int64_t x = code;
-      for (int o = 0; o < n; ++o, x /= D) p.device_of.push_back(DeviceId(static_cast<int32_t>(x % D)));
-      const std::string& grp = g.op(OpId(n - 1)).group;
-      bool split = false;
-      for (int o = 0; o < n && !grp.empty(); ++o)
-        split |= g.op(OpId(o)).group == grp && p.device_of[o] != p.device_of[n - 1];
-      if (split) continue;
-      best = std::min(best, simulate(g, p, cl, m).step_s);
-    }
-    EXPECT_LE(lb.value(), best + 1e-12) << "trial " << trial;
+    EXPECT_LE(lb.value(), fastest_of_every_placement(g, cl, m) + 1e-12) << "trial " << trial;
   }
   EXPECT_GT(joins_binding, 15);
 }
