@@ -199,6 +199,12 @@ class JoinsPass {
     double release, time;
   };
 
+  struct Cand {  // a producer of v in producers()
+    double remote;
+    Job job;
+    bool forced;  // co-located with v
+  };
+
   bool together(int32_t a, int32_t b) const { return nb_.together(a, b); }
 
   // Earliest release first: when the last of `jobs` can end on one device.
@@ -210,12 +216,8 @@ class JoinsPass {
   }
 
   double producers(int32_t v) {
-    struct Cand {
-      double remote;
-      Job job;
-      bool forced;  // co-located with v
-    };
-    std::vector<Cand> cands;
+    std::vector<Cand>& cands = cands_;
+    cands.clear();
     for (const auto& l : in_[v])
       cands.push_back({head_[l.op] + p_[l.op] + l.xfer, {head_[l.op], p_[l.op]}, together(l.op, v)});
     std::sort(cands.begin(), cands.end(), [](const Cand& x, const Cand& y) { return x.remote > y.remote; });
@@ -238,7 +240,8 @@ class JoinsPass {
   // The least over R of the cone (see above), or -1 where the search passed its nodes.
   double ancestors(int32_t v, int32_t size) {
     cone_.clear();
-    std::vector<std::pair<double, int32_t>> heap;  // (end of the ancestor's head + time, op)
+    std::vector<std::pair<double, int32_t>>& heap = heap_;  // (end of the ancestor's head + time, op)
+    heap.clear();
     auto push = [&](int32_t u) {
       if (where_[u] != -1) return;
       where_[u] = -2;  // seen
@@ -347,6 +350,8 @@ class JoinsPass {
   std::vector<Choice> choice_;
   std::vector<Job> jobs_;
   std::vector<double> ready_;
+  std::vector<Cand> cands_;  // kept between ops so that the hot loop does not allocate
+  std::vector<std::pair<double, int32_t>> heap_;
   double best_ = kInf;
   int64_t nodes_ = 0;
 };

@@ -457,9 +457,7 @@ TEST(LowerBound, JoinsOfAForkHandComputed) {
   add(g, "d", {{b, 0}, {c, 0}}, {4});
   const Cluster cl = cluster_of(2);
   CostModel m = CostModel::uniform(4, 2, 0.0);
-  const double seconds[] = {1.0, 2.0, 3.0, 1.0};
-  for (int o = 0; o < 4; ++o)
-    for (int d = 0; d < 2; ++d) m.set_op_seconds(OpId(o), DeviceId(d), seconds[o]);
+  set_costs(m, {1.0, 2.0, 3.0, 1.0});
   m.set_link(DeviceId(0), DeviceId(1), 2.5, 1e18);
   m.set_link(DeviceId(1), DeviceId(0), 2.5, 1e18);
   const LowerBound lb = lower_bound_parts(g, cl, m);
@@ -502,9 +500,7 @@ TEST(LowerBound, JoinsSendAChainAwayAndBack) {
   const Graph g = two_chains();
   const Cluster cl = cluster_of(2);
   CostModel m = CostModel::uniform(6, 2, 0.0);
-  const double seconds[] = {1.0, 2.0, 2.0, 1.5, 1.5, 1.0};
-  for (int o = 0; o < 6; ++o)
-    for (int d = 0; d < 2; ++d) m.set_op_seconds(OpId(o), DeviceId(d), seconds[o]);
+  set_costs(m, {1.0, 2.0, 2.0, 1.5, 1.5, 1.0});
   m.set_link(DeviceId(0), DeviceId(1), 1.0, 1e18);
   m.set_link(DeviceId(1), DeviceId(0), 1.0, 1e18);
   EXPECT_DOUBLE_EQ(fastest_of_every_placement(g, cl, m), 7.0);
