@@ -30,8 +30,12 @@ SECTION=${SECTION:-"## Unit stages and refinement together"}
 python3 - "$SECTION" > "$WORK/rows" <<'PY'  # the first table after the heading: its rows
 import sys
 lines = open("bench/results/learned_heldout.md").read().splitlines()
-start = next(i for i, l in enumerate(lines) if l.startswith(sys.argv[1]))
-first = next(i for i in range(start, len(lines)) if lines[i].startswith("| graph"))
+start = next((i for i, l in enumerate(lines) if l.startswith(sys.argv[1])), None)
+if start is None:
+    sys.exit("run_heldout_verdicts: SECTION: no line of bench/results/learned_heldout.md starts with '%s'" % sys.argv[1])
+first = next((i for i in range(start, len(lines)) if lines[i].startswith("| graph")), None)
+if first is None:
+    sys.exit("run_heldout_verdicts: SECTION: no table after '%s'" % sys.argv[1])
 for l in lines[first + 2:]:
     if not l.startswith("|"):
         break
@@ -51,8 +55,12 @@ wins = reached = 0
 for line in open(sys.argv[2]):
     f = [x.strip() for x in line.strip().strip("|").split("|")]
     g, c, budget = f[0], f[1], f[2]
-    ls_med, ls_worst = (float(x) for x in f[ls_col].split("/"))
-    lr_med, lr_worst = (float(x) for x in f[learned_col].split("/"))
+    try:
+        ls_med, ls_worst = (float(x) for x in f[ls_col].split("/"))
+        lr_med, lr_worst = (float(x) for x in f[learned_col].split("/"))
+    except (IndexError, ValueError):
+        sys.exit("run_heldout_verdicts: LS_COL=%d / LEARNED_COL=%d: not 'median / worst' cells in row: %s"
+                 % (ls_col, learned_col, line.strip()))
     b = bounds[(g, c)]
     faster = 1 - lr_med / ls_med  # as heldout_bench prints it
     verdict = ""
