@@ -38,6 +38,7 @@ struct PlaceArgs {
   std::string policy;
   double time_budget_s = 1.0;
   bool no_refine = false;
+  bool no_fast_path = false;
   std::string graph;
   std::string cluster;
   std::string devices;
@@ -119,13 +120,20 @@ void print_stages(const Environment& env, const Placement& placement) {
                           .c_str());
 }
 
-// `placer place --policy NAME|DIR`: the policy alone, then local_search from
-// its placement for the rest of --time-budget (counted from when the command
-// began reading the graph: `setup_s` already spent); both printed apart.
+// `placer place --policy NAME|DIR`: the policy alone and, beside it, the fast
+// path's heuristics; then local_search from the faster for the rest of
+// --time-budget (counted from when the command began reading the graph:
+// `setup_s` already spent). Each printed apart; `method` names who found the
+// answer.
 PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx, double setup_s, std::string* report) {
-  const PolicyAnswer pa = place_with_policy(a.policy, ctx, a.time_budget_s - setup_s, !a.no_refine);
+  static const std::vector<std::string> kNone;
+  const bool fast_path = !a.no_refine && !a.no_fast_path;
+  const PolicyAnswer pa = place_with_policy(a.policy, ctx, a.time_budget_s - setup_s, !a.no_refine,
+                                            fast_path ? policy_fast_path() : kNone);
   PlaceResult r = pa.policy;
-  r.method = "policy:" + a.policy + (pa.improved ? "+local_search" : "");
+  r.method = pa.found_by == "policy" || pa.found_by == "policy+local_search"
+                 ? "policy:" + a.policy + (pa.improved ? "+local_search" : "")
+                 : pa.found_by;
   r.placement = pa.placement;
   r.place_seconds = pa.seconds;
   r.note.clear();  // in the "policy alone" line
@@ -133,22 +141,36 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
   std::snprintf(line, sizeof line, "%.6g s per step%s, placed in %.3f s (%s)", pa.policy_step_s,
                 pa.policy_ok ? "" : " (failed)", pa.policy.place_seconds, pa.policy.note.c_str());
   *report = "policy alone  " + std::string(line) + "\n";
+  if (!fast_path) {
+    *report += std::string("fast path     not run (") + (a.no_refine ? "--no-refine" : "--no-fast-path") + ")\n";
+  } else if (pa.fast_path_method.empty()) {
+    std::snprintf(line, sizeof line, "no heuristic placed it (%.3f s)", pa.fast_path_seconds);
+    *report += "fast path     " + std::string(line) + "\n";
+  } else {
+    std::snprintf(line, sizeof line, "%s %.6g s per step (%+.2f%% vs the policy), the fastest of %zu heuristics in %.3f s",
+                  pa.fast_path_method.c_str(), pa.fast_path_step_s,
+                  pa.policy_ok ? 100.0 * (pa.fast_path_step_s / pa.policy_step_s - 1.0) : 0.0,
+                  policy_fast_path().size(), pa.fast_path_seconds);
+    *report += "fast path     " + std::string(line) + "\n";
+  }
   if (!pa.refined) {
     *report += std::string("refinement    not run") +
                (a.no_refine ? " (--no-refine)" : " (no time left in the budget)") + "\n";
   } else {
-    std::snprintf(line, sizeof line,
-                  "local_search from the policy's placement: %.6g s per step (%+.2f%%), %lld evaluations in %.3f s%s",
-                  pa.improved ? pa.step_s : pa.policy_step_s, 100.0 * (pa.step_s / pa.policy_step_s - 1.0),
+    const std::string from = pa.found_by.substr(0, pa.found_by.find('+'));
+    const double start_s = from == "policy" ? pa.policy_step_s : pa.fast_path_step_s;
+    std::snprintf(line, sizeof line, "local_search from %s's placement: %.6g s per step (%+.2f%%), %lld evaluations in %.3f s%s",
+                  from == "policy" ? "the policy" : from.c_str(), pa.step_s, 100.0 * (pa.step_s / start_s - 1.0),
                   static_cast<long long>(pa.refinement.evaluations), pa.refinement.place_seconds,
                   pa.improved ? "" : ", nothing faster");
     *report += "refinement    " + std::string(line) + "\n";
   }
+  *report += "found by      " + pa.found_by + "\n";
   std::snprintf(line, sizeof line,
-                "graph read and set up in %.3f s, checkpoint loaded in %.3f s, policy %.3f s, refinement %.3f s "
-                "(%.3f s in all; budget %.3g s)",
-                setup_s, pa.load_seconds, pa.policy.place_seconds, pa.refined ? pa.refinement.place_seconds : 0.0,
-                setup_s + pa.seconds, a.time_budget_s);
+                "graph read and set up in %.3f s, checkpoint loaded in %.3f s, policy %.3f s, fast path %.3f s, "
+                "refinement %.3f s (%.3f s in all; budget %.3g s)",
+                setup_s, pa.load_seconds, pa.policy.place_seconds, pa.fast_path_seconds,
+                pa.refined ? pa.refinement.place_seconds : 0.0, setup_s + pa.seconds, a.time_budget_s);
   *report += "timing        " + std::string(line) + "\n";
   return r;
 }
@@ -442,14 +464,17 @@ void add_agent_commands(CLI::App& app) {
   place->add_option("--checkpoint", place_args->checkpoint, "A `placer train` result folder (learned placer)");
   place->add_option("--policy", place_args->policy,
                     "A learned policy, zero-shot: 'pretrained' (policies/pretrained, or $PLACER_PRETRAINED) or a "
-                    "`placer train` result folder; its proposals, then local_search from its best within "
-                    "--time-budget");
+                    "`placer train` result folder; its proposals and the fast path's heuristics beside them, then "
+                    "local_search from the faster within --time-budget (`method` and `found by` name who found it)");
   place
       ->add_option("--time-budget", place_args->time_budget_s,
-                   "--policy: wall seconds for loading, the policy and the refinement")
+                   "--policy: wall seconds for loading, the policy, the fast path and the refinement")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  place->add_flag("--no-refine", place_args->no_refine, "--policy: the policy alone, no local_search after it");
+  place->add_flag("--no-refine", place_args->no_refine,
+                  "--policy: the policy alone (no fast path, no local_search after it)");
+  place->add_flag("--no-fast-path", place_args->no_fast_path,
+                  "--policy: no heuristics beside the policy (local_search starts from the policy's placement)");
   add_common(place, *place_args);
   add_objective_options(place, &place_args->objective);
   place->add_option("-o,--output", place_args->output, "Placement file to write (JSON)")->required();

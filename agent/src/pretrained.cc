@@ -1,5 +1,6 @@
 // The pretrained policy: where `make pretrained` puts it, and a policy's zero-shot answer
-// within a time budget (its own proposals, then local_search from its best).
+// within a time budget (its own proposals, a fast path of heuristics beside them, then
+// local_search from the faster).
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -45,7 +46,42 @@ std::shared_ptr<const LoadedPolicy> load_named_policy(const std::string& name) {
   }
 }
 
-PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& context, double budget_s, bool refine) {
+const std::vector<std::string>& policy_fast_path() {
+  static const std::vector<std::string> methods = {"single", "round_robin", "expert", "m_topo",
+                                                   "m_etf",  "m_sct",       "heft"};
+  return methods;
+}
+
+namespace {
+
+// The fastest placement of the fast path's heuristics (one that cannot place
+// this problem is skipped); false when none placed it.
+bool fastest_heuristic(const std::vector<std::string>& methods, const PlaceContext& context, PolicyAnswer* a,
+                       Placement* placement) {
+  const auto t0 = Clock::now();
+  bool any = false;
+  for (const std::string& method : methods) {
+    try {
+      PlaceResult r = make_placer(method)->place(context);
+      const StepResult s = context.env->simulate(r.placement);
+      if (s.ok() && (!any || s.step_s < a->fast_path_step_s)) {
+        any = true;
+        a->fast_path_method = method;
+        a->fast_path_step_s = s.step_s;
+        *placement = std::move(r.placement);
+      }
+    } catch (const NoFeasiblePlacement&) {
+    } catch (const InputError&) {  // not applicable here (e.g. expert without a recipe for the graph)
+    }
+  }
+  a->fast_path_seconds = since(t0);
+  return any;
+}
+
+}  // namespace
+
+PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& context, double budget_s, bool refine,
+                               const std::vector<std::string>& fast_path) {
   const auto t0 = Clock::now();
   PolicyAnswer a;
   a.policy = policy.place(context);
@@ -53,11 +89,21 @@ PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& c
   a.policy_ok = s.ok();
   a.policy_step_s = a.step_s = s.step_s;
   a.placement = a.policy.placement;
+  a.found_by = "policy";
+  Placement heuristic;
+  if (!fast_path.empty() && fastest_heuristic(fast_path, context, &a, &heuristic) &&
+      (!a.policy_ok || a.fast_path_step_s < a.step_s)) {
+    a.step_s = a.fast_path_step_s;
+    a.placement = heuristic;
+    a.found_by = a.fast_path_method;
+  }
+  const bool have_start = a.policy_ok || a.found_by != "policy";
   // What is left of the budget, less a margin for the final simulation.
   const double left = budget_s - since(t0) - 0.02;
-  if (refine && a.policy_ok && left > 0.005) {
+  if (refine && have_start && left > 0.005) {
+    const Placement start = a.placement;
     PlaceContext sub = context;
-    sub.start = &a.policy.placement;
+    sub.start = &start;
     sub.time_limit_s = left;
     sub.sample_budget = std::max<int64_t>(context.sample_budget, 1000000);  // time ends it
     try {
@@ -68,6 +114,7 @@ PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& c
         a.improved = true;
         a.step_s = r.step_s;
         a.placement = a.refinement.placement;
+        a.found_by += "+local_search";
       }
     } catch (const NoFeasiblePlacement&) {}
   }
@@ -75,11 +122,12 @@ PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& c
   return a;
 }
 
-PolicyAnswer place_with_policy(const std::string& name, const PlaceContext& context, double budget_s, bool refine) {
+PolicyAnswer place_with_policy(const std::string& name, const PlaceContext& context, double budget_s, bool refine,
+                               const std::vector<std::string>& fast_path) {
   const auto t0 = Clock::now();
   const std::shared_ptr<const LoadedPolicy> policy = load_named_policy(name);
   const double load = since(t0);
-  PolicyAnswer a = place_with_policy(*policy, context, budget_s - load, refine);
+  PolicyAnswer a = place_with_policy(*policy, context, budget_s - load, refine, fast_path);
   a.load_seconds = load;
   a.seconds += load;
   return a;

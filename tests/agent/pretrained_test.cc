@@ -70,6 +70,43 @@ TEST(Pretrained, PlacesAnUnseenGraphIntoAValidPlacement) {
   }
 }
 
+// With a fast path (what `placer place --policy` runs by default), the answer
+// is the fastest of the policy's placement, the heuristics' and the
+// refinement's, and `found_by` names which; the policy's own figure stays apart.
+TEST(Pretrained, AnswerIsTheFastestOfThePolicyAndTheFastPathAndSaysWhoFoundIt) {
+  tiny_pretrained();
+  const std::shared_ptr<const LoadedPolicy> policy = load_named_policy("pretrained");
+  BuilderOptions bo;
+  bo.values = {{"layers", 3}, {"dec_layers", 1}, {"d_model", 128}, {"seq", 32}, {"batch", 8}, {"vocab", 3000}};
+  const Graph g = build_graph("transformer", bo);
+  int heuristic_won = 0;
+  for (const char* preset : {"k80x4", "p100x4"}) {
+    Environment env(g, resolve_cluster(preset));
+    double fastest_heuristic = 1e30;
+    for (const std::string& m : policy_fast_path())
+      fastest_heuristic = std::min(fastest_heuristic, env.simulate(make_placer(m)->place(context_of(env, 1)).placement).step_s);
+    const PolicyAnswer a = place_with_policy(*policy, context_of(env, 1), 1e9, /*refine=*/false, policy_fast_path());
+    const PolicyAnswer alone = place_with_policy(*policy, context_of(env, 1), 1e9, /*refine=*/false);
+    EXPECT_EQ(a.policy_step_s, alone.policy_step_s) << preset;  // the policy's own figure is untouched
+    EXPECT_EQ(alone.found_by, "policy") << preset;
+    EXPECT_TRUE(alone.fast_path_method.empty()) << preset;
+    EXPECT_DOUBLE_EQ(a.fast_path_step_s, fastest_heuristic) << preset;
+    EXPECT_DOUBLE_EQ(a.step_s, std::min(a.policy_step_s, fastest_heuristic)) << preset;
+    EXPECT_EQ(a.step_s, env.simulate(a.placement).step_s) << preset;
+    EXPECT_EQ(a.found_by, a.fast_path_step_s < a.policy_step_s ? a.fast_path_method : "policy") << preset;
+    heuristic_won += a.found_by != "policy";
+    // Refined: local_search starts from the faster of the two, never slower than it.
+    const PolicyAnswer r = place_with_policy(*policy, context_of(env, 1), 0.5, /*refine=*/true, policy_fast_path());
+    EXPECT_TRUE(r.refined) << preset;
+    EXPECT_LE(r.step_s, a.step_s) << preset;
+    EXPECT_EQ(r.found_by, a.found_by + (r.improved ? "+local_search" : "")) << preset;
+    EXPECT_EQ(r.step_s, env.simulate(r.placement).step_s) << preset;
+  }
+  // The tiny policy (trained for a second) is slower than a heuristic somewhere:
+  // the heuristics' branch is exercised.
+  EXPECT_GE(heuristic_won, 1);
+}
+
 TEST(Pretrained, MissingOrCorruptPolicyIsAnErrorNamingThePath) {
   const fs::path dir = fs::temp_directory_path() / ("placer_pretrained_" + std::to_string(::getpid()));
   remove_tree(dir.string());

@@ -46,7 +46,7 @@ for m in j["methods"]:
 rows = list(csv.DictReader(open(sys.argv[2])))
 assert len(rows) == 4 and rows[0]["method"] == "single"
 PY
-# A pretrained policy zero-shot (the policy alone, then local_search from it within
+# A pretrained policy zero-shot (the policy alone and the fast path's heuristics, then local_search from the faster within
 # the time budget), printed apart; a missing or corrupt policy names its path. The
 # real one is `make pretrained` (not in git, ~10 min); a tiny one of the same
 # recipe is trained here in a second and named by PLACER_PRETRAINED.
@@ -56,13 +56,30 @@ SRC="${2:-$(cd "$(dirname "$0")/../.." && pwd)}"
 export PLACER_PRETRAINED="$TMP/pretrained"
 "$PLACER" place --policy pretrained --graph "$TMP/g.json" --cluster p100x4 -o "$TMP/pre.json" > "$TMP/pre.out" ||
   fail "place --policy pretrained"
-grep -q "^method        policy:pretrained" "$TMP/pre.out" || fail "pretrained: method line"
+grep -q "^method        " "$TMP/pre.out" || fail "pretrained: method line"
 grep -q "^policy alone  [0-9.e-]* s per step, placed in" "$TMP/pre.out" || fail "pretrained: the policy alone"
+grep -q "^fast path     [a-z_]* [0-9.e-]* s per step" "$TMP/pre.out" || fail "pretrained: fast path line"
 grep -q "^refinement    " "$TMP/pre.out" || fail "pretrained: refinement line"
+grep -q "^found by      " "$TMP/pre.out" || fail "pretrained: found by line"
 grep -q "^timing        graph read and set up in" "$TMP/pre.out" || fail "pretrained: timing line"
+# The answer is never slower than the policy alone or the fast path, and the
+# method line names who found it (the policy, or the heuristic).
+awk '/^simulated/ {s = $2} /^policy alone/ {p = $3} /^fast path/ {f = $4}
+     END {exit !(s > 0 && s <= p && s <= f)}' "$TMP/pre.out" || fail "pretrained: answer slower than a part: $(cat "$TMP/pre.out")"
+found=$(awk '/^found by/ {print $3}' "$TMP/pre.out")
+case "$found" in
+  policy*) grep -q "^method        policy:pretrained" "$TMP/pre.out" || fail "pretrained: method vs found by $found" ;;
+  *) grep -q "^method        $found\$" "$TMP/pre.out" || fail "pretrained: method vs found by $found" ;;
+esac
 "$PLACER" place --policy pretrained --no-refine --graph "$TMP/g.json" --cluster p100x4 -o "$TMP/pre2.json" > "$TMP/pre2.out" ||
   fail "place --policy pretrained --no-refine"
 grep -q "^refinement    not run (--no-refine)" "$TMP/pre2.out" || fail "--no-refine"
+grep -q "^fast path     not run (--no-refine)" "$TMP/pre2.out" || fail "--no-refine: fast path"
+grep -q "^method        policy:pretrained$" "$TMP/pre2.out" || fail "--no-refine: the policy alone"
+"$PLACER" place --policy pretrained --no-fast-path --graph "$TMP/g.json" --cluster p100x4 -o "$TMP/pre3.json" > "$TMP/pre3.out" ||
+  fail "place --policy pretrained --no-fast-path"
+grep -q "^fast path     not run (--no-fast-path)" "$TMP/pre3.out" || fail "--no-fast-path"
+grep -q "^refinement    local_search from the policy's placement" "$TMP/pre3.out" || fail "--no-fast-path: refinement"
 set +e
 PLACER_PRETRAINED="$TMP/none" "$PLACER" place --policy pretrained --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
 [ $? -ne 0 ] && grep -q "policy 'pretrained': $TMP/none does not exist" "$TMP/err" || fail "missing pretrained policy: $(cat "$TMP/err")"

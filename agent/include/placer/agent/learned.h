@@ -43,24 +43,35 @@ std::string resolve_policy_dir(const std::string& name);
 std::shared_ptr<const LoadedPolicy> load_named_policy(const std::string& name);
 
 // A policy's zero-shot answer within a wall-time budget: the policy alone (its
-// greedy decode and samples, the simulator keeps the fastest), then, with
-// `refine`, local_search's annealing started from it for what is left of the
-// budget. Both are reported apart, so a search's find is never credited to
-// the policy.
+// greedy decode and samples, the simulator keeps the fastest); with a
+// `fast_path`, those cheap heuristics too (the service's `place` answers the
+// same way); then, with `refine`, local_search's annealing from the faster of
+// the two for what is left of the budget. Each is reported apart and
+// `found_by` names who found the answer, so that neither a heuristic's nor a
+// search's find is credited to the policy.
 struct PolicyAnswer {
   PlaceResult policy;          // the policy alone (place_seconds: its decode)
   double policy_step_s = 0.0;  // simulated (failed placements: their simulated time, policy_ok false)
   bool policy_ok = false;
-  bool refined = false;       // local_search ran from the policy's placement
+  std::string fast_path_method;   // the fastest fast-path heuristic ("" = none ran or none placed)
+  double fast_path_step_s = 0.0;  // its simulated step
+  double fast_path_seconds = 0.0;
+  bool refined = false;       // local_search ran from the faster of the policy's and the fast path's placement
   bool improved = false;      // ... and found a faster one: `placement` is it
   PlaceResult refinement;     // local_search's result when it ran
-  Placement placement;        // the answer: the refinement's when faster, else the policy's
+  Placement placement;        // the answer: the fastest of the policy's, the fast path's and the refinement's
   double step_s = 0.0;        // the answer's simulated step
+  std::string found_by;       // "policy", a heuristic's name, either + "+local_search"
   double load_seconds = 0.0;  // loading the checkpoint (load_named_policy)
-  double seconds = 0.0;       // wall time in all: load, policy and refinement
+  double seconds = 0.0;       // wall time in all: load, policy, fast path and refinement
 };
-PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& context, double budget_s, bool refine);
+// The heuristics `placer place --policy` runs beside the policy by default:
+// the service's fast path less its slower solvers (dp, mincut).
+const std::vector<std::string>& policy_fast_path();
+PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& context, double budget_s, bool refine,
+                               const std::vector<std::string>& fast_path = {});
 // The same with the policy loaded by name first, the load counted in the budget.
-PolicyAnswer place_with_policy(const std::string& name, const PlaceContext& context, double budget_s, bool refine);
+PolicyAnswer place_with_policy(const std::string& name, const PlaceContext& context, double budget_s, bool refine,
+                               const std::vector<std::string>& fast_path = {});
 
 }  // namespace placer
