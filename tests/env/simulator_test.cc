@@ -507,6 +507,31 @@ TEST(LowerBound, JoinsSendAChainAwayAndBack) {
   EXPECT_NEAR(lower_bound_parts(g, cl, m).joins_s, 7.0, 1e-8);
 }
 
+// The same graph on three devices, where which link is cheapest depends on the
+// tensor's size: between devices 0 and 1 a transfer takes 1 s whatever its
+// size, to and from device 2 nothing plus 3 s for these tensors' bytes (free
+// for an empty one). Each tensor's cheapest transfer is 1 s, so the bound is
+// still 7 s, the fastest placement's (the c chain on device 1); a bound that
+// kept only the link cheapest for small tensors would charge 3 s.
+TEST(LowerBound, JoinsTakeEachTensorsCheapestLinkWhicheverItIs) {
+  const Graph g = two_chains();
+  const Cluster cl = cluster_of(3);
+  CostModel m = CostModel::uniform(6, 3, 0.0);
+  set_costs(m, {1.0, 2.0, 2.0, 1.5, 1.5, 1.0});
+  const double bytes = static_cast<double>(g.op(OpId(0)).output_bytes());
+  for (int x = 0; x < 3; ++x)
+    for (int y = 0; y < 3; ++y)
+      if (x != y) {
+        if (x == 2 || y == 2)
+          m.set_link(DeviceId(x), DeviceId(y), 0.0, bytes / 3.0);
+        else
+          m.set_link(DeviceId(x), DeviceId(y), 1.0, 1e18);
+      }
+  EXPECT_NEAR(m.transfer_seconds(DeviceId(0), DeviceId(2), static_cast<int64_t>(bytes)), 3.0, 1e-12);
+  EXPECT_DOUBLE_EQ(fastest_of_every_placement(g, cl, m), 7.0);
+  EXPECT_NEAR(lower_bound_parts(g, cl, m).joins_s, 7.0, 1e-8);
+}
+
 // The branch and bound's cuts never change the least: on random DAGs (12 to
 // 30 ops, 2 or 3 devices, some ops taking no time, some co-located pairs) the
 // bound with the cuts equals the bound with every choice of every cone tried,
