@@ -131,9 +131,8 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
   const PolicyAnswer pa = place_with_policy(a.policy, ctx, a.time_budget_s - setup_s, !a.no_refine,
                                             fast_path ? policy_fast_path() : kNone);
   PlaceResult r = pa.policy;
-  r.method = pa.found_by == "policy" || pa.found_by == "policy+local_search"
-                 ? "policy:" + a.policy + (pa.improved ? "+local_search" : "")
-                 : pa.found_by;
+  const bool by_policy = pa.found_by.rfind("policy", 0) == 0;  // "policy" or "policy+local_search"
+  r.method = by_policy ? "policy:" + a.policy + pa.found_by.substr(6) : pa.found_by;
   r.placement = pa.placement;
   r.place_seconds = pa.seconds;
   r.note.clear();  // in the "policy alone" line
@@ -157,10 +156,9 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
     *report += std::string("refinement    not run") +
                (a.no_refine ? " (--no-refine)" : " (no time left in the budget)") + "\n";
   } else {
-    const std::string from = pa.found_by.substr(0, pa.found_by.find('+'));
-    const double start_s = from == "policy" ? pa.policy_step_s : pa.fast_path_step_s;
+    const double start_s = by_policy ? pa.policy_step_s : pa.fast_path_step_s;
     std::snprintf(line, sizeof line, "local_search from %s's placement: %.6g s per step (%+.2f%%), %lld evaluations in %.3f s%s",
-                  from == "policy" ? "the policy" : from.c_str(), pa.step_s, 100.0 * (pa.step_s / start_s - 1.0),
+                  by_policy ? "the policy" : pa.fast_path_method.c_str(), pa.step_s, 100.0 * (pa.step_s / start_s - 1.0),
                   static_cast<long long>(pa.refinement.evaluations), pa.refinement.place_seconds,
                   pa.improved ? "" : ", nothing faster");
     *report += "refinement    " + std::string(line) + "\n";

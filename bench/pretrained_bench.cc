@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -95,45 +96,34 @@ Runs local_search_runs(const Args& a, const Graph& g, const Cluster& c) {
 }
 
 // Zero-shot, the checkpoint loaded by each run (its load counted): the policy
-// alone (refine false) or with local_search from it within 1 s.
-Runs zero_shot_runs(const Args& a, const Graph& g, const Cluster& c, bool refine) {
+// alone (refine false), with local_search from it within 1 s, or (a fast path,
+// `found_by` given) what `placer place --policy` answers by default: the policy
+// and the fast path's heuristics, then local_search from the faster within 1 s;
+// `found_by` collects who found each seed's answer.
+Runs zero_shot_runs(const Args& a, const Graph& g, const Cluster& c, bool refine,
+                    std::vector<std::string>* found_by = nullptr) {
+  static const std::vector<std::string> kNone;
   Runs runs;
   for (uint64_t seed : a.seeds) {
     Environment env(g, c);
-    const PolicyAnswer pa = place_with_policy(a.policy, context(env, seed, a.budget), 1.0, refine);
-    runs.step_s.push_back(pa.policy_ok ? pa.step_s : 1e9);
+    const PolicyAnswer pa = place_with_policy(a.policy, context(env, seed, a.budget), 1.0, refine,
+                                              found_by ? policy_fast_path() : kNone);
+    runs.step_s.push_back(pa.policy_ok || found_by ? pa.step_s : 1e9);
     runs.wall_s.push_back(pa.seconds);
-    log_seed(a, seed, refine ? "zero-shot+local_search" : "zero-shot", runs.step_s.back(), runs.wall_s.back());
+    if (found_by) found_by->push_back(pa.found_by);
+    const std::string what = found_by ? "answer, found by " + pa.found_by
+                                      : refine ? "zero-shot+local_search" : "zero-shot";
+    log_seed(a, seed, what.c_str(), runs.step_s.back(), runs.wall_s.back());
   }
   return runs;
 }
 
-// What `placer place --policy` answers by default: the policy and the fast
-// path's heuristics, then local_search from the faster within 1 s; `found_by`
-// collects who found each seed's answer.
-Runs answer_runs(const Args& a, const Graph& g, const Cluster& c, std::vector<std::string>* found_by) {
-  Runs runs;
-  for (uint64_t seed : a.seeds) {
-    Environment env(g, c);
-    const PolicyAnswer pa = place_with_policy(a.policy, context(env, seed, a.budget), 1.0, true, policy_fast_path());
-    runs.step_s.push_back(pa.step_s);
-    runs.wall_s.push_back(pa.seconds);
-    found_by->push_back(pa.found_by);
-    log_seed(a, seed, ("answer, found by " + pa.found_by).c_str(), runs.step_s.back(), runs.wall_s.back());
-  }
-  return runs;
-}
-
-// "policy+local_search x3, m_etf+local_search x2"
-std::string tally(std::vector<std::string> names) {
-  std::sort(names.begin(), names.end());
+// "m_etf+local_search x2, policy+local_search x3"
+std::string tally(const std::vector<std::string>& names) {
+  std::map<std::string, int> count;
+  for (const std::string& name : names) ++count[name];
   std::string out;
-  for (size_t i = 0; i < names.size();) {
-    size_t j = i;
-    while (j < names.size() && names[j] == names[i]) ++j;
-    out += (out.empty() ? "" : ", ") + names[i] + " x" + std::to_string(j - i);
-    i = j;
-  }
+  for (const auto& [name, k] : count) out += (out.empty() ? "" : ", ") + name + " x" + std::to_string(k);
   return out;
 }
 
@@ -191,7 +181,7 @@ int main(int argc, char** argv) try {
   const Runs ls = local_search_runs(a, g, c);
   if (a.answer) {
     std::vector<std::string> found_by;
-    const Runs answer = answer_runs(a, g, c, &found_by);
+    const Runs answer = zero_shot_runs(a, g, c, true, &found_by);
     std::printf("| %s | %s | %.3f | %.3f / %.3f | %s | %.3f s | %s |\n", a.name.c_str(), a.cluster.c_str(), bound * 1e3,
                 ls.median() * 1e3, ls.worst() * 1e3, cell(answer, ls, 0.05).c_str(), answer.max_wall(),
                 tally(found_by).c_str());

@@ -37,13 +37,10 @@ done
 if [ "$ANSWER" = 1 ]; then
   echo "| graph | preset | lower bound (ms) | local_search @2000 median / worst (ms) | the answer: policy + fast path + local_search within 1 s, median / worst (ms) | vs local_search (target <= +5%) | time (max) | found by (seeds) |"
   echo "|---|---|---|---|---|---|---|---|"
-  for preset in k80x4 p100x4; do
-    for g in $ALL; do cat "$ROWS/${preset}_$g.md"; done
-  done
-  exit 0
+else
+  echo "| graph | preset | lower bound (ms) | local_search @2000 median / worst (ms) | wall (median) | pretrained zero-shot median / worst (ms) | vs local_search (target <= +5%) | time to place (max) | zero-shot + local_search within 1 s median / worst (ms) | vs local_search | time (max) | pretrained + 100 samples median / worst (ms) | vs local_search (target <= 0%) | wall (median) |"
+  echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 fi
-echo "| graph | preset | lower bound (ms) | local_search @2000 median / worst (ms) | wall (median) | pretrained zero-shot median / worst (ms) | vs local_search (target <= +5%) | time to place (max) | zero-shot + local_search within 1 s median / worst (ms) | vs local_search | time (max) | pretrained + 100 samples median / worst (ms) | vs local_search (target <= 0%) | wall (median) |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 for preset in k80x4 p100x4; do
   for g in $ALL; do cat "$ROWS/${preset}_$g.md"; done
 done

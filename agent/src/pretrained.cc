@@ -101,9 +101,8 @@ PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& c
   // What is left of the budget, less a margin for the final simulation.
   const double left = budget_s - since(t0) - 0.02;
   if (refine && have_start && left > 0.005) {
-    const Placement start = a.placement;
     PlaceContext sub = context;
-    sub.start = &start;
+    sub.start = &a.placement;  // replaced below only once the search has returned
     sub.time_limit_s = left;
     sub.sample_budget = std::max<int64_t>(context.sample_budget, 1000000);  // time ends it
     try {
