@@ -177,6 +177,8 @@ void run_place(const PlaceArgs& a) {
   const auto started = std::chrono::steady_clock::now();
   if ((!a.method.empty()) + (!a.checkpoint.empty()) + (!a.policy.empty()) != 1)
     throw InputError("give exactly one of --method, --checkpoint or --policy");
+  if (a.policy.empty() && (a.no_refine || a.no_fast_path))
+    throw InputError(std::string(a.no_refine ? "--no-refine" : "--no-fast-path") + " applies to --policy only");
   const Graph graph = load_graph(a.graph);
   const Cluster cluster = cluster_of(a);
   check_split_spec_graph(a.split_spec, graph);

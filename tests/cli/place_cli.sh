@@ -88,6 +88,8 @@ PLACER_PRETRAINED="$TMP/bad" "$PLACER" place --policy pretrained --graph "$TMP/g
 [ $? -ne 0 ] && grep -q "$TMP/bad/checkpoint.pt: not a readable checkpoint" "$TMP/err" || fail "corrupt pretrained policy: $(cat "$TMP/err")"
 "$PLACER" place --policy pretrained --method dp --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
 [ $? -ne 0 ] && grep -q "exactly one of --method, --checkpoint or --policy" "$TMP/err" || fail "--policy with --method"
+"$PLACER" place --method m_etf --no-fast-path --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q -- "--no-fast-path applies to --policy only" "$TMP/err" || fail "--no-fast-path without --policy"
 set -e
 # Fine-tuning from it: one update of the shipped fine-tuning config.
 "$PLACER" train --config "$SRC/configs/finetune_pretrained.yaml" --graph "$TMP/g.json" --cluster k80x4 \
