@@ -201,12 +201,13 @@ PY
 step "self-agreement on $MIXED" 120 "$P" measure --graph "$RES/nmt.json" --devices "$MIXED" --steps 10 --max-steps 100 \
   --target 0.01 --compare "$RES/nmt_gpu_a.json" "$RES/nmt_gpu_b.json" "$RES/nmt_cpu0.json" --json "$RES/self_agreement.json"
 grep -E "interval|Mann-Whitney" "$LOGS" | tail -5 | sed 's/^/    /' >> "$SUMMARY"
-# 12 placements chosen for simulated steps >= 4% apart (placer fidelity --spread), 20 steps at most:
-# on the H100 of 2026-11-25, 30 placements of the first ones did not fit 180 s.
-# inception_v3 gets 8 placements of at most 8 steps (12 of 20 did not fit 110 s on the H200 of 2026-11-26).
+# 10 placements chosen for simulated steps >= 4% apart (placer fidelity --spread), 16 steps at most:
+# on the H100 of 2026-11-25, 30 placements of the first ones did not fit 180 s; since each round's
+# profile also measures the mixed step, 12 of 20 steps did not fit 110 s (gpu_h200_r4.md), 10 of 16 took 109 s.
+# inception_v3 gets 6 placements of at most 6 steps (8 of 8 did not fit 110 s there; 6 of 6 took 102 s).
 for g in nmt inception_v3; do
-  n=${PLACEMENTS:-12} steps=20
-  [ $g = inception_v3 ] && n=${PLACEMENTS:-8} steps=8
+  n=${PLACEMENTS:-10} steps=16
+  [ $g = inception_v3 ] && n=${PLACEMENTS:-6} steps=6
   step "fidelity $g on $MIXED" "${FID_LIMIT:-240}" "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements "$n" \
     --spread 0.04 --rounds 2 --max-steps "$steps" -o "$RES/fidelity_mixed" --name "${g}_cpu${CPU_DEVICES}_cuda0"
 done
