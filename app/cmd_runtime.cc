@@ -122,7 +122,8 @@ void run_profile(const ProfileArgs& a) {
   std::printf("profiled %zu op timings, %zu links, executor overhead %.2f us/op -> %s\n", p.ops.size(), p.links.size(),
               p.per_op_overhead_s * 1e6, a.out.c_str());
   if (p.gpu_op_overhead_s >= 0)
-    std::printf("GPU: overhead %.2f us/op, ops timed alone scaled x%.3f\n", p.gpu_op_overhead_s * 1e6, p.gpu_op_scale);
+    std::printf("GPU: overhead %.2f us/op, ops timed alone scaled x%.3f, fitted to a step of %.4g s on the GPU\n",
+                p.gpu_op_overhead_s * 1e6, p.gpu_op_scale, p.gpu_step_s);
   if (p.mixed.step_s > 0) {
     std::string over;
     for (const std::string& d : p.mixed.devices) over += (over.empty() ? "" : ", ") + d;

@@ -206,6 +206,7 @@ std::string profile_to_json(const Profile& profile) {
        make_nvp("per_op_overhead_s", profile.per_op_overhead_s));
     if (profile.gpu_op_overhead_s >= 0) ar(make_nvp("gpu_op_overhead_s", profile.gpu_op_overhead_s));
     if (profile.gpu_op_scale != 1.0) ar(make_nvp("gpu_op_scale", profile.gpu_op_scale));
+    if (profile.gpu_step_s >= 0) ar(make_nvp("gpu_step_s", profile.gpu_step_s));
     if (profile.mixed.step_s >= 0) ar(make_nvp("mixed_step", JsonMixedStep{&profile.mixed}));
     ar(make_nvp("ops", ops), make_nvp("links", links));
   });
@@ -230,6 +231,11 @@ Profile profile_from_json(const std::string& text) {
   p.gpu_op_scale = r.opt_number(doc, "gpu_op_scale", "", 1.0);
   if (!(p.gpu_op_scale > 0 && p.gpu_op_scale <= 1))
     r.fail("", "gpu_op_scale", "must be a number in (0, 1] (leave it out for no scale)");
+  if (doc.HasMember("gpu_step_s")) {
+    p.gpu_step_s = r.opt_number(doc, "gpu_step_s", "", -1.0);
+    if (!(p.gpu_step_s > 0) || !std::isfinite(p.gpu_step_s))
+      r.fail("", "gpu_step_s", "must be a finite number > 0 (leave it out when not measured)");
+  }
   if (const rj::Value* mixed = r.member(doc, "mixed_step")) {
     r.object(*mixed, "mixed_step", "");
     p.mixed.step_s = r.number(r.require(*mixed, "step_s", "mixed_step"), "mixed_step", "step_s");

@@ -204,6 +204,7 @@ void Profiler::time_ops() {
       double kernels = 0;
       for (int32_t i = 0; i < n; ++i) kernels += is_free(graph.op(OpId(i))) ? 0.0 : quantile(samples[i], 0.5);
       const double step = on_gpu.step_s;
+      prof.gpu_step_s = step;
       if (timed_ops > 0 && kernels > 0) {
         gpu_overhead_s = std::max(0.0, (step - kernels) / timed_ops);
         prof.gpu_op_scale = std::min(1.0, step / kernels);

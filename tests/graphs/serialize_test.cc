@@ -451,6 +451,12 @@ TEST(SerializeProfile, RoundTrip) {
     });
     EXPECT_NE(smsg.find("gpu_op_scale: must be a number in (0, 1]"), std::string::npos) << smsg;
   }
+  EXPECT_EQ(profile_to_json(p).find("gpu_step_s"), std::string::npos);  // not measured: left out
+  p.gpu_step_s = 0.0125;
+  EXPECT_EQ(profile_from_json(profile_to_json(p)).gpu_step_s, 0.0125);
+  const std::string tmsg = error_of<InputError>(
+      [] { profile_from_json(R"({"format":"placer.profile","version":1,"gpu_step_s":0,"ops":[]})"); });
+  EXPECT_NE(tmsg.find("gpu_step_s: must be a finite number > 0"), std::string::npos) << tmsg;
   ASSERT_EQ(back.ops.size(), 2u);
   EXPECT_EQ(back.ops[0].signature, "aten::addmm(2;4x3;3x2)");
   EXPECT_EQ(back.ops[0].seconds, 1.25e-5);

@@ -58,6 +58,10 @@ struct Profile {
   // its ops timed alone, their times are scaled by step / ops (in (0, 1]),
   // and gpu_op_overhead_s is 0. 1: no scale (older profiles, no GPU).
   double gpu_op_scale = 1.0;
+  // The GPU step (every op on the first GPU, the measurement protocol's
+  // median) that gpu_op_overhead_s and gpu_op_scale were fitted to, so a
+  // later measurement can be set beside it. < 0: not measured.
+  double gpu_step_s = -1.0;
   MixedStep mixed;  // measured where mixed_step_devices() names devices
 };
 
