@@ -460,7 +460,9 @@ void add_agent_commands(CLI::App& app) {
   CLI::App* place = app.add_subcommand("place", "Place a graph with an algorithmic method or a trained checkpoint");
   place->add_option("--method", place_args->method,
                     "Placement method: single, round_robin, random, expert, mincut, "
-                    "m_topo, m_etf, m_sct, heft, dp, ilp, local_search, guided_search");
+                    "m_topo, m_etf, m_sct, heft, offload_updates (the best list scheduler's placement with the "
+                    "parameters and their SGD updates spread to the least busy devices), dp, ilp, local_search, "
+                    "guided_search");
   place->add_option("--checkpoint", place_args->checkpoint, "A `placer train` result folder (learned placer)");
   place->add_option("--policy", place_args->policy,
                     "A learned policy, zero-shot: 'pretrained' (policies/pretrained, or $PLACER_PRETRAINED) or a "

@@ -57,6 +57,7 @@ std::unique_ptr<Placer> make_m_topo();
 std::unique_ptr<Placer> make_m_etf();
 std::unique_ptr<Placer> make_m_sct();
 std::unique_ptr<Placer> make_heft();
+std::unique_ptr<Placer> make_offload_updates();
 std::unique_ptr<Placer> make_dp();
 std::unique_ptr<Placer> make_ilp();
 std::unique_ptr<Placer> make_local_search();

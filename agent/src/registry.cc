@@ -27,7 +27,8 @@ const std::vector<std::pair<std::string, Factory>>& factories() {
       {"random", make_random}, {"expert", make_expert},
       {"mincut", make_mincut}, {"m_topo", make_m_topo},
       {"m_etf", make_m_etf},   {"m_sct", make_m_sct},
-      {"heft", make_heft},     {"dp", make_dp},
+      {"heft", make_heft},     {"offload_updates", make_offload_updates},
+      {"dp", make_dp},
       {"ilp", make_ilp},       {"local_search", make_local_search},
   };
   return list;

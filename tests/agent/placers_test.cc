@@ -526,5 +526,20 @@ TEST(Placers, CoarsenedProblemsAreAcyclicOverAllEdges) {
   EXPECT_EQ(units.n, 7);
 }
 
+// offload_updates is never slower than the list schedulers it starts from, and
+// says which one it started from.
+TEST(Placers, OffloadUpdatesIsNeverSlowerThanItsBase) {
+  for (const auto& [graph, preset] :
+       {std::pair{build_graph("mlp", small("mlp")), "k80x4"}, std::pair{build_graph("nmt", small("nmt")), "p100x4"}}) {
+    const Cluster cluster = cluster_preset(preset);
+    Environment env(graph, cluster);
+    const PlaceResult r = run("offload_updates", graph, cluster, env);
+    double base = std::numeric_limits<double>::infinity();
+    for (const char* m : {"m_etf", "heft", "dp", "expert"}) base = std::min(base, step_of(env, run(m, graph, cluster, env)));
+    EXPECT_LE(step_of(env, r), base + 1e-12) << preset << ": " << r.note;
+    EXPECT_NE(r.note.find("offload_updates: "), std::string::npos) << r.note;
+  }
+}
+
 }  // namespace
 }  // namespace placer
