@@ -12,6 +12,11 @@ Placement group_placement(const UnitProblem& p, const std::vector<int32_t>& gd) 
   return pl;
 }
 
+const std::vector<std::string>& start_methods() {
+  static const std::vector<std::string> methods = {"m_etf", "heft", "dp", "expert"};
+  return methods;
+}
+
 AnnealingStart best_start(const PlaceContext& ctx, const UnitProblem& p) {
   const int32_t G = p.groups();
   AnnealingStart start;
@@ -23,7 +28,7 @@ AnnealingStart best_start(const PlaceContext& ctx, const UnitProblem& p) {
     ++start.simulated;
     if (s.ok() && s.step_s < start_step) start_step = s.step_s, start.group_device = gd, start.method = method;
   };
-  for (const char* method : {"m_etf", "heft", "dp", "expert"}) {
+  for (const std::string& method : start_methods()) {
     try {
       PlaceContext sub = ctx;
       sub.options.clear();

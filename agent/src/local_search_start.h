@@ -19,6 +19,10 @@ struct AnnealingStart {
   int32_t simulated = 0;  // candidate placements simulated to choose it
 };
 
+// The placers the annealing searches start from (and offload_updates builds on):
+// m_etf, heft, dp, expert.
+const std::vector<std::string>& start_methods();
+
 // The fastest under the simulator of m_etf (its best replayed candidate),
 // heft, dp and expert (a placer that cannot place this graph drops out);
 // without any, every group on device 0, repaired to fit memory.

@@ -19,10 +19,11 @@
 // The result is the base itself when moving the updates does not make the
 // simulated step faster, so the method is never slower than its base.
 #include <algorithm>
-#include <limits>
+#include <cstdio>
 
+#include "local_search_start.h"
+#include "placer/agent/compare.h"
 #include "placer/env/environment.h"
-#include "placers_common.h"
 
 namespace placer {
 namespace {
@@ -47,26 +48,18 @@ class OffloadUpdatesPlacer : public UnitPlacer {
   std::string name() const override { return "offload_updates"; }
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const Graph& graph = *ctx.graph;
-    // The base: the fastest of the list schedulers local_search starts from.
-    std::vector<int32_t> base;
-    std::string base_method;
-    StepResult base_step;
-    for (const char* method : {"m_etf", "heft", "dp", "expert"}) {
-      try {
-        PlaceContext sub = ctx;
-        sub.options.clear();
-        const Placement placed = make_placer(method)->place(sub).placement;
-        const StepResult s = ctx.env->simulate(placed);
-        if (s.ok() && (base.empty() || s.step_s < base_step.step_s)) {
-          base.assign(p.n, 0);
-          for (int32_t u = 0; u < p.n; ++u) base[u] = placed.device_of[u].value;
-          base_method = method;
-          base_step = s;
-        }
-      } catch (const NoFeasiblePlacement&) {
-      } catch (const PlacementError&) {}
-    }
-    if (base.empty()) throw NoFeasiblePlacement("offload_updates: none of m_etf, heft, dp, expert placed the graph");
+    // The base: the fastest of the placers local_search starts from (one that cannot place the graph drops out).
+    PlaceContext sub = ctx;
+    sub.options.clear();
+    CompareOptions quiet;
+    quiet.catch_all = true;
+    const std::vector<Compared> tried = compare_placers(start_methods(), sub, quiet);
+    const int best = fastest(tried);
+    if (best < 0) throw NoFeasiblePlacement("offload_updates: none of m_etf, heft, dp, expert placed the graph");
+    const std::string& base_method = tried[best].method;
+    const StepResult& base_step = tried[best].step();
+    std::vector<int32_t> base(p.n);
+    for (int32_t u = 0; u < p.n; ++u) base[u] = tried[best].result.placement.device_of[u].value;
 
     std::vector<int32_t> groups = update_groups(graph, p);
     if (groups.empty() || p.k < 2)
@@ -87,21 +80,17 @@ class OffloadUpdatesPlacer : public UnitPlacer {
       load[from] -= p.group_cost(g, from);
       book.remove(g, from);
       int32_t to = from;
-      double best = load[from] + p.group_cost(g, from);
+      double least = load[from] + p.group_cost(g, from);
       for (int32_t d = 0; d < p.k; ++d) {
         const double ends = load[d] + p.group_cost(g, d);
-        if (d != from && ends < best && book.fits(g, d)) best = ends, to = d;
+        if (d != from && ends < least && book.fits(g, d)) least = ends, to = d;
       }
       gd[g] = to;
       load[to] += p.group_cost(g, to);
       book.add(g, to);
       moved += to != from;
     }
-    const std::vector<int32_t> offloaded = expand_groups(p, gd);
-    Placement placed;
-    placed.device_of.resize(p.n);
-    for (int32_t u = 0; u < p.n; ++u) placed.device_of[u] = DeviceId(offloaded[u]);
-    const StepResult s = ctx.env->simulate(placed);
+    const StepResult s = ctx.env->simulate(group_placement(p, gd));
     char note[200];
     if (!s.ok() || s.step_s >= base_step.step_s) {
       std::snprintf(note, sizeof note, "offload_updates: %s's placement kept (moving %d update groups: %s)",
@@ -110,7 +99,7 @@ class OffloadUpdatesPlacer : public UnitPlacer {
     }
     std::snprintf(note, sizeof note, "offload_updates: %d parameter update groups moved off %s's placement (%.4g -> %.4g s)",
                   moved, base_method.c_str(), base_step.step_s, s.step_s);
-    return finish(ctx, offloaded, name(), started, note);
+    return finish(ctx, expand_groups(p, gd), name(), started, note);
   }
 };
 

@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 
+#include "placer/agent/compare.h"
 #include "placer/agent/learned.h"
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
@@ -59,23 +60,16 @@ namespace {
 bool fastest_heuristic(const std::vector<std::string>& methods, const PlaceContext& context, PolicyAnswer* a,
                        Placement* placement) {
   const auto t0 = Clock::now();
-  bool any = false;
-  for (const std::string& method : methods) {
-    try {
-      PlaceResult r = make_placer(method)->place(context);
-      const StepResult s = context.env->simulate(r.placement);
-      if (s.ok() && (!any || s.step_s < a->fast_path_step_s)) {
-        any = true;
-        a->fast_path_method = method;
-        a->fast_path_step_s = s.step_s;
-        *placement = std::move(r.placement);
-      }
-    } catch (const NoFeasiblePlacement&) {
-    } catch (const InputError&) {  // not applicable here (e.g. expert without a recipe for the graph)
-    }
-  }
+  CompareOptions skip_failures;  // a heuristic that cannot place this problem drops out
+  skip_failures.catch_all = true;
+  std::vector<Compared> tried = compare_placers(methods, context, skip_failures);
   a->fast_path_seconds = since(t0);
-  return any;
+  const int best = fastest(tried);
+  if (best < 0) return false;
+  a->fast_path_method = tried[best].method;
+  a->fast_path_step_s = tried[best].step().step_s;
+  *placement = std::move(tried[best].result.placement);
+  return true;
 }
 
 }  // namespace

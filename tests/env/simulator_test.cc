@@ -358,6 +358,20 @@ CostModel random_costs(std::mt19937_64& rng, int n, int D, int trial) {
   return m;
 }
 
+// The deeper DAGs' costs: random_costs, then about one op in six taking no
+// time and links with latencies as long as ops (0-2 s).
+CostModel deep_dag_costs(std::mt19937_64& rng, int n, int D, int trial) {
+  CostModel m = random_costs(rng, n, D, trial);
+  for (int o = 0; o < n; ++o)
+    if (rng() % 6 == 0)
+      for (int d = 0; d < D; ++d) m.set_op_seconds(OpId(o), DeviceId(d), 0.0);
+  std::uniform_real_distribution<double> latency(0.0, 2.0);
+  for (int a = 0; a < D; ++a)
+    for (int b = 0; b < D; ++b)
+      if (a != b) m.set_link(DeviceId(a), DeviceId(b), latency(rng), 1e3 + 1e4 * latency(rng));
+  return m;
+}
+
 TEST(Simulator, LowerBoundNeverAboveSimulatedStepOnRandomDags) {
   std::mt19937_64 rng(7);
   for (int trial = 0; trial < 60; ++trial) {
@@ -546,14 +560,7 @@ TEST(LowerBound, ConeSearchCutsNeverChangeTheLeast) {
     const int a = static_cast<int>(rng() % n), b = static_cast<int>(rng() % n);
     if (trial % 3 == 2 && a != b) g.mutable_op(OpId(a)).group = g.mutable_op(OpId(b)).group = "g";
     const Cluster cl = cluster_of(D);
-    CostModel m = random_costs(rng, n, D, trial);
-    for (int o = 0; o < n; ++o)
-      if (rng() % 6 == 0)
-        for (int d = 0; d < D; ++d) m.set_op_seconds(OpId(o), DeviceId(d), 0.0);
-    std::uniform_real_distribution<double> latency(0.0, 2.0);
-    for (int x = 0; x < D; ++x)
-      for (int y = 0; y < D; ++y)
-        if (x != y) m.set_link(DeviceId(x), DeviceId(y), latency(rng), 1e3 + 1e4 * latency(rng));
+    const CostModel m = deep_dag_costs(rng, n, D, trial);
     for (const int cone : {6, 10}) {
       const double cut = detail::joins_bound_for_tests(g, cl, m, cone, true);
       EXPECT_DOUBLE_EQ(cut, detail::joins_bound_for_tests(g, cl, m, cone, false)) << "trial " << trial;
@@ -580,14 +587,7 @@ TEST(LowerBound, NeverAboveTheFastestOfEveryPlacementOfDeeperDags) {
       if (a != b) g.mutable_op(OpId(a)).group = g.mutable_op(OpId(b)).group = "g";
     }
     const Cluster cl = cluster_of(D);
-    CostModel m = random_costs(rng, n, D, trial);
-    for (int o = 0; o < n; ++o)  // about one op in six takes no time
-      if (rng() % 6 == 0)
-        for (int d = 0; d < D; ++d) m.set_op_seconds(OpId(o), DeviceId(d), 0.0);
-    std::uniform_real_distribution<double> latency(0.0, 2.0);
-    for (int a = 0; a < D; ++a)
-      for (int b = 0; b < D; ++b)
-        if (a != b) m.set_link(DeviceId(a), DeviceId(b), latency(rng), 1e3 + 1e4 * latency(rng));
+    const CostModel m = deep_dag_costs(rng, n, D, trial);
     const LowerBound lb = lower_bound_parts(g, cl, m);
     above_path += lb.joins_s > lb.critical_path_s + 1e-9;
     EXPECT_LE(lb.value(), fastest_of_every_placement(g, cl, m) + 1e-12) << "trial " << trial;
