@@ -57,6 +57,17 @@ then
   exit 0
 fi
 echo "install-deps: installing scripts/requirements.txt into $VENV (4.7 GB once installed, mostly the CUDA 13 wheels; under 2 minutes on the development VM)"
+# The wheels are ~3 GB downloaded and 4.7 GB unpacked: say so before pip
+# fails halfway with "No space left on device".
+mkdir -p "$VENV"
+need_gb=8
+free_gb=$(df -P -BG "$VENV" | awk 'NR==2 {sub("G", "", $4); print $4}')
+if [ -n "$free_gb" ] && [ "$free_gb" -lt "$need_gb" ]; then
+  echo "install-deps: $VENV: ${free_gb} GB free on its disk, the Python environment needs ~${need_gb} GB" \
+       "(torch's CUDA 13 wheels). Free space there, or set PLACER_VENV to a folder on a disk with room." >&2
+  exit 1
+fi
 [ -x "$VENV/bin/python3" ] || python3 -m venv "$VENV"
-"$VENV/bin/python3" -m pip install -q --disable-pip-version-check -r scripts/requirements.txt
+# --no-cache-dir: no second copy of the wheels kept in ~/.cache/pip.
+"$VENV/bin/python3" -m pip install -q --no-cache-dir --disable-pip-version-check -r scripts/requirements.txt
 "$VENV/bin/python3" -c "import torch; print('install-deps: torch', torch.__version__, 'CUDA', torch.version.cuda)"

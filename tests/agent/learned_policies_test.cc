@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "../../agent/src/features.h"
+#include "../scratch_dir.h"
 #include "../../agent/src/placers_common.h"
 #include "../../agent/src/unit_problem.h"
 #include "placer/agent/train.h"
@@ -165,9 +166,8 @@ TrainControls quiet() {
 }
 
 TEST(LearnedPolicies, HierarchicalTrainsJointlyAndReportsMetrics) {
-  const std::string dir = (fs::path(testing::TempDir()) / ("learned_hier_" + std::to_string(::getpid()))).string();
-  placer::remove_tree(dir);
-  fs::create_directories(dir);
+  const ScratchDir scratch("learned_hier");
+  const std::string& dir = scratch.path();
   save_graph(chains(2, 4), dir + "/g.json");
   std::ostringstream cfg;
   cfg << "name: h\ngraph: {file: " << dir << "/g.json}\ncluster: " << write_cluster(dir, 2)
@@ -192,9 +192,8 @@ TEST(LearnedPolicies, HierarchicalTrainsJointlyAndReportsMetrics) {
 // Trains a gnn on chains of 3, 5, 6 and 8 ops (two per graph) and returns the
 // held-out chains-of-4 result: (simulated step, seconds to place).
 std::pair<double, double> gnn_held_out(const std::string& name, const std::string& decoder) {
-  const std::string dir = (fs::path(testing::TempDir()) / (name + "_" + std::to_string(::getpid()))).string();
-  placer::remove_tree(dir);
-  fs::create_directories(dir);
+  const ScratchDir scratch(name);
+  const std::string& dir = scratch.path();
   for (int len : {3, 4, 5, 6, 8}) save_graph(chains(2, len), dir + "/c" + std::to_string(len) + ".json");
   std::ostringstream cfg;
   cfg << "name: gnn\nfamily: [{file: " << dir << "/c3.json}, {file: " << dir << "/c5.json}, {file: " << dir

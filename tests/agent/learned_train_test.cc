@@ -7,8 +7,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <sstream>
 
+#include "../scratch_dir.h"
 #include "config_errors.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/train.h"
@@ -66,6 +68,7 @@ Cluster two_devices() {
 }
 
 struct Fixture {
+  std::unique_ptr<ScratchDir> scratch;  // removed with the fixture
   std::string dir;
   std::string graph_path;
   std::string cluster_path;
@@ -73,9 +76,8 @@ struct Fixture {
 
 Fixture make_fixture(const std::string& name, int len) {
   Fixture f;
-  f.dir = (fs::path(testing::TempDir()) / ("learned_" + name + "_" + std::to_string(::getpid()))).string();
-  placer::remove_tree(f.dir);
-  fs::create_directories(f.dir);
+  f.scratch = std::make_unique<ScratchDir>("learned_" + name);
+  f.dir = f.scratch->path();
   f.graph_path = f.dir + "/graph.json";
   f.cluster_path = f.dir + "/cluster.json";
   save_graph(two_chains(len), f.graph_path);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../scratch_dir.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
@@ -25,20 +26,20 @@ namespace {
 namespace fs = std::filesystem;
 
 // Trains tests/fixtures/pretrain_tiny.yaml once per process and names it as
-// "pretrained" ($PLACER_PRETRAINED); returns its folder.
+// "pretrained" ($PLACER_PRETRAINED); returns its folder, removed at exit.
 const std::string& tiny_pretrained() {
-  static const std::string dir = [] {
-    const fs::path d = fs::temp_directory_path() / ("placer_pretrain_tiny_" + std::to_string(::getpid()));
-    remove_tree(d.string());
+  static const ScratchDir dir("placer_pretrain_tiny");
+  static const bool trained = [] {
     TrainConfig c = load_train_config(std::string(PLACER_FIXTURES_DIR) + "/pretrain_tiny.yaml");
-    c.run.output_dir = d.string();
+    c.run.output_dir = dir.path();
     TrainControls quiet;
     quiet.progress = false;
     train(c, nullptr, quiet);
-    return d.string();
+    return true;
   }();
-  setenv("PLACER_PRETRAINED", dir.c_str(), 1);
-  return dir;
+  (void)trained;
+  setenv("PLACER_PRETRAINED", dir.path().c_str(), 1);
+  return dir.path();
 }
 
 PlaceContext context_of(Environment& env, uint64_t seed) { return PlaceContext::on(env, seed); }

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "../scratch_dir.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
 
@@ -62,14 +63,12 @@ TEST(Presets, ResolveNamesFilesAndDeviceLists) {
   custom.name = "";
   custom.devices[1].memory_bytes = 123456;
   // The name comes from the file's: a folder of this process's own keeps it.
-  const std::string dir = ::testing::TempDir() + "/presets_" + std::to_string(::getpid());
-  std::filesystem::create_directories(dir);
-  const std::string path = dir + "/my_box.json";
+  const ScratchDir dir("presets");
+  const std::string path = dir / "my_box.json";
   save_cluster(custom, path);
   const Cluster loaded = resolve_cluster(path);
   EXPECT_EQ(loaded.name, "my_box");
   EXPECT_EQ(loaded.devices[1].memory_bytes, 123456);
-  std::remove(path.c_str());
 }
 
 TEST(Presets, ErrorsNameTheProblem) {
