@@ -9,15 +9,16 @@
 //
 // Budgets (placements scored):
 //   local_search   its annealing's evaluations = the budget (its start's four
-//                  candidate heuristics are simulated on top, uncounted, as the
-//                  placer has always counted);
+//                  candidate heuristics and offload_updates' move of the fastest
+//                  are simulated on top, uncounted, as the placer has always
+//                  counted);
 //   guided_search  the budget, its start's candidates included;
-//   learned        the warm start's seven heuristic placements + 16 samples per
-//                  update x floor((budget - 7) / 16) updates (<= budget).
+//   learned        the warm start's eight heuristic placements + 16 samples per
+//                  update x floor((budget - 8) / 16) updates (<= budget).
 //   learned_refine the same with a quarter of the budget, R = budget / 4,
 //                  kept for train.refine_evaluations (local_search's annealing
-//                  from the fastest placement the run evaluated): 7 + 16 x
-//                  floor((budget - 7 - R) / 16) + R (<= budget).
+//                  from the fastest placement the run evaluated): 8 + 16 x
+//                  floor((budget - 8 - R) / 16) + R (<= budget).
 // --unit-stages S: the learned runs' train.unit_stages (coarse to fine; 1, the
 // default, is the recipe of the first table in learned_heldout.md).
 // Deterministic heuristics' internal planning is counted for no method.
@@ -44,7 +45,7 @@ using placer::bench::seconds_since;
 
 namespace {
 
-const std::vector<std::string> kHeuristics = {"m_etf", "m_sct", "m_topo", "expert", "dp", "heft", "mincut"};
+const std::vector<std::string> kHeuristics = {"m_etf", "m_sct", "m_topo", "expert", "dp", "heft", "mincut", "offload_updates"};
 
 struct Args {
   std::string graph, name, cluster = "k80x4", out = "bench_runs/heldout";
@@ -127,7 +128,7 @@ Runs search_runs(const std::string& method, const Args& a, const Graph& g, const
 
 // The published recipe (configs/nmt_k80x4.yaml's policy, reward and train
 // sections) with one generic setting for every graph; the warm start is the
-// seven deterministic heuristics (local_search's own search would spend a
+// eight deterministic heuristics (local_search's own search would spend a
 // second budget outside the count).
 TrainConfig learned_config(const Args& a, uint64_t seed, int64_t refine) {
   TrainConfig c;

@@ -20,24 +20,30 @@ const std::vector<std::string>& start_methods() {
 AnnealingStart best_start(const PlaceContext& ctx, const UnitProblem& p) {
   const int32_t G = p.groups();
   AnnealingStart start;
-  double start_step = 1e300;
-  auto consider = [&](const std::string& method, const std::vector<int32_t>& op_device) {
-    std::vector<int32_t> gd(G);
-    for (int32_t g = 0; g < G; ++g) gd[g] = op_device[p.members[g][0]];
-    const StepResult s = ctx.env->simulate(group_placement(p, gd));
+  StepResult start_step;  // of start.group_device
+  auto consider = [&](const std::string& method, const std::vector<int32_t>& gd) {
+    StepResult s = ctx.env->simulate(group_placement(p, gd));
     ++start.simulated;
-    if (s.ok() && s.step_s < start_step) start_step = s.step_s, start.group_device = gd, start.method = method;
+    if (s.ok() && (start.group_device.empty() || s.step_s < start_step.step_s))
+      start_step = std::move(s), start.group_device = gd, start.method = method;
   };
   for (const std::string& method : start_methods()) {
     try {
       PlaceContext sub = ctx;
       sub.options.clear();
       const Placement placed = make_placer(method)->place(sub).placement;
-      std::vector<int32_t> op_device(p.n);
-      for (int32_t u = 0; u < p.n; ++u) op_device[u] = placed.device_of[u].value;
-      consider(method, op_device);
+      std::vector<int32_t> gd(G);
+      for (int32_t g = 0; g < G; ++g) gd[g] = placed.device_of[p.members[g][0]].value;
+      consider(method, gd);
     } catch (const NoFeasiblePlacement&) {
     } catch (const PlacementError&) {}
+  }
+  if (!start.group_device.empty()) {
+    std::vector<int32_t> moved = start.group_device;
+    const int32_t n = move_updates_off(*ctx.graph, p, start_step, &moved);
+    const std::string base = start.method;
+    if (n > 0) consider("offload_updates on " + base, moved);
+    if (start.method != base) start.updates_moved = n;
   }
   if (start.group_device.empty()) {
     start.group_device.assign(G, 0);

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "placer/graphs/measurement.h"
 #include "placers_common.h"
 
 namespace placer {
@@ -15,17 +16,25 @@ Placement group_placement(const UnitProblem& p, const std::vector<int32_t>& grou
 
 struct AnnealingStart {
   std::vector<int32_t> group_device;
-  std::string method;
-  int32_t simulated = 0;  // candidate placements simulated to choose it
+  std::string method;  // "offload_updates on m_etf" where the move made it faster
+  int32_t simulated = 0;
+  int32_t updates_moved = 0;  // groups offload_updates moved (0 where the base was kept)  // candidate placements simulated to choose it
 };
 
-// The placers the annealing searches start from (and offload_updates builds on):
-// m_etf, heft, dp, expert.
+// The placers the annealing searches start from: m_etf, heft, dp, expert.
 const std::vector<std::string>& start_methods();
 
+// offload_updates' move (placers_offload.cc): every group of parameters and
+// their SGD updates in `group_device`, largest first, to the device where its
+// load ends lowest with room, a device's load starting at its busy time in
+// `base` (the step of `group_device`). Returns how many groups moved.
+int32_t move_updates_off(const Graph& graph, const UnitProblem& p, const StepResult& base,
+                         std::vector<int32_t>* group_device);
+
 // The fastest under the simulator of m_etf (its best replayed candidate),
-// heft, dp and expert (a placer that cannot place this graph drops out);
-// without any, every group on device 0, repaired to fit memory.
+// heft, dp and expert (a placer that cannot place this graph drops out), and
+// of the fastest of them with its updates moved off (offload_updates); without
+// any, every group on device 0, repaired to fit memory.
 AnnealingStart best_start(const PlaceContext& ctx, const UnitProblem& p);
 
 // A given placement (PlaceContext::start) as the start: each group on its first op's device.

@@ -13,16 +13,16 @@
 // that path (mobilenet_v2 on k80x4: 17.83 ms on one GPU, 16.87 ms with the
 // updates spread, the lower bound 16.82 ms).
 //
-// The base is the fastest (simulated) of m_etf, heft, dp and expert, the
-// placements local_search starts from; a group's cost is the simulator's
-// op time on that device, a device's load its busy time in the base's step.
-// The result is the base itself when moving the updates does not make the
-// simulated step faster, so the method is never slower than its base.
+// The base is the fastest (simulated) of m_etf, heft, dp and expert; a
+// group's cost is the simulator's op time on that device, a device's load its
+// busy time in the base's step. The result is the base itself when moving the
+// updates does not make the simulated step faster, so the method is never
+// slower than its base. This is local_search's start (best_start): the
+// annealing searches start from it too.
 #include <algorithm>
 #include <cstdio>
 
 #include "local_search_start.h"
-#include "placer/agent/compare.h"
 #include "placer/env/environment.h"
 
 namespace placer {
@@ -47,63 +47,50 @@ class OffloadUpdatesPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "offload_updates"; }
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
-    const Graph& graph = *ctx.graph;
-    // The base: the fastest of the placers local_search starts from (one that cannot place the graph drops out).
-    PlaceContext sub = ctx;
-    sub.options.clear();
-    CompareOptions quiet;
-    quiet.catch_all = true;
-    const std::vector<Compared> tried = compare_placers(start_methods(), sub, quiet);
-    const int best = fastest(tried);
-    if (best < 0) throw NoFeasiblePlacement("offload_updates: none of m_etf, heft, dp, expert placed the graph");
-    const std::string& base_method = tried[best].method;
-    const StepResult& base_step = tried[best].step();
-    std::vector<int32_t> base(p.n);
-    for (int32_t u = 0; u < p.n; ++u) base[u] = tried[best].result.placement.device_of[u].value;
-
-    std::vector<int32_t> groups = update_groups(graph, p);
-    if (groups.empty() || p.k < 2)
-      return finish(ctx, base, name(), started, "offload_updates: no parameter update to move; " + base_method);
-    // Largest first, each to the device where its load ends lowest, with room.
-    std::vector<double> load(p.k, 0.0);
-    for (int32_t d = 0; d < p.k && d < static_cast<int32_t>(base_step.devices.size()); ++d)
-      load[d] = base_step.devices[d].busy_s;
-    std::vector<int32_t> gd(p.groups());
-    for (int32_t g = 0; g < p.groups(); ++g) gd[g] = base[p.members[g][0]];
-    MemoryBook book(p);
-    for (int32_t g = 0; g < p.groups(); ++g) book.add(g, gd[g]);
-    std::stable_sort(groups.begin(), groups.end(),
-                     [&](int32_t a, int32_t b) { return p.group_cost(a, gd[a]) > p.group_cost(b, gd[b]); });
-    int32_t moved = 0;
-    for (int32_t g : groups) {
-      const int32_t from = gd[g];
-      load[from] -= p.group_cost(g, from);
-      book.remove(g, from);
-      int32_t to = from;
-      double least = load[from] + p.group_cost(g, from);
-      for (int32_t d = 0; d < p.k; ++d) {
-        const double ends = load[d] + p.group_cost(g, d);
-        if (d != from && ends < least && book.fits(g, d)) least = ends, to = d;
-      }
-      gd[g] = to;
-      load[to] += p.group_cost(g, to);
-      book.add(g, to);
-      moved += to != from;
-    }
-    const StepResult s = ctx.env->simulate(group_placement(p, gd));
+    const AnnealingStart start = best_start(ctx, p);
     char note[200];
-    if (!s.ok() || s.step_s >= base_step.step_s) {
-      std::snprintf(note, sizeof note, "offload_updates: %s's placement kept (moving %d update groups: %s)",
-                    base_method.c_str(), moved, s.ok() ? "not faster" : "does not fit");
-      return finish(ctx, base, name(), started, note);
-    }
-    std::snprintf(note, sizeof note, "offload_updates: %d parameter update groups moved off %s's placement (%.4g -> %.4g s)",
-                  moved, base_method.c_str(), base_step.step_s, s.step_s);
-    return finish(ctx, expand_groups(p, gd), name(), started, note);
+    if (start.updates_moved > 0)  // start.method: "offload_updates on BASE"
+      std::snprintf(note, sizeof note, "offload_updates: %d parameter update groups moved off %s's placement",
+                    start.updates_moved, start.method.substr(start.method.rfind(' ') + 1).c_str());
+    else
+      std::snprintf(note, sizeof note, "offload_updates: %s's placement kept (moving its updates is not faster)",
+                    start.method.c_str());
+    return finish(ctx, expand_groups(p, start.group_device), name(), started, note);
   }
 };
 
 }  // namespace
+
+int32_t move_updates_off(const Graph& graph, const UnitProblem& p, const StepResult& base,
+                         std::vector<int32_t>* group_device) {
+  std::vector<int32_t>& gd = *group_device;
+  std::vector<int32_t> groups = update_groups(graph, p);
+  if (groups.empty() || p.k < 2) return 0;
+  // Largest first, each to the device where its load ends lowest, with room.
+  std::vector<double> load(p.k, 0.0);
+  for (int32_t d = 0; d < p.k && d < static_cast<int32_t>(base.devices.size()); ++d) load[d] = base.devices[d].busy_s;
+  MemoryBook book(p);
+  for (int32_t g = 0; g < p.groups(); ++g) book.add(g, gd[g]);
+  std::stable_sort(groups.begin(), groups.end(),
+                   [&](int32_t a, int32_t b) { return p.group_cost(a, gd[a]) > p.group_cost(b, gd[b]); });
+  int32_t moved = 0;
+  for (int32_t g : groups) {
+    const int32_t from = gd[g];
+    load[from] -= p.group_cost(g, from);
+    book.remove(g, from);
+    int32_t to = from;
+    double least = load[from] + p.group_cost(g, from);
+    for (int32_t d = 0; d < p.k; ++d) {
+      const double ends = load[d] + p.group_cost(g, d);
+      if (d != from && ends < least && book.fits(g, d)) least = ends, to = d;
+    }
+    gd[g] = to;
+    load[to] += p.group_cost(g, to);
+    book.add(g, to);
+    moved += to != from;
+  }
+  return moved;
+}
 
 std::unique_ptr<Placer> make_offload_updates() { return std::make_unique<OffloadUpdatesPlacer>(); }
 
