@@ -10,8 +10,7 @@
 //   build/bench/service_bench --clients 16 --requests 10000 --builder rnnlm --cluster k80x4 --builder-requests
 //   --policy-samples 256
 //   build/bench/service_bench --clients 8 --requests 4000 --builder rnnlm --cluster k80x4 --builder-requests
-//   --policy-samples 256 \
-//       --background-job --health-probe
+//   --policy-samples 256 --background-job --health-probe
 #include <CLI/CLI.hpp>
 
 #include <algorithm>

@@ -174,7 +174,9 @@ TEST(Service, EvaluateMeasuresOnTheServersDevicesWithAnInterval) {
   const std::string on_gpu =
       fail(s, std::string(R"({"version":1,"type":"evaluate",)") + kMlp +
                   R"(,"cluster":"k80x2","placement":{"device":{)" + gpu + R"(}},"measure":true})");
-  if (!cuda_available()) EXPECT_EQ(on_gpu.rfind("bad_request measure: ", 0), 0u) << on_gpu;
+  if (!cuda_available()) {
+    EXPECT_EQ(on_gpu.rfind("bad_request measure: ", 0), 0u) << on_gpu;
+  }
 }
 
 TEST(Service, BaselinesRunTheNamedPlacers) {
