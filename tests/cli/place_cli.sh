@@ -94,7 +94,7 @@ set -e
 # Fine-tuning from it: one update of the shipped fine-tuning config.
 "$PLACER" train --config "$SRC/configs/finetune_pretrained.yaml" --graph "$TMP/g.json" --cluster k80x4 \
   --updates 1 -o "$TMP/ft" -q > "$TMP/ft.out" || fail "fine-tune from pretrained"
-grep -q "20 sampled placements" "$TMP/ft.out" || fail "fine-tune: $(cat "$TMP/ft.out")"
+grep -q "23 sampled placements" "$TMP/ft.out" || fail "fine-tune: $(cat "$TMP/ft.out")"
 # Coarse to fine (train.unit_stages): the progress line says the stage and its units.
 cat > "$TMP/stages.yaml" <<EOF
 name: stages
