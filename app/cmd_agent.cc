@@ -156,11 +156,18 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
     *report += std::string("refinement    not run") +
                (a.no_refine ? " (--no-refine)" : " (no time left in the budget)") + "\n";
   } else {
-    const double start_s = by_policy ? pa.policy_step_s : pa.fast_path_step_s;
-    std::snprintf(line, sizeof line, "local_search from %s's placement: %.6g s per step (%+.2f%%), %lld evaluations in %.3f s%s",
-                  by_policy ? "the policy" : pa.fast_path_method.c_str(), pa.step_s, 100.0 * (pa.step_s / start_s - 1.0),
-                  static_cast<long long>(pa.refinement.evaluations), pa.refinement.place_seconds,
-                  pa.improved ? "" : ", nothing faster");
+    std::string from;
+    for (const std::string& s : pa.refine_starts)
+      from += (from.empty() ? "" : " and ") + (s == "policy" ? std::string("the policy") : s) + "'s";
+    const double start_s = pa.policy_ok && !pa.fast_path_method.empty() ? std::min(pa.policy_step_s, pa.fast_path_step_s)
+                           : pa.policy_ok                              ? pa.policy_step_s
+                                                                       : pa.fast_path_step_s;
+    std::snprintf(line, sizeof line,
+                  "local_search from %s placement%s: %.6g s per step (%+.2f%% vs the faster start), %lld evaluations in "
+                  "%.3f s%s",
+                  from.c_str(), pa.refine_starts.size() > 1 ? "s, the time split" : "", pa.step_s,
+                  100.0 * (pa.step_s / start_s - 1.0), static_cast<long long>(pa.refine_evaluations),
+                  pa.refine_seconds, pa.improved ? "" : ", nothing faster");
     *report += "refinement    " + std::string(line) + "\n";
   }
   *report += "found by      " + pa.found_by + "\n";
@@ -168,7 +175,7 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
                 "graph read and set up in %.3f s, checkpoint loaded in %.3f s, policy %.3f s, fast path %.3f s, "
                 "refinement %.3f s (%.3f s in all; budget %.3g s)",
                 setup_s, pa.load_seconds, pa.policy.place_seconds, pa.fast_path_seconds,
-                pa.refined ? pa.refinement.place_seconds : 0.0, setup_s + pa.seconds, a.time_budget_s);
+                pa.refine_seconds, setup_s + pa.seconds, a.time_budget_s);
   *report += "timing        " + std::string(line) + "\n";
   return r;
 }

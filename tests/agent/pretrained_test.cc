@@ -96,12 +96,19 @@ TEST(Pretrained, AnswerIsTheFastestOfThePolicyAndTheFastPathAndSaysWhoFoundIt) {
     EXPECT_EQ(a.step_s, env.simulate(a.placement).step_s) << preset;
     EXPECT_EQ(a.found_by, a.fast_path_step_s < a.policy_step_s ? a.fast_path_method : "policy") << preset;
     heuristic_won += a.found_by != "policy";
-    // Refined: local_search starts from the faster of the two, never slower than it.
+    // Refined: local_search starts from the faster of the two, then from the
+    // slower (the time split), and the answer is never slower than the faster.
     const PolicyAnswer r = place_with_policy(*policy, context_of(env, 1), 0.5, /*refine=*/true, policy_fast_path());
     EXPECT_TRUE(r.refined) << preset;
     EXPECT_LE(r.step_s, a.step_s) << preset;
-    EXPECT_EQ(r.found_by, a.found_by + (r.improved ? "+local_search" : "")) << preset;
+    const std::string other = a.found_by == "policy" ? a.fast_path_method : "policy";
+    ASSERT_EQ(r.refine_starts, (std::vector<std::string>{a.found_by, other})) << preset;
+    if (r.improved)
+      EXPECT_TRUE(r.found_by == a.found_by + "+local_search" || r.found_by == other + "+local_search") << r.found_by;
+    else
+      EXPECT_EQ(r.found_by, a.found_by) << preset;
     EXPECT_EQ(r.step_s, env.simulate(r.placement).step_s) << preset;
+    EXPECT_GT(r.refine_evaluations, 0) << preset;
   }
   // The tiny policy (trained for a second) is slower than a heuristic somewhere:
   // the heuristics' branch is exercised.

@@ -57,8 +57,11 @@ struct PolicyAnswer {
   double fast_path_step_s = 0.0;  // its simulated step
   double fast_path_seconds = 0.0;
   bool refined = false;       // local_search ran from the faster of the policy's and the fast path's placement
-  bool improved = false;      // ... and found a faster one: `placement` is it
-  PlaceResult refinement;     // local_search's result when it ran
+                              // (and from the slower one, where both placed it, the time split)
+  bool improved = false;      // ... and found a faster one than both: `placement` is it
+  std::vector<std::string> refine_starts;  // where it started: "policy" or a heuristic's name, the faster first
+  double refine_seconds = 0.0;             // in all its runs
+  int64_t refine_evaluations = 0;
   Placement placement;        // the answer: the fastest of the policy's, the fast path's and the refinement's
   double step_s = 0.0;        // the answer's simulated step
   std::string found_by;       // "policy", a heuristic's name, either + "+local_search"
