@@ -10,7 +10,8 @@
 
 #include <filesystem>
 #include <string>
-#include <system_error>
+
+#include "placer/graphs/files.h"
 
 namespace placer {
 
@@ -18,14 +19,11 @@ class ScratchDir {
  public:
   explicit ScratchDir(const std::string& name)
       : path_((std::filesystem::path(::testing::TempDir()) / (name + "_" + std::to_string(::getpid()))).string()) {
-    std::error_code ec;
-    std::filesystem::remove_all(path_, ec);
+    remove_tree(path_);
     std::filesystem::create_directories(path_);
   }
-  ~ScratchDir() {
-    std::error_code ec;  // never throws from a destructor; a leftover is harmless
-    std::filesystem::remove_all(path_, ec);
-  }
+  // remove_tree, not std::filesystem's remove_all (graphs/files.h says why); noexcept.
+  ~ScratchDir() { remove_tree(path_); }
   ScratchDir(const ScratchDir&) = delete;
   ScratchDir& operator=(const ScratchDir&) = delete;
 
