@@ -41,9 +41,11 @@ AnnealingStart best_start(const PlaceContext& ctx, const UnitProblem& p) {
   if (!start.group_device.empty()) {
     std::vector<int32_t> moved = start.group_device;
     const int32_t n = move_updates_off(*ctx.graph, p, start_step, &moved);
-    const std::string base = start.method;
-    if (n > 0) consider("offload_updates on " + base, moved);
-    if (start.method != base) start.updates_moved = n;
+    if (n > 0) {
+      const StepResult s = ctx.env->simulate(group_placement(p, moved));
+      ++start.simulated;
+      if (s.ok() && s.step_s < start_step.step_s) start.group_device = std::move(moved), start.updates_moved = n;
+    }
   }
   if (start.group_device.empty()) {
     start.group_device.assign(G, 0);

@@ -16,9 +16,11 @@ Placement group_placement(const UnitProblem& p, const std::vector<int32_t>& grou
 
 struct AnnealingStart {
   std::vector<int32_t> group_device;
-  std::string method;  // "offload_updates on m_etf" where the move made it faster
-  int32_t simulated = 0;
-  int32_t updates_moved = 0;  // groups offload_updates moved (0 where the base was kept)  // candidate placements simulated to choose it
+  std::string method;         // the placer it came from (m_etf, heft, dp, expert, ...)
+  int32_t simulated = 0;      // candidate placements simulated to choose it
+  int32_t updates_moved = 0;  // update groups offload_updates moved off it (0: its placement as is)
+  // "m_etf", or "offload_updates on m_etf" where the updates were moved.
+  std::string name() const { return updates_moved > 0 ? "offload_updates on " + method : method; }
 };
 
 // The placers the annealing searches start from: m_etf, heft, dp, expert.

@@ -236,7 +236,7 @@ class GuidedSearchPlacer : public UnitPlacer {
     GuidedAnnealing annealing(ctx, p, start.group_device, options);
     if (budget <= start.simulated) {  // the candidates spent it: the start as it is
       PlaceResult out = finish(ctx, expand_groups(p, start.group_device), name(), started,
-                               "guided_search: the budget went on the start candidates; " + start.method);
+                               "guided_search: the budget went on the start candidates; " + start.name());
       out.evaluations = start.simulated;
       out.stats["start_candidates"] = start.simulated;
       return out;
@@ -246,7 +246,7 @@ class GuidedSearchPlacer : public UnitPlacer {
     std::snprintf(buf, sizeof buf,
                   "guided_search: policy-guided annealing from %s (%d start candidates), %lld evaluations, %lld "
                   "accepted, %lld followed the policy's frontier, reward %.6g -> %.6g",
-                  start.method.c_str(), start.simulated, static_cast<long long>(annealing.evaluations()),
+                  start.name().c_str(), start.simulated, static_cast<long long>(annealing.evaluations()),
                   static_cast<long long>(annealing.accepted()), static_cast<long long>(annealing.followed()),
                   annealing.start_reward(), annealing.best_reward());
     PlaceResult out = finish(ctx, expand_groups(p, annealing.best()), name(), started, buf);

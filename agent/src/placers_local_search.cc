@@ -130,7 +130,7 @@ class LocalSearchPlacer : public UnitPlacer {
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "local_search: simulated annealing from %s, %lld evaluations, %lld accepted, reward %.6g -> %.6g",
-                  start.method.c_str(), static_cast<long long>(annealing.evaluations()),
+                  start.name().c_str(), static_cast<long long>(annealing.evaluations()),
                   static_cast<long long>(annealing.accepted()), annealing.start_reward(), annealing.best_reward());
     PlaceResult out = finish(ctx, expand_groups(p, annealing.best()), name(), started, buf);
     out.evaluations = annealing.evaluations();

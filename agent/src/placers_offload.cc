@@ -49,9 +49,9 @@ class OffloadUpdatesPlacer : public UnitPlacer {
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const AnnealingStart start = best_start(ctx, p);
     char note[200];
-    if (start.updates_moved > 0)  // start.method: "offload_updates on BASE"
+    if (start.updates_moved > 0)
       std::snprintf(note, sizeof note, "offload_updates: %d parameter update groups moved off %s's placement",
-                    start.updates_moved, start.method.substr(start.method.rfind(' ') + 1).c_str());
+                    start.updates_moved, start.method.c_str());
     else
       std::snprintf(note, sizeof note, "offload_updates: %s's placement kept (moving its updates is not faster)",
                     start.method.c_str());
