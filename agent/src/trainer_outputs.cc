@@ -121,12 +121,14 @@ void Trainer::refine(TrainResult* res) {
   const Placement* start = t0.best.device_of.empty() ? nullptr : &t0.best;
   double start_s = t0.best.device_of.empty() ? std::numeric_limits<double>::infinity() : t0.best_step_s;
   std::string from = "the policy's best";
-  for (const BaselineResult& b : res->baselines)
-    if (b.ok && !b.placement.device_of.empty() && b.step_s < start_s) {
-      start = &b.placement;
-      start_s = b.step_s;
-      from = b.method;
-    }
+  // The seen rows too (a fine-tuning run's zero-shot answer, the service's fast path).
+  for (const std::vector<BaselineResult>* list : {&res->baselines, &res->seen})
+    for (const BaselineResult& b : *list)
+      if (b.ok && !b.placement.device_of.empty() && b.step_s < start_s) {
+        start = &b.placement;
+        start_s = b.step_s;
+        from = b.method;
+      }
   if (!start) return;
   PlaceContext ctx = PlaceContext::on(*t0.env, c_.run.seed);
   ctx.sample_budget = c_.optimizer.refine_evaluations;
