@@ -2,9 +2,10 @@
 # Remakes the pretrained gnn policy in policies/pretrained/ (issue 25 part 2):
 # exports the family's public models with torch.export (scripts/pretrain_models.py),
 # imports them, trains configs/pretrain_gnn.yaml (at most train.time_limit_s of
-# policy updates) and copies the checkpoint, its config and how it was made.
+# policy updates) and exports the policy alone (`placer export-policy`: 0.7 MB, in
+# git), with its config and how it was made.
 # Usage: bash scripts/pretrain.sh [BUILD_DIR=build] [DEST=policies/pretrained]
-# (`make pretrained`). About 15 minutes on the 2-core VM (bench/results/learned_heldout.md).
+# (`make pretrained`). 8-14 minutes on the 2-core VM (bench/results/learned_heldout.md).
 set -euo pipefail
 BUILD=${1:-build}
 DEST=${2:-policies/pretrained}
@@ -20,7 +21,8 @@ done
 rm -rf "$RUN"
 "$BUILD/placer" train --config configs/pretrain_gnn.yaml
 mkdir -p "$DEST"
-cp "$RUN/checkpoint.pt" "$DEST/checkpoint.pt"
+# The policy alone (0.7 MB; the run's checkpoint, 23 MB, keeps the optimizer and the samples).
+"$BUILD/placer" export-policy "$RUN" -o "$DEST/checkpoint.pt"
 cp configs/pretrain_gnn.yaml "$DEST/config.yaml"
 cp "$RUN/summary.json" "$DEST/train_summary.json"
 secs=$(($(date +%s) - t0))
@@ -33,5 +35,6 @@ Commit:  $commit$dirty
 Date:    $(date -u +%Y-%m-%dT%H:%MZ)
 Machine: $(nproc) cores, $(uname -m)
 Time:    $secs s in all (exports, imports, training)
+Exported: $BUILD/placer export-policy $RUN -o $DEST/checkpoint.pt (the policy alone; the run's checkpoint keeps the optimizer and the samples)
 MADE
 echo "pretrained policy in $DEST ($secs s)"

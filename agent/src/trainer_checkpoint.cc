@@ -275,4 +275,33 @@ std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* co
   return policy;
 }
 
+// The policy alone, for shipping (issue 25: "a small file"): the checkpoint's
+// format, config, state and model, without the optimizer's moments and the
+// record of sampled placements (most of a run's checkpoint). `--policy`,
+// `policy.init_from` and place_with_checkpoint read it; a run cannot resume
+// from it (its optimizer is missing, and resuming says so).
+ExportedPolicy export_policy(const std::string& from, const std::string& to) {
+  const std::string path = fs::is_directory(from) ? (fs::path(from) / kCheckpointFile).string() : from;
+  LoadedArchive la;
+  open_checkpoint(path, &la);
+  TrainConfig config;
+  const std::shared_ptr<PolicyImpl> policy = load_policy(path, &config);
+  torch::serialize::OutputArchive a, model;
+  a.write("format", c10::IValue(std::string(kCheckpointFormat)));
+  a.write("config", c10::IValue(la.config_json));
+  a.write("state", c10::IValue(la.state_json));
+  policy->save(model);
+  a.write("model", model);
+  const std::string tmp = to + ".tmp";
+  try {
+    a.save_to(tmp);
+    fs::rename(tmp, to);
+  } catch (const std::exception& e) {
+    std::error_code ec;
+    fs::remove(tmp, ec);
+    throw InputError(to + ": cannot write the exported policy (" + std::string(e.what()).substr(0, 200) + ")");
+  }
+  return ExportedPolicy{static_cast<int64_t>(fs::file_size(path)), static_cast<int64_t>(fs::file_size(to))};
+}
+
 }  // namespace placer

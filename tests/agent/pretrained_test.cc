@@ -12,6 +12,7 @@
 
 #include "../scratch_dir.h"
 #include "placer/agent/learned.h"
+#include "placer/agent/placer.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
@@ -98,7 +99,9 @@ TEST(Pretrained, AnswerIsTheFastestOfThePolicyAndTheFastPathAndSaysWhoFoundIt) {
     heuristic_won += a.found_by != "policy";
     // Refined: local_search starts from the faster of the two, then from the
     // slower (the time split), and the answer is never slower than the faster.
-    const PolicyAnswer r = place_with_policy(*policy, context_of(env, 1), 0.5, /*refine=*/true, policy_fast_path());
+    // The budget leaves time to refine on a slow machine too: what the policy and the fast path took, plus 0.4 s.
+    const double budget_s = a.seconds + 0.4;
+    const PolicyAnswer r = place_with_policy(*policy, context_of(env, 1), budget_s, /*refine=*/true, policy_fast_path());
     EXPECT_TRUE(r.refined) << preset;
     EXPECT_LE(r.step_s, a.step_s) << preset;
     const std::string other = a.found_by == "policy" ? a.fast_path_method : "policy";
@@ -276,6 +279,86 @@ TEST(Pretrained, FineTuningIsNeverSlowerThanItsZeroShotAnswer) {
   const PolicyAnswer a = place_with_policy("pretrained", context_of(env, c.run.seed), 1e9, /*refine=*/false);
   EXPECT_DOUBLE_EQ(zero_shot->step_s, a.policy_step_s);
   remove_tree(dir.string());
+}
+
+// `placer export-policy` (what `make pretrained` ships): the policy alone is a
+// fraction of the run's checkpoint, places exactly as the checkpoint does,
+// fine-tuning starts from it, and resuming from it is an error that says why.
+TEST(Pretrained, ExportedPolicyIsSmallAndPlacesAsItsCheckpoint) {
+  const std::string run = tiny_pretrained();
+  const ScratchDir out("placer_export_policy");
+  const std::string file = out.path() + "/checkpoint.pt";
+  const ExportedPolicy e = export_policy(run, file);
+  EXPECT_EQ(e.to_bytes, static_cast<int64_t>(fs::file_size(file)));
+  EXPECT_EQ(e.from_bytes, static_cast<int64_t>(fs::file_size(run + "/checkpoint.pt")));
+  EXPECT_LT(e.to_bytes, e.from_bytes / 2);
+  BuilderOptions bo;
+  bo.values = {{"layers", 2}, {"dec_layers", 1}, {"d_model", 64}, {"seq", 16}, {"batch", 8}, {"vocab", 2000}};
+  const Graph g = build_graph("transformer", bo);
+  Environment env(g, resolve_cluster("p100x4"));
+  const PolicyAnswer full = place_with_policy(run, context_of(env, 3), 1e9, /*refine=*/false);
+  const PolicyAnswer slim = place_with_policy(out.path(), context_of(env, 3), 1e9, /*refine=*/false);
+  ASSERT_TRUE(full.policy_ok && slim.policy_ok);
+  EXPECT_EQ(full.policy.placement.device_of, slim.policy.placement.device_of);
+  EXPECT_DOUBLE_EQ(full.policy_step_s, slim.policy_step_s);
+  // A run that starts from it (policy.init_from) trains.
+  TrainConfig c = load_train_config(std::string(PLACER_SOURCE_DIR) + "/configs/finetune_pretrained.yaml");
+  c.graph = GraphSource{};
+  c.graph.builder = "transformer";
+  c.graph.options = bo.values;
+  c.cluster = "p100x4";
+  c.policy.init_from = out.path();
+  c.optimizer.updates = 1;
+  c.optimizer.samples_per_update = 2;
+  c.run.output_dir = out.path() + "/finetune";
+  TrainControls quiet;
+  quiet.progress = false;
+  EXPECT_GT(train(c, nullptr, quiet).samples, 0);
+  // It is not a run to resume: no optimizer state, and the error names the field.
+  TrainConfig r = load_train_config(std::string(PLACER_FIXTURES_DIR) + "/pretrain_tiny.yaml");
+  r.run.output_dir = out.path();
+  TrainControls resume = quiet;
+  resume.resume = true;
+  try {
+    train(r, nullptr, resume);
+    ADD_FAILURE() << "resumed from an exported policy";
+  } catch (const InputError& err) {
+    EXPECT_NE(std::string(err.what()).find("optimizer"), std::string::npos) << err.what();
+  }
+  EXPECT_THROW(export_policy(out.path() + "/none", out.path() + "/x.pt"), InputError);
+}
+
+// train.refine_evaluations anneals from the fastest placement the run has
+// evaluated, a seen one included (a fine-tuning run's zero-shot answer, the
+// service's fast path): here a seen m_etf placement, far faster than the
+// run's own rows (single, and two samples of a barely trained policy).
+TEST(Pretrained, RefinementStartsFromTheFastestRowSeenOnesIncluded) {
+  tiny_pretrained();
+  const ScratchDir out("placer_refine_seen");
+  TrainConfig c = load_train_config(std::string(PLACER_SOURCE_DIR) + "/configs/finetune_pretrained.yaml");
+  c.graph = GraphSource{};
+  c.graph.builder = "transformer";
+  c.graph.options = {{"layers", 2}, {"dec_layers", 1}, {"d_model", 128}, {"seq", 16}, {"batch", 8}, {"vocab", 2000}};
+  c.policy.init_from.clear();  // a policy from scratch: its samples are slow
+  c.warm_start.methods = {"single"};
+  c.optimizer.updates = 1;
+  c.optimizer.samples_per_update = 2;
+  c.optimizer.refine_evaluations = 300;
+  c.run.output_dir = out.path();
+  const Graph g = c.graph.load();
+  Environment env(g, resolve_cluster(c.cluster));
+  TrainControls ctl;
+  ctl.progress = false;
+  ctl.seen.push_back({"fast_path:m_etf", make_placer("m_etf")->place(context_of(env, 1)).placement});
+  const double seen_s = env.simulate(ctl.seen[0].placement).step_s;
+  const TrainResult r = train(c, nullptr, ctl);
+  EXPECT_LT(seen_s, r.policy_best_step_s);
+  const auto refine = std::find_if(r.baselines.begin(), r.baselines.end(),
+                                   [](const BaselineResult& b) { return b.method == "refine"; });
+  ASSERT_NE(refine, r.baselines.end()) << "local_search found nothing faster than the seen placement";
+  EXPECT_NE(refine->note.find("from fast_path:m_etf"), std::string::npos) << refine->note;
+  EXPECT_LT(refine->step_s, seen_s);
+  EXPECT_EQ(r.best_found_by, "refine");
 }
 
 }  // namespace

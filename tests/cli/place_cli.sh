@@ -48,11 +48,31 @@ assert len(rows) == 4 and rows[0]["method"] == "single"
 PY
 # A pretrained policy zero-shot (the policy alone and the fast path's heuristics, then local_search from the faster within
 # the time budget), printed apart; a missing or corrupt policy names its path. The
-# real one is `make pretrained` (not in git, ~10 min); a tiny one of the same
-# recipe is trained here in a second and named by PLACER_PRETRAINED.
+# real one ships in policies/pretrained (`make pretrained` remakes it, ~14 min); a
+# tiny one of the same recipe is trained here in a second, exported as `make
+# pretrained` exports its own, and named by PLACER_PRETRAINED.
 SRC="${2:-$(cd "$(dirname "$0")/../.." && pwd)}"
-"$PLACER" train --config "$SRC/tests/fixtures/pretrain_tiny.yaml" -o "$TMP/pretrained" -q > /dev/null 2>&1 ||
+"$PLACER" train --config "$SRC/tests/fixtures/pretrain_tiny.yaml" -o "$TMP/tiny_run" -q > /dev/null 2>&1 ||
   fail "train the tiny pretrained policy"
+mkdir -p "$TMP/pretrained"
+"$PLACER" export-policy "$TMP/tiny_run" -o "$TMP/pretrained/checkpoint.pt" > "$TMP/export.out" || fail "export-policy"
+grep -q "^wrote $TMP/pretrained/checkpoint.pt: [0-9.]* MB (the checkpoint: [0-9.]* MB)" "$TMP/export.out" ||
+  fail "export-policy: $(cat "$TMP/export.out")"
+[ "$(stat -c %s "$TMP/pretrained/checkpoint.pt")" -lt "$(stat -c %s "$TMP/tiny_run/checkpoint.pt")" ] ||
+  fail "export-policy: not smaller than the run's checkpoint"
+set +e
+"$PLACER" export-policy "$TMP/none" -o "$TMP/x.pt" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q "$TMP/none: no checkpoint here" "$TMP/err" || fail "export-policy of nothing: $(cat "$TMP/err")"
+set -e
+# The shipped policy (in git) loads and places a graph it never saw.
+if [ -e "$SRC/policies/pretrained/checkpoint.pt" ]; then
+  PLACER_PRETRAINED= "$PLACER" place --policy pretrained --no-refine --graph "$TMP/g.json" --cluster k80x4 \
+    -o "$TMP/shipped.json" > "$TMP/shipped.out" || fail "place --policy pretrained with the shipped policy"
+  grep -q "^policy alone  [0-9.e-]* s per step, placed in .* from $SRC/policies/pretrained/checkpoint.pt" \
+    "$TMP/shipped.out" || fail "the shipped policy: $(cat "$TMP/shipped.out")"
+else
+  fail "policies/pretrained/checkpoint.pt is missing: the project ships it"
+fi
 export PLACER_PRETRAINED="$TMP/pretrained"
 "$PLACER" place --policy pretrained --graph "$TMP/g.json" --cluster p100x4 -o "$TMP/pre.json" > "$TMP/pre.out" ||
   fail "place --policy pretrained"

@@ -319,4 +319,14 @@ struct TrainResult {
 // train.csv,reward.svg,checkpoint.pt,best_placement.json,summary.json}.
 TrainResult train(const TrainConfig& config, MetricsSink* sink = nullptr, const TrainControls& controls = {});
 
+// Writes `to` (a checkpoint file) with the policy of `from` (a run folder or
+// its checkpoint.pt) alone: its config, state and weights, not the optimizer's
+// moments nor the record of sampled placements. What `placer place --policy`,
+// `policy.init_from` and the service read; a run cannot resume from it.
+// Throws InputError naming the file.
+struct ExportedPolicy {
+  int64_t from_bytes = 0, to_bytes = 0;
+};
+ExportedPolicy export_policy(const std::string& from, const std::string& to);
+
 }  // namespace placer
