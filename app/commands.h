@@ -34,7 +34,7 @@ void add_runtime_commands(CLI::App& app);  // measure, profile                  
 void add_env_commands(CLI::App& app);      // simulate, fidelity                 (cmd_env.cc)
 void add_agent_commands(CLI::App& app);    // place, baseline, train             (cmd_agent.cc)
 void add_service_commands(CLI::App& app);  // serve, query                       (cmd_service.cc)
-void add_train_commands(CLI::App& app);    // train                              (cmd_train.cc)
+void add_train_commands(CLI::App& app);    // train, export-policy               (cmd_train.cc)
 void add_worker_commands(CLI::App& app);   // worker                             (cmd_worker.cc)
 
 // The max-load yardstick (cmd_max_load.cc): a workload file's cluster, and
