@@ -40,6 +40,7 @@ struct Args {
   int64_t budget = 2000;
   bool answer = false;  // only the product's answer (the policy, the fast path, local_search within 1 s)
   bool finetune_only = false;  // only the fine-tuning, beside local_search at 2,000 and at 100 evaluations
+  bool zero_shot_only = false;  // only the policy alone, zero-shot (comparing pretraining seeds)
 };
 
 Args parse(int argc, char** argv) {
@@ -62,6 +63,8 @@ Args parse(int argc, char** argv) {
       a.answer = true;
     } else if (k == "--finetune-only") {
       a.finetune_only = true;
+    } else if (k == "--zero-shot-only") {
+      a.zero_shot_only = true;
     } else if (k == "--out") {
       a.out = value();
     } else if (k == "--seeds") {
@@ -167,12 +170,13 @@ std::string cell(const Runs& r, const Runs& ls, double slack) {
 constexpr char kUsage[] =
     "usage: pretrained_bench GRAPH.json --name NAME --cluster k80x4 [--seeds 1,2,3,4,5]\n"
     "                        [--policy pretrained] [--finetune configs/finetune_pretrained.yaml] [--out DIR]\n"
-    "                        [--answer | --finetune-only]\n"
+    "                        [--answer | --finetune-only | --zero-shot-only]\n"
     "The pretrained gnn zero-shot (alone and with local_search within 1 s) and fine-tuned with 100 samples,\n"
     "against local_search at 2,000 evaluations (issue 25 part 2): one Markdown row on stdout.\n"
     "--answer: instead, what `placer place --policy` answers by default (the policy and the fast path's\n"
     "heuristics, then local_search from the faster within 1 s) and who found it.\n"
-    "--finetune-only: instead, local_search at 100 evaluations and the fine-tuning, beside local_search at 2,000.\n";
+    "--finetune-only: instead, local_search at 100 evaluations and the fine-tuning, beside local_search at 2,000.\n"
+    "--zero-shot-only: only the policy alone, zero-shot, beside local_search at 2,000 (--policy DIR: any policy).\n";
 
 }  // namespace
 
@@ -201,6 +205,11 @@ int main(int argc, char** argv) try {
     return 0;
   }
   const Runs zero = zero_shot_runs(a, g, c, false);
+  if (a.zero_shot_only) {
+    std::printf("| %s | %s | %.3f | %.3f / %.3f | %s | %.3f s |\n", a.name.c_str(), a.cluster.c_str(), bound * 1e3,
+                ls.median() * 1e3, ls.worst() * 1e3, cell(zero, ls, 0.05).c_str(), zero.max_wall());
+    return 0;
+  }
   const Runs refined = zero_shot_runs(a, g, c, true);
   const Runs tuned = finetune_runs(a);
   std::printf("| %s | %s | %.3f | %.3f / %.3f | %.2f s | %s | %.3f s | %s | %.3f s | %s | %.1f s |\n", a.name.c_str(),
