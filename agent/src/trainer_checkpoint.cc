@@ -255,9 +255,10 @@ void Trainer::init_weights(const std::string& from) {
   }
 }
 
-std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config) {
-  LoadedArchive la;
-  open_checkpoint(path, &la);
+namespace {
+
+// The policy of an opened checkpoint, its config in *config.
+std::shared_ptr<PolicyImpl> policy_of(LoadedArchive& la, const std::string& path, TrainConfig* config) {
   *config = parse_train_config(la.config_json, path + " (field 'config')");
   PolicyOptions p = policy_options(*config);
   auto policy = make_policy(p);
@@ -275,6 +276,14 @@ std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* co
   return policy;
 }
 
+}  // namespace
+
+std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config) {
+  LoadedArchive la;
+  open_checkpoint(path, &la);
+  return policy_of(la, path, config);
+}
+
 // The policy alone, for shipping (issue 25: "a small file"): the checkpoint's
 // format, config, state and model, without the optimizer's moments and the
 // record of sampled placements (most of a run's checkpoint). `--policy`,
@@ -285,7 +294,7 @@ ExportedPolicy export_policy(const std::string& from, const std::string& to) {
   LoadedArchive la;
   open_checkpoint(path, &la);
   TrainConfig config;
-  const std::shared_ptr<PolicyImpl> policy = load_policy(path, &config);
+  const std::shared_ptr<PolicyImpl> policy = policy_of(la, path, &config);
   torch::serialize::OutputArchive a, model;
   a.write("format", c10::IValue(std::string(kCheckpointFormat)));
   a.write("config", c10::IValue(la.config_json));
