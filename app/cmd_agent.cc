@@ -481,7 +481,8 @@ void add_agent_commands(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   place->add_flag("--no-refine", place_args->no_refine,
-                  "--policy: the policy alone (no fast path, no local_search after it)");
+                  "--policy: the policy alone (no fast path, no local_search after it), sampling more "
+                  "placements for as much of --time-budget as it has");
   place->add_flag("--no-fast-path", place_args->no_fast_path,
                   "--policy: no heuristics beside the policy (local_search starts from the policy's placement)");
   add_common(place, *place_args);

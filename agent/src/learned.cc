@@ -16,12 +16,12 @@
 namespace placer {
 
 Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Environment& env, int samples,
-                      double temperature, uint64_t seed, StepResult* simulated) {
+                      double temperature, uint64_t seed, StepResult* simulated, int greedy_rows) {
   torch::NoGradGuard no_grad;
   TorchThreads threads(1);
   SampleOptions so;
   so.temperature = temperature;
-  so.greedy_rows = 1;
+  so.greedy_rows = greedy_rows;
   std::mt19937_64 rng(seed);
   const Rollout r = policy.sample(problem, std::max(1, samples), so, rng);
   Placement best;
@@ -41,31 +41,81 @@ Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Envi
   return best;
 }
 
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// A placement and its simulated step; a success beats a failure, then the faster.
+struct Candidate {
+  Placement placement;
+  StepResult sim;
+  bool set = false;
+  void offer(Placement p, StepResult s) {
+    if (set && !(s.ok() && (!sim.ok() || s.step_s < sim.step_s))) return;
+    placement = std::move(p);
+    sim = std::move(s);
+    set = true;
+  }
+};
+
+}  // namespace
+
 Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
                         const Environment& env, int samples, int levels, double temperature, uint64_t seed,
-                        StepResult* simulated, int* decoded_levels) {
-  StepResult best_sim;
-  int decoded = 1;
-  Placement best = decode_best(policy, problem, env, samples, temperature, seed, &best_sim);
+                        StepResult* simulated, DecodeStats* stats, double seconds) {
+  const auto t0 = Clock::now();
+  const bool timed = seconds > 0.0;
+  DecodeStats st;
+  Candidate best;
+  // The levels' problems (the first is the caller's) and each one's slowest round.
+  std::vector<PolicyInput> coarse;
+  std::vector<const PolicyInput*> level{&problem};
+  std::vector<double> round_s;
+  coarse.reserve(static_cast<size_t>(std::max(0, levels - 1)));
+  auto round = [&](size_t l, uint64_t round_seed, int greedy_rows) {
+    const auto t = Clock::now();
+    StepResult sim;
+    Placement placed = decode_best(policy, *level[l], env, samples, temperature, round_seed, &sim, greedy_rows);
+    best.offer(std::move(placed), std::move(sim));
+    const double took = seconds_since(t);
+    if (round_s.size() <= l) round_s.resize(l + 1, 0.0);
+    round_s[l] = std::max(round_s[l], took);
+    st.placements += std::max(1, samples);
+    ++st.rounds;
+  };
+  auto fits = [&](double estimate) { return !timed || seconds_since(t0) + 1.5 * estimate <= seconds; };
+  round(0, seed, 1);
   int32_t last = problem.n;
   for (int l = 1; l < levels; ++l) {
-    PolicyInputOptions coarse = options;
-    coarse.max_units = std::max<int32_t>(problem.d, problem.n >> l);
-    if (coarse.max_units >= last) break;  // no coarser than the last level
-    const PolicyInput p = make_policy_input(*problem.graph, *problem.cluster, env.costs(), coarse);
+    PolicyInputOptions o = options;
+    o.max_units = std::max<int32_t>(problem.d, problem.n >> l);
+    if (o.max_units >= last) break;  // no coarser than the last level
+    PolicyInput p = make_policy_input(*problem.graph, *problem.cluster, env.costs(), o);
     if (p.n >= last) break;
     last = p.n;
-    ++decoded;
-    StepResult sim;
-    Placement placed = decode_best(policy, p, env, samples, temperature, seed, &sim);
-    if (sim.ok() && (!best_sim.ok() || sim.step_s < best_sim.step_s)) {
-      best = std::move(placed);
-      best_sim = std::move(sim);
-    }
+    coarse.push_back(std::move(p));
+    level.push_back(&coarse.back());
+    round(level.size() - 1, seed, 1);
   }
-  if (simulated) *simulated = std::move(best_sim);
-  if (decoded_levels) *decoded_levels = decoded;
-  return best;
+  st.levels = static_cast<int>(level.size());
+  // Anytime: more rounds at the levels in turn, each with a seed of its own, while one
+  // fits, kMaxRounds at each level at most (a budget of "no limit" ends too).
+  constexpr uint64_t kMaxRounds = 32;
+  for (uint64_t r = 1; timed && r < kMaxRounds; ++r) {
+    bool drew = false;
+    for (size_t l = 0; l < level.size(); ++l) {
+      if (!fits(round_s[l])) continue;
+      round(l, seed + 0x9E3779B97F4A7C15ULL * r + l, 0);
+      drew = true;
+    }
+    if (!drew) break;
+  }
+  st.seconds = seconds_since(t0);
+  if (simulated) *simulated = std::move(best.sim);
+  if (stats) *stats = st;
+  return std::move(best.placement);
 }
 
 struct LoadedPolicy::Impl {
@@ -109,7 +159,7 @@ PlaceResult place_with_checkpoint(const std::string& run_dir, const PlaceContext
   return result;
 }
 
-PlaceResult LoadedPolicy::place(const PlaceContext& context) const {
+PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_seconds) const {
   namespace fs = std::filesystem;
   if (!context.graph || !context.cluster || !context.env)
     throw InputError("LoadedPolicy::place: graph, cluster and env are required");
@@ -142,21 +192,31 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context) const {
   PlaceResult result;
   result.method = std::string("learned:") + policy_type_name(config.policy.type);
   StepResult decoded;
+  DecodeStats ds;
   std::unique_lock<std::mutex> decode_lock(impl_->mutex);
-  int levels = 1;
-  result.placement =
-      decode_levels(*impl_->policy, problem, po, *context.env, config.policy.place_samples, config.policy.place_levels,
-                    config.optimizer.temperature, context.seed, &decoded, &levels);
+  // The budget counts from the call: what loading the problem took is spent.
+  const double left = decode_seconds > 0.0 ? std::max(1e-3, decode_seconds - seconds_since(t0)) : 0.0;
+  result.placement = decode_levels(*impl_->policy, problem, po, *context.env, config.policy.place_samples,
+                                   config.policy.place_levels, config.optimizer.temperature, context.seed, &decoded,
+                                   &ds, left);
   decode_lock.unlock();
-  result.evaluations = static_cast<int64_t>(config.policy.place_samples) * levels;
+  result.evaluations = ds.placements;
   result.stats["decoded_simulated_s"] = decoded.step_s;
-  result.note = (config.policy.place_samples > 1
-                     ? "best of the greedy decode and " + std::to_string(config.policy.place_samples - 1) +
-                           " samples of the " + policy_type_name(config.policy.type) + " policy from " + path +
-                           " over " + std::to_string(problem.n) + " units"
-                     : "greedy decode of " + std::string(policy_type_name(config.policy.type)) + " policy from " +
-                           path + " over " + std::to_string(problem.n) + " units") +
-                (levels > 1 ? " and the same over 1/2 to 1/" + std::to_string(1 << (levels - 1)) + " as many" : "");
+  result.stats["decode_rounds"] = ds.rounds;
+  const std::string of = " of the " + std::string(policy_type_name(config.policy.type)) + " policy from " + path +
+                         " over " + std::to_string(problem.n) + " units" +
+                         (ds.levels > 1 ? " and the same over 1/2 to 1/" + std::to_string(1 << (ds.levels - 1)) +
+                                              " as many"
+                                        : "");
+  if (ds.rounds > ds.levels)
+    result.note = "best of the greedy decodes and " + std::to_string(ds.placements - ds.levels) + " samples" + of +
+                  " (" + std::to_string(ds.rounds) + " rounds of " + std::to_string(config.policy.place_samples) +
+                  " within " + std::to_string(static_cast<int>(decode_seconds * 1000.0 + 0.5)) + " ms)";
+  else
+    result.note = (config.policy.place_samples > 1 ? "best of the greedy decode and " +
+                                                         std::to_string(config.policy.place_samples - 1) + " samples"
+                                                   : std::string("greedy decode")) +
+                  of;
   if (best) {
     const StepResult stored = context.env->simulate(*best);
     result.evaluations += 1;

@@ -188,21 +188,36 @@ std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options);
 std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config);
 
 // Places a graph with a trained policy and no training: the greedy decode
-// plus samples - 1 placements sampled at `temperature`; the env's simulator
-// keeps the fastest (a failed or OOM placement only if all fail). Writes the
-// kept placement's simulated result to *simulated when given.
+// (greedy_rows = 1; 0 in an anytime decode's later rounds) plus samples - greedy_rows
+// placements sampled at `temperature`; the env's simulator keeps the fastest (a
+// failed or OOM placement only if all fail). Writes the kept placement's simulated
+// result to *simulated when given.
 Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Environment& env, int samples,
-                      double temperature, uint64_t seed, StepResult* simulated = nullptr);
+                      double temperature, uint64_t seed, StepResult* simulated = nullptr, int greedy_rows = 1);
+
+// What decode_levels did: the unit levels it decoded, the placements it
+// simulated, the rounds of `samples` it drew in all (levels included) and its wall time.
+struct DecodeStats {
+  int levels = 0;
+  int64_t placements = 0;
+  int rounds = 0;
+  double seconds = 0.0;
+};
 
 // decode_best over the problem's units, then again over 1/2, 1/4, ... as many
 // (`levels` decodes in all, each of `samples`; at least one unit per device;
 // `options` made the problem): the same weights decode the coarser units (the
 // features are per unit), and a coarse decode keeps a block together that the
-// fine one splits. The fastest of all (policy.place_levels); *decoded_levels:
-// how many levels were decoded (fewer where the units cannot get coarser).
+// fine one splits. The fastest of all (policy.place_levels).
+// With `seconds` > 0 the decode is anytime: after those levels, while another
+// round (timed as that level's slowest) fits in `seconds`, more rounds of
+// `samples` (no greedy row, another seed each) are drawn at the levels in turn,
+// 32 rounds at each level at most.
+// They only add candidates: never slower than the fixed decode of the same seed,
+// which always runs whole (on a slow machine it may overrun `seconds`).
 Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
                         const Environment& env, int samples, int levels, double temperature, uint64_t seed,
-                        StepResult* simulated = nullptr, int* decoded_levels = nullptr);
+                        StepResult* simulated = nullptr, DecodeStats* stats = nullptr, double seconds = 0.0);
 
 // LibTorch's intra-op threads for one call (one: a policy's tensors are small and
 // the cores shared; with two OpenMP threads on the 2-core VM and the other core

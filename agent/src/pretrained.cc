@@ -78,7 +78,11 @@ PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& c
                                const std::vector<std::string>& fast_path) {
   const auto t0 = Clock::now();
   PolicyAnswer a;
-  a.policy = policy.place(context);
+  // The policy alone (no fast path, no refinement) has the budget to itself: it keeps
+  // sampling until then, less a margin for the answer's simulation. Beside the fast
+  // path or the refinement it decodes its fixed rounds and leaves them the rest.
+  const bool alone = !refine && fast_path.empty();
+  a.policy = policy.place(context, alone ? std::max(1e-3, 0.9 * budget_s - 0.02) : 0.0);
   const StepResult s = context.env->simulate(a.policy.placement);
   a.policy_ok = s.ok();
   a.policy_step_s = a.step_s = s.step_s;

@@ -536,15 +536,17 @@ bool Trainer::update_until_budget() {
 }
 
 // Fine-tuning (policy.init_from on one graph): the starting policy's own
-// zero-shot answer (greedy decode and samples, as `placer place --policy`
-// gives it) counts as seen, so that the run never returns a slower placement
-// than the one it started from.
+// zero-shot answer (its fixed decode: the greedy decode and samples at each unit
+// level, the first rounds of what `placer place --policy --no-refine` decodes)
+// counts as seen, so that the run never returns a slower placement than the one
+// it started from.
 void Trainer::see_zero_shot_answer() {
   if (c_.policy.init_from.empty() || tasks_.size() != 1) return;
   const PlaceContext ctx = PlaceContext::on(*tasks_[0]->env, c_.run.seed);
   try {
-    const PolicyAnswer a = place_with_policy(c_.policy.init_from, ctx, /*budget_s=*/1e9, /*refine=*/false);
-    if (a.policy_ok) ctl_.seen.push_back({"init_from:" + c_.policy.init_from + " (zero-shot)", a.placement});
+    const PlaceResult r = load_named_policy(c_.policy.init_from)->place(ctx);
+    if (tasks_[0]->env->simulate(r.placement).ok())
+      ctl_.seen.push_back({"init_from:" + c_.policy.init_from + " (zero-shot)", r.placement});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fine-tuning: the starting policy's zero-shot answer is left out: %s\n", e.what());
   }

@@ -88,8 +88,9 @@ TEST(Pretrained, AnswerIsTheFastestOfThePolicyAndTheFastPathAndSaysWhoFoundIt) {
     for (const std::string& m : policy_fast_path())
       fastest_heuristic = std::min(fastest_heuristic, env.simulate(make_placer(m)->place(context_of(env, 1)).placement).step_s);
     const PolicyAnswer a = place_with_policy(*policy, context_of(env, 1), 1e9, /*refine=*/false, policy_fast_path());
-    const PolicyAnswer alone = place_with_policy(*policy, context_of(env, 1), 1e9, /*refine=*/false);
-    EXPECT_EQ(a.policy_step_s, alone.policy_step_s) << preset;  // the policy's own figure is untouched
+    // The policy's own figure is untouched: its fixed decode's.
+    EXPECT_EQ(a.policy_step_s, env.simulate(policy->place(context_of(env, 1)).placement).step_s) << preset;
+    const PolicyAnswer alone = place_with_policy(*policy, context_of(env, 1), 0.2, /*refine=*/false);
     EXPECT_EQ(alone.found_by, "policy") << preset;
     EXPECT_TRUE(alone.fast_path_method.empty()) << preset;
     EXPECT_DOUBLE_EQ(a.fast_path_step_s, fastest_heuristic) << preset;
@@ -116,6 +117,38 @@ TEST(Pretrained, AnswerIsTheFastestOfThePolicyAndTheFastPathAndSaysWhoFoundIt) {
   // The tiny policy (trained for a second) is slower than a heuristic somewhere:
   // the heuristics' branch is exercised.
   EXPECT_GE(heuristic_won, 1);
+}
+
+// The policy alone has the whole budget: its anytime decode keeps drawing
+// rounds of samples until the budget is nearly spent. It only adds candidates
+// to the fixed decode of the same seed, so it is never slower; beside the fast
+// path (or the refinement) the policy decodes its fixed rounds and leaves them the time.
+TEST(Pretrained, PolicyAloneSamplesUntilItsBudgetAndIsNeverSlowerThanTheFixedDecode) {
+  tiny_pretrained();
+  const std::shared_ptr<const LoadedPolicy> policy = load_named_policy("pretrained");
+  BuilderOptions bo;
+  bo.values = {{"layers", 2}, {"dec_layers", 1}, {"d_model", 64}, {"seq", 16}, {"batch", 4}, {"vocab", 500}};
+  const Graph g = build_graph("transformer", bo);
+  for (const char* preset : {"k80x4", "p100x4"}) {
+    Environment env(g, resolve_cluster(preset));
+    const PlaceResult fixed = policy->place(context_of(env, 3));
+    // Time for more rounds however slow the machine: three times the fixed decode.
+    const double budget_s = std::max(0.1, 3.0 * fixed.place_seconds);
+    const PlaceResult timed = policy->place(context_of(env, 3), budget_s);
+    EXPECT_GT(timed.evaluations, fixed.evaluations) << preset;
+    EXPECT_GT(timed.stats.at("decode_rounds"), fixed.stats.at("decode_rounds")) << preset;
+    EXPECT_NE(timed.note.find("rounds of"), std::string::npos) << timed.note;
+    EXPECT_LE(env.simulate(timed.placement).step_s, env.simulate(fixed.placement).step_s) << preset;
+    EXPECT_NO_THROW(validate_placement(g, env.cluster(), timed.placement)) << preset;
+    EXPECT_LT(timed.place_seconds, budget_s + 0.5) << preset;  // it stops (loosely: a shared machine)
+
+    const PolicyAnswer alone = place_with_policy(*policy, context_of(env, 3), budget_s, /*refine=*/false);
+    EXPECT_GT(alone.policy.evaluations, fixed.evaluations) << preset;
+    EXPECT_LE(alone.policy_step_s, env.simulate(fixed.placement).step_s) << preset;
+    const PolicyAnswer beside = place_with_policy(*policy, context_of(env, 3), budget_s, false, policy_fast_path());
+    EXPECT_EQ(beside.policy.evaluations, fixed.evaluations) << preset;
+    EXPECT_EQ(beside.policy_step_s, env.simulate(fixed.placement).step_s) << preset;
+  }
 }
 
 TEST(Pretrained, MissingOrCorruptPolicyIsAnErrorNamingThePath) {
@@ -274,10 +307,13 @@ TEST(Pretrained, FineTuningIsNeverSlowerThanItsZeroShotAnswer) {
   ASSERT_NE(zero_shot, r.seen.end());
   ASSERT_TRUE(zero_shot->ok) << zero_shot->note;
   EXPECT_LE(r.best_step_s, zero_shot->step_s);
-  // Its step is the one `placer place --policy pretrained --no-refine` gives.
+  // Its step is the policy's fixed decode: the first rounds of what `placer place
+  // --policy pretrained --no-refine` decodes (whose anytime rounds can only add faster ones).
   Environment env(c.graph.load(), resolve_cluster(c.cluster));
-  const PolicyAnswer a = place_with_policy("pretrained", context_of(env, c.run.seed), 1e9, /*refine=*/false);
-  EXPECT_DOUBLE_EQ(zero_shot->step_s, a.policy_step_s);
+  const PlaceResult fixed = load_named_policy("pretrained")->place(context_of(env, c.run.seed));
+  EXPECT_DOUBLE_EQ(zero_shot->step_s, env.simulate(fixed.placement).step_s);
+  const PolicyAnswer a = place_with_policy("pretrained", context_of(env, c.run.seed), 0.2, /*refine=*/false);
+  EXPECT_LE(a.policy_step_s, zero_shot->step_s);
   remove_tree(dir.string());
 }
 
@@ -296,11 +332,10 @@ TEST(Pretrained, ExportedPolicyIsSmallAndPlacesAsItsCheckpoint) {
   bo.values = {{"layers", 2}, {"dec_layers", 1}, {"d_model", 64}, {"seq", 16}, {"batch", 8}, {"vocab", 2000}};
   const Graph g = build_graph("transformer", bo);
   Environment env(g, resolve_cluster("p100x4"));
-  const PolicyAnswer full = place_with_policy(run, context_of(env, 3), 1e9, /*refine=*/false);
-  const PolicyAnswer slim = place_with_policy(out.path(), context_of(env, 3), 1e9, /*refine=*/false);
-  ASSERT_TRUE(full.policy_ok && slim.policy_ok);
-  EXPECT_EQ(full.policy.placement.device_of, slim.policy.placement.device_of);
-  EXPECT_DOUBLE_EQ(full.policy_step_s, slim.policy_step_s);
+  const PlaceResult full = load_named_policy(run)->place(context_of(env, 3));
+  const PlaceResult slim = load_named_policy(out.path())->place(context_of(env, 3));
+  EXPECT_EQ(full.placement.device_of, slim.placement.device_of);
+  EXPECT_DOUBLE_EQ(env.simulate(full.placement).step_s, env.simulate(slim.placement).step_s);
   // A run that starts from it (policy.init_from) trains.
   TrainConfig c = load_train_config(std::string(PLACER_SOURCE_DIR) + "/configs/finetune_pretrained.yaml");
   c.graph = GraphSource{};

@@ -23,7 +23,13 @@ class LoadedPolicy {
   // Throws InputError naming the file or field of a malformed checkpoint.
   static std::shared_ptr<const LoadedPolicy> load(const std::string& run_dir);
   ~LoadedPolicy();
-  PlaceResult place(const PlaceContext& context) const;
+  // decode_seconds 0: the fixed decode (the greedy decode and place_samples - 1
+  // samples at each of place_levels unit levels). > 0: an anytime decode that keeps
+  // drawing rounds of place_samples within that many seconds from the call (32
+  // at each level at most)
+  // (evaluations: the placements simulated; it decodes the fixed rounds first, so it
+  // is never slower than the fixed decode of the same seed).
+  PlaceResult place(const PlaceContext& context, double decode_seconds = 0.0) const;
   std::string policy_type() const;  // seq2seq | hierarchical | gnn
 
  private:
@@ -43,7 +49,8 @@ std::string resolve_policy_dir(const std::string& name);
 std::shared_ptr<const LoadedPolicy> load_named_policy(const std::string& name);
 
 // A policy's zero-shot answer within a wall-time budget: the policy alone (its
-// greedy decode and samples, the simulator keeps the fastest); with a
+// greedy decode and samples, the simulator keeps the fastest; without a fast path
+// or refinement it samples until the budget is nearly spent); with a
 // `fast_path`, those cheap heuristics too (the service's `place` answers the
 // same way); then, with `refine`, local_search's annealing from the faster of
 // the two for what is left of the budget. Each is reported apart and
