@@ -519,11 +519,24 @@ bool Trainer::update_until_budget() {
   session_start_samples_ = samples_;
   session_start_update_ = update_;
   bool stopped_early = false;
+  ended_by_ = "updates";
   while (update_ < c_.optimizer.updates) {
-    if (c_.optimizer.max_samples > 0 && samples_ >= c_.optimizer.max_samples) break;
-    if (c_.optimizer.time_limit_s > 0 && session_start_rl_ + seconds_since(session_t0_) >= c_.optimizer.time_limit_s)
+    if (c_.optimizer.max_samples > 0 && samples_ >= c_.optimizer.max_samples) {
+      ended_by_ = "max_samples";
       break;
+    }
+    if (c_.optimizer.time_limit_s > 0 && session_start_rl_ + seconds_since(session_t0_) >= c_.optimizer.time_limit_s) {
+      ended_by_ = "time_limit";
+      // Said, not silent: a truncated run is another policy (a busy machine ends it sooner).
+      std::fprintf(stderr,
+                   "train: train.time_limit_s (%g s) ended the policy updates after %lld of %lld "
+                   "(--time-limit raises it)\n",
+                   c_.optimizer.time_limit_s, static_cast<long long>(update_),
+                   static_cast<long long>(c_.optimizer.updates));
+      break;
+    }
     if ((ctl_.stop_after_updates >= 0 && update_ >= ctl_.stop_after_updates) || (ctl_.cancel && ctl_.cancel->load())) {
+      ended_by_ = "stopped";
       stopped_early = true;
       break;
     }
@@ -560,6 +573,7 @@ TrainResult Trainer::run() {
   const bool stopped_early = update_until_budget();
 
   TrainResult res;
+  res.ended_by = ended_by_;
   compare_baselines(&res, /*compare=*/!stopped_early);  // stopped early: the warm start still counts
   final_table(&res, /*measure=*/!stopped_early);
   if (!stopped_early) place_held_out(eo, &res);

@@ -70,7 +70,7 @@ class Trainer {
   // run()'s steps (trainer.cc).
   EnvOptions setup();
   void start();
-  bool update_until_budget();
+  bool update_until_budget();  // sets ended_by_
   void warm_start(Task& t);
   void behaviour_clone();
   void one_update();
@@ -146,6 +146,7 @@ class Trainer {
   int stage_ = 0;  // the units' stage of the tasks' current policy inputs
   int bc_steps_used_ = 0;
   bool bc_reproduced_ = false;
+  std::string ended_by_;  // what ended the policy updates (TrainResult::ended_by)
 };
 
 // Shared by the three trainer files.

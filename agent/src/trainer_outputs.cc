@@ -287,6 +287,7 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"stage_units\": " << stage_units << ",\n  \"cluster\": " << json_quote(tasks_[0]->env->cluster().name)
     << ",\n  \"policy\": " << json_quote(policy_type_name(c_.policy.type))
     << ",\n  \"reward_mode\": " << json_quote(reward_mode_name(c_.reward.mode)) << ",\n  \"updates\": " << res.updates
+    << ",\n  \"updates_configured\": " << c_.optimizer.updates << ",\n  \"ended_by\": " << json_quote(res.ended_by)
     << ",\n  \"samples\": " << res.samples << ",\n  \"distinct_samples\": " << res.distinct_samples
     << ",\n  \"train_seconds\": " << num(rl_seconds_) << ",\n  \"remote_evaluations\": " << res.remote_evaluations
     << ",\n  \"best_step_s\": " << num(res.best_step_s)

@@ -399,6 +399,20 @@ TEST(LearnedTrain, CoarseToFineStagesCarryTheBestAndResumeExactly) {
   std::ifstream ss(f.dir + "/by_samples/summary.json");
   const std::string sj((std::istreambuf_iterator<char>(ss)), std::istreambuf_iterator<char>());
   EXPECT_NE(sj.find("\"units\": " + std::to_string(three.stage_units[2]) + ","), std::string::npos) << sj;
+  // The summary says what ended the updates; a time limit that truncates the run is named (not silent).
+  EXPECT_EQ(three.ended_by, "updates");
+  EXPECT_EQ(r.ended_by, "updates");
+  EXPECT_EQ(s.ended_by, "max_samples");
+  EXPECT_NE(sj.find("\"ended_by\": \"max_samples\""), std::string::npos) << sj;
+  TrainConfig by_time = config("by_time", 3);
+  by_time.optimizer.updates = 1000000;
+  by_time.optimizer.time_limit_s = 1e-6;
+  const TrainResult t = train(by_time, nullptr, quiet());
+  EXPECT_EQ(t.ended_by, "time_limit");
+  EXPECT_LT(t.updates, 1000000);
+  std::ifstream ts(f.dir + "/by_time/summary.json");
+  const std::string tj((std::istreambuf_iterator<char>(ts)), std::istreambuf_iterator<char>());
+  EXPECT_NE(tj.find("\"updates_configured\": 1000000,\n  \"ended_by\": \"time_limit\""), std::string::npos) << tj;
 }
 
 // train.refine_evaluations: local_search's annealing from the fastest

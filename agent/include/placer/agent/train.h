@@ -268,6 +268,10 @@ struct BaselineResult {
 struct TrainResult {
   std::string output_dir;
   int64_t updates = 0;
+  // What ended the policy updates: "updates" (train.updates all ran), "max_samples",
+  // "time_limit" (train.time_limit_s, before train.updates: a truncated run) or
+  // "stopped" (controls.stop_after_updates or a cancel).
+  std::string ended_by;
   std::vector<int32_t> stage_units;  // the policy's units in each stage (train.unit_stages), coarsest first
   int64_t samples = 0;
   // Distinct placements the updates sampled, redraws included (train.distinct_redraws).
