@@ -71,8 +71,13 @@ void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_feat
   torch::NoGradGuard no_grad;
   const int64_t S = enc.size(1), H = hidden_, D = dev_features.size(0);
   const torch::Tensor dev_e = device_embeddings(dev_features);
-  const torch::Tensor encB = enc.expand({B, S, H}).contiguous();
-  const torch::Tensor keys = att_(encB);
+  // One encoding for every sample (the flat policies): attention is one matrix
+  // product over the batch, not B matrix-vector products over B copies.
+  const bool shared = enc.size(0) == 1;
+  const torch::Tensor enc1 = shared ? enc[0].contiguous() : torch::Tensor();  // S x H
+  const torch::Tensor keys1 = shared ? att_(enc1).t().contiguous() : torch::Tensor();  // H x S
+  const torch::Tensor encB = shared ? torch::Tensor() : enc.expand({B, S, H}).contiguous();
+  const torch::Tensor keys = shared ? torch::Tensor() : att_(encB);
   std::vector<DynamicState> states;
   states.reserve(B);
   for (int32_t b = 0; b < B; ++b) states.emplace_back(costs[costs.size() == 1 ? 0 : b]);
@@ -88,16 +93,18 @@ void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_feat
   std::vector<float> noisy(D), probs(D);
   const double T = options.temperature;
   for (int64_t t = 0; t < S; ++t) {
+    const torch::Tensor in = torch::cat({shared ? enc1[t].expand({B, H}) : encB.select(1, t), prev}, 1);
     torch::Tensor h;  // B x H
     if (recurrent_) {
-      auto out = lstm_->forward(torch::cat({encB.select(1, t), prev}, 1).unsqueeze(0), hx);
+      auto out = lstm_->forward(in.unsqueeze(0), hx);
       hx = std::get<1>(out);
       h = std::get<0>(out)[0];
     } else {
-      h = torch::tanh(step_(torch::cat({encB.select(1, t), prev}, 1)));
+      h = torch::tanh(step_(in));
     }
-    const torch::Tensor a = torch::softmax(torch::bmm(keys, h.unsqueeze(2)).squeeze(2), 1);  // B x S
-    const torch::Tensor ctx = torch::bmm(a.unsqueeze(1), encB).squeeze(1);                   // B x H
+    const torch::Tensor a =
+        torch::softmax(shared ? torch::mm(h, keys1) : torch::bmm(keys, h.unsqueeze(2)).squeeze(2), 1);  // B x S
+    const torch::Tensor ctx = shared ? torch::mm(a, enc1) : torch::bmm(a.unsqueeze(1), encB).squeeze(1);  // B x H
     const torch::Tensor q = torch::tanh(comb_(torch::cat({h, ctx}, 1)));
     for (int32_t b = 0; b < B; ++b)
       states[b].features(static_cast<int32_t>(t), dyn_p + ((static_cast<int64_t>(b) * S + t) * D) * kDynamicFeatures);

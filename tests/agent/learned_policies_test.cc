@@ -4,9 +4,11 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <set>
 #include <sstream>
 
 #include "../../agent/src/features.h"
+#include "../../agent/src/policy.h"
 #include "../scratch_dir.h"
 #include "../../agent/src/placers_common.h"
 #include "../../agent/src/unit_problem.h"
@@ -67,6 +69,45 @@ TEST(LearnedFeatures, DeriveFromThePlacersUnitProblem) {
   for (size_t e = 0; e < in.costs.edge_src.size(); ++e) on_edges += in.costs.edge_w[e];
   EXPECT_GT(cross, 0);
   EXPECT_GT(on_edges, 0);
+}
+
+// The decoder samples from one encoding shared by the batch (the flat policies)
+// with matrix products over the batch, and from per-sample encodings (the
+// hierarchical policy) with batched ones: the same weights, encoding and seed
+// give the same devices and log-probs either way, and teacher forcing
+// (score) gives the log-probs back.
+TEST(LearnedFeatures, DecoderSamplesTheSameFromASharedOrPerSampleEncoding) {
+  BuilderOptions bo;
+  bo.values = {{"layers", 1}, {"steps", 3}, {"hidden", 64}, {"vocab", 100}};
+  const Graph g = build_graph("rnnlm", bo);
+  Environment env(g, resolve_cluster("k80x4"));
+  PolicyInputOptions po;
+  po.max_units = 24;
+  const PolicyInput in = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
+  const int64_t H = 16, S = in.n, B = 6;
+  torch::manual_seed(3);
+  for (const DecoderKind kind : {DecoderKind::Pointwise, DecoderKind::Lstm}) {
+    Decoder decoder(H, kind);
+    const torch::Tensor enc = torch::randn({1, S, H});
+    const torch::Tensor dev = device_features(in);
+    SampleOptions so;
+    so.temperature = 1.0;
+    so.greedy_rows = 2;
+    std::vector<std::vector<int32_t>> shared_actions, batch_actions;
+    torch::Tensor shared_dyn, batch_dyn, shared_logp, batch_logp;
+    std::mt19937_64 rng1(11), rng2(11);
+    decoder->decode(enc, dev, {&in.costs}, B, so, rng1, nullptr, &shared_actions, &shared_dyn, &shared_logp);
+    decoder->decode(enc.expand({B, S, H}).contiguous(), dev, {&in.costs}, B, so, rng2, nullptr, &batch_actions,
+                    &batch_dyn, &batch_logp);
+    EXPECT_EQ(shared_actions, batch_actions);
+    EXPECT_TRUE(torch::allclose(shared_logp, batch_logp, 1e-5, 1e-5));
+    std::set<std::vector<int32_t>> distinct(shared_actions.begin(), shared_actions.end());
+    EXPECT_GT(distinct.size(), 1u);  // sampled rows, not all the greedy decode
+    std::vector<int64_t> flat;
+    for (const auto& row : shared_actions) flat.insert(flat.end(), row.begin(), row.end());
+    const LogProbs lp = decoder->score(enc, dev, torch::tensor(flat, torch::kInt64).view({B, S}), shared_dyn, 1.0);
+    EXPECT_TRUE(torch::allclose(lp.logp, shared_logp, 1e-4, 1e-4));
+  }
 }
 
 TEST(LearnedFeatures, DynamicFeaturesByHand) {
