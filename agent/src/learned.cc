@@ -10,6 +10,7 @@
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/timing.h"
 #include "policy.h"
 #include "trainer.h"
 
@@ -42,10 +43,6 @@ Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Envi
 }
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // A placement and its simulated step; a success beats a failure, then the faster.
 struct Candidate {
@@ -85,7 +82,7 @@ Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const Po
     st.placements += std::max(1, samples);
     ++st.rounds;
   };
-  auto fits = [&](double estimate) { return !timed || seconds_since(t0) + 1.5 * estimate <= seconds; };
+  auto fits = [&](double estimate) { return seconds_since(t0) + 1.5 * estimate <= seconds; };
   round(0, seed, 1);
   int32_t last = problem.n;
   for (int l = 1; l < levels; ++l) {
@@ -155,7 +152,7 @@ PlaceResult place_with_checkpoint(const std::string& run_dir, const PlaceContext
     throw InputError("place_with_checkpoint: graph, cluster and env are required");
   const auto t0 = std::chrono::steady_clock::now();
   PlaceResult result = LoadedPolicy::load(run_dir)->place(context);
-  result.place_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.place_seconds = seconds_since(t0);
   return result;
 }
 
@@ -228,7 +225,7 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
                     std::to_string(decoded.step_s) + " s, best " + std::to_string(stored.step_s) + " s)";
     }
   }
-  result.place_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  result.place_seconds = seconds_since(t0);
   return result;
 }
 

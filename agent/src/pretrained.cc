@@ -9,20 +9,13 @@
 #include "placer/agent/learned.h"
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/timing.h"
 
 #ifndef PLACER_SOURCE_DIR
 #define PLACER_SOURCE_DIR "."
 #endif
 
 namespace placer {
-
-namespace {
-
-using Clock = std::chrono::steady_clock;
-
-double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
-
-}  // namespace
 
 std::string pretrained_policy_dir() {
   if (const char* env = std::getenv("PLACER_PRETRAINED"); env && *env) return env;
@@ -63,7 +56,7 @@ bool fastest_heuristic(const std::vector<std::string>& methods, const PlaceConte
   CompareOptions skip_failures;  // a heuristic that cannot place this problem drops out
   skip_failures.catch_all = true;
   std::vector<Compared> tried = compare_placers(methods, context, skip_failures);
-  a->fast_path_seconds = since(t0);
+  a->fast_path_seconds = seconds_since(t0);
   const int best = fastest(tried);
   if (best < 0) return false;
   a->fast_path_method = tried[best].method;
@@ -107,7 +100,7 @@ PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& c
                         a.found_by == "policy" ? a.fast_path_method : "policy");
   for (size_t i = 0; refine && i < starts.size(); ++i) {
     // What is left of the budget, less a margin for the final simulation, shared by the starts left.
-    const double left = (budget_s - since(t0) - 0.02) / static_cast<double>(starts.size() - i);
+    const double left = (budget_s - seconds_since(t0) - 0.02) / static_cast<double>(starts.size() - i);
     if (left <= 0.005) break;
     PlaceContext sub = context;
     sub.start = &starts[i].first;
@@ -128,7 +121,7 @@ PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& c
       }
     } catch (const NoFeasiblePlacement&) {}
   }
-  a.seconds = since(t0);
+  a.seconds = seconds_since(t0);
   return a;
 }
 
@@ -136,7 +129,7 @@ PolicyAnswer place_with_policy(const std::string& name, const PlaceContext& cont
                                const std::vector<std::string>& fast_path) {
   const auto t0 = Clock::now();
   const std::shared_ptr<const LoadedPolicy> policy = load_named_policy(name);
-  const double load = since(t0);
+  const double load = seconds_since(t0);
   PolicyAnswer a = place_with_policy(*policy, context, budget_s - load, refine, fast_path);
   a.load_seconds = load;
   a.seconds += load;

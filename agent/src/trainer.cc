@@ -518,7 +518,6 @@ bool Trainer::update_until_budget() {
   session_start_rl_ = rl_seconds_;
   session_start_samples_ = samples_;
   session_start_update_ = update_;
-  bool stopped_early = false;
   ended_by_ = "updates";
   while (update_ < c_.optimizer.updates) {
     if (c_.optimizer.max_samples > 0 && samples_ >= c_.optimizer.max_samples) {
@@ -537,7 +536,6 @@ bool Trainer::update_until_budget() {
     }
     if ((ctl_.stop_after_updates >= 0 && update_ >= ctl_.stop_after_updates) || (ctl_.cancel && ctl_.cancel->load())) {
       ended_by_ = "stopped";
-      stopped_early = true;
       break;
     }
     one_update();
@@ -545,7 +543,7 @@ bool Trainer::update_until_budget() {
   }
   if (ctl_.progress && tty_) std::fprintf(stderr, "\n");
   save_checkpoint();
-  return stopped_early;
+  return ended_by_ == "stopped";
 }
 
 // Fine-tuning (policy.init_from on one graph): the starting policy's own
