@@ -35,6 +35,11 @@ std::string format_bytes(int64_t bytes) {
   return buf;
 }
 
+double search_reward(Environment& env, const Placement& placement) {
+  if (env.options().mode != RewardMode::Simulated) return env.reward_of(env.simulate(placement));
+  return env.evaluate(placement).reward;
+}
+
 double option_double(const PlaceContext& context, const std::string& key, double fallback) {
   auto it = context.options.find(key);
   if (it == context.options.end()) return fallback;

@@ -43,6 +43,16 @@ class UnitPlacer : public Placer {
 };
 
 std::string format_bytes(int64_t bytes);
+
+// The reward a search (local_search, guided_search) climbs for one placement:
+// the environment's own in simulated mode; in measured and hybrid mode the
+// simulator's (calibrated by reward.profile when the environment has one, and
+// in hybrid mode as refit so far). A search spends thousands of evaluations:
+// run for real, local_search's 2,000 would take 20-30 min on cpu:2's nmt, and
+// hybrid's rule (measure each new best) would measure dozens. Real runs are
+// kept for its answer, which the caller measures (compare_placers, the
+// trainer's warm start and final table).
+double search_reward(Environment& env, const Placement& placement);
 double option_double(const PlaceContext& context, const std::string& key, double fallback);
 int64_t option_int(const PlaceContext& context, const std::string& key, int64_t fallback);
 std::string option_string(const PlaceContext& context, const std::string& key, const std::string& fallback);

@@ -14,7 +14,8 @@
 //
 // Budget: PlaceContext::sample_budget counts every placement scored, the start
 // candidates simulated (m_etf, heft, dp, expert) included; the result's
-// `evaluations` is exactly that count.
+// `evaluations` is exactly that count. Scored as local_search scores
+// (search_reward: in measured and hybrid mode, the calibrated simulator).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -97,7 +98,7 @@ class GuidedAnnealing {
  private:
   double score(const std::vector<int32_t>& gd) {
     ++evaluations_;
-    return ctx_.env->evaluate(group_placement(p_, gd)).reward;
+    return search_reward(*ctx_.env, group_placement(p_, gd));
   }
 
   double& logit(int32_t g, int32_t d) { return logits_[static_cast<size_t>(g) * p_.k + d]; }

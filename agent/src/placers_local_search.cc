@@ -1,6 +1,7 @@
-// Simulated annealing over co-location groups with the environment's reward,
-// given the same evaluation budget (PlaceContext::sample_budget) as the
-// learned placer. Starts from the fastest of m_etf, heft, dp and expert; moves one group to
+// Simulated annealing over co-location groups with the environment's reward
+// (in measured and hybrid mode the calibrated simulator's: search_reward), given the
+// same evaluation budget (PlaceContext::sample_budget) as the learned placer.
+// Starts from the fastest of m_etf, heft, dp and expert; moves one group to
 // another device or swaps two groups, within device memory.
 #include <algorithm>
 #include <chrono>
@@ -57,7 +58,7 @@ class Annealing {
  private:
   double score(const std::vector<int32_t>& gd) {
     ++evaluations_;
-    return ctx_.env->evaluate(group_placement(p_, gd)).reward;
+    return search_reward(*ctx_.env, group_placement(p_, gd));
   }
 
   // A random move as (group, new device) pairs: one group to another device
