@@ -85,9 +85,11 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
     if (measured) std::snprintf(b, sizeof b, "[%.6g, %.6g]", lo, hi);
     return std::string(b);
   };
-  const double policy = r.policy_best_step_s;
-  std::printf("  %-22s %12.6g %25s %10s %10s\n", (std::string("policy:") + policy_type_name(c.policy.type)).c_str(),
-              policy, interval(r.policy_ci_low_s, r.policy_ci_high_s).c_str(), "", "");
+  const double policy = r.policy_best_step_s;  // 0: the policy evaluated nothing (0 updates)
+  char policy_step[32] = "-";
+  if (policy > 0) std::snprintf(policy_step, sizeof policy_step, "%.6g", policy);
+  std::printf("  %-22s %12s %25s %10s %10s\n", (std::string("policy:") + policy_type_name(c.policy.type)).c_str(),
+              policy_step, policy > 0 ? interval(r.policy_ci_low_s, r.policy_ci_high_s).c_str() : "", "", "");
   // reward.finalists: which of the policy's placements this row is, picked on a separate measurement.
   for (const TrainResult::Finalist& f : r.finalists)
     if (f.picked)
@@ -101,9 +103,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
                   b.note.substr(0, 80).c_str());
       continue;
     }
-    const double gain = b.step_s > 0 ? 100.0 * (b.step_s - policy) / b.step_s : 0.0;
-    char g[32];
-    std::snprintf(g, sizeof g, "%+.1f%%", gain);
+    char g[32] = "-";
+    if (b.step_s > 0 && policy > 0) std::snprintf(g, sizeof g, "%+.1f%%", 100.0 * (b.step_s - policy) / b.step_s);
     // Two methods that agree are one placement, measured once: say so, or the row looks like a second finding.
     std::string same;
     for (size_t k = 0; k < i && same.empty(); ++k)

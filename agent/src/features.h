@@ -89,6 +89,7 @@ struct PolicyInput {
 struct PolicyInputOptions {
   int32_t max_units = 256;                // coarsen beyond this many co-location groups (0 = never)
   const Placement* keep_apart = nullptr;  // split units whose ops this placement separates
+  bool state_units = false;               // coarsening keeps parameter/update groups apart (coarsen's state_apart)
   int32_t max_peers = 8;
   uint64_t seed = 1;
 };

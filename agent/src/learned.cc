@@ -183,6 +183,7 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
 
   PolicyInputOptions po;
   po.max_units = impl_->policy->unit_limit(config.policy.max_groups);
+  po.state_units = config.policy.state_units;
   po.keep_apart = warm ? &*warm : nullptr;
   po.seed = config.run.seed;
   PolicyInput problem = make_policy_input(graph, cluster, context.env->costs(), po);

@@ -203,7 +203,8 @@ int Trainer::stage_now() const {
 PolicyInput Trainer::stage_input(Task& t, int stage) {
   PolicyInputOptions po;
   po.max_units = policy_->unit_limit(c_.policy.max_groups);
-  po.keep_apart = t.has_warm ? &t.warm : nullptr;
+  po.state_units = c_.policy.state_units;
+  po.keep_apart = t.has_warm && c_.warm_start.split_units ? &t.warm : nullptr;
   po.seed = c_.run.seed;
   const int halvings = std::max(1, c_.optimizer.unit_stages) - 1 - stage;
   if (halvings > 0) {

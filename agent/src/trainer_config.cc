@@ -143,6 +143,7 @@ void read_policy(FieldReader<Node> policy, PolicyConfig& p, ChoiceNames& names) 
   policy.read("hidden", &p.hidden, 2, 4096);
   policy.read("type_embedding", &p.type_embedding, 1, 1024);
   policy.read("max_groups", &p.max_groups, 0, 100000);
+  policy.read("state_units", &p.state_units);
   policy.read("grouper_groups", &p.grouper_groups, 0, 4096);
   policy.read("gnn_layers", &p.gnn_layers, 1, 16);
   policy.read("place_samples", &p.place_samples, 1, 4096);
@@ -205,6 +206,7 @@ void read_warm_start(FieldReader<Node> ws, WarmStartConfig& w) {
   ws.read("bc_steps", &w.bc_steps, 0, 100000);
   ws.read("bc_lr", &w.bc_lr, 0.0, 10.0);
   ws.read("clone_search", &w.clone_search);
+  ws.read("split_units", &w.split_units);
   ws.finish();
 }
 
@@ -335,6 +337,7 @@ std::string train_config_to_json(const TrainConfig& c) {
   o << "  \"cluster\": " << json_quote(c.cluster) << ",\n  \"compare\": " << list(c.compare) << ",\n";
   o << "  \"policy\": {\"type\": " << json_quote(policy_type_name(c.policy.type)) << ", \"hidden\": " << c.policy.hidden
     << ", \"type_embedding\": " << c.policy.type_embedding << ", \"max_groups\": " << c.policy.max_groups
+    << ", \"state_units\": " << (c.policy.state_units ? "true" : "false")
     << ", \"grouper_groups\": " << c.policy.grouper_groups << ", \"gnn_layers\": " << c.policy.gnn_layers
     << ", \"place_samples\": " << c.policy.place_samples << ", \"place_levels\": " << c.policy.place_levels
     << ", \"init_from\": " << json_quote(c.policy.init_from)
@@ -374,7 +377,8 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"unit_stages\": " << c.optimizer.unit_stages << "},\n";
   o << "  \"warm_start\": {\"methods\": " << list(c.warm_start.methods) << ", \"bc_steps\": " << c.warm_start.bc_steps
     << ", \"bc_lr\": " << json_number(c.warm_start.bc_lr)
-    << ", \"clone_search\": " << (c.warm_start.clone_search ? "true" : "false") << "},\n";
+    << ", \"clone_search\": " << (c.warm_start.clone_search ? "true" : "false")
+    << ", \"split_units\": " << (c.warm_start.split_units ? "true" : "false") << "},\n";
   o << "  \"run\": {\"seed\": " << c.run.seed << ", \"threads\": " << c.run.threads
     << ", \"env_threads\": " << c.run.env_threads << ", \"checkpoint_every\": " << c.run.checkpoint_every
     << ", \"output_dir\": " << json_quote(c.run.output_dir) << "}\n}\n";

@@ -240,6 +240,7 @@ void Trainer::place_held_out(const EnvOptions& eo, TrainResult* result) {
     const auto t1 = Clock::now();
     PolicyInputOptions po;
     po.max_units = c_.policy.max_groups;
+    po.state_units = c_.policy.state_units;
     po.seed = c_.run.seed;
     PolicyInput p = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
     const bool was_training = policy_->is_training();

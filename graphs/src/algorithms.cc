@@ -406,7 +406,33 @@ namespace {
 
 // Coarsening phase 1: heavy edges first, but no group above twice the average share,
 // so one group does not swallow the graph.
-void merge_heavy_edges(GroupDag& dag, int32_t groups, int32_t max_groups) {
+// state[g]: whether node g holds only parameters and their updates, at least
+// one update (empty: no node is kept apart). Indexed by the DAG's node ids.
+std::vector<char> state_groups(const Graph& graph, const Grouping& start, GroupDag& dag) {
+  std::vector<char> updates(start.size(), 0), only_state(start.size(), 1);
+  for (int32_t g = 0; g < start.size(); ++g) {
+    const int32_t root = dag.find(g);
+    for (OpId op : start.members[g]) {
+      const std::string& type = graph.op(op).type;
+      updates[root] |= type == op_types::kSgd;
+      only_state[root] &= type == op_types::kSgd || type == op_types::kParam;
+    }
+  }
+  std::vector<char> state(start.size(), 0);
+  for (int32_t g = 0; g < start.size(); ++g) state[g] = updates[g] && only_state[g];
+  return state;
+}
+
+bool same_kind(const std::vector<char>& state, int32_t a, int32_t b) {
+  return state.empty() || state[a] == state[b];
+}
+
+// The kind of a merged node: state only when both were.
+void state_of_merged(std::vector<char>& state, int32_t keep, int32_t a, int32_t b) {
+  state[keep] = state[a] && state[b];
+}
+
+void merge_heavy_edges(GroupDag& dag, int32_t groups, int32_t max_groups, const std::vector<char>& state) {
   double total = 0.0;
   double largest = 0.0;
   for (int32_t g = 0; g < groups; ++g) {
@@ -436,6 +462,7 @@ void merge_heavy_edges(GroupDag& dag, int32_t groups, int32_t max_groups) {
     if (!dag.alive(a) || !dag.alive(b) || !dag.out(a).count(b)) continue;
     if (weight(a, b) != w) continue;  // stale weight
     if (dag.cost(a) + dag.cost(b) > cap) continue;
+    if (!same_kind(state, a, b)) continue;
     if (!dag.safe_to_merge(a, b)) continue;
     const int32_t keep = dag.merge(a, b);
     push_edges(keep);
@@ -445,19 +472,26 @@ void merge_heavy_edges(GroupDag& dag, int32_t groups, int32_t max_groups) {
 
 // Coarsening phase 2: merge neighbours in topological order, the cheapest pair first.
 // A contiguous run of a topological order never closes a cycle.
-void merge_cheapest_neighbours(GroupDag& dag, int32_t max_groups) {
+// Pairs of one kind first (state_apart); any pair where none is left.
+void merge_cheapest_neighbours(GroupDag& dag, int32_t max_groups, std::vector<char>& state) {
   while (dag.live() > max_groups) {
     const auto& order = dag.order();
     size_t best = 0;
     double best_cost = 0.0;
+    bool found = false, best_same = false;
     for (size_t k = 0; k + 1 < order.size(); ++k) {
+      const bool same = same_kind(state, order[k], order[k + 1]);
       const double c = dag.cost(order[k]) + dag.cost(order[k + 1]);
-      if (k == 0 || c < best_cost) {
+      if (!found || (same && !best_same) || (same == best_same && c < best_cost)) {
         best = k;
         best_cost = c;
+        best_same = same;
+        found = true;
       }
     }
-    dag.merge(order[best], order[best + 1]);
+    const int32_t a = order[best], b = order[best + 1];
+    const int32_t keep = dag.merge(a, b);
+    if (!state.empty()) state_of_merged(state, keep, a, b);
   }
 }
 
@@ -512,15 +546,18 @@ std::vector<int32_t> quotient_order(const Graph& graph, const Grouping& grouping
 
 }  // namespace
 
-Grouping coarsen(const Graph& graph, int32_t max_groups, const std::function<double(OpId)>& cost) {
+Grouping coarsen(const Graph& graph, int32_t max_groups, const std::function<double(OpId)>& cost,
+                 bool state_apart) {
   if (max_groups < 1) throw InputError(detail::concat("coarsen: max_groups must be >= 1, got ", max_groups));
   const Grouping start = colocation_groups(graph);
   const std::function<double(OpId)> op_cost =
       cost ? cost : std::function<double(OpId)>([&](OpId op) { return graph.op(op).flops; });
   GroupDag dag(graph, start, op_cost);
   dag.collapse_cycles();
-  merge_heavy_edges(dag, start.size(), max_groups);
-  merge_cheapest_neighbours(dag, max_groups);
+  std::vector<char> state;
+  if (state_apart) state = state_groups(graph, start, dag);
+  merge_heavy_edges(dag, start.size(), max_groups, state);
+  merge_cheapest_neighbours(dag, max_groups, state);
   return numbered_groups(graph, start, dag);
 }
 

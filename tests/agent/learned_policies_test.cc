@@ -71,6 +71,34 @@ TEST(LearnedFeatures, DeriveFromThePlacersUnitProblem) {
   EXPECT_GT(on_edges, 0);
 }
 
+// policy.state_units: a coarsened unit never holds a parameter (or its update)
+// together with the layer that reads it, so a policy can place the two apart,
+// as local_search and offload_updates do. Without it the heaviest edges, the
+// weights, are merged first.
+TEST(LearnedFeatures, StateUnitsKeepParametersApartFromTheirLayers) {
+  BuilderOptions bo;
+  bo.values = {{"layers", 2}, {"dec_layers", 1}, {"d_model", 64}, {"seq", 8}, {"batch", 4}, {"vocab", 500}};
+  const Graph g = build_graph("transformer", bo);
+  Environment env(g, resolve_cluster("k80x4"));
+  auto mixed_units = [&](bool state_units) {
+    PolicyInputOptions po;
+    po.max_units = 64;
+    po.state_units = state_units;
+    const PolicyInput in = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
+    EXPECT_EQ(in.n, 64);
+    std::vector<char> state(in.n, 0), other(in.n, 0);
+    for (int32_t op = 0; op < g.size(); ++op) {
+      const std::string& type = g.op(OpId(op)).type;
+      (type == op_types::kParam || type == op_types::kSgd ? state : other)[in.units.group_of[op]] = 1;
+    }
+    int32_t mixed = 0;
+    for (int32_t u = 0; u < in.n; ++u) mixed += state[u] && other[u];
+    return mixed;
+  };
+  EXPECT_GT(mixed_units(false), 0);
+  EXPECT_EQ(mixed_units(true), 0);
+}
+
 // The decoder samples from one encoding shared by the batch (the flat policies)
 // with matrix products over the batch, and from per-sample encodings (the
 // hierarchical policy) with batched ones: the same weights, encoding and seed

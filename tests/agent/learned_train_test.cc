@@ -600,6 +600,17 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "train: {elite_weight: much}\n", "train.elite_weight: expected a number, got 'much'");
   expect_error(ok + "warm_start: {clone_search: maybe}\n", "warm_start.clone_search: ");
   EXPECT_TRUE(parse_train_config(ok + "warm_start: {clone_search: true}\n", "ok.yaml").warm_start.clone_search);
+  // The pretrained policy's units: parameters apart (coarsening), and the units a zero-shot placement sees.
+  const TrainConfig units =
+      parse_train_config(ok + "policy: {state_units: true}\nwarm_start: {split_units: false}\n", "units.yaml");
+  EXPECT_TRUE(units.policy.state_units);
+  EXPECT_FALSE(units.warm_start.split_units);
+  const TrainConfig units_back = parse_train_config(train_config_to_json(units), "units2");
+  EXPECT_TRUE(units_back.policy.state_units);
+  EXPECT_FALSE(units_back.warm_start.split_units);
+  EXPECT_FALSE(parse_train_config(ok, "ok.yaml").policy.state_units);
+  EXPECT_TRUE(parse_train_config(ok, "ok.yaml").warm_start.split_units);
+  expect_error(ok + "policy: {state_units: sometimes}\n", "policy.state_units: ");
   // The stored JSON form reads back to the same config.
   const TrainConfig back = parse_train_config(train_config_to_json(j), "back");
   EXPECT_EQ(train_config_to_json(back), train_config_to_json(j));

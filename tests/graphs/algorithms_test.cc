@@ -5,6 +5,7 @@
 #include <random>
 #include <set>
 
+#include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/validate.h"
 #include "tiny_graphs.h"
@@ -213,6 +214,53 @@ TEST(Algorithms, CoarsenKeepsTrainingPairsTogether) {
     const Grouping c = coarsen(g, k, [&](OpId op) { return g.op(op).flops; });
     expect_valid_coarsening(g, c, k);
     EXPECT_EQ(c.size(), std::min(k, 6));
+  }
+}
+
+// Whether a group holds only parameters and their updates (at least one update).
+bool state_group(const Graph& g, const std::vector<OpId>& members) {
+  bool update = false;
+  for (OpId op : members) {
+    if (g.op(op).type != op_types::kParam && g.op(op).type != op_types::kSgd) return false;
+    update |= g.op(op).type == op_types::kSgd;
+  }
+  return update;
+}
+
+TEST(Algorithms, CoarsenWithStateApartNeverMergesAParameterIntoItsLayer) {
+  // A transformer's training step: its heaviest edges are each weight into the
+  // layer that reads it, so plain coarsening merges parameters first.
+  BuilderOptions o;
+  o.values = {{"layers", 2}, {"dec_layers", 1}, {"d_model", 64}, {"seq", 8}, {"batch", 4}, {"vocab", 500}};
+  const Graph g = build_graph("transformer", o);
+  const Grouping start = colocation_groups(g);
+  int32_t states = 0;
+  for (const auto& m : start.members) states += state_group(g, m);
+  ASSERT_GT(states, 10);
+  auto mixed = [&](const Grouping& c) {
+    int32_t n = 0;
+    for (const auto& m : c.members) {
+      bool state = false, other = false;
+      for (OpId op : m) (g.op(op).type == op_types::kParam || g.op(op).type == op_types::kSgd ? state : other) = true;
+      n += state && other;
+    }
+    return n;
+  };
+  auto cost = [&](OpId op) { return g.op(op).flops; };
+  const int32_t k = (start.size() + states) / 2;  // room for every state group and some layers
+  const Grouping plain = coarsen(g, k, cost);
+  const Grouping apart = coarsen(g, k, cost, true);
+  expect_valid_coarsening(g, apart, k);
+  EXPECT_EQ(apart.size(), k);
+  EXPECT_GT(mixed(plain), 0);  // the test would catch the old coarsening
+  EXPECT_EQ(mixed(apart), 0);
+  // Fewer groups than state groups: state groups merge with each other first,
+  // and the count is still met, down to one group.
+  for (int32_t small : {states / 2, 3, 1}) {
+    const Grouping c = coarsen(g, small, cost, true);
+    expect_valid_coarsening(g, c, small);
+    EXPECT_EQ(c.size(), small);
+    EXPECT_EQ(quotient_graph(g, c).size(), small);
   }
 }
 

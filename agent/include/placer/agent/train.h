@@ -54,6 +54,11 @@ struct PolicyConfig {
   int hidden = 64;          // LSTM / message-passing width
   int type_embedding = 16;  // op-type embedding width
   int max_groups = 256;     // seq2seq/gnn: coarsen co-location groups to at most this many
+  // ... keeping each group of parameters and their updates a unit of its own
+  // (coarsen's state_apart): at 256 units the pretrained gnn could not express
+  // local_search's placement of the held-out transformer_mt (+17.7% cut to its
+  // units, +0.0% with this; bench/results/learned_heldout.md).
+  bool state_units = false;
   int grouper_groups = 0;   // hierarchical: groups (0 = min(256, 20 x devices))
   int gnn_layers = 3;
   DecoderKind decoder = DecoderKind::Lstm;  // lstm (ColocRL) | pointwise (no recurrent state; for gnn families)
@@ -158,6 +163,11 @@ struct WarmStartConfig {
   // (false; a search's placement only seeds the elite pool) or the best of
   // every method, a search's included (true).
   bool clone_search = false;
+  // The policy's units are split where the cloned placement splits them, so
+  // that it is exactly expressible (true). false: the units a zero-shot
+  // placement of an unseen graph sees, which has no warm start to split by
+  // (a family pretrained for unseen graphs: configs/pretrain_gnn.yaml).
+  bool split_units = true;
 };
 
 // YAML section `run`.
