@@ -404,8 +404,6 @@ std::vector<DeviceId> mixed_step_devices(const Cluster& cluster) {
 
 namespace {
 
-// Coarsening phase 1: heavy edges first, but no group above twice the average share,
-// so one group does not swallow the graph.
 // state[g]: whether node g holds only parameters and their updates, at least
 // one update (empty: no node is kept apart). Indexed by the DAG's node ids.
 std::vector<char> state_groups(const Graph& graph, const Grouping& start, GroupDag& dag) {
@@ -432,6 +430,8 @@ void state_of_merged(std::vector<char>& state, int32_t keep, int32_t a, int32_t 
   state[keep] = state[a] && state[b];
 }
 
+// Coarsening phase 1: heavy edges first, but no group above twice the average share,
+// so one group does not swallow the graph; with state_apart, only pairs of one kind.
 void merge_heavy_edges(GroupDag& dag, int32_t groups, int32_t max_groups, const std::vector<char>& state) {
   double total = 0.0;
   double largest = 0.0;
