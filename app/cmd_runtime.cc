@@ -158,6 +158,10 @@ void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
   cmd->add_option("--budget", o->budget_s, "Stop after this many measured seconds, all placements together (0: none)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--min-time", o->min_time_s,
+                  "Measure each placement for at least this many seconds of steps, past --max-steps if need be")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 3600.0));
   cmd->add_option("--timeout", o->timeout_s, "Per-step time limit in seconds")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

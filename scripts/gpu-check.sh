@@ -18,7 +18,7 @@
 # cpu:8 of cpu:8+cuda:0), BUDGET_S (default 1140: the whole run stays inside 20 min),
 # TESTS (ctest arguments), AB=0 (skip the backward A/B), CPU_FIDELITY=0, PLACEMENTS,
 # FID_LIMIT (seconds per fidelity run), INCEPTION_OPTS, BENCH_ROUNDS, RUNTIME_BENCH=0 (skip the
-# executor-vs-loop bench), TRAIN_SEEDS, TRAIN_MIN_S (a seed starts only with this many seconds of the budget left).
+# executor-vs-loop bench), BUILD_TARGETS (default: all; with --tests-only, e.g. gpu_tests), TRAIN_SEEDS, TRAIN_MIN_S (a seed starts only with this many seconds of the budget left).
 set -uo pipefail
 
 usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -134,7 +134,8 @@ if [ "$MODE" = --configure-only ]; then
   note "Configured only (--configure-only): $BUILD"
   exit 0
 fi
-step build 600 cmake --build "$BUILD" -j "$JOBS" || { note; note "Build failed: nothing else can run."; exit 1; }
+# shellcheck disable=SC2086  # BUILD_TARGETS is a list of targets
+step build 600 cmake --build "$BUILD" -j "$JOBS" ${BUILD_TARGETS:+--target $BUILD_TARGETS} || { note; note "Build failed: nothing else can run."; exit 1; }
 P=$BUILD/placer
 "$P" --version >> "$SUMMARY" 2>&1
 

@@ -21,6 +21,8 @@ void validate(const MeasureOptions& o) {
   if (!(o.target_halfwidth >= 0 && o.target_halfwidth < 1))
     throw InputError("measure: target_halfwidth must be in [0, 1) (a fraction of the median)");
   if (!(o.budget_s >= 0)) throw InputError("measure: budget_s must be >= 0");
+  if (!(o.min_time_s >= 0 && o.min_time_s <= 3600))
+    throw InputError("measure: min_time_s must be in [0, 3600] seconds");
   if (!(o.timeout_s > 0)) throw InputError("measure: timeout_s must be > 0");
 }
 
@@ -35,7 +37,8 @@ struct Candidate {
   std::vector<std::vector<double>> busy;  // per device, per measured step
   size_t index = 0;                       // in the caller's list
   bool active = true;
-  int measured = 0;  // steps taken now (prior samples not counted)
+  int measured = 0;         // steps taken now (prior samples not counted)
+  double measured_s = 0.0;  // their seconds
 };
 
 // Runs one step of `c`; false (and c.result's status set) when it failed.
@@ -60,6 +63,7 @@ bool step(Executor& executor, Candidate& c, const MeasureOptions& o, bool sample
     r.samples_s.push_back(out.step_s);
     for (size_t i = 0; i < c.busy.size(); ++i) c.busy[i].push_back(out.busy_s[i]);
     ++c.measured;
+    c.measured_s += out.step_s;
   }
   return true;
 }
@@ -69,6 +73,12 @@ bool done(Candidate& c, const MeasureOptions& o) {
   StepResult& r = c.result;
   const int n = static_cast<int>(r.samples_s.size());
   if (c.measured < 1 || n < o.measured_steps) return false;
+  if (c.measured_s < o.min_time_s) return false;
+  if (o.min_time_s > 0 && n > std::max(o.max_steps, o.measured_steps)) {  // held past the count by min_time
+    r.summarize();
+    r.stop = "min_time";
+    return true;
+  }
   if (o.max_steps <= o.measured_steps) {
     r.stop = "steps";
     return true;

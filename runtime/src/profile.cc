@@ -194,9 +194,14 @@ void Profiler::time_ops() {
       // Fitted from this file's own loop of steps instead (run_steps), a
       // 1-layer nmt's overhead came out 3x too high on an H200: those steps
       // took ~15 ms where the protocol measured 5.3 ms (gpu_h200_r3.md).
+      // Measured for 2 s at least: on an H200's VM a launch-bound step moves
+      // between two levels (5.5 and 8.6 ms) within a second, and a profile
+      // fitted on a short run's level missed a later measurement by 1.5x in
+      // 9 of 24 runs (bench/results/gpu_h200_r5.md).
       MeasureOptions mo;
       mo.warmup_steps = 3;
       mo.measured_steps = mo.max_steps = std::max(9, 3 * options.repetitions);
+      mo.min_time_s = 2.0;
       const StepResult on_gpu = protocol_steps(executor, cluster, graph, {placement}, mo).front();
       if (!on_gpu.ok())
         throw InputError("profile: the step on " + cluster.devices[dev].name + ": " + step_status_name(on_gpu.status) +

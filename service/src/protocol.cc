@@ -393,7 +393,7 @@ std::optional<MeasureOptions> parse_measure(const Value& v, const ProtocolLimits
   if (!v.IsObject())
     bad("measure",
         "expected true, false or an object {warmup_steps, measured_steps, max_steps, target, budget_s, "
-        "seed}, got " +
+        "min_time, seed}, got " +
             describe(v));
   Fields mf(v, "measure", limits);
   m.warmup_steps = static_cast<int>(mf.integer("warmup_steps", false, m.warmup_steps, 0, 100));
@@ -401,6 +401,7 @@ std::optional<MeasureOptions> parse_measure(const Value& v, const ProtocolLimits
   m.max_steps = static_cast<int>(mf.integer("max_steps", false, std::max(m.max_steps, m.measured_steps), 1, 1000));
   m.target_halfwidth = mf.number("target", m.target_halfwidth, 0.0, 0.5);
   m.budget_s = mf.number("budget_s", m.budget_s, 0.0, limits.max_budget_seconds);
+  m.min_time_s = mf.number("min_time", m.min_time_s, 0.0, limits.max_budget_seconds);
   m.seed = static_cast<uint64_t>(mf.integer("seed", false, 0, 0, std::numeric_limits<int64_t>::max()));
   return m;
 }

@@ -138,6 +138,42 @@ TEST(MeasureProtocol, StopsAtTheTargetTheStepCapOrTheBudget) {
   EXPECT_EQ(r.samples_s.size(), 2u);
 }
 
+// A minimum time holds each placement past the step count until its steps
+// add up to it, interleaved as before; a time reached within the count
+// changes nothing.
+TEST(MeasureProtocol, AMinimumTimeHoldsEachPlacementPastTheStepCount) {
+  Fixture f;
+  Runtime rt(cpus(2));
+  const std::vector<Placement> two = {single_device(f.train, DeviceId(0)), single_device(f.train, DeviceId(1))};
+  MeasureOptions o;
+  o.warmup_steps = 1;
+  o.measured_steps = o.max_steps = 2;
+  const StepResult plain = rt.measure(f.train, two[0], o);
+  ASSERT_TRUE(plain.ok()) << plain.message;
+  o.min_time_s = 12 * plain.step_s;  // several times the count's two steps
+  std::vector<size_t> order;
+  o.on_step = [&](size_t placement, double) { order.push_back(placement); };
+  const std::vector<StepResult> rs = rt.measure_interleaved(f.train, two, o);
+  for (const StepResult& r : rs) {
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(r.stop, "min_time");
+    EXPECT_GT(r.samples_s.size(), 2u);
+    double sum = 0;
+    for (double s : r.samples_s) sum += s;
+    EXPECT_GE(sum, o.min_time_s);
+    EXPECT_LT(sum - r.samples_s.back(), o.min_time_s);  // it stopped at the first step past it
+  }
+  // Still interleaved: neither placement takes two steps in a row before the other's first few.
+  ASSERT_GE(order.size(), 4u);
+  EXPECT_NE(order[0], order[1]);
+  // A minimum the count's steps already reach: the count ends it, as without one.
+  o.min_time_s = 1e-9;
+  o.on_step = nullptr;
+  const StepResult r = rt.measure(f.train, two[0], o);
+  EXPECT_EQ(r.stop, "steps");
+  EXPECT_EQ(r.samples_s.size(), 2u);
+}
+
 TEST(MeasureProtocol, PriorSamplesCountAndComeBack) {
   Fixture f;
   Runtime rt(cpus(2));
@@ -181,6 +217,9 @@ TEST(MeasureProtocol, BadOptionsNameTheOption) {
   o = {};
   o.max_steps = -2;
   EXPECT_NE(message(o).find("max_steps"), std::string::npos);
+  o = {};
+  o.min_time_s = -1;
+  EXPECT_NE(message(o).find("min_time_s"), std::string::npos);
 }
 
 }  // namespace

@@ -160,12 +160,19 @@ TEST(Service, EvaluateMeasuresOnTheServersDevicesWithAnInterval) {
   EXPECT_LE(lo, step);
   EXPECT_LE(step, hi);
   EXPECT_GT(std::stod(field_text(r, "simulated_step_s")), 0.0) << r;  // the simulator's figure beside it
+  // A minimum time holds it past max_steps (the step is far under the 0.2 s asked).
+  const std::string held = handle(
+      s, request + R"(,"measure":{"warmup_steps":1,"measured_steps":2,"max_steps":2,"min_time":0.2,"seed":3}})");
+  EXPECT_EQ(field_text(held, "stop"), "\"min_time\"") << held;
+  EXPECT_GT(std::stoi(field_text(held, "steps")), 2) << held;
   // Simulated unless asked; "measure": false is the same.
   const std::string sim = handle(s, request + R"(,"measure":false})");
   EXPECT_EQ(field_text(sim, "measured"), "false") << sim;
   EXPECT_EQ(field_text(sim, "ci_low_s"), "") << sim;
   // Bad settings name the field; a cluster this machine cannot run is an error at measure.
   EXPECT_EQ(fail(s, request + R"(,"measure":{"max_steps":0}})").rfind("bad_request measure.max_steps: ", 0), 0u);
+  const std::string min_time = fail(s, request + R"(,"measure":{"min_time":-1}})");
+  EXPECT_NE(min_time.find(" measure.min_time: must be in [0, "), std::string::npos) << min_time;
   const std::string target = fail(s, request + R"(,"measure":{"target":2}})");
   EXPECT_NE(target.find(" measure.target: must be in [0, 0.5]"), std::string::npos) << target;
   EXPECT_EQ(fail(s, request + R"(,"measure":"yes"})").rfind("bad_request measure: expected true, false", 0), 0u);

@@ -26,7 +26,8 @@ struct StepResult {
   std::vector<double> samples_s;  // every measured step
   // Measured results: the median's confidence interval (graphs/stats.h), the
   // coverage it reaches, and why measuring stopped ("target": the interval
-  // was narrow enough, "max_steps", "budget", "steps": a fixed count).
+  // was narrow enough, "max_steps", "budget", "steps": a fixed count,
+  // "min_time": held past the count until the steps added up to the minimum time).
   // Simulated results: the interval is the step itself and `stop` is empty.
   double ci_low_s = 0.0;
   double ci_high_s = 0.0;

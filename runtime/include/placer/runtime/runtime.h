@@ -34,6 +34,13 @@ struct MeasureOptions {
   int max_steps = 30;              // at most
   double target_halfwidth = 0.02;  // of the median; 0: until max_steps or the budget
   double budget_s = 0.0;           // measured seconds, all placements together; 0: none
+  // Each placement measured for at least this many seconds of steps, past
+  // max_steps if need be (stop "min_time"); the budget still ends it. A
+  // machine whose speed moves between levels every second or so (an H200's
+  // VM: a launch-bound step at 5.5 or 8.6 ms, bench/results/gpu_h200_r5.md)
+  // gives a short run's median one level at random; a longer span gives the
+  // levels in proportion.
+  double min_time_s = 0.0;
   double timeout_s = 120.0;        // per step; past it the result is Timeout
   uint64_t seed = 0;               // inputs and params are drawn from it
   bool timeline = false;           // record a TimelineEvent per op and transfer
