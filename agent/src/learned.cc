@@ -181,11 +181,7 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   warm = same_graph(impl_->warm);
   best = same_graph(impl_->best);
 
-  PolicyInputOptions po;
-  po.max_units = impl_->policy->unit_limit(config.policy.max_groups);
-  po.state_units = config.policy.state_units;
-  po.keep_apart = warm ? &*warm : nullptr;
-  po.seed = config.run.seed;
+  const PolicyInputOptions po = unit_options(*impl_->policy, config, warm ? &*warm : nullptr);
   PolicyInput problem = make_policy_input(graph, cluster, context.env->costs(), po);
   PlaceResult result;
   result.method = std::string("learned:") + policy_type_name(config.policy.type);

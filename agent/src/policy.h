@@ -187,6 +187,20 @@ std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options);
 // config goes to *config. Throws InputError naming the file and field.
 std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config);
 
+// The options of a policy's units for a graph, as the config asks, for
+// training, a loaded policy and held-out graphs alike: the policy's unit limit
+// (0 for the hierarchical policy, which groups ops itself), state units and
+// the run's seed; `keep_apart` splits the units that placement separates.
+inline PolicyInputOptions unit_options(const PolicyImpl& policy, const TrainConfig& config,
+                                       const Placement* keep_apart = nullptr) {
+  PolicyInputOptions po;
+  po.max_units = policy.unit_limit(config.policy.max_groups);
+  po.state_units = config.policy.state_units;
+  po.keep_apart = keep_apart;
+  po.seed = config.run.seed;
+  return po;
+}
+
 // Places a graph with a trained policy and no training: the greedy decode
 // (greedy_rows = 1; 0 in an anytime decode's later rounds) plus samples - greedy_rows
 // placements sampled at `temperature`; the env's simulator keeps the fastest (a

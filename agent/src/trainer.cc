@@ -201,11 +201,7 @@ int Trainer::stage_now() const {
 }
 
 PolicyInput Trainer::stage_input(Task& t, int stage) {
-  PolicyInputOptions po;
-  po.max_units = policy_->unit_limit(c_.policy.max_groups);
-  po.state_units = c_.policy.state_units;
-  po.keep_apart = t.has_warm && c_.warm_start.split_units ? &t.warm : nullptr;
-  po.seed = c_.run.seed;
+  PolicyInputOptions po = unit_options(*policy_, c_, t.has_warm && c_.warm_start.split_units ? &t.warm : nullptr);
   const int halvings = std::max(1, c_.optimizer.unit_stages) - 1 - stage;
   if (halvings > 0) {
     if (t.fine_units == 0) t.fine_units = make_policy_input(t.env->graph(), t.env->cluster(), t.env->costs(), po).n;

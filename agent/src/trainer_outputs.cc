@@ -238,10 +238,7 @@ void Trainer::place_held_out(const EnvOptions& eo, TrainResult* result) {
   for (const GraphSource& s : c_.held_out) {
     Environment env(s.load(), s.cluster.empty() ? cluster_ : resolve_cluster(s.cluster), eo);
     const auto t1 = Clock::now();
-    PolicyInputOptions po;
-    po.max_units = c_.policy.max_groups;
-    po.state_units = c_.policy.state_units;
-    po.seed = c_.run.seed;
+    const PolicyInputOptions po = unit_options(*policy_, c_);
     PolicyInput p = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
     const bool was_training = policy_->is_training();
     policy_->eval();

@@ -99,6 +99,31 @@ TEST(LearnedFeatures, StateUnitsKeepParametersApartFromTheirLayers) {
   EXPECT_EQ(mixed_units(true), 0);
 }
 
+// One rule for the policy's units in training, a loaded policy and held-out
+// graphs: the config's limit, except for the hierarchical policy, which groups
+// every co-location group itself (held-out graphs were coarsened to
+// max_groups for it, where training never coarsened).
+TEST(LearnedFeatures, UnitOptionsFollowTheConfigAndTheHierarchicalPolicySeesEveryGroup) {
+  TrainConfig config;
+  config.policy.max_groups = 48;
+  config.policy.state_units = true;
+  config.run.seed = 17;
+  PolicyOptions gnn;
+  gnn.kind = PolicyType::Gnn;
+  PolicyOptions hierarchical;
+  hierarchical.kind = PolicyType::Hierarchical;
+  const Placement warm;
+  const PolicyInputOptions flat = unit_options(*make_policy(gnn), config, &warm);
+  EXPECT_EQ(flat.max_units, 48);
+  EXPECT_TRUE(flat.state_units);
+  EXPECT_EQ(flat.seed, 17u);
+  EXPECT_EQ(flat.keep_apart, &warm);
+  const PolicyInputOptions grouped = unit_options(*make_policy(hierarchical), config);
+  EXPECT_EQ(grouped.max_units, 0);
+  EXPECT_EQ(grouped.keep_apart, nullptr);
+  EXPECT_TRUE(grouped.state_units);
+}
+
 // The decoder samples from one encoding shared by the batch (the flat policies)
 // with matrix products over the batch, and from per-sample encodings (the
 // hierarchical policy) with batched ones: the same weights, encoding and seed
