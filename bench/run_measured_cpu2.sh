@@ -9,7 +9,8 @@
 # measurement of its fastest ones (reward.finalists).
 # Writes bench/results/learned_measured_cpu2.md (and the runs in runs/bench_measured_cpu2/).
 # Usage: bash bench/run_measured_cpu2.sh [BUILD_DIR] [SEEDS="1 2 3 4 5"] [MODES="measured hybrid"]
-#   GRAPHS (default "nmt inception_v3") limits the graphs; OUT (default the results file) is written whole.
+#   GRAPHS (default "nmt inception_v3") limits the graphs; OUT (default the results file) is written whole;
+#   WARM_METHODS (e.g. "m_etf, m_topo, expert, single, mincut, dp") replaces the configs' warm-start methods (an ablation).
 # Run it on an otherwise idle machine: cpu:N devices need their own cores.
 set -euo pipefail
 BUILD=${1:-build}
@@ -37,19 +38,26 @@ for g in $GRAPHS; do
       # measured: every sample run for real (10 updates of 8); hybrid: every sample
       # simulated, the best of each batch and every new best measured (20 updates of 16).
       if [ "$mode" = measured ]; then budget=(--updates 10); else budget=(--updates 20); fi
-      "$P" train -c "configs/cpu2_${g}_measured.yaml" --reward-mode "$mode" --seed "$seed" "${budget[@]}" \
+      cfg="configs/cpu2_${g}_measured.yaml"
+      if [ -n "${WARM_METHODS:-}" ]; then
+        grep -q '^  methods: \[' "$cfg" || { echo "run_measured_cpu2: no warm-start methods line in $cfg" >&2; exit 1; }
+        sed "s/^  methods: \[.*\]/  methods: [$WARM_METHODS]/" "$cfg" > "$WORK/${g}_warm.yaml"
+        cfg="$WORK/${g}_warm.yaml"
+      fi
+      "$P" train -c "$cfg" --reward-mode "$mode" --seed "$seed" "${budget[@]}" \
         --profile "$WORK/profile_$g.json" \
         -o "$dir" -q > "$WORK/${g}_${mode}_$seed.log" 2>&1
     done
   done
 done
 
-python3 - "$WORK" "$OUT" "$BUILD" "$SEEDS" "$MODES" "$(git rev-parse --short HEAD)" "$GRAPHS" <<'PY'
+python3 - "$WORK" "$OUT" "$BUILD" "$SEEDS" "$MODES" "$(git rev-parse --short HEAD)" "$GRAPHS" "${WARM_METHODS:-}" <<'PY'
 import json, os, statistics, sys
-work, out, build, seeds, modes, commit, graphs = sys.argv[1:8]
+work, out, build, seeds, modes, commit, graphs, warm = sys.argv[1:9]
 seeds, modes, graphs = seeds.split(), modes.split(), graphs.split()
 L = ["# Learned vs every baseline on cpu:2, measured side by side", "",
-     f"Command: `GRAPHS=\"{' '.join(graphs)}\" bash bench/run_measured_cpu2.sh {build} \"{' '.join(seeds)}\" \"{' '.join(modes)}\"` (commit {commit})  ",
+     f"Command: `GRAPHS=\"{' '.join(graphs)}\" " + (f"WARM_METHODS=\"{warm}\" " if warm else "") +
+     f"bash bench/run_measured_cpu2.sh {build} \"{' '.join(seeds)}\" \"{' '.join(modes)}\"` (commit {commit})  ",
      f"Machine: {os.cpu_count()} cores, idle apart from this job.", "",
      "Training: `placer train -c configs/cpu2_GRAPH_measured.yaml --reward-mode MODE --seed S` (measured: 10 updates",
      "of 8 samples, every sample run for real; hybrid: 20 updates of 16, every sample simulated with the",
