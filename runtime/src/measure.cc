@@ -75,8 +75,7 @@ bool done(Candidate& c, const MeasureOptions& o) {
   if (c.measured < 1 || n < o.measured_steps) return false;
   if (c.measured_s < o.min_time_s) return false;
   if (o.min_time_s > 0 && n > std::max(o.max_steps, o.measured_steps)) {  // held past the count by min_time
-    r.summarize();
-    r.stop = "min_time";
+    r.stop = "min_time";  // summarized with the others in results()
     return true;
   }
   if (o.max_steps <= o.measured_steps) {
