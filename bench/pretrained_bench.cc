@@ -145,7 +145,9 @@ std::string tally(const std::vector<std::string>& names) {
   return out;
 }
 
-Runs finetune_runs(const Args& a) {
+// The fine-tuning on each seed; `policy_own` gets the policy's own best (its
+// samples alone) and `found_by` who found each seed's result.
+Runs finetune_runs(const Args& a, Runs* policy_own = nullptr, std::vector<std::string>* found_by = nullptr) {
   Runs runs;
   for (uint64_t seed : a.seeds) {
     TrainConfig c = load_train_config(a.finetune);
@@ -164,6 +166,11 @@ Runs finetune_runs(const Args& a) {
     // The run's result: the fastest of its samples and the zero-shot answer it
     // started from (a seen row; the fine-tuning config runs no baseline).
     runs.step_s.push_back(r.best_step_s > 0 ? r.best_step_s : 1e9);
+    if (policy_own) {
+      policy_own->step_s.push_back(r.policy_best_step_s > 0 ? r.policy_best_step_s : 1e9);
+      policy_own->wall_s.push_back(runs.wall_s.back());
+    }
+    if (found_by) found_by->push_back(r.best_found_by);
     log_seed(a, seed, ("fine-tuned (" + std::to_string(r.samples) + " samples)").c_str(), runs.step_s.back(),
              runs.wall_s.back());
   }
@@ -189,7 +196,7 @@ constexpr char kUsage[] =
     "--answer: instead, what `placer place --policy` answers by default (the policy and the fast path's\n"
     "heuristics, then local_search from the faster within 1 s) and who found it.\n"
     "--finetune-only: instead, local_search at the fine-tuning's own evaluations (100) and the fine-tuning,\n"
-    "beside local_search at 2,000.\n"
+    "beside local_search at 2,000, who found each seed's result, and the policy's own best (its samples alone).\n"
     "--zero-shot-only: only the policy alone, zero-shot, beside local_search at 2,000 (--policy DIR: any policy).\n"
     "--fixed-decode: the policy alone decodes its fixed rounds only (the greedy decode and samples at each\n"
     "unit level), not more rounds for the rest of its second.\n";
@@ -218,10 +225,12 @@ int main(int argc, char** argv) try {
     const int64_t evaluations = static_cast<int64_t>(f.warm_start.methods.size()) +
                                 f.optimizer.updates * f.optimizer.samples_per_update + f.optimizer.refine_evaluations;
     const Runs ls_equal = local_search_runs(a, g, c, evaluations);
-    const Runs tuned = finetune_runs(a);
-    std::printf("| %s | %s | %.3f | %.3f / %.3f | %s | %s | %.1f s |\n", a.name.c_str(), a.cluster.c_str(), bound * 1e3,
-                ls.median() * 1e3, ls.worst() * 1e3, cell(ls_equal, ls, 0.0).c_str(), cell(tuned, ls, 0.0).c_str(),
-                tuned.median_wall());
+    Runs own;
+    std::vector<std::string> found_by;
+    const Runs tuned = finetune_runs(a, &own, &found_by);
+    std::printf("| %s | %s | %.3f | %.3f / %.3f | %s | %s | %.1f s | %s | %s |\n", a.name.c_str(), a.cluster.c_str(),
+                bound * 1e3, ls.median() * 1e3, ls.worst() * 1e3, cell(ls_equal, ls, 0.0).c_str(),
+                cell(tuned, ls, 0.0).c_str(), tuned.median_wall(), tally(found_by).c_str(), cell(own, ls, 0.0).c_str());
     return 0;
   }
   const Runs zero = zero_shot_runs(a, g, c, false);

@@ -286,7 +286,9 @@ run: {output_dir: )" + (dir / std::to_string(redraws)).string() +
 
 // Fine-tuning never returns a slower placement than the policy it started from
 // (one lstm_lm seed of bench/results/learned_heldout.md ended at twice its
-// zero-shot answer): the zero-shot answer is a seen row of the run.
+// zero-shot answer), nor than what `placer place --policy` answers (on the
+// held-out transformer_mt p100x4, fine-tuning returned 31.466 ms where the
+// answer was 31.319): that answer is a seen row of the run, named by who found it.
 TEST(Pretrained, FineTuningIsNeverSlowerThanItsZeroShotAnswer) {
   const fs::path dir = fs::temp_directory_path() / ("placer_finetune_" + std::to_string(::getpid()));
   remove_tree(dir.string());
@@ -297,21 +299,34 @@ TEST(Pretrained, FineTuningIsNeverSlowerThanItsZeroShotAnswer) {
   c.graph.options = {{"layers", 2}, {"dec_layers", 1}, {"d_model", 128}, {"seq", 16}, {"batch", 8}, {"vocab", 2000}};
   c.optimizer.updates = 1;
   c.optimizer.samples_per_update = 2;
+  c.policy.init_answer_s = 0.3;
   c.run.output_dir = dir.string();
   TrainControls quiet;
   quiet.progress = false;
+  auto seen_row = [](const TrainResult& r, const std::string& prefix) {
+    return std::find_if(r.seen.begin(), r.seen.end(),
+                        [&](const BaselineResult& b) { return b.method.rfind(prefix, 0) == 0; });
+  };
   const TrainResult r = train(c, nullptr, quiet);
-  const auto zero_shot = std::find_if(r.seen.begin(), r.seen.end(), [](const BaselineResult& b) {
-    return b.method == "init_from:pretrained (zero-shot)";
-  });
-  ASSERT_NE(zero_shot, r.seen.end());
-  ASSERT_TRUE(zero_shot->ok) << zero_shot->note;
-  EXPECT_LE(r.best_step_s, zero_shot->step_s);
-  // Its step is the policy's fixed decode: the first rounds of what `placer place
-  // --policy pretrained --no-refine` decodes (whose anytime rounds can only add faster ones).
+  const auto answer = seen_row(r, "init_from:pretrained (zero-shot answer: ");
+  ASSERT_NE(answer, r.seen.end());
+  ASSERT_TRUE(answer->ok) << answer->note;
+  EXPECT_LE(r.best_step_s, answer->step_s);
+  // The answer is no slower than the policy's fixed decode nor any fast-path heuristic.
   Environment env(c.graph.load(), resolve_cluster(c.cluster));
   const PlaceResult fixed = load_named_policy("pretrained")->place(context_of(env, c.run.seed));
+  EXPECT_LE(answer->step_s, env.simulate(fixed.placement).step_s);
+  for (const std::string& m : policy_fast_path())
+    EXPECT_LE(answer->step_s, env.simulate(make_placer(m)->place(context_of(env, c.run.seed)).placement).step_s) << m;
+  // policy.init_answer_s: 0: the policy's fixed decode alone, the first rounds of
+  // what `placer place --policy pretrained --no-refine` decodes.
+  c.policy.init_answer_s = 0;
+  remove_tree(dir.string());
+  const TrainResult alone = train(c, nullptr, quiet);
+  const auto zero_shot = seen_row(alone, "init_from:pretrained (zero-shot)");
+  ASSERT_NE(zero_shot, alone.seen.end());
   EXPECT_DOUBLE_EQ(zero_shot->step_s, env.simulate(fixed.placement).step_s);
+  EXPECT_LE(alone.best_step_s, zero_shot->step_s);
   const PolicyAnswer a = place_with_policy("pretrained", context_of(env, c.run.seed), 0.2, /*refine=*/false);
   EXPECT_LE(a.policy_step_s, zero_shot->step_s);
   remove_tree(dir.string());

@@ -75,6 +75,14 @@ struct PolicyConfig {
   // graph): start from the weights of this run folder's (or file's)
   // checkpoint instead of a random initialisation. Same policy type and sizes.
   std::string init_from;
+  // ... and, on one graph, what the starting policy answers counts as seen, so
+  // that fine-tuning never returns a slower placement than `placer place
+  // --policy` would have: its default answer within this many seconds (the
+  // policy, the fast path's heuristics, local_search from both; learned.h
+  // place_with_policy). 0: the policy's fixed decode alone (the greedy decode and
+  // samples at each unit level). Its evaluations are not the run's samples; the
+  // result names who found it.
+  double init_answer_s = 1.0;
 };
 
 // YAML section `reward`: how the environment scores a placement, as the
