@@ -159,7 +159,8 @@ void add_train_commands(CLI::App& app) {
                   "Override graph: train on this graph file alone (the config's family and held_out dropped)");
   cmd->add_option("--init-from", args->init_from,
                   "Override policy.init_from: start from 'pretrained' (the gnn of `make pretrained`) or a result folder's weights "
-                  "(fine-tuning; configs/finetune_pretrained.yaml)");
+                  "(fine-tuning; configs/finetune_pretrained.yaml). What that policy answers as `placer place --policy` "
+                  "would, within policy.init_answer_s (1 s), counts as seen: the run never returns a slower placement");
   cmd->add_option("--profile", args->profile, "Override reward.profile (a `placer profile` output for that cluster)");
   cmd->add_option("--reward-mode", args->reward_mode, "Override reward.mode")
       ->check(CLI::IsMember({"simulated", "measured", "hybrid"}));
