@@ -560,6 +560,8 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "train: {distinct_redraws: 65}\n", "train.distinct_redraws: must be in [-1, 64]");
   expect_error(ok + "train: {unit_stages: 0}\n", "train.unit_stages: must be in [1, 8]");
   expect_error(ok + "policy: {place_levels: 9}\n", "policy.place_levels: must be in [1, 8]");
+  expect_error(ok + "policy: {init_answer_s: -1}\n", "policy.init_answer_s: must be in [0, 3600]");
+  expect_error(ok + "policy: {init_answer_s: soon}\n", "policy.init_answer_s: expected a number, got 'soon'");
   expect_error(ok + "policy: {hidden: 33}\n", "policy.hidden: must be even");
   expect_error(ok + "policy: {place_samples: 0}\n", "policy.place_samples: must be in [1, 4096]");
   expect_error(ok + "policy: {decoder: gru}\n", "policy.decoder: unknown decoder 'gru'");
