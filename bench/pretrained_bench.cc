@@ -166,10 +166,7 @@ Runs finetune_runs(const Args& a, Runs* policy_own = nullptr, std::vector<std::s
     // The run's result: the fastest of its samples and the zero-shot answer it
     // started from (a seen row; the fine-tuning config runs no baseline).
     runs.step_s.push_back(r.best_step_s > 0 ? r.best_step_s : 1e9);
-    if (policy_own) {
-      policy_own->step_s.push_back(r.policy_best_step_s > 0 ? r.policy_best_step_s : 1e9);
-      policy_own->wall_s.push_back(runs.wall_s.back());
-    }
+    if (policy_own) policy_own->step_s.push_back(r.policy_best_step_s > 0 ? r.policy_best_step_s : 1e9);
     if (found_by) found_by->push_back(r.best_found_by);
     log_seed(a, seed, ("fine-tuned (" + std::to_string(r.samples) + " samples)").c_str(), runs.step_s.back(),
              runs.wall_s.back());

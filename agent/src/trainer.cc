@@ -552,23 +552,25 @@ bool Trainer::update_until_budget() {
 void Trainer::see_zero_shot_answer() {
   if (c_.policy.init_from.empty() || tasks_.size() != 1) return;
   const PlaceContext ctx = PlaceContext::on(*tasks_[0]->env, c_.run.seed);
-  const std::string name = "init_from:" + c_.policy.init_from;
   try {
     const auto policy = load_named_policy(c_.policy.init_from);
+    Placement placement;
+    std::string what = " (zero-shot)";
     if (c_.policy.init_answer_s > 0) {
       const PolicyAnswer a = place_with_policy(*policy, ctx, c_.policy.init_answer_s, /*refine=*/true,
                                                policy_fast_path());
-      if (tasks_[0]->env->simulate(a.placement).ok())
-        ctl_.seen.push_back({name + " (zero-shot answer: " + a.found_by + ")", a.placement});
+      placement = a.placement;
+      what = " (zero-shot answer: " + a.found_by + ")";
       if (ctl_.progress)
         std::fprintf(stderr,
                      "fine-tuning: the starting policy's answer, as `placer place --policy`: %.6g s per step, found by "
                      "%s in %.2f s (%lld local_search evaluations, not the run's samples)\n",
                      a.step_s, a.found_by.c_str(), a.seconds, static_cast<long long>(a.refine_evaluations));
-      return;
+    } else {
+      placement = policy->place(ctx).placement;
     }
-    const PlaceResult r = policy->place(ctx);
-    if (tasks_[0]->env->simulate(r.placement).ok()) ctl_.seen.push_back({name + " (zero-shot)", r.placement});
+    if (tasks_[0]->env->simulate(placement).ok())
+      ctl_.seen.push_back({"init_from:" + c_.policy.init_from + what, std::move(placement)});
   } catch (const std::exception& e) {
     std::fprintf(stderr, "fine-tuning: the starting policy's zero-shot answer is left out: %s\n", e.what());
   }
