@@ -15,6 +15,9 @@
 #   configs/finetune_pretrained.yaml) beside local_search at 2,000 and at the
 #   fine-tuning's own evaluations, who found each seed's result and the
 #   policy's own best (pretrained_bench --finetune-only; rows in $ROWS/finetune).
+#   ZERO_SHOT=1: instead, the policy alone, zero-shot (pretrained_bench
+#   --zero-shot-only; rows in $ROWS/zero_shot), to compare pretraining seeds.
+#   POLICY=DIR: another policy than policies/pretrained (a `placer train` folder).
 set -euo pipefail
 BUILD=${1:-build}
 DATA=${2:-/tmp/placer-heldout}
@@ -22,13 +25,17 @@ ROWS=${ROWS:-/tmp/placer-pretrained-rows}
 SEEDS=${SEEDS:-1,2,3,4,5}
 ANSWER=${ANSWER:-0}
 FINETUNE=${FINETUNE:-0}
-EXTRA=()
+ZERO_SHOT=${ZERO_SHOT:-0}
+EXTRA=(--policy "${POLICY:-pretrained}")
 if [ "$ANSWER" = 1 ]; then
   ROWS="$ROWS/answer"
-  EXTRA=(--answer)
+  EXTRA+=(--answer)
+elif [ "$ZERO_SHOT" = 1 ]; then
+  ROWS="$ROWS/zero_shot"
+  EXTRA+=(--zero-shot-only)
 elif [ "$FINETUNE" = 1 ]; then
   ROWS="$ROWS/finetune"
-  EXTRA=(--finetune-only --finetune "${FINETUNE_CONFIG:-configs/finetune_pretrained.yaml}")
+  EXTRA+=(--finetune-only --finetune "${FINETUNE_CONFIG:-configs/finetune_pretrained.yaml}")
 fi
 ALL="resnet18 mobilenet_v2 lstm_lm gpt2 transformer_mt dlrm"
 mkdir -p "$ROWS"
@@ -45,6 +52,9 @@ done
 if [ "$FINETUNE" = 1 ]; then
   echo "| graph | preset | lower bound (ms) | local_search @2000 median / worst (ms) | local_search at the fine-tuning's evaluations, median / worst (ms) | vs @2000 | fine-tuned median / worst (ms) | vs @2000 (target <= 0%) | wall (median) | found by (seeds) | the policy's own samples, median / worst (ms) | vs @2000 |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+elif [ "$ZERO_SHOT" = 1 ]; then
+  echo "| graph | preset | lower bound (ms) | local_search @2000 median / worst (ms) | the policy alone, zero-shot, median / worst (ms) | vs local_search (target <= +5%) | time to place (max) |"
+  echo "|---|---|---|---|---|---|---|"
 elif [ "$ANSWER" = 1 ]; then
   echo "| graph | preset | lower bound (ms) | local_search @2000 median / worst (ms) | the answer: policy + fast path + local_search within 1 s, median / worst (ms) | vs local_search (target <= +5%) | time (max) | found by (seeds) |"
   echo "|---|---|---|---|---|---|---|---|"
