@@ -63,59 +63,6 @@ class BertEncoder(nn.Module):
         return self.head(self.encoder(self.tok(tokens) + self.pos(pos)))
 
 
-class PreNormSeq2Seq(nn.Module):
-    """An encoder-decoder written out by hand (Marian / T5-style, not nn.Transformer): pre-norm blocks,
-    separate query, key and value projections, GELU feed-forward, one embedding shared by source,
-    target and output."""
-
-    class Attention(nn.Module):
-        def __init__(self, dim, heads):
-            super().__init__()
-            self.heads = heads
-            self.q, self.k, self.v, self.o = (nn.Linear(dim, dim) for _ in range(4))
-
-        def forward(self, x, mem, causal):
-            b, t, d = x.shape
-
-            def split(y):
-                return y.view(b, y.shape[1], self.heads, d // self.heads).transpose(1, 2)
-
-            a = nn.functional.scaled_dot_product_attention(split(self.q(x)), split(self.k(mem)),
-                                                           split(self.v(mem)), is_causal=causal)
-            return self.o(a.transpose(1, 2).reshape(b, t, d))
-
-    class Block(nn.Module):
-        def __init__(self, dim, heads, ff, cross):
-            super().__init__()
-            self.n1, self.self_att = nn.LayerNorm(dim), PreNormSeq2Seq.Attention(dim, heads)
-            self.n2 = nn.LayerNorm(dim) if cross else None
-            self.cross_att = PreNormSeq2Seq.Attention(dim, heads) if cross else None
-            self.n3, self.ff1, self.ff2 = nn.LayerNorm(dim), nn.Linear(dim, ff), nn.Linear(ff, dim)
-
-        def forward(self, x, mem=None):
-            h = self.n1(x)
-            x = x + self.self_att(h, h, mem is not None)
-            if self.cross_att is not None:
-                x = x + self.cross_att(self.n2(x), mem, False)
-            return x + self.ff2(nn.functional.gelu(self.ff1(self.n3(x))))
-
-    def __init__(self, vocab, dim, heads, enc_layers, dec_layers, ff):
-        super().__init__()
-        self.embed = nn.Embedding(vocab, dim)
-        self.enc = nn.ModuleList([PreNormSeq2Seq.Block(dim, heads, ff, False) for _ in range(enc_layers)])
-        self.dec = nn.ModuleList([PreNormSeq2Seq.Block(dim, heads, ff, True) for _ in range(dec_layers)])
-        self.norm = nn.LayerNorm(dim)
-
-    def forward(self, src, tgt):
-        mem = self.embed(src)
-        for block in self.enc:
-            mem = block(mem)
-        x = self.embed(tgt)
-        for block in self.dec:
-            x = block(x, mem)
-        return self.norm(x) @ self.embed.weight.t()
-
-
 class WideDeep(nn.Module):
     """A wide & deep recommender (Cheng et al. 2016): embeddings concatenated, deep MLP, wide linear part."""
 
@@ -153,8 +100,6 @@ def models():
         "gru_lm": lambda: (SquareLoss(UnrolledGruLm(8000, 256, 768, 2, 8)), (tokens(32, 8, high=8000),), True),
         "bert_encoder": lambda: (SquareLoss(BertEncoder(8000, 256, 4, 4, 1024, 64)), (tokens(16, 64, high=8000),),
                                  True),
-        "seq2seq_prenorm": lambda: (SquareLoss(PreNormSeq2Seq(6000, 384, 6, 4, 4, 1536)),
-                                    (tokens(24, 56, high=6000), tokens(24, 36, high=6000)), True),
         "wide_deep": lambda: (SquareLoss(WideDeep()), (torch.randn(1024, 16), tokens(1024, 6, high=50000)), True),
     }
 
