@@ -70,6 +70,15 @@ void print_worker_stats(const placer::service::WorkerPool& pool, const TrainResu
       static_cast<long long>(s.ignored), static_cast<long long>(r.remote_evaluations));
 }
 
+// A measured row against the policy's best: is the difference more than the noise?
+std::string rank_verdict(const BaselineResult& b, double policy_s) {
+  if (b.p_vs_policy < 0) return "";
+  char v[64];
+  const char* what = b.p_vs_policy >= 0.05 ? "no difference" : b.step_s > policy_s ? "policy faster" : "row faster";
+  std::snprintf(v, sizeof v, "  %s (p=%.2g)", what, b.p_vs_policy);
+  return v;
+}
+
 void print_summary(const TrainConfig& c, const TrainResult& r) {
   std::printf("\n%s: %s on %s, policy %s, %s reward%s\n", c.name.c_str(), c.graph.describe().c_str(), c.cluster.c_str(),
               policy_type_name(c.policy.type), reward_mode_name(c.reward.mode), objective_note(c.reward).c_str());
@@ -78,8 +87,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   const bool measured = r.table != "simulated";
   std::printf("  every row %s%s\n", measured ? "measured side by side, interleaved, in one fresh run" : "simulated",
               measured ? " (median step, 95% interval)" : "");
-  std::printf("  %-22s %12s %25s %10s %10s\n", "method", "step (s)", measured ? "95% interval (s)" : "", "vs policy",
-              "place (s)");
+  std::printf("  %-22s %12s %25s %10s %10s%s\n", "method", "step (s)", measured ? "95% interval (s)" : "", "vs policy",
+              "place (s)", measured ? "  rank test vs policy (5%)" : "");
   auto interval = [&](double lo, double hi) {
     char b[64] = "";
     if (measured) std::snprintf(b, sizeof b, "[%.6g, %.6g]", lo, hi);
@@ -110,8 +119,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
     for (size_t k = 0; k < i && same.empty(); ++k)
       if (r.baselines[k].ok && !b.placement.device_of.empty() && r.baselines[k].placement == b.placement)
         same = "  same placement as " + r.baselines[k].method;
-    std::printf("  %-22s %12.6g %25s %10s %10.3f%s\n", b.method.c_str(), b.step_s,
-                interval(b.ci_low_s, b.ci_high_s).c_str(), g, b.seconds, same.c_str());
+    std::printf("  %-22s %12.6g %25s %10s %10.3f%s%s\n", b.method.c_str(), b.step_s,
+                interval(b.ci_low_s, b.ci_high_s).c_str(), g, b.seconds, rank_verdict(b, policy).c_str(), same.c_str());
   }
   // The fastest placement the run evaluated, and who found it; the policy's own best stays apart.
   if (r.best_found_by == "policy" || r.best_found_by == "none")

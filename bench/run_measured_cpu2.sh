@@ -75,9 +75,9 @@ for g in graphs:
         if not runs:
             continue
         L += [f"## {g}, {mode} rewards ({runs[0][1]['ops']} ops, {len(runs)} seeds)", ""]
-        L += ["| seed | policy's best s [95% interval] | fastest baseline s [95% interval] | expert s [95% interval] | policy vs fastest baseline | vs expert, intervals apart? | result found by | placements run for real in training (per update) |",
-              "|---|---|---|---|---:|---|---|---:|"]
-        gains, wins, apart = [], 0, 0
+        L += ["| seed | policy's best s [95% interval] | fastest baseline s [95% interval] | expert s [95% interval] | policy vs fastest baseline | rank test, fastest baseline vs policy | vs expert, intervals apart? | result found by | placements run for real in training (per update) |",
+              "|---|---|---|---|---:|---|---|---|---:|"]
+        gains, wins, apart, not_slower = [], 0, 0, 0
         for s, r in runs:
             pol = r["policy_best_step_s"]; pci = r["policy_ci_s"]
             base = [b for b in r["baselines"] if b["ok"]]
@@ -91,10 +91,16 @@ for g in graphs:
             cell = lambda v, ci: "%.4f [%.4f, %.4f]" % (v, ci[0], ci[1])
             exc = cell(ex["step_s"], ex["ci_s"]) if ex else "-"
             exg = ("%+.1f%%, %s" % (100 * (ex["step_s"] / pol - 1), "yes" if sep else "no")) if ex else "-"
-            L.append(f"| {s} | {cell(pol, pci)} | {fb['method']} {cell(fb['step_s'], fb['ci_s'])} | {exc} | {gain:+.1f}% | {exg} | {r['best_found_by']} | {r['measurements']} ({r['measurements'] / max(1, r['updates']):.1f}) |")
+            # No baseline faster than the policy by more than the noise (Mann-Whitney, 5%).
+            faster = [b for b in base if b["step_s"] < pol and b.get("p_vs_policy", 1) < 0.05]
+            not_slower += not faster
+            pv = fb.get("p_vs_policy")
+            rank = "-" if pv is None else ("no difference" if pv >= 0.05 else "policy faster" if fb["step_s"] > pol else "baseline faster") + f" (p={pv:.2g})"
+            L.append(f"| {s} | {cell(pol, pci)} | {fb['method']} {cell(fb['step_s'], fb['ci_s'])} | {exc} | {gain:+.1f}% | {rank} | {exg} | {r['best_found_by']} | {r['measurements']} ({r['measurements'] / max(1, r['updates']):.1f}) |")
         L += ["", f"Policy vs the fastest baseline: median {statistics.median(gains):+.1f}%, worst {min(gains):+.1f}% "
               f"(positive: the policy is faster). At least as fast as every baseline on {wins} of {len(runs)} seeds; "
-              f"faster than expert with intervals that do not overlap on {apart} of {len(runs)}.", ""]
+              f"faster than expert with intervals that do not overlap on {apart} of {len(runs)}. "
+              f"No baseline faster than the policy by more than the noise (rank test at 5%) on {not_slower} of {len(runs)}.", ""]
 open(out, "w").write("\n".join(L) + "\n")
 print("wrote", out)
 PY

@@ -12,6 +12,7 @@
 #include "placer/env/presets.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/stats.h"
 #include "placer/graphs/timing.h"
 #include "policy.h"
 #include "trainer.h"
@@ -173,6 +174,10 @@ void Trainer::measure_rows(TrainResult* res) {
     of_row[i]->step_s = step;
     of_row[i]->ci_low_s = rs[i].ci_low_s;
     of_row[i]->ci_high_s = rs[i].ci_high_s;
+    // Is the difference from the policy's best more than the noise? (Identical
+    // placements are measured once and share their samples: p = 1.)
+    if (rs[0].ok() && rs[i].ok() && !rs[0].samples_s.empty() && !rs[i].samples_s.empty())
+      of_row[i]->p_vs_policy = mann_whitney(rs[i].samples_s, rs[0].samples_s).p_value;
   }
   res->table = "measured side by side";
 }
@@ -274,6 +279,11 @@ static std::string finalists_json(const std::vector<TrainResult::Finalist>& fs) 
   return o + "]";
 }
 
+// A measured row's rank test against the policy's best (nothing where it was not tested).
+static std::string rank_test_json(const BaselineResult& b) {
+  return b.p_vs_policy < 0 ? "" : ", \"p_vs_policy\": " + num(b.p_vs_policy);
+}
+
 void Trainer::write_summary(const TrainResult& res) {
   std::string stage_units = "[";
   for (size_t s = 0; s < res.stage_units.size(); ++s)
@@ -305,7 +315,7 @@ void Trainer::write_summary(const TrainResult& res) {
     const auto& b = res.baselines[i];
     o << (i ? ",\n    " : "\n    ") << "{\"method\": " << json_quote(b.method)
       << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"step_s\": " << num(b.step_s) << ", \"ci_s\": ["
-      << num(b.ci_low_s) << ", " << num(b.ci_high_s) << "]"
+      << num(b.ci_low_s) << ", " << num(b.ci_high_s) << "]" << rank_test_json(b)
       << ", \"seconds\": " << num(b.seconds) << ", \"note\": " << json_quote(b.note) << "}";
   }
   o << "],\n  \"seen\": [";
@@ -313,7 +323,8 @@ void Trainer::write_summary(const TrainResult& res) {
     const auto& b = res.seen[i];
     o << (i ? ",\n    " : "\n    ") << "{\"found_by\": " << json_quote(b.method)
       << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"step_s\": " << num(b.step_s) << ", \"ci_s\": ["
-      << num(b.ci_low_s) << ", " << num(b.ci_high_s) << "], \"note\": " << json_quote(b.note) << "}";
+      << num(b.ci_low_s) << ", " << num(b.ci_high_s) << "]" << rank_test_json(b) << ", \"note\": " << json_quote(b.note)
+      << "}";
   }
   o << "],\n  \"held_out\": [";
   bool first = true;

@@ -81,6 +81,20 @@ grep -E "^  single .*same placement as m_etf$" "$TMP/train.out" > /dev/null ||
 s=$(sed -n 's/^  single  *\([0-9.e-]*\) .*/\1/p' "$TMP/train.out")
 e=$(sed -n 's/^  m_etf  *\([0-9.e-]*\) .*/\1/p' "$TMP/train.out")
 [ -n "$s" ] && [ "$s" = "$e" ] || fail "train: one placement, two figures ($s vs $e)"
+# Each measured row says whether it differs from the policy's best by more than the noise (a rank test),
+# in the table and in summary.json; one placement measured once is one p for both rows.
+grep -q "rank test vs policy (5%)" "$TMP/train.out" || fail "train: no rank test column: $(cat "$TMP/train.out")"
+for m in single m_etf; do
+  grep -E "^  $m .*  (no difference|policy faster|row faster) \(p=[0-9.e-]+\)" "$TMP/train.out" > /dev/null ||
+    fail "train: the $m row has no rank test verdict: $(cat "$TMP/train.out")"
+done
+python3 - "$TMP/train/summary.json" <<'PY' || fail "train: p_vs_policy: $(grep -A12 '"baselines"' "$TMP/train/summary.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+b = {x["method"]: x for x in r["baselines"] if x["ok"]}
+assert all(0 <= x["p_vs_policy"] <= 1 for x in b.values()), b
+assert b["single"]["p_vs_policy"] == b["m_etf"]["p_vs_policy"], b
+PY
 # reward.finalists (default 4): the policy's best is picked from its fastest placements measured side by
 # side first (the fastest median), then measured afresh in the table; summary.json says which was kept.
 python3 - "$TMP/train/summary.json" <<'PY' || fail "train: finalists: $(grep -A3 finalists "$TMP/train/summary.json")"

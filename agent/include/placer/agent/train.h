@@ -281,6 +281,9 @@ struct BaselineResult {
   std::string note;
   double ci_low_s = 0.0, ci_high_s = 0.0;  // measured side by side: the median's 95% interval
   Placement placement;                     // when placed
+  // Measured side by side: the rank test's (Mann-Whitney) two-sided p of this row's
+  // steps against the policy's best; -1 where not tested (simulated, or a row failed).
+  double p_vs_policy = -1.0;
 };
 
 struct TrainResult {
