@@ -68,7 +68,7 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
       j.end_array();
       if (i != best) {
         const RankTest t = mann_whitney(rs[best].samples_s, rs[i].samples_s);
-        const bool significant = t.p_value < 0.05;
+        const bool significant = t.significant();
         std::printf("%s is %s than %s by %.1f%% (medians); Mann-Whitney U p = %.3g%s: %s\n", a.compare[best].c_str(),
                     "faster", a.compare[i].c_str(), 100 * (rs[i].step_s / rs[best].step_s - 1), t.p_value,
                     t.exact ? " (exact)" : "", significant ? "significant at 5%" : "NOT significant at 5%");

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "placer/agent/train.h"
@@ -74,8 +75,7 @@ void print_worker_stats(const placer::service::WorkerPool& pool, const TrainResu
 std::string rank_verdict(const BaselineResult& b, double policy_s) {
   if (b.p_vs_policy < 0) return "";
   char v[64];
-  const char* what = b.p_vs_policy >= 0.05 ? "no difference" : b.step_s > policy_s ? "policy faster" : "row faster";
-  std::snprintf(v, sizeof v, "  %s (p=%.2g)", what, b.p_vs_policy);
+  std::snprintf(v, sizeof v, "  %s (p=%.2g)", b.verdict_vs_policy(policy_s), b.p_vs_policy);
   return v;
 }
 
@@ -102,11 +102,17 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   // reward.finalists: which of the policy's placements this row is, picked on a separate measurement.
   for (const TrainResult::Finalist& f : r.finalists)
     if (f.picked)
-      std::printf("  %-22s picked from %zu of its placements measured side by side before this table (%.6g s "
-                  "there; training's best %.6g s); found at sample %lld\n",
-                  "", r.finalists.size(), f.step_s, r.finalists[0].step_s, static_cast<long long>(f.found_at_sample));
-  for (size_t i = 0; i < r.baselines.size(); ++i) {
-    const BaselineResult& b = r.baselines[i];
+      std::printf(
+          "  %-22s picked from %zu of its placements measured side by side before this table (%.6g s "
+          "there; training's best %.6g s); found at sample %lld\n",
+          "", r.finalists.size(), f.step_s, r.finalists[0].step_s, static_cast<long long>(f.found_at_sample));
+  // The baselines, then the placements found outside the run (a fine-tuning run's
+  // starting answer, the service's fast path), which the result is never worse than.
+  std::vector<const BaselineResult*> rows;
+  for (const std::vector<BaselineResult>* list : {&r.baselines, &r.seen})
+    for (const BaselineResult& b : *list) rows.push_back(&b);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const BaselineResult& b = *rows[i];
     if (!b.ok) {
       std::printf("  %-22s %12s %25s %10s %10.3f  %s\n", b.method.c_str(), "failed", "", "", b.seconds,
                   b.note.substr(0, 80).c_str());
@@ -117,8 +123,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
     // Two methods that agree are one placement, measured once: say so, or the row looks like a second finding.
     std::string same;
     for (size_t k = 0; k < i && same.empty(); ++k)
-      if (r.baselines[k].ok && !b.placement.device_of.empty() && r.baselines[k].placement == b.placement)
-        same = "  same placement as " + r.baselines[k].method;
+      if (rows[k]->ok && !b.placement.device_of.empty() && rows[k]->placement == b.placement)
+        same = "  same placement as " + rows[k]->method;
     std::printf("  %-22s %12.6g %25s %10s %10.3f%s%s\n", b.method.c_str(), b.step_s,
                 interval(b.ci_low_s, b.ci_high_s).c_str(), g, b.seconds, rank_verdict(b, policy).c_str(), same.c_str());
   }
@@ -166,10 +172,11 @@ void add_train_commands(CLI::App& app) {
                   "Override cluster (a preset, a cluster file or a device list, e.g. cpu:8+cuda:0)");
   cmd->add_option("--graph", args->graph,
                   "Override graph: train on this graph file alone (the config's family and held_out dropped)");
-  cmd->add_option("--init-from", args->init_from,
-                  "Override policy.init_from: start from 'pretrained' (the gnn of `make pretrained`) or a result folder's weights "
-                  "(fine-tuning; configs/finetune_pretrained.yaml). What that policy answers as `placer place --policy` "
-                  "would, within policy.init_answer_s (1 s), counts as seen: the run never returns a slower placement");
+  cmd->add_option(
+      "--init-from", args->init_from,
+      "Override policy.init_from: start from 'pretrained' (the gnn of `make pretrained`) or a result folder's weights "
+      "(fine-tuning; configs/finetune_pretrained.yaml). What that policy answers as `placer place --policy` "
+      "would, within policy.init_answer_s (1 s), counts as seen: the run never returns a slower placement");
   cmd->add_option("--profile", args->profile, "Override reward.profile (a `placer profile` output for that cluster)");
   cmd->add_option("--reward-mode", args->reward_mode, "Override reward.mode")
       ->check(CLI::IsMember({"simulated", "measured", "hybrid"}));

@@ -33,6 +33,12 @@ std::string placement_json(const Placement& p) {
   return o + "]";
 }
 
+const char* BaselineResult::verdict_vs_policy(double policy_s) const {
+  if (p_vs_policy < 0) return "";
+  if (!significant(p_vs_policy)) return "no difference";
+  return step_s > policy_s ? "policy faster" : "row faster";
+}
+
 void Trainer::write_outputs(TrainResult* res) {
   const Task& t0 = *tasks_[0];
   res->output_dir = dir_;
@@ -315,8 +321,8 @@ void Trainer::write_summary(const TrainResult& res) {
     const auto& b = res.baselines[i];
     o << (i ? ",\n    " : "\n    ") << "{\"method\": " << json_quote(b.method)
       << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"step_s\": " << num(b.step_s) << ", \"ci_s\": ["
-      << num(b.ci_low_s) << ", " << num(b.ci_high_s) << "]" << rank_test_json(b)
-      << ", \"seconds\": " << num(b.seconds) << ", \"note\": " << json_quote(b.note) << "}";
+      << num(b.ci_low_s) << ", " << num(b.ci_high_s) << "]" << rank_test_json(b) << ", \"seconds\": " << num(b.seconds)
+      << ", \"note\": " << json_quote(b.note) << "}";
   }
   o << "],\n  \"seen\": [";
   for (size_t i = 0; i < res.seen.size(); ++i) {

@@ -97,6 +97,20 @@ void read_learned_fields(const RecordFields& r, Job& job) {
   job.best_simulated_s = r.n("best_simulated_s");
   job.best_found_by = r.s("best_found_by");
   job.policy_best_step_s = r.n("policy_best_step_s");
+  const rapidjson::Value* t = r.member("final_table");
+  if (!t || !t->IsObject()) return;
+  const RecordFields table(*t);
+  job.table = table.s("rows_made");
+  const rapidjson::Value* rows = table.member("rows");
+  if (!rows || !rows->IsArray()) return;
+  for (const auto& v : rows->GetArray()) {
+    if (!v.IsObject()) continue;
+    const RecordFields f(v);
+    if (f.s("method").empty() || !(f.n("step_s") > 0)) continue;  // a row without its figure means nothing
+    const double p = f.member("p_vs_policy") && f.member("p_vs_policy")->IsNumber() ? f.n("p_vs_policy") : -1;
+    job.table_rows.push_back(
+        {f.s("method"), f.s("role"), f.n("step_s"), f.n("ci_low_s"), f.n("ci_high_s"), p, f.s("verdict")});
+  }
 }
 
 void read_best_placement(const RecordFields& r, Job& job) {

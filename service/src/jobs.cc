@@ -15,9 +15,9 @@
 #include "placer/agent/placer.h"
 #include "placer/agent/search.h"
 #include "placer/env/environment.h"
+#include "placer/graphs/files.h"
 #include "placer/graphs/serialize.h"
 #include "placer/service/metrics.h"
-#include "placer/graphs/files.h"
 
 namespace placer::service {
 namespace {
@@ -45,6 +45,21 @@ void write_baselines(JsonOut& o, const Job& job) {
   o.begin_array("baselines");
   for (const auto& [method, step] : job.baselines) o.begin().field("method", method).field("step_s", step).end();
   o.end_array();
+}
+
+// A finished learned job's {"final_table": {"rows_made", "rows": [...]}}: in
+// replies and in the record on disk (nothing before the trainer's result).
+void write_final_table(JsonOut& o, const Job& job) {
+  if (job.table.empty()) return;
+  const bool measured = job.table != "simulated";  // a simulated row has no interval
+  o.begin_object("final_table").field("rows_made", job.table).begin_array("rows");
+  for (const TableRow& r : job.table_rows) {
+    o.begin().field("method", r.method).field("role", r.role).field("step_s", r.step_s);
+    if (measured && r.ci_high_s > 0) o.field("ci_low_s", r.ci_low_s).field("ci_high_s", r.ci_high_s);
+    if (r.p_vs_policy >= 0) o.field("p_vs_policy", r.p_vs_policy).field("verdict", r.verdict);
+    o.end();
+  }
+  o.end_array().end();
 }
 
 constexpr double kRoundSeconds = 0.5;  // cancellation answers within about one placer run
@@ -317,8 +332,16 @@ std::string JobManager::describe(const Job& job, bool with_placement) const {
     o.begin().field("method", job.best_method).field("step_s", job.best_step_s);
     if (job.learned) o.field("found_by", job.best_found_by).field("measured", job.best_measured);
     if (job.best_simulated_s > 0) o.field("simulated_step_s", job.best_simulated_s);
-    if (job.lower_bound_s > 0) o.field("gap_to_lower_bound", job.best_step_s / job.lower_bound_s - 1.0);
-    if (job.start_step_s > 0) o.field("speedup_vs_start", job.start_step_s / job.best_step_s);
+    if (job.best_measured) {
+      // Like with like: the start's own measured step (its row of the final table), not
+      // its simulated one; the lower bound is simulated, so no gap to it.
+      for (const TableRow& r : job.table_rows)
+        if (r.role == "seen" && r.method == kFastPath + job.start_method)
+          o.field("speedup_vs_start", r.step_s / job.best_step_s);
+    } else {
+      if (job.lower_bound_s > 0) o.field("gap_to_lower_bound", job.best_step_s / job.lower_bound_s - 1.0);
+      if (job.start_step_s > 0) o.field("speedup_vs_start", job.start_step_s / job.best_step_s);
+    }
     o.end();
   } else {
     o.null();
@@ -329,6 +352,7 @@ std::string JobManager::describe(const Job& job, bool with_placement) const {
       o.begin().field("method", "learned:" + job.policy_type).field("step_s", job.policy_best_step_s).end();
     else
       o.null();
+    write_final_table(o, job);
   }
   o.field("lower_bound_s", job.lower_bound_s);
   o.begin_object("start").field("method", job.start_method).field("step_s", job.start_step_s).end();
@@ -433,6 +457,7 @@ void JobManager::persist(const Job& job) {
     o.field("updates", job.updates).field("budget_updates", job.budget_updates).field("restarts", job.restarts);
     o.field("best_measured", job.best_measured).field("best_simulated_s", job.best_simulated_s);
     o.field("best_found_by", job.best_found_by).field("policy_best_step_s", job.policy_best_step_s);
+    write_final_table(o, job);
   }
   o.placement("best_placement", job.best_placement);
   o.end();

@@ -30,6 +30,18 @@ namespace placer::service {
 class ServiceMetrics;
 
 enum class JobState { Queued, Running, Done, Failed, Cancelled };
+
+// A row of a finished learned job's final table, as the trainer made it
+// (TrainResult: the policy's best, the baselines, the seen placements): all
+// simulated, or all measured side by side in one run, each with its median's
+// 95% interval and a rank test against the policy's best.
+struct TableRow {
+  std::string method;
+  std::string role;  // "policy", "baseline" or "seen" (found outside the run: the fast path)
+  double step_s = 0, ci_low_s = 0, ci_high_s = 0;
+  double p_vs_policy = -1;  // -1: not tested
+  std::string verdict;      // the rank test's ("no difference", "policy faster", "row faster"); "" = not tested
+};
 const char* job_state_name(JobState state);
 
 struct Job {
@@ -70,7 +82,9 @@ struct Job {
   std::string best_found_by;
   double policy_best_step_s = 0;
   double best_simulated_s = 0;  // a measured best placement's simulated step time (0 = not simulated)
-  int64_t restarts = 0;         // server restarts this job resumed from
+  std::string table;            // how the final table was made (TrainResult::table); "" until trained
+  std::vector<TableRow> table_rows;
+  int64_t restarts = 0;  // server restarts this job resumed from
   int64_t resumed_at_update = -1;
   std::string waiting;                                   // why the job is not progressing now ("" = it is)
   double devices_from_unix = 0, devices_until_unix = 0;  // measured jobs: when they held the server's devices
@@ -80,6 +94,8 @@ struct Job {
 };
 
 inline constexpr size_t kCurvePoints = 32;
+// How a learned job's trainer names the service's fast-path answer, a placement it has seen ("fast_path:m_etf").
+inline const std::string kFastPath = "fast_path:";
 
 class JobManager {
  public:

@@ -83,9 +83,8 @@ namespace {
 
 const std::string kField = "learned";
 // The service's fast-path answer for the job's graph and cluster, in the job's
-// folder for a restarted server; as the trainer names it when it wins.
+// folder for a restarted server (the trainer names it kFastPath + method).
 const std::string kFastPathFile = "fast_path_placement.json";
-const std::string kFastPath = "fast_path:";
 
 // A learned job's config errors: bad_request at the field ("learned.train.lr").
 FieldFail learned_fail() {
@@ -330,10 +329,23 @@ void record_result(Job& job, const TrainConfig& c, const TrainResult& r) {
     }
     job.best_placement = r.best_placement;
   }
-  for (const auto& b : r.baselines)
-    if (b.ok &&
-        std::none_of(job.baselines.begin(), job.baselines.end(), [&](const auto& x) { return x.first == b.method; }))
-      job.baselines.emplace_back(b.method, b.step_s);
+  // `baselines` stays simulated: a measured job's rows are in its final table only.
+  if (r.table == "simulated")
+    for (const auto& b : r.baselines)
+      if (b.ok &&
+          std::none_of(job.baselines.begin(), job.baselines.end(), [&](const auto& x) { return x.first == b.method; }))
+        job.baselines.emplace_back(b.method, b.step_s);
+  // The final table as the trainer made it, like with like.
+  job.table = r.table;
+  job.table_rows.clear();
+  if (r.policy_best_step_s > 0 && std::isfinite(r.policy_best_step_s))
+    job.table_rows.push_back({std::string("learned:") + policy_type_name(c.policy.type), "policy", r.policy_best_step_s,
+                              r.policy_ci_low_s, r.policy_ci_high_s, -1, ""});
+  for (const auto& [rows, role] : {std::pair{&r.baselines, "baseline"}, std::pair{&r.seen, "seen"}})
+    for (const BaselineResult& b : *rows)
+      if (b.ok && std::isfinite(b.step_s))
+        job.table_rows.push_back({b.method, role, b.step_s, b.ci_low_s, b.ci_high_s, b.p_vs_policy,
+                                  b.verdict_vs_policy(r.policy_best_step_s)});
 }
 
 }  // namespace

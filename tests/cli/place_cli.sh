@@ -115,6 +115,8 @@ set -e
 "$PLACER" train --config "$SRC/configs/finetune_pretrained.yaml" --graph "$TMP/g.json" --cluster k80x4 \
   --updates 1 -o "$TMP/ft" -q > "$TMP/ft.out" || fail "fine-tune from pretrained"
 grep -q "23 sampled placements" "$TMP/ft.out" || fail "fine-tune: $(cat "$TMP/ft.out")"
+# ... and its table lists the starting policy's answer, which the result must not be worse than.
+grep -Eq "^  init_from:pretrained \(zero-shot.* [0-9.e-]+ " "$TMP/ft.out" || fail "fine-tune's table has no seen row: $(cat "$TMP/ft.out")"
 # Coarse to fine (train.unit_stages): the progress line says the stage and its units.
 cat > "$TMP/stages.yaml" <<EOF
 name: stages

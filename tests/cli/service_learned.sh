@@ -96,6 +96,13 @@ assert result["progress"]["samples"] == summary["samples"] == 240, (result["prog
 assert result["progress"]["updates"] == 30
 assert result["saved"] is True and result["save_as"] == "mlp-k80x2"
 assert {b["method"] for b in result["baselines"]} >= {"single", "m_etf", "expert"}, result["baselines"]
+# The trainer's final table, as summary.json has it: simulated rows, labelled so, no intervals.
+table = result["final_table"]
+assert table["rows_made"] == "simulated" == summary["table"], (table, summary["table"])
+assert table["rows"][0] == {"method": "learned:seq2seq", "role": "policy", "step_s": summary["policy_best_step_s"]}
+assert [r["method"] for r in table["rows"] if r["role"] == "baseline"] == [b["method"] for b in summary["baselines"]]
+assert all("ci_low_s" not in r and "p_vs_policy" not in r for r in table["rows"]), table
+assert result["best"]["step_s"] == min(r["step_s"] for r in table["rows"]), (result["best"], table)
 assert len(status["curve"]) == 30 or len(status["curve"]) == 32, len(status["curve"])
 assert status["curve"][-1]["update"] == 30 and status["curve"][-1]["samples"] == 240
 assert f'placer_train_reward{{graph="mlp",run="{job}"}}' in metrics, "no reward series for the job in /metrics"
@@ -142,6 +149,25 @@ sa, sb = c.wait(a, timeout_s=300), c.wait(b, timeout_s=300)
 for s in (sa, sb):
     assert s["state"] == "done" and s["reward_mode"] == "measured" and s["best"]["measured"] is True, s
     assert s["best"]["simulated_step_s"] > 0, s["best"]
+    # Like with like: every row of the final table measured in one run, with its interval and
+    # a rank test against the policy's best; `baselines` stays the fast path's, simulated.
+    t = s["final_table"]
+    assert t["rows_made"] == "measured side by side", t
+    roles = [r["role"] for r in t["rows"]]
+    assert roles[0] == "policy" and "baseline" in roles and roles[-1] == "seen", t
+    for r in t["rows"]:
+        assert 0 < r["ci_low_s"] <= r["step_s"] <= r["ci_high_s"], r
+        if r["role"] != "policy":
+            assert 0 <= r["p_vs_policy"] <= 1, r
+            assert r["verdict"] in ("no difference", "policy faster", "row faster"), r
+    assert s["best"]["step_s"] == min(r["step_s"] for r in t["rows"]), (s["best"], t)
+    # The speedup over the fast path's answer (the start), both measured; no gap to the simulated bound.
+    fp = [r for r in t["rows"] if r["method"] == "fast_path:" + s["start"]["method"]]
+    assert len(fp) == 1 and fp[0]["role"] == "seen", (s["start"], t)
+    speedup = s["best"]["speedup_vs_start"]
+    assert speedup >= 1 and abs(speedup - fp[0]["step_s"] / s["best"]["step_s"]) <= 1e-12 * speedup, (s["best"], fp)
+    assert "gap_to_lower_bound" not in s["best"], s["best"]
+    assert {b["method"] for b in s["baselines"]} <= {"single", "m_etf", "expert"}, s["baselines"]
 ha, hb = sa["devices_held"], sb["devices_held"]
 assert ha["until_unix"] <= hb["from_unix"] or hb["until_unix"] <= ha["from_unix"], (ha, hb)
 print(f"measured jobs held the devices {ha['until_unix'] - ha['from_unix']:.2f} s and "

@@ -79,6 +79,17 @@ TEST(Stats, MannWhitneyExactByHand) {
   EXPECT_THROW(mann_whitney({}, {1.0}), InputError);
 }
 
+// One level for every verdict: 5 vs 5 separated (p = 2/252) is a difference, interleaved is not;
+// an untested row (p = -1) is never called one.
+TEST(Stats, RankTestVerdictAtTheProductsLevel) {
+  EXPECT_TRUE(mann_whitney({6, 7, 8, 9, 10}, {1, 2, 3, 4, 5}).significant());
+  EXPECT_FALSE(mann_whitney({1, 3, 5, 7}, {2, 4, 6, 8}).significant());
+  EXPECT_FALSE(mann_whitney({1, 2, 3}, {4, 5, 6}).significant());  // p = 0.1: too few steps to tell
+  EXPECT_TRUE(significant(0.049));
+  EXPECT_FALSE(significant(kRankTestLevel));
+  EXPECT_FALSE(significant(-1.0));
+}
+
 TEST(Stats, MannWhitneyWithTiesUsesTheNormalApproximation) {
   const RankTest t = mann_whitney({1, 1, 2, 2, 3}, {2, 3, 3, 4, 4});
   EXPECT_FALSE(t.exact);

@@ -161,8 +161,8 @@ TEST(Service, EvaluateMeasuresOnTheServersDevicesWithAnInterval) {
   EXPECT_LE(step, hi);
   EXPECT_GT(std::stod(field_text(r, "simulated_step_s")), 0.0) << r;  // the simulator's figure beside it
   // A minimum time holds it past max_steps (the step is far under the 0.2 s asked).
-  const std::string held = handle(
-      s, request + R"(,"measure":{"warmup_steps":1,"measured_steps":2,"max_steps":2,"min_time":0.2,"seed":3}})");
+  const std::string held =
+      handle(s, request + R"(,"measure":{"warmup_steps":1,"measured_steps":2,"max_steps":2,"min_time":0.2,"seed":3}})");
   EXPECT_EQ(field_text(held, "stop"), "\"min_time\"") << held;
   EXPECT_GT(std::stoi(field_text(held, "steps")), 2) << held;
   // Simulated unless asked; "measure": false is the same.
@@ -487,6 +487,13 @@ TEST(Service, LearnedJobReturnsTheFastPathWhenItIsFaster) {
   EXPECT_EQ(field_text(best, "method"), fast_method) << r;
   EXPECT_EQ(std::stod(field_text(best, "step_s")), fast_step) << r;
   EXPECT_EQ(field_text(policy_best, "method"), "\"learned:seq2seq\"") << r;
+  // The final table lists the fast path's answer as a seen row, simulated like every other row.
+  const std::string table = r.substr(r.find("\"final_table\":"));
+  EXPECT_EQ(field_text(table, "rows_made"), "\"simulated\"") << r;
+  const std::string seen =
+      "{\"method\":\"fast_path:" + fast_method.substr(1, fast_method.size() - 2) + "\",\"role\":\"seen\"";
+  ASSERT_NE(table.find(seen), std::string::npos) << r;
+  EXPECT_EQ(std::stod(field_text(table.substr(table.find(seen)), "step_s")), fast_step) << r;
   // The placement handed out is the fast path's.
   const std::string with = handle(
       s, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x4","include_placement":true})");
@@ -541,6 +548,35 @@ TEST(Service, SearchJobKeepsItsObjective) {
     EXPECT_EQ(field_text(st, "objective"), "\"pipeline\"") << server << ": " << st;
     EXPECT_EQ(field_text(st, "microbatches"), "2") << server << ": " << st;
     EXPECT_EQ(field_text(st, "schedule"), "\"gpipe\"") << server << ": " << st;
+  }
+  placer::remove_tree(dir);
+}
+
+// A finished learned job's final table survives a restart (its record on disk).
+TEST(Service, LearnedJobKeepsItsFinalTableAcrossARestart) {
+  const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_table_" + std::to_string(::getpid()));
+  placer::remove_tree(dir);
+  ServiceConfig c = small_config();
+  c.state_dir = dir.string();
+  std::string id, before;
+  for (int server = 0; server < 2; ++server) {
+    PlacementService s(c);
+    if (server == 0)
+      id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                                   R"(,"cluster":"k80x2","budget":{"samples":8},"learned":{"policy":{"type":"seq2seq",)"
+                                   R"("hidden":8},"train":{"samples_per_update":8},"warm_start":{"methods":["m_etf"],)"
+                                   R"("bc_steps":0}}})"));
+    const std::string st = wait_state(s, id, "done");
+    const auto at = st.find("\"final_table\":");
+    ASSERT_NE(at, std::string::npos) << server << ": " << st;
+    const std::string table = st.substr(at, st.find("]}", at) + 2 - at);
+    EXPECT_NE(table.find(R"({"method":"learned:seq2seq","role":"policy","step_s":)"), std::string::npos) << table;
+    EXPECT_NE(table.find(R"({"method":"m_etf","role":"baseline","step_s":)"), std::string::npos) << table;
+    EXPECT_NE(table.find(R"("role":"seen")"), std::string::npos) << table;
+    if (server == 0)
+      before = table;
+    else
+      EXPECT_EQ(table, before) << "the restarted server's record differs";
   }
   placer::remove_tree(dir);
 }

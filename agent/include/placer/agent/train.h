@@ -59,7 +59,7 @@ struct PolicyConfig {
   // local_search's placement of the held-out transformer_mt (+17.7% cut to its
   // units, +0.0% with this; bench/results/learned_heldout.md).
   bool state_units = false;
-  int grouper_groups = 0;   // hierarchical: groups (0 = min(256, 20 x devices))
+  int grouper_groups = 0;  // hierarchical: groups (0 = min(256, 20 x devices))
   int gnn_layers = 3;
   DecoderKind decoder = DecoderKind::Lstm;  // lstm (ColocRL) | pointwise (no recurrent state; for gnn families)
   // Placing without training (held-out graphs, `placer place --checkpoint`):
@@ -284,6 +284,9 @@ struct BaselineResult {
   // Measured side by side: the rank test's (Mann-Whitney) two-sided p of this row's
   // steps against the policy's best; -1 where not tested (simulated, or a row failed).
   double p_vs_policy = -1.0;
+  // That test's verdict against the policy's best step: "no difference", "policy
+  // faster" or "row faster" (at kRankTestLevel, graphs/stats.h); "" where not tested.
+  const char* verdict_vs_policy(double policy_s) const;
 };
 
 struct TrainResult {

@@ -28,6 +28,11 @@ struct MedianInterval {
 };
 MedianInterval median_interval(const std::vector<double>& samples, double confidence = 0.95);
 
+// The level at which every verdict of the product calls a difference real
+// (`placer measure --compare`, the trainer's final table, learned jobs' replies).
+inline constexpr double kRankTestLevel = 0.05;
+inline bool significant(double p_value) { return p_value >= 0 && p_value < kRankTestLevel; }
+
 // Mann-Whitney U (Wilcoxon rank-sum), two-sided. Exact p-value (by counting
 // arrangements) when both samples are small and have no ties, the normal
 // approximation with tie and continuity corrections otherwise.
@@ -35,6 +40,7 @@ struct RankTest {
   double u = 0.0;        // U of sample a: the number of (a, b) pairs with a > b, ties counting 1/2
   double p_value = 1.0;  // two-sided
   bool exact = false;
+  bool significant() const { return placer::significant(p_value); }
   // P(a > b) estimated as U / (n_a n_b): 0.5 = no difference, 0 = a always faster.
   double effect() const { return n_a && n_b ? u / (static_cast<double>(n_a) * n_b) : 0.5; }
   int64_t n_a = 0, n_b = 0;
