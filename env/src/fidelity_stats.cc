@@ -259,6 +259,7 @@ void FidelityReport::compute_statistics() {
   };
   other(&FidelityPoint::simulated_unfitted_s, spearman_unfitted, mape_unfitted);
   other(&FidelityPoint::simulated_round_mean_s, spearman_round_mean, mape_round_mean);
+  other(&FidelityPoint::simulated_fastest_round_s, spearman_fastest_round, mape_fastest_round);
   std::vector<double> r0, r1;
   for (const auto& p : points)
     if (p.rounds_s.size() >= 2) {

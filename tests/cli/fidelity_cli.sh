@@ -26,11 +26,13 @@ assert all(p["measured_s"] > 0 and p["simulated_s"] > 0 for p in r["points"])
 assert r["retest_spearman"] is not None
 # The profile measures round robin (groups dealt in turn) to fit the CPU copy cost: never a scored point.
 assert all(p["kind"] != "round_robin" for p in r["points"]), [p["kind"] for p in r["points"]]
-# Two rounds: the simulator on the rounds' mean profile beside the default (each op's fastest round).
-assert all(p["simulated_round_mean_s"] > 0 for p in r["points"]), r["points"]
+# Two rounds: the simulator on the rounds' mean profile (the default), each op's fastest round beside it.
+assert r["calibration"] == "rounds_mean", r.get("calibration")
+assert all(p["simulated_fastest_round_s"] > 0 for p in r["points"]), r["points"]
+assert all("simulated_round_mean_s" not in p for p in r["points"]), r["points"]
 PY
-grep -q "calibrated on the rounds' mean instead, on the same measurements: Spearman" "$TMP/out/fidelity_mlp.md" \
-  || fail "round-mean line: $(cat "$TMP/out/fidelity_mlp.md")"
+grep -q "calibrated on each op's fastest round instead, on the same measurements: Spearman" "$TMP/out/fidelity_mlp.md" \
+  || fail "fastest-round line: $(cat "$TMP/out/fidelity_mlp.md")"
 # A saved placement measures and simulates like any other.
 first=$(ls "$TMP/pl" | head -1)
 "$PLACER" measure --graph "$TMP/g.json" --placement "$TMP/pl/$first" --devices cpu:2 --steps 1 --warmup 0 >/dev/null \
@@ -41,7 +43,7 @@ rm "$TMP/out/fidelity_mlp.md" "$TMP/out/fidelity_mlp.svg"
 "$PLACER" fidelity --replot "$TMP/out/fidelity_mlp.json" > "$TMP/replot.txt" || fail "replot"
 [ -s "$TMP/out/fidelity_mlp.svg" ] && grep -q "</svg>" "$TMP/out/fidelity_mlp.svg" || fail "replot svg"
 grep -q "Spearman" "$TMP/out/fidelity_mlp.md" || fail "replot md"
-grep -q "calibrated on the rounds' mean instead" "$TMP/out/fidelity_mlp.md" || fail "replot keeps the round-mean line"
+grep -q "calibrated on each op's fastest round instead" "$TMP/out/fidelity_mlp.md" || fail "replot keeps the fastest-round line"
 
 # --spread: placements chosen (before measuring) for simulated steps >= 5% apart, and the report says so.
 "$PLACER" graph build mlp --opt batch=16 --opt input=64 --opt width=128 --opt classes=3 --opt layers=6 -o "$TMP/g2.json" >/dev/null

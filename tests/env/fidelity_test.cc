@@ -195,5 +195,52 @@ TEST(Fidelity, PipelineReportNamesItsObjectiveAndReadsBack) {
   }
 }
 
+// The simulator is calibrated on the rounds' mean profile, each op's fastest round reported beside
+// it; a report made before (its JSON names no calibration) reads, and re-renders, as what it was.
+TEST(Fidelity, ReportSaysWhichProfileCalibratedIt) {
+  FidelityReport r;
+  r.graph = "g";
+  r.devices = "cpu:2";
+  FidelityPoint a{"single", 1.0, 0.01, 1.1, 0}, b{"split", 2.0, 0.02, 1.8, 100};
+  a.simulated_fastest_round_s = 0.9;
+  b.simulated_fastest_round_s = 1.6;
+  r.points = {a, b};
+  r.compute_statistics();
+  EXPECT_NEAR(r.mape_fastest_round, (0.1 + 0.2) / 2, 1e-12);
+  EXPECT_TRUE(std::isnan(r.spearman_round_mean));
+  const std::string json = r.to_json();
+  EXPECT_NE(json.find("\"calibration\": \"rounds_mean\""), std::string::npos) << json;
+  EXPECT_NE(r.to_markdown().find("The profile is the rounds' mean"), std::string::npos);
+  EXPECT_NE(r.to_markdown().find("calibrated on each op's fastest round instead, on the same measurements: Spearman 1, "
+                                 "MAPE 15%"),
+            std::string::npos)
+      << r.to_markdown();
+  EXPECT_EQ(FidelityReport::from_json(json).to_json(), json);
+  // An earlier report: no "calibration", the rounds' mean beside each op's fastest round.
+  const std::string old = R"({"graph": "g", "devices": "cpu:2", "command": "", "host": "", "ops": 1,
+      "calibrated_fraction": 1, "per_op_overhead_s": 0, "failed": 0, "points": [
+      {"kind": "single", "measured_s": 1, "measured_iqr_s": 0, "simulated_s": 0.9, "simulated_round_mean_s": 1.0,
+       "transfer_bytes": 0},
+      {"kind": "split", "measured_s": 2, "measured_iqr_s": 0, "simulated_s": 1.6, "simulated_round_mean_s": 1.9,
+       "transfer_bytes": 5}]})";
+  const FidelityReport back = FidelityReport::from_json(old);
+  EXPECT_EQ(back.calibration, "fastest_round");
+  EXPECT_NE(back.to_markdown().find("The profile keeps each op's fastest round; calibrated on the rounds' mean "
+                                    "instead, on the same measurements: Spearman 1, MAPE 2.5%"),
+            std::string::npos)
+      << back.to_markdown();
+  EXPECT_EQ(back.to_markdown().find("The profile is the rounds' mean"), std::string::npos);
+  std::string bad = json;
+  bad.replace(bad.find("rounds_mean"), 11, "median");
+  try {
+    FidelityReport::from_json(bad);
+    ADD_FAILURE() << "calibration \"median\" was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("calibration: expected \"rounds_mean\" or \"fastest_round\""),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace placer
