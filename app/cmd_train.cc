@@ -2,6 +2,7 @@
 // comparison with the baselines.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -87,8 +88,15 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   const bool measured = r.table != "simulated";
   std::printf("  every row %s%s\n", measured ? "measured side by side, interleaved, in one fresh run" : "simulated",
               measured ? " (median step, 95% interval)" : "");
-  std::printf("  %-22s %12s %25s %10s %10s%s\n", "method", "step (s)", measured ? "95% interval (s)" : "", "vs policy",
-              "place (s)", measured ? "  rank test vs policy (5%)" : "");
+  // The baselines, then the placements found outside the run (a fine-tuning run's
+  // starting answer, the service's fast path), which the result is never worse than.
+  std::vector<const BaselineResult*> rows;
+  for (const std::vector<BaselineResult>* list : {&r.baselines, &r.seen})
+    for (const BaselineResult& b : *list) rows.push_back(&b);
+  int w = 22;  // the method column: as wide as its longest name
+  for (const BaselineResult* b : rows) w = std::max(w, static_cast<int>(b->method.size()));
+  std::printf("  %-*s %12s %25s %10s %10s%s\n", w, "method", "step (s)", measured ? "95% interval (s)" : "",
+              "vs policy", "place (s)", measured ? "  rank test vs policy (5%)" : "");
   auto interval = [&](double lo, double hi) {
     char b[64] = "";
     if (measured) std::snprintf(b, sizeof b, "[%.6g, %.6g]", lo, hi);
@@ -97,24 +105,19 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   const double policy = r.policy_best_step_s;  // 0: the policy evaluated nothing (0 updates)
   char policy_step[32] = "-";
   if (policy > 0) std::snprintf(policy_step, sizeof policy_step, "%.6g", policy);
-  std::printf("  %-22s %12s %25s %10s %10s\n", (std::string("policy:") + policy_type_name(c.policy.type)).c_str(),
+  std::printf("  %-*s %12s %25s %10s %10s\n", w, (std::string("policy:") + policy_type_name(c.policy.type)).c_str(),
               policy_step, policy > 0 ? interval(r.policy_ci_low_s, r.policy_ci_high_s).c_str() : "", "", "");
   // reward.finalists: which of the policy's placements this row is, picked on a separate measurement.
   for (const TrainResult::Finalist& f : r.finalists)
     if (f.picked)
       std::printf(
-          "  %-22s picked from %zu of its placements measured side by side before this table (%.6g s "
+          "  %-*s picked from %zu of its placements measured side by side before this table (%.6g s "
           "there; training's best %.6g s); found at sample %lld\n",
-          "", r.finalists.size(), f.step_s, r.finalists[0].step_s, static_cast<long long>(f.found_at_sample));
-  // The baselines, then the placements found outside the run (a fine-tuning run's
-  // starting answer, the service's fast path), which the result is never worse than.
-  std::vector<const BaselineResult*> rows;
-  for (const std::vector<BaselineResult>* list : {&r.baselines, &r.seen})
-    for (const BaselineResult& b : *list) rows.push_back(&b);
+          w, "", r.finalists.size(), f.step_s, r.finalists[0].step_s, static_cast<long long>(f.found_at_sample));
   for (size_t i = 0; i < rows.size(); ++i) {
     const BaselineResult& b = *rows[i];
     if (!b.ok) {
-      std::printf("  %-22s %12s %25s %10s %10.3f  %s\n", b.method.c_str(), "failed", "", "", b.seconds,
+      std::printf("  %-*s %12s %25s %10s %10.3f  %s\n", w, b.method.c_str(), "failed", "", "", b.seconds,
                   b.note.substr(0, 80).c_str());
       continue;
     }
@@ -125,7 +128,7 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
     for (size_t k = 0; k < i && same.empty(); ++k)
       if (rows[k]->ok && !b.placement.device_of.empty() && rows[k]->placement == b.placement)
         same = "  same placement as " + rows[k]->method;
-    std::printf("  %-22s %12.6g %25s %10s %10.3f%s%s\n", b.method.c_str(), b.step_s,
+    std::printf("  %-*s %12.6g %25s %10s %10.3f%s%s\n", w, b.method.c_str(), b.step_s,
                 interval(b.ci_low_s, b.ci_high_s).c_str(), g, b.seconds, rank_verdict(b, policy).c_str(), same.c_str());
   }
   // The fastest placement the run evaluated, and who found it; the policy's own best stays apart.
