@@ -17,6 +17,7 @@
 #include "placer/env/fidelity.h"
 #include "placer/env/pipeline_objective.h"
 #include "placer/env/presets.h"
+#include "placer/env/profile_rounds.h"
 #include "placer/env/simulator.h"
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
@@ -126,67 +127,6 @@ void run_simulate(const SimulateArgs& a) {
   print_simulated(sp, cluster, r, lb, gap);
   if (!a.trace.empty()) std::printf("trace: %s (%zu events)\n", a.trace.c_str(), events.size());
   if (!r.ok()) throw CLI::RuntimeError(1);
-}
-
-// Keeps, per op and link, the fastest of the rounds' profiles (the unloaded time).
-void merge_profile_minimum(Profile& kept, const Profile& p, bool first) {
-  if (first) {
-    kept = p;
-    return;
-  }
-  std::map<std::pair<std::string, std::string>, size_t> index;
-  for (size_t i = 0; i < kept.ops.size(); ++i) index[{kept.ops[i].op, kept.ops[i].device}] = i;
-  for (const OpTiming& t : p.ops) {
-    auto it = index.find({t.op, t.device});
-    if (it == index.end()) continue;
-    OpTiming& k = kept.ops[it->second];
-    k.seconds = std::min(k.seconds, t.seconds);
-    if (t.contended_seconds > 0)
-      k.contended_seconds =
-          k.contended_seconds > 0 ? std::min(k.contended_seconds, t.contended_seconds) : t.contended_seconds;
-  }
-  for (size_t l = 0; l < p.links.size() && l < kept.links.size(); ++l) {
-    kept.links[l].alpha_s = std::min(kept.links[l].alpha_s, p.links[l].alpha_s);
-    kept.links[l].beta_Bps = std::max(kept.links[l].beta_Bps, p.links[l].beta_Bps);
-  }
-  kept.per_op_overhead_s = std::min(kept.per_op_overhead_s, p.per_op_overhead_s);
-  if (p.mixed.step_s > 0 && p.mixed.devices == kept.mixed.devices)
-    kept.mixed.step_s = kept.mixed.step_s > 0 ? std::min(kept.mixed.step_s, p.mixed.step_s) : p.mixed.step_s;
-}
-
-// The rounds' profiles averaged: each op's seconds (and contended seconds),
-// each link's alpha and time per byte, the overheads and the mixed step; the
-// structure (ops, links, devices) of the first round. What the profile would be
-// without keeping each op's fastest round.
-Profile mean_profile(const std::vector<Profile>& rounds) {
-  Profile mean = rounds.front();
-  const double k = static_cast<double>(rounds.size());
-  std::map<std::pair<std::string, std::string>, size_t> index;
-  for (size_t i = 0; i < mean.ops.size(); ++i) {
-    index[{mean.ops[i].op, mean.ops[i].device}] = i;
-    mean.ops[i].seconds = mean.ops[i].contended_seconds = 0.0;
-  }
-  std::vector<double> per_byte(mean.links.size(), 0.0);  // mean seconds per byte (1 / beta)
-  for (LinkFit& l : mean.links) l.alpha_s = 0.0;
-  mean.per_op_overhead_s = 0.0;
-  const bool mixed = std::all_of(rounds.begin(), rounds.end(), [](const Profile& p) { return p.mixed.step_s > 0; });
-  if (mixed) mean.mixed.step_s = 0.0;
-  for (const Profile& r : rounds) {
-    for (const OpTiming& t : r.ops) {
-      const auto it = index.find({t.op, t.device});
-      if (it == index.end()) continue;
-      mean.ops[it->second].seconds += t.seconds / k;
-      mean.ops[it->second].contended_seconds += t.contended_seconds / k;
-    }
-    for (size_t l = 0; l < mean.links.size() && l < r.links.size(); ++l) {
-      mean.links[l].alpha_s += r.links[l].alpha_s / k;
-      per_byte[l] += r.links[l].beta_Bps > 0 ? 1.0 / (k * r.links[l].beta_Bps) : 0.0;
-    }
-    mean.per_op_overhead_s += r.per_op_overhead_s / k;
-    if (mixed) mean.mixed.step_s += r.mixed.step_s / k;
-  }
-  for (size_t l = 0; l < mean.links.size(); ++l) mean.links[l].beta_Bps = per_byte[l] > 0 ? 1.0 / per_byte[l] : 0.0;
-  return mean;
 }
 
 // Re-renders a report's markdown and plot from its JSON, measuring nothing.
@@ -302,7 +242,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
                                const NamedPlacements& placements, const FidelityMeasurements& m) {
   const Graph& graph = run.graph();
   // Calibrated on the rounds' mean profile: each op's fastest round is the minimum of noisy medians, biased low
-  // (a lower MAPE on all 11 graph-runs that reported both; bench/results/fidelity_summary.md). The fastest round's
+  // (a lower MAPE on 14 of the 15 graph-runs that reported both; bench/results/fidelity_summary.md). The fastest round's
   // simulator is reported beside it, on the same measurements.
   const Profile profile = m.rounds.size() >= 2 ? mean_profile(m.rounds) : m.profile;
   const CostModel costs = CostModel::calibrated(graph, cluster, profile);

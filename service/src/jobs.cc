@@ -332,7 +332,7 @@ std::string JobManager::describe(const Job& job, bool with_placement) const {
     o.begin().field("method", job.best_method).field("step_s", job.best_step_s);
     if (job.learned) o.field("found_by", job.best_found_by).field("measured", job.best_measured);
     if (job.best_simulated_s > 0) o.field("simulated_step_s", job.best_simulated_s);
-    if (job.best_measured) {
+    if (job.learned && job.reward_mode != "simulated") {  // measured or hybrid, also while it runs
       // Like with like: the start's own measured step (its row of the final table), not
       // its simulated one; the lower bound is simulated, so no gap to it.
       for (const TableRow& r : job.table_rows)

@@ -330,15 +330,19 @@ void record_result(Job& job, const TrainConfig& c, const TrainResult& r) {
     job.best_placement = r.best_placement;
   }
   // `baselines` stays simulated: a measured job's rows are in its final table only.
-  if (r.table == "simulated")
+  const bool simulated = c.reward.mode == RewardMode::Simulated;
+  if (simulated)
     for (const auto& b : r.baselines)
       if (b.ok &&
           std::none_of(job.baselines.begin(), job.baselines.end(), [&](const auto& x) { return x.first == b.method; }))
         job.baselines.emplace_back(b.method, b.step_s);
-  // The final table as the trainer made it, like with like.
-  job.table = r.table;
+  // The final table as the trainer made it, like with like. A measuring job stopped before its
+  // side-by-side run (cancelled, the server stopping) has none: its rows were measured apart.
   job.table_rows.clear();
-  if (r.policy_best_step_s > 0 && std::isfinite(r.policy_best_step_s))
+  job.table = simulated || r.table != "simulated" ? r.table : "";
+  if (job.table.empty()) return;
+  // The policy's row, unless its measurement failed (a penalty, not a step time: no interval).
+  if (r.policy_best_step_s > 0 && std::isfinite(r.policy_best_step_s) && (simulated || r.policy_ci_high_s > 0))
     job.table_rows.push_back({std::string("learned:") + policy_type_name(c.policy.type), "policy", r.policy_best_step_s,
                               r.policy_ci_low_s, r.policy_ci_high_s, -1, ""});
   for (const auto& [rows, role] : {std::pair{&r.baselines, "baseline"}, std::pair{&r.seen, "seen"}})

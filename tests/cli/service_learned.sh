@@ -173,6 +173,24 @@ assert ha["until_unix"] <= hb["from_unix"] or hb["until_unix"] <= ha["from_unix"
 print(f"measured jobs held the devices {ha['until_unix'] - ha['from_unix']:.2f} s and "
       f"{hb['until_unix'] - hb['from_unix']:.2f} s, one after the other")
 
+# A measured job cancelled before its side-by-side run has no final table (its rows were measured apart),
+# its `baselines` stay the fast path's simulated ones (m_topo, measured by its warm start, is not one), and
+# its measured best is never set against the simulated bound.
+cfg_c = dict(cfg, warm_start={"methods": ["m_etf", "m_topo"], "bc_steps": 0})
+j = c.optimize(seconds=600, devices="cpu:2", learned=cfg_c, reward_mode="measured", **small)
+for _ in range(1200):
+    st = c.status(j)
+    if st["progress"].get("updates", 0) >= 1:
+        break
+    time.sleep(0.1)
+c.cancel(j)
+st = c.wait(j, poll_s=0.05, timeout_s=120)
+assert st["state"] == "cancelled", st
+assert "final_table" not in st, st["final_table"]
+assert {b["method"] for b in st["baselines"]} <= {"single", "m_etf", "expert"}, st["baselines"]
+assert st["best"] is None or "gap_to_lower_bound" not in st["best"], st["best"]
+print(f"a measured job cancelled after {st['progress']['updates']} updates: no final table, baselines simulated")
+
 def expect(code, field, **kw):
     try:
         c.optimize(**kw)

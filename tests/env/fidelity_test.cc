@@ -201,9 +201,9 @@ TEST(Fidelity, ReportSaysWhichProfileCalibratedIt) {
   FidelityReport r;
   r.graph = "g";
   r.devices = "cpu:2";
-  FidelityPoint a{"single", 1.0, 0.01, 1.1, 0}, b{"split", 2.0, 0.02, 1.8, 100};
-  a.simulated_fastest_round_s = 0.9;
-  b.simulated_fastest_round_s = 1.6;
+  FidelityPoint a, b;
+  a.kind = "single", a.measured_s = 1.0, a.simulated_s = 1.1, a.simulated_fastest_round_s = 0.9;
+  b.kind = "split", b.measured_s = 2.0, b.simulated_s = 1.8, b.simulated_fastest_round_s = 1.6;
   r.points = {a, b};
   r.compute_statistics();
   EXPECT_NEAR(r.mape_fastest_round, (0.1 + 0.2) / 2, 1e-12);

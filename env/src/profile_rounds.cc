@@ -1,0 +1,85 @@
+#include "placer/env/profile_rounds.h"
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <utility>
+
+#include "placer/graphs/error.h"
+
+namespace placer {
+
+void merge_profile_minimum(Profile& kept, const Profile& p, bool first) {
+  if (first) {
+    kept = p;
+    return;
+  }
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (size_t i = 0; i < kept.ops.size(); ++i) index[{kept.ops[i].op, kept.ops[i].device}] = i;
+  for (const OpTiming& t : p.ops) {
+    auto it = index.find({t.op, t.device});
+    if (it == index.end()) continue;
+    OpTiming& k = kept.ops[it->second];
+    k.seconds = std::min(k.seconds, t.seconds);
+    if (t.contended_seconds > 0)
+      k.contended_seconds =
+          k.contended_seconds > 0 ? std::min(k.contended_seconds, t.contended_seconds) : t.contended_seconds;
+  }
+  for (size_t l = 0; l < p.links.size() && l < kept.links.size(); ++l) {
+    kept.links[l].alpha_s = std::min(kept.links[l].alpha_s, p.links[l].alpha_s);
+    kept.links[l].beta_Bps = std::max(kept.links[l].beta_Bps, p.links[l].beta_Bps);
+  }
+  kept.per_op_overhead_s = std::min(kept.per_op_overhead_s, p.per_op_overhead_s);
+  if (p.mixed.step_s > 0 && p.mixed.devices == kept.mixed.devices)
+    kept.mixed.step_s = kept.mixed.step_s > 0 ? std::min(kept.mixed.step_s, p.mixed.step_s) : p.mixed.step_s;
+}
+
+Profile mean_profile(const std::vector<Profile>& rounds) {
+  struct Mean {  // a mean over the values given
+    double sum = 0.0;
+    int n = 0;
+    void add(double v) { sum += v, ++n; }
+    double get(double none) const { return n ? sum / n : none; }
+  };
+  if (rounds.empty()) throw InputError("mean_profile: no rounds");
+  Profile mean = rounds.front();
+  std::map<std::pair<std::string, std::string>, size_t> index;
+  for (size_t i = 0; i < mean.ops.size(); ++i) index[{mean.ops[i].op, mean.ops[i].device}] = i;
+  std::vector<Mean> op_s(mean.ops.size()), contended(mean.ops.size()), alpha(mean.links.size()),
+      per_byte(mean.links.size());  // seconds per byte (1 / beta)
+  Mean overhead, gpu_overhead, gpu_scale, gpu_step, mixed;
+  for (const Profile& r : rounds) {
+    for (const OpTiming& t : r.ops) {
+      const auto it = index.find({t.op, t.device});
+      if (it == index.end()) continue;
+      op_s[it->second].add(t.seconds);
+      if (t.contended_seconds > 0) contended[it->second].add(t.contended_seconds);
+    }
+    for (size_t l = 0; l < mean.links.size() && l < r.links.size(); ++l) {
+      alpha[l].add(r.links[l].alpha_s);
+      if (r.links[l].beta_Bps > 0) per_byte[l].add(1.0 / r.links[l].beta_Bps);
+    }
+    overhead.add(r.per_op_overhead_s);
+    if (r.gpu_op_overhead_s >= 0) gpu_overhead.add(r.gpu_op_overhead_s);
+    if (r.gpu_step_s > 0) gpu_step.add(r.gpu_step_s);
+    gpu_scale.add(r.gpu_op_scale);
+    if (r.mixed.step_s > 0 && r.mixed.devices == mean.mixed.devices) mixed.add(r.mixed.step_s);
+  }
+  for (size_t i = 0; i < mean.ops.size(); ++i) {
+    mean.ops[i].seconds = op_s[i].get(mean.ops[i].seconds);
+    mean.ops[i].contended_seconds = contended[i].get(0.0);
+  }
+  for (size_t l = 0; l < mean.links.size(); ++l) {
+    mean.links[l].alpha_s = alpha[l].get(mean.links[l].alpha_s);
+    const double spb = per_byte[l].get(0.0);
+    mean.links[l].beta_Bps = spb > 0 ? 1.0 / spb : 0.0;
+  }
+  mean.per_op_overhead_s = overhead.get(mean.per_op_overhead_s);
+  mean.gpu_op_overhead_s = gpu_overhead.get(-1.0);
+  mean.gpu_step_s = gpu_step.get(-1.0);
+  mean.gpu_op_scale = gpu_scale.get(1.0);
+  mean.mixed.step_s = mixed.get(-1.0);
+  return mean;
+}
+
+}  // namespace placer
