@@ -242,8 +242,8 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
                                const NamedPlacements& placements, const FidelityMeasurements& m) {
   const Graph& graph = run.graph();
   // Calibrated on the rounds' mean profile: each op's fastest round is the minimum of noisy medians, biased low
-  // (a lower MAPE on 14 of the 15 graph-runs that reported both; bench/results/fidelity_summary.md). The fastest round's
-  // simulator is reported beside it, on the same measurements.
+  // (a lower MAPE on 14 of the 15 graph-runs that reported both; bench/results/fidelity_summary.md). The fastest
+  // round's simulator is reported beside it, on the same measurements.
   const Profile profile = m.rounds.size() >= 2 ? mean_profile(m.rounds) : m.profile;
   const CostModel costs = CostModel::calibrated(graph, cluster, profile);
   std::optional<CostModel> unfitted;  // the same without what is fitted on the mixed step, when something is
@@ -283,7 +283,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
     point.steps = static_cast<int64_t>(m.best[i].samples_s.size());
     point.simulated_s = simulated.step_s;
     if (unfitted) point.simulated_unfitted_s = simulate(context, evaluated, cluster, *unfitted).step_s;
-    if (fastest) point.simulated_fastest_round_s = simulate(context, evaluated, cluster, *fastest).step_s;
+    if (fastest) point.simulated_other_calibration_s = simulate(context, evaluated, cluster, *fastest).step_s;
     point.transfer_bytes = simulated.transfer_bytes;
     point.rounds_s = m.round_s[i];
     report.points.push_back(std::move(point));

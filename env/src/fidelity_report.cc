@@ -46,6 +46,23 @@ std::optional<PipelineSpec> read_pipeline(FieldReader<JsonNode>& top) {
   return spec;
 }
 
+// How a calibration reads in the report: the profile it uses, and its name after "calibrated on".
+struct CalibrationText {
+  const char* profile;
+  const char* instead;
+};
+CalibrationText calibration_text(const std::string& calibration) {
+  if (calibration == "rounds_mean")
+    return {"The profile is the rounds' mean (each op's mean over the rounds, as one `placer profile` estimates it)",
+            "the rounds' mean"};
+  return {"The profile keeps each op's fastest round", "each op's fastest round"};
+}
+
+// A point's JSON key for the simulator calibrated the other way than the report's `calibration`.
+const char* other_key(const std::string& calibration) {
+  return calibration == "rounds_mean" ? "simulated_fastest_round_s" : "simulated_round_mean_s";
+}
+
 // What a time in the report is of: "step" or "mini-batch".
 const char* time_unit(const std::optional<PipelineSpec>& pipeline) { return pipeline ? "mini-batch" : "step"; }
 }  // namespace
@@ -88,8 +105,7 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
     if (const auto v = pt.get("ci_high_s").number()) p.ci_high_s = *v;
     if (const auto v = pt.get("steps").number()) p.steps = static_cast<int64_t>(*v);
     if (const auto v = pt.get("simulated_unfitted_s").number()) p.simulated_unfitted_s = *v;
-    if (const auto v = pt.get("simulated_round_mean_s").number()) p.simulated_round_mean_s = *v;
-    if (const auto v = pt.get("simulated_fastest_round_s").number()) p.simulated_fastest_round_s = *v;
+    if (const auto v = pt.get(other_key(r.calibration)).number()) p.simulated_other_calibration_s = *v;
     p.transfer_bytes = static_cast<int64_t>(number(pt, "transfer_bytes"));
     const JsonNode rounds = pt.get("rounds_s");
     for (size_t k = 0; k < rounds.size(); ++k)
@@ -125,10 +141,8 @@ std::string FidelityReport::to_json() const {
       << ", \"ci_low_s\": " << format_number(p.ci_low_s, 8) << ", \"ci_high_s\": " << format_number(p.ci_high_s, 8)
       << ", \"steps\": " << p.steps << ", \"simulated_s\": " << format_number(p.simulated_s, 8);
     if (p.simulated_unfitted_s > 0) o << ", \"simulated_unfitted_s\": " << format_number(p.simulated_unfitted_s, 8);
-    if (p.simulated_round_mean_s > 0)
-      o << ", \"simulated_round_mean_s\": " << format_number(p.simulated_round_mean_s, 8);
-    if (p.simulated_fastest_round_s > 0)
-      o << ", \"simulated_fastest_round_s\": " << format_number(p.simulated_fastest_round_s, 8);
+    if (p.simulated_other_calibration_s > 0)
+      o << ", \"" << other_key(calibration) << "\": " << format_number(p.simulated_other_calibration_s, 8);
     o << ", \"transfer_bytes\": " << p.transfer_bytes << ", \"rounds_s\": [";
     for (size_t r = 0; r < p.rounds_s.size(); ++r) o << (r ? ", " : "") << format_number(p.rounds_s[r], 8);
     o << "]}" << (i + 1 < points.size() ? "," : "") << "\n";
@@ -164,15 +178,10 @@ std::string FidelityReport::to_markdown() const {
     o << "\n\n";
   }
   o << "Goal: Spearman >= 0.9 and MAPE <= 10%: " << (spearman >= 0.9 && mape <= 0.10 ? "met" : "NOT met") << ".\n\n";
-  if (calibration == "rounds_mean" && !std::isnan(spearman_fastest_round))
-    o << "The profile is the rounds' mean (each op's mean over the rounds, as one `placer profile` estimates it); "
-         "calibrated on each op's fastest round instead, on the same measurements: Spearman "
-      << format_number(spearman_fastest_round, 3) << ", MAPE " << format_number(100 * mape_fastest_round, 3)
-      << "%.\n\n";
-  if (calibration == "fastest_round" && !std::isnan(spearman_round_mean))
-    o << "The profile keeps each op's fastest round; calibrated on the rounds' mean instead, on the same "
-         "measurements: Spearman "
-      << format_number(spearman_round_mean, 3) << ", MAPE " << format_number(100 * mape_round_mean, 3) << "%.\n\n";
+  if (!std::isnan(spearman_other_calibration))
+    o << calibration_text(calibration).profile << "; calibrated on " << calibration_text(other_calibration()).instead
+      << " instead, on the same measurements: Spearman " << format_number(spearman_other_calibration, 3) << ", MAPE "
+      << format_number(100 * mape_other_calibration, 3) << "%.\n\n";
   if (!std::isnan(retest_spearman))
     o << "The measurement against itself (round 1 vs round 2 of the same placements): Spearman "
       << format_number(retest_spearman, 3)

@@ -258,8 +258,7 @@ void FidelityReport::compute_statistics() {
     ape = all ? mean_absolute_percentage_error(m, o) : std::numeric_limits<double>::quiet_NaN();
   };
   other(&FidelityPoint::simulated_unfitted_s, spearman_unfitted, mape_unfitted);
-  other(&FidelityPoint::simulated_round_mean_s, spearman_round_mean, mape_round_mean);
-  other(&FidelityPoint::simulated_fastest_round_s, spearman_fastest_round, mape_fastest_round);
+  other(&FidelityPoint::simulated_other_calibration_s, spearman_other_calibration, mape_other_calibration);
   std::vector<double> r0, r1;
   for (const auto& p : points)
     if (p.rounds_s.size() >= 2) {

@@ -50,12 +50,11 @@ struct FidelityPoint {
   // The same simulator without the copy cost fitted on the mixed step (0: no
   // such cost was fitted): the fit's effect on the same measurements.
   double simulated_unfitted_s = 0.0;
-  // The simulator calibrated the other way (0: not computed, one round): on the
-  // rounds' mean profile where simulated_s keeps each op's fastest round
-  // (calibration "fastest_round"), and on each op's fastest round where
-  // simulated_s is the rounds' mean (calibration "rounds_mean").
-  double simulated_round_mean_s = 0.0;
-  double simulated_fastest_round_s = 0.0;
+  // The simulator calibrated the other way (0: not computed, one round): on each
+  // op's fastest round where simulated_s is calibrated on the rounds' mean, and
+  // the reverse (FidelityReport::calibration and other_calibration(); in the
+  // JSON, "simulated_fastest_round_s" or "simulated_round_mean_s").
+  double simulated_other_calibration_s = 0.0;
   int64_t transfer_bytes = 0;
   std::vector<double> rounds_s;            // each round's median step, in order
   double ci_low_s = 0.0, ci_high_s = 0.0;  // the median's 95% interval
@@ -87,6 +86,7 @@ struct FidelityReport {
   // the twentieth session) or "fastest_round" (each op's fastest round: reports
   // made before, whose JSON names none).
   std::string calibration = "rounds_mean";
+  const char* other_calibration() const { return calibration == "rounds_mean" ? "fastest_round" : "rounds_mean"; }
   std::vector<FidelityPoint> points;  // ok measurements only
   int failed = 0;                     // placements whose measurement failed
   double spearman = 0.0;
@@ -95,11 +95,9 @@ struct FidelityReport {
   // Spearman and MAPE of simulated_unfitted_s (NaN when not computed).
   double spearman_unfitted = 0.0;
   double mape_unfitted = 0.0;
-  // Spearman and MAPE of simulated_round_mean_s and simulated_fastest_round_s (NaN when not computed).
-  double spearman_round_mean = 0.0;
-  double mape_round_mean = 0.0;
-  double spearman_fastest_round = 0.0;
-  double mape_fastest_round = 0.0;
+  // Spearman and MAPE of simulated_other_calibration_s (NaN when not computed).
+  double spearman_other_calibration = 0.0;
+  double mape_other_calibration = 0.0;
   // The measurement against itself: Spearman between the first two rounds'
   // times (the most any simulator's rank correlation can be expected to
   // reach on this machine); NaN with fewer than two rounds.
