@@ -69,9 +69,10 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
       if (i != best) {
         const RankTest t = mann_whitney(rs[best].samples_s, rs[i].samples_s);
         const bool significant = t.significant();
-        std::printf("%s is %s than %s by %.1f%% (medians); Mann-Whitney U p = %.3g%s: %s\n", a.compare[best].c_str(),
-                    "faster", a.compare[i].c_str(), 100 * (rs[i].step_s / rs[best].step_s - 1), t.p_value,
-                    t.exact ? " (exact)" : "", significant ? "significant at 5%" : "NOT significant at 5%");
+        std::printf("%s is %s than %s by %.1f%% (medians); Mann-Whitney U p = %.3g%s: %s at %g%%\n",
+                    a.compare[best].c_str(), "faster", a.compare[i].c_str(), 100 * (rs[i].step_s / rs[best].step_s - 1),
+                    t.p_value, t.exact ? " (exact)" : "", significant ? "significant" : "NOT significant",
+                    100 * kRankTestLevel);
         j.field("slower_than_fastest", rs[i].step_s / rs[best].step_s - 1).field("p_value", t.p_value);
         j.field("significant", significant);
       }

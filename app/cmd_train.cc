@@ -12,6 +12,7 @@
 #include "placer/agent/train.h"
 #include "placer/env/pipeline_objective.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/stats.h"
 #include "placer/service/metrics.h"
 #include "placer/service/workers.h"
 
@@ -95,18 +96,23 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
     for (const BaselineResult& b : *list) rows.push_back(&b);
   int w = 22;  // the method column: as wide as its longest name
   for (const BaselineResult* b : rows) w = std::max(w, static_cast<int>(b->method.size()));
+  char rank_head[48];
+  std::snprintf(rank_head, sizeof rank_head, "  rank test vs policy (%g%%)", 100 * kRankTestLevel);
   std::printf("  %-*s %12s %25s %10s %10s%s\n", w, "method", "step (s)", measured ? "95% interval (s)" : "",
-              "vs policy", "place (s)", measured ? "  rank test vs policy (5%)" : "");
+              "vs policy", "place (s)", measured ? rank_head : "");
   auto interval = [&](double lo, double hi) {
     char b[64] = "";
     if (measured) std::snprintf(b, sizeof b, "[%.6g, %.6g]", lo, hi);
     return std::string(b);
   };
-  const double policy = r.policy_best_step_s;  // 0: the policy evaluated nothing (0 updates)
+  // 0: the policy evaluated nothing (0 updates), or its final measurement failed (a penalty, not a step).
+  const double policy = r.policy_step_s();
   char policy_step[32] = "-";
   if (policy > 0) std::snprintf(policy_step, sizeof policy_step, "%.6g", policy);
-  std::printf("  %-*s %12s %25s %10s %10s\n", w, (std::string("policy:") + policy_type_name(c.policy.type)).c_str(),
-              policy_step, policy > 0 ? interval(r.policy_ci_low_s, r.policy_ci_high_s).c_str() : "", "", "");
+  if (!r.policy_failed.empty()) std::snprintf(policy_step, sizeof policy_step, "failed");
+  std::printf("  %-*s %12s %25s %10s %10s%s\n", w, (std::string("policy:") + policy_type_name(c.policy.type)).c_str(),
+              policy_step, policy > 0 ? interval(r.policy_ci_low_s, r.policy_ci_high_s).c_str() : "", "", "",
+              r.policy_failed.empty() ? "" : ("  measured: " + r.policy_failed).c_str());
   // reward.finalists: which of the policy's placements this row is, picked on a separate measurement.
   for (const TrainResult::Finalist& f : r.finalists)
     if (f.picked)
@@ -134,14 +140,15 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   // The fastest placement the run evaluated, and who found it; the policy's own best stays apart.
   if (r.best_found_by == "policy" || r.best_found_by == "none")
     std::printf("  result: %.6g s, found by %s\n", r.best_step_s, r.best_found_by.c_str());
-  else if (r.policy_best_step_s > 0)
+  else if (policy > 0)
     std::printf(
         "  result: %.6g s, found by %s (the policy's own best, %.6g s, did not beat it; the result is never "
         "worse than what the run evaluated)\n",
         r.best_step_s, r.best_found_by.c_str(), r.policy_best_step_s);
   else
-    std::printf("  result: %.6g s, found by %s (the policy evaluated nothing)\n", r.best_step_s,
-                r.best_found_by.c_str());
+    std::printf("  result: %.6g s, found by %s (%s)\n", r.best_step_s, r.best_found_by.c_str(),
+                r.policy_failed.empty() ? "the policy evaluated nothing"
+                                        : ("the policy's own best failed its measurement: " + r.policy_failed).c_str());
   if (r.measurements > 0)
     std::printf("  training ran %lld placements for real (%.1f per update), %lld measured steps\n",
                 static_cast<long long>(r.measurements),

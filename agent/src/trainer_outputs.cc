@@ -36,6 +36,7 @@ std::string placement_json(const Placement& p) {
 const char* BaselineResult::verdict_vs_policy(double policy_s) const {
   if (p_vs_policy < 0) return "";
   if (!significant(p_vs_policy)) return "no difference";
+  if (step_s == policy_s) return "differ, equal medians";  // the samples' spreads differ, not their middles
   return step_s > policy_s ? "policy faster" : "row faster";
 }
 
@@ -174,6 +175,7 @@ void Trainer::measure_rows(TrainResult* res) {
       res->policy_best_step_s = res->best_step_s = step;
       res->policy_ci_low_s = rs[i].ci_low_s;
       res->policy_ci_high_s = rs[i].ci_high_s;
+      if (!rs[i].ok()) res->policy_failed = step_status_name(rs[i].status);
       continue;
     }
     of_row[i]->ok = rs[i].ok();
@@ -308,10 +310,12 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
     << ",\n  \"best_found_by\": " << json_quote(res.best_found_by)
     << ",\n  \"policy_best_step_s\": " << num(res.policy_best_step_s) << ",\n  \"policy_ci_s\": ["
-    << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]" << finalists_json(res.finalists)
-    << ",\n  \"table\": " << json_quote(res.table) << ",\n  \"measurements\": " << res.measurements
-    << ",\n  \"measured_steps\": " << res.measured_steps << ",\n  \"calibration\": {\"refits\": " << res.calibrations
-    << ", \"step_scale\": " << num(res.step_scale) << ", \"cpu_gpu_link_factor\": " << num(res.link_factor) << "}"
+    << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]"
+    << (res.policy_failed.empty() ? "" : ",\n  \"policy_failed\": " + json_quote(res.policy_failed))
+    << finalists_json(res.finalists) << ",\n  \"table\": " << json_quote(res.table)
+    << ",\n  \"measurements\": " << res.measurements << ",\n  \"measured_steps\": " << res.measured_steps
+    << ",\n  \"calibration\": {\"refits\": " << res.calibrations << ", \"step_scale\": " << num(res.step_scale)
+    << ", \"cpu_gpu_link_factor\": " << num(res.link_factor) << "}"
     << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample
     << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s) << pipeline_summary(res)
     << ",\n  \"warm_start\": {\"method\": " << json_quote(res.warm_start_method)

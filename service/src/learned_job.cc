@@ -312,7 +312,11 @@ void record_result(Job& job, const TrainConfig& c, const TrainResult& r) {
   job.updates = r.updates;
   job.samples = r.samples;
   job.remote_evaluations += r.remote_evaluations;
-  if (r.policy_best_step_s > 0 && std::isfinite(r.policy_best_step_s)) job.policy_best_step_s = r.policy_best_step_s;
+  // A failed final measurement leaves a penalty, not a step: the policy's best is then unknown.
+  if (!r.policy_failed.empty())
+    job.policy_best_step_s = 0;
+  else if (r.policy_step_s() > 0)
+    job.policy_best_step_s = r.policy_step_s();
   if (r.best_step_s > 0 && std::isfinite(r.best_step_s)) {
     job.best_step_s = r.best_step_s;
     job.best_measured = r.best_measured;
@@ -341,9 +345,9 @@ void record_result(Job& job, const TrainConfig& c, const TrainResult& r) {
   job.table_rows.clear();
   job.table = simulated || r.table != "simulated" ? r.table : "";
   if (job.table.empty()) return;
-  // The policy's row, unless its measurement failed (a penalty, not a step time: no interval).
-  if (r.policy_best_step_s > 0 && std::isfinite(r.policy_best_step_s) && (simulated || r.policy_ci_high_s > 0))
-    job.table_rows.push_back({std::string("learned:") + policy_type_name(c.policy.type), "policy", r.policy_best_step_s,
+  // The policy's row, unless its measurement failed (a penalty, not a step time).
+  if (r.policy_step_s() > 0)
+    job.table_rows.push_back({std::string("learned:") + policy_type_name(c.policy.type), "policy", r.policy_step_s(),
                               r.policy_ci_low_s, r.policy_ci_high_s, -1, ""});
   for (const auto& [rows, role] : {std::pair{&r.baselines, "baseline"}, std::pair{&r.seen, "seen"}})
     for (const BaselineResult& b : *rows)

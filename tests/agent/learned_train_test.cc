@@ -495,6 +495,33 @@ TEST(LearnedTrain, ATieWithABaselineIsCreditedToTheBaseline) {
   EXPECT_NE(file_text(f.dir + "/run/summary.json").find("\"best_found_by\": \"local_search\""), std::string::npos);
 }
 
+// The final table's verdict names the faster side only when the rank test says
+// the difference is more than the noise, and never a side the medians do not.
+TEST(LearnedTrain, TheVerdictAgainstThePolicyFollowsTheTestAndTheMedians) {
+  BaselineResult b;
+  b.step_s = 2.0;
+  EXPECT_STREQ(b.verdict_vs_policy(1.0), "");  // not tested (simulated rows)
+  b.p_vs_policy = 0.2;
+  EXPECT_STREQ(b.verdict_vs_policy(1.0), "no difference");
+  b.p_vs_policy = 0.01;
+  EXPECT_STREQ(b.verdict_vs_policy(1.0), "policy faster");
+  EXPECT_STREQ(b.verdict_vs_policy(3.0), "row faster");
+  EXPECT_STREQ(b.verdict_vs_policy(2.0), "differ, equal medians");
+}
+
+// A policy whose final measurement failed has no step: its figure is the
+// failure penalty, which the table, the summary and a service job never show
+// as the policy's step.
+TEST(LearnedTrain, AFailedFinalMeasurementLeavesThePolicyWithoutAStep) {
+  TrainResult r;
+  EXPECT_EQ(r.policy_step_s(), 0.0);  // evaluated nothing
+  r.policy_best_step_s = 0.25;
+  EXPECT_EQ(r.policy_step_s(), 0.25);
+  r.policy_failed = "oom";
+  r.policy_best_step_s = 10.0;  // the failure penalty
+  EXPECT_EQ(r.policy_step_s(), 0.0);
+}
+
 // The warm start counts as seen: a run stopped early (no baselines compared)
 // and a resumed run (only the checkpoint's warm start) return local_search's
 // placement when the policy's two random samples are slower.

@@ -85,7 +85,7 @@ e=$(sed -n 's/^  m_etf  *\([0-9.e-]*\) .*/\1/p' "$TMP/train.out")
 # in the table and in summary.json; one placement measured once is one p for both rows.
 grep -q "rank test vs policy (5%)" "$TMP/train.out" || fail "train: no rank test column: $(cat "$TMP/train.out")"
 for m in single m_etf; do
-  grep -E "^  $m .*  (no difference|policy faster|row faster) \(p=[0-9.e-]+\)" "$TMP/train.out" > /dev/null ||
+  grep -E "^  $m .*  (no difference|policy faster|row faster|differ, equal medians) \(p=[0-9.e-]+\)" "$TMP/train.out" > /dev/null ||
     fail "train: the $m row has no rank test verdict: $(cat "$TMP/train.out")"
 done
 python3 - "$TMP/train/summary.json" <<'PY' || fail "train: p_vs_policy: $(grep -A12 '"baselines"' "$TMP/train/summary.json")"

@@ -159,7 +159,7 @@ for s in (sa, sb):
         assert 0 < r["ci_low_s"] <= r["step_s"] <= r["ci_high_s"], r
         if r["role"] != "policy":
             assert 0 <= r["p_vs_policy"] <= 1, r
-            assert r["verdict"] in ("no difference", "policy faster", "row faster"), r
+            assert r["verdict"] in ("no difference", "policy faster", "row faster", "differ, equal medians"), r
     assert s["best"]["step_s"] == min(r["step_s"] for r in t["rows"]), (s["best"], t)
     # The speedup over the fast path's answer (the start), both measured; no gap to the simulated bound.
     fp = [r for r in t["rows"] if r["method"] == "fast_path:" + s["start"]["method"]]

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <cmath>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -285,7 +286,8 @@ struct BaselineResult {
   // steps against the policy's best; -1 where not tested (simulated, or a row failed).
   double p_vs_policy = -1.0;
   // That test's verdict against the policy's best step: "no difference", "policy
-  // faster" or "row faster" (at kRankTestLevel, graphs/stats.h); "" where not tested.
+  // faster", "row faster" or, for a significant test with equal medians, "differ,
+  // equal medians" (at kRankTestLevel, graphs/stats.h); "" where not tested.
   const char* verdict_vs_policy(double policy_s) const;
 };
 
@@ -312,6 +314,16 @@ struct TrainResult {
   std::string best_found_by = "policy";
   double policy_best_step_s = 0.0;  // the policy's own best, never credited with a baseline's find
   double policy_ci_low_s = 0.0, policy_ci_high_s = 0.0;
+  // The final table's status for the policy's best when its measurement failed
+  // ("oom", "timeout", "error"; empty otherwise): policy_best_step_s is then the
+  // failure penalty, which ranks it last, not a step time.
+  std::string policy_failed;
+  // The policy's own best step where it is one: 0 when the policy evaluated
+  // nothing or its final measurement failed (then policy_best_step_s is a penalty).
+  double policy_step_s() const {
+    return policy_failed.empty() && policy_best_step_s > 0 && std::isfinite(policy_best_step_s) ? policy_best_step_s
+                                                                                                : 0.0;
+  }
   // reward.finalists: the placements measured to pick the policy's best, the
   // policy's best as training left it first; empty when none were measured.
   struct Finalist {
