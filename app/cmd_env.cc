@@ -155,6 +155,7 @@ std::string fidelity_command(const FidelityArgs& a) {
           << " --repetitions " << a.repetitions << " --rounds " << a.rounds << " -o " << a.out;
   if (!a.name.empty()) command << " --name " << a.name;
   if (a.spread > 0) command << " --spread " << a.spread;
+  if (mo.rewarm_steps > 0) command << " --rewarm " << mo.rewarm_steps;
   if (a.objective.pipeline())
     command << " --objective pipeline --microbatches " << a.objective.microbatches << " --schedule "
             << a.objective.schedule;

@@ -163,6 +163,11 @@ void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
                   "Measure each placement for at least this many seconds of steps, past --max-steps if need be")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 3600.0));
+  cmd->add_option("--rewarm", o->rewarm_steps,
+                  "Interleaved placements: unmeasured steps each one takes right before each of its measured steps, "
+                  "so that a measured step follows its own placement's step")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
   cmd->add_option("--timeout", o->timeout_s, "Per-step time limit in seconds")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);

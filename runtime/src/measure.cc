@@ -24,6 +24,7 @@ void validate(const MeasureOptions& o) {
   if (!(o.min_time_s >= 0 && o.min_time_s <= 3600))
     throw InputError("measure: min_time_s must be in [0, 3600] seconds");
   if (!(o.timeout_s > 0)) throw InputError("measure: timeout_s must be > 0");
+  if (o.rewarm_steps < 0 || o.rewarm_steps > 100) throw InputError("measure: rewarm_steps must be in [0, 100]");
 }
 
 namespace {
@@ -75,7 +76,7 @@ bool done(Candidate& c, const MeasureOptions& o) {
   if (c.measured < 1 || n < o.measured_steps) return false;
   if (c.measured_s < o.min_time_s) return false;
   if (o.min_time_s > 0 && n > std::max(o.max_steps, o.measured_steps)) {  // held past the count by min_time
-    r.stop = "min_time";  // summarized with the others in results()
+    r.stop = "min_time";                                                  // summarized with the others in results()
     return true;
   }
   if (o.max_steps <= o.measured_steps) {
@@ -175,7 +176,10 @@ void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOpt
         c.active = false;
         continue;
       }
-      if (!step(ex, c, o, true, nullptr)) continue;
+      // Another placement ran since this one's last step: re-warm it first.
+      if (order.size() > 1)
+        for (int w = 0; w < o.rewarm_steps && c.active; ++w) step(ex, c, o, false, nullptr);
+      if (!c.active || !step(ex, c, o, true, nullptr)) continue;
       spent += c.result.samples_s.back();
       if (o.on_step) o.on_step(c.index, c.result.samples_s.back());
       if (done(c, o))

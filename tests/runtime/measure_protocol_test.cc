@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <set>
 #include <string>
@@ -220,6 +221,45 @@ TEST(MeasureProtocol, BadOptionsNameTheOption) {
   o = {};
   o.min_time_s = -1;
   EXPECT_NE(message(o).find("min_time_s"), std::string::npos);
+  o = {};
+  o.rewarm_steps = -1;
+  EXPECT_NE(message(o).find("rewarm_steps"), std::string::npos);
+  o.rewarm_steps = 101;
+  EXPECT_NE(message(o).find("rewarm_steps"), std::string::npos);
+}
+
+// Re-warming before each measured step keeps the rounds as they were (each
+// candidate once per round, the same counts) and takes the unmeasured steps on
+// top: the run takes longer than the measured steps alone by about that much.
+TEST(MeasureProtocol, RewarmStepsPrecedeEachMeasuredStepWithoutChangingTheRounds) {
+  Fixture f;
+  Runtime rt(cpus(2));
+  MeasureOptions o;
+  o.warmup_steps = 1;
+  o.measured_steps = 4;
+  o.max_steps = 4;
+  o.rewarm_steps = 2;
+  std::vector<size_t> order;
+  double measured_s = 0.0;
+  o.on_step = [&](size_t placement, double step_s) {
+    order.push_back(placement);
+    measured_s += step_s;
+  };
+  const auto start = std::chrono::steady_clock::now();
+  const std::vector<StepResult> rs = rt.measure_interleaved(f.train, f.three(), o);
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  ASSERT_EQ(order.size(), 12u);
+  for (size_t r = 0; r < 4; ++r) {
+    std::vector<size_t> round(order.begin() + 3 * r, order.begin() + 3 * r + 3);
+    std::sort(round.begin(), round.end());
+    EXPECT_EQ(round, (std::vector<size_t>{0, 1, 2})) << "round " << r;
+  }
+  for (const StepResult& r : rs) {
+    ASSERT_TRUE(r.ok()) << r.message;
+    EXPECT_EQ(r.samples_s.size(), 4u);
+  }
+  // 12 measured steps and 24 re-warming ones (plus 3 warm-ups): well over twice the measured time.
+  EXPECT_GT(wall_s, 2.0 * measured_s);
 }
 
 }  // namespace

@@ -41,9 +41,15 @@ struct MeasureOptions {
   // gives a short run's median one level at random; a longer span gives the
   // levels in proportion.
   double min_time_s = 0.0;
-  double timeout_s = 120.0;        // per step; past it the result is Timeout
-  uint64_t seed = 0;               // inputs and params are drawn from it
-  bool timeline = false;           // record a TimelineEvent per op and transfer
+  // Interleaved runs: unmeasured steps a placement takes right before each of
+  // its measured steps, so that the measured one follows its own step rather
+  // than another placement's (0: none). Among nine placements interleaved, one
+  // or two measured 10-28% slower than alone; one re-warming step removed that in
+  // one run of two (bench/results/rewarm_cpu2.md), so it is not the default.
+  int rewarm_steps = 0;
+  double timeout_s = 120.0;  // per step; past it the result is Timeout
+  uint64_t seed = 0;         // inputs and params are drawn from it
+  bool timeline = false;     // record a TimelineEvent per op and transfer
   // Called after every measured step: the placement's index and its step time
   // (progress reports; tests check the interleaving with it).
   std::function<void(size_t placement, double step_s)> on_step;
