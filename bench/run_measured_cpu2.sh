@@ -95,7 +95,7 @@ for g in graphs:
             faster = [b for b in base if b["step_s"] < pol and b.get("p_vs_policy", 1) < 0.05]
             not_slower += not faster
             pv = fb.get("p_vs_policy")
-            rank = "-" if pv is None else ("no difference" if pv >= 0.05 else "policy faster" if fb["step_s"] > pol else "baseline faster") + f" (p={pv:.2g})"
+            rank = "-" if pv is None else ("no difference" if pv >= 0.05 else "policy faster" if fb["step_s"] > pol else "baseline faster" if fb["step_s"] < pol else "differ, equal medians") + f" (p={pv:.2g})"
             L.append(f"| {s} | {cell(pol, pci)} | {fb['method']} {cell(fb['step_s'], fb['ci_s'])} | {exc} | {gain:+.1f}% | {rank} | {exg} | {r['best_found_by']} | {r['measurements']} ({r['measurements'] / max(1, r['updates']):.1f}) |")
         L += ["", f"Policy vs the fastest baseline: median {statistics.median(gains):+.1f}%, worst {min(gains):+.1f}% "
               f"(positive: the policy is faster). At least as fast as every baseline on {wins} of {len(runs)} seeds; "

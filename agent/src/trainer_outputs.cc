@@ -52,7 +52,9 @@ void Trainer::write_outputs(TrainResult* res) {
     res->stage_units.push_back(s == stage_ ? t0.problem.n : stage_input(*tasks_[0], s).n);
   if (res->best_found_by == "policy" || res->best_found_by == "none") {
     res->best_measured = t0.best_measured || res->table != "simulated";
-    if (!t0.best.device_of.empty()) res->best_placement = to_named(t0.env->graph(), t0.env->cluster(), t0.best);
+    // (A policy whose final measurement failed is no result: nothing to write.)
+    if (!t0.best.device_of.empty() && res->policy_failed.empty())
+      res->best_placement = to_named(t0.env->graph(), t0.env->cluster(), t0.best);
   } else {  // a baseline's placement, measured when its row was
     res->best_measured = res->table != "simulated" || c_.reward.mode == RewardMode::Measured;
   }
@@ -229,6 +231,12 @@ void Trainer::final_table(TrainResult* res, bool measure) {
       t0.best.device_of.empty() ? std::numeric_limits<double>::infinity() : t0.best_step_s;
   if (t0.best.device_of.empty()) res->best_found_by = "none";
   if (measure && c_.reward.mode != RewardMode::Simulated && !t0.best.device_of.empty()) measure_rows(res);
+  // A policy whose final measurement failed has a penalty, not a step: any row that ran beats it, and
+  // with none the run has no result.
+  if (!res->policy_failed.empty()) {
+    res->best_step_s = std::numeric_limits<double>::infinity();
+    res->best_found_by = "none";
+  }
   // Never worse than what it saw: the fastest row is the result. The policy is
   // credited only when strictly faster than every other row (a tie: it did
   // not beat that row); between other rows, the first listed keeps a tie.
@@ -309,7 +317,7 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"best_step_s\": " << num(res.best_step_s)
     << ",\n  \"best_measured\": " << (res.best_measured ? "true" : "false")
     << ",\n  \"best_found_by\": " << json_quote(res.best_found_by)
-    << ",\n  \"policy_best_step_s\": " << num(res.policy_best_step_s) << ",\n  \"policy_ci_s\": ["
+    << ",\n  \"policy_best_step_s\": " << num(res.policy_step_s()) << ",\n  \"policy_ci_s\": ["
     << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]"
     << (res.policy_failed.empty() ? "" : ",\n  \"policy_failed\": " + json_quote(res.policy_failed))
     << finalists_json(res.finalists) << ",\n  \"table\": " << json_quote(res.table)

@@ -164,6 +164,7 @@ void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOpt
   std::mt19937_64 rng(o.seed ^ 0x6d656173757265ULL);  // "measure": not the inputs' stream
   const bool shuffled = shuffled_rounds();
   std::vector<Candidate*> order;
+  const Candidate* last = cands.empty() ? nullptr : &cands.back();  // whose step ran last (the warm-up's)
   for (bool any = true; any;) {
     any = false;
     order.clear();
@@ -176,9 +177,10 @@ void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOpt
         c.active = false;
         continue;
       }
-      // Another placement ran since this one's last step: re-warm it first.
-      if (order.size() > 1)
+      // Another placement's step ran since this one's last: re-warm it first.
+      if (last != &c)
         for (int w = 0; w < o.rewarm_steps && c.active; ++w) step(ex, c, o, false, nullptr);
+      last = &c;
       if (!c.active || !step(ex, c, o, true, nullptr)) continue;
       spent += c.result.samples_s.back();
       if (o.on_step) o.on_step(c.index, c.result.samples_s.back());

@@ -40,7 +40,7 @@ struct TableRow {
   std::string role;  // "policy", "baseline" or "seen" (found outside the run: the fast path)
   double step_s = 0, ci_low_s = 0, ci_high_s = 0;
   double p_vs_policy = -1;  // -1: not tested
-  std::string verdict;      // the rank test's ("no difference", "policy faster", "row faster"); "" = not tested
+  std::string verdict;      // the rank test's (BaselineResult::verdict_vs_policy); "" = not tested
 };
 const char* job_state_name(JobState state);
 
