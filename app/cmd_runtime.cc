@@ -46,7 +46,11 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
   if (a.compare.size() < 2) throw InputError("measure: --compare needs two or more placement files");
   std::vector<Placement> placements;
   for (const std::string& f : a.compare) placements.push_back(mg.at(from_named(base, cluster, load_placement(f))));
-  const std::vector<StepResult> rs = runtime.measure_interleaved(mg.graph(), placements, a.protocol);
+  // Every measured step in the order taken, with its placement: what ran just before a step is part of its figure.
+  std::vector<std::pair<size_t, double>> taken;
+  MeasureOptions o = a.protocol;
+  o.on_step = [&](size_t placement, double step_s) { taken.emplace_back(placement, step_s); };
+  const std::vector<StepResult> rs = runtime.measure_interleaved(mg.graph(), placements, o);
   size_t best = rs.size();
   for (size_t i = 0; i < rs.size(); ++i) {
     std::printf("%-32s %s\n", a.compare[i].c_str(),
@@ -79,6 +83,9 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
     }
     j.end();
   }
+  j.end_array().begin_array("steps_in_order");  // [placement index in --compare, step seconds]
+  for (const auto& [placement, step_s] : taken)
+    j.begin_array().num(static_cast<double>(placement)).num(step_s).end_array();
   j.end_array().end();
   if (!a.json.empty()) write_file_atomic(a.json, j.text() + "\n");
 }

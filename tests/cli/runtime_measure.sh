@@ -55,6 +55,13 @@ for p in ps:
     assert p["ci_low_s"] <= p["step_s"] <= p["ci_high_s"], p
 slower = [p for p in ps if p["file"] != r["fastest"]]
 assert len(slower) == 1 and 0 <= slower[0]["p_value"] <= 1, slower
+# Every measured step in the order taken: interleaved (one of each per round), and the same samples.
+order = r["steps_in_order"]
+assert len(order) == 12, order
+for k in range(6):
+    assert sorted(int(i) for i, _ in order[2 * k:2 * k + 2]) == [0, 1], order
+for i, p in enumerate(ps):
+    assert [s for j, s in order if int(j) == i] == p["samples_s"], (i, order, p["samples_s"])
 PY
 
 "$PLACER" profile --graph "$TMP/g.json" --devices cpu:2 --repetitions 2 -o "$TMP/profile.json" > "$TMP/profile.out"
