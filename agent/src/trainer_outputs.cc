@@ -174,10 +174,15 @@ void Trainer::measure_rows(TrainResult* res) {
   for (size_t i = 0; i < rs.size(); ++i) {
     const double step = rs[i].ok() ? rs[i].step_s : failure_penalty_seconds(rs[i], t0.env->options().reward);
     if (!of_row[i]) {
-      res->policy_best_step_s = res->best_step_s = step;
+      res->policy_best_step_s = step;  // the penalty when it failed (policy_failed says so)
       res->policy_ci_low_s = rs[i].ci_low_s;
       res->policy_ci_high_s = rs[i].ci_high_s;
-      if (!rs[i].ok()) res->policy_failed = step_status_name(rs[i].status);
+      res->best_step_s = step;
+      if (!rs[i].ok()) {  // a penalty, not a step: any row that ran beats it, and with none there is no result
+        res->policy_failed = step_status_name(rs[i].status);
+        res->best_step_s = std::numeric_limits<double>::infinity();
+        res->best_found_by = "none";
+      }
       continue;
     }
     of_row[i]->ok = rs[i].ok();
@@ -231,12 +236,6 @@ void Trainer::final_table(TrainResult* res, bool measure) {
       t0.best.device_of.empty() ? std::numeric_limits<double>::infinity() : t0.best_step_s;
   if (t0.best.device_of.empty()) res->best_found_by = "none";
   if (measure && c_.reward.mode != RewardMode::Simulated && !t0.best.device_of.empty()) measure_rows(res);
-  // A policy whose final measurement failed has a penalty, not a step: any row that ran beats it, and
-  // with none the run has no result.
-  if (!res->policy_failed.empty()) {
-    res->best_step_s = std::numeric_limits<double>::infinity();
-    res->best_found_by = "none";
-  }
   // Never worse than what it saw: the fastest row is the result. The policy is
   // credited only when strictly faster than every other row (a tie: it did
   // not beat that row); between other rows, the first listed keeps a tie.

@@ -46,21 +46,18 @@ std::optional<PipelineSpec> read_pipeline(FieldReader<JsonNode>& top) {
   return spec;
 }
 
-// How a calibration reads in the report: the profile it uses, and its name after "calibrated on".
+// A calibration in the report: the profile it uses, its name after "calibrated on", and a point's
+// JSON key for the simulator calibrated this way when it is the report's other calibration.
 struct CalibrationText {
   const char* profile;
   const char* instead;
+  const char* key;
 };
 CalibrationText calibration_text(const std::string& calibration) {
   if (calibration == "rounds_mean")
     return {"The profile is the rounds' mean (each op's mean over the rounds, as one `placer profile` estimates it)",
-            "the rounds' mean"};
-  return {"The profile keeps each op's fastest round", "each op's fastest round"};
-}
-
-// A point's JSON key for the simulator calibrated the other way than the report's `calibration`.
-const char* other_key(const std::string& calibration) {
-  return calibration == "rounds_mean" ? "simulated_fastest_round_s" : "simulated_round_mean_s";
+            "the rounds' mean", "simulated_round_mean_s"};
+  return {"The profile keeps each op's fastest round", "each op's fastest round", "simulated_fastest_round_s"};
 }
 
 // What a time in the report is of: "step" or "mini-batch".
@@ -105,7 +102,8 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
     if (const auto v = pt.get("ci_high_s").number()) p.ci_high_s = *v;
     if (const auto v = pt.get("steps").number()) p.steps = static_cast<int64_t>(*v);
     if (const auto v = pt.get("simulated_unfitted_s").number()) p.simulated_unfitted_s = *v;
-    if (const auto v = pt.get(other_key(r.calibration)).number()) p.simulated_other_calibration_s = *v;
+    if (const auto v = pt.get(calibration_text(r.other_calibration()).key).number())
+      p.simulated_other_calibration_s = *v;
     p.transfer_bytes = static_cast<int64_t>(number(pt, "transfer_bytes"));
     const JsonNode rounds = pt.get("rounds_s");
     for (size_t k = 0; k < rounds.size(); ++k)
@@ -142,7 +140,8 @@ std::string FidelityReport::to_json() const {
       << ", \"steps\": " << p.steps << ", \"simulated_s\": " << format_number(p.simulated_s, 8);
     if (p.simulated_unfitted_s > 0) o << ", \"simulated_unfitted_s\": " << format_number(p.simulated_unfitted_s, 8);
     if (p.simulated_other_calibration_s > 0)
-      o << ", \"" << other_key(calibration) << "\": " << format_number(p.simulated_other_calibration_s, 8);
+      o << ", \"" << calibration_text(other_calibration()).key
+        << "\": " << format_number(p.simulated_other_calibration_s, 8);
     o << ", \"transfer_bytes\": " << p.transfer_bytes << ", \"rounds_s\": [";
     for (size_t r = 0; r < p.rounds_s.size(); ++r) o << (r ? ", " : "") << format_number(p.rounds_s[r], 8);
     o << "]}" << (i + 1 < points.size() ? "," : "") << "\n";

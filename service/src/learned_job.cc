@@ -312,11 +312,8 @@ void record_result(Job& job, const TrainConfig& c, const TrainResult& r) {
   job.updates = r.updates;
   job.samples = r.samples;
   job.remote_evaluations += r.remote_evaluations;
-  // A failed final measurement leaves a penalty, not a step: the policy's best is then unknown.
-  if (!r.policy_failed.empty())
-    job.policy_best_step_s = 0;
-  else if (r.policy_step_s() > 0)
-    job.policy_best_step_s = r.policy_step_s();
+  // A failed final measurement leaves a penalty, not a step: the policy's best is then unknown (0).
+  if (r.policy_step_s() > 0 || !r.policy_failed.empty()) job.policy_best_step_s = r.policy_step_s();
   if (r.best_step_s > 0 && std::isfinite(r.best_step_s)) {
     job.best_step_s = r.best_step_s;
     job.best_measured = r.best_measured;
