@@ -18,10 +18,11 @@
 # cpu:8 of cpu:8+cuda:0), BUDGET_S (default 1140: the whole run stays inside 20 min),
 # TESTS (ctest arguments), AB=0 (skip the backward A/B), CPU_FIDELITY=0, PLACEMENTS,
 # FID_LIMIT (seconds per fidelity run), INCEPTION_OPTS, BENCH_ROUNDS, RUNTIME_BENCH=0 (skip the
-# executor-vs-loop bench), BUILD_TARGETS (default: all; with --tests-only, e.g. gpu_tests), TRAIN_SEEDS, TRAIN_MIN_S (a seed starts only with this many seconds of the budget left).
+# executor-vs-loop bench), BUILD_TARGETS (default: all; with --tests-only, e.g. gpu_tests), TRAIN_SEEDS, TRAIN_MIN_S (a seed starts only with this many seconds of the budget left),
+# REPEAT (run the launch-bound GPU check this many more times), FID_GRAPHS (default: nmt inception_v3).
 set -uo pipefail
 
-usage() { sed -n '2,21p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then usage; exit 0; fi
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then usage >&2; exit 2; fi
 BUNDLE=$1
@@ -157,6 +158,15 @@ if [ -n "$DBG" ]; then
     done
 fi
 grep -E "tests passed|Failed|\*\*\*" "$LOGS" | grep -v "^ *Start" | tail -20 | sed 's/^/    /' >> "$SUMMARY"
+# 3b. The launch-bound overhead check again, REPEAT times (its two-level step:
+# gpu_h200_r5.md): how often it passes, with each run's figures.
+if [ "${REPEAT:-0}" -gt 0 ]; then
+  step "launch-bound check x$REPEAT" $((30 * REPEAT)) "$BUILD/tests/gpu_tests" \
+    --gtest_filter=Gpu.CalibratedSimulatorPredictsALaunchBoundGpuStep --gtest_repeat="$REPEAT"
+  rep=$(sed -n '/^===== launch-bound check/,$p' "$LOGS")
+  note "    passed $(grep -c '^\[       OK \] Gpu.CalibratedSimulator' <<<"$rep") of $(grep -c '^\[ RUN      \] Gpu.CalibratedSimulator' <<<"$rep") repeated runs"
+  grep "^launch-bound step" <<<"$rep" | sed 's/^/    /' >> "$SUMMARY"
+fi
 if [ "$MODE" = --tests-only ]; then
   note
   note "Tests only (--tests-only). Total $(( $(date +%s) - START )) s."
@@ -206,7 +216,7 @@ grep -E "interval|Mann-Whitney" "$LOGS" | tail -5 | sed 's/^/    /' >> "$SUMMARY
 # on the H100 of 2026-11-25, 30 placements of the first ones did not fit 180 s; since each round's
 # profile also measures the mixed step, 12 of 20 steps did not fit 110 s (gpu_h200_r4.md), 10 of 16 took 109 s.
 # inception_v3 gets 6 placements of at most 6 steps (8 of 8 did not fit 110 s there; 6 of 6 took 102 s).
-for g in nmt inception_v3; do
+for g in ${FID_GRAPHS:-nmt inception_v3}; do
   n=${PLACEMENTS:-10} steps=16
   [ $g = inception_v3 ] && n=${PLACEMENTS:-6} steps=6
   step "fidelity $g on $MIXED" "${FID_LIMIT:-240}" "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements "$n" \
