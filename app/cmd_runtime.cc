@@ -34,7 +34,8 @@ struct ProfileArgs {
 
 std::string interval(const StepResult& r) {
   char b[160];
-  std::snprintf(b, sizeof b, "%.6f s, 95%% interval [%.6f, %.6f] (+-%.1f%%), %zu steps, stopped: %s", r.step_s,
+  std::snprintf(b, sizeof b, "%.6f s, %g%% interval [%.6f, %.6f] (+-%.1f%%), %zu steps, stopped: %s", r.step_s,
+                100 * kIntervalConfidence,
                 r.ci_low_s, r.ci_high_s, r.step_s > 0 ? 50 * (r.ci_high_s - r.ci_low_s) / r.step_s : 0.0,
                 r.samples_s.size(), r.stop.c_str());
   return b;
@@ -73,10 +74,15 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
       if (i != best) {
         const RankTest t = mann_whitney(rs[best].samples_s, rs[i].samples_s);
         const bool significant = t.significant();
-        std::printf("%s is %s than %s by %.1f%% (medians); Mann-Whitney U p = %.3g%s: %s at %g%%\n",
-                    a.compare[best].c_str(), "faster", a.compare[i].c_str(), 100 * (rs[i].step_s / rs[best].step_s - 1),
-                    t.p_value, t.exact ? " (exact)" : "", significant ? "significant" : "NOT significant",
-                    100 * kRankTestLevel);
+        char medians[160];
+        if (rs[i].step_s == rs[best].step_s)  // a significant test then says the spreads differ, not the middles
+          std::snprintf(medians, sizeof medians, "%s and %s have equal medians", a.compare[best].c_str(),
+                        a.compare[i].c_str());
+        else
+          std::snprintf(medians, sizeof medians, "%s is faster than %s by %.1f%% (medians)", a.compare[best].c_str(),
+                        a.compare[i].c_str(), 100 * (rs[i].step_s / rs[best].step_s - 1));
+        std::printf("%s; Mann-Whitney U p = %.3g%s: %s at %g%%\n", medians, t.p_value, t.exact ? " (exact)" : "",
+                    significant ? "significant" : "NOT significant", 100 * kRankTestLevel);
         j.field("slower_than_fastest", rs[i].step_s / rs[best].step_s - 1).field("p_value", t.p_value);
         j.field("significant", significant);
       }
@@ -160,7 +166,7 @@ void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
   cmd->add_option("--target", o->target_halfwidth,
-                  "Stop when the median's 95% interval is within this fraction of it (0: never)")
+                  "Stop when the median's " + interval_confidence_label() + " interval is within this fraction of it (0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.5));
   cmd->add_option("--budget", o->budget_s, "Stop after this many measured seconds, all placements together (0: none)")

@@ -23,6 +23,7 @@
 #include "placer/agent/train.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/stats.h"
 #include "placer/service/client.h"
 #include "placer/service/config.h"
 #include "placer/service/metrics.h"
@@ -294,8 +295,8 @@ void add_placing_queries(CLI::App* query, const std::shared_ptr<QueryArgs>& q, c
   add_graph_cluster_flags(evaluate, *q);
   evaluate->add_option("--placement", q->placement_file, "Placement JSON file");
   evaluate->add_flag("--measure", q->measure,
-                     "Measure it on the server's own devices (median step, 95% interval; the cluster must run there, "
-                     "e.g. --devices cpu:2)");
+                     "Measure it on the server's own devices (median step, " + interval_confidence_label() +
+                         " interval; the cluster must run there, e.g. --devices cpu:2)");
   evaluate->add_option("--measure-budget", q->measure_budget, "With --measure: seconds of measured steps at most")
       ->check(CLI::Range(0.0, 3600.0));
   evaluate->callback([send] { send("evaluate"); });

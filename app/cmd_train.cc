@@ -87,8 +87,9 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   std::printf("  %lld updates, %lld sampled placements, %.1f s\n", static_cast<long long>(r.updates),
               static_cast<long long>(r.samples), r.seconds);
   const bool measured = r.table != "simulated";
+  const std::string level = interval_confidence_label();
   std::printf("  every row %s%s\n", measured ? "measured side by side, interleaved, in one fresh run" : "simulated",
-              measured ? " (median step, 95% interval)" : "");
+              measured ? (" (median step, " + level + " interval)").c_str() : "");
   // The baselines, then the placements found outside the run (a fine-tuning run's
   // starting answer, the service's fast path), which the result is never worse than.
   std::vector<const BaselineResult*> rows;
@@ -98,7 +99,7 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   for (const BaselineResult* b : rows) w = std::max(w, static_cast<int>(b->method.size()));
   char rank_head[48];
   std::snprintf(rank_head, sizeof rank_head, "  rank test vs policy (%g%%)", 100 * kRankTestLevel);
-  std::printf("  %-*s %12s %25s %10s %10s%s\n", w, "method", "step (s)", measured ? "95% interval (s)" : "",
+  std::printf("  %-*s %12s %25s %10s %10s%s\n", w, "method", "step (s)", measured ? (level + " interval (s)").c_str() : "",
               "vs policy", "place (s)", measured ? rank_head : "");
   auto interval = [&](double lo, double hi) {
     char b[64] = "";

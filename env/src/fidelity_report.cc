@@ -11,6 +11,7 @@
 #include "placer/graphs/fields.h"
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/graphs/stats.h"
 
 namespace placer {
 namespace {
@@ -185,7 +186,8 @@ std::string FidelityReport::to_markdown() const {
     o << "The measurement against itself (round 1 vs round 2 of the same placements): Spearman "
       << format_number(retest_spearman, 3)
       << ". A simulator cannot rank placements more reliably than the measurement does.\n\n";
-  o << "| # | kind | measured s (median) | 95% interval | steps | simulated s | error | transfer MB "
+  o << "| # | kind | measured s (median) | " << interval_confidence_label()
+    << " interval | steps | simulated s | error | transfer MB "
        "|\n|---:|---|---:|---|---:|---:|---:|---:|\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];

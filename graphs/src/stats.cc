@@ -4,11 +4,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <numeric>
 
 #include "placer/graphs/error.h"
 
 namespace placer {
+
+std::string interval_confidence_label() {
+  char b[16];
+  std::snprintf(b, sizeof b, "%g%%", 100 * kIntervalConfidence);
+  return b;
+}
 
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0.0;

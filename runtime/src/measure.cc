@@ -84,7 +84,7 @@ bool done(Candidate& c, const MeasureOptions& o) {
     return true;
   }
   r.summarize();
-  if (o.target_halfwidth > 0 && r.ci_level >= 0.95 &&
+  if (o.target_halfwidth > 0 && r.ci_level >= kIntervalConfidence &&
       0.5 * (r.ci_high_s - r.ci_low_s) <= o.target_halfwidth * r.step_s) {
     r.stop = "target";
     return true;

@@ -90,6 +90,14 @@ TEST(Stats, RankTestVerdictAtTheProductsLevel) {
   EXPECT_FALSE(significant(-1.0));
 }
 
+// Every printed interval says its level from the constant the intervals are computed at.
+TEST(Stats, TheIntervalsLevelIsPrintedFromItsConstant) {
+  EXPECT_EQ(interval_confidence_label(), "95%");
+  std::vector<double> samples;
+  for (int i = 1; i <= 40; ++i) samples.push_back(i);
+  EXPECT_GE(median_interval(samples).level, kIntervalConfidence);
+}
+
 TEST(Stats, MannWhitneyWithTiesUsesTheNormalApproximation) {
   const RankTest t = mann_whitney({1, 1, 2, 2, 3}, {2, 3, 3, 4, 4});
   EXPECT_FALSE(t.exact);

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "placer/graphs/stats.h"
+
 namespace placer {
 
 enum class StepStatus : uint8_t { Ok, Oom, Timeout, Error };
@@ -42,7 +44,7 @@ struct StepResult {
 
   bool ok() const { return status == StepStatus::Ok; }
   // Recomputes step_s, iqr_s and the interval from samples_s (ok results).
-  void summarize(double confidence = 0.95);
+  void summarize(double confidence = kIntervalConfidence);
 };
 
 // One interval on a timeline lane (a device or a transfer channel).

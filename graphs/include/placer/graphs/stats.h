@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace placer {
@@ -26,7 +27,11 @@ struct MedianInterval {
   // Half the interval's width over the median (0 when the median is 0).
   double relative_halfwidth() const;
 };
-MedianInterval median_interval(const std::vector<double>& samples, double confidence = 0.95);
+// The confidence every measured step's interval is asked for ("95%" in every
+// table, reply and report prints this constant).
+inline constexpr double kIntervalConfidence = 0.95;
+std::string interval_confidence_label();  // "95%"
+MedianInterval median_interval(const std::vector<double>& samples, double confidence = kIntervalConfidence);
 
 // The level at which every verdict of the product calls a difference real
 // (`placer measure --compare`, the trainer's final table, learned jobs' replies).

@@ -44,8 +44,10 @@ struct MeasureOptions {
   // Interleaved runs: unmeasured steps a placement takes right before each of
   // its measured steps, so that the measured one follows its own step rather
   // than another placement's (0: none). Among nine placements interleaved, one
-  // or two measured 10-28% slower than alone; one re-warming step removed that in
-  // one run of two (bench/results/rewarm_cpu2.md), so it is not the default.
+  // or two measured 10-28% slower than at other times; one re-warming step removed
+  // that in one run of two, and later runs found the cost of copies between cores
+  // moving from minute to minute, alone or interleaved (bench/results/rewarm_cpu2.md).
+  // Not shown to help, so not the default.
   int rewarm_steps = 0;
   double timeout_s = 120.0;  // per step; past it the result is Timeout
   uint64_t seed = 0;         // inputs and params are drawn from it
