@@ -1,6 +1,7 @@
 // placer measure / placer profile: run a placed graph for real.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -41,6 +42,18 @@ std::string interval(const StepResult& r) {
   return b;
 }
 
+// The cross-core probe's reading over a measurement (StepResult::core_rtt_s); "" where it was not probed.
+std::string core_probe_text(const StepResult& r) {
+  if (r.core_rtt_s.empty()) return "";
+  const auto [low, high] = std::minmax_element(r.core_rtt_s.begin(), r.core_rtt_s.end());
+  char b[200];
+  std::snprintf(b, sizeof b,
+                "cross-core round trip %.0f ns (median; %.0f-%.0f ns over its steps): copies between CPU devices cost "
+                "more while it is high",
+                r.core_rtt_median_s() * 1e9, *low * 1e9, *high * 1e9);
+  return b;
+}
+
 // placer measure --compare A B ...: interleaved, then each against the fastest by a rank test.
 void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, const Cluster& cluster,
                  Runtime& runtime) {
@@ -57,6 +70,7 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
     std::printf("%-32s %s\n", a.compare[i].c_str(),
                 rs[i].ok() ? interval(rs[i]).c_str()
                            : (std::string(step_status_name(rs[i].status)) + ": " + rs[i].message).c_str());
+    if (rs[i].ok() && !rs[i].core_rtt_s.empty()) std::printf("%-32s %s\n", "", core_probe_text(rs[i]).c_str());
     if (rs[i].ok() && (best == rs.size() || rs[i].step_s < rs[best].step_s)) best = i;
   }
   if (best == rs.size()) throw InputError("measure: no placement ran");
@@ -70,6 +84,8 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
       j.field("steps", static_cast<int64_t>(rs[i].samples_s.size())).field("stop", rs[i].stop);
       j.begin_array("samples_s");  // every measured step, in the order taken
       for (double v : rs[i].samples_s) j.num(v);
+      j.end_array().begin_array("core_rtt_s");  // the cross-core probe before each of those steps
+      for (double v : rs[i].core_rtt_s) j.num(v);
       j.end_array();
       if (i != best) {
         const RankTest t = mann_whitney(rs[best].samples_s, rs[i].samples_s);
@@ -120,6 +136,7 @@ void run_measure(const MeasureArgs& a) {
   std::printf("graph %s on %s: step %s; IQR %.6f s, transfers %lld bytes\n", graph.name.c_str(), cluster.name.c_str(),
               interval(r).c_str(), r.iqr_s, static_cast<long long>(r.transfer_bytes));
   if (mg.spec()) std::printf("pipeline: %s\n", pipeline_figures_text(pipeline_figures(r, *mg.spec())).c_str());
+  if (!r.core_rtt_s.empty()) std::printf("%s\n", core_probe_text(r).c_str());
   for (const DeviceStats& d : r.devices)
     std::printf("  %-8s busy %.6f s  peak %lld bytes\n", d.device.c_str(), d.busy_s,
                 static_cast<long long>(d.peak_bytes));
@@ -150,6 +167,10 @@ void run_profile(const ProfileArgs& a) {
         costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s_per_byte() > 0
             ? " beyond the links"
             : " (none: the simulation already reaches the step)");
+    if (p.mixed.core_rtt_s > 0)
+      std::printf("  cross-core round trip %.0f ns while it ran (placer measure prints it too: copies cost more while "
+                  "it is high)\n",
+                  p.mixed.core_rtt_s * 1e9);
   }
 }
 

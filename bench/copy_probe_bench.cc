@@ -19,7 +19,6 @@
 #include <sched.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -54,34 +53,6 @@ struct Handoff {
   Clock::time_point sent;
   bool full = false, copied = false, done = false;
 };
-
-// Median round trip of a cache line between two spinning threads, in batches of 1000.
-double pingpong_s(int core_a, int core_b, int batches) {
-  std::atomic<int> ball{0};
-  const int total = batches * 1000;
-  std::thread other([&] {
-    pin(core_b);
-    for (int i = 0; i < total; ++i) {
-      while (ball.load(std::memory_order_acquire) != 2 * i + 1) {
-      }
-      ball.store(2 * i + 2, std::memory_order_release);
-    }
-  });
-  pin(core_a);
-  std::vector<double> per_trip;
-  for (int b = 0; b < batches; ++b) {
-    const auto t0 = Clock::now();
-    for (int j = 0; j < 1000; ++j) {
-      const int i = b * 1000 + j;
-      ball.store(2 * i + 1, std::memory_order_release);
-      while (ball.load(std::memory_order_acquire) != 2 * i + 2) {
-      }
-    }
-    per_trip.push_back(seconds_since(t0) / 1000);
-  }
-  other.join();
-  return placer::quantile(per_trip, 0.5);
-}
 
 [[noreturn]] void usage(const char* why) {
   std::fprintf(stderr, "copy_probe_bench: %s\nusage: copy_probe_bench [--bytes N] [--rounds N] [--cores A,B] [--json]\n",
@@ -168,7 +139,7 @@ int main(int argc, char** argv) {
   consumer.join();
   cross.erase(cross.begin(), cross.begin() + std::min<size_t>(3, cross.size()));
   handoff.erase(handoff.begin(), handoff.begin() + std::min<size_t>(3, handoff.size()));
-  const double pp = pingpong_s(core_a, core_b, 20) * 1e9;
+  const double pp = placer::cache_line_round_trip_s(core_a, core_b, 20, 1000) * 1e9;
   const double c = placer::quantile(cross, 0.5) * 1e6, s = placer::quantile(same, 0.5) * 1e6,
                w = placer::quantile(handoff, 0.5) * 1e6;
   if (json)

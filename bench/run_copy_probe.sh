@@ -8,6 +8,7 @@
 # Spearman correlation of each probe figure with round_robin / single, and an
 # SVG of both over time (OUT/copy_probe.svg).
 #   bash bench/run_copy_probe.sh [BUILD=build] [SECONDS=600] [OUT=/tmp/placer-copy-probe]
+# SECONDS=0 re-analyzes an earlier OUT/rounds.csv without measuring.
 # Run it on an otherwise idle machine.
 set -euo pipefail
 BUILD=${1:-build}
@@ -17,6 +18,9 @@ P="$BUILD/placer"
 PROBE="$BUILD/bench/copy_probe_bench"
 [ -x "$PROBE" ] || { echo "run_copy_probe: $PROBE missing (cmake --build $BUILD --target copy_probe_bench)" >&2; exit 2; }
 mkdir -p "$OUT"
+if [ "$SECONDS_WANTED" = 0 ]; then  # re-analyze OUT/rounds.csv only
+  [ -f "$OUT/rounds.csv" ] || { echo "run_copy_probe: SECONDS=0 re-analyzes $OUT/rounds.csv, which is missing" >&2; exit 2; }
+else
 "$P" graph build nmt --opt layers=2 --opt hidden=256 --opt steps=8 --opt batch=16 --opt vocab=2000 -o "$OUT/nmt.json" > /dev/null
 for m in round_robin single; do "$P" place --graph "$OUT/nmt.json" --devices cpu:2 --method "$m" -o "$OUT/$m.json" > /dev/null; done
 echo "t_s,round_robin_s,single_s,cross_4m_us,same_4m_us,handoff_us,pingpong_ns,cross_64k_us,same_64k_us" > "$OUT/rounds.csv"
@@ -37,6 +41,7 @@ print(f"{t},{m['round_robin.json']},{m['single.json']},{a['cross_us']},{a['same_
 PY
   tail -1 "$OUT/rounds.csv"
 done
+fi
 python3 - "$OUT" <<'PY'
 import csv, sys
 out = sys.argv[1]
@@ -87,6 +92,9 @@ svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" font-f
        f'<rect width="{W}" height="{H}" fill="white"/>', a, b,
        f'<text x="{L}" y="14" fill="#d62728">round_robin / single ({rlo:.3f}-{rhi:.3f})</text>',
        f'<text x="{L + 330}" y="14" fill="#1f77b4">cache-line round trip ({plo:.0f}-{phi:.0f} ns)</text>',
+       f'<line x1="{L}" y1="{H - 40}" x2="{W - 20}" y2="{H - 40}" stroke="#888"/>',
+       *[f'<text x="{L + (W - L - 20) * s / max(ts[-1], 1):.1f}" y="{H - 26}" text-anchor="middle">{s:.0f}</text>'
+         for s in range(0, int(ts[-1]) + 1, max(60, int(ts[-1]) // 10 // 60 * 60))],
        f'<text x="{W // 2}" y="{H - 8}" text-anchor="middle">seconds since the start (each line scaled to its own range)</text>',
        "</svg>"]
 open(f"{out}/copy_probe.svg", "w").write("\n".join(svg) + "\n")

@@ -47,7 +47,7 @@ Profile mean_profile(const std::vector<Profile>& rounds) {
   for (size_t i = 0; i < mean.ops.size(); ++i) index[{mean.ops[i].op, mean.ops[i].device}] = i;
   std::vector<Mean> op_s(mean.ops.size()), contended(mean.ops.size()), alpha(mean.links.size()),
       per_byte(mean.links.size());  // seconds per byte (1 / beta)
-  Mean overhead, gpu_overhead, gpu_scale, gpu_step, mixed;
+  Mean overhead, gpu_overhead, gpu_scale, gpu_step, mixed, mixed_rtt;
   for (const Profile& r : rounds) {
     for (const OpTiming& t : r.ops) {
       const auto it = index.find({t.op, t.device});
@@ -64,6 +64,7 @@ Profile mean_profile(const std::vector<Profile>& rounds) {
     if (r.gpu_step_s > 0) gpu_step.add(r.gpu_step_s);
     gpu_scale.add(r.gpu_op_scale);
     if (r.mixed.step_s > 0 && r.mixed.devices == mean.mixed.devices) mixed.add(r.mixed.step_s);
+    if (r.mixed.core_rtt_s > 0 && r.mixed.devices == mean.mixed.devices) mixed_rtt.add(r.mixed.core_rtt_s);
   }
   for (size_t i = 0; i < mean.ops.size(); ++i) {
     mean.ops[i].seconds = op_s[i].get(mean.ops[i].seconds);
@@ -79,6 +80,7 @@ Profile mean_profile(const std::vector<Profile>& rounds) {
   mean.gpu_step_s = gpu_step.get(-1.0);
   mean.gpu_op_scale = gpu_scale.get(1.0);
   mean.mixed.step_s = mixed.get(-1.0);
+  mean.mixed.core_rtt_s = mixed_rtt.get(-1.0);
   return mean;
 }
 

@@ -22,6 +22,8 @@ const char* step_status_name(StepStatus status) {
   return "error";
 }
 
+double StepResult::core_rtt_median_s() const { return quantile(core_rtt_s, 0.5); }
+
 void StepResult::summarize(double confidence) {
   if (samples_s.empty()) return;
   const MedianInterval m = median_interval(samples_s, confidence);

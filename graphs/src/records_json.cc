@@ -191,6 +191,7 @@ struct JsonMixedStep {
   template <class A>
   void save(A& ar) const {
     ar(make_nvp("devices", m->devices), make_nvp("step_s", m->step_s));
+    if (m->core_rtt_s >= 0) ar(make_nvp("core_rtt_s", m->core_rtt_s));
   }
 };
 }  // namespace
@@ -245,6 +246,11 @@ Profile profile_from_json(const std::string& text) {
     for (rj::SizeType i = 0; i < devices.Size(); ++i)
       p.mixed.devices.push_back(r.string(devices[i], detail::concat("mixed_step devices[", i, "]"), "device"));
     if (p.mixed.devices.size() < 2) r.fail("mixed_step", "devices", "needs at least two devices");
+    if (mixed->HasMember("core_rtt_s")) {
+      p.mixed.core_rtt_s = r.number((*mixed)["core_rtt_s"], "mixed_step", "core_rtt_s");
+      if (!(p.mixed.core_rtt_s > 0 && p.mixed.core_rtt_s < 1e-3))
+        r.fail("mixed_step", "core_rtt_s", "must be a number of seconds in (0, 0.001) (leave it out when not probed)");
+    }
     for (size_t i = 0; i < p.mixed.devices.size(); ++i)
       for (size_t j = 0; j < i; ++j)
         if (p.mixed.devices[i] == p.mixed.devices[j])
@@ -327,7 +333,7 @@ std::string step_result_to_json(const StepResult& result) {
        make_nvp("steps", static_cast<int64_t>(result.samples_s.size())), make_nvp("samples_s", result.samples_s),
        make_nvp("devices", devices), make_nvp("transfer_bytes", result.transfer_bytes),
        make_nvp("oom_device", result.oom_device), make_nvp("oom_needed_bytes", result.oom_needed_bytes),
-       make_nvp("oom_capacity_bytes", result.oom_capacity_bytes));
+       make_nvp("oom_capacity_bytes", result.oom_capacity_bytes), make_nvp("core_rtt_s", result.core_rtt_s));
   });
 }
 
@@ -351,6 +357,10 @@ StepResult step_result_from_json(const std::string& text) {
   s.ci_level = r.opt_number(doc, "ci_level", "", 0.0);
   s.stop = r.opt_string(doc, "stop", "");
   if (const rj::Value* v = r.member(doc, "samples_s")) s.samples_s = r.numbers(*v, "", "samples_s");
+  if (const rj::Value* v = r.member(doc, "core_rtt_s")) s.core_rtt_s = r.numbers(*v, "", "core_rtt_s");
+  if (s.core_rtt_s.size() > s.samples_s.size())
+    r.fail("", "core_rtt_s", detail::concat("has ", s.core_rtt_s.size(), " entries, more than samples_s's ",
+                                            s.samples_s.size(), " (one per step this measurement took)"));
   if (const rj::Value* devices = r.member(doc, "devices")) {
     r.array(*devices, "", "devices");
     for (rj::SizeType i = 0; i < devices->Size(); ++i) {

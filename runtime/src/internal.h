@@ -3,6 +3,7 @@
 //   kernels.cc   OpCall: one graph op turned into a dispatcher call
 //   plan.cc      KernelPlan: the shared execution rules (graphs/exec_plan.h) plus kernels and autograd state
 //   executor.cc  Executor (threads, steps)
+//   probe.cc     the cross-core probe (runtime.h: cache_line_round_trip_s)
 #pragma once
 
 #include <ATen/ATen.h>
@@ -260,6 +261,7 @@ class Executor {
   explicit Executor(std::vector<DeviceCtx> devices);
   ~Executor();
   const std::vector<DeviceCtx>& devices() const { return devices_; }
+  double spin_s() const { return spin_s_; }  // how long an idle worker spins before it sleeps
   // A copy between two CPU devices is made by the destination's own executor
   // thread, ahead of its queued ops (a memcpy needs a core, and the
   // destination's is the one that waits for it); other pairs use the link's

@@ -7,6 +7,8 @@
 #include <deque>
 #include <random>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "internal.h"
@@ -150,6 +152,36 @@ bool out_of_budget(Candidate& c, const MeasureOptions& o, double spent) {
   return false;
 }
 
+// The cross-core probe (StepResult::core_rtt_s): the first cores of the first
+// two pinned CPU devices, read at most every kProbeEvery seconds at a round's
+// start (the spells it catches last seconds) once the executor's idle threads
+// on those cores have stopped spinning, so that they do not share its cores.
+class CoreProbe {
+ public:
+  explicit CoreProbe(const Executor& ex) : spin_s_(ex.spin_s()) {
+    for (const DeviceCtx& d : ex.devices())
+      if (d.kind == DeviceKind::Cpu && !d.cores.empty()) cores_.push_back(d.cores.front());
+  }
+  bool on() const { return cores_.size() >= 2; }
+  // The latest reading, probing first when it is due.
+  double read() {
+    const auto now = std::chrono::steady_clock::now();
+    if (last_ < 0 || std::chrono::duration<double>(now - when_).count() >= kProbeEvery) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(spin_s_ + 200e-6));
+      last_ = cache_line_round_trip_s(cores_[0], cores_[1], 4, 250);
+      when_ = std::chrono::steady_clock::now();
+    }
+    return last_;
+  }
+
+ private:
+  static constexpr double kProbeEvery = 0.25;
+  double spin_s_;
+  std::vector<int> cores_;
+  double last_ = -1;
+  std::chrono::steady_clock::time_point when_;
+};
+
 // Measured rounds: one step of each active candidate per round, until none is
 // active. Each round takes the candidates in a fresh order drawn from the seed:
 // a step can leave the machine worse for the next one (threads still spinning,
@@ -165,8 +197,10 @@ void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOpt
   const bool shuffled = shuffled_rounds();
   std::vector<Candidate*> order;
   const Candidate* last = cands.empty() ? nullptr : &cands.back();  // whose step ran last (the warm-up's)
+  CoreProbe probe(ex);
   for (bool any = true; any;) {
     any = false;
+    const double rtt = probe.on() ? probe.read() : -1;
     order.clear();
     for (Candidate& c : cands)
       if (c.active) order.push_back(&c);
@@ -183,6 +217,7 @@ void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOpt
       last = &c;
       if (!c.active || !step(ex, c, o, true, nullptr)) continue;
       spent += c.result.samples_s.back();
+      if (rtt >= 0) c.result.core_rtt_s.push_back(rtt);
       if (o.on_step) o.on_step(c.index, c.result.samples_s.back());
       if (done(c, o))
         c.active = false;

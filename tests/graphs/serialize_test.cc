@@ -500,6 +500,15 @@ TEST(SerializeProfile, MixedStepRoundTripsAndIsChecked) {
   EXPECT_NE(m.find("mixed_step devices[1]: device"), std::string::npos) << m;
   m = error(R"({"step_s":0.1})");
   EXPECT_NE(m.find("mixed_step: devices: missing required field"), std::string::npos) << m;
+  // The cross-core probe while it ran: left out when not probed, kept when it was, checked.
+  EXPECT_EQ(profile_to_json(p).find("core_rtt_s"), std::string::npos);
+  EXPECT_LT(back.mixed.core_rtt_s, 0.0);
+  p.mixed.core_rtt_s = 8.75e-8;
+  EXPECT_EQ(profile_from_json(profile_to_json(p)).mixed.core_rtt_s, 8.75e-8);
+  for (const char* bad : {"0", "-1e-7", "0.5"}) {
+    m = error(std::string(R"({"devices":["cpu:0","cpu:1"],"step_s":0.1,"core_rtt_s":)") + bad + "}");
+    EXPECT_NE(m.find("mixed_step: core_rtt_s: must be a number of seconds in (0, 0.001)"), std::string::npos) << m;
+  }
 }
 
 TEST(SerializeStepResult, RoundTrip) {
@@ -514,7 +523,9 @@ TEST(SerializeStepResult, RoundTrip) {
   r.oom_device = "cuda:1";
   r.oom_needed_bytes = 5;
   r.oom_capacity_bytes = 4;
+  r.core_rtt_s = {9e-8, 3.7e-7};
   const StepResult b = step_result_from_json(step_result_to_json(r));
+  EXPECT_EQ(b.core_rtt_s, r.core_rtt_s);
   EXPECT_EQ(b.status, StepStatus::Oom);
   EXPECT_EQ(b.message, r.message);
   EXPECT_EQ(b.step_s, 0.125);
@@ -528,6 +539,12 @@ TEST(SerializeStepResult, RoundTrip) {
   const std::string msg = error_of<InputError>(
       [] { step_result_from_json(R"({"format":"placer.step_result","version":1,"status":"meh"})"); });
   EXPECT_NE(msg.find("unknown status 'meh'"), std::string::npos) << msg;
+  // One probe reading per step this measurement took: never more readings than steps.
+  const std::string pmsg = error_of<InputError>([] {
+    step_result_from_json(
+        R"({"format":"placer.step_result","version":1,"status":"ok","samples_s":[0.1],"core_rtt_s":[1e-7,2e-7]})");
+  });
+  EXPECT_NE(pmsg.find("core_rtt_s: has 2 entries, more than samples_s's 1"), std::string::npos) << pmsg;
 }
 
 }  // namespace

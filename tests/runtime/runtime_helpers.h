@@ -2,6 +2,8 @@
 // hand-built graphs, placements and value comparisons.
 #pragma once
 
+#include <sched.h>
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -69,6 +71,12 @@ inline Graph hand_mlp() {
 }
 
 inline Cluster cpus(int n) { return parse_device_list("cpu:" + std::to_string(n)); }
+// The cores this process may run on (cpu:N pins each device to its own share of them).
+inline int allowed_core_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+}
 
 // A placement honouring co-location: each group on a seeded random device.
 inline Placement random_placement(const Graph& g, int devices, uint32_t seed) {

@@ -37,6 +37,12 @@ struct StepResult {
   std::string stop;
   std::vector<DeviceStats> devices;
   int64_t transfer_bytes = 0;  // bytes moved between devices in one step
+  // Measured over two or more pinned CPU devices: a cache line's round trip
+  // between the first cores of the first two, probed before each round, one
+  // entry per step this measurement took (the last core_rtt_s.size() of
+  // samples_s; samples given beforehand have none). On a VM it moves in spells,
+  // and copies between those devices cost more then (copy_probe_cpu2.md).
+  std::vector<double> core_rtt_s;
   // status == Oom: the device that overflowed and the bytes it would have needed.
   std::string oom_device;
   int64_t oom_needed_bytes = 0;
@@ -45,6 +51,7 @@ struct StepResult {
   bool ok() const { return status == StepStatus::Ok; }
   // Recomputes step_s, iqr_s and the interval from samples_s (ok results).
   void summarize(double confidence = kIntervalConfidence);
+  double core_rtt_median_s() const;  // the median of core_rtt_s; 0 when none
 };
 
 // One interval on a timeline lane (a device or a transfer channel).

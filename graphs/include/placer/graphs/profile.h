@@ -38,6 +38,10 @@ struct LinkFit {
 struct MixedStep {
   std::vector<std::string> devices;  // the devices dealt to, in order
   double step_s = -1.0;              // median measured step; < 0: not measured
+  // The cross-core probe while it was measured (StepResult::core_rtt_s's
+  // median): the copy cost fitted on this step holds the cores' state then.
+  // < 0: not probed (GPU splits, older profiles).
+  double core_rtt_s = -1.0;
 };
 
 struct Profile {

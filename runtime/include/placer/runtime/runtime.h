@@ -124,6 +124,14 @@ class Runtime {
 // (main() does); Runtime's constructor calls it too.
 void configure_host_memory();
 
+// The median round trip of a cache line passed between two spinning threads
+// pinned to core_a and core_b, in `batches` of `trips_per_batch`: where the two
+// cores sit now. The measurement protocol reads it beside every round on two or
+// more pinned CPU devices (StepResult::core_rtt_s). On the 2-core VM it read
+// ~88 ns, and 350-430 ns in spells in which copies between cpu:0 and cpu:1
+// cost more (bench/results/copy_probe_cpu2.md).
+double cache_line_round_trip_s(int core_a, int core_b, int batches = 4, int trips_per_batch = 250);
+
 // Whether this build/machine can run CUDA devices.
 bool cuda_available();
 int cuda_device_count();
