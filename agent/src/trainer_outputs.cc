@@ -195,6 +195,13 @@ void Trainer::measure_rows(TrainResult* res) {
       of_row[i]->p_vs_policy = mann_whitney(rs[i].samples_s, rs[0].samples_s).p_value;
   }
   res->table = "measured side by side";
+  std::vector<double> rtt;  // the rows share their rounds: every row's readings
+  for (const StepResult& r : rs) rtt.insert(rtt.end(), r.core_rtt_s.begin(), r.core_rtt_s.end());
+  if (!rtt.empty()) {
+    res->table_core_rtt_s = quantile(rtt, 0.5);
+    res->table_core_rtt_low_s = *std::min_element(rtt.begin(), rtt.end());
+    res->table_core_rtt_high_s = *std::max_element(rtt.begin(), rtt.end());
+  }
 }
 
 void Trainer::pick_finalist(TrainResult* res) {
@@ -320,6 +327,8 @@ void Trainer::write_summary(const TrainResult& res) {
     << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]"
     << (res.policy_failed.empty() ? "" : ",\n  \"policy_failed\": " + json_quote(res.policy_failed))
     << finalists_json(res.finalists) << ",\n  \"table\": " << json_quote(res.table)
+    << ",\n  \"table_core_rtt_s\": [" << num(res.table_core_rtt_s) << ", " << num(res.table_core_rtt_low_s) << ", "
+    << num(res.table_core_rtt_high_s) << "]"
     << ",\n  \"measurements\": " << res.measurements << ",\n  \"measured_steps\": " << res.measured_steps
     << ",\n  \"calibration\": {\"refits\": " << res.calibrations << ", \"step_scale\": " << num(res.step_scale)
     << ", \"cpu_gpu_link_factor\": " << num(res.link_factor) << "}"

@@ -335,6 +335,11 @@ struct TrainResult {
   // How the final table's rows were made: "simulated", or "measured side by
   // side" (one fresh interleaved run of every row, intervals in ci_*).
   std::string table = "simulated";
+  // Measured side by side on two or more pinned CPU devices: the cross-core
+  // probe over the table's steps (StepResult::core_rtt_s), median and range;
+  // 0 where not probed. Copy-heavy rows are slower while it is high
+  // (bench/results/copy_probe_cpu2.md), so the table says when it ran.
+  double table_core_rtt_s = 0.0, table_core_rtt_low_s = 0.0, table_core_rtt_high_s = 0.0;
   int64_t measurements = 0;    // placements run for real during training (hybrid: the best of each batch, ...)
   int64_t measured_steps = 0;  // steps run for them (warm-up excluded)
   // Hybrid: how often the simulator was refit to measurements, its step scale
