@@ -24,6 +24,7 @@
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/pipeline.h"
 #include "placer/graphs/serialize.h"
+#include "placer/graphs/stats.h"
 #include "placer/runtime/runtime.h"
 
 namespace placer::cli {
@@ -172,6 +173,7 @@ struct FidelityMeasurements {
   std::vector<StepResult> best;
   std::vector<bool> failed;
   std::vector<std::vector<double>> round_s, samples;
+  std::vector<double> round_core_rtt_s;  // the probe's median over each round's steps (where probed)
 };
 
 // One round's interleaved measurement of the placements that have not failed, pooled into m.
@@ -188,6 +190,9 @@ void measure_round(Runtime& runtime, const RunGraph& run, const NamedPlacements&
   // Each round is a full measurement of its own (its median is the round's
   // figure); the point's figure pools every round's samples.
   const std::vector<StepResult> results = runtime.measure_interleaved(run.graph(), batch, a.protocol);
+  std::vector<double> rtt;  // the placements share their rounds: every one's readings
+  for (const StepResult& r : results) rtt.insert(rtt.end(), r.core_rtt_s.begin(), r.core_rtt_s.end());
+  if (!rtt.empty()) m.round_core_rtt_s.push_back(quantile(rtt, 0.5));
   for (size_t k = 0; k < live.size(); ++k) {
     const size_t i = live[k];
     const StepResult& r = results[k];
@@ -268,6 +273,9 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   report.per_op_overhead_s = profile.per_op_overhead_s;
   report.copy_s_per_byte = costs.group_copy_s_per_byte();
   report.cross_copy_s_per_byte = costs.cross_copy_s_per_byte();
+  for (const Profile& r : m.rounds)
+    if (r.mixed.core_rtt_s > 0) report.core_rtt_profiled_s.push_back(r.mixed.core_rtt_s);
+  report.core_rtt_measured_s = m.round_core_rtt_s;
   for (size_t i = 0; i < placements.size(); ++i) {
     if (m.failed[i]) {
       ++report.failed;

@@ -89,6 +89,13 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
   if (const auto v = top.get("copy_s_per_byte").number()) r.copy_s_per_byte = *v;
   if (const auto v = top.get("cross_copy_s_per_byte").number()) r.cross_copy_s_per_byte = *v;
   r.failed = static_cast<int>(number(top, "failed"));
+  for (auto [key, out] : {std::pair{"core_rtt_profiled_s", &r.core_rtt_profiled_s},
+                          std::pair{"core_rtt_measured_s", &r.core_rtt_measured_s}}) {
+    const JsonNode v = top.get(key);
+    if (!v.present() || v.is_null()) continue;
+    if (!v.is_list()) top.fail(key, "expected a list, got " + v.describe());
+    for (size_t k = 0; k < v.size(); ++k) out->push_back(top.number(v.at(k), index_path(key, k)));
+  }
   const JsonNode points = top.need("points");
   if (!points.is_list()) top.fail("points", "expected a list, got " + points.describe());
   for (size_t i = 0; i < points.size(); ++i) {
@@ -129,6 +136,13 @@ std::string FidelityReport::to_json() const {
     << ",\n  \"per_op_overhead_s\": " << format_number(per_op_overhead_s);
   if (copy_s_per_byte > 0) o << ",\n  \"copy_s_per_byte\": " << format_number(copy_s_per_byte);
   if (cross_copy_s_per_byte > 0) o << ",\n  \"cross_copy_s_per_byte\": " << format_number(cross_copy_s_per_byte);
+  for (auto [key, values] : {std::pair{"core_rtt_profiled_s", &core_rtt_profiled_s},
+                             std::pair{"core_rtt_measured_s", &core_rtt_measured_s}}) {
+    if (values->empty()) continue;
+    o << ",\n  \"" << key << "\": [";
+    for (size_t k = 0; k < values->size(); ++k) o << (k ? ", " : "") << format_number((*values)[k], 4);
+    o << "]";
+  }
   o << ",\n  \"placements\": " << points.size() << ",\n  \"failed\": " << failed
     << ",\n  \"spearman\": " << format_number(spearman) << ",\n  \"kendall_tau_b\": " << format_number(kendall)
     << ",\n  \"mape\": " << format_number(mape) << ",\n  \"retest_spearman\": "
@@ -176,6 +190,16 @@ std::string FidelityReport::to_markdown() const {
       o << " Without it, on the same measurements: Spearman " << format_number(spearman_unfitted, 3) << ", MAPE "
         << format_number(100 * mape_unfitted, 3) << "%.";
     o << "\n\n";
+  }
+  if (!core_rtt_profiled_s.empty() || !core_rtt_measured_s.empty()) {
+    auto ns = [](const std::vector<double>& v) {
+      std::string s;
+      for (double x : v) s += (s.empty() ? "" : ", ") + format_number(x * 1e9, 3);
+      return s.empty() ? std::string("-") : s + " ns";
+    };
+    o << "Cross-core round trip (the protocol's probe; copies between CPU devices cost more while it is high): "
+      << ns(core_rtt_profiled_s) << " while each round's profile measured its mixed step, " << ns(core_rtt_measured_s)
+      << " (medians) while each round's placements were measured.\n\n";
   }
   o << "Goal: Spearman >= 0.9 and MAPE <= 10%: " << (spearman >= 0.9 && mape <= 0.10 ? "met" : "NOT met") << ".\n\n";
   if (!std::isnan(spearman_other_calibration))

@@ -164,6 +164,37 @@ TEST(Fidelity, ReportReadsBackFromItsJsonWithTheRetestFigure) {
   }
 }
 
+// The cross-core probe per round (while profiled, while measured): absent from a
+// report that has none, written, read back and said in the markdown when present.
+TEST(Fidelity, ReportKeepsTheCrossCoreProbePerRound) {
+  FidelityReport r;
+  r.graph = "g";
+  r.devices = "cpu:2";
+  r.points = {{"single", 1.0, 0.01, 1.1, 0}, {"split", 2.0, 0.02, 1.8, 100}};
+  r.compute_statistics();
+  EXPECT_EQ(r.to_json().find("core_rtt"), std::string::npos);
+  EXPECT_EQ(r.to_markdown().find("Cross-core round trip"), std::string::npos);
+  EXPECT_TRUE(FidelityReport::from_json(r.to_json()).core_rtt_measured_s.empty());
+  r.core_rtt_profiled_s = {8.8e-8, 3.74e-7};
+  r.core_rtt_measured_s = {9.1e-8, 4.22e-7};
+  const FidelityReport back = FidelityReport::from_json(r.to_json());
+  EXPECT_EQ(back.core_rtt_profiled_s, r.core_rtt_profiled_s);
+  EXPECT_EQ(back.core_rtt_measured_s, r.core_rtt_measured_s);
+  EXPECT_EQ(back.to_json(), r.to_json());
+  EXPECT_NE(r.to_markdown().find("88, 374 ns while each round's profile measured its mixed step, 91, 422 ns (medians)"),
+            std::string::npos)
+      << r.to_markdown();
+  std::string bad = r.to_json();
+  const size_t at = bad.find("\"core_rtt_measured_s\": [");
+  bad.replace(at, bad.find(']', at) + 1 - at, "\"core_rtt_measured_s\": 3");
+  try {
+    FidelityReport::from_json(bad);
+    ADD_FAILURE() << "a probe that is not a list was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("core_rtt_measured_s: expected a list"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Fidelity, PipelineReportNamesItsObjectiveAndReadsBack) {
   FidelityReport r;
   r.graph = "g";

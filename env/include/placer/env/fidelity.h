@@ -86,6 +86,12 @@ struct FidelityReport {
   // the twentieth session) or "fastest_round" (each op's fastest round: reports
   // made before, whose JSON names none).
   std::string calibration = "rounds_mean";
+  // The cross-core probe (StepResult::core_rtt_s), one entry per round: while
+  // its profile's mixed step ran (the copy cost is fitted there), and the
+  // median while its placements were measured. Empty: not probed (one CPU
+  // device, a GPU split, older reports). Copy-heavy placements measure slower
+  // while it is high (bench/results/copy_probe_cpu2.md).
+  std::vector<double> core_rtt_profiled_s, core_rtt_measured_s;
   const char* other_calibration() const { return calibration == "rounds_mean" ? "fastest_round" : "rounds_mean"; }
   std::vector<FidelityPoint> points;  // ok measurements only
   int failed = 0;                     // placements whose measurement failed
