@@ -164,14 +164,20 @@ TEST(Fidelity, ReportReadsBackFromItsJsonWithTheRetestFigure) {
   }
 }
 
-// The cross-core probe per round (while profiled, while measured): absent from a
-// report that has none, written, read back and said in the markdown when present.
-TEST(Fidelity, ReportKeepsTheCrossCoreProbePerRound) {
+// A step report of two points on cpu:2, its statistics computed.
+FidelityReport two_point_report() {
   FidelityReport r;
   r.graph = "g";
   r.devices = "cpu:2";
   r.points = {{"single", 1.0, 0.01, 1.1, 0}, {"split", 2.0, 0.02, 1.8, 100}};
   r.compute_statistics();
+  return r;
+}
+
+// The cross-core probe per round (while profiled, while measured): absent from a
+// report that has none, written, read back and said in the markdown when present.
+TEST(Fidelity, ReportKeepsTheCrossCoreProbePerRound) {
+  FidelityReport r = two_point_report();
   EXPECT_EQ(r.to_json().find("core_rtt"), std::string::npos);
   EXPECT_EQ(r.to_markdown().find("Cross-core round trip"), std::string::npos);
   EXPECT_TRUE(FidelityReport::from_json(r.to_json()).core_rtt_measured_s.empty());
@@ -196,11 +202,7 @@ TEST(Fidelity, ReportKeepsTheCrossCoreProbePerRound) {
 }
 
 TEST(Fidelity, PipelineReportNamesItsObjectiveAndReadsBack) {
-  FidelityReport r;
-  r.graph = "g";
-  r.devices = "cpu:2";
-  r.points = {{"single", 1.0, 0.01, 1.1, 0}, {"split", 2.0, 0.02, 1.8, 100}};
-  r.compute_statistics();
+  FidelityReport r = two_point_report();
   const std::string step_json = r.to_json();
   EXPECT_EQ(step_json.find("objective"), std::string::npos);  // a step report is as before
   EXPECT_EQ(FidelityReport::from_json(step_json).pipeline, std::nullopt);
