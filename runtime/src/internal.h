@@ -337,6 +337,11 @@ struct Runtime::Impl {
 
 // ---------------------------------------------------------------- profile.cc
 
+// The cross-core probe (probe.cc) on this executor's cores: one reading between
+// the first cores of the first two pinned CPU devices, taken once the executor's
+// idle threads there have stopped spinning; -1 with fewer than two such devices.
+double read_core_probe(const Executor& ex);
+
 // Runtime::profile on the runtime's executor (one measurement at a time: the
 // caller holds its lock). Throws InputError when a profiling step fails.
 Profile profile_graph(Executor& executor, const Cluster& cluster, const Graph& graph, const ProfileOptions& options);

@@ -158,26 +158,22 @@ bool out_of_budget(Candidate& c, const MeasureOptions& o, double spent) {
 // on those cores have stopped spinning, so that they do not share its cores.
 class CoreProbe {
  public:
-  explicit CoreProbe(const Executor& ex) : spin_s_(ex.spin_s()) {
-    for (const DeviceCtx& d : ex.devices())
-      if (d.kind == DeviceKind::Cpu && !d.cores.empty()) cores_.push_back(d.cores.front());
-  }
-  bool on() const { return cores_.size() >= 2; }
-  // The latest reading, probing first when it is due.
+  explicit CoreProbe(const Executor& ex) : ex_(ex) {}
+  // The latest reading (-1: nothing to probe), probing first when it is due.
   double read() {
     const auto now = std::chrono::steady_clock::now();
-    if (last_ < 0 || std::chrono::duration<double>(now - when_).count() >= kProbeEvery) {
-      std::this_thread::sleep_for(std::chrono::duration<double>(spin_s_ + 200e-6));
-      last_ = cache_line_round_trip_s(cores_[0], cores_[1], 4, 250);
+    if (!read_ || std::chrono::duration<double>(now - when_).count() >= kProbeEvery) {
+      last_ = read_core_probe(ex_);
       when_ = std::chrono::steady_clock::now();
+      read_ = true;
     }
     return last_;
   }
 
  private:
   static constexpr double kProbeEvery = 0.25;
-  double spin_s_;
-  std::vector<int> cores_;
+  const Executor& ex_;
+  bool read_ = false;
   double last_ = -1;
   std::chrono::steady_clock::time_point when_;
 };
@@ -200,7 +196,7 @@ void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOpt
   CoreProbe probe(ex);
   for (bool any = true; any;) {
     any = false;
-    const double rtt = probe.on() ? probe.read() : -1;
+    const double rtt = probe.read();
     order.clear();
     for (Candidate& c : cands)
       if (c.active) order.push_back(&c);

@@ -7,6 +7,7 @@
 #include <thread>
 #include <vector>
 
+#include "internal.h"
 #include "placer/graphs/stats.h"
 #include "placer/runtime/runtime.h"
 
@@ -49,6 +50,15 @@ double cache_line_round_trip_s(int core_a, int core_b, int batches, int trips_pe
   self.join();
   other.join();
   return quantile(per_trip, 0.5);
+}
+
+double read_core_probe(const Executor& ex) {
+  std::vector<int> cores;
+  for (const DeviceCtx& d : ex.devices())
+    if (d.kind == DeviceKind::Cpu && !d.cores.empty()) cores.push_back(d.cores.front());
+  if (cores.size() < 2) return -1;
+  std::this_thread::sleep_for(std::chrono::duration<double>(ex.spin_s() + 200e-6));
+  return cache_line_round_trip_s(cores[0], cores[1]);
 }
 
 }  // namespace placer

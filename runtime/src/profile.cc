@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <thread>
@@ -118,6 +119,7 @@ struct Profiler {
   std::vector<double> overheads;      // executor time per op, from the CPU steps
   double gpu_overhead_s = -1.0;       // the same on a GPU, from its steps (< 0: no GPU)
   double cpu_step_s = 0.0;            // median step of the graph on the first CPU device
+  double start_core_rtt_s = -1.0;     // the cross-core probe at the profile's start (< 0: not probed)
 
   // Runs `steps` steps of a plan after one warm-up step; returns each op's
   // samples (as timed inside the steps) and each step's time.
@@ -354,7 +356,25 @@ void Profiler::time_mixed() {
   if (devices.empty()) return;
   MeasureOptions mo;
   mo.measured_steps = mo.max_steps = std::max(9, 3 * options.repetitions);
-  const StepResult split = protocol_steps(executor, cluster, graph, {round_robin_groups(graph, devices)}, mo).front();
+  const Placement round_robin = round_robin_groups(graph, devices);
+  StepResult split = protocol_steps(executor, cluster, graph, {round_robin}, mo).front();
+  // Measured in a slow spell of copies between the cores (the probe over twice
+  // what it read at the profile's start; copy_probe_cpu2.md), the copy cost
+  // fitted here would carry the spell into every simulation with this profile
+  // (rnnlm in fidelity_s22_probe/: 450 ns here, 81-85 ns everywhere else).
+  // Spells mostly last seconds: wait and measure again, twice at most, and keep
+  // the step taken at the lowest reading.
+  for (int retry = 0; retry < 2 && split.ok() && start_core_rtt_s > 0 &&
+                      split.core_rtt_median_s() > 2 * start_core_rtt_s;
+       ++retry) {
+    std::fprintf(stderr,
+                 "placer: profile: the cross-core probe read %.0f ns during the split step, %.0f ns at the "
+                 "profile's start (a slow spell of copies between the cores): measuring it again in 2 s\n",
+                 split.core_rtt_median_s() * 1e9, start_core_rtt_s * 1e9);
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+    StepResult again = protocol_steps(executor, cluster, graph, {round_robin}, mo).front();
+    if (again.ok() && again.core_rtt_median_s() < split.core_rtt_median_s()) split = std::move(again);
+  }
   if (!split.ok()) {
     std::fprintf(stderr,
                  "placer: profile: the step split round robin over %zu devices failed (%s: %s); the profile "
@@ -391,6 +411,7 @@ Profile profile_graph(Executor& executor, const Cluster& cluster, const Graph& g
   p.prof.graph = graph.name;
   p.prof.devices = cluster.name;
   p.prof.host = host_description();
+  p.start_core_rtt_s = read_core_probe(executor);
   p.time_ops();
   p.time_contention();
   p.time_links();
