@@ -44,8 +44,11 @@ std::string interval(const StepResult& r) {
 
 // The cross-core probe's reading over a measurement (StepResult::core_rtt_s); "" where it was not probed.
 std::string core_probe_text(const StepResult& r) {
-  if (r.core_rtt_s.empty()) return "";
-  const auto [low, high] = std::minmax_element(r.core_rtt_s.begin(), r.core_rtt_s.end());
+  std::vector<double> read;  // 0: the probe could not be read that round
+  for (double v : r.core_rtt_s)
+    if (v > 0) read.push_back(v);
+  if (read.empty()) return "";
+  const auto [low, high] = std::minmax_element(read.begin(), read.end());
   char b[200];
   std::snprintf(b, sizeof b,
                 "cross-core round trip %.0f ns (median; %.0f-%.0f ns over its steps): copies between CPU devices cost "
@@ -70,7 +73,7 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
     std::printf("%-32s %s\n", a.compare[i].c_str(),
                 rs[i].ok() ? interval(rs[i]).c_str()
                            : (std::string(step_status_name(rs[i].status)) + ": " + rs[i].message).c_str());
-    if (rs[i].ok() && !rs[i].core_rtt_s.empty()) std::printf("%-32s %s\n", "", core_probe_text(rs[i]).c_str());
+    if (rs[i].ok() && !core_probe_text(rs[i]).empty()) std::printf("%-32s %s\n", "", core_probe_text(rs[i]).c_str());
     if (rs[i].ok() && (best == rs.size() || rs[i].step_s < rs[best].step_s)) best = i;
   }
   if (best == rs.size()) throw InputError("measure: no placement ran");
@@ -136,7 +139,7 @@ void run_measure(const MeasureArgs& a) {
   std::printf("graph %s on %s: step %s; IQR %.6f s, transfers %lld bytes\n", graph.name.c_str(), cluster.name.c_str(),
               interval(r).c_str(), r.iqr_s, static_cast<long long>(r.transfer_bytes));
   if (mg.spec()) std::printf("pipeline: %s\n", pipeline_figures_text(pipeline_figures(r, *mg.spec())).c_str());
-  if (!r.core_rtt_s.empty()) std::printf("%s\n", core_probe_text(r).c_str());
+  if (!core_probe_text(r).empty()) std::printf("%s\n", core_probe_text(r).c_str());
   for (const DeviceStats& d : r.devices)
     std::printf("  %-8s busy %.6f s  peak %lld bytes\n", d.device.c_str(), d.busy_s,
                 static_cast<long long>(d.peak_bytes));

@@ -139,7 +139,8 @@ int main(int argc, char** argv) {
   consumer.join();
   cross.erase(cross.begin(), cross.begin() + std::min<size_t>(3, cross.size()));
   handoff.erase(handoff.begin(), handoff.begin() + std::min<size_t>(3, handoff.size()));
-  const double pp = placer::cache_line_round_trip_s(core_a, core_b, 20, 1000) * 1e9;
+  const double rtt = placer::cache_line_round_trip_s(core_a, core_b, 20, 1000);
+  const double pp = rtt > 0 ? rtt * 1e9 : -1;  // -1: not readable (equal cores, no pinning)
   const double c = placer::quantile(cross, 0.5) * 1e6, s = placer::quantile(same, 0.5) * 1e6,
                w = placer::quantile(handoff, 0.5) * 1e6;
   if (json)

@@ -10,7 +10,7 @@
 #   series_gpu.json         every op on cuda:0 of cpu:1+cuda:0
 #   series_gpu_nospin.json  the same with PLACER_SPIN_US=0 (idle executor threads sleep at once)
 #   series_cpu.json         every op on cpu:0 of cpu:1 (is the host's own speed what moves?)
-# and runs Gpu.CalibratedSimulatorPredictsALaunchBoundGpuStep REPEAT times
+# and runs Gpu.CalibratedSimulatorFitsALaunchBoundGpuStep REPEAT times
 # (default 4) with PLACER_SPIN_US=0 (OUTDIR/nospin_check.txt).
 set -uo pipefail
 if [ $# -lt 2 ]; then sed -n '2,15p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; fi
@@ -42,7 +42,7 @@ series() {  # NAME DEVICES PLACEMENT [env...]
 series gpu cpu:1+cuda:0 gpu
 series gpu_nospin cpu:1+cuda:0 gpu PLACER_SPIN_US=0
 series cpu cpu:1 cpu
-PLACER_SPIN_US=0 build-gpu/tests/gpu_tests --gtest_filter=Gpu.CalibratedSimulatorPredictsALaunchBoundGpuStep \
+PLACER_SPIN_US=0 build-gpu/tests/gpu_tests --gtest_filter=Gpu.CalibratedSimulatorFitsALaunchBoundGpuStep \
   --gtest_repeat="$REPEAT" > "$OUTDIR/nospin_check.txt" 2>&1
 echo "with PLACER_SPIN_US=0: passed $(grep -c '^\[       OK \]' "$OUTDIR/nospin_check.txt") of $REPEAT" | tee -a "$OUTDIR/levels.txt"
 grep "^launch-bound step" "$OUTDIR/nospin_check.txt" | tee -a "$OUTDIR/levels.txt"

@@ -119,8 +119,9 @@ void print_table(const std::string& name, const std::vector<Config>& configs) {
   std::printf("\n### %s (%d ops plain, %d pipelined)\n\n", name.c_str(), static_cast<int>(configs[0].graph.size()),
               static_cast<int>(configs.back().graph.size()));
   std::printf(
-      "| configuration | measured median | 95%% interval | samples | vs plain, 2 stages | simulated, calibrated | "
-      "calibrated / measured | simulated, roofline |\n|---|---|---|---|---|---|---|---|\n");
+      "| configuration | measured median | %s interval | samples | vs plain, 2 stages | simulated, calibrated | "
+      "calibrated / measured | simulated, roofline |\n|---|---|---|---|---|---|---|---|\n",
+      interval_confidence_label().c_str());
   const double base = configs[1].measured.step_s;
   for (const Config& c : configs) {
     const StepResult& m = c.measured;

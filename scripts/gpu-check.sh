@@ -19,10 +19,11 @@
 # TESTS (ctest arguments), AB=0 (skip the backward A/B), CPU_FIDELITY=0, PLACEMENTS,
 # FID_LIMIT (seconds per fidelity run), INCEPTION_OPTS, BENCH_ROUNDS, RUNTIME_BENCH=0 (skip the
 # executor-vs-loop bench), BUILD_TARGETS (default: all; with --tests-only, e.g. gpu_tests), TRAIN_SEEDS, TRAIN_MIN_S (a seed starts only with this many seconds of the budget left),
-# REPEAT (run the launch-bound GPU check this many more times), FID_GRAPHS (default: nmt inception_v3).
+# REPEAT (run the launch-bound GPU check this many more times), FID_GRAPHS (default: nmt inception_v3, the
+# two graphs it builds).
 set -uo pipefail
 
-usage() { sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then usage; exit 0; fi
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then usage >&2; exit 2; fi
 BUNDLE=$1
@@ -39,6 +40,10 @@ mkdir -p "$OUTDIR" || { echo "gpu-check: cannot create OUTDIR '$OUTDIR'" >&2; ex
 OUTDIR=$(cd "$OUTDIR" && pwd)
 BUNDLE=$(cd "$BUNDLE" && pwd)
 
+case ${REPEAT:-0} in ''|*[!0-9]*) echo "gpu-check: REPEAT='${REPEAT}' is not a count" >&2; exit 2 ;; esac
+for g in ${FID_GRAPHS:-}; do
+  case $g in nmt|inception_v3) ;; *) echo "gpu-check: FID_GRAPHS names '$g'; it builds nmt and inception_v3" >&2; exit 2 ;; esac
+done
 ROOT=$(pwd)
 START=$(date +%s)
 BUDGET_S=${BUDGET_S:-1140}
@@ -162,7 +167,7 @@ grep -E "tests passed|Failed|\*\*\*" "$LOGS" | grep -v "^ *Start" | tail -20 | s
 # gpu_h200_r5.md): how often it passes, with each run's figures.
 if [ "${REPEAT:-0}" -gt 0 ]; then
   step "launch-bound check x$REPEAT" $((30 * REPEAT)) "$BUILD/tests/gpu_tests" \
-    --gtest_filter=Gpu.CalibratedSimulatorPredictsALaunchBoundGpuStep --gtest_repeat="$REPEAT"
+    --gtest_filter=Gpu.CalibratedSimulatorFitsALaunchBoundGpuStep --gtest_repeat="$REPEAT"
   rep=$(sed -n '/^===== launch-bound check/,$p' "$LOGS")
   note "    passed $(grep -c '^\[       OK \] Gpu.CalibratedSimulator' <<<"$rep") of $(grep -c '^\[ RUN      \] Gpu.CalibratedSimulator' <<<"$rep") repeated runs"
   grep "^launch-bound step" <<<"$rep" | sed 's/^/    /' >> "$SUMMARY"

@@ -196,7 +196,9 @@ void Trainer::measure_rows(TrainResult* res) {
   }
   res->table = "measured side by side";
   std::vector<double> rtt;  // the rows share their rounds: every row's readings
-  for (const StepResult& r : rs) rtt.insert(rtt.end(), r.core_rtt_s.begin(), r.core_rtt_s.end());
+  for (const StepResult& r : rs)
+    for (double v : r.core_rtt_s)
+      if (v > 0) rtt.push_back(v);  // 0: not read that round
   if (!rtt.empty()) {
     res->table_core_rtt_s = quantile(rtt, 0.5);
     res->table_core_rtt_low_s = *std::min_element(rtt.begin(), rtt.end());

@@ -22,7 +22,12 @@ const char* step_status_name(StepStatus status) {
   return "error";
 }
 
-double StepResult::core_rtt_median_s() const { return quantile(core_rtt_s, 0.5); }
+double StepResult::core_rtt_median_s() const {
+  std::vector<double> read;
+  for (double v : core_rtt_s)
+    if (v > 0) read.push_back(v);
+  return quantile(read, 0.5);
+}
 
 void StepResult::summarize(double confidence) {
   if (samples_s.empty()) return;

@@ -248,8 +248,8 @@ Profile profile_from_json(const std::string& text) {
     if (p.mixed.devices.size() < 2) r.fail("mixed_step", "devices", "needs at least two devices");
     if (mixed->HasMember("core_rtt_s")) {
       p.mixed.core_rtt_s = r.number((*mixed)["core_rtt_s"], "mixed_step", "core_rtt_s");
-      if (!(p.mixed.core_rtt_s > 0 && p.mixed.core_rtt_s < 1e-3))
-        r.fail("mixed_step", "core_rtt_s", "must be a number of seconds in (0, 0.001) (leave it out when not probed)");
+      if (!(p.mixed.core_rtt_s > 0 && p.mixed.core_rtt_s < 0.1))
+        r.fail("mixed_step", "core_rtt_s", "must be a number of seconds in (0, 0.1) (leave it out when not probed)");
     }
     for (size_t i = 0; i < p.mixed.devices.size(); ++i)
       for (size_t j = 0; j < i; ++j)

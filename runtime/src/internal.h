@@ -341,6 +341,8 @@ struct Runtime::Impl {
 // the first cores of the first two pinned CPU devices, taken once the executor's
 // idle threads there have stopped spinning; -1 with fewer than two such devices.
 double read_core_probe(const Executor& ex);
+// Those two cores; empty with fewer than two pinned CPU devices.
+std::vector<int> probe_cores(const Executor& ex);
 
 // Runtime::profile on the runtime's executor (one measurement at a time: the
 // caller holds its lock). Throws InputError when a profiling step fails.

@@ -158,8 +158,9 @@ bool out_of_budget(Candidate& c, const MeasureOptions& o, double spent) {
 // on those cores have stopped spinning, so that they do not share its cores.
 class CoreProbe {
  public:
-  explicit CoreProbe(const Executor& ex) : ex_(ex) {}
-  // The latest reading (-1: nothing to probe), probing first when it is due.
+  explicit CoreProbe(const Executor& ex) : ex_(ex), on_(!probe_cores(ex).empty()) {}
+  bool on() const { return on_; }
+  // The latest reading (-1: it could not be read), probing first when it is due.
   double read() {
     const auto now = std::chrono::steady_clock::now();
     if (!read_ || std::chrono::duration<double>(now - when_).count() >= kProbeEvery) {
@@ -173,6 +174,7 @@ class CoreProbe {
  private:
   static constexpr double kProbeEvery = 0.25;
   const Executor& ex_;
+  bool on_;
   bool read_ = false;
   double last_ = -1;
   std::chrono::steady_clock::time_point when_;
@@ -196,7 +198,7 @@ void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOpt
   CoreProbe probe(ex);
   for (bool any = true; any;) {
     any = false;
-    const double rtt = probe.read();
+    const double rtt = probe.on() ? probe.read() : -1;
     order.clear();
     for (Candidate& c : cands)
       if (c.active) order.push_back(&c);
@@ -213,7 +215,7 @@ void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOpt
       last = &c;
       if (!c.active || !step(ex, c, o, true, nullptr)) continue;
       spent += c.result.samples_s.back();
-      if (rtt >= 0) c.result.core_rtt_s.push_back(rtt);
+      if (probe.on()) c.result.core_rtt_s.push_back(std::max(rtt, 0.0));  // 0: not read this round
       if (o.on_step) o.on_step(c.index, c.result.samples_s.back());
       if (done(c, o))
         c.active = false;

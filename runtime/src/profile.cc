@@ -358,13 +358,15 @@ void Profiler::time_mixed() {
   mo.measured_steps = mo.max_steps = std::max(9, 3 * options.repetitions);
   const Placement round_robin = round_robin_groups(graph, devices);
   StepResult split = protocol_steps(executor, cluster, graph, {round_robin}, mo).front();
+  // The probe reads the first two CPU devices' cores: it is this step's state only where the step is over CPUs.
+  const bool cpus_only = cluster.devices[devices.back().value].kind == DeviceKind::Cpu;
   // Measured in a slow spell of copies between the cores (the probe over twice
   // what it read at the profile's start; copy_probe_cpu2.md), the copy cost
   // fitted here would carry the spell into every simulation with this profile
   // (rnnlm in fidelity_s22_probe/: 450 ns here, 81-85 ns everywhere else).
   // Spells mostly last seconds: wait and measure again, twice at most, and keep
   // the step taken at the lowest reading.
-  for (int retry = 0; retry < 2 && split.ok() && start_core_rtt_s > 0 &&
+  for (int retry = 0; retry < 2 && cpus_only && split.ok() && start_core_rtt_s > 0 &&
                       split.core_rtt_median_s() > 2 * start_core_rtt_s;
        ++retry) {
     std::fprintf(stderr,
@@ -384,13 +386,13 @@ void Profiler::time_mixed() {
   }
   for (DeviceId dev : devices) prof.mixed.devices.push_back(cluster.devices[dev.value].name);
   prof.mixed.step_s = split.step_s;
-  if (!split.core_rtt_s.empty()) prof.mixed.core_rtt_s = split.core_rtt_median_s();
+  if (cpus_only && !split.core_rtt_s.empty() && split.core_rtt_median_s() > 0)
+    prof.mixed.core_rtt_s = split.core_rtt_median_s();
   // On an idle machine the split steps close to one device (0.93-1.03x in the
   // fidelity reports of rnnlm, nmt, inception_v3 and transformer on the 2-core
   // VM; up to 1.3x in noisy traces); with another job on a core every
   // hand-off waits for the scheduler (nmt: 0.44 s against 0.06 s), and the
   // links and the copy cost fitted here come out many times too high.
-  const bool cpus_only = cluster.devices[devices.back().value].kind == DeviceKind::Cpu;
   if (cpus_only && cpu_step_s > 0 && prof.mixed.step_s > 3 * cpu_step_s)
     std::fprintf(stderr,
                  "placer: profile: the graph split over the %zu CPU devices stepped in %.4g s, %.1f times its step on "

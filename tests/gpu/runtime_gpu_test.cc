@@ -165,7 +165,7 @@ TEST(Gpu, ProfileTimesGpuOpsWithEventsAndFitsPcieLinks) {
 // simulator is the isolated kernels' sum, 0-40% under), and within 2x of a
 // fresh measurement (the levels' span; the tests side by side on one card
 // put it at 2.7-3.8x, gpu_h200_r4.md).
-TEST(Gpu, CalibratedSimulatorPredictsALaunchBoundGpuStep) {
+TEST(Gpu, CalibratedSimulatorFitsALaunchBoundGpuStep) {
   REQUIRE_GPU();
   BuilderOptions opts;
   opts.values = {{"layers", 1}, {"hidden", 64}, {"steps", 4}, {"batch", 8}, {"vocab", 500}};

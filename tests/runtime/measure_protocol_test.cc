@@ -195,9 +195,7 @@ TEST(MeasureProtocol, PriorSamplesCountAndComeBack) {
 
 // Two pinned CPU devices: a cache line's round trip between their cores is
 // probed and kept for each step the measurement took (not for prior samples);
-// one CPU device has nothing to probe. The readings are real: positive, and
-// under a microsecond on any machine this runs on (88 ns typical, 390 ns in the
-// 2-core VM's slow spells: bench/results/copy_probe_cpu2.md).
+// one CPU device has nothing to probe (bench/results/copy_probe_cpu2.md).
 TEST(MeasureProtocol, TheCrossCoreProbeIsKeptPerStep) {
   Fixture f;
   if (allowed_core_count() < 2) GTEST_SKIP() << "needs two cores to pin cpu:0 and cpu:1";
@@ -213,12 +211,20 @@ TEST(MeasureProtocol, TheCrossCoreProbeIsKeptPerStep) {
   EXPECT_EQ(rs[0].samples_s.size(), 5u);
   EXPECT_EQ(rs[0].core_rtt_s.size(), 3u);  // the 3 steps taken, not the 2 given
   EXPECT_EQ(rs[1].core_rtt_s.size(), 5u);
+  // Each reading is in [0, 50 ms] (0: not read that round; the probe gives up at 50 ms), and the
+  // readings are real: their median is positive and, on any machine this runs on, under 10 us
+  // (88 ns typical on the 2-core VM, 350-430 ns in its slow spells; other tests pinned to the
+  // same cores under ctest -j can stretch single readings).
   for (const StepResult& r : rs)
     for (double v : r.core_rtt_s) {
-      EXPECT_GT(v, 0.0);
-      EXPECT_LT(v, 1e-6);
+      EXPECT_GE(v, 0.0);
+      EXPECT_LE(v, 0.05);
     }
   EXPECT_GT(rs[1].core_rtt_median_s(), 0.0);
+  EXPECT_LT(rs[1].core_rtt_median_s(), 1e-5);
+  // Two equal cores, a bad count: no reading (-1), not a hang.
+  EXPECT_EQ(cache_line_round_trip_s(0, 0), -1.0);
+  EXPECT_EQ(cache_line_round_trip_s(0, 1, 0, 250), -1.0);
   Runtime one(cpus(1));
   const StepResult r1 = one.measure(f.train, single_device(f.train, DeviceId(0)), o);
   ASSERT_TRUE(r1.ok());

@@ -86,7 +86,7 @@ struct FidelityReport {
   // the twentieth session) or "fastest_round" (each op's fastest round: reports
   // made before, whose JSON names none).
   std::string calibration = "rounds_mean";
-  // The cross-core probe (StepResult::core_rtt_s), one entry per round: while
+  // The cross-core probe (StepResult::core_rtt_s), one entry per round where it was read: while
   // its profile's mixed step ran (the copy cost is fitted there), and the
   // median while its placements were measured. Empty: not probed (one CPU
   // device, a GPU split, older reports). Copy-heavy placements measure slower

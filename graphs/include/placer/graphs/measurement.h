@@ -40,7 +40,8 @@ struct StepResult {
   // Measured over two or more pinned CPU devices: a cache line's round trip
   // between the first cores of the first two, probed before each round, one
   // entry per step this measurement took (the last core_rtt_s.size() of
-  // samples_s; samples given beforehand have none). On a VM it moves in spells,
+  // samples_s; samples given beforehand have none; 0 where the probe could not
+  // be read, cache_line_round_trip_s). On a VM it moves in spells,
   // and copies between those devices cost more then (copy_probe_cpu2.md).
   std::vector<double> core_rtt_s;
   // status == Oom: the device that overflowed and the bytes it would have needed.
@@ -51,7 +52,7 @@ struct StepResult {
   bool ok() const { return status == StepStatus::Ok; }
   // Recomputes step_s, iqr_s and the interval from samples_s (ok results).
   void summarize(double confidence = kIntervalConfidence);
-  double core_rtt_median_s() const;  // the median of core_rtt_s; 0 when none
+  double core_rtt_median_s() const;  // the median of core_rtt_s's readings (> 0); 0 when none
 };
 
 // One interval on a timeline lane (a device or a transfer channel).

@@ -130,6 +130,8 @@ void configure_host_memory();
 // more pinned CPU devices (StepResult::core_rtt_s). On the 2-core VM it read
 // ~88 ns, and 350-430 ns in spells in which copies between cpu:0 and cpu:1
 // cost more (bench/results/copy_probe_cpu2.md).
+// -1 where it cannot be read: two equal cores, a core it cannot pin to, or
+// trips that take the scheduler's time slices (a 50 ms bound on the whole).
 double cache_line_round_trip_s(int core_a, int core_b, int batches = 4, int trips_per_batch = 250);
 
 // Whether this build/machine can run CUDA devices.
