@@ -190,11 +190,8 @@ void measure_round(Runtime& runtime, const RunGraph& run, const NamedPlacements&
   // Each round is a full measurement of its own (its median is the round's
   // figure); the point's figure pools every round's samples.
   const std::vector<StepResult> results = runtime.measure_interleaved(run.graph(), batch, a.protocol);
-  std::vector<double> rtt;  // the placements share their rounds: every one's readings
-  for (const StepResult& r : results)
-    for (double v : r.core_rtt_s)
-      if (v > 0) rtt.push_back(v);  // 0: not read that round
-  if (!rtt.empty()) m.round_core_rtt_s.push_back(quantile(rtt, 0.5));
+  if (const std::vector<double> rtt = core_rtt_readings(results); !rtt.empty())
+    m.round_core_rtt_s.push_back(quantile(rtt, 0.5));
   for (size_t k = 0; k < live.size(); ++k) {
     const size_t i = live[k];
     const StepResult& r = results[k];

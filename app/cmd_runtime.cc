@@ -44,9 +44,7 @@ std::string interval(const StepResult& r) {
 
 // The cross-core probe's reading over a measurement (StepResult::core_rtt_s); "" where it was not probed.
 std::string core_probe_text(const StepResult& r) {
-  std::vector<double> read;  // 0: the probe could not be read that round
-  for (double v : r.core_rtt_s)
-    if (v > 0) read.push_back(v);
+  const std::vector<double> read = r.core_rtt_readings();
   if (read.empty()) return "";
   const auto [low, high] = std::minmax_element(read.begin(), read.end());
   char b[200];
@@ -73,7 +71,8 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
     std::printf("%-32s %s\n", a.compare[i].c_str(),
                 rs[i].ok() ? interval(rs[i]).c_str()
                            : (std::string(step_status_name(rs[i].status)) + ": " + rs[i].message).c_str());
-    if (rs[i].ok() && !core_probe_text(rs[i]).empty()) std::printf("%-32s %s\n", "", core_probe_text(rs[i]).c_str());
+    if (const std::string probe = rs[i].ok() ? core_probe_text(rs[i]) : ""; !probe.empty())
+      std::printf("%-32s %s\n", "", probe.c_str());
     if (rs[i].ok() && (best == rs.size() || rs[i].step_s < rs[best].step_s)) best = i;
   }
   if (best == rs.size()) throw InputError("measure: no placement ran");
@@ -139,7 +138,7 @@ void run_measure(const MeasureArgs& a) {
   std::printf("graph %s on %s: step %s; IQR %.6f s, transfers %lld bytes\n", graph.name.c_str(), cluster.name.c_str(),
               interval(r).c_str(), r.iqr_s, static_cast<long long>(r.transfer_bytes));
   if (mg.spec()) std::printf("pipeline: %s\n", pipeline_figures_text(pipeline_figures(r, *mg.spec())).c_str());
-  if (!core_probe_text(r).empty()) std::printf("%s\n", core_probe_text(r).c_str());
+  if (const std::string probe = core_probe_text(r); !probe.empty()) std::printf("%s\n", probe.c_str());
   for (const DeviceStats& d : r.devices)
     std::printf("  %-8s busy %.6f s  peak %lld bytes\n", d.device.c_str(), d.busy_s,
                 static_cast<long long>(d.peak_bytes));

@@ -195,10 +195,7 @@ void Trainer::measure_rows(TrainResult* res) {
       of_row[i]->p_vs_policy = mann_whitney(rs[i].samples_s, rs[0].samples_s).p_value;
   }
   res->table = "measured side by side";
-  std::vector<double> rtt;  // the rows share their rounds: every row's readings
-  for (const StepResult& r : rs)
-    for (double v : r.core_rtt_s)
-      if (v > 0) rtt.push_back(v);  // 0: not read that round
+  const std::vector<double> rtt = core_rtt_readings(rs);
   if (!rtt.empty()) {
     res->table_core_rtt_s = quantile(rtt, 0.5);
     res->table_core_rtt_low_s = *std::min_element(rtt.begin(), rtt.end());

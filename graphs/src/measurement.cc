@@ -22,11 +22,22 @@ const char* step_status_name(StepStatus status) {
   return "error";
 }
 
-double StepResult::core_rtt_median_s() const {
+std::vector<double> StepResult::core_rtt_readings() const {
   std::vector<double> read;
   for (double v : core_rtt_s)
     if (v > 0) read.push_back(v);
-  return quantile(read, 0.5);
+  return read;
+}
+
+double StepResult::core_rtt_median_s() const { return quantile(core_rtt_readings(), 0.5); }
+
+std::vector<double> core_rtt_readings(const std::vector<StepResult>& results) {
+  std::vector<double> all;
+  for (const StepResult& r : results) {
+    const std::vector<double> read = r.core_rtt_readings();
+    all.insert(all.end(), read.begin(), read.end());
+  }
+  return all;
 }
 
 void StepResult::summarize(double confidence) {

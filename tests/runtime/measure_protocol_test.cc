@@ -26,13 +26,18 @@ struct Fixture {
   }
 };
 
+// A fixed number of measured steps after `warmup` unmeasured ones.
+MeasureOptions fixed_steps(int warmup, int steps) {
+  MeasureOptions o;
+  o.warmup_steps = warmup;
+  o.measured_steps = o.max_steps = steps;
+  return o;
+}
+
 TEST(MeasureProtocol, CandidatesAreMeasuredInterleaved) {
   Fixture f;
   Runtime rt(cpus(2));
-  MeasureOptions o;
-  o.warmup_steps = 1;
-  o.measured_steps = 3;
-  o.max_steps = 3;
+  MeasureOptions o = fixed_steps(1, 3);
   std::vector<size_t> order;
   o.on_step = [&](size_t placement, double step_s) {
     EXPECT_GT(step_s, 0.0);
@@ -66,10 +71,7 @@ TEST(MeasureProtocol, CandidatesAreMeasuredInterleaved) {
 TEST(MeasureProtocol, EachRoundTakesTheCandidatesInAFreshSeededOrder) {
   Fixture f;
   Runtime rt(cpus(2));
-  MeasureOptions o;
-  o.warmup_steps = 0;
-  o.measured_steps = 12;
-  o.max_steps = 12;
+  MeasureOptions o = fixed_steps(0, 12);
   auto order_for = [&](uint64_t seed) {
     std::vector<size_t> order;
     o.seed = seed;
@@ -145,9 +147,7 @@ TEST(MeasureProtocol, AMinimumTimeHoldsEachPlacementPastTheStepCount) {
   Fixture f;
   Runtime rt(cpus(2));
   const std::vector<Placement> two = {single_device(f.train, DeviceId(0)), single_device(f.train, DeviceId(1))};
-  MeasureOptions o;
-  o.warmup_steps = 1;
-  o.measured_steps = o.max_steps = 2;
+  MeasureOptions o = fixed_steps(1, 2);
   const StepResult plain = rt.measure(f.train, two[0], o);
   ASSERT_TRUE(plain.ok()) << plain.message;
   o.min_time_s = 12 * plain.step_s;  // several times the count's two steps
@@ -177,10 +177,7 @@ TEST(MeasureProtocol, AMinimumTimeHoldsEachPlacementPastTheStepCount) {
 TEST(MeasureProtocol, PriorSamplesCountAndComeBack) {
   Fixture f;
   Runtime rt(cpus(2));
-  MeasureOptions o;
-  o.warmup_steps = 0;
-  o.measured_steps = 4;
-  o.max_steps = 4;
+  MeasureOptions o = fixed_steps(0, 4);
   const std::vector<std::vector<double>> prior = {{0.5, 0.5, 0.5}, {}};
   const std::vector<Placement> two = {single_device(f.train, DeviceId(0)), single_device(f.train, DeviceId(1))};
   const std::vector<StepResult> rs = rt.measure_interleaved(f.train, two, o, &prior);
@@ -200,10 +197,7 @@ TEST(MeasureProtocol, TheCrossCoreProbeIsKeptPerStep) {
   Fixture f;
   if (allowed_core_count() < 2) GTEST_SKIP() << "needs two cores to pin cpu:0 and cpu:1";
   Runtime rt(cpus(2));
-  MeasureOptions o;
-  o.warmup_steps = 1;
-  o.measured_steps = 5;
-  o.max_steps = 5;
+  MeasureOptions o = fixed_steps(1, 5);
   const std::vector<std::vector<double>> prior = {{0.5, 0.5}, {}};
   const std::vector<Placement> two = {single_device(f.train, DeviceId(0)), round_robin_groups(f.train, 2)};
   const std::vector<StepResult> rs = rt.measure_interleaved(f.train, two, o, &prior);
@@ -272,10 +266,7 @@ TEST(MeasureProtocol, BadOptionsNameTheOption) {
 TEST(MeasureProtocol, RewarmStepsKeepTheRoundsAndTheCounts) {
   Fixture f;
   Runtime rt(cpus(2));
-  MeasureOptions o;
-  o.warmup_steps = 1;
-  o.measured_steps = 4;
-  o.max_steps = 4;
+  MeasureOptions o = fixed_steps(1, 4);
   o.rewarm_steps = 2;
   std::vector<size_t> order;
   o.on_step = [&](size_t placement, double) { order.push_back(placement); };

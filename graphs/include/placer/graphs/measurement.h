@@ -52,8 +52,13 @@ struct StepResult {
   bool ok() const { return status == StepStatus::Ok; }
   // Recomputes step_s, iqr_s and the interval from samples_s (ok results).
   void summarize(double confidence = kIntervalConfidence);
-  double core_rtt_median_s() const;  // the median of core_rtt_s's readings (> 0); 0 when none
+  std::vector<double> core_rtt_readings() const;  // core_rtt_s without the rounds it could not read (0)
+  double core_rtt_median_s() const;               // the median of those readings; 0 when none
 };
+
+// Every result's probe readings pooled (StepResult::core_rtt_readings): placements
+// measured side by side share their rounds, so this is the run's reading.
+std::vector<double> core_rtt_readings(const std::vector<StepResult>& results);
 
 // One interval on a timeline lane (a device or a transfer channel).
 struct TimelineEvent {
