@@ -40,6 +40,8 @@ struct SimulateArgs {
 struct FidelityArgs {
   std::string graph, devices = "cpu:2", out = ".", name, save_placements, replot;
   int placements = 50, repetitions = 5, rounds = 2;
+  int retakes = 2;          // rounds measured again at most, where the probe read a spell (rounds_in_a_spell)
+  double spell_ratio = kSpellRatio;
   double spread = 0;        // > 0: choose placements whose simulated steps are this far apart (relative)
   MeasureOptions protocol;  // its seed also draws the placements
   ObjectiveArgs objective;  // under pipeline each placement is judged as its unrolled mini-batch
@@ -153,7 +155,9 @@ std::string fidelity_command(const FidelityArgs& a) {
   command << "placer fidelity --graph " << a.graph << " --devices " << a.devices << " --placements " << a.placements
           << " --seed " << mo.seed << " --warmup " << mo.warmup_steps << " --steps " << mo.measured_steps
           << " --max-steps " << mo.max_steps << " --target " << mo.target_halfwidth << " --budget " << mo.budget_s
-          << " --repetitions " << a.repetitions << " --rounds " << a.rounds << " -o " << a.out;
+          << " --repetitions " << a.repetitions << " --rounds " << a.rounds << " --retakes " << a.retakes
+          << " --spell-ratio " << a.spell_ratio << " -o "
+          << a.out;
   if (!a.name.empty()) command << " --name " << a.name;
   if (a.spread > 0) command << " --spread " << a.spread;
   if (mo.rewarm_steps > 0) command << " --rewarm " << mo.rewarm_steps;
@@ -165,50 +169,103 @@ std::string fidelity_command(const FidelityArgs& a) {
 
 using NamedPlacements = std::vector<std::pair<std::string, Placement>>;  // diverse_placements()
 
-// What the rounds measured: the minimum profile, and per placement its pooled result, whether it failed, and each
-// round's median.
-struct FidelityMeasurements {
-  Profile profile;              // each op's fastest round (merge_profile_minimum)
-  std::vector<Profile> rounds;  // each round's profile, for the mean-profile comparison
-  std::vector<StepResult> best;
-  std::vector<bool> failed;
-  std::vector<std::vector<double>> round_s, samples;
-  std::vector<double> round_core_rtt_s;  // the probe's median over each round's steps (where probed)
+// One round: a profile, then every live placement measured with the protocol, interleaved.
+struct FidelityRound {
+  Profile profile;
+  std::vector<std::optional<StepResult>> results;  // per placement; unset where it had failed before
+  double measured_core_rtt_s = 0.0;                // the probe's median over the round's steps (0: not read)
+  // The round's probe reading: the higher of its profile's mixed step and its measurement (0: neither was read).
+  double probe_s() const { return std::max({profile.mixed.core_rtt_s, measured_core_rtt_s, 0.0}); }
 };
 
-// One round's interleaved measurement of the placements that have not failed, pooled into m.
-void measure_round(Runtime& runtime, const RunGraph& run, const NamedPlacements& placements, const FidelityArgs& a,
-                   int round, FidelityMeasurements& m) {
+// What the rounds measured, and what they pool to (pool_rounds): the minimum profile, and per placement its pooled
+// result, whether it failed, and each round's median.
+struct FidelityMeasurements {
+  std::vector<FidelityRound> rounds;  // the rounds kept, in order
+  std::vector<bool> failed;           // a placement that failed in any round is left out
+  std::vector<FidelityRetake> retakes;
+  Profile profile;  // each op's fastest round (merge_profile_minimum)
+  std::vector<StepResult> best;
+  std::vector<std::vector<double>> round_s;
+  std::vector<Profile> profiles() const {
+    std::vector<Profile> out;
+    for (const FidelityRound& r : rounds) out.push_back(r.profile);
+    return out;
+  }
+};
+
+// One round's interleaved measurement of the placements that have not failed; a failure is marked in `failed`.
+// `label` names the round in the progress lines.
+FidelityRound measure_round(Runtime& runtime, const RunGraph& run, const NamedPlacements& placements,
+                            const FidelityArgs& a, const std::string& label, Profile profile,
+                            std::vector<bool>& failed) {
+  FidelityRound round;
+  round.profile = std::move(profile);
+  round.results.resize(placements.size());
   std::vector<size_t> live;
   std::vector<Placement> batch;
   for (size_t i = 0; i < placements.size(); ++i)
-    if (!m.failed[i]) {
+    if (!failed[i]) {
       live.push_back(i);
       batch.push_back(run.at(placements[i].second));
     }
-  std::fprintf(stderr, "round %d/%d: measuring %zu placements interleaved...\n", round + 1, a.rounds, batch.size());
+  std::fprintf(stderr, "%s: measuring %zu placements interleaved...\n", label.c_str(), batch.size());
   // Each round is a full measurement of its own (its median is the round's
-  // figure); the point's figure pools every round's samples.
+  // figure); the point's figure pools every round's samples (pool_rounds).
   const std::vector<StepResult> results = runtime.measure_interleaved(run.graph(), batch, a.protocol);
   if (const std::vector<double> rtt = core_rtt_readings(results); !rtt.empty())
-    m.round_core_rtt_s.push_back(quantile(rtt, 0.5));
+    round.measured_core_rtt_s = quantile(rtt, 0.5);
   for (size_t k = 0; k < live.size(); ++k) {
     const size_t i = live[k];
     const StepResult& r = results[k];
     if (!r.ok()) {
-      m.failed[i] = true;
+      failed[i] = true;
       std::fprintf(stderr, "[%zu/%zu] %-11s %s: %s\n", i + 1, placements.size(), placements[i].first.c_str(),
                    step_status_name(r.status), r.message.c_str());
       continue;
     }
-    m.round_s[i].push_back(r.step_s);
-    m.samples[i].insert(m.samples[i].end(), r.samples_s.begin(), r.samples_s.end());
-    m.best[i] = r;
-    m.best[i].samples_s = m.samples[i];
+    std::fprintf(stderr, "[%zu/%zu] %-11s this round %.6g s [%.6g, %.6g], %zu steps\n", i + 1, placements.size(),
+                 placements[i].first.c_str(), r.step_s, r.ci_low_s, r.ci_high_s, r.samples_s.size());
+    round.results[i] = r;
+  }
+  if (round.probe_s() > 0)
+    std::fprintf(stderr, "%s: cross-core probe %.0f ns\n", label.c_str(), round.probe_s() * 1e9);
+  return round;
+}
+
+// A round from the start: profile (unless `reuse` gives it), then measure.
+FidelityRound run_round(Runtime& runtime, const Graph& graph, const RunGraph& run, const Cluster& cluster,
+                        const NamedPlacements& placements, const FidelityArgs& a, const std::string& label,
+                        const Profile* reuse, std::vector<bool>& failed) {
+  ProfileOptions po;
+  po.repetitions = a.repetitions;
+  if (!reuse)
+    std::fprintf(stderr, "%s: profiling %s (%lld ops) on %s...\n", label.c_str(), graph.name.c_str(),
+                 static_cast<long long>(graph.size()), cluster.name.c_str());
+  return measure_round(runtime, run, placements, a, label, reuse ? *reuse : runtime.profile(graph, po), failed);
+}
+
+// Pools the kept rounds: each op's fastest round into m.profile; per placement, every round's samples (its
+// median and interval) and each round's median.
+void pool_rounds(FidelityMeasurements& m) {
+  const size_t n = m.failed.size();
+  m.best.assign(n, StepResult{});
+  m.round_s.assign(n, {});
+  std::vector<std::vector<double>> samples(n);
+  for (size_t k = 0; k < m.rounds.size(); ++k) {
+    merge_profile_minimum(m.profile, m.rounds[k].profile, k == 0);
+    for (size_t i = 0; i < n; ++i) {
+      const std::optional<StepResult>& r = m.rounds[k].results[i];
+      if (m.failed[i] || !r) continue;
+      m.round_s[i].push_back(r->step_s);
+      samples[i].insert(samples[i].end(), r->samples_s.begin(), r->samples_s.end());
+      m.best[i] = *r;
+    }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    if (m.failed[i] || samples[i].empty()) continue;
+    m.best[i].samples_s = std::move(samples[i]);
     m.best[i].summarize();
-    std::fprintf(stderr, "[%zu/%zu] %-11s this round %.6g s; all rounds %.6g s [%.6g, %.6g], %zu steps\n", i + 1,
-                 placements.size(), placements[i].first.c_str(), m.round_s[i].back(), r.step_s, r.ci_low_s, r.ci_high_s,
-                 r.samples_s.size());
   }
 }
 
@@ -219,25 +276,40 @@ void measure_round(Runtime& runtime, const RunGraph& run, const NamedPlacements&
 // for the measurement-against-itself figure. The profile is always of the
 // training graph (a micro-batch copy "x@mbK" is timed as "x"); the
 // measurements are of what `run` runs.
+// A round whose cross-core probe read a slow spell while another round's did
+// not (rounds_in_a_spell) is taken again, profile and all, --retakes times at
+// most over the run; the retake replaces it when it reads lower.
 FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const RunGraph& run, const Cluster& cluster,
                                     const NamedPlacements& placements, const FidelityArgs& a,
                                     const Profile* first_profile) {
-  ProfileOptions po;
-  po.repetitions = a.repetitions;
   FidelityMeasurements m;
-  m.best.resize(placements.size());
   m.failed.assign(placements.size(), false);
-  m.round_s.resize(placements.size());
-  m.samples.resize(placements.size());
   for (int round = 0; round < a.rounds; ++round) {
-    const bool reuse = round == 0 && first_profile;  // --spread profiled already, to choose the placements
-    if (!reuse)
-      std::fprintf(stderr, "round %d/%d: profiling %s (%lld ops) on %s...\n", round + 1, a.rounds, graph.name.c_str(),
-                   static_cast<long long>(graph.size()), cluster.name.c_str());
-    m.rounds.push_back(reuse ? *first_profile : runtime.profile(graph, po));
-    merge_profile_minimum(m.profile, m.rounds.back(), round == 0);
-    measure_round(runtime, run, placements, a, round, m);
+    const Profile* reuse = round == 0 ? first_profile : nullptr;  // --spread profiled already
+    const std::string label = "round " + std::to_string(round + 1) + "/" + std::to_string(a.rounds);
+    m.rounds.push_back(run_round(runtime, graph, run, cluster, placements, a, label, reuse, m.failed));
   }
+  for (int left = a.retakes; left > 0; --left) {
+    std::vector<double> probes;
+    for (const FidelityRound& r : m.rounds) probes.push_back(r.probe_s());
+    const std::vector<size_t> spell = rounds_in_a_spell(probes, a.spell_ratio);
+    if (spell.empty()) break;
+    FidelityRetake t;
+    t.round = static_cast<int>(spell.front());
+    t.probe_s = probes[spell.front()];
+    t.quiet_s = *std::min_element(probes.begin(), probes.end(), [](double x, double y) {
+      return (x > 0 ? x : HUGE_VAL) < (y > 0 ? y : HUGE_VAL);
+    });
+    const std::string label = "retake of round " + std::to_string(t.round + 1);
+    std::fprintf(stderr, "round %d read the probe at %.0f ns, over %.3gx the quietest round's %.0f ns: %s\n",
+                 t.round + 1, t.probe_s * 1e9, a.spell_ratio, t.quiet_s * 1e9, label.c_str());
+    FidelityRound again = run_round(runtime, graph, run, cluster, placements, a, label, nullptr, m.failed);
+    t.retake_probe_s = again.probe_s();
+    t.kept = t.retake_probe_s > 0 && t.retake_probe_s < t.probe_s;
+    if (t.kept) m.rounds[t.round] = std::move(again);
+    m.retakes.push_back(t);
+  }
+  pool_rounds(m);
   return m;
 }
 
@@ -249,7 +321,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   // Calibrated on the rounds' mean profile: each op's fastest round is the minimum of noisy medians, biased low
   // (a lower MAPE on 14 of the 15 graph-runs that reported both; bench/results/fidelity_summary.md). The fastest
   // round's simulator is reported beside it, on the same measurements.
-  const Profile profile = m.rounds.size() >= 2 ? mean_profile(m.rounds) : m.profile;
+  const Profile profile = m.rounds.size() >= 2 ? mean_profile(m.profiles()) : m.profile;
   const CostModel costs = CostModel::calibrated(graph, cluster, profile);
   std::optional<CostModel> unfitted;  // the same without what is fitted on the mixed step, when something is
   if (costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s_per_byte() > 0) {
@@ -272,9 +344,12 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   report.per_op_overhead_s = profile.per_op_overhead_s;
   report.copy_s_per_byte = costs.group_copy_s_per_byte();
   report.cross_copy_s_per_byte = costs.cross_copy_s_per_byte();
-  for (const Profile& r : m.rounds)
-    if (r.mixed.core_rtt_s > 0) report.core_rtt_profiled_s.push_back(r.mixed.core_rtt_s);
-  report.core_rtt_measured_s = m.round_core_rtt_s;
+  for (const FidelityRound& r : m.rounds) {
+    if (r.profile.mixed.core_rtt_s > 0) report.core_rtt_profiled_s.push_back(r.profile.mixed.core_rtt_s);
+    if (r.measured_core_rtt_s > 0) report.core_rtt_measured_s.push_back(r.measured_core_rtt_s);
+  }
+  report.retakes = m.retakes;
+  report.spell_ratio = a.spell_ratio;
   for (size_t i = 0; i < placements.size(); ++i) {
     if (m.failed[i]) {
       ++report.failed;
@@ -433,6 +508,16 @@ void add_env_commands(CLI::App& app) {
          "(each op's fastest round reported beside it), measurements pool every round's samples")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
+  fid->add_option("--retakes", fargs->retakes,
+                  "Rounds to measure again at most, where a round's cross-core probe read over --spell-ratio times "
+                  "the quietest round's (a slow spell of a shared machine; the retake replaces the round when it "
+                  "reads lower); 0: never")
+      ->capture_default_str()
+      ->check(CLI::Range(0, 100));
+  fid->add_option("--spell-ratio", fargs->spell_ratio,
+                  "A round whose probe reads over this many times the quietest round's is taken again (--retakes)")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1000.0));
   fid->add_option("--repetitions", fargs->repetitions, "Profile runs per op (median kept)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));

@@ -96,6 +96,23 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
     if (!v.is_list()) top.fail(key, "expected a list, got " + v.describe());
     for (size_t k = 0; k < v.size(); ++k) out->push_back(top.number(v.at(k), index_path(key, k)));
   }
+  top.read("spell_ratio", &r.spell_ratio, 1.0, 1000.0);
+  if (const JsonNode v = top.get("retakes"); v.present() && !v.is_null()) {
+    if (!v.is_list()) top.fail("retakes", "expected a list, got " + v.describe());
+    for (size_t k = 0; k < v.size(); ++k) {
+      FieldReader<JsonNode> t(v.at(k), index_path("retakes", k), top.on_fail());
+      if (!v.at(k).is_map()) top.fail(t.path(), "expected an object, got " + v.at(k).describe());
+      FidelityRetake x;
+      const double seconds = 10.0;  // a probe reading is bounded at 50 ms; anything near 10 s is not one
+      if (!t.read("round", &x.round, 0, 100000)) t.fail(t.path("round"), "missing required field");
+      if (!t.read("probe_s", &x.probe_s, 0.0, seconds)) t.fail(t.path("probe_s"), "missing required field");
+      if (!t.read("quiet_s", &x.quiet_s, 0.0, seconds)) t.fail(t.path("quiet_s"), "missing required field");
+      t.read("retake_probe_s", &x.retake_probe_s, 0.0, seconds);
+      t.read("kept", &x.kept);
+      t.finish();
+      r.retakes.push_back(x);
+    }
+  }
   const JsonNode points = top.need("points");
   if (!points.is_list()) top.fail("points", "expected a list, got " + points.describe());
   for (size_t i = 0; i < points.size(); ++i) {
@@ -141,6 +158,17 @@ std::string FidelityReport::to_json() const {
     if (values->empty()) continue;
     o << ",\n  \"" << key << "\": [";
     for (size_t k = 0; k < values->size(); ++k) o << (k ? ", " : "") << format_number((*values)[k], 4);
+    o << "]";
+  }
+  if (!retakes.empty()) {
+    o << ",\n  \"spell_ratio\": " << format_number(spell_ratio) << ",\n  \"retakes\": [";
+    for (size_t k = 0; k < retakes.size(); ++k) {
+      const FidelityRetake& t = retakes[k];
+      o << (k ? ", " : "") << "{\"round\": " << t.round << ", \"probe_s\": " << format_number(t.probe_s, 4)
+        << ", \"quiet_s\": " << format_number(t.quiet_s, 4)
+        << ", \"retake_probe_s\": " << format_number(t.retake_probe_s, 4)
+        << ", \"kept\": " << (t.kept ? "true" : "false") << "}";
+    }
     o << "]";
   }
   o << ",\n  \"placements\": " << points.size() << ",\n  \"failed\": " << failed
@@ -200,6 +228,16 @@ std::string FidelityReport::to_markdown() const {
     o << "Cross-core round trip (the protocol's probe; copies between CPU devices cost more while it is high): "
       << ns(core_rtt_profiled_s) << " while each round's profile measured its mixed step, " << ns(core_rtt_measured_s)
       << " (medians) while each round's placements were measured.\n\n";
+  }
+  for (const FidelityRetake& t : retakes) {
+    o << "Round " << t.round + 1 << " was measured again (profile and placements): its probe read "
+      << format_number(t.probe_s * 1e9, 3) << " ns, more than " << format_number(spell_ratio, 3)
+      << "x the quietest round's " << format_number(t.quiet_s * 1e9, 3) << " ns (a slow spell of the machine). The retake ";
+    if (t.retake_probe_s > 0)
+      o << "read " << format_number(t.retake_probe_s * 1e9, 3) << " ns";
+    else
+      o << "was not probed";
+    o << (t.kept ? " and replaced the round." : "; the round was kept, its reading being the lower.") << "\n\n";
   }
   o << "Goal: Spearman >= 0.9 and MAPE <= 10%: " << (spearman >= 0.9 && mape <= 0.10 ? "met" : "NOT met") << ".\n\n";
   if (!std::isnan(spearman_other_calibration))

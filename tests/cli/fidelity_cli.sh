@@ -45,6 +45,35 @@ rm "$TMP/out/fidelity_mlp.md" "$TMP/out/fidelity_mlp.svg"
 grep -q "Spearman" "$TMP/out/fidelity_mlp.md" || fail "replot md"
 grep -q "calibrated on each op's fastest round instead" "$TMP/out/fidelity_mlp.md" || fail "replot keeps the fastest-round line"
 
+# --retakes: a round whose probe reads over --spell-ratio times the quietest round's is measured again. At ratio 1
+# any round that read higher than the other is, so the retake path runs; the report says what it read and kept.
+"$PLACER" fidelity --graph "$TMP/g.json" --devices cpu:2 --placements 4 --rounds 2 --steps 2 --warmup 1 \
+  --max-steps 4 --repetitions 1 --retakes 1 --spell-ratio 1 -o "$TMP/out_retake" > /dev/null 2> "$TMP/stderr_retake.txt" \
+  || { cat "$TMP/stderr_retake.txt"; fail "fidelity --retakes run"; }
+python3 - "$TMP/out_retake/fidelity_mlp.json" "$TMP/out_retake/fidelity_mlp.md" "$TMP/stderr_retake.txt" <<'PY' || fail "--retakes: $(cat "$TMP/stderr_retake.txt")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+md = open(sys.argv[2]).read()
+assert "--retakes 1 --spell-ratio 1" in r["command"], r["command"]
+probes = [max(p, m) for p, m in zip(r["core_rtt_profiled_s"], r["core_rtt_measured_s"])]
+assert len(probes) == 2 and min(probes) > 0, r
+if probes[0] == probes[1] and not r.get("retakes"):
+    sys.exit(0)  # equal readings to the digit: no round read higher, so none is taken again
+t = r["retakes"]
+assert len(t) == 1, t
+assert r["spell_ratio"] == 1, r
+assert t[0]["retake_probe_s"] > 0 and t[0]["probe_s"] > t[0]["quiet_s"] > 0, t
+# The kept round's reading is the lower of the round's and its retake's.
+kept = probes[t[0]["round"]]
+assert abs(kept - min(t[0]["probe_s"], t[0]["retake_probe_s"])) <= 1e-3 * kept, (kept, t)
+assert t[0]["kept"] == (t[0]["retake_probe_s"] < t[0]["probe_s"]), t
+assert all(len(p["rounds_s"]) == 2 for p in r["points"]), r["points"]
+assert "Round %d was measured again" % (t[0]["round"] + 1) in md, md
+assert "retake of round %d: measuring" % (t[0]["round"] + 1) in open(sys.argv[3]).read()  # progress says so
+PY
+if "$PLACER" fidelity --graph "$TMP/g.json" --spell-ratio 0.5 > /dev/null 2> "$TMP/e4.txt"; then fail "--spell-ratio 0.5 accepted"; fi
+grep -q -- "--spell-ratio" "$TMP/e4.txt" || fail "--spell-ratio message: $(cat "$TMP/e4.txt")"
+
 # --spread: placements chosen (before measuring) for simulated steps >= 5% apart, and the report says so.
 "$PLACER" graph build mlp --opt batch=16 --opt input=64 --opt width=128 --opt classes=3 --opt layers=6 -o "$TMP/g2.json" >/dev/null
 "$PLACER" fidelity --graph "$TMP/g2.json" --devices cpu:2 --placements 5 --spread 0.05 --rounds 1 --steps 2 --warmup 1 \

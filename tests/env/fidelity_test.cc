@@ -5,6 +5,9 @@
 
 #include <cmath>
 #include <set>
+#include <string>
+#include <tuple>
+#include <vector>
 
 #include "placer/graphs/error.h"
 
@@ -198,6 +201,62 @@ TEST(Fidelity, ReportKeepsTheCrossCoreProbePerRound) {
     ADD_FAILURE() << "a probe that is not a list was accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("core_rtt_measured_s: expected a list"), std::string::npos) << e.what();
+  }
+}
+
+// A round is in a spell when its probe reads over the ratio times the quietest
+// round's; unread rounds (0) are neither the quietest nor flagged, and a run read
+// wholly in a spell (all rounds alike) flags none.
+TEST(Fidelity, RoundsInASpellAreThoseOverTheRatioTimesTheQuietest) {
+  using V = std::vector<size_t>;
+  EXPECT_EQ(rounds_in_a_spell({77e-9, 382e-9}), V{1});             // nmt's second round, fidelity_s22_probe_run2
+  EXPECT_EQ(rounds_in_a_spell({450e-9, 85e-9, 81e-9}), V{0});      // rnnlm's first profile, fidelity_s22_probe
+  EXPECT_EQ(rounds_in_a_spell({80e-9, 400e-9, 500e-9}), (V{2, 1}));  // highest first
+  EXPECT_EQ(rounds_in_a_spell({80e-9, 150e-9, 90e-9}), V{});       // under 2x: the machine's ordinary spread
+  EXPECT_EQ(rounds_in_a_spell({400e-9, 420e-9}), V{});             // all in a spell: the rounds agree
+  EXPECT_EQ(rounds_in_a_spell({0.0, 400e-9}), V{});                // one reading: nothing to compare
+  EXPECT_EQ(rounds_in_a_spell({0.0, 80e-9, 170e-9}), V{2});
+  EXPECT_EQ(rounds_in_a_spell({}), V{});
+  EXPECT_EQ(rounds_in_a_spell({80e-9, 150e-9, 90e-9}, 1.5), V{1});
+  EXPECT_EQ(rounds_in_a_spell({80e-9, 80e-9}, 1.0), V{});          // not over: equal readings
+  EXPECT_THROW(rounds_in_a_spell({80e-9, 90e-9}, 0.5), InputError);
+}
+
+// Retaken rounds are written, read back and said in the markdown; a bad field is named.
+TEST(Fidelity, ReportKeepsItsRetakenRounds) {
+  FidelityReport r = two_point_report();
+  EXPECT_EQ(r.to_json().find("retakes"), std::string::npos);
+  EXPECT_EQ(r.to_markdown().find("measured again"), std::string::npos);
+  r.retakes = {{1, 382e-9, 77e-9, 81e-9, true}, {0, 300e-9, 80e-9, 310e-9, false}};
+  const FidelityReport back = FidelityReport::from_json(r.to_json());
+  ASSERT_EQ(back.retakes.size(), 2u);
+  EXPECT_EQ(back.retakes[0].round, 1);
+  EXPECT_TRUE(back.retakes[0].kept);
+  EXPECT_FALSE(back.retakes[1].kept);
+  EXPECT_DOUBLE_EQ(back.retakes[1].retake_probe_s, 310e-9);
+  EXPECT_EQ(back.to_json(), r.to_json());
+  const std::string md = r.to_markdown();
+  EXPECT_NE(md.find("Round 2 was measured again (profile and placements): its probe read 382 ns, more than 2x the "
+                    "quietest round's 77 ns"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("The retake read 81 ns and replaced the round."), std::string::npos) << md;
+  EXPECT_NE(md.find("The retake read 310 ns; the round was kept"), std::string::npos) << md;
+  for (auto [from, to, field] :
+       {std::tuple{"\"probe_s\": 3.82e-07", "\"probe_s\": \"x\"", "retakes[0].probe_s"},
+        std::tuple{"\"round\": 1,", "\"round\": -1,", "retakes[0].round"},
+        std::tuple{"\"kept\": true", "\"kept\": true, \"why\": 1", "retakes[0].why: unknown field"},
+        std::tuple{"\"spell_ratio\": 2", "\"spell_ratio\": 0.5", "spell_ratio"}}) {
+    std::string bad = r.to_json();
+    const size_t at = bad.find(from);
+    ASSERT_NE(at, std::string::npos) << from << " in " << bad;
+    bad.replace(at, std::string(from).size(), to);
+    try {
+      FidelityReport::from_json(bad);
+      ADD_FAILURE() << "accepted: " << to;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(field), std::string::npos) << e.what();
+    }
   }
 }
 

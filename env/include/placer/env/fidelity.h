@@ -42,6 +42,26 @@ std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& g
 // ranked by a measurement at all; the choice never looks at a measured time.
 std::vector<size_t> spread_by_simulated(const std::vector<double>& simulated, int count, double gap);
 
+// A round's probe reading more than this many times the quietest round's: the
+// round ran in one of a shared machine's slow spells while another did not.
+// Readings sit at ~80-90 ns on the 2-core VM and at 350-450 ns in a spell, when
+// copies between CPU devices slow 1.1-1.2x (bench/results/copy_probe_cpu2.md).
+inline constexpr double kSpellRatio = 2.0;
+
+// The rounds whose reading in `probe_s` (the cross-core probe over each round
+// of one measurement; 0 or less: not read) exceeds `ratio` times the lowest
+// positive reading, highest reading first. Empty with fewer than two readings.
+std::vector<size_t> rounds_in_a_spell(const std::vector<double>& probe_s, double ratio = kSpellRatio);
+
+// A round measured again because its probe read a spell (rounds_in_a_spell).
+struct FidelityRetake {
+  int round = 0;                // 0-based, in the report's order
+  double probe_s = 0.0;         // the round's reading that called for the retake
+  double quiet_s = 0.0;         // the quietest round's reading then
+  double retake_probe_s = 0.0;  // the retake's reading (0: not read)
+  bool kept = false;            // the retake replaced the round: its reading was lower
+};
+
 struct FidelityPoint {
   std::string kind;         // "single", "round_robin", "split", "random", "perturbed"
   double measured_s = 0.0;  // measured step time: the median of every round's samples
@@ -92,6 +112,10 @@ struct FidelityReport {
   // device, a GPU split, older reports). Copy-heavy placements measure slower
   // while it is high (bench/results/copy_probe_cpu2.md).
   std::vector<double> core_rtt_profiled_s, core_rtt_measured_s;
+  // Rounds measured again because their probe read a spell, in order; the
+  // figures above are of the rounds kept. Empty: none (or older reports).
+  std::vector<FidelityRetake> retakes;
+  double spell_ratio = kSpellRatio;  // the threshold they were taken at (in the JSON where there are retakes)
   const char* other_calibration() const { return calibration == "rounds_mean" ? "fastest_round" : "rounds_mean"; }
   std::vector<FidelityPoint> points;  // ok measurements only
   int failed = 0;                     // placements whose measurement failed
