@@ -101,6 +101,13 @@ void read_learned_fields(const RecordFields& r, Job& job) {
   if (!t || !t->IsObject()) return;
   const RecordFields table(*t);
   job.table = table.s("rows_made");
+  if (const rapidjson::Value* p = table.member("core_rtt_s"); p && p->IsArray() && p->Size() == 3 &&
+                                                             (*p)[0].IsNumber() && (*p)[1].IsNumber() &&
+                                                             (*p)[2].IsNumber()) {
+    job.table_core_rtt_s = (*p)[0].GetDouble();
+    job.table_core_rtt_low_s = (*p)[1].GetDouble();
+    job.table_core_rtt_high_s = (*p)[2].GetDouble();
+  }
   const rapidjson::Value* rows = table.member("rows");
   if (!rows || !rows->IsArray()) return;
   for (const auto& v : rows->GetArray()) {

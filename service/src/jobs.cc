@@ -59,7 +59,14 @@ void write_final_table(JsonOut& o, const Job& job) {
     if (r.p_vs_policy >= 0) o.field("p_vs_policy", r.p_vs_policy).field("verdict", r.verdict);
     o.end();
   }
-  o.end_array().end();
+  o.end_array();
+  if (measured && job.table_core_rtt_s > 0)
+    o.begin_array("core_rtt_s")
+        .num(job.table_core_rtt_s)
+        .num(job.table_core_rtt_low_s)
+        .num(job.table_core_rtt_high_s)
+        .end_array();
+  o.end();
 }
 
 constexpr double kRoundSeconds = 0.5;  // cancellation answers within about one placer run

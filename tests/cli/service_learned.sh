@@ -161,6 +161,9 @@ for s in (sa, sb):
             assert 0 <= r["p_vs_policy"] <= 1, r
             assert r["verdict"] in ("no difference", "policy faster", "row faster", "differ, equal medians"), r
     assert s["best"]["step_s"] == min(r["step_s"] for r in t["rows"]), (s["best"], t)
+    # The cross-core probe while the table ran (median, lowest, highest), as summary.json has it.
+    med, low, high = t["core_rtt_s"]
+    assert 0 < low <= med <= high <= 0.05, t["core_rtt_s"]
     # The speedup over the fast path's answer (the start), both measured; no gap to the simulated bound.
     fp = [r for r in t["rows"] if r["method"] == "fast_path:" + s["start"]["method"]]
     assert len(fp) == 1 and fp[0]["role"] == "seen", (s["start"], t)

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <thread>
 
@@ -548,6 +549,38 @@ TEST(Service, SearchJobKeepsItsObjective) {
     EXPECT_EQ(field_text(st, "objective"), "\"pipeline\"") << server << ": " << st;
     EXPECT_EQ(field_text(st, "microbatches"), "2") << server << ": " << st;
     EXPECT_EQ(field_text(st, "schedule"), "\"gpipe\"") << server << ": " << st;
+  }
+  placer::remove_tree(dir);
+}
+
+// A measured learned job's final table keeps the cross-core probe while it ran (median, lowest, highest) in its
+// reply, and across a restart (its record on disk).
+TEST(Service, MeasuredLearnedJobKeepsItsTablesProbeAcrossARestart) {
+  const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_probe_" + std::to_string(::getpid()));
+  placer::remove_tree(dir);
+  ServiceConfig c = small_config();
+  c.state_dir = dir.string();
+  c.measure_jobs = true;
+  std::string id, before;
+  for (int server = 0; server < 2; ++server) {
+    PlacementService s(c);
+    if (server == 0)
+      id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                                   R"(,"devices":"cpu:2","reward_mode":"measured","budget":{"samples":8},)"
+                                   R"("learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"samples_per_update":4},)"
+                                   R"("warm_start":{"methods":["m_etf"],"bc_steps":0},)"
+                                   R"("reward":{"measure_warmup":1,"measure_steps":2}}})"));
+    const std::string st = wait_state(s, id, "done");
+    const auto at = st.find("\"core_rtt_s\":[");
+    ASSERT_NE(at, std::string::npos) << server << ": " << st;
+    const std::string probe = st.substr(at, st.find(']', at) + 1 - at);
+    double med = 0, low = 0, high = 0;
+    ASSERT_EQ(std::sscanf(probe.c_str(), "\"core_rtt_s\":[%lf,%lf,%lf]", &med, &low, &high), 3) << probe;
+    EXPECT_TRUE(0 < low && low <= med && med <= high && high <= 0.05) << probe;
+    if (server == 0)
+      before = probe;
+    else
+      EXPECT_EQ(probe, before) << "the restarted server's record differs";
   }
   placer::remove_tree(dir);
 }
