@@ -39,7 +39,7 @@ struct SimulateArgs {
 
 struct FidelityArgs {
   std::string graph, devices = "cpu:2", out = ".", name, save_placements, replot;
-  int placements = 50, repetitions = 5, rounds = 2;
+  int placements = 50, repetitions = 5, rounds = 4;
   int retakes = 2;          // rounds measured again at most, where the probe read a spell (rounds_in_a_spell)
   double spell_ratio = kSpellRatio;
   double spread = 0;        // > 0: choose placements whose simulated steps are this far apart (relative)
@@ -172,7 +172,8 @@ using NamedPlacements = std::vector<std::pair<std::string, Placement>>;  // dive
 // One round: a profile, then every live placement measured with the protocol, interleaved.
 struct FidelityRound {
   Profile profile;
-  std::vector<std::optional<StepResult>> results;  // per placement; unset where it had failed before
+  // Per placement: its result (a failure included); unset where another kept round had seen it fail.
+  std::vector<std::optional<StepResult>> results;
   double measured_core_rtt_s = 0.0;                // the probe's median over the round's steps (0: not read)
   // The round's probe reading: the higher of its profile's mixed step and its measurement (0: neither was read).
   double probe_s() const { return std::max({profile.mixed.core_rtt_s, measured_core_rtt_s, 0.0}); }
@@ -182,8 +183,8 @@ struct FidelityRound {
 // result, whether it failed, and each round's median.
 struct FidelityMeasurements {
   std::vector<FidelityRound> rounds;  // the rounds kept, in order
-  std::vector<bool> failed;           // a placement that failed in any round is left out
   std::vector<FidelityRetake> retakes;
+  std::vector<bool> failed;  // pooled: a placement that failed in a kept round is left out
   Profile profile;  // each op's fastest round (merge_profile_minimum)
   std::vector<StepResult> best;
   std::vector<std::vector<double>> round_s;
@@ -192,20 +193,28 @@ struct FidelityMeasurements {
     for (const FidelityRound& r : rounds) out.push_back(r.profile);
     return out;
   }
+  // The placements that failed in a kept round other than `except` (-1: any): not measured again.
+  std::vector<bool> failed_in_kept(size_t placements, int except = -1) const {
+    std::vector<bool> out(placements, false);
+    for (size_t k = 0; k < rounds.size(); ++k)
+      if (static_cast<int>(k) != except)
+        for (size_t i = 0; i < placements; ++i) out[i] = out[i] || (rounds[k].results[i] && !rounds[k].results[i]->ok());
+    return out;
+  }
 };
 
-// One round's interleaved measurement of the placements that have not failed; a failure is marked in `failed`.
-// `label` names the round in the progress lines.
+// One round's interleaved measurement of the placements not in `skip` (failed in another kept round); a failure
+// is kept as the placement's result. `label` names the round in the progress lines.
 FidelityRound measure_round(Runtime& runtime, const RunGraph& run, const NamedPlacements& placements,
                             const FidelityArgs& a, const std::string& label, Profile profile,
-                            std::vector<bool>& failed) {
+                            const std::vector<bool>& skip) {
   FidelityRound round;
   round.profile = std::move(profile);
   round.results.resize(placements.size());
   std::vector<size_t> live;
   std::vector<Placement> batch;
   for (size_t i = 0; i < placements.size(); ++i)
-    if (!failed[i]) {
+    if (!skip[i]) {
       live.push_back(i);
       batch.push_back(run.at(placements[i].second));
     }
@@ -218,15 +227,14 @@ FidelityRound measure_round(Runtime& runtime, const RunGraph& run, const NamedPl
   for (size_t k = 0; k < live.size(); ++k) {
     const size_t i = live[k];
     const StepResult& r = results[k];
+    round.results[i] = r;
     if (!r.ok()) {
-      failed[i] = true;
       std::fprintf(stderr, "[%zu/%zu] %-11s %s: %s\n", i + 1, placements.size(), placements[i].first.c_str(),
                    step_status_name(r.status), r.message.c_str());
       continue;
     }
     std::fprintf(stderr, "[%zu/%zu] %-11s this round %.6g s [%.6g, %.6g], %zu steps\n", i + 1, placements.size(),
                  placements[i].first.c_str(), r.step_s, r.ci_low_s, r.ci_high_s, r.samples_s.size());
-    round.results[i] = r;
   }
   if (round.probe_s() > 0)
     std::fprintf(stderr, "%s: cross-core probe %.0f ns\n", label.c_str(), round.probe_s() * 1e9);
@@ -236,19 +244,22 @@ FidelityRound measure_round(Runtime& runtime, const RunGraph& run, const NamedPl
 // A round from the start: profile (unless `reuse` gives it), then measure.
 FidelityRound run_round(Runtime& runtime, const Graph& graph, const RunGraph& run, const Cluster& cluster,
                         const NamedPlacements& placements, const FidelityArgs& a, const std::string& label,
-                        const Profile* reuse, std::vector<bool>& failed) {
+                        const Profile* reuse, const std::vector<bool>& skip) {
   ProfileOptions po;
   po.repetitions = a.repetitions;
   if (!reuse)
     std::fprintf(stderr, "%s: profiling %s (%lld ops) on %s...\n", label.c_str(), graph.name.c_str(),
                  static_cast<long long>(graph.size()), cluster.name.c_str());
-  return measure_round(runtime, run, placements, a, label, reuse ? *reuse : runtime.profile(graph, po), failed);
+  return measure_round(runtime, run, placements, a, label, reuse ? *reuse : runtime.profile(graph, po), skip);
 }
 
-// Pools the kept rounds: each op's fastest round into m.profile; per placement, every round's samples (its
+// Pools the kept rounds: each op's fastest round into m.profile; per placement, whether it failed in any of them
+// (or was left out of one, after failing in a round since taken again), and else every round's samples (its
 // median and interval) and each round's median.
-void pool_rounds(FidelityMeasurements& m) {
-  const size_t n = m.failed.size();
+void pool_rounds(FidelityMeasurements& m, size_t n) {
+  m.failed = m.failed_in_kept(n);
+  for (const FidelityRound& r : m.rounds)
+    for (size_t i = 0; i < n; ++i) m.failed[i] = m.failed[i] || !r.results[i];
   m.best.assign(n, StepResult{});
   m.round_s.assign(n, {});
   std::vector<std::vector<double>> samples(n);
@@ -256,7 +267,7 @@ void pool_rounds(FidelityMeasurements& m) {
     merge_profile_minimum(m.profile, m.rounds[k].profile, k == 0);
     for (size_t i = 0; i < n; ++i) {
       const std::optional<StepResult>& r = m.rounds[k].results[i];
-      if (m.failed[i] || !r) continue;
+      if (m.failed[i]) continue;
       m.round_s[i].push_back(r->step_s);
       samples[i].insert(samples[i].end(), r->samples_s.begin(), r->samples_s.end());
       m.best[i] = *r;
@@ -283,11 +294,11 @@ FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const 
                                     const NamedPlacements& placements, const FidelityArgs& a,
                                     const Profile* first_profile) {
   FidelityMeasurements m;
-  m.failed.assign(placements.size(), false);
+  const size_t n = placements.size();
   for (int round = 0; round < a.rounds; ++round) {
     const Profile* reuse = round == 0 ? first_profile : nullptr;  // --spread profiled already
     const std::string label = "round " + std::to_string(round + 1) + "/" + std::to_string(a.rounds);
-    m.rounds.push_back(run_round(runtime, graph, run, cluster, placements, a, label, reuse, m.failed));
+    m.rounds.push_back(run_round(runtime, graph, run, cluster, placements, a, label, reuse, m.failed_in_kept(n)));
   }
   for (int left = a.retakes; left > 0; --left) {
     std::vector<double> probes;
@@ -297,19 +308,20 @@ FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const 
     FidelityRetake t;
     t.round = static_cast<int>(spell.front());
     t.probe_s = probes[spell.front()];
-    t.quiet_s = *std::min_element(probes.begin(), probes.end(), [](double x, double y) {
-      return (x > 0 ? x : HUGE_VAL) < (y > 0 ? y : HUGE_VAL);
-    });
+    t.quiet_s = quietest_reading(probes);
     const std::string label = "retake of round " + std::to_string(t.round + 1);
     std::fprintf(stderr, "round %d read the probe at %.0f ns, over %.3gx the quietest round's %.0f ns: %s\n",
                  t.round + 1, t.probe_s * 1e9, a.spell_ratio, t.quiet_s * 1e9, label.c_str());
-    FidelityRound again = run_round(runtime, graph, run, cluster, placements, a, label, nullptr, m.failed);
+    FidelityRound again =
+        run_round(runtime, graph, run, cluster, placements, a, label, nullptr, m.failed_in_kept(n, t.round));
     t.retake_probe_s = again.probe_s();
     t.kept = t.retake_probe_s > 0 && t.retake_probe_s < t.probe_s;
+    std::fprintf(stderr, "%s: %s\n", label.c_str(),
+                 t.kept ? "kept, in place of the round" : "not kept: the round read lower (or the retake was not probed)");
     if (t.kept) m.rounds[t.round] = std::move(again);
     m.retakes.push_back(t);
   }
-  pool_rounds(m);
+  pool_rounds(m, n);
   return m;
 }
 
@@ -416,7 +428,7 @@ NamedPlacements choose_placements(Runtime& runtime, const Graph& graph, const Ru
   std::ostringstream text;
   text << chosen.size() << " of " << pool.size() << " diverse placements (seed " << a.protocol.seed
        << "), chosen before any measurement for simulated steps at least " << 100 * a.spread
-       << "% apart (the simulator calibrated on round 1's profile)";
+       << "% apart (the simulator calibrated on a first profile, which is round 1's unless round 1 was taken again)";
   selection = text.str();
   if (chosen.size() < 2)
     throw InputError("fidelity: --spread " + std::to_string(a.spread) + " left " + std::to_string(chosen.size()) +
@@ -458,6 +470,8 @@ void run_fidelity(const FidelityArgs& a) {
               graph.name.c_str(), a.devices.c_str(), report.points.size(), report.failed, report.spearman,
               report.kendall, 100 * report.mape);
   if (!std::isnan(report.retest_spearman)) std::printf(" (re-measured: Spearman %.3f)", report.retest_spearman);
+  if (!std::isnan(report.split_half_spearman))
+    std::printf(" (by halves of the rounds: Spearman %.3f)", report.split_half_spearman);
   if (run.spec()) std::printf(" (pipeline objective: %s)", pipeline_spec_text(*run.spec()).c_str());
   std::printf(" -> %s.{md,json,svg}\n", stem.c_str());
 }
@@ -505,7 +519,9 @@ void add_env_commands(CLI::App& app) {
   fid->add_option(
          "--rounds", fargs->rounds,
          "Rounds of profile + measure-all (interleaved); the simulator is calibrated on the rounds' mean profile "
-         "(each op's fastest round reported beside it), measurements pool every round's samples")
+         "(each op's fastest round reported beside it), measurements pool every round's samples. Four or more "
+         "also set the halves of the rounds against each other; pooling four averages over a shared machine's "
+         "drift between rounds (bench/results/fidelity_s23_rounds4/)")
       ->capture_default_str()
       ->check(CLI::Range(1, 100));
   fid->add_option("--retakes", fargs->retakes,

@@ -4,7 +4,7 @@
 # diverse placements of each for real (interleaved, each until its median's 95%
 # interval is within 2%, in ROUNDS rounds) and in the simulator calibrated by a
 # profile, and writes bench/results/fidelity_<graph>.{md,json,svg}.
-# Usage: bash bench/run_fidelity.sh [BUILD_DIR] [PLACEMENTS=24] [ROUNDS=2] [SPREAD=0] [OUT=bench/results]
+# Usage: bash bench/run_fidelity.sh [BUILD_DIR] [PLACEMENTS=24] [ROUNDS=4] [SPREAD=0] [OUT=bench/results]
 # SPREAD > 0: the placements are chosen, before measuring, from 4x as many for
 # simulated steps at least SPREAD apart (placer fidelity --spread).
 # Run it on an otherwise idle machine: cpu:N devices need their own cores.
@@ -17,7 +17,7 @@
 set -euo pipefail
 BUILD=${1:-build}
 PLACEMENTS=${2:-24}
-ROUNDS=${3:-2}
+ROUNDS=${3:-4}  # 4 since the twenty-third session: pooled over four rounds, the drift between rounds averages out (fidelity_s23_rounds4/)
 SPREAD=${4:-0}
 P="$BUILD/placer"
 PY=${PLACER_PYTHON:-.venv/bin/python3}

@@ -110,6 +110,10 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
       t.read("retake_probe_s", &x.retake_probe_s, 0.0, seconds);
       t.read("kept", &x.kept);
       t.finish();
+      if (!(x.quiet_s > 0 && x.probe_s > x.quiet_s))
+        t.fail(t.path("probe_s"), "must be above quiet_s > 0 (a retake answers a reading above the quietest)");
+      if (x.kept && !(x.retake_probe_s > 0 && x.retake_probe_s < x.probe_s))
+        t.fail(t.path("kept"), "a kept retake must have read lower than probe_s (0 < retake_probe_s < probe_s)");
       r.retakes.push_back(x);
     }
   }
@@ -174,7 +178,9 @@ std::string FidelityReport::to_json() const {
   o << ",\n  \"placements\": " << points.size() << ",\n  \"failed\": " << failed
     << ",\n  \"spearman\": " << format_number(spearman) << ",\n  \"kendall_tau_b\": " << format_number(kendall)
     << ",\n  \"mape\": " << format_number(mape) << ",\n  \"retest_spearman\": "
-    << (std::isnan(retest_spearman) ? std::string("null") : format_number(retest_spearman)) << ",\n  \"points\": [\n";
+    << (std::isnan(retest_spearman) ? std::string("null") : format_number(retest_spearman));
+  if (!std::isnan(split_half_spearman)) o << ",\n  \"split_half_spearman\": " << format_number(split_half_spearman);
+  o << ",\n  \"points\": [\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
     o << "    {\"kind\": \"" << p.kind << "\", \"measured_s\": " << format_number(p.measured_s, 8)
@@ -233,11 +239,12 @@ std::string FidelityReport::to_markdown() const {
     o << "Round " << t.round + 1 << " was measured again (profile and placements): its probe read "
       << format_number(t.probe_s * 1e9, 3) << " ns, more than " << format_number(spell_ratio, 3)
       << "x the quietest round's " << format_number(t.quiet_s * 1e9, 3) << " ns (a slow spell of the machine). The retake ";
-    if (t.retake_probe_s > 0)
-      o << "read " << format_number(t.retake_probe_s * 1e9, 3) << " ns";
+    if (t.retake_probe_s <= 0)
+      o << "was not probed; the round was kept.";
     else
-      o << "was not probed";
-    o << (t.kept ? " and replaced the round." : "; the round was kept, its reading being the lower.") << "\n\n";
+      o << "read " << format_number(t.retake_probe_s * 1e9, 3) << " ns"
+        << (t.kept ? " and replaced the round." : "; the round was kept, its reading being the lower.");
+    o << "\n\n";
   }
   o << "Goal: Spearman >= 0.9 and MAPE <= 10%: " << (spearman >= 0.9 && mape <= 0.10 ? "met" : "NOT met") << ".\n\n";
   if (!std::isnan(spearman_other_calibration))
@@ -248,6 +255,11 @@ std::string FidelityReport::to_markdown() const {
     o << "The measurement against itself (round 1 vs round 2 of the same placements): Spearman "
       << format_number(retest_spearman, 3)
       << ". A simulator cannot rank placements more reliably than the measurement does.\n\n";
+  if (!std::isnan(split_half_spearman))
+    o << "The measurement against itself by halves (each placement's mean round median over the first half of the "
+         "rounds against the same over the rest; each half a measurement of its own, the pooled one of all rounds at "
+         "least as reliable): Spearman "
+      << format_number(split_half_spearman, 3) << ".\n\n";
   o << "| # | kind | measured s (median) | " << interval_confidence_label()
     << " interval | steps | simulated s | error | transfer MB "
        "|\n|---:|---|---:|---|---:|---:|---:|---:|\n";
@@ -379,7 +391,10 @@ std::string FidelityReport::to_svg() const {
   if (!std::isnan(retest_spearman))
     o << "<text x=\"" << W / 2
       << "\" y=\"54\" text-anchor=\"middle\" fill=\"#555\">measured vs re-measured (round 1 vs 2): Spearman "
-      << format_number(retest_spearman, 3) << "</text>\n";
+      << format_number(retest_spearman, 3)
+      << (std::isnan(split_half_spearman) ? std::string()
+                                          : "; by halves of the rounds " + format_number(split_half_spearman, 3))
+      << "</text>\n";
   svg_axes(o, frame);
   svg_points(o, frame, points);
   o << "<text x=\"" << (L + W - R) / 2 << "\" y=\"" << H - 25 << "\" text-anchor=\"middle\">measured "

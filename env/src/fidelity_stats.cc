@@ -237,16 +237,18 @@ std::vector<size_t> spread_by_simulated(const std::vector<double>& simulated, in
   return thinned;
 }
 
+double quietest_reading(const std::vector<double>& probe_s) {
+  double quiet = 0;
+  for (double v : probe_s)
+    if (v > 0 && (quiet == 0 || v < quiet)) quiet = v;
+  return quiet;
+}
+
 std::vector<size_t> rounds_in_a_spell(const std::vector<double>& probe_s, double ratio) {
   if (!(ratio >= 1)) throw InputError("rounds_in_a_spell: ratio must be >= 1");
-  double quiet = 0;
-  int read = 0;
-  for (double v : probe_s)
-    if (v > 0) {
-      quiet = read++ ? std::min(quiet, v) : v;
-    }
+  const double quiet = quietest_reading(probe_s);
   std::vector<size_t> spell;
-  if (read < 2) return spell;
+  if (std::count_if(probe_s.begin(), probe_s.end(), [](double v) { return v > 0; }) < 2) return spell;
   for (size_t i = 0; i < probe_s.size(); ++i)
     if (probe_s[i] > ratio * quiet) spell.push_back(i);
   std::stable_sort(spell.begin(), spell.end(), [&](size_t a, size_t b) { return probe_s[a] > probe_s[b]; });
@@ -283,6 +285,19 @@ void FidelityReport::compute_statistics() {
     }
   retest_spearman = r0.size() >= 2 && r0.size() == points.size() ? placer::spearman(r0, r1)
                                                                  : std::numeric_limits<double>::quiet_NaN();
+  size_t rounds = points.empty() ? 0 : points.front().rounds_s.size();
+  for (const auto& p : points) rounds = std::min(rounds, p.rounds_s.size());
+  split_half_spearman = std::numeric_limits<double>::quiet_NaN();
+  if (rounds >= 4 && points.size() >= 2) {
+    std::vector<double> first, second;
+    for (const auto& p : points) {
+      const auto mid = p.rounds_s.begin() + static_cast<std::ptrdiff_t>(rounds / 2);
+      const auto end = p.rounds_s.begin() + static_cast<std::ptrdiff_t>(rounds);
+      first.push_back(std::accumulate(p.rounds_s.begin(), mid, 0.0) / static_cast<double>(rounds / 2));
+      second.push_back(std::accumulate(mid, end, 0.0) / static_cast<double>(rounds - rounds / 2));
+    }
+    split_half_spearman = placer::spearman(first, second);
+  }
 }
 
 }  // namespace placer

@@ -104,9 +104,12 @@ void read_learned_fields(const RecordFields& r, Job& job) {
   if (const rapidjson::Value* p = table.member("core_rtt_s"); p && p->IsArray() && p->Size() == 3 &&
                                                              (*p)[0].IsNumber() && (*p)[1].IsNumber() &&
                                                              (*p)[2].IsNumber()) {
-    job.table_core_rtt_s = (*p)[0].GetDouble();
-    job.table_core_rtt_low_s = (*p)[1].GetDouble();
-    job.table_core_rtt_high_s = (*p)[2].GetDouble();
+    const double med = (*p)[0].GetDouble(), low = (*p)[1].GetDouble(), high = (*p)[2].GetDouble();
+    if (0 < low && low <= med && med <= high && high < 1) {  // else the record's probe is dropped, not trusted
+      job.table_core_rtt_s = med;
+      job.table_core_rtt_low_s = low;
+      job.table_core_rtt_high_s = high;
+    }
   }
   const rapidjson::Value* rows = table.member("rows");
   if (!rows || !rows->IsArray()) return;

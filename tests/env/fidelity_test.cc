@@ -220,6 +220,37 @@ TEST(Fidelity, RoundsInASpellAreThoseOverTheRatioTimesTheQuietest) {
   EXPECT_EQ(rounds_in_a_spell({80e-9, 150e-9, 90e-9}, 1.5), V{1});
   EXPECT_EQ(rounds_in_a_spell({80e-9, 80e-9}, 1.0), V{});          // not over: equal readings
   EXPECT_THROW(rounds_in_a_spell({80e-9, 90e-9}, 0.5), InputError);
+  EXPECT_EQ(quietest_reading({0.0, 90e-9, 80e-9, 400e-9}), 80e-9);
+  EXPECT_EQ(quietest_reading({0.0, -1.0}), 0.0);
+}
+
+// With four rounds or more the report sets the halves of the rounds against each other (each point's mean round
+// median); fewer rounds, or a point with fewer, give none.
+TEST(Fidelity, SplitHalfSpearmanSetsTheHalvesOfTheRoundsAgainstEachOther) {
+  FidelityReport r = two_point_report();
+  auto with_rounds = [&](std::vector<std::vector<double>> rounds) {
+    r.points.clear();
+    for (size_t i = 0; i < rounds.size(); ++i) {
+      FidelityPoint p;
+      p.kind = "split";
+      p.measured_s = p.simulated_s = 1.0 + static_cast<double>(i);
+      p.rounds_s = rounds[i];
+      r.points.push_back(p);
+    }
+    r.compute_statistics();
+    return r.split_half_spearman;
+  };
+  EXPECT_DOUBLE_EQ(with_rounds({{1, 1, 3, 3}, {2, 2, 2, 2}, {3, 3, 1, 1}}), -1.0);  // halves 1,2,3 against 3,2,1
+  EXPECT_DOUBLE_EQ(r.retest_spearman, 1.0);                                        // round 1 against round 2
+  EXPECT_NE(r.to_json().find("\"split_half_spearman\": -1"), std::string::npos) << r.to_json();
+  EXPECT_NE(r.to_markdown().find("by halves (each placement's mean round median"), std::string::npos);
+  EXPECT_EQ(FidelityReport::from_json(r.to_json()).to_json(), r.to_json());
+  // Five rounds: the first two against the last three (means 1.5, 2, 2.5 against 3, 2, 1).
+  EXPECT_DOUBLE_EQ(with_rounds({{1, 2, 3, 3, 3}, {2, 2, 2, 2, 2}, {2, 3, 1, 1, 1}}), -1.0);
+  EXPECT_DOUBLE_EQ(with_rounds({{1, 2, 1, 2}, {2, 3, 2, 3}, {3, 4, 3, 4}}), 1.0);
+  EXPECT_TRUE(std::isnan(with_rounds({{1, 2, 3}, {2, 3, 4}, {3, 4, 5}})));     // three rounds
+  EXPECT_TRUE(std::isnan(with_rounds({{1, 2, 3, 4}, {2, 3, 4}, {3, 4, 5, 6}})));  // a point with three
+  EXPECT_EQ(r.to_json().find("split_half"), std::string::npos);
 }
 
 // Retaken rounds are written, read back and said in the markdown; a bad field is named.
@@ -242,11 +273,16 @@ TEST(Fidelity, ReportKeepsItsRetakenRounds) {
       << md;
   EXPECT_NE(md.find("The retake read 81 ns and replaced the round."), std::string::npos) << md;
   EXPECT_NE(md.find("The retake read 310 ns; the round was kept"), std::string::npos) << md;
+  r.retakes[1].retake_probe_s = 0;  // the retake's probe failed: nothing to compare
+  EXPECT_NE(r.to_markdown().find("The retake was not probed; the round was kept.\n"), std::string::npos)
+      << r.to_markdown();
   for (auto [from, to, field] :
        {std::tuple{"\"probe_s\": 3.82e-07", "\"probe_s\": \"x\"", "retakes[0].probe_s"},
         std::tuple{"\"round\": 1,", "\"round\": -1,", "retakes[0].round"},
         std::tuple{"\"kept\": true", "\"kept\": true, \"why\": 1", "retakes[0].why: unknown field"},
-        std::tuple{"\"spell_ratio\": 2", "\"spell_ratio\": 0.5", "spell_ratio"}}) {
+        std::tuple{"\"spell_ratio\": 2", "\"spell_ratio\": 0.5", "spell_ratio"},
+        std::tuple{"\"quiet_s\": 7.7e-08", "\"quiet_s\": 5e-07", "retakes[0].probe_s: must be above quiet_s"},
+        std::tuple{"\"retake_probe_s\": 8.1e-08", "\"retake_probe_s\": 4e-07", "retakes[0].kept: a kept retake"}}) {
     std::string bad = r.to_json();
     const size_t at = bad.find(from);
     ASSERT_NE(at, std::string::npos) << from << " in " << bad;

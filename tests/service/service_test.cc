@@ -570,12 +570,14 @@ TEST(Service, MeasuredLearnedJobKeepsItsTablesProbeAcrossARestart) {
                                    R"("learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"samples_per_update":4},)"
                                    R"("warm_start":{"methods":["m_etf"],"bc_steps":0},)"
                                    R"("reward":{"measure_warmup":1,"measure_steps":2}}})"));
-    const std::string st = wait_state(s, id, "done");
+    const std::string st = wait_state(s, id, "done", 300000);  // measured: slow on a loaded machine
+    EXPECT_NE(st.find("\"state\":\"done\""), std::string::npos) << server << ": " << st;
     const auto at = st.find("\"core_rtt_s\":[");
-    ASSERT_NE(at, std::string::npos) << server << ": " << st;
+    EXPECT_NE(at, std::string::npos) << server << ": " << st;
+    if (at == std::string::npos) break;
     const std::string probe = st.substr(at, st.find(']', at) + 1 - at);
     double med = 0, low = 0, high = 0;
-    ASSERT_EQ(std::sscanf(probe.c_str(), "\"core_rtt_s\":[%lf,%lf,%lf]", &med, &low, &high), 3) << probe;
+    EXPECT_EQ(std::sscanf(probe.c_str(), "\"core_rtt_s\":[%lf,%lf,%lf]", &med, &low, &high), 3) << probe;
     EXPECT_TRUE(0 < low && low <= med && med <= high && high <= 0.05) << probe;
     if (server == 0)
       before = probe;

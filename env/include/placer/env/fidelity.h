@@ -52,6 +52,8 @@ inline constexpr double kSpellRatio = 2.0;
 // of one measurement; 0 or less: not read) exceeds `ratio` times the lowest
 // positive reading, highest reading first. Empty with fewer than two readings.
 std::vector<size_t> rounds_in_a_spell(const std::vector<double>& probe_s, double ratio = kSpellRatio);
+// The lowest positive reading of `probe_s` (0: none was read).
+double quietest_reading(const std::vector<double>& probe_s);
 
 // A round measured again because its probe read a spell (rounds_in_a_spell).
 struct FidelityRetake {
@@ -132,6 +134,12 @@ struct FidelityReport {
   // times (the most any simulator's rank correlation can be expected to
   // reach on this machine); NaN with fewer than two rounds.
   double retest_spearman = 0.0;
+  // With four rounds or more: Spearman between the two halves of the rounds
+  // (each point's mean round median over the first half against the same over
+  // the rest), what a measurement of half the rounds agrees with another such
+  // measurement; the pooled figure over all rounds is at least as reliable.
+  // NaN with fewer than four rounds. Recomputed from rounds_s, never read.
+  double split_half_spearman = 0.0;
 
   void compute_statistics();
   // Reads what to_json() wrote (statistics are recomputed); throws InputError
