@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -295,10 +296,15 @@ FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const 
                                     const Profile* first_profile) {
   FidelityMeasurements m;
   const size_t n = placements.size();
+  const auto start = std::chrono::steady_clock::now();
   for (int round = 0; round < a.rounds; ++round) {
     const Profile* reuse = round == 0 ? first_profile : nullptr;  // --spread profiled already
     const std::string label = "round " + std::to_string(round + 1) + "/" + std::to_string(a.rounds);
     m.rounds.push_back(run_round(runtime, graph, run, cluster, placements, a, label, reuse, m.failed_in_kept(n)));
+    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    if (round + 1 < a.rounds)
+      std::fprintf(stderr, "%s done after %.0f s in all; about %.0f s left for the other rounds (retakes not counted)\n",
+                   label.c_str(), spent, spent / (round + 1) * (a.rounds - round - 1));
   }
   for (int left = a.retakes; left > 0; --left) {
     std::vector<double> probes;

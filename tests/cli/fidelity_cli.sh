@@ -15,6 +15,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
   || { cat "$TMP/stderr.txt"; fail "fidelity run"; }
 grep -q "Spearman" "$TMP/stdout.txt" || fail "summary line"
 grep -q "re-measured" "$TMP/stdout.txt" || fail "two rounds give the measurement's own Spearman"
+grep -q "^round 1/2 done after [0-9]* s in all; about [0-9]* s left" "$TMP/stderr.txt" || fail "no time left: $(cat "$TMP/stderr.txt")"
 for ext in md json svg; do [ -s "$TMP/out/fidelity_mlp.$ext" ] || fail "missing fidelity_mlp.$ext"; done
 [ "$(ls "$TMP/pl" | wc -l)" -eq 6 ] || fail "expected 6 saved placements, got $(ls "$TMP/pl")"
 python3 - "$TMP/out/fidelity_mlp.json" <<'PY' || fail "report JSON"
