@@ -20,7 +20,7 @@
 # FID_LIMIT (seconds per fidelity run), INCEPTION_OPTS, BENCH_ROUNDS, RUNTIME_BENCH=0 (skip the
 # executor-vs-loop bench), BUILD_TARGETS (default: all; with --tests-only, e.g. gpu_tests), TRAIN_SEEDS, TRAIN_MIN_S (a seed starts only with this many seconds of the budget left),
 # REPEAT (run the launch-bound GPU check this many more times), FID_GRAPHS (default: nmt inception_v3, the
-# two graphs it builds).
+# two graphs it builds), RETAKES (placer fidelity --retakes; default 0).
 set -uo pipefail
 
 usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
@@ -221,15 +221,19 @@ grep -E "interval|Mann-Whitney" "$LOGS" | tail -5 | sed 's/^/    /' >> "$SUMMARY
 # on the H100 of 2026-11-25, 30 placements of the first ones did not fit 180 s; since each round's
 # profile also measures the mixed step, 12 of 20 steps did not fit 110 s (gpu_h200_r4.md), 10 of 16 took 109 s.
 # inception_v3 gets 6 placements of at most 6 steps (8 of 8 did not fit 110 s there; 6 of 6 took 102 s).
+# No retakes (--retakes 0, RETAKES to change it): a retaken round would not fit the step's time limit; the
+# report still carries each round's cross-core probe, so a spell shows.
 for g in ${FID_GRAPHS:-nmt inception_v3}; do
   n=${PLACEMENTS:-10} steps=16
   [ $g = inception_v3 ] && n=${PLACEMENTS:-6} steps=6
   step "fidelity $g on $MIXED" "${FID_LIMIT:-240}" "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements "$n" \
-    --spread 0.04 --rounds 2 --max-steps "$steps" -o "$RES/fidelity_mixed" --name "${g}_cpu${CPU_DEVICES}_cuda0"
+    --spread 0.04 --rounds 2 --retakes "${RETAKES:-0}" --max-steps "$steps" -o "$RES/fidelity_mixed" \
+    --name "${g}_cpu${CPU_DEVICES}_cuda0"
 done
 [ "${CPU_FIDELITY:-1}" = 0 ] ||
   step "fidelity nmt on cpu:$CPU_DEVICES" 150 "$P" fidelity --graph "$RES/nmt.json" --devices "cpu:$CPU_DEVICES" \
-    --placements "${PLACEMENTS:-12}" --spread 0.04 --rounds 2 --max-steps 20 -o "$RES/fidelity_cpu" --name "nmt_cpu${CPU_DEVICES}"
+    --placements "${PLACEMENTS:-12}" --spread 0.04 --rounds 2 --retakes "${RETAKES:-0}" --max-steps 20 \
+    -o "$RES/fidelity_cpu" --name "nmt_cpu${CPU_DEVICES}"
 for f in "$RES"/fidelity_*/*.md; do [ -f "$f" ] && { echo; echo "### $(basename "$f")"; sed -n '1,30p' "$f"; } >> "$SUMMARY"; done
 
 # 6. The demo's learned placer trained with measured rewards on cpu:8+cuda:0, one
