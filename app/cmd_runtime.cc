@@ -1,7 +1,6 @@
 // placer measure / placer profile: run a placed graph for real.
 #include <CLI/CLI.hpp>
 
-#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -44,14 +43,13 @@ std::string interval(const StepResult& r) {
 
 // The cross-core probe's reading over a measurement (StepResult::core_rtt_s); "" where it was not probed.
 std::string core_probe_text(const StepResult& r) {
-  const std::vector<double> read = r.core_rtt_readings();
-  if (read.empty()) return "";
-  const auto [low, high] = std::minmax_element(read.begin(), read.end());
+  const CoreRttRange c = core_rtt_range(r.core_rtt_readings());
+  if (!c.read()) return "";
   char b[200];
   std::snprintf(b, sizeof b,
                 "cross-core round trip %.0f ns (median; %.0f-%.0f ns over its steps): copies between CPU devices cost "
                 "more while it is high",
-                r.core_rtt_median_s() * 1e9, *low * 1e9, *high * 1e9);
+                c.median_s * 1e9, c.low_s * 1e9, c.high_s * 1e9);
   return b;
 }
 

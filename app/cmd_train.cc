@@ -138,10 +138,10 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
     std::printf("  %-*s %12.6g %25s %10s %10.3f%s%s\n", w, b.method.c_str(), b.step_s,
                 interval(b.ci_low_s, b.ci_high_s).c_str(), g, b.seconds, rank_verdict(b, policy).c_str(), same.c_str());
   }
-  if (r.table_core_rtt_s > 0)
+  if (r.table_core_rtt.read())
     std::printf("  cross-core round trip while the table ran: %.0f ns (median; %.0f-%.0f ns); copy-heavy rows are "
                 "slower while it is high\n",
-                r.table_core_rtt_s * 1e9, r.table_core_rtt_low_s * 1e9, r.table_core_rtt_high_s * 1e9);
+                r.table_core_rtt.median_s * 1e9, r.table_core_rtt.low_s * 1e9, r.table_core_rtt.high_s * 1e9);
   // The fastest placement the run evaluated, and who found it; the policy's own best stays apart.
   if (r.best_found_by == "policy" || r.best_found_by == "none")
     std::printf("  result: %.6g s, found by %s\n", r.best_step_s, r.best_found_by.c_str());

@@ -195,12 +195,7 @@ void Trainer::measure_rows(TrainResult* res) {
       of_row[i]->p_vs_policy = mann_whitney(rs[i].samples_s, rs[0].samples_s).p_value;
   }
   res->table = "measured side by side";
-  const std::vector<double> rtt = core_rtt_readings(rs);
-  if (!rtt.empty()) {
-    res->table_core_rtt_s = quantile(rtt, 0.5);
-    res->table_core_rtt_low_s = *std::min_element(rtt.begin(), rtt.end());
-    res->table_core_rtt_high_s = *std::max_element(rtt.begin(), rtt.end());
-  }
+  res->table_core_rtt = core_rtt_range(core_rtt_readings(rs));
 }
 
 void Trainer::pick_finalist(TrainResult* res) {
@@ -326,8 +321,8 @@ void Trainer::write_summary(const TrainResult& res) {
     << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]"
     << (res.policy_failed.empty() ? "" : ",\n  \"policy_failed\": " + json_quote(res.policy_failed))
     << finalists_json(res.finalists) << ",\n  \"table\": " << json_quote(res.table)
-    << ",\n  \"table_core_rtt_s\": [" << num(res.table_core_rtt_s) << ", " << num(res.table_core_rtt_low_s) << ", "
-    << num(res.table_core_rtt_high_s) << "]"
+    << ",\n  \"table_core_rtt_s\": [" << num(res.table_core_rtt.median_s) << ", " << num(res.table_core_rtt.low_s)
+    << ", " << num(res.table_core_rtt.high_s) << "]"
     << ",\n  \"measurements\": " << res.measurements << ",\n  \"measured_steps\": " << res.measured_steps
     << ",\n  \"calibration\": {\"refits\": " << res.calibrations << ", \"step_scale\": " << num(res.step_scale)
     << ", \"cpu_gpu_link_factor\": " << num(res.link_factor) << "}"

@@ -4,6 +4,7 @@
 #include <cereal/archives/json.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
+#include <algorithm>
 #include <map>
 #include <sstream>
 
@@ -38,6 +39,16 @@ std::vector<double> core_rtt_readings(const std::vector<StepResult>& results) {
     all.insert(all.end(), read.begin(), read.end());
   }
   return all;
+}
+
+CoreRttRange core_rtt_range(const std::vector<double>& readings) {
+  CoreRttRange r;
+  if (readings.empty()) return r;
+  const auto [low, high] = std::minmax_element(readings.begin(), readings.end());
+  r.median_s = quantile(readings, 0.5);
+  r.low_s = *low;
+  r.high_s = *high;
+  return r;
 }
 
 void StepResult::summarize(double confidence) {

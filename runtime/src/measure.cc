@@ -7,7 +7,6 @@
 #include <deque>
 #include <random>
 #include <string>
-#include <thread>
 #include <utility>
 #include <vector>
 

@@ -106,9 +106,7 @@ void read_learned_fields(const RecordFields& r, Job& job) {
                                                              (*p)[2].IsNumber()) {
     const double med = (*p)[0].GetDouble(), low = (*p)[1].GetDouble(), high = (*p)[2].GetDouble();
     if (0 < low && low <= med && med <= high && high < 1) {  // else the record's probe is dropped, not trusted
-      job.table_core_rtt_s = med;
-      job.table_core_rtt_low_s = low;
-      job.table_core_rtt_high_s = high;
+      job.table_core_rtt = {med, low, high};
     }
   }
   const rapidjson::Value* rows = table.member("rows");

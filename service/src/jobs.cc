@@ -60,11 +60,11 @@ void write_final_table(JsonOut& o, const Job& job) {
     o.end();
   }
   o.end_array();
-  if (measured && job.table_core_rtt_s > 0)
+  if (measured && job.table_core_rtt.read())
     o.begin_array("core_rtt_s")
-        .num(job.table_core_rtt_s)
-        .num(job.table_core_rtt_low_s)
-        .num(job.table_core_rtt_high_s)
+        .num(job.table_core_rtt.median_s)
+        .num(job.table_core_rtt.low_s)
+        .num(job.table_core_rtt.high_s)
         .end_array();
   o.end();
 }

@@ -85,8 +85,8 @@ struct Job {
   std::string table;            // how the final table was made (TrainResult::table); "" until trained
   std::vector<TableRow> table_rows;
   // The cross-core probe over the measured table's steps: median, lowest, highest (0 = not read;
-  // TrainResult::table_core_rtt_s).
-  double table_core_rtt_s = 0, table_core_rtt_low_s = 0, table_core_rtt_high_s = 0;
+  // TrainResult::table_core_rtt).
+  CoreRttRange table_core_rtt;
   int64_t restarts = 0;  // server restarts this job resumed from
   int64_t resumed_at_update = -1;
   std::string waiting;                                   // why the job is not progressing now ("" = it is)

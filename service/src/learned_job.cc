@@ -340,9 +340,7 @@ void record_result(Job& job, const TrainConfig& c, const TrainResult& r) {
   // The final table as the trainer made it, like with like. A measuring job stopped before its
   // side-by-side run (cancelled, the server stopping) has none: its rows were measured apart.
   job.table_rows.clear();
-  job.table_core_rtt_s = r.table_core_rtt_s;
-  job.table_core_rtt_low_s = r.table_core_rtt_low_s;
-  job.table_core_rtt_high_s = r.table_core_rtt_high_s;
+  job.table_core_rtt = r.table_core_rtt;
   job.table = simulated || r.table != "simulated" ? r.table : "";
   if (job.table.empty()) return;
   // The policy's row, unless its measurement failed (a penalty, not a step time).

@@ -511,6 +511,20 @@ TEST(SerializeProfile, MixedStepRoundTripsAndIsChecked) {
   }
 }
 
+// The probe's readings (0: a round it could not read) and their summary: median, lowest, highest.
+TEST(SerializeStepResult, CoreRttReadingsSkipUnreadRoundsAndSumUp) {
+  StepResult a, b;
+  a.core_rtt_s = {9e-8, 0.0, 4e-7};
+  b.core_rtt_s = {8e-8};
+  EXPECT_EQ(a.core_rtt_readings(), (std::vector<double>{9e-8, 4e-7}));
+  const CoreRttRange r = core_rtt_range(core_rtt_readings({a, b}));
+  EXPECT_TRUE(r.read());
+  EXPECT_DOUBLE_EQ(r.median_s, 9e-8);
+  EXPECT_DOUBLE_EQ(r.low_s, 8e-8);
+  EXPECT_DOUBLE_EQ(r.high_s, 4e-7);
+  EXPECT_FALSE(core_rtt_range(StepResult{}.core_rtt_readings()).read());
+}
+
 TEST(SerializeStepResult, RoundTrip) {
   StepResult r;
   r.status = StepStatus::Oom;

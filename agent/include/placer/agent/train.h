@@ -339,7 +339,7 @@ struct TrainResult {
   // probe over the table's steps (StepResult::core_rtt_s), median and range;
   // 0 where not probed. Copy-heavy rows are slower while it is high
   // (bench/results/copy_probe_cpu2.md), so the table says when it ran.
-  double table_core_rtt_s = 0.0, table_core_rtt_low_s = 0.0, table_core_rtt_high_s = 0.0;
+  CoreRttRange table_core_rtt;
   int64_t measurements = 0;    // placements run for real during training (hybrid: the best of each batch, ...)
   int64_t measured_steps = 0;  // steps run for them (warm-up excluded)
   // Hybrid: how often the simulator was refit to measurements, its step scale

@@ -60,6 +60,13 @@ struct StepResult {
 // measured side by side share their rounds, so this is the run's reading.
 std::vector<double> core_rtt_readings(const std::vector<StepResult>& results);
 
+// Probe readings summed up: their median, lowest and highest (all 0: none read).
+struct CoreRttRange {
+  double median_s = 0.0, low_s = 0.0, high_s = 0.0;
+  bool read() const { return median_s > 0; }
+};
+CoreRttRange core_rtt_range(const std::vector<double>& readings);
+
 // One interval on a timeline lane (a device or a transfer channel).
 struct TimelineEvent {
   std::string name;  // op name or "a->b tensor"
