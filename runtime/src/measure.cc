@@ -155,6 +155,10 @@ bool out_of_budget(Candidate& c, const MeasureOptions& o, double spent) {
 // two pinned CPU devices, read at most every kProbeEvery seconds at a round's
 // start (the spells it catches last seconds) once the executor's idle threads
 // on those cores have stopped spinning, so that they do not share its cores.
+// A reading that failed (other work held one of the cores for the probe's
+// 50 ms) is taken again at the next round's start, up to kRetries rounds in a
+// row, before the probe waits its period: one busy moment at a measurement's
+// start left every step of a short measurement unread (CI, stop 55).
 class CoreProbe {
  public:
   explicit CoreProbe(const Executor& ex) : ex_(ex), on_(!probe_cores(ex).empty()) {}
@@ -162,20 +166,24 @@ class CoreProbe {
   // The latest reading (-1: it could not be read), probing first when it is due.
   double read() {
     const auto now = std::chrono::steady_clock::now();
-    if (!read_ || std::chrono::duration<double>(now - when_).count() >= kProbeEvery) {
+    const bool retry = last_ < 0 && failed_in_a_row_ <= kRetries;
+    if (!read_ || retry || std::chrono::duration<double>(now - when_).count() >= kProbeEvery) {
       last_ = read_core_probe(ex_);
       when_ = std::chrono::steady_clock::now();
       read_ = true;
+      failed_in_a_row_ = last_ < 0 ? failed_in_a_row_ + 1 : 0;
     }
     return last_;
   }
 
  private:
   static constexpr double kProbeEvery = 0.25;
+  static constexpr int kRetries = 3;
   const Executor& ex_;
   bool on_;
   bool read_ = false;
   double last_ = -1;
+  int failed_in_a_row_ = 0;
   std::chrono::steady_clock::time_point when_;
 };
 
