@@ -167,6 +167,8 @@ void read_reward(FieldReader<Node> reward, RewardConfig& rw, ChoiceNames& names)
   reward.read("hybrid_measure_top", &rw.hybrid_measure_top, 0, 1000);
   reward.read("final_max_steps", &rw.final_max_steps, 0, 100000);
   reward.read("finalists", &rw.finalists, 0, 64);
+  reward.read("final_retakes", &rw.final_retakes, 0, 10);
+  reward.read("spell_ratio", &rw.spell_ratio, 1.0, 1000.0);
   reward.read("profile", &rw.profile);
   read_choice(reward, "objective", &names.objective);
   reward.read("microbatches", &rw.pipeline.microbatches, 1, 1024);
@@ -354,6 +356,7 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"measure_budget_s\": " << json_number(c.reward.measure.budget_s)
     << ", \"hybrid_measure_top\": " << c.reward.hybrid_measure_top
     << ", \"final_max_steps\": " << c.reward.final_max_steps << ", \"finalists\": " << c.reward.finalists
+    << ", \"final_retakes\": " << c.reward.final_retakes << ", \"spell_ratio\": " << json_number(c.reward.spell_ratio)
     << ", \"profile\": " << json_quote(c.reward.profile);
   if (c.reward.objective == Objective::Pipeline)  // only then, so a step run's config reads as before
     o << ", \"objective\": " << json_quote(objective_name(c.reward.objective))

@@ -117,6 +117,7 @@ class Trainer {
   void pick_finalist(TrainResult* result);
   void see_zero_shot_answer();
   void measure_rows(TrainResult* result);
+  void retake_in_a_spell(const std::vector<Placement>& rows, std::vector<StepResult>& results, TrainResult* result);
   // Resuming: the warm-start placements stored in the checkpoint.
   void restore_warm_starts(const std::string& ckpt);
   // Fine-tuning: the policy's weights from another run's checkpoint (policy.init_from).

@@ -174,6 +174,11 @@ std::vector<StepResult> Environment::measure_side_by_side(const std::vector<Plac
   return impl_->measurer->measure_side_by_side(evaluated, fresh, max_steps);
 }
 
+double Environment::quietest_core_rtt_s() const {
+  const MeasuredEvaluator* m = impl_->measurer ? impl_->measurer : impl_->own_measurer.get();
+  return m ? m->quietest_core_rtt_s() : 0.0;
+}
+
 Evaluation Environment::evaluate(const Placement& placement) { return evaluate_batch({placement}).front(); }
 
 std::vector<Evaluation> Environment::evaluate_batch(const std::vector<Placement>& placements) {

@@ -299,6 +299,7 @@ struct MeasuredEvaluator::Impl {
   std::unordered_map<uint64_t, std::vector<std::pair<Placement, std::vector<double>>>> samples;  // by placement hash
   std::atomic<int64_t> measurements{0};
   std::atomic<int64_t> steps{0};
+  double quietest_rtt = 0.0;  // under mu
 
   std::vector<double>& kept(const Placement& p) {
     auto& bucket = samples[placement_hash(p)];
@@ -332,6 +333,8 @@ struct MeasuredEvaluator::Impl {
     MeasureOptions m = measure;
     if (max_steps > 0) m.max_steps = std::max(max_steps, m.measured_steps);
     std::vector<StepResult> results = runtime->measure_interleaved(problem->graph(), unique, m, &prior);
+    const double rtt = core_rtt_range(core_rtt_readings(results)).median_s;
+    if (rtt > 0 && (quietest_rtt <= 0 || rtt < quietest_rtt)) quietest_rtt = rtt;
     for (size_t u = 0; u < unique.size(); ++u) {
       ++measurements;
       if (!results[u].ok()) continue;
@@ -366,6 +369,11 @@ std::vector<Evaluation> MeasuredEvaluator::evaluate(const std::vector<Placement>
 std::vector<StepResult> MeasuredEvaluator::measure_side_by_side(const std::vector<Placement>& placements, bool fresh,
                                                                 int max_steps) {
   return impl_->run(placements, fresh, max_steps);
+}
+
+double MeasuredEvaluator::quietest_core_rtt_s() const {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  return impl_->quietest_rtt;
 }
 
 void MeasuredEvaluator::add_stats(EvalStats& stats) const {

@@ -237,24 +237,6 @@ std::vector<size_t> spread_by_simulated(const std::vector<double>& simulated, in
   return thinned;
 }
 
-double quietest_reading(const std::vector<double>& probe_s) {
-  double quiet = 0;
-  for (double v : probe_s)
-    if (v > 0 && (quiet == 0 || v < quiet)) quiet = v;
-  return quiet;
-}
-
-std::vector<size_t> rounds_in_a_spell(const std::vector<double>& probe_s, double ratio) {
-  if (!(ratio >= 1)) throw InputError("rounds_in_a_spell: ratio must be >= 1");
-  const double quiet = quietest_reading(probe_s);
-  std::vector<size_t> spell;
-  if (std::count_if(probe_s.begin(), probe_s.end(), [](double v) { return v > 0; }) < 2) return spell;
-  for (size_t i = 0; i < probe_s.size(); ++i)
-    if (probe_s[i] > ratio * quiet) spell.push_back(i);
-  std::stable_sort(spell.begin(), spell.end(), [&](size_t a, size_t b) { return probe_s[a] > probe_s[b]; });
-  return spell;
-}
-
 void FidelityReport::compute_statistics() {
   std::vector<double> m, s;
   for (const auto& p : points) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <sstream>
 
+#include "placer/graphs/error.h"
 #include "placer/graphs/files.h"
 #include "placer/graphs/stats.h"
 
@@ -49,6 +50,24 @@ CoreRttRange core_rtt_range(const std::vector<double>& readings) {
   r.low_s = *low;
   r.high_s = *high;
   return r;
+}
+
+double quietest_reading(const std::vector<double>& probe_s) {
+  double quiet = 0;
+  for (double v : probe_s)
+    if (v > 0 && (quiet == 0 || v < quiet)) quiet = v;
+  return quiet;
+}
+
+std::vector<size_t> rounds_in_a_spell(const std::vector<double>& probe_s, double ratio) {
+  if (!(ratio >= 1)) throw InputError("rounds_in_a_spell: ratio must be >= 1");
+  const double quiet = quietest_reading(probe_s);
+  std::vector<size_t> spell;
+  if (std::count_if(probe_s.begin(), probe_s.end(), [](double v) { return v > 0; }) < 2) return spell;
+  for (size_t i = 0; i < probe_s.size(); ++i)
+    if (probe_s[i] > ratio * quiet) spell.push_back(i);
+  std::stable_sort(spell.begin(), spell.end(), [&](size_t a, size_t b) { return probe_s[a] > probe_s[b]; });
+  return spell;
 }
 
 void StepResult::summarize(double confidence) {

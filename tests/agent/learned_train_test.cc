@@ -584,6 +584,8 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "reward: {mode: real}\n", "reward.mode: unknown mode 'real'");
   expect_error(ok + "reward: {final_max_steps: -1}\n", "reward.final_max_steps: must be in [0, 100000]");
   expect_error(ok + "reward: {finalists: 65}\n", "reward.finalists: must be in [0, 64]");
+  expect_error(ok + "reward: {final_retakes: 11}\n", "reward.final_retakes: must be in [0, 10]");
+  expect_error(ok + "reward: {spell_ratio: 0.5}\n", "reward.spell_ratio: must be in [1, 1000]");
   expect_error(ok + "train: {distinct_redraws: 65}\n", "train.distinct_redraws: must be in [-1, 64]");
   expect_error(ok + "train: {unit_stages: 0}\n", "train.unit_stages: must be in [1, 8]");
   expect_error(ok + "policy: {place_levels: 9}\n", "policy.place_levels: must be in [1, 8]");
@@ -640,6 +642,13 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   EXPECT_FALSE(parse_train_config(ok, "ok.yaml").policy.state_units);
   EXPECT_TRUE(parse_train_config(ok, "ok.yaml").warm_start.split_units);
   expect_error(ok + "policy: {state_units: sometimes}\n", "policy.state_units: ");
+  // reward.final_retakes and spell_ratio (a final table measured in a slow spell is taken again) read back.
+  const TrainConfig spell = parse_train_config(ok + "reward: {final_retakes: 3, spell_ratio: 1.5}\n", "spell.yaml");
+  const TrainConfig spell_back = parse_train_config(train_config_to_json(spell), "spell2");
+  EXPECT_EQ(spell_back.reward.final_retakes, 3);
+  EXPECT_EQ(spell_back.reward.spell_ratio, 1.5);
+  EXPECT_EQ(parse_train_config(ok, "ok.yaml").reward.final_retakes, 1);
+  EXPECT_EQ(parse_train_config(ok, "ok.yaml").reward.spell_ratio, kSpellRatio);
   // The stored JSON form reads back to the same config.
   const TrainConfig back = parse_train_config(train_config_to_json(j), "back");
   EXPECT_EQ(train_config_to_json(back), train_config_to_json(j));

@@ -81,7 +81,7 @@ name: dup
 graph: {builder: mlp, options: {batch: 8, input: 16, width: 16, classes: 4, layers: 3}}
 cluster: cpu:2
 policy: {type: seq2seq, hidden: 16, max_groups: 16}
-reward: {mode: measured, measure_warmup: 1, measure_steps: 3}
+reward: {mode: measured, measure_warmup: 1, measure_steps: 3, spell_ratio: 1, final_retakes: 1}
 train: {updates: 3, samples_per_update: 4}
 run: {seed: 1, output_dir: $TMP/train}
 compare: [single, m_etf]
@@ -111,6 +111,29 @@ assert 0 < low <= med <= high <= 0.05 and med < 1e-5, r["table_core_rtt_s"]
 PY
 grep -q "^  cross-core round trip while the table ran: [0-9]* ns" "$TMP/train.out" ||
   fail "train: the table does not say the cross-core probe: $(cat "$TMP/train.out")"
+# reward.spell_ratio 1: a table reading over the run's quietest earlier one is "in a spell" and measured
+# again once (reward.final_retakes); the lower-reading take is the table. The decision follows the figures.
+python3 - "$TMP/train/summary.json" "$TMP/train.out" <<'PY' || fail "train: table retake: $(grep -A3 table_retakes "$TMP/train/summary.json")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+out = open(sys.argv[2]).read()
+assert r["spell_ratio"] == 1, r["spell_ratio"]
+quiet, med, rt = r["table_quiet_core_rtt_s"], r["table_core_rtt_s"][0], r["table_retakes"]
+assert 0 < quiet < 1e-5, quiet  # training measured on cpu:2, so the probe was read
+assert len(rt) <= 1, rt
+if rt:
+    t = rt[0]
+    assert t["core_rtt_s"] > quiet, (t, quiet)
+    assert t["kept"] == (0 < t["retake_core_rtt_s"] < t["core_rtt_s"]), t
+    assert med == (t["retake_core_rtt_s"] if t["kept"] else t["core_rtt_s"]), (med, t)
+    assert "  measured again: the table's first take read " in out, out
+    assert "final table: the cross-core probe read " in out and "final table: the retake read " in out, out
+else:
+    assert med <= quiet, (med, quiet)  # not over the ratio: no retake
+    assert "measured again" not in out, out
+c = json.load(open(sys.argv[1].replace("summary.json", "config.json")))
+assert c["reward"]["final_retakes"] == 1 and c["reward"]["spell_ratio"] == 1, c["reward"]
+PY
 # reward.finalists (default 4): the policy's best is picked from its fastest placements measured side by
 # side first (the fastest median), then measured afresh in the table; summary.json says which was kept.
 python3 - "$TMP/train/summary.json" <<'PY' || fail "train: finalists: $(grep -A3 finalists "$TMP/train/summary.json")"

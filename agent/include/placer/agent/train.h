@@ -105,6 +105,13 @@ struct RewardConfig : RewardSettings {
   // final table then measures it afresh, so its figure is not the one it was
   // picked on. 0 or 1: the policy's best as it stands.
   int finalists = 4;
+  // A final table whose cross-core probe read over spell_ratio times the
+  // quietest reading of the run's earlier measurements ran in a slow spell of
+  // copies between the cores, which slows copy-heavy rows more than the others
+  // (bench/results/copy_probe_cpu2.md). It is measured again, 2 s later, at most
+  // final_retakes times, and the take that read lower is kept. 0: never.
+  int final_retakes = 1;
+  double spell_ratio = kSpellRatio;
 };
 
 // YAML section `train`: the optimiser and the run's budgets.
@@ -340,6 +347,16 @@ struct TrainResult {
   // 0 where not probed. Copy-heavy rows are slower while it is high
   // (bench/results/copy_probe_cpu2.md), so the table says when it ran.
   CoreRttRange table_core_rtt;
+  // The probe's quietest reading over the run's measurements before the table
+  // (0: none), and the final table measured again in a spell, in order
+  // (reward.final_retakes).
+  double table_quiet_core_rtt_s = 0.0;
+  struct TableRetake {
+    double core_rtt_s = 0.0;         // the table's reading that was over the ratio
+    double retake_core_rtt_s = 0.0;  // the retake's reading (0: not read)
+    bool kept = false;               // the retake read lower and is the table
+  };
+  std::vector<TableRetake> table_retakes;
   int64_t measurements = 0;    // placements run for real during training (hybrid: the best of each batch, ...)
   int64_t measured_steps = 0;  // steps run for them (warm-up excluded)
   // Hybrid: how often the simulator was refit to measurements, its step scale

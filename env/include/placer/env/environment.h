@@ -83,6 +83,10 @@ class Environment {
   // many steps per placement instead of options().measure.max_steps.
   std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh = false,
                                                int max_steps = 0);
+  // The lowest cross-core probe reading of what this environment measured so
+  // far (training's measurements and earlier side-by-side ones, each one's
+  // median); 0 when nothing was measured or the probe was not read.
+  double quietest_core_rtt_s() const;
   // Simulated result regardless of mode (for cheap ranking).
   StepResult simulate(const Placement& placement) const;
   double reward_of(const StepResult& result) const;

@@ -193,6 +193,9 @@ class MeasuredEvaluator : public Evaluator {
   std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override;
   // max_steps > 0: at most that many steps per placement instead of the protocol's.
   std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh, int max_steps = 0);
+  // The lowest cross-core probe reading of its measurements so far (each one's
+  // median over its steps, StepResult::core_rtt_s); 0 when none was read.
+  double quietest_core_rtt_s() const;
   void add_stats(EvalStats& stats) const override;
 
  private:

@@ -10,6 +10,7 @@
 
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/ir.h"
+#include "placer/graphs/measurement.h"
 #include "placer/graphs/pipeline.h"
 #include "placer/graphs/placement.h"
 
@@ -41,19 +42,6 @@ std::vector<std::pair<std::string, Placement>> diverse_placements(const Graph& g
 // the simulator expects to differ by more than the measurement's noise can be
 // ranked by a measurement at all; the choice never looks at a measured time.
 std::vector<size_t> spread_by_simulated(const std::vector<double>& simulated, int count, double gap);
-
-// A round's probe reading more than this many times the quietest round's: the
-// round ran in one of a shared machine's slow spells while another did not.
-// Readings sit at ~80-90 ns on the 2-core VM and at 350-450 ns in a spell, when
-// copies between CPU devices slow 1.1-1.2x (bench/results/copy_probe_cpu2.md).
-inline constexpr double kSpellRatio = 2.0;
-
-// The rounds whose reading in `probe_s` (the cross-core probe over each round
-// of one measurement; 0 or less: not read) exceeds `ratio` times the lowest
-// positive reading, highest reading first. Empty with fewer than two readings.
-std::vector<size_t> rounds_in_a_spell(const std::vector<double>& probe_s, double ratio = kSpellRatio);
-// The lowest positive reading of `probe_s` (0: none was read).
-double quietest_reading(const std::vector<double>& probe_s);
 
 // A round measured again because its probe read a spell (rounds_in_a_spell).
 struct FidelityRetake {

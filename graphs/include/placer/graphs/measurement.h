@@ -67,6 +67,20 @@ struct CoreRttRange {
 };
 CoreRttRange core_rtt_range(const std::vector<double>& readings);
 
+// A reading more than this many times the quietest one of the same run: it was
+// taken in one of a shared machine's slow spells while another was not.
+// Readings sit at ~80-90 ns on the 2-core VM and at 350-450 ns in a spell, when
+// copies between CPU devices slow 1.1-1.2x (bench/results/copy_probe_cpu2.md).
+// placer fidelity measures such a round again; the trainer, such a final table.
+inline constexpr double kSpellRatio = 2.0;
+
+// The entries of `probe_s` (probe readings, one per round or measurement; 0 or
+// less: not read) that exceed `ratio` (>= 1) times the lowest positive reading,
+// highest reading first. Empty with fewer than two readings.
+std::vector<size_t> rounds_in_a_spell(const std::vector<double>& probe_s, double ratio = kSpellRatio);
+// The lowest positive reading of `probe_s` (0: none was read).
+double quietest_reading(const std::vector<double>& probe_s);
+
 // One interval on a timeline lane (a device or a transfer channel).
 struct TimelineEvent {
   std::string name;  // op name or "a->b tensor"
