@@ -172,6 +172,14 @@ void run_profile(const ProfileArgs& a) {
                   "it is high)\n",
                   p.mixed.core_rtt_s * 1e9);
   }
+  if (!p.cpu_steps.empty()) {
+    std::string steps;
+    for (const DeviceStep& s : p.cpu_steps)
+      steps += (steps.empty() ? "" : ", ") + s.device + " " + std::to_string(s.step_s * 1e3).substr(0, 6) + " ms (x" +
+               std::to_string(s.step_s / p.cpu_steps.front().step_s).substr(0, 5) + ")";
+    std::printf("each CPU device alone, interleaved: %s; the simulator scales each device's ops by its step\n",
+                steps.c_str());
+  }
 }
 
 }  // namespace

@@ -142,11 +142,13 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
     std::printf("  cross-core round trip while the table ran: %.0f ns (median; %.0f-%.0f ns); copy-heavy rows are "
                 "slower while it is high\n",
                 r.table_core_rtt.median_s * 1e9, r.table_core_rtt.low_s * 1e9, r.table_core_rtt.high_s * 1e9);
-  for (const TrainResult::TableRetake& t : r.table_retakes)
-    std::printf("  measured again: the table's first take read %.0f ns, over the run's quietest %.0f ns; the retake "
-                "read %.0f ns and %s\n",
-                t.core_rtt_s * 1e9, r.table_quiet_core_rtt_s * 1e9, t.retake_core_rtt_s * 1e9,
-                t.kept ? "is the table above" : "was not kept");
+  for (size_t k = 0; k < r.table_retakes.size(); ++k) {
+    const TrainResult::TableRetake& t = r.table_retakes[k];
+    std::printf("  measured again: the table read %.0f ns, over the run's quietest %.0f ns; retake %zu read %.0f ns "
+                "and %s\n",
+                t.core_rtt_s * 1e9, r.table_quiet_core_rtt_s * 1e9, k + 1, t.retake_core_rtt_s * 1e9,
+                t.kept ? "replaced it" : "was not kept");
+  }
   // The fastest placement the run evaluated, and who found it; the policy's own best stays apart.
   if (r.best_found_by == "policy" || r.best_found_by == "none")
     std::printf("  result: %.6g s, found by %s\n", r.best_step_s, r.best_found_by.c_str());

@@ -356,8 +356,11 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"measure_budget_s\": " << json_number(c.reward.measure.budget_s)
     << ", \"hybrid_measure_top\": " << c.reward.hybrid_measure_top
     << ", \"final_max_steps\": " << c.reward.final_max_steps << ", \"finalists\": " << c.reward.finalists
-    << ", \"final_retakes\": " << c.reward.final_retakes << ", \"spell_ratio\": " << json_number(c.reward.spell_ratio)
     << ", \"profile\": " << json_quote(c.reward.profile);
+  const RewardConfig defaults;
+  if (c.reward.final_retakes != defaults.final_retakes || c.reward.spell_ratio != defaults.spell_ratio)
+    o << ", \"final_retakes\": " << c.reward.final_retakes  // only then, so a default run's config reads as before
+      << ", \"spell_ratio\": " << json_number(c.reward.spell_ratio);
   if (c.reward.objective == Objective::Pipeline)  // only then, so a step run's config reads as before
     o << ", \"objective\": " << json_quote(objective_name(c.reward.objective))
       << ", \"microbatches\": " << c.reward.pipeline.microbatches

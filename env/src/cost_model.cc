@@ -341,6 +341,27 @@ void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& p
   set(per_byte.value_or(0.0));
 }
 
+// The profile's CPU device steps (Profile::cpu_steps): each CPU device's op
+// times scaled by its step alone over the step of the device the ops were
+// timed on. Only for the graph the profile measured, on devices of this cluster.
+void apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile& profile, CostModel& model) {
+  if (profile.cpu_steps.size() < 2 || profile.graph != graph.name) return;
+  std::string timed_on;
+  for (const OpTiming& t : profile.ops)
+    if ((t.device_kind.empty() ? t.device.substr(0, t.device.find(':')) : t.device_kind) == "cpu" && graph.find(t.op)) {
+      timed_on = t.device;
+      break;
+    }
+  double base = 0.0;
+  for (const DeviceStep& s : profile.cpu_steps) base = s.device == timed_on ? s.step_s : base;
+  if (!(base > 0)) return;
+  for (const DeviceStep& s : profile.cpu_steps) {
+    const std::optional<DeviceId> dev = cluster.find(s.device);
+    if (dev && cluster.devices[dev->value].kind == DeviceKind::Cpu && s.device != timed_on)
+      model.scale_device(*dev, s.step_s / base);
+  }
+}
+
 }  // namespace
 
 CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile) {
@@ -362,6 +383,7 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
     if (const std::optional<double> slowdown = copy_slowdown(model.op_s_, model.contended_s_, ops.contended))
       for (DeviceId dev : cpus) model.set_copy_contention(dev, *slowdown);
   }
+  apply_cpu_steps(graph, cluster, profile, model);
   apply_link_fits(cluster, profile, model);
   fit_mixed_step(graph, cluster, profile, model);
   return model;

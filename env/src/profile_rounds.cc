@@ -48,6 +48,7 @@ Profile mean_profile(const std::vector<Profile>& rounds) {
   std::vector<Mean> op_s(mean.ops.size()), contended(mean.ops.size()), alpha(mean.links.size()),
       per_byte(mean.links.size());  // seconds per byte (1 / beta)
   Mean overhead, gpu_overhead, gpu_scale, gpu_step, mixed, mixed_rtt;
+  std::vector<Mean> cpu_step(mean.cpu_steps.size());
   for (const Profile& r : rounds) {
     for (const OpTiming& t : r.ops) {
       const auto it = index.find({t.op, t.device});
@@ -65,7 +66,11 @@ Profile mean_profile(const std::vector<Profile>& rounds) {
     gpu_scale.add(r.gpu_op_scale);
     if (r.mixed.step_s > 0 && r.mixed.devices == mean.mixed.devices) mixed.add(r.mixed.step_s);
     if (r.mixed.core_rtt_s > 0 && r.mixed.devices == mean.mixed.devices) mixed_rtt.add(r.mixed.core_rtt_s);
+    for (size_t k = 0; k < mean.cpu_steps.size(); ++k)
+      for (const DeviceStep& s : r.cpu_steps)
+        if (s.device == mean.cpu_steps[k].device) cpu_step[k].add(s.step_s);
   }
+  for (size_t k = 0; k < mean.cpu_steps.size(); ++k) mean.cpu_steps[k].step_s = cpu_step[k].get(mean.cpu_steps[k].step_s);
   for (size_t i = 0; i < mean.ops.size(); ++i) {
     mean.ops[i].seconds = op_s[i].get(mean.ops[i].seconds);
     mean.ops[i].contended_seconds = contended[i].get(0.0);

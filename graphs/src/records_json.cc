@@ -186,6 +186,13 @@ struct JsonLinkFit {
        make_nvp("beta_Bps", l->beta_Bps), make_nvp("samples", samples));
   }
 };
+struct JsonDeviceStep {
+  const DeviceStep* s = nullptr;
+  template <class A>
+  void save(A& ar) const {
+    ar(make_nvp("device", s->device), make_nvp("step_s", s->step_s));
+  }
+};
 struct JsonMixedStep {
   const MixedStep* m = nullptr;
   template <class A>
@@ -209,6 +216,11 @@ std::string profile_to_json(const Profile& profile) {
     if (profile.gpu_op_scale != 1.0) ar(make_nvp("gpu_op_scale", profile.gpu_op_scale));
     if (profile.gpu_step_s >= 0) ar(make_nvp("gpu_step_s", profile.gpu_step_s));
     if (profile.mixed.step_s >= 0) ar(make_nvp("mixed_step", JsonMixedStep{&profile.mixed}));
+    if (!profile.cpu_steps.empty()) {
+      std::vector<JsonDeviceStep> steps;
+      for (const DeviceStep& s : profile.cpu_steps) steps.push_back({&s});
+      ar(make_nvp("cpu_steps", steps));
+    }
     ar(make_nvp("ops", ops), make_nvp("links", links));
   });
 }
@@ -255,6 +267,20 @@ Profile profile_from_json(const std::string& text) {
       for (size_t j = 0; j < i; ++j)
         if (p.mixed.devices[i] == p.mixed.devices[j])
           r.fail("mixed_step", "devices", "names '" + p.mixed.devices[i] + "' twice");
+  }
+  if (const rj::Value* steps = r.member(doc, "cpu_steps")) {
+    r.array(*steps, "", "cpu_steps");
+    for (rj::SizeType i = 0; i < steps->Size(); ++i) {
+      const std::string where = detail::concat("cpu_steps[", i, "]");
+      const rj::Value& v = r.object((*steps)[i], where, "");
+      DeviceStep s;
+      s.device = r.string(r.require(v, "device", where), where, "device");
+      s.step_s = r.number(r.require(v, "step_s", where), where, "step_s");
+      if (!(s.step_s > 0) || !std::isfinite(s.step_s)) r.fail(where, "step_s", "must be a finite number > 0");
+      for (const DeviceStep& o : p.cpu_steps)
+        if (o.device == s.device) r.fail(where, "device", "names '" + s.device + "' twice");
+      p.cpu_steps.push_back(std::move(s));
+    }
   }
   const rj::Value& ops = r.array(r.require(doc, "ops", ""), "", "ops");
   for (rj::SizeType i = 0; i < ops.Size(); ++i) {

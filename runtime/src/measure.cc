@@ -152,13 +152,14 @@ bool out_of_budget(Candidate& c, const MeasureOptions& o, double spent) {
 }
 
 // The cross-core probe (StepResult::core_rtt_s): the first cores of the first
-// two pinned CPU devices, read at most every kProbeEvery seconds at a round's
-// start (the spells it catches last seconds) once the executor's idle threads
-// on those cores have stopped spinning, so that they do not share its cores.
+// two pinned CPU devices, read at a round's start every kProbeEvery seconds
+// (the spells it catches last seconds) once the executor's idle threads on
+// those cores have stopped spinning, so that they do not share its cores.
 // A reading that failed (other work held one of the cores for the probe's
 // 50 ms) is taken again at the next round's start, up to kRetries rounds in a
 // row, before the probe waits its period: one busy moment at a measurement's
-// start left every step of a short measurement unread (CI, stop 55).
+// start left every step of a short measurement unread (CI, stop 55). Once a
+// streak has used its retries, failures keep the period until a reading succeeds.
 class CoreProbe {
  public:
   explicit CoreProbe(const Executor& ex) : ex_(ex), on_(!probe_cores(ex).empty()) {}

@@ -193,6 +193,37 @@ TEST(CostModel, ContendedTimesMakeCpuDevicesOneContentionGroup) {
   EXPECT_EQ(CostModel::calibrated(g, cluster(), p).contention_group(DeviceId(0)), -1);
 }
 
+// The profile's CPU device steps: ops timed on cpu:0 cost on cpu:1 its step
+// over cpu:0's (alone and contended); without them, or for another graph, both
+// devices cost the same.
+TEST(CostModel, CpuStepsScaleEachCpuDeviceByItsStepAlone) {
+  const Graph g = relu_chain();
+  const Cluster two_cpus = cpu_pair();
+  Profile p;
+  p.graph = "chain";
+  for (const Op& op : g.ops()) {
+    OpTiming t{op.name, "", "cpu:0", "cpu", op.type == op_types::kInput ? 0.0 : 0.1};
+    t.contended_seconds = 2 * t.seconds;
+    p.ops.push_back(t);
+  }
+  const OpId relu = *g.find(g.ops()[1].name);
+  const CostModel equal = CostModel::calibrated(g, two_cpus, p);
+  EXPECT_DOUBLE_EQ(equal.op_seconds(relu, DeviceId(1)), equal.op_seconds(relu, DeviceId(0)));
+  p.cpu_steps = {{"cpu:0", 0.050}, {"cpu:1", 0.048}};
+  const CostModel m = CostModel::calibrated(g, two_cpus, p);
+  EXPECT_DOUBLE_EQ(m.op_seconds(relu, DeviceId(0)), equal.op_seconds(relu, DeviceId(0)));
+  EXPECT_NEAR(m.op_seconds(relu, DeviceId(1)), 0.96 * equal.op_seconds(relu, DeviceId(0)), 1e-12);
+  EXPECT_NEAR(m.contended_seconds(relu, DeviceId(1)), 0.96 * equal.contended_seconds(relu, DeviceId(0)), 1e-12);
+  Profile other = p;
+  other.graph = "other";  // the steps of another graph say nothing of this one
+  EXPECT_DOUBLE_EQ(CostModel::calibrated(g, two_cpus, other).op_seconds(relu, DeviceId(1)),
+                   CostModel::calibrated(g, two_cpus, other).op_seconds(relu, DeviceId(0)));
+  Profile lacking = p;
+  lacking.cpu_steps = {{"cpu:1", 0.048}, {"cpu:2", 0.05}};  // no step for the device the ops were timed on
+  EXPECT_DOUBLE_EQ(CostModel::calibrated(g, two_cpus, lacking).op_seconds(relu, DeviceId(1)),
+                   equal.op_seconds(relu, DeviceId(1)));
+}
+
 // A mixed step measured at or below the simulation, or a profile of another
 // graph: `fitted` (the copy cost the mixed step fits) stays 0.
 void expect_no_fit(const Graph& g, const Cluster& c, const Profile& p, double simulated,

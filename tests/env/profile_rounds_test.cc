@@ -40,6 +40,14 @@ TEST(ProfileRounds, TheMeanCountsOnlyTheRoundsThatMeasured) {
   const Profile two = mean_profile({round_of(1.0, 0.0, 1e9, -1, 1, -1), round_of(1.0, 0.0, 4e9, -1, 1, -1)});
   EXPECT_NEAR(two.links[0].beta_Bps, 1.6e9, 1.0);
   EXPECT_THROW(mean_profile({}), InputError);
+  // Each CPU device's step alone: averaged by device name over the rounds that measured it.
+  Profile a = round_of(1.0, 0.0, 1e9, -1, 1, -1), b = a, c = a;
+  a.cpu_steps = {{"cpu:0", 0.04}, {"cpu:1", 0.03}};
+  b.cpu_steps = {{"cpu:1", 0.05}, {"cpu:0", 0.06}};
+  const Profile steps = mean_profile({a, b, c});
+  ASSERT_EQ(steps.cpu_steps.size(), 2u);
+  EXPECT_DOUBLE_EQ(steps.cpu_steps[0].step_s, 0.05);
+  EXPECT_DOUBLE_EQ(steps.cpu_steps[1].step_s, 0.04);
 }
 
 TEST(ProfileRounds, TheMinimumKeepsEachFastestRound) {

@@ -511,6 +511,31 @@ TEST(SerializeProfile, MixedStepRoundTripsAndIsChecked) {
   }
 }
 
+// Each CPU device's step alone: left out when not measured, kept when it was, checked.
+TEST(SerializeProfile, CpuStepsRoundTripAndAreChecked) {
+  Profile p;
+  p.graph = "g";
+  EXPECT_EQ(profile_to_json(p).find("cpu_steps"), std::string::npos);
+  EXPECT_TRUE(profile_from_json(profile_to_json(p)).cpu_steps.empty());
+  p.cpu_steps = {{"cpu:0", 0.0345}, {"cpu:1", 0.0331}};
+  const Profile back = profile_from_json(profile_to_json(p));
+  ASSERT_EQ(back.cpu_steps.size(), 2u);
+  EXPECT_EQ(back.cpu_steps[1].device, "cpu:1");
+  EXPECT_EQ(back.cpu_steps[1].step_s, 0.0331);
+  auto error = [](const std::string& steps) {
+    return error_of<InputError>(
+        [&] { profile_from_json(R"({"format":"placer.profile","version":1,"ops":[],"cpu_steps":)" + steps + "}"); });
+  };
+  std::string m = error(R"([{"device":"cpu:0","step_s":0}])");
+  EXPECT_NE(m.find("cpu_steps[0]: step_s: must be a finite number > 0"), std::string::npos) << m;
+  m = error(R"([{"device":"cpu:0","step_s":0.1},{"device":"cpu:0","step_s":0.1}])");
+  EXPECT_NE(m.find("cpu_steps[1]: device: names 'cpu:0' twice"), std::string::npos) << m;
+  m = error(R"([{"step_s":0.1}])");
+  EXPECT_NE(m.find("cpu_steps[0]: device: missing required field"), std::string::npos) << m;
+  m = error(R"({"cpu:0":0.1})");
+  EXPECT_NE(m.find("cpu_steps"), std::string::npos) << m;
+}
+
 // The probe's readings (0: a round it could not read) and their summary: median, lowest, highest.
 TEST(SerializeStepResult, CoreRttReadingsSkipUnreadRoundsAndSumUp) {
   StepResult a, b;

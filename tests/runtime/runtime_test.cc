@@ -318,6 +318,14 @@ TEST(Runtime, ProfileTimesEveryOpAndFitsLinks) {
   EXPECT_EQ(p.mixed.devices, (std::vector<std::string>{"cpu:0", "cpu:1"}));
   EXPECT_GT(p.mixed.step_s, 0.0);
   EXPECT_LT(p.mixed.step_s, 10.0);
+  // Each CPU device's step alone, both measured in one interleaved run.
+  ASSERT_EQ(p.cpu_steps.size(), 2u);
+  EXPECT_EQ(p.cpu_steps[0].device, "cpu:0");
+  EXPECT_EQ(p.cpu_steps[1].device, "cpu:1");
+  for (const DeviceStep& s : p.cpu_steps) {
+    EXPECT_GT(s.step_s, 0.0);
+    EXPECT_LT(s.step_s, 10.0);
+  }
 }
 
 }  // namespace

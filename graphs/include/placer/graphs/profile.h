@@ -44,6 +44,13 @@ struct MixedStep {
   double core_rtt_s = -1.0;
 };
 
+// One CPU device's step of the whole graph on it alone (the measurement
+// protocol's median, every CPU device of the host interleaved in one run).
+struct DeviceStep {
+  std::string device;
+  double step_s = 0.0;
+};
+
 struct Profile {
   int version = 1;
   std::string graph;    // graph name profiled
@@ -67,6 +74,13 @@ struct Profile {
   // later measurement can be set beside it. < 0: not measured.
   double gpu_step_s = -1.0;
   MixedStep mixed;  // measured where mixed_step_devices() names devices
+  // Each CPU device's step alone, where the host has two or more: CPU devices
+  // of one class are not equally fast on a shared machine (on the 2-core VM
+  // cpu:0's single-device step of inception_v3 measured 3-7% slower than
+  // cpu:1's in every fidelity report, nmt's 0-8%), and the ops are timed on one
+  // of them. The simulator scales each CPU device's op times by its step over
+  // that device's (CostModel::calibrated). Empty: not measured.
+  std::vector<DeviceStep> cpu_steps;
 };
 
 }  // namespace placer
