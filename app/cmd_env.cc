@@ -347,6 +347,12 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
     unmixed.mixed = MixedStep{};
     unfitted = CostModel::calibrated(graph, cluster, unmixed);
   }
+  std::optional<CostModel> equal_cpus;  // the same with every CPU device as fast as the first, when they differ
+  if (profile.cpu_steps.size() >= 2) {
+    Profile equal = profile;
+    equal.cpu_steps.clear();
+    equal_cpus = CostModel::calibrated(graph, cluster, equal);
+  }
   std::optional<CostModel> fastest;  // calibrated on each op's fastest round
   if (m.rounds.size() >= 2) fastest = CostModel::calibrated(graph, cluster, m.profile);
   const SimContext context(graph);
@@ -362,6 +368,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   report.per_op_overhead_s = profile.per_op_overhead_s;
   report.copy_s_per_byte = costs.group_copy_s_per_byte();
   report.cross_copy_s_per_byte = costs.cross_copy_s_per_byte();
+  report.cpu_steps = profile.cpu_steps;
   for (const FidelityRound& r : m.rounds) {
     if (r.profile.mixed.core_rtt_s > 0) report.core_rtt_profiled_s.push_back(r.profile.mixed.core_rtt_s);
     if (r.measured_core_rtt_s > 0) report.core_rtt_measured_s.push_back(r.measured_core_rtt_s);
@@ -384,6 +391,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
     point.steps = static_cast<int64_t>(m.best[i].samples_s.size());
     point.simulated_s = simulated.step_s;
     if (unfitted) point.simulated_unfitted_s = simulate(context, evaluated, cluster, *unfitted).step_s;
+    if (equal_cpus) point.simulated_equal_cpus_s = simulate(context, evaluated, cluster, *equal_cpus).step_s;
     if (fastest) point.simulated_other_calibration_s = simulate(context, evaluated, cluster, *fastest).step_s;
     point.transfer_bytes = simulated.transfer_bytes;
     point.rounds_s = m.round_s[i];

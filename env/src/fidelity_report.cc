@@ -96,6 +96,17 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
     if (!v.is_list()) top.fail(key, "expected a list, got " + v.describe());
     for (size_t k = 0; k < v.size(); ++k) out->push_back(top.number(v.at(k), index_path(key, k)));
   }
+  if (const JsonNode v = top.get("cpu_steps"); v.present() && !v.is_null()) {
+    if (!v.is_list()) top.fail("cpu_steps", "expected a list, got " + v.describe());
+    for (size_t k = 0; k < v.size(); ++k) {
+      FieldReader<JsonNode> s(v.at(k), index_path("cpu_steps", k), top.on_fail());
+      if (!v.at(k).is_map()) top.fail(s.path(), "expected an object, got " + v.at(k).describe());
+      DeviceStep d;
+      if (!s.read("device", &d.device)) s.fail(s.path("device"), "missing required field");
+      if (!s.read("step_s", &d.step_s, 1e-12, 1e6)) s.fail(s.path("step_s"), "missing required field");
+      r.cpu_steps.push_back(std::move(d));
+    }
+  }
   top.read("spell_ratio", &r.spell_ratio, 1.0, 1000.0);
   if (const JsonNode v = top.get("retakes"); v.present() && !v.is_null()) {
     if (!v.is_list()) top.fail("retakes", "expected a list, got " + v.describe());
@@ -131,6 +142,7 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
     if (const auto v = pt.get("ci_high_s").number()) p.ci_high_s = *v;
     if (const auto v = pt.get("steps").number()) p.steps = static_cast<int64_t>(*v);
     if (const auto v = pt.get("simulated_unfitted_s").number()) p.simulated_unfitted_s = *v;
+    if (const auto v = pt.get("simulated_equal_cpus_s").number()) p.simulated_equal_cpus_s = *v;
     if (const auto v = pt.get(calibration_text(r.other_calibration()).key).number())
       p.simulated_other_calibration_s = *v;
     p.transfer_bytes = static_cast<int64_t>(number(pt, "transfer_bytes"));
@@ -164,6 +176,13 @@ std::string FidelityReport::to_json() const {
     for (size_t k = 0; k < values->size(); ++k) o << (k ? ", " : "") << format_number((*values)[k], 4);
     o << "]";
   }
+  if (!cpu_steps.empty()) {
+    o << ",\n  \"cpu_steps\": [";
+    for (size_t k = 0; k < cpu_steps.size(); ++k)
+      o << (k ? ", " : "") << "{\"device\": " << json_quote(cpu_steps[k].device)
+        << ", \"step_s\": " << format_number(cpu_steps[k].step_s, 8) << "}";
+    o << "]";
+  }
   if (!retakes.empty()) {
     o << ",\n  \"spell_ratio\": " << format_number(spell_ratio) << ",\n  \"retakes\": [";
     for (size_t k = 0; k < retakes.size(); ++k) {
@@ -188,6 +207,8 @@ std::string FidelityReport::to_json() const {
       << ", \"ci_low_s\": " << format_number(p.ci_low_s, 8) << ", \"ci_high_s\": " << format_number(p.ci_high_s, 8)
       << ", \"steps\": " << p.steps << ", \"simulated_s\": " << format_number(p.simulated_s, 8);
     if (p.simulated_unfitted_s > 0) o << ", \"simulated_unfitted_s\": " << format_number(p.simulated_unfitted_s, 8);
+    if (p.simulated_equal_cpus_s > 0)
+      o << ", \"simulated_equal_cpus_s\": " << format_number(p.simulated_equal_cpus_s, 8);
     if (p.simulated_other_calibration_s > 0)
       o << ", \"" << calibration_text(other_calibration()).key
         << "\": " << format_number(p.simulated_other_calibration_s, 8);
@@ -223,6 +244,17 @@ std::string FidelityReport::to_markdown() const {
     if (!std::isnan(spearman_unfitted))
       o << " Without it, on the same measurements: Spearman " << format_number(spearman_unfitted, 3) << ", MAPE "
         << format_number(100 * mape_unfitted, 3) << "%.";
+    o << "\n\n";
+  }
+  if (!cpu_steps.empty()) {
+    o << "Each CPU device alone (the profile's step of the graph on it, the devices interleaved): ";
+    for (size_t k = 0; k < cpu_steps.size(); ++k)
+      o << (k ? ", " : "") << cpu_steps[k].device << " " << format_number(cpu_steps[k].step_s * 1e3, 4) << " ms (x"
+        << format_number(cpu_steps[k].step_s / cpu_steps.front().step_s, 3) << ")";
+    o << "; the simulator scales each device's ops by its step.";
+    if (!std::isnan(spearman_equal_cpus))
+      o << " With the devices taken as equally fast, on the same measurements: Spearman "
+        << format_number(spearman_equal_cpus, 3) << ", MAPE " << format_number(100 * mape_equal_cpus, 3) << "%.";
     o << "\n\n";
   }
   if (!core_rtt_profiled_s.empty() || !core_rtt_measured_s.empty()) {

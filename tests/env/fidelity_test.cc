@@ -204,6 +204,40 @@ TEST(Fidelity, ReportKeepsTheCrossCoreProbePerRound) {
   expect_rejected(bad, "core_rtt_measured_s: expected a list");
 }
 
+// Each CPU device's step alone and the simulator that takes the devices as
+// equally fast: absent when not measured; written, read back, said in the
+// markdown with that simulator's Spearman and MAPE on the same measurements.
+TEST(Fidelity, ReportKeepsTheCpuStepsAndTheirEffect) {
+  FidelityReport r = two_point_report();
+  EXPECT_EQ(r.to_json().find("cpu_steps"), std::string::npos);
+  EXPECT_EQ(r.to_markdown().find("Each CPU device alone"), std::string::npos);
+  EXPECT_TRUE(std::isnan(r.spearman_equal_cpus));
+  r.cpu_steps = {{"cpu:0", 0.0387}, {"cpu:1", 0.0364}};
+  r.points[0].simulated_equal_cpus_s = 2.2;  // ranked the other way round: Spearman -1
+  r.points[1].simulated_equal_cpus_s = 1.0;
+  r.compute_statistics();
+  EXPECT_DOUBLE_EQ(r.spearman_equal_cpus, -1.0);
+  EXPECT_DOUBLE_EQ(r.mape_equal_cpus, 0.5 * (1.2 / 1.0 + 1.0 / 2.0));
+  const FidelityReport back = FidelityReport::from_json(r.to_json());
+  ASSERT_EQ(back.cpu_steps.size(), 2u);
+  EXPECT_EQ(back.cpu_steps[1].device, "cpu:1");
+  EXPECT_DOUBLE_EQ(back.cpu_steps[1].step_s, 0.0364);
+  EXPECT_DOUBLE_EQ(back.points[0].simulated_equal_cpus_s, 2.2);
+  EXPECT_EQ(back.to_json(), r.to_json());
+  const std::string md = r.to_markdown();
+  EXPECT_NE(md.find("Each CPU device alone (the profile's step of the graph on it, the devices interleaved): cpu:0 "
+                    "38.7 ms (x1), cpu:1 36.4 ms (x0.941)"),
+            std::string::npos)
+      << md;
+  EXPECT_NE(md.find("With the devices taken as equally fast, on the same measurements: Spearman -1, MAPE 85%"),
+            std::string::npos)
+      << md;
+  std::string bad = r.to_json();
+  const size_t at = bad.find("\"step_s\": 0.0364");
+  bad.replace(at, std::string("\"step_s\": 0.0364").size(), "\"step_s\": -1");
+  expect_rejected(bad, "cpu_steps[1].step_s: must be in");
+}
+
 // A round is in a spell when its probe reads over the ratio times the quietest
 // round's; unread rounds (0) are neither the quietest nor flagged, and a run read
 // wholly in a spell (all rounds alike) flags none.

@@ -13,6 +13,7 @@
 #include "placer/graphs/measurement.h"
 #include "placer/graphs/pipeline.h"
 #include "placer/graphs/placement.h"
+#include "placer/graphs/profile.h"
 
 namespace placer {
 
@@ -60,6 +61,10 @@ struct FidelityPoint {
   // The same simulator without the copy cost fitted on the mixed step (0: no
   // such cost was fitted): the fit's effect on the same measurements.
   double simulated_unfitted_s = 0.0;
+  // The same simulator with every CPU device as fast as the one the ops were
+  // timed on (0: the profile's CPU device steps were not measured or not
+  // applied, Profile::cpu_steps): their effect on the same measurements.
+  double simulated_equal_cpus_s = 0.0;
   // The simulator calibrated the other way (0: not computed, one round): on each
   // op's fastest round where simulated_s is calibrated on the rounds' mean, and
   // the reverse (FidelityReport::calibration and other_calibration(); in the
@@ -91,6 +96,10 @@ struct FidelityReport {
   // CPU<->GPU copies: the same, fitted on the mixed step over a CPU device and
   // a GPU (0: not fitted; CostModel::cross_copy_s_per_byte).
   double cross_copy_s_per_byte = 0.0;
+  // Each CPU device's step of the graph alone, as the profile (the rounds'
+  // mean) measured it; the simulator scales each device's ops by its step over
+  // the first's. Empty: not measured (one CPU device, older reports).
+  std::vector<DeviceStep> cpu_steps;
   // How the rounds' profiles calibrate simulated_s: "rounds_mean" (each op's
   // mean over the rounds, what one `placer profile` estimates; the default since
   // the twentieth session) or "fastest_round" (each op's fastest round: reports
@@ -115,6 +124,9 @@ struct FidelityReport {
   // Spearman and MAPE of simulated_unfitted_s (NaN when not computed).
   double spearman_unfitted = 0.0;
   double mape_unfitted = 0.0;
+  // Spearman and MAPE of simulated_equal_cpus_s (NaN when not computed).
+  double spearman_equal_cpus = 0.0;
+  double mape_equal_cpus = 0.0;
   // Spearman and MAPE of simulated_other_calibration_s (NaN when not computed).
   double spearman_other_calibration = 0.0;
   double mape_other_calibration = 0.0;
