@@ -18,19 +18,12 @@ import sys
 
 import numpy as np
 
+from rank_stats import spearman
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 TMP = os.environ.get('TMPDIR', '/tmp')
 REPORTS = ['fidelity_s23_rounds4', 'fidelity_s23_rounds4_run2', 'fidelity_s23_quiet']
 MIXED = [1.0, 1.03, 1.06, 1.1, 1.15, 1.2, 1.3]
-
-
-def spearman(a, b):
-    def rank(v):
-        order = np.argsort(v)
-        r = np.empty(len(v))
-        r[order] = np.arange(len(v))
-        return r
-    return float(np.corrcoef(rank(a), rank(b))[0, 1])
 
 
 def changed(profile, mixed=1.0, alpha=1.0):

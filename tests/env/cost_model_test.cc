@@ -193,19 +193,25 @@ TEST(CostModel, ContendedTimesMakeCpuDevicesOneContentionGroup) {
   EXPECT_EQ(CostModel::calibrated(g, cluster(), p).contention_group(DeviceId(0)), -1);
 }
 
+// A profile of relu_chain timed on cpu:0: 0.1 s an op (inputs free), contended x `contended`.
+Profile chain_profile(const Graph& g, double contended) {
+  Profile p;
+  p.graph = "chain";
+  for (const Op& op : g.ops()) {
+    OpTiming t{op.name, "", "cpu:0", "cpu", op.type == op_types::kInput ? 0.0 : 0.1};
+    t.contended_seconds = contended * t.seconds;
+    p.ops.push_back(t);
+  }
+  return p;
+}
+
 // The profile's CPU device steps: ops timed on cpu:0 cost on cpu:1 its step
 // over cpu:0's (alone and contended); without them, or for another graph, both
 // devices cost the same.
 TEST(CostModel, CpuStepsScaleEachCpuDeviceByItsStepAlone) {
   const Graph g = relu_chain();
   const Cluster two_cpus = cpu_pair();
-  Profile p;
-  p.graph = "chain";
-  for (const Op& op : g.ops()) {
-    OpTiming t{op.name, "", "cpu:0", "cpu", op.type == op_types::kInput ? 0.0 : 0.1};
-    t.contended_seconds = 2 * t.seconds;
-    p.ops.push_back(t);
-  }
+  Profile p = chain_profile(g, 2.0);
   const OpId relu = *g.find(g.ops()[1].name);
   const CostModel equal = CostModel::calibrated(g, two_cpus, p);
   EXPECT_DOUBLE_EQ(equal.op_seconds(relu, DeviceId(1)), equal.op_seconds(relu, DeviceId(0)));
@@ -243,13 +249,7 @@ void expect_no_fit(const Graph& g, const Cluster& c, const Profile& p, double si
 TEST(CostModel, MixedStepFitsTheCopyCostBetweenCpuDevices) {
   const Graph g = relu_chain();
   const Cluster two_cpus = cpu_pair();
-  Profile p;
-  p.graph = "chain";
-  for (const Op& op : g.ops()) {
-    OpTiming t{op.name, "", "cpu:0", "cpu", op.type == op_types::kInput ? 0.0 : 0.1};
-    t.contended_seconds = t.seconds;
-    p.ops.push_back(t);
-  }
+  Profile p = chain_profile(g, 1.0);
   p.links.push_back({"cpu:0", "cpu:1", 0.01, 1e6, {}});
   p.links.push_back({"cpu:1", "cpu:0", 0.01, 1e6, {}});
   const Placement rr = round_robin_groups(g, {DeviceId(0), DeviceId(1)});
