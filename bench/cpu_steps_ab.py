@@ -9,6 +9,8 @@ takes part in the profile.
 
   PLACER GRAPH PROFILE DIR NAME    one markdown row: Spearman off -> on per report, their means, MAPE means
 
+REPORTS (space-separated directory names under bench/results/) replaces the seven reports.
+
 Run from anywhere, e.g. `.venv/bin/python3 bench/cpu_steps_ab.py build/placer nmt.json prof.json pl nmt`.
 """
 import json
@@ -22,8 +24,8 @@ from rank_stats import spearman
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TMP = os.environ.get('TMPDIR', '/tmp')
-REPORTS = ['fidelity_s22_probe', 'fidelity_s22_probe_run2', 'fidelity_s23_quiet', 'fidelity_s23_retakes',
-           'fidelity_s23_rounds4', 'fidelity_s23_rounds4_run2', 'fidelity_s23_rounds4_run3']
+REPORTS = os.environ.get('REPORTS', 'fidelity_s22_probe fidelity_s22_probe_run2 fidelity_s23_quiet fidelity_s23_retakes '
+                         'fidelity_s23_rounds4 fidelity_s23_rounds4_run2 fidelity_s23_rounds4_run3').split()
 
 
 def simulate(placer, graph, profile_path, placement):
