@@ -173,12 +173,11 @@ void run_profile(const ProfileArgs& a) {
                   p.mixed.core_rtt_s * 1e9);
   }
   if (!p.cpu_steps.empty()) {
-    std::string steps;
-    for (const DeviceStep& s : p.cpu_steps)
-      steps += (steps.empty() ? "" : ", ") + s.device + " " + std::to_string(s.step_s * 1e3).substr(0, 6) + " ms (x" +
-               std::to_string(s.step_s / p.cpu_steps.front().step_s).substr(0, 5) + ")";
-    std::printf("each CPU device alone, interleaved: %s; the simulator scales each device's ops by its step\n",
-                steps.c_str());
+    std::printf("each CPU device alone, interleaved:");
+    for (size_t k = 0; k < p.cpu_steps.size(); ++k)
+      std::printf("%s %s %.3f ms (x%.3f)", k ? "," : "", p.cpu_steps[k].device.c_str(), p.cpu_steps[k].step_s * 1e3,
+                  p.cpu_steps[k].step_s / p.cpu_steps.front().step_s);
+    std::printf("; the simulator scales each device's ops by its step\n");
   }
 }
 

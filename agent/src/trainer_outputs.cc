@@ -211,8 +211,7 @@ void Trainer::retake_in_a_spell(const std::vector<Placement>& rows, std::vector<
   const double quiet = res->table_quiet_core_rtt_s;
   for (int k = 0; k < c_.reward.final_retakes; ++k) {
     const double reading = core_rtt_range(core_rtt_readings(rs)).median_s;
-    const std::vector<size_t> spell = rounds_in_a_spell({quiet, reading}, c_.reward.spell_ratio);
-    if (quiet <= 0 || reading <= 0 || std::find(spell.begin(), spell.end(), 1u) == spell.end()) return;  // 1: the table
+    if (quiet <= 0 || !(reading > c_.reward.spell_ratio * quiet)) return;
     std::fprintf(stderr,
                  "final table: the cross-core probe read %.0f ns while it ran, over %g times the quietest reading "
                  "of this run (%.0f ns): a slow spell of copies between the cores; measuring it again in 2 s "

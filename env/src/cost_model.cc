@@ -111,13 +111,17 @@ struct ProfileSamples {
   Samples by_name_device, by_name_kind, by_sig_kind, cont_by_name_kind, cont_by_sig_kind;
 };
 
+// The device kind an op was timed on ("cpu", "cuda"): its device_kind, else its device name's prefix.
+std::string timing_kind(const OpTiming& t) {
+  return t.device_kind.empty() ? t.device.substr(0, t.device.find(':')) : t.device_kind;
+}
+
 ProfileSamples index_samples(const Profile& profile) {
   ProfileSamples s;
   for (const OpTiming& t : profile.ops) {
     if (!(t.seconds >= 0.0) || !std::isfinite(t.seconds))
       throw InputError("profile: op '" + t.op + "' has a bad time (seconds must be finite and >= 0)");
-    std::string kind = t.device_kind;
-    if (kind.empty()) kind = t.device.substr(0, t.device.find(':'));
+    const std::string kind = timing_kind(t);
     const bool contended = t.contended_seconds > 0 && std::isfinite(t.contended_seconds);
     if (!t.op.empty()) {
       s.by_name_device[t.op][t.device].push_back(t.seconds);
@@ -348,7 +352,7 @@ void apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile& 
   if (profile.cpu_steps.size() < 2 || profile.graph != graph.name) return;
   std::string timed_on;
   for (const OpTiming& t : profile.ops)
-    if ((t.device_kind.empty() ? t.device.substr(0, t.device.find(':')) : t.device_kind) == "cpu" && graph.find(t.op)) {
+    if (timing_kind(t) == "cpu" && graph.find(t.op)) {
       timed_on = t.device;
       break;
     }
