@@ -230,6 +230,7 @@ for g in ${FID_GRAPHS:-nmt inception_v3}; do
     --spread 0.04 --rounds 2 --retakes "${RETAKES:-0}" --max-steps "$steps" -o "$RES/fidelity_mixed" \
     --name "${g}_cpu${CPU_DEVICES}_cuda0"
 done
+# On cpu:8 each round's profile also times nmt on each CPU device alone (cpu_steps, ~5 s; not on cpu:8+cuda:0).
 [ "${CPU_FIDELITY:-1}" = 0 ] ||
   step "fidelity nmt on cpu:$CPU_DEVICES" 150 "$P" fidelity --graph "$RES/nmt.json" --devices "cpu:$CPU_DEVICES" \
     --placements "${PLACEMENTS:-12}" --spread 0.04 --rounds 2 --retakes "${RETAKES:-0}" --max-steps 20 \

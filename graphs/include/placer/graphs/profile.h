@@ -74,7 +74,8 @@ struct Profile {
   // later measurement can be set beside it. < 0: not measured.
   double gpu_step_s = -1.0;
   MixedStep mixed;  // measured where mixed_step_devices() names devices
-  // Each CPU device's step alone, where the host has two or more: CPU devices
+  // Each CPU device's step alone, on a cluster of two or more CPU devices and
+  // no GPU (the devices of its mixed step): CPU devices
   // of one class are not equally fast on a shared machine (on the 2-core VM
   // cpu:0's single-device step of inception_v3 measured 3-7% slower than
   // cpu:1's in every fidelity report, nmt's 0-8%), and the ops are timed on one
