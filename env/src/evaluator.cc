@@ -339,7 +339,9 @@ struct MeasuredEvaluator::Impl {
       ++measurements;
       if (!results[u].ok()) continue;
       steps += static_cast<int64_t>(results[u].samples_s.size() - prior[u].size());
-      kept(unique[u]) = results[u].samples_s;
+      // A fresh run is a measurement apart (a final table, or its retake when
+      // the probe read a spell): the kept samples stay those of the others.
+      if (!fresh) kept(unique[u]) = results[u].samples_s;
     }
     std::vector<StepResult> out;
     out.reserve(placements.size());

@@ -138,7 +138,7 @@ TEST(MeasuredEvaluator, MeasuresEachPlacementOnce) {
 }
 
 // A placement measured again keeps its samples: its interval narrows instead
-// of starting over; a fresh side-by-side run starts from none.
+// of starting over; a fresh side-by-side run starts from none and keeps nothing.
 TEST(MeasuredEvaluator, MeasuringAgainAddsToTheSamples) {
   const Graph g = testing::small_mlp();
   auto problem = PreparedProblem::make(g, parse_device_list("cpu:2"));
@@ -154,6 +154,11 @@ TEST(MeasuredEvaluator, MeasuringAgainAddsToTheSamples) {
   EXPECT_EQ(std::vector<double>(again[0].samples_s.begin(), again[0].samples_s.begin() + 3), first[0].result.samples_s);
   const std::vector<StepResult> fresh = m.measure_side_by_side(batch, true);
   EXPECT_EQ(fresh[1].samples_s.size(), 3u);
+  // ...and leaves the kept ones alone: a final table's retake that is not kept
+  // must not replace what training measured.
+  const std::vector<StepResult> after = m.measure_side_by_side(batch, false);
+  ASSERT_EQ(after[0].samples_s.size(), 5u);
+  EXPECT_EQ(std::vector<double>(after[0].samples_s.begin(), after[0].samples_s.begin() + 4), again[0].samples_s);
   // A final table may take more steps than the protocol's most (no interval target: all of them).
   MeasureOptions untargeted = o;
   untargeted.target_halfwidth = 0;

@@ -185,7 +185,8 @@ class SimulatedEvaluator : public Evaluator {
 
 // Runs a batch of placements on this machine's Runtime (made on first use),
 // interleaved, with the measurement protocol. It keeps every placement's
-// samples: one measured again (measure_side_by_side) adds to them.
+// samples: one measured again (measure_side_by_side) adds to them, unless the
+// run is fresh: that one starts from none and leaves the kept samples as they were.
 class MeasuredEvaluator : public Evaluator {
  public:
   MeasuredEvaluator(std::shared_ptr<const PreparedProblem> problem, RewardOptions reward, MeasureOptions measure);
