@@ -73,10 +73,10 @@ void add_common(CLI::App* cmd, PlaceArgs& a) {
   cmd->add_option("--seed", a.seed, "Random seed (random, local_search, mincut)");
   cmd->add_option("--time-limit", a.time_limit_s,
                   "Seconds a solver may take (ilp; max_load: ilp, local_search, learned)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--budget", a.budget,
                   "Evaluations a search may spend (local_search; max_load learned: placements sampled)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option(
       "--option", a.options,
       "Method option KEY=VALUE, repeatable (dp: objective=step|throughput|latency, max_ideals=3000; ilp: "
@@ -479,7 +479,7 @@ void add_agent_commands(CLI::App& app) {
       ->add_option("--time-budget", place_args->time_budget_s,
                    "--policy: wall seconds for loading, the policy, the fast path and the refinement")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   place->add_flag("--no-refine", place_args->no_refine,
                   "--policy: the policy alone (no fast path, no local_search after it), sampling more "
                   "placements for as much of --time-budget as it has");

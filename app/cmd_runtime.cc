@@ -199,7 +199,7 @@ void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
       ->check(CLI::Range(0.0, 0.5));
   cmd->add_option("--budget", o->budget_s, "Stop after this many measured seconds, all placements together (0: none)")
       ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+      ->check(nonnegative_number());
   cmd->add_option("--min-time", o->min_time_s,
                   "Measure each placement for at least this many seconds of steps, past --max-steps if need be")
       ->capture_default_str()
@@ -211,7 +211,7 @@ void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
       ->check(CLI::Range(0, 100));
   cmd->add_option("--timeout", o->timeout_s, "Per-step time limit in seconds")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(positive_number());
   cmd->add_option("--seed", o->seed, "Seed of inputs and parameters")->capture_default_str();
 }
 

@@ -12,6 +12,7 @@
 
 namespace CLI {
 class App;
+class Validator;
 }
 
 namespace placer {
@@ -25,6 +26,11 @@ struct Placement;       // graphs/placement.h
 }  // namespace placer
 
 namespace placer::cli {
+
+// Option checks whose error names the option and says what it must be
+// (validators.cc): > 0 and >= 0.
+CLI::Validator positive_number();
+CLI::Validator nonnegative_number();
 
 // The measurement protocol's options (--warmup, --steps, --max-steps, --target, --budget, --timeout, --seed).
 void add_measure_options(CLI::App* cmd, MeasureOptions* options);

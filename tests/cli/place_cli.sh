@@ -26,6 +26,12 @@ set +e
 [ $? -ne 0 ] && grep -q -- "--cluster" "$TMP/err" || fail "missing cluster not reported"
 "$PLACER" place --method dp --graph "$TMP/nope.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
 [ $? -ne 0 ] || fail "missing graph accepted"
+# A number out of range: the option and what it must be, not CLI11's 309-digit upper end.
+"$PLACER" place --method local_search --budget 0 --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q -- "--budget: must be a number > 0, got 0" "$TMP/err" || fail "--budget 0: $(cat "$TMP/err")"
+[ "$(wc -c < "$TMP/err")" -lt 200 ] || fail "--budget 0: a long message: $(cat "$TMP/err")"
+"$PLACER" place --policy pretrained --time-budget soon --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q -- "--time-budget: 'soon' is not a number" "$TMP/err" || fail "--time-budget soon: $(cat "$TMP/err")"
 set -e
 
 "$PLACER" baseline --graph "$TMP/g.json" --cluster k80x4 --method single,expert,m_etf,dp \
