@@ -25,12 +25,19 @@ start() {
   echo "server did not start"; cat "$WORK/serve.log"; exit 1
 }
 job_of() { sed -n 's/.*"job_id":"\(j-[0-9a-f]*\)".*/\1/p'; }
+# Waits up to 60 s (other tests may share the cores) for a condition, else fails naming it.
+wait_for() {
+  local what=$1
+  shift
+  for _ in $(seq 600); do "$@" && return 0; sleep 0.1; done
+  echo "timed out waiting for $what"; cat "$WORK/serve.log"; exit 1
+}
 start
 DONE=$("$PLACER" query --endpoint "$EP" optimize --builder mlp --cluster k80x2 --samples 50 | job_of)
-for _ in $(seq 100); do "$PLACER" query --endpoint "$EP" status "$DONE" | grep -q '"state":"done"' && break; sleep 0.1; done
+wait_for "job $DONE to finish" sh -c "'$PLACER' query --endpoint '$EP' status '$DONE' | grep -q '\"state\":\"done\"'"
 RUNNING=$("$PLACER" query --endpoint "$EP" optimize --builder mlp --cluster k80x4 --seconds 120 | job_of)
-for _ in $(seq 100); do "$PLACER" query --endpoint "$EP" status "$RUNNING" | grep -q '"state":"running"' && break; sleep 0.1; done
-sleep 1.5  # let it save progress
+# Its record on disk has a best placement once the job has saved progress (every second of the job's time).
+wait_for "job $RUNNING to save its best placement" grep -q '"best_placement":{"graph":"mlp"' "$WORK/state/jobs/$RUNNING.json"
 kill -9 $SERVER; wait $SERVER 2>/dev/null || true
 start
 S=$("$PLACER" query --endpoint "$EP" status "$RUNNING")
