@@ -50,7 +50,8 @@ std::shared_ptr<const LoadedPolicy> load_named_policy(const std::string& name);
 
 // A policy's zero-shot answer within a wall-time budget: the policy alone (its
 // greedy decode and samples, the simulator keeps the fastest; without a fast path
-// or refinement it samples until the budget is nearly spent); with a
+// or refinement it samples until the budget is nearly spent, before a refinement
+// for half of it, beside the fast path alone its fixed rounds); with a
 // `fast_path`, those cheap heuristics too (the service's `place` answers the
 // same way); then, with `refine`, local_search's annealing from the faster of
 // the two for what is left of the budget. Each is reported apart and
