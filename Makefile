@@ -27,7 +27,7 @@ demo: build
 test: build
 	cd $(BUILD) && ctest --output-on-failure -LE gpu -j $(JOBS) --timeout 900
 
-# Remake the pretrained gnn policy in policies/pretrained/ (configs/pretrain_gnn.yaml; ~15 min on 2 cores).
+# Remake the pretrained gnn policy in policies/pretrained/ (configs/pretrain_gnn.yaml; ~4 min on 2 cores).
 pretrained: build
 	bash scripts/pretrain.sh $(BUILD) policies/pretrained
 
