@@ -473,8 +473,9 @@ void add_agent_commands(CLI::App& app) {
   place->add_option("--checkpoint", place_args->checkpoint, "A `placer train` result folder (learned placer)");
   place->add_option("--policy", place_args->policy,
                     "A learned policy, zero-shot: 'pretrained' (policies/pretrained, or $PLACER_PRETRAINED) or a "
-                    "`placer train` result folder; its proposals and the fast path's heuristics beside them, then "
-                    "local_search from the faster within --time-budget (`method` and `found by` name who found it)");
+                    "`placer train` result folder; its proposals (sampled for half of --time-budget) and the fast "
+                    "path's heuristics beside them, then local_search from both for the rest (`method` and `found by` "
+                    "name who found it)");
   place
       ->add_option("--time-budget", place_args->time_budget_s,
                    "--policy: wall seconds for loading, the policy, the fast path and the refinement")
