@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what placer needs, and only what is missing:
 #   1. Debian 12 packages (compilers, cppzmq, cereal, prometheus-cpp, GoogleTest,
-#      CBC, METIS, CLI11, spdlog, yaml-cpp, the prometheus server);
+#      CBC, METIS, CLI11, spdlog, yaml-cpp, tcmalloc, the prometheus server);
 #   2. a project-local Python environment, $PLACER_VENV (default .venv, git-ignored),
 #      with scripts/requirements.txt from PyPI: torch==2.11.0, whose C++ libraries
 #      are placer's LibTorch (CUDA 13.0 build), torchvision, pyzmq, numpy.
@@ -23,6 +23,7 @@ PACKAGES=(
   libcli11-dev          # command line
   libspdlog-dev         # logging
   libyaml-cpp-dev       # YAML configs
+  libtcmalloc-minimal4  # the programs' malloc (gperftools; bench/results/allocator_cpu2.md)
   prometheus            # the real server, for the metrics integration test
   python3 python3-venv  # the project environment below
 )

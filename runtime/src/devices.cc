@@ -81,6 +81,7 @@ int cuda_runtime_device_count() {
 BuildInfo build_info() {
   BuildInfo info;
   info.torch_version = TORCH_VERSION;
+  info.malloc_name = host_malloc();
 #ifdef PLACER_WITH_CUDA
   info.cuda_compiled = true;
   int version = 0;
@@ -103,6 +104,7 @@ BuildInfo build_info() {
 
 std::string describe(const BuildInfo& info) {
   std::string s = "LibTorch " + info.torch_version + "\n";
+  s += "malloc: " + info.malloc_name + "\n";
   s += info.cuda_compiled ? "CUDA paths: compiled, CUDA runtime " +
                                 (info.cuda_version.empty() ? std::string("unknown") : info.cuda_version) + "\n"
                           : std::string("CUDA paths: not compiled (LibTorch without CUDA)\n");

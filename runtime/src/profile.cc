@@ -32,7 +32,7 @@ std::string host_description() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
   return std::string(host) + ", LibTorch " + TORCH_VERSION + ", " +
-         std::to_string(std::thread::hardware_concurrency()) + " cores";
+         std::to_string(std::thread::hardware_concurrency()) + " cores, malloc " + host_malloc();
 }
 
 // Least squares t = alpha + bytes / beta over a link's samples, each weighted

@@ -1,6 +1,7 @@
 // The Runtime API: run_once and profile (profile.cc) on top of the executor; measure is in measure.cc.
 #include "placer/runtime/runtime.h"
 
+#include <dlfcn.h>
 #include <malloc.h>
 
 #include <algorithm>
@@ -26,12 +27,17 @@ Session new_session(const KernelPlan& plan, uint64_t seed, int devices) {
 
 // How the host's memory is handed to steps decides much of a CPU step's time
 // on a VM, where a page fault or a TLB miss walks two page tables
-// (bench/results/measure_noise.md, nmt on cpu:2):
-// - glibc's malloc gives memory back to the kernel as a step frees it (the top
-//   of a heap past 128 KiB is trimmed; blocks over a threshold that adapts to
-//   the process's history are mmapped and unmapped each time), so every step
-//   page-faults its activations in again, by an amount that depends on what ran
-//   before. Kept: no trim, a fixed 32 MiB mmap threshold.
+// (bench/results/measure_noise.md, allocator_cpu2.md; nmt on cpu:2):
+// - The malloc: tcmalloc where the build links it (CMakeLists.txt). With
+//   glibc's, every executor thread but the main one allocates from an arena of
+//   its own, whose heaps grow and shrink with the steps: a single-device
+//   placement took up to 30% longer on cpu:1 than on cpu:0, by an amount that
+//   depended on which placements ran before it.
+// - Without tcmalloc, glibc's malloc would give memory back to the kernel as a
+//   step frees it (the top of a heap past 128 KiB is trimmed; blocks over a
+//   threshold that adapts to the process's history are mmapped and unmapped
+//   each time), so every step page-faults its activations in again. Kept: no
+//   trim, a fixed 32 MiB mmap threshold.
 // - 4 KiB pages: LibTorch's CPU allocator asks for transparent huge pages for
 //   tensors of 2 MiB or more when THP_MEM_ALLOC_ENABLE is set; it reads the
 //   variable once, at its first allocation, so main() calls this first.
@@ -43,10 +49,22 @@ void configure_host_memory() {
     const char* mode = std::getenv("PLACER_MALLOC");
     if (mode && std::string(mode) == "system") return;
     setenv("THP_MEM_ALLOC_ENABLE", "1", /*overwrite=*/0);
+    if (std::string(host_malloc()) != "glibc") return;
     if (std::getenv("MALLOC_TRIM_THRESHOLD_") || std::getenv("MALLOC_MMAP_THRESHOLD_")) return;
     mallopt(M_TRIM_THRESHOLD, 1 << 30);
     mallopt(M_MMAP_THRESHOLD, 32 << 20);
   });
+}
+
+// tcmalloc's malloc is an alias of its tc_malloc: the process runs on it when
+// the first malloc of the global scope is that one (tcmalloc linked, or
+// preloaded; a preloaded libc.so.6 puts glibc's first again).
+const char* host_malloc() {
+  static const char* name = [] {
+    void* tc = dlsym(RTLD_DEFAULT, "tc_malloc");
+    return tc != nullptr && dlsym(RTLD_DEFAULT, "malloc") == tc ? "tcmalloc" : "glibc";
+  }();
+  return name;
 }
 
 Runtime::Runtime(Cluster cluster) {

@@ -253,9 +253,20 @@ TEST(Runtime, BuildInfoNamesLibTorchAndCuda) {
   const std::string text = describe(info);
   EXPECT_NE(text.find("LibTorch " + info.torch_version), std::string::npos) << text;
   EXPECT_NE(text.find(info.gpus.empty() ? "GPUs: none visible" : "GPUs: "), std::string::npos) << text;
+  EXPECT_NE(text.find("malloc: " + info.malloc_name), std::string::npos) << text;
   if (info.cuda_compiled) {
     EXPECT_EQ(info.cuda_version.rfind("13.", 0), 0u) << info.cuda_version;
   }
+}
+
+// The build links tcmalloc where it is installed (CMakeLists.txt); a link that
+// lost it (--as-needed, a library order that puts libc first) would leave the
+// executor threads on glibc's per-thread arenas (bench/results/allocator_cpu2.md).
+TEST(Runtime, MallocIsTheOneTheBuildLinked) {
+  EXPECT_STREQ(host_malloc(), PLACER_TCMALLOC_LINKED ? "tcmalloc" : "glibc");
+  void* p = std::malloc(1 << 20);
+  ASSERT_NE(p, nullptr);
+  std::free(p);
 }
 
 TEST(Runtime, TimelineWritesValidChromeTrace) {

@@ -117,12 +117,17 @@ class Runtime {
   std::unique_ptr<Impl> impl_;
 };
 
-// Keeps freed host memory in the process (glibc malloc) and asks LibTorch for
-// transparent huge pages for large CPU tensors, so that a CPU step's time does
-// not depend on page faults and what ran before (runtime.cc says why).
-// PLACER_MALLOC=system turns it off. Call it before any LibTorch allocation
-// (main() does); Runtime's constructor calls it too.
+// Asks LibTorch for transparent huge pages for large CPU tensors and, where
+// glibc's malloc is the process's (no tcmalloc linked), keeps freed host memory
+// in the process, so that a CPU step's time does not depend on page faults and
+// what ran before (runtime.cc says why). PLACER_MALLOC=system turns it off.
+// Call it before any LibTorch allocation (main() does); Runtime's constructor
+// calls it too.
 void configure_host_memory();
+
+// The malloc this process runs on: "tcmalloc" (linked where installed, see
+// CMakeLists.txt) or "glibc". Reports name it beside the host.
+const char* host_malloc();
 
 // The median round trip of a cache line passed between two spinning threads
 // pinned to core_a and core_b, in `batches` of `trips_per_batch`: where the two
@@ -151,6 +156,7 @@ struct BuildInfo {
   bool cuda_compiled = false;  // PLACER_CUDA
   std::string cuda_version;    // the CUDA toolkit LibTorch was built with ("13.0"), empty without
   std::vector<GpuInfo> gpus;
+  std::string malloc_name;     // host_malloc(): "tcmalloc" or "glibc"
 };
 BuildInfo build_info();
 // One line per fact, for `placer --version`.
