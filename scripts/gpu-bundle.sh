@@ -19,7 +19,7 @@ LIMIT_MIB=60
 
 # What placer links or includes, as on the development machine.
 ROOTS=(cppzmq-dev libzmq3-dev libcereal-dev rapidjson-dev prometheus-cpp-dev libcivetweb-dev libgtest-dev libgmock-dev
-       coinor-libcbc-dev libmetis-dev libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev pkgconf)
+       coinor-libcbc-dev libmetis-dev libcli11-dev libspdlog-dev libfmt-dev libyaml-cpp-dev pkgconf libtcmalloc-minimal4)
 # A base system has these (the C library, the compiler's runtime, compression,
 # TLS); and of the alternatives for BLAS/LAPACK the reference ones are enough.
 SKIP='^(libc6|libc6-dev|libc-dev-bin|linux-libc-dev|libgcc-s1|gcc-12-base|libstdc\+\+6|libcrypt1|libcrypt-dev|libssl3|zlib1g|libzstd1|liblzma5|libbz2-1\.0|libgomp1|libffi8|libgmp10|libunistring2|libidn2-0|libp11-kit0|libtasn1-6|libnettle8|libhogweed6|libgnutls30|libmd0|libbsd0|libdb5\.3|libatlas.*|libblis.*|libopenblas.*|libicu-dev|icu-devtools|libxml2-dev|catch2|googletest|libnsl-dev|libtirpc-dev|rpcsvc-proto|libkrb5-dev|krb5-multidev|comerr-dev|libbsd-dev|libmd-dev)$'
