@@ -6,13 +6,13 @@
 #     after the other, three times (what `placer measure` did);
 #   - with the protocol: interleaved, until the median's 95% interval is within
 #     1% (at most 60 steps each);
-# under each runtime setting named below. Writes bench/results/measure_noise.md.
-# Usage: bash bench/run_measure_noise.sh [BUILD_DIR]
+# under each runtime setting named below. Writes OUT (default bench/results/measure_noise.md).
+# Usage: [VOCABS="2000 40000"] [SETTINGS="ENV=VALUE ..."] [OUT=FILE] bash bench/run_measure_noise.sh [BUILD_DIR]
 # Run it on an otherwise idle machine: cpu:N devices need their own cores.
 set -euo pipefail
 BUILD=${1:-build}
 P="$BUILD/placer"
-OUT=bench/results/measure_noise.md
+OUT=${OUT:-bench/results/measure_noise.md}
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 

@@ -30,8 +30,8 @@ Session new_session(const KernelPlan& plan, uint64_t seed, int devices) {
 // (bench/results/measure_noise.md, allocator_cpu2.md; nmt on cpu:2):
 // - The malloc: tcmalloc where the build links it (CMakeLists.txt). With
 //   glibc's, every executor thread but the main one allocates from an arena of
-//   its own, whose heaps grow and shrink with the steps: a single-device
-//   placement took up to 30% longer on cpu:1 than on cpu:0, by an amount that
+//   its own, whose heaps grow and shrink with the steps: nmt's single-device
+//   placement took 24-31% longer on cpu:1 than on cpu:0, by an amount that
 //   depended on which placements ran before it.
 // - Without tcmalloc, glibc's malloc would give memory back to the kernel as a
 //   step frees it (the top of a heap past 128 KiB is trimmed; blocks over a
