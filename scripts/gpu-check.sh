@@ -135,6 +135,7 @@ step configure 300 cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=R
   -DCMAKE_PREFIX_PATH="$PREFIX/usr" -DPKG_CONFIG_EXECUTABLE="$PREFIX/usr/bin/pkgconf" -DPLACER_CUDA=ON ||
   { note; note "Configure failed: nothing else can run."; exit 1; }
 grep -E "placer: LibTorch|CUDA paths" "$LOGS" | tail -1 | sed 's/^-- /    /' >> "$SUMMARY"
+grep -E "placer: malloc is|libtcmalloc-minimal4 not found" "$LOGS" | tail -1 | sed 's/^-- /    /' >> "$SUMMARY" || true
 if [ "$MODE" = --configure-only ]; then
   note
   note "Configured only (--configure-only): $BUILD"
