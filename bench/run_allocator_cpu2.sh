@@ -18,9 +18,15 @@ BUILD=${1:-build}
 OUT=${2:-bench/results/allocator_cpu2.md}
 P="$BUILD/placer"
 PY=${PLACER_PYTHON:-.venv/bin/python3}
+[ -x "$P" ] || { echo "run_allocator_cpu2: $P missing (make build, or name the build folder)" >&2; exit 2; }
 LIBC=${LIBC:-/lib/x86_64-linux-gnu/libc.so.6}
 SETTINGS=${SETTINGS:-"as built ($("$P" --version | sed -n 's/^malloc: //p'))=;glibc=LD_PRELOAD=$LIBC;glibc, one arena=LD_PRELOAD=$LIBC GLIBC_TUNABLES=glibc.malloc.arena_max=1"}
 GRAPHS=${GRAPHS:-rnnlm nmt inception_v3 transformer gpt2_export}
+for g in $GRAPHS; do
+  case " rnnlm nmt inception_v3 transformer gpt2_export " in *" $g "*) ;;
+    *) echo "run_allocator_cpu2: GRAPHS: unknown graph '$g' (rnnlm nmt inception_v3 transformer gpt2_export)" >&2; exit 2 ;;
+  esac
+done
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
@@ -38,7 +44,8 @@ PICK=(0_single 1_single 2_split 11_blocks 16_random 17_perturbed)
 for g in $GRAPHS; do
   # The placements only: one round of one step each, nothing kept but the files.
   "$P" fidelity --graph "$TMP/$g.json" --devices cpu:2 --placements 24 --seed 1 --rounds 1 --warmup 1 --steps 1 \
-    --max-steps 1 --repetitions 1 --retakes 0 --save-placements "$TMP/$g.pl" -o "$TMP/$g.fid" > /dev/null 2>&1
+    --max-steps 1 --repetitions 1 --retakes 0 --save-placements "$TMP/$g.pl" -o "$TMP/$g.fid" > "$TMP/$g.fid.log" 2>&1 ||
+    { echo "run_allocator_cpu2: drawing $g's placements failed:" >&2; tail -5 "$TMP/$g.fid.log" >&2; exit 1; }
 done
 
 IFS=';' read -r -a SETS <<< "$SETTINGS"
