@@ -81,7 +81,12 @@ PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& c
   // refinement it samples for half the budget (kPolicyShare) and leaves local_search
   // the rest; beside the fast path alone it decodes its fixed rounds.
   const bool alone = !refine && fast_path.empty();
-  a.policy = policy.place(context, alone ? std::max(1e-3, 0.9 * budget_s - 0.02) : refine ? kPolicyShare * budget_s : 0.0);
+  double policy_s = 0.0;  // 0: the fixed rounds only
+  if (alone)
+    policy_s = std::max(1e-3, 0.9 * budget_s - 0.02);
+  else if (refine)
+    policy_s = kPolicyShare * budget_s;
+  a.policy = policy.place(context, policy_s);
   const StepResult s = context.env->simulate(a.policy.placement);
   a.policy_ok = s.ok();
   a.policy_step_s = a.step_s = s.step_s;
