@@ -5,7 +5,8 @@
 // slower than the placement itself caps every policy over those units. Rows for
 // the units as they were (plain coarsening: weights merged first) and with
 // `policy.state_units` (parameters and their updates kept apart from their
-// layers). Prints one Markdown row per unit count.
+// layers), and with `policy.layer_units` beside it (merges inside a model block
+// first). Prints one Markdown row per unit count.
 //
 //   units_cut_bench GRAPH.json --name NAME --cluster k80x4 [--units 256,128,64,32] [--seed 1] [--budget 2000]
 #include <cstdio>
@@ -28,8 +29,9 @@ namespace {
 
 const char* kUsage =
     "units_cut_bench GRAPH.json --name NAME --cluster PRESET [--units 256,128,64,32] [--seed 1] [--budget 2000]\n"
-    "  local_search's placement cut to the learned policy's units, plain and with policy.state_units;\n"
-    "  one Markdown row per unit count (bench/results/learned_heldout.md, \"The policy's units\").\n";
+    "  local_search's placement cut to the learned policy's units: plain, with policy.state_units, and with\n"
+    "  state_units and layer_units; "
+    "one Markdown row per unit count (bench/results/learned_heldout.md, \"The policy's units\").\n";
 
 std::vector<int32_t> int_list(const std::string& text, const std::string& field) {
   std::vector<int32_t> out;
@@ -76,10 +78,11 @@ int main(int argc, char** argv) {
     const int32_t groups = colocation_groups(env.graph()).size();
     for (int32_t n : units) {
       std::printf("| %s | %s | %d | %.3f | %d |", name.c_str(), cluster.c_str(), groups, best * 1e3, n);
-      for (bool state_units : {false, true}) {
+      for (int variant : {0, 1, 2}) {
         PolicyInputOptions po;
         po.max_units = n;
-        po.state_units = state_units;
+        po.state_units = variant >= 1;
+        po.layer_units = variant == 2;
         const PolicyInput p = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
         const double cut = env.simulate(p.expand(p.contract(ls.placement))).step_s;
         std::printf(" %d | %.3f %+.1f%% |", p.n, cut * 1e3, 100.0 * (cut / best - 1.0));

@@ -144,6 +144,7 @@ void read_policy(FieldReader<Node> policy, PolicyConfig& p, ChoiceNames& names) 
   policy.read("type_embedding", &p.type_embedding, 1, 1024);
   policy.read("max_groups", &p.max_groups, 0, 100000);
   policy.read("state_units", &p.state_units);
+  policy.read("layer_units", &p.layer_units);
   policy.read("grouper_groups", &p.grouper_groups, 0, 4096);
   policy.read("gnn_layers", &p.gnn_layers, 1, 16);
   policy.read("place_samples", &p.place_samples, 1, 4096);
@@ -341,6 +342,7 @@ std::string train_config_to_json(const TrainConfig& c) {
   o << "  \"policy\": {\"type\": " << json_quote(policy_type_name(c.policy.type)) << ", \"hidden\": " << c.policy.hidden
     << ", \"type_embedding\": " << c.policy.type_embedding << ", \"max_groups\": " << c.policy.max_groups
     << ", \"state_units\": " << (c.policy.state_units ? "true" : "false")
+    << ", \"layer_units\": " << (c.policy.layer_units ? "true" : "false")
     << ", \"grouper_groups\": " << c.policy.grouper_groups << ", \"gnn_layers\": " << c.policy.gnn_layers
     << ", \"place_samples\": " << c.policy.place_samples << ", \"place_levels\": " << c.policy.place_levels
     << ", \"init_from\": " << json_quote(c.policy.init_from)

@@ -430,9 +430,30 @@ void state_of_merged(std::vector<char>& state, int32_t keep, int32_t a, int32_t 
   state[keep] = state[a] && state[b];
 }
 
+// The model block of each live node: the Op::layer its forward ops share (""
+// when they have none or disagree). Indexed by the DAG's node ids.
+std::vector<std::string> node_layers(const Graph& graph, const Grouping& start, GroupDag& dag) {
+  std::vector<std::string> layer(start.size());
+  std::vector<char> mixed(start.size(), 0);
+  for (int32_t g = 0; g < start.size(); ++g) {
+    const int32_t root = dag.find(g);
+    for (OpId op : start.members[g]) {
+      const Op& o = graph.op(op);
+      if (o.phase != Phase::Forward || o.layer.empty()) continue;
+      if (layer[root].empty()) layer[root] = o.layer;
+      mixed[root] |= layer[root] != o.layer;
+    }
+  }
+  for (int32_t g = 0; g < start.size(); ++g)
+    if (mixed[g]) layer[g].clear();
+  return layer;
+}
+
 // Coarsening phase 1: heavy edges first, but no group above twice the average share,
-// so one group does not swallow the graph; with state_apart, only pairs of one kind.
-void merge_heavy_edges(GroupDag& dag, int32_t groups, int32_t max_groups, const std::vector<char>& state) {
+// so one group does not swallow the graph; with state_apart, only pairs of one kind;
+// with `layers` (node_layers), only pairs inside one block.
+void merge_heavy_edges(GroupDag& dag, int32_t groups, int32_t max_groups, const std::vector<char>& state,
+                       const std::vector<std::string>* layers = nullptr) {
   double total = 0.0;
   double largest = 0.0;
   for (int32_t g = 0; g < groups; ++g) {
@@ -463,6 +484,7 @@ void merge_heavy_edges(GroupDag& dag, int32_t groups, int32_t max_groups, const 
     if (weight(a, b) != w) continue;  // stale weight
     if (dag.cost(a) + dag.cost(b) > cap) continue;
     if (!same_kind(state, a, b)) continue;
+    if (layers && ((*layers)[a].empty() || (*layers)[a] != (*layers)[b])) continue;
     if (!dag.safe_to_merge(a, b)) continue;
     const int32_t keep = dag.merge(a, b);
     push_edges(keep);
@@ -547,7 +569,7 @@ std::vector<int32_t> quotient_order(const Graph& graph, const Grouping& grouping
 }  // namespace
 
 Grouping coarsen(const Graph& graph, int32_t max_groups, const std::function<double(OpId)>& cost,
-                 bool state_apart) {
+                 const CoarsenOptions& options) {
   if (max_groups < 1) throw InputError(detail::concat("coarsen: max_groups must be >= 1, got ", max_groups));
   const Grouping start = colocation_groups(graph);
   const std::function<double(OpId)> op_cost =
@@ -555,7 +577,13 @@ Grouping coarsen(const Graph& graph, int32_t max_groups, const std::function<dou
   GroupDag dag(graph, start, op_cost);
   dag.collapse_cycles();
   std::vector<char> state;
-  if (state_apart) state = state_groups(graph, start, dag);
+  if (options.state_apart) state = state_groups(graph, start, dag);
+  if (options.layers_first) {
+    // A merged node keeps the block of the node that survives (the smaller
+    // id): both had it, since only pairs of one block merge here.
+    const std::vector<std::string> layers = node_layers(graph, start, dag);
+    merge_heavy_edges(dag, start.size(), max_groups, state, &layers);
+  }
   merge_heavy_edges(dag, start.size(), max_groups, state);
   merge_cheapest_neighbours(dag, max_groups, state);
   return numbered_groups(graph, start, dag);

@@ -249,7 +249,9 @@ TEST(Algorithms, CoarsenWithStateApartNeverMergesAParameterIntoItsLayer) {
   auto cost = [&](OpId op) { return g.op(op).flops; };
   const int32_t k = (start.size() + states) / 2;  // room for every state group and some layers
   const Grouping plain = coarsen(g, k, cost);
-  const Grouping apart = coarsen(g, k, cost, true);
+  CoarsenOptions state_apart;
+  state_apart.state_apart = true;
+  const Grouping apart = coarsen(g, k, cost, state_apart);
   expect_valid_coarsening(g, apart, k);
   EXPECT_EQ(apart.size(), k);
   EXPECT_GT(mixed(plain), 0);  // the test would catch the old coarsening
@@ -257,11 +259,65 @@ TEST(Algorithms, CoarsenWithStateApartNeverMergesAParameterIntoItsLayer) {
   // Fewer groups than state groups: state groups merge with each other first,
   // and the count is still met, down to one group.
   for (int32_t small : {states / 2, 3, 1}) {
-    const Grouping c = coarsen(g, small, cost, true);
+    const Grouping c = coarsen(g, small, cost, state_apart);
     expect_valid_coarsening(g, c, small);
     EXPECT_EQ(c.size(), small);
     EXPECT_EQ(quotient_graph(g, c).size(), small);
   }
+}
+
+// The model blocks (Op::layer of the forward ops) a group spans.
+std::set<std::string> blocks_of(const Graph& g, const std::vector<OpId>& members) {
+  std::set<std::string> blocks;
+  for (OpId op : members)
+    if (g.op(op).phase == Phase::Forward && !g.op(op).layer.empty()) blocks.insert(g.op(op).layer);
+  return blocks;
+}
+
+TEST(Algorithms, CoarsenWithLayersFirstKeepsEachGroupInsideOneBlock) {
+  // An LSTM encoder-decoder: the state passed to the next layer weighs as much
+  // as the state passed to the next step, so plain coarsening merges across
+  // layers, and a layer-wise placement (each layer on its own device, what
+  // local_search finds for nmt) is no longer expressible on the groups.
+  BuilderOptions o;
+  o.values = {{"layers", 2}, {"hidden", 64}, {"steps", 6}, {"batch", 4}, {"vocab", 300}};
+  const Graph g = build_graph("nmt", o);
+  std::set<std::string> blocks;
+  for (const Op& op : g.ops())
+    if (op.phase == Phase::Forward && !op.layer.empty()) blocks.insert(op.layer);
+  ASSERT_GE(blocks.size(), 5u);
+  auto cost = [&](OpId op) { return g.op(op).flops; };
+  auto spanning = [&](const Grouping& c) {
+    int32_t n = 0;
+    for (const auto& m : c.members) n += blocks_of(g, m).size() > 1;
+    return n;
+  };
+  const int32_t k = static_cast<int32_t>(blocks.size()) * 4;
+  CoarsenOptions layers_first;
+  layers_first.layers_first = true;
+  const Grouping plain = coarsen(g, k, cost);
+  const Grouping layered = coarsen(g, k, cost, layers_first);
+  expect_valid_coarsening(g, layered, k);
+  EXPECT_EQ(layered.size(), k);
+  EXPECT_GT(spanning(plain), 0);  // the test would catch the plain coarsening
+  EXPECT_EQ(spanning(layered), 0);
+  // Fewer groups than blocks: groups then merge across blocks, and the count is met.
+  for (int32_t small : {static_cast<int32_t>(blocks.size()) - 2, 1}) {
+    const Grouping c = coarsen(g, small, cost, layers_first);
+    expect_valid_coarsening(g, c, small);
+    EXPECT_EQ(c.size(), small);
+  }
+  // With state_apart as well (the pretrained policy's units), where there is
+  // room for every parameter as a group of its own and for the decoder's
+  // steps, which input feeding keeps from merging within a block without a
+  // cycle: still inside one block each. (With less room the block pass stops
+  // short, capped at twice the average share, and the rest merges across.)
+  layers_first.state_apart = true;
+  const int32_t k_state = static_cast<int32_t>(blocks.size()) * 12;
+  const Grouping both = coarsen(g, k_state, cost, layers_first);
+  expect_valid_coarsening(g, both, k_state);
+  EXPECT_EQ(both.size(), k_state);
+  EXPECT_EQ(spanning(both), 0);
 }
 
 TEST(Algorithms, CoarsenCollapsesGroupCycles) {

@@ -60,6 +60,10 @@ struct PolicyConfig {
   // local_search's placement of the held-out transformer_mt (+17.7% cut to its
   // units, +0.0% with this; bench/results/learned_heldout.md).
   bool state_units = false;
+  // ... and merging inside a model block (Op::layer) before across blocks
+  // (coarsen's layers_first): at 256 units local_search's layer-wise placement
+  // of nmt at sizes outside the family was 27-72% slower cut to the plain units.
+  bool layer_units = false;
   int grouper_groups = 0;  // hierarchical: groups (0 = min(256, 20 x devices))
   int gnn_layers = 3;
   DecoderKind decoder = DecoderKind::Lstm;  // lstm (ColocRL) | pointwise (no recurrent state; for gnn families)

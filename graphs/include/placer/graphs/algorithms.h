@@ -62,15 +62,23 @@ Placement round_robin_groups(const Graph& graph, const std::vector<DeviceId>& de
 // the first other device (a GPU) of a cluster that has both; empty otherwise.
 std::vector<DeviceId> mixed_step_devices(const Cluster& cluster);
 
+struct CoarsenOptions {
+  // A group of only parameters and their updates (op types param and sgd)
+  // merges only with another such group, never into the layer that reads the
+  // parameter (its heaviest edge), so that a placement of the groups can still
+  // keep a parameter and its update off its consumer's device; where no such
+  // pair is left and there are still too many groups, any neighbours merge.
+  bool state_apart = false;
+  // Heavy edges inside one model block (Op::layer of the groups' forward ops)
+  // merge first, so that a layer-wise placement (each LSTM layer on its own
+  // device) stays expressible; edges across blocks merge only after those.
+  bool layers_first = false;
+};
+
 // Coarsen to at most max_groups groups, merging along heavy edges while
 // keeping the quotient graph acyclic and starting from colocation_groups().
-// state_apart: a group of only parameters and their updates (op types param
-// and sgd) merges only with another such group, never into the layer that
-// reads the parameter (its heaviest edge), so that a placement of the groups
-// can still keep a parameter and its update off its consumer's device; where
-// no such pair is left and there are still too many groups, any neighbours merge.
 Grouping coarsen(const Graph& graph, int32_t max_groups, const std::function<double(OpId)>& cost,
-                 bool state_apart = false);
+                 const CoarsenOptions& options = {});
 
 // The quotient graph of a grouping: one op per group (flops, param bytes and
 // output bytes summed; edges of cross-group tensors kept). Used by placers
