@@ -633,15 +633,20 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   EXPECT_TRUE(parse_train_config(ok + "warm_start: {clone_search: true}\n", "ok.yaml").warm_start.clone_search);
   // The pretrained policy's units: parameters apart (coarsening), and the units a zero-shot placement sees.
   const TrainConfig units =
-      parse_train_config(ok + "policy: {state_units: true}\nwarm_start: {split_units: false}\n", "units.yaml");
+      parse_train_config(ok + "policy: {state_units: true, layer_units: true}\nwarm_start: {split_units: false}\n",
+                         "units.yaml");
   EXPECT_TRUE(units.policy.state_units);
+  EXPECT_TRUE(units.policy.layer_units);
   EXPECT_FALSE(units.warm_start.split_units);
   const TrainConfig units_back = parse_train_config(train_config_to_json(units), "units2");
   EXPECT_TRUE(units_back.policy.state_units);
+  EXPECT_TRUE(units_back.policy.layer_units);
   EXPECT_FALSE(units_back.warm_start.split_units);
   EXPECT_FALSE(parse_train_config(ok, "ok.yaml").policy.state_units);
   EXPECT_TRUE(parse_train_config(ok, "ok.yaml").warm_start.split_units);
   expect_error(ok + "policy: {state_units: sometimes}\n", "policy.state_units: ");
+  EXPECT_FALSE(parse_train_config(ok, "ok.yaml").policy.layer_units);
+  expect_error(ok + "policy: {layer_units: 2}\n", "policy.layer_units: ");
   // reward.final_retakes and spell_ratio (a final table measured in a slow spell is taken again) read back.
   const TrainConfig spell = parse_train_config(ok + "reward: {final_retakes: 3, spell_ratio: 1.5}\n", "spell.yaml");
   const TrainConfig spell_back = parse_train_config(train_config_to_json(spell), "spell2");
