@@ -107,6 +107,7 @@ TEST(LearnedFeatures, UnitOptionsFollowTheConfigAndTheHierarchicalPolicySeesEver
   TrainConfig config;
   config.policy.max_groups = 48;
   config.policy.state_units = true;
+  config.policy.layer_units = true;
   config.run.seed = 17;
   PolicyOptions gnn;
   gnn.kind = PolicyType::Gnn;
@@ -116,6 +117,7 @@ TEST(LearnedFeatures, UnitOptionsFollowTheConfigAndTheHierarchicalPolicySeesEver
   const PolicyInputOptions flat = unit_options(*make_policy(gnn), config, &warm);
   EXPECT_EQ(flat.max_units, 48);
   EXPECT_TRUE(flat.state_units);
+  EXPECT_TRUE(flat.layer_units);
   EXPECT_EQ(flat.seed, 17u);
   EXPECT_EQ(flat.keep_apart, &warm);
   const PolicyInputOptions grouped = unit_options(*make_policy(hierarchical), config);
