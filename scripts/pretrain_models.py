@@ -83,7 +83,8 @@ class WideDeep(nn.Module):
 
 class Captioner(nn.Module):
     """An image captioner: a strided conv encoder whose feature map is the memory of an
-    nn.TransformerDecoder (cross-attention with a packed key/value projection of that memory)."""
+    nn.TransformerDecoder (cross-attention with a packed key/value projection of that memory),
+    teacher-forced without a causal mask (a mask would add one op per attention, not change the shape)."""
 
     def __init__(self, vocab, dim, heads, layers, ff, context):
         super().__init__()
