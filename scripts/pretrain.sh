@@ -6,7 +6,7 @@
 # PRETRAIN_TIME_LIMIT=SECONDS raises the cap) and exports the policy alone
 # (`placer export-policy`: 0.7 MB, in git), with its config and how it was made.
 # Usage: bash scripts/pretrain.sh [BUILD_DIR=build] [DEST=policies/pretrained]
-# (`make pretrained`). About 4 minutes on the 2-core VM (225 s in the twenty-seventh session, 33 graphs) (bench/results/learned_heldout.md).
+# (`make pretrained`). About 4 minutes on the 2-core VM (233 s in the twenty-seventh session, 33 graphs) (bench/results/learned_heldout.md).
 set -euo pipefail
 BUILD=${1:-build}
 DEST=${2:-policies/pretrained}
