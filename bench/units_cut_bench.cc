@@ -30,8 +30,7 @@ namespace {
 const char* kUsage =
     "units_cut_bench GRAPH.json --name NAME --cluster PRESET [--units 256,128,64,32] [--seed 1] [--budget 2000]\n"
     "  local_search's placement cut to the learned policy's units: plain, with policy.state_units, and with\n"
-    "  state_units and layer_units; "
-    "one Markdown row per unit count (bench/results/learned_heldout.md, \"The policy's units\").\n";
+    "  state_units and layer_units; one Markdown row per unit count (bench/results/learned_heldout.md, \"The policy's units\").\n";
 
 std::vector<int32_t> int_list(const std::string& text, const std::string& field) {
   std::vector<int32_t> out;
@@ -78,11 +77,13 @@ int main(int argc, char** argv) {
     const int32_t groups = colocation_groups(env.graph()).size();
     for (int32_t n : units) {
       std::printf("| %s | %s | %d | %.3f | %d |", name.c_str(), cluster.c_str(), groups, best * 1e3, n);
-      for (int variant : {0, 1, 2}) {
+      CoarsenOptions state_apart, state_and_layers;
+      state_apart.state_apart = state_and_layers.state_apart = true;
+      state_and_layers.layers_first = true;
+      for (const CoarsenOptions& how : {CoarsenOptions{}, state_apart, state_and_layers}) {
         PolicyInputOptions po;
         po.max_units = n;
-        po.state_units = variant >= 1;
-        po.layer_units = variant == 2;
+        po.coarsen = how;
         const PolicyInput p = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
         const double cut = env.simulate(p.expand(p.contract(ls.placement))).step_s;
         std::printf(" %d | %.3f %+.1f%% |", p.n, cut * 1e3, 100.0 * (cut / best - 1.0));

@@ -273,12 +273,9 @@ void check_policy_problem(const Graph& graph, const Cluster& cluster) {
 // The policy's units: colocation groups, coarsened to at most max_units, split by keep_apart.
 Grouping policy_units(const Graph& graph, const std::vector<double>& op_cost, const PolicyInputOptions& options) {
   Grouping g = sorted_grouping(graph, colocation_groups(graph));
-  if (options.max_units > 0 && g.size() > options.max_units) {
-    CoarsenOptions co;
-    co.state_apart = options.state_units;
-    co.layers_first = options.layer_units;
-    g = sorted_grouping(graph, coarsen(graph, options.max_units, [&](OpId op) { return op_cost[op.value]; }, co));
-  }
+  if (options.max_units > 0 && g.size() > options.max_units)
+    g = sorted_grouping(graph, coarsen(graph, options.max_units, [&](OpId op) { return op_cost[op.value]; },
+                                       options.coarsen));
   if (options.keep_apart) g = split_by_placement(graph, g, *options.keep_apart);
   return g;
 }

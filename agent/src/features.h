@@ -89,8 +89,7 @@ struct PolicyInput {
 struct PolicyInputOptions {
   int32_t max_units = 256;                // coarsen beyond this many co-location groups (0 = never)
   const Placement* keep_apart = nullptr;  // split units whose ops this placement separates
-  bool state_units = false;               // coarsening keeps parameter/update groups apart (coarsen's state_apart)
-  bool layer_units = false;               // coarsening merges inside model blocks first (coarsen's layers_first)
+  CoarsenOptions coarsen;                 // how to coarsen beyond max_units (policy.state_units, policy.layer_units)
   int32_t max_peers = 8;
   uint64_t seed = 1;
 };

@@ -195,8 +195,8 @@ inline PolicyInputOptions unit_options(const PolicyImpl& policy, const TrainConf
                                        const Placement* keep_apart = nullptr) {
   PolicyInputOptions po;
   po.max_units = policy.unit_limit(config.policy.max_groups);
-  po.state_units = config.policy.state_units;
-  po.layer_units = config.policy.layer_units;
+  po.coarsen.state_apart = config.policy.state_units;
+  po.coarsen.layers_first = config.policy.layer_units;
   po.keep_apart = keep_apart;
   po.seed = config.run.seed;
   return po;

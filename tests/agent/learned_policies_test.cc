@@ -83,7 +83,7 @@ TEST(LearnedFeatures, StateUnitsKeepParametersApartFromTheirLayers) {
   auto mixed_units = [&](bool state_units) {
     PolicyInputOptions po;
     po.max_units = 64;
-    po.state_units = state_units;
+    po.coarsen.state_apart = state_units;
     const PolicyInput in = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
     EXPECT_EQ(in.n, 64);
     std::vector<char> state(in.n, 0), other(in.n, 0);
@@ -116,14 +116,14 @@ TEST(LearnedFeatures, UnitOptionsFollowTheConfigAndTheHierarchicalPolicySeesEver
   const Placement warm;
   const PolicyInputOptions flat = unit_options(*make_policy(gnn), config, &warm);
   EXPECT_EQ(flat.max_units, 48);
-  EXPECT_TRUE(flat.state_units);
-  EXPECT_TRUE(flat.layer_units);
+  EXPECT_TRUE(flat.coarsen.state_apart);
+  EXPECT_TRUE(flat.coarsen.layers_first);
   EXPECT_EQ(flat.seed, 17u);
   EXPECT_EQ(flat.keep_apart, &warm);
   const PolicyInputOptions grouped = unit_options(*make_policy(hierarchical), config);
   EXPECT_EQ(grouped.max_units, 0);
   EXPECT_EQ(grouped.keep_apart, nullptr);
-  EXPECT_TRUE(grouped.state_units);
+  EXPECT_TRUE(grouped.coarsen.state_apart);
 }
 
 // The decoder samples from one encoding shared by the batch (the flat policies)
