@@ -21,10 +21,11 @@ PY=${PLACER_PYTHON:-.venv/bin/python3}
 [ -x "$P" ] || { echo "run_allocator_cpu2: $P missing (make build, or name the build folder)" >&2; exit 2; }
 LIBC=${LIBC:-/lib/x86_64-linux-gnu/libc.so.6}
 SETTINGS=${SETTINGS:-"as built ($("$P" --version | sed -n 's/^malloc: //p'))=;glibc=LD_PRELOAD=$LIBC;glibc, one arena=LD_PRELOAD=$LIBC GLIBC_TUNABLES=glibc.malloc.arena_max=1"}
-GRAPHS=${GRAPHS:-rnnlm nmt inception_v3 transformer gpt2_export}
+KNOWN="rnnlm nmt inception_v3 transformer gpt2_export"
+GRAPHS=${GRAPHS:-$KNOWN}
 for g in $GRAPHS; do
-  case " rnnlm nmt inception_v3 transformer gpt2_export " in *" $g "*) ;;
-    *) echo "run_allocator_cpu2: GRAPHS: unknown graph '$g' (rnnlm nmt inception_v3 transformer gpt2_export)" >&2; exit 2 ;;
+  case " $KNOWN " in *" $g "*) ;;
+    *) echo "run_allocator_cpu2: GRAPHS: unknown graph '$g' ($KNOWN)" >&2; exit 2 ;;
   esac
 done
 TMP=$(mktemp -d)
