@@ -6,6 +6,8 @@
 #include <chrono>
 #include <filesystem>
 #include <mutex>
+#include <numeric>
+#include <unordered_set>
 
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
@@ -42,6 +44,41 @@ Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Envi
   return best;
 }
 
+size_t UnitsHash::operator()(const std::vector<int32_t>& u) const {
+  uint64_t h = 1469598103934665603ULL;  // FNV-1a over the devices
+  for (int32_t d : u) h = (h ^ static_cast<uint32_t>(d)) * 1099511628211ULL;
+  return static_cast<size_t>(h);
+}
+
+std::vector<std::vector<int32_t>> sample_around(PolicyImpl& policy, const PolicyInput& problem,
+                                                const std::vector<int32_t>& anchor, int32_t count,
+                                                const SampleOptions& options, std::mt19937_64& rng,
+                                                const std::function<bool(const std::vector<int32_t>&)>& keep) {
+  const int32_t n = problem.n;
+  if (count <= 0 || n == 0 || problem.d < 2 || static_cast<int32_t>(anchor.size()) != n) return {};
+  SampleOptions so = options;
+  so.greedy_rows = 0;
+  std::vector<std::vector<int32_t>> out;
+  std::vector<int32_t> order(n);
+  std::iota(order.begin(), order.end(), 0);
+  for (int attempt = 0; attempt < 4 && static_cast<int32_t>(out.size()) < count; ++attempt) {
+    const int32_t rows = count - static_cast<int32_t>(out.size());
+    std::vector<int32_t> forced;
+    forced.reserve(static_cast<size_t>(rows) * n);
+    for (int32_t b = 0; b < rows; ++b) {
+      const int32_t moves = std::min<int32_t>(n, 1 << std::uniform_int_distribution<int>(0, 3)(rng));
+      for (int32_t i = 0; i < moves; ++i)  // the first `moves` of a partial shuffle
+        std::swap(order[i], order[std::uniform_int_distribution<int32_t>(i, n - 1)(rng)]);
+      std::vector<int32_t> row = anchor;
+      for (int32_t i = 0; i < moves; ++i) row[order[i]] = kFreeAvoiding(anchor[order[i]]);
+      forced.insert(forced.end(), row.begin(), row.end());
+    }
+    for (std::vector<int32_t>& units : policy.sample(problem, rows, so, rng, &forced).unit_device)
+      if (keep(units)) out.push_back(std::move(units));
+  }
+  return out;
+}
+
 namespace {
 
 // A placement and its simulated step; a success beats a failure, then the faster.
@@ -61,7 +98,7 @@ struct Candidate {
 
 Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
                         const Environment& env, int samples, int levels, double temperature, uint64_t seed,
-                        StepResult* simulated, DecodeStats* stats, double seconds) {
+                        StepResult* simulated, DecodeStats* stats, double seconds, double around) {
   const auto t0 = Clock::now();
   const bool timed = seconds > 0.0;
   DecodeStats st;
@@ -81,6 +118,29 @@ Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const Po
     round_s[l] = std::max(round_s[l], took);
     st.placements += std::max(1, samples);
     ++st.rounds;
+  };
+  // A round near the best so far (policy.place_around): `samples` rows, each the
+  // best cut to the level's units with a few units moved where the policy draws them.
+  std::vector<std::unordered_set<std::vector<int32_t>, UnitsHash>> tried;
+  auto round_near = [&](size_t l, uint64_t round_seed) {
+    const auto t = Clock::now();
+    const PolicyInput& p = *level[l];
+    if (tried.size() <= l) tried.resize(l + 1);
+    std::mt19937_64 rng(round_seed);
+    SampleOptions so;
+    so.temperature = temperature;
+    TorchThreads threads(1);
+    for (const std::vector<int32_t>& units :
+         sample_around(policy, p, p.contract(best.placement), std::max(1, samples), so, rng,
+                       [&](const std::vector<int32_t>& u) { return tried[l].insert(u).second; })) {
+      Placement placed = p.expand(units);
+      StepResult sim = env.simulate(placed);
+      best.offer(std::move(placed), std::move(sim));
+    }
+    round_s[l] = std::max(round_s[l], seconds_since(t));
+    st.placements += std::max(1, samples);
+    ++st.rounds;
+    ++st.near_rounds;
   };
   auto fits = [&](double estimate) { return seconds_since(t0) + 1.5 * estimate <= seconds; };
   round(0, seed, 1);
@@ -104,7 +164,13 @@ Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const Po
     bool drew = false;
     for (size_t l = 0; l < level.size(); ++l) {
       if (!fits(round_s[l])) continue;
-      round(l, seed + 0x9E3779B97F4A7C15ULL * r + l, 0);
+      const uint64_t round_seed = seed + 0x9E3779B97F4A7C15ULL * r + l;
+      // around of the rounds near the best: round r is one where r x around passes a whole number.
+      const bool near = around > 0 && std::floor(r * around) > std::floor((r - 1) * around);
+      if (near)
+        round_near(l, round_seed);
+      else
+        round(l, round_seed, 0);
       drew = true;
     }
     if (!drew) break;
@@ -192,11 +258,12 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   const double left = decode_seconds > 0.0 ? std::max(1e-3, decode_seconds - seconds_since(t0)) : 0.0;
   result.placement = decode_levels(*impl_->policy, problem, po, *context.env, config.policy.place_samples,
                                    config.policy.place_levels, config.optimizer.temperature, context.seed, &decoded,
-                                   &ds, left);
+                                   &ds, left, config.policy.place_around);
   decode_lock.unlock();
   result.evaluations = ds.placements;
   result.stats["decoded_simulated_s"] = decoded.step_s;
   result.stats["decode_rounds"] = ds.rounds;
+  result.stats["decode_near_rounds"] = ds.near_rounds;
   const std::string of = " of the " + std::string(policy_type_name(config.policy.type)) + " policy from " + path +
                          " over " + std::to_string(problem.n) + " units" +
                          (ds.levels > 1 ? " and the same over 1/2 to 1/" + std::to_string(1 << (ds.levels - 1)) +
@@ -205,6 +272,7 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   if (ds.rounds > ds.levels)
     result.note = "best of the greedy decodes and " + std::to_string(ds.placements - ds.levels) + " samples" + of +
                   " (" + std::to_string(ds.rounds) + " rounds of " + std::to_string(config.policy.place_samples) +
+                  (ds.near_rounds > 0 ? ", " + std::to_string(ds.near_rounds) + " of them near the best so far" : "") +
                   " within " + std::to_string(static_cast<int>(decode_seconds * 1000.0 + 0.5)) + " ms)";
   else
     result.note = (config.policy.place_samples > 1 ? "best of the greedy decode and " +

@@ -15,6 +15,7 @@
 #include <ATen/Parallel.h>
 #include <torch/nn.h>
 
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -37,6 +38,10 @@ struct PolicyOptions {
   // device and attention over all units, with no state that counts positions).
   DecoderKind decoder = DecoderKind::Lstm;
 };
+
+// Entries of a partly forced decode (PolicyImpl::sample's `forced`).
+constexpr int32_t kFree = -1;
+constexpr int32_t kFreeAvoiding(int32_t device) { return -2 - device; }
 
 struct SampleOptions {
   double temperature = 1.0;
@@ -63,7 +68,10 @@ struct LogProbs {
 
 class PolicyImpl : public torch::nn::Module {
  public:
-  // forced: decode these unit devices (teacher forcing, for behaviour cloning).
+  // forced: decode these unit devices (teacher forcing, for behaviour cloning):
+  // one device per unit for every row, or one per row and unit (batch x n, row
+  // major). An entry kFree is sampled as without forcing, given the forced ones
+  // before it; kFreeAvoiding(d) too, but never on device d (a move away from d).
   virtual Rollout sample(const PolicyInput& problem, int32_t batch, const SampleOptions& options, std::mt19937_64& rng,
                          const std::vector<int32_t>* forced = nullptr) = 0;
   virtual LogProbs evaluate(const PolicyInput& problem, const Rollout& rollout) = 0;
@@ -210,12 +218,28 @@ inline PolicyInputOptions unit_options(const PolicyImpl& policy, const TrainConf
 Placement decode_best(PolicyImpl& policy, const PolicyInput& problem, const Environment& env, int samples,
                       double temperature, uint64_t seed, StepResult* simulated = nullptr, int greedy_rows = 1);
 
+// A placement's unit devices as a hash key (sets of placements already tried).
+struct UnitsHash {
+  size_t operator()(const std::vector<int32_t>& u) const;
+};
+
+// `count` placements near `anchor` (unit devices), each proposed by the policy:
+// a row moves 1, 2, 4 or 8 units of the anchor (drawn at random, at most all),
+// each to the device the policy draws for it among the others, given the rest
+// of the placement (a partly forced decode). A row `keep` refuses (one already
+// evaluated, say) is drawn again, 4 times at most; fewer rows may come back.
+std::vector<std::vector<int32_t>> sample_around(PolicyImpl& policy, const PolicyInput& problem,
+                                                const std::vector<int32_t>& anchor, int32_t count,
+                                                const SampleOptions& options, std::mt19937_64& rng,
+                                                const std::function<bool(const std::vector<int32_t>&)>& keep);
+
 // What decode_levels did: the unit levels it decoded, the placements it
 // simulated, the rounds of `samples` it drew in all (levels included) and its wall time.
 struct DecodeStats {
   int levels = 0;
   int64_t placements = 0;
   int rounds = 0;
+  int near_rounds = 0;  // of those, rounds near the best so far (`around`)
   double seconds = 0.0;
 };
 
@@ -228,11 +252,14 @@ struct DecodeStats {
 // round (timed as that level's slowest) fits in `seconds`, more rounds of
 // `samples` (no greedy row, another seed each) are drawn at the levels in turn,
 // 32 rounds at each level at most.
+// `around` of those rounds (0 to 1) draw near the best so far instead
+// (sample_around, the best cut to the level's units: a search the policy proposes).
 // They only add candidates: never slower than the fixed decode of the same seed,
 // which always runs whole (on a slow machine it may overrun `seconds`).
 Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
                         const Environment& env, int samples, int levels, double temperature, uint64_t seed,
-                        StepResult* simulated = nullptr, DecodeStats* stats = nullptr, double seconds = 0.0);
+                        StepResult* simulated = nullptr, DecodeStats* stats = nullptr, double seconds = 0.0,
+                        double around = 0.0);
 
 // LibTorch's intra-op threads for one call (one: a policy's tensors are small and
 // the cores shared; with two OpenMP threads on the 2-core VM and the other core

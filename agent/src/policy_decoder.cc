@@ -55,10 +55,10 @@ int32_t sample_categorical(const float* p, int32_t n, double u) {
   return n - 1;
 }
 
-int32_t argmax(const float* p, int32_t n) {
-  int32_t best = 0;
-  for (int32_t i = 1; i < n; ++i)
-    if (p[i] > p[best]) best = i;
+int32_t argmax(const float* p, int32_t n, int64_t avoid = -1) {
+  int32_t best = avoid == 0 ? 1 : 0;
+  for (int32_t i = best + 1; i < n; ++i)
+    if (i != avoid && p[i] > p[best]) best = i;
   return best;
 }
 
@@ -70,6 +70,10 @@ void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_feat
                          std::vector<std::vector<int32_t>>* actions, torch::Tensor* dynamic, torch::Tensor* logp_out) {
   torch::NoGradGuard no_grad;
   const int64_t S = enc.size(1), H = hidden_, D = dev_features.size(0);
+  const bool per_row = forced && B > 1 && forced->size() == static_cast<size_t>(B * S);
+  if (forced && !per_row && forced->size() != static_cast<size_t>(S))
+    throw InputError("forced decode: " + std::to_string(forced->size()) + " devices for " + std::to_string(B) +
+                     " rows of " + std::to_string(S) + " units");
   const torch::Tensor dev_e = device_embeddings(dev_features);
   // One encoding for every sample (the flat policies): attention is one matrix
   // product over the batch, not B matrix-vector products over B copies.
@@ -117,18 +121,20 @@ void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_feat
     std::vector<int64_t> chosen(B);
     for (int32_t b = 0; b < B; ++b) {
       int32_t choice;
-      if (forced) {
-        choice = (*forced)[t];
+      const int32_t f = forced ? (*forced)[per_row ? b * S + t : t] : kFree;
+      const int64_t avoid = f <= kFreeAvoiding(0) && D > 1 ? kFreeAvoiding(0) - f : -1;  // a move: not this device
+      if (f >= 0) {
+        choice = f;
       } else if (b < options.greedy_rows) {
-        choice = argmax(lg + b * D, static_cast<int32_t>(D));
+        choice = argmax(lg + b * D, static_cast<int32_t>(D), avoid);
       } else {
         float mx = -1e30f;
         for (int64_t d = 0; d < D; ++d) {
           noisy[d] = lg[b * D + d] + (options.noise > 0 ? static_cast<float>(options.noise) * normal(rng) : 0.f);
-          mx = std::max(mx, noisy[d]);
+          if (d != avoid) mx = std::max(mx, noisy[d]);
         }
         float sum = 0;
-        for (int64_t d = 0; d < D; ++d) sum += (probs[d] = std::exp(noisy[d] - mx));
+        for (int64_t d = 0; d < D; ++d) sum += (probs[d] = d == avoid ? 0.f : std::exp(noisy[d] - mx));
         for (int64_t d = 0; d < D; ++d) probs[d] /= sum;
         choice = sample_categorical(probs.data(), static_cast<int32_t>(D), uniform(rng));
       }

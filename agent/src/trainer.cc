@@ -294,12 +294,6 @@ void Trainer::one_update() {
   if (ctl_.progress) print_progress(row, session_s, K);
 }
 
-size_t Task::UnitsHash::operator()(const std::vector<int32_t>& u) const {
-  uint64_t h = 1469598103934665603ULL;  // FNV-1a over the devices
-  for (int32_t d : u) h = (h ^ static_cast<uint32_t>(d)) * 1099511628211ULL;
-  return static_cast<size_t>(h);
-}
-
 // A budget counts sampled placements; a repeat tells the search nothing new
 // (the environment's cache answers it for free). A collapsed policy (entropy
 // near zero after cloning its elites) repeats most of a batch. The policy

@@ -149,6 +149,7 @@ void read_policy(FieldReader<Node> policy, PolicyConfig& p, ChoiceNames& names) 
   policy.read("gnn_layers", &p.gnn_layers, 1, 16);
   policy.read("place_samples", &p.place_samples, 1, 4096);
   policy.read("place_levels", &p.place_levels, 1, 8);
+  policy.read("place_around", &p.place_around, 0.0, 1.0);
   policy.read("init_from", &p.init_from);
   policy.read("init_answer_s", &p.init_answer_s, 0.0, 3600.0);
   read_choice(policy, "decoder", &names.decoder);
@@ -345,6 +346,7 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"layer_units\": " << (c.policy.layer_units ? "true" : "false")
     << ", \"grouper_groups\": " << c.policy.grouper_groups << ", \"gnn_layers\": " << c.policy.gnn_layers
     << ", \"place_samples\": " << c.policy.place_samples << ", \"place_levels\": " << c.policy.place_levels
+    << ", \"place_around\": " << json_number(c.policy.place_around)
     << ", \"init_from\": " << json_quote(c.policy.init_from)
     << ", \"init_answer_s\": " << json_number(c.policy.init_answer_s)
     << ", \"decoder\": " << json_quote(decoder_name(c.policy.decoder)) << "},\n";

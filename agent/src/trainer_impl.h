@@ -53,9 +53,6 @@ struct Task {
   std::vector<Elite> elites;
   // Every placement (unit devices) the run's updates sampled: the rows
   // OptimizerConfig::distinct_redraws draws again; checkpoints keep it.
-  struct UnitsHash {
-    size_t operator()(const std::vector<int32_t>& u) const;
-  };
   std::unordered_set<std::vector<int32_t>, UnitsHash> sampled;
   int32_t fine_units = 0;       // the last stage's unit count (OptimizerConfig::unit_stages), once known
   int64_t sampled_earlier = 0;  // distinct placements sampled in earlier stages (`sampled` holds this stage's)

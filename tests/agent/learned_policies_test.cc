@@ -165,6 +165,82 @@ TEST(LearnedFeatures, DecoderSamplesTheSameFromASharedOrPerSampleEncoding) {
   }
 }
 
+// A partly forced decode: per row, forced units keep their device, a kFree unit
+// is sampled, and a kFreeAvoiding(d) unit is sampled anywhere but d (a move).
+// sample_around builds on it: every row is the anchor with 1 to 8 units moved,
+// each to another device, and a row `keep` refuses is not returned.
+TEST(LearnedFeatures, PartlyForcedDecodeAndSamplesAroundAPlacement) {
+  BuilderOptions bo;
+  bo.values = {{"layers", 1}, {"steps", 3}, {"hidden", 64}, {"vocab", 100}};
+  const Graph g = build_graph("rnnlm", bo);
+  Environment env(g, resolve_cluster("k80x4"));
+  PolicyInputOptions po;
+  po.max_units = 24;
+  const PolicyInput in = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
+  const int32_t S = in.n, D = in.d;
+  ASSERT_GE(S, 16);
+  torch::manual_seed(5);
+  PolicyOptions o;
+  o.kind = PolicyType::Gnn;
+  o.hidden = 16;
+  const std::shared_ptr<PolicyImpl> policy = make_policy(o);
+  std::vector<int32_t> anchor(S);
+  for (int32_t u = 0; u < S; ++u) anchor[u] = u % D;
+  SampleOptions so;
+  std::mt19937_64 rng(9);
+  // Row 0 moves unit 0 (never to its anchor device), row 1 samples unit 1 freely; 50 rows of each.
+  const int32_t B = 100;
+  std::vector<int32_t> forced;
+  for (int32_t b = 0; b < B; ++b) {
+    std::vector<int32_t> row = anchor;
+    if (b % 2 == 0)
+      row[0] = kFreeAvoiding(anchor[0]);
+    else
+      row[1] = kFree;
+    forced.insert(forced.end(), row.begin(), row.end());
+  }
+  const Rollout r = policy->sample(in, B, so, rng, &forced);
+  std::set<int32_t> free_devices;
+  for (int32_t b = 0; b < B; ++b) {
+    for (int32_t u = 0; u < S; ++u) {
+      if (b % 2 == 0 && u == 0) {
+        EXPECT_NE(r.unit_device[b][u], anchor[u]);
+      } else if (b % 2 == 1 && u == 1) {
+        free_devices.insert(r.unit_device[b][u]);
+      } else {
+        EXPECT_EQ(r.unit_device[b][u], anchor[u]) << "row " << b << " unit " << u;
+      }
+    }
+  }
+  EXPECT_GT(free_devices.size(), 1u);  // sampled, not forced
+  std::vector<int32_t> wrong(S + 1, 0);
+  EXPECT_THROW(policy->sample(in, 2, so, rng, &wrong), InputError);
+
+  std::set<std::vector<int32_t>> seen;
+  int refused = 0;
+  const auto rows = sample_around(*policy, in, anchor, 40, so, rng, [&](const std::vector<int32_t>& u) {
+    if (seen.insert(u).second) return true;
+    ++refused;
+    return false;
+  });
+  EXPECT_GE(rows.size(), 30u);
+  EXPECT_LE(rows.size(), 40u);
+  std::set<int32_t> moved_counts;
+  for (const auto& row : rows) {
+    ASSERT_EQ(static_cast<int32_t>(row.size()), S);
+    int32_t moved = 0;
+    for (int32_t u = 0; u < S; ++u) moved += row[u] != anchor[u];
+    EXPECT_GE(moved, 1);
+    EXPECT_LE(moved, 8);
+    moved_counts.insert(moved);
+  }
+  EXPECT_GT(moved_counts.size(), 2u);  // 1, 2, 4 and 8 units moved
+  EXPECT_EQ(std::set<std::vector<int32_t>>(rows.begin(), rows.end()).size(), rows.size());
+  EXPECT_TRUE(sample_around(*policy, in, std::vector<int32_t>(S - 1, 0), 4, so, rng, [](const auto&) {
+                return true;
+              }).empty());  // an anchor of another size: nothing
+}
+
 TEST(LearnedFeatures, DynamicFeaturesByHand) {
   // Three units on two devices; unit 2 reads from units 0 (75%) and 1 (25%).
   UnitCosts c;

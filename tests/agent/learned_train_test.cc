@@ -589,6 +589,7 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "train: {distinct_redraws: 65}\n", "train.distinct_redraws: must be in [-1, 64]");
   expect_error(ok + "train: {unit_stages: 0}\n", "train.unit_stages: must be in [1, 8]");
   expect_error(ok + "policy: {place_levels: 9}\n", "policy.place_levels: must be in [1, 8]");
+  expect_error(ok + "policy: {place_around: 1.5}\n", "policy.place_around: must be in [0, 1]");
   expect_error(ok + "policy: {init_answer_s: -1}\n", "policy.init_answer_s: must be in [0, 3600]");
   expect_error(ok + "policy: {init_answer_s: soon}\n", "policy.init_answer_s: expected a number, got 'soon'");
   expect_error(ok + "policy: {hidden: 33}\n", "policy.hidden: must be even");

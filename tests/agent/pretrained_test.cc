@@ -147,6 +147,12 @@ TEST(Pretrained, PolicyAloneSamplesUntilItsBudgetAndIsNeverSlowerThanTheFixedDec
     EXPECT_LE(env.simulate(timed.placement).step_s, env.simulate(fixed.placement).step_s) << preset;
     EXPECT_NO_THROW(validate_placement(g, env.cluster(), timed.placement)) << preset;
     EXPECT_LT(timed.place_seconds, budget_s + 0.5) << preset;  // it stops (loosely: a shared machine)
+    // With more time, half the further rounds (policy.place_around's default) draw near the best so far.
+    const PlaceResult longer = policy->place(context_of(env, 3), 4.0 * budget_s);
+    EXPECT_GT(longer.stats.at("decode_near_rounds"), 0) << preset;
+    EXPECT_LE(longer.stats.at("decode_near_rounds"), longer.stats.at("decode_rounds") / 2) << preset;
+    EXPECT_NE(longer.note.find("near the best so far"), std::string::npos) << longer.note;
+    EXPECT_LE(env.simulate(longer.placement).step_s, env.simulate(fixed.placement).step_s) << preset;
 
     const PolicyAnswer alone = place_with_policy(*policy, context_of(env, 3), budget_s, /*refine=*/false);
     EXPECT_GT(alone.policy.evaluations, fixed.evaluations) << preset;

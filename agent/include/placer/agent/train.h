@@ -76,6 +76,15 @@ struct PolicyConfig {
   // held-out set the pretrained gnn placed mobilenet_v2 p100x4 26.7% behind
   // local_search with 1 level, 3.4% with 4 (bench/results/learned_heldout.md).
   int place_levels = 4;
+  // ... and with time left (an anytime decode), this share of the further
+  // rounds is drawn near the best so far: 1-8 units of it moved where the
+  // policy draws them, given the rest (decode_levels, sample_around). The
+  // policy proposes every placement; a search it guides. 0 = plain rounds only.
+  // On the held-out set (5 pretraining seeds, the policy alone in 1 s), 0.5
+  // placed 56 of 60 seed-cells within 5% of local_search@2,000, 0 placed 52
+  // (transformer_mt k80x4 +6.4% -> +4.6%); 0.75 and 1 did no better there
+  // (bench/results/learned_heldout.md, "Rounds near the best").
+  double place_around = 0.5;
   // Fine-tuning (GDP's recipe: pretrain on a family, then train on a new
   // graph): start from the weights of this run folder's (or file's)
   // checkpoint instead of a random initialisation. Same policy type and sizes.
