@@ -130,15 +130,16 @@ Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const Po
     SampleOptions so;
     so.temperature = temperature;
     TorchThreads threads(1);
-    for (const std::vector<int32_t>& units :
-         sample_around(policy, p, p.contract(best.placement), std::max(1, samples), so, rng,
-                       [&](const std::vector<int32_t>& u) { return tried[l].insert(u).second; })) {
+    const std::vector<std::vector<int32_t>> rows =
+        sample_around(policy, p, p.contract(best.placement), std::max(1, samples), so, rng,
+                      [&](const std::vector<int32_t>& u) { return tried[l].insert(u).second; });
+    for (const std::vector<int32_t>& units : rows) {
       Placement placed = p.expand(units);
       StepResult sim = env.simulate(placed);
       best.offer(std::move(placed), std::move(sim));
     }
     round_s[l] = std::max(round_s[l], seconds_since(t));
-    st.placements += std::max(1, samples);
+    st.placements += static_cast<int64_t>(rows.size());  // those it drew again as new ones, fewer at most
     ++st.rounds;
     ++st.near_rounds;
   };
