@@ -126,19 +126,30 @@ TEST(LearnedFeatures, UnitOptionsFollowTheConfigAndTheHierarchicalPolicySeesEver
   EXPECT_TRUE(grouped.coarsen.state_apart);
 }
 
+// A small rnnlm on k80x4 cut to 24 units: the decoder tests' problem.
+struct SmallProblem {
+  static Graph graph() {
+    BuilderOptions bo;
+    bo.values = {{"layers", 1}, {"steps", 3}, {"hidden", 64}, {"vocab", 100}};
+    return build_graph("rnnlm", bo);
+  }
+  static PolicyInputOptions options() {
+    PolicyInputOptions po;
+    po.max_units = 24;
+    return po;
+  }
+  Environment env{graph(), resolve_cluster("k80x4")};
+  PolicyInput in = make_policy_input(env.graph(), env.cluster(), env.costs(), options());
+};
+
 // The decoder samples from one encoding shared by the batch (the flat policies)
 // with matrix products over the batch, and from per-sample encodings (the
 // hierarchical policy) with batched ones: the same weights, encoding and seed
 // give the same devices and log-probs either way, and teacher forcing
 // (score) gives the log-probs back.
 TEST(LearnedFeatures, DecoderSamplesTheSameFromASharedOrPerSampleEncoding) {
-  BuilderOptions bo;
-  bo.values = {{"layers", 1}, {"steps", 3}, {"hidden", 64}, {"vocab", 100}};
-  const Graph g = build_graph("rnnlm", bo);
-  Environment env(g, resolve_cluster("k80x4"));
-  PolicyInputOptions po;
-  po.max_units = 24;
-  const PolicyInput in = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
+  const SmallProblem problem;
+  const PolicyInput& in = problem.in;
   const int64_t H = 16, S = in.n, B = 6;
   torch::manual_seed(3);
   for (const DecoderKind kind : {DecoderKind::Pointwise, DecoderKind::Lstm}) {
@@ -170,13 +181,8 @@ TEST(LearnedFeatures, DecoderSamplesTheSameFromASharedOrPerSampleEncoding) {
 // sample_around builds on it: every row is the anchor with 1 to 8 units moved,
 // each to another device, and a row `keep` refuses is not returned.
 TEST(LearnedFeatures, PartlyForcedDecodeAndSamplesAroundAPlacement) {
-  BuilderOptions bo;
-  bo.values = {{"layers", 1}, {"steps", 3}, {"hidden", 64}, {"vocab", 100}};
-  const Graph g = build_graph("rnnlm", bo);
-  Environment env(g, resolve_cluster("k80x4"));
-  PolicyInputOptions po;
-  po.max_units = 24;
-  const PolicyInput in = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
+  const SmallProblem problem;
+  const PolicyInput& in = problem.in;
   const int32_t S = in.n, D = in.d;
   ASSERT_GE(S, 16);
   torch::manual_seed(5);
