@@ -121,11 +121,12 @@ Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const Po
   };
   // A round near the best so far (policy.place_around): `samples` rows, each the
   // best cut to the level's units with a few units moved where the policy draws them.
+  // A level where one drew nothing new (every row tried before) draws plain rounds after.
   std::vector<std::unordered_set<std::vector<int32_t>, UnitsHash>> tried;
+  std::vector<char> near_spent;
   auto round_near = [&](size_t l, uint64_t round_seed) {
     const auto t = Clock::now();
     const PolicyInput& p = *level[l];
-    if (tried.size() <= l) tried.resize(l + 1);
     std::mt19937_64 rng(round_seed);
     SampleOptions so;
     so.temperature = temperature;
@@ -142,6 +143,7 @@ Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const Po
     st.placements += static_cast<int64_t>(rows.size());  // those it drew again as new ones, fewer at most
     ++st.rounds;
     ++st.near_rounds;
+    near_spent[l] = rows.empty();
   };
   auto fits = [&](double estimate) { return seconds_since(t0) + 1.5 * estimate <= seconds; };
   round(0, seed, 1);
@@ -158,6 +160,8 @@ Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const Po
     round(level.size() - 1, seed, 1);
   }
   st.levels = static_cast<int>(level.size());
+  tried.resize(level.size());
+  near_spent.assign(level.size(), 0);
   // Anytime: more rounds at the levels in turn, each with a seed of its own, while one
   // fits, kMaxRounds at each level at most (a budget of "no limit" ends too).
   constexpr uint64_t kMaxRounds = 32;
@@ -167,7 +171,9 @@ Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const Po
       if (!fits(round_s[l])) continue;
       const uint64_t round_seed = seed + 0x9E3779B97F4A7C15ULL * r + l;
       // around of the rounds near the best: round r is one where r x around passes a whole number.
-      const bool near = around > 0 && std::floor(r * around) > std::floor((r - 1) * around);
+      // (A policy that cannot decode forced rows, the hierarchical one, draws plain rounds only.)
+      const bool near = around > 0 && policy.clones_placements() && !near_spent[l] &&
+                        std::floor(r * around) > std::floor((r - 1) * around);
       if (near)
         round_near(l, round_seed);
       else

@@ -140,7 +140,7 @@ void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_feat
       }
       (*actions)[b][t] = choice;
       chosen[b] = choice;
-      logp_p[b * S + t] = lpp[b * D + choice];
+      logp_p[b * S + t] = lpp[b * D + choice];  // of the policy's distribution (an avoided device's mass included)
       states[b].place(static_cast<int32_t>(t), choice);
     }
     prev = dev_e.index_select(0, torch::tensor(chosen, torch::kInt64));

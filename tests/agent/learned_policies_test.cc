@@ -12,6 +12,7 @@
 #include "../scratch_dir.h"
 #include "../../agent/src/placers_common.h"
 #include "../../agent/src/unit_problem.h"
+#include "placer/agent/learned.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
@@ -223,12 +224,8 @@ TEST(LearnedFeatures, PartlyForcedDecodeAndSamplesAroundAPlacement) {
   EXPECT_THROW(policy->sample(in, 2, so, rng, &wrong), InputError);
 
   std::set<std::vector<int32_t>> seen;
-  int refused = 0;
-  const auto rows = sample_around(*policy, in, anchor, 40, so, rng, [&](const std::vector<int32_t>& u) {
-    if (seen.insert(u).second) return true;
-    ++refused;
-    return false;
-  });
+  const auto rows = sample_around(*policy, in, anchor, 40, so, rng,
+                                  [&](const std::vector<int32_t>& u) { return seen.insert(u).second; });
   EXPECT_GE(rows.size(), 30u);
   EXPECT_LE(rows.size(), 40u);
   std::set<int32_t> moved_counts;
@@ -365,6 +362,14 @@ TEST(LearnedPolicies, HierarchicalTrainsJointlyAndReportsMetrics) {
   }
   // Optimum: one chain per device = 1 transfer + 4 s + join 1 ms (8 s on one device).
   EXPECT_LT(r.best_step_s, 4.0 + 0.01);
+  // Placed with time to spare (an anytime decode; by default half its later rounds
+  // near the best): the hierarchical policy samples groups and cannot decode
+  // partly forced rows, so its rounds stay plain ones, and placing works.
+  Environment env(chains(2, 4), resolve_cluster(write_cluster(dir, 2)));
+  const PlaceResult placed = LoadedPolicy::load(dir + "/run")->place(PlaceContext::on(env, 1), 0.3);
+  EXPECT_GT(placed.stats.at("decode_rounds"), 8);
+  EXPECT_EQ(placed.stats.at("decode_near_rounds"), 0);
+  EXPECT_TRUE(env.simulate(placed.placement).ok());
 }
 
 // Trains a gnn on chains of 3, 5, 6 and 8 ops (two per graph) and returns the
