@@ -483,7 +483,8 @@ void add_agent_commands(CLI::App& app) {
       ->check(positive_number());
   place->add_flag("--no-refine", place_args->no_refine,
                   "--policy: the policy alone (no fast path, no local_search after it), sampling more "
-                  "placements for as much of --time-budget as it has");
+                  "placements for as much of --time-budget as it has, half of those rounds near its best so far "
+                  "(policy.place_around)");
   place->add_flag("--no-fast-path", place_args->no_fast_path,
                   "--policy: no heuristics beside the policy (local_search starts from the policy's placement)");
   add_common(place, *place_args);
