@@ -108,16 +108,19 @@ Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const Po
   std::vector<const PolicyInput*> level{&problem};
   std::vector<double> round_s;
   coarse.reserve(static_cast<size_t>(std::max(0, levels - 1)));
+  // A round's bookkeeping: the level's slowest round, the placements it simulated.
+  auto count_round = [&](size_t l, Clock::time_point started, int64_t placements) {
+    if (round_s.size() <= l) round_s.resize(l + 1, 0.0);
+    round_s[l] = std::max(round_s[l], seconds_since(started));
+    st.placements += placements;
+    ++st.rounds;
+  };
   auto round = [&](size_t l, uint64_t round_seed, int greedy_rows) {
     const auto t = Clock::now();
     StepResult sim;
     Placement placed = decode_best(policy, *level[l], env, samples, temperature, round_seed, &sim, greedy_rows);
     best.offer(std::move(placed), std::move(sim));
-    const double took = seconds_since(t);
-    if (round_s.size() <= l) round_s.resize(l + 1, 0.0);
-    round_s[l] = std::max(round_s[l], took);
-    st.placements += std::max(1, samples);
-    ++st.rounds;
+    count_round(l, t, std::max(1, samples));
   };
   // A round near the best so far (policy.place_around): `samples` rows, each the
   // best cut to the level's units with a few units moved where the policy draws them.
@@ -139,9 +142,7 @@ Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const Po
       StepResult sim = env.simulate(placed);
       best.offer(std::move(placed), std::move(sim));
     }
-    round_s[l] = std::max(round_s[l], seconds_since(t));
-    st.placements += static_cast<int64_t>(rows.size());  // those it drew again as new ones, fewer at most
-    ++st.rounds;
+    count_round(l, t, static_cast<int64_t>(rows.size()));  // the new ones it drew: `samples` at most
     ++st.near_rounds;
     near_spent[l] = rows.empty();
   };
