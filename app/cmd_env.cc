@@ -342,7 +342,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   const Profile profile = m.rounds.size() >= 2 ? mean_profile(m.profiles()) : m.profile;
   const CostModel costs = CostModel::calibrated(graph, cluster, profile);
   std::optional<CostModel> unfitted;  // the same without what is fitted on the mixed step, when something is
-  if (costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s_per_byte() > 0) {
+  if (costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s() > 0) {
     Profile unmixed = profile;
     unmixed.mixed = MixedStep{};
     unfitted = CostModel::calibrated(graph, cluster, unmixed);
@@ -367,7 +367,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   report.calibration = "rounds_mean";
   report.per_op_overhead_s = profile.per_op_overhead_s;
   report.copy_s_per_byte = costs.group_copy_s_per_byte();
-  report.cross_copy_s_per_byte = costs.cross_copy_s_per_byte();
+  report.cross_copy_s = costs.cross_copy_s();
   report.cpu_steps = profile.cpu_steps;
   for (const FidelityRound& r : m.rounds) {
     if (r.profile.mixed.core_rtt_s > 0) report.core_rtt_profiled_s.push_back(r.profile.mixed.core_rtt_s);

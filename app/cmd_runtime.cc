@@ -160,13 +160,15 @@ void run_profile(const ProfileArgs& a) {
     for (const std::string& d : p.mixed.devices) over += (over.empty() ? "" : ", ") + d;
     // What the simulator fits on it, as every simulation with this profile will.
     const CostModel costs = CostModel::calibrated(graph, runtime.cluster(), p);
-    std::printf(
-        "mixed step (groups dealt round robin over %s): %.6f s; copies fitted at %.4g ms per MB%s\n", over.c_str(),
-        p.mixed.step_s,
-        (costs.group_copy_s_per_byte() > 0 ? costs.group_copy_s_per_byte() : costs.cross_copy_s_per_byte()) * 1e9,
-        costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s_per_byte() > 0
-            ? " beyond the links"
-            : " (none: the simulation already reaches the step)");
+    char fitted[128];
+    if (costs.cross_copy_s() > 0)
+      std::snprintf(fitted, sizeof fitted, "%.4g us per CPU<->GPU copy beyond the links", costs.cross_copy_s() * 1e6);
+    else if (costs.group_copy_s_per_byte() > 0)
+      std::snprintf(fitted, sizeof fitted, "%.4g ms per MB beyond the links", costs.group_copy_s_per_byte() * 1e9);
+    else
+      std::snprintf(fitted, sizeof fitted, "none (the simulation already reaches the step)");
+    std::printf("mixed step (groups dealt round robin over %s): %.6f s; copies fitted: %s\n", over.c_str(),
+                p.mixed.step_s, fitted);
     if (p.mixed.core_rtt_s > 0)
       std::printf("  cross-core round trip %.0f ns while it ran (placer measure prints it too: copies cost more while "
                   "it is high)\n",

@@ -229,7 +229,7 @@ for g in ${FID_GRAPHS:-nmt inception_v3}; do
   [ $g = inception_v3 ] && n=${PLACEMENTS:-6} steps=6
   step "fidelity $g on $MIXED" "${FID_LIMIT:-240}" "$P" fidelity --graph "$RES/$g.json" --devices "$MIXED" --placements "$n" \
     --spread 0.04 --rounds 2 --retakes "${RETAKES:-0}" --max-steps "$steps" -o "$RES/fidelity_mixed" \
-    --name "${g}_cpu${CPU_DEVICES}_cuda0"
+    --name "${g}_cpu${CPU_DEVICES}_cuda0" --save-placements "$RES/fidelity_mixed/placements_$g"
 done
 # On cpu:8 each round's profile also times nmt on each CPU device alone (cpu_steps, ~5 s; not on cpu:8+cuda:0).
 [ "${CPU_FIDELITY:-1}" = 0 ] ||

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -296,14 +297,28 @@ std::optional<double> smallest_reaching(const std::function<double(double)>& ste
   return hi;
 }
 
+// The copies a placement makes between devices of different kinds: one per
+// tensor and destination device, as the simulator and the executor make them.
+int64_t cross_kind_copies(const Graph& graph, const Placement& placement, const Cluster& cluster) {
+  std::set<std::pair<int64_t, int32_t>> copies;  // (producer op x 64 + output, destination device)
+  for (int32_t i = 0; i < graph.size(); ++i) {
+    const DeviceId to = placement.device_of[i];
+    for (const TensorRef& in : graph.op(OpId(i)).inputs) {
+      const DeviceId from = placement.device_of[in.op.value];
+      if (cluster.devices[from.value].kind != cluster.devices[to.value].kind)
+        copies.insert({static_cast<int64_t>(in.op.value) * 64 + in.output, to.value});
+    }
+  }
+  return static_cast<int64_t>(copies.size());
+}
+
 // The profile's mixed step (groups dealt round robin over mixed_step_devices)
-// fits what a copy between those devices costs per byte inside a step beyond
-// the links' fit: the smallest value at which the simulated step reaches the
-// measured one. Every CPU device: between CPU devices (group_copy_s_per_byte).
-// A CPU device and a GPU: between devices of different kinds
-// (cross_copy_s_per_byte). Simulated at or above the measurement already, or
-// nothing moved: 0. Only for the graph the profile measured, on devices of
-// this cluster.
+// fits what a copy between those devices costs inside a step beyond the links'
+// fit: the smallest value at which the simulated step reaches the measured one.
+// Every CPU device: per byte between CPU devices (group_copy_s_per_byte).
+// CPU devices and a GPU: per copy between devices of different kinds
+// (cross_copy_s). Simulated at or above the measurement already, or nothing
+// moved: 0. Only for the graph the profile measured, on devices of this cluster.
 void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& profile, CostModel& model) {
   if (profile.mixed.step_s <= 0 || profile.graph != graph.name) return;
   std::vector<DeviceId> devices;
@@ -319,30 +334,33 @@ void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& p
   const bool cpus = std::all_of(devices.begin(), devices.end(), [&](DeviceId d) {
     return cluster.devices[d.value].kind == DeviceKind::Cpu && model.contention_group(d) >= 0;
   });
-  const bool cpu_gpu = devices.size() == 2 && cluster.devices[devices[0].value].kind == DeviceKind::Cpu &&
-                       cluster.devices[devices[1].value].kind != DeviceKind::Cpu;
+  auto is_cpu = [&](DeviceId d) { return cluster.devices[d.value].kind == DeviceKind::Cpu; };
+  const bool cpu_gpu = !cpus && std::any_of(devices.begin(), devices.end(), is_cpu) &&
+                       !std::all_of(devices.begin(), devices.end(), is_cpu);
   if (!cpus && !cpu_gpu) return;
   const Placement placement = round_robin_groups(graph, devices);
   const SimContext context(graph);
   SimOptions options;
   options.track_memory = false;
-  auto set = [&](double per_byte) {
+  auto set = [&](double cost) {
     if (cpus)
-      model.set_group_copy_s_per_byte(per_byte);
+      model.set_group_copy_s_per_byte(cost);
     else
-      model.set_cross_copy_s_per_byte(per_byte);
+      model.set_cross_copy_s(cost);
   };
-  auto step = [&](double per_byte) {
-    set(per_byte);
+  auto step = [&](double cost) {
+    set(cost);
     return simulate(context, placement, cluster, model, options).step_s;
   };
   set(0.0);
   const StepResult base = simulate(context, placement, cluster, model, options);
   const double target = profile.mixed.step_s;
-  if (base.step_s >= target || base.transfer_bytes <= 0) return;  // left at 0
-  const std::optional<double> per_byte =
-      smallest_reaching(step, target, (target - base.step_s) / static_cast<double>(base.transfer_bytes));
-  set(per_byte.value_or(0.0));
+  // What is fitted is counted in bytes between CPU devices, in copies between kinds.
+  const int64_t units = cpus ? base.transfer_bytes : cross_kind_copies(graph, placement, cluster);
+  if (base.step_s >= target || units <= 0) return;  // left at 0
+  const std::optional<double> cost =
+      smallest_reaching(step, target, (target - base.step_s) / static_cast<double>(units));
+  set(cost.value_or(0.0));
 }
 
 // The profile's CPU device steps (Profile::cpu_steps): each CPU device's op
@@ -400,8 +418,7 @@ double CostModel::transfer_seconds(DeviceId from, DeviceId to, int64_t bytes) co
   if (group_copy_s_per_byte_ > 0 && !group_.empty() && group_[from.value] >= 0 &&
       group_[from.value] == group_[to.value])
     t += group_copy_s_per_byte_ * static_cast<double>(bytes);
-  if (cross_copy_s_per_byte_ > 0 && !kinds_.empty() && kinds_[from.value] != kinds_[to.value])
-    t += cross_copy_s_per_byte_ * static_cast<double>(bytes);
+  if (cross_copy_s_ > 0 && !kinds_.empty() && kinds_[from.value] != kinds_[to.value]) t += cross_copy_s_;
   return t;
 }
 
@@ -474,9 +491,9 @@ void CostModel::scale_cross_links(const Cluster& cluster, double factor) {
   for (const auto& [from, to] : cross_kind_links(cluster)) scale_link(from, to, factor);
 }
 
-void CostModel::set_cross_copy_s_per_byte(double seconds) {
+void CostModel::set_cross_copy_s(double seconds) {
   PLACER_CHECK(seconds >= 0 && std::isfinite(seconds), "cross copy cost ", seconds);
-  cross_copy_s_per_byte_ = seconds;
+  cross_copy_s_ = seconds;
 }
 
 std::vector<std::pair<DeviceId, DeviceId>> cross_kind_links(const Cluster& cluster) {

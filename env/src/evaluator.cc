@@ -180,7 +180,7 @@ StepResult Calibration::simulate(const Placement& placement) const {
 // over the last samples (the level is the step scale's job; the spread is what
 // ranks placements wrong), searched on [1/4, 64] by golden section, with a weak
 // pull towards 1 so that a few samples cannot send it to an end. On top of
-// the per-byte cost the profile's mixed step fitted (cross_copy_s_per_byte).
+// the per-copy cost the profile's mixed step fitted (cross_copy_s).
 double Calibration::cross_link_factor(const CostModel& model) const {
   const PreparedProblem& pp = *problem_;
   constexpr size_t kMinSamples = 3, kMaxSamples = 32;

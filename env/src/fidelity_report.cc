@@ -87,6 +87,7 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
   r.calibrated_fraction = number(top, "calibrated_fraction");
   r.per_op_overhead_s = number(top, "per_op_overhead_s");
   if (const auto v = top.get("copy_s_per_byte").number()) r.copy_s_per_byte = *v;
+  if (const auto v = top.get("cross_copy_s").number()) r.cross_copy_s = *v;
   if (const auto v = top.get("cross_copy_s_per_byte").number()) r.cross_copy_s_per_byte = *v;
   r.failed = static_cast<int>(number(top, "failed"));
   for (auto [key, out] : {std::pair{"core_rtt_profiled_s", &r.core_rtt_profiled_s},
@@ -168,6 +169,7 @@ std::string FidelityReport::to_json() const {
   o << ",\n  \"calibrated_fraction\": " << format_number(calibrated_fraction)
     << ",\n  \"per_op_overhead_s\": " << format_number(per_op_overhead_s);
   if (copy_s_per_byte > 0) o << ",\n  \"copy_s_per_byte\": " << format_number(copy_s_per_byte);
+  if (cross_copy_s > 0) o << ",\n  \"cross_copy_s\": " << format_number(cross_copy_s);
   if (cross_copy_s_per_byte > 0) o << ",\n  \"cross_copy_s_per_byte\": " << format_number(cross_copy_s_per_byte);
   for (auto [key, values] : {std::pair{"core_rtt_profiled_s", &core_rtt_profiled_s},
                              std::pair{"core_rtt_measured_s", &core_rtt_measured_s}}) {
@@ -236,11 +238,14 @@ std::string FidelityReport::to_markdown() const {
     << " | " << format_number(kendall, 3) << " | " << format_number(100 * mape, 3) << "% | "
     << format_number(100 * calibrated_fraction, 3) << "% | " << format_number(per_op_overhead_s * 1e6, 3)
     << " us/op |\n\n";
-  if (copy_s_per_byte > 0 || cross_copy_s_per_byte > 0) {
-    o << "Copies between " << (copy_s_per_byte > 0 ? "CPU devices" : "a CPU device and a GPU") << ": "
-      << format_number((copy_s_per_byte > 0 ? copy_s_per_byte : cross_copy_s_per_byte) * 1e9, 3)
-      << " ms per MB (10^6 bytes) beyond the link fit, fitted on the profile's round-robin step (that placement is "
-         "left out of the table).";
+  if (copy_s_per_byte > 0 || cross_copy_s > 0 || cross_copy_s_per_byte > 0) {
+    if (copy_s_per_byte > 0 || cross_copy_s <= 0)
+      o << "Copies between " << (copy_s_per_byte > 0 ? "CPU devices" : "a CPU device and a GPU") << ": "
+        << format_number((copy_s_per_byte > 0 ? copy_s_per_byte : cross_copy_s_per_byte) * 1e9, 3)
+        << " ms per MB (10^6 bytes)";
+    else
+      o << "Copies between a CPU device and a GPU: " << format_number(cross_copy_s * 1e6, 3) << " us per copy";
+    o << " beyond the link fit, fitted on the profile's round-robin step (that placement is left out of the table).";
     if (!std::isnan(spearman_unfitted))
       o << " Without it, on the same measurements: Spearman " << format_number(spearman_unfitted, 3) << ", MAPE "
         << format_number(100 * mape_unfitted, 3) << "%.";

@@ -399,7 +399,8 @@ std::vector<DeviceId> mixed_step_devices(const Cluster& cluster) {
     (cluster.devices[d].kind == DeviceKind::Cpu ? cpus : others).push_back(DeviceId(d));
   if (others.empty()) return cpus.size() >= 2 ? cpus : std::vector<DeviceId>{};
   if (cpus.empty()) return {};
-  return {cpus.front(), others.front()};
+  cpus.push_back(others.front());
+  return cpus;
 }
 
 namespace {

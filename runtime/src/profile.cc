@@ -347,10 +347,11 @@ void Profiler::time_mixed() {
   // this step (CostModel::calibrated). Between CPU devices: cache lines that
   // move between cores, the other device's work beside them (on the 2-core VM,
   // round robin of nmt measured 52-64 ms against a simulated 45 ms, its copies
-  // 11-12 ms against 8 ms). Between a CPU device and a GPU: copies staged by a
-  // CPU device's thread beside its own work (on an H200, placements over
-  // cpu:8+cuda:0 paid 0.4-1.6 ms per MB moved beyond the chains' fit:
-  // bench/results/gpu_h200_r3.md; this step keeps the other CPU devices idle).
+  // 11-12 ms against 8 ms). Between CPU devices and a GPU: on an H200's
+  // cpu:8+cuda:0 each copy between a CPU device and the GPU cost ~0.5 ms beyond
+  // the chains' fit while every CPU device worked, ~45 us over cpu:0 and the GPU
+  // alone, so this step deals the graph over every CPU device and the GPU
+  // (bench/results/gpu_crossings.md).
   // Measured by the measurement protocol, as every step the simulator is
   // compared with. Optional: a step that fails leaves it unmeasured, with a warning.
   const std::vector<DeviceId> devices = mixed_step_devices(cluster);

@@ -349,6 +349,33 @@ TEST(Fidelity, PipelineReportNamesItsObjectiveAndReadsBack) {
 
 // The simulator is calibrated on the rounds' mean profile, each op's fastest round reported beside
 // it; a report made before (its JSON names no calibration) reads, and re-renders, as what it was.
+// The copy cost fitted on the profile's mixed step: per copy between a CPU device and a GPU (since
+// bench/results/gpu_crossings.md), per MB in reports written before, which still read back and say so.
+TEST(Fidelity, ReportSaysTheCopyCostItFitted) {
+  FidelityReport r;
+  r.graph = "g";
+  r.devices = "cpu:8+cuda:0";
+  FidelityPoint a, b;
+  a.kind = "single", a.measured_s = 1.0, a.simulated_s = 1.1;
+  b.kind = "split", b.measured_s = 2.0, b.simulated_s = 1.8;
+  r.points = {a, b};
+  r.compute_statistics();
+  r.cross_copy_s = 4.8e-4;
+  const std::string json = r.to_json();
+  EXPECT_NE(json.find("\"cross_copy_s\": 0.00048"), std::string::npos) << json;
+  EXPECT_EQ(FidelityReport::from_json(json).to_json(), json);
+  EXPECT_NE(r.to_markdown().find("Copies between a CPU device and a GPU: 480 us per copy beyond the link fit"),
+            std::string::npos)
+      << r.to_markdown();
+  FidelityReport old = r;
+  old.cross_copy_s = 0;
+  old.cross_copy_s_per_byte = 3.81e-10;
+  const FidelityReport back = FidelityReport::from_json(old.to_json());
+  EXPECT_EQ(back.cross_copy_s, 0.0);
+  EXPECT_NE(back.to_markdown().find("Copies between a CPU device and a GPU: 0.381 ms per MB"), std::string::npos)
+      << back.to_markdown();
+}
+
 TEST(Fidelity, ReportSaysWhichProfileCalibratedIt) {
   FidelityReport r;
   r.graph = "g";

@@ -169,6 +169,26 @@ TEST(Simulator, CopiesWithinAHostRunOnTheDestinationDeviceAheadOfItsOps) {
   EXPECT_EQ(copies, 2);
 }
 
+TEST(Simulator, CopiesBetweenACpuAndAGpuRunOnTheDestinationOnceACostPerCopyIsFitted) {
+  // The fan-out above from a CPU device to a GPU: on the link's channel, until the profile fitted a cost per
+  // such copy (CostModel::cross_copy_s); then the copies hold up the GPU's own work, as within a host. (A
+  // uniform cost model knows no device kinds, so the fitted seconds are not added to the copies here;
+  // cost_model_test checks that they are.)
+  CostModel m;
+  const Graph g = fan_out(&m);
+  Cluster cl = cluster_of(2);
+  cl.devices[0].kind = DeviceKind::Cpu;
+  cl.devices[0].name = "cpu:0";
+  EXPECT_DOUBLE_EQ(simulate(g, place({0, 1, 1, 1, 0}), cl, m).step_s, 6.0);
+  m.set_cross_copy_s(0.5);
+  const StepResult r = simulate(g, place({0, 1, 1, 1, 0}), cl, m);
+  EXPECT_DOUBLE_EQ(r.step_s, 7.0);  // copies 1-2 and 2-4 on cuda:1, then b, c, d
+  EXPECT_EQ(r.transfer_bytes, 3000);
+  EXPECT_DOUBLE_EQ(r.devices[1].busy_s, 3.0);
+  // Between two GPUs nothing changes: the link's channel.
+  EXPECT_DOUBLE_EQ(simulate(g, place({0, 1, 1, 1, 0}), cluster_of(2), m).step_s, 6.0);
+}
+
 TEST(Simulator, ContentionSlowsOpsWhileOtherDevicesOfTheGroupAreBusy) {
   Graph g;
   add(g, "a", {}, {4});

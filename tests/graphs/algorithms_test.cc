@@ -125,9 +125,12 @@ TEST(Algorithms, MixedStepDevicesAreTheCpusOrACpuAndAGpu) {
   EXPECT_EQ(mixed_step_devices(cluster({DeviceKind::Cpu, DeviceKind::Cpu})),
             (std::vector<DeviceId>{DeviceId(0), DeviceId(1)}));
   EXPECT_TRUE(mixed_step_devices(cluster({DeviceKind::Cpu})).empty());
-  // With a GPU: the first CPU device and the GPU (their copies are what the step fits).
+  // With a GPU: every CPU device, then the first GPU (their copies are what the step fits, beside every CPU
+  // device's work).
   EXPECT_EQ(mixed_step_devices(cluster({DeviceKind::Cpu, DeviceKind::Cpu, DeviceKind::Cuda})),
-            (std::vector<DeviceId>{DeviceId(0), DeviceId(2)}));
+            (std::vector<DeviceId>{DeviceId(0), DeviceId(1), DeviceId(2)}));
+  EXPECT_EQ(mixed_step_devices(cluster({DeviceKind::Cpu, DeviceKind::Cuda, DeviceKind::Cpu, DeviceKind::Cuda})),
+            (std::vector<DeviceId>{DeviceId(0), DeviceId(2), DeviceId(1)}));
   EXPECT_EQ(mixed_step_devices(cluster({DeviceKind::Cuda, DeviceKind::Cpu})),
             (std::vector<DeviceId>{DeviceId(1), DeviceId(0)}));
   EXPECT_TRUE(mixed_step_devices(cluster({DeviceKind::Cuda, DeviceKind::Cuda})).empty());

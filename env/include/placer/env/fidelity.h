@@ -93,8 +93,10 @@ struct FidelityReport {
   // CPU-to-CPU copies: seconds per byte beyond the link fit, fitted on the
   // profile's mixed step (0: not fitted; CostModel::group_copy_s_per_byte).
   double copy_s_per_byte = 0.0;
-  // CPU<->GPU copies: the same, fitted on the mixed step over a CPU device and
-  // a GPU (0: not fitted; CostModel::cross_copy_s_per_byte).
+  // CPU<->GPU copies: seconds per copy beyond the link fit, fitted on the
+  // mixed step over the CPU devices and a GPU (0: not fitted; CostModel::cross_copy_s).
+  double cross_copy_s = 0.0;
+  // Reports written before that (replot only): seconds per byte on those copies.
   double cross_copy_s_per_byte = 0.0;
   // Each CPU device's step of the graph alone, as the profile (the rounds'
   // mean) measured it; the simulator scales each device's ops by its step over

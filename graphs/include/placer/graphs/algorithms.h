@@ -58,8 +58,10 @@ Grouping colocation_groups(const Graph& graph);
 // together. The profile measures it (MixedStep); fidelity leaves it out.
 Placement round_robin_groups(const Graph& graph, const std::vector<DeviceId>& devices);
 // The devices the profile's mixed step deals the graph to: every device of a
-// cluster of two or more CPU devices and nothing else; the first CPU device and
-// the first other device (a GPU) of a cluster that has both; empty otherwise.
+// cluster of two or more CPU devices and nothing else; every CPU device and then
+// the first other device (a GPU) of a cluster that has both (a copy between a
+// CPU device and a GPU costs most while every CPU device works beside it:
+// bench/results/gpu_crossings.md); empty otherwise.
 std::vector<DeviceId> mixed_step_devices(const Cluster& cluster);
 
 struct CoarsenOptions {

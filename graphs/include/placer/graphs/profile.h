@@ -29,12 +29,12 @@ struct LinkFit {
 };
 
 // One step of the graph split over mixed_step_devices() (the host's CPU
-// devices; or one CPU device and a GPU), co-location groups dealt round robin
+// devices; or those and a GPU), co-location groups dealt round robin
 // (round_robin_groups): of the simple placements, the one that moves the most
 // between devices. The simulator fits on it what a copy between those devices
 // costs inside a step beyond the links' fit (CostModel::calibrated): a cost
-// per byte between CPU devices (group_copy_s_per_byte) or between a CPU device
-// and a GPU (cross_copy_s_per_byte).
+// per byte between CPU devices (group_copy_s_per_byte) or a cost per copy
+// between a CPU device and a GPU (cross_copy_s).
 struct MixedStep {
   std::vector<std::string> devices;  // the devices dealt to, in order
   double step_s = -1.0;              // median measured step; < 0: not measured
