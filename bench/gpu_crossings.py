@@ -123,8 +123,8 @@ def simulate(profile, index):
     return float(re.search(r"^step: ([\d.e+-]+) s", out, re.M).group(1))
 
 
-print("| run | placements | the report (per MB, on cpu:0 and cuda:0) | per copy, on cpu:0 and cuda:0 | "
-      "per copy, all devices |")
+print("| run | placements | the report (per MB, on cpu:0 and cuda:0) | the run's own profile (over cpu:0 and cuda:0: "
+      "no copy fit now) | per copy, all devices |")
 print("|---|---:|---|---|---|")
 for run in profiles:
     prof = json.load(open(profiles[run]))

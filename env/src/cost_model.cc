@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <unordered_map>
 
@@ -300,13 +301,13 @@ std::optional<double> smallest_reaching(const std::function<double(double)>& ste
 // The copies a placement makes between devices of different kinds: one per
 // tensor and destination device, as the simulator and the executor make them.
 int64_t cross_kind_copies(const Graph& graph, const Placement& placement, const Cluster& cluster) {
-  std::set<std::pair<int64_t, int32_t>> copies;  // (producer op x 64 + output, destination device)
+  std::set<std::tuple<int32_t, int32_t, int32_t>> copies;  // (producer op, output, destination device)
   for (int32_t i = 0; i < graph.size(); ++i) {
     const DeviceId to = placement.device_of[i];
     for (const TensorRef& in : graph.op(OpId(i)).inputs) {
       const DeviceId from = placement.device_of[in.op.value];
       if (cluster.devices[from.value].kind != cluster.devices[to.value].kind)
-        copies.insert({static_cast<int64_t>(in.op.value) * 64 + in.output, to.value});
+        copies.insert({in.op.value, in.output, to.value});
     }
   }
   return static_cast<int64_t>(copies.size());
@@ -316,9 +317,14 @@ int64_t cross_kind_copies(const Graph& graph, const Placement& placement, const 
 // fits what a copy between those devices costs inside a step beyond the links'
 // fit: the smallest value at which the simulated step reaches the measured one.
 // Every CPU device: per byte between CPU devices (group_copy_s_per_byte).
-// CPU devices and a GPU: per copy between devices of different kinds
-// (cross_copy_s). Simulated at or above the measurement already, or nothing
-// moved: 0. Only for the graph the profile measured, on devices of this cluster.
+// Every CPU device and a GPU: per copy between devices of different kinds
+// (cross_copy_s), those copies then made on their destination device; where
+// that alone reaches the measurement, at no cost per copy, or on the channel,
+// whichever simulates closer to it. (A profile over one CPU device and a GPU,
+// taken before the step spanned every CPU device, is not fitted: the copies
+// cost a tenth as much with the other devices idle, gpu_crossings.md.)
+// Simulated at or above the measurement already, or nothing moved: 0. Only for
+// the graph the profile measured, on devices of this cluster.
 void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& profile, CostModel& model) {
   if (profile.mixed.step_s <= 0 || profile.graph != graph.name) return;
   std::vector<DeviceId> devices;
@@ -335,8 +341,10 @@ void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& p
     return cluster.devices[d.value].kind == DeviceKind::Cpu && model.contention_group(d) >= 0;
   });
   auto is_cpu = [&](DeviceId d) { return cluster.devices[d.value].kind == DeviceKind::Cpu; };
-  const bool cpu_gpu = !cpus && std::any_of(devices.begin(), devices.end(), is_cpu) &&
-                       !std::all_of(devices.begin(), devices.end(), is_cpu);
+  const auto cpu_devices = std::count_if(devices.begin(), devices.end(), is_cpu);
+  int64_t cluster_cpus = 0;
+  for (const Device& d : cluster.devices) cluster_cpus += d.kind == DeviceKind::Cpu;
+  const bool cpu_gpu = !cpus && cpu_devices == cluster_cpus && cpu_devices < static_cast<int64_t>(devices.size());
   if (!cpus && !cpu_gpu) return;
   const Placement placement = round_robin_groups(graph, devices);
   const SimContext context(graph);
@@ -358,9 +366,18 @@ void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& p
   // What is fitted is counted in bytes between CPU devices, in copies between kinds.
   const int64_t units = cpus ? base.transfer_bytes : cross_kind_copies(graph, placement, cluster);
   if (base.step_s >= target || units <= 0) return;  // left at 0
-  const std::optional<double> cost =
-      smallest_reaching(step, target, (target - base.step_s) / static_cast<double>(units));
+  double from = base.step_s;
+  if (cpu_gpu) {
+    model.set_cross_copies_on_destination(true);
+    from = simulate(context, placement, cluster, model, options).step_s;
+    if (from >= target) {  // made on the destination, the copies alone reach the step
+      model.set_cross_copies_on_destination(from - target < target - base.step_s);
+      return;
+    }
+  }
+  const std::optional<double> cost = smallest_reaching(step, target, (target - from) / static_cast<double>(units));
   set(cost.value_or(0.0));
+  if (!cost) model.set_cross_copies_on_destination(false);  // no fit: what is missing is not the copies
 }
 
 // The profile's CPU device steps (Profile::cpu_steps): each CPU device's op

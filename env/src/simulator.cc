@@ -58,7 +58,8 @@ struct Workspace {
 };
 
 // Ready items: op ids, and copies made on their destination device (CPU to
-// CPU), kCopyItem + transfer index, which sort before every op.
+// CPU; CPU<->GPU where the cost model says so), kCopyItem + transfer index,
+// which sort before every op.
 constexpr int32_t kCopyItem = std::numeric_limits<int32_t>::min();
 constexpr int32_t kNoItem = std::numeric_limits<int32_t>::max();  // no op id is this large
 
@@ -140,13 +141,15 @@ class Simulation {
   int32_t event_id(int32_t item) const { return item >= 0 ? item : n_ + (item - kCopyItem); }
   // A copy between two CPU devices of one host is made by the destination
   // device itself, ahead of its ops, oldest transfer first (the runtime's
-  // rule). So is a copy between a CPU device and a GPU once the profile fitted
-  // a cost per such copy (CostModel::cross_copy_s): the copy and that cost hold
-  // up the destination's own work (on an H200, placements' measured steps fit
-  // this far better than copies beside it: bench/results/gpu_crossings.md).
+  // rule). So is a copy between a CPU device and a GPU where the profile's fit
+  // says so (CostModel::cross_copies_on_destination): the copy and the cost per
+  // copy fitted with it hold up the destination's own work (on an H200,
+  // placements' measured steps fit this far better than copies beside it:
+  // bench/results/gpu_crossings.md; the executor makes them on a channel
+  // thread, and what they cost is modelled, not their mechanics).
   // Other pairs copy on the link's channel.
   bool on_destination(int32_t from, int32_t to) const {
-    if (costs_.cross_copy_s() > 0 && cluster_.devices[from].kind != cluster_.devices[to].kind) return true;
+    if (costs_.cross_copies_on_destination() && cluster_.devices[from].kind != cluster_.devices[to].kind) return true;
     return group_of_[from] >= 0 && group_of_[from] == group_of_[to] && cluster_.devices[from].kind == DeviceKind::Cpu &&
            cluster_.devices[to].kind == DeviceKind::Cpu;
   }
@@ -212,6 +215,8 @@ double Simulation::duration_now(int32_t item, int32_t d) const {
   const double alone = item_seconds(item, d);
   const int32_t g = group_of_[d];
   if (g < 0 || ws_.group_size[g] < 2) return alone;
+  // A copy from outside the group (from a GPU): its fitted cost is per copy, not a memcpy that contends.
+  if (item < 0 && group_of_[dev_[ctx_.tensor_op[ws_.plan.xfer_tensor[item - kCopyItem]]]] != g) return alone;
   const double share = static_cast<double>(ws_.group_busy[g] - 1) / static_cast<double>(ws_.group_size[g] - 1);
   const double contended =
       item >= 0 ? costs_.contended_seconds(OpId(item), DeviceId(d)) : alone * costs_.copy_contention(DeviceId(d));

@@ -265,7 +265,9 @@ class Executor {
   // A copy between two CPU devices is made by the destination's own executor
   // thread, ahead of its queued ops (a memcpy needs a core, and the
   // destination's is the one that waits for it); other pairs use the link's
-  // channel thread. The simulator follows the same rule.
+  // channel thread. The simulator follows the same rule, and also charges a
+  // CPU<->GPU copy to its destination where the profile fitted a cost per such
+  // copy (CostModel::cross_copies_on_destination: what it costs, not how).
   bool copies_on_destination(int32_t from, int32_t to) const {
     return devices_[from].kind == DeviceKind::Cpu && devices_[to].kind == DeviceKind::Cpu;
   }

@@ -30,22 +30,21 @@ Graph two_op_graph() {
 
 // x -> y1 -> ... -> y4 (relu), 4000 bytes each: dealt round robin over two
 // devices, four copies one after the other.
+// An op with one output of 1000 float32 elements (4000 bytes).
+OpId add_op(Graph& g, const std::string& name, const std::string& type, std::vector<TensorRef> inputs) {
+  Op op;
+  op.name = name;
+  op.type = type;
+  op.inputs = std::move(inputs);
+  op.outputs.push_back(TensorSpec{{1000}, DType::Float32});
+  return g.add_op(std::move(op));
+}
+
 Graph relu_chain() {
   Graph g;
   g.name = "chain";
-  Op in;
-  in.name = "x";
-  in.type = op_types::kInput;
-  in.outputs.push_back(TensorSpec{{1000}, DType::Float32});
-  OpId prev = g.add_op(in);
-  for (int i = 1; i <= 4; ++i) {
-    Op op;
-    op.name = "y" + std::to_string(i);
-    op.type = "aten::relu";
-    op.inputs = {{prev, 0}};
-    op.outputs.push_back(TensorSpec{{1000}, DType::Float32});
-    prev = g.add_op(op);
-  }
+  OpId prev = add_op(g, "x", op_types::kInput, {});
+  for (int i = 1; i <= 4; ++i) prev = add_op(g, "y" + std::to_string(i), "aten::relu", {{prev, 0}});
   return g;
 }
 
@@ -277,6 +276,20 @@ TEST(CostModel, MixedStepFitsTheCopyCostBetweenCpuDevices) {
   EXPECT_EQ(CostModel::calibrated(two_op_graph(), cluster(), p).group_copy_s_per_byte(), 0.0);
 }
 
+// Every op 0.1 s (inputs 0) on cpu:0 and on cuda:0, links both ways 10 ms + 1 MB/s.
+Profile cpu_gpu_profile(const Graph& g) {
+  Profile p;
+  p.graph = g.name;
+  for (const Op& op : g.ops()) {
+    const double s = op.type == op_types::kInput ? 0.0 : 0.1;
+    p.ops.push_back({op.name, "", "cpu:0", "cpu", s});
+    p.ops.push_back({op.name, "", "cuda:0", "cuda", s});
+  }
+  p.links.push_back({"cpu:0", "cuda:0", 0.01, 1e6, {}});
+  p.links.push_back({"cuda:0", "cpu:0", 0.01, 1e6, {}});
+  return p;
+}
+
 // Over CPU devices and a GPU, the mixed step fits a cost per copy between
 // devices of different kinds, whatever its size (on an H200 the simulator's
 // error grew with the number of those copies, not their bytes:
@@ -286,15 +299,7 @@ TEST(CostModel, MixedStepFitsTheCopyCostBetweenCpuDevices) {
 TEST(CostModel, MixedStepOverCpusAndAGpuFitsACostPerCopyBetweenThem) {
   const Graph g = relu_chain();
   const Cluster c = cluster();  // cpu:0, cuda:0
-  Profile p;
-  p.graph = "chain";
-  for (const Op& op : g.ops()) {
-    const double s = op.type == op_types::kInput ? 0.0 : 0.1;
-    p.ops.push_back({op.name, "", "cpu:0", "cpu", s});
-    p.ops.push_back({op.name, "", "cuda:0", "cuda", s});
-  }
-  p.links.push_back({"cpu:0", "cuda:0", 0.01, 1e6, {}});
-  p.links.push_back({"cuda:0", "cpu:0", 0.01, 1e6, {}});
+  Profile p = cpu_gpu_profile(g);
   const Placement rr = round_robin_groups(g, {DeviceId(0), DeviceId(1)});
   const double simulated = simulate(g, rr, c, CostModel::calibrated(g, c, p)).step_s;
 
@@ -302,6 +307,7 @@ TEST(CostModel, MixedStepOverCpusAndAGpuFitsACostPerCopyBetweenThem) {
   p.mixed.step_s = simulated + 0.04;
   const CostModel m = CostModel::calibrated(g, c, p);
   EXPECT_NEAR(m.cross_copy_s(), 0.01, 1e-7);
+  EXPECT_TRUE(m.cross_copies_on_destination());
   EXPECT_EQ(m.group_copy_s_per_byte(), 0.0);
   EXPECT_NEAR(m.transfer_seconds(DeviceId(0), DeviceId(1), 4000), 0.01 + 0.004 + 0.01, 1e-7);
   EXPECT_NEAR(m.transfer_seconds(DeviceId(1), DeviceId(0), 4000), 0.01 + 0.004 + 0.01, 1e-7);
@@ -341,6 +347,53 @@ TEST(CostModel, MixedStepOverCpusAndAGpuFitsACostPerCopyBetweenThem) {
   EXPECT_EQ(m3.group_copy_s_per_byte(), 0.0);
   EXPECT_NEAR(m3.transfer_seconds(DeviceId(0), DeviceId(1), 4000), 0.01 + 0.004, 1e-7);  // between CPU devices
   EXPECT_NEAR(simulate(g, rr3, three, m3).step_s, p3.mixed.step_s, 1e-6);
+  // A profile over one CPU device and the GPU of this cluster (taken before the step spanned every CPU device):
+  // the copies cost far less with the other devices idle, so nothing is fitted on it.
+  Profile before = p3;
+  before.mixed.devices = {"cpu:0", "cuda:0"};
+  const CostModel unfitted = CostModel::calibrated(g, three, before);
+  EXPECT_EQ(unfitted.cross_copy_s(), 0.0);
+  EXPECT_FALSE(unfitted.cross_copies_on_destination());
+}
+
+// Made on the destination, copies can reach the measured step at no cost per copy (there they wait for the
+// destination's work instead of running beside it): the fit then keeps whichever of the two ways simulates
+// closer to the measurement, with no cost per copy. x on cpu:0 feeds y1 on cuda:0 and y2 on cpu:0, which
+// feeds y3 on cuda:0: on the channel y2's copy runs beside y1; on cuda:0 it waits for y1.
+TEST(CostModel, MixedStepKeepsTheCloserWayWhenCopiesOnTheDestinationAloneReachIt) {
+  Graph g;
+  g.name = "fork";
+  const OpId x = add_op(g, "x", op_types::kInput, {});
+  const OpId y1 = add_op(g, "y1", "aten::relu", {{x, 0}});
+  const OpId y2 = add_op(g, "y2", "aten::relu", {{x, 0}});
+  add_op(g, "y3", "aten::add", {{y1, 0}, {y2, 0}});
+  const Cluster c = cluster();  // cpu:0, cuda:0
+  Profile p = cpu_gpu_profile(g);
+  const Placement rr = round_robin_groups(g, {DeviceId(0), DeviceId(1)});
+  ASSERT_EQ(rr.device_of, (std::vector<DeviceId>{DeviceId(0), DeviceId(1), DeviceId(0), DeviceId(1)}));
+  CostModel beside = CostModel::calibrated(g, c, p);
+  const double channel = simulate(g, rr, c, beside).step_s;
+  beside.set_cross_copies_on_destination(true);
+  const double destination = simulate(g, rr, c, beside).step_s;
+  ASSERT_GT(destination, channel + 0.01);
+  p.mixed.devices = {"cpu:0", "cuda:0"};
+  auto fitted = [&](double measured) {
+    p.mixed.step_s = measured;
+    return CostModel::calibrated(g, c, p);
+  };
+  // Measured where the destination alone lands: made there, at no cost per copy.
+  CostModel m = fitted(destination);
+  EXPECT_TRUE(m.cross_copies_on_destination());
+  EXPECT_EQ(m.cross_copy_s(), 0.0);
+  // Just above the channel's step: the channel is closer, and stays.
+  m = fitted(channel + 0.001);
+  EXPECT_FALSE(m.cross_copies_on_destination());
+  EXPECT_EQ(m.cross_copy_s(), 0.0);
+  // Beyond the destination's: made there, with a cost per copy on top that reaches the measurement.
+  m = fitted(destination + 0.02);
+  EXPECT_TRUE(m.cross_copies_on_destination());
+  EXPECT_GT(m.cross_copy_s(), 0.0);
+  EXPECT_NEAR(simulate(g, rr, c, m).step_s, destination + 0.02, 1e-6);
 }
 
 TEST(CostModel, OverridesAndScaling) {

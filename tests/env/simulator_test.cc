@@ -170,17 +170,17 @@ TEST(Simulator, CopiesWithinAHostRunOnTheDestinationDeviceAheadOfItsOps) {
 }
 
 TEST(Simulator, CopiesBetweenACpuAndAGpuRunOnTheDestinationOnceACostPerCopyIsFitted) {
-  // The fan-out above from a CPU device to a GPU: on the link's channel, until the profile fitted a cost per
-  // such copy (CostModel::cross_copy_s); then the copies hold up the GPU's own work, as within a host. (A
-  // uniform cost model knows no device kinds, so the fitted seconds are not added to the copies here;
-  // cost_model_test checks that they are.)
+  // The fan-out above from a CPU device to a GPU: on the link's channel, until the profile's fit puts such
+  // copies on their destination (CostModel::cross_copies_on_destination, with a cost per copy); then they hold
+  // up the GPU's own work, as within a host. (A uniform cost model knows no device kinds, so a cost per copy
+  // would not be added here; cost_model_test checks that it is.)
   CostModel m;
   const Graph g = fan_out(&m);
   Cluster cl = cluster_of(2);
   cl.devices[0].kind = DeviceKind::Cpu;
   cl.devices[0].name = "cpu:0";
   EXPECT_DOUBLE_EQ(simulate(g, place({0, 1, 1, 1, 0}), cl, m).step_s, 6.0);
-  m.set_cross_copy_s(0.5);
+  m.set_cross_copies_on_destination(true);
   const StepResult r = simulate(g, place({0, 1, 1, 1, 0}), cl, m);
   EXPECT_DOUBLE_EQ(r.step_s, 7.0);  // copies 1-2 and 2-4 on cuda:1, then b, c, d
   EXPECT_EQ(r.transfer_bytes, 3000);

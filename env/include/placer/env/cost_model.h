@@ -66,6 +66,11 @@ class CostModel {
   // not with their bytes (bench/results/gpu_crossings.md).
   double cross_copy_s() const { return cross_copy_s_; }
   void set_cross_copy_s(double seconds);
+  // Whether the simulator makes those copies on their destination device, ahead
+  // of its ops (set with the fit above), instead of on the link's channel beside
+  // the devices' work.
+  bool cross_copies_on_destination() const { return cross_on_destination_; }
+  void set_cross_copies_on_destination(bool on) { cross_on_destination_ = on; }
   // Multiplies every CPU<->GPU link's time by factor (scale_link on each of
   // cross_kind_links; hybrid training's calibration).
   void scale_cross_links(const Cluster& cluster, double factor);
@@ -100,6 +105,7 @@ class CostModel {
   int32_t groups_ = 0;
   double group_copy_s_per_byte_ = 0.0;
   double cross_copy_s_ = 0.0;
+  bool cross_on_destination_ = false;
   std::vector<int8_t> kinds_;  // [device]: DeviceKind (roofline and calibrated models; empty: unknown)
 };
 
