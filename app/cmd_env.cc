@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <optional>
@@ -39,7 +40,7 @@ struct SimulateArgs {
 };
 
 struct FidelityArgs {
-  std::string graph, devices = "cpu:2", out = ".", name, save_placements, replot;
+  std::string graph, devices = "cpu:2", out = ".", name, save_placements, placements_from, replot;
   int placements = 50, repetitions = 5, rounds = 4;
   int retakes = 2;          // rounds measured again at most, where the probe read a spell (rounds_in_a_spell)
   double spell_ratio = kSpellRatio;
@@ -153,8 +154,12 @@ void replot_fidelity(const std::string& path) {
 std::string fidelity_command(const FidelityArgs& a) {
   std::ostringstream command;
   const MeasureOptions& mo = a.protocol;
-  command << "placer fidelity --graph " << a.graph << " --devices " << a.devices << " --placements " << a.placements
-          << " --seed " << mo.seed << " --warmup " << mo.warmup_steps << " --steps " << mo.measured_steps
+  command << "placer fidelity --graph " << a.graph << " --devices " << a.devices;
+  if (a.placements_from.empty())
+    command << " --placements " << a.placements;
+  else
+    command << " --placements-from " << a.placements_from;
+  command << " --seed " << mo.seed << " --warmup " << mo.warmup_steps << " --steps " << mo.measured_steps
           << " --max-steps " << mo.max_steps << " --target " << mo.target_halfwidth << " --budget " << mo.budget_s
           << " --repetitions " << a.repetitions << " --rounds " << a.rounds << " --retakes " << a.retakes
           << " --spell-ratio " << a.spell_ratio << " -o "
@@ -420,9 +425,39 @@ NamedPlacements without_profiled(const Graph& graph, const Cluster& cluster, Nam
 // --spread, those of four times as many whose simulated steps (the simulator
 // calibrated on a first profile, which then serves as round 1's) are at least
 // --spread apart. Nothing measured takes part in the choice.
+// --placements-from DIR: every DIR/*.json in file name order, each named by its
+// file's stem (what --save-placements wrote reads back as it was).
+NamedPlacements placements_from(const Graph& graph, const Cluster& cluster, const std::string& dir,
+                                std::string& selection) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw InputError("fidelity: --placements-from '" + dir + "' is not a folder");
+  std::vector<fs::path> files;
+  for (const fs::directory_entry& e : fs::directory_iterator(dir, ec))
+    if (e.is_regular_file() && e.path().extension() == ".json") files.push_back(e.path());
+  std::sort(files.begin(), files.end());
+  NamedPlacements out;
+  for (const fs::path& f : files) {
+    try {
+      out.emplace_back(f.stem().string(), from_named(graph, cluster, load_placement(f.string())));
+    } catch (const std::exception& e) {
+      throw InputError("fidelity: --placements-from: " + f.string() + ": " + e.what());
+    }
+  }
+  const size_t read = out.size();
+  out = without_profiled(graph, cluster, std::move(out), static_cast<int>(read));
+  if (out.size() < 2)
+    throw InputError("fidelity: --placements-from '" + dir + "' holds " + std::to_string(out.size()) +
+                     " placement(s) to measure (*.json, the profile's round robin left out); at least 2 are needed");
+  selection = std::to_string(out.size()) + " placements from " + dir + " (in file name order" +
+              (out.size() < read ? ", the profile's round-robin step left out)" : ")");
+  return out;
+}
+
 NamedPlacements choose_placements(Runtime& runtime, const Graph& graph, const RunGraph& run, const Cluster& cluster,
                                   const FidelityArgs& a, std::optional<Profile>& first_profile,
                                   std::string& selection) {
+  if (!a.placements_from.empty()) return placements_from(graph, cluster, a.placements_from, selection);
   if (a.spread <= 0)
     return without_profiled(graph, cluster, diverse_placements(graph, cluster, a.placements + 1, a.protocol.seed),
                             a.placements);
@@ -517,14 +552,20 @@ void add_env_commands(CLI::App& app) {
   fid->add_option("--replot", fargs->replot,
                   "Re-render REPORT.md and REPORT.svg from a fidelity REPORT.json written earlier (measures nothing)");
   fid->add_option("--devices", fargs->devices, "Devices to measure on: cpu:N, cpu,cuda:0, ...")->capture_default_str();
-  fid->add_option("--placements", fargs->placements, "Number of placements")
-      ->capture_default_str()
-      ->check(CLI::Range(2, 100000));
-  fid->add_option("--spread", fargs->spread,
-                  "Choose --placements of 4x as many diverse placements whose simulated steps are at least this far "
-                  "apart (relative, e.g. 0.04), so that the measurement can rank them; 0: the first --placements")
-      ->capture_default_str()
-      ->check(CLI::Range(0.0, 10.0));
+  CLI::Option* count = fid->add_option("--placements", fargs->placements, "Number of placements")
+                           ->capture_default_str()
+                           ->check(CLI::Range(2, 100000));
+  CLI::Option* spread =
+      fid->add_option("--spread", fargs->spread,
+                      "Choose --placements of 4x as many diverse placements whose simulated steps are at least this "
+                      "far apart (relative, e.g. 0.04), so that the measurement can rank them; 0: the first --placements")
+          ->capture_default_str()
+          ->check(CLI::Range(0.0, 10.0));
+  fid->add_option("--placements-from", fargs->placements_from,
+                  "Measure the placements in DIR/*.json instead of drawing diverse ones (e.g. a --save-placements "
+                  "folder, to measure the same placements on other devices)")
+      ->excludes(count)
+      ->excludes(spread);
   fid->add_option("--save-placements", fargs->save_placements,
                   "Also write each placement as DIR/<index>_<kind>.json (to measure or simulate one again)");
   fid->add_option("-o,--out", fargs->out, "Output directory for fidelity_<graph>.{md,json,svg}")->capture_default_str();

@@ -20,10 +20,11 @@
 # FID_LIMIT (seconds per fidelity run), INCEPTION_OPTS, BENCH_ROUNDS, RUNTIME_BENCH=0 (skip the
 # executor-vs-loop bench), BUILD_TARGETS (default: all; with --tests-only, e.g. gpu_tests), TRAIN_SEEDS, TRAIN_MIN_S (a seed starts only with this many seconds of the budget left),
 # REPEAT (run the launch-bound GPU check this many more times), FID_GRAPHS (default: nmt inception_v3, the
-# two graphs it builds), RETAKES (placer fidelity --retakes; default 0).
+# two graphs it builds), RETAKES (placer fidelity --retakes; default 0). The fidelity placements are saved in
+# results.tar.gz (fidelity_mixed/placements_<graph>/): `placer fidelity --placements-from` measures them again.
 set -uo pipefail
 
-usage() { sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; }
 if [ "${1:-}" = -h ] || [ "${1:-}" = --help ]; then usage; exit 0; fi
 if [ $# -lt 2 ] || [ $# -gt 3 ]; then usage >&2; exit 2; fi
 BUNDLE=$1

@@ -39,6 +39,32 @@ first=$(ls "$TMP/pl" | head -1)
 "$PLACER" measure --graph "$TMP/g.json" --placement "$TMP/pl/$first" --devices cpu:2 --steps 1 --warmup 0 >/dev/null \
   || fail "saved placement does not measure"
 
+# --placements-from measures a saved set again (here on the same devices), each named by its file.
+"$PLACER" fidelity --graph "$TMP/g.json" --devices cpu:2 --placements-from "$TMP/pl" --rounds 1 --steps 2 --warmup 1 \
+  --max-steps 2 --repetitions 1 -o "$TMP/out_from" > /dev/null 2> "$TMP/stderr_from.txt" \
+  || { cat "$TMP/stderr_from.txt"; fail "fidelity --placements-from run"; }
+python3 - "$TMP/out_from/fidelity_mlp.json" "$TMP/pl" <<'PY' || fail "--placements-from report"
+import json, os, sys
+r = json.load(open(sys.argv[1]))
+stems = sorted(f[:-5] for f in os.listdir(sys.argv[2]) if f.endswith(".json"))
+assert [p["kind"] for p in r["points"]] == stems, ([p["kind"] for p in r["points"]], stems)
+assert "--placements-from " + sys.argv[2] in r["command"], r["command"]
+assert r["selection"].startswith("6 placements from "), r["selection"]
+PY
+mkdir -p "$TMP/one" "$TMP/bad"
+cp "$TMP/pl/$first" "$TMP/one/"
+if "$PLACER" fidelity --graph "$TMP/g.json" --placements-from "$TMP/one" > /dev/null 2> "$TMP/e5.txt"; then fail "one placement accepted"; fi
+grep -q "holds 1 placement(s) to measure" "$TMP/e5.txt" || fail "one placement: $(cat "$TMP/e5.txt")"
+cp "$TMP/pl/$first" "$TMP/bad/a.json"
+python3 -c "import json,sys; p=json.load(open(sys.argv[1])); k=sorted(p['placement'])[0]; p['placement'][k]='cpu:9'; json.dump(p, open(sys.argv[2],'w'))" \
+  "$TMP/pl/$first" "$TMP/bad/b.json"
+if "$PLACER" fidelity --graph "$TMP/g.json" --placements-from "$TMP/bad" > /dev/null 2> "$TMP/e6.txt"; then fail "bad placement accepted"; fi
+grep -q "b.json" "$TMP/e6.txt" && grep -q "cpu:9" "$TMP/e6.txt" || fail "bad placement: $(cat "$TMP/e6.txt")"
+if "$PLACER" fidelity --graph "$TMP/g.json" --placements-from "$TMP/pl" --spread 0.04 > /dev/null 2> "$TMP/e7.txt"; then
+  fail "--placements-from with --spread accepted"
+fi
+grep -q "excludes" "$TMP/e7.txt" || fail "--placements-from with --spread: $(cat "$TMP/e7.txt")"
+
 # --replot re-renders md and svg from the JSON alone.
 rm "$TMP/out/fidelity_mlp.md" "$TMP/out/fidelity_mlp.svg"
 "$PLACER" fidelity --replot "$TMP/out/fidelity_mlp.json" > "$TMP/replot.txt" || fail "replot"
