@@ -1,8 +1,8 @@
 // The diverse placements `placer fidelity` draws for a graph on cpu:N+cuda:0
 // (env/fidelity.h, seed 1), with the profile's round-robin step over every
 // device first, each with the bytes it moves and the copies it makes between a
-// CPU device and the GPU and between CPU devices (one per tensor and
-// destination device, as the executor and the simulator make them). Reports of
+// CPU device and the GPU and between CPU devices (as the step's plan makes
+// them: plan_step, the executor's and the simulator's). Reports of
 // runs before the fidelity runs saved their placements are matched to these by
 // their bytes moved (bench/gpu_crossings.py).
 //
@@ -12,12 +12,13 @@
 // their bytes, copies between CPU devices. With OUT_DIR, writes each as
 // OUT_DIR/<index>.json (devices cpu:0..cpu:N-1 and cuda:0).
 #include <cstdio>
-#include <set>
 #include <string>
+#include <vector>
 
 #include "placer/env/fidelity.h"
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/exec_plan.h"
 #include "placer/graphs/serialize.h"
 
 using namespace placer;
@@ -41,23 +42,23 @@ int main(int argc, char** argv) {
     for (int d = 0; d <= ncpu; ++d) all.push_back(DeviceId(d));
     auto placements = diverse_placements(g, ncpu + 1, count, 1, device_class);
     placements.insert(placements.begin(), {"round_robin_all", round_robin_groups(g, all)});
+    const ExecRules rules(g);
+    StepPlan plan;
+    std::vector<int32_t> device(g.size());
     int index = 0;
     for (const auto& [kind, p] : placements) {
+      for (int i = 0; i < g.size(); ++i) device[i] = p.device_of[i].value;
+      plan_step(rules, device.data(), ncpu + 1, plan);
       long long bytes = 0, gpu_copies = 0, gpu_bytes = 0, cpu_copies = 0;
-      std::set<std::pair<long long, int>> sent;  // (producer op x 64 + output, destination)
-      for (int i = 0; i < g.size(); ++i) {
-        const int to = p.device_of[i].value;
-        for (const TensorRef& in : g.op(OpId(i)).inputs) {
-          const int from = p.device_of[in.op.value].value;
-          if (from == to || !sent.insert({in.op.value * 64LL + in.output, to}).second) continue;
-          const long long b = g.op(in.op).outputs[in.output].bytes();
-          bytes += b;
-          if ((from == ncpu) != (to == ncpu)) {
-            ++gpu_copies;
-            gpu_bytes += b;
-          } else {
-            ++cpu_copies;
-          }
+      for (int32_t x = 0; x < plan.transfers(); ++x) {
+        const int32_t t = plan.xfer_tensor[x];
+        const long long b = rules.tensor_bytes[t];
+        bytes += b;
+        if ((device[rules.tensor_op[t]] == ncpu) != (plan.xfer_dst[x] == ncpu)) {
+          ++gpu_copies;
+          gpu_bytes += b;
+        } else {
+          ++cpu_copies;
         }
       }
       if (argc == 5) {

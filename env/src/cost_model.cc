@@ -6,12 +6,11 @@
 #include <cmath>
 #include <functional>
 #include <optional>
-#include <set>
-#include <tuple>
 #include <sstream>
 #include <unordered_map>
 
 #include "placer/env/simulator.h"
+#include "placer/graphs/exec_plan.h"
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
 
@@ -298,19 +297,18 @@ std::optional<double> smallest_reaching(const std::function<double(double)>& ste
   return hi;
 }
 
-// The copies a placement makes between devices of different kinds: one per
-// tensor and destination device, as the simulator and the executor make them.
-int64_t cross_kind_copies(const Graph& graph, const Placement& placement, const Cluster& cluster) {
-  std::set<std::tuple<int32_t, int32_t, int32_t>> copies;  // (producer op, output, destination device)
-  for (int32_t i = 0; i < graph.size(); ++i) {
-    const DeviceId to = placement.device_of[i];
-    for (const TensorRef& in : graph.op(OpId(i)).inputs) {
-      const DeviceId from = placement.device_of[in.op.value];
-      if (cluster.devices[from.value].kind != cluster.devices[to.value].kind)
-        copies.insert({in.op.value, in.output, to.value});
-    }
-  }
-  return static_cast<int64_t>(copies.size());
+// The copies a placement makes between devices of different kinds, as the
+// step's plan makes them (plan_step: the simulator's and the executor's).
+int64_t cross_kind_copies(const SimContext& context, const Placement& placement, const Cluster& cluster) {
+  std::vector<int32_t> device(placement.device_of.size());
+  for (size_t i = 0; i < device.size(); ++i) device[i] = placement.device_of[i].value;
+  StepPlan plan;
+  plan_step(context, device.data(), cluster.size(), plan);
+  int64_t copies = 0;
+  for (int32_t x = 0; x < plan.transfers(); ++x)
+    copies += cluster.devices[device[context.tensor_op[plan.xfer_tensor[x]]]].kind !=
+              cluster.devices[plan.xfer_dst[x]].kind;
+  return copies;
 }
 
 // The profile's mixed step (groups dealt round robin over mixed_step_devices)
@@ -364,7 +362,7 @@ void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& p
   const StepResult base = simulate(context, placement, cluster, model, options);
   const double target = profile.mixed.step_s;
   // What is fitted is counted in bytes between CPU devices, in copies between kinds.
-  const int64_t units = cpus ? base.transfer_bytes : cross_kind_copies(graph, placement, cluster);
+  const int64_t units = cpus ? base.transfer_bytes : cross_kind_copies(context, placement, cluster);
   if (base.step_s >= target || units <= 0) return;  // left at 0
   double from = base.step_s;
   if (cpu_gpu) {
