@@ -44,6 +44,7 @@ struct PlaceArgs {
   std::string devices;
   std::string output;
   std::string split_spec;
+  std::string profile;  // `placer profile`'s file: the simulator calibrated on it instead of the roofline
   uint64_t seed = 0;
   double time_limit_s = 60.0;
   int64_t budget = 2000;
@@ -71,6 +72,10 @@ void add_common(CLI::App* cmd, PlaceArgs& a) {
   cmd->add_option("--cluster", a.cluster, "Cluster preset (k80x4, p100x4, ...) or cluster JSON file");
   cmd->add_option("--devices", a.devices, "Device list instead of --cluster, e.g. cpu:2");
   cmd->add_option("--seed", a.seed, "Random seed (random, local_search, mincut)");
+  cmd->add_option("--profile", a.profile,
+                  "Profile from `placer profile` (of this graph on these devices): every method places and is judged "
+                  "in the simulator calibrated on it (measured op times, link and copy costs) instead of the roofline")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--time-limit", a.time_limit_s,
                   "Seconds a solver may take (ilp; max_load: ilp, local_search, learned)")
       ->check(positive_number());
@@ -100,7 +105,16 @@ PlaceContext context_of(const PlaceArgs& a, const Graph& graph, const Cluster& c
 EnvOptions env_options(const PlaceArgs& a) {
   EnvOptions o;
   apply_objective(a.objective, &o);
+  if (!a.profile.empty()) o.profile = load_profile(a.profile);
   return o;
+}
+
+// "roofline costs", or "costs calibrated on P (N% of ops measured)": which simulator judged the placements.
+std::string costs_note(const PlaceArgs& a, const Environment& env) {
+  if (a.profile.empty()) return "roofline costs";
+  char line[64];
+  std::snprintf(line, sizeof line, " (%.3g%% of ops measured)", 100 * env.costs().calibrated_fraction());
+  return "costs calibrated on " + a.profile + line;
 }
 
 // "step", or under the pipeline objective "mini-batch".
@@ -208,7 +222,8 @@ void run_place(const PlaceArgs& a) {
   std::printf("method        %s\n", r.method.c_str());
   std::printf("graph         %s (%lld ops) on %s (%d devices)\n", graph.name.c_str(),
               static_cast<long long>(graph.size()), cluster.name.c_str(), cluster.size());
-  std::printf("simulated     %.6g s per %s (%s)\n", s.step_s, unit_of(env), step_status_name(s.status));
+  std::printf("simulated     %.6g s per %s (%s; %s)\n", s.step_s, unit_of(env), step_status_name(s.status),
+              costs_note(a, env).c_str());
   if (env.options().objective == Objective::Pipeline)
     std::printf("pipeline      %s\n", pipeline_figures_text(pipeline_figures(s, env.options().pipeline)).c_str());
   std::printf("lower bound   %.6g s (gap %.1f%%)%s\n", lb, lb > 0 ? 100.0 * (s.step_s - lb) / lb : 0.0,
@@ -386,7 +401,9 @@ std::string rows_json(const BaselineArgs& b, const Graph& graph, const Cluster& 
                       const std::vector<Row>& rows, bool pipeline) {
   std::ostringstream o;
   o << "{\n  \"graph\": " << json_quote(graph.name) << ",\n  \"ops\": " << graph.size()
-    << ",\n  \"cluster\": " << json_quote(cluster.name) << ",\n  \"lower_bound_s\": " << lb;
+    << ",\n  \"cluster\": " << json_quote(cluster.name) << ",\n  \"lower_bound_s\": " << lb
+    << ",\n  \"cost_model\": " << (b.place.profile.empty() ? "\"roofline\"" : "\"calibrated\"");
+  if (!b.place.profile.empty()) o << ",\n  \"profile\": " << json_quote(b.place.profile);
   if (pipeline) o << ",\n  \"objective\": \"pipeline\"";
   o << ",\n  \"methods\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -446,8 +463,8 @@ void run_baseline(const BaselineArgs& b) {
   const double lb = env.lower_bound();
   const std::vector<Row> rows = baseline_rows(b, graph, cluster, env);
   const bool pipeline = env.options().objective == Objective::Pipeline;
-  std::printf("%s on %s: lower bound %.3f ms%s\n\n", graph.name.c_str(), cluster.name.c_str(), lb * 1e3,
-              objective_note(env.options()).c_str());
+  std::printf("%s on %s, %s: lower bound %.3f ms%s\n\n", graph.name.c_str(), cluster.name.c_str(),
+              costs_note(b.place, env).c_str(), lb * 1e3, objective_note(env.options()).c_str());
   print_table(b, rows, pipeline);
   std::printf("\n");
   for (const Row& r : rows) {

@@ -74,6 +74,38 @@ PY
 grep -q "mixed step (groups dealt round robin over cpu:0, cpu:1): " "$TMP/profile.out" || fail "profile: no mixed step line: $(cat "$TMP/profile.out")"
 python3 -c "import json; p=json.load(open('$TMP/profile.json')); assert p" || fail "profile is not JSON"
 
+# place and baseline judge placements in the simulator calibrated on a profile when given one, and say so. On an mlp
+# whose ops take tens of microseconds the single-device step is then the profile's own step of the graph alone on a
+# device (within 25%), which the roofline's (2x) is not.
+"$PLACER" graph build mlp --opt batch=64 --opt input=256 --opt width=512 --opt classes=10 --opt layers=3 \
+  -o "$TMP/g2.json" > /dev/null
+"$PLACER" profile --graph "$TMP/g2.json" --devices cpu:2 --repetitions 2 -o "$TMP/profile2.json" > /dev/null
+"$PLACER" baseline --graph "$TMP/g2.json" --devices cpu:2 --method single,m_etf --profile "$TMP/profile2.json" \
+  --json "$TMP/cal.json" > "$TMP/cal.out" || fail "baseline --profile: $(cat "$TMP/cal.out")"
+grep -q "costs calibrated on $TMP/profile2.json (100% of ops measured)" "$TMP/cal.out" ||
+  fail "baseline --profile does not say it is calibrated: $(head -3 "$TMP/cal.out")"
+"$PLACER" baseline --graph "$TMP/g2.json" --devices cpu:2 --method single --json "$TMP/roof.json" > "$TMP/roof.out"
+grep -q "roofline costs" "$TMP/roof.out" || fail "baseline: no cost model named: $(head -3 "$TMP/roof.out")"
+python3 - "$TMP/cal.json" "$TMP/roof.json" "$TMP/profile2.json" <<'PY' || fail "baseline --profile: not the calibrated step"
+import json, sys
+cal, roof, prof = (json.load(open(f)) for f in sys.argv[1:])
+assert cal["cost_model"] == "calibrated" and roof["cost_model"] == "roofline", (cal["cost_model"], roof["cost_model"])
+assert cal["profile"].endswith("profile2.json"), cal["profile"]
+single = {m["method"]: m for m in cal["methods"]}["single"]["simulated_step_s"]
+step = min(d["step_s"] for d in prof["cpu_steps"])
+assert abs(single / step - 1) < 0.25, (single, step)
+assert abs(roof["methods"][0]["simulated_step_s"] / step - 1) > 0.25, (roof["methods"][0], step)
+PY
+"$PLACER" place --method m_etf --graph "$TMP/g2.json" --devices cpu:2 --profile "$TMP/profile2.json" -o "$TMP/cal_place.json" \
+  > "$TMP/cal_place.out" || fail "place --profile"
+grep -q "^simulated .*costs calibrated on $TMP/profile2.json" "$TMP/cal_place.out" || fail "place --profile: $(cat "$TMP/cal_place.out")"
+set +e
+"$PLACER" baseline --graph "$TMP/g.json" --devices cpu:2 --profile "$TMP/none.json" 2> "$TMP/err" > /dev/null
+[ $? -ne 0 ] && grep -q -- "--profile" "$TMP/err" || fail "baseline --profile of a missing file: $(cat "$TMP/err")"
+"$PLACER" baseline --graph "$TMP/g.json" --devices cpu:2 --profile "$TMP/g.json" 2> "$TMP/err" > /dev/null
+[ $? -ne 0 ] && grep -q -i "profile" "$TMP/err" || fail "baseline --profile of a graph file: $(cat "$TMP/err")"
+set -e
+
 # The trainer's measured final table: two methods that agree (on a tiny mlp, single
 # and m_etf keep one device) are one placement, measured once, and the table says so.
 cat > "$TMP/train.yaml" <<EOF
