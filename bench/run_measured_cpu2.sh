@@ -9,7 +9,8 @@
 # measurement of its fastest ones (reward.finalists).
 # Writes bench/results/learned_measured_cpu2.md (and the runs in runs/bench_measured_cpu2/).
 # Usage: bash bench/run_measured_cpu2.sh [BUILD_DIR] [SEEDS="1 2 3 4 5"] [MODES="measured hybrid"]
-#   GRAPHS (default "nmt inception_v3") limits the graphs; OUT (default the results file) is written whole;
+#   GRAPHS (default "nmt inception_v3"; also inception_v3_b8, the fidelity size) limits the graphs;
+#   MEASURED_UPDATES (10) and HYBRID_UPDATES (20) set the updates of each mode; OUT (default the results file) is written whole;
 #   WARM_METHODS (e.g. "m_etf, m_topo, expert, single, mincut, dp") replaces the configs' warm-start methods (an ablation).
 # Run it on an otherwise idle machine: cpu:N devices need their own cores.
 set -euo pipefail
@@ -26,7 +27,9 @@ mkdir -p "$WORK"
 "$P" graph build nmt --opt layers=2 --opt hidden=256 --opt steps=8 --opt batch=16 --opt vocab=2000 -o "$WORK/nmt.json" > /dev/null
 "$P" graph build inception_v3 --opt batch=4 --opt image=75 --opt width_div=8 --opt classes=10 \
   -o "$WORK/inception_v3.json" > /dev/null
-for g in nmt inception_v3; do
+"$P" graph build inception_v3 --opt batch=8 --opt image=96 --opt width_div=4 --opt classes=100 \
+  -o "$WORK/inception_v3_b8.json" > /dev/null  # configs/cpu2_inception_v3_b8_measured.yaml's graph
+for g in $GRAPHS; do
   "$P" profile --graph "$WORK/$g.json" --devices cpu:2 -o "$WORK/profile_$g.json" > /dev/null
 done
 
@@ -37,7 +40,7 @@ for g in $GRAPHS; do
       echo "== $g $mode seed $seed (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
       # measured: every sample run for real (10 updates of 8); hybrid: every sample
       # simulated, the best of each batch and every new best measured (20 updates of 16).
-      if [ "$mode" = measured ]; then budget=(--updates 10); else budget=(--updates 20); fi
+      if [ "$mode" = measured ]; then budget=(--updates "${MEASURED_UPDATES:-10}"); else budget=(--updates "${HYBRID_UPDATES:-20}"); fi
       cfg="configs/cpu2_${g}_measured.yaml"
       if [ -n "${WARM_METHODS:-}" ]; then
         grep -q '^  methods: \[' "$cfg" || { echo "run_measured_cpu2: no warm-start methods line in $cfg" >&2; exit 1; }
@@ -57,6 +60,8 @@ work, out, build, seeds, modes, commit, graphs, warm = sys.argv[1:9]
 seeds, modes, graphs = seeds.split(), modes.split(), graphs.split()
 L = ["# Learned vs every baseline on cpu:2, measured side by side", "",
      f"Command: `GRAPHS=\"{' '.join(graphs)}\" " + (f"WARM_METHODS=\"{warm}\" " if warm else "") +
+     (f"MEASURED_UPDATES={os.environ['MEASURED_UPDATES']} " if os.environ.get("MEASURED_UPDATES") else "") +
+     (f"HYBRID_UPDATES={os.environ['HYBRID_UPDATES']} " if os.environ.get("HYBRID_UPDATES") else "") +
      f"bash bench/run_measured_cpu2.sh {build} \"{' '.join(seeds)}\" \"{' '.join(modes)}\"` (commit {commit})  ",
      f"Machine: {os.cpu_count()} cores, idle apart from this job.", "",
      "Training: `placer train -c configs/cpu2_GRAPH_measured.yaml --reward-mode MODE --seed S` (measured: 10 updates",
