@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Simulator fidelity on cpu:2 with the measurement protocol: builds the reduced
-# benchmark graphs and a GPT-2-style stack exported with torch.export, measures
+# benchmark graphs, a GPT-2-style stack and torchvision's GoogLeNet exported with torch.export, measures
 # diverse placements of each for real (interleaved, each until its median's 95%
 # interval is within 2%, in ROUNDS rounds) and in the simulator calibrated by a
 # profile, and writes bench/results/fidelity_<graph>.{md,json,svg}.
@@ -8,6 +8,7 @@
 # SPREAD > 0: the placements are chosen, before measuring, from 4x as many for
 # simulated steps at least SPREAD apart (placer fidelity --spread).
 # Run it on an otherwise idle machine: cpu:N devices need their own cores.
+# GRAPHS: which of rnnlm nmt inception_v3 transformer gpt2_export googlenet_export (default all).
 # LONG: graphs measured with --max-steps 120 --target 0.01 instead of 30 and 2%
 # (default "inception_v3 transformer gpt2_export": transformer's and gpt2's placements
 # span ~1.1x, and there the measurement re-ranked itself at 0.933 / 0.883 instead of
@@ -36,9 +37,14 @@ mkdir -p "$OUT"
 # An imported model: a GPT-2-style stack (4 blocks, d=192, 8x64 tokens of 2000), torch.export.
 "$PY" bench/export_gpt2.py "$TMP/gpt2.pt2" 8
 "$P" graph import "$TMP/gpt2.pt2" -o "$TMP/gpt2_export.json" > /dev/null
+# An imported model with parallel branches: torchvision's GoogLeNet (batch 8 of 64x64), torch.export. gpt2's
+# placements span 1.06x on two cores (a chain: nothing runs beside anything), under the noise; GoogLeNet's
+# four-branch modules let placements differ by ~1.3x (fidelity_s30/README.md).
+"$PY" bench/export_googlenet.py "$TMP/googlenet.pt2" 8 64
+"$P" graph import "$TMP/googlenet.pt2" -o "$TMP/googlenet_export.json" > /dev/null
 
 LONG=${LONG-inception_v3 transformer gpt2_export}
-for g in rnnlm nmt inception_v3 transformer gpt2_export; do
+for g in ${GRAPHS:-rnnlm nmt inception_v3 transformer gpt2_export googlenet_export}; do
   steps=(--max-steps 30 --target 0.02)
   case " $LONG " in *" $g "*) steps=(--max-steps 120 --target 0.01) ;; esac
   echo "== $g ${steps[*]} (load: $(cut -d' ' -f1-3 /proc/loadavg))"
