@@ -168,6 +168,7 @@ void read_reward(FieldReader<Node> reward, RewardConfig& rw, ChoiceNames& names)
   reward.read("measure_budget_s", &rw.measure.budget_s, 0.0, 1e6);
   reward.read("hybrid_measure_top", &rw.hybrid_measure_top, 0, 1000);
   reward.read("final_max_steps", &rw.final_max_steps, 0, 100000);
+  reward.read("final_target", &rw.final_target, 0.0, 0.5);
   reward.read("finalists", &rw.finalists, 0, 64);
   reward.read("final_retakes", &rw.final_retakes, 0, 10);
   reward.read("spell_ratio", &rw.spell_ratio, 1.0, 1000.0);
@@ -359,7 +360,8 @@ std::string train_config_to_json(const TrainConfig& c) {
     << ", \"measure_target\": " << json_number(c.reward.measure.target_halfwidth)
     << ", \"measure_budget_s\": " << json_number(c.reward.measure.budget_s)
     << ", \"hybrid_measure_top\": " << c.reward.hybrid_measure_top
-    << ", \"final_max_steps\": " << c.reward.final_max_steps << ", \"finalists\": " << c.reward.finalists
+    << ", \"final_max_steps\": " << c.reward.final_max_steps
+    << ", \"final_target\": " << json_number(c.reward.final_target) << ", \"finalists\": " << c.reward.finalists
     << ", \"profile\": " << json_quote(c.reward.profile);
   const RewardConfig defaults;
   if (c.reward.final_retakes != defaults.final_retakes || c.reward.spell_ratio != defaults.spell_ratio)

@@ -173,7 +173,8 @@ void Trainer::measure_rows(TrainResult* res) {
       }
   std::fprintf(stderr, "final table: measuring %zu placements side by side, interleaved...\n", rows.size());
   res->table_quiet_core_rtt_s = t0.env->quietest_core_rtt_s();  // training's measurements and the finalists'
-  std::vector<StepResult> rs = t0.env->measure_side_by_side(rows, /*fresh=*/true, c_.reward.final_max_steps);
+  std::vector<StepResult> rs =
+      t0.env->measure_side_by_side(rows, /*fresh=*/true, c_.reward.final_max_steps, c_.reward.final_target);
   retake_in_a_spell(rows, rs, res);
   for (size_t i = 0; i < rs.size(); ++i) {
     const double step = rs[i].ok() ? rs[i].step_s : failure_penalty_seconds(rs[i], t0.env->options().reward);
@@ -218,7 +219,8 @@ void Trainer::retake_in_a_spell(const std::vector<Placement>& rows, std::vector<
                  "(retake %d of at most %d)...\n",
                  reading * 1e9, c_.reward.spell_ratio, quiet * 1e9, k + 1, c_.reward.final_retakes);
     std::this_thread::sleep_for(std::chrono::seconds(2));
-    std::vector<StepResult> again = t0.env->measure_side_by_side(rows, /*fresh=*/true, c_.reward.final_max_steps);
+    std::vector<StepResult> again =
+        t0.env->measure_side_by_side(rows, /*fresh=*/true, c_.reward.final_max_steps, c_.reward.final_target);
     TrainResult::TableRetake t{reading, core_rtt_range(core_rtt_readings(again)).median_s, false};
     t.kept = t.retake_core_rtt_s > 0 && t.retake_core_rtt_s < reading;
     std::fprintf(stderr, "final table: the retake read %.0f ns: %s\n", t.retake_core_rtt_s * 1e9,
@@ -243,7 +245,8 @@ void Trainer::pick_finalist(TrainResult* res) {
   if (cands.size() < 2) return;
   std::fprintf(stderr, "finalists: measuring the policy's %zu fastest placements side by side, interleaved...\n",
                cands.size());
-  const std::vector<StepResult> rs = t0.env->measure_side_by_side(cands, /*fresh=*/true, c_.reward.final_max_steps);
+  const std::vector<StepResult> rs =
+      t0.env->measure_side_by_side(cands, /*fresh=*/true, c_.reward.final_max_steps, c_.reward.final_target);
   size_t pick = 0;
   for (size_t i = 0; i < rs.size(); ++i)
     if (rs[i].ok() && (!rs[pick].ok() || rs[i].step_s < rs[pick].step_s)) pick = i;
@@ -321,8 +324,9 @@ static std::string table_retakes_json(const TrainResult& res, double ratio) {
                   ",\n  \"table_quiet_core_rtt_s\": " + num(res.table_quiet_core_rtt_s) + ",\n  \"table_retakes\": [";
   const std::vector<TrainResult::TableRetake>& ts = res.table_retakes;
   for (size_t i = 0; i < ts.size(); ++i)
-    o += std::string(i ? ", " : "") + "{\"core_rtt_s\": " + num(ts[i].core_rtt_s) + ", \"retake_core_rtt_s\": " +
-         num(ts[i].retake_core_rtt_s) + ", \"kept\": " + (ts[i].kept ? "true" : "false") + "}";
+    o += std::string(i ? ", " : "") + "{\"core_rtt_s\": " + num(ts[i].core_rtt_s) +
+         ", \"retake_core_rtt_s\": " + num(ts[i].retake_core_rtt_s) + ", \"kept\": " + (ts[i].kept ? "true" : "false") +
+         "}";
   return o + "]";
 }
 
@@ -362,9 +366,9 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"policy_best_step_s\": " << num(res.policy_step_s()) << ",\n  \"policy_ci_s\": ["
     << num(res.policy_ci_low_s) << ", " << num(res.policy_ci_high_s) << "]"
     << (res.policy_failed.empty() ? "" : ",\n  \"policy_failed\": " + json_quote(res.policy_failed))
-    << finalists_json(res.finalists) << ",\n  \"table\": " << json_quote(res.table)
-    << ",\n  \"table_core_rtt_s\": [" << num(res.table_core_rtt.median_s) << ", " << num(res.table_core_rtt.low_s)
-    << ", " << num(res.table_core_rtt.high_s) << "]" << table_retakes_json(res, c_.reward.spell_ratio)
+    << finalists_json(res.finalists) << ",\n  \"table\": " << json_quote(res.table) << ",\n  \"table_core_rtt_s\": ["
+    << num(res.table_core_rtt.median_s) << ", " << num(res.table_core_rtt.low_s) << ", "
+    << num(res.table_core_rtt.high_s) << "]" << table_retakes_json(res, c_.reward.spell_ratio)
     << ",\n  \"measurements\": " << res.measurements << ",\n  \"measured_steps\": " << res.measured_steps
     << ",\n  \"calibration\": {\"refits\": " << res.calibrations << ", \"step_scale\": " << num(res.step_scale)
     << ", \"cpu_gpu_link_factor\": " << num(res.link_factor) << "}"

@@ -158,7 +158,7 @@ Environment::Stats Environment::stats() const {
 }
 
 std::vector<StepResult> Environment::measure_side_by_side(const std::vector<Placement>& placements, bool fresh,
-                                                          int max_steps) {
+                                                          int max_steps, double target) {
   std::vector<Placement> evaluated;
   evaluated.reserve(placements.size());
   for (const Placement& p : placements) {
@@ -169,9 +169,9 @@ std::vector<StepResult> Environment::measure_side_by_side(const std::vector<Plac
     if (!impl_->own_measurer)
       impl_->own_measurer =
           std::make_unique<MeasuredEvaluator>(impl_->evaluated, impl_->options.reward, impl_->options.measure);
-    return impl_->own_measurer->measure_side_by_side(evaluated, fresh, max_steps);
+    return impl_->own_measurer->measure_side_by_side(evaluated, fresh, max_steps, target);
   }
-  return impl_->measurer->measure_side_by_side(evaluated, fresh, max_steps);
+  return impl_->measurer->measure_side_by_side(evaluated, fresh, max_steps, target);
 }
 
 double Environment::quietest_core_rtt_s() const {

@@ -311,7 +311,8 @@ struct MeasuredEvaluator::Impl {
   // The protocol over the placements; each one's earlier samples count. A
   // placement given twice (two baselines that agree) is measured once and both
   // get its figure: the same work never gets two answers, nor costs twice.
-  std::vector<StepResult> run(const std::vector<Placement>& placements, bool fresh = false, int max_steps = 0) {
+  std::vector<StepResult> run(const std::vector<Placement>& placements, bool fresh = false, int max_steps = 0,
+                              double target = 0) {
     std::lock_guard<std::mutex> lock(mu);
     if (!runtime) runtime = std::make_unique<Runtime>(problem->cluster());
     std::vector<Placement> unique;
@@ -332,6 +333,7 @@ struct MeasuredEvaluator::Impl {
     for (const Placement& p : unique) prior.push_back(fresh ? std::vector<double>{} : kept(p));
     MeasureOptions m = measure;
     if (max_steps > 0) m.max_steps = std::max(max_steps, m.measured_steps);
+    if (target > 0) m.target_halfwidth = target;
     std::vector<StepResult> results = runtime->measure_interleaved(problem->graph(), unique, m, &prior);
     const double rtt = core_rtt_range(core_rtt_readings(results)).median_s;
     if (rtt > 0 && (quietest_rtt <= 0 || rtt < quietest_rtt)) quietest_rtt = rtt;
@@ -369,8 +371,8 @@ std::vector<Evaluation> MeasuredEvaluator::evaluate(const std::vector<Placement>
 }
 
 std::vector<StepResult> MeasuredEvaluator::measure_side_by_side(const std::vector<Placement>& placements, bool fresh,
-                                                                int max_steps) {
-  return impl_->run(placements, fresh, max_steps);
+                                                                int max_steps, double target) {
+  return impl_->run(placements, fresh, max_steps, target);
 }
 
 double MeasuredEvaluator::quietest_core_rtt_s() const {

@@ -583,6 +583,7 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "policy: {type: lstm}\n", "policy.type: unknown policy 'lstm'");
   expect_error(ok + "reward: {mode: real}\n", "reward.mode: unknown mode 'real'");
   expect_error(ok + "reward: {final_max_steps: -1}\n", "reward.final_max_steps: must be in [0, 100000]");
+  expect_error(ok + "reward: {final_target: 0.7}\n", "reward.final_target: must be in [0, 0.5]");
   expect_error(ok + "reward: {finalists: 65}\n", "reward.finalists: must be in [0, 64]");
   expect_error(ok + "reward: {final_retakes: 11}\n", "reward.final_retakes: must be in [0, 10]");
   expect_error(ok + "reward: {spell_ratio: 0.5}\n", "reward.spell_ratio: must be in [1, 1000]");

@@ -165,6 +165,18 @@ TEST(MeasuredEvaluator, MeasuringAgainAddsToTheSamples) {
   MeasuredEvaluator longer(problem, RewardOptions{}, untargeted);
   EXPECT_EQ(longer.measure_side_by_side(batch, true, 6)[0].samples_s.size(), 6u);
   EXPECT_EQ(longer.measure_side_by_side(batch, true)[0].samples_s.size(), 3u);
+  // ... and may stop on a target of its own (reward.final_target), whatever the protocol's own target says: one
+  // no interval meets takes every step it is given; a loose one stops on it before (a 95% interval of the median
+  // needs 6 steps; within +-50% of the median, the steps of one placement of a small mlp).
+  MeasureOptions loose = o;
+  loose.target_halfwidth = 0.5;
+  MeasuredEvaluator targeted(problem, RewardOptions{}, loose);
+  const StepResult strict = targeted.measure_side_by_side(batch, true, 12, 1e-12)[0];
+  EXPECT_EQ(strict.samples_s.size(), 12u);
+  EXPECT_EQ(strict.stop, "max_steps");
+  const StepResult early = longer.measure_side_by_side(batch, true, 12, 0.5)[0];
+  EXPECT_LT(early.samples_s.size(), 12u);
+  EXPECT_EQ(early.stop, "target");
   EnvOptions eo;
   eo.measure = o;
   Environment env(g, parse_device_list("cpu:2"), eo);  // simulated rewards: measuring side by side still works
@@ -234,16 +246,19 @@ TEST(Calibration, LearnsTheCpuGpuLinkCostFromMeasuredPlacements) {
     with_scale += std::abs(std::log(base(p) * scale_only / real(p)));
     calibrated += std::abs(std::log(cal.simulate(p).step_s / real(p)));
   }
-  EXPECT_GT(with_scale / unseen.size(), 0.05) << "a step scale alone must leave an error for this test to mean anything";
-  EXPECT_LT(calibrated, 0.3 * with_scale) << "scale only " << with_scale / unseen.size() << ", calibrated "
-                                          << calibrated / unseen.size();
+  EXPECT_GT(with_scale / unseen.size(), 0.05)
+      << "a step scale alone must leave an error for this test to mean anything";
+  EXPECT_LT(calibrated, 0.3 * with_scale)
+      << "scale only " << with_scale / unseen.size() << ", calibrated " << calibrated / unseen.size();
   EXPECT_NEAR(std::log(cal.link_factor()), std::log(8.0), std::log(1.5)) << cal.link_factor();
 
   // CPU devices only: no such links, and the links keep the profile's fit.
   auto cpus = PreparedProblem::make(g, parse_device_list("cpu:2"));
   Calibration same(cpus);
-  for (const Placement& p : batch_of(g, 4, 3)) same.refit(p, simulate(cpus->context(), p, cpus->cluster(), cpus->base_costs()));
-  EXPECT_EQ(same.costs().link_alpha_s(DeviceId(0), DeviceId(1)), cpus->base_costs().link_alpha_s(DeviceId(0), DeviceId(1)));
+  for (const Placement& p : batch_of(g, 4, 3))
+    same.refit(p, simulate(cpus->context(), p, cpus->cluster(), cpus->base_costs()));
+  EXPECT_EQ(same.costs().link_alpha_s(DeviceId(0), DeviceId(1)),
+            cpus->base_costs().link_alpha_s(DeviceId(0), DeviceId(1)));
   EXPECT_EQ(same.link_factor(), 1.0);
 }
 

@@ -110,6 +110,10 @@ struct RewardConfig : RewardSettings {
   // The final table's side-by-side measurement: at most this many steps per
   // row (its 95% interval is the reported one; 0: measure_max_steps).
   int final_max_steps = 60;
+  // ... and until each row's median's 95% interval is within this share of it
+  // (0: measure_target). The table's claims are differences between rows: a row
+  // 1.5% faster than another is told apart only by intervals narrower than that.
+  double final_target = 0;
   // Measured and hybrid runs: the policy's best is the fastest of noisy figures,
   // the more flattered the more placements were measured. Before the final table,
   // the policy's best and its next sampled elites, up to this many distinct

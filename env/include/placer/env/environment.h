@@ -80,9 +80,11 @@ class Environment {
   // for a final table. Unless `fresh`, a placement this environment measured
   // before keeps its samples (they narrow its interval). Throws InputError
   // when the cluster's devices cannot run here. max_steps > 0: at most that
-  // many steps per placement instead of options().measure.max_steps.
+  // many steps per placement instead of options().measure.max_steps; target > 0:
+  // until each median's 95% interval is within that share of it instead of
+  // options().measure.target_halfwidth.
   std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh = false,
-                                               int max_steps = 0);
+                                               int max_steps = 0, double target = 0);
   // The lowest cross-core probe reading of what this environment measured so
   // far (training's measurements and earlier side-by-side ones, each one's
   // median); 0 when nothing was measured or the probe was not read.

@@ -161,8 +161,8 @@ class Calibration {
   double cross_link_factor(const CostModel& model) const;
 
   std::shared_ptr<const PreparedProblem> problem_;
-  mutable std::mutex mu_;     // the current corrections (below), read by every simulate()
-  std::mutex refit_mu_;       // one refit at a time; guards samples_ (fits run outside mu_)
+  mutable std::mutex mu_;  // the current corrections (below), read by every simulate()
+  std::mutex refit_mu_;    // one refit at a time; guards samples_ (fits run outside mu_)
   std::shared_ptr<const CostModel> costs_;
   std::vector<std::shared_ptr<const CostModel>> retired_;  // keeps references from costs() valid
   double step_scale_ = 1.0;
@@ -192,8 +192,10 @@ class MeasuredEvaluator : public Evaluator {
   MeasuredEvaluator(std::shared_ptr<const PreparedProblem> problem, RewardOptions reward, MeasureOptions measure);
   ~MeasuredEvaluator() override;
   std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override;
-  // max_steps > 0: at most that many steps per placement instead of the protocol's.
-  std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh, int max_steps = 0);
+  // max_steps > 0: at most that many steps per placement instead of the protocol's; target > 0: until the
+  // median's 95% interval is within that share of it instead of the protocol's target_halfwidth.
+  std::vector<StepResult> measure_side_by_side(const std::vector<Placement>& placements, bool fresh, int max_steps = 0,
+                                               double target = 0);
   // The lowest cross-core probe reading of its measurements so far (each one's
   // median over its steps, StepResult::core_rtt_s); 0 when none was read.
   double quietest_core_rtt_s() const;
