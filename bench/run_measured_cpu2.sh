@@ -64,11 +64,13 @@ L = ["# Learned vs every baseline on cpu:2, measured side by side", "",
      (f"HYBRID_UPDATES={os.environ['HYBRID_UPDATES']} " if os.environ.get("HYBRID_UPDATES") else "") +
      f"bash bench/run_measured_cpu2.sh {build} \"{' '.join(seeds)}\" \"{' '.join(modes)}\"` (commit {commit})  ",
      f"Machine: {os.cpu_count()} cores, idle apart from this job.", "",
-     "Training: `placer train -c configs/cpu2_GRAPH_measured.yaml --reward-mode MODE --seed S` (measured: 10 updates",
-     "of 8 samples, every sample run for real; hybrid: 20 updates of 16, every sample simulated with the",
+     "Training: `placer train -c configs/cpu2_GRAPH_measured.yaml --reward-mode MODE --seed S --updates U` (measured:",
+     f"{os.environ.get('MEASURED_UPDATES', '10')} updates of the config's samples_per_update (8), every sample run for real; "
+     f"hybrid: {os.environ.get('HYBRID_UPDATES', '20')} updates of 8, every sample simulated with the",
      "profile-calibrated simulator and the best of each batch plus every new best run for real). Every",
-     "measurement uses the protocol: 2 warm-up steps, then 5 to 30 steps (in the final table 5 to 150) until the",
-     "median's 95% interval is within 2%. The table is the trainer's own final table: the policy's best and every",
+     "measurement uses the protocol: 2 warm-up steps, then 5 to 30 steps until the median's 95% interval is within 2%",
+     "(in the final table up to the config's reward.final_max_steps, until reward.final_target if it sets one).",
+     "The table is the trainer's own final table: the policy's best and every",
      "baseline's placement measured side by side in one fresh interleaved run, never the minimum seen during training.", ""]
 for g in graphs:
     for mode in modes:
