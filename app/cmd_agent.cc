@@ -111,10 +111,7 @@ EnvOptions env_options(const PlaceArgs& a) {
 
 // "roofline costs", or "costs calibrated on P (N% of ops measured)": which simulator judged the placements.
 std::string costs_note(const PlaceArgs& a, const Environment& env) {
-  if (a.profile.empty()) return "roofline costs";
-  char line[64];
-  std::snprintf(line, sizeof line, " (%.3g%% of ops measured)", 100 * env.costs().calibrated_fraction());
-  return "costs calibrated on " + a.profile + line;
+  return a.profile.empty() ? "roofline costs" : "costs calibrated on " + a.profile + measured_ops_note(env.costs());
 }
 
 // "step", or under the pipeline objective "mini-batch".

@@ -86,9 +86,7 @@ void print_simulated(const SimulatedProblem& sp, const Cluster& cluster, const S
   const Graph& graph = sp.run.graph();
   std::printf("graph %s (%lld ops) on %s, %s costs%s\n", graph.name.c_str(), static_cast<long long>(graph.size()),
               cluster.name.c_str(), sp.calibrated ? "calibrated" : "roofline",
-              sp.calibrated
-                  ? (" (" + format_number(100 * sp.costs.calibrated_fraction(), 3) + "% of ops measured)").c_str()
-                  : "");
+              sp.calibrated ? measured_ops_note(sp.costs).c_str() : "");
   std::printf("status: %s%s%s\n", step_status_name(r.status), r.message.empty() ? "" : ": ", r.message.c_str());
   std::printf(
       "step: %.6g s   lower bound: %.6g s (critical path %.6g, with joins %.6g, average work %.6g, LP %.6g, "

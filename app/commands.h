@@ -23,6 +23,7 @@ struct StepResult;      // graphs/measurement.h
 class Graph;            // graphs/ir.h
 struct Cluster;         // graphs/cluster.h
 struct Placement;       // graphs/placement.h
+class CostModel;        // env/cost_model.h
 }  // namespace placer
 
 namespace placer::cli {
@@ -105,6 +106,8 @@ std::string objective_note(const RewardSettings& settings);
 // " (reaches it: optimal under this cost model)" where a step is at its lower
 // bound (within round-off, 1e-6), else "": no placement can be faster.
 const char* bound_note(double step_s, double lower_bound_s);
+// " (97.5% of ops measured)": how much of a calibrated cost model the profile's timings cover.
+std::string measured_ops_note(const CostModel& costs);
 // A JSON object's text with a "pipeline" field (env/pipeline_objective.h's figures) added at its end.
 std::string with_pipeline_figures(const std::string& json, const StepResult& result, const PipelineSpec& spec);
 

@@ -5,8 +5,10 @@
 #include <string>
 
 #include "commands.h"
+#include "placer/env/cost_model.h"
 #include "placer/env/environment.h"
 #include "placer/env/pipeline_objective.h"
+#include "placer/graphs/json_writer.h"
 
 namespace placer::cli {
 
@@ -41,6 +43,10 @@ const char* bound_note(double step_s, double lower_bound_s) {
   return lower_bound_s > 0 && step_s > 0 && step_s <= lower_bound_s * (1.0 + 1e-6)
              ? " (reaches it: optimal under this cost model)"
              : "";
+}
+
+std::string measured_ops_note(const CostModel& costs) {
+  return " (" + format_number(100 * costs.calibrated_fraction(), 3) + "% of ops measured)";
 }
 
 std::string objective_note(const RewardSettings& settings) {

@@ -160,6 +160,13 @@ void Trainer::refine(TrainResult* res) {
   }
 }
 
+// A fresh side-by-side measurement with the final table's limits (reward.final_max_steps, final_target): the
+// table, its retakes and the finalists alike.
+static std::vector<StepResult> final_side_by_side(Environment& env, const std::vector<Placement>& rows,
+                                                  const RewardConfig& reward) {
+  return env.measure_side_by_side(rows, /*fresh=*/true, reward.final_max_steps, reward.final_target);
+}
+
 // Every row in one fresh, interleaved run: the policy's best first, then each placed baseline and seen placement.
 void Trainer::measure_rows(TrainResult* res) {
   Task& t0 = *tasks_[0];
@@ -173,8 +180,7 @@ void Trainer::measure_rows(TrainResult* res) {
       }
   std::fprintf(stderr, "final table: measuring %zu placements side by side, interleaved...\n", rows.size());
   res->table_quiet_core_rtt_s = t0.env->quietest_core_rtt_s();  // training's measurements and the finalists'
-  std::vector<StepResult> rs =
-      t0.env->measure_side_by_side(rows, /*fresh=*/true, c_.reward.final_max_steps, c_.reward.final_target);
+  std::vector<StepResult> rs = final_side_by_side(*t0.env, rows, c_.reward);
   retake_in_a_spell(rows, rs, res);
   for (size_t i = 0; i < rs.size(); ++i) {
     const double step = rs[i].ok() ? rs[i].step_s : failure_penalty_seconds(rs[i], t0.env->options().reward);
@@ -219,8 +225,7 @@ void Trainer::retake_in_a_spell(const std::vector<Placement>& rows, std::vector<
                  "(retake %d of at most %d)...\n",
                  reading * 1e9, c_.reward.spell_ratio, quiet * 1e9, k + 1, c_.reward.final_retakes);
     std::this_thread::sleep_for(std::chrono::seconds(2));
-    std::vector<StepResult> again =
-        t0.env->measure_side_by_side(rows, /*fresh=*/true, c_.reward.final_max_steps, c_.reward.final_target);
+    std::vector<StepResult> again = final_side_by_side(*t0.env, rows, c_.reward);
     TrainResult::TableRetake t{reading, core_rtt_range(core_rtt_readings(again)).median_s, false};
     t.kept = t.retake_core_rtt_s > 0 && t.retake_core_rtt_s < reading;
     std::fprintf(stderr, "final table: the retake read %.0f ns: %s\n", t.retake_core_rtt_s * 1e9,
@@ -245,8 +250,7 @@ void Trainer::pick_finalist(TrainResult* res) {
   if (cands.size() < 2) return;
   std::fprintf(stderr, "finalists: measuring the policy's %zu fastest placements side by side, interleaved...\n",
                cands.size());
-  const std::vector<StepResult> rs =
-      t0.env->measure_side_by_side(cands, /*fresh=*/true, c_.reward.final_max_steps, c_.reward.final_target);
+  const std::vector<StepResult> rs = final_side_by_side(*t0.env, cands, c_.reward);
   size_t pick = 0;
   for (size_t i = 0; i < rs.size(); ++i)
     if (rs[i].ok() && (!rs[pick].ok() || rs[i].step_s < rs[pick].step_s)) pick = i;
