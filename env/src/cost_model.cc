@@ -6,6 +6,7 @@
 #include <cmath>
 #include <functional>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 
@@ -399,6 +400,41 @@ void apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile& 
   }
 }
 
+// The devices a profile was taken on: its device spec's ("cpu:2": cpu:0 and
+// cpu:1), else every device it names (ops are timed on one device of a kind).
+std::set<std::string> profiled_devices(const Profile& profile) {
+  std::set<std::string> names;
+  try {
+    for (const Device& d : parse_device_list(profile.devices).devices) names.insert(d.name);
+    return names;
+  } catch (const InputError&) {
+    // not a device list (a cluster file's profile, an older one): what it names
+  }
+  for (const OpTiming& t : profile.ops) names.insert(t.device);
+  for (const LinkFit& l : profile.links) names.insert({l.from, l.to});
+  for (const DeviceStep& d : profile.cpu_steps) names.insert(d.device);
+  names.insert(profile.mixed.devices.begin(), profile.mixed.devices.end());
+  return names;
+}
+
+// "" when the profile was taken on the cluster's devices; else what differs.
+std::string describe_profile_mismatch(const Cluster& cluster, const Profile& profile) {
+  const std::set<std::string> profiled = profiled_devices(profile);
+  std::string missing;
+  for (const Device& d : cluster.devices)
+    if (!profiled.count(d.name)) missing += (missing.empty() ? "" : ", ") + d.name;
+  bool device_list = true;  // the cluster is real devices ("cpu:2"), not a preset's or a file's model
+  try {
+    parse_device_list(cluster.name);
+  } catch (const InputError&) {
+    device_list = false;
+  }
+  if (missing.empty() && device_list) return "";
+  std::string out = "taken on " + (profile.devices.empty() ? std::string("unnamed devices") : "'" + profile.devices + "'");
+  if (!missing.empty()) return out + "; " + missing + " not in it";
+  return out + ", not on cluster '" + cluster.name + "'";
+}
+
 }  // namespace
 
 CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile) {
@@ -413,6 +449,7 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
                     model.op_s_,
                     {}};
   model.calibrated_fraction_ = calibrate_ops(ops);
+  model.profile_mismatch_ = describe_profile_mismatch(cluster, profile);
   const std::vector<DeviceId> cpus = cpu_devices(cluster);
   if (!ops.contended.empty() && cpus.size() >= 2) {
     model.contended_s_ = contended_times(model.op_s_, ops.contended);

@@ -99,6 +99,25 @@ PY
 "$PLACER" place --method m_etf --graph "$TMP/g2.json" --devices cpu:2 --profile "$TMP/profile2.json" -o "$TMP/cal_place.json" \
   > "$TMP/cal_place.out" || fail "place --profile"
 grep -q "^simulated .*costs calibrated on $TMP/profile2.json" "$TMP/cal_place.out" || fail "place --profile: $(cat "$TMP/cal_place.out")"
+# A profile of other devices calibrates by device kind, and says so: the cluster's cpu:2 and cpu:3 were not profiled.
+"$PLACER" baseline --graph "$TMP/g2.json" --devices cpu:4 --method single --profile "$TMP/profile2.json" \
+  > "$TMP/cal4.out" 2>&1 || fail "baseline --profile on cpu:4: $(cat "$TMP/cal4.out")"
+grep -q "WARNING: the profile was taken on 'cpu:2'; cpu:2, cpu:3 not in it" "$TMP/cal4.out" ||
+  fail "baseline --profile of other devices: no warning: $(head -3 "$TMP/cal4.out")"
+if grep -q "WARNING" "$TMP/cal.out"; then fail "baseline --profile of these devices warns: $(head -3 "$TMP/cal.out")"; fi
+cat > "$TMP/train4.yaml" <<EOF
+name: other_devices
+graph: {file: $TMP/g2.json}
+cluster: cpu:4
+policy: {type: seq2seq, hidden: 16, max_groups: 16}
+reward: {mode: simulated, profile: $TMP/profile2.json}
+train: {updates: 1, samples_per_update: 4}
+compare: []
+EOF
+"$PLACER" train --config "$TMP/train4.yaml" -o "$TMP/train4" -q > "$TMP/train4.out" 2>&1 ||
+  fail "train --profile on cpu:4: $(tail -5 "$TMP/train4.out")"
+grep -q "^WARNING: reward.profile $TMP/profile2.json was taken on 'cpu:2'; cpu:2, cpu:3 not in it" "$TMP/train4.out" ||
+  fail "train --profile of other devices: no warning: $(head -5 "$TMP/train4.out")"
 set +e
 "$PLACER" baseline --graph "$TMP/g.json" --devices cpu:2 --profile "$TMP/none.json" 2> "$TMP/err" > /dev/null
 [ $? -ne 0 ] && grep -q -- "--profile" "$TMP/err" || fail "baseline --profile of a missing file: $(cat "$TMP/err")"

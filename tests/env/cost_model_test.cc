@@ -106,6 +106,8 @@ TEST(CostModel, CalibratedByNameThenSignature) {
   EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(0)), 0.3);
   EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(1)), 3e-3);  // no cuda timing: roofline
   EXPECT_DOUBLE_EQ(m.calibrated_fraction(), 1.0);
+  // No device list named: the devices it timed ops on or fitted links between; the cluster is a test's model.
+  EXPECT_EQ(m.profile_mismatch(), "taken on unnamed devices, not on cluster ''");
   EXPECT_DOUBLE_EQ(m.transfer_seconds(DeviceId(0), DeviceId(1), 500), 0.6);
   EXPECT_DOUBLE_EQ(m.transfer_seconds(DeviceId(1), DeviceId(0), 300), 5.0);  // unprofiled direction
 
@@ -119,6 +121,14 @@ TEST(CostModel, CalibratedByNameThenSignature) {
   EXPECT_DOUBLE_EQ(s.op_seconds(OpId(1), DeviceId(1)), 0.125);
   EXPECT_DOUBLE_EQ(s.op_seconds(OpId(1), DeviceId(0)), 10.5);
   EXPECT_EQ(op_signature(g, OpId(1)), "aten::mm(float[1000],float[1000])");
+  // Timed on cuda:3 (borrowed by kind) and cpu:0: this cluster's cuda:0 never was.
+  EXPECT_EQ(s.profile_mismatch(), "taken on unnamed devices; cuda:0 not in it");
+  other.devices = "cpu,cuda:0";
+  EXPECT_EQ(CostModel::calibrated(g, cluster(), other).profile_mismatch(), "taken on 'cpu,cuda:0', not on cluster ''");
+  Cluster listed = cluster();
+  listed.name = "cpu,cuda:0";  // the same devices, listed: nothing to say
+  EXPECT_EQ(CostModel::calibrated(g, listed, other).profile_mismatch(), "");
+
 
   Profile bad;
   bad.ops.push_back({"y", "", "cpu:0", "cpu", -1.0});

@@ -34,6 +34,11 @@ class CostModel {
   int64_t ops() const { return devices_ ? static_cast<int64_t>(op_s_.size()) / devices_ : 0; }
   // Fraction of ops whose cost came from a measurement (0 for roofline).
   double calibrated_fraction() const { return calibrated_fraction_; }
+  // Calibrated on a profile taken on other devices than the cluster's (its ops
+  // then take a profiled device's times of their kind, else the roofline's):
+  // what differs, e.g. "taken on 'cpu:2'; cpu:2, cpu:3 not in it". Empty: the
+  // same devices (or the roofline).
+  const std::string& profile_mismatch() const { return profile_mismatch_; }
 
   // Contention between devices that share a host (cpu:N devices share this
   // machine's memory system and cores). An op on a device of a contention
@@ -99,6 +104,7 @@ class CostModel {
   std::vector<double> alpha_s_;  // [from * devices + to]
   std::vector<double> beta_Bps_;
   double calibrated_fraction_ = 0.0;
+  std::string profile_mismatch_;
   std::vector<double> contended_s_;  // [op * devices + device]; empty = no contention
   std::vector<int32_t> group_;       // [device]: contention group, -1 = none
   std::vector<double> copy_factor_;  // [device]; empty = 1
