@@ -54,6 +54,19 @@ std::string core_probe_text(const StepResult& r) {
 }
 
 // placer measure --compare A B ...: interleaved, then each against the fastest by a rank test.
+// "B is slower than A by 1.3% in the median round (95% interval 0.4% to 2.1%)": a
+// PairedTest of B's rounds against A's, said from B's side.
+std::string paired_text(const PairedTest& t, const std::string& b, const std::string& a) {
+  char out[512];
+  const bool slower = t.ratio >= 1.0;
+  const double by = slower ? t.ratio - 1 : 1 - t.ratio;
+  const double lo = slower ? t.ratio_low - 1 : 1 - t.ratio_high, hi = slower ? t.ratio_high - 1 : 1 - t.ratio_low;
+  std::snprintf(out, sizeof out, "%s is %s than %s by %.1f%% in the median round (%s interval %.1f%% to %.1f%%)",
+                b.c_str(), slower ? "slower" : "faster", a.c_str(), 100 * by, interval_confidence_label().c_str(),
+                100 * lo, 100 * hi);
+  return out;
+}
+
 void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, const Cluster& cluster,
                  Runtime& runtime) {
   if (a.compare.size() < 2) throw InputError("measure: --compare needs two or more placement files");
@@ -101,6 +114,16 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
                     significant ? "significant" : "NOT significant", 100 * kRankTestLevel);
         j.field("slower_than_fastest", rs[i].step_s / rs[best].step_s - 1).field("p_value", t.p_value);
         j.field("significant", significant);
+        // The rounds paired: each round's two steps ran back to back, so the machine's drift cancels in their ratio.
+        if (const std::optional<PairedTest> pt = paired_by_round(rs[best], rs[i])) {
+          std::printf("  paired by round (%lld rounds): %s; Wilcoxon signed-rank p = %.3g%s: %s at %g%%\n",
+                      static_cast<long long>(pt->pairs), paired_text(*pt, a.compare[i], a.compare[best]).c_str(),
+                      pt->p_value, pt->exact ? " (exact)" : "", pt->significant() ? "significant" : "NOT significant",
+                      100 * kRankTestLevel);
+          j.begin_object("paired").field("rounds", pt->pairs).field("ratio", pt->ratio);
+          j.field("ratio_low", pt->ratio_low).field("ratio_high", pt->ratio_high).field("p_value", pt->p_value);
+          j.field("significant", pt->significant()).end();
+        }
       }
     }
     j.end();

@@ -74,10 +74,20 @@ void print_worker_stats(const placer::service::WorkerPool& pool, const TrainResu
 }
 
 // A measured row against the policy's best: is the difference more than the noise?
+// Then its rounds paired with the policy's (each round's two steps ran back to back, so the
+// machine's drift cancels in their ratio): the median round's row / policy, its interval, the
+// signed-rank test's verdict.
 std::string rank_verdict(const BaselineResult& b, double policy_s) {
   if (b.p_vs_policy < 0) return "";
-  char v[64];
-  std::snprintf(v, sizeof v, "  %s (p=%.2g)", b.verdict_vs_policy(policy_s), b.p_vs_policy);
+  char v[224];
+  int n = std::snprintf(v, sizeof v, "  %s (p=%.2g)", b.verdict_vs_policy(policy_s), b.p_vs_policy);
+  if (b.paired_rounds > 0 && n > 0 && n < static_cast<int>(sizeof v)) {
+    const char* verdict =
+        !significant(b.p_paired_vs_policy) ? "no difference" : (b.paired_ratio > 1 ? "policy faster" : "row faster");
+    std::snprintf(v + n, sizeof v - n, "; paired by round: row %+.1f%% [%+.1f%%, %+.1f%%], %s (p=%.2g)",
+                  100 * (b.paired_ratio - 1), 100 * (b.paired_low - 1), 100 * (b.paired_high - 1), verdict,
+                  b.p_paired_vs_policy);
+  }
   return v;
 }
 
@@ -97,8 +107,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
     for (const BaselineResult& b : *list) rows.push_back(&b);
   int w = 22;  // the method column: as wide as its longest name
   for (const BaselineResult* b : rows) w = std::max(w, static_cast<int>(b->method.size()));
-  char rank_head[48];
-  std::snprintf(rank_head, sizeof rank_head, "  rank test vs policy (%g%%)", 100 * kRankTestLevel);
+  char rank_head[64];
+  std::snprintf(rank_head, sizeof rank_head, "  rank test vs policy (%g%%); paired by round", 100 * kRankTestLevel);
   std::printf("  %-*s %12s %25s %10s %10s%s\n", w, "method", "step (s)", measured ? (level + " interval (s)").c_str() : "",
               "vs policy", "place (s)", measured ? rank_head : "");
   auto interval = [&](double lo, double hi) {

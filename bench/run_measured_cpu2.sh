@@ -82,9 +82,9 @@ for g in graphs:
         if not runs:
             continue
         L += [f"## {g}, {mode} rewards ({runs[0][1]['ops']} ops, {len(runs)} seeds)", ""]
-        L += ["| seed | policy's best s [95% interval] | fastest baseline s [95% interval] | expert s [95% interval] | policy vs fastest baseline | rank test, fastest baseline vs policy | vs expert, intervals apart? | result found by | placements run for real in training (per update) |",
-              "|---|---|---|---|---:|---|---|---|---:|"]
-        gains, wins, apart, not_slower = [], 0, 0, 0
+        L += ["| seed | policy's best s [95% interval] | fastest baseline s [95% interval] | expert s [95% interval] | policy vs fastest baseline | rank test, fastest baseline vs policy | vs expert, intervals apart? | expert vs policy, paired by round | result found by | placements run for real in training (per update) |",
+              "|---|---|---|---|---:|---|---|---|---|---:|"]
+        gains, wins, apart, not_slower, paired_faster = [], 0, 0, 0, 0
         for s, r in runs:
             pol = r["policy_best_step_s"]; pci = r["policy_ci_s"]
             base = [b for b in r["baselines"] if b["ok"]]
@@ -103,11 +103,17 @@ for g in graphs:
             not_slower += not faster
             pv = fb.get("p_vs_policy")
             rank = "-" if pv is None else ("no difference" if pv >= 0.05 else "policy faster" if fb["step_s"] > pol else "baseline faster" if fb["step_s"] < pol else "differ, equal medians") + f" (p={pv:.2g})"
-            L.append(f"| {s} | {cell(pol, pci)} | {fb['method']} {cell(fb['step_s'], fb['ci_s'])} | {exc} | {gain:+.1f}% | {rank} | {exg} | {r['best_found_by']} | {r['measurements']} ({r['measurements'] / max(1, r['updates']):.1f}) |")
+            # Expert's rounds paired with the policy's (the median round's expert / policy, its interval, signed-rank p).
+            pe = ex.get("paired_vs_policy") if ex else None
+            pair = "-" if not pe else "%+.1f%% [%+.1f%%, %+.1f%%], p=%.2g" % (
+                100 * (pe["ratio"] - 1), 100 * (pe["ratio_low"] - 1), 100 * (pe["ratio_high"] - 1), pe["p_value"])
+            paired_faster += bool(pe) and pe["ratio"] > 1 and pe["p_value"] < 0.05
+            L.append(f"| {s} | {cell(pol, pci)} | {fb['method']} {cell(fb['step_s'], fb['ci_s'])} | {exc} | {gain:+.1f}% | {rank} | {exg} | {pair} | {r['best_found_by']} | {r['measurements']} ({r['measurements'] / max(1, r['updates']):.1f}) |")
         L += ["", f"Policy vs the fastest baseline: median {statistics.median(gains):+.1f}%, worst {min(gains):+.1f}% "
               f"(positive: the policy is faster). At least as fast as every baseline on {wins} of {len(runs)} seeds; "
               f"faster than expert with intervals that do not overlap on {apart} of {len(runs)}. "
-              f"No baseline faster than the policy by more than the noise (rank test at 5%) on {not_slower} of {len(runs)}.", ""]
+              f"No baseline faster than the policy by more than the noise (rank test at 5%) on {not_slower} of {len(runs)}. "
+              f"Faster than expert paired by round (signed-rank test at 5%) on {paired_faster} of {len(runs)}.", ""]
 open(out, "w").write("\n".join(L) + "\n")
 print("wrote", out)
 PY

@@ -33,6 +33,20 @@ std::vector<double> StepResult::core_rtt_readings() const {
 
 double StepResult::core_rtt_median_s() const { return quantile(core_rtt_readings(), 0.5); }
 
+std::optional<PairedTest> paired_by_round(const StepResult& a, const StepResult& b) {
+  if (!a.ok() || !b.ok()) return std::nullopt;
+  const auto fresh = [](const StepResult& r) {
+    const int64_t from = std::clamp<int64_t>(r.prior_samples, 0, static_cast<int64_t>(r.samples_s.size()));
+    return std::vector<double>(r.samples_s.begin() + from, r.samples_s.end());
+  };
+  std::vector<double> x = fresh(a), y = fresh(b);
+  const size_t n = std::min(x.size(), y.size());
+  if (static_cast<int64_t>(n) < kMinPairedRounds) return std::nullopt;
+  x.resize(n);
+  y.resize(n);
+  return paired_rounds(x, y);
+}
+
 std::vector<double> core_rtt_readings(const std::vector<StepResult>& results) {
   std::vector<double> all;
   for (const StepResult& r : results) {

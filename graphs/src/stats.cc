@@ -1,11 +1,12 @@
 // Rank statistics of measured step times: quantiles, the median's order-statistic
-// interval and the Mann-Whitney U test.
+// interval, the Mann-Whitney U test and the Wilcoxon signed-rank test of paired rounds.
 #include "placer/graphs/stats.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <numeric>
+#include <string>
 
 #include "placer/graphs/error.h"
 
@@ -56,6 +57,16 @@ std::vector<double> u_counts(int m, int n) {
     prev = std::move(cur);
   }
   return prev[n];
+}
+
+// Number of sign arrangements of ranks 1..n whose positive ranks sum to w, for
+// every w in [0, n(n+1)/2]: the subset sums of {1, ..., n}.
+std::vector<double> signed_rank_counts(int n) {
+  std::vector<double> c(static_cast<size_t>(n) * (n + 1) / 2 + 1, 0.0);
+  c[0] = 1.0;
+  for (int r = 1; r <= n; ++r)
+    for (int w = static_cast<int>(c.size()) - 1; w >= r; --w) c[w] += c[w - r];
+  return c;
 }
 
 }  // namespace
@@ -133,6 +144,60 @@ RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b
   if (var <= 0) return t;  // every value equal: no evidence of a difference
   const double diff = std::abs(t.u - mean);
   const double z = std::max(0.0, diff - 0.5) / std::sqrt(var);
+  t.p_value = std::min(1.0, std::erfc(z / std::sqrt(2.0)));
+  return t;
+}
+
+PairedTest paired_rounds(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty() || a.size() != b.size())
+    throw InputError("paired test: the two need the same rounds (" + std::to_string(a.size()) + " and " +
+                     std::to_string(b.size()) + " steps)");
+  PairedTest t;
+  t.pairs = static_cast<int64_t>(a.size());
+  std::vector<double> ratios, d;
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (!(a[k] > 0) || !(b[k] > 0) || !std::isfinite(a[k]) || !std::isfinite(b[k]))
+      throw InputError("paired test: round " + std::to_string(k) + " has a step that is not a positive time");
+    ratios.push_back(b[k] / a[k]);
+    if (b[k] != a[k]) d.push_back(std::log(b[k] / a[k]));
+  }
+  const MedianInterval mi = median_interval(ratios);
+  t.ratio = mi.median;
+  t.ratio_low = mi.low;
+  t.ratio_high = mi.high;
+  t.ratio_level = mi.level;
+  const int64_t n = static_cast<int64_t>(d.size());
+  if (n == 0) return t;  // every round equal: no evidence of a difference
+  // Ranks of |d|, ties averaged.
+  std::vector<size_t> order(d.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return std::abs(d[x]) < std::abs(d[y]); });
+  double tie_term = 0.0;
+  for (size_t i = 0; i < order.size();) {
+    size_t j = i;
+    while (j < order.size() && std::abs(d[order[j]]) == std::abs(d[order[i]])) ++j;
+    const double count = static_cast<double>(j - i);
+    tie_term += count * count * count - count;
+    for (size_t q = i; q < j; ++q)
+      if (d[order[q]] > 0) t.w_plus += 0.5 * static_cast<double>(i + 1 + j);
+    i = j;
+  }
+  const double nn = static_cast<double>(n);
+  const double mean = nn * (nn + 1) / 4;
+  if (tie_term == 0.0 && n <= 50) {
+    const std::vector<double> counts = signed_rank_counts(static_cast<int>(n));
+    const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
+    const int w = static_cast<int>(std::lround(t.w_plus));
+    double low = 0.0, high = 0.0;
+    for (int i = 0; i <= w; ++i) low += counts[i];
+    for (size_t i = static_cast<size_t>(w); i < counts.size(); ++i) high += counts[i];
+    t.p_value = std::min(1.0, 2.0 * std::min(low, high) / total);
+    t.exact = true;
+    return t;
+  }
+  const double var = nn * (nn + 1) * (2 * nn + 1) / 24.0 - tie_term / 48.0;
+  if (var <= 0) return t;
+  const double z = std::max(0.0, std::abs(t.w_plus - mean) - 0.5) / std::sqrt(var);
   t.p_value = std::min(1.0, std::erfc(z / std::sqrt(2.0)));
   return t;
 }

@@ -132,6 +132,7 @@ void add_candidates(std::deque<Candidate>& cands, const Cluster& cluster, const 
     for (int i = 0; i < d; ++i) c.result.devices[i].device = cluster.devices[i].name;
     c.busy.resize(d);
     if (prior) c.result.samples_s = (*prior)[k];
+    c.result.prior_samples = static_cast<int64_t>(c.result.samples_s.size());
   }
 }
 

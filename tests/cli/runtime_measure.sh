@@ -67,7 +67,16 @@ for k in range(6):
     assert sorted(int(i) for i, _ in order[2 * k:2 * k + 2]) == [0, 1], order
 for i, p in enumerate(ps):
     assert [s for j, s in order if int(j) == i] == p["samples_s"], (i, order, p["samples_s"])
+# Paired by round: the median of the rounds' ratios (slower / fastest), its interval, the signed-rank p.
+pr = slower[0]["paired"]
+fastest = [p for p in ps if p["file"] == r["fastest"]][0]
+ratios = sorted(b / a for a, b in zip(fastest["samples_s"], slower[0]["samples_s"]))
+assert pr["rounds"] == 6 and abs(pr["ratio"] - (ratios[2] + ratios[3]) / 2) < 1e-12, (pr, ratios)
+assert pr["ratio_low"] == ratios[0] and pr["ratio_high"] == ratios[5], (pr, ratios)  # n = 6: [x(1), x(6)]
+assert 0 < pr["p_value"] <= 1 and pr["significant"] == (pr["p_value"] < 0.05), pr
 PY
+grep -E "^  paired by round \(6 rounds\): .* is (slower|faster) than .* by [0-9.]+% in the median round \(95% interval .*\); Wilcoxon signed-rank p = " \
+  "$TMP/cmp.txt" > /dev/null || fail "measure --compare: no paired line: $(cat "$TMP/cmp.txt")"
 
 "$PLACER" profile --graph "$TMP/g.json" --devices cpu:2 --repetitions 2 -o "$TMP/profile.json" > "$TMP/profile.out"
 # It says what it measured for the simulator's copy cost: the mixed step over both devices.
@@ -146,9 +155,9 @@ e=$(sed -n 's/^  m_etf  *\([0-9.e-]*\) .*/\1/p' "$TMP/train.out")
 [ -n "$s" ] && [ "$s" = "$e" ] || fail "train: one placement, two figures ($s vs $e)"
 # Each measured row says whether it differs from the policy's best by more than the noise (a rank test),
 # in the table and in summary.json; one placement measured once is one p for both rows.
-grep -q "rank test vs policy (5%)" "$TMP/train.out" || fail "train: no rank test column: $(cat "$TMP/train.out")"
+grep -q "rank test vs policy (5%); paired by round" "$TMP/train.out" || fail "train: no rank test column: $(cat "$TMP/train.out")"
 for m in single m_etf; do
-  grep -E "^  $m .*  (no difference|policy faster|row faster|differ, equal medians) \(p=[0-9.e-]+\)" "$TMP/train.out" > /dev/null ||
+  grep -E "^  $m .*  (no difference|policy faster|row faster|differ, equal medians) \(p=[0-9.e-]+\); paired by round: row [+-][0-9.]+% \[[+-][0-9.]+%, [+-][0-9.]+%\], (no difference|policy faster|row faster) \(p=[0-9.e-]+\)" "$TMP/train.out" > /dev/null ||
     fail "train: the $m row has no rank test verdict: $(cat "$TMP/train.out")"
 done
 python3 - "$TMP/train/summary.json" <<'PY' || fail "train: p_vs_policy: $(grep -A12 '"baselines"' "$TMP/train/summary.json")"
@@ -157,6 +166,11 @@ r = json.load(open(sys.argv[1]))
 b = {x["method"]: x for x in r["baselines"] if x["ok"]}
 assert all(0 <= x["p_vs_policy"] <= 1 for x in b.values()), b
 assert b["single"]["p_vs_policy"] == b["m_etf"]["p_vs_policy"], b
+# Each row's rounds paired with the policy's: the median round's ratio row / policy, its interval, the signed-rank p.
+for x in b.values():
+    pr = x["paired_vs_policy"]
+    assert pr["rounds"] >= 6 and pr["ratio_low"] <= pr["ratio"] <= pr["ratio_high"] and 0 < pr["p_value"] <= 1, x
+assert b["single"]["paired_vs_policy"] == b["m_etf"]["paired_vs_policy"], b
 med, low, high = r["table_core_rtt_s"]  # the cross-core probe while the table ran
 assert 0 < low <= med <= high <= 0.05 and med < 1e-5, r["table_core_rtt_s"]
 PY

@@ -563,8 +563,10 @@ TEST(SerializeStepResult, RoundTrip) {
   r.oom_needed_bytes = 5;
   r.oom_capacity_bytes = 4;
   r.core_rtt_s = {9e-8, 3.7e-7};
+  r.prior_samples = 1;
   const StepResult b = step_result_from_json(step_result_to_json(r));
   EXPECT_EQ(b.core_rtt_s, r.core_rtt_s);
+  EXPECT_EQ(b.prior_samples, 1);
   EXPECT_EQ(b.status, StepStatus::Oom);
   EXPECT_EQ(b.message, r.message);
   EXPECT_EQ(b.step_s, 0.125);
@@ -584,6 +586,11 @@ TEST(SerializeStepResult, RoundTrip) {
         R"({"format":"placer.step_result","version":1,"status":"ok","samples_s":[0.1],"core_rtt_s":[1e-7,2e-7]})");
   });
   EXPECT_NE(pmsg.find("core_rtt_s: has 2 entries, more than samples_s's 1"), std::string::npos) << pmsg;
+  // No more samples given beforehand than there are samples.
+  const std::string qmsg = error_of<InputError>([] {
+    step_result_from_json(R"({"format":"placer.step_result","version":1,"status":"ok","samples_s":[0.1],"prior_samples":2})");
+  });
+  EXPECT_NE(qmsg.find("prior_samples: 2 is not between 0 and samples_s's 1"), std::string::npos) << qmsg;
 }
 
 }  // namespace

@@ -309,6 +309,13 @@ struct BaselineResult {
   // Measured side by side: the rank test's (Mann-Whitney) two-sided p of this row's
   // steps against the policy's best; -1 where not tested (simulated, or a row failed).
   double p_vs_policy = -1.0;
+  // Measured side by side: this row's rounds paired with the policy's best's
+  // (paired_by_round, graphs/measurement.h): the median round's ratio row /
+  // policy (> 1: the row is slower), its interval, and the signed-rank test's
+  // two-sided p; paired_rounds 0 where not paired (simulated, a row failed,
+  // fewer than kMinPairedRounds rounds shared).
+  int64_t paired_rounds = 0;
+  double paired_ratio = 1.0, paired_low = 1.0, paired_high = 1.0, p_paired_vs_policy = -1.0;
   // That test's verdict against the policy's best step: "no difference", "policy
   // faster", "row faster" or, for a significant test with equal medians, "differ,
   // equal medians" (at kRankTestLevel, graphs/stats.h); "" where not tested.

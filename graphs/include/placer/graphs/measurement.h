@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,9 @@ struct StepResult {
   double step_s = 0.0;            // median step time
   double iqr_s = 0.0;             // spread of the samples (Q3 - Q1)
   std::vector<double> samples_s;  // every measured step
+  // How many of samples_s were given beforehand (a placement measured again
+  // keeps its samples); the rest are this measurement's rounds, in order.
+  int64_t prior_samples = 0;
   // Measured results: the median's confidence interval (graphs/stats.h), the
   // coverage it reaches, and why measuring stopped ("target": the interval
   // was narrow enough, "max_steps", "budget", "steps": a fixed count,
@@ -55,6 +59,13 @@ struct StepResult {
   std::vector<double> core_rtt_readings() const;  // core_rtt_s without the rounds it could not read (0)
   double core_rtt_median_s() const;               // the median of those readings; 0 when none
 };
+
+// Two results of one side-by-side measurement, paired by the rounds both took
+// (their samples after the prior ones, as many as the one that stopped first
+// has): b against a (PairedTest::ratio > 1: b is slower). None when either
+// failed or they share fewer than kMinPairedRounds rounds.
+inline constexpr int64_t kMinPairedRounds = 6;
+std::optional<PairedTest> paired_by_round(const StepResult& a, const StepResult& b);
 
 // Every result's probe readings pooled (StepResult::core_rtt_readings): placements
 // measured side by side share their rounds, so this is the run's reading.

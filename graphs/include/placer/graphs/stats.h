@@ -53,4 +53,32 @@ struct RankTest {
 // Throws InputError when either sample is empty.
 RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b);
 
+// Two placements measured side by side in one interleaved run: a[k] and b[k]
+// are their steps of round k, taken one right after the other, so the drift of
+// a shared machine (a slow spell, another tenant) falls on both alike and
+// cancels in their ratio. Pairing by round removes it; Mann-Whitney, which
+// pools each placement's steps, keeps it as noise (on the 2-core VM two 1-2%
+// differences were significant in 12 of 12 runs paired, 9 of 12 pooled,
+// bench/results/paired_rounds_cpu2.md).
+// The ratio b[k] / a[k] of each round, its median and the median's interval
+// (median_interval), and the Wilcoxon signed-rank test of log(b[k] / a[k])
+// against 0, two-sided: exact (counting the 2^n sign arrangements) for up to
+// 50 nonzero differences without ties, else the normal approximation with tie
+// and continuity corrections. Rounds with equal steps are dropped (Wilcoxon's
+// rule), so one placement measured once for two rows reads p = 1.
+struct PairedTest {
+  int64_t pairs = 0;         // rounds paired
+  double ratio = 1.0;        // median of b / a: > 1, b is slower
+  double ratio_low = 1.0;    // the median's interval
+  double ratio_high = 1.0;
+  double ratio_level = 0.0;  // the coverage it reaches (MedianInterval::level)
+  double w_plus = 0.0;       // the sum of the ranks of the rounds where b was slower
+  double p_value = 1.0;      // two-sided
+  bool exact = false;
+  bool significant() const { return placer::significant(p_value); }
+};
+// Throws InputError when the two have different sizes, are empty, or hold a
+// step that is not positive.
+PairedTest paired_rounds(const std::vector<double>& a, const std::vector<double>& b);
+
 }  // namespace placer
