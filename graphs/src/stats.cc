@@ -69,6 +69,26 @@ std::vector<double> signed_rank_counts(int n) {
   return c;
 }
 
+// Two-sided p of an integer statistic from its exact null counts: twice the
+// smaller tail at the observed value.
+double exact_two_sided_p(const std::vector<double>& counts, double observed) {
+  const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
+  const size_t at = static_cast<size_t>(std::lround(observed));
+  double low = 0.0, high = 0.0;
+  for (size_t i = 0; i < counts.size(); ++i) {
+    if (i <= at) low += counts[i];
+    if (i >= at) high += counts[i];
+  }
+  return std::min(1.0, 2.0 * std::min(low, high) / total);
+}
+
+// Two-sided p of a statistic `diff` off its null mean, with null variance
+// `var` (> 0), by the normal approximation with a continuity correction.
+double normal_two_sided_p(double diff, double var) {
+  const double z = std::max(0.0, std::abs(diff) - 0.5) / std::sqrt(var);
+  return std::min(1.0, std::erfc(z / std::sqrt(2.0)));
+}
+
 }  // namespace
 
 MedianInterval median_interval(const std::vector<double>& samples, double confidence) {
@@ -129,22 +149,14 @@ RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b
   t.u = rank_a - na * (na + 1) / 2;
   const double mean = na * nb / 2;
   if (!ties && t.n_a <= 30 && t.n_b <= 30) {
-    const std::vector<double> counts = u_counts(static_cast<int>(t.n_a), static_cast<int>(t.n_b));
-    const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
-    // Two-sided: twice the smaller tail at the observed U (U is an integer here).
-    const int u = static_cast<int>(std::lround(t.u));
-    double low = 0.0, high = 0.0;
-    for (int i = 0; i <= u; ++i) low += counts[i];
-    for (size_t i = static_cast<size_t>(u); i < counts.size(); ++i) high += counts[i];
-    t.p_value = std::min(1.0, 2.0 * std::min(low, high) / total);
+    // U is an integer here (no ties).
+    t.p_value = exact_two_sided_p(u_counts(static_cast<int>(t.n_a), static_cast<int>(t.n_b)), t.u);
     t.exact = true;
     return t;
   }
   const double var = na * nb / 12.0 * ((n + 1) - tie_term / (n * (n - 1)));
   if (var <= 0) return t;  // every value equal: no evidence of a difference
-  const double diff = std::abs(t.u - mean);
-  const double z = std::max(0.0, diff - 0.5) / std::sqrt(var);
-  t.p_value = std::min(1.0, std::erfc(z / std::sqrt(2.0)));
+  t.p_value = normal_two_sided_p(t.u - mean, var);
   return t;
 }
 
@@ -185,20 +197,13 @@ PairedTest paired_rounds(const std::vector<double>& a, const std::vector<double>
   const double nn = static_cast<double>(n);
   const double mean = nn * (nn + 1) / 4;
   if (tie_term == 0.0 && n <= 50) {
-    const std::vector<double> counts = signed_rank_counts(static_cast<int>(n));
-    const double total = std::accumulate(counts.begin(), counts.end(), 0.0);
-    const int w = static_cast<int>(std::lround(t.w_plus));
-    double low = 0.0, high = 0.0;
-    for (int i = 0; i <= w; ++i) low += counts[i];
-    for (size_t i = static_cast<size_t>(w); i < counts.size(); ++i) high += counts[i];
-    t.p_value = std::min(1.0, 2.0 * std::min(low, high) / total);
+    t.p_value = exact_two_sided_p(signed_rank_counts(static_cast<int>(n)), t.w_plus);  // W+ is an integer here
     t.exact = true;
     return t;
   }
   const double var = nn * (nn + 1) * (2 * nn + 1) / 24.0 - tie_term / 48.0;
   if (var <= 0) return t;
-  const double z = std::max(0.0, std::abs(t.w_plus - mean) - 0.5) / std::sqrt(var);
-  t.p_value = std::min(1.0, std::erfc(z / std::sqrt(2.0)));
+  t.p_value = normal_two_sided_p(t.w_plus - mean, var);
   return t;
 }
 
