@@ -258,15 +258,36 @@ void Trainer::pick_finalist(TrainResult* res) {
   std::fprintf(stderr, "finalists: measuring the policy's %zu fastest placements side by side, interleaved...\n",
                cands.size());
   const std::vector<StepResult> rs = final_side_by_side(*t0.env, cands, c_.reward);
+  // Each one's rounds paired with training's best's: the rounds both took ran back to back, so the machine's
+  // drift cancels in their ratio (paired_rounds_cpu2.md), and one that stopped early is compared over its own rounds.
+  std::vector<double> ratio(rs.size(), 0.0);
+  bool paired = rs[0].ok();
+  for (size_t i = 0; i < rs.size() && paired; ++i) {
+    if (!rs[i].ok()) continue;
+    if (i == 0) {
+      ratio[i] = 1.0;
+    } else if (const std::optional<PairedTest> pt = paired_by_round(rs[0], rs[i])) {
+      ratio[i] = pt->ratio;
+    } else {
+      paired = false;
+    }
+  }
+  const auto faster = [&](size_t i, size_t pick) {
+    if (!rs[i].ok()) return false;
+    if (!rs[pick].ok()) return true;
+    return paired ? ratio[i] < ratio[pick] : rs[i].step_s < rs[pick].step_s;
+  };
   size_t pick = 0;
   for (size_t i = 0; i < rs.size(); ++i)
-    if (rs[i].ok() && (!rs[pick].ok() || rs[i].step_s < rs[pick].step_s)) pick = i;
+    if (faster(i, pick)) pick = i;
   for (size_t i = 0; i < rs.size(); ++i)
-    res->finalists.push_back(
-        {rs[i].step_s, rs[i].ci_low_s, rs[i].ci_high_s, found_at[i], rs[i].ok(), i == pick && rs[i].ok()});
+    res->finalists.push_back({rs[i].step_s, rs[i].ci_low_s, rs[i].ci_high_s, found_at[i], rs[i].ok(),
+                              i == pick && rs[i].ok(), paired ? ratio[i] : 0.0});
   if (!rs[pick].ok()) return;
-  std::fprintf(stderr, "finalists: kept the one found at sample %lld (%.6f s; training's best: %.6f s)\n",
-               static_cast<long long>(found_at[pick]), rs[pick].step_s, rs[0].step_s);
+  char how[96] = "by the medians: too few rounds to pair";
+  if (paired) std::snprintf(how, sizeof how, "paired by round: x%.4f of training's best's", ratio[pick]);
+  std::fprintf(stderr, "finalists: kept the one found at sample %lld (%.6f s; training's best: %.6f s; %s)\n",
+               static_cast<long long>(found_at[pick]), rs[pick].step_s, rs[0].step_s, how);
   if (pick == 0) return;
   t0.best = cands[pick];
   t0.best_at = found_at[pick];
@@ -348,7 +369,7 @@ static std::string finalists_json(const std::vector<TrainResult::Finalist>& fs) 
     o += std::string(i ? ", " : "") + "{\"found_at_sample\": " + std::to_string(fs[i].found_at_sample) +
          ", \"ok\": " + (fs[i].ok ? "true" : "false") + ", \"step_s\": " + num(fs[i].step_s) + ", \"ci_s\": [" +
          num(fs[i].ci_low_s) + ", " + num(fs[i].ci_high_s) + "], \"picked\": " + (fs[i].picked ? "true" : "false") +
-         "}";
+         (fs[i].paired_ratio > 0 ? ", \"paired_ratio\": " + num(fs[i].paired_ratio) : "") + "}";
   return o + "]";
 }
 

@@ -200,7 +200,7 @@ c = json.load(open(sys.argv[1].replace("summary.json", "config.json")))
 assert c["reward"]["final_retakes"] == 1 and c["reward"]["spell_ratio"] == 1, c["reward"]
 PY
 # reward.finalists (default 4): the policy's best is picked from its fastest placements measured side by
-# side first (the fastest median), then measured afresh in the table; summary.json says which was kept.
+# side first (paired by round), then measured afresh in the table; summary.json says which was kept.
 python3 - "$TMP/train/summary.json" <<'PY' || fail "train: finalists: $(grep -A3 finalists "$TMP/train/summary.json")"
 import json, sys
 r = json.load(open(sys.argv[1]))
@@ -209,7 +209,12 @@ assert len(f) >= 2, f
 assert [x["picked"] for x in f].count(True) == 1, f
 ok = [x for x in f if x["ok"]]
 kept = next(x for x in f if x["picked"])
-assert kept["step_s"] == min(x["step_s"] for x in ok), f
+# Paired by round against training's best (the first) where every one that ran shares enough rounds with it:
+# the lowest ratio; else the fastest median.
+if all("paired_ratio" in x for x in ok):
+    assert f[0]["paired_ratio"] == 1 and kept["paired_ratio"] == min(x["paired_ratio"] for x in ok), f
+else:
+    assert kept["step_s"] == min(x["step_s"] for x in ok), f
 assert all(x["ci_s"][0] <= x["step_s"] <= x["ci_s"][1] for x in ok), f
 assert all(x["found_at_sample"] > 0 for x in f), f  # the policy's samples, no warm-start baseline
 assert r["best_found_at_sample"] == kept["found_at_sample"], (r["best_found_at_sample"], f)

@@ -361,6 +361,10 @@ struct TrainResult {
     double step_s = 0.0, ci_low_s = 0.0, ci_high_s = 0.0;
     int64_t found_at_sample = 0;
     bool ok = false, picked = false;
+    // Its rounds paired with training's best's (the first finalist): the median
+    // round's ratio (1 for that one); 0 where not paired. When every finalist
+    // that ran is paired, the lowest ratio is picked, else the fastest median.
+    double paired_ratio = 0.0;
   };
   std::vector<Finalist> finalists;
   // How the final table's rows were made: "simulated", or "measured side by
