@@ -2,6 +2,8 @@
 
 #include <rapidjson/document.h>
 
+#include <tuple>
+
 #include "placer/graphs/files.h"
 
 namespace placer::service {
@@ -116,8 +118,14 @@ void read_learned_fields(const RecordFields& r, Job& job) {
     const RecordFields f(v);
     if (f.s("method").empty() || !(f.n("step_s") > 0)) continue;  // a row without its figure means nothing
     const double p = f.member("p_vs_policy") && f.member("p_vs_policy")->IsNumber() ? f.n("p_vs_policy") : -1;
-    job.table_rows.push_back(
-        {f.s("method"), f.s("role"), f.n("step_s"), f.n("ci_low_s"), f.n("ci_high_s"), p, f.s("verdict")});
+    TableRow row{f.s("method"), f.s("role"), f.n("step_s"), f.n("ci_low_s"), f.n("ci_high_s"), p, f.s("verdict")};
+    if (const rapidjson::Value* pv = f.member("paired_vs_policy"); pv && pv->IsObject()) {
+      const RecordFields q(*pv);
+      const double lo = q.n("ratio_low"), mid = q.n("ratio"), hi = q.n("ratio_high"), pp = q.n("p_value");
+      if (0 < lo && lo <= mid && mid <= hi && 0 <= pp && pp <= 1)  // else the record's pairing is dropped, not trusted
+        std::tie(row.paired_ratio, row.paired_low, row.paired_high, row.p_paired) = std::tie(mid, lo, hi, pp);
+    }
+    job.table_rows.push_back(std::move(row));
   }
 }
 

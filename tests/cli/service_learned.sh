@@ -117,8 +117,8 @@ echo "$P" | grep -q '"method":"policy:mlp-k80x2"' || { echo "$P"; exit 1; }
 "$PLACER" query --endpoint "$ENDPOINT" policies | grep -q '"name":"mlp-k80x2"'
 
 echo "== Python client: a learned job by policy type, cancel, measured jobs, errors"
-"$PY" - "$ENDPOINT" <<'EOF'
-import sys, time
+"$PY" - "$ENDPOINT" "$WORK/measured_job.json" <<'EOF'
+import json, sys, time
 from placer_client import PlacerClient, PlacerError
 c = PlacerClient(sys.argv[1], timeout_ms=60000)
 mlp = dict(builder="mlp", options={"layers": 3, "width": 64, "input": 64, "batch": 8})
@@ -160,6 +160,9 @@ for s in (sa, sb):
         if r["role"] != "policy":
             assert 0 <= r["p_vs_policy"] <= 1, r
             assert r["verdict"] in ("no difference", "policy faster", "row faster", "differ, equal medians"), r
+            pr = r.get("paired_vs_policy")  # the rounds paired, where the two share 6 or more
+            assert pr is None or (0 < pr["ratio_low"] <= pr["ratio"] <= pr["ratio_high"] and 0 <= pr["p_value"] <= 1), r
+    assert any("paired_vs_policy" in r for r in t["rows"] if r["role"] != "policy"), t
     assert s["best"]["step_s"] == min(r["step_s"] for r in t["rows"]), (s["best"], t)
     # The cross-core probe while the table ran (median, lowest, highest), as summary.json has it.
     med, low, high = t["core_rtt_s"]
@@ -171,6 +174,7 @@ for s in (sa, sb):
     assert speedup >= 1 and abs(speedup - fp[0]["step_s"] / s["best"]["step_s"]) <= 1e-12 * speedup, (s["best"], fp)
     assert "gap_to_lower_bound" not in s["best"], s["best"]
     assert {b["method"] for b in s["baselines"]} <= {"single", "m_etf", "expert"}, s["baselines"]
+json.dump({"id": a, "final_table": sa["final_table"]}, open(sys.argv[2], "w"))  # checked again after a restart
 ha, hb = sa["devices_held"], sb["devices_held"]
 assert ha["until_unix"] <= hb["from_unix"] or hb["until_unix"] <= ha["from_unix"], (ha, hb)
 print(f"measured jobs held the devices {ha['until_unix'] - ha['from_unix']:.2f} s and "
@@ -243,6 +247,17 @@ print(f"resumed at update {r['progress']['resumed_at_update']} after 1 restart; 
 EOF
 P=$("$PLACER" query --endpoint "$ENDPOINT" place "${MLP[@]}" --cluster k80x2 --policy mlp-k80x2 --no-placement)
 echo "$P" | grep -q '"method":"policy:mlp-k80x2"' || { echo "the kept policy did not survive the restart: $P"; exit 1; }
+# A measured job's final table, its intervals, rank tests and rounds paired included, is the same from its record.
+MJ=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["id"])' "$WORK/measured_job.json")
+"$PLACER" query --endpoint "$ENDPOINT" status "$MJ" > "$WORK/measured_after.json"
+"$PY" - "$WORK/measured_job.json" "$WORK/measured_after.json" <<'EOF'
+import json, sys
+before = json.load(open(sys.argv[1]))["final_table"]
+after = json.load(open(sys.argv[2]))["result"]["final_table"]
+assert after == before, (before, after)
+assert any("paired_vs_policy" in r for r in after["rows"]), after
+print("a measured job's final table survives the restart, rounds paired included")
+EOF
 kill -TERM $SERVER; RC=0; wait $SERVER || RC=$?; SERVER=""
 [ $RC -eq 0 ] || { echo "serve exited $RC"; exit 1; }
 echo "service_learned: OK"
