@@ -53,7 +53,6 @@ std::string core_probe_text(const StepResult& r) {
   return b;
 }
 
-// placer measure --compare A B ...: interleaved, then each against the fastest by a rank test.
 // "B is slower than A by 1.3% in the median round (95% interval 0.4% to 2.1%)": a
 // PairedTest of B's rounds against A's, said from B's side.
 std::string paired_text(const PairedTest& t, const std::string& b, const std::string& a) {
@@ -67,6 +66,7 @@ std::string paired_text(const PairedTest& t, const std::string& b, const std::st
   return out;
 }
 
+// placer measure --compare A B ...: interleaved, then each against the fastest by a rank test.
 void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, const Cluster& cluster,
                  Runtime& runtime) {
   if (a.compare.size() < 2) throw InputError("measure: --compare needs two or more placement files");

@@ -81,12 +81,10 @@ std::string rank_verdict(const BaselineResult& b, double policy_s) {
   if (b.p_vs_policy < 0) return "";
   char v[224];
   int n = std::snprintf(v, sizeof v, "  %s (p=%.2g)", b.verdict_vs_policy(policy_s), b.p_vs_policy);
-  if (b.paired_rounds > 0 && n > 0 && n < static_cast<int>(sizeof v)) {
-    const char* verdict =
-        !significant(b.p_paired_vs_policy) ? "no difference" : (b.paired_ratio > 1 ? "policy faster" : "row faster");
+  if (const std::optional<PairedTest>& p = b.paired_vs_policy; p && n > 0 && n < static_cast<int>(sizeof v)) {
+    const char* verdict = !p->significant() ? "no difference" : (p->ratio > 1 ? "policy faster" : "row faster");
     std::snprintf(v + n, sizeof v - n, "; paired by round: row %+.1f%% [%+.1f%%, %+.1f%%], %s (p=%.2g)",
-                  100 * (b.paired_ratio - 1), 100 * (b.paired_low - 1), 100 * (b.paired_high - 1), verdict,
-                  b.p_paired_vs_policy);
+                  100 * (p->ratio - 1), 100 * (p->ratio_low - 1), 100 * (p->ratio_high - 1), verdict, p->p_value);
   }
   return v;
 }

@@ -204,13 +204,7 @@ void Trainer::measure_rows(TrainResult* res) {
     // placements are measured once and share their samples: p = 1.)
     if (rs[0].ok() && rs[i].ok() && !rs[0].samples_s.empty() && !rs[i].samples_s.empty())
       of_row[i]->p_vs_policy = mann_whitney(rs[i].samples_s, rs[0].samples_s).p_value;
-    if (const std::optional<PairedTest> pt = paired_by_round(rs[0], rs[i])) {
-      of_row[i]->paired_rounds = pt->pairs;
-      of_row[i]->paired_ratio = pt->ratio;
-      of_row[i]->paired_low = pt->ratio_low;
-      of_row[i]->paired_high = pt->ratio_high;
-      of_row[i]->p_paired_vs_policy = pt->p_value;
-    }
+    of_row[i]->paired_vs_policy = paired_by_round(rs[0], rs[i]);
   }
   res->table = "measured side by side";
   res->table_core_rtt = core_rtt_range(core_rtt_readings(rs));
@@ -376,10 +370,10 @@ static std::string finalists_json(const std::vector<TrainResult::Finalist>& fs) 
 // A measured row's rank test against the policy's best (nothing where it was not tested).
 static std::string rank_test_json(const BaselineResult& b) {
   std::string o = b.p_vs_policy < 0 ? "" : ", \"p_vs_policy\": " + num(b.p_vs_policy);
-  if (b.paired_rounds > 0)  // the rounds paired with the policy's best: row / policy, its interval, the signed-rank p
-    o += ", \"paired_vs_policy\": {\"rounds\": " + std::to_string(b.paired_rounds) + ", \"ratio\": " +
-         num(b.paired_ratio) + ", \"ratio_low\": " + num(b.paired_low) + ", \"ratio_high\": " + num(b.paired_high) +
-         ", \"p_value\": " + num(b.p_paired_vs_policy) + "}";
+  if (const std::optional<PairedTest>& p = b.paired_vs_policy)  // row / policy, its interval, the signed-rank p
+    o += ", \"paired_vs_policy\": {\"rounds\": " + std::to_string(p->pairs) + ", \"ratio\": " + num(p->ratio) +
+         ", \"ratio_low\": " + num(p->ratio_low) + ", \"ratio_high\": " + num(p->ratio_high) +
+         ", \"p_value\": " + num(p->p_value) + "}";
   return o;
 }
 

@@ -2,8 +2,6 @@
 
 #include <rapidjson/document.h>
 
-#include <tuple>
-
 #include "placer/graphs/files.h"
 
 namespace placer::service {
@@ -121,9 +119,13 @@ void read_learned_fields(const RecordFields& r, Job& job) {
     TableRow row{f.s("method"), f.s("role"), f.n("step_s"), f.n("ci_low_s"), f.n("ci_high_s"), p, f.s("verdict")};
     if (const rapidjson::Value* pv = f.member("paired_vs_policy"); pv && pv->IsObject()) {
       const RecordFields q(*pv);
-      const double lo = q.n("ratio_low"), mid = q.n("ratio"), hi = q.n("ratio_high"), pp = q.n("p_value");
-      if (0 < lo && lo <= mid && mid <= hi && 0 <= pp && pp <= 1)  // else the record's pairing is dropped, not trusted
-        std::tie(row.paired_ratio, row.paired_low, row.paired_high, row.p_paired) = std::tie(mid, lo, hi, pp);
+      PairedTest t;
+      t.ratio = q.n("ratio");
+      t.ratio_low = q.n("ratio_low");
+      t.ratio_high = q.n("ratio_high");
+      t.p_value = q.n("p_value");
+      if (0 < t.ratio_low && t.ratio_low <= t.ratio && t.ratio <= t.ratio_high && 0 <= t.p_value && t.p_value <= 1)
+        row.paired = t;  // else the record's pairing is dropped, not trusted
     }
     job.table_rows.push_back(std::move(row));
   }

@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -41,9 +42,8 @@ struct TableRow {
   double step_s = 0, ci_low_s = 0, ci_high_s = 0;
   double p_vs_policy = -1;  // -1: not tested
   std::string verdict;      // the rank test's (BaselineResult::verdict_vs_policy); "" = not tested
-  // Its rounds paired with the policy's (BaselineResult::paired_*): the median round's
-  // row / policy, its interval, the signed-rank p; p_paired -1: not paired.
-  double paired_ratio = 1, paired_low = 1, paired_high = 1, p_paired = -1;
+  // Its rounds paired with the policy's (BaselineResult::paired_vs_policy); none: not paired.
+  std::optional<PairedTest> paired;
 };
 const char* job_state_name(JobState state);
 

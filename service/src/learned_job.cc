@@ -351,8 +351,7 @@ void record_result(Job& job, const TrainConfig& c, const TrainResult& r) {
     for (const BaselineResult& b : *rows)
       if (b.ok && std::isfinite(b.step_s))
         job.table_rows.push_back({b.method, role, b.step_s, b.ci_low_s, b.ci_high_s, b.p_vs_policy,
-                                  b.verdict_vs_policy(r.policy_best_step_s), b.paired_ratio, b.paired_low,
-                                  b.paired_high, b.paired_rounds > 0 ? b.p_paired_vs_policy : -1.0});
+                                  b.verdict_vs_policy(r.policy_best_step_s), b.paired_vs_policy});
 }
 
 }  // namespace

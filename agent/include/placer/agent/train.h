@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -310,12 +311,10 @@ struct BaselineResult {
   // steps against the policy's best; -1 where not tested (simulated, or a row failed).
   double p_vs_policy = -1.0;
   // Measured side by side: this row's rounds paired with the policy's best's
-  // (paired_by_round, graphs/measurement.h): the median round's ratio row /
-  // policy (> 1: the row is slower), its interval, and the signed-rank test's
-  // two-sided p; paired_rounds 0 where not paired (simulated, a row failed,
-  // fewer than kMinPairedRounds rounds shared).
-  int64_t paired_rounds = 0;
-  double paired_ratio = 1.0, paired_low = 1.0, paired_high = 1.0, p_paired_vs_policy = -1.0;
+  // (paired_by_round, graphs/measurement.h; ratio row / policy, > 1: the row is
+  // slower). None where not paired (simulated, a row failed, fewer than
+  // kMinPairedRounds rounds shared).
+  std::optional<PairedTest> paired_vs_policy;
   // That test's verdict against the policy's best step: "no difference", "policy
   // faster", "row faster" or, for a significant test with equal medians, "differ,
   // equal medians" (at kRankTestLevel, graphs/stats.h); "" where not tested.
