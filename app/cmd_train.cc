@@ -30,6 +30,7 @@ struct TrainArgs {
   std::string init_from;
   std::string profile;
   std::string reward_mode;
+  bool paired = false;
   ObjectiveArgs objective;  // applied only where given on the command line
   int64_t updates = -1;
   int64_t max_samples = -1;
@@ -90,8 +91,9 @@ std::string rank_verdict(const BaselineResult& b, double policy_s) {
 }
 
 void print_summary(const TrainConfig& c, const TrainResult& r) {
-  std::printf("\n%s: %s on %s, policy %s, %s reward%s\n", c.name.c_str(), c.graph.describe().c_str(), c.cluster.c_str(),
-              policy_type_name(c.policy.type), reward_mode_name(c.reward.mode), objective_note(c.reward).c_str());
+  std::printf("\n%s: %s on %s, policy %s, %s%s reward%s\n", c.name.c_str(), c.graph.describe().c_str(),
+              c.cluster.c_str(), policy_type_name(c.policy.type), reward_mode_name(c.reward.mode),
+              c.reward.paired && c.reward.mode != RewardMode::Simulated ? " (paired)" : "", objective_note(c.reward).c_str());
   std::printf("  %lld updates, %lld sampled placements, %.1f s\n", static_cast<long long>(r.updates),
               static_cast<long long>(r.samples), r.seconds);
   const bool measured = r.table != "simulated";
@@ -211,6 +213,9 @@ void add_train_commands(CLI::App& app) {
   cmd->add_option("--reward-mode", args->reward_mode, "Override reward.mode")
       ->check(CLI::IsMember({"simulated", "measured", "hybrid"}));
   add_objective_options(cmd, &args->objective);
+  cmd->add_flag("--paired", args->paired,
+                "Set reward.paired: each measured batch beside a reference placement (the first one measured), "
+                "and a placement's step the reference's times its median per-round ratio to it");
   cmd->add_option("--updates", args->updates, "Override train.updates");
   cmd->add_option("--max-samples", args->max_samples, "Override train.max_samples");
   cmd->add_option("--time-limit", args->time_limit_s, "Override train.time_limit_s (seconds)");
@@ -246,6 +251,7 @@ void add_train_commands(CLI::App& app) {
     if (!args->init_from.empty()) c.policy.init_from = args->init_from;
     if (!args->profile.empty()) c.reward.profile = args->profile;
     if (!args->reward_mode.empty()) c.reward.mode = parse_reward_mode(args->reward_mode);
+    if (args->paired) c.reward.paired = true;
     if (args->updates >= 0) c.optimizer.updates = args->updates;
     if (args->max_samples >= 0) c.optimizer.max_samples = args->max_samples;
     if (args->time_limit_s >= 0) c.optimizer.time_limit_s = args->time_limit_s;

@@ -9,6 +9,7 @@
 # measurement of its fastest ones (reward.finalists).
 # Writes bench/results/learned_measured_cpu2.md (and the runs in runs/bench_measured_cpu2/).
 # Usage: bash bench/run_measured_cpu2.sh [BUILD_DIR] [SEEDS="1 2 3 4 5"] [MODES="measured hybrid"]
+#   MODES may also name measured+paired and hybrid+paired (placer train --paired: reward.paired).
 #   GRAPHS (default "nmt inception_v3"; also inception_v3_b8, the fidelity size) limits the graphs;
 #   MEASURED_UPDATES (10) and HYBRID_UPDATES (20) set the updates of each mode; OUT (default the results file) is written whole;
 #   WARM_METHODS (e.g. "m_etf, m_topo, expert, single, mincut, dp") replaces the configs' warm-start methods (an ablation).
@@ -33,21 +34,26 @@ for g in $GRAPHS; do
   "$P" profile --graph "$WORK/$g.json" --devices cpu:2 -o "$WORK/profile_$g.json" > /dev/null
 done
 
+# Seeds outside, modes inside: the modes of one seed run back to back, so that the machine's
+# drift over the run falls on every mode alike.
 for g in $GRAPHS; do
-  for mode in $MODES; do
-    for seed in $SEEDS; do
+  for seed in $SEEDS; do
+    for mode in $MODES; do
       dir="$WORK/${g}_${mode}_$seed"
       echo "== $g $mode seed $seed (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
       # measured: every sample run for real (10 updates of 8); hybrid: every sample
       # simulated, the best of each batch and every new best measured (20 updates of 16).
-      if [ "$mode" = measured ]; then budget=(--updates "${MEASURED_UPDATES:-10}"); else budget=(--updates "${HYBRID_UPDATES:-20}"); fi
+      # MODE+paired: the same with reward.paired (each measured batch beside a reference placement).
+      base_mode=${mode%+paired}
+      paired=(); [ "$mode" != "$base_mode" ] && paired=(--paired)
+      if [ "$base_mode" = measured ]; then budget=(--updates "${MEASURED_UPDATES:-10}"); else budget=(--updates "${HYBRID_UPDATES:-20}"); fi
       cfg="configs/cpu2_${g}_measured.yaml"
       if [ -n "${WARM_METHODS:-}" ]; then
         grep -q '^  methods: \[' "$cfg" || { echo "run_measured_cpu2: no warm-start methods line in $cfg" >&2; exit 1; }
         sed "s/^  methods: \[.*\]/  methods: [$WARM_METHODS]/" "$cfg" > "$WORK/${g}_warm.yaml"
         cfg="$WORK/${g}_warm.yaml"
       fi
-      "$P" train -c "$cfg" --reward-mode "$mode" --seed "$seed" "${budget[@]}" \
+      "$P" train -c "$cfg" --reward-mode "$base_mode" "${paired[@]}" --seed "$seed" "${budget[@]}" \
         --profile "$WORK/profile_$g.json" \
         -o "$dir" -q > "$WORK/${g}_${mode}_$seed.log" 2>&1
     done
@@ -67,7 +73,9 @@ L = ["# Learned vs every baseline on cpu:2, measured side by side", "",
      "Training: `placer train -c configs/cpu2_GRAPH_measured.yaml --reward-mode MODE --seed S --updates U` (measured:",
      f"{os.environ.get('MEASURED_UPDATES', '10')} updates of the config's samples_per_update (8), every sample run for real; "
      f"hybrid: {os.environ.get('HYBRID_UPDATES', '20')} updates of 8, every sample simulated with the",
-     "profile-calibrated simulator and the best of each batch plus every new best run for real). Every",
+     "profile-calibrated simulator and the best of each batch plus every new best run for real; MODE+paired: the same with",
+     "`--paired`, each measured batch beside a reference placement, the first one measured, and a placement's step the",
+     "reference's first median times its median per-round ratio to it). The modes of one seed run back to back. Every",
      "measurement uses the protocol: 2 warm-up steps, then 5 to 30 steps until the median's 95% interval is within 2%",
      "(in the final table up to the config's reward.final_max_steps, until reward.final_target if it sets one).",
      "The table is the trainer's own final table: the policy's best and every",

@@ -167,6 +167,7 @@ void read_reward(FieldReader<Node> reward, RewardConfig& rw, ChoiceNames& names)
   reward.read("measure_target", &rw.measure.target_halfwidth, 0.0, 0.5);
   reward.read("measure_budget_s", &rw.measure.budget_s, 0.0, 1e6);
   reward.read("hybrid_measure_top", &rw.hybrid_measure_top, 0, 1000);
+  reward.read("paired", &rw.paired);
   reward.read("final_max_steps", &rw.final_max_steps, 0, 100000);
   reward.read("final_target", &rw.final_target, 0.0, 0.5);
   reward.read("finalists", &rw.finalists, 0, 64);
@@ -367,6 +368,7 @@ std::string train_config_to_json(const TrainConfig& c) {
   if (c.reward.final_retakes != defaults.final_retakes || c.reward.spell_ratio != defaults.spell_ratio)
     o << ", \"final_retakes\": " << c.reward.final_retakes  // only then, so a default run's config reads as before
       << ", \"spell_ratio\": " << json_number(c.reward.spell_ratio);
+  if (c.reward.paired) o << ", \"paired\": true";  // only then, so a default run's config reads as before
   if (c.reward.objective == Objective::Pipeline)  // only then, so a step run's config reads as before
     o << ", \"objective\": " << json_quote(objective_name(c.reward.objective))
       << ", \"microbatches\": " << c.reward.pipeline.microbatches

@@ -19,13 +19,16 @@ void check_options(const EnvOptions& options) {
     throw InputError("reward penalties must be >= 0");
   validate(options.measure);
   if (options.hybrid_measure_top < 0) throw InputError("hybrid_measure_top must be >= 0");
+  if (options.paired && options.remote && options.mode != RewardMode::Simulated)
+    throw InputError(
+        "reward.paired: pairing with a reference placement needs the measurements made here, not by remote workers");
 }
 
 // What measures: the runtime here (also kept in *local), or options.remote.
 std::unique_ptr<Evaluator> make_measurer(const std::shared_ptr<const PreparedProblem>& problem, const EnvOptions& o,
                                          MeasuredEvaluator** local) {
   if (!o.remote) {
-    auto m = std::make_unique<MeasuredEvaluator>(problem, o.reward, o.measure);
+    auto m = std::make_unique<MeasuredEvaluator>(problem, o.reward, o.measure, o.paired);
     *local = m.get();
     return m;
   }

@@ -7,6 +7,7 @@
 #include <exception>
 #include <functional>
 #include <limits>
+#include <optional>
 #include <thread>
 
 #include "placer/env/simulator.h"
@@ -296,23 +297,55 @@ struct MeasuredEvaluator::Impl {
   MeasureOptions measure;
   std::mutex mu;
   std::unique_ptr<Runtime> runtime;
-  std::unordered_map<uint64_t, std::vector<std::pair<Placement, std::vector<double>>>> samples;  // by placement hash
+  using ByPlacement = std::unordered_map<uint64_t, std::vector<std::pair<Placement, std::vector<double>>>>;
+  ByPlacement samples;  // by placement hash
   std::atomic<int64_t> measurements{0};
   std::atomic<int64_t> steps{0};
   double quietest_rtt = 0.0;  // under mu
+  // Paired: the reference, its median step at its first measurement, and each
+  // placement's step over the reference's in the rounds they shared.
+  bool paired = false;
+  std::optional<Placement> reference;
+  double reference_level = 0.0;
+  ByPlacement ratios;
 
-  std::vector<double>& kept(const Placement& p) {
-    auto& bucket = samples[placement_hash(p)];
+  static std::vector<double>& of(ByPlacement& map, const Placement& p) {
+    auto& bucket = map[placement_hash(p)];
     for (auto& [q, s] : bucket)
       if (q == p) return s;
     return bucket.emplace_back(p, std::vector<double>{}).second;
+  }
+  std::vector<double>& kept(const Placement& p) { return of(samples, p); }
+
+  // Each of `unique`'s results beside the reference's (at `ref`) in this run:
+  // the ratios of the rounds both took kept, and its step and interval the
+  // reference level times their median's. A failed reference leaves the raw figures.
+  void pair_with_reference(const std::vector<Placement>& unique, std::vector<StepResult>& results, size_t ref) {
+    const StepResult& r = results[ref];
+    if (!r.ok() || r.samples_s.size() <= static_cast<size_t>(r.prior_samples)) return;
+    const std::vector<double> ref_new(r.samples_s.begin() + r.prior_samples, r.samples_s.end());
+    if (reference_level <= 0) reference_level = quantile(ref_new, 0.5);
+    for (size_t u = 0; u < unique.size(); ++u) {
+      StepResult& x = results[u];
+      if (!x.ok()) continue;
+      std::vector<double>& mine = of(ratios, unique[u]);
+      const size_t from = static_cast<size_t>(x.prior_samples);
+      for (size_t k = 0; k < ref_new.size() && from + k < x.samples_s.size(); ++k)
+        mine.push_back(x.samples_s[from + k] / ref_new[k]);
+      if (mine.empty()) continue;
+      const MedianInterval m = median_interval(mine);
+      x.step_s = reference_level * m.median;
+      x.ci_low_s = reference_level * m.low;
+      x.ci_high_s = reference_level * m.high;
+      x.ci_level = m.level;
+    }
   }
 
   // The protocol over the placements; each one's earlier samples count. A
   // placement given twice (two baselines that agree) is measured once and both
   // get its figure: the same work never gets two answers, nor costs twice.
   std::vector<StepResult> run(const std::vector<Placement>& placements, bool fresh = false, int max_steps = 0,
-                              double target = 0) {
+                              double target = 0, bool pair = false) {
     std::lock_guard<std::mutex> lock(mu);
     if (!runtime) runtime = std::make_unique<Runtime>(problem->cluster());
     std::vector<Placement> unique;
@@ -329,8 +362,17 @@ struct MeasuredEvaluator::Impl {
         slot[i] = *it;
       }
     }
+    // Paired: the reference joins the run (the first placement evaluated is
+    // it), from no samples, so that it steps beside every round of the others.
+    size_t ref = unique.size();
+    if (pair && !placements.empty()) {
+      if (!reference) reference = placements.front();
+      ref = static_cast<size_t>(std::find(unique.begin(), unique.end(), *reference) - unique.begin());
+      if (ref == unique.size()) unique.push_back(*reference);
+    }
     std::vector<std::vector<double>> prior;
-    for (const Placement& p : unique) prior.push_back(fresh ? std::vector<double>{} : kept(p));
+    for (size_t u = 0; u < unique.size(); ++u)
+      prior.push_back(fresh || u == ref ? std::vector<double>{} : kept(unique[u]));
     MeasureOptions m = measure;
     if (max_steps > 0) m.max_steps = std::max(max_steps, m.measured_steps);
     if (target > 0) m.target_halfwidth = target;
@@ -343,8 +385,14 @@ struct MeasuredEvaluator::Impl {
       steps += static_cast<int64_t>(results[u].samples_s.size() - prior[u].size());
       // A fresh run is a measurement apart (a final table, or its retake when
       // the probe read a spell): the kept samples stay those of the others.
-      if (!fresh) kept(unique[u]) = results[u].samples_s;
+      if (u == ref) {
+        std::vector<double>& k = kept(unique[u]);
+        k.insert(k.end(), results[u].samples_s.begin(), results[u].samples_s.end());
+      } else if (!fresh) {
+        kept(unique[u]) = results[u].samples_s;
+      }
     }
+    if (ref < unique.size()) pair_with_reference(unique, results, ref);
     std::vector<StepResult> out;
     out.reserve(placements.size());
     for (size_t i = 0; i < placements.size(); ++i) out.push_back(results[slot[i]]);
@@ -353,12 +401,13 @@ struct MeasuredEvaluator::Impl {
 };
 
 MeasuredEvaluator::MeasuredEvaluator(std::shared_ptr<const PreparedProblem> problem, RewardOptions reward,
-                                     MeasureOptions measure)
+                                     MeasureOptions measure, bool paired)
     : impl_(std::make_unique<Impl>()) {
   validate(measure);
   impl_->problem = std::move(problem);
   impl_->reward = reward;
   impl_->measure = measure;
+  impl_->paired = paired;
 }
 
 MeasuredEvaluator::~MeasuredEvaluator() = default;
@@ -366,7 +415,8 @@ MeasuredEvaluator::~MeasuredEvaluator() = default;
 std::vector<Evaluation> MeasuredEvaluator::evaluate(const std::vector<Placement>& placements) {
   std::vector<Evaluation> out;
   out.reserve(placements.size());
-  for (StepResult& r : impl_->run(placements)) out.push_back(score(std::move(r), impl_->reward, true));
+  for (StepResult& r : impl_->run(placements, false, 0, 0, impl_->paired))
+    out.push_back(score(std::move(r), impl_->reward, true));
   return out;
 }
 

@@ -187,9 +187,20 @@ class SimulatedEvaluator : public Evaluator {
 // interleaved, with the measurement protocol. It keeps every placement's
 // samples: one measured again (measure_side_by_side) adds to them, unless the
 // run is fresh: that one starts from none and leaves the kept samples as they were.
+//
+// Paired (reward.paired): the first placement it evaluates is the reference,
+// measured again beside every later batch. A placement's step is then the
+// reference's median step at its first measurement times the median of the
+// placement's per-round ratios to the reference, over every round of every
+// batch it was measured in (its interval likewise): a shared machine's drift
+// between batches (20-40% within minutes on the 2-core VM) falls on the
+// reference alike and cancels, where raw medians of batches measured minutes
+// apart rank by the machine's mood. Its samples_s stay the raw steps.
+// Costs one more placement per batch.
 class MeasuredEvaluator : public Evaluator {
  public:
-  MeasuredEvaluator(std::shared_ptr<const PreparedProblem> problem, RewardOptions reward, MeasureOptions measure);
+  MeasuredEvaluator(std::shared_ptr<const PreparedProblem> problem, RewardOptions reward, MeasureOptions measure,
+                    bool paired = false);
   ~MeasuredEvaluator() override;
   std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override;
   // max_steps > 0: at most that many steps per placement instead of the protocol's; target > 0: until the
