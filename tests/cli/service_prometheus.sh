@@ -79,7 +79,7 @@ name: promtest
 graph: {builder: mlp, options: {layers: 3, width: 64, input: 64, batch: 8}}
 cluster: k80x2
 policy: {type: seq2seq, hidden: 16}
-train: {updates: 1000000, samples_per_update: 8, time_limit_s: 300}
+train: {updates: 1000000, samples_per_update: 8, time_limit_s: 1200}
 warm_start: {methods: [m_etf], bc_steps: 0}
 run: {output_dir: $WORK/run, threads: 1}
 CFG
@@ -88,14 +88,14 @@ echo "== placer train --metrics-port $TRAIN_PORT (stopped once the dashboard is 
 TRAIN=$!
 PIDS+=($TRAIN)
 # Lint what the run exposes while it runs.
-for _ in $(seq 50); do http_get "http://127.0.0.1:$TRAIN_PORT/metrics" > "$WORK/train.metrics" 2>/dev/null && grep -q placer_train_reward "$WORK/train.metrics" && break; sleep 0.2; done
+for _ in $(seq 300); do http_get "http://127.0.0.1:$TRAIN_PORT/metrics" > "$WORK/train.metrics" 2>/dev/null && grep -q placer_train_reward "$WORK/train.metrics" && break; sleep 0.2; done
 grep -q '^placer_train_reward{' "$WORK/train.metrics" || { echo "train exposes no reward"; cat "$WORK/train.log"; exit 1; }
 echo "== promtool check metrics (placer train)"
 promtool check metrics < "$WORK/train.metrics"
 
 # Read the reward series back through the HTTP API.
 found=""
-for _ in $(seq 60); do
+for _ in $(seq 180); do
   out=$(http_get "http://127.0.0.1:$PROM_PORT/api/v1/query_range?query=placer_train_reward%7Brun%3D%22promtest%22%7D&start=$(( $(date +%s) - 120 ))&end=$(date +%s)&step=1" || true)
   n=$(printf '%s' "$out" | $PY -c 'import json,sys; d=json.load(sys.stdin); r=d["data"]["result"]; print(len(r[0]["values"]) if r else 0)' 2>/dev/null || echo 0)
   if [ "$n" -ge 3 ]; then found=$out; break; fi
@@ -153,7 +153,7 @@ print(f"{n} dashboard queries and {len(dash['templating']['list'])} variable(s) 
       f"for run promtest and service job {job}")
 PYEOF
 ok=""
-for _ in $(seq 40); do
+for _ in $(seq 120); do
   if "$PY" "$WORK/dash.py" "$SRC/configs/grafana/dashboards/placer.json" "http://127.0.0.1:$PROM_PORT" "$JOB" > "$WORK/dash.out" 2>&1; then
     ok=1; break
   fi

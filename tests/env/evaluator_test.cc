@@ -166,10 +166,10 @@ TEST(MeasuredEvaluator, MeasuringAgainAddsToTheSamples) {
   EXPECT_EQ(longer.measure_side_by_side(batch, true, 6)[0].samples_s.size(), 6u);
   EXPECT_EQ(longer.measure_side_by_side(batch, true)[0].samples_s.size(), 3u);
   // ... and may stop on a target of its own (reward.final_target), whatever the protocol's own target says: one
-  // no interval meets takes every step it is given; a loose one stops on it before (a 95% interval of the median
-  // needs 6 steps; within +-99% of the median, the steps of one placement of a small mlp: at 12 steps that is
-  // [x(3), x(10)], which misses only if 3 of 12 steps take over 2.7 times the median. At +-50% it missed in 2 of
-  // 12 runs while other tests ran on the 2-core machine.)
+  // no interval meets takes every step it is given; a loose one stops on it once met, and says which ended it.
+  // (Whether real steps of a small mlp meet +-99% within 12 steps depends on the machine's load: under ctest -j2
+  // it missed in 10 of 25 runs. The stop is checked against the samples instead; MeasureProtocol's tests check
+  // the rule itself.)
   MeasureOptions loose = o;
   loose.target_halfwidth = 0.5;
   MeasuredEvaluator targeted(problem, RewardOptions{}, loose);
@@ -177,8 +177,16 @@ TEST(MeasuredEvaluator, MeasuringAgainAddsToTheSamples) {
   EXPECT_EQ(strict.samples_s.size(), 12u);
   EXPECT_EQ(strict.stop, "max_steps");
   const StepResult early = longer.measure_side_by_side(batch, true, 12, 0.99)[0];
-  EXPECT_LT(early.samples_s.size(), 12u);
-  EXPECT_EQ(early.stop, "target");
+  const bool met = early.ci_level >= kIntervalConfidence &&
+                   0.5 * (early.ci_high_s - early.ci_low_s) <= 0.99 * early.step_s;
+  if (early.stop == "target") {
+    EXPECT_LE(early.samples_s.size(), 12u);  // met at the 12th step: "target"
+    EXPECT_TRUE(met);
+  } else {
+    EXPECT_EQ(early.stop, "max_steps");
+    EXPECT_EQ(early.samples_s.size(), 12u);
+    EXPECT_FALSE(met);
+  }
   EnvOptions eo;
   eo.measure = o;
   Environment env(g, parse_device_list("cpu:2"), eo);  // simulated rewards: measuring side by side still works

@@ -118,14 +118,20 @@ TEST(MeasureProtocol, StopsAtTheTargetTheStepCapOrTheBudget) {
   o.warmup_steps = 1;
   o.measured_steps = 2;
   o.max_steps = 40;
-  // A loose target is met as soon as a 95% interval exists (6 steps).
+  // A loose target is met once a 95% interval exists (6 steps) and is within it; else the cap ends it.
+  // (Real steps on a loaded machine may miss even +-45%: the stop is checked against the samples.)
   o.target_halfwidth = 0.45;
   StepResult r = rt.measure(f.train, p, o);
   ASSERT_TRUE(r.ok()) << r.message;
-  EXPECT_EQ(r.stop, "target");
-  EXPECT_GE(r.samples_s.size(), 6u);
-  EXPECT_GE(r.ci_level, 0.95);
-  EXPECT_LE(0.5 * (r.ci_high_s - r.ci_low_s), 0.45 * r.step_s);
+  const bool met = r.ci_level >= 0.95 && 0.5 * (r.ci_high_s - r.ci_low_s) <= 0.45 * r.step_s;
+  if (r.stop == "target") {
+    EXPECT_GE(r.samples_s.size(), 6u);
+    EXPECT_TRUE(met);
+  } else {
+    EXPECT_EQ(r.stop, "max_steps");
+    EXPECT_EQ(r.samples_s.size(), 40u);
+    EXPECT_FALSE(met);
+  }
   // No target: the step cap ends it.
   o.target_halfwidth = 0;
   o.max_steps = 9;
@@ -150,12 +156,22 @@ TEST(MeasureProtocol, AMinimumTimeHoldsEachPlacementPastTheStepCount) {
   MeasureOptions o = fixed_steps(1, 2);
   const StepResult plain = rt.measure(f.train, two[0], o);
   ASSERT_TRUE(plain.ok()) << plain.message;
-  o.min_time_s = 12 * plain.step_s;  // several times the count's two steps
+  // Many times the count's two steps. Measured at another moment, so a loaded machine could make the count's
+  // two steps reach it (at 12 times, 3 of 60 runs beside another test process did): then the count ends it.
+  o.min_time_s = 100 * plain.step_s;
   std::vector<size_t> order;
   o.on_step = [&](size_t placement, double) { order.push_back(placement); };
   const std::vector<StepResult> rs = rt.measure_interleaved(f.train, two, o);
+  bool held = false;
   for (const StepResult& r : rs) {
     ASSERT_TRUE(r.ok()) << r.message;
+    ASSERT_GE(r.samples_s.size(), 2u);
+    if (r.samples_s[0] + r.samples_s[1] >= o.min_time_s) {
+      EXPECT_EQ(r.stop, "steps");
+      EXPECT_EQ(r.samples_s.size(), 2u);
+      continue;
+    }
+    held = true;
     EXPECT_EQ(r.stop, "min_time");
     EXPECT_GT(r.samples_s.size(), 2u);
     double sum = 0;
@@ -164,8 +180,10 @@ TEST(MeasureProtocol, AMinimumTimeHoldsEachPlacementPastTheStepCount) {
     EXPECT_LT(sum - r.samples_s.back(), o.min_time_s);  // it stopped at the first step past it
   }
   // Still interleaved: neither placement takes two steps in a row before the other's first few.
-  ASSERT_GE(order.size(), 4u);
-  EXPECT_NE(order[0], order[1]);
+  if (held) {
+    ASSERT_GE(order.size(), 4u);
+    EXPECT_NE(order[0], order[1]);
+  }
   // A minimum the count's steps already reach: the count ends it, as without one.
   o.min_time_s = 1e-9;
   o.on_step = nullptr;
@@ -214,8 +232,12 @@ TEST(MeasureProtocol, TheCrossCoreProbeIsKeptPerStep) {
       EXPECT_GE(v, 0.0);
       EXPECT_LE(v, 0.05);
     }
-  EXPECT_GT(rs[1].core_rtt_median_s(), 0.0);
-  EXPECT_LT(rs[1].core_rtt_median_s(), 1e-5);
+  // Every reading of a run this short can fail while other work holds a core past the probe's 50 ms (1 run in
+  // 100 beside busy loops): the probe itself must then read within a few tries.
+  double median = rs[1].core_rtt_median_s();
+  for (int i = 0; median <= 0 && i < 20; ++i) median = cache_line_round_trip_s(0, 1);
+  EXPECT_GT(median, 0.0);
+  EXPECT_LT(median, 1e-5);
   // Two equal cores, a bad count: no reading (-1), not a hang.
   EXPECT_EQ(cache_line_round_trip_s(0, 0), -1.0);
   EXPECT_EQ(cache_line_round_trip_s(0, 1, 0, 250), -1.0);
