@@ -75,6 +75,7 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
   // Every measured step in the order taken, with its placement: what ran just before a step is part of its figure.
   std::vector<std::pair<size_t, double>> taken;
   MeasureOptions o = a.protocol;
+  o.lockstep = true;  // every placement takes every round until all have enough: one span of time, every round paired
   o.on_step = [&](size_t placement, double step_s) { taken.emplace_back(placement, step_s); };
   const std::vector<StepResult> rs = runtime.measure_interleaved(mg.graph(), placements, o);
   size_t best = rs.size();

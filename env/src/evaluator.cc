@@ -376,6 +376,9 @@ struct MeasuredEvaluator::Impl {
     MeasureOptions m = measure;
     if (max_steps > 0) m.max_steps = std::max(max_steps, m.measured_steps);
     if (target > 0) m.target_halfwidth = target;
+    // A fresh run is a table whose rows are set side by side (the final table,
+    // the finalists): every row takes every round until all have enough.
+    if (fresh) m.lockstep = true;
     std::vector<StepResult> results = runtime->measure_interleaved(problem->graph(), unique, m, &prior);
     const double rtt = core_rtt_range(core_rtt_readings(results)).median_s;
     if (rtt > 0 && (quietest_rtt <= 0 || rtt < quietest_rtt)) quietest_rtt = rtt;

@@ -39,6 +39,7 @@ struct Candidate {
   std::vector<std::vector<double>> busy;  // per device, per measured step
   size_t index = 0;                       // in the caller's list
   bool active = true;
+  bool enough = false;      // done() said so (result.stop set); under lockstep it steps on while others measure
   int measured = 0;         // steps taken now (prior samples not counted)
   double measured_s = 0.0;  // their seconds
 };
@@ -214,6 +215,10 @@ void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOpt
     if (shuffled) std::shuffle(order.begin(), order.end(), rng);
     for (Candidate* cp : order) {
       Candidate& c = *cp;
+      if (c.enough && o.budget_s > 0 && spent >= o.budget_s) {  // lockstep: the budget ends it too, its stop kept
+        c.active = false;
+        continue;
+      }
       if (out_of_budget(c, o, spent)) {
         c.active = false;
         continue;
@@ -226,9 +231,10 @@ void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOpt
       spent += c.result.samples_s.back();
       if (probe.on()) c.result.core_rtt_s.push_back(std::max(rtt, 0.0));  // 0: not read this round
       if (o.on_step) o.on_step(c.index, c.result.samples_s.back());
-      if (done(c, o))
+      if (!c.enough) c.enough = done(c, o);
+      if (c.enough && !o.lockstep)
         c.active = false;
-      else
+      else if (!c.enough)
         any = true;
     }
   }

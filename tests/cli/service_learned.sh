@@ -144,7 +144,10 @@ small = dict(builder="mlp", options={"layers": 2, "width": 32, "input": 32, "bat
 cfg = {"policy": {"type": "seq2seq", "hidden": 8}, "warm_start": {"methods": ["m_etf"], "bc_steps": 0},
        "train": {"samples_per_update": 4}, "reward": {"measure_warmup": 1, "measure_steps": 2}}
 a = c.optimize(samples=24, devices="cpu:2", learned=cfg, reward_mode="measured", **small)
-b = c.optimize(samples=24, devices="cpu:2", learned=cfg, reward_mode="measured", **small)
+# The second with its measured rewards paired by round against a reference placement (learned.reward.paired).
+cfg_paired = json.loads(json.dumps(cfg))
+cfg_paired["reward"]["paired"] = True
+b = c.optimize(samples=24, devices="cpu:2", learned=cfg_paired, reward_mode="measured", **small)
 sa, sb = c.wait(a, timeout_s=300), c.wait(b, timeout_s=300)
 for s in (sa, sb):
     assert s["state"] == "done" and s["reward_mode"] == "measured" and s["best"]["measured"] is True, s

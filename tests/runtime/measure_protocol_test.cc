@@ -146,6 +146,42 @@ TEST(MeasureProtocol, StopsAtTheTargetTheStepCapOrTheBudget) {
   EXPECT_EQ(r.samples_s.size(), 2u);
 }
 
+// Lockstep: a placement that has enough keeps taking every round while another
+// still measures, so both cover one span of time; each keeps its own stop. Made
+// certain by prior samples: thirty equal ones meet any target at the first new
+// step, and a target of 1e-12 is never met, so the other runs to its cap.
+TEST(MeasureProtocol, LockstepKeepsEveryPlacementInEveryRound) {
+  Fixture f;
+  Runtime rt(cpus(2));
+  const std::vector<Placement> two = {single_device(f.train, DeviceId(0)), single_device(f.train, DeviceId(1))};
+  MeasureOptions o;
+  o.warmup_steps = 0;
+  o.measured_steps = 2;
+  o.max_steps = 40;
+  o.target_halfwidth = 1e-12;
+  const std::vector<std::vector<double>> prior = {std::vector<double>(30, 1e-3), {}};
+  std::vector<size_t> order;
+  o.on_step = [&](size_t placement, double) { order.push_back(placement); };
+  const std::vector<StepResult> apart = rt.measure_interleaved(f.train, two, o, &prior);
+  ASSERT_TRUE(apart[0].ok() && apart[1].ok());
+  EXPECT_EQ(apart[0].stop, "target");
+  EXPECT_EQ(apart[0].samples_s.size(), 31u);  // one new step: met
+  EXPECT_EQ(apart[1].stop, "max_steps");
+  EXPECT_EQ(apart[1].samples_s.size(), 40u);
+  o.lockstep = true;
+  order.clear();
+  const std::vector<StepResult> together = rt.measure_interleaved(f.train, two, o, &prior);
+  ASSERT_TRUE(together[0].ok() && together[1].ok());
+  EXPECT_EQ(together[0].stop, "target");        // the reason it met first
+  EXPECT_EQ(together[0].samples_s.size(), 70u);  // 30 given + a step in each of the other's 40 rounds
+  EXPECT_EQ(together[1].stop, "max_steps");
+  EXPECT_EQ(together[1].samples_s.size(), 40u);
+  ASSERT_EQ(order.size(), 80u);
+  for (size_t k = 0; k < order.size(); k += 2) EXPECT_NE(order[k], order[k + 1]) << k;  // one of each per round
+  // Summed up over all its samples, as any result.
+  EXPECT_DOUBLE_EQ(together[0].step_s, quantile(together[0].samples_s, 0.5));
+}
+
 // A minimum time holds each placement past the step count until its steps
 // add up to it, interleaved as before; a time reached within the count
 // changes nothing.

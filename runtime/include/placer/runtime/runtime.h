@@ -49,6 +49,15 @@ struct MeasureOptions {
   // moving from minute to minute, alone or interleaved (bench/results/rewarm_cpu2.md).
   // Not shown to help, so not the default.
   int rewarm_steps = 0;
+  // Interleaved runs: every placement keeps taking every round until each has
+  // measured enough (or failed, or the budget ends them all), so that their
+  // medians cover one span of time and every round pairs. Each keeps the stop
+  // reason it met first. Without it a placement that meets its target stops,
+  // and on a drifting machine rows stopped at different times compare the
+  // machine's minutes: in one final table on cpu:2 a row that stopped early
+  // read 6.4% faster than the policy's best by medians and was 9.0% slower
+  // paired by the rounds both took (nmt, bench/results/learned_measured_cpu2.md).
+  bool lockstep = false;
   double timeout_s = 120.0;  // per step; past it the result is Timeout
   uint64_t seed = 0;         // inputs and params are drawn from it
   bool timeline = false;     // record a TimelineEvent per op and transfer
