@@ -12,7 +12,8 @@
 #   MODES may also name measured+paired and hybrid+paired (placer train --paired: reward.paired).
 #   GRAPHS (default "nmt inception_v3"; also inception_v3_b8, the fidelity size) limits the graphs;
 #   MEASURED_UPDATES (10) and HYBRID_UPDATES (20) set the updates of each mode; OUT (default the results file) is written whole;
-#   WARM_METHODS (e.g. "m_etf, m_topo, expert, single, mincut, dp") replaces the configs' warm-start methods (an ablation).
+#   WARM_METHODS (e.g. "m_etf, m_topo, expert, single, mincut, dp") replaces the configs' warm-start methods (an ablation);
+#   REUSE_PROFILES=1 keeps the profiles an earlier run left (runs set side by side then share their heuristics' bar).
 # Run it on an otherwise idle machine: cpu:N devices need their own cores.
 set -euo pipefail
 BUILD=${1:-build}
@@ -30,7 +31,14 @@ mkdir -p "$WORK"
   -o "$WORK/inception_v3.json" > /dev/null
 "$P" graph build inception_v3 --opt batch=8 --opt image=96 --opt width_div=4 --opt classes=100 \
   -o "$WORK/inception_v3_b8.json" > /dev/null  # configs/cpu2_inception_v3_b8_measured.yaml's graph
+# REUSE_PROFILES=1 keeps a profile an earlier run left in $WORK: the heuristics (m_etf, local_search) plan on the
+# profile, so runs on fresh profiles set different placements as the bar (m_etf 7-10% faster than expert in one
+# run, 7-11% slower in the next, learned_measured_cpu2.md, thirty-second session).
 for g in $GRAPHS; do
+  if [ "${REUSE_PROFILES:-0}" = 1 ] && [ -s "$WORK/profile_$g.json" ]; then
+    echo "run_measured_cpu2: reusing $WORK/profile_$g.json" >&2
+    continue
+  fi
   "$P" profile --graph "$WORK/$g.json" --devices cpu:2 -o "$WORK/profile_$g.json" > /dev/null
 done
 
@@ -68,6 +76,7 @@ L = ["# Learned vs every baseline on cpu:2, measured side by side", "",
      f"Command: `GRAPHS=\"{' '.join(graphs)}\" " + (f"WARM_METHODS=\"{warm}\" " if warm else "") +
      (f"MEASURED_UPDATES={os.environ['MEASURED_UPDATES']} " if os.environ.get("MEASURED_UPDATES") else "") +
      (f"HYBRID_UPDATES={os.environ['HYBRID_UPDATES']} " if os.environ.get("HYBRID_UPDATES") else "") +
+     ("REUSE_PROFILES=1 " if os.environ.get("REUSE_PROFILES") == "1" else "") +
      f"bash bench/run_measured_cpu2.sh {build} \"{' '.join(seeds)}\" \"{' '.join(modes)}\"` (commit {commit})  ",
      f"Machine: {os.cpu_count()} cores, idle apart from this job.", "",
      "Training: `placer train -c configs/cpu2_GRAPH_measured.yaml --reward-mode MODE --seed S --updates U` (measured:",
