@@ -143,11 +143,12 @@ void warm_up(Executor& ex, std::deque<Candidate>& cands, const MeasureOptions& o
     for (int w = 0; w < o.warmup_steps && c.active; ++w) step(ex, c, o, false, nullptr);
 }
 
-// Whether the shared budget, `spent`, stops `c` (it has its minimum of samples); sets result.stop when it does.
+// Whether the shared budget, `spent`, stops `c` (it has its minimum of samples); sets result.stop when it does,
+// unless `c` already had enough (lockstep: it keeps the stop it met first).
 bool out_of_budget(Candidate& c, const MeasureOptions& o, double spent) {
   if (o.budget_s > 0 && spent >= o.budget_s && c.measured > 0 &&
       static_cast<int>(c.result.samples_s.size()) >= o.measured_steps) {
-    c.result.stop = "budget";
+    if (!c.enough) c.result.stop = "budget";
     return true;
   }
   return false;
@@ -215,10 +216,6 @@ void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOpt
     if (shuffled) std::shuffle(order.begin(), order.end(), rng);
     for (Candidate* cp : order) {
       Candidate& c = *cp;
-      if (c.enough && o.budget_s > 0 && spent >= o.budget_s) {  // lockstep: the budget ends it too, its stop kept
-        c.active = false;
-        continue;
-      }
       if (out_of_budget(c, o, spent)) {
         c.active = false;
         continue;

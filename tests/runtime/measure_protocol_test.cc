@@ -180,6 +180,14 @@ TEST(MeasureProtocol, LockstepKeepsEveryPlacementInEveryRound) {
   for (size_t k = 0; k < order.size(); k += 2) EXPECT_NE(order[k], order[k + 1]) << k;  // one of each per round
   // Summed up over all its samples, as any result.
   EXPECT_DOUBLE_EQ(together[0].step_s, quantile(together[0].samples_s, 0.5));
+  // A budget ends them all, and the one that had enough keeps the stop it met first.
+  o.budget_s = 1e-9;
+  const std::vector<StepResult> spent = rt.measure_interleaved(f.train, two, o, &prior);
+  ASSERT_TRUE(spent[0].ok() && spent[1].ok());
+  EXPECT_EQ(spent[0].stop, "target");
+  EXPECT_EQ(spent[0].samples_s.size(), 31u);
+  EXPECT_EQ(spent[1].stop, "budget");
+  EXPECT_EQ(spent[1].samples_s.size(), 2u);  // its minimum of steps
 }
 
 // A minimum time holds each placement past the step count until its steps
