@@ -47,7 +47,10 @@ struct FidelityArgs {
   double spread = 0;        // > 0: choose placements whose simulated steps are this far apart (relative)
   MeasureOptions protocol;  // its seed also draws the placements
   ObjectiveArgs objective;  // under pipeline each placement is judged as its unrolled mini-batch
-  FidelityArgs() { protocol.seed = 1; }
+  FidelityArgs() {
+    protocol.seed = 1;
+    protocol.lockstep = true;  // bench/results/fidelity_s33_lockstep/
+  }
 };
 
 // What `placer simulate` runs (the graph, or under --objective pipeline its
@@ -165,6 +168,7 @@ std::string fidelity_command(const FidelityArgs& a) {
   if (!a.name.empty()) command << " --name " << a.name;
   if (a.spread > 0) command << " --spread " << a.spread;
   if (mo.rewarm_steps > 0) command << " --rewarm " << mo.rewarm_steps;
+  if (!mo.lockstep) command << " --no-lockstep";
   if (a.objective.pipeline())
     command << " --objective pipeline --microbatches " << a.objective.microbatches << " --schedule "
             << a.objective.schedule;
@@ -569,6 +573,11 @@ void add_env_commands(CLI::App& app) {
   fid->add_option("-o,--out", fargs->out, "Output directory for fidelity_<graph>.{md,json,svg}")->capture_default_str();
   fid->add_option("--name", fargs->name, "File name stem instead of the graph name");
   add_measure_options(fid, &fargs->protocol);
+  fid->add_flag("--lockstep,!--no-lockstep", fargs->protocol.lockstep,
+                "Within each round every placement takes every step until all have enough, so that their medians "
+                "cover one span of time (the default); --no-lockstep: each stops at its own target, and a drifting "
+                "machine's minutes fall on the placements unevenly (transformer's rounds re-ranked themselves at "
+                "0.50 so, 0.91 in lockstep: bench/results/fidelity_s33_lockstep/)");
   fid->add_option(
          "--rounds", fargs->rounds,
          "Rounds of profile + measure-all (interleaved); the simulator is calibrated on the rounds' mean profile "

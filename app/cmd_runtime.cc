@@ -53,14 +53,14 @@ std::string core_probe_text(const StepResult& r) {
   return b;
 }
 
-// "B is slower than A by 1.3% in the median round (95% interval 0.4% to 2.1%)": a
+// "B is slower than A by 1.3% paired (Hodges-Lehmann; 95% interval 0.4% to 2.1%)": a
 // PairedTest of B's rounds against A's, said from B's side.
 std::string paired_text(const PairedTest& t, const std::string& b, const std::string& a) {
   char out[512];
   const bool slower = t.ratio >= 1.0;
   const double by = slower ? t.ratio - 1 : 1 - t.ratio;
   const double lo = slower ? t.ratio_low - 1 : 1 - t.ratio_high, hi = slower ? t.ratio_high - 1 : 1 - t.ratio_low;
-  std::snprintf(out, sizeof out, "%s is %s than %s by %.1f%% in the median round (%s interval %.1f%% to %.1f%%)",
+  std::snprintf(out, sizeof out, "%s is %s than %s by %.1f%% paired (Hodges-Lehmann; %s interval %.1f%% to %.1f%%)",
                 b.c_str(), slower ? "slower" : "faster", a.c_str(), 100 * by, interval_confidence_label().c_str(),
                 100 * lo, 100 * hi);
   return out;

@@ -76,7 +76,7 @@ void print_worker_stats(const placer::service::WorkerPool& pool, const TrainResu
 
 // A measured row against the policy's best: is the difference more than the noise?
 // Then its rounds paired with the policy's (each round's two steps ran back to back, so the
-// machine's drift cancels in their ratio): the median round's row / policy, its interval, the
+// machine's drift cancels in their ratio): the Hodges-Lehmann row / policy, its interval, the
 // signed-rank test's verdict.
 std::string rank_verdict(const BaselineResult& b, double policy_s) {
   if (b.p_vs_policy < 0) return "";

@@ -8,6 +8,8 @@
 # SPREAD > 0: the placements are chosen, before measuring, from 4x as many for
 # simulated steps at least SPREAD apart (placer fidelity --spread).
 # Run it on an otherwise idle machine: cpu:N devices need their own cores.
+# LOCKSTEP=0: pass --no-lockstep (each placement stops at its own target; the default since the
+# thirty-third session is lockstep: every placement takes every step of a round until all have enough).
 # GRAPHS: which of rnnlm nmt inception_v3 transformer gpt2_export googlenet_export (default all).
 # LONG: graphs measured with --max-steps 120 --target 0.01 instead of 30 and 2%
 # (default "inception_v3 transformer gpt2_export": transformer's and gpt2's placements
@@ -43,11 +45,14 @@ mkdir -p "$OUT"
 "$PY" bench/export_googlenet.py "$TMP/googlenet.pt2" 8 64
 "$P" graph import "$TMP/googlenet.pt2" -o "$TMP/googlenet_export.json" > /dev/null
 
+LOCKSTEP=${LOCKSTEP:-1}
+lockstep=()
+[ "$LOCKSTEP" = 0 ] && lockstep=(--no-lockstep)
 LONG=${LONG-inception_v3 transformer gpt2_export}
 for g in ${GRAPHS:-rnnlm nmt inception_v3 transformer gpt2_export googlenet_export}; do
   steps=(--max-steps 30 --target 0.02)
   case " $LONG " in *" $g "*) steps=(--max-steps 120 --target 0.01) ;; esac
   echo "== $g ${steps[*]} (load: $(cut -d' ' -f1-3 /proc/loadavg))"
   "$P" fidelity --graph "$TMP/$g.json" --name "$g" --devices cpu:2 --placements "$PLACEMENTS" --spread "$SPREAD" --rounds "$ROUNDS" \
-    --warmup 2 --steps 6 "${steps[@]}" --repetitions 3 -o "$OUT"
+    --warmup 2 --steps 6 "${steps[@]}" --repetitions 3 "${lockstep[@]}" -o "$OUT"
 done

@@ -120,7 +120,7 @@ for g in graphs:
             not_slower += not faster
             pv = fb.get("p_vs_policy")
             rank = "-" if pv is None else ("no difference" if pv >= 0.05 else "policy faster" if fb["step_s"] > pol else "baseline faster" if fb["step_s"] < pol else "differ, equal medians") + f" (p={pv:.2g})"
-            # Expert's rounds paired with the policy's (the median round's expert / policy, its interval, signed-rank p).
+            # Expert's rounds paired with the policy's (the Hodges-Lehmann expert / policy, its interval, signed-rank p).
             pe = ex.get("paired_vs_policy") if ex else None
             pair = "-" if not pe else "%+.1f%% [%+.1f%%, %+.1f%%], p=%.2g" % (
                 100 * (pe["ratio"] - 1), 100 * (pe["ratio_low"] - 1), 100 * (pe["ratio_high"] - 1), pe["p_value"])

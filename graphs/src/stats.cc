@@ -166,20 +166,17 @@ PairedTest paired_rounds(const std::vector<double>& a, const std::vector<double>
                      std::to_string(b.size()) + " steps)");
   PairedTest t;
   t.pairs = static_cast<int64_t>(a.size());
-  std::vector<double> ratios, d;
+  std::vector<double> d;  // log(b / a) of the rounds that differ
   for (size_t k = 0; k < a.size(); ++k) {
     if (!(a[k] > 0) || !(b[k] > 0) || !std::isfinite(a[k]) || !std::isfinite(b[k]))
       throw InputError("paired test: round " + std::to_string(k) + " has a step that is not a positive time");
-    ratios.push_back(b[k] / a[k]);
     if (b[k] != a[k]) d.push_back(std::log(b[k] / a[k]));
   }
-  const MedianInterval mi = median_interval(ratios);
-  t.ratio = mi.median;
-  t.ratio_low = mi.low;
-  t.ratio_high = mi.high;
-  t.ratio_level = mi.level;
   const int64_t n = static_cast<int64_t>(d.size());
-  if (n == 0) return t;  // every round equal: no evidence of a difference
+  if (n == 0) {  // every round equal: no evidence of a difference
+    t.ratio_level = 1.0;
+    return t;
+  }
   // Ranks of |d|, ties averaged.
   std::vector<size_t> order(d.size());
   std::iota(order.begin(), order.end(), size_t{0});
@@ -196,14 +193,45 @@ PairedTest paired_rounds(const std::vector<double>& a, const std::vector<double>
   }
   const double nn = static_cast<double>(n);
   const double mean = nn * (nn + 1) / 4;
-  if (tie_term == 0.0 && n <= 50) {
-    t.p_value = exact_two_sided_p(signed_rank_counts(static_cast<int>(n)), t.w_plus);  // W+ is an integer here
-    t.exact = true;
-    return t;
-  }
   const double var = nn * (nn + 1) * (2 * nn + 1) / 24.0 - tie_term / 48.0;
-  if (var <= 0) return t;
-  t.p_value = normal_two_sided_p(t.w_plus - mean, var);
+  t.exact = tie_term == 0.0 && n <= 50;
+  // The null distribution of W+, as the test and the interval both read it: P(W+ <= w).
+  std::vector<double> counts;
+  double total = 0.0;
+  if (t.exact) {
+    counts = signed_rank_counts(static_cast<int>(n));
+    total = std::accumulate(counts.begin(), counts.end(), 0.0);
+  }
+  auto cdf = [&](int64_t w) {
+    if (w < 0) return 0.0;
+    if (t.exact) {
+      double c = 0.0;
+      for (int64_t i = 0; i <= w && i < static_cast<int64_t>(counts.size()); ++i) c += counts[i];
+      return c / total;
+    }
+    if (var <= 0) return 1.0;
+    return 0.5 * std::erfc(-((static_cast<double>(w) + 0.5 - mean) / std::sqrt(var)) / std::sqrt(2.0));
+  };
+  if (t.exact)
+    t.p_value = exact_two_sided_p(counts, t.w_plus);  // W+ is an integer here
+  else if (var > 0)
+    t.p_value = normal_two_sided_p(t.w_plus - mean, var);
+  // Hodges-Lehmann: the median of the Walsh averages (d[i] + d[j]) / 2, i <= j, and the interval between the
+  // k-th smallest and the k-th largest of them, k the largest with P(W+ <= k - 1) <= (1 - confidence) / 2. W+
+  // counts the Walsh averages above 0, so the interval leaves out ratio 1 exactly when the test rejects.
+  std::vector<double> walsh;
+  walsh.reserve(static_cast<size_t>(n * (n + 1) / 2));
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t j = i; j < n; ++j) walsh.push_back(0.5 * (d[i] + d[j]));
+  std::sort(walsh.begin(), walsh.end());
+  const int64_t m = static_cast<int64_t>(walsh.size());
+  const double alpha = 1.0 - kIntervalConfidence;
+  int64_t k = 0;
+  while (k + 1 <= (m + 1) / 2 && cdf(k) <= alpha / 2) ++k;  // cdf(k) = P(W+ <= (k + 1) - 1)
+  t.ratio = std::exp(quantile(walsh, 0.5));
+  t.ratio_low = std::exp(k == 0 ? walsh.front() : walsh[k - 1]);
+  t.ratio_high = std::exp(k == 0 ? walsh.back() : walsh[m - k]);
+  t.ratio_level = 1.0 - 2.0 * cdf(k == 0 ? 0 : k - 1);
   return t;
 }
 

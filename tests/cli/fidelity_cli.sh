@@ -8,7 +8,7 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$PLACER" fidelity --help | grep -q -- "--replot" || fail "fidelity --help"
+"$PLACER" fidelity --help | grep -- "--replot" > /dev/null || fail "fidelity --help"
 "$PLACER" graph build mlp --opt batch=4 --opt input=16 --opt width=16 --opt classes=3 --opt layers=3 -o "$TMP/g.json" >/dev/null
 "$PLACER" fidelity --graph "$TMP/g.json" --devices cpu:2 --placements 6 --rounds 2 --steps 2 --warmup 1 \
   --repetitions 2 -o "$TMP/out" --save-placements "$TMP/pl" > "$TMP/stdout.txt" 2> "$TMP/stderr.txt" \

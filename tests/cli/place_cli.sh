@@ -6,8 +6,8 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$PLACER" place --help | grep -q -- "--method" || fail "place --help"
-"$PLACER" baseline --help | grep -q -- "--markdown" || fail "baseline --help"
+"$PLACER" place --help | grep -- "--method" > /dev/null || fail "place --help"
+"$PLACER" baseline --help | grep -- "--markdown" > /dev/null || fail "baseline --help"
 "$PLACER" graph build mlp -o "$TMP/g.json" >/dev/null || fail "graph build"
 
 for m in single round_robin expert m_etf dp ilp; do

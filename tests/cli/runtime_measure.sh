@@ -7,8 +7,8 @@ TMP="$(mktemp -d)"
 trap 'rm -rf "$TMP"' EXIT
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$PLACER" measure --help | grep -q -- "--placement" || fail "measure --help"
-"$PLACER" profile --help | grep -q -- "--devices" || fail "profile --help"
+"$PLACER" measure --help | grep -- "--placement" > /dev/null || fail "measure --help"
+"$PLACER" profile --help | grep -- "--devices" > /dev/null || fail "profile --help"
 
 "$PLACER" graph build mlp --opt batch=4 --opt input=8 --opt width=8 --opt classes=3 --opt layers=2 -o "$TMP/g.json" >/dev/null
 # Every op on cpu:1 except the first layer's ops on cpu:0 (a split placement).
@@ -67,15 +67,20 @@ for k in range(6):
     assert sorted(int(i) for i, _ in order[2 * k:2 * k + 2]) == [0, 1], order
 for i, p in enumerate(ps):
     assert [s for j, s in order if int(j) == i] == p["samples_s"], (i, order, p["samples_s"])
-# Paired by round: the median of the rounds' ratios (slower / fastest), its interval, the signed-rank p.
+# Paired by round: the Hodges-Lehmann ratio (slower / fastest: the median of the Walsh averages of the rounds' log
+# ratios), its interval, the signed-rank p.
+import math, statistics
 pr = slower[0]["paired"]
 fastest = [p for p in ps if p["file"] == r["fastest"]][0]
-ratios = sorted(b / a for a, b in zip(fastest["samples_s"], slower[0]["samples_s"]))
-assert pr["rounds"] == 6 and abs(pr["ratio"] - (ratios[2] + ratios[3]) / 2) < 1e-12, (pr, ratios)
-assert pr["ratio_low"] == ratios[0] and pr["ratio_high"] == ratios[5], (pr, ratios)  # n = 6: [x(1), x(6)]
+d = [math.log(b / a) for a, b in zip(fastest["samples_s"], slower[0]["samples_s"]) if a != b]
+walsh = sorted((d[i] + d[j]) / 2 for i in range(len(d)) for j in range(i, len(d)))
+close = lambda x, y: abs(x - y) < 1e-9 * y
+assert pr["rounds"] == 6 and close(pr["ratio"], math.exp(statistics.median(walsh))), (pr, d)
+if len(d) == 6:  # P(W+ <= 0) = 1/64 <= 2.5% < P(W+ <= 1): the interval is the lowest and the highest Walsh average
+    assert close(pr["ratio_low"], math.exp(walsh[0])) and close(pr["ratio_high"], math.exp(walsh[-1])), (pr, d)
 assert 0 < pr["p_value"] <= 1 and pr["significant"] == (pr["p_value"] < 0.05), pr
 PY
-grep -E "^  paired by round \(6 rounds\): .* is (slower|faster) than .* by [0-9.]+% in the median round \(95% interval .*\); Wilcoxon signed-rank p = " \
+grep -E "^  paired by round \(6 rounds\): .* is (slower|faster) than .* by [0-9.]+% paired \(Hodges-Lehmann; 95% interval .*\); Wilcoxon signed-rank p = " \
   "$TMP/cmp.txt" > /dev/null || fail "measure --compare: no paired line: $(cat "$TMP/cmp.txt")"
 
 "$PLACER" profile --graph "$TMP/g.json" --devices cpu:2 --repetitions 2 -o "$TMP/profile.json" > "$TMP/profile.out"
@@ -183,7 +188,7 @@ r = json.load(open(sys.argv[1]))
 b = {x["method"]: x for x in r["baselines"] if x["ok"]}
 assert all(0 <= x["p_vs_policy"] <= 1 for x in b.values()), b
 assert b["single"]["p_vs_policy"] == b["m_etf"]["p_vs_policy"], b
-# Each row's rounds paired with the policy's: the median round's ratio row / policy, its interval, the signed-rank p.
+# Each row's rounds paired with the policy's: the Hodges-Lehmann ratio row / policy, its interval, the signed-rank p.
 for x in b.values():
     pr = x["paired_vs_policy"]
     assert pr["rounds"] >= 6 and pr["ratio_low"] <= pr["ratio"] <= pr["ratio_high"] and 0 < pr["p_value"] <= 1, x

@@ -73,7 +73,7 @@ done
 [ -n "$ok" ] || { echo "Prometheus did not get placer_service_requests_total from placer serve"; exit 1; }
 echo "placer_service_requests_total{type=place,outcome=ok} = 1 via Prometheus"
 
-"$PLACER" train --help | grep -q -- "--metrics-port" || { echo "FAIL: placer train has no --metrics-port (app/cmd_train.cc must pass placer::service::make_prometheus_sink to train())"; exit 1; }
+"$PLACER" train --help | grep -- "--metrics-port" > /dev/null || { echo "FAIL: placer train has no --metrics-port (app/cmd_train.cc must pass placer::service::make_prometheus_sink to train())"; exit 1; }
 cat > "$WORK/train.yaml" <<CFG
 name: promtest
 graph: {builder: mlp, options: {layers: 3, width: 64, input: 64, batch: 8}}

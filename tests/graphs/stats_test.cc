@@ -138,9 +138,11 @@ TEST(Stats, PairedRoundsExactByHand) {
   EXPECT_DOUBLE_EQ(t.w_plus, 21.0);
   EXPECT_NEAR(t.p_value, 2.0 / 64, 1e-12);
   EXPECT_TRUE(t.significant());
-  EXPECT_NEAR(t.ratio, 1.035, 1e-12);
-  EXPECT_DOUBLE_EQ(t.ratio_low, 1.01);  // n = 6: [x(1), x(6)] covers 1 - 2/64
-  EXPECT_DOUBLE_EQ(t.ratio_high, 1.06);
+  // Hodges-Lehmann: the 11th of the 21 Walsh averages of the log ratios, (log 1.02 + log 1.05) / 2.
+  EXPECT_NEAR(t.ratio, std::sqrt(1.02 * 1.05), 1e-12);
+  EXPECT_NEAR(t.ratio_low, 1.01, 1e-12);  // n = 6: P(W+ <= 0) = 1/64 <= 2.5%, P(W+ <= 1) = 2/64 is not: k = 1
+  EXPECT_NEAR(t.ratio_high, 1.06, 1e-12);
+  EXPECT_NEAR(t.ratio_level, 1 - 2.0 / 64, 1e-12);
   // One round the other way, the smallest: W+ = 20; arrangements with W+ >= 20: 2 of 64.
   t = paired_rounds({1, 1, 1, 1, 1, 1}, {0.99, 1.02, 1.03, 1.04, 1.05, 1.06});
   EXPECT_DOUBLE_EQ(t.w_plus, 20.0);
@@ -152,6 +154,57 @@ TEST(Stats, PairedRoundsExactByHand) {
   EXPECT_THROW(paired_rounds({1, 2}, {1}), InputError);
   EXPECT_THROW(paired_rounds({}, {}), InputError);
   EXPECT_THROW(paired_rounds({1, 0}, {1, 1}), InputError);
+}
+
+// Hodges-Lehmann by hand: log ratios -0.01, 0.02, 0.03 have the Walsh averages -0.01, 0.005, 0.01, 0.02, 0.025,
+// 0.03, whose median is 0.015 (the median ratio would say 0.02). Three rounds reach no 95% interval: [min, max],
+// covering 1 - 2/8.
+TEST(Stats, PairedRoundsRatioIsHodgesLehmann) {
+  const PairedTest t = paired_rounds({1, 1, 1}, {std::exp(-0.01), std::exp(0.02), std::exp(0.03)});
+  EXPECT_NEAR(t.ratio, std::exp(0.015), 1e-12);
+  EXPECT_NEAR(t.ratio_low, std::exp(-0.01), 1e-12);
+  EXPECT_NEAR(t.ratio_high, std::exp(0.03), 1e-12);
+  EXPECT_NEAR(t.ratio_level, 0.75, 1e-12);
+  EXPECT_DOUBLE_EQ(t.w_plus, 5.0);
+}
+
+// The interval is the test inverted: it leaves out 1 exactly when the test calls the difference real, for every
+// draw where the test is exact (the median of the ratios with its order-statistic interval disagreed with the
+// test on some of these), and nearly always under the normal approximation.
+TEST(Stats, PairedRoundsIntervalAgreesWithTheTest) {
+  std::mt19937_64 rng(11);
+  std::normal_distribution<double> noise(0.0, 0.01);
+  int exact = 0, exact_agree = 0, approx = 0, approx_agree = 0, significant_seen = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    const int n = 6 + trial % 55;
+    const double shift = 0.002 * (trial % 7);  // 0 to 1.2%, about the noise of one round
+    std::vector<double> a(n), b(n);
+    for (int k = 0; k < n; ++k) {
+      a[k] = 0.1 * std::exp(noise(rng));
+      b[k] = 0.1 * std::exp(shift + noise(rng));
+    }
+    const PairedTest t = paired_rounds(a, b);
+    const bool excludes = t.ratio_low > 1.0 || t.ratio_high < 1.0;
+    EXPECT_LE(t.ratio_low, t.ratio);
+    EXPECT_LE(t.ratio, t.ratio_high);
+    EXPECT_GE(t.ratio_level, 0.95);
+    significant_seen += t.significant();
+    if (t.exact) {
+      ++exact;
+      exact_agree += excludes == t.significant();
+      EXPECT_EQ(excludes, t.significant()) << "n " << n << ", p " << t.p_value << ", [" << t.ratio_low << ", "
+                                           << t.ratio_high << "]";
+    } else {
+      ++approx;
+      approx_agree += excludes == t.significant();
+    }
+  }
+  EXPECT_GT(exact, 200);
+  EXPECT_GT(approx, 50);
+  EXPECT_EQ(exact_agree, exact);
+  EXPECT_GE(approx_agree, approx - approx / 50);
+  EXPECT_GT(significant_seen, 100);  // the draws test both sides of the line
+  EXPECT_LT(significant_seen, 500);
 }
 
 // The case it is for: a shared machine's drift moves both placements of a round
