@@ -89,6 +89,36 @@ double normal_two_sided_p(double diff, double var) {
   return std::min(1.0, std::erfc(z / std::sqrt(2.0)));
 }
 
+
+// The k-th smallest (1-based, 1 <= k <= n(n+1)/2) of the Walsh averages (d[i] + d[j]) / 2, i <= j, of `sorted`
+// (ascending), without listing the n(n+1)/2 of them: bisection on the value, counting the averages at or below
+// it in O(n) (two pointers), then the largest average at or below the bound found, so that the answer is one of
+// them. O(n) memory at any number of rounds.
+double kth_walsh_average(const std::vector<double>& sorted, int64_t k) {
+  const int64_t n = static_cast<int64_t>(sorted.size());
+  // Calls visit(i, j) for each i with the largest j >= i where sorted[i] + sorted[j] <= 2x; returns how many pairs.
+  auto at_or_below = [&](double x, auto&& visit) {
+    int64_t count = 0;
+    for (int64_t i = 0, j = n - 1; i < n; ++i) {
+      while (j >= i && sorted[i] + sorted[j] > 2 * x) --j;
+      if (j < i) break;
+      count += j - i + 1;
+      visit(i, j);
+    }
+    return count;
+  };
+  auto none = [](int64_t, int64_t) {};
+  double lo = sorted.front() - 1.0, hi = sorted.back();  // fewer than k at or below lo; all at or below hi
+  for (int step = 0; step < 200; ++step) {
+    const double mid = 0.5 * (lo + hi);
+    if (mid <= lo || mid >= hi) break;
+    (at_or_below(mid, none) >= k ? hi : lo) = mid;
+  }
+  double best = sorted.front();
+  at_or_below(hi, [&](int64_t i, int64_t j) { best = std::max(best, 0.5 * (sorted[i] + sorted[j])); });
+  return best;
+}
+
 }  // namespace
 
 MedianInterval median_interval(const std::vector<double>& samples, double confidence) {
@@ -196,42 +226,43 @@ PairedTest paired_rounds(const std::vector<double>& a, const std::vector<double>
   const double var = nn * (nn + 1) * (2 * nn + 1) / 24.0 - tie_term / 48.0;
   t.exact = tie_term == 0.0 && n <= 50;
   // The null distribution of W+, as the test and the interval both read it: P(W+ <= w).
-  std::vector<double> counts;
-  double total = 0.0;
+  std::vector<double> below;  // exact: below[w] = P(W+ <= w)
   if (t.exact) {
-    counts = signed_rank_counts(static_cast<int>(n));
-    total = std::accumulate(counts.begin(), counts.end(), 0.0);
+    below = signed_rank_counts(static_cast<int>(n));
+    t.p_value = exact_two_sided_p(below, t.w_plus);  // W+ is an integer here
+    std::partial_sum(below.begin(), below.end(), below.begin());
+    for (double& c : below) c /= below.back();
+  } else if (var > 0) {
+    t.p_value = normal_two_sided_p(t.w_plus - mean, var);
   }
   auto cdf = [&](int64_t w) {
     if (w < 0) return 0.0;
-    if (t.exact) {
-      double c = 0.0;
-      for (int64_t i = 0; i <= w && i < static_cast<int64_t>(counts.size()); ++i) c += counts[i];
-      return c / total;
-    }
+    if (t.exact) return below[std::min<size_t>(static_cast<size_t>(w), below.size() - 1)];
     if (var <= 0) return 1.0;
     return 0.5 * std::erfc(-((static_cast<double>(w) + 0.5 - mean) / std::sqrt(var)) / std::sqrt(2.0));
   };
-  if (t.exact)
-    t.p_value = exact_two_sided_p(counts, t.w_plus);  // W+ is an integer here
-  else if (var > 0)
-    t.p_value = normal_two_sided_p(t.w_plus - mean, var);
-  // Hodges-Lehmann: the median of the Walsh averages (d[i] + d[j]) / 2, i <= j, and the interval between the
-  // k-th smallest and the k-th largest of them, k the largest with P(W+ <= k - 1) <= (1 - confidence) / 2. W+
-  // counts the Walsh averages above 0, so the interval leaves out ratio 1 exactly when the test rejects.
-  std::vector<double> walsh;
-  walsh.reserve(static_cast<size_t>(n * (n + 1) / 2));
-  for (int64_t i = 0; i < n; ++i)
-    for (int64_t j = i; j < n; ++j) walsh.push_back(0.5 * (d[i] + d[j]));
-  std::sort(walsh.begin(), walsh.end());
-  const int64_t m = static_cast<int64_t>(walsh.size());
+  // Hodges-Lehmann: the median of the Walsh averages (d[i] + d[j]) / 2, i <= j, and the interval from the k-th
+  // smallest to the k-th largest of them, k the largest with P(W+ <= k - 1) <= (1 - confidence) / 2 (found by
+  // bisection: the condition holds for every k up to it). W+ counts the Walsh averages above 0, so the interval
+  // leaves out ratio 1 exactly when the test rejects.
+  std::sort(d.begin(), d.end());
+  const int64_t m = n * (n + 1) / 2;
   const double alpha = 1.0 - kIntervalConfidence;
   int64_t k = 0;
-  while (k + 1 <= (m + 1) / 2 && cdf(k) <= alpha / 2) ++k;  // cdf(k) = P(W+ <= (k + 1) - 1)
-  t.ratio = std::exp(quantile(walsh, 0.5));
-  t.ratio_low = std::exp(k == 0 ? walsh.front() : walsh[k - 1]);
-  t.ratio_high = std::exp(k == 0 ? walsh.back() : walsh[m - k]);
-  t.ratio_level = 1.0 - 2.0 * cdf(k == 0 ? 0 : k - 1);
+  for (int64_t lo = 0, hi = (m + 1) / 2; lo < hi;) {
+    const int64_t mid = (lo + hi + 1) / 2;
+    if (cdf(mid - 1) <= alpha / 2)
+      k = lo = mid;
+    else
+      hi = mid - 1;
+  }
+  const double median = m % 2 ? kth_walsh_average(d, (m + 1) / 2)
+                              : 0.5 * (kth_walsh_average(d, m / 2) + kth_walsh_average(d, m / 2 + 1));
+  t.ratio = std::exp(median);
+  const int64_t from = std::max<int64_t>(k, 1);  // k = 0 (under 6 rounds): [min, max], covering less
+  t.ratio_low = std::exp(kth_walsh_average(d, from));
+  t.ratio_high = std::exp(kth_walsh_average(d, m + 1 - from));
+  t.ratio_level = 1.0 - 2.0 * cdf(from - 1);
   return t;
 }
 
