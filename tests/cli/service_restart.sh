@@ -16,13 +16,17 @@ place:
 jobs:
   methods: [local_search]
 CFG
+# shellcheck source=lib/serve.sh
+source "$(dirname "$0")/lib/serve.sh"
+# Each start has its own log: a reused log would still name the killed server's
+# port until the new process truncates it, and a query sent there waits out its
+# timeout (a flake seen under ctest -j2).
+STARTS=0
 start() {
-  "$PLACER" serve --config "$WORK/service.yaml" > "$WORK/serve.log" 2>&1 &
-  SERVER=$!
-  for _ in $(seq 100); do
-    EP=$(sed -n 's/^placer serve: listening on \(tcp:[^ ]*\).*/\1/p' "$WORK/serve.log" 2>/dev/null || true); [ -n "$EP" ] && return 0; sleep 0.1
-  done
-  echo "server did not start"; cat "$WORK/serve.log"; exit 1
+  STARTS=$((STARTS + 1))
+  LOG="$WORK/serve$STARTS.log"
+  start_server "$WORK/service.yaml" "$LOG" > /dev/null
+  EP=$ENDPOINT
 }
 job_of() { sed -n 's/.*"job_id":"\(j-[0-9a-f]*\)".*/\1/p'; }
 # Waits up to 60 s (other tests may share the cores) for a condition, else fails naming it.
@@ -30,7 +34,7 @@ wait_for() {
   local what=$1
   shift
   for _ in $(seq 600); do "$@" && return 0; sleep 0.1; done
-  echo "timed out waiting for $what"; cat "$WORK/serve.log"; exit 1
+  echo "timed out waiting for $what"; cat "$LOG"; exit 1
 }
 start
 DONE=$("$PLACER" query --endpoint "$EP" optimize --builder mlp --cluster k80x2 --samples 50 | job_of)
