@@ -121,9 +121,7 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
                       static_cast<long long>(pt->pairs), paired_text(*pt, a.compare[i], a.compare[best]).c_str(),
                       pt->p_value, pt->exact ? " (exact)" : "", pt->significant() ? "significant" : "NOT significant",
                       100 * kRankTestLevel);
-          j.begin_object("paired").field("rounds", pt->pairs).field("ratio", pt->ratio);
-          j.field("ratio_low", pt->ratio_low).field("ratio_high", pt->ratio_high).field("p_value", pt->p_value);
-          j.field("significant", pt->significant()).end();
+          j.paired("paired", *pt);
         }
       }
     }

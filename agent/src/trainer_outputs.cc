@@ -370,10 +370,12 @@ static std::string finalists_json(const std::vector<TrainResult::Finalist>& fs) 
 // A measured row's rank test against the policy's best (nothing where it was not tested).
 static std::string rank_test_json(const BaselineResult& b) {
   std::string o = b.p_vs_policy < 0 ? "" : ", \"p_vs_policy\": " + num(b.p_vs_policy);
-  if (const std::optional<PairedTest>& p = b.paired_vs_policy)  // row / policy, its interval, the signed-rank p
-    o += ", \"paired_vs_policy\": {\"rounds\": " + std::to_string(p->pairs) + ", \"ratio\": " + num(p->ratio) +
-         ", \"ratio_low\": " + num(p->ratio_low) + ", \"ratio_high\": " + num(p->ratio_high) +
-         ", \"p_value\": " + num(p->p_value) + "}";
+  if (const std::optional<PairedTest>& p = b.paired_vs_policy) {  // row / policy, its interval, the signed-rank p
+    JsonWriter w;
+    w.begin().paired("paired_vs_policy", *p).end();
+    const std::string text = w.text();  // {"paired_vs_policy":{...}}: its inside, after the fields above
+    o += ", " + text.substr(1, text.size() - 2);
+  }
   return o;
 }
 

@@ -113,6 +113,11 @@ JsonWriter& JsonWriter::placement(std::string_view k, const NamedPlacement& p) {
   return end().end();
 }
 
+JsonWriter& JsonWriter::paired(std::string_view k, const PairedTest& t) {
+  begin_object(k).field("rounds", t.pairs).field("ratio", t.ratio).field("ratio_low", t.ratio_low);
+  return field("ratio_high", t.ratio_high).field("p_value", t.p_value).field("significant", t.significant()).end();
+}
+
 std::string JsonWriter::text() const { return std::string(impl_->buffer.GetString(), impl_->buffer.GetSize()); }
 
 }  // namespace placer

@@ -2,6 +2,8 @@
 
 #include <rapidjson/document.h>
 
+#include <cmath>
+
 #include "placer/graphs/files.h"
 
 namespace placer::service {
@@ -29,7 +31,10 @@ class RecordFields {
     auto* v = member(k);
     return v && v->IsNumber() ? v->GetDouble() : 0.0;
   }
-  int64_t i(const char* k) const { return static_cast<int64_t>(n(k)); }
+  int64_t i(const char* k) const {  // a count beyond int64's range reads as 0, as a mistyped one does
+    const double x = n(k);
+    return std::abs(x) < 9e18 ? static_cast<int64_t>(x) : 0;
+  }
   bool b(const char* k) const {
     auto* v = member(k);
     return v && v->IsBool() && v->GetBool();
@@ -120,11 +125,13 @@ void read_learned_fields(const RecordFields& r, Job& job) {
     if (const rapidjson::Value* pv = f.member("paired_vs_policy"); pv && pv->IsObject()) {
       const RecordFields q(*pv);
       PairedTest t;
+      t.pairs = q.i("rounds");
       t.ratio = q.n("ratio");
       t.ratio_low = q.n("ratio_low");
       t.ratio_high = q.n("ratio_high");
       t.p_value = q.n("p_value");
-      if (0 < t.ratio_low && t.ratio_low <= t.ratio && t.ratio <= t.ratio_high && 0 <= t.p_value && t.p_value <= 1)
+      if (t.pairs >= 0 && 0 < t.ratio_low && t.ratio_low <= t.ratio && t.ratio <= t.ratio_high && 0 <= t.p_value &&
+          t.p_value <= 1)
         row.paired = t;  // else the record's pairing is dropped, not trusted
     }
     job.table_rows.push_back(std::move(row));

@@ -57,13 +57,7 @@ void write_final_table(JsonOut& o, const Job& job) {
     o.begin().field("method", r.method).field("role", r.role).field("step_s", r.step_s);
     if (measured && r.ci_high_s > 0) o.field("ci_low_s", r.ci_low_s).field("ci_high_s", r.ci_high_s);
     if (r.p_vs_policy >= 0) o.field("p_vs_policy", r.p_vs_policy).field("verdict", r.verdict);
-    if (r.paired)
-      o.begin_object("paired_vs_policy")
-          .field("ratio", r.paired->ratio)
-          .field("ratio_low", r.paired->ratio_low)
-          .field("ratio_high", r.paired->ratio_high)
-          .field("p_value", r.paired->p_value)
-          .end();
+    if (r.paired) o.paired("paired_vs_policy", *r.paired);
     o.end();
   }
   o.end_array();

@@ -192,6 +192,7 @@ assert b["single"]["p_vs_policy"] == b["m_etf"]["p_vs_policy"], b
 for x in b.values():
     pr = x["paired_vs_policy"]
     assert pr["rounds"] >= 6 and pr["ratio_low"] <= pr["ratio"] <= pr["ratio_high"] and 0 < pr["p_value"] <= 1, x
+    assert pr["significant"] == (pr["p_value"] < 0.05), x  # the one layout of a paired test (JsonWriter::paired)
 assert b["single"]["paired_vs_policy"] == b["m_etf"]["paired_vs_policy"], b
 med, low, high = r["table_core_rtt_s"]  # the cross-core probe while the table ran
 assert 0 < low <= med <= high <= 0.05 and med < 1e-5, r["table_core_rtt_s"]

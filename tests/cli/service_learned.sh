@@ -165,6 +165,7 @@ for s in (sa, sb):
             assert r["verdict"] in ("no difference", "policy faster", "row faster", "differ, equal medians"), r
             pr = r.get("paired_vs_policy")  # the rounds paired, where the two share 6 or more
             assert pr is None or (0 < pr["ratio_low"] <= pr["ratio"] <= pr["ratio_high"] and 0 <= pr["p_value"] <= 1), r
+            assert pr is None or (pr["rounds"] >= 6 and pr["significant"] == (pr["p_value"] < 0.05)), r
     assert any("paired_vs_policy" in r for r in t["rows"] if r["role"] != "policy"), t
     assert s["best"]["step_s"] == min(r["step_s"] for r in t["rows"]), (s["best"], t)
     # The cross-core probe while the table ran (median, lowest, highest), as summary.json has it.

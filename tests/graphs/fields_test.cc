@@ -209,5 +209,17 @@ TEST(JsonWriter, BuildsDocuments) {
   EXPECT_EQ(name, "a\"b");
 }
 
+TEST(JsonWriter, WritesAPairedTestInOneLayout) {
+  // measure --compare, the trainer's summary and the service's final tables all write it this way.
+  PairedTest t = paired_rounds({1, 1, 1, 1, 1, 1}, {1.01, 1.02, 1.03, 1.04, 1.05, 1.06});
+  t.ratio = 1.035;  // shortest round-trip text below, whatever the estimator's last digit
+  t.ratio_low = 1.01;
+  t.ratio_high = 1.06;
+  JsonWriter w;
+  w.begin().paired("paired", t).end();
+  EXPECT_EQ(w.text(),
+            R"({"paired":{"rounds":6,"ratio":1.035,"ratio_low":1.01,"ratio_high":1.06,"p_value":0.03125,"significant":true}})");
+}
+
 }  // namespace
 }  // namespace placer

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "placer/graphs/placement.h"
+#include "placer/graphs/stats.h"
 
 namespace placer {
 
@@ -55,6 +56,9 @@ class JsonWriter {
   JsonWriter& field(std::string_view k, bool v) { return key(k).boolean(v); }
   // {"graph": name, "device": {op: device}}
   JsonWriter& placement(std::string_view k, const NamedPlacement& p);
+  // {"rounds", "ratio", "ratio_low", "ratio_high", "p_value", "significant"}: b against a paired by
+  // round, one layout wherever it is written (measure --compare, the trainer's summary, job replies).
+  JsonWriter& paired(std::string_view k, const PairedTest& t);
 
   std::string text() const;
 
