@@ -354,6 +354,9 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
     unmixed.mixed = MixedStep{};
     unfitted = CostModel::calibrated(graph, cluster, unmixed);
   }
+  std::optional<CostModel> per_copy;  // that cost between CPU devices fitted per copy, not per byte
+  if (costs.group_copy_s_per_byte() > 0)
+    per_copy = CostModel::calibrated(graph, cluster, profile, CostModel::GroupCopyPricing::PerCopy);
   std::optional<CostModel> equal_cpus;  // the same with every CPU device as fast as the first, when they differ
   if (profile.cpu_steps.size() >= 2) {
     Profile equal = profile;
@@ -374,6 +377,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   report.calibration = "rounds_mean";
   report.per_op_overhead_s = profile.per_op_overhead_s;
   report.copy_s_per_byte = costs.group_copy_s_per_byte();
+  report.copy_s_per_copy = per_copy ? per_copy->group_copy_s() : 0.0;
   report.cross_copy_s = costs.cross_copy_s();
   report.cpu_steps = profile.cpu_steps;
   for (const FidelityRound& r : m.rounds) {
@@ -398,6 +402,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
     point.steps = static_cast<int64_t>(m.best[i].samples_s.size());
     point.simulated_s = simulated.step_s;
     if (unfitted) point.simulated_unfitted_s = simulate(context, evaluated, cluster, *unfitted).step_s;
+    if (per_copy) point.simulated_per_copy_s = simulate(context, evaluated, cluster, *per_copy).step_s;
     if (equal_cpus) point.simulated_equal_cpus_s = simulate(context, evaluated, cluster, *equal_cpus).step_s;
     if (fastest) point.simulated_other_calibration_s = simulate(context, evaluated, cluster, *fastest).step_s;
     point.transfer_bytes = simulated.transfer_bytes;

@@ -298,24 +298,27 @@ std::optional<double> smallest_reaching(const std::function<double(double)>& ste
   return hi;
 }
 
-// The copies a placement makes between devices of different kinds, as the
-// step's plan makes them (plan_step: the simulator's and the executor's).
-int64_t cross_kind_copies(const SimContext& context, const Placement& placement, const Cluster& cluster) {
+// The copies a placement makes, as the step's plan makes them (plan_step: the
+// simulator's and the executor's): between devices of different kinds
+// (cross_kind), else between devices of one kind.
+int64_t copies_between(const SimContext& context, const Placement& placement, const Cluster& cluster,
+                       bool cross_kind) {
   std::vector<int32_t> device(placement.device_of.size());
   for (size_t i = 0; i < device.size(); ++i) device[i] = placement.device_of[i].value;
   StepPlan plan;
   plan_step(context, device.data(), cluster.size(), plan);
   int64_t copies = 0;
   for (int32_t x = 0; x < plan.transfers(); ++x)
-    copies += cluster.devices[device[context.tensor_op[plan.xfer_tensor[x]]]].kind !=
-              cluster.devices[plan.xfer_dst[x]].kind;
+    copies += (cluster.devices[device[context.tensor_op[plan.xfer_tensor[x]]]].kind !=
+               cluster.devices[plan.xfer_dst[x]].kind) == cross_kind;
   return copies;
 }
 
 // The profile's mixed step (groups dealt round robin over mixed_step_devices)
 // fits what a copy between those devices costs inside a step beyond the links'
 // fit: the smallest value at which the simulated step reaches the measured one.
-// Every CPU device: per byte between CPU devices (group_copy_s_per_byte).
+// Every CPU device: per byte between CPU devices (group_copy_s_per_byte), or
+// per copy (group_copy_s) where `pricing` says so.
 // Every CPU device and a GPU: per copy between devices of different kinds
 // (cross_copy_s), those copies then made on their destination device; where
 // that alone reaches the measurement, at no cost per copy, or on the channel,
@@ -324,7 +327,8 @@ int64_t cross_kind_copies(const SimContext& context, const Placement& placement,
 // cost a tenth as much with the other devices idle, gpu_crossings.md.)
 // Simulated at or above the measurement already, or nothing moved: 0. Only for
 // the graph the profile measured, on devices of this cluster.
-void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& profile, CostModel& model) {
+void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& profile,
+                    CostModel::GroupCopyPricing pricing, CostModel& model) {
   if (profile.mixed.step_s <= 0 || profile.graph != graph.name) return;
   std::vector<DeviceId> devices;
   for (const std::string& name : profile.mixed.devices) {
@@ -349,8 +353,11 @@ void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& p
   const SimContext context(graph);
   SimOptions options;
   options.track_memory = false;
+  const bool per_copy = cpus && pricing == CostModel::GroupCopyPricing::PerCopy;
   auto set = [&](double cost) {
-    if (cpus)
+    if (per_copy)
+      model.set_group_copy_s(cost);
+    else if (cpus)
       model.set_group_copy_s_per_byte(cost);
     else
       model.set_cross_copy_s(cost);
@@ -362,8 +369,10 @@ void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& p
   set(0.0);
   const StepResult base = simulate(context, placement, cluster, model, options);
   const double target = profile.mixed.step_s;
-  // What is fitted is counted in bytes between CPU devices, in copies between kinds.
-  const int64_t units = cpus ? base.transfer_bytes : cross_kind_copies(context, placement, cluster);
+  // What is fitted is counted in bytes (or copies) between CPU devices, in copies between kinds.
+  const int64_t units = per_copy ? copies_between(context, placement, cluster, false)
+                        : cpus   ? base.transfer_bytes
+                                 : copies_between(context, placement, cluster, true);
   if (base.step_s >= target || units <= 0) return;  // left at 0
   double from = base.step_s;
   if (cpu_gpu) {
@@ -437,7 +446,8 @@ std::string describe_profile_mismatch(const Cluster& cluster, const Profile& pro
 
 }  // namespace
 
-CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile) {
+CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile,
+                                GroupCopyPricing pricing) {
   CostModel model = roofline(graph, cluster);
   OpTimes times(graph, profile);
   OpCalibration ops{graph,
@@ -459,7 +469,7 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
   }
   apply_cpu_steps(graph, cluster, profile, model);
   apply_link_fits(cluster, profile, model);
-  fit_mixed_step(graph, cluster, profile, model);
+  fit_mixed_step(graph, cluster, profile, pricing, model);
   return model;
 }
 
@@ -467,9 +477,9 @@ double CostModel::transfer_seconds(DeviceId from, DeviceId to, int64_t bytes) co
   if (from == to) return 0.0;
   const size_t i = static_cast<size_t>(from.value) * devices_ + to.value;
   double t = alpha_s_[i] + (beta_Bps_[i] > 0 ? static_cast<double>(bytes) / beta_Bps_[i] : 0.0);
-  if (group_copy_s_per_byte_ > 0 && !group_.empty() && group_[from.value] >= 0 &&
+  if ((group_copy_s_per_byte_ > 0 || group_copy_s_ > 0) && !group_.empty() && group_[from.value] >= 0 &&
       group_[from.value] == group_[to.value])
-    t += group_copy_s_per_byte_ * static_cast<double>(bytes);
+    t += group_copy_s_per_byte_ * static_cast<double>(bytes) + group_copy_s_;
   if (cross_copy_s_ > 0 && !kinds_.empty() && kinds_[from.value] != kinds_[to.value]) t += cross_copy_s_;
   return t;
 }
@@ -477,6 +487,11 @@ double CostModel::transfer_seconds(DeviceId from, DeviceId to, int64_t bytes) co
 void CostModel::set_group_copy_s_per_byte(double seconds) {
   PLACER_CHECK(seconds >= 0 && std::isfinite(seconds), "group copy cost ", seconds);
   group_copy_s_per_byte_ = seconds;
+}
+
+void CostModel::set_group_copy_s(double seconds) {
+  PLACER_CHECK(seconds >= 0 && std::isfinite(seconds), "group copy cost per copy ", seconds);
+  group_copy_s_ = seconds;
 }
 
 void CostModel::set_op_seconds(OpId op, DeviceId device, double seconds) {

@@ -87,6 +87,7 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
   r.calibrated_fraction = number(top, "calibrated_fraction");
   r.per_op_overhead_s = number(top, "per_op_overhead_s");
   if (const auto v = top.get("copy_s_per_byte").number()) r.copy_s_per_byte = *v;
+  if (const auto v = top.get("copy_s_per_copy").number()) r.copy_s_per_copy = *v;
   if (const auto v = top.get("cross_copy_s").number()) r.cross_copy_s = *v;
   if (const auto v = top.get("cross_copy_s_per_byte").number()) r.cross_copy_s_per_byte = *v;
   r.failed = static_cast<int>(number(top, "failed"));
@@ -143,6 +144,7 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
     if (const auto v = pt.get("ci_high_s").number()) p.ci_high_s = *v;
     if (const auto v = pt.get("steps").number()) p.steps = static_cast<int64_t>(*v);
     if (const auto v = pt.get("simulated_unfitted_s").number()) p.simulated_unfitted_s = *v;
+    if (const auto v = pt.get("simulated_per_copy_s").number()) p.simulated_per_copy_s = *v;
     if (const auto v = pt.get("simulated_equal_cpus_s").number()) p.simulated_equal_cpus_s = *v;
     if (const auto v = pt.get(calibration_text(r.other_calibration()).key).number())
       p.simulated_other_calibration_s = *v;
@@ -169,6 +171,7 @@ std::string FidelityReport::to_json() const {
   o << ",\n  \"calibrated_fraction\": " << format_number(calibrated_fraction)
     << ",\n  \"per_op_overhead_s\": " << format_number(per_op_overhead_s);
   if (copy_s_per_byte > 0) o << ",\n  \"copy_s_per_byte\": " << format_number(copy_s_per_byte);
+  if (copy_s_per_copy > 0) o << ",\n  \"copy_s_per_copy\": " << format_number(copy_s_per_copy);
   if (cross_copy_s > 0) o << ",\n  \"cross_copy_s\": " << format_number(cross_copy_s);
   if (cross_copy_s_per_byte > 0) o << ",\n  \"cross_copy_s_per_byte\": " << format_number(cross_copy_s_per_byte);
   for (auto [key, values] : {std::pair{"core_rtt_profiled_s", &core_rtt_profiled_s},
@@ -209,6 +212,7 @@ std::string FidelityReport::to_json() const {
       << ", \"ci_low_s\": " << format_number(p.ci_low_s, 8) << ", \"ci_high_s\": " << format_number(p.ci_high_s, 8)
       << ", \"steps\": " << p.steps << ", \"simulated_s\": " << format_number(p.simulated_s, 8);
     if (p.simulated_unfitted_s > 0) o << ", \"simulated_unfitted_s\": " << format_number(p.simulated_unfitted_s, 8);
+    if (p.simulated_per_copy_s > 0) o << ", \"simulated_per_copy_s\": " << format_number(p.simulated_per_copy_s, 8);
     if (p.simulated_equal_cpus_s > 0)
       o << ", \"simulated_equal_cpus_s\": " << format_number(p.simulated_equal_cpus_s, 8);
     if (p.simulated_other_calibration_s > 0)
@@ -249,6 +253,10 @@ std::string FidelityReport::to_markdown() const {
     if (!std::isnan(spearman_unfitted))
       o << " Without it, on the same measurements: Spearman " << format_number(spearman_unfitted, 3) << ", MAPE "
         << format_number(100 * mape_unfitted, 3) << "%.";
+    if (!std::isnan(spearman_per_copy))
+      o << " Fitted per copy instead (" << format_number(copy_s_per_copy * 1e6, 3)
+        << " us a copy, whatever its size), on the same measurements: Spearman " << format_number(spearman_per_copy, 3)
+        << ", MAPE " << format_number(100 * mape_per_copy, 3) << "%.";
     o << "\n\n";
   }
   if (!cpu_steps.empty()) {

@@ -258,6 +258,7 @@ void FidelityReport::compute_statistics() {
     ape = all ? mean_absolute_percentage_error(m, o) : std::numeric_limits<double>::quiet_NaN();
   };
   other(&FidelityPoint::simulated_unfitted_s, spearman_unfitted, mape_unfitted);
+  other(&FidelityPoint::simulated_per_copy_s, spearman_per_copy, mape_per_copy);
   other(&FidelityPoint::simulated_equal_cpus_s, spearman_equal_cpus, mape_equal_cpus);
   other(&FidelityPoint::simulated_other_calibration_s, spearman_other_calibration, mape_other_calibration);
   std::vector<double> r0, r1;

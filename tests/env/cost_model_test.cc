@@ -286,6 +286,31 @@ TEST(CostModel, MixedStepFitsTheCopyCostBetweenCpuDevices) {
   EXPECT_EQ(CostModel::calibrated(two_op_graph(), cluster(), p).group_copy_s_per_byte(), 0.0);
 }
 
+// The same mixed step priced per copy (GroupCopyPricing::PerCopy): 0.04 s over
+// the chain's 4 copies is 0.01 s a copy, whatever its size; nothing per byte.
+TEST(CostModel, MixedStepPricedPerCopyFitsSecondsPerCopy) {
+  const Graph g = relu_chain();
+  const Cluster two_cpus = cpu_pair();
+  Profile p = chain_profile(g, 1.0);
+  p.links.push_back({"cpu:0", "cpu:1", 0.01, 1e6, {}});
+  p.links.push_back({"cpu:1", "cpu:0", 0.01, 1e6, {}});
+  const Placement rr = round_robin_groups(g, {DeviceId(0), DeviceId(1)});
+  const double simulated = simulate(g, rr, two_cpus, CostModel::calibrated(g, two_cpus, p)).step_s;
+  p.mixed.devices = {"cpu:0", "cpu:1"};
+  p.mixed.step_s = simulated + 0.04;
+  const auto per_copy = CostModel::GroupCopyPricing::PerCopy;
+  const CostModel m = CostModel::calibrated(g, two_cpus, p, per_copy);
+  EXPECT_EQ(m.group_copy_s_per_byte(), 0.0);
+  EXPECT_NEAR(m.group_copy_s(), 0.01, 1e-8);
+  EXPECT_NEAR(m.transfer_seconds(DeviceId(0), DeviceId(1), 4000), 0.01 + 0.004 + 0.01, 1e-7);
+  EXPECT_NEAR(m.transfer_seconds(DeviceId(0), DeviceId(1), 40), 0.01 + 0.00004 + 0.01, 1e-7);
+  EXPECT_NEAR(simulate(g, rr, two_cpus, m).step_s, p.mixed.step_s, 1e-6);
+  EXPECT_EQ(CostModel::calibrated(g, two_cpus, p).group_copy_s(), 0.0);  // the default prices per byte
+  Profile below = p;
+  below.mixed.step_s = simulated * 0.9;
+  EXPECT_EQ(CostModel::calibrated(g, two_cpus, below, per_copy).group_copy_s(), 0.0);
+}
+
 // Every op 0.1 s (inputs 0) on cpu:0 and on cuda:0, links both ways 10 ms + 1 MB/s.
 Profile cpu_gpu_profile(const Graph& g) {
   Profile p;

@@ -376,6 +376,32 @@ TEST(Fidelity, ReportSaysTheCopyCostItFitted) {
       << back.to_markdown();
 }
 
+// The CPU copy cost fitted per byte, and beside it per copy on the same
+// measurements: both written, read back, and said in the markdown.
+TEST(Fidelity, ReportSetsTheCopyCostPerCopyBesidePerByte) {
+  FidelityReport r = two_point_report();
+  r.copy_s_per_byte = 1.89e-10;
+  r.compute_statistics();
+  EXPECT_TRUE(std::isnan(r.spearman_per_copy));
+  EXPECT_EQ(r.to_markdown().find("Fitted per copy"), std::string::npos);
+  r.copy_s_per_copy = 2.5e-5;
+  r.points[0].simulated_per_copy_s = 2.2;  // ranked the other way round: Spearman -1
+  r.points[1].simulated_per_copy_s = 1.0;
+  r.compute_statistics();
+  EXPECT_DOUBLE_EQ(r.spearman_per_copy, -1.0);
+  const FidelityReport back = FidelityReport::from_json(r.to_json());
+  EXPECT_DOUBLE_EQ(back.copy_s_per_copy, 2.5e-5);
+  EXPECT_DOUBLE_EQ(back.points[0].simulated_per_copy_s, 2.2);
+  EXPECT_EQ(back.to_json(), r.to_json());
+  const std::string md = r.to_markdown();
+  EXPECT_NE(md.find("Copies between CPU devices: 0.189 ms per MB (10^6 bytes) beyond the link fit"), std::string::npos)
+      << md;
+  EXPECT_NE(md.find("Fitted per copy instead (25 us a copy, whatever its size), on the same measurements: Spearman -1, "
+                    "MAPE 85%."),
+            std::string::npos)
+      << md;
+}
+
 TEST(Fidelity, ReportSaysWhichProfileCalibratedIt) {
   FidelityReport r;
   r.graph = "g";

@@ -24,7 +24,13 @@ class CostModel {
   // Ops found in the profile (by name, else by signature, on the same device
   // kind) take the measured time; the rest fall back to roofline. Links use
   // the profile's alpha/beta fits where given.
-  static CostModel calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile);
+  // How the profile's mixed step prices a copy between two CPU devices of one
+  // contention group beyond the link fit: per byte (group_copy_s_per_byte, the
+  // default), or per copy whatever its size (group_copy_s; `placer fidelity`
+  // reports it beside the default on the same measurements).
+  enum class GroupCopyPricing : uint8_t { PerByte, PerCopy };
+  static CostModel calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile,
+                              GroupCopyPricing pricing = GroupCopyPricing::PerByte);
 
   double op_seconds(OpId op, DeviceId device) const {
     return op_s_[static_cast<size_t>(op.value) * devices_ + device.value];
@@ -64,6 +70,9 @@ class CostModel {
   // (Profile::mixed), where copies run beside the other devices' work.
   double group_copy_s_per_byte() const { return group_copy_s_per_byte_; }
   void set_group_copy_s_per_byte(double seconds);
+  // The same priced per copy, whatever its size (GroupCopyPricing::PerCopy).
+  double group_copy_s() const { return group_copy_s_; }
+  void set_group_copy_s(double seconds);
   // A copy between a CPU device and a GPU (devices of different kinds) takes
   // this many seconds more than its link fit says, whatever its size: fitted on
   // the profile's mixed step over every CPU device and a GPU. On an H200's
@@ -110,6 +119,7 @@ class CostModel {
   std::vector<double> copy_factor_;  // [device]; empty = 1
   int32_t groups_ = 0;
   double group_copy_s_per_byte_ = 0.0;
+  double group_copy_s_ = 0.0;
   double cross_copy_s_ = 0.0;
   bool cross_on_destination_ = false;
   std::vector<int8_t> kinds_;  // [device]: DeviceKind (roofline and calibrated models; empty: unknown)

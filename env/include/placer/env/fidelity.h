@@ -61,6 +61,9 @@ struct FidelityPoint {
   // The same simulator without the copy cost fitted on the mixed step (0: no
   // such cost was fitted): the fit's effect on the same measurements.
   double simulated_unfitted_s = 0.0;
+  // The same simulator with that cost fitted per copy instead of per byte
+  // (CostModel::GroupCopyPricing::PerCopy; 0: not computed).
+  double simulated_per_copy_s = 0.0;
   // The same simulator with every CPU device as fast as the one the ops were
   // timed on (0: the profile's CPU device steps were not measured or not
   // applied, Profile::cpu_steps): their effect on the same measurements.
@@ -93,6 +96,8 @@ struct FidelityReport {
   // CPU-to-CPU copies: seconds per byte beyond the link fit, fitted on the
   // profile's mixed step (0: not fitted; CostModel::group_copy_s_per_byte).
   double copy_s_per_byte = 0.0;
+  // The same fitted per copy (simulated_per_copy_s's simulator; 0: not fitted).
+  double copy_s_per_copy = 0.0;
   // CPU<->GPU copies: seconds per copy beyond the link fit, fitted on the
   // mixed step over the CPU devices and a GPU (0: not fitted; CostModel::cross_copy_s).
   double cross_copy_s = 0.0;
@@ -126,6 +131,9 @@ struct FidelityReport {
   // Spearman and MAPE of simulated_unfitted_s (NaN when not computed).
   double spearman_unfitted = 0.0;
   double mape_unfitted = 0.0;
+  // Spearman and MAPE of simulated_per_copy_s (NaN when not computed).
+  double spearman_per_copy = 0.0;
+  double mape_per_copy = 0.0;
   // Spearman and MAPE of simulated_equal_cpus_s (NaN when not computed).
   double spearman_equal_cpus = 0.0;
   double mape_equal_cpus = 0.0;
