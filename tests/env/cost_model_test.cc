@@ -254,7 +254,8 @@ void expect_no_fit(const Graph& g, const Cluster& c, const Profile& p, double si
 // The profile's mixed step (groups dealt round robin over the CPU devices)
 // fits the cost per byte of a copy between CPU devices beyond the link fit.
 // A chain x -> y1 -> ... -> y4 dealt over two devices moves 4 x 4000 bytes
-// one after the other, so 0.04 s more measured than simulated is 2.5e-6 s/B.
+// one after the other, so 0.04 s more measured than simulated is 2.5e-6 s/B
+// (or, priced per copy, 0.01 s for each of the 4 copies).
 TEST(CostModel, MixedStepFitsTheCopyCostBetweenCpuDevices) {
   const Graph g = relu_chain();
   const Cluster two_cpus = cpu_pair();
@@ -284,28 +285,17 @@ TEST(CostModel, MixedStepFitsTheCopyCostBetweenCpuDevices) {
   EXPECT_EQ(CostModel::calibrated(g, two_cpus, elsewhere).group_copy_s_per_byte(), 0.0);
   // A device of another kind in the pair (no contention group): links keep their fit.
   EXPECT_EQ(CostModel::calibrated(two_op_graph(), cluster(), p).group_copy_s_per_byte(), 0.0);
-}
 
-// The same mixed step priced per copy (GroupCopyPricing::PerCopy): 0.04 s over
-// the chain's 4 copies is 0.01 s a copy, whatever its size; nothing per byte.
-TEST(CostModel, MixedStepPricedPerCopyFitsSecondsPerCopy) {
-  const Graph g = relu_chain();
-  const Cluster two_cpus = cpu_pair();
-  Profile p = chain_profile(g, 1.0);
-  p.links.push_back({"cpu:0", "cpu:1", 0.01, 1e6, {}});
-  p.links.push_back({"cpu:1", "cpu:0", 0.01, 1e6, {}});
-  const Placement rr = round_robin_groups(g, {DeviceId(0), DeviceId(1)});
-  const double simulated = simulate(g, rr, two_cpus, CostModel::calibrated(g, two_cpus, p)).step_s;
-  p.mixed.devices = {"cpu:0", "cpu:1"};
-  p.mixed.step_s = simulated + 0.04;
+  // The same mixed step priced per copy (GroupCopyPricing::PerCopy): 0.04 s over
+  // the chain's 4 copies is 0.01 s a copy, whatever its size; nothing per byte.
   const auto per_copy = CostModel::GroupCopyPricing::PerCopy;
-  const CostModel m = CostModel::calibrated(g, two_cpus, p, per_copy);
-  EXPECT_EQ(m.group_copy_s_per_byte(), 0.0);
-  EXPECT_NEAR(m.group_copy_s(), 0.01, 1e-8);
-  EXPECT_NEAR(m.transfer_seconds(DeviceId(0), DeviceId(1), 4000), 0.01 + 0.004 + 0.01, 1e-7);
-  EXPECT_NEAR(m.transfer_seconds(DeviceId(0), DeviceId(1), 40), 0.01 + 0.00004 + 0.01, 1e-7);
-  EXPECT_NEAR(simulate(g, rr, two_cpus, m).step_s, p.mixed.step_s, 1e-6);
-  EXPECT_EQ(CostModel::calibrated(g, two_cpus, p).group_copy_s(), 0.0);  // the default prices per byte
+  const CostModel c = CostModel::calibrated(g, two_cpus, p, per_copy);
+  EXPECT_EQ(c.group_copy_s_per_byte(), 0.0);
+  EXPECT_NEAR(c.group_copy_s(), 0.01, 1e-8);
+  EXPECT_NEAR(c.transfer_seconds(DeviceId(0), DeviceId(1), 4000), 0.01 + 0.004 + 0.01, 1e-7);
+  EXPECT_NEAR(c.transfer_seconds(DeviceId(0), DeviceId(1), 40), 0.01 + 0.00004 + 0.01, 1e-7);
+  EXPECT_NEAR(simulate(g, rr, two_cpus, c).step_s, p.mixed.step_s, 1e-6);
+  EXPECT_EQ(m.group_copy_s(), 0.0);  // the default prices per byte
   Profile below = p;
   below.mixed.step_s = simulated * 0.9;
   EXPECT_EQ(CostModel::calibrated(g, two_cpus, below, per_copy).group_copy_s(), 0.0);
