@@ -36,6 +36,7 @@ namespace {
 struct SimulateArgs {
   std::string graph, placement, cluster = "cpu:2", profile, trace, json, split_spec;
   bool no_memory = false;
+  bool per_copy = false;  // the CPU copy cost fitted per copy instead of per byte (CostModel::GroupCopyPricing)
   ObjectiveArgs objective;
 };
 
@@ -62,7 +63,9 @@ struct SimulatedProblem {
 
   SimulatedProblem(const Graph& base, const Cluster& cluster, const SimulateArgs& a)
       : run(base, a.objective), calibrated(!a.profile.empty()) {
-    costs = calibrated ? CostModel::calibrated(run.graph(), cluster, load_profile(a.profile))
+    costs = calibrated ? CostModel::calibrated(run.graph(), cluster, load_profile(a.profile),
+                                               a.per_copy ? CostModel::GroupCopyPricing::PerCopy
+                                                          : CostModel::GroupCopyPricing::PerByte)
                        : CostModel::roofline(run.graph(), cluster);
   }
 };
@@ -75,6 +78,9 @@ std::string simulate_json(const SimulatedProblem& sp, const Cluster& cluster, co
   o << "{\n\"graph\": \"" << sp.run.graph().name << "\",\n\"cluster\": \"" << cluster.name << "\",\n\"cost_model\": \""
     << (sp.calibrated ? "calibrated" : "roofline")
     << "\",\n\"calibrated_fraction\": " << format_number(sp.costs.calibrated_fraction())
+    << ",\n\"copy_s_per_byte\": " << format_number(sp.costs.group_copy_s_per_byte(), 9)
+    << ",\n\"copy_s_per_copy\": " << format_number(sp.costs.group_copy_s(), 9)
+    << ",\n\"cross_copy_s\": " << format_number(sp.costs.cross_copy_s(), 9)
     << ",\n\"lower_bound_s\": " << format_number(lb.value(), 9)
     << ",\n\"lower_bound\": {\"critical_path_s\": " << format_number(lb.critical_path_s, 9)
     << ", \"joins_s\": " << format_number(lb.joins_s, 9)
@@ -201,6 +207,8 @@ struct FidelityMeasurements {
     for (const FidelityRound& r : rounds) out.push_back(r.profile);
     return out;
   }
+  // The profile the report's simulator is calibrated on: the rounds' mean (one round: its own).
+  Profile mean() const { return rounds.size() >= 2 ? mean_profile(profiles()) : profile; }
   // The placements that failed in a kept round other than `except` (-1: any): not measured again.
   std::vector<bool> failed_in_kept(size_t placements, int except = -1) const {
     std::vector<bool> out(placements, false);
@@ -346,7 +354,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   // Calibrated on the rounds' mean profile: each op's fastest round is the minimum of noisy medians, biased low
   // (a lower MAPE on 14 of the 15 graph-runs that reported both; bench/results/fidelity_summary.md). The fastest
   // round's simulator is reported beside it, on the same measurements.
-  const Profile profile = m.rounds.size() >= 2 ? mean_profile(m.profiles()) : m.profile;
+  const Profile profile = m.mean();
   const CostModel costs = CostModel::calibrated(graph, cluster, profile);
   std::optional<CostModel> unfitted;  // the same without what is fitted on the mixed step, when something is
   if (costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s() > 0) {
@@ -515,6 +523,15 @@ void run_fidelity(const FidelityArgs& a) {
   }
   const FidelityMeasurements m =
       measure_rounds(runtime, graph, run, cluster, placements, a, first_profile ? &*first_profile : nullptr);
+  if (!a.save_placements.empty()) {
+    // The profiles beside them, so that the report's simulated steps can be made again (and other calibrations
+    // tried) on the same measurements: `placer simulate --profile DIR/profiles/mean.json` gives simulated_s.
+    const std::string dir = a.save_placements + "/profiles";
+    mkdir(dir.c_str(), 0755);
+    save_profile(m.mean(), dir + "/mean.json");
+    for (size_t k = 0; k < m.rounds.size(); ++k)
+      save_profile(m.rounds[k].profile, dir + "/round_" + std::to_string(k + 1) + ".json");
+  }
   FidelityReport report = fidelity_report(run, cluster, a, placements, m);
   report.selection = selection;
   if (report.points.size() < 2) throw InputError("fidelity: fewer than two placements measured ok");
@@ -547,6 +564,10 @@ void add_env_commands(CLI::App& app) {
   sim->add_option("--trace", sargs->trace, "Write the simulated step as a Chrome trace (Perfetto) JSON file");
   sim->add_option("--json", sargs->json, "Write the result, lower bound and gap as JSON");
   sim->add_flag("--no-memory", sargs->no_memory, "Do not track memory (no peaks, no OOM)");
+  sim->add_flag("--copy-per-copy", sargs->per_copy,
+                "Fit the profile's copy cost between CPU devices per copy instead of per byte (as placer fidelity "
+                "reports beside the default); needs --profile")
+      ->needs(sim->get_option("--profile"));
   add_split_spec_option(sim, &sargs->split_spec);
   add_objective_options(sim, &sargs->objective);
   sim->callback([sargs] { run_simulate(*sargs); });
@@ -574,7 +595,9 @@ void add_env_commands(CLI::App& app) {
       ->excludes(count)
       ->excludes(spread);
   fid->add_option("--save-placements", fargs->save_placements,
-                  "Also write each placement as DIR/<index>_<kind>.json (to measure or simulate one again)");
+                  "Also write each placement as DIR/<index>_<kind>.json (to measure or simulate one again), and the "
+                  "profiles as DIR/profiles/mean.json (the one the report's simulator is calibrated on) and "
+                  "round_<k>.json");
   fid->add_option("-o,--out", fargs->out, "Output directory for fidelity_<graph>.{md,json,svg}")->capture_default_str();
   fid->add_option("--name", fargs->name, "File name stem instead of the graph name");
   add_measure_options(fid, &fargs->protocol);

@@ -11,6 +11,9 @@
 # LOCKSTEP=0: pass --no-lockstep (each placement stops at its own target; the default since the
 # thirty-third session is lockstep: every placement takes every step of a round until all have enough).
 # GRAPHS: which of rnnlm nmt inception_v3 transformer gpt2_export googlenet_export (default all).
+# KEEP=DIR: also keep each graph's graph file, placements and profiles in DIR/<graph>/ (--save-placements), so that
+# another calibration can be tried later on the same measurements (`placer simulate --profile
+# DIR/<graph>/profiles/mean.json` gives the report's simulated step). Several MB a graph: not for bench/results.
 # LONG: graphs measured with --max-steps 120 --target 0.01 instead of 30 and 2%
 # (default "inception_v3 transformer gpt2_export": transformer's and gpt2's placements
 # span ~1.1x, and there the measurement re-ranked itself at 0.933 / 0.883 instead of
@@ -53,6 +56,12 @@ for g in ${GRAPHS:-rnnlm nmt inception_v3 transformer gpt2_export googlenet_expo
   steps=(--max-steps 30 --target 0.02)
   case " $LONG " in *" $g "*) steps=(--max-steps 120 --target 0.01) ;; esac
   echo "== $g ${steps[*]} (load: $(cut -d' ' -f1-3 /proc/loadavg))"
+  keep=()
+  if [ -n "${KEEP:-}" ]; then
+    mkdir -p "$KEEP/$g"
+    cp "$TMP/$g.json" "$KEEP/$g/graph.json"
+    keep=(--save-placements "$KEEP/$g")
+  fi
   "$P" fidelity --graph "$TMP/$g.json" --name "$g" --devices cpu:2 --placements "$PLACEMENTS" --spread "$SPREAD" --rounds "$ROUNDS" \
-    --warmup 2 --steps 6 "${steps[@]}" --repetitions 3 "${lockstep[@]}" -o "$OUT"
+    --warmup 2 --steps 6 "${steps[@]}" --repetitions 3 "${lockstep[@]}" "${keep[@]}" -o "$OUT"
 done

@@ -17,7 +17,35 @@ grep -q "Spearman" "$TMP/stdout.txt" || fail "summary line"
 grep -q "re-measured" "$TMP/stdout.txt" || fail "two rounds give the measurement's own Spearman"
 grep -q "^round 1/2 done after [0-9]* s in all; about [0-9]* s left" "$TMP/stderr.txt" || fail "no time left: $(cat "$TMP/stderr.txt")"
 for ext in md json svg; do [ -s "$TMP/out/fidelity_mlp.$ext" ] || fail "missing fidelity_mlp.$ext"; done
-[ "$(ls "$TMP/pl" | wc -l)" -eq 6 ] || fail "expected 6 saved placements, got $(ls "$TMP/pl")"
+[ "$(ls "$TMP/pl"/*.json | wc -l)" -eq 6 ] || fail "expected 6 saved placements, got $(ls "$TMP/pl")"
+# The profiles beside them: the rounds' mean (what the report's simulator is calibrated on) and each round's.
+for f in mean round_1 round_2; do [ -s "$TMP/pl/profiles/$f.json" ] || fail "missing profiles/$f.json"; done
+# ... with which `placer simulate` makes the report's simulated step again, placement by placement.
+for i in 0 1; do
+  pl=$(ls "$TMP/pl/${i}_"*.json)
+  "$PLACER" simulate --graph "$TMP/g.json" --placement "$pl" --cluster cpu:2 --profile "$TMP/pl/profiles/mean.json" \
+    --no-memory --json "$TMP/sim_$i.json" > /dev/null || fail "simulate $pl"
+  "$PLACER" simulate --graph "$TMP/g.json" --placement "$pl" --cluster cpu:2 --profile "$TMP/pl/profiles/mean.json" \
+    --no-memory --copy-per-copy --json "$TMP/simc_$i.json" > /dev/null || fail "simulate --copy-per-copy $pl"
+  python3 - "$TMP/out/fidelity_mlp.json" "$TMP/sim_$i.json" "$i" "$TMP/simc_$i.json" <<'PY' || fail "simulate $pl: not the report's step"
+import json, sys
+report = json.load(open(sys.argv[1]))
+point = report["points"][int(sys.argv[3])]
+sim, simc = json.load(open(sys.argv[2])), json.load(open(sys.argv[4]))
+close = lambda got, want: abs(got - want) <= 1e-7 * want  # the report writes 8 significant digits
+assert close(sim["result"]["step_s"], point["simulated_s"]), (sim["result"]["step_s"], point["simulated_s"])
+# The fitted copy costs, as the report gives them (0 where nothing was fitted: the report leaves them out).
+assert close(sim["copy_s_per_byte"], report.get("copy_s_per_byte", 0)), (sim["copy_s_per_byte"], report)
+assert sim["copy_s_per_copy"] == 0 and simc["copy_s_per_byte"] == 0, (sim, simc)
+assert close(simc["copy_s_per_copy"], report.get("copy_s_per_copy", 0)), (simc["copy_s_per_copy"], report)
+# Per copy: the report's per-copy simulator where it fitted one, else the same step as per byte (nothing fitted).
+want = point.get("simulated_per_copy_s", point["simulated_s"]) if report.get("copy_s_per_copy", 0) > 0 else None
+if want is not None: assert close(simc["result"]["step_s"], want), (simc["result"]["step_s"], want)
+PY
+done
+"$PLACER" simulate --graph "$TMP/g.json" --placement "$pl" --copy-per-copy > "$TMP/np.txt" 2>&1 \
+  && fail "--copy-per-copy without --profile was accepted"
+grep -q -- "--profile" "$TMP/np.txt" || fail "--copy-per-copy without --profile: $(cat "$TMP/np.txt")"
 python3 - "$TMP/out/fidelity_mlp.json" <<'PY' || fail "report JSON"
 import json, sys
 r = json.load(open(sys.argv[1]))

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""Other calibrations of the simulator on a fidelity run's own measurements, simulating nothing twice by hand.
+
+`bench/run_fidelity.sh` with KEEP=DIR keeps each graph's graph file, placements and profiles
+(DIR/<graph>/graph.json, DIR/<graph>/<index>_<kind>.json, DIR/<graph>/profiles/{mean,round_<k>}.json). This
+script simulates every placement again with `placer simulate`, on profiles derived from those, and ranks each
+simulator against the report's measured steps (Spearman, MAPE), side by side:
+
+  report        the rounds' mean profile, copy cost fitted per byte (what the report gives; a check)
+  per_copy      the same, fitted per copy (--copy-per-copy; the report's per-copy column)
+  no_fit        the mean profile without its mixed step: no copy cost fitted
+  round_<k>     round k's profile alone
+  quiet_mixed   the mean op times, the mixed step (and probe) of the round whose probe read the lowest
+  min_mixed     the mean op times, the fastest round's mixed step
+
+Usage: bench/recalibrate_fidelity.py PLACER KEEP_DIR REPORT_DIR [--graphs g1,g2] [--json OUT.json]
+Prints a markdown table (one row per graph, one column per calibration) and the fitted copy costs.
+"""
+import argparse
+import copy
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+
+def ranks(xs):
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    r = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2.0 + 1
+        i = j + 1
+    return r
+
+
+def spearman(a, b):
+    ra, rb = ranks(a), ranks(b)
+    n = len(a)
+    ma, mb = sum(ra) / n, sum(rb) / n
+    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    va = sum((x - ma) ** 2 for x in ra) ** 0.5
+    vb = sum((y - mb) ** 2 for y in rb) ** 0.5
+    return cov / (va * vb) if va > 0 and vb > 0 else float("nan")
+
+
+def mape(measured, simulated):
+    return sum(abs(s - m) / m for m, s in zip(measured, simulated)) / len(measured)
+
+
+def simulate(placer, graph, placement, profile, per_copy, tmp):
+    out = os.path.join(tmp, "sim.json")
+    cmd = [placer, "simulate", "--graph", graph, "--placement", placement, "--cluster", "cpu:2", "--profile", profile,
+           "--no-memory", "--json", out]
+    if per_copy:
+        cmd.append("--copy-per-copy")
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        r = json.load(f)
+    return r["result"]["step_s"], r["copy_s_per_byte"], r["copy_s_per_copy"]
+
+
+def variants(keep):
+    """(name, profile dict, per_copy) for each calibration tried."""
+    pdir = os.path.join(keep, "profiles")
+    with open(os.path.join(pdir, "mean.json")) as f:
+        mean = json.load(f)
+    rounds = []
+    k = 1
+    while os.path.exists(os.path.join(pdir, "round_%d.json" % k)):
+        with open(os.path.join(pdir, "round_%d.json" % k)) as f:
+            rounds.append(json.load(f))
+        k += 1
+    out = [("report", mean, False), ("per_copy", mean, True)]
+    no_fit = copy.deepcopy(mean)
+    no_fit.pop("mixed_step", None)
+    out.append(("no_fit", no_fit, False))
+    for k, r in enumerate(rounds, 1):
+        out.append(("round_%d" % k, r, False))
+    mixed = [r for r in rounds if "mixed_step" in r]
+    if mixed and "mixed_step" in mean:
+        probed = [r for r in mixed if r["mixed_step"].get("core_rtt_s")]
+        if probed:
+            quiet = copy.deepcopy(mean)
+            quiet["mixed_step"] = min(probed, key=lambda r: r["mixed_step"]["core_rtt_s"])["mixed_step"]
+            out.append(("quiet_mixed", quiet, False))
+        fastest = copy.deepcopy(mean)
+        fastest["mixed_step"] = min(mixed, key=lambda r: r["mixed_step"]["step_s"])["mixed_step"]
+        out.append(("min_mixed", fastest, False))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("placer")
+    ap.add_argument("keep", help="KEEP directory of bench/run_fidelity.sh")
+    ap.add_argument("reports", help="the run's output directory (fidelity_<graph>.json)")
+    ap.add_argument("--graphs", default="", help="comma-separated graph names (default: every one kept)")
+    ap.add_argument("--json", default="", help="also write every figure here")
+    a = ap.parse_args()
+    graphs = a.graphs.split(",") if a.graphs else sorted(
+        g for g in os.listdir(a.keep) if os.path.isdir(os.path.join(a.keep, g)))
+    results = {}
+    names = []
+    with tempfile.TemporaryDirectory() as tmp:
+        for g in graphs:
+            keep = os.path.join(a.keep, g)
+            report_path = os.path.join(a.reports, "fidelity_%s.json" % g)
+            if not os.path.exists(report_path):
+                print("%s: no report %s, skipped" % (g, report_path), file=sys.stderr)
+                continue
+            with open(report_path) as f:
+                report = json.load(f)
+            if report.get("failed", 0):
+                print("%s: %d placements failed; the points cannot be matched to the files, skipped" %
+                      (g, report["failed"]), file=sys.stderr)
+                continue
+            files = sorted((f for f in os.listdir(keep) if f[0].isdigit() and f.endswith(".json")),
+                           key=lambda f: int(f.split("_")[0]))
+            points = report["points"]
+            if len(files) != len(points):
+                print("%s: %d placements kept, %d in the report: skipped" % (g, len(files), len(points)),
+                      file=sys.stderr)
+                continue
+            measured = [p["measured_s"] for p in points]
+            row = {}
+            for name, profile, per_copy in variants(keep):
+                ppath = os.path.join(tmp, "profile.json")
+                with open(ppath, "w") as f:
+                    json.dump(profile, f)
+                sims = []
+                fit = (0.0, 0.0)
+                for pl in files:
+                    step, per_byte, per_copy_s = simulate(a.placer, os.path.join(keep, "graph.json"),
+                                                          os.path.join(keep, pl), ppath, per_copy, tmp)
+                    sims.append(step)
+                    fit = (per_byte, per_copy_s)
+                row[name] = {"spearman": spearman(measured, sims), "mape": mape(measured, sims),
+                             "copy_s_per_byte": fit[0], "copy_s_per_copy": fit[1],
+                             "core_rtt_s": profile.get("mixed_step", {}).get("core_rtt_s"), "simulated_s": sims}
+                if name not in names:
+                    names.append(name)
+            if abs(row["report"]["spearman"] - report["spearman"]) > 1e-3:
+                print("%s: the report's calibration gives Spearman %.3f here, %.3f in the report" %
+                      (g, row["report"]["spearman"], report["spearman"]), file=sys.stderr)
+            per_copy = [p.get("simulated_per_copy_s") for p in points]
+            if all(per_copy) and max(abs(s / w - 1) for s, w in zip(row["per_copy"]["simulated_s"], per_copy)) > 1e-6:
+                print("%s: --copy-per-copy does not give the report's per-copy steps" % g, file=sys.stderr)
+            results[g] = {"measured_s": measured, "retest_spearman": report.get("retest_spearman"),
+                          "calibrations": row}
+    print("| graph | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for g, r in results.items():
+        cells = []
+        for n in names:
+            c = r["calibrations"].get(n)
+            cells.append("%.3f / %.1f%%" % (c["spearman"], 100 * c["mape"]) if c else "")
+        print("| %s | %s |" % (g, " | ".join(cells)))
+    print("\nCopy cost fitted (ms per MB, or us a copy; the mixed step's probe in ns):\n")
+    print("| graph | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for g, r in results.items():
+        cells = []
+        for n in names:
+            c = r["calibrations"].get(n)
+            if not c:
+                cells.append("")
+                continue
+            fit = ("%.1f us" % (c["copy_s_per_copy"] * 1e6)) if n == "per_copy" else "%.3f" % (
+                c["copy_s_per_byte"] * 1e9)
+            rtt = " (%.0f ns)" % (c["core_rtt_s"] * 1e9) if c["core_rtt_s"] else ""
+            cells.append(fit + rtt)
+        print("| %s | %s |" % (g, " | ".join(cells)))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(results, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
