@@ -12,6 +12,9 @@ simulator against the report's measured steps (Spearman, MAPE), side by side:
   round_<k>     round k's profile alone
   quiet_mixed   the mean op times, the mixed step (and probe) of the round whose probe read the lowest
   min_mixed     the mean op times, the fastest round's mixed step
+  median_steps  the mean profile, each CPU device's step the rounds' median (one spell round moves a mean)
+  median_ratio  the mean profile, each CPU device's step over the first's the median of the rounds' ratios
+  median_all    the rounds' median for op times, the mixed step and the CPU device steps
 
 Usage: bench/recalibrate_fidelity.py PLACER KEEP_DIR REPORT_DIR [--graphs g1,g2] [--json OUT.json]
 Prints a markdown table (one row per graph, one column per calibration) and the fitted copy costs.
@@ -92,6 +95,67 @@ def variants(keep):
         fastest = copy.deepcopy(mean)
         fastest["mixed_step"] = min(mixed, key=lambda r: r["mixed_step"]["step_s"])["mixed_step"]
         out.append(("min_mixed", fastest, False))
+    if len(rounds) >= 3:
+        steps = copy.deepcopy(mean)
+        steps["cpu_steps"] = median_cpu_steps(mean, rounds)
+        out.append(("median_steps", steps, False))
+        ratio = copy.deepcopy(mean)
+        ratio["cpu_steps"] = median_step_ratios(mean, rounds)
+        out.append(("median_ratio", ratio, False))
+        out.append(("median_all", median_profile(mean, rounds), False))
+    return out
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
+def median_cpu_steps(mean, rounds):
+    """Each CPU device's step alone, the median over the rounds (the mean's: one spell round moves it)."""
+    out = copy.deepcopy(mean.get("cpu_steps", []))
+    for d in out:
+        d["step_s"] = median([s["step_s"] for r in rounds for s in r.get("cpu_steps", []) if s["device"] == d["device"]])
+    return out
+
+
+def median_step_ratios(mean, rounds):
+    """Each CPU device's step over the first's, the median over the rounds of that round's ratio (a round measures
+    the devices interleaved, so its ratio cancels the round's drift), times the first device's mean step."""
+    out = copy.deepcopy(mean.get("cpu_steps", []))
+    if len(out) < 2:
+        return out
+    first = out[0]["device"]
+    for d in out[1:]:
+        ratios = []
+        for r in rounds:
+            steps = {s["device"]: s["step_s"] for s in r.get("cpu_steps", [])}
+            if steps.get(first, 0) > 0 and d["device"] in steps:
+                ratios.append(steps[d["device"]] / steps[first])
+        if ratios:
+            d["step_s"] = out[0]["step_s"] * median(ratios)
+    return out
+
+
+def median_profile(mean, rounds):
+    """The rounds' median instead of their mean: op times, the mixed step and the CPU device steps."""
+    out = copy.deepcopy(mean)
+    by_op = {}
+    for r in rounds:
+        for t in r["ops"]:
+            by_op.setdefault((t["op"], t["device"]), []).append(t)
+    for t in out["ops"]:
+        ts = by_op.get((t["op"], t["device"]), [])
+        if ts:
+            t["seconds"] = median([x["seconds"] for x in ts])
+            c = [x["contended_seconds"] for x in ts if x.get("contended_seconds", 0) > 0]
+            if c:
+                t["contended_seconds"] = median(c)
+    mixed = [r["mixed_step"]["step_s"] for r in rounds if "mixed_step" in r]
+    if mixed and "mixed_step" in out:
+        out["mixed_step"]["step_s"] = median(mixed)
+    out["cpu_steps"] = median_cpu_steps(mean, rounds)
     return out
 
 
@@ -102,6 +166,7 @@ def main():
     ap.add_argument("reports", help="the run's output directory (fidelity_<graph>.json)")
     ap.add_argument("--graphs", default="", help="comma-separated graph names (default: every one kept)")
     ap.add_argument("--json", default="", help="also write every figure here")
+    ap.add_argument("--only", default="", help="comma-separated calibrations to run (default: all; report is always run)")
     a = ap.parse_args()
     graphs = a.graphs.split(",") if a.graphs else sorted(
         g for g in os.listdir(a.keep) if os.path.isdir(os.path.join(a.keep, g)))
@@ -129,7 +194,10 @@ def main():
                 continue
             measured = [p["measured_s"] for p in points]
             row = {}
+            only = set(a.only.split(",")) | {"report"} if a.only else None
             for name, profile, per_copy in variants(keep):
+                if only is not None and name not in only:
+                    continue
                 ppath = os.path.join(tmp, "profile.json")
                 with open(ppath, "w") as f:
                     json.dump(profile, f)
@@ -149,7 +217,7 @@ def main():
                 print("%s: the report's calibration gives Spearman %.3f here, %.3f in the report" %
                       (g, row["report"]["spearman"], report["spearman"]), file=sys.stderr)
             per_copy = [p.get("simulated_per_copy_s") for p in points]
-            if all(per_copy) and max(abs(s / w - 1) for s, w in zip(row["per_copy"]["simulated_s"], per_copy)) > 1e-6:
+            if "per_copy" in row and all(per_copy) and max(abs(s / w - 1) for s, w in zip(row["per_copy"]["simulated_s"], per_copy)) > 1e-6:
                 print("%s: --copy-per-copy does not give the report's per-copy steps" % g, file=sys.stderr)
             results[g] = {"measured_s": measured, "retest_spearman": report.get("retest_spearman"),
                           "calibrations": row}

@@ -40,14 +40,30 @@ TEST(ProfileRounds, TheMeanCountsOnlyTheRoundsThatMeasured) {
   const Profile two = mean_profile({round_of(1.0, 0.0, 1e9, -1, 1, -1), round_of(1.0, 0.0, 4e9, -1, 1, -1)});
   EXPECT_NEAR(two.links[0].beta_Bps, 1.6e9, 1.0);
   EXPECT_THROW(mean_profile({}), InputError);
-  // Each CPU device's step alone: averaged by device name over the rounds that measured it.
+  // Each CPU device's step alone, matched by device name over the rounds that measured it: the first device's
+  // mean, the other's its ratio to the first, the median over those rounds (here two: 0.75 and 5/6).
   Profile a = round_of(1.0, 0.0, 1e9, -1, 1, -1), b = a, c = a;
   a.cpu_steps = {{"cpu:0", 0.04}, {"cpu:1", 0.03}};
   b.cpu_steps = {{"cpu:1", 0.05}, {"cpu:0", 0.06}};
   const Profile steps = mean_profile({a, b, c});
   ASSERT_EQ(steps.cpu_steps.size(), 2u);
   EXPECT_DOUBLE_EQ(steps.cpu_steps[0].step_s, 0.05);
-  EXPECT_DOUBLE_EQ(steps.cpu_steps[1].step_s, 0.04);
+  EXPECT_DOUBLE_EQ(steps.cpu_steps[1].step_s, 0.05 * (0.75 + 0.05 / 0.06) / 2);
+}
+
+TEST(ProfileRounds, OneRoundInASpellDoesNotMoveTheDeviceSteps) {
+  // Four rounds; in the fourth cpu:0 ran 1.5x slower than cpu:1 (a slow spell), in the others the two agree to 2%.
+  // The mean of the steps would put cpu:0 11% slower than cpu:1; the median of the rounds' ratios keeps them within
+  // the quiet rounds' 2%.
+  std::vector<Profile> rounds(4, round_of(1.0, 0.0, 1e9, -1, 1, -1));
+  const double cpu0[] = {0.040, 0.041, 0.040, 0.066}, cpu1[] = {0.040, 0.040, 0.041, 0.044};
+  for (size_t k = 0; k < rounds.size(); ++k) rounds[k].cpu_steps = {{"cpu:0", cpu0[k]}, {"cpu:1", cpu1[k]}};
+  const Profile mean = mean_profile(rounds);
+  ASSERT_EQ(mean.cpu_steps.size(), 2u);
+  const double ratio = mean.cpu_steps[0].step_s / mean.cpu_steps[1].step_s;
+  EXPECT_NEAR(ratio, 1.0, 0.02);
+  const double mean_of_steps = (0.040 + 0.041 + 0.040 + 0.066) / (0.040 + 0.040 + 0.041 + 0.044);
+  EXPECT_GT(mean_of_steps, 1.1);  // what the mean of the steps gave
 }
 
 TEST(ProfileRounds, TheMinimumKeepsEachFastestRound) {

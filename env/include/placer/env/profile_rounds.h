@@ -17,7 +17,9 @@ void merge_profile_minimum(Profile& kept, const Profile& p, bool first);
 // each link's alpha and time per byte, the overheads, the GPU step's fit and
 // the mixed step, each over the rounds that measured it (0, or < 0 where the
 // field says so: not measured); the structure (ops, links, devices) of the
-// first round. What one profile estimates; fidelity calibrates on it.
+// first round. The CPU device steps: the first device's mean, each other's as
+// the median over the rounds of its ratio to the first (robust to one round in
+// a slow spell). What one profile estimates; fidelity calibrates on it.
 // Throws InputError for no rounds.
 Profile mean_profile(const std::vector<Profile>& rounds);
 
