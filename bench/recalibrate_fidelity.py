@@ -6,7 +6,7 @@
 script simulates every placement again with `placer simulate`, on profiles derived from those, and ranks each
 simulator against the report's measured steps (Spearman, MAPE), side by side:
 
-  report        the rounds' mean profile, copy cost fitted per byte (what the report gives; a check)
+  report        the rounds' mean profile (mean_profile), copy cost fitted per byte (what the report gives; a check)
   per_copy      the same, fitted per copy (--copy-per-copy; the report's per-copy column)
   no_fit        the mean profile without its mixed step: no copy cost fitted
   round_<k>     round k's profile alone
@@ -14,9 +14,10 @@ simulator against the report's measured steps (Spearman, MAPE), side by side:
   min_mixed     the mean op times, the fastest round's mixed step
   median_steps  the mean profile, each CPU device's step the rounds' median (one spell round moves a mean)
   median_ratio  the mean profile, each CPU device's step over the first's the median of the rounds' ratios
+  mean_steps    the mean profile, each CPU device's step the rounds' mean (mean_profile before 22c5e23)
   median_all    the rounds' median for op times, the mixed step and the CPU device steps
 
-Usage: bench/recalibrate_fidelity.py PLACER KEEP_DIR REPORT_DIR [--graphs g1,g2] [--json OUT.json]
+Usage: .venv/bin/python3 bench/recalibrate_fidelity.py PLACER KEEP_DIR REPORT_DIR [--graphs g1,g2] [--json OUT.json]
 Prints a markdown table (one row per graph, one column per calibration) and the fitted copy costs.
 """
 import argparse
@@ -27,29 +28,7 @@ import subprocess
 import sys
 import tempfile
 
-
-def ranks(xs):
-    order = sorted(range(len(xs)), key=lambda i: xs[i])
-    r = [0.0] * len(xs)
-    i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2.0 + 1
-        i = j + 1
-    return r
-
-
-def spearman(a, b):
-    ra, rb = ranks(a), ranks(b)
-    n = len(a)
-    ma, mb = sum(ra) / n, sum(rb) / n
-    cov = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
-    va = sum((x - ma) ** 2 for x in ra) ** 0.5
-    vb = sum((y - mb) ** 2 for y in rb) ** 0.5
-    return cov / (va * vb) if va > 0 and vb > 0 else float("nan")
+from rank_stats import spearman
 
 
 def mape(measured, simulated):
@@ -102,6 +81,9 @@ def variants(keep):
         ratio = copy.deepcopy(mean)
         ratio["cpu_steps"] = median_step_ratios(mean, rounds)
         out.append(("median_ratio", ratio, False))
+        steps = copy.deepcopy(mean)
+        steps["cpu_steps"] = mean_cpu_steps(mean, rounds)
+        out.append(("mean_steps", steps, False))
         out.append(("median_all", median_profile(mean, rounds), False))
     return out
 
@@ -117,6 +99,15 @@ def median_cpu_steps(mean, rounds):
     out = copy.deepcopy(mean.get("cpu_steps", []))
     for d in out:
         d["step_s"] = median([s["step_s"] for r in rounds for s in r.get("cpu_steps", []) if s["device"] == d["device"]])
+    return out
+
+
+def mean_cpu_steps(mean, rounds):
+    """Each CPU device's step, the mean over the rounds (mean_profile before the thirty-fifth session)."""
+    out = copy.deepcopy(mean.get("cpu_steps", []))
+    for d in out:
+        xs = [s["step_s"] for r in rounds for s in r.get("cpu_steps", []) if s["device"] == d["device"]]
+        d["step_s"] = sum(xs) / len(xs)
     return out
 
 
@@ -157,6 +148,15 @@ def median_profile(mean, rounds):
         out["mixed_step"]["step_s"] = median(mixed)
     out["cpu_steps"] = median_cpu_steps(mean, rounds)
     return out
+
+
+def print_table(results, names, cell):
+    """A markdown table: a row per graph, a column per calibration, cell(name, figures) in each."""
+    print("| graph | " + " | ".join(names) + " |")
+    print("|---|" + "---|" * len(names))
+    for g, r in results.items():
+        cs = r["calibrations"]
+        print("| %s | %s |" % (g, " | ".join(cell(n, cs[n]) if n in cs else "" for n in names)))
 
 
 def main():
@@ -221,29 +221,11 @@ def main():
                 print("%s: --copy-per-copy does not give the report's per-copy steps" % g, file=sys.stderr)
             results[g] = {"measured_s": measured, "retest_spearman": report.get("retest_spearman"),
                           "calibrations": row}
-    print("| graph | " + " | ".join(names) + " |")
-    print("|---|" + "---|" * len(names))
-    for g, r in results.items():
-        cells = []
-        for n in names:
-            c = r["calibrations"].get(n)
-            cells.append("%.3f / %.1f%%" % (c["spearman"], 100 * c["mape"]) if c else "")
-        print("| %s | %s |" % (g, " | ".join(cells)))
+    print_table(results, names, lambda n, c: "%.3f / %.1f%%" % (c["spearman"], 100 * c["mape"]))
     print("\nCopy cost fitted (ms per MB, or us a copy; the mixed step's probe in ns):\n")
-    print("| graph | " + " | ".join(names) + " |")
-    print("|---|" + "---|" * len(names))
-    for g, r in results.items():
-        cells = []
-        for n in names:
-            c = r["calibrations"].get(n)
-            if not c:
-                cells.append("")
-                continue
-            fit = ("%.1f us" % (c["copy_s_per_copy"] * 1e6)) if n == "per_copy" else "%.3f" % (
-                c["copy_s_per_byte"] * 1e9)
-            rtt = " (%.0f ns)" % (c["core_rtt_s"] * 1e9) if c["core_rtt_s"] else ""
-            cells.append(fit + rtt)
-        print("| %s | %s |" % (g, " | ".join(cells)))
+    print_table(results, names, lambda n, c: (
+        ("%.1f us" % (c["copy_s_per_copy"] * 1e6)) if n == "per_copy" else "%.3f" % (c["copy_s_per_byte"] * 1e9)) + (
+        " (%.0f ns)" % (c["core_rtt_s"] * 1e9) if c["core_rtt_s"] else ""))
     if a.json:
         with open(a.json, "w") as f:
             json.dump(results, f, indent=1)
