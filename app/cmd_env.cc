@@ -200,6 +200,7 @@ struct FidelityMeasurements {
   std::vector<FidelityRetake> retakes;
   std::vector<bool> failed;  // pooled: a placement that failed in a kept round is left out
   Profile profile;  // each op's fastest round (merge_profile_minimum)
+  Profile mean;     // the rounds' mean (one round: its own): what the report's simulator is calibrated on
   std::vector<StepResult> best;
   std::vector<std::vector<double>> round_s;
   std::vector<Profile> profiles() const {
@@ -207,8 +208,6 @@ struct FidelityMeasurements {
     for (const FidelityRound& r : rounds) out.push_back(r.profile);
     return out;
   }
-  // The profile the report's simulator is calibrated on: the rounds' mean (one round: its own).
-  Profile mean() const { return rounds.size() >= 2 ? mean_profile(profiles()) : profile; }
   // The placements that failed in a kept round other than `except` (-1: any): not measured again.
   std::vector<bool> failed_in_kept(size_t placements, int except = -1) const {
     std::vector<bool> out(placements, false);
@@ -269,7 +268,7 @@ FidelityRound run_round(Runtime& runtime, const Graph& graph, const RunGraph& ru
   return measure_round(runtime, run, placements, a, label, reuse ? *reuse : runtime.profile(graph, po), skip);
 }
 
-// Pools the kept rounds: each op's fastest round into m.profile; per placement, whether it failed in any of them
+// Pools the kept rounds: each op's fastest round into m.profile, their mean into m.mean; per placement, whether it failed in any of them
 // (or was left out of one, after failing in a round since taken again), and else every round's samples (its
 // median and interval) and each round's median.
 void pool_rounds(FidelityMeasurements& m, size_t n) {
@@ -289,6 +288,7 @@ void pool_rounds(FidelityMeasurements& m, size_t n) {
       m.best[i] = *r;
     }
   }
+  m.mean = m.rounds.size() >= 2 ? mean_profile(m.profiles()) : m.profile;
   for (size_t i = 0; i < n; ++i) {
     if (m.failed[i] || samples[i].empty()) continue;
     m.best[i].samples_s = std::move(samples[i]);
@@ -354,7 +354,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   // Calibrated on the rounds' mean profile: each op's fastest round is the minimum of noisy medians, biased low
   // (a lower MAPE on 14 of the 15 graph-runs that reported both; bench/results/fidelity_summary.md). The fastest
   // round's simulator is reported beside it, on the same measurements.
-  const Profile profile = m.mean();
+  const Profile& profile = m.mean;
   const CostModel costs = CostModel::calibrated(graph, cluster, profile);
   std::optional<CostModel> unfitted;  // the same without what is fitted on the mixed step, when something is
   if (costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s() > 0) {
@@ -528,7 +528,7 @@ void run_fidelity(const FidelityArgs& a) {
     // tried) on the same measurements: `placer simulate --profile DIR/profiles/mean.json` gives simulated_s.
     const std::string dir = a.save_placements + "/profiles";
     mkdir(dir.c_str(), 0755);
-    save_profile(m.mean(), dir + "/mean.json");
+    save_profile(m.mean, dir + "/mean.json");
     for (size_t k = 0; k < m.rounds.size(); ++k)
       save_profile(m.rounds[k].profile, dir + "/round_" + std::to_string(k + 1) + ".json");
   }

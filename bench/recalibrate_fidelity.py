@@ -28,6 +28,8 @@ import subprocess
 import sys
 import tempfile
 
+import numpy as np
+
 from rank_stats import spearman
 
 
@@ -76,38 +78,24 @@ def variants(keep):
         out.append(("min_mixed", fastest, False))
     if len(rounds) >= 3:
         steps = copy.deepcopy(mean)
-        steps["cpu_steps"] = median_cpu_steps(mean, rounds)
+        steps["cpu_steps"] = pooled_cpu_steps(mean, rounds, np.median)
         out.append(("median_steps", steps, False))
         ratio = copy.deepcopy(mean)
         ratio["cpu_steps"] = median_step_ratios(mean, rounds)
         out.append(("median_ratio", ratio, False))
         steps = copy.deepcopy(mean)
-        steps["cpu_steps"] = mean_cpu_steps(mean, rounds)
+        steps["cpu_steps"] = pooled_cpu_steps(mean, rounds, np.mean)
         out.append(("mean_steps", steps, False))
         out.append(("median_all", median_profile(mean, rounds), False))
     return out
 
 
-def median(xs):
-    xs = sorted(xs)
-    n = len(xs)
-    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
-
-
-def median_cpu_steps(mean, rounds):
-    """Each CPU device's step alone, the median over the rounds (the mean's: one spell round moves it)."""
+def pooled_cpu_steps(mean, rounds, pool):
+    """Each CPU device's step alone, pooled over the rounds: np.mean (mean_profile before the thirty-fifth session)
+    or np.median (one spell round moves a mean)."""
     out = copy.deepcopy(mean.get("cpu_steps", []))
     for d in out:
-        d["step_s"] = median([s["step_s"] for r in rounds for s in r.get("cpu_steps", []) if s["device"] == d["device"]])
-    return out
-
-
-def mean_cpu_steps(mean, rounds):
-    """Each CPU device's step, the mean over the rounds (mean_profile before the thirty-fifth session)."""
-    out = copy.deepcopy(mean.get("cpu_steps", []))
-    for d in out:
-        xs = [s["step_s"] for r in rounds for s in r.get("cpu_steps", []) if s["device"] == d["device"]]
-        d["step_s"] = sum(xs) / len(xs)
+        d["step_s"] = pool([s["step_s"] for r in rounds for s in r.get("cpu_steps", []) if s["device"] == d["device"]])
     return out
 
 
@@ -125,7 +113,7 @@ def median_step_ratios(mean, rounds):
             if steps.get(first, 0) > 0 and d["device"] in steps:
                 ratios.append(steps[d["device"]] / steps[first])
         if ratios:
-            d["step_s"] = out[0]["step_s"] * median(ratios)
+            d["step_s"] = out[0]["step_s"] * np.median(ratios)
     return out
 
 
@@ -139,14 +127,14 @@ def median_profile(mean, rounds):
     for t in out["ops"]:
         ts = by_op.get((t["op"], t["device"]), [])
         if ts:
-            t["seconds"] = median([x["seconds"] for x in ts])
+            t["seconds"] = np.median([x["seconds"] for x in ts])
             c = [x["contended_seconds"] for x in ts if x.get("contended_seconds", 0) > 0]
             if c:
-                t["contended_seconds"] = median(c)
+                t["contended_seconds"] = np.median(c)
     mixed = [r["mixed_step"]["step_s"] for r in rounds if "mixed_step" in r]
     if mixed and "mixed_step" in out:
-        out["mixed_step"]["step_s"] = median(mixed)
-    out["cpu_steps"] = median_cpu_steps(mean, rounds)
+        out["mixed_step"]["step_s"] = np.median(mixed)
+    out["cpu_steps"] = pooled_cpu_steps(mean, rounds, np.median)
     return out
 
 

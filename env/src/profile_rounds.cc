@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/stats.h"
 
 namespace placer {
 
@@ -34,14 +35,6 @@ void merge_profile_minimum(Profile& kept, const Profile& p, bool first) {
   if (p.mixed.step_s > 0 && p.mixed.devices == kept.mixed.devices)
     kept.mixed.step_s = kept.mixed.step_s > 0 ? std::min(kept.mixed.step_s, p.mixed.step_s) : p.mixed.step_s;
 }
-
-namespace {
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-}  // namespace
 
 Profile mean_profile(const std::vector<Profile>& rounds) {
   struct Mean {  // a mean over the values given
@@ -94,7 +87,7 @@ Profile mean_profile(const std::vector<Profile>& rounds) {
       }
       if (first > 0 && step > 0) ratios.push_back(step / first);
     }
-    if (!ratios.empty()) mean.cpu_steps[k].step_s = mean.cpu_steps[0].step_s * median_of(std::move(ratios));
+    if (!ratios.empty()) mean.cpu_steps[k].step_s = mean.cpu_steps[0].step_s * quantile(std::move(ratios), 0.5);
   }
   for (size_t i = 0; i < mean.ops.size(); ++i) {
     mean.ops[i].seconds = op_s[i].get(mean.ops[i].seconds);
