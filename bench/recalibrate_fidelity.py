@@ -163,6 +163,10 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for g in graphs:
             keep = os.path.join(a.keep, g)
+            if not os.path.exists(os.path.join(keep, "profiles", "mean.json")):
+                print("%s: no %s (not kept with KEEP=DIR, or made before profiles were kept), skipped" %
+                      (g, os.path.join(keep, "profiles", "mean.json")), file=sys.stderr)
+                continue
             report_path = os.path.join(a.reports, "fidelity_%s.json" % g)
             if not os.path.exists(report_path):
                 print("%s: no report %s, skipped" % (g, report_path), file=sys.stderr)
@@ -209,6 +213,8 @@ def main():
                 print("%s: --copy-per-copy does not give the report's per-copy steps" % g, file=sys.stderr)
             results[g] = {"measured_s": measured, "retest_spearman": report.get("retest_spearman"),
                           "calibrations": row}
+    if not results:
+        sys.exit("recalibrate_fidelity: no graph in %s could be recalibrated (see above)" % a.keep)
     print_table(results, names, lambda n, c: "%.3f / %.1f%%" % (c["spearman"], 100 * c["mape"]))
     print("\nCopy cost fitted (ms per MB, or us a copy; the mixed step's probe in ns):\n")
     print_table(results, names, lambda n, c: (
