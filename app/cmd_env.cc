@@ -365,7 +365,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   std::optional<CostModel> per_copy;  // that cost between CPU devices fitted per copy, not per byte
   if (costs.group_copy_s_per_byte() > 0)
     per_copy = CostModel::calibrated(graph, cluster, profile, CostModel::GroupCopyPricing::PerCopy);
-  std::optional<CostModel> equal_cpus;  // the same with every CPU device as fast as the first, when they differ
+  std::optional<CostModel> equal_cpus;  // the same without the device steps: the ops as timed, every CPU device alike
   if (profile.cpu_steps.size() >= 2) {
     Profile equal = profile;
     equal.cpu_steps.clear();

@@ -16,6 +16,9 @@ simulator against the report's measured steps (Spearman, MAPE), side by side:
   median_ratio  the mean profile, each CPU device's step over the first's the median of the rounds' ratios
   mean_steps    the mean profile, each CPU device's step the rounds' mean (mean_profile before 22c5e23)
   median_all    the rounds' median for op times, the mixed step and the CPU device steps
+  unanchored    the mean profile, its op times as timed on the first CPU device and the other CPU devices scaled by
+                their step over its step (before the thirty-sixth session: the device steps were not an anchor, and
+                the mixed step's copy cost took up the timed ops' shortfall against the whole step)
 
 Usage: .venv/bin/python3 bench/recalibrate_fidelity.py PLACER KEEP_DIR REPORT_DIR [--graphs g1,g2] [--json OUT.json]
 Prints a markdown table (one row per graph, one column per calibration) and the fitted copy costs.
@@ -49,7 +52,7 @@ def simulate(placer, graph, placement, profile, per_copy, tmp):
     return r["result"]["step_s"], r["copy_s_per_byte"], r["copy_s_per_copy"]
 
 
-def variants(keep):
+def variants(keep, placer, tmp):
     """(name, profile dict, per_copy) for each calibration tried."""
     pdir = os.path.join(keep, "profiles")
     with open(os.path.join(pdir, "mean.json")) as f:
@@ -87,6 +90,36 @@ def variants(keep):
         steps["cpu_steps"] = pooled_cpu_steps(mean, rounds, np.mean)
         out.append(("mean_steps", steps, False))
         out.append(("median_all", median_profile(mean, rounds), False))
+    unanchored = unanchored_profile(mean, keep, placer, tmp)
+    if unanchored is not None:
+        out.append(("unanchored", unanchored, False))
+    return out
+
+
+def unanchored_profile(mean, keep, placer, tmp):
+    """The mean profile whose device steps, taken as an anchor (CostModel::calibrated since the thirty-sixth
+    session), give what they gave before: the CPU device the ops were timed on as timed (its step set to the
+    simulated single-device step there), the others scaled by their step over its step. None: no device steps."""
+    steps = mean.get("cpu_steps", [])
+    timed_on = next((o["device"] for o in mean["ops"] if o.get("device_kind", o["device"].split(":")[0]) == "cpu"), None)
+    base = next((s["step_s"] for s in steps if s["device"] == timed_on), 0)
+    singles = sorted(f for f in os.listdir(keep) if f[0].isdigit() and f.endswith("_single.json"))
+    if len(steps) < 2 or not base or not singles:
+        return None
+    with open(os.path.join(keep, singles[0])) as f:
+        placement = json.load(f)
+    placement["placement"] = {op: timed_on for op in placement["placement"]}
+    ppath, bpath = os.path.join(tmp, "single_timed_on.json"), os.path.join(tmp, "bare_profile.json")
+    with open(ppath, "w") as f:
+        json.dump(placement, f)
+    bare = copy.deepcopy(mean)
+    bare.pop("cpu_steps")
+    with open(bpath, "w") as f:
+        json.dump(bare, f)
+    timed, _, _ = simulate(placer, os.path.join(keep, "graph.json"), ppath, bpath, False, tmp)
+    out = copy.deepcopy(mean)
+    for s in out["cpu_steps"]:
+        s["step_s"] *= timed / base
     return out
 
 
@@ -187,7 +220,7 @@ def main():
             measured = [p["measured_s"] for p in points]
             row = {}
             only = set(a.only.split(",")) | {"report"} if a.only else None
-            for name, profile, per_copy in variants(keep):
+            for name, profile, per_copy in variants(keep, a.placer, tmp):
                 if only is not None and name not in only:
                     continue
                 ppath = os.path.join(tmp, "profile.json")

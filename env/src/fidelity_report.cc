@@ -170,10 +170,10 @@ std::string FidelityReport::to_json() const {
       << schedule_name(pipeline->schedule) << "\"";
   o << ",\n  \"calibrated_fraction\": " << format_number(calibrated_fraction)
     << ",\n  \"per_op_overhead_s\": " << format_number(per_op_overhead_s);
-  if (copy_s_per_byte > 0) o << ",\n  \"copy_s_per_byte\": " << format_number(copy_s_per_byte);
-  if (copy_s_per_copy > 0) o << ",\n  \"copy_s_per_copy\": " << format_number(copy_s_per_copy);
-  if (cross_copy_s > 0) o << ",\n  \"cross_copy_s\": " << format_number(cross_copy_s);
-  if (cross_copy_s_per_byte > 0) o << ",\n  \"cross_copy_s_per_byte\": " << format_number(cross_copy_s_per_byte);
+  if (copy_s_per_byte > 0) o << ",\n  \"copy_s_per_byte\": " << format_number(copy_s_per_byte, 8);
+  if (copy_s_per_copy > 0) o << ",\n  \"copy_s_per_copy\": " << format_number(copy_s_per_copy, 8);
+  if (cross_copy_s > 0) o << ",\n  \"cross_copy_s\": " << format_number(cross_copy_s, 8);
+  if (cross_copy_s_per_byte > 0) o << ",\n  \"cross_copy_s_per_byte\": " << format_number(cross_copy_s_per_byte, 8);
   for (auto [key, values] : {std::pair{"core_rtt_profiled_s", &core_rtt_profiled_s},
                              std::pair{"core_rtt_measured_s", &core_rtt_measured_s}}) {
     if (values->empty()) continue;
@@ -264,9 +264,9 @@ std::string FidelityReport::to_markdown() const {
     for (size_t k = 0; k < cpu_steps.size(); ++k)
       o << (k ? ", " : "") << cpu_steps[k].device << " " << format_number(cpu_steps[k].step_s * 1e3, 4) << " ms (x"
         << format_number(cpu_steps[k].step_s / cpu_steps.front().step_s, 3) << ")";
-    o << "; the simulator scales each device's ops by its step.";
+    o << "; the simulator scales each device's ops so that all of them on it simulate at its step.";
     if (!std::isnan(spearman_equal_cpus))
-      o << " With the devices taken as equally fast, on the same measurements: Spearman "
+      o << " Without these steps (the ops as timed, the devices taken as equally fast), on the same measurements: Spearman "
         << format_number(spearman_equal_cpus, 3) << ", MAPE " << format_number(100 * mape_equal_cpus, 3) << "%.";
     o << "\n\n";
   }

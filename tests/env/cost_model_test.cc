@@ -214,21 +214,25 @@ Profile chain_profile(const Graph& g, double contended) {
   return p;
 }
 
-// The profile's CPU device steps: ops timed on cpu:0 cost on cpu:1 its step
-// over cpu:0's (alone and contended); without them, or for another graph, both
-// devices cost the same.
-TEST(CostModel, CpuStepsScaleEachCpuDeviceByItsStepAlone) {
+// The profile's CPU device steps anchor the op times: the placement of every
+// op on one CPU device simulates at that device's step alone (the ops timed one
+// by one on cpu:0 sum to less than its whole step), alone and contended alike.
+// Without them, or for another graph, both devices cost the same as timed.
+TEST(CostModel, CpuStepsAnchorEachCpuDeviceOnItsStepAlone) {
   const Graph g = relu_chain();
   const Cluster two_cpus = cpu_pair();
   Profile p = chain_profile(g, 2.0);
   const OpId relu = *g.find(g.ops()[1].name);
   const CostModel equal = CostModel::calibrated(g, two_cpus, p);
   EXPECT_DOUBLE_EQ(equal.op_seconds(relu, DeviceId(1)), equal.op_seconds(relu, DeviceId(0)));
-  p.cpu_steps = {{"cpu:0", 0.050}, {"cpu:1", 0.048}};
+  const double timed = simulate(g, single_device(g, DeviceId(0)), two_cpus, equal).step_s;
+  p.cpu_steps = {{"cpu:0", 1.25 * timed}, {"cpu:1", 1.2 * timed}};
   const CostModel m = CostModel::calibrated(g, two_cpus, p);
-  EXPECT_DOUBLE_EQ(m.op_seconds(relu, DeviceId(0)), equal.op_seconds(relu, DeviceId(0)));
-  EXPECT_NEAR(m.op_seconds(relu, DeviceId(1)), 0.96 * equal.op_seconds(relu, DeviceId(0)), 1e-12);
-  EXPECT_NEAR(m.contended_seconds(relu, DeviceId(1)), 0.96 * equal.contended_seconds(relu, DeviceId(0)), 1e-12);
+  for (int d = 0; d < 2; ++d)
+    EXPECT_NEAR(simulate(g, single_device(g, DeviceId(d)), two_cpus, m).step_s, p.cpu_steps[d].step_s, 1e-9 * timed);
+  EXPECT_NEAR(m.op_seconds(relu, DeviceId(0)), 1.25 * equal.op_seconds(relu, DeviceId(0)), 1e-12);
+  EXPECT_NEAR(m.op_seconds(relu, DeviceId(1)), 1.2 * equal.op_seconds(relu, DeviceId(0)), 1e-12);
+  EXPECT_NEAR(m.contended_seconds(relu, DeviceId(1)), 1.2 * equal.contended_seconds(relu, DeviceId(0)), 1e-12);
   Profile other = p;
   other.graph = "other";  // the steps of another graph say nothing of this one
   EXPECT_DOUBLE_EQ(CostModel::calibrated(g, two_cpus, other).op_seconds(relu, DeviceId(1)),
@@ -237,6 +241,13 @@ TEST(CostModel, CpuStepsScaleEachCpuDeviceByItsStepAlone) {
   lacking.cpu_steps = {{"cpu:1", 0.048}, {"cpu:2", 0.05}};  // no step for the device the ops were timed on
   EXPECT_DOUBLE_EQ(CostModel::calibrated(g, two_cpus, lacking).op_seconds(relu, DeviceId(1)),
                    equal.op_seconds(relu, DeviceId(1)));
+  // A profile that timed only some of the graph's ops says nothing of the whole
+  // step's level: cpu:0 as timed, cpu:1 by its step over cpu:0's.
+  Profile partial = p;
+  partial.ops.pop_back();
+  const CostModel part = CostModel::calibrated(g, two_cpus, partial);
+  EXPECT_DOUBLE_EQ(part.op_seconds(relu, DeviceId(0)), equal.op_seconds(relu, DeviceId(0)));
+  EXPECT_NEAR(part.op_seconds(relu, DeviceId(1)), 0.96 * equal.op_seconds(relu, DeviceId(0)), 1e-12);
 }
 
 // A mixed step measured at or below the simulation, or a profile of another

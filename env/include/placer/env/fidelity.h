@@ -64,9 +64,9 @@ struct FidelityPoint {
   // The same simulator with that cost fitted per copy instead of per byte
   // (CostModel::GroupCopyPricing::PerCopy; 0: not computed).
   double simulated_per_copy_s = 0.0;
-  // The same simulator with every CPU device as fast as the one the ops were
-  // timed on (0: the profile's CPU device steps were not measured or not
-  // applied, Profile::cpu_steps): their effect on the same measurements.
+  // The same simulator without the profile's CPU device steps: the ops as timed,
+  // every CPU device as fast as the one they were timed on (0: the steps were not
+  // measured or not applied, Profile::cpu_steps): their effect on the same measurements.
   double simulated_equal_cpus_s = 0.0;
   // The simulator calibrated the other way (0: not computed, one round): on each
   // op's fastest round where simulated_s is calibrated on the rounds' mean, and
