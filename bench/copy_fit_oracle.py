@@ -55,7 +55,7 @@ def main():
         with open(path) as f:
             r = oracle(json.load(f))
         if r is None:
-            print("%s: no simulated_unfitted_s / simulated_per_copy_s (made before the thirty-fourth session), skipped"
+            print("%s: no simulated_unfitted_s / simulated_per_copy_s (made before the thirty-fourth session, or nothing fitted), skipped"
                   % path, file=sys.stderr)
             continue
         shown += 1
