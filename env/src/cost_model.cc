@@ -314,6 +314,14 @@ int64_t copies_between(const SimContext& context, const Placement& placement, co
   return copies;
 }
 
+// Whether the profile timed every op of this graph on `device` (one timing an
+// op: not a graph that only shares its name).
+bool timed_every_op(const Graph& graph, const Profile& profile, const std::string& device) {
+  int64_t timed = 0;
+  for (const OpTiming& t : profile.ops) timed += t.device == device && graph.find(t.op) ? 1 : 0;
+  return timed == static_cast<int64_t>(graph.size());
+}
+
 // The profile's mixed step (groups dealt round robin over mixed_step_devices)
 // fits what a copy between those devices costs inside a step beyond the links'
 // fit: the smallest value at which the simulated step reaches the measured one.
@@ -337,9 +345,7 @@ void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& p
     devices.push_back(*dev);
   }
   if (devices.size() < 2) return;
-  int64_t timed = 0;  // the profile timed this graph's ops (not one that shares its name)
-  for (const OpTiming& t : profile.ops) timed += t.device == profile.mixed.devices[0] && graph.find(t.op) ? 1 : 0;
-  if (timed != static_cast<int64_t>(graph.size())) return;
+  if (!timed_every_op(graph, profile, profile.mixed.devices[0])) return;
   const bool cpus = std::all_of(devices.begin(), devices.end(), [&](DeviceId d) {
     return cluster.devices[d.value].kind == DeviceKind::Cpu && model.contention_group(d) >= 0;
   });
@@ -410,10 +416,8 @@ void apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile& 
   for (const DeviceStep& s : profile.cpu_steps) base = s.device == timed_on ? s.step_s : base;
   const std::optional<DeviceId> timed_dev = cluster.find(timed_on);
   if (!(base > 0) || !timed_dev) return;
-  int64_t timed = 0;
-  for (const OpTiming& t : profile.ops) timed += t.device == timed_on && graph.find(t.op) ? 1 : 0;
   double anchor = 1.0;  // timed_on's step over its simulated single-device step
-  if (timed == static_cast<int64_t>(graph.size())) {
+  if (timed_every_op(graph, profile, timed_on)) {
     SimOptions options;
     options.track_memory = false;
     const double simulated = simulate(SimContext(graph), single_device(graph, *timed_dev), cluster, model, options).step_s;
@@ -421,8 +425,7 @@ void apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile& 
   }
   for (const DeviceStep& s : profile.cpu_steps) {
     const std::optional<DeviceId> dev = cluster.find(s.device);
-    if (dev && cluster.devices[dev->value].kind == DeviceKind::Cpu && (s.device != timed_on || anchor != 1.0))
-      model.scale_device(*dev, anchor * s.step_s / base);
+    if (dev && cluster.devices[dev->value].kind == DeviceKind::Cpu) model.scale_device(*dev, anchor * s.step_s / base);
   }
 }
 
