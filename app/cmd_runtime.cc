@@ -202,22 +202,12 @@ void run_profile(const ProfileArgs& a) {
     for (size_t k = 0; k < p.cpu_steps.size(); ++k)
       std::printf("%s %s %.3f ms (x%.3f)", k ? "," : "", p.cpu_steps[k].device.c_str(), p.cpu_steps[k].step_s * 1e3,
                   p.cpu_steps[k].step_s / p.cpu_steps.front().step_s);
-    // How far the ops timed one by one fall short of the whole step: what the anchor makes up (CostModel::calibrated).
-    Profile unanchored = p;
-    unanchored.cpu_steps.clear();
-    const std::optional<DeviceId> first = runtime.cluster().find(p.cpu_steps.front().device);
-    double timed = 0.0;
-    if (first) {
-      SimOptions options;
-      options.track_memory = false;
-      timed = simulate(graph, single_device(graph, *first), runtime.cluster(),
-                       CostModel::calibrated(graph, runtime.cluster(), unanchored), options)
-                  .step_s;
-    }
-    if (timed > 0)
+    // How far the ops timed one by one fall short of the whole step: what the anchor makes up.
+    const double anchor = CostModel::calibrated(graph, runtime.cluster(), p).cpu_step_anchor();
+    if (anchor != 1.0)
       std::printf("; the simulator scales each device's ops to simulate its step alone (the ops timed one by one "
-                  "simulate %s's at %.1f%% of it)\n",
-                  p.cpu_steps.front().device.c_str(), 100 * timed / p.cpu_steps.front().step_s);
+                  "simulate their device's step at %.1f%% of it)\n",
+                  100 / anchor);
     else
       std::printf("; the simulator scales each device's ops to simulate its step alone\n");
   }

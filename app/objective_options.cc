@@ -47,9 +47,8 @@ const char* bound_note(double step_s, double lower_bound_s) {
 
 std::string measured_ops_note(const CostModel& costs) {
   std::string note = " (" + format_number(100 * costs.calibrated_fraction(), 3) + "% of ops measured";
-  if (!costs.profile_mismatch().empty())
-    note += "; WARNING: the profile was " + costs.profile_mismatch() +
-            ": ops take a profiled device's times of their kind, else the roofline's; profile these devices";
+  const std::string warning = costs.profile_warning();
+  if (!warning.empty()) note += "; WARNING: " + warning;
   return note + ")";
 }
 

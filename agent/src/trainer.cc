@@ -464,11 +464,9 @@ EnvOptions Trainer::setup() {
       validate_cluster(cluster);
     }
     t->env = std::make_unique<Environment>(s.load(), cluster, eo);
-    if (eo.profile && !t->env->costs().profile_mismatch().empty())
-      std::fprintf(stderr,
-                   "WARNING: reward.profile %s was %s: the simulator takes a profiled device's times of each op's "
-                   "device kind, else the roofline's; profile these devices\n",
-                   c_.reward.profile.c_str(), t->env->costs().profile_mismatch().c_str());
+    const std::string warning = eo.profile ? t->env->costs().profile_warning() : "";
+    if (!warning.empty())
+      std::fprintf(stderr, "WARNING: reward.profile %s: %s\n", c_.reward.profile.c_str(), warning.c_str());
     tasks_.push_back(std::move(t));
   }
   return eo;

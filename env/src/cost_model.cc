@@ -7,7 +7,6 @@
 #include <functional>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <unordered_map>
 
 #include "placer/env/simulator.h"
@@ -40,31 +39,6 @@ double median(std::vector<double> v) {
 }
 
 }  // namespace
-
-// Same text as the runtime's profile writes (runtime/src/runtime.cc), so a
-// profile's timings match ops of other graphs with the same shapes.
-std::string op_signature(const Graph& graph, OpId id) {
-  const Op& op = graph.op(id);
-  auto shape = [](std::ostringstream& out, const TensorSpec& spec) {
-    out << dtype_name(spec.dtype) << '[';
-    for (size_t d = 0; d < spec.shape.size(); ++d) out << (d ? "," : "") << spec.shape[d];
-    out << ']';
-  };
-  std::ostringstream out;
-  out << op.type << '(';
-  for (size_t i = 0; i < op.inputs.size(); ++i) {
-    if (i) out << ',';
-    const Op& producer = graph.op(op.inputs[i].op);
-    const int32_t k = op.inputs[i].output;
-    if (k < 0 || k >= static_cast<int32_t>(producer.outputs.size()))
-      out << '?';
-    else
-      shape(out, producer.outputs[k]);
-  }
-  if (op.inputs.empty() && !op.outputs.empty()) shape(out, op.outputs[0]);
-  out << ')';
-  return out.str();
-}
 
 double roofline_seconds(const Graph& graph, OpId id, const Device& device) {
   const Op& op = graph.op(id);
@@ -150,15 +124,33 @@ std::string profile_name(const Op& op) {
   return op.name;
 }
 
+// "" when a profile that names this graph (or no graph) is of it: every op
+// it timed under one of this graph's op names has that op's signature, where
+// it recorded one. Else the first op that differs: a graph rebuilt at another
+// size keeps its name and its op names, and matching its ops by name would
+// give them the other size's times.
+std::string describe_graph_mismatch(const Graph& graph, const Profile& profile) {
+  if (!profile.graph.empty() && profile.graph != graph.name) return "";
+  std::unordered_map<std::string, const OpTiming*> timed;
+  for (const OpTiming& t : profile.ops)
+    if (!t.signature.empty()) timed.emplace(t.op, &t);
+  if (timed.empty()) return "";
+  for (int32_t o = 0; o < graph.size(); ++o) {
+    auto it = timed.find(profile_name(graph.op(OpId(o))));
+    if (it == timed.end()) continue;
+    const std::string here = op_signature(graph, OpId(o));
+    if (here != it->second->signature)
+      return "its op '" + it->first + "' was " + it->second->signature + ", here " + here;
+  }
+  return "";
+}
+
 // The profile's samples of one graph's ops: by op name on this graph's own
-// profile, else by signature (any graph).
+// profile (`by_name`), else by signature (any graph).
 class OpTimes {
  public:
-  OpTimes(const Graph& graph, const Profile& profile)
-      : graph_(graph),
-        samples_(index_samples(profile)),
-        same_graph_(profile.graph.empty() || profile.graph == graph.name),
-        signatures_(graph.size()) {
+  OpTimes(const Graph& graph, const Profile& profile, bool by_name)
+      : graph_(graph), samples_(index_samples(profile)), same_graph_(by_name), signatures_(graph.size()) {
     if (!same_graph_) return;
     names_.reserve(graph.size());
     for (int32_t o = 0; o < graph.size(); ++o) names_.push_back(profile_name(graph.op(OpId(o))));
@@ -337,7 +329,7 @@ bool timed_every_op(const Graph& graph, const Profile& profile, const std::strin
 // the graph the profile measured, on devices of this cluster.
 void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& profile,
                     CostModel::GroupCopyPricing pricing, CostModel& model) {
-  if (profile.mixed.step_s <= 0 || profile.graph != graph.name) return;
+  if (profile.mixed.step_s <= 0) return;
   std::vector<DeviceId> devices;
   for (const std::string& name : profile.mixed.devices) {
     const std::optional<DeviceId> dev = cluster.find(name);
@@ -403,9 +395,10 @@ void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& p
 // their step over timed_on's, timed_on as timed) where the profile timed only
 // some of the graph's ops. Before, the mixed step's copy cost was fitted
 // against the absolute step and took up that shortfall as well. Only for the
-// graph the profile measured, on devices of this cluster.
-void apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile& profile, CostModel& model) {
-  if (profile.cpu_steps.size() < 2 || profile.graph != graph.name) return;
+// graph the profile measured, on devices of this cluster. Returns the anchor
+// (CostModel::cpu_step_anchor), 1 where none.
+double apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile& profile, CostModel& model) {
+  if (profile.cpu_steps.size() < 2) return 1.0;
   std::string timed_on;
   for (const OpTiming& t : profile.ops)
     if (timing_kind(t) == "cpu" && graph.find(t.op)) {
@@ -415,7 +408,7 @@ void apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile& 
   double base = 0.0;
   for (const DeviceStep& s : profile.cpu_steps) base = s.device == timed_on ? s.step_s : base;
   const std::optional<DeviceId> timed_dev = cluster.find(timed_on);
-  if (!(base > 0) || !timed_dev) return;
+  if (!(base > 0) || !timed_dev) return 1.0;
   double anchor = 1.0;  // timed_on's step over its simulated single-device step
   if (timed_every_op(graph, profile, timed_on)) {
     SimOptions options;
@@ -427,6 +420,7 @@ void apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile& 
     const std::optional<DeviceId> dev = cluster.find(s.device);
     if (dev && cluster.devices[dev->value].kind == DeviceKind::Cpu) model.scale_device(*dev, anchor * s.step_s / base);
   }
+  return anchor;
 }
 
 // The devices a profile was taken on: its device spec's ("cpu:2": cpu:0 and
@@ -469,7 +463,11 @@ std::string describe_profile_mismatch(const Cluster& cluster, const Profile& pro
 CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, const Profile& profile,
                                 GroupCopyPricing pricing) {
   CostModel model = roofline(graph, cluster);
-  OpTimes times(graph, profile);
+  model.graph_mismatch_ = describe_graph_mismatch(graph, profile);
+  // Its ops by name, and its whole-graph steps, only where the profile is of this very graph.
+  const bool names_match = (profile.graph.empty() || profile.graph == graph.name) && model.graph_mismatch_.empty();
+  const bool same_graph = names_match && profile.graph == graph.name;
+  OpTimes times(graph, profile, names_match);
   OpCalibration ops{graph,
                     cluster,
                     times,
@@ -487,10 +485,23 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
     if (const std::optional<double> slowdown = copy_slowdown(model.op_s_, model.contended_s_, ops.contended))
       for (DeviceId dev : cpus) model.set_copy_contention(dev, *slowdown);
   }
-  apply_cpu_steps(graph, cluster, profile, model);
+  if (same_graph) model.cpu_step_anchor_ = apply_cpu_steps(graph, cluster, profile, model);
   apply_link_fits(cluster, profile, model);
-  fit_mixed_step(graph, cluster, profile, pricing, model);
+  if (same_graph) fit_mixed_step(graph, cluster, profile, pricing, model);
   return model;
+}
+
+std::string CostModel::profile_warning() const {
+  std::string out;
+  if (!profile_mismatch_.empty())
+    out = "the profile was " + profile_mismatch_ +
+          ": ops take a profiled device's times of their kind, else the roofline's; profile these devices";
+  if (!graph_mismatch_.empty())
+    out += (out.empty() ? "" : "; and ") + std::string("the profile is of another graph of this name (") +
+           graph_mismatch_ +
+           "): ops take the times of profiled ops of the same signature, else the roofline's, and its steps are not "
+           "used; profile this graph";
+  return out;
 }
 
 double CostModel::transfer_seconds(DeviceId from, DeviceId to, int64_t bytes) const {

@@ -17,17 +17,6 @@ namespace placer {
 
 namespace {
 
-std::string signature_of(const Graph& graph, const Op& op) {
-  std::string sig = op.type + "(";
-  for (size_t i = 0; i < op.inputs.size(); ++i) {
-    const TensorSpec& t = graph.op(op.inputs[i].op).outputs[op.inputs[i].output];
-    sig += (i ? "," : "") + std::string(dtype_name(t.dtype)) + shape_string(t.shape);
-  }
-  if (op.inputs.empty() && !op.outputs.empty())
-    sig += std::string(dtype_name(op.outputs[0].dtype)) + shape_string(op.outputs[0].shape);
-  return sig + ")";
-}
-
 std::string host_description() {
   char host[256] = {0};
   if (gethostname(host, sizeof(host) - 1) != 0) host[0] = 0;
@@ -222,7 +211,7 @@ void Profiler::time_ops() {
       const Op& op = graph.op(OpId(i));
       OpTiming t;
       t.op = op.name;
-      t.signature = signature_of(graph, op);
+      t.signature = op_signature(graph, OpId(i));
       t.device = cluster.devices[dev].name;
       t.device_kind = device_kind_name(cluster.devices[dev].kind);
       t.seconds = quantile(samples[i], 0.5);

@@ -146,8 +146,22 @@ compare: []
 EOF
 "$PLACER" train --config "$TMP/train4.yaml" -o "$TMP/train4" -q > "$TMP/train4.out" 2>&1 ||
   fail "train --profile on cpu:4: $(tail -5 "$TMP/train4.out")"
-grep -q "^WARNING: reward.profile $TMP/profile2.json was taken on 'cpu:2'; cpu:2, cpu:3 not in it" "$TMP/train4.out" ||
+grep -q "^WARNING: reward.profile $TMP/profile2.json: the profile was taken on 'cpu:2'; cpu:2, cpu:3 not in it" "$TMP/train4.out" ||
   fail "train --profile of other devices: no warning: $(head -5 "$TMP/train4.out")"
+# The same graph built at another size keeps its name and op names: its profile is another graph's, and the
+# simulation says so (it used to take the smaller graph's op times by name, its steps too, "100% of ops measured").
+"$PLACER" graph build mlp --opt batch=64 --opt input=256 --opt width=1024 --opt classes=10 --opt layers=3 \
+  -o "$TMP/g2_wide.json" > /dev/null
+"$PLACER" baseline --graph "$TMP/g2_wide.json" --devices cpu:2 --method single --profile "$TMP/profile2.json" \
+  --json "$TMP/cal_wide.json" > "$TMP/cal_wide.out" 2>&1 || fail "baseline --profile of a resized graph: $(cat "$TMP/cal_wide.out")"
+grep -q "WARNING: the profile is of another graph of this name (its op '.*' was .*, here .*): .*profile this graph" \
+  "$TMP/cal_wide.out" || fail "baseline --profile of a resized graph: no warning: $(head -3 "$TMP/cal_wide.out")"
+python3 - "$TMP/cal.json" "$TMP/cal_wide.json" <<'PY' || fail "a resized graph simulated at its profile's step"
+import json, sys
+small, wide = (json.load(open(f)) for f in sys.argv[1:])
+step = lambda r: {m["method"]: m for m in r["methods"]}["single"]["simulated_step_s"]
+assert abs(step(wide) / step(small) - 1) > 1e-3, (step(small), step(wide))  # equal to the digit before
+PY
 set +e
 "$PLACER" baseline --graph "$TMP/g.json" --devices cpu:2 --profile "$TMP/none.json" 2> "$TMP/err" > /dev/null
 [ $? -ne 0 ] && grep -q -- "--profile" "$TMP/err" || fail "baseline --profile of a missing file: $(cat "$TMP/err")"

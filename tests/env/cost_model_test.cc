@@ -250,6 +250,74 @@ TEST(CostModel, CpuStepsAnchorEachCpuDeviceOnItsStepAlone) {
   EXPECT_NEAR(part.op_seconds(relu, DeviceId(1)), 0.96 * equal.op_seconds(relu, DeviceId(0)), 1e-12);
 }
 
+// relu_chain() with op i's output of sizes[i] float32 elements.
+Graph relu_chain_sized(const std::vector<int64_t>& sizes) {
+  Graph g;
+  g.name = "chain";
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    Op op;
+    op.name = i ? "y" + std::to_string(i) : "x";
+    op.type = i ? "aten::relu" : op_types::kInput;
+    if (i) op.inputs = {{OpId(static_cast<int32_t>(i - 1)), 0}};
+    op.outputs.push_back(TensorSpec{{sizes[i]}, DType::Float32});
+    g.add_op(std::move(op));
+  }
+  return g;
+}
+
+// A graph rebuilt at another size keeps its name and its op names (`placer graph
+// build nmt --opt hidden=384` is 'nmt' as at 192). Its profile's ops used to be
+// matched by name, so the bigger graph simulated at the smaller one's step,
+// "100% of ops measured". Now a profile whose ops differ in signature from the
+// same-named ops here is another graph's: ops by signature, else the roofline,
+// its steps not used, and the model says which op differs.
+TEST(CostModel, AProfileOfTheSameNameAtOtherShapesIsAnotherGraphs) {
+  const Graph g = relu_chain_sized({1000, 1000, 1000, 1000, 1000});
+  const Graph wider = relu_chain_sized({2000, 2000, 2000, 2000, 2000});
+  const Graph one_differs = relu_chain_sized({1000, 1000, 1000, 2000, 1000});  // y4's input
+  const Cluster two_cpus = cpu_pair();
+  Profile p = chain_profile(g, 2.0);
+  for (OpTiming& t : p.ops) t.signature = op_signature(g, *g.find(t.op));
+  const double timed = simulate(g, single_device(g, DeviceId(0)), two_cpus, CostModel::calibrated(g, two_cpus, p)).step_s;
+  p.cpu_steps = {{"cpu:0", 1.25 * timed}, {"cpu:1", 1.2 * timed}};
+  p.mixed.devices = {"cpu:0", "cpu:1"};
+  p.mixed.step_s = 10 * timed;
+  Profile named_other = p;  // the same timings, saying they are another graph's
+  named_other.graph = "other";
+
+  const CostModel same = CostModel::calibrated(g, two_cpus, p);
+  EXPECT_EQ(same.graph_mismatch(), "");
+  EXPECT_DOUBLE_EQ(same.calibrated_fraction(), 1.0);
+  EXPECT_NEAR(same.cpu_step_anchor(), 1.25, 1e-9);
+  EXPECT_GT(same.group_copy_s_per_byte(), 0.0);
+  EXPECT_EQ(same.profile_warning().find("profile this graph"), std::string::npos);
+
+  const CostModel other = CostModel::calibrated(wider, two_cpus, p);
+  EXPECT_EQ(other.graph_mismatch(),
+            "its op 'x' was " + op_signature(g, OpId(0)) + ", here " + op_signature(wider, OpId(0)));
+  EXPECT_NE(op_signature(g, OpId(0)), op_signature(wider, OpId(0)));
+  EXPECT_DOUBLE_EQ(other.calibrated_fraction(), 0.0);  // no op of these shapes was timed
+  EXPECT_EQ(other.cpu_step_anchor(), 1.0);
+  EXPECT_EQ(other.group_copy_s_per_byte(), 0.0);
+  EXPECT_NE(other.profile_warning().find("profile this graph"), std::string::npos);
+  const CostModel by_signature = CostModel::calibrated(wider, two_cpus, named_other);
+  EXPECT_EQ(by_signature.graph_mismatch(), "");  // another graph by its name: nothing to warn of
+  for (int d = 0; d < 2; ++d)
+    for (int o = 0; o < wider.size(); ++o)
+      EXPECT_DOUBLE_EQ(other.op_seconds(OpId(o), DeviceId(d)), by_signature.op_seconds(OpId(o), DeviceId(d)));
+
+  // One op of another shape makes it another graph's profile; the ops of the
+  // same shapes keep their times, by signature.
+  const CostModel partly = CostModel::calibrated(one_differs, two_cpus, p);
+  EXPECT_EQ(partly.graph_mismatch(), "its op 'y4' was aten::relu(float[1000]), here aten::relu(float[2000])");
+  const CostModel partly_by_signature = CostModel::calibrated(one_differs, two_cpus, named_other);
+  for (int o = 0; o < one_differs.size(); ++o)
+    EXPECT_DOUBLE_EQ(partly.op_seconds(OpId(o), DeviceId(0)), partly_by_signature.op_seconds(OpId(o), DeviceId(0)));
+  EXPECT_DOUBLE_EQ(partly.calibrated_fraction(), 0.75);  // y1-y3 of the four ops with work
+  EXPECT_DOUBLE_EQ(partly.op_seconds(OpId(1), DeviceId(0)),
+                   CostModel::calibrated(g, two_cpus, named_other).op_seconds(OpId(1), DeviceId(0)));
+}
+
 // A mixed step measured at or below the simulation, or a profile of another
 // graph: `fitted` (the copy cost the mixed step fits) stays 0.
 void expect_no_fit(const Graph& g, const Cluster& c, const Profile& p, double simulated,

@@ -11,9 +11,6 @@
 
 namespace placer {
 
-// "type(dtype[shape],...)" as the runtime's profile writes it: reuses a
-// profile's timings across graphs that share operator shapes.
-std::string op_signature(const Graph& graph, OpId op);
 // The roofline time of one op on one device (0 for placer::input/param).
 double roofline_seconds(const Graph& graph, OpId op, const Device& device);
 
@@ -45,6 +42,23 @@ class CostModel {
   // what differs, e.g. "taken on 'cpu:2'; cpu:2, cpu:3 not in it". Empty: the
   // same devices (or the roofline).
   const std::string& profile_mismatch() const { return profile_mismatch_; }
+  // Calibrated on a profile of another graph that has this graph's name (and
+  // op names) but other shapes, e.g. a builder graph rebuilt at another size:
+  // which op differs, e.g. "its op 'y' was aten::mm(float[8]), here
+  // aten::mm(float[16])". Its ops then take the times of profiled ops of the
+  // same signature, else the roofline's, and the profile's whole-graph steps
+  // (device steps, mixed step) are not used. Empty: the profile is of this
+  // graph, or says it is of another by its name.
+  const std::string& graph_mismatch() const { return graph_mismatch_; }
+  // What a user is told of either mismatch, with what to do about it ("" when
+  // neither): "the profile was taken on ...: ...; profile these devices".
+  std::string profile_warning() const;
+  // The anchor of the profile's CPU device steps (Profile::cpu_steps): the
+  // step of the graph alone on the device its ops were timed on, over that
+  // placement simulated with the ops as timed one by one (1.25: the ops sum to
+  // 80% of the step; every CPU device's op times were scaled by it, times its
+  // own step over that device's). 1 where no step anchored the model.
+  double cpu_step_anchor() const { return cpu_step_anchor_; }
 
   // Contention between devices that share a host (cpu:N devices share this
   // machine's memory system and cores). An op on a device of a contention
@@ -114,6 +128,8 @@ class CostModel {
   std::vector<double> beta_Bps_;
   double calibrated_fraction_ = 0.0;
   std::string profile_mismatch_;
+  std::string graph_mismatch_;
+  double cpu_step_anchor_ = 1.0;
   std::vector<double> contended_s_;  // [op * devices + device]; empty = no contention
   std::vector<int32_t> group_;       // [device]: contention group, -1 = none
   std::vector<double> copy_factor_;  // [device]; empty = 1

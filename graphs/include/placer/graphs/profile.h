@@ -6,7 +6,16 @@
 #include <string>
 #include <vector>
 
+#include "placer/graphs/ir.h"
+
 namespace placer {
+
+// "type(dtype[shape],...)": an op's type and its inputs' dtypes and shapes
+// (an input op's: its output's), as OpTiming::signature holds it. It reuses a
+// profile's timings across graphs that share operator shapes, and tells a
+// profile of this graph from one of a graph with the same op names at another
+// size (CostModel::calibrated).
+std::string op_signature(const Graph& graph, OpId op);
 
 struct OpTiming {
   std::string op;         // op name in the profiled graph
