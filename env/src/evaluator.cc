@@ -319,7 +319,7 @@ struct MeasuredEvaluator::Impl {
 
   // Each of `unique`'s results beside the reference's (at `ref`) in this run:
   // the ratios of the rounds both took kept, and its step and interval the
-  // reference level times their median's. A failed reference leaves the raw figures.
+  // reference level times their Hodges-Lehmann estimate's. A failed reference leaves the raw figures.
   void pair_with_reference(const std::vector<Placement>& unique, std::vector<StepResult>& results, size_t ref) {
     const StepResult& r = results[ref];
     if (!r.ok() || r.samples_s.size() <= static_cast<size_t>(r.prior_samples)) return;
@@ -333,11 +333,13 @@ struct MeasuredEvaluator::Impl {
       for (size_t k = 0; k < ref_new.size() && from + k < x.samples_s.size(); ++k)
         mine.push_back(x.samples_s[from + k] / ref_new[k]);
       if (mine.empty()) continue;
-      const MedianInterval m = median_interval(mine);
-      x.step_s = reference_level * m.median;
-      x.ci_low_s = reference_level * m.low;
-      x.ci_high_s = reference_level * m.high;
-      x.ci_level = m.level;
+      // The ratios' Hodges-Lehmann estimate and its interval, the signed-rank
+      // test's: what `placer measure --compare` says of the same rounds.
+      const PairedTest t = paired_rounds(std::vector<double>(mine.size(), 1.0), mine);
+      x.step_s = reference_level * t.ratio;
+      x.ci_low_s = reference_level * t.ratio_low;
+      x.ci_high_s = reference_level * t.ratio_high;
+      x.ci_level = t.ratio_level;
     }
   }
 

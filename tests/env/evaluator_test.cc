@@ -400,9 +400,11 @@ TEST(DistributedEvaluator, GivesTheLocalFiguresAndCountsRemoteWork) {
 }
 
 // Paired: the first placement evaluated is the reference; a placement's step is
-// the reference's first median times its median per-round ratio to it, and
-// every later batch measures the reference beside it (one placement more).
-TEST(MeasuredEvaluator, PairedStepsAreTheReferenceLevelTimesTheMedianRoundRatio) {
+// the reference's first median times the Hodges-Lehmann estimate of its
+// per-round ratios to it (with the signed-rank interval, as `placer measure
+// --compare` reports the same rounds), and every later batch measures the
+// reference beside it (one placement more).
+TEST(MeasuredEvaluator, PairedStepsAreTheReferenceLevelTimesTheRoundRatio) {
   const Graph g = testing::small_mlp();
   auto problem = PreparedProblem::make(g, parse_device_list("cpu:2"));
   MeasuredEvaluator m(problem, RewardOptions{}, exactly(7), /*paired=*/true);
@@ -415,12 +417,11 @@ TEST(MeasuredEvaluator, PairedStepsAreTheReferenceLevelTimesTheMedianRoundRatio)
   ASSERT_EQ(b.size(), 7u);
   const double level = quantile(ref, 0.5);
   EXPECT_DOUBLE_EQ(first[0].step_s, level);  // the reference: every ratio 1
-  std::vector<double> ratios;
-  for (size_t k = 0; k < ref.size(); ++k) ratios.push_back(b[k] / ref[k]);
-  const MedianInterval r = median_interval(ratios);
-  EXPECT_DOUBLE_EQ(first[1].step_s, level * r.median);
-  EXPECT_DOUBLE_EQ(first[1].result.ci_low_s, level * r.low);
-  EXPECT_DOUBLE_EQ(first[1].result.ci_high_s, level * r.high);
+  const PairedTest r = paired_rounds(ref, b);
+  EXPECT_NEAR(first[1].step_s, level * r.ratio, 1e-12 * level);
+  EXPECT_NEAR(first[1].result.ci_low_s, level * r.ratio_low, 1e-12 * level);
+  EXPECT_NEAR(first[1].result.ci_high_s, level * r.ratio_high, 1e-12 * level);
+  EXPECT_DOUBLE_EQ(first[1].result.ci_level, r.ratio_level);
   EXPECT_DOUBLE_EQ(first[1].reward, reward_of(first[1].result, RewardOptions{}));
   // A later batch without the reference measures it beside: 2 measurements for one placement.
   const auto later = m.evaluate({three[2]});

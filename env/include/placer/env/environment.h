@@ -34,8 +34,8 @@ struct RewardSettings {
   MeasureOptions measure;      // the measurement protocol of measured and hybrid rewards (runtime.h)
   int hybrid_measure_top = 1;  // hybrid: measure the best N of each batch and every new best
   // Measured and hybrid: each measured batch beside a reference placement, and
-  // a placement's step the reference's times its median ratio to it, round by
-  // round (MeasuredEvaluator). Not with remote evaluation (InputError).
+  // a placement's step the reference's times its ratio to it, round by round
+  // (the Hodges-Lehmann estimate; MeasuredEvaluator). Not with remote evaluation (InputError).
   bool paired = false;
   // What a placement is judged by (graphs/pipeline.h): one training step, or
   // one mini-batch of pipeline.microbatches micro-batches under pipeline.schedule.
