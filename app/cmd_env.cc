@@ -97,10 +97,13 @@ void print_simulated(const SimulatedProblem& sp, const Cluster& cluster, const S
               cluster.name.c_str(), sp.calibrated ? "calibrated" : "roofline",
               sp.calibrated ? measured_ops_note(sp.costs).c_str() : "");
   std::printf("status: %s%s%s\n", step_status_name(r.status), r.message.empty() ? "" : ": ", r.message.c_str());
+  // The LP is solved only where devices differ in speed (else it is the average work): 0 then, not shown.
+  char lp[48] = "";
+  if (lb.lp_s > 0) std::snprintf(lp, sizeof lp, ", LP %.6g", lb.lp_s);
   std::printf(
-      "step: %.6g s   lower bound: %.6g s (critical path %.6g, with joins %.6g, average work %.6g, LP %.6g, "
+      "step: %.6g s   lower bound: %.6g s (critical path %.6g, with joins %.6g, average work %.6g%s, "
       "co-location group %.6g)   gap: %.2f%%%s\n",
-      r.step_s, lb.value(), lb.critical_path_s, lb.joins_s, lb.average_work_s, lb.lp_s, lb.group_s, 100 * gap,
+      r.step_s, lb.value(), lb.critical_path_s, lb.joins_s, lb.average_work_s, lp, lb.group_s, 100 * gap,
       r.ok() ? bound_note(r.step_s, lb.value()) : "");
   if (sp.run.spec()) std::printf("pipeline: %s\n", pipeline_figures_text(pipeline_figures(r, *sp.run.spec())).c_str());
   std::printf("transfers: %lld bytes\n", static_cast<long long>(r.transfer_bytes));
