@@ -10,21 +10,16 @@ Usage: python3 bench/paired_estimators.py runs/bench_paired_rounds/compare_*.jso
 """
 import json
 import math
+import os
 import statistics
 import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from rank_stats import signed_rank  # noqa: E402
 
 
 def normal_cdf(x):
     return 0.5 * math.erfc(-x / math.sqrt(2))
-
-
-def signed_rank(d):
-    n = len(d)
-    order = sorted(range(n), key=lambda i: abs(d[i]))
-    w_plus = sum(r + 1 for r, i in enumerate(order) if d[i] > 0)
-    mean, var = n * (n + 1) / 4, n * (n + 1) * (2 * n + 1) / 24
-    p = min(1.0, math.erfc(max(0.0, abs(w_plus - mean) - 0.5) / math.sqrt(var) / math.sqrt(2)))
-    return p, mean, var
 
 
 def hodges_lehmann(d, mean, var):

@@ -1,11 +1,15 @@
-"""Rank statistics the fidelity scan scripts share (bench/copy_cost_scan.py, bench/cpu_steps_ab.py,
-bench/recalibrate_fidelity.py)."""
-import numpy as np
+"""Rank statistics the bench scripts share: Spearman for the fidelity scans (bench/copy_cost_scan.py,
+bench/cpu_steps_ab.py, bench/recalibrate_fidelity.py; needs numpy), and the two rank tests of
+`placer measure --compare` in their normal approximations (bench/run_paired_rounds.sh,
+bench/paired_estimators.py; plain Python). The product's own are in graphs/src/stats.cc."""
+import math
 
 
 def spearman(a, b):
     """Spearman's rank correlation, ties given their average rank (a simulator without device scaling prices the two
     single-device placements alike), as the C++ report computes it."""
+    import numpy as np
+
     def rank(v):
         v = np.asarray(v, dtype=float)
         order = np.argsort(v, kind="mergesort")
@@ -14,3 +18,53 @@ def spearman(a, b):
         _, tie, count = np.unique(v, return_inverse=True, return_counts=True)
         return (np.bincount(tie, weights=r) / count)[tie]
     return float(np.corrcoef(rank(a), rank(b))[0, 1])
+
+
+def ranks(values):
+    """Average ranks, 1-based."""
+    order = sorted(range(len(values)), key=lambda i: values[i])
+    r = [0.0] * len(values)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            r[order[k]] = (i + j) / 2 + 1
+        i = j + 1
+    return r
+
+
+def normal_p(z):
+    """Two-sided p of a standard normal deviate."""
+    return math.erfc(abs(z) / math.sqrt(2))
+
+
+def tie_term(values):
+    counts = {}
+    for v in values:
+        counts[v] = counts.get(v, 0) + 1
+    return sum(c ** 3 - c for c in counts.values())
+
+
+def mann_whitney(a, b):
+    """Two-sided p of the Mann-Whitney U test of a against b (pooled steps), with tie and continuity corrections."""
+    n1, n2 = len(a), len(b)
+    u = sum(ranks(a + b)[:n1]) - n1 * (n1 + 1) / 2
+    n = n1 + n2
+    var = n1 * n2 / 12 * ((n + 1) - tie_term(a + b) / (n * (n - 1)))
+    return 1.0 if var <= 0 else min(1.0, normal_p(max(0, abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(var)))
+
+
+def signed_rank(d):
+    """The Wilcoxon signed-rank test of the rounds' differences d (log(b/a) of the rounds that differ) against 0:
+    (two-sided p, the null mean and variance of W+), with tie and continuity corrections."""
+    n = len(d)
+    if n == 0:
+        return 1.0, 0.0, 0.0
+    r = ranks([abs(x) for x in d])
+    w = sum(ri for ri, x in zip(r, d) if x > 0)
+    mean = n * (n + 1) / 4
+    var = n * (n + 1) * (2 * n + 1) / 24 - tie_term([abs(x) for x in d]) / 48
+    p = 1.0 if var <= 0 else min(1.0, normal_p(max(0, abs(w - mean) - 0.5) / math.sqrt(var)))
+    return p, mean, var

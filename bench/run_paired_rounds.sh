@@ -31,41 +31,16 @@ for r in $(seq 1 "$REPS"); do
   "$P" measure --graph "$G" --devices cpu:2 --compare "$WORK/expert.json" "$WORK/local_search.json" \
     "$WORK/guided_search.json" --steps "$STEPS" --max-steps "$STEPS" --json "$WORK/compare_$r.json" > "$WORK/compare_$r.txt"
 done
-python3 - "$WORK" "$REPS" "$STEPS" "$OUT" "$(git rev-parse --short HEAD)" "$BUILD" <<'PY'
+python3 - "$WORK" "$REPS" "$STEPS" "$OUT" "$(git rev-parse --short HEAD)" "$BUILD" "$(dirname "$0")" <<'PY'
 import json, math, os, statistics, sys
 work, reps, steps, out, commit, build = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6]
+sys.path.insert(0, sys.argv[7])
+from rank_stats import mann_whitney, signed_rank
 names = ["expert", "local_search", "guided_search"]
 runs = [json.load(open(f"{work}/compare_{r}.json")) for r in range(1, reps + 1)]
 
-def ranks(values):  # average ranks, 1-based
-    order = sorted(range(len(values)), key=lambda i: values[i])
-    r = [0.0] * len(values); i = 0
-    while i < len(order):
-        j = i
-        while j + 1 < len(order) and values[order[j + 1]] == values[order[i]]: j += 1
-        for k in range(i, j + 1): r[order[k]] = (i + j) / 2 + 1
-        i = j + 1
-    return r
-
-def normal_p(z): return math.erfc(abs(z) / math.sqrt(2))
-
-def mann_whitney(a, b):  # normal approximation, tie and continuity corrections
-    n1, n2 = len(a), len(b); r = ranks(a + b); u = sum(r[:n1]) - n1 * (n1 + 1) / 2
-    n = n1 + n2; ties = {}
-    for v in a + b: ties[v] = ties.get(v, 0) + 1
-    t = sum(c ** 3 - c for c in ties.values())
-    var = n1 * n2 / 12 * ((n + 1) - t / (n * (n - 1)))
-    return 1.0 if var <= 0 else min(1.0, normal_p(max(0, abs(u - n1 * n2 / 2) - 0.5) / math.sqrt(var)))
-
-def signed_rank(a, b):  # log(b/a) against 0, normal approximation
-    d = [math.log(y / x) for x, y in zip(a, b) if x != y]
-    n = len(d)
-    if n == 0: return 1.0
-    r = ranks([abs(x) for x in d]); w = sum(ri for ri, x in zip(r, d) if x > 0)
-    ties = {}
-    for x in d: ties[abs(x)] = ties.get(abs(x), 0) + 1
-    var = n * (n + 1) * (2 * n + 1) / 24 - sum(c ** 3 - c for c in ties.values()) / 48
-    return 1.0 if var <= 0 else min(1.0, normal_p(max(0, abs(w - n * (n + 1) / 4) - 0.5) / math.sqrt(var)))
+def signed_rank_p(a, b):  # log(b/a) of the rounds that differ, against 0
+    return signed_rank([math.log(y / x) for x, y in zip(a, b) if x != y])[0]
 
 L = ["# Paired by round against pooled: telling placements 1-3% apart on cpu:2", "",
      f"Command: `bash bench/run_paired_rounds.sh {build} {reps} {steps}` (commit {commit}, {os.cpu_count()} cores, the VM idle apart",
@@ -87,7 +62,7 @@ for ia in range(3):
             a, b = ps[ia]["samples_s"], ps[ib]["samples_s"]
             n = min(len(a), len(b)); a, b = a[:n], b[:n]
             ma, mb = statistics.median(a), statistics.median(b)
-            pm, pw = mann_whitney(a, b), signed_rank(a, b)
+            pm, pw = mann_whitney(a, b), signed_rank_p(a, b)
             ratio = statistics.median([y / x for x, y in zip(a, b)])
             pooled_sig += pm < 0.05; paired_sig += pw < 0.05; dirs.append(ratio > 1)
             L.append(f"| {names[ib]} vs {names[ia]} | {k} | {1e3 * ma:.3f} | {1e3 * mb:.3f} | {mb / ma:.4f} | {pm:.2g} | {ratio:.4f} | {pw:.2g} |")
