@@ -17,7 +17,7 @@ order) and prints, per graph and pair of runs:
 With --cross: per graph, every run against every run, the simulators included (runs on other days: does the
 ranking hold from one day to the next, and does each day's calibration follow its own day's?).
 
-Usage: .venv/bin/python3 bench/fidelity_rerun.py RUN_DIR RUN_DIR [RUN_DIR ...] [--names A,B,...] [--cross] [--out F.md]
+Usage: python3 bench/fidelity_rerun.py RUN_DIR RUN_DIR [RUN_DIR ...] [--names A,B,...] [--cross] [--out F.md]
   RUN_DIR: a folder of fidelity_<graph>.json reports (run_fidelity.sh's OUT).
 """
 import argparse

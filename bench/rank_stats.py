@@ -1,23 +1,8 @@
-"""Rank statistics the bench scripts share: Spearman for the fidelity scans (bench/copy_cost_scan.py,
-bench/cpu_steps_ab.py, bench/recalibrate_fidelity.py; needs numpy), and the two rank tests of
-`placer measure --compare` in their normal approximations (bench/run_paired_rounds.sh,
-bench/paired_estimators.py; plain Python). The product's own are in graphs/src/stats.cc."""
+"""Rank statistics the bench scripts share, in plain Python: Spearman (the fidelity scans and
+bench/fidelity_rerun.py, bench/run_copy_probe.sh), and the two rank tests of `placer measure --compare`
+in their normal approximations (bench/run_paired_rounds.sh, bench/paired_estimators.py). The
+product's own are in graphs/src/stats.cc."""
 import math
-
-
-def spearman(a, b):
-    """Spearman's rank correlation, ties given their average rank (a simulator without device scaling prices the two
-    single-device placements alike), as the C++ report computes it."""
-    import numpy as np
-
-    def rank(v):
-        v = np.asarray(v, dtype=float)
-        order = np.argsort(v, kind="mergesort")
-        r = np.empty(len(v))
-        r[order] = np.arange(len(v))
-        _, tie, count = np.unique(v, return_inverse=True, return_counts=True)
-        return (np.bincount(tie, weights=r) / count)[tie]
-    return float(np.corrcoef(rank(a), rank(b))[0, 1])
 
 
 def ranks(values):
@@ -68,3 +53,15 @@ def signed_rank(d):
     var = n * (n + 1) * (2 * n + 1) / 24 - tie_term([abs(x) for x in d]) / 48
     p = 1.0 if var <= 0 else min(1.0, normal_p(max(0, abs(w - mean) - 0.5) / math.sqrt(var)))
     return p, mean, var
+
+
+def spearman(a, b):
+    """Spearman's rank correlation, ties given their average rank (a simulator without device scaling prices the two
+    single-device placements alike), as the C++ report computes it. NaN when either side is constant."""
+    ra, rb = ranks(list(a)), ranks(list(b))
+    n = len(ra)
+    ma, mb = sum(ra) / n, sum(rb) / n
+    sab = sum((x - ma) * (y - mb) for x, y in zip(ra, rb))
+    saa = sum((x - ma) ** 2 for x in ra) ** 0.5
+    sbb = sum((y - mb) ** 2 for y in rb) ** 0.5
+    return sab / (saa * sbb) if saa and sbb else float("nan")

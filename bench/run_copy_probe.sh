@@ -42,30 +42,12 @@ PY
   tail -1 "$OUT/rounds.csv"
 done
 fi
-python3 - "$OUT" <<'PY'
+python3 - "$OUT" "$(dirname "$0")" <<'PY'
 import csv, sys
 out = sys.argv[1]
+sys.path.insert(0, sys.argv[2])
+from rank_stats import spearman
 rows = list(csv.DictReader(open(f"{out}/rounds.csv")))
-def ranks(v):
-    order = sorted(range(len(v)), key=lambda i: v[i])
-    r = [0.0] * len(v)
-    i = 0
-    while i < len(v):
-        j = i
-        while j + 1 < len(v) and v[order[j + 1]] == v[order[i]]:
-            j += 1
-        for k in range(i, j + 1):
-            r[order[k]] = (i + j) / 2
-        i = j + 1
-    return r
-def spearman(x, y):
-    rx, ry = ranks(x), ranks(y)
-    n = len(x)
-    mx, my = sum(rx) / n, sum(ry) / n
-    sxy = sum((a - mx) * (b - my) for a, b in zip(rx, ry))
-    sxx = sum((a - mx) ** 2 for a in rx) ** 0.5
-    syy = sum((b - my) ** 2 for b in ry) ** 0.5
-    return sxy / (sxx * syy) if sxx and syy else float("nan")
 f = lambda k: [float(r[k]) for r in rows]
 ratio = [a / b for a, b in zip(f("round_robin_s"), f("single_s"))]
 def q(v, p):
