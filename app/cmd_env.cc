@@ -74,19 +74,18 @@ std::string simulate_json(const SimulatedProblem& sp, const Cluster& cluster, co
                           double gap) {
   std::string result = step_result_to_json(r);
   while (!result.empty() && (result.back() == '\n' || result.back() == ' ')) result.pop_back();
+  // JSON has no inf or nan: null (a step the simulator could not finish has no gap).
+  auto num = [](double v, int precision = 9) { return std::isfinite(v) ? format_number(v, precision) : "null"; };
   std::ostringstream o;
-  o << "{\n\"graph\": \"" << sp.run.graph().name << "\",\n\"cluster\": \"" << cluster.name << "\",\n\"cost_model\": \""
-    << (sp.calibrated ? "calibrated" : "roofline")
-    << "\",\n\"calibrated_fraction\": " << format_number(sp.costs.calibrated_fraction())
-    << ",\n\"copy_s_per_byte\": " << format_number(sp.costs.group_copy_s_per_byte(), 9)
-    << ",\n\"copy_s_per_copy\": " << format_number(sp.costs.group_copy_s(), 9)
-    << ",\n\"cross_copy_s\": " << format_number(sp.costs.cross_copy_s(), 9)
-    << ",\n\"lower_bound_s\": " << format_number(lb.value(), 9)
-    << ",\n\"lower_bound\": {\"critical_path_s\": " << format_number(lb.critical_path_s, 9)
-    << ", \"joins_s\": " << format_number(lb.joins_s, 9)
-    << ", \"average_work_s\": " << format_number(lb.average_work_s, 9) << ", \"lp_s\": " << format_number(lb.lp_s, 9)
-    << ", \"group_s\": " << format_number(lb.group_s, 9) << "},\n\"gap\": " << format_number(gap, 9)
-    << ",\n\"result\": " << result << "\n}\n";
+  o << "{\n\"graph\": " << json_quote(sp.run.graph().name) << ",\n\"cluster\": " << json_quote(cluster.name)
+    << ",\n\"cost_model\": \"" << (sp.calibrated ? "calibrated" : "roofline")
+    << "\",\n\"calibrated_fraction\": " << num(sp.costs.calibrated_fraction(), 6)
+    << ",\n\"copy_s_per_byte\": " << num(sp.costs.group_copy_s_per_byte())
+    << ",\n\"copy_s_per_copy\": " << num(sp.costs.group_copy_s())
+    << ",\n\"cross_copy_s\": " << num(sp.costs.cross_copy_s()) << ",\n\"lower_bound_s\": " << num(lb.value())
+    << ",\n\"lower_bound\": {\"critical_path_s\": " << num(lb.critical_path_s) << ", \"joins_s\": " << num(lb.joins_s)
+    << ", \"average_work_s\": " << num(lb.average_work_s) << ", \"lp_s\": " << num(lb.lp_s)
+    << ", \"group_s\": " << num(lb.group_s) << "},\n\"gap\": " << num(gap) << ",\n\"result\": " << result << "\n}\n";
   return sp.run.spec() ? with_pipeline_figures(o.str(), r, *sp.run.spec()) : o.str();
 }
 

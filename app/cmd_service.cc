@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include <atomic>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <fstream>
@@ -155,7 +156,13 @@ std::string graph_json(const QueryArgs& a) {
   for (const auto& kv : a.options) {
     auto eq = kv.find('=');
     if (eq == std::string::npos) throw InputError("--option: expected KEY=VALUE, got '" + kv + "'");
-    opts += (opts.empty() ? "" : ",") + json_quote(kv.substr(0, eq)) + ":" + kv.substr(eq + 1);
+    // Builder options are integers (the protocol's graph.options): parsed here, never spliced into the request.
+    const std::string value = kv.substr(eq + 1);
+    int64_t n = 0;
+    const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (value.empty() || ec != std::errc() || end != value.data() + value.size())
+      throw InputError("--option " + kv + ": the value must be an integer");
+    opts += (opts.empty() ? "" : ",") + json_quote(kv.substr(0, eq)) + ":" + std::to_string(n);
   }
   return "{\"builder\":" + json_quote(a.builder) + ",\"options\":{" + opts + "}" +
          (a.forward_only ? ",\"forward_only\":true" : "") + "}";
@@ -253,8 +260,9 @@ void add_serve_command(CLI::App& app) {
   CLI::App* serve = app.add_subcommand("serve", "Run the placement service (ZeroMQ; SIGINT/SIGTERM stop it cleanly)");
   serve->add_option("--config", serve_args->config, "Service config (YAML)")->required()->check(CLI::ExistingFile);
   serve->add_option("--endpoint", serve_args->endpoint, "Override the endpoint (tcp://127.0.0.1:5555; port * = any)");
-  serve->add_option("--metrics-port", serve_args->metrics_port, "Prometheus /metrics port (0 = any, -1 = off)");
-  serve->add_option("--workers", serve_args->workers, "Override the worker count");
+  serve->add_option("--metrics-port", serve_args->metrics_port, "Prometheus /metrics port (0 = any, -1 = off)")
+      ->check(CLI::Range(-1, 65535));
+  serve->add_option("--workers", serve_args->workers, "Override the worker count")->check(positive_number());
   serve->add_option("--state-dir", serve_args->state_dir, "Override where job records are kept");
   serve->callback([serve_args] { run_serve(*serve_args); });
 }
@@ -266,13 +274,13 @@ void add_placing_queries(CLI::App* query, const std::shared_ptr<QueryArgs>& q, c
   CLI::App* place = query->add_subcommand("place", "Place a graph with a loaded policy (else the best baseline)");
   add_graph_cluster_flags(place, *q);
   place->add_option("--policy", q->policy, "Policy name (see `query policies`)");
-  place->add_option("--refine", q->refine, "Local-search samples after decoding");
+  place->add_option("--refine", q->refine, "Local-search samples after decoding")->check(nonnegative_number());
   place->callback([send] { send("place"); });
 
   CLI::App* optimize = query->add_subcommand("optimize", "Start an optimize job; prints its job id");
   add_graph_cluster_flags(optimize, *q);
-  optimize->add_option("--samples", q->samples, "Budget: placements evaluated");
-  optimize->add_option("--seconds", q->seconds, "Budget: wall seconds");
+  optimize->add_option("--samples", q->samples, "Budget: placements evaluated")->check(nonnegative_number());
+  optimize->add_option("--seconds", q->seconds, "Budget: wall seconds")->check(nonnegative_number());
   optimize->add_option("--learned", q->learned,
                        "A learned job: train a policy of this type (seq2seq, hierarchical, gnn)");
   optimize
@@ -298,6 +306,7 @@ void add_placing_queries(CLI::App* query, const std::shared_ptr<QueryArgs>& q, c
                      "Measure it on the server's own devices (median step, " + interval_confidence_label() +
                          " interval; the cluster must run there, e.g. --devices cpu:2)");
   evaluate->add_option("--measure-budget", q->measure_budget, "With --measure: seconds of measured steps at most")
+      ->check(nonnegative_number())
       ->check(CLI::Range(0.0, 3600.0));
   evaluate->callback([send] { send("evaluate"); });
 }
@@ -323,8 +332,10 @@ void add_query_command(CLI::App& app) {
   auto q = std::make_shared<QueryArgs>();
   CLI::App* query = app.add_subcommand("query", "Send one request to a placement service and print the JSON reply");
   query->add_option("--endpoint", q->endpoint, "Service endpoint, tcp://HOST:PORT")->required();
-  query->add_option("--timeout-ms", q->timeout_ms, "Give up after this long without a reply");
-  query->add_option("--deadline-ms", q->deadline_ms, "The request's deadline on the server");
+  query->add_option("--timeout-ms", q->timeout_ms, "Give up after this long without a reply")
+      ->check(positive_number());
+  query->add_option("--deadline-ms", q->deadline_ms, "The request's deadline on the server (0: the server's default)")
+      ->check(nonnegative_number());
   query->add_option("--seed", q->seed, "Seed for stochastic placers");
   query->add_option("--server-key", q->server_key, "CurveZMQ: the server's public key (Z85 or a file)");
   query->add_option("--client-public-key", q->client_public, "CurveZMQ: this client's public key (Z85 or a file)");

@@ -225,7 +225,8 @@ void add_train_commands(CLI::App& app) {
                   "Stop after this many updates in total (checkpoint kept; --resume continues)");
   cmd->add_flag("-q,--quiet", args->quiet, "No progress line");
   cmd->add_option("--metrics-port", args->metrics_port,
-                  "Serve Prometheus metrics of this run on 0.0.0.0:PORT/metrics (0 = any free port)");
+                  "Serve Prometheus metrics of this run on 0.0.0.0:PORT/metrics (0 = any free port)")
+      ->check(CLI::Range(0, 65535));
   cmd->add_option("--workers-bind", args->workers_bind,
                   "Evaluate placements on `placer worker` processes that connect here, e.g. 'tcp://*:5557' "
                   "(port * = any free port; the endpoint is printed)");

@@ -264,7 +264,7 @@ PlaceResult place_pipeline_dp(const PlaceContext& ctx, Clock::time_point started
   const CostModel roofline = env_costs.ops() == g.size() ? CostModel() : CostModel::roofline(g, cluster);
   const CostModel& costs = env_costs.ops() == g.size() ? env_costs : roofline;
   const PipelineSpec spec = ctx.env->options().pipeline;
-  const int64_t max_units = option_int(ctx, "max_units", 128);
+  const int64_t max_units = option_int(ctx, "max_units", 128, 1);
   if (max_units < 1 || max_units > 4096)
     throw InputError("dp option 'max_units': expected 1 to 4096, got " + std::to_string(max_units));
   const PipelineUnits units = make_pipeline_units(g, costs, static_cast<int32_t>(max_units));

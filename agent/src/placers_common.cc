@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "placer/env/environment.h"
+#include "placer/graphs/json_writer.h"
 #include "placer/graphs/error.h"
 
 namespace placer {
@@ -40,30 +41,44 @@ double search_reward(Environment& env, const Placement& placement) {
   return env.evaluate(placement).reward;
 }
 
-double option_double(const PlaceContext& context, const std::string& key, double fallback) {
+double option_double(const PlaceContext& context, const std::string& key, double fallback, double lo, double hi) {
   auto it = context.options.find(key);
   if (it == context.options.end()) return fallback;
+  double v = 0.0;
   try {
     size_t pos = 0;
-    double v = std::stod(it->second, &pos);
+    v = std::stod(it->second, &pos);
     if (pos != it->second.size()) throw std::invalid_argument("trailing");
-    return v;
   } catch (const std::exception&) {
     throw InputError("option '" + key + "': expected a number, got '" + it->second + "'");
   }
+  if (!std::isfinite(v) || v < lo || v > hi)
+    throw InputError("option '" + key + "': must be a finite number " +
+                     (hi < std::numeric_limits<double>::max()
+                          ? "in [" + format_number(lo, 6) + ", " + format_number(hi, 6) + "]"
+                          : ">= " + format_number(lo, 6)) +
+                     ", got '" + it->second + "'");
+  return v;
 }
 
-int64_t option_int(const PlaceContext& context, const std::string& key, int64_t fallback) {
+int64_t option_int(const PlaceContext& context, const std::string& key, int64_t fallback, int64_t lo, int64_t hi) {
   auto it = context.options.find(key);
   if (it == context.options.end()) return fallback;
+  long long v = 0;
   try {
     size_t pos = 0;
-    long long v = std::stoll(it->second, &pos);
+    v = std::stoll(it->second, &pos);
     if (pos != it->second.size()) throw std::invalid_argument("trailing");
-    return v;
   } catch (const std::exception&) {
     throw InputError("option '" + key + "': expected an integer, got '" + it->second + "'");
   }
+  if (v < lo || v > hi)
+    throw InputError("option '" + key + "': must be an integer " +
+                     (hi < std::numeric_limits<int64_t>::max()
+                          ? "in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]"
+                          : ">= " + std::to_string(lo)) +
+                     ", got '" + it->second + "'");
+  return v;
 }
 
 std::string option_string(const PlaceContext& context, const std::string& key, const std::string& fallback) {

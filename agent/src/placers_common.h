@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,8 +54,12 @@ std::string format_bytes(int64_t bytes);
 // kept for its answer, which the caller measures (compare_placers, the
 // trainer's warm start and final table).
 double search_reward(Environment& env, const Placement& placement);
-double option_double(const PlaceContext& context, const std::string& key, double fallback);
-int64_t option_int(const PlaceContext& context, const std::string& key, int64_t fallback);
+// A method's --option KEY=VALUE, else `fallback`; InputError naming the key
+// when it is not a (finite) number, or outside [lo, hi].
+double option_double(const PlaceContext& context, const std::string& key, double fallback,
+                     double lo = -std::numeric_limits<double>::max(), double hi = std::numeric_limits<double>::max());
+int64_t option_int(const PlaceContext& context, const std::string& key, int64_t fallback,
+                   int64_t lo = std::numeric_limits<int64_t>::min(), int64_t hi = std::numeric_limits<int64_t>::max());
 std::string option_string(const PlaceContext& context, const std::string& key, const std::string& fallback);
 
 // Factories, one per placers_*.cc.

@@ -247,7 +247,7 @@ class DpPlacer : public UnitPlacer {
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     // The pipeline objective: contiguous stages under the pipeline cost (pipeline_dp.h).
     if (ctx.env->options().objective == Objective::Pipeline) return place_pipeline_dp(ctx, started);
-    const int64_t max_ideals = option_int(ctx, "max_ideals", 3000);
+    const int64_t max_ideals = option_int(ctx, "max_ideals", 3000, 1);
     const std::string objective = option_string(ctx, "objective", "step");
     if (objective != "step" && objective != "throughput" && objective != "latency")
       throw InputError("dp option 'objective': expected step, throughput or latency, got '" + objective + "'");

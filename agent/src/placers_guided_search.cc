@@ -213,12 +213,12 @@ class GuidedAnnealing {
 
 GuidedOptions guided_options(const PlaceContext& ctx) {
   GuidedOptions o;
-  o.temperature = option_double(ctx, "temperature", o.temperature);
-  o.lr = option_double(ctx, "policy_lr", o.lr);
-  o.follow = option_double(ctx, "follow", o.follow);
-  o.chain = option_double(ctx, "chain", o.chain);
-  o.swap = option_double(ctx, "swap", o.swap);
-  o.max_chain = static_cast<int32_t>(option_int(ctx, "max_chain", o.max_chain));
+  o.temperature = option_double(ctx, "temperature", o.temperature, 0.0);
+  o.lr = option_double(ctx, "policy_lr", o.lr, 0.0);
+  o.follow = option_double(ctx, "follow", o.follow, 0.0, 1.0);
+  o.chain = option_double(ctx, "chain", o.chain, 0.0, 1.0);
+  o.swap = option_double(ctx, "swap", o.swap, 0.0, 1.0);
+  o.max_chain = static_cast<int32_t>(option_int(ctx, "max_chain", o.max_chain, 1, 1 << 20));
   if (o.follow < 0 || o.chain < 0 || o.swap < 0 || o.follow + o.chain + o.swap > 1.0)
     throw InputError("option 'follow', 'chain', 'swap': expected shares >= 0 that add up to at most 1");
   if (o.max_chain < 2) throw InputError("option 'max_chain': expected at least 2, got " + std::to_string(o.max_chain));

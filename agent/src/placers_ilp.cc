@@ -488,8 +488,8 @@ struct ChannelChoice {
 ChannelChoice choose_channels(const PlaceContext& ctx, const UnitProblem& p, bool op_level) {
   const int64_t senders = static_cast<int64_t>(channel_senders(p).size());
   const int64_t pairs = senders * (senders - 1) / 2;
-  const int64_t max_pairs = option_int(ctx, "channel_pairs", 3000);
-  const int64_t channels_option = option_int(ctx, "channels", op_level ? 1 : 0);
+  const int64_t max_pairs = option_int(ctx, "channel_pairs", 3000, 0);
+  const int64_t channels_option = option_int(ctx, "channels", op_level ? 1 : 0, 0, 1);
   if (max_pairs < 0) throw InputError("ilp option 'channel_pairs': must be >= 0, got " + std::to_string(max_pairs));
   if (channels_option != 0 && channels_option != 1)
     throw InputError("ilp option 'channels': expected 0 or 1, got " + std::to_string(channels_option));
@@ -508,15 +508,15 @@ class IlpPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "ilp"; }
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& ops, Clock::time_point started) override {
-    const int64_t max_ops = option_int(ctx, "max_ops", 40);
-    const int64_t max_groups = std::max<int64_t>(1, option_int(ctx, "max_groups", 24));
+    const int64_t max_ops = option_int(ctx, "max_ops", 40, 1);
+    const int64_t max_groups = option_int(ctx, "max_groups", 24, 1);
     CoarseUnits coarse;  // empty unless coarsened
     const UnitProblem* p = &ops;
     if (ops.n > max_ops) {
       coarse = coarsen_for_ilp(ctx, ops, max_ops, max_groups);
       p = &coarse.problem;
     }
-    const bool symmetry = p->identical_devices && option_int(ctx, "symmetry_breaking", 1) != 0;
+    const bool symmetry = p->identical_devices && option_int(ctx, "symmetry_breaking", 1, 0, 1) != 0;
     const ChannelChoice choice = choose_channels(ctx, *p, p == &ops);
     const bool channels = choice.channels;
     const std::string& channel_note = choice.note;

@@ -138,7 +138,7 @@ class SctPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "m_sct"; }
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
-    const int64_t lp_max_ops = option_int(ctx, "sct_lp_max_ops", 600);
+    const int64_t lp_max_ops = option_int(ctx, "sct_lp_max_ops", 600, 0);
     std::vector<int32_t> fav;
     std::string how;
     double lp_makespan = 0.0;

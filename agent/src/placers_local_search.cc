@@ -34,7 +34,7 @@ class Annealing {
   // With a deadline (a given start), also until then: the schedule follows
   // whichever of the budget and the time runs out first.
   void run(int64_t budget, std::optional<std::pair<Clock::time_point, double>> deadline = std::nullopt) {
-    const double t0 = std::max(1e-12, option_double(ctx_, "temperature", 0.001) * std::fabs(cur_r_));
+    const double t0 = std::max(1e-12, option_double(ctx_, "temperature", 0.001, 0.0) * std::fabs(cur_r_));
     const double t_end = t0 * 1e-3;
     while (evaluations_ < budget && p_.k > 1) {
       double frac = static_cast<double>(evaluations_) / static_cast<double>(budget);

@@ -73,7 +73,7 @@ std::vector<int32_t> metis_partition(const PlaceContext& ctx, const UnitProblem&
   MetisGraph graph = metis_graph(p);
   std::vector<real_t> tpwgts = device_shares(p);
   idx_t nv = G, ncon = 1, nparts = p.k, objval = 0;
-  real_t ubvec = static_cast<real_t>(1.0 + option_double(ctx, "imbalance", 0.05));
+  real_t ubvec = static_cast<real_t>(1.0 + option_double(ctx, "imbalance", 0.05, 0.0, 10.0));
   idx_t options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(options);
   options[METIS_OPTION_SEED] = static_cast<idx_t>(ctx.seed & 0x7fffffff);

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/json_writer.h"
 
 namespace placer {
 
@@ -175,6 +176,25 @@ Cluster parse_device_list(std::string_view spec) {
   return cluster;
 }
 
+namespace {
+
+// A device's or link's constant: finite and within [lo, hi]. Outside it the
+// costs made from it (flops / peak_flops, bytes / bandwidth, sums of them)
+// overflow or vanish, and placers and solvers fail far from the cause (a
+// peak_flops of 1e-320 made every op infinite; an overhead of 1e100 broke
+// CLP). The bounds leave room for any real device.
+void check_range(double value, double lo, double hi, const std::string& where, const char* field, const char* unit) {
+  if (std::isfinite(value) && value >= lo && value <= hi) return;
+  throw InputError(where + field + ": " + format_number(value, 6) + " is out of range (" + format_number(lo, 6) +
+                   " to " + format_number(hi, 6) + " " + unit + ")");
+}
+
+constexpr double kMinRate = 1.0;     // FLOP/s or bytes/s
+constexpr double kMaxRate = 1e21;
+constexpr double kMaxSeconds = 1e3;  // a fixed cost per op or per transfer
+
+}  // namespace
+
 void validate_cluster(const Cluster& cluster) {
   if (cluster.devices.empty()) throw InputError("cluster '" + cluster.name + "': devices: no devices");
   if (cluster.devices.size() > 4096) throw InputError("cluster '" + cluster.name + "': devices: more than 4096");
@@ -188,17 +208,14 @@ void validate_cluster(const Cluster& cluster) {
       throw InputError(where + "name: expected '" + prefix + "K' for a " + device_kind_name(d.kind) + " device");
     if (!names.insert(d.name).second) throw InputError(where + "name: duplicate device name");
     if (d.memory_bytes <= 0) throw InputError(where + "memory_bytes: must be positive");
-    if (!(d.peak_flops > 0) || !std::isfinite(d.peak_flops)) throw InputError(where + "peak_flops: must be positive");
-    if (!(d.mem_bandwidth > 0) || !std::isfinite(d.mem_bandwidth))
-      throw InputError(where + "mem_bandwidth: must be positive");
-    if (!(d.op_overhead_s >= 0) || !std::isfinite(d.op_overhead_s))
-      throw InputError(where + "op_overhead_s: must be >= 0");
+    check_range(d.peak_flops, kMinRate, kMaxRate, where, "peak_flops", "FLOP/s");
+    check_range(d.mem_bandwidth, kMinRate, kMaxRate, where, "mem_bandwidth", "bytes/s");
+    check_range(d.op_overhead_s, 0.0, kMaxSeconds, where, "op_overhead_s", "s");
     if (d.threads < 0) throw InputError(where + "threads: must be >= 0");
   }
   auto check_link = [&](const Link& l, const std::string& where) {
-    if (!(l.latency_s >= 0) || !std::isfinite(l.latency_s)) throw InputError(where + "latency_s: must be >= 0");
-    if (!(l.bandwidth_Bps > 0) || !std::isfinite(l.bandwidth_Bps))
-      throw InputError(where + "bandwidth_Bps: must be positive");
+    check_range(l.latency_s, 0.0, kMaxSeconds, where, "latency_s", "s");
+    check_range(l.bandwidth_Bps, kMinRate, kMaxRate, where, "bandwidth_Bps", "bytes/s");
   };
   check_link(cluster.default_link, "cluster '" + cluster.name + "': default_link: ");
   for (size_t i = 0; i < cluster.links.size(); ++i) {

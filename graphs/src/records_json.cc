@@ -8,6 +8,7 @@
 #include "placer/graphs/error.h"
 #include "placer/graphs/files.h"
 #include "placer/graphs/json_reader.h"
+#include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/validate.h"
 #include "serialize_common.h"
@@ -225,6 +226,24 @@ std::string profile_to_json(const Profile& profile) {
   });
 }
 
+namespace {
+
+// A profile's times: finite, in [lo, kMaxProfileSeconds]. A step or op time of
+// 1e200 s made the simulation spin (time stopped advancing by the sizes of the
+// other ops), 1e-200 s a device scale of 0.
+constexpr double kMaxProfileSeconds = 1e4;
+constexpr double kMinStepSeconds = 1e-9;
+
+void check_seconds(const JsonReader<InputError>& r, double v, double lo, const std::string& where, const char* field,
+                   const char* note = "") {
+  if (std::isfinite(v) && v >= lo && v <= kMaxProfileSeconds) return;
+  r.fail(where, field,
+         format_number(v, 6) + " is out of range (" + (lo > 0 ? format_number(lo, 3) : std::string("0")) + " to " +
+             format_number(kMaxProfileSeconds, 3) + " s)" + note);
+}
+
+}  // namespace
+
 Profile profile_from_json(const std::string& text) {
   JsonReader<InputError> r{"profile"};
   const rj::Document doc = r.parse(text, "placer.profile");
@@ -234,26 +253,22 @@ Profile profile_from_json(const std::string& text) {
   p.devices = r.opt_string(doc, "devices", "");
   p.host = r.opt_string(doc, "host", "");
   p.per_op_overhead_s = r.opt_number(doc, "per_op_overhead_s", "", 0.0);
-  if (!(p.per_op_overhead_s >= 0) || !std::isfinite(p.per_op_overhead_s))
-    r.fail("", "per_op_overhead_s", "must be a finite number >= 0");
+  check_seconds(r, p.per_op_overhead_s, 0.0, "", "per_op_overhead_s");
   if (doc.HasMember("gpu_op_overhead_s")) {
     p.gpu_op_overhead_s = r.opt_number(doc, "gpu_op_overhead_s", "", -1.0);
-    if (!(p.gpu_op_overhead_s >= 0) || !std::isfinite(p.gpu_op_overhead_s))
-      r.fail("", "gpu_op_overhead_s", "must be a finite number >= 0 (leave it out when not measured)");
+    check_seconds(r, p.gpu_op_overhead_s, 0.0, "", "gpu_op_overhead_s", " (leave it out when not measured)");
   }
   p.gpu_op_scale = r.opt_number(doc, "gpu_op_scale", "", 1.0);
   if (!(p.gpu_op_scale > 0 && p.gpu_op_scale <= 1))
     r.fail("", "gpu_op_scale", "must be a number in (0, 1] (leave it out for no scale)");
   if (doc.HasMember("gpu_step_s")) {
     p.gpu_step_s = r.opt_number(doc, "gpu_step_s", "", -1.0);
-    if (!(p.gpu_step_s > 0) || !std::isfinite(p.gpu_step_s))
-      r.fail("", "gpu_step_s", "must be a finite number > 0 (leave it out when not measured)");
+    check_seconds(r, p.gpu_step_s, kMinStepSeconds, "", "gpu_step_s", " (leave it out when not measured)");
   }
   if (const rj::Value* mixed = r.member(doc, "mixed_step")) {
     r.object(*mixed, "mixed_step", "");
     p.mixed.step_s = r.number(r.require(*mixed, "step_s", "mixed_step"), "mixed_step", "step_s");
-    if (!(p.mixed.step_s > 0) || !std::isfinite(p.mixed.step_s))
-      r.fail("mixed_step", "step_s", "must be a finite number > 0 (leave mixed_step out when not measured)");
+    check_seconds(r, p.mixed.step_s, kMinStepSeconds, "mixed_step", "step_s", " (leave mixed_step out when not measured)");
     const rj::Value& devices = r.array(r.require(*mixed, "devices", "mixed_step"), "mixed_step", "devices");
     for (rj::SizeType i = 0; i < devices.Size(); ++i)
       p.mixed.devices.push_back(r.string(devices[i], detail::concat("mixed_step devices[", i, "]"), "device"));
@@ -276,9 +291,15 @@ Profile profile_from_json(const std::string& text) {
       DeviceStep s;
       s.device = r.string(r.require(v, "device", where), where, "device");
       s.step_s = r.number(r.require(v, "step_s", where), where, "step_s");
-      if (!(s.step_s > 0) || !std::isfinite(s.step_s)) r.fail(where, "step_s", "must be a finite number > 0");
-      for (const DeviceStep& o : p.cpu_steps)
+      check_seconds(r, s.step_s, kMinStepSeconds, where, "step_s");
+      for (const DeviceStep& o : p.cpu_steps) {
         if (o.device == s.device) r.fail(where, "device", "names '" + s.device + "' twice");
+        // One host's CPU devices: the simulator scales each by its step over the others'.
+        if (s.step_s > 100 * o.step_s || o.step_s > 100 * s.step_s)
+          r.fail(where, "step_s",
+                 format_number(s.step_s, 6) + " s is over 100 times apart from " + o.device + "'s " +
+                     format_number(o.step_s, 6) + " s (the CPU devices of one host)");
+      }
       p.cpu_steps.push_back(std::move(s));
     }
   }
@@ -293,10 +314,9 @@ Profile profile_from_json(const std::string& text) {
     t.device_kind = r.opt_string(v, "device_kind", where);
     t.seconds = r.number(r.require(v, "seconds", where), where, "seconds");
     if (t.op.empty() && t.signature.empty()) r.fail(where, "needs field 'op' or 'signature'");
-    if (!(t.seconds >= 0) || !std::isfinite(t.seconds)) r.fail(where, "seconds", "must be a finite number >= 0");
+    check_seconds(r, t.seconds, 0.0, where, "seconds");
     t.contended_seconds = r.opt_number(v, "contended_seconds", where, 0.0);
-    if (!(t.contended_seconds >= 0) || !std::isfinite(t.contended_seconds))
-      r.fail(where, "contended_seconds", "must be a finite number >= 0");
+    check_seconds(r, t.contended_seconds, 0.0, where, "contended_seconds");
     p.ops.push_back(std::move(t));
   }
   if (const rj::Value* links = r.member(doc, "links")) {
@@ -309,8 +329,10 @@ Profile profile_from_json(const std::string& text) {
       l.to = r.string(r.require(v, "to", where), where, "to");
       l.alpha_s = r.number(r.require(v, "alpha_s", where), where, "alpha_s");
       l.beta_Bps = r.number(r.require(v, "beta_Bps", where), where, "beta_Bps");
-      if (!(l.alpha_s >= 0) || !std::isfinite(l.alpha_s)) r.fail(where, "alpha_s", "must be >= 0");
-      if (!(l.beta_Bps > 0) || !std::isfinite(l.beta_Bps)) r.fail(where, "beta_Bps", "must be positive");
+      if (l.from == l.to) r.fail(where, "to", "a link from '" + l.from + "' to itself");
+      check_seconds(r, l.alpha_s, 0.0, where, "alpha_s");
+      if (!(l.beta_Bps >= 1 && l.beta_Bps <= 1e21))
+        r.fail(where, "beta_Bps", format_number(l.beta_Bps, 6) + " is out of range (1 to 1e+21 bytes/s)");
       if (const rj::Value* samples = r.member(v, "samples")) {
         r.array(*samples, where, "samples");
         for (rj::SizeType k = 0; k < samples->Size(); ++k) {
@@ -318,6 +340,8 @@ Profile profile_from_json(const std::string& text) {
           const rj::Value& s = r.object((*samples)[k], sw, "");
           l.samples.emplace_back(r.integer(r.require(s, "bytes", sw), sw, "bytes"),
                                  r.number(r.require(s, "seconds", sw), sw, "seconds"));
+          if (l.samples.back().first < 0) r.fail(sw, "bytes", "must be >= 0");
+          check_seconds(r, l.samples.back().second, 0.0, sw, "seconds");
         }
       }
       p.links.push_back(std::move(l));

@@ -110,7 +110,11 @@ void WorkerRun::connect() {
   if (socket_) socket_.close();
   socket_ = zmq::socket_t(ctx_, zmq::socket_type::dealer);
   socket_.set(zmq::sockopt::linger, 0);
-  socket_.connect(endpoint_);
+  try {
+    socket_.connect(endpoint_);
+  } catch (const zmq::error_t& e) {
+    throw InputError("--connect: cannot connect to '" + endpoint_ + "': " + e.what());
+  }
   {
     std::lock_guard<std::mutex> lock(mu_);
     ++generation_;
@@ -253,12 +257,12 @@ void WorkerRun::evaluate_loop() {
 
 WorkerStats WorkerRun::run() {
   say("connecting to " + endpoint_ + " (devices " + join(devices_) + ", " + std::to_string(o_.threads) + " thread(s))");
+  connect();  // before the threads: a bad endpoint is an error, not a terminate with threads running
   std::vector<std::thread> threads;
   for (int i = 0; i < o_.threads; ++i) threads.emplace_back([this] { evaluate_loop(); });
   const auto heartbeat = milliseconds(o_.heartbeat_ms);
   const auto patience = heartbeat * o_.liveness;
   Clock::duration backoff = heartbeat;
-  connect();
   auto expiry = Clock::now() + patience;
   auto next_heartbeat = Clock::now() + heartbeat;
   bool heard = false;

@@ -14,6 +14,27 @@ WORK=$(mktemp -d)
 TRAINER="" A="" B="" C=""
 trap 'for p in $TRAINER $A $B $C; do kill -9 $p 2>/dev/null || true; wait $p 2>/dev/null || true; done; rm -rf "$WORK"' EXIT
 cd "$WORK"
+# A malformed endpoint is an error naming the flag (it was std::terminate, the evaluating threads running).
+set +e
+"$PLACER" worker --connect garbage > bad_endpoint.out 2>&1
+rc=$?
+set -e
+if [ $rc -eq 0 ] || [ $rc -ge 128 ] || ! grep -q "^error: --connect: cannot connect to 'garbage'" bad_endpoint.out; then
+  echo "FAIL: worker --connect garbage: rc $rc: $(cat bad_endpoint.out)"; exit 1
+fi
+# `placer query`'s own flags are checked before anything is sent: builder options are integers (they were spliced
+# into the request's JSON as given), a timeout is positive (-1 waited forever).
+for args in "--timeout-ms -1 health" "place --builder mlp --option batch=4,\"layers\":5 --cluster k80x2" \
+  "place --builder mlp --option layers= --cluster k80x2" "optimize --builder mlp --cluster k80x2 --seconds nan"; do
+  set +e
+  # shellcheck disable=SC2086
+  timeout 10 "$PLACER" query --endpoint tcp://127.0.0.1:9 $args > bad_query.out 2>&1
+  rc=$?
+  set -e
+  if [ $rc -eq 0 ] || [ $rc -eq 124 ] || ! grep -q -e "--timeout-ms\|--option\|--seconds" bad_query.out; then
+    echo "FAIL: query $args: rc $rc: $(cat bad_query.out)"; exit 1
+  fi
+done
 write_config run.yaml 150
 
 "$PLACER" train -c run.yaml -o local -q > local.out 2>&1

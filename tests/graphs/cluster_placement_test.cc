@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "placer/graphs/cluster.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/placement.h"
@@ -63,6 +65,33 @@ TEST(Cluster, LinksAndTransferTime) {
   c.links.pop_back();
   c.devices[1].memory_bytes = 0;
   EXPECT_ERROR_CONTAINS(InputError, validate_cluster(c), "devices[1] 'cpu:1': memory_bytes: must be positive");
+}
+
+// Finite but absurd constants (a denormal peak_flops, an overhead of 1e100 s)
+// made every op's cost infinite or broke CLP: a remote request with such a
+// cluster aborted `placer serve`. They are errors that name the field.
+TEST(Cluster, ConstantsOutOfRangeNameTheField) {
+  const Cluster ok = parse_device_list("cpu:2");
+  auto expect = [&](auto change, const std::string& message) {
+    Cluster c = ok;
+    change(c);
+    EXPECT_ERROR_CONTAINS(InputError, validate_cluster(c), message);
+  };
+  expect([](Cluster& c) { c.devices[0].peak_flops = 1e-320; }, "devices[0] 'cpu:0': peak_flops: ");
+  expect([](Cluster& c) { c.devices[0].peak_flops = 1e-3; },
+         "devices[0] 'cpu:0': peak_flops: 0.001 is out of range (1 to 1e+21 FLOP/s)");
+  expect([](Cluster& c) { c.devices[1].mem_bandwidth = std::nan(""); }, "devices[1] 'cpu:1': mem_bandwidth: nan is out of range");
+  expect([](Cluster& c) { c.devices[0].op_overhead_s = 1e100; }, "op_overhead_s: 1e+100 is out of range (0 to 1000 s)");
+  expect([](Cluster& c) { c.devices[0].op_overhead_s = -1; }, "op_overhead_s: -1 is out of range");
+  expect([](Cluster& c) { c.default_link.latency_s = 1e308; }, "default_link: latency_s: 1e+308 is out of range");
+  expect([](Cluster& c) { c.default_link.bandwidth_Bps = 1e-300; }, "default_link: bandwidth_Bps: 1e-300 is out of range");
+  expect([](Cluster& c) { c.links.push_back(Link{"cpu:0", "cpu:1", 1e-5, INFINITY}); },
+         "links[0]: bandwidth_Bps: inf is out of range");
+  Cluster edge = ok;  // the bounds themselves are valid
+  edge.devices[0].peak_flops = 1;
+  edge.devices[0].op_overhead_s = 1e3;
+  edge.default_link.bandwidth_Bps = 1e21;
+  EXPECT_NO_THROW(validate_cluster(edge));
 }
 
 TEST(Placement, NamedRoundTrip) {

@@ -84,6 +84,32 @@ TEST(Service, ClusterNamesAreNeverPaths) {
   EXPECT_EQ(e.rfind("bad_cluster cluster: unknown cluster preset '/etc/passwd' (known: k80x2", 0), 0u) << e;
 }
 
+// An inline cluster with a denormal peak_flops (every op infinite) or an
+// overhead of 1e100 s (CLP's assertion) aborted the server from one request;
+// now it is bad_cluster naming the field, for every request type that places.
+TEST(Service, AbsurdClusterConstantsAreBadClusterNotACrash) {
+  PlacementService s(small_config());
+  const std::string cluster =
+      R"({"format":"placer.cluster","version":1,"name":"2c","devices":[{"name":"cpu:0","memory_bytes":1000000000,)"
+      R"("peak_flops":PEAK,"op_overhead_s":OVERHEAD},{"name":"cpu:1","memory_bytes":1000000000}]})";
+  auto with = [&](const std::string& peak, const std::string& overhead) {
+    std::string c = cluster;
+    c.replace(c.find("PEAK"), 4, peak);
+    c.replace(c.find("OVERHEAD"), 8, overhead);
+    return c;
+  };
+  for (const char* type : {"place", "baselines"}) {
+    std::string e = fail(s, std::string(R"({"version":1,"type":")") + type + R"(",)" + kMlp +
+                                R"(,"methods":["m_topo"],"cluster":)" + with("1e-320", "0") + "}");
+    EXPECT_EQ(e.rfind("bad_cluster cluster: cluster '2c': devices[0] 'cpu:0': peak_flops: ", 0), 0u) << e;
+    e = fail(s, std::string(R"({"version":1,"type":")") + type + R"(",)" + kMlp + R"(,"cluster":)" +
+                    with("1e11", "1e100") + "}");
+    EXPECT_EQ(e.rfind("bad_cluster cluster: cluster '2c': devices[0] 'cpu:0': op_overhead_s: 1e+100 is out of range", 0),
+              0u)
+        << e;
+  }
+}
+
 TEST(Service, BadGraphsNameTheProblem) {
   PlacementService s(small_config());
   EXPECT_EQ(fail(s, R"({"version":1,"type":"place","graph":{"builder":"alexnet"},"cluster":"k80x2"})")
