@@ -120,7 +120,7 @@ void run_simulate(const SimulateArgs& a) {
   const Graph graph = load_graph(a.graph);
   const Cluster cluster = resolve_cluster(a.cluster);
   check_split_spec_graph(a.split_spec, graph);
-  const Placement placement = from_named(graph, cluster, load_placement(a.placement));
+  const Placement placement = placement_from_file(graph, cluster, a.placement);
   const SimulatedProblem sp(graph, cluster, a);
   SimOptions options;
   options.track_memory = !a.no_memory;
@@ -456,7 +456,7 @@ NamedPlacements placements_from(const Graph& graph, const Cluster& cluster, cons
   NamedPlacements out;
   for (const fs::path& f : files) {
     try {
-      out.emplace_back(f.stem().string(), from_named(graph, cluster, load_placement(f.string())));
+      out.emplace_back(f.stem().string(), placement_from_file(graph, cluster, f.string()));
     } catch (const std::exception& e) {
       throw InputError("fidelity: --placements-from: " + f.string() + ": " + e.what());
     }

@@ -72,7 +72,7 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
                  Runtime& runtime) {
   if (a.compare.size() < 2) throw InputError("measure: --compare needs two or more placement files");
   std::vector<Placement> placements;
-  for (const std::string& f : a.compare) placements.push_back(mg.at(from_named(base, cluster, load_placement(f))));
+  for (const std::string& f : a.compare) placements.push_back(mg.at(placement_from_file(base, cluster, f)));
   // Every measured step in the order taken, with its placement: what ran just before a step is part of its figure.
   std::vector<std::pair<size_t, double>> taken;
   MeasureOptions o = a.protocol;
@@ -143,7 +143,7 @@ void run_measure(const MeasureArgs& a) {
   Runtime runtime(cluster);
   if (!a.compare.empty()) return run_compare(a, base, mg, cluster, runtime);
   if (a.placement.empty()) throw InputError("measure: --placement FILE (or --compare A B ...) is required");
-  const Placement placement = mg.at(from_named(base, cluster, load_placement(a.placement)));
+  const Placement placement = mg.at(placement_from_file(base, cluster, a.placement));
   MeasureOptions o = a.protocol;
   o.timeline = !a.trace.empty();
   std::vector<TimelineEvent> events;

@@ -108,6 +108,8 @@ std::string objective_note(const RewardSettings& settings);
 const char* bound_note(double step_s, double lower_bound_s);
 // " (97.5% of ops measured)": how much of a calibrated cost model the profile's timings cover.
 std::string measured_ops_note(const CostModel& costs);
+// A placement file of this graph on this cluster; its errors name the file.
+Placement placement_from_file(const Graph& graph, const Cluster& cluster, const std::string& path);
 // A JSON object's text with a "pipeline" field (env/pipeline_objective.h's figures) added at its end.
 std::string with_pipeline_figures(const std::string& json, const StepResult& result, const PipelineSpec& spec);
 

@@ -8,7 +8,10 @@
 #include "placer/env/cost_model.h"
 #include "placer/env/environment.h"
 #include "placer/env/pipeline_objective.h"
+#include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/graphs/placement.h"
+#include "placer/graphs/serialize.h"
 
 namespace placer::cli {
 
@@ -50,6 +53,15 @@ std::string measured_ops_note(const CostModel& costs) {
   const std::string warning = costs.profile_warning();
   if (!warning.empty()) note += "; WARNING: " + warning;
   return note + ")";
+}
+
+Placement placement_from_file(const Graph& graph, const Cluster& cluster, const std::string& path) {
+  const NamedPlacement named = load_placement(path);
+  try {
+    return from_named(graph, cluster, named);
+  } catch (const PlacementError& e) {
+    throw PlacementError(path + ": " + e.what());
+  }
 }
 
 std::string objective_note(const RewardSettings& settings) {

@@ -490,9 +490,6 @@ ChannelChoice choose_channels(const PlaceContext& ctx, const UnitProblem& p, boo
   const int64_t pairs = senders * (senders - 1) / 2;
   const int64_t max_pairs = option_int(ctx, "channel_pairs", 3000, 0);
   const int64_t channels_option = option_int(ctx, "channels", op_level ? 1 : 0, 0, 1);
-  if (max_pairs < 0) throw InputError("ilp option 'channel_pairs': must be >= 0, got " + std::to_string(max_pairs));
-  if (channels_option != 0 && channels_option != 1)
-    throw InputError("ilp option 'channels': expected 0 or 1, got " + std::to_string(channels_option));
   const bool asked = channels_option != 0;
   ChannelChoice choice;
   choice.channels = asked && pairs <= max_pairs;

@@ -440,8 +440,29 @@ EnvOptions Trainer::setup() {
   check_method_names(c_.compare, "compare");
   dir_ = c_.run.output_dir;
   fs::create_directories(dir_);
-  cluster_ = c_.cluster_value ? *c_.cluster_value : resolve_cluster(c_.cluster);
+  // The config's field in every error of what it names (a bad device list said "devices: ...", naming neither).
+  auto in_field = [](const std::string& field, const auto& body) {
+    try {
+      return body();
+    } catch (const InputError& e) {
+      throw InputError(field + ": " + e.what());
+    }
+  };
+  auto cluster_of = [&](const std::string& field, const std::string& spec) {
+    return in_field(field, [&] {
+      Cluster c = resolve_cluster(spec);
+      validate_cluster(c);
+      return c;
+    });
+  };
+  cluster_ = c_.cluster_value ? *c_.cluster_value : cluster_of("cluster", c_.cluster);
   validate_cluster(cluster_);
+  // Held-out graphs are placed after training: checked now, not after the hours it takes.
+  for (size_t i = 0; i < c_.held_out.size(); ++i) {
+    const std::string field = "held_out[" + std::to_string(i) + "]";
+    in_field(field, [&] { return c_.held_out[i].load().size(); });
+    if (!c_.held_out[i].cluster.empty()) cluster_of(field + ".cluster", c_.held_out[i].cluster);
+  }
   EnvOptions eo = env_options(c_);
   eo.remote = ctl_.remote;
   // The policy first: its kind decides the graphs and units it trains on (the
@@ -452,18 +473,19 @@ EnvOptions Trainer::setup() {
   if (!c_.policy.init_from.empty())
     init_weights(resolve_policy_dir(c_.policy.init_from));  // "pretrained": the shipped gnn
   opt_ = std::make_unique<torch::optim::Adam>(policy_->parameters(), torch::optim::AdamOptions(c_.optimizer.lr));
-  std::vector<GraphSource> sources =
-      (policy_->trains_on_family() && !c_.family.empty()) ? c_.family : std::vector<GraphSource>{c_.graph};
-  for (const auto& s : sources) {
+  const bool family = policy_->trains_on_family() && !c_.family.empty();
+  if (!c_.family.empty() && !family)
+    std::fprintf(stderr, "WARNING: family: left out; policy.type %s trains on `graph` alone (gnn trains on a family)\n",
+                 policy_type_name(c_.policy.type));
+  const std::vector<GraphSource> sources = family ? c_.family : std::vector<GraphSource>{c_.graph};
+  for (size_t i = 0; i < sources.size(); ++i) {
+    const GraphSource& s = sources[i];
+    const std::string field = family ? "family[" + std::to_string(i) + "]" : std::string("graph");
     auto t = std::make_unique<Task>();
     t->source = s;
     // A family entry may name its own cluster (one policy for several clusters).
-    Cluster cluster = cluster_;
-    if (!s.cluster.empty()) {
-      cluster = resolve_cluster(s.cluster);
-      validate_cluster(cluster);
-    }
-    t->env = std::make_unique<Environment>(s.load(), cluster, eo);
+    const Cluster cluster = s.cluster.empty() ? cluster_ : cluster_of(field + ".cluster", s.cluster);
+    t->env = std::make_unique<Environment>(in_field(field, [&] { return s.load(); }), cluster, eo);
     const std::string warning = eo.profile ? t->env->costs().profile_warning() : "";
     if (!warning.empty())
       std::fprintf(stderr, "WARNING: reward.profile %s: %s\n", c_.reward.profile.c_str(), warning.c_str());

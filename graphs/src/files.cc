@@ -16,6 +16,10 @@
 namespace placer {
 
 std::string read_file(const std::string& path) {
+  // A directory read as an empty document, and /dev/zero read forever: only a regular file (or a pipe) is input.
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 && !S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode))
+    throw InputError("cannot read '" + path + "': " + (S_ISDIR(st.st_mode) ? "a directory" : "not a regular file"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read '" + path + "': " + std::strerror(errno));
   std::ostringstream out;

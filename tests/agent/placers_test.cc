@@ -455,8 +455,9 @@ TEST(Placers, IlpModelAgreesWithTheSimulatorOnItsOwnSolution) {
   EXPECT_NE(own.kind.find("planned step; ilp model "), std::string::npos) << own.kind;
   // Bad options name the option and the problem.
   for (const auto& [key, value, needle] : std::vector<std::array<std::string, 3>>{
-           {"channels", "2", "ilp option 'channels': expected 0 or 1, got 2"},
-           {"channel_pairs", "-5", "ilp option 'channel_pairs': must be >= 0, got -5"}}) {
+           {"channels", "2", "option 'channels': must be an integer in [0, 1], got '2'"},
+           {"channel_pairs", "-5", "option 'channel_pairs': must be an integer >= 0, got '-5'"},
+           {"max_ops", "0", "option 'max_ops': must be an integer >= 1, got '0'"}}) {
     try {
       run("ilp", graph, cluster, env, {{key, value}}, 1.0);
       ADD_FAILURE() << key << "=" << value << " accepted";

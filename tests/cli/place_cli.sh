@@ -26,9 +26,25 @@ set +e
 [ $? -ne 0 ] && grep -q -- "--cluster" "$TMP/err" || fail "missing cluster not reported"
 "$PLACER" place --method dp --graph "$TMP/nope.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
 [ $? -ne 0 ] || fail "missing graph accepted"
+# A directory read as an empty document ("JSON parse error at byte 0"), /dev/zero was read forever.
+"$PLACER" place --method dp --graph "$TMP" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q "cannot read '$TMP': a directory" "$TMP/err" || fail "a directory as the graph: $(cat "$TMP/err")"
+timeout 10 "$PLACER" graph info /dev/zero 2> "$TMP/err" > /dev/null
+rc=$?; [ $rc -ne 0 ] && [ $rc -ne 124 ] && grep -q "cannot read '/dev/zero': not a regular file" "$TMP/err" || fail "/dev/zero as the graph: $(cat "$TMP/err")"
+# A placement that lacks an op: the error names the file.
+python3 -c "
+import json, sys
+p = json.load(open(sys.argv[1])); p['placement'].pop(sorted(p['placement'])[0])
+json.dump(p, open(sys.argv[2], 'w'))" "$TMP/single.json" "$TMP/short.json"
+"$PLACER" simulate --graph "$TMP/g.json" --placement "$TMP/short.json" --cluster k80x4 2> "$TMP/err" > /dev/null
+[ $? -ne 0 ] && grep -q "$TMP/short.json: .*has no device" "$TMP/err" || fail "a placement without an op: $(cat "$TMP/err")"
+# A train config's cluster that is no cluster: the error names the field.
+printf 'name: t\ngraph: {builder: mlp}\ncluster: tpu:8\ntrain: {updates: 1, samples_per_update: 2}\n' > "$TMP/t.yaml"
+"$PLACER" train -c "$TMP/t.yaml" -o "$TMP/t" -q 2> "$TMP/err" > /dev/null
+[ $? -ne 0 ] && grep -q "cluster: .*tpu:8" "$TMP/err" || fail "train with cluster tpu:8: $(cat "$TMP/err")"
 # A number out of range: the option and what it must be, not CLI11's 309-digit upper end.
 "$PLACER" place --method local_search --budget 0 --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
-[ $? -ne 0 ] && grep -q -- "--budget: must be a number > 0, got 0" "$TMP/err" || fail "--budget 0: $(cat "$TMP/err")"
+[ $? -ne 0 ] && grep -q -- "--budget: must be a finite number > 0, got 0" "$TMP/err" || fail "--budget 0: $(cat "$TMP/err")"
 [ "$(wc -c < "$TMP/err")" -lt 200 ] || fail "--budget 0: a long message: $(cat "$TMP/err")"
 "$PLACER" place --policy pretrained --time-budget soon --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
 [ $? -ne 0 ] && grep -q -- "--time-budget: 'soon' is not a number" "$TMP/err" || fail "--time-budget soon: $(cat "$TMP/err")"
