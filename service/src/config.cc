@@ -53,14 +53,15 @@ void read_server(YamlFields& top, const std::string& base_dir, ServiceConfig& c)
 
 void read_limits(YamlFields limits, ServiceConfig& c) {
   limits.read("max_message_bytes", &c.limits.max_request_bytes, 1024, INT64_MAX);
-  limits.read("max_json_depth", &c.limits.max_json_depth, INT_MIN, INT_MAX);
-  limits.read("max_refine_samples", &c.limits.max_refine_samples, INT64_MIN, INT64_MAX);
-  limits.read("max_budget_samples", &c.limits.max_budget_samples, INT64_MIN, INT64_MAX);
-  limits.read("max_budget_seconds", &c.limits.max_budget_seconds, -1e300, 1e300);
-  limits.read("max_deadline_ms", &c.limits.max_deadline_ms, INT64_MIN, INT64_MAX);
-  limits.read("max_builder_structure", &c.limits.max_builder_structure, INT64_MIN, INT64_MAX);
-  limits.read("max_ops", &c.max_ops, INT64_MIN, INT64_MAX);
-  limits.read("max_devices", &c.max_devices, INT_MIN, INT_MAX);
+  // Each limit at least 1 (max_refine_samples at least 0): a negative one refused every request, or none.
+  limits.read("max_json_depth", &c.limits.max_json_depth, 1, INT_MAX);
+  limits.read("max_refine_samples", &c.limits.max_refine_samples, 0, INT64_MAX);
+  limits.read("max_budget_samples", &c.limits.max_budget_samples, 1, INT64_MAX);
+  limits.read("max_budget_seconds", &c.limits.max_budget_seconds, 1e-3, 1e9);
+  limits.read("max_deadline_ms", &c.limits.max_deadline_ms, 1, INT64_MAX);
+  limits.read("max_builder_structure", &c.limits.max_builder_structure, 1, INT64_MAX);
+  limits.read("max_ops", &c.max_ops, 1, INT64_MAX);
+  limits.read("max_devices", &c.max_devices, 1, INT_MAX);
   limits.finish();
 }
 

@@ -322,8 +322,10 @@ Stripped strip_inline_graph(std::string_view text) {
 std::shared_ptr<rapidjson::Document> parse_document(std::string_view text, const Stripped& stripped) {
   const std::string_view to_parse = stripped.inline_graph.empty() ? text : std::string_view(stripped.text);
   auto doc = std::make_shared<rapidjson::Document>();
-  // Iterative parsing: deep nesting cannot overflow the stack.
-  doc->Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag>(to_parse.data(), to_parse.size());
+  // Iterative parsing: deep nesting cannot overflow the stack. Strings must be
+  // UTF-8 (an id of raw 0xff bytes was echoed into a reply no JSON reader
+  // takes), and nothing but white space may follow the request.
+  doc->Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(to_parse.data(), to_parse.size());
   if (doc->HasParseError())
     throw RequestError(codes::kBadJson, "",
                        std::string("malformed JSON at byte ") +
@@ -572,7 +574,8 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits) {
 std::string salvage_request_id(std::string_view text) {
   try {
     rapidjson::Document doc;
-    doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag>(text.data(), text.size());
+    doc.Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseStopWhenDoneFlag |
+              rapidjson::kParseValidateEncodingFlag>(text.data(), text.size());
     if (doc.HasParseError() || !doc.IsObject()) return "";
     auto it = doc.FindMember("id");
     if (it == doc.MemberEnd()) return "";

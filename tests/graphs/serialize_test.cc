@@ -60,6 +60,15 @@ TEST(SerializeGraph, JsonRoundTripIsExact) {
   }
 }
 
+// Names are echoed in errors, files and service replies: a file whose strings are not UTF-8 is refused where it is read.
+TEST(SerializeGraph, StringsThatAreNotUtf8AreRefused) {
+  std::string json = graph_to_json(tiny_training());
+  json.replace(json.find("\"relu_grad\""), 11, "\"relu\xff\xfe\"");
+  const std::string e = error_of<InputError>([&] { graph_from_json(json); });
+  EXPECT_NE(e.find("JSON parse error at byte "), std::string::npos) << e;
+  EXPECT_NE(e.find("Invalid encoding in string"), std::string::npos) << e;
+}
+
 TEST(SerializeGraph, JsonUsesNamesNotIds) {
   const std::string json = graph_to_json(tiny_training());
   EXPECT_NE(json.find("\"format\": \"placer.graph\""), std::string::npos) << json;

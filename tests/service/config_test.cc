@@ -60,6 +60,8 @@ TEST(ServiceConfig, WrongTypesAndRangesNameTheField) {
   EXPECT_EQ(error_of("workers: many\n"), "workers: expected an integer, got 'many'");
   EXPECT_EQ(error_of("workers: 0\n"), "workers: must be in [1, 256], got 0");
   EXPECT_EQ(error_of("limits: {max_message_bytes: 10}\n"), "limits.max_message_bytes: must be >= 1024, got 10");
+  EXPECT_EQ(error_of("limits: {max_ops: -5}\n"), "limits.max_ops: must be >= 1, got -5");  // was accepted
+  EXPECT_EQ(error_of("limits: {max_refine_samples: -1}\n"), "limits.max_refine_samples: must be >= 0, got -1");
   EXPECT_EQ(error_of("limits: [1]\n"), "limits: expected a map, got a list");
   EXPECT_EQ(error_of("place: {baselines: [m_etf, [x]]}\n"), "place.baselines[1]: expected a string, got a list");
   EXPECT_EQ(error_of("jobs: {measure: sometimes}\n"), "jobs.measure: expected true or false, got 'sometimes'");

@@ -110,6 +110,21 @@ TEST(Service, AbsurdClusterConstantsAreBadClusterNotACrash) {
   }
 }
 
+// A request is UTF-8 JSON and nothing after it: an id of raw 0xff bytes was echoed into a reply no JSON reader takes,
+// and `{...} xx` was served.
+TEST(Service, RequestsAreUtf8AndEndWhereTheirJsonEnds) {
+  PlacementService s(small_config());
+  const std::string health = R"({"version":1,"type":"health","id":"ID"})";
+  std::string bad = health;
+  bad.replace(bad.find("ID"), 2, "\xff\xfe");
+  for (const std::string& request : {bad, health + " xx"}) {
+    const std::string e = fail(s, request);
+    EXPECT_EQ(e.rfind("bad_json ", 0), 0u) << e;
+    EXPECT_NE(e.find("malformed JSON at byte "), std::string::npos) << e;
+  }
+  EXPECT_EQ(fail(s, health + " \n"), "no error");  // white space after it is fine
+}
+
 TEST(Service, BadGraphsNameTheProblem) {
   PlacementService s(small_config());
   EXPECT_EQ(fail(s, R"({"version":1,"type":"place","graph":{"builder":"alexnet"},"cluster":"k80x2"})")

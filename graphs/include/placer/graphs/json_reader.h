@@ -115,9 +115,10 @@ struct JsonReader {
   // Any JSON object; errors start with `label` ("not a placer graph file").
   rj::Document parse_object(const std::string& text, const std::string& label) const {
     rj::Document doc;
-    // Iterative: deeply nested input must not overflow the stack.
-    doc.Parse<rj::kParseFullPrecisionFlag | rj::kParseNanAndInfFlag | rj::kParseIterativeFlag>(text.data(),
-                                                                                               text.size());
+    // Iterative: deeply nested input must not overflow the stack. Strings must be UTF-8: names are echoed in
+    // errors, files and service replies.
+    doc.Parse<rj::kParseFullPrecisionFlag | rj::kParseNanAndInfFlag | rj::kParseIterativeFlag |
+              rj::kParseValidateEncodingFlag>(text.data(), text.size());
     if (doc.HasParseError())
       fail("", detail::concat(label, ": JSON parse error at byte ", doc.GetErrorOffset(), ": ",
                               rj::GetParseError_En(doc.GetParseError())));
