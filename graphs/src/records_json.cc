@@ -242,29 +242,9 @@ void check_seconds(const JsonReader<InputError>& r, double v, double lo, const s
              format_number(kMaxProfileSeconds, 3) + " s)" + note);
 }
 
-}  // namespace
 
-Profile profile_from_json(const std::string& text) {
-  JsonReader<InputError> r{"profile"};
-  const rj::Document doc = r.parse(text, "placer.profile");
-  Profile p;
-  p.version = static_cast<int>(r.integer(doc["version"], "", "version"));
-  p.graph = r.opt_string(doc, "graph", "");
-  p.devices = r.opt_string(doc, "devices", "");
-  p.host = r.opt_string(doc, "host", "");
-  p.per_op_overhead_s = r.opt_number(doc, "per_op_overhead_s", "", 0.0);
-  check_seconds(r, p.per_op_overhead_s, 0.0, "", "per_op_overhead_s");
-  if (doc.HasMember("gpu_op_overhead_s")) {
-    p.gpu_op_overhead_s = r.opt_number(doc, "gpu_op_overhead_s", "", -1.0);
-    check_seconds(r, p.gpu_op_overhead_s, 0.0, "", "gpu_op_overhead_s", " (leave it out when not measured)");
-  }
-  p.gpu_op_scale = r.opt_number(doc, "gpu_op_scale", "", 1.0);
-  if (!(p.gpu_op_scale > 0 && p.gpu_op_scale <= 1))
-    r.fail("", "gpu_op_scale", "must be a number in (0, 1] (leave it out for no scale)");
-  if (doc.HasMember("gpu_step_s")) {
-    p.gpu_step_s = r.opt_number(doc, "gpu_step_s", "", -1.0);
-    check_seconds(r, p.gpu_step_s, kMinStepSeconds, "", "gpu_step_s", " (leave it out when not measured)");
-  }
+// The profile's mixed step, where measured.
+void read_mixed_step(const JsonReader<InputError>& r, const rj::Document& doc, Profile& p) {
   if (const rj::Value* mixed = r.member(doc, "mixed_step")) {
     r.object(*mixed, "mixed_step", "");
     p.mixed.step_s = r.number(r.require(*mixed, "step_s", "mixed_step"), "mixed_step", "step_s");
@@ -283,6 +263,10 @@ Profile profile_from_json(const std::string& text) {
         if (p.mixed.devices[i] == p.mixed.devices[j])
           r.fail("mixed_step", "devices", "names '" + p.mixed.devices[i] + "' twice");
   }
+}
+
+// Each CPU device's step alone, where measured.
+void read_cpu_steps(const JsonReader<InputError>& r, const rj::Document& doc, Profile& p) {
   if (const rj::Value* steps = r.member(doc, "cpu_steps")) {
     r.array(*steps, "", "cpu_steps");
     for (rj::SizeType i = 0; i < steps->Size(); ++i) {
@@ -303,6 +287,10 @@ Profile profile_from_json(const std::string& text) {
       p.cpu_steps.push_back(std::move(s));
     }
   }
+}
+
+// Every op's time.
+void read_op_timings(const JsonReader<InputError>& r, const rj::Document& doc, Profile& p) {
   const rj::Value& ops = r.array(r.require(doc, "ops", ""), "", "ops");
   for (rj::SizeType i = 0; i < ops.Size(); ++i) {
     const std::string where = detail::concat("ops[", i, "]");
@@ -319,6 +307,10 @@ Profile profile_from_json(const std::string& text) {
     check_seconds(r, t.contended_seconds, 0.0, where, "contended_seconds");
     p.ops.push_back(std::move(t));
   }
+}
+
+// The links' alpha/beta fits and their samples.
+void read_link_fits(const JsonReader<InputError>& r, const rj::Document& doc, Profile& p) {
   if (const rj::Value* links = r.member(doc, "links")) {
     r.array(*links, "", "links");
     for (rj::SizeType i = 0; i < links->Size(); ++i) {
@@ -347,6 +339,35 @@ Profile profile_from_json(const std::string& text) {
       p.links.push_back(std::move(l));
     }
   }
+}
+
+}  // namespace
+
+Profile profile_from_json(const std::string& text) {
+  JsonReader<InputError> r{"profile"};
+  const rj::Document doc = r.parse(text, "placer.profile");
+  Profile p;
+  p.version = static_cast<int>(r.integer(doc["version"], "", "version"));
+  p.graph = r.opt_string(doc, "graph", "");
+  p.devices = r.opt_string(doc, "devices", "");
+  p.host = r.opt_string(doc, "host", "");
+  p.per_op_overhead_s = r.opt_number(doc, "per_op_overhead_s", "", 0.0);
+  check_seconds(r, p.per_op_overhead_s, 0.0, "", "per_op_overhead_s");
+  if (doc.HasMember("gpu_op_overhead_s")) {
+    p.gpu_op_overhead_s = r.opt_number(doc, "gpu_op_overhead_s", "", -1.0);
+    check_seconds(r, p.gpu_op_overhead_s, 0.0, "", "gpu_op_overhead_s", " (leave it out when not measured)");
+  }
+  p.gpu_op_scale = r.opt_number(doc, "gpu_op_scale", "", 1.0);
+  if (!(p.gpu_op_scale > 0 && p.gpu_op_scale <= 1))
+    r.fail("", "gpu_op_scale", "must be a number in (0, 1] (leave it out for no scale)");
+  if (doc.HasMember("gpu_step_s")) {
+    p.gpu_step_s = r.opt_number(doc, "gpu_step_s", "", -1.0);
+    check_seconds(r, p.gpu_step_s, kMinStepSeconds, "", "gpu_step_s", " (leave it out when not measured)");
+  }
+  read_mixed_step(r, doc, p);
+  read_cpu_steps(r, doc, p);
+  read_op_timings(r, doc, p);
+  read_link_fits(r, doc, p);
   return p;
 }
 
