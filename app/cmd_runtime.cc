@@ -178,11 +178,13 @@ void run_profile(const ProfileArgs& a) {
   if (p.gpu_op_overhead_s >= 0)
     std::printf("GPU: overhead %.2f us/op, ops timed alone scaled x%.3f, fitted to a step of %.4g s on the GPU\n",
                 p.gpu_op_overhead_s * 1e6, p.gpu_op_scale, p.gpu_step_s);
+  // What the simulator makes of the profile, as every simulation with it will: the copy cost fitted on the mixed
+  // step, and the anchor of the device steps.
+  const CostModel costs = p.mixed.step_s > 0 || !p.cpu_steps.empty() ? CostModel::calibrated(graph, runtime.cluster(), p)
+                                                                     : CostModel::roofline(graph, runtime.cluster());
   if (p.mixed.step_s > 0) {
     std::string over;
     for (const std::string& d : p.mixed.devices) over += (over.empty() ? "" : ", ") + d;
-    // What the simulator fits on it, as every simulation with this profile will.
-    const CostModel costs = CostModel::calibrated(graph, runtime.cluster(), p);
     char fitted[128];
     if (costs.cross_copy_s() > 0)
       std::snprintf(fitted, sizeof fitted, "%.4g us per CPU<->GPU copy beyond the links", costs.cross_copy_s() * 1e6);
@@ -203,7 +205,7 @@ void run_profile(const ProfileArgs& a) {
       std::printf("%s %s %.3f ms (x%.3f)", k ? "," : "", p.cpu_steps[k].device.c_str(), p.cpu_steps[k].step_s * 1e3,
                   p.cpu_steps[k].step_s / p.cpu_steps.front().step_s);
     // How far the ops timed one by one fall short of the whole step: what the anchor makes up.
-    const double anchor = CostModel::calibrated(graph, runtime.cluster(), p).cpu_step_anchor();
+    const double anchor = costs.cpu_step_anchor();
     if (anchor != 1.0)
       std::printf("; the simulator scales each device's ops to simulate its step alone (the ops timed one by one "
                   "simulate their device's step at %.1f%% of it)\n",

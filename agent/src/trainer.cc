@@ -455,13 +455,18 @@ EnvOptions Trainer::setup() {
       return c;
     });
   };
-  cluster_ = c_.cluster_value ? *c_.cluster_value : cluster_of("cluster", c_.cluster);
-  validate_cluster(cluster_);
-  // Held-out graphs are placed after training: checked now, not after the hours it takes.
+  cluster_ = c_.cluster_value ? in_field("cluster", [&] {
+    validate_cluster(*c_.cluster_value);
+    return *c_.cluster_value;
+  })
+                              : cluster_of("cluster", c_.cluster);
+  // Held-out graphs are placed after training: loaded and checked now, not after the hours it takes.
+  held_out_.clear();
   for (size_t i = 0; i < c_.held_out.size(); ++i) {
+    const GraphSource& s = c_.held_out[i];
     const std::string field = "held_out[" + std::to_string(i) + "]";
-    in_field(field, [&] { return c_.held_out[i].load().size(); });
-    if (!c_.held_out[i].cluster.empty()) cluster_of(field + ".cluster", c_.held_out[i].cluster);
+    held_out_.emplace_back(in_field(field, [&] { return s.load(); }),
+                           s.cluster.empty() ? cluster_ : cluster_of(field + ".cluster", s.cluster));
   }
   EnvOptions eo = env_options(c_);
   eo.remote = ctl_.remote;

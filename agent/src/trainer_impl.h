@@ -128,6 +128,8 @@ class Trainer {
   MetricsSink* sink_;
   TrainControls ctl_;
   Cluster cluster_;
+  // c_.held_out's graphs and clusters, loaded and checked at setup (they are placed after training).
+  std::vector<std::pair<Graph, Cluster>> held_out_;
   std::vector<std::unique_ptr<Task>> tasks_;
   std::shared_ptr<PolicyImpl> policy_;
   std::unique_ptr<torch::optim::Adam> opt_;

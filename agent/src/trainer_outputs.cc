@@ -315,8 +315,9 @@ void Trainer::final_table(TrainResult* res, bool measure) {
 
 void Trainer::place_held_out(const EnvOptions& eo, TrainResult* result) {
   TrainResult& res = *result;
-  for (const GraphSource& s : c_.held_out) {
-    Environment env(s.load(), s.cluster.empty() ? cluster_ : resolve_cluster(s.cluster), eo);
+  for (size_t i = 0; i < c_.held_out.size(); ++i) {
+    const GraphSource& s = c_.held_out[i];
+    Environment env(held_out_[i].first, held_out_[i].second, eo);
     const auto t1 = Clock::now();
     const PolicyInputOptions po = unit_options(*policy_, c_);
     PolicyInput p = make_policy_input(env.graph(), env.cluster(), env.costs(), po);

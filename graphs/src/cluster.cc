@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "placer/graphs/error.h"
-#include "placer/graphs/json_writer.h"
+#include "placer/graphs/validate.h"
 
 namespace placer {
 
@@ -178,19 +178,13 @@ Cluster parse_device_list(std::string_view spec) {
 
 namespace {
 
-// A device's or link's constant: finite and within [lo, hi]. Outside it the
-// costs made from it (flops / peak_flops, bytes / bandwidth, sums of them)
-// overflow or vanish, and placers and solvers fail far from the cause (a
-// peak_flops of 1e-320 made every op infinite; an overhead of 1e100 broke
-// CLP). The bounds leave room for any real device.
+// A device's or link's constant (validate.h's ranges; a peak_flops of 1e-320
+// made every op infinite, an overhead of 1e100 broke CLP).
 void check_range(double value, double lo, double hi, const std::string& where, const char* field, const char* unit) {
-  if (std::isfinite(value) && value >= lo && value <= hi) return;
-  throw InputError(where + field + ": " + format_number(value, 6) + " is out of range (" + format_number(lo, 6) +
-                   " to " + format_number(hi, 6) + " " + unit + ")");
+  const std::string problem = range_problem(value, lo, hi, unit);
+  if (!problem.empty()) throw InputError(where + field + ": " + problem);
 }
 
-constexpr double kMinRate = 1.0;     // FLOP/s or bytes/s
-constexpr double kMaxRate = 1e21;
 constexpr double kMaxSeconds = 1e3;  // a fixed cost per op or per transfer
 
 }  // namespace

@@ -1,9 +1,20 @@
-// The op signature profiles are keyed by (placer/graphs/profile.h).
+// The op signature profiles are keyed by (placer/graphs/profile.h), and the
+// ranges their and clusters' measured constants must lie in (validate.h).
 #include "placer/graphs/profile.h"
 
+#include <cmath>
 #include <sstream>
 
+#include "placer/graphs/json_writer.h"
+#include "placer/graphs/validate.h"
+
 namespace placer {
+
+std::string range_problem(double v, double lo, double hi, const char* unit) {
+  if (std::isfinite(v) && v >= lo && v <= hi) return "";
+  return format_number(v, 6) + " is out of range (" + format_number(lo, 6) + " to " + format_number(hi, 6) + " " +
+         unit + ")";
+}
 
 std::string op_signature(const Graph& graph, OpId id) {
   const Op& op = graph.op(id);

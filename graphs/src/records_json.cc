@@ -236,10 +236,8 @@ constexpr double kMinStepSeconds = 1e-9;
 
 void check_seconds(const JsonReader<InputError>& r, double v, double lo, const std::string& where, const char* field,
                    const char* note = "") {
-  if (std::isfinite(v) && v >= lo && v <= kMaxProfileSeconds) return;
-  r.fail(where, field,
-         format_number(v, 6) + " is out of range (" + (lo > 0 ? format_number(lo, 3) : std::string("0")) + " to " +
-             format_number(kMaxProfileSeconds, 3) + " s)" + note);
+  const std::string problem = range_problem(v, lo, kMaxProfileSeconds, "s");
+  if (!problem.empty()) r.fail(where, field, problem + note);
 }
 
 
@@ -323,8 +321,8 @@ void read_link_fits(const JsonReader<InputError>& r, const rj::Document& doc, Pr
       l.beta_Bps = r.number(r.require(v, "beta_Bps", where), where, "beta_Bps");
       if (l.from == l.to) r.fail(where, "to", "a link from '" + l.from + "' to itself");
       check_seconds(r, l.alpha_s, 0.0, where, "alpha_s");
-      if (!(l.beta_Bps >= 1 && l.beta_Bps <= 1e21))
-        r.fail(where, "beta_Bps", format_number(l.beta_Bps, 6) + " is out of range (1 to 1e+21 bytes/s)");
+      const std::string beta = range_problem(l.beta_Bps, kMinRate, kMaxRate, "bytes/s");
+      if (!beta.empty()) r.fail(where, "beta_Bps", beta);
       if (const rj::Value* samples = r.member(v, "samples")) {
         r.array(*samples, where, "samples");
         for (rj::SizeType k = 0; k < samples->Size(); ++k) {

@@ -1,6 +1,8 @@
 // Validation of graphs with errors that name the op and field.
 #pragma once
 
+#include <string>
+
 #include "placer/graphs/ir.h"
 
 namespace placer {
@@ -9,6 +11,15 @@ namespace placer {
 inline constexpr int64_t kMaxOps = 10'000'000;
 inline constexpr int64_t kMaxRank = 16;
 inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;  // 1 TiB
+
+// A device's or link's rate (FLOP/s, bytes/s) and a fixed cost in seconds
+// (cluster files) or a measured time (profiles) must lie in finite ranges that
+// hold any real device: outside them, costs made from them overflow or vanish,
+// and placers and solvers fail far from the cause.
+inline constexpr double kMinRate = 1.0;
+inline constexpr double kMaxRate = 1e21;
+// "" when v is finite and in [lo, hi]; else "V is out of range (LO to HI UNIT)".
+std::string range_problem(double v, double lo, double hi, const char* unit);
 
 // Throws GraphError naming the op and field: bad or negative sizes, dims,
 // FLOPs or param bytes; args referring to missing inputs; backward/update ops
