@@ -139,8 +139,8 @@ void print_stages(const Environment& env, const Placement& placement) {
 PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx, double setup_s, std::string* report) {
   static const std::vector<std::string> kNone;
   const bool fast_path = !a.no_refine && !a.no_fast_path;
-  const PolicyAnswer pa = place_with_policy(a.policy, ctx, a.time_budget_s - setup_s, !a.no_refine,
-                                            fast_path ? policy_fast_path() : kNone);
+  const PolicyAnswer pa =
+      place_with_policy(a.policy, ctx, a.time_budget_s - setup_s, !a.no_refine, fast_path ? policy_fast_path() : kNone);
   PlaceResult r = pa.policy;
   const bool by_policy = pa.found_by.rfind("policy", 0) == 0;  // "policy" or "policy+local_search"
   r.method = by_policy ? "policy:" + a.policy + pa.found_by.substr(6) : pa.found_by;
@@ -157,7 +157,8 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
     std::snprintf(line, sizeof line, "no heuristic placed it (%.3f s)", pa.fast_path_seconds);
     *report += "fast path     " + std::string(line) + "\n";
   } else {
-    std::snprintf(line, sizeof line, "%s %.6g s per step (%+.2f%% vs the policy), the fastest of %zu heuristics in %.3f s",
+    std::snprintf(line, sizeof line,
+                  "%s %.6g s per step (%+.2f%% vs the policy), the fastest of %zu heuristics in %.3f s",
                   pa.fast_path_method.c_str(), pa.fast_path_step_s,
                   pa.policy_ok ? 100.0 * (pa.fast_path_step_s / pa.policy_step_s - 1.0) : 0.0,
                   policy_fast_path().size(), pa.fast_path_seconds);
@@ -170,23 +171,25 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
     std::string from;
     for (const std::string& s : pa.refine_starts)
       from += (from.empty() ? "" : " and ") + (s == "policy" ? std::string("the policy") : s) + "'s";
-    const double start_s = pa.policy_ok && !pa.fast_path_method.empty() ? std::min(pa.policy_step_s, pa.fast_path_step_s)
-                           : pa.policy_ok                              ? pa.policy_step_s
-                                                                       : pa.fast_path_step_s;
-    std::snprintf(line, sizeof line,
-                  "local_search from %s placement%s: %.6g s per step (%+.2f%% vs the faster start), %lld evaluations in "
-                  "%.3f s%s",
-                  from.c_str(), pa.refine_starts.size() > 1 ? "s, the time split" : "", pa.step_s,
-                  100.0 * (pa.step_s / start_s - 1.0), static_cast<long long>(pa.refine_evaluations),
-                  pa.refine_seconds, pa.improved ? "" : ", nothing faster");
+    const double start_s = pa.policy_ok && !pa.fast_path_method.empty()
+                               ? std::min(pa.policy_step_s, pa.fast_path_step_s)
+                           : pa.policy_ok ? pa.policy_step_s
+                                          : pa.fast_path_step_s;
+    std::snprintf(
+        line, sizeof line,
+        "local_search from %s placement%s: %.6g s per step (%+.2f%% vs the faster start), %lld evaluations in "
+        "%.3f s%s",
+        from.c_str(), pa.refine_starts.size() > 1 ? "s, the time split" : "", pa.step_s,
+        100.0 * (pa.step_s / start_s - 1.0), static_cast<long long>(pa.refine_evaluations), pa.refine_seconds,
+        pa.improved ? "" : ", nothing faster");
     *report += "refinement    " + std::string(line) + "\n";
   }
   *report += "found by      " + pa.found_by + "\n";
   std::snprintf(line, sizeof line,
                 "graph read and set up in %.3f s, checkpoint loaded in %.3f s, policy %.3f s, fast path %.3f s, "
                 "refinement %.3f s (%.3f s in all; budget %.3g s)",
-                setup_s, pa.load_seconds, pa.policy.place_seconds, pa.fast_path_seconds,
-                pa.refine_seconds, setup_s + pa.seconds, a.time_budget_s);
+                setup_s, pa.load_seconds, pa.policy.place_seconds, pa.fast_path_seconds, pa.refine_seconds,
+                setup_s + pa.seconds, a.time_budget_s);
   *report += "timing        " + std::string(line) + "\n";
   return r;
 }

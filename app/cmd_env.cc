@@ -43,7 +43,7 @@ struct SimulateArgs {
 struct FidelityArgs {
   std::string graph, devices = "cpu:2", out = ".", name, save_placements, placements_from, replot;
   int placements = 50, repetitions = 5, rounds = 4;
-  int retakes = 2;          // rounds measured again at most, where the probe read a spell (rounds_in_a_spell)
+  int retakes = 2;  // rounds measured again at most, where the probe read a spell (rounds_in_a_spell)
   double spell_ratio = kSpellRatio;
   double spread = 0;        // > 0: choose placements whose simulated steps are this far apart (relative)
   MeasureOptions protocol;  // its seed also draws the placements
@@ -63,9 +63,9 @@ struct SimulatedProblem {
 
   SimulatedProblem(const Graph& base, const Cluster& cluster, const SimulateArgs& a)
       : run(base, a.objective), calibrated(!a.profile.empty()) {
-    costs = calibrated ? CostModel::calibrated(run.graph(), cluster, load_profile(a.profile),
-                                               a.per_copy ? CostModel::GroupCopyPricing::PerCopy
-                                                          : CostModel::GroupCopyPricing::PerByte)
+    costs = calibrated ? CostModel::calibrated(
+                             run.graph(), cluster, load_profile(a.profile),
+                             a.per_copy ? CostModel::GroupCopyPricing::PerCopy : CostModel::GroupCopyPricing::PerByte)
                        : CostModel::roofline(run.graph(), cluster);
   }
 };
@@ -171,8 +171,7 @@ std::string fidelity_command(const FidelityArgs& a) {
   command << " --seed " << mo.seed << " --warmup " << mo.warmup_steps << " --steps " << mo.measured_steps
           << " --max-steps " << mo.max_steps << " --target " << mo.target_halfwidth << " --budget " << mo.budget_s
           << " --repetitions " << a.repetitions << " --rounds " << a.rounds << " --retakes " << a.retakes
-          << " --spell-ratio " << a.spell_ratio << " -o "
-          << a.out;
+          << " --spell-ratio " << a.spell_ratio << " -o " << a.out;
   if (!a.name.empty()) command << " --name " << a.name;
   if (a.spread > 0) command << " --spread " << a.spread;
   if (mo.rewarm_steps > 0) command << " --rewarm " << mo.rewarm_steps;
@@ -190,7 +189,7 @@ struct FidelityRound {
   Profile profile;
   // Per placement: its result (a failure included); unset where another kept round had seen it fail.
   std::vector<std::optional<StepResult>> results;
-  double measured_core_rtt_s = 0.0;                // the probe's median over the round's steps (0: not read)
+  double measured_core_rtt_s = 0.0;  // the probe's median over the round's steps (0: not read)
   // The round's probe reading: the higher of its profile's mixed step and its measurement (0: neither was read).
   double probe_s() const { return std::max({profile.mixed.core_rtt_s, measured_core_rtt_s, 0.0}); }
 };
@@ -201,8 +200,8 @@ struct FidelityMeasurements {
   std::vector<FidelityRound> rounds;  // the rounds kept, in order
   std::vector<FidelityRetake> retakes;
   std::vector<bool> failed;  // pooled: a placement that failed in a kept round is left out
-  Profile profile;  // each op's fastest round (merge_profile_minimum)
-  Profile mean;     // the rounds' mean (one round: its own): what the report's simulator is calibrated on
+  Profile profile;           // each op's fastest round (merge_profile_minimum)
+  Profile mean;              // the rounds' mean (one round: its own): what the report's simulator is calibrated on
   std::vector<StepResult> best;
   std::vector<std::vector<double>> round_s;
   std::vector<Profile> profiles() const {
@@ -215,7 +214,8 @@ struct FidelityMeasurements {
     std::vector<bool> out(placements, false);
     for (size_t k = 0; k < rounds.size(); ++k)
       if (static_cast<int>(k) != except)
-        for (size_t i = 0; i < placements; ++i) out[i] = out[i] || (rounds[k].results[i] && !rounds[k].results[i]->ok());
+        for (size_t i = 0; i < placements; ++i)
+          out[i] = out[i] || (rounds[k].results[i] && !rounds[k].results[i]->ok());
     return out;
   }
 };
@@ -253,8 +253,7 @@ FidelityRound measure_round(Runtime& runtime, const RunGraph& run, const NamedPl
     std::fprintf(stderr, "[%zu/%zu] %-11s this round %.6g s [%.6g, %.6g], %zu steps\n", i + 1, placements.size(),
                  placements[i].first.c_str(), r.step_s, r.ci_low_s, r.ci_high_s, r.samples_s.size());
   }
-  if (round.probe_s() > 0)
-    std::fprintf(stderr, "%s: cross-core probe %.0f ns\n", label.c_str(), round.probe_s() * 1e9);
+  if (round.probe_s() > 0) std::fprintf(stderr, "%s: cross-core probe %.0f ns\n", label.c_str(), round.probe_s() * 1e9);
   return round;
 }
 
@@ -270,9 +269,9 @@ FidelityRound run_round(Runtime& runtime, const Graph& graph, const RunGraph& ru
   return measure_round(runtime, run, placements, a, label, reuse ? *reuse : runtime.profile(graph, po), skip);
 }
 
-// Pools the kept rounds: each op's fastest round into m.profile, their mean into m.mean; per placement, whether it failed in any of them
-// (or was left out of one, after failing in a round since taken again), and else every round's samples (its
-// median and interval) and each round's median.
+// Pools the kept rounds: each op's fastest round into m.profile, their mean into m.mean; per placement, whether it
+// failed in any of them (or was left out of one, after failing in a round since taken again), and else every round's
+// samples (its median and interval) and each round's median.
 void pool_rounds(FidelityMeasurements& m, size_t n) {
   m.failed = m.failed_in_kept(n);
   for (const FidelityRound& r : m.rounds)
@@ -320,7 +319,8 @@ FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const 
     m.rounds.push_back(run_round(runtime, graph, run, cluster, placements, a, label, reuse, m.failed_in_kept(n)));
     const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     if (round + 1 < a.rounds)
-      std::fprintf(stderr, "%s done after %.0f s in all; about %.0f s left for the other rounds (retakes not counted)\n",
+      std::fprintf(stderr,
+                   "%s done after %.0f s in all; about %.0f s left for the other rounds (retakes not counted)\n",
                    label.c_str(), spent, spent / (round + 1) * (a.rounds - round - 1));
   }
   for (int left = a.retakes; left > 0; --left) {
@@ -339,8 +339,9 @@ FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const 
         run_round(runtime, graph, run, cluster, placements, a, label, nullptr, m.failed_in_kept(n, t.round));
     t.retake_probe_s = again.probe_s();
     t.kept = t.retake_probe_s > 0 && t.retake_probe_s < t.probe_s;
-    std::fprintf(stderr, "%s: %s\n", label.c_str(),
-                 t.kept ? "kept, in place of the round" : "not kept: the round read lower (or the retake was not probed)");
+    std::fprintf(
+        stderr, "%s: %s\n", label.c_str(),
+        t.kept ? "kept, in place of the round" : "not kept: the round read lower (or the retake was not probed)");
     if (t.kept) m.rounds[t.round] = std::move(again);
     m.retakes.push_back(t);
   }
@@ -586,9 +587,10 @@ void add_env_commands(CLI::App& app) {
                            ->capture_default_str()
                            ->check(CLI::Range(2, 100000));
   CLI::Option* spread =
-      fid->add_option("--spread", fargs->spread,
-                      "Choose --placements of 4x as many diverse placements whose simulated steps are at least this "
-                      "far apart (relative, e.g. 0.04), so that the measurement can rank them; 0: the first --placements")
+      fid->add_option(
+             "--spread", fargs->spread,
+             "Choose --placements of 4x as many diverse placements whose simulated steps are at least this "
+             "far apart (relative, e.g. 0.04), so that the measurement can rank them; 0: the first --placements")
           ->capture_default_str()
           ->check(CLI::Range(0.0, 10.0));
   fid->add_option("--placements-from", fargs->placements_from,

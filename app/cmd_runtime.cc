@@ -36,9 +36,8 @@ struct ProfileArgs {
 std::string interval(const StepResult& r) {
   char b[160];
   std::snprintf(b, sizeof b, "%.6f s, %g%% interval [%.6f, %.6f] (+-%.1f%%), %zu steps, stopped: %s", r.step_s,
-                100 * kIntervalConfidence,
-                r.ci_low_s, r.ci_high_s, r.step_s > 0 ? 50 * (r.ci_high_s - r.ci_low_s) / r.step_s : 0.0,
-                r.samples_s.size(), r.stop.c_str());
+                100 * kIntervalConfidence, r.ci_low_s, r.ci_high_s,
+                r.step_s > 0 ? 50 * (r.ci_high_s - r.ci_low_s) / r.step_s : 0.0, r.samples_s.size(), r.stop.c_str());
   return b;
 }
 
@@ -180,8 +179,9 @@ void run_profile(const ProfileArgs& a) {
                 p.gpu_op_overhead_s * 1e6, p.gpu_op_scale, p.gpu_step_s);
   // What the simulator makes of the profile, as every simulation with it will: the copy cost fitted on the mixed
   // step, and the anchor of the device steps.
-  const CostModel costs = p.mixed.step_s > 0 || !p.cpu_steps.empty() ? CostModel::calibrated(graph, runtime.cluster(), p)
-                                                                     : CostModel::roofline(graph, runtime.cluster());
+  const CostModel costs = p.mixed.step_s > 0 || !p.cpu_steps.empty()
+                              ? CostModel::calibrated(graph, runtime.cluster(), p)
+                              : CostModel::roofline(graph, runtime.cluster());
   if (p.mixed.step_s > 0) {
     std::string over;
     for (const std::string& d : p.mixed.devices) over += (over.empty() ? "" : ", ") + d;
@@ -195,9 +195,10 @@ void run_profile(const ProfileArgs& a) {
     std::printf("mixed step (groups dealt round robin over %s): %.6f s; copies fitted: %s\n", over.c_str(),
                 p.mixed.step_s, fitted);
     if (p.mixed.core_rtt_s > 0)
-      std::printf("  cross-core round trip %.0f ns while it ran (placer measure prints it too: copies cost more while "
-                  "it is high)\n",
-                  p.mixed.core_rtt_s * 1e9);
+      std::printf(
+          "  cross-core round trip %.0f ns while it ran (placer measure prints it too: copies cost more while "
+          "it is high)\n",
+          p.mixed.core_rtt_s * 1e9);
   }
   if (!p.cpu_steps.empty()) {
     std::printf("each CPU device alone, interleaved:");
@@ -207,9 +208,10 @@ void run_profile(const ProfileArgs& a) {
     // How far the ops timed one by one fall short of the whole step: what the anchor makes up.
     const double anchor = costs.cpu_step_anchor();
     if (anchor != 1.0)
-      std::printf("; the simulator scales each device's ops to simulate its step alone (the ops timed one by one "
-                  "simulate their device's step at %.1f%% of it)\n",
-                  100 / anchor);
+      std::printf(
+          "; the simulator scales each device's ops to simulate its step alone (the ops timed one by one "
+          "simulate their device's step at %.1f%% of it)\n",
+          100 / anchor);
     else
       std::printf("; the simulator scales each device's ops to simulate its step alone\n");
   }
@@ -227,8 +229,9 @@ void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
   cmd->add_option("--max-steps", o->max_steps, "Measured steps, at most (<= --steps: exactly --steps)")
       ->capture_default_str()
       ->check(CLI::Range(0, 1000000));
-  cmd->add_option("--target", o->target_halfwidth,
-                  "Stop when the median's " + interval_confidence_label() + " interval is within this fraction of it (0: never)")
+  cmd->add_option(
+         "--target", o->target_halfwidth,
+         "Stop when the median's " + interval_confidence_label() + " interval is within this fraction of it (0: never)")
       ->capture_default_str()
       ->check(CLI::Range(0.0, 0.5));
   cmd->add_option("--budget", o->budget_s, "Stop after this many measured seconds, all placements together (0: none)")

@@ -332,8 +332,7 @@ void add_query_command(CLI::App& app) {
   auto q = std::make_shared<QueryArgs>();
   CLI::App* query = app.add_subcommand("query", "Send one request to a placement service and print the JSON reply");
   query->add_option("--endpoint", q->endpoint, "Service endpoint, tcp://HOST:PORT")->required();
-  query->add_option("--timeout-ms", q->timeout_ms, "Give up after this long without a reply")
-      ->check(positive_number());
+  query->add_option("--timeout-ms", q->timeout_ms, "Give up after this long without a reply")->check(positive_number());
   query->add_option("--deadline-ms", q->deadline_ms, "The request's deadline on the server (0: the server's default)")
       ->check(nonnegative_number());
   query->add_option("--seed", q->seed, "Seed for stochastic placers");

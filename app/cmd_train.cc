@@ -93,7 +93,8 @@ std::string rank_verdict(const BaselineResult& b, double policy_s) {
 void print_summary(const TrainConfig& c, const TrainResult& r) {
   std::printf("\n%s: %s on %s, policy %s, %s%s reward%s\n", c.name.c_str(), c.graph.describe().c_str(),
               c.cluster.c_str(), policy_type_name(c.policy.type), reward_mode_name(c.reward.mode),
-              c.reward.paired && c.reward.mode != RewardMode::Simulated ? " (paired)" : "", objective_note(c.reward).c_str());
+              c.reward.paired && c.reward.mode != RewardMode::Simulated ? " (paired)" : "",
+              objective_note(c.reward).c_str());
   std::printf("  %lld updates, %lld sampled placements, %.1f s\n", static_cast<long long>(r.updates),
               static_cast<long long>(r.samples), r.seconds);
   const bool measured = r.table != "simulated";
@@ -109,8 +110,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   for (const BaselineResult* b : rows) w = std::max(w, static_cast<int>(b->method.size()));
   char rank_head[64];
   std::snprintf(rank_head, sizeof rank_head, "  rank test vs policy (%g%%); paired by round", 100 * kRankTestLevel);
-  std::printf("  %-*s %12s %25s %10s %10s%s\n", w, "method", "step (s)", measured ? (level + " interval (s)").c_str() : "",
-              "vs policy", "place (s)", measured ? rank_head : "");
+  std::printf("  %-*s %12s %25s %10s %10s%s\n", w, "method", "step (s)",
+              measured ? (level + " interval (s)").c_str() : "", "vs policy", "place (s)", measured ? rank_head : "");
   auto interval = [&](double lo, double hi) {
     char b[64] = "";
     if (measured) std::snprintf(b, sizeof b, "[%.6g, %.6g]", lo, hi);
@@ -149,15 +150,17 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
                 interval(b.ci_low_s, b.ci_high_s).c_str(), g, b.seconds, rank_verdict(b, policy).c_str(), same.c_str());
   }
   if (r.table_core_rtt.read())
-    std::printf("  cross-core round trip while the table ran: %.0f ns (median; %.0f-%.0f ns); copy-heavy rows are "
-                "slower while it is high\n",
-                r.table_core_rtt.median_s * 1e9, r.table_core_rtt.low_s * 1e9, r.table_core_rtt.high_s * 1e9);
+    std::printf(
+        "  cross-core round trip while the table ran: %.0f ns (median; %.0f-%.0f ns); copy-heavy rows are "
+        "slower while it is high\n",
+        r.table_core_rtt.median_s * 1e9, r.table_core_rtt.low_s * 1e9, r.table_core_rtt.high_s * 1e9);
   for (size_t k = 0; k < r.table_retakes.size(); ++k) {
     const TrainResult::TableRetake& t = r.table_retakes[k];
-    std::printf("  measured again: the table read %.0f ns, over the run's quietest %.0f ns; retake %zu read %.0f ns "
-                "and %s\n",
-                t.core_rtt_s * 1e9, r.table_quiet_core_rtt_s * 1e9, k + 1, t.retake_core_rtt_s * 1e9,
-                t.kept ? "replaced it" : "was not kept");
+    std::printf(
+        "  measured again: the table read %.0f ns, over the run's quietest %.0f ns; retake %zu read %.0f ns "
+        "and %s\n",
+        t.core_rtt_s * 1e9, r.table_quiet_core_rtt_s * 1e9, k + 1, t.retake_core_rtt_s * 1e9,
+        t.kept ? "replaced it" : "was not kept");
   }
   // The fastest placement the run evaluated, and who found it; the policy's own best stays apart.
   if (r.best_found_by == "policy" || r.best_found_by == "none")

@@ -13,7 +13,7 @@
 namespace CLI {
 class App;
 class Validator;
-}
+}  // namespace CLI
 
 namespace placer {
 struct MeasureOptions;  // runtime.h

@@ -93,9 +93,8 @@ int main(int argc, char** argv) {
         StepResult m;
         m.step_s = rows[j].measured;
         cal.refit(rows[j].placement, m);
-        ratios.push_back(rows[j].measured / simulate(problem->context(), rows[j].placement, cluster,
-                                                     problem->base_costs())
-                                                .step_s);
+        ratios.push_back(rows[j].measured /
+                         simulate(problem->context(), rows[j].placement, cluster, problem->base_costs()).step_s);
       }
       const double b = simulate(problem->context(), rows[i].placement, cluster, problem->base_costs()).step_s;
       base.push_back(b);

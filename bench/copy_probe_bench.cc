@@ -55,8 +55,8 @@ struct Handoff {
 };
 
 [[noreturn]] void usage(const char* why) {
-  std::fprintf(stderr, "copy_probe_bench: %s\nusage: copy_probe_bench [--bytes N] [--rounds N] [--cores A,B] [--json]\n",
-               why);
+  std::fprintf(stderr,
+               "copy_probe_bench: %s\nusage: copy_probe_bench [--bytes N] [--rounds N] [--cores A,B] [--json]\n", why);
   std::exit(2);
 }
 }  // namespace
@@ -144,9 +144,10 @@ int main(int argc, char** argv) {
   const double c = placer::quantile(cross, 0.5) * 1e6, s = placer::quantile(same, 0.5) * 1e6,
                w = placer::quantile(handoff, 0.5) * 1e6;
   if (json)
-    std::printf("{\"bytes\": %lld, \"rounds\": %d, \"cross_us\": %.2f, \"same_us\": %.2f, \"handoff_us\": %.2f, "
-                "\"cross_over_same\": %.4f, \"pingpong_ns\": %.1f}\n",
-                static_cast<long long>(bytes), rounds, c, s, w, s > 0 ? c / s : 0.0, pp);
+    std::printf(
+        "{\"bytes\": %lld, \"rounds\": %d, \"cross_us\": %.2f, \"same_us\": %.2f, \"handoff_us\": %.2f, "
+        "\"cross_over_same\": %.4f, \"pingpong_ns\": %.1f}\n",
+        static_cast<long long>(bytes), rounds, c, s, w, s > 0 ? c / s : 0.0, pp);
   else
     std::printf(
         "%lld bytes, cores %d -> %d, %d rounds: cross %.1f us, same %.1f us (cross/same %.3f), handoff %.1f us, "

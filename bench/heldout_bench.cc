@@ -45,7 +45,8 @@ using placer::bench::seconds_since;
 
 namespace {
 
-const std::vector<std::string> kHeuristics = {"m_etf", "m_sct", "m_topo", "expert", "dp", "heft", "mincut", "offload_updates"};
+const std::vector<std::string> kHeuristics = {"m_etf", "m_sct", "m_topo", "expert",
+                                              "dp",    "heft",  "mincut", "offload_updates"};
 
 struct Args {
   std::string graph, name, cluster = "k80x4", out = "bench_runs/heldout";

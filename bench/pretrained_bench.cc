@@ -38,8 +38,8 @@ struct Args {
   std::string policy = "pretrained", finetune = "configs/finetune_pretrained.yaml";
   std::vector<uint64_t> seeds = {1, 2, 3, 4, 5};
   int64_t budget = 2000;
-  bool answer = false;  // only the product's answer (the policy, the fast path, local_search within 1 s)
-  bool finetune_only = false;  // only the fine-tuning, beside local_search at 2,000 and at its own evaluations
+  bool answer = false;          // only the product's answer (the policy, the fast path, local_search within 1 s)
+  bool finetune_only = false;   // only the fine-tuning, beside local_search at 2,000 and at its own evaluations
   bool zero_shot_only = false;  // only the policy alone, zero-shot (comparing pretraining seeds)
   bool fixed_decode = false;    // the policy alone decodes its fixed rounds only (not anytime for its second)
 };
@@ -124,13 +124,14 @@ Runs zero_shot_runs(const Args& a, const Graph& g, const Cluster& c, bool refine
       log_seed(a, seed, "zero-shot (fixed decode)", runs.step_s.back(), runs.wall_s.back());
       continue;
     }
-    const PolicyAnswer pa = place_with_policy(a.policy, context(env, seed, a.budget), 1.0, refine,
-                                              found_by ? policy_fast_path() : kNone);
+    const PolicyAnswer pa =
+        place_with_policy(a.policy, context(env, seed, a.budget), 1.0, refine, found_by ? policy_fast_path() : kNone);
     runs.step_s.push_back(pa.policy_ok || found_by ? pa.step_s : 1e9);
     runs.wall_s.push_back(pa.seconds);
     if (found_by) found_by->push_back(pa.found_by);
     const std::string what = found_by ? "answer, found by " + pa.found_by
-                                      : refine ? "zero-shot+local_search" : "zero-shot";
+                             : refine ? "zero-shot+local_search"
+                                      : "zero-shot";
     log_seed(a, seed, what.c_str(), runs.step_s.back(), runs.wall_s.back());
   }
   return runs;

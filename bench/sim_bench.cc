@@ -173,11 +173,11 @@ int main(int argc, char** argv) {
       const double c0 = thread_cpu_s();
       const LowerBound lb = lower_bound_parts(g, cluster, costs);
       std::printf(
-          "\nlower bound (%s, %s): %.4g s (critical path %.4g, with joins %.4g, average work %.4g, LP %.4g, co-location "
+          "\nlower bound (%s, %s): %.4g s (critical path %.4g, with joins %.4g, average work %.4g, LP %.4g, "
+          "co-location "
           "group %.4g) in %.1f ms CPU\n\n",
           g.name.c_str(), cluster.name.c_str(), lb.value(), lb.critical_path_s, lb.joins_s, lb.average_work_s, lb.lp_s,
-          lb.group_s,
-          1e3 * (thread_cpu_s() - c0));
+          lb.group_s, 1e3 * (thread_cpu_s() - c0));
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

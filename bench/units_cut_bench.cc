@@ -30,7 +30,8 @@ namespace {
 const char* kUsage =
     "units_cut_bench GRAPH.json --name NAME --cluster PRESET [--units 256,128,64,32] [--seed 1] [--budget 2000]\n"
     "  local_search's placement cut to the learned policy's units: plain, with policy.state_units, and with\n"
-    "  state_units and layer_units; one Markdown row per unit count (bench/results/learned_heldout.md, \"The policy's units\").\n";
+    "  state_units and layer_units; one Markdown row per unit count (bench/results/learned_heldout.md, \"The policy's "
+    "units\").\n";
 
 std::vector<int32_t> int_list(const std::string& text, const std::string& field) {
   std::vector<int32_t> out;
@@ -61,13 +62,20 @@ int main(int argc, char** argv) {
         if (i + 1 >= argc) throw InputError(k + ": expected a value");
         return argv[++i];
       };
-      if (k == "--name") name = value();
-      else if (k == "--cluster") cluster = value();
-      else if (k == "--units") units = int_list(value(), "--units");
-      else if (k == "--seed") seed = std::stoull(value());
-      else if (k == "--budget") budget = std::stoll(value());
-      else if (!k.empty() && k[0] == '-') throw InputError("unknown option " + k + "\n" + kUsage);
-      else graph_path = k;
+      if (k == "--name")
+        name = value();
+      else if (k == "--cluster")
+        cluster = value();
+      else if (k == "--units")
+        units = int_list(value(), "--units");
+      else if (k == "--seed")
+        seed = std::stoull(value());
+      else if (k == "--budget")
+        budget = std::stoll(value());
+      else if (!k.empty() && k[0] == '-')
+        throw InputError("unknown option " + k + "\n" + kUsage);
+      else
+        graph_path = k;
     }
     if (graph_path.empty()) throw InputError(std::string("a graph file is required\n") + kUsage);
     if (name.empty()) name = graph_path;

@@ -274,8 +274,9 @@ void check_policy_problem(const Graph& graph, const Cluster& cluster) {
 Grouping policy_units(const Graph& graph, const std::vector<double>& op_cost, const PolicyInputOptions& options) {
   Grouping g = sorted_grouping(graph, colocation_groups(graph));
   if (options.max_units > 0 && g.size() > options.max_units)
-    g = sorted_grouping(graph, coarsen(graph, options.max_units, [&](OpId op) { return op_cost[op.value]; },
-                                       options.coarsen));
+    g = sorted_grouping(graph,
+                        coarsen(
+                            graph, options.max_units, [&](OpId op) { return op_cost[op.value]; }, options.coarsen));
   if (options.keep_apart) g = split_by_placement(graph, g, *options.keep_apart);
   return g;
 }

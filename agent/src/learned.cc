@@ -264,28 +264,27 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   std::unique_lock<std::mutex> decode_lock(impl_->mutex);
   // The budget counts from the call: what loading the problem took is spent.
   const double left = decode_seconds > 0.0 ? std::max(1e-3, decode_seconds - seconds_since(t0)) : 0.0;
-  result.placement = decode_levels(*impl_->policy, problem, po, *context.env, config.policy.place_samples,
-                                   config.policy.place_levels, config.optimizer.temperature, context.seed, &decoded,
-                                   &ds, left, config.policy.place_around);
+  result.placement =
+      decode_levels(*impl_->policy, problem, po, *context.env, config.policy.place_samples, config.policy.place_levels,
+                    config.optimizer.temperature, context.seed, &decoded, &ds, left, config.policy.place_around);
   decode_lock.unlock();
   result.evaluations = ds.placements;
   result.stats["decoded_simulated_s"] = decoded.step_s;
   result.stats["decode_rounds"] = ds.rounds;
   result.stats["decode_near_rounds"] = ds.near_rounds;
-  const std::string of = " of the " + std::string(policy_type_name(config.policy.type)) + " policy from " + path +
-                         " over " + std::to_string(problem.n) + " units" +
-                         (ds.levels > 1 ? " and the same over 1/2 to 1/" + std::to_string(1 << (ds.levels - 1)) +
-                                              " as many"
-                                        : "");
+  const std::string of =
+      " of the " + std::string(policy_type_name(config.policy.type)) + " policy from " + path + " over " +
+      std::to_string(problem.n) + " units" +
+      (ds.levels > 1 ? " and the same over 1/2 to 1/" + std::to_string(1 << (ds.levels - 1)) + " as many" : "");
   if (ds.rounds > ds.levels)
     result.note = "best of the greedy decodes and " + std::to_string(ds.placements - ds.levels) + " samples" + of +
                   " (" + std::to_string(ds.rounds) + " rounds of " + std::to_string(config.policy.place_samples) +
                   (ds.near_rounds > 0 ? ", " + std::to_string(ds.near_rounds) + " of them near the best so far" : "") +
                   " within " + std::to_string(static_cast<int>(decode_seconds * 1000.0 + 0.5)) + " ms)";
   else
-    result.note = (config.policy.place_samples > 1 ? "best of the greedy decode and " +
-                                                         std::to_string(config.policy.place_samples - 1) + " samples"
-                                                   : std::string("greedy decode")) +
+    result.note = (config.policy.place_samples > 1
+                       ? "best of the greedy decode and " + std::to_string(config.policy.place_samples - 1) + " samples"
+                       : std::string("greedy decode")) +
                   of;
   if (best) {
     const StepResult stored = context.env->simulate(*best);

@@ -10,8 +10,8 @@
 #include <unordered_map>
 
 #include "placer/env/environment.h"
-#include "placer/graphs/json_writer.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/json_writer.h"
 
 namespace placer {
 

@@ -78,7 +78,7 @@ void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_feat
   // One encoding for every sample (the flat policies): attention is one matrix
   // product over the batch, not B matrix-vector products over B copies.
   const bool shared = enc.size(0) == 1;
-  const torch::Tensor enc1 = shared ? enc[0].contiguous() : torch::Tensor();  // S x H
+  const torch::Tensor enc1 = shared ? enc[0].contiguous() : torch::Tensor();           // S x H
   const torch::Tensor keys1 = shared ? att_(enc1).t().contiguous() : torch::Tensor();  // H x S
   const torch::Tensor encB = shared ? torch::Tensor() : enc.expand({B, S, H}).contiguous();
   const torch::Tensor keys = shared ? torch::Tensor() : att_(encB);
@@ -107,7 +107,7 @@ void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_feat
       h = torch::tanh(step_(in));
     }
     const torch::Tensor a =
-        torch::softmax(shared ? torch::mm(h, keys1) : torch::bmm(keys, h.unsqueeze(2)).squeeze(2), 1);  // B x S
+        torch::softmax(shared ? torch::mm(h, keys1) : torch::bmm(keys, h.unsqueeze(2)).squeeze(2), 1);    // B x S
     const torch::Tensor ctx = shared ? torch::mm(a, enc1) : torch::bmm(a.unsqueeze(1), encB).squeeze(1);  // B x H
     const torch::Tensor q = torch::tanh(comb_(torch::cat({h, ctx}, 1)));
     for (int32_t b = 0; b < B; ++b)

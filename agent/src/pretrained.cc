@@ -41,8 +41,8 @@ std::shared_ptr<const LoadedPolicy> load_named_policy(const std::string& name) {
 }
 
 const std::vector<std::string>& policy_fast_path() {
-  static const std::vector<std::string> methods = {"single", "round_robin", "expert",       "m_topo",
-                                                   "m_etf",  "m_sct",       "heft",         "offload_updates"};
+  static const std::vector<std::string> methods = {"single", "round_robin", "expert", "m_topo",
+                                                   "m_etf",  "m_sct",       "heft",   "offload_updates"};
   return methods;
 }
 

@@ -23,13 +23,19 @@ using Factory = std::unique_ptr<Placer> (*)();
 
 const std::vector<std::pair<std::string, Factory>>& factories() {
   static const std::vector<std::pair<std::string, Factory>> list = {
-      {"single", make_single}, {"round_robin", make_round_robin},
-      {"random", make_random}, {"expert", make_expert},
-      {"mincut", make_mincut}, {"m_topo", make_m_topo},
-      {"m_etf", make_m_etf},   {"m_sct", make_m_sct},
-      {"heft", make_heft},     {"offload_updates", make_offload_updates},
+      {"single", make_single},
+      {"round_robin", make_round_robin},
+      {"random", make_random},
+      {"expert", make_expert},
+      {"mincut", make_mincut},
+      {"m_topo", make_m_topo},
+      {"m_etf", make_m_etf},
+      {"m_sct", make_m_sct},
+      {"heft", make_heft},
+      {"offload_updates", make_offload_updates},
       {"dp", make_dp},
-      {"ilp", make_ilp},       {"local_search", make_local_search},
+      {"ilp", make_ilp},
+      {"local_search", make_local_search},
   };
   return list;
 }

@@ -455,10 +455,11 @@ EnvOptions Trainer::setup() {
       return c;
     });
   };
-  cluster_ = c_.cluster_value ? in_field("cluster", [&] {
-    validate_cluster(*c_.cluster_value);
-    return *c_.cluster_value;
-  })
+  cluster_ = c_.cluster_value ? in_field("cluster",
+                                         [&] {
+                                           validate_cluster(*c_.cluster_value);
+                                           return *c_.cluster_value;
+                                         })
                               : cluster_of("cluster", c_.cluster);
   // Held-out graphs are placed after training: loaded and checked now, not after the hours it takes.
   held_out_.clear();
@@ -581,8 +582,8 @@ void Trainer::see_zero_shot_answer() {
     Placement placement;
     std::string what = " (zero-shot)";
     if (c_.policy.init_answer_s > 0) {
-      const PolicyAnswer a = place_with_policy(*policy, ctx, c_.policy.init_answer_s, /*refine=*/true,
-                                               policy_fast_path());
+      const PolicyAnswer a =
+          place_with_policy(*policy, ctx, c_.policy.init_answer_s, /*refine=*/true, policy_fast_path());
       placement = a.placement;
       what = " (zero-shot answer: " + a.found_by + ")";
       if (ctl_.progress)

@@ -369,7 +369,7 @@ std::string train_config_to_json(const TrainConfig& c) {
     o << ", \"final_retakes\": " << c.reward.final_retakes  // only then, so a default run's config reads as before
       << ", \"spell_ratio\": " << json_number(c.reward.spell_ratio);
   if (c.reward.paired) o << ", \"paired\": true";  // only then, so a default run's config reads as before
-  if (c.reward.objective == Objective::Pipeline)  // only then, so a step run's config reads as before
+  if (c.reward.objective == Objective::Pipeline)   // only then, so a step run's config reads as before
     o << ", \"objective\": " << json_quote(objective_name(c.reward.objective))
       << ", \"microbatches\": " << c.reward.pipeline.microbatches
       << ", \"schedule\": " << json_quote(schedule_name(c.reward.pipeline.schedule));

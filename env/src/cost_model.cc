@@ -10,9 +10,9 @@
 #include <unordered_map>
 
 #include "placer/env/simulator.h"
-#include "placer/graphs/exec_plan.h"
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/exec_plan.h"
 #include "placer/graphs/json_writer.h"
 
 namespace placer {
@@ -294,8 +294,7 @@ std::optional<double> smallest_reaching(const std::function<double(double)>& ste
 // The copies a placement makes, as the step's plan makes them (plan_step: the
 // simulator's and the executor's): between devices of different kinds
 // (cross_kind), else between devices of one kind.
-int64_t copies_between(const SimContext& context, const Placement& placement, const Cluster& cluster,
-                       bool cross_kind) {
+int64_t copies_between(const SimContext& context, const Placement& placement, const Cluster& cluster, bool cross_kind) {
   std::vector<int32_t> device(placement.device_of.size());
   for (size_t i = 0; i < device.size(); ++i) device[i] = placement.device_of[i].value;
   StepPlan plan;
@@ -414,14 +413,15 @@ double apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile
   if (timed_every_op(graph, profile, timed_on)) {
     SimOptions options;
     options.track_memory = false;
-    const double simulated = simulate(SimContext(graph), single_device(graph, *timed_dev), cluster, model, options).step_s;
+    const double simulated =
+        simulate(SimContext(graph), single_device(graph, *timed_dev), cluster, model, options).step_s;
     if (simulated > 0) anchor = base / simulated;
     // Ops timed one by one fall short of a step by up to a quarter on the 2-core VM; a thousandfold is not the
     // same measurement (and would scale the ops out of the simulator's range).
     if (!(anchor >= 1e-3 && anchor <= 1e3))
       throw InputError("profile: cpu_steps: " + timed_on + "'s step of the graph alone (" + format_number(base, 6) +
-                       " s) is " + format_number(anchor, 3) + " times its ops as timed (" + format_number(simulated, 6) +
-                       " s simulated): the profile's steps and op times disagree");
+                       " s) is " + format_number(anchor, 3) + " times its ops as timed (" +
+                       format_number(simulated, 6) + " s simulated): the profile's steps and op times disagree");
   }
   for (const DeviceStep& s : profile.cpu_steps) {
     const std::optional<DeviceId> dev = cluster.find(s.device);
@@ -460,7 +460,8 @@ std::string describe_profile_mismatch(const Cluster& cluster, const Profile& pro
     device_list = false;
   }
   if (missing.empty() && device_list) return "";
-  std::string out = "taken on " + (profile.devices.empty() ? std::string("unnamed devices") : "'" + profile.devices + "'");
+  std::string out =
+      "taken on " + (profile.devices.empty() ? std::string("unnamed devices") : "'" + profile.devices + "'");
   if (!missing.empty()) return out + "; " + missing + " not in it";
   return out + ", not on cluster '" + cluster.name + "'";
 }

@@ -266,7 +266,8 @@ std::string FidelityReport::to_markdown() const {
         << format_number(cpu_steps[k].step_s / cpu_steps.front().step_s, 3) << ")";
     o << "; the simulator scales each device's ops so that all of them on it simulate at its step.";
     if (!std::isnan(spearman_equal_cpus))
-      o << " Without these steps (the ops as timed, the devices taken as equally fast), on the same measurements: Spearman "
+      o << " Without these steps (the ops as timed, the devices taken as equally fast), on the same measurements: "
+           "Spearman "
         << format_number(spearman_equal_cpus, 3) << ", MAPE " << format_number(100 * mape_equal_cpus, 3) << "%.";
     o << "\n\n";
   }
@@ -283,7 +284,8 @@ std::string FidelityReport::to_markdown() const {
   for (const FidelityRetake& t : retakes) {
     o << "Round " << t.round + 1 << " was measured again (profile and placements): its probe read "
       << format_number(t.probe_s * 1e9, 3) << " ns, more than " << format_number(spell_ratio, 3)
-      << "x the quietest round's " << format_number(t.quiet_s * 1e9, 3) << " ns (a slow spell of the machine). The retake ";
+      << "x the quietest round's " << format_number(t.quiet_s * 1e9, 3)
+      << " ns (a slow spell of the machine). The retake ";
     if (t.retake_probe_s <= 0)
       o << "was not probed; the round was kept.";
     else

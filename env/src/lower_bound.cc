@@ -113,7 +113,8 @@ Neighbours neighbours(const Graph& graph, const CostModel& costs, int32_t D) {
                                           costs.transfer_seconds(DeviceId(a), DeviceId(b), largest)),
                            std::make_pair(DeviceId(a), DeviceId(b)));
     double least_at_largest = std::numeric_limits<double>::infinity();
-    for (const auto& [times, pair] : distinct)  // by time of 0 bytes: kept when cheaper than every earlier at the largest
+    for (const auto& [times, pair] :
+         distinct)  // by time of 0 bytes: kept when cheaper than every earlier at the largest
       if (times.second < least_at_largest) {
         least_at_largest = times.second;
         links.push_back(pair);
@@ -185,8 +186,13 @@ struct ConeSearch {
 class JoinsPass {
  public:
   JoinsPass(const Neighbours& nb, const std::vector<double>& fastest, bool forward, ConeSearch how)
-      : nb_(nb), forward_(forward), in_(forward ? nb.preds : nb.succs), p_(fastest), how_(how),
-        head_(fastest.size(), 0.0), where_(fastest.size(), -1) {}
+      : nb_(nb),
+        forward_(forward),
+        in_(forward ? nb.preds : nb.succs),
+        p_(fastest),
+        how_(how),
+        head_(fastest.size(), 0.0),
+        where_(fastest.size(), -1) {}
 
   std::vector<double> run() {
     const int32_t n = static_cast<int32_t>(p_.size());

@@ -72,7 +72,8 @@ Profile mean_profile(const std::vector<Profile>& rounds) {
       for (const DeviceStep& s : r.cpu_steps)
         if (s.device == mean.cpu_steps[k].device) cpu_step[k].add(s.step_s);
   }
-  for (size_t k = 0; k < mean.cpu_steps.size(); ++k) mean.cpu_steps[k].step_s = cpu_step[k].get(mean.cpu_steps[k].step_s);
+  for (size_t k = 0; k < mean.cpu_steps.size(); ++k)
+    mean.cpu_steps[k].step_s = cpu_step[k].get(mean.cpu_steps[k].step_s);
   // The simulator uses the devices' steps as ratios (apply_cpu_steps). A round measures the devices interleaved, so
   // its own ratio cancels the round's drift; the median over the rounds keeps one round in a slow spell from moving
   // it (nmt, fidelity_s35: one round of four read cpu:0 1.48x cpu:1, the others 0.97-1.01; the mean of the steps

@@ -422,9 +422,7 @@ std::vector<char> state_groups(const Graph& graph, const Grouping& start, GroupD
   return state;
 }
 
-bool same_kind(const std::vector<char>& state, int32_t a, int32_t b) {
-  return state.empty() || state[a] == state[b];
-}
+bool same_kind(const std::vector<char>& state, int32_t a, int32_t b) { return state.empty() || state[a] == state[b]; }
 
 // The kind of a merged node: state only when both were.
 void state_of_merged(std::vector<char>& state, int32_t keep, int32_t a, int32_t b) {

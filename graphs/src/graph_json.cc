@@ -95,7 +95,9 @@ struct JsonOp {
        make_nvp("phase", std::string(phase_name(o.phase))), make_nvp("group", o.group), make_nvp("layer", o.layer),
        make_nvp("forward", forward));
     if (!o.view_of.empty()) ar(make_nvp("view_of", o.view_of));
-    if (o.microbatch >= 0) ar(make_nvp("microbatch", o.microbatch));  // absent: not a pipelined copy  // absent: not recorded (derived from the type)
+    if (o.microbatch >= 0)
+      ar(make_nvp("microbatch",
+                  o.microbatch));  // absent: not a pipelined copy  // absent: not recorded (derived from the type)
   }
 };
 

@@ -1,10 +1,10 @@
 // Step results and timelines: status names and Chrome trace-event output.
 #include "placer/graphs/measurement.h"
 
+#include <algorithm>
 #include <cereal/archives/json.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
-#include <algorithm>
 #include <map>
 #include <sstream>
 

@@ -240,13 +240,13 @@ void check_seconds(const JsonReader<InputError>& r, double v, double lo, const s
   if (!problem.empty()) r.fail(where, field, problem + note);
 }
 
-
 // The profile's mixed step, where measured.
 void read_mixed_step(const JsonReader<InputError>& r, const rj::Document& doc, Profile& p) {
   if (const rj::Value* mixed = r.member(doc, "mixed_step")) {
     r.object(*mixed, "mixed_step", "");
     p.mixed.step_s = r.number(r.require(*mixed, "step_s", "mixed_step"), "mixed_step", "step_s");
-    check_seconds(r, p.mixed.step_s, kMinStepSeconds, "mixed_step", "step_s", " (leave mixed_step out when not measured)");
+    check_seconds(r, p.mixed.step_s, kMinStepSeconds, "mixed_step", "step_s",
+                  " (leave mixed_step out when not measured)");
     const rj::Value& devices = r.array(r.require(*mixed, "devices", "mixed_step"), "mixed_step", "devices");
     for (rj::SizeType i = 0; i < devices.Size(); ++i)
       p.mixed.devices.push_back(r.string(devices[i], detail::concat("mixed_step devices[", i, "]"), "device"));
@@ -400,10 +400,10 @@ std::string step_result_to_json(const StepResult& result) {
        make_nvp("step_s", result.step_s), make_nvp("iqr_s", result.iqr_s), make_nvp("ci_low_s", result.ci_low_s),
        make_nvp("ci_high_s", result.ci_high_s), make_nvp("ci_level", result.ci_level), make_nvp("stop", result.stop),
        make_nvp("steps", static_cast<int64_t>(result.samples_s.size())), make_nvp("samples_s", result.samples_s),
-       make_nvp("prior_samples", result.prior_samples),
-       make_nvp("devices", devices), make_nvp("transfer_bytes", result.transfer_bytes),
-       make_nvp("oom_device", result.oom_device), make_nvp("oom_needed_bytes", result.oom_needed_bytes),
-       make_nvp("oom_capacity_bytes", result.oom_capacity_bytes), make_nvp("core_rtt_s", result.core_rtt_s));
+       make_nvp("prior_samples", result.prior_samples), make_nvp("devices", devices),
+       make_nvp("transfer_bytes", result.transfer_bytes), make_nvp("oom_device", result.oom_device),
+       make_nvp("oom_needed_bytes", result.oom_needed_bytes), make_nvp("oom_capacity_bytes", result.oom_capacity_bytes),
+       make_nvp("core_rtt_s", result.core_rtt_s));
   });
 }
 
@@ -430,10 +430,12 @@ StepResult step_result_from_json(const std::string& text) {
   if (const rj::Value* v = r.member(doc, "core_rtt_s")) s.core_rtt_s = r.numbers(*v, "", "core_rtt_s");
   s.prior_samples = r.opt_integer(doc, "prior_samples", "", 0);
   if (s.prior_samples < 0 || s.prior_samples > static_cast<int64_t>(s.samples_s.size()))
-    r.fail("", "prior_samples", detail::concat(s.prior_samples, " is not between 0 and samples_s's ", s.samples_s.size()));
+    r.fail("", "prior_samples",
+           detail::concat(s.prior_samples, " is not between 0 and samples_s's ", s.samples_s.size()));
   if (s.core_rtt_s.size() > s.samples_s.size())
-    r.fail("", "core_rtt_s", detail::concat("has ", s.core_rtt_s.size(), " entries, more than samples_s's ",
-                                            s.samples_s.size(), " (one per step this measurement took)"));
+    r.fail("", "core_rtt_s",
+           detail::concat("has ", s.core_rtt_s.size(), " entries, more than samples_s's ", s.samples_s.size(),
+                          " (one per step this measurement took)"));
   if (const rj::Value* devices = r.member(doc, "devices")) {
     r.array(*devices, "", "devices");
     for (rj::SizeType i = 0; i < devices->Size(); ++i) {

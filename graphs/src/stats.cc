@@ -89,7 +89,6 @@ double normal_two_sided_p(double diff, double var) {
   return std::min(1.0, std::erfc(z / std::sqrt(2.0)));
 }
 
-
 // The k-th smallest (1-based, 1 <= k <= n(n+1)/2) of the Walsh averages (d[i] + d[j]) / 2, i <= j, of `sorted`
 // (ascending), without listing the n(n+1)/2 of them: bisection on the value, counting the averages at or below
 // it in O(n) (two pointers), then the largest average at or below the bound found, so that the answer is one of
@@ -256,8 +255,8 @@ PairedTest paired_rounds(const std::vector<double>& a, const std::vector<double>
     else
       hi = mid - 1;
   }
-  const double median = m % 2 ? kth_walsh_average(d, (m + 1) / 2)
-                              : 0.5 * (kth_walsh_average(d, m / 2) + kth_walsh_average(d, m / 2 + 1));
+  const double median =
+      m % 2 ? kth_walsh_average(d, (m + 1) / 2) : 0.5 * (kth_walsh_average(d, m / 2) + kth_walsh_average(d, m / 2 + 1));
   t.ratio = std::exp(median);
   const int64_t from = std::max<int64_t>(k, 1);  // k = 0 (under 6 rounds): [min, max], covering less
   t.ratio_low = std::exp(kth_walsh_average(d, from));

@@ -34,7 +34,8 @@ double cache_line_round_trip_s(int core_a, int core_b, int batches, int trips_pe
   std::atomic<int> ball{0};
   std::atomic<bool> stop{false};
   const int total = batches * trips_per_batch;
-  const auto deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kDeadline));
+  const auto deadline =
+      Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(kDeadline));
   // Spins until the ball reads `want`; false when the probe was stopped or ran past its deadline.
   auto wait_for = [&](int want) {
     for (uint32_t spins = 1;; ++spins) {

@@ -105,10 +105,10 @@ struct Profiler {
   const int d = cluster.size();
   const int32_t n = static_cast<int32_t>(graph.size());
   Profile prof;
-  std::vector<double> overheads;      // executor time per op, from the CPU steps
-  double gpu_overhead_s = -1.0;       // the same on a GPU, from its steps (< 0: no GPU)
-  double cpu_step_s = 0.0;            // median step of the graph on the first CPU device
-  double start_core_rtt_s = -1.0;     // the cross-core probe at the profile's start (< 0: not probed)
+  std::vector<double> overheads;   // executor time per op, from the CPU steps
+  double gpu_overhead_s = -1.0;    // the same on a GPU, from its steps (< 0: no GPU)
+  double cpu_step_s = 0.0;         // median step of the graph on the first CPU device
+  double start_core_rtt_s = -1.0;  // the cross-core probe at the profile's start (< 0: not probed)
 
   // Runs `steps` steps of a plan after one warm-up step; returns each op's
   // samples (as timed inside the steps) and each step's time.
@@ -357,8 +357,8 @@ void Profiler::time_mixed() {
   // (rnnlm in fidelity_s22_probe/: 450 ns here, 81-85 ns everywhere else).
   // Spells mostly last seconds: wait and measure again, twice at most, and keep
   // the step taken at the lowest reading.
-  for (int retry = 0; retry < 2 && cpus_only && split.ok() && start_core_rtt_s > 0 &&
-                      split.core_rtt_median_s() > 2 * start_core_rtt_s;
+  for (int retry = 0;
+       retry < 2 && cpus_only && split.ok() && start_core_rtt_s > 0 && split.core_rtt_median_s() > 2 * start_core_rtt_s;
        ++retry) {
     std::fprintf(stderr,
                  "placer: profile: the cross-core probe read %.0f ns during the split step, %.0f ns at the "
@@ -377,8 +377,7 @@ void Profiler::time_mixed() {
   }
   for (DeviceId dev : devices) prof.mixed.devices.push_back(cluster.devices[dev.value].name);
   prof.mixed.step_s = split.step_s;
-  if (cpus_only && split.core_rtt_median_s() > 0)
-    prof.mixed.core_rtt_s = split.core_rtt_median_s();
+  if (cpus_only && split.core_rtt_median_s() > 0) prof.mixed.core_rtt_s = split.core_rtt_median_s();
   // On an idle machine the split steps close to one device (0.93-1.03x in the
   // fidelity reports of rnnlm, nmt, inception_v3 and transformer on the 2-core
   // VM; up to 1.3x in noisy traces); with another job on a core every

@@ -106,9 +106,8 @@ void read_learned_fields(const RecordFields& r, Job& job) {
   if (!t || !t->IsObject()) return;
   const RecordFields table(*t);
   job.table = table.s("rows_made");
-  if (const rapidjson::Value* p = table.member("core_rtt_s"); p && p->IsArray() && p->Size() == 3 &&
-                                                             (*p)[0].IsNumber() && (*p)[1].IsNumber() &&
-                                                             (*p)[2].IsNumber()) {
+  if (const rapidjson::Value* p = table.member("core_rtt_s");
+      p && p->IsArray() && p->Size() == 3 && (*p)[0].IsNumber() && (*p)[1].IsNumber() && (*p)[2].IsNumber()) {
     const double med = (*p)[0].GetDouble(), low = (*p)[1].GetDouble(), high = (*p)[2].GetDouble();
     if (0 < low && low <= med && med <= high && high < 1) {  // else the record's probe is dropped, not trusted
       job.table_core_rtt = {med, low, high};

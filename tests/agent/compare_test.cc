@@ -13,8 +13,8 @@
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
 #include "placer/frontends/builders.h"
-#include "placer/graphs/error.h"
 #include "placer/graphs/cluster.h"
+#include "placer/graphs/error.h"
 
 namespace placer {
 namespace {

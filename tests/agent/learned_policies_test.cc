@@ -8,18 +8,18 @@
 #include <sstream>
 
 #include "../../agent/src/features.h"
-#include "../../agent/src/policy.h"
-#include "../scratch_dir.h"
 #include "../../agent/src/placers_common.h"
+#include "../../agent/src/policy.h"
 #include "../../agent/src/unit_problem.h"
+#include "../scratch_dir.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
 #include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
-#include "placer/graphs/serialize.h"
 #include "placer/graphs/files.h"
+#include "placer/graphs/serialize.h"
 
 namespace placer {
 namespace {

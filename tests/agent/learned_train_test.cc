@@ -634,9 +634,8 @@ TEST(LearnedTrain, MalformedConfigsNameTheField) {
   expect_error(ok + "warm_start: {clone_search: maybe}\n", "warm_start.clone_search: ");
   EXPECT_TRUE(parse_train_config(ok + "warm_start: {clone_search: true}\n", "ok.yaml").warm_start.clone_search);
   // The pretrained policy's units: parameters apart (coarsening), and the units a zero-shot placement sees.
-  const TrainConfig units =
-      parse_train_config(ok + "policy: {state_units: true, layer_units: true}\nwarm_start: {split_units: false}\n",
-                         "units.yaml");
+  const TrainConfig units = parse_train_config(
+      ok + "policy: {state_units: true, layer_units: true}\nwarm_start: {split_units: false}\n", "units.yaml");
   EXPECT_TRUE(units.policy.state_units);
   EXPECT_TRUE(units.policy.layer_units);
   EXPECT_FALSE(units.warm_start.split_units);

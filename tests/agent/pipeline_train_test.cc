@@ -12,8 +12,8 @@
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/error.h"
-#include "placer/graphs/serialize.h"
 #include "placer/graphs/files.h"
+#include "placer/graphs/serialize.h"
 
 namespace placer {
 namespace {

@@ -538,7 +538,8 @@ TEST(Placers, OffloadUpdatesIsNeverSlowerThanItsBase) {
     Environment env(graph, cluster);
     const PlaceResult r = run("offload_updates", graph, cluster, env);
     double base = std::numeric_limits<double>::infinity();
-    for (const char* m : {"m_etf", "heft", "dp", "expert"}) base = std::min(base, step_of(env, run(m, graph, cluster, env)));
+    for (const char* m : {"m_etf", "heft", "dp", "expert"})
+      base = std::min(base, step_of(env, run(m, graph, cluster, env)));
     EXPECT_LE(step_of(env, r), base + 1e-12) << preset << ": " << r.note;
     EXPECT_NE(r.note.find("offload_updates: "), std::string::npos) << r.note;
   }

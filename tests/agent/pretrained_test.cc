@@ -86,7 +86,8 @@ TEST(Pretrained, AnswerIsTheFastestOfThePolicyAndTheFastPathAndSaysWhoFoundIt) {
     Environment env(g, resolve_cluster(preset));
     double fastest_heuristic = 1e30;
     for (const std::string& m : policy_fast_path())
-      fastest_heuristic = std::min(fastest_heuristic, env.simulate(make_placer(m)->place(context_of(env, 1)).placement).step_s);
+      fastest_heuristic =
+          std::min(fastest_heuristic, env.simulate(make_placer(m)->place(context_of(env, 1)).placement).step_s);
     const PolicyAnswer a = place_with_policy(*policy, context_of(env, 1), 1e9, /*refine=*/false, policy_fast_path());
     // The policy's own figure is untouched: its fixed decode's.
     EXPECT_EQ(a.policy_step_s, env.simulate(policy->place(context_of(env, 1)).placement).step_s) << preset;
@@ -103,7 +104,8 @@ TEST(Pretrained, AnswerIsTheFastestOfThePolicyAndTheFastPathAndSaysWhoFoundIt) {
     // The budget leaves time to refine on a slow machine too: twice what the policy and the fast path took, plus
     // 1 s (the time is measured in another call, so a loaded machine may run this one slower).
     const double budget_s = 2 * a.seconds + 1.0;
-    const PolicyAnswer r = place_with_policy(*policy, context_of(env, 1), budget_s, /*refine=*/true, policy_fast_path());
+    const PolicyAnswer r =
+        place_with_policy(*policy, context_of(env, 1), budget_s, /*refine=*/true, policy_fast_path());
     EXPECT_TRUE(r.refined) << preset;
     // Before the refinement the policy samples for half the budget: its samples
     // add to the fixed decode of the same seed, so it is never slower than a's.

@@ -129,7 +129,6 @@ TEST(CostModel, CalibratedByNameThenSignature) {
   listed.name = "cpu,cuda:0";  // the same devices, listed: nothing to say
   EXPECT_EQ(CostModel::calibrated(g, listed, other).profile_mismatch(), "");
 
-
   Profile bad;
   bad.ops.push_back({"y", "", "cpu:0", "cpu", -1.0});
   EXPECT_THROW(CostModel::calibrated(g, cluster(), bad), InputError);
@@ -278,7 +277,8 @@ TEST(CostModel, AProfileOfTheSameNameAtOtherShapesIsAnotherGraphs) {
   const Cluster two_cpus = cpu_pair();
   Profile p = chain_profile(g, 2.0);
   for (OpTiming& t : p.ops) t.signature = op_signature(g, *g.find(t.op));
-  const double timed = simulate(g, single_device(g, DeviceId(0)), two_cpus, CostModel::calibrated(g, two_cpus, p)).step_s;
+  const double timed =
+      simulate(g, single_device(g, DeviceId(0)), two_cpus, CostModel::calibrated(g, two_cpus, p)).step_s;
   p.cpu_steps = {{"cpu:0", 1.25 * timed}, {"cpu:1", 1.2 * timed}};
   p.mixed.devices = {"cpu:0", "cpu:1"};
   p.mixed.step_s = 10 * timed;

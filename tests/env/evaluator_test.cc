@@ -177,8 +177,8 @@ TEST(MeasuredEvaluator, MeasuringAgainAddsToTheSamples) {
   EXPECT_EQ(strict.samples_s.size(), 12u);
   EXPECT_EQ(strict.stop, "max_steps");
   const StepResult early = longer.measure_side_by_side(batch, true, 12, 0.99)[0];
-  const bool met = early.ci_level >= kIntervalConfidence &&
-                   0.5 * (early.ci_high_s - early.ci_low_s) <= 0.99 * early.step_s;
+  const bool met =
+      early.ci_level >= kIntervalConfidence && 0.5 * (early.ci_high_s - early.ci_low_s) <= 0.99 * early.step_s;
   if (early.stop == "target") {
     // Met at some step up to the 12th; a fresh run is in lockstep, so it may have stepped on beside the other row.
     EXPECT_LE(early.samples_s.size(), 12u);

@@ -186,10 +186,9 @@ TEST(Fidelity, ReportWritesTheFittedCopyCostsToEightDigits) {
   r.cross_copy_s_per_byte = 3.14159265e-10;
   r.compute_statistics();
   const FidelityReport back = FidelityReport::from_json(r.to_json());
-  for (auto [got, want] : {std::pair{back.copy_s_per_byte, r.copy_s_per_byte},
-                           std::pair{back.copy_s_per_copy, r.copy_s_per_copy},
-                           std::pair{back.cross_copy_s, r.cross_copy_s},
-                           std::pair{back.cross_copy_s_per_byte, r.cross_copy_s_per_byte}})
+  for (auto [got, want] :
+       {std::pair{back.copy_s_per_byte, r.copy_s_per_byte}, std::pair{back.copy_s_per_copy, r.copy_s_per_copy},
+        std::pair{back.cross_copy_s, r.cross_copy_s}, std::pair{back.cross_copy_s_per_byte, r.cross_copy_s_per_byte}})
     EXPECT_NEAR(got, want, 1e-7 * want);
 }
 
@@ -250,7 +249,8 @@ TEST(Fidelity, ReportKeepsTheCpuStepsAndTheirEffect) {
                     "38.7 ms (x1), cpu:1 36.4 ms (x0.941)"),
             std::string::npos)
       << md;
-  EXPECT_NE(md.find("Without these steps (the ops as timed, the devices taken as equally fast), on the same measurements: Spearman -1, MAPE 85%"),
+  EXPECT_NE(md.find("Without these steps (the ops as timed, the devices taken as equally fast), on the same "
+                    "measurements: Spearman -1, MAPE 85%"),
             std::string::npos)
       << md;
   std::string bad = r.to_json();
@@ -264,16 +264,16 @@ TEST(Fidelity, ReportKeepsTheCpuStepsAndTheirEffect) {
 // wholly in a spell (all rounds alike) flags none.
 TEST(Fidelity, RoundsInASpellAreThoseOverTheRatioTimesTheQuietest) {
   using V = std::vector<size_t>;
-  EXPECT_EQ(rounds_in_a_spell({77e-9, 382e-9}), V{1});             // nmt's second round, fidelity_s22_probe_run2
-  EXPECT_EQ(rounds_in_a_spell({450e-9, 85e-9, 81e-9}), V{0});      // rnnlm's first profile, fidelity_s22_probe
+  EXPECT_EQ(rounds_in_a_spell({77e-9, 382e-9}), V{1});               // nmt's second round, fidelity_s22_probe_run2
+  EXPECT_EQ(rounds_in_a_spell({450e-9, 85e-9, 81e-9}), V{0});        // rnnlm's first profile, fidelity_s22_probe
   EXPECT_EQ(rounds_in_a_spell({80e-9, 400e-9, 500e-9}), (V{2, 1}));  // highest first
-  EXPECT_EQ(rounds_in_a_spell({80e-9, 150e-9, 90e-9}), V{});       // under 2x: the machine's ordinary spread
-  EXPECT_EQ(rounds_in_a_spell({400e-9, 420e-9}), V{});             // all in a spell: the rounds agree
-  EXPECT_EQ(rounds_in_a_spell({0.0, 400e-9}), V{});                // one reading: nothing to compare
+  EXPECT_EQ(rounds_in_a_spell({80e-9, 150e-9, 90e-9}), V{});         // under 2x: the machine's ordinary spread
+  EXPECT_EQ(rounds_in_a_spell({400e-9, 420e-9}), V{});               // all in a spell: the rounds agree
+  EXPECT_EQ(rounds_in_a_spell({0.0, 400e-9}), V{});                  // one reading: nothing to compare
   EXPECT_EQ(rounds_in_a_spell({0.0, 80e-9, 170e-9}), V{2});
   EXPECT_EQ(rounds_in_a_spell({}), V{});
   EXPECT_EQ(rounds_in_a_spell({80e-9, 150e-9, 90e-9}, 1.5), V{1});
-  EXPECT_EQ(rounds_in_a_spell({80e-9, 80e-9}, 1.0), V{});          // not over: equal readings
+  EXPECT_EQ(rounds_in_a_spell({80e-9, 80e-9}, 1.0), V{});  // not over: equal readings
   EXPECT_THROW(rounds_in_a_spell({80e-9, 90e-9}, 0.5), InputError);
   EXPECT_EQ(quietest_reading({0.0, 90e-9, 80e-9, 400e-9}), 80e-9);
   EXPECT_EQ(quietest_reading({0.0, -1.0}), 0.0);
@@ -296,14 +296,14 @@ TEST(Fidelity, SplitHalfSpearmanSetsTheHalvesOfTheRoundsAgainstEachOther) {
     return r.split_half_spearman;
   };
   EXPECT_DOUBLE_EQ(with_rounds({{1, 1, 3, 3}, {2, 2, 2, 2}, {3, 3, 1, 1}}), -1.0);  // halves 1,2,3 against 3,2,1
-  EXPECT_DOUBLE_EQ(r.retest_spearman, 1.0);                                        // round 1 against round 2
+  EXPECT_DOUBLE_EQ(r.retest_spearman, 1.0);                                         // round 1 against round 2
   EXPECT_NE(r.to_json().find("\"split_half_spearman\": -1"), std::string::npos) << r.to_json();
   EXPECT_NE(r.to_markdown().find("by halves (each placement's mean round median"), std::string::npos);
   EXPECT_EQ(FidelityReport::from_json(r.to_json()).to_json(), r.to_json());
   // Five rounds: the first two against the last three (means 1.5, 2, 2.5 against 3, 2, 1).
   EXPECT_DOUBLE_EQ(with_rounds({{1, 2, 3, 3, 3}, {2, 2, 2, 2, 2}, {2, 3, 1, 1, 1}}), -1.0);
   EXPECT_DOUBLE_EQ(with_rounds({{1, 2, 1, 2}, {2, 3, 2, 3}, {3, 4, 3, 4}}), 1.0);
-  EXPECT_TRUE(std::isnan(with_rounds({{1, 2, 3}, {2, 3, 4}, {3, 4, 5}})));     // three rounds
+  EXPECT_TRUE(std::isnan(with_rounds({{1, 2, 3}, {2, 3, 4}, {3, 4, 5}})));        // three rounds
   EXPECT_TRUE(std::isnan(with_rounds({{1, 2, 3, 4}, {2, 3, 4}, {3, 4, 5, 6}})));  // a point with three
   EXPECT_EQ(r.to_json().find("split_half"), std::string::npos);
 }

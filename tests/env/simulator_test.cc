@@ -1,6 +1,6 @@
 // The simulator against step times and peak memories computed by hand.
-#include "placer/env/lower_bound_detail.h"
 #include "placer/env/simulator.h"
+#include "placer/env/lower_bound_detail.h"
 
 #include <gtest/gtest.h>
 

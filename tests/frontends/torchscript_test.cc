@@ -16,9 +16,9 @@
 
 #include "placer/frontends/torch_import.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/files.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/validate.h"
-#include "placer/graphs/files.h"
 
 namespace placer {
 namespace {

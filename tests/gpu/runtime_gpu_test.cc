@@ -187,15 +187,15 @@ TEST(Gpu, CalibratedSimulatorFitsALaunchBoundGpuStep) {
   const StepResult measured = rt.measure(g, on_gpu, mo);
   ASSERT_TRUE(measured.ok()) << measured.message;
   const double simulated = simulate(g, on_gpu, rt.cluster(), costs).step_s;
-  std::printf("launch-bound step: inside the profile %.5f s, after it %.5f s (%d steps); simulated %.5f s, GPU "
-              "overhead %.2f us/op\n",
-              prof.gpu_step_s, measured.step_s, static_cast<int>(measured.samples_s.size()), simulated,
-              prof.gpu_op_overhead_s * 1e6);
-  const std::string figures = "simulated " + std::to_string(simulated) + " s, inside the profile " +
-                              std::to_string(prof.gpu_step_s) + " s, measured after it " +
-                              std::to_string(measured.step_s) + " s, GPU overhead " +
-                              std::to_string(prof.gpu_op_overhead_s * 1e6) + " us/op, GPU ops scaled x" +
-                              std::to_string(prof.gpu_op_scale);
+  std::printf(
+      "launch-bound step: inside the profile %.5f s, after it %.5f s (%d steps); simulated %.5f s, GPU "
+      "overhead %.2f us/op\n",
+      prof.gpu_step_s, measured.step_s, static_cast<int>(measured.samples_s.size()), simulated,
+      prof.gpu_op_overhead_s * 1e6);
+  const std::string figures =
+      "simulated " + std::to_string(simulated) + " s, inside the profile " + std::to_string(prof.gpu_step_s) +
+      " s, measured after it " + std::to_string(measured.step_s) + " s, GPU overhead " +
+      std::to_string(prof.gpu_op_overhead_s * 1e6) + " us/op, GPU ops scaled x" + std::to_string(prof.gpu_op_scale);
   EXPECT_NEAR(simulated / prof.gpu_step_s, 1.0, 0.05) << figures;
   EXPECT_GT(simulated / measured.step_s, 0.5) << figures;
   EXPECT_LT(simulated / measured.step_s, 2.0) << figures;

@@ -80,13 +80,18 @@ TEST(Cluster, ConstantsOutOfRangeNameTheField) {
   expect([](Cluster& c) { c.devices[0].peak_flops = 1e-320; }, "devices[0] 'cpu:0': peak_flops: ");
   expect([](Cluster& c) { c.devices[0].peak_flops = 1e-3; },
          "devices[0] 'cpu:0': peak_flops: 0.001 is out of range (1 to 1e+21 FLOP/s)");
-  expect([](Cluster& c) { c.devices[1].mem_bandwidth = std::nan(""); }, "devices[1] 'cpu:1': mem_bandwidth: nan is out of range");
+  expect([](Cluster& c) { c.devices[1].mem_bandwidth = std::nan(""); },
+         "devices[1] 'cpu:1': mem_bandwidth: nan is out of range");
   expect([](Cluster& c) { c.devices[0].op_overhead_s = 1e100; }, "op_overhead_s: 1e+100 is out of range (0 to 1000 s)");
   expect([](Cluster& c) { c.devices[0].op_overhead_s = -1; }, "op_overhead_s: -1 is out of range");
   expect([](Cluster& c) { c.default_link.latency_s = 1e308; }, "default_link: latency_s: 1e+308 is out of range");
-  expect([](Cluster& c) { c.default_link.bandwidth_Bps = 1e-300; }, "default_link: bandwidth_Bps: 1e-300 is out of range");
-  expect([](Cluster& c) { c.links.push_back(Link{"cpu:0", "cpu:1", 1e-5, INFINITY}); },
-         "links[0]: bandwidth_Bps: inf is out of range");
+  expect([](Cluster& c) { c.default_link.bandwidth_Bps = 1e-300; },
+         "default_link: bandwidth_Bps: 1e-300 is out of range");
+  expect(
+      [](Cluster& c) {
+        c.links.push_back(Link{"cpu:0", "cpu:1", 1e-5, INFINITY});
+      },
+      "links[0]: bandwidth_Bps: inf is out of range");
   Cluster edge = ok;  // the bounds themselves are valid
   edge.devices[0].peak_flops = 1;
   edge.devices[0].op_overhead_s = 1e3;

@@ -217,8 +217,9 @@ TEST(JsonWriter, WritesAPairedTestInOneLayout) {
   t.ratio_high = 1.06;
   JsonWriter w;
   w.begin().paired("paired", t).end();
-  EXPECT_EQ(w.text(),
-            R"({"paired":{"rounds":6,"ratio":1.035,"ratio_low":1.01,"ratio_high":1.06,"p_value":0.03125,"significant":true}})");
+  EXPECT_EQ(
+      w.text(),
+      R"({"paired":{"rounds":6,"ratio":1.035,"ratio_low":1.01,"ratio_high":1.06,"p_value":0.03125,"significant":true}})");
 }
 
 }  // namespace

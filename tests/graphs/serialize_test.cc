@@ -60,7 +60,8 @@ TEST(SerializeGraph, JsonRoundTripIsExact) {
   }
 }
 
-// Names are echoed in errors, files and service replies: a file whose strings are not UTF-8 is refused where it is read.
+// Names are echoed in errors, files and service replies: a file whose strings are not UTF-8 is refused where it is
+// read.
 TEST(SerializeGraph, StringsThatAreNotUtf8AreRefused) {
   std::string json = graph_to_json(tiny_training());
   json.replace(json.find("\"relu_grad\""), 11, "\"relu\xff\xfe\"");
@@ -630,7 +631,8 @@ TEST(SerializeStepResult, RoundTrip) {
   EXPECT_NE(pmsg.find("core_rtt_s: has 2 entries, more than samples_s's 1"), std::string::npos) << pmsg;
   // No more samples given beforehand than there are samples.
   const std::string qmsg = error_of<InputError>([] {
-    step_result_from_json(R"({"format":"placer.step_result","version":1,"status":"ok","samples_s":[0.1],"prior_samples":2})");
+    step_result_from_json(
+        R"({"format":"placer.step_result","version":1,"status":"ok","samples_s":[0.1],"prior_samples":2})");
   });
   EXPECT_NE(qmsg.find("prior_samples: 2 is not between 0 and samples_s's 1"), std::string::npos) << qmsg;
 }

@@ -192,7 +192,8 @@ TEST(Stats, PairedRoundsIntervalAgreesWithTheTest) {
     std::sort(walsh.begin(), walsh.end());
     EXPECT_NEAR(std::log(t.ratio), quantile(walsh, 0.5), 1e-12);
     for (const double bound : {t.ratio_low, t.ratio_high})
-      EXPECT_TRUE(std::any_of(walsh.begin(), walsh.end(), [&](double w) { return std::abs(w - std::log(bound)) < 1e-12; }));
+      EXPECT_TRUE(
+          std::any_of(walsh.begin(), walsh.end(), [&](double w) { return std::abs(w - std::log(bound)) < 1e-12; }));
     const bool excludes = t.ratio_low > 1.0 || t.ratio_high < 1.0;
     EXPECT_LE(t.ratio_low, t.ratio);
     EXPECT_LE(t.ratio, t.ratio_high);
@@ -201,8 +202,8 @@ TEST(Stats, PairedRoundsIntervalAgreesWithTheTest) {
     if (t.exact) {
       ++exact;
       exact_agree += excludes == t.significant();
-      EXPECT_EQ(excludes, t.significant()) << "n " << n << ", p " << t.p_value << ", [" << t.ratio_low << ", "
-                                           << t.ratio_high << "]";
+      EXPECT_EQ(excludes, t.significant())
+          << "n " << n << ", p " << t.p_value << ", [" << t.ratio_low << ", " << t.ratio_high << "]";
     } else {
       ++approx;
       approx_agree += excludes == t.significant();

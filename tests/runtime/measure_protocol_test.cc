@@ -172,7 +172,7 @@ TEST(MeasureProtocol, LockstepKeepsEveryPlacementInEveryRound) {
   order.clear();
   const std::vector<StepResult> together = rt.measure_interleaved(f.train, two, o, &prior);
   ASSERT_TRUE(together[0].ok() && together[1].ok());
-  EXPECT_EQ(together[0].stop, "target");        // the reason it met first
+  EXPECT_EQ(together[0].stop, "target");         // the reason it met first
   EXPECT_EQ(together[0].samples_s.size(), 70u);  // 30 given + a step in each of the other's 40 rounds
   EXPECT_EQ(together[1].stop, "max_steps");
   EXPECT_EQ(together[1].samples_s.size(), 40u);

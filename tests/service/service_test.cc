@@ -104,8 +104,8 @@ TEST(Service, AbsurdClusterConstantsAreBadClusterNotACrash) {
     EXPECT_EQ(e.rfind("bad_cluster cluster: cluster '2c': devices[0] 'cpu:0': peak_flops: ", 0), 0u) << e;
     e = fail(s, std::string(R"({"version":1,"type":")") + type + R"(",)" + kMlp + R"(,"cluster":)" +
                     with("1e11", "1e100") + "}");
-    EXPECT_EQ(e.rfind("bad_cluster cluster: cluster '2c': devices[0] 'cpu:0': op_overhead_s: 1e+100 is out of range", 0),
-              0u)
+    EXPECT_EQ(
+        e.rfind("bad_cluster cluster: cluster '2c': devices[0] 'cpu:0': op_overhead_s: 1e+100 is out of range", 0), 0u)
         << e;
   }
 }
@@ -606,11 +606,12 @@ TEST(Service, MeasuredLearnedJobKeepsItsTablesProbeAcrossARestart) {
   for (int server = 0; server < 2; ++server) {
     PlacementService s(c);
     if (server == 0)
-      id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
-                                   R"(,"devices":"cpu:2","reward_mode":"measured","budget":{"samples":8},)"
-                                   R"("learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"samples_per_update":4},)"
-                                   R"("warm_start":{"methods":["m_etf"],"bc_steps":0},)"
-                                   R"("reward":{"measure_warmup":1,"measure_steps":2}}})"));
+      id = job_id_of(
+          handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                        R"(,"devices":"cpu:2","reward_mode":"measured","budget":{"samples":8},)"
+                        R"("learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"samples_per_update":4},)"
+                        R"("warm_start":{"methods":["m_etf"],"bc_steps":0},)"
+                        R"("reward":{"measure_warmup":1,"measure_steps":2}}})"));
     const std::string st = wait_state(s, id, "done", 300000);  // measured: slow on a loaded machine
     EXPECT_NE(st.find("\"state\":\"done\""), std::string::npos) << server << ": " << st;
     const auto at = st.find("\"core_rtt_s\":[");

@@ -64,9 +64,9 @@ struct PolicyAnswer {
   std::string fast_path_method;   // the fastest fast-path heuristic ("" = none ran or none placed)
   double fast_path_step_s = 0.0;  // its simulated step
   double fast_path_seconds = 0.0;
-  bool refined = false;       // local_search ran from the faster of the policy's and the fast path's placement
-                              // (and from the slower one, where both placed it, the time split)
-  bool improved = false;      // ... and found a faster one than both: `placement` is it
+  bool refined = false;   // local_search ran from the faster of the policy's and the fast path's placement
+                          // (and from the slower one, where both placed it, the time split)
+  bool improved = false;  // ... and found a faster one than both: `placement` is it
   std::vector<std::string> refine_starts;  // where it started: "policy" or a heuristic's name, the faster first
   double refine_seconds = 0.0;             // in all its runs
   int64_t refine_evaluations = 0;

@@ -35,8 +35,8 @@ struct LowerBound {
   // ran there one at a time and the others arrive after a transfer
   // (env/src/lower_bound.cc).
   double joins_s = 0.0;
-  double average_work_s = 0.0;   // sum of fastest op times / devices
-  double lp_s = 0.0;             // LP relaxation (devices of different speeds); 0 if all alike
+  double average_work_s = 0.0;  // sum of fastest op times / devices
+  double lp_s = 0.0;            // LP relaxation (devices of different speeds); 0 if all alike
   // A co-location group's work on one device, one op at a time, with the
   // longest path before its first member and the shortest after a member.
   double group_s = 0.0;

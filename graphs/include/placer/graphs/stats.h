@@ -73,9 +73,9 @@ RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b
 // with equal steps are dropped (Wilcoxon's rule), so one placement measured
 // once for two rows reads p = 1.
 struct PairedTest {
-  int64_t pairs = 0;         // rounds paired
-  double ratio = 1.0;        // b / a, Hodges-Lehmann: > 1, b is slower
-  double ratio_low = 1.0;    // its interval (the signed-rank test inverted)
+  int64_t pairs = 0;       // rounds paired
+  double ratio = 1.0;      // b / a, Hodges-Lehmann: > 1, b is slower
+  double ratio_low = 1.0;  // its interval (the signed-rank test inverted)
   double ratio_high = 1.0;
   double ratio_level = 0.0;  // the coverage it reaches (>= 95% from 6 differing rounds; [min, max] below)
   double w_plus = 0.0;       // the sum of the ranks of the rounds where b was slower

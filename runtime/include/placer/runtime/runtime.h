@@ -165,7 +165,7 @@ struct BuildInfo {
   bool cuda_compiled = false;  // PLACER_CUDA
   std::string cuda_version;    // the CUDA toolkit LibTorch was built with ("13.0"), empty without
   std::vector<GpuInfo> gpus;
-  std::string malloc_name;     // host_malloc(): "tcmalloc" or "glibc"
+  std::string malloc_name;  // host_malloc(): "tcmalloc" or "glibc"
 };
 BuildInfo build_info();
 // One line per fact, for `placer --version`.

@@ -34,8 +34,8 @@ struct ServiceConfig {
   int64_t max_ops = 50'000;  // graphs larger than this are refused
   int max_devices = 256;
   // Place fast path.
-  std::vector<std::string> place_baselines = {"single", "round_robin", "expert", "m_topo",         "m_etf",
-                                              "m_sct",  "heft",        "dp",     "mincut",         "offload_updates"};
+  std::vector<std::string> place_baselines = {"single", "round_robin", "expert", "m_topo", "m_etf",
+                                              "m_sct",  "heft",        "dp",     "mincut", "offload_updates"};
   int cache_entries = 32;  // prepared (graph, cluster) problems kept
   // Optimize jobs.
   int job_runners = 1;         // jobs running at once
