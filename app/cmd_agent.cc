@@ -62,7 +62,8 @@ std::map<std::string, std::string> parse_options(const std::vector<std::string>&
   for (const std::string& item : items) {
     const auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0) throw InputError("--option '" + item + "': expected KEY=VALUE");
-    out[item.substr(0, eq)] = item.substr(eq + 1);
+    if (!out.emplace(item.substr(0, eq), item.substr(eq + 1)).second)
+      throw InputError("--option " + item.substr(0, eq) + ": given twice");
   }
   return out;
 }
@@ -84,7 +85,9 @@ void add_common(CLI::App* cmd, PlaceArgs& a) {
       ->check(positive_number());
   cmd->add_option(
       "--option", a.options,
-      "Method option KEY=VALUE, repeatable (dp: objective=step|throughput|latency, max_ideals=3000; ilp: "
+      "Method option KEY=VALUE, repeatable; a key no method here reads is an error (dp: "
+      "objective=step|throughput|latency, max_ideals=3000, max_units=128 (--objective pipeline); mincut: "
+      "imbalance=0.05; m_sct: sct_lp_max_ops=600; ilp: "
       "max_ops=40, max_groups=24, channels=1 (op level; 0 on coarsened units), channel_pairs=3000; local_search: "
       "temperature=0.001; guided_search: temperature, policy_lr, follow, chain, swap (shares of the moves, adding up "
       "to at most 1), max_chain)");
@@ -200,6 +203,8 @@ void run_place(const PlaceArgs& a) {
     throw InputError("give exactly one of --method, --checkpoint or --policy");
   if (a.policy.empty() && (a.no_refine || a.no_fast_path))
     throw InputError(std::string(a.no_refine ? "--no-refine" : "--no-fast-path") + " applies to --policy only");
+  if (a.method.empty() && !a.options.empty()) throw InputError("--option applies to --method only");
+  if (!a.method.empty()) check_method_options({a.method}, parse_options(a.options));
   const Graph graph = load_graph(a.graph);
   const Cluster cluster = cluster_of(a);
   check_split_spec_graph(a.split_spec, graph);
@@ -458,7 +463,7 @@ std::string rows_csv(const std::vector<Row>& rows, bool pipeline) {
 void run_baseline(const BaselineArgs& b) {
   const Graph graph = load_graph(b.place.graph);
   const Cluster cluster = cluster_of(b.place);
-  parse_method_list(b.methods);  // names checked before the environment is built
+  check_method_options(parse_method_list(b.methods), parse_options(b.place.options));  // before the environment
   Environment env(graph, cluster, env_options(b.place));
   const double lb = env.lower_bound();
   const std::vector<Row> rows = baseline_rows(b, graph, cluster, env);
@@ -553,6 +558,8 @@ void add_agent_commands(CLI::App& app) {
       throw InputError(
           "--objective max_load: the workload names its cluster; change it with --accelerators, --cpus "
           "and --accelerator-bytes instead of --cluster or --devices");
+    if (!base->place.options.empty())
+      throw InputError("--option: --objective max_load's methods take none (--max-ideals sets its dp's limit)");
     run_max_load_baseline(a);
   });
 }

@@ -197,7 +197,7 @@ void add_graph_build(CLI::App* graph) {
     options.forward_only = args->forward_only;
     for (const std::string& o : args->opts) {
       auto [key, value] = parse_builder_option(o);
-      options.values[key] = value;
+      if (!options.values.emplace(key, value).second) throw InputError("--opt " + key + ": given twice");
     }
     const Graph g = build_graph(args->model, options);
     save_graph(g, args->output);
@@ -267,6 +267,7 @@ void add_graph_validate(CLI::App* graph) {
   cmd->add_option("graph", *path, "Graph file (.json or binary)")->required();
   cmd->callback([path] {
     const Graph g = load_graph(*path);  // loading validates; errors exit 2 from main()
+    if (g.size() == 0) throw InputError(*path + ": graph '" + g.name + "' has no ops (nothing to place)");
     std::printf("ok: %" PRId64 " ops\n", g.size());
   });
 }

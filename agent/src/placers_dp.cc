@@ -243,6 +243,7 @@ class SplitDp {
 class DpPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "dp"; }
+  std::vector<std::string> option_keys() const override { return {"objective", "max_ideals", "max_units"}; }
 
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     // The pipeline objective: contiguous stages under the pipeline cost (pipeline_dp.h).

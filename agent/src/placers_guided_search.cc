@@ -228,6 +228,9 @@ GuidedOptions guided_options(const PlaceContext& ctx) {
 class GuidedSearchPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "guided_search"; }
+  std::vector<std::string> option_keys() const override {
+    return {"temperature", "policy_lr", "follow", "chain", "swap", "max_chain"};
+  }
   bool stochastic() const override { return true; }
 
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {

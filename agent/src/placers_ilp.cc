@@ -504,6 +504,9 @@ ChannelChoice choose_channels(const PlaceContext& ctx, const UnitProblem& p, boo
 class IlpPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "ilp"; }
+  std::vector<std::string> option_keys() const override {
+    return {"max_ops", "max_groups", "channels", "channel_pairs", "symmetry_breaking"};
+  }
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& ops, Clock::time_point started) override {
     const int64_t max_ops = option_int(ctx, "max_ops", 40, 1);
     const int64_t max_groups = option_int(ctx, "max_groups", 24, 1);

@@ -137,6 +137,7 @@ std::vector<int32_t> favourite_parents_greedy(const UnitProblem& p) {
 class SctPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "m_sct"; }
+  std::vector<std::string> option_keys() const override { return {"sct_lp_max_ops"}; }
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const int64_t lp_max_ops = option_int(ctx, "sct_lp_max_ops", 600, 0);
     std::vector<int32_t> fav;

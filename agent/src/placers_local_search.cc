@@ -113,6 +113,7 @@ class Annealing {
 class LocalSearchPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "local_search"; }
+  std::vector<std::string> option_keys() const override { return {"temperature"}; }
   bool stochastic() const override { return true; }
 
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {

@@ -92,6 +92,7 @@ std::vector<int32_t> metis_partition(const PlaceContext& ctx, const UnitProblem&
 class MincutPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "mincut"; }
+  std::vector<std::string> option_keys() const override { return {"imbalance"}; }
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const int32_t G = p.groups();
     std::vector<int32_t> gd(G, 0);

@@ -1,5 +1,6 @@
 // The registry of algorithmic placers, chosen by name.
 #include <functional>
+#include <set>
 #include <utility>
 
 #include "placer/env/environment.h"
@@ -55,6 +56,23 @@ std::unique_ptr<Placer> make_placer(const std::string& name) {
   std::vector<std::string> known;
   for (const auto& [n, factory] : factories()) known.push_back(n);
   throw InputError(unknown_name("placement method", name, known));
+}
+
+void check_method_options(const std::vector<std::string>& methods, const std::map<std::string, std::string>& options) {
+  std::set<std::string> read;
+  std::string takes;
+  for (const std::string& method : methods) {
+    const std::vector<std::string> keys = make_placer(method)->option_keys();
+    read.insert(keys.begin(), keys.end());
+    std::string list;
+    for (const std::string& k : keys) list += (list.empty() ? "" : ", ") + k;
+    takes += (takes.empty() ? "" : "; ") + method + (keys.empty() ? " takes none" : " takes " + list);
+  }
+  for (const auto& [key, value] : options)
+    if (!read.count(key))
+      throw InputError("--option " + key + ": " +
+                       (methods.size() == 1 ? "not an option of " + methods[0] : "an option of none of the methods") +
+                       " (" + takes + ")");
 }
 
 }  // namespace placer

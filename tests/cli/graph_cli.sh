@@ -93,6 +93,13 @@ cat >"$T/cycle.json" <<'EOF'
 ]}
 EOF
 expect_error "cycle" 2 "cycle of 2 op(s): 'a' -> 'b' -> 'a'" "$PLACER" graph validate "$T/cycle.json"
+# An empty graph loads, but nothing can place it: validate says so (it said "ok: 0 ops").
+python3 -c "
+import json, sys
+g = json.load(open(sys.argv[1])); g['ops'] = []
+json.dump(g, open(sys.argv[2], 'w'))" "$T/mlp.json" "$T/empty.json"
+expect_error "empty graph" 2 "has no ops (nothing to place)" "$PLACER" graph validate "$T/empty.json"
+expect_error "--opt twice" 2 "--opt batch: given twice" "$PLACER" graph build mlp --opt batch=4 --opt batch=8 -o "$T/twice.json"
 
 cat >"$T/shape.json" <<'EOF'
 {"format": "placer.graph", "version": 1, "ops": [

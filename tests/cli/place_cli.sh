@@ -48,7 +48,20 @@ printf 'name: t\ngraph: {builder: mlp}\ncluster: tpu:8\ntrain: {updates: 1, samp
 [ "$(wc -c < "$TMP/err")" -lt 200 ] || fail "--budget 0: a long message: $(cat "$TMP/err")"
 "$PLACER" place --policy pretrained --time-budget soon --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
 [ $? -ne 0 ] && grep -q -- "--time-budget: 'soon' is not a number" "$TMP/err" || fail "--time-budget soon: $(cat "$TMP/err")"
+# A method option no method reads (a misspelt key was ignored), and a key given twice (the last one won).
+"$PLACER" place --method local_search --option temprature=0.1 --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q -- "--option temprature: not an option of local_search (local_search takes temperature)" "$TMP/err" ||
+  fail "misspelt option: $(cat "$TMP/err")"
+"$PLACER" baseline --method m_etf,dp --option max_ideal=9 --graph "$TMP/g.json" --cluster k80x4 2> "$TMP/err" > /dev/null
+[ $? -ne 0 ] && grep -q -- "--option max_ideal: an option of none of the methods (m_etf takes none; dp takes objective, max_ideals" "$TMP/err" ||
+  fail "baseline misspelt option: $(cat "$TMP/err")"
+"$PLACER" place --method local_search --option temperature=0.1 --option temperature=0.2 --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q -- "--option temperature: given twice" "$TMP/err" || fail "option given twice: $(cat "$TMP/err")"
+"$PLACER" place --policy pretrained --option temperature=0.1 --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q -- "--option applies to --method only" "$TMP/err" || fail "option with --policy: $(cat "$TMP/err")"
 set -e
+"$PLACER" place --method mincut --option imbalance=0.2 --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" > /dev/null ||
+  fail "mincut's imbalance refused"
 
 "$PLACER" baseline --graph "$TMP/g.json" --cluster k80x4 --method single,expert,m_etf,dp \
   --markdown --json "$TMP/b.json" --csv "$TMP/b.csv" > "$TMP/b.md" || fail "baseline"

@@ -58,11 +58,16 @@ class Placer {
   // sampling, randomised search): searches run these again with new seeds.
   // (mincut's seed only breaks METIS's ties, so it is not.)
   virtual bool stochastic() const { return false; }
+  // The method options (--option KEY=VALUE) this placer reads; none by default.
+  virtual std::vector<std::string> option_keys() const { return {}; }
 };
 
 // Algorithmic placers: single, round_robin, random, expert, mincut, m_topo,
 // m_etf, m_sct, heft, dp, ilp, local_search.
 std::vector<std::string> placer_names();
 std::unique_ptr<Placer> make_placer(const std::string& name);  // throws InputError listing names
+// InputError when an option is read by none of `methods` (a misspelt key would
+// otherwise be ignored), naming the key and the options each method takes.
+void check_method_options(const std::vector<std::string>& methods, const std::map<std::string, std::string>& options);
 
 }  // namespace placer
