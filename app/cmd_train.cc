@@ -90,7 +90,8 @@ std::string rank_verdict(const BaselineResult& b, double policy_s) {
   return v;
 }
 
-void print_summary(const TrainConfig& c, const TrainResult& r) {
+// The run in one line, its size, and how the table's rows were made.
+void print_run(const TrainConfig& c, const TrainResult& r) {
   std::printf("\n%s: %s on %s, policy %s, %s%s reward%s\n", c.name.c_str(), c.graph.describe().c_str(),
               c.cluster.c_str(), policy_type_name(c.policy.type), reward_mode_name(c.reward.mode),
               c.reward.paired && c.reward.mode != RewardMode::Simulated ? " (paired)" : "",
@@ -101,37 +102,17 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
   const std::string level = interval_confidence_label();
   std::printf("  every row %s%s\n", measured ? "measured side by side, interleaved, in one fresh run" : "simulated",
               measured ? (" (median step, " + level + " interval)").c_str() : "");
-  // The baselines, then the placements found outside the run (a fine-tuning run's
-  // starting answer, the service's fast path), which the result is never worse than.
-  std::vector<const BaselineResult*> rows;
-  for (const std::vector<BaselineResult>* list : {&r.baselines, &r.seen})
-    for (const BaselineResult& b : *list) rows.push_back(&b);
-  int w = 22;  // the method column: as wide as its longest name
-  for (const BaselineResult* b : rows) w = std::max(w, static_cast<int>(b->method.size()));
-  char rank_head[64];
-  std::snprintf(rank_head, sizeof rank_head, "  rank test vs policy (%g%%); paired by round", 100 * kRankTestLevel);
-  std::printf("  %-*s %12s %25s %10s %10s%s\n", w, "method", "step (s)",
-              measured ? (level + " interval (s)").c_str() : "", "vs policy", "place (s)", measured ? rank_head : "");
-  auto interval = [&](double lo, double hi) {
-    char b[64] = "";
-    if (measured) std::snprintf(b, sizeof b, "[%.6g, %.6g]", lo, hi);
-    return std::string(b);
-  };
-  // 0: the policy evaluated nothing (0 updates), or its final measurement failed (a penalty, not a step).
-  const double policy = r.policy_step_s();
-  char policy_step[32] = "-";
-  if (policy > 0) std::snprintf(policy_step, sizeof policy_step, "%.6g", policy);
-  if (!r.policy_failed.empty()) std::snprintf(policy_step, sizeof policy_step, "failed");
-  std::printf("  %-*s %12s %25s %10s %10s%s\n", w, (std::string("policy:") + policy_type_name(c.policy.type)).c_str(),
-              policy_step, policy > 0 ? interval(r.policy_ci_low_s, r.policy_ci_high_s).c_str() : "", "", "",
-              r.policy_failed.empty() ? "" : ("  measured: " + r.policy_failed).c_str());
-  // reward.finalists: which of the policy's placements this row is, picked on a separate measurement.
-  for (const TrainResult::Finalist& f : r.finalists)
-    if (f.picked)
-      std::printf(
-          "  %-*s picked from %zu of its placements measured side by side before this table (%.6g s "
-          "there; training's best %.6g s); found at sample %lld\n",
-          w, "", r.finalists.size(), f.step_s, r.finalists[0].step_s, static_cast<long long>(f.found_at_sample));
+}
+
+// A row's interval, in a measured table.
+std::string interval_text(bool measured, double lo, double hi) {
+  char b[64] = "";
+  if (measured) std::snprintf(b, sizeof b, "[%.6g, %.6g]", lo, hi);
+  return std::string(b);
+}
+
+// The baselines' and the seen placements' rows against the policy's best (`policy`, 0: none).
+void print_rows(const std::vector<const BaselineResult*>& rows, int w, bool measured, double policy) {
   for (size_t i = 0; i < rows.size(); ++i) {
     const BaselineResult& b = *rows[i];
     if (!b.ok) {
@@ -147,8 +128,42 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
       if (rows[k]->ok && !b.placement.device_of.empty() && rows[k]->placement == b.placement)
         same = "  same placement as " + rows[k]->method;
     std::printf("  %-*s %12.6g %25s %10s %10.3f%s%s\n", w, b.method.c_str(), b.step_s,
-                interval(b.ci_low_s, b.ci_high_s).c_str(), g, b.seconds, rank_verdict(b, policy).c_str(), same.c_str());
+                interval_text(measured, b.ci_low_s, b.ci_high_s).c_str(), g, b.seconds, rank_verdict(b, policy).c_str(),
+                same.c_str());
   }
+}
+
+// The policy's row, the rows of every baseline and seen placement, and the probes beside the table.
+void print_table(const TrainConfig& c, const TrainResult& r) {
+  const bool measured = r.table != "simulated";
+  const std::string level = interval_confidence_label();
+  // The baselines, then the placements found outside the run (a fine-tuning run's
+  // starting answer, the service's fast path), which the result is never worse than.
+  std::vector<const BaselineResult*> rows;
+  for (const std::vector<BaselineResult>* list : {&r.baselines, &r.seen})
+    for (const BaselineResult& b : *list) rows.push_back(&b);
+  int w = 22;  // the method column: as wide as its longest name
+  for (const BaselineResult* b : rows) w = std::max(w, static_cast<int>(b->method.size()));
+  char rank_head[64];
+  std::snprintf(rank_head, sizeof rank_head, "  rank test vs policy (%g%%); paired by round", 100 * kRankTestLevel);
+  std::printf("  %-*s %12s %25s %10s %10s%s\n", w, "method", "step (s)",
+              measured ? (level + " interval (s)").c_str() : "", "vs policy", "place (s)", measured ? rank_head : "");
+  // 0: the policy evaluated nothing (0 updates), or its final measurement failed (a penalty, not a step).
+  const double policy = r.policy_step_s();
+  char policy_step[32] = "-";
+  if (policy > 0) std::snprintf(policy_step, sizeof policy_step, "%.6g", policy);
+  if (!r.policy_failed.empty()) std::snprintf(policy_step, sizeof policy_step, "failed");
+  std::printf("  %-*s %12s %25s %10s %10s%s\n", w, (std::string("policy:") + policy_type_name(c.policy.type)).c_str(),
+              policy_step, policy > 0 ? interval_text(measured, r.policy_ci_low_s, r.policy_ci_high_s).c_str() : "", "",
+              "", r.policy_failed.empty() ? "" : ("  measured: " + r.policy_failed).c_str());
+  // reward.finalists: which of the policy's placements this row is, picked on a separate measurement.
+  for (const TrainResult::Finalist& f : r.finalists)
+    if (f.picked)
+      std::printf(
+          "  %-*s picked from %zu of its placements measured side by side before this table (%.6g s "
+          "there; training's best %.6g s); found at sample %lld\n",
+          w, "", r.finalists.size(), f.step_s, r.finalists[0].step_s, static_cast<long long>(f.found_at_sample));
+  print_rows(rows, w, measured, policy);
   if (r.table_core_rtt.read())
     std::printf(
         "  cross-core round trip while the table ran: %.0f ns (median; %.0f-%.0f ns); copy-heavy rows are "
@@ -162,6 +177,11 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
         t.core_rtt_s * 1e9, r.table_quiet_core_rtt_s * 1e9, k + 1, t.retake_core_rtt_s * 1e9,
         t.kept ? "replaced it" : "was not kept");
   }
+}
+
+// The result and who found it, what training ran for real, the bound, the held-out graphs.
+void print_result(const TrainResult& r) {
+  const double policy = r.policy_step_s();
   // The fastest placement the run evaluated, and who found it; the policy's own best stays apart.
   if (r.best_found_by == "policy" || r.best_found_by == "none")
     std::printf("  result: %.6g s, found by %s\n", r.best_step_s, r.best_found_by.c_str());
@@ -195,91 +215,108 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
               r.output_dir.c_str());
 }
 
+void print_summary(const TrainConfig& c, const TrainResult& r) {
+  print_run(c, r);
+  print_table(c, r);
+  print_result(r);
+}
+
+void add_train_options(CLI::App* cmd, TrainArgs& a) {
+  cmd->add_option("-c,--config", a.config, "Config file (YAML or JSON), e.g. configs/nmt_k80x4.yaml")->required();
+  cmd->add_flag("--resume", a.resume, "Continue from the checkpoint in the output folder");
+  cmd->add_option("-o,--output", a.output, "Result folder (default: the config's run.output_dir or runs/<name>)");
+  cmd->add_option("--cluster", a.cluster,
+                  "Override cluster (a preset, a cluster file or a device list, e.g. cpu:8+cuda:0)");
+  cmd->add_option("--graph", a.graph,
+                  "Override graph: train on this graph file alone (the config's family and held_out dropped)");
+  cmd->add_option(
+      "--init-from", a.init_from,
+      "Override policy.init_from: start from 'pretrained' (the gnn of `make pretrained`) or a result folder's weights "
+      "(fine-tuning; configs/finetune_pretrained.yaml). What that policy answers as `placer place --policy` "
+      "would, within policy.init_answer_s (1 s), counts as seen: the run never returns a slower placement");
+  cmd->add_option("--profile", a.profile, "Override reward.profile (a `placer profile` output for that cluster)");
+  cmd->add_option("--reward-mode", a.reward_mode, "Override reward.mode")
+      ->check(CLI::IsMember({"simulated", "measured", "hybrid"}));
+  add_objective_options(cmd, &a.objective);
+  cmd->add_flag("--paired", a.paired,
+                "Set reward.paired: each measured batch beside a reference placement (the first one measured), "
+                "and a placement's step the reference's times its median per-round ratio to it");
+  cmd->add_option("--updates", a.updates, "Override train.updates");
+  cmd->add_option("--max-samples", a.max_samples, "Override train.max_samples");
+  cmd->add_option("--time-limit", a.time_limit_s, "Override train.time_limit_s (seconds)");
+  cmd->add_option("--seed", a.seed, "Override run.seed");
+  cmd->add_option("--threads", a.threads, "Override run.threads (LibTorch intra-op threads)");
+  cmd->add_option("--stop-after", a.stop_after,
+                  "Stop after this many updates in total (checkpoint kept; --resume continues)");
+  cmd->add_flag("-q,--quiet", a.quiet, "No progress line");
+  cmd->add_option("--metrics-port", a.metrics_port,
+                  "Serve Prometheus metrics of this run on 0.0.0.0:PORT/metrics (0 = any free port)")
+      ->check(CLI::Range(0, 65535));
+  cmd->add_option("--workers-bind", a.workers_bind,
+                  "Evaluate placements on `placer worker` processes that connect here, e.g. 'tcp://*:5557' "
+                  "(port * = any free port; the endpoint is printed)");
+  cmd->add_option("--min-workers", a.min_workers, "With --workers-bind: workers to wait for before training")
+      ->capture_default_str();
+  cmd->add_option("--workers-wait", a.workers_wait_s,
+                  "With --workers-bind: seconds to wait for --min-workers, and for a worker able to take a task")
+      ->capture_default_str();
+}
+
+// The command line's overrides of the config.
+void apply_overrides(const TrainArgs& a, const CLI::App& cmd, TrainConfig& c) {
+  // --objective, --microbatches, --schedule override reward.objective/microbatches/schedule one by one.
+  if (cmd.count("--objective")) c.reward.objective = objective_named(a.objective.objective);
+  if (cmd.count("--microbatches")) c.reward.pipeline.microbatches = a.objective.microbatches;
+  if (cmd.count("--schedule")) c.reward.pipeline.schedule = schedule_named(a.objective.schedule);
+  if (!a.output.empty()) c.run.output_dir = a.output;
+  if (!a.cluster.empty()) c.cluster = a.cluster;
+  if (!a.graph.empty()) {
+    c.graph = GraphSource{};
+    c.graph.file = a.graph;
+    c.family.clear();
+    c.held_out.clear();
+  }
+  if (!a.init_from.empty()) c.policy.init_from = a.init_from;
+  if (!a.profile.empty()) c.reward.profile = a.profile;
+  if (!a.reward_mode.empty()) c.reward.mode = parse_reward_mode(a.reward_mode);
+  if (a.paired) c.reward.paired = true;
+  if (a.updates >= 0) c.optimizer.updates = a.updates;
+  if (a.max_samples >= 0) c.optimizer.max_samples = a.max_samples;
+  if (a.time_limit_s >= 0) c.optimizer.time_limit_s = a.time_limit_s;
+  if (a.seed >= 0) c.run.seed = static_cast<uint64_t>(a.seed);
+  if (a.threads > 0) c.run.threads = a.threads;
+}
+
+void run_train(const TrainArgs& a, const CLI::App& cmd) {
+  TrainConfig c = load_train_config(a.config);
+  apply_overrides(a, cmd, c);
+  TrainControls ctl;
+  ctl.resume = a.resume;
+  ctl.progress = !a.quiet;
+  ctl.stop_after_updates = a.stop_after;
+  std::unique_ptr<MetricsSink> sink;
+  if (a.metrics_port >= 0) {
+    sink = placer::service::make_prometheus_sink(a.metrics_port, c.name, c.graph.describe());
+    auto* prom = dynamic_cast<placer::service::PrometheusSink*>(sink.get());
+    std::fprintf(stderr, "metrics: serving http://0.0.0.0:%d/metrics\n", prom ? prom->port() : a.metrics_port);
+  }
+  std::shared_ptr<placer::service::WorkerPool> pool;
+  if (!a.workers_bind.empty()) {
+    pool = start_workers(a);
+    ctl.remote = pool;
+  }
+  TrainResult r = train(c, sink.get(), ctl);
+  print_summary(c, r);
+  if (pool) print_worker_stats(*pool, r);
+}
+
 }  // namespace
 
 void add_train_commands(CLI::App& app) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = app.add_subcommand("train", "Train a learned placer (seq2seq, hierarchical or gnn) from a config");
-  cmd->add_option("-c,--config", args->config, "Config file (YAML or JSON), e.g. configs/nmt_k80x4.yaml")->required();
-  cmd->add_flag("--resume", args->resume, "Continue from the checkpoint in the output folder");
-  cmd->add_option("-o,--output", args->output, "Result folder (default: the config's run.output_dir or runs/<name>)");
-  cmd->add_option("--cluster", args->cluster,
-                  "Override cluster (a preset, a cluster file or a device list, e.g. cpu:8+cuda:0)");
-  cmd->add_option("--graph", args->graph,
-                  "Override graph: train on this graph file alone (the config's family and held_out dropped)");
-  cmd->add_option(
-      "--init-from", args->init_from,
-      "Override policy.init_from: start from 'pretrained' (the gnn of `make pretrained`) or a result folder's weights "
-      "(fine-tuning; configs/finetune_pretrained.yaml). What that policy answers as `placer place --policy` "
-      "would, within policy.init_answer_s (1 s), counts as seen: the run never returns a slower placement");
-  cmd->add_option("--profile", args->profile, "Override reward.profile (a `placer profile` output for that cluster)");
-  cmd->add_option("--reward-mode", args->reward_mode, "Override reward.mode")
-      ->check(CLI::IsMember({"simulated", "measured", "hybrid"}));
-  add_objective_options(cmd, &args->objective);
-  cmd->add_flag("--paired", args->paired,
-                "Set reward.paired: each measured batch beside a reference placement (the first one measured), "
-                "and a placement's step the reference's times its median per-round ratio to it");
-  cmd->add_option("--updates", args->updates, "Override train.updates");
-  cmd->add_option("--max-samples", args->max_samples, "Override train.max_samples");
-  cmd->add_option("--time-limit", args->time_limit_s, "Override train.time_limit_s (seconds)");
-  cmd->add_option("--seed", args->seed, "Override run.seed");
-  cmd->add_option("--threads", args->threads, "Override run.threads (LibTorch intra-op threads)");
-  cmd->add_option("--stop-after", args->stop_after,
-                  "Stop after this many updates in total (checkpoint kept; --resume continues)");
-  cmd->add_flag("-q,--quiet", args->quiet, "No progress line");
-  cmd->add_option("--metrics-port", args->metrics_port,
-                  "Serve Prometheus metrics of this run on 0.0.0.0:PORT/metrics (0 = any free port)")
-      ->check(CLI::Range(0, 65535));
-  cmd->add_option("--workers-bind", args->workers_bind,
-                  "Evaluate placements on `placer worker` processes that connect here, e.g. 'tcp://*:5557' "
-                  "(port * = any free port; the endpoint is printed)");
-  cmd->add_option("--min-workers", args->min_workers, "With --workers-bind: workers to wait for before training")
-      ->capture_default_str();
-  cmd->add_option("--workers-wait", args->workers_wait_s,
-                  "With --workers-bind: seconds to wait for --min-workers, and for a worker able to take a task")
-      ->capture_default_str();
-  cmd->callback([args, cmd]() {
-    TrainConfig c = load_train_config(args->config);
-    // --objective, --microbatches, --schedule override reward.objective/microbatches/schedule one by one.
-    if (cmd->count("--objective")) c.reward.objective = objective_named(args->objective.objective);
-    if (cmd->count("--microbatches")) c.reward.pipeline.microbatches = args->objective.microbatches;
-    if (cmd->count("--schedule")) c.reward.pipeline.schedule = schedule_named(args->objective.schedule);
-    if (!args->output.empty()) c.run.output_dir = args->output;
-    if (!args->cluster.empty()) c.cluster = args->cluster;
-    if (!args->graph.empty()) {
-      c.graph = GraphSource{};
-      c.graph.file = args->graph;
-      c.family.clear();
-      c.held_out.clear();
-    }
-    if (!args->init_from.empty()) c.policy.init_from = args->init_from;
-    if (!args->profile.empty()) c.reward.profile = args->profile;
-    if (!args->reward_mode.empty()) c.reward.mode = parse_reward_mode(args->reward_mode);
-    if (args->paired) c.reward.paired = true;
-    if (args->updates >= 0) c.optimizer.updates = args->updates;
-    if (args->max_samples >= 0) c.optimizer.max_samples = args->max_samples;
-    if (args->time_limit_s >= 0) c.optimizer.time_limit_s = args->time_limit_s;
-    if (args->seed >= 0) c.run.seed = static_cast<uint64_t>(args->seed);
-    if (args->threads > 0) c.run.threads = args->threads;
-    TrainControls ctl;
-    ctl.resume = args->resume;
-    ctl.progress = !args->quiet;
-    ctl.stop_after_updates = args->stop_after;
-    std::unique_ptr<MetricsSink> sink;
-    if (args->metrics_port >= 0) {
-      sink = placer::service::make_prometheus_sink(args->metrics_port, c.name, c.graph.describe());
-      auto* prom = dynamic_cast<placer::service::PrometheusSink*>(sink.get());
-      std::fprintf(stderr, "metrics: serving http://0.0.0.0:%d/metrics\n", prom ? prom->port() : args->metrics_port);
-    }
-    std::shared_ptr<placer::service::WorkerPool> pool;
-    if (!args->workers_bind.empty()) {
-      pool = start_workers(*args);
-      ctl.remote = pool;
-    }
-    TrainResult r = train(c, sink.get(), ctl);
-    print_summary(c, r);
-    if (pool) print_worker_stats(*pool, r);
-  });
+  add_train_options(cmd, *args);
+  cmd->callback([args, cmd]() { run_train(*args, *cmd); });
 
   auto from = std::make_shared<std::string>(), to = std::make_shared<std::string>();
   CLI::App* ex = app.add_subcommand(

@@ -96,97 +96,130 @@ struct Candidate {
 
 }  // namespace
 
-Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
-                        const Environment& env, int samples, int levels, double temperature, uint64_t seed,
-                        StepResult* simulated, DecodeStats* stats, double seconds, double around) {
-  const auto t0 = Clock::now();
-  const bool timed = seconds > 0.0;
-  DecodeStats st;
-  Candidate best;
-  // The levels' problems (the first is the caller's) and each one's slowest round.
-  std::vector<PolicyInput> coarse;
-  std::vector<const PolicyInput*> level{&problem};
-  std::vector<double> round_s;
-  coarse.reserve(static_cast<size_t>(std::max(0, levels - 1)));
-  // A round's bookkeeping: the level's slowest round, the placements it simulated.
-  auto count_round = [&](size_t l, Clock::time_point started, int64_t placements) {
-    if (round_s.size() <= l) round_s.resize(l + 1, 0.0);
-    round_s[l] = std::max(round_s[l], seconds_since(started));
-    st.placements += placements;
-    ++st.rounds;
-  };
-  auto round = [&](size_t l, uint64_t round_seed, int greedy_rows) {
-    const auto t = Clock::now();
-    StepResult sim;
-    Placement placed = decode_best(policy, *level[l], env, samples, temperature, round_seed, &sim, greedy_rows);
-    best.offer(std::move(placed), std::move(sim));
-    count_round(l, t, std::max(1, samples));
-  };
-  // A round near the best so far (policy.place_around): `samples` rows, each the
-  // best cut to the level's units with a few units moved where the policy draws them.
-  // A level where one drew nothing new (every row tried before) draws plain rounds after.
-  std::vector<std::unordered_set<std::vector<int32_t>, UnitsHash>> tried;
-  std::vector<char> near_spent;
-  auto round_near = [&](size_t l, uint64_t round_seed) {
-    const auto t = Clock::now();
-    const PolicyInput& p = *level[l];
-    std::mt19937_64 rng(round_seed);
-    SampleOptions so;
-    so.temperature = temperature;
-    TorchThreads threads(1);
-    const std::vector<std::vector<int32_t>> rows =
-        sample_around(policy, p, p.contract(best.placement), std::max(1, samples), so, rng,
-                      [&](const std::vector<int32_t>& u) { return tried[l].insert(u).second; });
-    for (const std::vector<int32_t>& units : rows) {
-      Placement placed = p.expand(units);
-      StepResult sim = env.simulate(placed);
-      best.offer(std::move(placed), std::move(sim));
-    }
-    count_round(l, t, static_cast<int64_t>(rows.size()));  // the new ones it drew: `samples` at most
-    ++st.near_rounds;
-    near_spent[l] = rows.empty();
-  };
-  auto fits = [&](double estimate) { return seconds_since(t0) + 1.5 * estimate <= seconds; };
-  round(0, seed, 1);
-  int32_t last = problem.n;
-  for (int l = 1; l < levels; ++l) {
-    PolicyInputOptions o = options;
-    o.max_units = std::max<int32_t>(problem.d, problem.n >> l);
-    if (o.max_units >= last) break;  // no coarser than the last level
-    PolicyInput p = make_policy_input(*problem.graph, *problem.cluster, env.costs(), o);
-    if (p.n >= last) break;
-    last = p.n;
-    coarse.push_back(std::move(p));
-    level.push_back(&coarse.back());
-    round(level.size() - 1, seed, 1);
+namespace {
+
+// decode_levels' state: the levels' problems, the best so far, each level's slowest round.
+class LevelDecoder {
+ public:
+  LevelDecoder(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
+               const Environment& env, const DecodeOptions& o)
+      : policy_(policy), problem_(problem), options_(options), env_(env), o_(o) {}
+
+  Placement run(StepResult* simulated, DecodeStats* stats) {
+    round(0, o_.seed, 1);
+    add_levels();
+    st_.levels = static_cast<int>(level_.size());
+    tried_.resize(level_.size());
+    near_spent_.assign(level_.size(), 0);
+    // Anytime: more rounds at the levels in turn, each with a seed of its own, while one
+    // fits, kMaxRounds at each level at most (a budget of "no limit" ends too).
+    constexpr uint64_t kMaxRounds = 32;
+    for (uint64_t r = 1; o_.seconds > 0.0 && r < kMaxRounds; ++r)
+      if (!anytime_rounds(r)) break;
+    st_.seconds = seconds_since(t0_);
+    if (simulated) *simulated = std::move(best_.sim);
+    if (stats) *stats = st_;
+    return std::move(best_.placement);
   }
-  st.levels = static_cast<int>(level.size());
-  tried.resize(level.size());
-  near_spent.assign(level.size(), 0);
-  // Anytime: more rounds at the levels in turn, each with a seed of its own, while one
-  // fits, kMaxRounds at each level at most (a budget of "no limit" ends too).
-  constexpr uint64_t kMaxRounds = 32;
-  for (uint64_t r = 1; timed && r < kMaxRounds; ++r) {
+
+ private:
+  // The coarser levels: 1/2, 1/4, ... as many units, each coarser than the last.
+  void add_levels() {
+    coarse_.reserve(static_cast<size_t>(std::max(0, o_.levels - 1)));  // level_ points into it
+    int32_t last = problem_.n;
+    for (int l = 1; l < o_.levels; ++l) {
+      PolicyInputOptions o = options_;
+      o.max_units = std::max<int32_t>(problem_.d, problem_.n >> l);
+      if (o.max_units >= last) break;  // no coarser than the last level
+      PolicyInput p = make_policy_input(*problem_.graph, *problem_.cluster, env_.costs(), o);
+      if (p.n >= last) break;
+      last = p.n;
+      coarse_.push_back(std::move(p));
+      level_.push_back(&coarse_.back());
+      round(level_.size() - 1, o_.seed, 1);
+    }
+  }
+
+  // Round r at every level whose slowest round still fits; false when none did.
+  bool anytime_rounds(uint64_t r) {
     bool drew = false;
-    for (size_t l = 0; l < level.size(); ++l) {
-      if (!fits(round_s[l])) continue;
-      const uint64_t round_seed = seed + 0x9E3779B97F4A7C15ULL * r + l;
-      // around of the rounds near the best: round r is one where r x around passes a whole number.
+    for (size_t l = 0; l < level_.size(); ++l) {
+      if (seconds_since(t0_) + 1.5 * round_s_[l] > o_.seconds) continue;
+      const uint64_t round_seed = o_.seed + 0x9E3779B97F4A7C15ULL * r + l;
+      // `around` of the rounds near the best: round r is one where r x around passes a whole number.
       // (A policy that cannot decode forced rows, the hierarchical one, draws plain rounds only.)
-      const bool near = around > 0 && policy.clones_placements() && !near_spent[l] &&
-                        std::floor(r * around) > std::floor((r - 1) * around);
+      const bool near = o_.around > 0 && policy_.clones_placements() && !near_spent_[l] &&
+                        std::floor(r * o_.around) > std::floor((r - 1) * o_.around);
       if (near)
         round_near(l, round_seed);
       else
         round(l, round_seed, 0);
       drew = true;
     }
-    if (!drew) break;
+    return drew;
   }
-  st.seconds = seconds_since(t0);
-  if (simulated) *simulated = std::move(best.sim);
-  if (stats) *stats = st;
-  return std::move(best.placement);
+
+  // A round's bookkeeping: the level's slowest round, the placements it simulated.
+  void count_round(size_t l, Clock::time_point started, int64_t placements) {
+    if (round_s_.size() <= l) round_s_.resize(l + 1, 0.0);
+    round_s_[l] = std::max(round_s_[l], seconds_since(started));
+    st_.placements += placements;
+    ++st_.rounds;
+  }
+
+  void round(size_t l, uint64_t round_seed, int greedy_rows) {
+    const auto t = Clock::now();
+    StepResult sim;
+    Placement placed =
+        decode_best(policy_, *level_[l], env_, o_.samples, o_.temperature, round_seed, &sim, greedy_rows);
+    best_.offer(std::move(placed), std::move(sim));
+    count_round(l, t, std::max(1, o_.samples));
+  }
+
+  // A round near the best so far (policy.place_around): `samples` rows, each the
+  // best cut to the level's units with a few units moved where the policy draws them.
+  // A level where one drew nothing new (every row tried before) draws plain rounds after.
+  void round_near(size_t l, uint64_t round_seed) {
+    const auto t = Clock::now();
+    const PolicyInput& p = *level_[l];
+    std::mt19937_64 rng(round_seed);
+    SampleOptions so;
+    so.temperature = o_.temperature;
+    TorchThreads threads(1);
+    const std::vector<std::vector<int32_t>> rows =
+        sample_around(policy_, p, p.contract(best_.placement), std::max(1, o_.samples), so, rng,
+                      [&](const std::vector<int32_t>& u) { return tried_[l].insert(u).second; });
+    for (const std::vector<int32_t>& units : rows) {
+      Placement placed = p.expand(units);
+      StepResult sim = env_.simulate(placed);
+      best_.offer(std::move(placed), std::move(sim));
+    }
+    count_round(l, t, static_cast<int64_t>(rows.size()));  // the new ones it drew: `samples` at most
+    ++st_.near_rounds;
+    near_spent_[l] = rows.empty();
+  }
+
+  PolicyImpl& policy_;
+  const PolicyInput& problem_;
+  const PolicyInputOptions& options_;
+  const Environment& env_;
+  const DecodeOptions o_;
+  const Clock::time_point t0_ = Clock::now();
+  DecodeStats st_;
+  Candidate best_;
+  std::vector<PolicyInput> coarse_;                                         // the coarser levels' problems
+  std::vector<const PolicyInput*> level_{&problem_};                        // every level's (the first is the caller's)
+  std::vector<double> round_s_;                                             // each level's slowest round
+  std::vector<std::unordered_set<std::vector<int32_t>, UnitsHash>> tried_;  // rows drawn near the best
+  std::vector<char> near_spent_;
+};
+
+}  // namespace
+
+Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
+                        const Environment& env, const DecodeOptions& decode, StepResult* simulated,
+                        DecodeStats* stats) {
+  return LevelDecoder(policy, problem, options, env, decode).run(simulated, stats);
 }
 
 struct LoadedPolicy::Impl {
@@ -264,9 +297,10 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   std::unique_lock<std::mutex> decode_lock(impl_->mutex);
   // The budget counts from the call: what loading the problem took is spent.
   const double left = decode_seconds > 0.0 ? std::max(1e-3, decode_seconds - seconds_since(t0)) : 0.0;
-  result.placement =
-      decode_levels(*impl_->policy, problem, po, *context.env, config.policy.place_samples, config.policy.place_levels,
-                    config.optimizer.temperature, context.seed, &decoded, &ds, left, config.policy.place_around);
+  result.placement = decode_levels(*impl_->policy, problem, po, *context.env,
+                                   {config.policy.place_samples, config.policy.place_levels,
+                                    config.optimizer.temperature, context.seed, left, config.policy.place_around},
+                                   &decoded, &ds);
   decode_lock.unlock();
   result.evaluations = ds.placements;
   result.stats["decoded_simulated_s"] = decoded.step_s;

@@ -256,10 +256,17 @@ struct DecodeStats {
 // (sample_around, the best cut to the level's units: a search the policy proposes).
 // They only add candidates: never slower than the fixed decode of the same seed,
 // which always runs whole (on a slow machine it may overrun `seconds`).
+struct DecodeOptions {
+  int samples = 1;
+  int levels = 1;
+  double temperature = 1.0;
+  uint64_t seed = 0;
+  double seconds = 0.0;  // > 0: anytime, within this many seconds
+  double around = 0.0;   // the share of the anytime rounds drawn near the best so far
+};
 Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
-                        const Environment& env, int samples, int levels, double temperature, uint64_t seed,
-                        StepResult* simulated = nullptr, DecodeStats* stats = nullptr, double seconds = 0.0,
-                        double around = 0.0);
+                        const Environment& env, const DecodeOptions& decode, StepResult* simulated = nullptr,
+                        DecodeStats* stats = nullptr);
 
 // LibTorch's intra-op threads for one call (one: a policy's tensors are small and
 // the cores shared; with two OpenMP threads on the 2-core VM and the other core

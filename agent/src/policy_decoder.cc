@@ -62,6 +62,39 @@ int32_t argmax(const float* p, int32_t n, int64_t avoid = -1) {
   return best;
 }
 
+// One unit's device in each row: forced, greedy (the first greedy_rows rows) or drawn
+// from the softmax of the logits (with Gaussian noise on them when options.noise > 0);
+// a forced move (kFreeAvoiding) draws among the other devices.
+class DeviceChooser {
+ public:
+  DeviceChooser(const SampleOptions& options, std::mt19937_64& rng, int64_t devices)
+      : options_(options), rng_(rng), noisy_(devices), probs_(devices) {}
+
+  // `lg`: the row's D logits; `f`: the row's forced entry (a device, kFree or kFreeAvoiding(d)).
+  int32_t choose(const float* lg, int32_t b, int32_t f) {
+    const int64_t D = static_cast<int64_t>(probs_.size());
+    const int64_t avoid = f <= kFreeAvoiding(0) && D > 1 ? kFreeAvoiding(0) - f : -1;  // a move: not this device
+    if (f >= 0) return f;
+    if (b < options_.greedy_rows) return argmax(lg, static_cast<int32_t>(D), avoid);
+    float mx = -1e30f;
+    for (int64_t d = 0; d < D; ++d) {
+      noisy_[d] = lg[d] + (options_.noise > 0 ? static_cast<float>(options_.noise) * normal_(rng_) : 0.f);
+      if (d != avoid) mx = std::max(mx, noisy_[d]);
+    }
+    float sum = 0;
+    for (int64_t d = 0; d < D; ++d) sum += (probs_[d] = d == avoid ? 0.f : std::exp(noisy_[d] - mx));
+    for (int64_t d = 0; d < D; ++d) probs_[d] /= sum;
+    return sample_categorical(probs_.data(), static_cast<int32_t>(D), uniform_(rng_));
+  }
+
+ private:
+  const SampleOptions& options_;
+  std::mt19937_64& rng_;
+  std::normal_distribution<float> normal_{0.f, 1.f};
+  std::uniform_real_distribution<double> uniform_{0.0, 1.0};
+  std::vector<float> noisy_, probs_;
+};
+
 }  // namespace
 
 void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_features,
@@ -92,9 +125,7 @@ void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_feat
   float* logp_p = logp.data_ptr<float>();
   torch::Tensor prev = start_.unsqueeze(0).expand({B, H});
   c10::optional<std::tuple<torch::Tensor, torch::Tensor>> hx;
-  std::normal_distribution<float> normal(0.f, 1.f);
-  std::uniform_real_distribution<double> uniform(0.0, 1.0);
-  std::vector<float> noisy(D), probs(D);
+  DeviceChooser chooser(options, rng, D);
   const double T = options.temperature;
   for (int64_t t = 0; t < S; ++t) {
     const torch::Tensor in = torch::cat({shared ? enc1[t].expand({B, H}) : encB.select(1, t), prev}, 1);
@@ -120,24 +151,7 @@ void DecoderImpl::decode(const torch::Tensor& enc, const torch::Tensor& dev_feat
     const float* lpp = lp.data_ptr<float>();
     std::vector<int64_t> chosen(B);
     for (int32_t b = 0; b < B; ++b) {
-      int32_t choice;
-      const int32_t f = forced ? (*forced)[per_row ? b * S + t : t] : kFree;
-      const int64_t avoid = f <= kFreeAvoiding(0) && D > 1 ? kFreeAvoiding(0) - f : -1;  // a move: not this device
-      if (f >= 0) {
-        choice = f;
-      } else if (b < options.greedy_rows) {
-        choice = argmax(lg + b * D, static_cast<int32_t>(D), avoid);
-      } else {
-        float mx = -1e30f;
-        for (int64_t d = 0; d < D; ++d) {
-          noisy[d] = lg[b * D + d] + (options.noise > 0 ? static_cast<float>(options.noise) * normal(rng) : 0.f);
-          if (d != avoid) mx = std::max(mx, noisy[d]);
-        }
-        float sum = 0;
-        for (int64_t d = 0; d < D; ++d) sum += (probs[d] = d == avoid ? 0.f : std::exp(noisy[d] - mx));
-        for (int64_t d = 0; d < D; ++d) probs[d] /= sum;
-        choice = sample_categorical(probs.data(), static_cast<int32_t>(D), uniform(rng));
-      }
+      const int32_t choice = chooser.choose(lg + b * D, b, forced ? (*forced)[per_row ? b * S + t : t] : kFree);
       (*actions)[b][t] = choice;
       chosen[b] = choice;
       logp_p[b * S + t] = lpp[b * D + choice];  // of the policy's distribution (an avoided device's mass included)

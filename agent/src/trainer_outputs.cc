@@ -323,8 +323,8 @@ void Trainer::place_held_out(const EnvOptions& eo, TrainResult* result) {
     PolicyInput p = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
     const bool was_training = policy_->is_training();
     policy_->eval();
-    Placement placement = decode_levels(*policy_, p, po, env, c_.policy.place_samples, c_.policy.place_levels,
-                                        c_.optimizer.temperature, c_.run.seed);
+    Placement placement = decode_levels(
+        *policy_, p, po, env, {c_.policy.place_samples, c_.policy.place_levels, c_.optimizer.temperature, c_.run.seed});
     policy_->train(was_training);
     const double secs = seconds_since(t1);
     const Evaluation e = env.evaluate(placement);

@@ -65,14 +65,77 @@ CalibrationText calibration_text(const std::string& calibration) {
 const char* time_unit(const std::optional<PipelineSpec>& pipeline) { return pipeline ? "mini-batch" : "step"; }
 }  // namespace
 
-FidelityReport FidelityReport::from_json(const std::string& text) {
-  rj::Document doc;
-  doc.Parse(text.c_str(), text.size());
-  if (doc.HasParseError() || !doc.IsObject()) throw InputError("fidelity report: not a JSON object");
-  // "fidelity report: points[0].measured_s: expected a number, got \"x\""
-  FieldReader<JsonNode> top(JsonNode(&doc), "", throw_field_error<InputError>("fidelity report"));
-  auto number = [](FieldReader<JsonNode>& f, const char* key) { return f.number(f.need(key), f.path(key)); };
-  FidelityReport r;
+namespace {
+
+using Reader = FieldReader<JsonNode>;
+
+double need_number(Reader& f, const char* key) { return f.number(f.need(key), f.path(key)); }
+
+// Whether `key` holds a list (absent or null: no; anything else: an error).
+bool has_list(Reader& top, const char* key, JsonNode* v) {
+  *v = top.get(key);
+  if (!v->present() || v->is_null()) return false;
+  if (!v->is_list()) top.fail(key, "expected a list, got " + v->describe());
+  return true;
+}
+
+// The numbers at `key`, if any.
+void read_numbers(Reader& top, const char* key, std::vector<double>* out) {
+  JsonNode v;
+  if (has_list(top, key, &v))
+    for (size_t k = 0; k < v.size(); ++k) out->push_back(top.number(v.at(k), index_path(key, k)));
+}
+
+// The objects at `key`, if any, each handed to `each` with its reader.
+template <typename Each>
+void read_objects(Reader& top, const char* key, Each each) {
+  JsonNode v;
+  if (!has_list(top, key, &v)) return;
+  for (size_t k = 0; k < v.size(); ++k) {
+    Reader item(v.at(k), index_path(key, k), top.on_fail());
+    if (!v.at(k).is_map()) top.fail(item.path(), "expected an object, got " + v.at(k).describe());
+    each(item);
+  }
+}
+
+FidelityRetake read_retake(Reader& t) {
+  FidelityRetake x;
+  const double seconds = 10.0;  // a probe reading is bounded at 50 ms; anything near 10 s is not one
+  if (!t.read("round", &x.round, 0, 100000)) t.fail(t.path("round"), "missing required field");
+  if (!t.read("probe_s", &x.probe_s, 0.0, seconds)) t.fail(t.path("probe_s"), "missing required field");
+  if (!t.read("quiet_s", &x.quiet_s, 0.0, seconds)) t.fail(t.path("quiet_s"), "missing required field");
+  t.read("retake_probe_s", &x.retake_probe_s, 0.0, seconds);
+  t.read("kept", &x.kept);
+  t.finish();
+  if (!(x.quiet_s > 0 && x.probe_s > x.quiet_s))
+    t.fail(t.path("probe_s"), "must be above quiet_s > 0 (a retake answers a reading above the quietest)");
+  if (x.kept && !(x.retake_probe_s > 0 && x.retake_probe_s < x.probe_s))
+    t.fail(t.path("kept"), "a kept retake must have read lower than probe_s (0 < retake_probe_s < probe_s)");
+  return x;
+}
+
+FidelityPoint read_point(Reader& pt, const char* other_calibration_key) {
+  FidelityPoint p;
+  p.kind = pt.string(pt.need("kind"), pt.path("kind"));
+  p.measured_s = need_number(pt, "measured_s");
+  p.measured_iqr_s = need_number(pt, "measured_iqr_s");
+  p.simulated_s = need_number(pt, "simulated_s");
+  for (auto [key, out] : {std::pair{"ci_low_s", &p.ci_low_s}, std::pair{"ci_high_s", &p.ci_high_s},
+                          std::pair{"simulated_unfitted_s", &p.simulated_unfitted_s},
+                          std::pair{"simulated_per_copy_s", &p.simulated_per_copy_s},
+                          std::pair{"simulated_equal_cpus_s", &p.simulated_equal_cpus_s},
+                          std::pair{other_calibration_key, &p.simulated_other_calibration_s}})
+    if (const auto v = pt.get(key).number()) *out = *v;
+  if (const auto v = pt.get("steps").number()) p.steps = static_cast<int64_t>(*v);
+  p.transfer_bytes = static_cast<int64_t>(need_number(pt, "transfer_bytes"));
+  const JsonNode rounds = pt.get("rounds_s");
+  for (size_t k = 0; k < rounds.size(); ++k)
+    if (const auto v = rounds.at(k).number()) p.rounds_s.push_back(*v);
+  return p;
+}
+
+// The report's own fields: what was measured where, and the fitted copy costs.
+void read_header(Reader& top, FidelityReport& r) {
   r.graph = top.string(top.need("graph"), "graph");
   r.devices = top.string(top.need("devices"), "devices");
   r.command = top.string(top.need("command"), "command");
@@ -83,122 +146,113 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
   if (r.calibration != "rounds_mean" && r.calibration != "fastest_round")
     top.fail("calibration", "expected \"rounds_mean\" or \"fastest_round\", got \"" + r.calibration + "\"");
   r.pipeline = read_pipeline(top);
-  r.ops = static_cast<int64_t>(number(top, "ops"));
-  r.calibrated_fraction = number(top, "calibrated_fraction");
-  r.per_op_overhead_s = number(top, "per_op_overhead_s");
-  if (const auto v = top.get("copy_s_per_byte").number()) r.copy_s_per_byte = *v;
-  if (const auto v = top.get("copy_s_per_copy").number()) r.copy_s_per_copy = *v;
-  if (const auto v = top.get("cross_copy_s").number()) r.cross_copy_s = *v;
-  if (const auto v = top.get("cross_copy_s_per_byte").number()) r.cross_copy_s_per_byte = *v;
-  r.failed = static_cast<int>(number(top, "failed"));
-  for (auto [key, out] : {std::pair{"core_rtt_profiled_s", &r.core_rtt_profiled_s},
-                          std::pair{"core_rtt_measured_s", &r.core_rtt_measured_s}}) {
-    const JsonNode v = top.get(key);
-    if (!v.present() || v.is_null()) continue;
-    if (!v.is_list()) top.fail(key, "expected a list, got " + v.describe());
-    for (size_t k = 0; k < v.size(); ++k) out->push_back(top.number(v.at(k), index_path(key, k)));
-  }
-  if (const JsonNode v = top.get("cpu_steps"); v.present() && !v.is_null()) {
-    if (!v.is_list()) top.fail("cpu_steps", "expected a list, got " + v.describe());
-    for (size_t k = 0; k < v.size(); ++k) {
-      FieldReader<JsonNode> s(v.at(k), index_path("cpu_steps", k), top.on_fail());
-      if (!v.at(k).is_map()) top.fail(s.path(), "expected an object, got " + v.at(k).describe());
-      DeviceStep d;
-      if (!s.read("device", &d.device)) s.fail(s.path("device"), "missing required field");
-      if (!s.read("step_s", &d.step_s, 1e-12, 1e6)) s.fail(s.path("step_s"), "missing required field");
-      r.cpu_steps.push_back(std::move(d));
-    }
-  }
+  r.ops = static_cast<int64_t>(need_number(top, "ops"));
+  r.calibrated_fraction = need_number(top, "calibrated_fraction");
+  r.per_op_overhead_s = need_number(top, "per_op_overhead_s");
+  for (auto [key, out] :
+       {std::pair{"copy_s_per_byte", &r.copy_s_per_byte}, std::pair{"copy_s_per_copy", &r.copy_s_per_copy},
+        std::pair{"cross_copy_s", &r.cross_copy_s}, std::pair{"cross_copy_s_per_byte", &r.cross_copy_s_per_byte}})
+    if (const auto v = top.get(key).number()) *out = *v;
+  r.failed = static_cast<int>(need_number(top, "failed"));
+}
+
+}  // namespace
+
+FidelityReport FidelityReport::from_json(const std::string& text) {
+  rj::Document doc;
+  doc.Parse(text.c_str(), text.size());
+  if (doc.HasParseError() || !doc.IsObject()) throw InputError("fidelity report: not a JSON object");
+  // "fidelity report: points[0].measured_s: expected a number, got \"x\""
+  Reader top(JsonNode(&doc), "", throw_field_error<InputError>("fidelity report"));
+  FidelityReport r;
+  read_header(top, r);
+  read_numbers(top, "core_rtt_profiled_s", &r.core_rtt_profiled_s);
+  read_numbers(top, "core_rtt_measured_s", &r.core_rtt_measured_s);
+  read_objects(top, "cpu_steps", [&](Reader& s) {
+    DeviceStep d;
+    if (!s.read("device", &d.device)) s.fail(s.path("device"), "missing required field");
+    if (!s.read("step_s", &d.step_s, 1e-12, 1e6)) s.fail(s.path("step_s"), "missing required field");
+    r.cpu_steps.push_back(std::move(d));
+  });
   top.read("spell_ratio", &r.spell_ratio, 1.0, 1000.0);
-  if (const JsonNode v = top.get("retakes"); v.present() && !v.is_null()) {
-    if (!v.is_list()) top.fail("retakes", "expected a list, got " + v.describe());
-    for (size_t k = 0; k < v.size(); ++k) {
-      FieldReader<JsonNode> t(v.at(k), index_path("retakes", k), top.on_fail());
-      if (!v.at(k).is_map()) top.fail(t.path(), "expected an object, got " + v.at(k).describe());
-      FidelityRetake x;
-      const double seconds = 10.0;  // a probe reading is bounded at 50 ms; anything near 10 s is not one
-      if (!t.read("round", &x.round, 0, 100000)) t.fail(t.path("round"), "missing required field");
-      if (!t.read("probe_s", &x.probe_s, 0.0, seconds)) t.fail(t.path("probe_s"), "missing required field");
-      if (!t.read("quiet_s", &x.quiet_s, 0.0, seconds)) t.fail(t.path("quiet_s"), "missing required field");
-      t.read("retake_probe_s", &x.retake_probe_s, 0.0, seconds);
-      t.read("kept", &x.kept);
-      t.finish();
-      if (!(x.quiet_s > 0 && x.probe_s > x.quiet_s))
-        t.fail(t.path("probe_s"), "must be above quiet_s > 0 (a retake answers a reading above the quietest)");
-      if (x.kept && !(x.retake_probe_s > 0 && x.retake_probe_s < x.probe_s))
-        t.fail(t.path("kept"), "a kept retake must have read lower than probe_s (0 < retake_probe_s < probe_s)");
-      r.retakes.push_back(x);
-    }
-  }
-  const JsonNode points = top.need("points");
-  if (!points.is_list()) top.fail("points", "expected a list, got " + points.describe());
-  for (size_t i = 0; i < points.size(); ++i) {
-    FieldReader<JsonNode> pt(points.at(i), index_path("points", i), top.on_fail());
-    if (!points.at(i).is_map()) top.fail(pt.path(), "expected an object, got " + points.at(i).describe());
-    FidelityPoint p;
-    p.kind = pt.string(pt.need("kind"), pt.path("kind"));
-    p.measured_s = number(pt, "measured_s");
-    p.measured_iqr_s = number(pt, "measured_iqr_s");
-    p.simulated_s = number(pt, "simulated_s");
-    if (const auto v = pt.get("ci_low_s").number()) p.ci_low_s = *v;
-    if (const auto v = pt.get("ci_high_s").number()) p.ci_high_s = *v;
-    if (const auto v = pt.get("steps").number()) p.steps = static_cast<int64_t>(*v);
-    if (const auto v = pt.get("simulated_unfitted_s").number()) p.simulated_unfitted_s = *v;
-    if (const auto v = pt.get("simulated_per_copy_s").number()) p.simulated_per_copy_s = *v;
-    if (const auto v = pt.get("simulated_equal_cpus_s").number()) p.simulated_equal_cpus_s = *v;
-    if (const auto v = pt.get(calibration_text(r.other_calibration()).key).number())
-      p.simulated_other_calibration_s = *v;
-    p.transfer_bytes = static_cast<int64_t>(number(pt, "transfer_bytes"));
-    const JsonNode rounds = pt.get("rounds_s");
-    for (size_t k = 0; k < rounds.size(); ++k)
-      if (const auto v = rounds.at(k).number()) p.rounds_s.push_back(*v);
-    r.points.push_back(std::move(p));
-  }
+  read_objects(top, "retakes", [&](Reader& t) { r.retakes.push_back(read_retake(t)); });
+  if (!top.get("points").is_list()) top.fail("points", "expected a list, got " + top.need("points").describe());
+  const char* other_key = calibration_text(r.other_calibration()).key;
+  read_objects(top, "points", [&](Reader& pt) { r.points.push_back(read_point(pt, other_key)); });
   if (r.points.size() < 2) throw InputError("fidelity report: needs at least two points");
   r.compute_statistics();
   return r;
 }
 
+namespace {
+
+void write_numbers(std::ostringstream& o, const char* key, const std::vector<double>& values, int digits) {
+  if (values.empty()) return;
+  o << ",\n  \"" << key << "\": [";
+  for (size_t k = 0; k < values.size(); ++k) o << (k ? ", " : "") << format_number(values[k], digits);
+  o << "]";
+}
+
+void write_header(std::ostringstream& o, const FidelityReport& r) {
+  o << "{\n  \"graph\": " << json_quote(r.graph) << ",\n  \"ops\": " << r.ops
+    << ",\n  \"devices\": " << json_quote(r.devices) << ",\n  \"command\": " << json_quote(r.command)
+    << ",\n  \"host\": " << json_quote(r.host);
+  if (!r.selection.empty()) o << ",\n  \"selection\": " << json_quote(r.selection);
+  o << ",\n  \"calibration\": " << json_quote(r.calibration);
+  if (r.pipeline)
+    o << ",\n  \"objective\": \"pipeline\",\n  \"microbatches\": " << r.pipeline->microbatches
+      << ",\n  \"schedule\": \"" << schedule_name(r.pipeline->schedule) << "\"";
+  o << ",\n  \"calibrated_fraction\": " << format_number(r.calibrated_fraction)
+    << ",\n  \"per_op_overhead_s\": " << format_number(r.per_op_overhead_s);
+  for (auto [key, value] :
+       {std::pair{"copy_s_per_byte", r.copy_s_per_byte}, std::pair{"copy_s_per_copy", r.copy_s_per_copy},
+        std::pair{"cross_copy_s", r.cross_copy_s}, std::pair{"cross_copy_s_per_byte", r.cross_copy_s_per_byte}})
+    if (value > 0) o << ",\n  \"" << key << "\": " << format_number(value, 8);
+  write_numbers(o, "core_rtt_profiled_s", r.core_rtt_profiled_s, 4);
+  write_numbers(o, "core_rtt_measured_s", r.core_rtt_measured_s, 4);
+}
+
+void write_steps_and_retakes(std::ostringstream& o, const FidelityReport& r) {
+  if (!r.cpu_steps.empty()) {
+    o << ",\n  \"cpu_steps\": [";
+    for (size_t k = 0; k < r.cpu_steps.size(); ++k)
+      o << (k ? ", " : "") << "{\"device\": " << json_quote(r.cpu_steps[k].device)
+        << ", \"step_s\": " << format_number(r.cpu_steps[k].step_s, 8) << "}";
+    o << "]";
+  }
+  if (r.retakes.empty()) return;
+  o << ",\n  \"spell_ratio\": " << format_number(r.spell_ratio) << ",\n  \"retakes\": [";
+  for (size_t k = 0; k < r.retakes.size(); ++k) {
+    const FidelityRetake& t = r.retakes[k];
+    o << (k ? ", " : "") << "{\"round\": " << t.round << ", \"probe_s\": " << format_number(t.probe_s, 4)
+      << ", \"quiet_s\": " << format_number(t.quiet_s, 4)
+      << ", \"retake_probe_s\": " << format_number(t.retake_probe_s, 4) << ", \"kept\": " << (t.kept ? "true" : "false")
+      << "}";
+  }
+  o << "]";
+}
+
+void write_point(std::ostringstream& o, const FidelityPoint& p, const char* other_calibration_key) {
+  o << "    {\"kind\": \"" << p.kind << "\", \"measured_s\": " << format_number(p.measured_s, 8)
+    << ", \"measured_iqr_s\": " << format_number(p.measured_iqr_s, 8)
+    << ", \"ci_low_s\": " << format_number(p.ci_low_s, 8) << ", \"ci_high_s\": " << format_number(p.ci_high_s, 8)
+    << ", \"steps\": " << p.steps << ", \"simulated_s\": " << format_number(p.simulated_s, 8);
+  for (auto [key, value] : {std::pair{"simulated_unfitted_s", p.simulated_unfitted_s},
+                            std::pair{"simulated_per_copy_s", p.simulated_per_copy_s},
+                            std::pair{"simulated_equal_cpus_s", p.simulated_equal_cpus_s},
+                            std::pair{other_calibration_key, p.simulated_other_calibration_s}})
+    if (value > 0) o << ", \"" << key << "\": " << format_number(value, 8);
+  o << ", \"transfer_bytes\": " << p.transfer_bytes << ", \"rounds_s\": [";
+  for (size_t r = 0; r < p.rounds_s.size(); ++r) o << (r ? ", " : "") << format_number(p.rounds_s[r], 8);
+  o << "]}";
+}
+
+}  // namespace
+
 std::string FidelityReport::to_json() const {
   std::ostringstream o;
-  o << "{\n  \"graph\": " << json_quote(graph) << ",\n  \"ops\": " << ops << ",\n  \"devices\": " << json_quote(devices)
-    << ",\n  \"command\": " << json_quote(command) << ",\n  \"host\": " << json_quote(host);
-  if (!selection.empty()) o << ",\n  \"selection\": " << json_quote(selection);
-  o << ",\n  \"calibration\": " << json_quote(calibration);
-  if (pipeline)
-    o << ",\n  \"objective\": \"pipeline\",\n  \"microbatches\": " << pipeline->microbatches << ",\n  \"schedule\": \""
-      << schedule_name(pipeline->schedule) << "\"";
-  o << ",\n  \"calibrated_fraction\": " << format_number(calibrated_fraction)
-    << ",\n  \"per_op_overhead_s\": " << format_number(per_op_overhead_s);
-  if (copy_s_per_byte > 0) o << ",\n  \"copy_s_per_byte\": " << format_number(copy_s_per_byte, 8);
-  if (copy_s_per_copy > 0) o << ",\n  \"copy_s_per_copy\": " << format_number(copy_s_per_copy, 8);
-  if (cross_copy_s > 0) o << ",\n  \"cross_copy_s\": " << format_number(cross_copy_s, 8);
-  if (cross_copy_s_per_byte > 0) o << ",\n  \"cross_copy_s_per_byte\": " << format_number(cross_copy_s_per_byte, 8);
-  for (auto [key, values] : {std::pair{"core_rtt_profiled_s", &core_rtt_profiled_s},
-                             std::pair{"core_rtt_measured_s", &core_rtt_measured_s}}) {
-    if (values->empty()) continue;
-    o << ",\n  \"" << key << "\": [";
-    for (size_t k = 0; k < values->size(); ++k) o << (k ? ", " : "") << format_number((*values)[k], 4);
-    o << "]";
-  }
-  if (!cpu_steps.empty()) {
-    o << ",\n  \"cpu_steps\": [";
-    for (size_t k = 0; k < cpu_steps.size(); ++k)
-      o << (k ? ", " : "") << "{\"device\": " << json_quote(cpu_steps[k].device)
-        << ", \"step_s\": " << format_number(cpu_steps[k].step_s, 8) << "}";
-    o << "]";
-  }
-  if (!retakes.empty()) {
-    o << ",\n  \"spell_ratio\": " << format_number(spell_ratio) << ",\n  \"retakes\": [";
-    for (size_t k = 0; k < retakes.size(); ++k) {
-      const FidelityRetake& t = retakes[k];
-      o << (k ? ", " : "") << "{\"round\": " << t.round << ", \"probe_s\": " << format_number(t.probe_s, 4)
-        << ", \"quiet_s\": " << format_number(t.quiet_s, 4)
-        << ", \"retake_probe_s\": " << format_number(t.retake_probe_s, 4)
-        << ", \"kept\": " << (t.kept ? "true" : "false") << "}";
-    }
-    o << "]";
-  }
+  write_header(o, *this);
+  write_steps_and_retakes(o, *this);
   o << ",\n  \"placements\": " << points.size() << ",\n  \"failed\": " << failed
     << ",\n  \"spearman\": " << format_number(spearman) << ",\n  \"kendall_tau_b\": " << format_number(kendall)
     << ",\n  \"mape\": " << format_number(mape) << ",\n  \"retest_spearman\": "
@@ -206,25 +260,96 @@ std::string FidelityReport::to_json() const {
   if (!std::isnan(split_half_spearman)) o << ",\n  \"split_half_spearman\": " << format_number(split_half_spearman);
   o << ",\n  \"points\": [\n";
   for (size_t i = 0; i < points.size(); ++i) {
-    const auto& p = points[i];
-    o << "    {\"kind\": \"" << p.kind << "\", \"measured_s\": " << format_number(p.measured_s, 8)
-      << ", \"measured_iqr_s\": " << format_number(p.measured_iqr_s, 8)
-      << ", \"ci_low_s\": " << format_number(p.ci_low_s, 8) << ", \"ci_high_s\": " << format_number(p.ci_high_s, 8)
-      << ", \"steps\": " << p.steps << ", \"simulated_s\": " << format_number(p.simulated_s, 8);
-    if (p.simulated_unfitted_s > 0) o << ", \"simulated_unfitted_s\": " << format_number(p.simulated_unfitted_s, 8);
-    if (p.simulated_per_copy_s > 0) o << ", \"simulated_per_copy_s\": " << format_number(p.simulated_per_copy_s, 8);
-    if (p.simulated_equal_cpus_s > 0)
-      o << ", \"simulated_equal_cpus_s\": " << format_number(p.simulated_equal_cpus_s, 8);
-    if (p.simulated_other_calibration_s > 0)
-      o << ", \"" << calibration_text(other_calibration()).key
-        << "\": " << format_number(p.simulated_other_calibration_s, 8);
-    o << ", \"transfer_bytes\": " << p.transfer_bytes << ", \"rounds_s\": [";
-    for (size_t r = 0; r < p.rounds_s.size(); ++r) o << (r ? ", " : "") << format_number(p.rounds_s[r], 8);
-    o << "]}" << (i + 1 < points.size() ? "," : "") << "\n";
+    write_point(o, points[i], calibration_text(other_calibration()).key);
+    o << (i + 1 < points.size() ? "," : "") << "\n";
   }
   o << "  ]\n}\n";
   return o.str();
 }
+
+namespace {
+
+// The copy cost fitted beyond the link fit, and the figures without it.
+void markdown_copies(std::ostringstream& o, const FidelityReport& r) {
+  if (!(r.copy_s_per_byte > 0 || r.cross_copy_s > 0 || r.cross_copy_s_per_byte > 0)) return;
+  if (r.copy_s_per_byte > 0 || r.cross_copy_s <= 0)
+    o << "Copies between " << (r.copy_s_per_byte > 0 ? "CPU devices" : "a CPU device and a GPU") << ": "
+      << format_number((r.copy_s_per_byte > 0 ? r.copy_s_per_byte : r.cross_copy_s_per_byte) * 1e9, 3)
+      << " ms per MB (10^6 bytes)";
+  else
+    o << "Copies between a CPU device and a GPU: " << format_number(r.cross_copy_s * 1e6, 3) << " us per copy";
+  o << " beyond the link fit, fitted on the profile's round-robin step (that placement is left out of the table).";
+  if (!std::isnan(r.spearman_unfitted))
+    o << " Without it, on the same measurements: Spearman " << format_number(r.spearman_unfitted, 3) << ", MAPE "
+      << format_number(100 * r.mape_unfitted, 3) << "%.";
+  if (!std::isnan(r.spearman_per_copy))
+    o << " Fitted per copy instead (" << format_number(r.copy_s_per_copy * 1e6, 3)
+      << " us a copy, whatever its size), on the same measurements: Spearman " << format_number(r.spearman_per_copy, 3)
+      << ", MAPE " << format_number(100 * r.mape_per_copy, 3) << "%.";
+  o << "\n\n";
+}
+
+// Each CPU device's own step, and the cross-core round trips the protocol probed.
+void markdown_devices(std::ostringstream& o, const FidelityReport& r) {
+  if (!r.cpu_steps.empty()) {
+    o << "Each CPU device alone (the profile's step of the graph on it, the devices interleaved): ";
+    for (size_t k = 0; k < r.cpu_steps.size(); ++k)
+      o << (k ? ", " : "") << r.cpu_steps[k].device << " " << format_number(r.cpu_steps[k].step_s * 1e3, 4) << " ms (x"
+        << format_number(r.cpu_steps[k].step_s / r.cpu_steps.front().step_s, 3) << ")";
+    o << "; the simulator scales each device's ops so that all of them on it simulate at its step.";
+    if (!std::isnan(r.spearman_equal_cpus))
+      o << " Without these steps (the ops as timed, the devices taken as equally fast), on the same measurements: "
+           "Spearman "
+        << format_number(r.spearman_equal_cpus, 3) << ", MAPE " << format_number(100 * r.mape_equal_cpus, 3) << "%.";
+    o << "\n\n";
+  }
+  if (r.core_rtt_profiled_s.empty() && r.core_rtt_measured_s.empty()) return;
+  auto ns = [](const std::vector<double>& v) {
+    std::string s;
+    for (double x : v) s += (s.empty() ? "" : ", ") + format_number(x * 1e9, 3);
+    return s.empty() ? std::string("-") : s + " ns";
+  };
+  o << "Cross-core round trip (the protocol's probe; copies between CPU devices cost more while it is high): "
+    << ns(r.core_rtt_profiled_s) << " while each round's profile measured its mixed step, " << ns(r.core_rtt_measured_s)
+    << " (medians) while each round's placements were measured.\n\n";
+}
+
+void markdown_retakes(std::ostringstream& o, const FidelityReport& r) {
+  for (const FidelityRetake& t : r.retakes) {
+    o << "Round " << t.round + 1 << " was measured again (profile and placements): its probe read "
+      << format_number(t.probe_s * 1e9, 3) << " ns, more than " << format_number(r.spell_ratio, 3)
+      << "x the quietest round's " << format_number(t.quiet_s * 1e9, 3)
+      << " ns (a slow spell of the machine). The retake ";
+    if (t.retake_probe_s <= 0)
+      o << "was not probed; the round was kept.";
+    else
+      o << "read " << format_number(t.retake_probe_s * 1e9, 3) << " ns"
+        << (t.kept ? " and replaced the round." : "; the round was kept, its reading being the lower.");
+    o << "\n\n";
+  }
+}
+
+// The goal, the other calibration, and the measurement against itself.
+void markdown_verdicts(std::ostringstream& o, const FidelityReport& r) {
+  o << "Goal: Spearman >= 0.9 and MAPE <= 10%: " << (r.spearman >= 0.9 && r.mape <= 0.10 ? "met" : "NOT met")
+    << ".\n\n";
+  if (!std::isnan(r.spearman_other_calibration))
+    o << calibration_text(r.calibration).profile << "; calibrated on "
+      << calibration_text(r.other_calibration()).instead << " instead, on the same measurements: Spearman "
+      << format_number(r.spearman_other_calibration, 3) << ", MAPE " << format_number(100 * r.mape_other_calibration, 3)
+      << "%.\n\n";
+  if (!std::isnan(r.retest_spearman))
+    o << "The measurement against itself (round 1 vs round 2 of the same placements): Spearman "
+      << format_number(r.retest_spearman, 3)
+      << ". A simulator cannot rank placements more reliably than the measurement does.\n\n";
+  if (!std::isnan(r.split_half_spearman))
+    o << "The measurement against itself by halves (each placement's mean round median over the first half of the "
+         "rounds against the same over the rest; each half a measurement of its own, the pooled one of all rounds at "
+         "least as reliable): Spearman "
+      << format_number(r.split_half_spearman, 3) << ".\n\n";
+}
+
+}  // namespace
 
 std::string FidelityReport::to_markdown() const {
   std::ostringstream o;
@@ -242,71 +367,10 @@ std::string FidelityReport::to_markdown() const {
     << " | " << format_number(kendall, 3) << " | " << format_number(100 * mape, 3) << "% | "
     << format_number(100 * calibrated_fraction, 3) << "% | " << format_number(per_op_overhead_s * 1e6, 3)
     << " us/op |\n\n";
-  if (copy_s_per_byte > 0 || cross_copy_s > 0 || cross_copy_s_per_byte > 0) {
-    if (copy_s_per_byte > 0 || cross_copy_s <= 0)
-      o << "Copies between " << (copy_s_per_byte > 0 ? "CPU devices" : "a CPU device and a GPU") << ": "
-        << format_number((copy_s_per_byte > 0 ? copy_s_per_byte : cross_copy_s_per_byte) * 1e9, 3)
-        << " ms per MB (10^6 bytes)";
-    else
-      o << "Copies between a CPU device and a GPU: " << format_number(cross_copy_s * 1e6, 3) << " us per copy";
-    o << " beyond the link fit, fitted on the profile's round-robin step (that placement is left out of the table).";
-    if (!std::isnan(spearman_unfitted))
-      o << " Without it, on the same measurements: Spearman " << format_number(spearman_unfitted, 3) << ", MAPE "
-        << format_number(100 * mape_unfitted, 3) << "%.";
-    if (!std::isnan(spearman_per_copy))
-      o << " Fitted per copy instead (" << format_number(copy_s_per_copy * 1e6, 3)
-        << " us a copy, whatever its size), on the same measurements: Spearman " << format_number(spearman_per_copy, 3)
-        << ", MAPE " << format_number(100 * mape_per_copy, 3) << "%.";
-    o << "\n\n";
-  }
-  if (!cpu_steps.empty()) {
-    o << "Each CPU device alone (the profile's step of the graph on it, the devices interleaved): ";
-    for (size_t k = 0; k < cpu_steps.size(); ++k)
-      o << (k ? ", " : "") << cpu_steps[k].device << " " << format_number(cpu_steps[k].step_s * 1e3, 4) << " ms (x"
-        << format_number(cpu_steps[k].step_s / cpu_steps.front().step_s, 3) << ")";
-    o << "; the simulator scales each device's ops so that all of them on it simulate at its step.";
-    if (!std::isnan(spearman_equal_cpus))
-      o << " Without these steps (the ops as timed, the devices taken as equally fast), on the same measurements: "
-           "Spearman "
-        << format_number(spearman_equal_cpus, 3) << ", MAPE " << format_number(100 * mape_equal_cpus, 3) << "%.";
-    o << "\n\n";
-  }
-  if (!core_rtt_profiled_s.empty() || !core_rtt_measured_s.empty()) {
-    auto ns = [](const std::vector<double>& v) {
-      std::string s;
-      for (double x : v) s += (s.empty() ? "" : ", ") + format_number(x * 1e9, 3);
-      return s.empty() ? std::string("-") : s + " ns";
-    };
-    o << "Cross-core round trip (the protocol's probe; copies between CPU devices cost more while it is high): "
-      << ns(core_rtt_profiled_s) << " while each round's profile measured its mixed step, " << ns(core_rtt_measured_s)
-      << " (medians) while each round's placements were measured.\n\n";
-  }
-  for (const FidelityRetake& t : retakes) {
-    o << "Round " << t.round + 1 << " was measured again (profile and placements): its probe read "
-      << format_number(t.probe_s * 1e9, 3) << " ns, more than " << format_number(spell_ratio, 3)
-      << "x the quietest round's " << format_number(t.quiet_s * 1e9, 3)
-      << " ns (a slow spell of the machine). The retake ";
-    if (t.retake_probe_s <= 0)
-      o << "was not probed; the round was kept.";
-    else
-      o << "read " << format_number(t.retake_probe_s * 1e9, 3) << " ns"
-        << (t.kept ? " and replaced the round." : "; the round was kept, its reading being the lower.");
-    o << "\n\n";
-  }
-  o << "Goal: Spearman >= 0.9 and MAPE <= 10%: " << (spearman >= 0.9 && mape <= 0.10 ? "met" : "NOT met") << ".\n\n";
-  if (!std::isnan(spearman_other_calibration))
-    o << calibration_text(calibration).profile << "; calibrated on " << calibration_text(other_calibration()).instead
-      << " instead, on the same measurements: Spearman " << format_number(spearman_other_calibration, 3) << ", MAPE "
-      << format_number(100 * mape_other_calibration, 3) << "%.\n\n";
-  if (!std::isnan(retest_spearman))
-    o << "The measurement against itself (round 1 vs round 2 of the same placements): Spearman "
-      << format_number(retest_spearman, 3)
-      << ". A simulator cannot rank placements more reliably than the measurement does.\n\n";
-  if (!std::isnan(split_half_spearman))
-    o << "The measurement against itself by halves (each placement's mean round median over the first half of the "
-         "rounds against the same over the rest; each half a measurement of its own, the pooled one of all rounds at "
-         "least as reliable): Spearman "
-      << format_number(split_half_spearman, 3) << ".\n\n";
+  markdown_copies(o, *this);
+  markdown_devices(o, *this);
+  markdown_retakes(o, *this);
+  markdown_verdicts(o, *this);
   o << "| # | kind | measured s (median) | " << interval_confidence_label()
     << " interval | steps | simulated s | error | transfer MB "
        "|\n|---:|---|---:|---|---:|---:|---:|---:|\n";

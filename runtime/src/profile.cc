@@ -115,6 +115,9 @@ struct Profiler {
   void run_steps(const KernelPlan& plan, int steps, std::vector<std::vector<double>>& op_samples,
                  std::vector<double>& step_s, const std::string& what);
   void time_ops();
+  std::vector<std::vector<double>> time_cpu_ops(int dev, const KernelPlan& plan, int32_t timed_ops);
+  std::vector<std::vector<double>> time_gpu_ops(int dev, const Placement& placement, const KernelPlan& plan,
+                                                int32_t timed_ops);
   void time_contention();
   void time_links();
   void time_overhead();
@@ -153,60 +156,9 @@ void Profiler::time_ops() {
     kind_done[kind] = true;
     const Placement placement = single_device(graph, DeviceId(dev));
     const KernelPlan plan = make_plan(graph, placement, d, false);
-    std::vector<std::vector<double>> samples;
-    if (cluster.devices[dev].kind == DeviceKind::Cpu) {
-      std::vector<double> steps;
-      run_steps(plan, options.repetitions, samples, steps, "on " + cluster.devices[dev].name);
-      cpu_step_s = quantile(steps, 0.5);
-      // What the executor adds between ops: the step minus the ops' own times.
-      for (size_t r = 0; r < steps.size(); ++r) {
-        double sum = 0;
-        for (int32_t i = 0; i < n; ++i) sum += samples[i][r];
-        if (timed_ops > 0) overheads.push_back(std::max(0.0, (steps[r] - sum) / timed_ops));
-      }
-    } else {
-      Session session = new_session(plan, 0, d);
-      session.check_memory = false;
-      session.profile_reps = options.repetitions;
-      session.op_seconds.resize(plan.ops.size());
-      const StepOutcome o = executor.run_step(session, 1e9, nullptr);
-      if (o.status != StepStatus::Ok)
-        throw InputError(std::string("profile on ") + cluster.devices[dev].name + ": " + step_status_name(o.status) +
-                         ": " + o.message);
-      samples = std::move(session.op_seconds);
-      // The ops timed alone do not add up to a step on this GPU: a step of
-      // many small ops is bound by the device thread's launch path (events,
-      // stream waits, dispatch; on an H200, nmt's 980 ops: 13-15 ms of
-      // kernels, 20-30 ms per step), and an op timed alone, synchronized,
-      // also holds a launch latency that a step can hide once the host runs
-      // ahead. Whole steps of the graph on this GPU, measured by the
-      // measurement protocol itself (what `placer measure` and fidelity
-      // compare the simulator with), fit the difference: an overhead per op
-      // when the step is longer than its ops, else a scale on the ops' times.
-      // Fitted from this file's own loop of steps instead (run_steps), a
-      // 1-layer nmt's overhead came out 3x too high on an H200: those steps
-      // took ~15 ms where the protocol measured 5.3 ms (gpu_h200_r3.md).
-      // Measured for 2 s at least: on an H200's VM a launch-bound step moves
-      // between two levels (5.5 and 8.6 ms) within a second, and a profile
-      // fitted on a short run's level missed a later measurement by 1.5x in
-      // 9 of 24 runs (bench/results/gpu_h200_r5.md).
-      MeasureOptions mo;
-      mo.warmup_steps = 3;
-      mo.measured_steps = mo.max_steps = std::max(9, 3 * options.repetitions);
-      mo.min_time_s = 2.0;
-      const StepResult on_gpu = protocol_steps(executor, cluster, graph, {placement}, mo).front();
-      if (!on_gpu.ok())
-        throw InputError("profile: the step on " + cluster.devices[dev].name + ": " + step_status_name(on_gpu.status) +
-                         ": " + on_gpu.message);
-      double kernels = 0;
-      for (int32_t i = 0; i < n; ++i) kernels += is_free(graph.op(OpId(i))) ? 0.0 : quantile(samples[i], 0.5);
-      const double step = on_gpu.step_s;
-      prof.gpu_step_s = step;
-      if (timed_ops > 0 && kernels > 0) {
-        gpu_overhead_s = std::max(0.0, (step - kernels) / timed_ops);
-        prof.gpu_op_scale = std::min(1.0, step / kernels);
-      }
-    }
+    const std::vector<std::vector<double>> samples = cluster.devices[dev].kind == DeviceKind::Cpu
+                                                         ? time_cpu_ops(dev, plan, timed_ops)
+                                                         : time_gpu_ops(dev, placement, plan, timed_ops);
     for (int32_t i = 0; i < n; ++i) {
       const Op& op = graph.op(OpId(i));
       OpTiming t;
@@ -218,6 +170,71 @@ void Profiler::time_ops() {
       prof.ops.push_back(std::move(t));
     }
   }
+}
+
+// Each op on CPU device `dev`, timed inside whole steps of the graph on it; the
+// executor's time per op between them goes to `overheads`.
+std::vector<std::vector<double>> Profiler::time_cpu_ops(int dev, const KernelPlan& plan, int32_t timed_ops) {
+  std::vector<std::vector<double>> samples;
+  std::vector<double> steps;
+  run_steps(plan, options.repetitions, samples, steps, "on " + cluster.devices[dev].name);
+  cpu_step_s = quantile(steps, 0.5);
+  // What the executor adds between ops: the step minus the ops' own times.
+  for (size_t r = 0; r < steps.size(); ++r) {
+    double sum = 0;
+    for (int32_t i = 0; i < n; ++i) sum += samples[i][r];
+    if (timed_ops > 0) overheads.push_back(std::max(0.0, (steps[r] - sum) / timed_ops));
+  }
+  return samples;
+}
+
+// Each op on GPU `dev`, repeated alone and synchronized; whole steps measured by
+// the protocol fit the GPU's overhead per op or its scale.
+std::vector<std::vector<double>> Profiler::time_gpu_ops(int dev, const Placement& placement, const KernelPlan& plan,
+                                                        int32_t timed_ops) {
+  std::vector<std::vector<double>> samples;
+  Session session = new_session(plan, 0, d);
+  session.check_memory = false;
+  session.profile_reps = options.repetitions;
+  session.op_seconds.resize(plan.ops.size());
+  const StepOutcome o = executor.run_step(session, 1e9, nullptr);
+  if (o.status != StepStatus::Ok)
+    throw InputError(std::string("profile on ") + cluster.devices[dev].name + ": " + step_status_name(o.status) + ": " +
+                     o.message);
+  samples = std::move(session.op_seconds);
+  // The ops timed alone do not add up to a step on this GPU: a step of
+  // many small ops is bound by the device thread's launch path (events,
+  // stream waits, dispatch; on an H200, nmt's 980 ops: 13-15 ms of
+  // kernels, 20-30 ms per step), and an op timed alone, synchronized,
+  // also holds a launch latency that a step can hide once the host runs
+  // ahead. Whole steps of the graph on this GPU, measured by the
+  // measurement protocol itself (what `placer measure` and fidelity
+  // compare the simulator with), fit the difference: an overhead per op
+  // when the step is longer than its ops, else a scale on the ops' times.
+  // Fitted from this file's own loop of steps instead (run_steps), a
+  // 1-layer nmt's overhead came out 3x too high on an H200: those steps
+  // took ~15 ms where the protocol measured 5.3 ms (gpu_h200_r3.md).
+  // Measured for 2 s at least: on an H200's VM a launch-bound step moves
+  // between two levels (5.5 and 8.6 ms) within a second, and a profile
+  // fitted on a short run's level missed a later measurement by 1.5x in
+  // 9 of 24 runs (bench/results/gpu_h200_r5.md).
+  MeasureOptions mo;
+  mo.warmup_steps = 3;
+  mo.measured_steps = mo.max_steps = std::max(9, 3 * options.repetitions);
+  mo.min_time_s = 2.0;
+  const StepResult on_gpu = protocol_steps(executor, cluster, graph, {placement}, mo).front();
+  if (!on_gpu.ok())
+    throw InputError("profile: the step on " + cluster.devices[dev].name + ": " + step_status_name(on_gpu.status) +
+                     ": " + on_gpu.message);
+  double kernels = 0;
+  for (int32_t i = 0; i < n; ++i) kernels += is_free(graph.op(OpId(i))) ? 0.0 : quantile(samples[i], 0.5);
+  const double step = on_gpu.step_s;
+  prof.gpu_step_s = step;
+  if (timed_ops > 0 && kernels > 0) {
+    gpu_overhead_s = std::max(0.0, (step - kernels) / timed_ops);
+    prof.gpu_op_scale = std::min(1.0, step / kernels);
+  }
+  return samples;
 }
 
 void Profiler::time_contention() {

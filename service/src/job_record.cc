@@ -89,22 +89,25 @@ void read_search_fields(const RecordFields& r, Job& job) {
         job.baselines.emplace_back(b["method"].GetString(), b["step_s"].GetDouble());
 }
 
-void read_learned_fields(const RecordFields& r, Job& job) {
-  job.train_json = r.s("train_config");
-  job.policy_type = r.s("policy_type");
-  job.reward_mode = r.s("reward_mode");
-  job.save_as = r.s("save_as");
-  job.saved_as = r.s("saved_as");
-  job.updates = r.i("updates");
-  job.budget_updates = r.i("budget_updates");
-  job.restarts = r.i("restarts");
-  job.best_measured = r.b("best_measured");
-  job.best_simulated_s = r.n("best_simulated_s");
-  job.best_found_by = r.s("best_found_by");
-  job.policy_best_step_s = r.n("policy_best_step_s");
-  const rapidjson::Value* t = r.member("final_table");
-  if (!t || !t->IsObject()) return;
-  const RecordFields table(*t);
+// A final-table row's paired test against the policy, when the record's figures are consistent.
+std::optional<PairedTest> read_paired(const RecordFields& f) {
+  const rapidjson::Value* pv = f.member("paired_vs_policy");
+  if (!pv || !pv->IsObject()) return std::nullopt;
+  const RecordFields q(*pv);
+  PairedTest t;
+  t.pairs = q.i("rounds");
+  t.ratio = q.n("ratio");
+  t.ratio_low = q.n("ratio_low");
+  t.ratio_high = q.n("ratio_high");
+  t.p_value = q.n("p_value");
+  if (t.pairs >= 0 && 0 < t.ratio_low && t.ratio_low <= t.ratio && t.ratio <= t.ratio_high && 0 <= t.p_value &&
+      t.p_value <= 1)
+    return t;
+  return std::nullopt;  // the record's pairing is dropped, not trusted
+}
+
+// The final table: its rows (those with a figure) and the cross-core probe beside them.
+void read_final_table(const RecordFields& table, Job& job) {
   job.table = table.s("rows_made");
   if (const rapidjson::Value* p = table.member("core_rtt_s");
       p && p->IsArray() && p->Size() == 3 && (*p)[0].IsNumber() && (*p)[1].IsNumber() && (*p)[2].IsNumber()) {
@@ -121,20 +124,26 @@ void read_learned_fields(const RecordFields& r, Job& job) {
     if (f.s("method").empty() || !(f.n("step_s") > 0)) continue;  // a row without its figure means nothing
     const double p = f.member("p_vs_policy") && f.member("p_vs_policy")->IsNumber() ? f.n("p_vs_policy") : -1;
     TableRow row{f.s("method"), f.s("role"), f.n("step_s"), f.n("ci_low_s"), f.n("ci_high_s"), p, f.s("verdict")};
-    if (const rapidjson::Value* pv = f.member("paired_vs_policy"); pv && pv->IsObject()) {
-      const RecordFields q(*pv);
-      PairedTest t;
-      t.pairs = q.i("rounds");
-      t.ratio = q.n("ratio");
-      t.ratio_low = q.n("ratio_low");
-      t.ratio_high = q.n("ratio_high");
-      t.p_value = q.n("p_value");
-      if (t.pairs >= 0 && 0 < t.ratio_low && t.ratio_low <= t.ratio && t.ratio <= t.ratio_high && 0 <= t.p_value &&
-          t.p_value <= 1)
-        row.paired = t;  // else the record's pairing is dropped, not trusted
-    }
+    row.paired = read_paired(f);
     job.table_rows.push_back(std::move(row));
   }
+}
+
+void read_learned_fields(const RecordFields& r, Job& job) {
+  job.train_json = r.s("train_config");
+  job.policy_type = r.s("policy_type");
+  job.reward_mode = r.s("reward_mode");
+  job.save_as = r.s("save_as");
+  job.saved_as = r.s("saved_as");
+  job.updates = r.i("updates");
+  job.budget_updates = r.i("budget_updates");
+  job.restarts = r.i("restarts");
+  job.best_measured = r.b("best_measured");
+  job.best_simulated_s = r.n("best_simulated_s");
+  job.best_found_by = r.s("best_found_by");
+  job.policy_best_step_s = r.n("policy_best_step_s");
+  const rapidjson::Value* t = r.member("final_table");
+  if (t && t->IsObject()) read_final_table(RecordFields(*t), job);
 }
 
 void read_best_placement(const RecordFields& r, Job& job) {
