@@ -38,7 +38,8 @@ void add_measure_options(CLI::App* cmd, MeasureOptions* options);
 
 void add_graph_commands(CLI::App& app);    // graph build|import|info|validate|pipeline (cmd_graph.cc)
 void add_runtime_commands(CLI::App& app);  // measure, profile                   (cmd_runtime.cc)
-void add_env_commands(CLI::App& app);      // simulate, fidelity                 (cmd_env.cc)
+void add_env_commands(CLI::App& app);      // simulate                           (cmd_env.cc)
+void add_fidelity_command(CLI::App& app);  // fidelity                           (cmd_fidelity.cc)
 void add_agent_commands(CLI::App& app);    // place, baseline, train             (cmd_agent.cc)
 void add_service_commands(CLI::App& app);  // serve, query                       (cmd_service.cc)
 void add_train_commands(CLI::App& app);    // train, export-policy               (cmd_train.cc)

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "commands.h"
 #include "placer/graphs/error.h"
@@ -19,10 +20,24 @@ int main(int argc, char** argv) {
   placer::cli::add_graph_commands(app);
   placer::cli::add_runtime_commands(app);
   placer::cli::add_env_commands(app);
+  placer::cli::add_fidelity_command(app);
   placer::cli::add_agent_commands(app);
   placer::cli::add_service_commands(app);
   placer::cli::add_train_commands(app);
   placer::cli::add_worker_commands(app);
+  // A first word that is no command: name it and the commands (CLI11 says "A subcommand is required").
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+      found = found || sub->get_name() == argv[1];
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!found) {
+      std::fprintf(stderr, "error: unknown command '%s' (commands: %s; placer --help)\n", argv[1], known.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "op_times.h"
 #include "placer/env/simulator.h"
 #include "placer/graphs/algorithms.h"
 #include "placer/graphs/error.h"
@@ -72,119 +73,9 @@ CostModel CostModel::roofline(const Graph& graph, const Cluster& cluster) {
 
 namespace {
 
-// A profile's op samples: key (op name or signature) -> device name or kind -> seconds.
-using Samples = std::unordered_map<std::string, std::unordered_map<std::string, std::vector<double>>>;
-
-const std::vector<double>* find_samples(const Samples& samples, const std::string& key, const std::string& inner) {
-  auto outer = samples.find(key);
-  if (outer == samples.end()) return nullptr;
-  auto e = outer->second.find(inner);
-  return e == outer->second.end() ? nullptr : &e->second;
-}
-
-// name -> device name -> samples; name or signature -> device kind -> samples;
-// the same by kind for contended times (CPU devices of one host).
-struct ProfileSamples {
-  Samples by_name_device, by_name_kind, by_sig_kind, cont_by_name_kind, cont_by_sig_kind;
-};
-
-// The device kind an op was timed on ("cpu", "cuda"): its device_kind, else its device name's prefix.
-std::string timing_kind(const OpTiming& t) {
-  return t.device_kind.empty() ? t.device.substr(0, t.device.find(':')) : t.device_kind;
-}
-
-ProfileSamples index_samples(const Profile& profile) {
-  ProfileSamples s;
-  for (const OpTiming& t : profile.ops) {
-    if (!(t.seconds >= 0.0) || !std::isfinite(t.seconds))
-      throw InputError("profile: op '" + t.op + "' has a bad time (seconds must be finite and >= 0)");
-    const std::string kind = timing_kind(t);
-    const bool contended = t.contended_seconds > 0 && std::isfinite(t.contended_seconds);
-    if (!t.op.empty()) {
-      s.by_name_device[t.op][t.device].push_back(t.seconds);
-      s.by_name_kind[t.op][kind].push_back(t.seconds);
-      if (contended) s.cont_by_name_kind[t.op][kind].push_back(t.contended_seconds);
-    }
-    if (!t.signature.empty()) {
-      s.by_sig_kind[t.signature][kind].push_back(t.seconds);
-      if (contended) s.cont_by_sig_kind[t.signature][kind].push_back(t.contended_seconds);
-    }
-  }
-  return s;
-}
-
-// The name an op's times go by in a profile: a micro-batch copy "x@mbK" of a
-// pipelined mini-batch (graphs/pipeline.h) is timed as its op "x" (the
-// profile of the training graph it was unrolled from); an accumulation op
-// "...@mbK/accJ" keeps its own name (not in the profile: signature, else roofline).
-std::string profile_name(const Op& op) {
-  if (op.microbatch < 0) return op.name;
-  const std::string suffix = "@mb" + std::to_string(op.microbatch);
-  if (op.name.size() > suffix.size() && op.name.compare(op.name.size() - suffix.size(), suffix.size(), suffix) == 0)
-    return op.name.substr(0, op.name.size() - suffix.size());
-  return op.name;
-}
-
-// "" when a profile that names this graph (or no graph) is of it: every op
-// it timed under one of this graph's op names has that op's signature, where
-// it recorded one. Else the first op that differs: a graph rebuilt at another
-// size keeps its name and its op names, and matching its ops by name would
-// give them the other size's times.
-std::string describe_graph_mismatch(const Graph& graph, const Profile& profile) {
-  if (!profile.graph.empty() && profile.graph != graph.name) return "";
-  std::unordered_map<std::string, const OpTiming*> timed;
-  for (const OpTiming& t : profile.ops)
-    if (!t.signature.empty()) timed.emplace(t.op, &t);
-  if (timed.empty()) return "";
-  for (int32_t o = 0; o < graph.size(); ++o) {
-    auto it = timed.find(profile_name(graph.op(OpId(o))));
-    if (it == timed.end()) continue;
-    const std::string here = op_signature(graph, OpId(o));
-    if (here != it->second->signature)
-      return "its op '" + it->first + "' was " + it->second->signature + ", here " + here;
-  }
-  return "";
-}
-
-// The profile's samples of one graph's ops: by op name on this graph's own
-// profile (`by_name`), else by signature (any graph).
-class OpTimes {
- public:
-  OpTimes(const Graph& graph, const Profile& profile, bool by_name)
-      : graph_(graph), samples_(index_samples(profile)), same_graph_(by_name), signatures_(graph.size()) {
-    if (!same_graph_) return;
-    names_.reserve(graph.size());
-    for (int32_t o = 0; o < graph.size(); ++o) names_.push_back(profile_name(graph.op(OpId(o))));
-  }
-
-  // Alone: measured on this very device, else on a device of its kind.
-  const std::vector<double>* alone(int64_t o, const Device& device, const std::string& kind) {
-    const std::vector<double>* found =
-        same_graph_ ? find_samples(samples_.by_name_device, name(o), device.name) : nullptr;
-    return found ? found : lookup(samples_.by_name_kind, samples_.by_sig_kind, o, kind);
-  }
-  // With every other CPU device of the host busy.
-  const std::vector<double>* contended(int64_t o, const std::string& kind) {
-    return lookup(samples_.cont_by_name_kind, samples_.cont_by_sig_kind, o, kind);
-  }
-
- private:
-  const std::string& name(int64_t o) const { return names_[o]; }
-  const std::vector<double>* lookup(const Samples& by_name, const Samples& by_sig, int64_t o, const std::string& kind) {
-    const std::vector<double>* found = same_graph_ ? find_samples(by_name, name(o), kind) : nullptr;
-    if (!found && !by_sig.empty()) {
-      if (signatures_[o].empty()) signatures_[o] = op_signature(graph_, OpId(static_cast<int32_t>(o)));
-      found = find_samples(by_sig, signatures_[o], kind);
-    }
-    return found;
-  }
-
-  const Graph& graph_;
-  ProfileSamples samples_;
-  bool same_graph_;
-  std::vector<std::string> signatures_;  // per op, made when first needed
-  std::vector<std::string> names_;       // per op (same graph only): its profile_name
-};
+using detail::describe_graph_mismatch;
+using detail::OpTimes;
+using detail::timing_kind;
 
 // The ops' side of a calibration: measured times replace the model's roofline ones.
 struct OpCalibration {

@@ -48,6 +48,9 @@ printf 'name: t\ngraph: {builder: mlp}\ncluster: tpu:8\ntrain: {updates: 1, samp
 [ "$(wc -c < "$TMP/err")" -lt 200 ] || fail "--budget 0: a long message: $(cat "$TMP/err")"
 "$PLACER" place --policy pretrained --time-budget soon --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
 [ $? -ne 0 ] && grep -q -- "--time-budget: 'soon' is not a number" "$TMP/err" || fail "--time-budget soon: $(cat "$TMP/err")"
+# A command that does not exist: named, with the commands there are.
+"$PLACER" plcae --method dp 2> "$TMP/err"
+[ $? -eq 2 ] && grep -q "unknown command 'plcae' (commands: graph, .*place, " "$TMP/err" || fail "unknown command: $(cat "$TMP/err")"
 # A method option no method reads (a misspelt key was ignored), and a key given twice (the last one won).
 "$PLACER" place --method local_search --option temprature=0.1 --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
 [ $? -ne 0 ] && grep -q -- "--option temprature: not an option of local_search (local_search takes temperature)" "$TMP/err" ||
