@@ -511,7 +511,9 @@ void add_agent_commands(CLI::App& app) {
                   "--policy: no heuristics beside the policy (local_search starts from the policy's placement)");
   add_common(place, *place_args);
   add_objective_options(place, &place_args->objective);
-  place->add_option("-o,--output", place_args->output, "Placement file to write (JSON)")->required();
+  place->add_option("-o,--output", place_args->output, "Placement file to write (JSON)")
+      ->required()
+      ->check(output_file());
   add_split_spec_option(place, &place_args->split_spec);
   place->callback([place_args] { run_place(*place_args); });
 
@@ -525,7 +527,7 @@ void add_agent_commands(CLI::App& app) {
   CLI::Option* json = baseline->add_option("--json", base->json,
                                            "Write the results as JSON (max_load: to stdout when no file is given)");
   json->expected(0, 1);
-  baseline->add_option("--csv", base->csv, "Write the results as CSV");
+  baseline->add_option("--csv", base->csv, "Write the results as CSV")->check(output_file());
   baseline->add_flag("--markdown", base->markdown, "Print the table as Markdown");
   baseline
       ->add_option("--objective", *objective,

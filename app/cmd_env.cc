@@ -129,8 +129,9 @@ void add_env_commands(CLI::App& app) {
                   "list (cpu:2)")
       ->capture_default_str();
   sim->add_option("--profile", sargs->profile, "Profile from `placer profile` calibrating op and link costs");
-  sim->add_option("--trace", sargs->trace, "Write the simulated step as a Chrome trace (Perfetto) JSON file");
-  sim->add_option("--json", sargs->json, "Write the result, lower bound and gap as JSON");
+  sim->add_option("--trace", sargs->trace, "Write the simulated step as a Chrome trace (Perfetto) JSON file")
+      ->check(output_file());
+  sim->add_option("--json", sargs->json, "Write the result, lower bound and gap as JSON")->check(output_file());
   sim->add_flag("--no-memory", sargs->no_memory, "Do not track memory (no peaks, no OOM)");
   sim->add_flag("--copy-per-copy", sargs->per_copy,
                 "Fit the profile's copy cost between CPU devices per copy instead of per byte (as placer fidelity "

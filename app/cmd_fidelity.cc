@@ -47,7 +47,8 @@ struct FidelityArgs {
 };
 
 // Re-renders a report's markdown and plot from its JSON, measuring nothing.
-void replot_fidelity(const std::string& path) {
+// With `out_dir` (-o given) they go there, under the report's own name; else beside it.
+void replot_fidelity(const std::string& path, const std::string& out_dir) {
   FidelityReport report;
   try {
     report = FidelityReport::from_json(read_file(path));
@@ -56,6 +57,10 @@ void replot_fidelity(const std::string& path) {
   }
   std::string stem = path;
   if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
+  if (!out_dir.empty()) {
+    mkdir(out_dir.c_str(), 0755);
+    stem = out_dir + "/" + stem.substr(stem.find_last_of('/') + 1);
+  }
   write_file_atomic(stem + ".md", report.to_markdown());
   write_file_atomic(stem + ".svg", report.to_svg());
   std::printf("%s on %s: %zu placements: Spearman %.3f, MAPE %.1f%% -> %s.{md,svg}\n", report.graph.c_str(),
@@ -406,9 +411,9 @@ NamedPlacements choose_placements(Runtime& runtime, const Graph& graph, const Ru
   return chosen;
 }
 
-void run_fidelity(const FidelityArgs& a) {
+void run_fidelity(const FidelityArgs& a, bool out_given) {
   if (!a.replot.empty()) {
-    replot_fidelity(a.replot);
+    replot_fidelity(a.replot, out_given ? a.out : "");
     return;
   }
   if (a.graph.empty()) throw InputError("fidelity: --graph is required (or --replot REPORT.json)");
@@ -463,7 +468,8 @@ void add_fidelity_command(CLI::App& app) {
       "Measure diverse placements for real and in the calibrated simulator; report rank correlation and MAPE");
   fid->add_option("--graph", fargs->graph, "Graph file (.json or binary); required unless --replot");
   fid->add_option("--replot", fargs->replot,
-                  "Re-render REPORT.md and REPORT.svg from a fidelity REPORT.json written earlier (measures nothing)");
+                  "Re-render REPORT.md and REPORT.svg from a fidelity REPORT.json written earlier (measures nothing), "
+                  "beside it or, with -o, in that folder");
   fid->add_option("--devices", fargs->devices, "Devices to measure on: cpu:N, cpu,cuda:0, ...")->capture_default_str();
   CLI::Option* count = fid->add_option("--placements", fargs->placements, "Number of placements")
                            ->capture_default_str()
@@ -474,7 +480,7 @@ void add_fidelity_command(CLI::App& app) {
              "Choose --placements of 4x as many diverse placements whose simulated steps are at least this "
              "far apart (relative, e.g. 0.04), so that the measurement can rank them; 0: the first --placements")
           ->capture_default_str()
-          ->check(CLI::Range(0.0, 10.0));
+          ->check(finite_range(0.0, 10.0));
   fid->add_option("--placements-from", fargs->placements_from,
                   "Measure the placements in DIR/*.json instead of drawing diverse ones (e.g. a --save-placements "
                   "folder, to measure the same placements on other devices)")
@@ -483,8 +489,11 @@ void add_fidelity_command(CLI::App& app) {
   fid->add_option("--save-placements", fargs->save_placements,
                   "Also write each placement as DIR/<index>_<kind>.json (to measure or simulate one again), and the "
                   "profiles as DIR/profiles/mean.json (the one the report's simulator is calibrated on) and "
-                  "round_<k>.json");
-  fid->add_option("-o,--out", fargs->out, "Output directory for fidelity_<graph>.{md,json,svg}")->capture_default_str();
+                  "round_<k>.json")
+      ->check(output_folder());
+  fid->add_option("-o,--out", fargs->out, "Output directory for fidelity_<graph>.{md,json,svg}")
+      ->capture_default_str()
+      ->check(output_folder());
   fid->add_option("--name", fargs->name, "File name stem instead of the graph name");
   add_measure_options(fid, &fargs->protocol);
   fid->add_flag("--lockstep,!--no-lockstep", fargs->protocol.lockstep,
@@ -509,12 +518,12 @@ void add_fidelity_command(CLI::App& app) {
   fid->add_option("--spell-ratio", fargs->spell_ratio,
                   "A round whose probe reads over this many times the quietest round's is taken again (--retakes)")
       ->capture_default_str()
-      ->check(CLI::Range(1.0, 1000.0));
+      ->check(finite_range(1.0, 1000.0));
   fid->add_option("--repetitions", fargs->repetitions, "Profile runs per op (median kept)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   add_objective_options(fid, &fargs->objective);
-  fid->callback([fargs] { run_fidelity(*fargs); });
+  fid->callback([fargs, fid] { run_fidelity(*fargs, fid->count("--out") > 0); });
 }
 
 }  // namespace placer::cli

@@ -190,7 +190,8 @@ void add_graph_build(CLI::App* graph) {
   cmd->add_option("--opt", args->opts, "Builder option KEY=VALUE (integer), repeatable, e.g. --opt batch=32");
   cmd->add_flag("--forward-only", args->forward_only, "Forward pass only (no backward and update ops)");
   cmd->add_option("-o,--output", args->output, "Output file: .json (exchange format) or anything else (binary)")
-      ->required();
+      ->required()
+      ->check(output_file());
   cmd->footer([] { return builders_help(); });
   cmd->callback([args] {
     BuilderOptions options;
@@ -230,9 +231,12 @@ void add_graph_import(CLI::App* graph) {
                   "an input without one uses the example recorded in the archive (needed only for a symbolic "
                   "size without an example)");
   cmd->add_flag("--forward-only", args->forward_only, "Keep the inference graph (no backward and update ops)");
-  cmd->add_option("--lr", args->learning_rate, "Learning rate of the generated SGD update ops")->capture_default_str();
+  cmd->add_option("--lr", args->learning_rate, "Learning rate of the generated SGD update ops")
+      ->capture_default_str()
+      ->check(positive_number());
   cmd->add_option("-o,--output", args->output, "Output file: .json (exchange format) or anything else (binary)")
-      ->required();
+      ->required()
+      ->check(output_file());
   add_workload_cluster_options(cmd, args->cluster);
   cmd->callback([args] {
     if (import_workload_if_one(args->model, args->output, args->cluster)) return;
@@ -284,7 +288,7 @@ void add_graph_pipeline(CLI::App* graph) {
       "pipeline",
       "Unroll a training graph into one mini-batch of micro-batches under a schedule (copies x@mbK, one update)");
   cmd->add_option("input", args->input, "Training graph file (.json or binary)")->required();
-  cmd->add_option("output", args->output, "Graph file to write (.json, else binary)")->required();
+  cmd->add_option("output", args->output, "Graph file to write (.json, else binary)")->required()->check(output_file());
   add_objective_options(cmd, &args->objective, false);
   cmd->callback([args] {
     const Graph g = make_pipeline_graph(load_graph(args->input), args->objective.spec()).graph;

@@ -31,6 +31,13 @@ Workload load_with_cluster(const std::string& path, const WorkloadClusterArgs& c
   if (w.cluster.devices() < 1 || w.cluster.devices() > Workload::kMaxDevices)
     throw InputError(detail::concat("--accelerators + --cpus must be in [1, ", Workload::kMaxDevices, "], got ",
                                     w.cluster.devices()));
+  // A node only a CPU may run, and no CPU: no method can place it (dp said "no split fits the accelerators' memory").
+  if (w.cluster.cpus == 0)
+    for (size_t i = 0; i < w.nodes.size(); ++i)
+      if (!w.nodes[i].accelerator_ok)
+        throw InputError(detail::concat(path, ": nodes[", i, "] (id ", w.nodes[i].id,
+                                        ") is not supported on an accelerator (supportedOnFpga 0) and the cluster has "
+                                        "no CPU (maxCPUs 0 or --cpus 0): no device can run it"));
   return w;
 }
 
@@ -123,7 +130,7 @@ void add_workload_cluster_options(CLI::App* cmd, WorkloadClusterArgs& c) {
       ->check(CLI::Range(0, Workload::kMaxDevices));
   cmd->add_option("--accelerator-bytes", c.accelerator_bytes,
                   "Workload files: bytes per accelerator instead of the file's maxSizePerFPGA")
-      ->check(CLI::Range(0.0, 1e18));
+      ->check(finite_range(0.0, 1e18));
 }
 
 void run_max_load_baseline(const MaxLoadArgs& a) {
@@ -174,7 +181,15 @@ bool import_workload_if_one(const std::string& path, const std::string& output, 
   auto ends_with = [&](const std::string& suffix) {
     return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
-  if (ends_with(".pt") || ends_with(".pt2") || !is_workload_json(read_file(path))) return false;
+  if (ends_with(".pt") || ends_with(".pt2")) return false;
+  // JSON text is a workload (its errors name the field), never a model archive (a zip).
+  const std::string text = read_file(path);
+  const size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos || (text[first] != '{' && text[first] != '[')) return false;
+  if (!is_workload_json(text) && text.find("\"placer.graph\"") != std::string::npos)
+    throw InputError(path +
+                     ": a placer graph already (graph info and place read it); graph import takes a "
+                     "TorchScript .pt, a torch.export .pt2 or a NeurIPS 2020 workload JSON");
   const Workload w = load_with_cluster(path, cluster);
   write_file_atomic(output, workload_json(w) + "\n");
   int32_t classes = 0;

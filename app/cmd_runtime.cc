@@ -1,6 +1,7 @@
 // placer measure / placer profile: run a placed graph for real.
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <optional>
@@ -72,6 +73,11 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
   if (a.compare.size() < 2) throw InputError("measure: --compare needs two or more placement files");
   std::vector<Placement> placements;
   for (const std::string& f : a.compare) placements.push_back(mg.at(placement_from_file(base, cluster, f)));
+  // A file given twice (an A/A check of the measurement) is told apart by its place in --compare.
+  std::vector<std::string> label(a.compare);
+  for (size_t i = 0; i < label.size(); ++i)
+    if (std::count(a.compare.begin(), a.compare.end(), a.compare[i]) > 1)
+      label[i] += " (#" + std::to_string(i + 1) + ")";
   // Every measured step in the order taken, with its placement: what ran just before a step is part of its figure.
   std::vector<std::pair<size_t, double>> taken;
   MeasureOptions o = a.protocol;
@@ -80,7 +86,7 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
   const std::vector<StepResult> rs = runtime.measure_interleaved(mg.graph(), placements, o);
   size_t best = rs.size();
   for (size_t i = 0; i < rs.size(); ++i) {
-    std::printf("%-32s %s\n", a.compare[i].c_str(),
+    std::printf("%-32s %s\n", label[i].c_str(),
                 rs[i].ok() ? interval(rs[i]).c_str()
                            : (std::string(step_status_name(rs[i].status)) + ": " + rs[i].message).c_str());
     if (const std::string probe = rs[i].ok() ? core_probe_text(rs[i]) : ""; !probe.empty())
@@ -89,9 +95,16 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
   }
   if (best == rs.size()) throw InputError("measure: no placement ran");
   JsonWriter j;
-  j.begin().field("format", "placer.compare").field("fastest", a.compare[best]).begin_array("placements");
+  j.begin()
+      .field("format", "placer.compare")
+      .field("fastest", a.compare[best])
+      .field("fastest_index", static_cast<int64_t>(best))
+      .begin_array("placements");
   for (size_t i = 0; i < rs.size(); ++i) {
-    j.begin().field("file", a.compare[i]).field("status", step_status_name(rs[i].status));
+    j.begin()
+        .field("file", a.compare[i])
+        .field("index", static_cast<int64_t>(i))
+        .field("status", step_status_name(rs[i].status));
     if (rs[i].ok()) {
       j.field("step_s", rs[i].step_s).field("ci_low_s", rs[i].ci_low_s).field("ci_high_s", rs[i].ci_high_s);
       if (mg.spec()) write_pipeline_figures(j, "pipeline", pipeline_figures(rs[i], *mg.spec()));
@@ -106,11 +119,10 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
         const bool significant = t.significant();
         char medians[160];
         if (rs[i].step_s == rs[best].step_s)  // a significant test then says the spreads differ, not the middles
-          std::snprintf(medians, sizeof medians, "%s and %s have equal medians", a.compare[best].c_str(),
-                        a.compare[i].c_str());
+          std::snprintf(medians, sizeof medians, "%s and %s have equal medians", label[best].c_str(), label[i].c_str());
         else
-          std::snprintf(medians, sizeof medians, "%s is faster than %s by %.1f%% (medians)", a.compare[best].c_str(),
-                        a.compare[i].c_str(), 100 * (rs[i].step_s / rs[best].step_s - 1));
+          std::snprintf(medians, sizeof medians, "%s is faster than %s by %.1f%% (medians)", label[best].c_str(),
+                        label[i].c_str(), 100 * (rs[i].step_s / rs[best].step_s - 1));
         std::printf("%s; Mann-Whitney U p = %.3g%s: %s at %g%%\n", medians, t.p_value, t.exact ? " (exact)" : "",
                     significant ? "significant" : "NOT significant", 100 * kRankTestLevel);
         j.field("slower_than_fastest", rs[i].step_s / rs[best].step_s - 1).field("p_value", t.p_value);
@@ -118,8 +130,8 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
         // The rounds paired: each round's two steps ran back to back, so the machine's drift cancels in their ratio.
         if (const std::optional<PairedTest> pt = paired_by_round(rs[best], rs[i])) {
           std::printf("  paired by round (%lld rounds): %s; Wilcoxon signed-rank p = %.3g%s: %s at %g%%\n",
-                      static_cast<long long>(pt->pairs), paired_text(*pt, a.compare[i], a.compare[best]).c_str(),
-                      pt->p_value, pt->exact ? " (exact)" : "", pt->significant() ? "significant" : "NOT significant",
+                      static_cast<long long>(pt->pairs), paired_text(*pt, label[i], label[best]).c_str(), pt->p_value,
+                      pt->exact ? " (exact)" : "", pt->significant() ? "significant" : "NOT significant",
                       100 * kRankTestLevel);
           j.paired("paired", *pt);
         }
@@ -233,14 +245,14 @@ void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
          "--target", o->target_halfwidth,
          "Stop when the median's " + interval_confidence_label() + " interval is within this fraction of it (0: never)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 0.5));
+      ->check(finite_range(0.0, 0.5));
   cmd->add_option("--budget", o->budget_s, "Stop after this many measured seconds, all placements together (0: none)")
       ->capture_default_str()
       ->check(nonnegative_number());
   cmd->add_option("--min-time", o->min_time_s,
                   "Measure each placement for at least this many seconds of steps, past --max-steps if need be")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(finite_range(0.0, 3600.0));
   cmd->add_option("--rewarm", o->rewarm_steps,
                   "Interleaved placements: unmeasured steps each one takes right before each of its measured steps, "
                   "so that a measured step follows its own placement's step")
@@ -256,15 +268,20 @@ void add_runtime_commands(CLI::App& app) {
   auto margs = std::make_shared<MeasureArgs>();
   CLI::App* measure = app.add_subcommand("measure", "Run a placed graph for real and measure its step time");
   measure->add_option("--graph", margs->graph, "Graph file (.json or binary)")->required();
-  measure->add_option("--placement", margs->placement, "Placement file (JSON: op name -> device name)");
-  measure->add_option("--compare", margs->compare,
-                      "Two or more placement files: measured interleaved, each against the fastest by a rank test");
+  CLI::Option* one =
+      measure->add_option("--placement", margs->placement, "Placement file (JSON: op name -> device name)");
+  measure
+      ->add_option("--compare", margs->compare,
+                   "Two or more placement files: measured interleaved, each against the fastest by a rank test (a "
+                   "file given twice is measured twice, and named with its place: an A/A check of the measurement)")
+      ->excludes(one);
   measure->add_option("--devices", margs->devices, "Devices: cpu:N, cpu,cuda:0, cuda:0,cuda:1, vcuda:N")
       ->capture_default_str();
   add_measure_options(measure, &margs->protocol);
   add_objective_options(measure, &margs->objective);
-  measure->add_option("--trace", margs->trace, "Write the last step as a Chrome trace (Perfetto) JSON file");
-  measure->add_option("--json", margs->json, "Write the result as JSON");
+  measure->add_option("--trace", margs->trace, "Write the last step as a Chrome trace (Perfetto) JSON file")
+      ->check(output_file());
+  measure->add_option("--json", margs->json, "Write the result as JSON")->check(output_file());
   measure->callback([margs] { run_measure(*margs); });
 
   auto pargs = std::make_shared<ProfileArgs>();
@@ -272,7 +289,7 @@ void add_runtime_commands(CLI::App& app) {
       app.add_subcommand("profile", "Measure per-op times and link latency/bandwidth for the simulator");
   profile->add_option("--graph", pargs->graph, "Graph file (.json or binary)")->required();
   profile->add_option("--devices", pargs->devices, "Devices: cpu:N, cpu,cuda:0, ...")->capture_default_str();
-  profile->add_option("-o,--out", pargs->out, "Profile file to write (JSON)")->required();
+  profile->add_option("-o,--out", pargs->out, "Profile file to write (JSON)")->required()->check(output_file());
   profile->add_option("--repetitions", pargs->repetitions, "Runs per op (median kept)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));

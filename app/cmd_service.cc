@@ -307,7 +307,7 @@ void add_placing_queries(CLI::App* query, const std::shared_ptr<QueryArgs>& q, c
                          " interval; the cluster must run there, e.g. --devices cpu:2)");
   evaluate->add_option("--measure-budget", q->measure_budget, "With --measure: seconds of measured steps at most")
       ->check(nonnegative_number())
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(finite_range(0.0, 3600.0));
   evaluate->callback([send] { send("evaluate"); });
 }
 

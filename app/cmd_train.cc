@@ -324,7 +324,9 @@ void add_train_commands(CLI::App& app) {
       "Write a trained policy alone (config and weights; no optimizer state, no record of samples): the small file "
       "`make pretrained` ships, read by `place --policy` and policy.init_from");
   ex->add_option("from", *from, "A `placer train` result folder or its checkpoint.pt")->required();
-  ex->add_option("-o,--output", *to, "The file to write, e.g. policies/pretrained/checkpoint.pt")->required();
+  ex->add_option("-o,--output", *to, "The file to write, e.g. policies/pretrained/checkpoint.pt")
+      ->required()
+      ->check(output_file());
   ex->callback([from, to]() {
     const ExportedPolicy e = export_policy(*from, *to);
     std::printf("wrote %s: %.2f MB (the checkpoint: %.2f MB)\n", to->c_str(), e.to_bytes / 1e6, e.from_bytes / 1e6);

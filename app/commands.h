@@ -32,6 +32,13 @@ namespace placer::cli {
 // (validators.cc): > 0 and >= 0.
 CLI::Validator positive_number();
 CLI::Validator nonnegative_number();
+// In [lo, hi] and finite (CLI::Range lets nan through, and the error then named a field deep inside).
+CLI::Validator finite_range(double lo, double hi);
+// Output paths checked when the command line is read, before any work (a long
+// fidelity run ended on a missing folder): a file in a folder that exists and
+// is writable, not a directory; a folder that exists, or can be made in one that does.
+CLI::Validator output_file();
+CLI::Validator output_folder();
 
 // The measurement protocol's options (--warmup, --steps, --max-steps, --target, --budget, --timeout, --seed).
 void add_measure_options(CLI::App* cmd, MeasureOptions* options);

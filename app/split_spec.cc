@@ -15,7 +15,8 @@ namespace placer::cli {
 void add_split_spec_option(CLI::App* cmd, std::string* path) {
   cmd->add_option("--split-spec", *path,
                   "Also write the placement's pipeline stages as torch.distributed.pipelining split points (JSON; "
-                  "graphs imported from a torch.export .pt2)");
+                  "graphs imported from a torch.export .pt2)")
+      ->check(output_file());
 }
 
 void check_split_spec_graph(const std::string& path, const Graph& graph) {

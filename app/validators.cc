@@ -3,6 +3,9 @@
 // refuse nan and inf (CLI::Range lets nan through).
 #include <CLI/CLI.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <string>
 
@@ -24,7 +27,64 @@ CLI::Validator lower_limit(bool inclusive) {
       inclusive ? "NONNEGATIVE" : "POSITIVE");
 }
 
+// The folder a path is in ("." for a bare name); trailing slashes are not names.
+std::string folder_of(std::string path) {
+  while (path.size() > 1 && path.back() == '/') path.pop_back();
+  const size_t slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// "" when `dir` is a folder this process may write in, else why not.
+std::string folder_problem(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return "folder '" + dir + "' does not exist";
+  if (!S_ISDIR(st.st_mode)) return "'" + dir + "' is not a folder";
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) return "folder '" + dir + "' is not writable";
+  return "";
+}
+
 }  // namespace
+
+CLI::Validator output_file() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        if (path.empty()) return "an empty path";
+        struct stat st {};
+        if (::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) return "cannot write '" + path + "': a directory";
+        const std::string problem = folder_problem(folder_of(path));
+        return problem.empty() ? "" : "cannot write '" + path + "': " + problem;
+      },
+      "FILE");
+}
+
+CLI::Validator output_folder() {
+  return CLI::Validator(
+      [](std::string& path) -> std::string {
+        if (path.empty()) return "an empty path";
+        struct stat st {};
+        if (::stat(path.c_str(), &st) == 0) {
+          if (!S_ISDIR(st.st_mode)) return "cannot write into '" + path + "': not a folder";
+          return ::access(path.c_str(), W_OK | X_OK) == 0 ? "" : "cannot write into '" + path + "': not writable";
+        }
+        const std::string problem = folder_problem(folder_of(path));  // made by the command, in a folder that exists
+        return problem.empty() ? "" : "cannot make '" + path + "': " + problem;
+      },
+      "DIR");
+}
+
+CLI::Validator finite_range(double lo, double hi) {
+  const std::string what =
+      "a finite number in [" + CLI::detail::to_string(lo) + ", " + CLI::detail::to_string(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, what](std::string& input) -> std::string {
+        double v = 0.0;
+        if (!CLI::detail::lexical_cast(input, v)) return "'" + input + "' is not a number";
+        if (std::isfinite(v) && v >= lo && v <= hi) return {};
+        return "must be " + what + ", got " + input;
+      },
+      "FLOAT in [" + CLI::detail::to_string(lo) + " - " + CLI::detail::to_string(hi) + "]");
+}
 
 CLI::Validator positive_number() { return lower_limit(false); }
 CLI::Validator nonnegative_number() { return lower_limit(true); }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/files.h"
 #include "placer/graphs/json_writer.h"
 #include "policy.h"
 #include "trainer.h"
@@ -49,6 +50,12 @@ void load_model_checked(PolicyImpl& policy, torch::serialize::InputArchive& mode
                        policy.kind() + " policy expects " + str(shape) + " (a checkpoint of another version?)");
     }
   }
+  // A file whose bytes were damaged can still load (the archive checks no sums): weights of NaN
+  // or inf would place by noise and say nothing.
+  for (const auto& p : policy.named_parameters())
+    if (!torch::isfinite(p.value()).all().item<bool>())
+      throw InputError(path + ": field 'model': parameter '" + p.key() +
+                       "' holds values that are not finite numbers (a damaged file?)");
 }
 
 struct LoadedArchive {
@@ -301,16 +308,10 @@ ExportedPolicy export_policy(const std::string& from, const std::string& to) {
   a.write("state", c10::IValue(la.state_json));
   policy->save(model);
   a.write("model", model);
-  const std::string tmp = to + ".tmp";
-  try {
-    a.save_to(tmp);
-    fs::rename(tmp, to);
-  } catch (const std::exception& e) {
-    std::error_code ec;
-    fs::remove(tmp, ec);
-    throw InputError(to + ": cannot write the exported policy (" + std::string(e.what()).substr(0, 200) + ")");
-  }
-  return ExportedPolicy{static_cast<int64_t>(fs::file_size(path)), static_cast<int64_t>(fs::file_size(to))};
+  std::ostringstream bytes;
+  a.save_to(bytes);
+  write_file_atomic(to, bytes.str());  // "cannot write 'PATH': why", as every output
+  return ExportedPolicy{static_cast<int64_t>(fs::file_size(path)), static_cast<int64_t>(bytes.str().size())};
 }
 
 }  // namespace placer

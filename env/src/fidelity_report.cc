@@ -117,9 +117,11 @@ FidelityRetake read_retake(Reader& t) {
 FidelityPoint read_point(Reader& pt, const char* other_calibration_key) {
   FidelityPoint p;
   p.kind = pt.string(pt.need("kind"), pt.path("kind"));
-  p.measured_s = need_number(pt, "measured_s");
+  // A step is a finite time > 0 (10^4 s at most, as a profile's): a zero made the MAPE leave the point out, an
+  // inf made it inf.
+  p.measured_s = pt.number(pt.need("measured_s"), pt.path("measured_s"), 1e-12, 1e4);
   p.measured_iqr_s = need_number(pt, "measured_iqr_s");
-  p.simulated_s = need_number(pt, "simulated_s");
+  p.simulated_s = pt.number(pt.need("simulated_s"), pt.path("simulated_s"), 1e-12, 1e4);
   for (auto [key, out] : {std::pair{"ci_low_s", &p.ci_low_s}, std::pair{"ci_high_s", &p.ci_high_s},
                           std::pair{"simulated_unfitted_s", &p.simulated_unfitted_s},
                           std::pair{"simulated_per_copy_s", &p.simulated_per_copy_s},

@@ -170,6 +170,7 @@ Workload parse_workload(const std::string& text, const std::string& name) {
   const JsonNode nodes = need_list(top, "nodes", kMaxNodes);
   const JsonNode edges = need_list(top, "edges", kMaxEdges);
   top.finish();
+  if (nodes.size() == 0) top.fail("nodes", "empty: a workload has at least one node");
 
   std::unordered_map<int64_t, int32_t> index;
   for (size_t i = 0; i < nodes.size(); ++i) {

@@ -1,12 +1,14 @@
 // Whole files in and out, with errors that name the path.
 #include "placer/graphs/files.h"
 
+#include <fcntl.h>
 #include <ftw.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -28,8 +30,53 @@ std::string read_file(const std::string& path) {
   return out.str();
 }
 
+namespace {
+
+// Where a write to `path` lands: a symlink's target (the link stays a link), else the path itself.
+std::string write_target(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+  if (char* real = ::realpath(path.c_str(), nullptr)) {
+    std::string out(real);
+    std::free(real);
+    return out;
+  }
+  std::string link(4096, '\0');  // a dangling link: the file it names, made
+  const ssize_t n = ::readlink(path.c_str(), link.data(), link.size());
+  if (n <= 0 || static_cast<size_t>(n) >= link.size()) return path;
+  link.resize(static_cast<size_t>(n));
+  const size_t slash = path.rfind('/');
+  return link[0] == '/' || slash == std::string::npos ? link : path.substr(0, slash + 1) + link;
+}
+
+// A device or a pipe (/dev/null, /dev/stdout, a fifo) is written into, never replaced.
+void write_through(const std::string& path, const std::string& contents) {
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  if (fd < 0) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string reason = n < 0 ? std::strerror(errno) : "write error";
+      ::close(fd);
+      throw InputError("cannot write '" + path + "': " + reason);
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (::close(fd) != 0) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
+}
+
+}  // namespace
+
 void write_file_atomic(const std::string& path, const std::string& contents) {
-  const std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  const std::string target = write_target(path);
+  struct stat st {};
+  if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISDIR(st.st_mode)) throw InputError("cannot write '" + path + "': a directory");
+    return write_through(target, contents);
+  }
+  const std::string tmp = target + ".tmp." + std::to_string(::getpid());
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
     if (!out) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
@@ -40,7 +87,7 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
       throw InputError("cannot write '" + path + "': write error");
     }
   }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     const std::string reason = std::strerror(errno);
     std::remove(tmp.c_str());
     throw InputError("cannot write '" + path + "': " + reason);

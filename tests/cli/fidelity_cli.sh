@@ -99,6 +99,19 @@ rm "$TMP/out/fidelity_mlp.md" "$TMP/out/fidelity_mlp.svg"
 [ -s "$TMP/out/fidelity_mlp.svg" ] && grep -q "</svg>" "$TMP/out/fidelity_mlp.svg" || fail "replot svg"
 grep -q "Spearman" "$TMP/out/fidelity_mlp.md" || fail "replot md"
 grep -q "calibrated on each op's fastest round instead" "$TMP/out/fidelity_mlp.md" || fail "replot keeps the fastest-round line"
+# With -o, in that folder; a step of 0 s is refused, naming the point (the MAPE left it out and said nothing).
+"$PLACER" fidelity --replot "$TMP/out/fidelity_mlp.json" -o "$TMP/replotted" > /dev/null || fail "replot -o"
+[ -s "$TMP/replotted/fidelity_mlp.md" ] && [ -s "$TMP/replotted/fidelity_mlp.svg" ] || fail "replot -o: not in the folder"
+python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1])); r['points'][1]['measured_s'] = 0
+json.dump(r, open(sys.argv[2], 'w'))" "$TMP/out/fidelity_mlp.json" "$TMP/zero.json"
+if "$PLACER" fidelity --replot "$TMP/zero.json" 2> "$TMP/zero.err"; then fail "a step of 0 s replotted"; fi
+grep -q "points\[1\].measured_s: must be in \[1e-12, 10000\], got 0" "$TMP/zero.err" || fail "zero step: $(cat "$TMP/zero.err")"
+# An output folder that cannot be made is refused before anything is measured.
+if "$PLACER" fidelity --graph "$TMP/g.json" --devices cpu:2 -o "$TMP/nodir/out" 2> "$TMP/nodir.err"; then fail "-o nodir"; fi
+grep -q -- "--out: cannot make '$TMP/nodir/out': folder '$TMP/nodir' does not exist" "$TMP/nodir.err" ||
+  fail "-o nodir: $(cat "$TMP/nodir.err")"
 
 # --retakes: a round whose probe reads over --spell-ratio times the quietest round's is measured again. At ratio 1
 # any round that read higher than the other is, so the retake path runs; the report says what it read and kept.

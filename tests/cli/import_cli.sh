@@ -61,6 +61,8 @@ expect_error "missing file" "no such file" \
   "$placer" graph import "$work/nope.pt" --input x:1:float -o "$work/x.json"
 expect_error "not a model" "not a TorchScript archive" \
   "$placer" graph import "$fixtures/not_a_model.pt" --input x:1:float -o "$work/x.json"
+expect_error "an infinite learning rate" "--lr: must be a finite number > 0, got inf" \
+  "$placer" graph import "$fixtures/tiny_cnn.pt" --lr inf -o "$work/x.json"
 expect_error "unknown input name" "forward() has no argument 'image'" \
   "$placer" graph import "$fixtures/tiny_cnn.pt" --input image:2x3x8x8:float -o "$work/x.json"
 expect_error "missing input" "missing --input for forward() argument 'target'" \

@@ -60,4 +60,24 @@ if "$PLACER" baseline --graph "$W/bert24_inference.json" --objective max_load --
   fail "unknown method accepted"
 fi
 grep -q "unknown max_load method 'greedy'" "$TMP/err2.txt" || { cat "$TMP/err2.txt"; fail "unknown method"; }
+
+# Bad workload JSON gets a workload's error, not a TorchScript archive's; a workload no method can place is refused.
+import_error() {  # name, file, expected text
+  if "$PLACER" graph import "$2" -o "$TMP/bad_out.json" > /dev/null 2> "$TMP/err3.txt"; then fail "$1 imported"; fi
+  grep -qF -- "$3" "$TMP/err3.txt" || fail "$1: $(cat "$TMP/err3.txt")"
+}
+head -c 200 "$W/bert24_training.json" > "$TMP/trunc.json"
+import_error "a truncated workload" "$TMP/trunc.json" "$TMP/trunc.json: not a workload file: JSON parse error at byte 200"
+python3 - "$W/bert24_training.json" "$TMP" <<'PY'
+import json, sys
+src, tmp = sys.argv[1], sys.argv[2]
+w = json.load(open(src)); del w["edges"]; json.dump(w, open(tmp + "/noedges.json", "w"))
+w = json.load(open(src)); w["nodes"], w["edges"] = [], []; json.dump(w, open(tmp + "/nonodes.json", "w"))
+w = json.load(open(src)); w["maxCPUs"] = 0; w["nodes"][0]["supportedOnFpga"] = 0; json.dump(w, open(tmp + "/nofit.json", "w"))
+PY
+import_error "edges missing" "$TMP/noedges.json" "noedges.json: edges: missing required field"
+import_error "no nodes" "$TMP/nonodes.json" "nodes: empty: a workload has at least one node"
+import_error "a node no device runs" "$TMP/nofit.json" "is not supported on an accelerator (supportedOnFpga 0) and the cluster has no CPU"
+"$PLACER" graph build mlp -o "$TMP/mlp.json" > /dev/null
+import_error "a placer graph" "$TMP/mlp.json" "a placer graph already"
 echo ok

@@ -48,6 +48,25 @@ printf 'name: t\ngraph: {builder: mlp}\ncluster: tpu:8\ntrain: {updates: 1, samp
 [ "$(wc -c < "$TMP/err")" -lt 200 ] || fail "--budget 0: a long message: $(cat "$TMP/err")"
 "$PLACER" place --policy pretrained --time-budget soon --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
 [ $? -ne 0 ] && grep -q -- "--time-budget: 'soon' is not a number" "$TMP/err" || fail "--time-budget soon: $(cat "$TMP/err")"
+# A policy file whose weights were damaged (the archive checks no sums): refused, naming a parameter.
+SRC="${2:-$(cd "$(dirname "$0")/../.." && pwd)}"
+mkdir -p "$TMP/damaged"
+cp "$SRC/policies/pretrained/config.yaml" "$TMP/damaged/" 2>/dev/null || true
+python3 - "$SRC/policies/pretrained/checkpoint.pt" "$TMP/damaged/checkpoint.pt" <<'PY'
+import sys, zipfile
+with zipfile.ZipFile(sys.argv[1]) as zin, zipfile.ZipFile(sys.argv[2], "w", zipfile.ZIP_STORED) as zout:
+    for info in zin.infolist():
+        data = zin.read(info.filename)
+        zout.writestr(info, b"\xff" * len(data) if "/data/" in info.filename else data)
+PY
+"$PLACER" place --policy "$TMP/damaged" --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err" > /dev/null
+[ $? -eq 2 ] && grep -q "parameter '.*' holds values that are not finite numbers" "$TMP/err" || fail "damaged policy: $(cat "$TMP/err")"
+"$PLACER" export-policy "$SRC/policies/pretrained" -o "$TMP/nodir/x.pt" 2> "$TMP/err" > /dev/null
+[ $? -ne 0 ] && grep -q "cannot write '$TMP/nodir/x.pt'" "$TMP/err" || fail "export-policy to a missing folder: $(cat "$TMP/err")"
+# An output in a folder that does not exist: refused before placing.
+"$PLACER" place --method dp --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/nodir/x.json" 2> "$TMP/err"
+[ $? -ne 0 ] && grep -q -- "--output: cannot write '$TMP/nodir/x.json': folder '$TMP/nodir' does not exist" "$TMP/err" ||
+  fail "-o in a missing folder: $(cat "$TMP/err")"
 # A command that does not exist: named, with the commands there are.
 "$PLACER" plcae --method dp 2> "$TMP/err"
 [ $? -eq 2 ] && grep -q "unknown command 'plcae' (commands: graph, .*place, " "$TMP/err" || fail "unknown command: $(cat "$TMP/err")"

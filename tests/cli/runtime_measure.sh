@@ -47,6 +47,17 @@ cp "$TMP/p.json" "$TMP/p2.json"
 "$PLACER" measure --graph "$TMP/g.json" --compare "$TMP/p.json" "$TMP/p2.json" --devices cpu:2 --warmup 1 \
   --steps 6 --max-steps 6 --json "$TMP/cmp.json" > "$TMP/cmp.txt" || fail "measure --compare"
 grep -q "Mann-Whitney U p = " "$TMP/cmp.txt" || fail "measure --compare names its rank test"
+# The same file twice (an A/A check): told apart by place; --placement beside --compare is refused; nan is no target.
+"$PLACER" measure --graph "$TMP/g.json" --compare "$TMP/p.json" "$TMP/p.json" --devices cpu:2 --warmup 1 --steps 3 \
+  --max-steps 3 > "$TMP/aa.txt" || fail "measure --compare A A"
+grep -q "p.json (#1)" "$TMP/aa.txt" && grep -q "p.json (#2)" "$TMP/aa.txt" || fail "A A not told apart: $(cat "$TMP/aa.txt")"
+if "$PLACER" measure --graph "$TMP/g.json" --compare "$TMP/p.json" "$TMP/p2.json" --placement "$TMP/p.json" \
+  --devices cpu:2 2> "$TMP/both.err"; then fail "--placement with --compare accepted"; fi
+grep -q -- "--placement excludes --compare" "$TMP/both.err" || fail "--placement with --compare: $(cat "$TMP/both.err")"
+if "$PLACER" measure --graph "$TMP/g.json" --placement "$TMP/p.json" --devices cpu:2 --target nan 2> "$TMP/nan.err"; then
+  fail "--target nan accepted"
+fi
+grep -q -- "--target: must be a finite number in \[0, 0.5\], got nan" "$TMP/nan.err" || fail "--target nan: $(cat "$TMP/nan.err")"
 python3 - "$TMP/cmp.json" <<'PY' || fail "compare JSON"
 import json, sys
 r = json.load(open(sys.argv[1]))

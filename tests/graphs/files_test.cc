@@ -34,6 +34,41 @@ TEST(Files, RemoveTreeRemovesNestedDirectoriesAndNeverFollowsLinks) {
   EXPECT_FALSE(fs::exists(outside));
 }
 
+// `-o /dev/null` replaced the device with a regular file (as root), and `-o link.json`
+// replaced the link with a file, leaving its target as it was.
+TEST(Files, WritesGoThroughLinksAndIntoDevicesWithoutReplacingThem) {
+  const fs::path dir = scratch("write");
+  fs::create_directories(dir);
+  std::ofstream(dir / "target.json") << "old";
+  fs::create_symlink("target.json", dir / "link.json");
+  write_file_atomic((dir / "link.json").string(), "new");
+  EXPECT_TRUE(fs::is_symlink(dir / "link.json"));
+  EXPECT_EQ(read_file((dir / "target.json").string()), "new");
+  fs::create_symlink("made.json", dir / "dangling.json");  // a link to a file not yet there: the file is made
+  write_file_atomic((dir / "dangling.json").string(), "made");
+  EXPECT_TRUE(fs::is_symlink(dir / "dangling.json"));
+  EXPECT_EQ(read_file((dir / "made.json").string()), "made");
+  write_file_atomic("/dev/null", "discarded");
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
+  if (fs::exists("/dev/full")) {
+    try {
+      write_file_atomic("/dev/full", std::string(1 << 16, 'x'));
+      ADD_FAILURE() << "a write to /dev/full succeeded";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("cannot write '/dev/full': No space left on device"), std::string::npos)
+          << e.what();
+    }
+    EXPECT_TRUE(fs::is_character_file("/dev/full"));
+  }
+  try {
+    write_file_atomic(dir.string(), "x");
+    ADD_FAILURE() << "a directory was written";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("a directory"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(remove_tree(dir));
+}
+
 TEST(Files, RemoveTreeOfAMissingPathOrAFileIsFine) {
   EXPECT_TRUE(remove_tree(scratch("missing")));
   const fs::path file = scratch("file");

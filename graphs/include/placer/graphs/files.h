@@ -9,7 +9,10 @@
 namespace placer {
 
 std::string read_file(const std::string& path);
-void write_file_atomic(const std::string& path, const std::string& contents);  // tmp + rename
+// A regular file: written to a temporary beside it, then renamed over it (never half
+// written). A symlink: its target so written, the link kept. A device or a pipe
+// (/dev/null, a fifo): written into, never replaced; its errors (/dev/full: no space) thrown.
+void write_file_atomic(const std::string& path, const std::string& contents);
 
 // Removes a file or a directory tree (a missing path is no error); false, with
 // errno set, where something could not be removed. Use it instead of
