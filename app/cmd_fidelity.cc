@@ -1,8 +1,6 @@
 // placer fidelity: diverse placements measured for real and simulated; the simulator's measured error.
 #include <CLI/CLI.hpp>
 
-#include <sys/stat.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -46,6 +44,13 @@ struct FidelityArgs {
   }
 };
 
+// A folder the run writes into, made with any missing above it.
+void make_folder(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw InputError("cannot make folder '" + dir + "': " + ec.message());
+}
+
 // Re-renders a report's markdown and plot from its JSON, measuring nothing.
 // With `out_dir` (-o given) they go there, under the report's own name; else beside it.
 void replot_fidelity(const std::string& path, const std::string& out_dir) {
@@ -58,7 +63,7 @@ void replot_fidelity(const std::string& path, const std::string& out_dir) {
   std::string stem = path;
   if (stem.size() > 5 && stem.compare(stem.size() - 5, 5, ".json") == 0) stem.resize(stem.size() - 5);
   if (!out_dir.empty()) {
-    mkdir(out_dir.c_str(), 0755);
+    make_folder(out_dir);
     stem = out_dir + "/" + stem.substr(stem.find_last_of('/') + 1);
   }
   write_file_atomic(stem + ".md", report.to_markdown());
@@ -419,7 +424,7 @@ void run_fidelity(const FidelityArgs& a, bool out_given) {
   if (a.graph.empty()) throw InputError("fidelity: --graph is required (or --replot REPORT.json)");
   const Graph graph = load_graph(a.graph);
   const Cluster cluster = parse_device_list(a.devices);
-  mkdir(a.out.c_str(), 0755);
+  make_folder(a.out);
   const std::string stem = a.out + "/fidelity_" + (a.name.empty() ? graph.name : a.name);
   Runtime runtime(cluster);
   const RunGraph run(graph, a.objective);
@@ -427,7 +432,7 @@ void run_fidelity(const FidelityArgs& a, bool out_given) {
   std::string selection;
   const NamedPlacements placements = choose_placements(runtime, graph, run, cluster, a, first_profile, selection);
   if (!a.save_placements.empty()) {
-    mkdir(a.save_placements.c_str(), 0755);
+    make_folder(a.save_placements);
     for (size_t i = 0; i < placements.size(); ++i)
       save_placement(to_named(graph, cluster, placements[i].second),
                      a.save_placements + "/" + std::to_string(i) + "_" + placements[i].first + ".json");
@@ -438,7 +443,7 @@ void run_fidelity(const FidelityArgs& a, bool out_given) {
     // The profiles beside them, so that the report's simulated steps can be made again (and other calibrations
     // tried) on the same measurements: `placer simulate --profile DIR/profiles/mean.json` gives simulated_s.
     const std::string dir = a.save_placements + "/profiles";
-    mkdir(dir.c_str(), 0755);
+    make_folder(dir);
     save_profile(m.mean, dir + "/mean.json");
     for (size_t k = 0; k < m.rounds.size(); ++k)
       save_profile(m.rounds[k].profile, dir + "/round_" + std::to_string(k + 1) + ".json");

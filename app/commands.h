@@ -36,7 +36,8 @@ CLI::Validator nonnegative_number();
 CLI::Validator finite_range(double lo, double hi);
 // Output paths checked when the command line is read, before any work (a long
 // fidelity run ended on a missing folder): a file in a folder that exists and
-// is writable, not a directory; a folder that exists, or can be made in one that does.
+// is writable, not a directory; a folder that exists, or can be made (with any
+// missing folders above it) under the nearest one that does.
 CLI::Validator output_file();
 CLI::Validator output_folder();
 

@@ -67,7 +67,10 @@ CLI::Validator output_folder() {
           if (!S_ISDIR(st.st_mode)) return "cannot write into '" + path + "': not a folder";
           return ::access(path.c_str(), W_OK | X_OK) == 0 ? "" : "cannot write into '" + path + "': not writable";
         }
-        const std::string problem = folder_problem(folder_of(path));  // made by the command, in a folder that exists
+        // Made by the command, with any folders above it that are missing: the nearest that exists must take them.
+        std::string up = folder_of(path);
+        while (up != "." && up != "/" && ::stat(up.c_str(), &st) != 0) up = folder_of(up);
+        const std::string problem = folder_problem(up);
         return problem.empty() ? "" : "cannot make '" + path + "': " + problem;
       },
       "DIR");

@@ -108,10 +108,15 @@ r = json.load(open(sys.argv[1])); r['points'][1]['measured_s'] = 0
 json.dump(r, open(sys.argv[2], 'w'))" "$TMP/out/fidelity_mlp.json" "$TMP/zero.json"
 if "$PLACER" fidelity --replot "$TMP/zero.json" 2> "$TMP/zero.err"; then fail "a step of 0 s replotted"; fi
 grep -q "points\[1\].measured_s: must be in \[1e-12, 10000\], got 0" "$TMP/zero.err" || fail "zero step: $(cat "$TMP/zero.err")"
-# An output folder that cannot be made is refused before anything is measured.
-if "$PLACER" fidelity --graph "$TMP/g.json" --devices cpu:2 -o "$TMP/nodir/out" 2> "$TMP/nodir.err"; then fail "-o nodir"; fi
-grep -q -- "--out: cannot make '$TMP/nodir/out': folder '$TMP/nodir' does not exist" "$TMP/nodir.err" ||
-  fail "-o nodir: $(cat "$TMP/nodir.err")"
+# An output folder that cannot be made is refused before anything is measured (one that can, with the folders
+# above it, is made: the GPU run book saves placements under its -o folder before that exists).
+if "$PLACER" fidelity --graph "$TMP/g.json" --devices cpu:2 -o "$TMP/g.json/out" 2> "$TMP/nodir.err"; then
+  fail "-o under a file"
+fi
+grep -q -- "--out: cannot make '$TMP/g.json/out': '$TMP/g.json' is not a folder" "$TMP/nodir.err" ||
+  fail "-o under a file: $(cat "$TMP/nodir.err")"
+"$PLACER" fidelity --replot "$TMP/out/fidelity_mlp.json" -o "$TMP/new/deeper" > /dev/null || fail "replot -o new/deeper"
+[ -s "$TMP/new/deeper/fidelity_mlp.md" ] || fail "replot -o new/deeper: not made"
 
 # --retakes: a round whose probe reads over --spell-ratio times the quietest round's is measured again. At ratio 1
 # any round that read higher than the other is, so the retake path runs; the report says what it read and kept.
