@@ -482,9 +482,7 @@ void run_baseline(const BaselineArgs& b) {
   if (!b.csv.empty()) write_file_atomic(b.csv, rows_csv(rows, pipeline));
 }
 
-}  // namespace
-
-void add_agent_commands(CLI::App& app) {
+void add_place_command(CLI::App& app) {
   auto place_args = std::make_shared<PlaceArgs>();
   CLI::App* place = app.add_subcommand("place", "Place a graph with an algorithmic method or a trained checkpoint");
   place->add_option("--method", place_args->method,
@@ -516,7 +514,9 @@ void add_agent_commands(CLI::App& app) {
       ->check(output_file());
   add_split_spec_option(place, &place_args->split_spec);
   place->callback([place_args] { run_place(*place_args); });
+}
 
+void add_baseline_command(CLI::App& app) {
   auto base = std::make_shared<BaselineArgs>();
   auto objective = std::make_shared<std::string>("step");
   auto max_load = std::make_shared<MaxLoadArgs>();
@@ -564,6 +564,13 @@ void add_agent_commands(CLI::App& app) {
       throw InputError("--option: --objective max_load's methods take none (--max-ideals sets its dp's limit)");
     run_max_load_baseline(a);
   });
+}
+
+}  // namespace
+
+void add_agent_commands(CLI::App& app) {
+  add_place_command(app);
+  add_baseline_command(app);
 }
 
 }  // namespace placer::cli

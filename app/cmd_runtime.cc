@@ -67,6 +67,32 @@ std::string paired_text(const PairedTest& t, const std::string& b, const std::st
   return out;
 }
 
+// One placement against the fastest: the rank test of their samples, then their rounds paired (each
+// round's two steps ran back to back, so the machine's drift cancels in their ratio); printed and in `j`.
+void report_against_fastest(const StepResult& fastest, const StepResult& r, const std::string& fastest_label,
+                            const std::string& label, JsonWriter& j) {
+  const RankTest t = mann_whitney(fastest.samples_s, r.samples_s);
+  const bool significant = t.significant();
+  char medians[160];
+  if (r.step_s == fastest.step_s)  // a significant test then says the spreads differ, not the middles
+    std::snprintf(medians, sizeof medians, "%s and %s have equal medians", fastest_label.c_str(), label.c_str());
+  else
+    std::snprintf(medians, sizeof medians, "%s is faster than %s by %.1f%% (medians)", fastest_label.c_str(),
+                  label.c_str(), 100 * (r.step_s / fastest.step_s - 1));
+  std::printf("%s; Mann-Whitney U p = %.3g%s: %s at %g%%\n", medians, t.p_value, t.exact ? " (exact)" : "",
+              significant ? "significant" : "NOT significant", 100 * kRankTestLevel);
+  j.field("slower_than_fastest", r.step_s / fastest.step_s - 1).field("p_value", t.p_value);
+  j.field("significant", significant);
+  // The rounds paired: each round's two steps ran back to back, so the machine's drift cancels in their ratio.
+  if (const std::optional<PairedTest> pt = paired_by_round(fastest, r)) {
+    std::printf("  paired by round (%lld rounds): %s; Wilcoxon signed-rank p = %.3g%s: %s at %g%%\n",
+                static_cast<long long>(pt->pairs), paired_text(*pt, label, fastest_label).c_str(), pt->p_value,
+                pt->exact ? " (exact)" : "", pt->significant() ? "significant" : "NOT significant",
+                100 * kRankTestLevel);
+    j.paired("paired", *pt);
+  }
+}
+
 // placer measure --compare A B ...: interleaved, then each against the fastest by a rank test.
 void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, const Cluster& cluster,
                  Runtime& runtime) {
@@ -114,28 +140,7 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
       j.end_array().begin_array("core_rtt_s");  // the cross-core probe before each of those steps
       for (double v : rs[i].core_rtt_s) j.num(v);
       j.end_array();
-      if (i != best) {
-        const RankTest t = mann_whitney(rs[best].samples_s, rs[i].samples_s);
-        const bool significant = t.significant();
-        char medians[160];
-        if (rs[i].step_s == rs[best].step_s)  // a significant test then says the spreads differ, not the middles
-          std::snprintf(medians, sizeof medians, "%s and %s have equal medians", label[best].c_str(), label[i].c_str());
-        else
-          std::snprintf(medians, sizeof medians, "%s is faster than %s by %.1f%% (medians)", label[best].c_str(),
-                        label[i].c_str(), 100 * (rs[i].step_s / rs[best].step_s - 1));
-        std::printf("%s; Mann-Whitney U p = %.3g%s: %s at %g%%\n", medians, t.p_value, t.exact ? " (exact)" : "",
-                    significant ? "significant" : "NOT significant", 100 * kRankTestLevel);
-        j.field("slower_than_fastest", rs[i].step_s / rs[best].step_s - 1).field("p_value", t.p_value);
-        j.field("significant", significant);
-        // The rounds paired: each round's two steps ran back to back, so the machine's drift cancels in their ratio.
-        if (const std::optional<PairedTest> pt = paired_by_round(rs[best], rs[i])) {
-          std::printf("  paired by round (%lld rounds): %s; Wilcoxon signed-rank p = %.3g%s: %s at %g%%\n",
-                      static_cast<long long>(pt->pairs), paired_text(*pt, label[i], label[best]).c_str(), pt->p_value,
-                      pt->exact ? " (exact)" : "", pt->significant() ? "significant" : "NOT significant",
-                      100 * kRankTestLevel);
-          j.paired("paired", *pt);
-        }
-      }
+      if (i != best) report_against_fastest(rs[best], rs[i], label[best], label[i], j);
     }
     j.end();
   }
