@@ -224,7 +224,8 @@ void print_summary(const TrainConfig& c, const TrainResult& r) {
 void add_train_options(CLI::App* cmd, TrainArgs& a) {
   cmd->add_option("-c,--config", a.config, "Config file (YAML or JSON), e.g. configs/nmt_k80x4.yaml")->required();
   cmd->add_flag("--resume", a.resume, "Continue from the checkpoint in the output folder");
-  cmd->add_option("-o,--output", a.output, "Result folder (default: the config's run.output_dir or runs/<name>)");
+  cmd->add_option("-o,--output", a.output, "Result folder (default: the config's run.output_dir or runs/<name>)")
+      ->check(output_folder());
   cmd->add_option("--cluster", a.cluster,
                   "Override cluster (a preset, a cluster file or a device list, e.g. cpu:8+cuda:0)");
   cmd->add_option("--graph", a.graph,

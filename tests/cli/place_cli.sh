@@ -67,6 +67,9 @@ PY
 "$PLACER" place --method dp --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/nodir/x.json" 2> "$TMP/err"
 [ $? -ne 0 ] && grep -q -- "--output: cannot write '$TMP/nodir/x.json': folder '$TMP/nodir' does not exist" "$TMP/err" ||
   fail "-o in a missing folder: $(cat "$TMP/err")"
+"$PLACER" train -c "$TMP/t.yaml" -o "$TMP/g.json/run" -q 2> "$TMP/err" > /dev/null
+[ $? -ne 0 ] && grep -q -- "--output: cannot make '$TMP/g.json/run': '$TMP/g.json' is not a folder" "$TMP/err" ||
+  fail "train -o under a file: $(cat "$TMP/err")"
 # A command that does not exist: named, with the commands there are.
 "$PLACER" plcae --method dp 2> "$TMP/err"
 [ $? -eq 2 ] && grep -q "unknown command 'plcae' (commands: graph, .*place, " "$TMP/err" || fail "unknown command: $(cat "$TMP/err")"
