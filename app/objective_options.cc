@@ -50,6 +50,9 @@ const char* bound_note(double step_s, double lower_bound_s) {
 
 std::string measured_ops_note(const CostModel& costs) {
   std::string note = " (" + format_number(100 * costs.calibrated_fraction(), 3) + "% of ops measured";
+  // A profile of another graph lends its times by signature only: say whose they are (a near-0% was all a user saw).
+  if (!costs.profile_of_graph().empty())
+    note += ", by signature: the profile is of graph '" + costs.profile_of_graph() + "'";
   const std::string warning = costs.profile_warning();
   if (!warning.empty()) note += "; WARNING: " + warning;
   return note + ")";

@@ -363,6 +363,7 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
                                 GroupCopyPricing pricing) {
   CostModel model = roofline(graph, cluster);
   model.graph_mismatch_ = describe_graph_mismatch(graph, profile);
+  if (!profile.graph.empty() && profile.graph != graph.name) model.profile_of_graph_ = profile.graph;
   // Its ops by name, and its whole-graph steps, only where the profile is of this very graph.
   const bool names_match = (profile.graph.empty() || profile.graph == graph.name) && model.graph_mismatch_.empty();
   const bool same_graph = names_match && profile.graph == graph.name;

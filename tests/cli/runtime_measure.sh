@@ -173,6 +173,13 @@ small, wide = (json.load(open(f)) for f in sys.argv[1:])
 step = lambda r: {m["method"]: m for m in r["methods"]}["single"]["simulated_step_s"]
 assert abs(step(wide) / step(small) - 1) > 1e-3, (step(small), step(wide))  # equal to the digit before
 PY
+# A profile of another graph by its name lends its times by signature only, and the note says whose they are.
+"$PLACER" graph build rnnlm --opt layers=1 --opt hidden=32 --opt steps=2 --opt batch=4 --opt vocab=50 \
+  -o "$TMP/rnn.json" > /dev/null
+"$PLACER" baseline --graph "$TMP/rnn.json" --devices cpu:2 --method single --profile "$TMP/profile2.json" \
+  > "$TMP/cal_rnn.out" 2>&1 || fail "baseline --profile of another graph: $(cat "$TMP/cal_rnn.out")"
+grep -q "% of ops measured, by signature: the profile is of graph 'mlp')" "$TMP/cal_rnn.out" ||
+  fail "a profile of another graph: whose times not said: $(head -3 "$TMP/cal_rnn.out")"
 set +e
 "$PLACER" baseline --graph "$TMP/g.json" --devices cpu:2 --profile "$TMP/none.json" 2> "$TMP/err" > /dev/null
 [ $? -ne 0 ] && grep -q -- "--profile" "$TMP/err" || fail "baseline --profile of a missing file: $(cat "$TMP/err")"

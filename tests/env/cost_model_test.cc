@@ -301,7 +301,9 @@ TEST(CostModel, AProfileOfTheSameNameAtOtherShapesIsAnotherGraphs) {
   EXPECT_EQ(other.group_copy_s_per_byte(), 0.0);
   EXPECT_NE(other.profile_warning().find("profile this graph"), std::string::npos);
   const CostModel by_signature = CostModel::calibrated(wider, two_cpus, named_other);
-  EXPECT_EQ(by_signature.graph_mismatch(), "");  // another graph by its name: nothing to warn of
+  EXPECT_EQ(by_signature.graph_mismatch(), "");         // another graph by its name: nothing to warn of
+  EXPECT_EQ(by_signature.profile_of_graph(), "other");  // but whose times they are is said
+  EXPECT_EQ(same.profile_of_graph(), "");
   for (int d = 0; d < 2; ++d)
     for (int o = 0; o < wider.size(); ++o)
       EXPECT_DOUBLE_EQ(other.op_seconds(OpId(o), DeviceId(d)), by_signature.op_seconds(OpId(o), DeviceId(d)));

@@ -50,6 +50,9 @@ class CostModel {
   // (device steps, mixed step) are not used. Empty: the profile is of this
   // graph, or says it is of another by its name.
   const std::string& graph_mismatch() const { return graph_mismatch_; }
+  // The graph a profile says it is of, where that is another graph (by name): its ops
+  // then calibrate this graph's by signature only. Empty: this graph's, or unnamed.
+  const std::string& profile_of_graph() const { return profile_of_graph_; }
   // What a user is told of either mismatch, with what to do about it ("" when
   // neither): "the profile was taken on ...: ...; profile these devices".
   std::string profile_warning() const;
@@ -129,6 +132,7 @@ class CostModel {
   double calibrated_fraction_ = 0.0;
   std::string profile_mismatch_;
   std::string graph_mismatch_;
+  std::string profile_of_graph_;
   double cpu_step_anchor_ = 1.0;
   std::vector<double> contended_s_;  // [op * devices + device]; empty = no contention
   std::vector<int32_t> group_;       // [device]: contention group, -1 = none
