@@ -64,8 +64,8 @@ CLI::Validator output_folder() {
         if (path.empty()) return "an empty path";
         struct stat st {};
         if (::stat(path.c_str(), &st) == 0) {
-          if (!S_ISDIR(st.st_mode)) return "cannot write into '" + path + "': not a folder";
-          return ::access(path.c_str(), W_OK | X_OK) == 0 ? "" : "cannot write into '" + path + "': not writable";
+          const std::string problem = folder_problem(path);
+          return problem.empty() ? "" : "cannot write into '" + path + "': " + problem;
         }
         // Made by the command, with any folders above it that are missing: the nearest that exists must take them.
         std::string up = folder_of(path);
