@@ -88,7 +88,9 @@ class SplitSearch {
       const int32_t h_min = s > 0 ? s : 0;  // stages 0..s-1 need a unit each
       for (int32_t h = h_max; h >= h_min; --h) {
         const PipelineCost::Terms t = cost_.stage(h, i, d, next, s, S_);
-        if (!cost_.fits(t, d)) break;  // memory only grows as h goes down
+        // Not a break: memory need not grow as h goes down. A param read past the stage's first cut
+        // is held in flight (up to S - s micro-batches), and held once when the stage takes in its maker.
+        if (!cost_.fits(t, d)) continue;
         std::vector<Label>* into = nullptr;
         for (size_t k = 0; k < front.size(); ++k) {
           const double sum = front[k].sum + t.work + t.comm_fwd + t.comm_bwd;

@@ -12,17 +12,13 @@
 namespace placer {
 namespace {
 
-bool is_anchor(const Op& op) {
-  return op.phase == Phase::Forward && op.type != op_types::kParam && op.type != op_types::kInput;
-}
-
 // Per op: its position in the linear order of anchors (params and inputs at
 // their first forward consumer, backward and update ops at their forward op).
 std::vector<int32_t> positions(const Graph& g, std::vector<int32_t>* anchors) {
   const int32_t n = static_cast<int32_t>(g.size());
   std::vector<int32_t> pos(n, -1);
   for (int32_t v = 0; v < n; ++v)
-    if (is_anchor(g.op(OpId(v)))) {
+    if (is_stage_op(g.op(OpId(v)))) {
       pos[v] = static_cast<int32_t>(anchors->size());
       anchors->push_back(v);
     }

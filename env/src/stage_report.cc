@@ -5,21 +5,21 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <utility>
 
 #include "placer/graphs/error.h"
 
 namespace placer {
 namespace {
 
-bool is_split_op(const Op& op) {  // the ops whose order defines the stages' contiguity
-  return op.phase == Phase::Forward && op.type != op_types::kParam && op.type != op_types::kInput;
-}
-
 // Per device: its stage (-1: unused), the stages in order, and the ops' sums.
 std::vector<ReportedStage> collect_stages(const Graph& g, const Placement& placement, const Cluster& cluster,
                                           const CostModel& costs, bool* contiguous) {
   const int32_t D = cluster.size();
-  std::vector<int32_t> first(D, std::numeric_limits<int32_t>::max());
+  // A device's stage: the rank of its first stage op, as the 1F1B gate ranks them (pipeline.h); a
+  // device with none (inputs or backward ops only) after those, by its first op that is no param or update.
+  constexpr int32_t kNone = std::numeric_limits<int32_t>::max();
+  std::vector<std::pair<int32_t, int32_t>> first(D, {kNone, kNone});
   std::vector<ReportedStage> per_device(D);
   int32_t previous = -1;
   for (int32_t v = 0; v < g.size(); ++v) {
@@ -29,8 +29,9 @@ std::vector<ReportedStage> collect_stages(const Graph& g, const Placement& place
     ++st.ops;
     const double t = costs.op_seconds(OpId(v), DeviceId(d));
     (op.phase == Phase::Forward ? st.forward_s : op.phase == Phase::Backward ? st.backward_s : st.update_s) += t;
-    if (op.type != op_types::kParam && op.phase != Phase::Update) first[d] = std::min(first[d], v);
-    if (!is_split_op(op)) continue;
+    if (op.type != op_types::kParam && op.phase != Phase::Update) first[d].second = std::min(first[d].second, v);
+    if (!is_stage_op(op)) continue;
+    first[d].first = std::min(first[d].first, v);
     if (st.forward_ops++ == 0) st.first_op = op.name, st.first_layer = op.layer;
     st.last_op = op.name;
     st.last_layer = op.layer;
@@ -39,7 +40,7 @@ std::vector<ReportedStage> collect_stages(const Graph& g, const Placement& place
   }
   std::vector<int32_t> order;
   for (int32_t d = 0; d < D; ++d)
-    if (first[d] != std::numeric_limits<int32_t>::max()) order.push_back(d);
+    if (first[d].second != kNone) order.push_back(d);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return first[a] < first[b]; });
   std::vector<ReportedStage> out;
   *contiguous = true;
@@ -86,7 +87,7 @@ double busy_within(const std::vector<std::pair<double, double>>& spans, double f
 bool runs_split_op(const Graph& base, const std::string& event) {
   const size_t at = event.rfind("@mb");
   const auto op = base.find(std::string_view(event).substr(0, at));
-  return op && is_split_op(base.op(*op));
+  return op && is_stage_op(base.op(*op));
 }
 
 void measure_bubble(const Graph& base, StageReport* r, const std::vector<TimelineEvent>& timeline) {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 #include <string>
+#include <utility>
 
 #include "placer/graphs/error.h"
 
@@ -164,16 +165,30 @@ std::optional<PipelineSpec> pipeline_spec_of(const Graph& graph) {
   const auto s = graph.attrs.find(kAttrSchedule);
   if (m == graph.attrs.end() || s == graph.attrs.end()) return std::nullopt;
   PipelineSpec spec;
+  // A whole number in range: a graph file's attrs allocate per micro-batch in every simulation.
+  const std::string& text = m->second;
+  size_t used = 0;
+  long long value = 0;
   try {
-    spec.microbatches = std::stoi(m->second);
+    value = std::stoll(text, &used);
   } catch (const std::exception&) {
-    throw GraphError(std::string("graph attrs: ") + kAttrMicrobatches + " '" + m->second + "' is not a number");
+    used = 0;
   }
+  if (used == 0 || used != text.size())
+    throw GraphError(std::string("graph attrs: ") + kAttrMicrobatches + " '" + text + "' is not a whole number");
+  if (value < 1 || value > kMaxMicrobatches)
+    throw GraphError(std::string("graph attrs: ") + kAttrMicrobatches + " " + text + " is not in [1, " +
+                     std::to_string(kMaxMicrobatches) + "]");
+  spec.microbatches = static_cast<int>(value);
   const auto schedule = parse_schedule(s->second);
   if (!schedule)
     throw GraphError(std::string("graph attrs: ") + kAttrSchedule + " '" + s->second + "' is not gpipe or 1f1b");
   spec.schedule = *schedule;
   return spec;
+}
+
+bool is_stage_op(const Op& op) {
+  return op.phase == Phase::Forward && op.type != op_types::kParam && op.type != op_types::kInput;
 }
 
 // ------------------------------------------------------------ MicrobatchGate
@@ -187,19 +202,25 @@ MicrobatchGate::MicrobatchGate(const Graph& graph, const std::vector<DeviceId>& 
   device_.resize(n);
   microbatch_.resize(n);
   ops_of_mb_.assign(static_cast<size_t>(devices) * M, 0);
-  // A device's stage: the rank of its first op of micro-batch 0 among the devices that run micro-batch ops.
-  std::vector<int32_t> first(devices, std::numeric_limits<int32_t>::max());
+  // A device's stage: the rank of its first stage op of micro-batch 0 (is_stage_op) among the devices
+  // that run micro-batch ops; one with none of those (only inputs, say) after them, by its first op.
+  constexpr int32_t kNone = std::numeric_limits<int32_t>::max();
+  std::vector<std::pair<int32_t, int32_t>> first(devices, {kNone, kNone});  // (first stage op, first op)
   for (int32_t o = 0; o < n; ++o) {
     device_[o] = device_of.at(o).value;
-    microbatch_[o] = graph.op(OpId(o)).microbatch;
+    const Op& op = graph.op(OpId(o));
+    microbatch_[o] = op.microbatch;
     if (microbatch_[o] < 0) continue;
-    if (microbatch_[o] >= M) throw GraphError("op '" + graph.op(OpId(o)).name + "': microbatch out of range");
+    if (microbatch_[o] >= M) throw GraphError("op '" + op.name + "': microbatch out of range");
     ++ops_of_mb_[static_cast<size_t>(device_[o]) * M + microbatch_[o]];
-    if (microbatch_[o] == 0) first[device_[o]] = std::min(first[device_[o]], o);
+    if (microbatch_[o] != 0) continue;
+    auto& [stage_op, any_op] = first[device_[o]];
+    if (is_stage_op(op)) stage_op = std::min(stage_op, o);
+    any_op = std::min(any_op, o);
   }
   std::vector<int32_t> order;
   for (int32_t d = 0; d < devices; ++d)
-    if (first[d] != std::numeric_limits<int32_t>::max()) order.push_back(d);
+    if (first[d].second != kNone) order.push_back(d);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return first[a] < first[b]; });
   const int32_t stages = static_cast<int32_t>(order.size());
   cap_.assign(devices, M);

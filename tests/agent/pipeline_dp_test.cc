@@ -58,6 +58,25 @@ double brute_force(const PipelineCost& cost) {
   return best;
 }
 
+// The same over devices that are all alike: every split into contiguous stages, on devices 0, 1, ...
+double brute_force_alike(const PipelineCost& cost) {
+  const int32_t U = cost.units().count, D = cost.units().devices;
+  double best = std::numeric_limits<double>::infinity();
+  for (uint32_t cuts = 0; cuts < (1u << (U - 1)); ++cuts) {  // bit k: a cut after unit k
+    std::vector<PipelineDpStage> stages;
+    int32_t begin = 0;
+    for (int32_t k = 0; k < U; ++k)
+      if (k == U - 1 || ((cuts >> k) & 1)) {
+        stages.push_back({begin, k + 1, static_cast<int32_t>(stages.size())});
+        begin = k + 1;
+      }
+    if (static_cast<int32_t>(stages.size()) > D) continue;
+    const PipelineSplitCost c = cost.evaluate(stages);
+    if (c.fits) best = std::min(best, c.total_s);
+  }
+  return best;
+}
+
 // The forward ops' devices in op order change only at stage boundaries, and
 // each device holds one run; every other op sits with its forward op.
 void expect_contiguous(const Graph& g, const std::vector<int32_t>& device_of) {
@@ -141,6 +160,42 @@ TEST(PipelineDp, MatchesBruteForceOnRandomCostsAndMemory) {
   }
   EXPECT_GT(feasible, 10);
   EXPECT_GT(infeasible, 0);
+}
+
+// A param made in unit 2 and read up to unit 7 (an RNN's weights, read at every step): a stage that
+// starts after unit 2 holds it in flight, up to S - s micro-batches under 1F1B, one that starts at unit 2
+// holds it twice (with its update), so a stage's memory can fall as it grows backwards. At 2.5x the
+// param per device the best split is [0,2) [2,4) [4,6) [6,8): stage 1 of 4 fits only from the param's
+// unit on ([3,4) would hold it 3 times); a search that stops at the first stage too big gives 3 stages.
+TEST(PipelineDp, MatchesBruteForceWhenAStageNeedsLessMemoryLonger) {
+  const int32_t U = 8, D = 8;
+  const int64_t P = 100'000'000;
+  PipelineUnits u;
+  u.count = U;
+  u.devices = D;
+  for (int32_t i = 0; i < U; ++i) u.first.push_back("u" + std::to_string(i)), u.last.push_back(u.first.back());
+  u.fwd.assign(U * D, 1e-3);
+  u.bwd.assign(U * D, 2e-3);
+  u.upd.assign(U * D, 0.0);
+  u.param_bytes.assign(U, 0);
+  u.param_bytes[2] = P;
+  u.act_bytes.assign(U, 1'000);
+  u.grad_bytes.assign(U, 1'000'000);
+  u.cross_bytes.assign(U + 1, 1'000);
+  u.cross_count.assign(U + 1, 1);
+  for (int32_t cut = 3; cut <= 7; ++cut) u.cross_bytes[cut] += P;
+  u.back_bytes.assign(U + 1, 1'000);
+  u.back_count.assign(U + 1, 1);
+  const CostModel costs = CostModel::uniform(1, D, 1e-3);
+  const PipelineCost cost(u, costs, std::vector<int64_t>(D, 5 * P / 2), {8, PipelineSchedule::OneFOneB});
+  const double brute = brute_force_alike(cost);
+  ASSERT_LT(brute, std::numeric_limits<double>::infinity());
+  const PipelineDpResult r = solve_pipeline_dp(cost);
+  EXPECT_NEAR(r.cost.total_s, brute, 1e-12 * brute);
+  std::string split;
+  for (const PipelineDpStage& st : r.stages)
+    split += "[" + std::to_string(st.begin) + "," + std::to_string(st.end) + ")";
+  EXPECT_EQ(split, "[0,2)[2,4)[4,6)[6,8)");
 }
 
 TEST(PipelineDp, OneMicrobatchKeepsOneDeviceOfAlikeOnes) {

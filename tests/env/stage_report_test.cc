@@ -80,6 +80,18 @@ TEST(StageReport, StagesFollowTheFirstOpNotTheDeviceIndex) {
   EXPECT_EQ(r.stages[0].first_op, "fc0/linear");
 }
 
+// input/features is op 0: on the last stage's device it must not rank that device first.
+TEST(StageReport, AnInputOnTheLastStageDoesNotRankItFirst) {
+  const Graph g = mlp2();
+  Placement p = by_layer(g, 0);
+  p.device_of[g.find("input/features")->value] = DeviceId(1);
+  const StageReport r = stage_report(g, p, cluster_preset("k80x2"), hand_costs(g), {4, PipelineSchedule::OneFOneB});
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_EQ(r.stages[0].device, "cuda:0");
+  EXPECT_EQ(r.stages[0].first_op, "fc0/linear");
+  EXPECT_EQ(r.stages[1].first_op, "fc1/linear");
+}
+
 TEST(StageReport, BubbleFromATimeline) {
   const Graph g = mlp2();
   // Two micro-batches: cuda:0 runs F0 F1 .. B1 B0 U, cuda:1 reads its labels, then F0 F1 B1 B0 U;

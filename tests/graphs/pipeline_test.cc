@@ -180,6 +180,37 @@ TEST(MicrobatchGate, OneFOneBCapsMicrobatchesInFlightByStage) {
   EXPECT_TRUE(gate.admits(t.id("relu@mb0")));
 }
 
+// An input placed with the last stage (a loss's labels go where the loss is) comes first in op order; the
+// stages still rank by their first forward op that is no input or param (x@mb0 is op 2, fc@mb0 op 3).
+TEST(MicrobatchGate, AnInputOnTheLastStageDoesNotRankItFirst) {
+  TwoStages t;
+  for (int32_t i = 0; i < t.p.graph.size(); ++i)
+    if (t.p.graph.op(OpId(i)).type == op_types::kInput) t.device_of[i] = DeviceId(1);
+  ASSERT_LT(t.id("x@mb0"), t.id("fc@mb0"));
+  MicrobatchGate gate(t.p.graph, t.device_of, 2);
+  EXPECT_EQ(gate.cap(0), 2);  // fc's device is stage 0
+  EXPECT_EQ(gate.cap(1), 1);
+  // A device with micro-batch ops but no stage op (inputs only) ranks after the stages.
+  std::vector<DeviceId> three = t.device_of;
+  for (int32_t i = 0; i < t.p.graph.size(); ++i)
+    if (t.p.graph.op(OpId(i)).type == op_types::kInput) three[i] = DeviceId(2);
+  MicrobatchGate gate3(t.p.graph, three, 3);
+  EXPECT_EQ(gate3.cap(0), 3);
+  EXPECT_EQ(gate3.cap(1), 2);
+  EXPECT_EQ(gate3.cap(2), 1);
+}
+
+TEST(PipelineGraph, MicrobatchesInAGraphsAttrsAreAWholeNumberInRange) {
+  Graph g = tiny_training();
+  g.attrs[kAttrSchedule] = "1f1b";
+  for (const char* bad : {"400000000", "-1", "0", "8abc", "", "1e3", "1025"}) {
+    g.attrs[kAttrMicrobatches] = bad;
+    EXPECT_THROW(pipeline_spec_of(g), GraphError) << bad;
+  }
+  g.attrs[kAttrMicrobatches] = "1024";
+  EXPECT_EQ(pipeline_spec_of(g)->microbatches, 1024);
+}
+
 TEST(MicrobatchGate, GPipeAndPlainStepsAdmitEverything) {
   const PipelineGraph p = make_pipeline_graph(tiny_training(), {4, PipelineSchedule::GPipe});
   MicrobatchGate gpipe(p.graph, std::vector<DeviceId>(p.graph.size(), DeviceId(0)), 1);

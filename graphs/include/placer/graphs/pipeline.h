@@ -19,7 +19,8 @@
 //   a forward it may run before a backward, the older micro-batch first;
 // - 1F1B also bounds the micro-batches in flight per device: a device admits
 //   micro-batches in order, at most S - s at a time, where s is its stage (the
-//   rank of its first forward op among the S devices the placement uses). A
+//   rank of its first stage op, is_stage_op, among the S devices the
+//   placement uses; a device with none ranks after those with one). A
 //   micro-batch is in flight on a device from its first op there until its
 //   last op there ends. MicrobatchGate keeps that count; a device passes over
 //   the ops it may not run yet to the first it may.
@@ -78,8 +79,15 @@ struct PipelineGraph {
 PipelineGraph make_pipeline_graph(const Graph& training, const PipelineSpec& spec);
 
 // The spec an unrolled graph was made with (from its attrs); nullopt for a
-// graph that is not one.
+// graph that is not one. Throws GraphError for attrs that are not a schedule
+// and a whole number of micro-batches in [1, 1024].
 std::optional<PipelineSpec> pipeline_spec_of(const Graph& graph);
+
+// The ops whose order defines the stages: forward ops that are neither a
+// param nor an input. A device's stage is the rank of its first such op (an
+// input goes where its first consumer goes, so a loss's label input, made
+// before every layer, does not rank the last stage first).
+bool is_stage_op(const Op& op);
 
 // 1F1B's admission rule for one placement of an unrolled graph (see above).
 // GPipe admits everything. Calls about different devices' ops may come from
