@@ -79,7 +79,7 @@ void add_common(CLI::App* cmd, PlaceArgs& a) {
       ->check(CLI::ExistingFile);
   cmd->add_option("--time-limit", a.time_limit_s,
                   "Seconds a solver may take (ilp; max_load: ilp, local_search, learned)")
-      ->check(positive_number());
+      ->check(finite_range(1e-3, 1e7));
   cmd->add_option("--budget", a.budget,
                   "Evaluations a search may spend (local_search; max_load learned: placements sampled)")
       ->check(positive_number());

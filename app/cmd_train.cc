@@ -244,7 +244,8 @@ void add_train_options(CLI::App* cmd, TrainArgs& a) {
                 "and a placement's step the reference's times its median per-round ratio to it");
   cmd->add_option("--updates", a.updates, "Override train.updates");
   cmd->add_option("--max-samples", a.max_samples, "Override train.max_samples");
-  cmd->add_option("--time-limit", a.time_limit_s, "Override train.time_limit_s (seconds)");
+  cmd->add_option("--time-limit", a.time_limit_s, "Override train.time_limit_s (seconds; 0: none)")
+      ->check(finite_range(0, 1e9));
   cmd->add_option("--seed", a.seed, "Override run.seed");
   cmd->add_option("--threads", a.threads, "Override run.threads (LibTorch intra-op threads)");
   cmd->add_option("--stop-after", a.stop_after,

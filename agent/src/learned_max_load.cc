@@ -46,7 +46,7 @@ struct Warm {
   std::string from;
 };
 
-// The split handed in, else dp's (within max_ideals); single when it fits and is better.
+// The split handed in, else dp's (when dp stays within max_ideals); single when it fits and is better.
 Warm warm_start(const Workload& w, const MaxLoadOptions& options) {
   const MaxLoadEvaluator eval(w);
   Warm best;
@@ -59,7 +59,11 @@ Warm warm_start(const Workload& w, const MaxLoadOptions& options) {
     check_workload_placement(w, options.warm);
     offer(options.warm, options.warm_from.empty() ? "the warm start handed in" : options.warm_from);
   } else {
-    offer(place_max_load(w, "dp", options).placement, "dp");
+    try {
+      offer(place_max_load(w, "dp", options).placement, "dp");
+    } catch (const InputError&) {
+      // dp gave up (more ideals than max_ideals): the warm start is single's split, or none.
+    }
   }
   offer(place_max_load(w, "single", options).placement, "single");
   return best;

@@ -151,41 +151,45 @@ class SetCost {
 // skip every set whose latency alone reaches it.
 double linear_upper_bound(const Workload& w, const DpGroups& g) {
   const size_t n = static_cast<size_t>(g.size());
+  // Every run [i, j) is costed: n^2 steps. Past this many groups the DP goes without the bound (a chain
+  // of 50,000 nodes has 50,001 ideals, within max_ideals' default, and its runs took 40 GB as a table).
+  constexpr size_t kMaxGroups = 5'000;
+  if (n > kMaxGroups) return kInf;
   const int32_t cpus = w.cluster.cpus, accelerators = w.cluster.accelerators;
-  std::vector<double> cpu(n * (n + 1), kInf), accelerator(n * (n + 1), kInf);  // run [i, j) at i * (n + 1) + j
-  SetCost cost(w, g);
-  for (size_t i = 0; i < n; ++i) {
-    const SetCost::Totals empty = cost.totals();
-    for (size_t j = i; j < n; ++j) {
-      cost.add(static_cast<int32_t>(j));
-      const SetCost::Totals& t = cost.totals();
-      cpu[i * (n + 1) + j + 1] = t.cpu;
-      if (t.unsupported == 0 && t.bytes <= w.cluster.accelerator_bytes)
-        accelerator[i * (n + 1) + j + 1] = t.accelerator + t.transfers;
-    }
-    for (size_t j = n; j-- > i;) cost.remove(static_cast<int32_t>(j));
-    cost.restore(empty);
-  }
-  // f[c][a][j]: the first j groups on c CPUs and a accelerators.
+  // f[c][a][j]: the first j groups on c CPUs and a accelerators. Filled forward: once every run ending
+  // at i has been offered, f[.][.][i] is final and each run [i, j) extends it.
   const size_t layers = static_cast<size_t>((cpus + 1) * (accelerators + 1));
   std::vector<double> f(layers * (n + 1), kInf);
   auto at = [&](int32_t c, int32_t a, size_t j) -> double& {
     return f[static_cast<size_t>(c * (accelerators + 1) + a) * (n + 1) + j];
   };
-  for (int32_t c = 0; c <= cpus; ++c)
-    for (int32_t a = 0; a <= accelerators; ++a) {
-      at(c, a, 0) = 0.0;
-      for (size_t j = 1; j <= n; ++j) {
-        double v = kInf;
-        if (c > 0) v = std::min(v, at(c - 1, a, j));
-        if (a > 0) v = std::min(v, at(c, a - 1, j));
-        for (size_t i = 0; i < j; ++i) {
-          if (c > 0) v = std::min(v, std::max(at(c - 1, a, i), cpu[i * (n + 1) + j]));
-          if (a > 0) v = std::min(v, std::max(at(c, a - 1, i), accelerator[i * (n + 1) + j]));
-        }
-        at(c, a, j) = v;
+  SetCost cost(w, g);
+  for (size_t i = 0; i <= n; ++i) {
+    for (int32_t c = 0; c <= cpus; ++c)  // a device may stay empty
+      for (int32_t a = 0; a <= accelerators; ++a) {
+        double& v = at(c, a, i);
+        if (i == 0) v = 0.0;
+        if (c > 0) v = std::min(v, at(c - 1, a, i));
+        if (a > 0) v = std::min(v, at(c, a - 1, i));
       }
+    if (i == n) break;
+    const SetCost::Totals empty = cost.totals();
+    for (size_t j = i; j < n; ++j) {  // the run [i, j + 1)
+      cost.add(static_cast<int32_t>(j));
+      const SetCost::Totals& t = cost.totals();
+      const bool fits = t.unsupported == 0 && t.bytes <= w.cluster.accelerator_bytes;
+      for (int32_t c = 0; c <= cpus; ++c)
+        for (int32_t a = 0; a <= accelerators; ++a) {
+          const double from = at(c, a, i);
+          if (from == kInf) continue;
+          if (c < cpus) at(c + 1, a, j + 1) = std::min(at(c + 1, a, j + 1), std::max(from, t.cpu));
+          if (a < accelerators && fits)
+            at(c, a + 1, j + 1) = std::min(at(c, a + 1, j + 1), std::max(from, t.accelerator + t.transfers));
+        }
     }
+    for (size_t j = n; j-- > i;) cost.remove(static_cast<int32_t>(j));
+    cost.restore(empty);
+  }
   return at(cpus, accelerators, n);
 }
 

@@ -25,14 +25,18 @@ struct Score {
   }
 };
 
+// A time limit past this is "no limit" (1e10 s overflowed the clock's nanoseconds: a deadline in the past).
+constexpr double kMaxSeconds = 1e7;
+
 class ClassSearch {
  public:
   ClassSearch(const Workload& w, const MaxLoadOptions& options)
       : w_(w),
         eval_(w),
         rng_(options.seed),
-        deadline_(std::chrono::steady_clock::now() + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                                                         std::chrono::duration<double>(options.time_limit_s))) {
+        deadline_(std::chrono::steady_clock::now() +
+                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                      std::chrono::duration<double>(std::min(options.time_limit_s, kMaxSeconds)))) {
     cls_ = w.colocation_classes(&classes_);
     members_.resize(static_cast<size_t>(classes_));
     class_bytes_.assign(static_cast<size_t>(classes_), 0.0);
@@ -152,11 +156,17 @@ MaxLoadResult max_load_local_search(const Workload& w, const MaxLoadOptions& opt
     MaxLoadEvaluator eval(w);
     if (eval.feasible(options.warm)) consider(options.warm);
   }
-  do consider(search.random_start());
-  while (!search.out_of_time() && starts < 1'000'000);
+  // Random packings until the time is up; with none found yet, only so many (a workload whose packings
+  // rarely or never fit spun for the whole time limit).
+  constexpr int64_t kMaxUnfitStarts = 10'000;
+  int64_t packings = 0;
+  do {
+    ++packings;
+    consider(search.random_start());
+  } while (!search.out_of_time() && starts < 1'000'000 && (starts > 0 || packings < kMaxUnfitStarts));
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (r.placement.empty()) {
-    r.note = "no start fits the accelerators' memory";
+    r.note = detail::concat("no start fits the accelerators' memory (", packings, " random packings tried)");
     return r;
   }
   r.max_load = max_load(w, r.placement).max_load;

@@ -53,6 +53,22 @@ TEST(MaxLoadLearnedTest, ValidSplitNoWorseThanItsWarmStart) {
   EXPECT_NE(r.note.find("256 samples"), std::string::npos) << r.note;
 }
 
+// dp gives up above max_ideals (bert24_training has 30): learned starts from single's split instead of
+// failing with dp's error.
+TEST(MaxLoadLearnedTest, StartsFromSingleWhenDpGivesUp) {
+  const Workload w = load_workload(kDir + "bert24_training.json");
+  MaxLoadOptions o = small_budget(1);
+  o.max_ideals = 5;
+  EXPECT_THROW(place_max_load(w, "dp", o), InputError);
+  const MaxLoadResult single = place_max_load(w, "single", o);
+  const MaxLoadResult r = max_load_learned(w, o);
+  ASSERT_FALSE(r.placement.empty()) << r.note;
+  EXPECT_TRUE(max_load(w, r.placement).feasible);
+  EXPECT_DOUBLE_EQ(r.warm_max_load, single.max_load);
+  EXPECT_LE(r.max_load, single.max_load);
+  EXPECT_TRUE(r.found_by == "single" || r.found_by == "policy") << r.found_by;
+}
+
 TEST(MaxLoadLearnedTest, SameSeedSameSplit) {
   const Workload w = load_workload(kDir + "bert24_inference.json");
   const MaxLoadResult a = max_load_learned(w, small_budget(3));

@@ -192,6 +192,48 @@ TEST(MaxLoadTest, DpMatchesThePapersDpOnBert24) {
   EXPECT_EQ(training.ideals, 30);
 }
 
+// A chain of n alike nodes on 6 accelerators (the CPU far slower, moves free): the optimum is ceil(n / 6).
+// Below 5,000 groups dp starts from the best split into runs, above it without (that bound's table of
+// every run took n^2 doubles: 40 GB for a chain of 50,000).
+TEST(MaxLoadTest, DpOnLongChainsWithAndWithoutTheLinearBound) {
+  for (int n : {4'998, 5'004}) {
+    std::string nodes, edges;
+    for (int i = 0; i < n; ++i) {
+      nodes += (i ? "," : "") + std::string(R"({"id": )") + std::to_string(i) +
+               R"(, "supportedOnFpga": 1, "cpuLatency": 1e6, "fpgaLatency": 1, "isBackwardNode": 0, "size": 1})";
+      if (i > 0)
+        edges += (i > 1 ? "," : "") + std::string(R"({"sourceId": )") + std::to_string(i - 1) + R"(, "destId": )" +
+                 std::to_string(i) + R"(, "cost": 0})";
+    }
+    const Workload w = parse_workload(R"({"maxSizePerFPGA": 1e9, "maxFPGAs": 6, "maxCPUs": 1, "nodes": [)" + nodes +
+                                          R"(], "edges": [)" + edges + "]}",
+                                      "chain");
+    const MaxLoadResult dp = place_max_load(w, "dp", {});
+    EXPECT_DOUBLE_EQ(dp.max_load, std::ceil(n / 6.0)) << n;
+  }
+}
+
+// No packing fits (no CPU, each node larger than an accelerator): local_search says so at once instead of
+// drawing packings for its whole time limit; a time limit past 1e7 s is no limit (1e10 s overflowed).
+TEST(MaxLoadTest, LocalSearchGivesUpWhenNoPackingFitsAndTakesAnyTimeLimit) {
+  const Workload none_fit = parse_workload(R"({"maxSizePerFPGA": 5, "maxFPGAs": 2, "maxCPUs": 0, "nodes": [
+    {"id": 1, "supportedOnFpga": 1, "cpuLatency": 10, "fpgaLatency": 1, "isBackwardNode": 0, "size": 10},
+    {"id": 2, "supportedOnFpga": 1, "cpuLatency": 20, "fpgaLatency": 2, "isBackwardNode": 0, "size": 10}],
+    "edges": [{"sourceId": 1, "destId": 2, "cost": 0.5}]})",
+                                           "none_fit");
+  MaxLoadOptions options;
+  options.time_limit_s = 60;
+  const MaxLoadResult r = place_max_load(none_fit, "local_search", options);
+  EXPECT_TRUE(r.placement.empty());
+  EXPECT_LT(r.seconds, 10.0);
+  EXPECT_NE(r.note.find("no start fits the accelerators' memory (10000 random packings tried)"), std::string::npos)
+      << r.note;
+  options.time_limit_s = 1e10;
+  const MaxLoadResult ls = place_max_load(tiny(), "local_search", options);
+  ASSERT_FALSE(ls.placement.empty());
+  EXPECT_EQ(ls.note.rfind("1000000 descents", 0), 0u) << ls.note;  // not 1: the deadline is not in the past
+}
+
 TEST(MaxLoadTest, UnknownMethodNamesTheKnownOnes) {
   try {
     place_max_load(tiny(), "greedy", {});

@@ -42,6 +42,11 @@ PY
 if "$PLACER" baseline --graph "$W/bert24_inference.json" --objective max_load --method learned --budget 8 \
   2> "$TMP/err3.txt"; then fail "learned with 8 samples accepted"; fi
 grep -q "learned: --budget (samples) must be at least 32, got 8" "$TMP/err3.txt" || { cat "$TMP/err3.txt"; fail "budget error"; }
+# A time limit past 1e7 s is refused when the command line is read (1e10 s overflowed local_search's deadline).
+if "$PLACER" baseline --graph "$W/bert24_inference.json" --objective max_load --method local_search \
+  --time-limit 1e10 2> "$TMP/err4.txt"; then fail "--time-limit 1e10 accepted"; fi
+grep -q "time-limit.*must be a finite number in \[0.001, 1e+07\], got 1e10" "$TMP/err4.txt" ||
+  { cat "$TMP/err4.txt"; fail "time limit error"; }
 # The imported file (4 accelerators) reads back.
 "$PLACER" baseline --graph "$TMP/w.json" --objective max_load --method dp > "$TMP/four.txt" || fail "imported file"
 grep -q "4 accelerators" "$TMP/four.txt" || fail "imported cluster"
