@@ -447,6 +447,12 @@ void Trainer::start() {
     std::string csv = std::string(kCsvHeader) + "\n";
     for (const auto& r : rows_) csv += csv_row(r) + "\n";
     write_file_atomic(dir_ + "/train.csv", csv);
+    // Cloning cut short by a cancel before the first update (a server stopping) is done again: the
+    // checkpoint holds a policy that was never warm-started.
+    if (bc_cancelled_ && update_ == 0) {
+      bc_cancelled_ = false;
+      behaviour_clone();
+    }
   } else {
     write_file_atomic(dir_ + "/train.csv", std::string(kCsvHeader) + "\n");
     behaviour_clone();

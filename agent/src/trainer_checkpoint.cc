@@ -112,7 +112,9 @@ std::string Trainer::state_json() const {
   rng << rng_;
   std::ostringstream o;
   o << "{\"update\": " << update_ << ", \"samples\": " << samples_ << ", \"stage\": " << stage_
-    << ", \"rl_seconds\": " << num(rl_seconds_) << ", \"rng\": " << json_quote(rng.str()) << ", \"tasks\": [";
+    << ", \"bc_steps\": " << bc_steps_used_ << ", \"bc_reproduced\": " << (bc_reproduced_ ? "true" : "false")
+    << ", \"bc_cancelled\": " << (bc_cancelled_ ? "true" : "false") << ", \"rl_seconds\": " << num(rl_seconds_)
+    << ", \"rng\": " << json_quote(rng.str()) << ", \"tasks\": [";
   for (size_t i = 0; i < tasks_.size(); ++i) {
     const Task& t = *tasks_[i];
     o << (i ? ", " : "") << "{\"graph\": " << json_quote(t.env->graph().name) << ", \"baseline\": " << num(t.baseline)
@@ -123,6 +125,17 @@ std::string Trainer::state_json() const {
       << ", \"has_warm\": " << (t.has_warm ? "true" : "false");
     if (t.has_warm) o << ", \"warm\": " << placement_json(t.warm);
     if (!t.best.device_of.empty()) o << ", \"best\": " << placement_json(t.best);
+    // Every warm-start row: a resumed run's result is chosen among them too (never worse than what it saw).
+    o << ", \"warm_results\": [";
+    for (size_t r = 0; r < t.warm_results.size(); ++r) {
+      const BaselineResult& b = t.warm_results[r];
+      o << (r ? ", " : "") << "{\"method\": " << json_quote(b.method) << ", \"step_s\": " << num(b.step_s)
+        << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"seconds\": " << num(b.seconds)
+        << ", \"note\": " << json_quote(b.note);
+      if (!b.placement.device_of.empty()) o << ", \"placement\": " << placement_json(b.placement);
+      o << "}";
+    }
+    o << "]";
     o << ", \"elites\": [";
     for (size_t e = 0; e < t.elites.size(); ++e) {
       o << (e ? ", " : "") << "{\"reward\": " << num(t.elites[e].reward) << ", \"units\": [";
@@ -177,6 +190,9 @@ void Trainer::load_checkpoint(const std::string& path) {
     update_ = s["update"].as<int64_t>();
     samples_ = s["samples"].as<int64_t>();
     rl_seconds_ = s["rl_seconds"].as<double>();
+    bc_steps_used_ = s["bc_steps"].as<int>(0);  // absent in checkpoints made before they were kept
+    bc_reproduced_ = s["bc_reproduced"].as<bool>(false);
+    bc_cancelled_ = s["bc_cancelled"].as<bool>(false);
     std::istringstream in(s["rng"].as<std::string>());
     in >> rng_;
     if (!in) throw InputError("rng");
@@ -232,6 +248,19 @@ void Trainer::restore_warm_starts(const std::string& ckpt) {
     t.warm_step_s = ts[i]["warm_step_s"].as<double>(0.0);
     if (t.has_warm)
       t.warm = placement_from_node(ts[i]["warm"], t.env->graph(), t.env->cluster(), ckpt + ": state.tasks.warm");
+    t.warm_results.clear();  // absent in checkpoints made before they were kept: the cloned one only
+    for (const YAML::Node& r : ts[i]["warm_results"]) {
+      BaselineResult b;
+      b.method = r["method"].as<std::string>();
+      b.step_s = r["step_s"].as<double>();
+      b.ok = r["ok"].as<bool>();
+      b.seconds = r["seconds"].as<double>(0.0);
+      b.note = r["note"].as<std::string>("");
+      if (r["placement"])
+        b.placement = placement_from_node(r["placement"], t.env->graph(), t.env->cluster(),
+                                          ckpt + ": state.tasks.warm_results.placement");
+      t.warm_results.push_back(std::move(b));
+    }
   }
 }
 

@@ -39,7 +39,10 @@ void Trainer::behaviour_clone() {
   int step = 0;
   double worst = -1e9;
   for (; step < c_.warm_start.bc_steps; ++step) {
-    if (ctl_.cancel && ctl_.cancel->load()) break;  // a cancelled job stops within one step
+    if (ctl_.cancel && ctl_.cancel->load()) {  // a cancelled job stops within one step
+      bc_cancelled_ = true;
+      break;
+    }
     bc.zero_grad();
     worst = 0;
     torch::Tensor loss = torch::zeros({});

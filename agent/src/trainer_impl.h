@@ -146,7 +146,8 @@ class Trainer {
   int stage_ = 0;  // the units' stage of the tasks' current policy inputs
   int bc_steps_used_ = 0;
   bool bc_reproduced_ = false;
-  std::string ended_by_;  // what ended the policy updates (TrainResult::ended_by)
+  bool bc_cancelled_ = false;  // cut short by a cancel (a server stopping): a resume clones again
+  std::string ended_by_;       // what ended the policy updates (TrainResult::ended_by)
 };
 
 // Shared by the three trainer files.

@@ -98,9 +98,9 @@ BaselineResult Trainer::evaluated_row(const std::string& method, const Placement
 }
 
 // What the result is chosen from besides the policy's best: the warm start's
-// baselines (a resumed run has only the placement it cloned, from the
-// checkpoint), the config's compare methods the warm start did not run (with
-// `compare`) and the controls' seen placements.
+// baselines (a resumed run has them from its checkpoint; one made before they
+// were kept has only the placement it cloned), the config's compare methods the
+// warm start did not run (with `compare`) and the controls' seen placements.
 void Trainer::compare_baselines(TrainResult* res, bool compare) {
   const Task& t0 = *tasks_[0];
   res->baselines = t0.warm_results;

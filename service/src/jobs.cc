@@ -213,8 +213,10 @@ void JobManager::runner() {
     job->finished_unix = unix_now();
     job->waiting.clear();
     if (stopping_ && job->learned && !job->cancelled_by_user && !config_.state_dir.empty()) {
-      // Checkpointed: the next server resumes it (an error now is most likely the shutdown's).
+      // Checkpointed: the next server resumes it (an error now is most likely the shutdown's). Counted
+      // here: it is saved as queued, which settle_restarted does not count (a crash leaves it running).
       job->state = JobState::Queued;
+      job->restarts += 1;
       persist(*job);
       continue;
     } else if (!error.empty()) {

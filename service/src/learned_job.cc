@@ -107,6 +107,13 @@ void check_server_fields(const Request& r) {
                        "the server keeps the job's files in its state folder");
   if (l.member("reward").member("profile").present())
     throw RequestError(codes::kBadRequest, kField + ".reward.profile", "a request cannot name a file on the server");
+  // A folder or file there would be opened as given (another job's run folder, or a probe of what exists).
+  const JsonNode init_from = l.member("policy").member("init_from");
+  const std::optional<std::string> policy_name = init_from.string();
+  if (init_from.present() && !(policy_name && (*policy_name == "pretrained" || policy_name->empty())))
+    throw RequestError(codes::kBadRequest, kField + ".policy.init_from",
+                       "a request cannot name a file on the server; 'pretrained' (the shipped policy) is the one "
+                       "value it takes");
   std::vector<const char*> written = {"train", "run"};
   if (!r.reward_mode.empty()) written.insert(written.begin(), "reward");
   for (const char* key : written)
@@ -314,7 +321,11 @@ void record_result(Job& job, const TrainConfig& c, const TrainResult& r) {
   job.remote_evaluations += r.remote_evaluations;
   // A failed final measurement leaves a penalty, not a step: the policy's best is then unknown (0).
   if (r.policy_step_s() > 0 || !r.policy_failed.empty()) job.policy_best_step_s = r.policy_step_s();
-  if (r.best_step_s > 0 && std::isfinite(r.best_step_s)) {
+  // Simulated steps are deterministic: an answer already recorded with its placement (before a restart,
+  // say) that is faster than the trainer's stays the answer.
+  const bool kept = c.reward.mode == RewardMode::Simulated && !job.best_placement.device.empty() &&
+                    job.best_step_s > 0 && job.best_step_s < r.best_step_s;
+  if (r.best_step_s > 0 && std::isfinite(r.best_step_s) && !kept) {
     job.best_step_s = r.best_step_s;
     job.best_measured = r.best_measured;
     // Never worse than what it saw: a baseline or the fast path that the policy

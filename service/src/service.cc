@@ -559,7 +559,10 @@ std::string PlacementService::handle_policies() {
   o.begin().field("default", config_.default_policy).begin_array("policies");
   for (const auto& p : policy_list()) {
     std::error_code ec;
-    bool present = std::filesystem::exists(std::filesystem::path(p.checkpoint) / "checkpoint.pt", ec);
+    // A run folder, or the checkpoint file itself (as find_policy and LoadedPolicy::load take either).
+    const std::filesystem::path path(p.checkpoint);
+    const bool present =
+        std::filesystem::is_regular_file(path, ec) || std::filesystem::exists(path / "checkpoint.pt", ec);
     // Names and descriptions only: the server's paths are not the client's business.
     o.begin().field("name", p.name).field("description", p.description).field("available", present).end();
   }

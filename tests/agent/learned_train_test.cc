@@ -2,7 +2,9 @@
 // run continues exactly like an uninterrupted one, and malformed configs and
 // checkpoints give errors naming the field or file.
 #include <gtest/gtest.h>
+
 #include <unistd.h>
+#include <atomic>
 
 #include <cstdio>
 #include <filesystem>
@@ -545,6 +547,58 @@ TEST(LearnedTrain, TheWarmStartIsTheResultWhenStoppedEarlyOrResumed) {
   }
   EXPECT_NE(stopped_summary.find("\"best_found_by\": \"local_search\""), std::string::npos) << stopped_summary;
   EXPECT_NEAR(simulated_best_placement(f.dir + "/run"), b.warm_start_step_s, 1e-12);
+}
+
+// A resumed run keeps every warm-start row, not only the one it cloned: single is cloned (a heuristic),
+// local_search's faster split only seeds the elites, and it is still the result after a resume (the
+// checkpoint used to keep the cloned placement alone, and a resumed service job answered single's, 35%
+// slower than what it had already recorded).
+TEST(LearnedTrain, AResumedRunKeepsEveryWarmStartRow) {
+  const Fixture f = make_fixture("warm_rows", 5);
+  std::string text = config_text(f, f.dir + "/run", 2);
+  text.replace(text.find("samples_per_update: 8"), 21, "samples_per_update: 2");
+  text.replace(text.find("warm_start: {methods: []}"), 25,
+               "warm_start: {methods: [single, local_search], bc_steps: 0}");
+  const TrainConfig c = parse_train_config(text, "test");
+  TrainControls stop = quiet();
+  stop.stop_after_updates = 1;
+  const TrainResult a = train(c, nullptr, stop);
+  TrainControls resume = quiet();
+  resume.resume = true;
+  const TrainResult b = train(c, nullptr, resume);
+  ASSERT_EQ(b.updates, 2);
+  for (const TrainResult* r : {&a, &b}) {
+    ASSERT_EQ(r->warm_start_method, "single");
+    ASSERT_EQ(r->baselines.size(), 2u);
+    EXPECT_EQ(r->baselines[1].method, "local_search");
+    ASSERT_LT(r->baselines[1].step_s, r->baselines[0].step_s);
+    EXPECT_EQ(r->best_found_by, "local_search");
+    EXPECT_EQ(r->best_step_s, r->baselines[1].step_s);
+  }
+  EXPECT_EQ(b.baselines[1].placement.device_of, a.baselines[1].placement.device_of);
+}
+
+// A cancel during behaviour cloning (a server stopping) leaves a checkpoint of a policy never warm-started;
+// the resume clones again instead of going on from it (it went on, and its own best stayed behind the
+// placement it was to clone).
+TEST(LearnedTrain, AResumeClonesAgainWhenACancelCutTheCloningShort) {
+  const Fixture f = make_fixture("bc_cut", 5);
+  std::string text = config_text(f, f.dir + "/run", 2);
+  text.replace(text.find("warm_start: {methods: []}"), 25,
+               "warm_start: {methods: [single], bc_steps: 300, bc_lr: 0.05}");
+  const TrainConfig c = parse_train_config(text, "test");
+  std::atomic<bool> cancel{true};
+  TrainControls stop = quiet();
+  stop.cancel = &cancel;
+  const TrainResult a = train(c, nullptr, stop);
+  EXPECT_EQ(a.updates, 0);
+  EXPECT_NE(file_text(f.dir + "/run/summary.json").find("\"bc_reproduced\": false"), std::string::npos);
+  TrainControls resume = quiet();
+  resume.resume = true;
+  const TrainResult b = train(c, nullptr, resume);
+  EXPECT_EQ(b.updates, 2);
+  const std::string summary = file_text(f.dir + "/run/summary.json");
+  EXPECT_NE(summary.find("\"bc_reproduced\": true"), std::string::npos) << summary.substr(0, 600);
 }
 
 // A placement seen outside the run (the service's fast-path answer) is

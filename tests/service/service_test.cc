@@ -381,6 +381,14 @@ TEST(Service, PlaceDecodesWithALoadedPolicyAndExplicitPolicyErrorsAreNamed) {
             "not_found policy: no policy 'nope' is loaded (ask `policies`)");
   EXPECT_EQ(handle(s, R"({"version":1,"type":"policies"})"),
             R"({"default":"mlp2","policies":[{"name":"mlp2","description":"tiny","available":true}]})");
+  // The checkpoint file itself, not its folder: served, and listed as available (it said false).
+  ServiceConfig by_file = small_config();
+  by_file.policies = {{"mlp2", (dir / "checkpoint.pt").string(), "tiny"}};
+  PlacementService f(by_file);
+  EXPECT_EQ(handle(f, R"({"version":1,"type":"policies"})"),
+            R"({"default":"mlp2","policies":[{"name":"mlp2","description":"tiny","available":true}]})");
+  r = handle(f, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x2"})");
+  EXPECT_NE(r.find(R"("method":"policy:mlp2","status":"ok")"), std::string::npos) << r.substr(0, 400);
   placer::remove_tree(dir);
 }
 
@@ -459,6 +467,9 @@ TEST(Service, LearnedConfigErrorsNameTheField) {
             "of the train config");
   EXPECT_EQ(fail(s, head + R"({"run":{"output_dir":"/tmp/x"}}})"),
             "bad_request learned.run.output_dir: the server keeps the job's files in its state folder");
+  EXPECT_EQ(fail(s, head + R"({"policy":{"init_from":"/etc/passwd"}}})"),
+            "bad_request learned.policy.init_from: a request cannot name a file on the server; 'pretrained' (the "
+            "shipped policy) is the one value it takes");
   EXPECT_EQ(fail(s, head + R"({"train":5}})"), "bad_request learned.train: expected an object");
   EXPECT_EQ(fail(s, head + R"({"warm_start":{"bc_steps":9000}}})"),
             "bad_request learned.warm_start.bc_steps: at most 5000 in a service job, got 9000");
@@ -655,6 +666,31 @@ TEST(Service, LearnedJobKeepsItsFinalTableAcrossARestart) {
     else
       EXPECT_EQ(table, before) << "the restarted server's record differs";
   }
+  placer::remove_tree(dir);
+}
+
+// A learned job running when the server stops (cleanly) resumes at the next start and counts the restart
+// (it was saved as queued, which the next server did not count: restarts 0).
+TEST(Service, ALearnedJobStoppedCleanlyCountsItsRestart) {
+  const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_restarts_" + std::to_string(::getpid()));
+  placer::remove_tree(dir);
+  ServiceConfig c = small_config();
+  c.state_dir = dir.string();
+  std::string id;
+  {
+    PlacementService s(c);
+    id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                                 R"(,"cluster":"k80x2","budget":{"samples":400000},"learned":{"policy":{"type":)"
+                                 R"("seq2seq","hidden":8},"train":{"samples_per_update":8},"warm_start":{"methods":)"
+                                 R"(["m_etf"],"bc_steps":0},"run":{"checkpoint_every":1}}})"));
+    const std::string st = wait_state(s, id, "running");
+    ASSERT_NE(st.find("\"state\":\"running\""), std::string::npos) << st;
+  }  // the server stops: the job is checkpointed and saved to resume
+  PlacementService s(c);
+  const std::string st = handle(s, R"({"version":1,"type":"status","job_id":")" + id + "\"}");
+  EXPECT_NE(st.find("\"restarts\":1"), std::string::npos) << st;
+  handle(s, R"({"version":1,"type":"cancel","job_id":")" + id + "\"}");
+  wait_state(s, id, "cancelled");
   placer::remove_tree(dir);
 }
 
