@@ -94,7 +94,12 @@ bool calibrate_op(OpCalibration& c, int64_t o, int32_t k) {
   const int32_t d = c.cluster.size();
   const Device& dev = c.cluster.devices[k];
   const std::string kind = device_kind_name(dev.kind);
-  const double overhead = dev.kind == DeviceKind::Cuda && c.gpu_overhead >= 0 ? c.gpu_overhead : c.overhead;
+  const bool free_op = is_free_op(c.graph.op(OpId(static_cast<int32_t>(o))));
+  // The profile fits the executor overhead per op that is not free (a param or an input: Profiler::time_ops
+  // divides by those), so a free op is charged its own time only, measured or not.
+  const double overhead = free_op                                               ? 0.0
+                          : dev.kind == DeviceKind::Cuda && c.gpu_overhead >= 0 ? c.gpu_overhead
+                                                                                : c.overhead;
   if (const std::vector<double>* samples = c.times.alone(o, dev, kind)) {
     c.op_s[o * d + k] = median(*samples) * (dev.kind == DeviceKind::Cuda ? c.gpu_scale : 1.0) + overhead;
     const std::vector<double>* cont = dev.kind == DeviceKind::Cpu ? c.times.contended(o, kind) : nullptr;
@@ -104,7 +109,7 @@ bool calibrate_op(OpCalibration& c, int64_t o, int32_t k) {
     }
     return true;
   }
-  if (overhead > 0.0 && !is_free_op(c.graph.op(OpId(static_cast<int32_t>(o))))) {
+  if (overhead > 0.0) {
     // Roofline already holds the device's own op_overhead_s; the measured
     // executor overhead replaces it for a calibrated device kind.
     c.op_s[o * d + k] = std::max(0.0, c.op_s[o * d + k] - dev.op_overhead_s) + overhead;
@@ -314,10 +319,18 @@ double apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile
                        " s) is " + format_number(anchor, 3) + " times its ops as timed (" +
                        format_number(simulated, 6) + " s simulated): the profile's steps and op times disagree");
   }
+  std::vector<char> scaled(static_cast<size_t>(cluster.size()), 0);
   for (const DeviceStep& s : profile.cpu_steps) {
     const std::optional<DeviceId> dev = cluster.find(s.device);
-    if (dev && cluster.devices[dev->value].kind == DeviceKind::Cpu) model.scale_device(*dev, anchor * s.step_s / base);
+    if (dev && cluster.devices[dev->value].kind == DeviceKind::Cpu && !scaled[dev->value]) {
+      model.scale_device(*dev, anchor * s.step_s / base);
+      scaled[dev->value] = 1;
+    }
   }
+  // A CPU device the profile has no step of takes timed_on's times, at the anchor's level too (it was left
+  // as timed: a cpu:4 cluster on a cpu:2 profile had cpu:2 and cpu:3 6% faster than the others).
+  for (int32_t d = 0; d < cluster.size(); ++d)
+    if (cluster.devices[d].kind == DeviceKind::Cpu && !scaled[d]) model.scale_device(DeviceId(d), anchor);
   return anchor;
 }
 

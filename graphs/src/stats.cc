@@ -128,10 +128,17 @@ MedianInterval median_interval(const std::vector<double>& samples, double confid
   const int64_t n = static_cast<int64_t>(v.size());
   out.median = quantile(v, 0.5);
   const double alpha = 1.0 - std::clamp(confidence, 0.5, 0.9999);
-  // Largest k (1-based) with P(B <= k-1) <= alpha/2: [x(k), x(n+1-k)] covers >= 1 - alpha.
+  // Largest k (1-based) with P(B <= k-1) <= alpha/2: [x(k), x(n+1-k)] covers >= 1 - alpha. The sum runs
+  // once, term by term as binomial_half_cdf adds them (summing afresh for each k took 0.6 s at n = 10,000,
+  // after every step of a long measurement).
   int64_t k = 0;
+  const double log_half_n = static_cast<double>(n) * std::log(0.5), log_n_factorial = std::lgamma(n + 1.0);
+  double cdf = 0.0;  // P(B <= c - 1)
   for (int64_t c = 1; c <= (n + 1) / 2; ++c) {
-    if (binomial_half_cdf(n, c - 1) <= alpha / 2)
+    const double i = static_cast<double>(c - 1);
+    cdf +=
+        std::exp(log_n_factorial - std::lgamma(i + 1.0) - std::lgamma(static_cast<double>(n) - i + 1.0) + log_half_n);
+    if (std::min(1.0, cdf) <= alpha / 2)
       k = c;
     else
       break;

@@ -159,6 +159,22 @@ TEST(CostModel, AGpuDeviceGetsItsOwnMeasuredOverhead) {
   EXPECT_DOUBLE_EQ(CostModel::calibrated(g, cluster(), p).op_seconds(OpId(1), DeviceId(1)), 0.012);
 }
 
+// `placer profile` times the inputs and params too, but fits the overhead per op that is not one of them:
+// a free op measured is charged its own time, no overhead (it was charged the overhead, so a step with
+// inception_v3's 286 params and inputs simulated about 1% long on a CPU, more on a launch-bound GPU).
+TEST(CostModel, AFreeOpMeasuredGetsNoOverhead) {
+  const Graph g = two_op_graph();
+  Profile p = op_y_on_cpu_and_gpu();
+  p.gpu_op_overhead_s = 0.02;
+  p.ops.push_back({"x", "", "cpu:0", "cpu", 1e-6});
+  p.ops.push_back({"x", "", "cuda:0", "cuda", 2e-6});
+  const CostModel m = CostModel::calibrated(g, cluster(), p);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(0), DeviceId(0)), 1e-6);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(0), DeviceId(1)), 2e-6);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(0)), 0.302);  // the others keep theirs
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(1)), 0.03);
+}
+
 // When a step on the GPU is shorter than its ops timed alone (each holding its
 // launch latency), the profile scales GPU ops; CPU ops keep their times.
 TEST(CostModel, AGpuScaleShrinksOnlyGpuOps) {
@@ -232,6 +248,10 @@ TEST(CostModel, CpuStepsAnchorEachCpuDeviceOnItsStepAlone) {
   EXPECT_NEAR(m.op_seconds(relu, DeviceId(0)), 1.25 * equal.op_seconds(relu, DeviceId(0)), 1e-12);
   EXPECT_NEAR(m.op_seconds(relu, DeviceId(1)), 1.2 * equal.op_seconds(relu, DeviceId(0)), 1e-12);
   EXPECT_NEAR(m.contended_seconds(relu, DeviceId(1)), 1.2 * equal.contended_seconds(relu, DeviceId(0)), 1e-12);
+  // A CPU device without a step in the profile takes cpu:0's times at the same level (it kept them as timed).
+  const CostModel three = CostModel::calibrated(g, parse_device_list("cpu:3"), p);
+  EXPECT_NEAR(three.op_seconds(relu, DeviceId(2)), 1.25 * equal.op_seconds(relu, DeviceId(0)), 1e-12);
+  EXPECT_NEAR(three.op_seconds(relu, DeviceId(1)), 1.2 * equal.op_seconds(relu, DeviceId(0)), 1e-12);
   Profile other = p;
   other.graph = "other";  // the steps of another graph say nothing of this one
   EXPECT_DOUBLE_EQ(CostModel::calibrated(g, two_cpus, other).op_seconds(relu, DeviceId(1)),
