@@ -232,6 +232,11 @@ void JobManager::runner() {
     } else {
       job->state = JobState::Done;
     }
+    // A measuring job stopped before its side-by-side run: its best is one measurement of many taken in
+    // training (a low one, as the lowest of noisy figures is), not a fresh interleaved one. Said with it.
+    if (error.empty() && job->cancel && job->learned && job->best_measured && job->table.empty() &&
+        job->best_step_s > 0)
+      job->error += " (its step is the one measurement of it in training, not re-measured side by side)";
     if (metrics_) metrics_->job_finished(job_state_name(job->state));
     limit_series();
     persist(*job);

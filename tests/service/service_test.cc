@@ -640,6 +640,32 @@ TEST(Service, MeasuredLearnedJobKeepsItsTablesProbeAcrossARestart) {
   placer::remove_tree(dir);
 }
 
+// A measuring job cancelled before its side-by-side run answers with a step measured once in training (the
+// lowest of noisy figures): the reply says so beside the cancel.
+TEST(Service, ACancelledMeasuredJobSaysItsStepWasNotMeasuredAgain) {
+  ServiceConfig c = small_config();
+  c.measure_jobs = true;
+  PlacementService s(c);
+  const std::string id =
+      job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                              R"(,"devices":"cpu:2","reward_mode":"measured","budget":{"samples":100000},)"
+                              R"("learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"samples_per_update":4},)"
+                              R"("warm_start":{"methods":["m_etf"],"bc_steps":0},)"
+                              R"("reward":{"measure_warmup":1,"measure_steps":2}}})"));
+  std::string st;
+  for (int i = 0; i < 6000; ++i) {  // until it has a best (measured in training)
+    st = handle(s, R"({"version":1,"type":"status","job_id":")" + id + "\"}");
+    if (st.find("\"updates\":0,") == std::string::npos && st.find("\"updates\":") != std::string::npos) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  handle(s, R"({"version":1,"type":"cancel","job_id":")" + id + "\"}");
+  st = wait_state(s, id, "cancelled", 120000);
+  EXPECT_NE(st.find("cancelled by request; its best placement so far is kept (its step is the one measurement of "
+                    "it in training, not re-measured side by side)"),
+            std::string::npos)
+      << st;
+}
+
 // A finished learned job's final table survives a restart (its record on disk).
 TEST(Service, LearnedJobKeepsItsFinalTableAcrossARestart) {
   const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_table_" + std::to_string(::getpid()));
