@@ -32,11 +32,15 @@ class Annealing {
   // a fraction of the start's reward: a move that costs that fraction of the
   // reward is accepted with probability 1/e.
   // With a deadline (a given start), also until then: the schedule follows
-  // whichever of the budget and the time runs out first.
+  // whichever of the budget and the time runs out first. Proposals that break
+  // the memory rule are not evaluations: after kMaxStalls of them in a row the
+  // run ends (where no move fits, it spun forever).
   void run(int64_t budget, std::optional<std::pair<Clock::time_point, double>> deadline = std::nullopt) {
+    constexpr int64_t kMaxStalls = 100'000;
     const double t0 = std::max(1e-12, option_double(ctx_, "temperature", 0.001, 0.0) * std::fabs(cur_r_));
     const double t_end = t0 * 1e-3;
-    while (evaluations_ < budget && p_.k > 1) {
+    int64_t stalls = 0;
+    while (evaluations_ < budget && p_.k > 1 && stalls < kMaxStalls) {
       double frac = static_cast<double>(evaluations_) / static_cast<double>(budget);
       if (deadline) {
         const double left = std::chrono::duration<double>(deadline->first - Clock::now()).count();
@@ -45,7 +49,12 @@ class Annealing {
       }
       const double temp = t0 * std::pow(t_end / t0, frac);
       const std::vector<std::pair<int32_t, int32_t>> changes = propose();
-      if (!changes.empty()) try_move(changes, temp);
+      if (changes.empty()) {
+        ++stalls;
+        continue;
+      }
+      stalls = 0;
+      try_move(changes, temp);
     }
   }
 

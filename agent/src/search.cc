@@ -37,6 +37,8 @@ SearchResult search(const PlaceContext& context, const SearchOptions& options, c
       ctx.sample_budget = std::max<int64_t>(1, std::min(left, options.run_samples));
       const double time_left = budget.seconds > 0 ? budget.seconds - seconds_since(started) : options.run_seconds;
       ctx.time_limit_s = std::max(0.01, std::min(time_left, options.run_seconds));
+      const Placement from = res.found ? res.best.placement : Placement{};
+      if (options.from_best && res.found) ctx.start = &from;
       PlaceResult placed;
       try {
         placed = make_placer(method)->place(ctx);

@@ -406,6 +406,7 @@ void refine(const Request& r, const PreparedRequest& p, Clock::time_point deadli
   so.run_samples = r.refine_samples;
   so.run_seconds = std::max(0.01, 0.5 * seconds_left(deadline));
   so.max_rounds = 1;
+  so.from_best = true;  // from the answer, and within run_seconds (it re-planned from four heuristics, untimed)
   const SearchCandidate start{a.method, a.placement, a.result};
   SearchResult refined = search(place_context(p.graph, p.cluster, env, r.seed, so.run_seconds), so, &start);
   if (refined.improved) {

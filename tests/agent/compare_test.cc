@@ -215,5 +215,44 @@ TEST(Search, StopsWhenCancelledAndKeepsAFasterStartOnlyWhenBeaten) {
   EXPECT_EQ(kept.best.method, "m_etf");
 }
 
+// search(from_best) hands each run the best so far as its start: local_search with one evaluation then
+// returns the start it scored (the service's refine re-planned from local_search's four heuristics instead,
+// and without the deadline a start brings).
+TEST(Search, FromBestStartsEachRunFromTheBestSoFar) {
+  Fixture f;
+  const PlaceResult single = make_placer("single")->place(f.context());
+  const SearchCandidate start{"single", single.placement, f.env.simulate(single.placement)};
+  SearchOptions so;
+  so.methods = {"local_search"};
+  so.budget.samples = 1;
+  so.run_samples = 1;
+  so.max_rounds = 1;
+  std::vector<Placement> runs;
+  auto record = [&](const SearchProgress& p) { runs.push_back(p.placement); };
+  search(f.context(), so, &start, record);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_NE(runs[0].device_of, single.placement.device_of);  // from its own heuristics' best
+  so.from_best = true;
+  runs.clear();
+  search(f.context(), so, &start, record);
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].device_of, single.placement.device_of);
+}
+
+// A cluster where no move of local_search fits (the second device holds nothing): it ends, with every op
+// on the first device, instead of proposing moves forever (they were never evaluations, so the budget
+// never ran out).
+TEST(Placer, LocalSearchEndsWhenNoMoveFits) {
+  Fixture f;
+  Cluster full = cluster_preset("k80x2");
+  full.devices[1].memory_bytes = 1;
+  Environment env(f.graph, full);
+  PlaceContext ctx = f.context();
+  ctx.cluster = &full;
+  ctx.env = &env;
+  const PlaceResult r = make_placer("local_search")->place(ctx);
+  for (DeviceId d : r.placement.device_of) EXPECT_EQ(d.value, 0);
+}
+
 }  // namespace
 }  // namespace placer

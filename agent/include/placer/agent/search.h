@@ -29,6 +29,9 @@ struct SearchOptions {
   int64_t run_samples = 200;
   double run_seconds = 0.5;
   int64_t max_rounds = 0;  // 0 = until the budget is spent
+  // Each run starts from the best so far (PlaceContext::start: local_search
+  // anneals from it, and run_seconds ends it as well as run_samples).
+  bool from_best = false;
 };
 
 // A placement the search starts from (e.g. the best baseline): only a faster one replaces it.
