@@ -265,7 +265,7 @@ void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
       ->check(CLI::Range(0, 100));
   cmd->add_option("--timeout", o->timeout_s, "Per-step time limit in seconds")
       ->capture_default_str()
-      ->check(positive_number());
+      ->check(finite_range(1e-3, 1e7));
   cmd->add_option("--seed", o->seed, "Seed of inputs and parameters")->capture_default_str();
 }
 

@@ -194,6 +194,58 @@ def other_fixtures(outdir):
         torch.jit.trace(encoder, (src,)).save(os.path.join(outdir, "encoder_fastpath.pt"))
         torch.export.save(torch.export.export(encoder, (src,)), os.path.join(outdir, "encoder_eval.pt2"))
     print(f"custom_op, cond, encoder_fastpath (.pt), encoder_eval -> {outdir}", flush=True)
+    misread_fixtures(outdir)
+
+
+def misread_fixtures(outdir):
+    """Models the importers once read wrong without a word (a code review, 2026-12-02)."""
+    class ViewWrite(nn.Module):  # z[:, :2] = g(x): an in-place copy_ into a slice of z, then z is read
+        def __init__(self):
+            super().__init__()
+            self.g, self.fc = nn.Linear(4, 2), nn.Linear(4, 3)
+
+        def forward(self, x):
+            z = torch.zeros(x.shape[0], 4)
+            z[:, :2] = self.g(x)
+            return self.fc(z).sum()
+
+    class Numbers(nn.Module):  # two Python numbers made tensors, a double then a long
+        def __init__(self):
+            super().__init__()
+            self.emb, self.fc = nn.Embedding(10, 4), nn.Linear(4, 4)
+
+        def forward(self, x, idx):
+            h = torch.div(self.fc(x), 0.5, rounding_mode="floor")
+            return (h + self.emb(torch.div(idx, 2, rounding_mode="floor"))).sum()
+
+    class Frozen(nn.Module):  # a frozen backbone, a trainable head
+        def __init__(self):
+            super().__init__()
+            self.backbone, self.head = nn.Linear(8, 8), nn.Linear(8, 2)
+            for p in self.backbone.parameters():
+                p.requires_grad_(False)
+
+        def forward(self, x):
+            return self.head(torch.relu(self.backbone(x))).sum()
+
+    class LogitsAndLoss(nn.Module):  # returns (logits, loss): trains on its loss
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(8, 5)
+
+        def forward(self, x, y):
+            logits = self.fc(x)
+            return logits, F.cross_entropy(logits, y)
+
+    x = torch.randn(3, 4)
+    torch.export.save(torch.export.export(ViewWrite(), (x,)), os.path.join(outdir, "view_write.pt2"))
+    torch.export.save(torch.export.export(Numbers(), (x, tokens(3, high=10))), os.path.join(outdir, "numbers.pt2"))
+    frozen, x8 = Frozen(), torch.randn(3, 8)
+    torch.export.save(torch.export.export(frozen, (x8,)), os.path.join(outdir, "frozen.pt2"))
+    torch.jit.trace(frozen, (x8,)).save(os.path.join(outdir, "frozen.pt"))
+    torch.export.save(torch.export.export(LogitsAndLoss(), (x8, tokens(3, high=5))),
+                      os.path.join(outdir, "logits_and_loss.pt2"))
+    print(f"view_write, numbers, frozen (.pt2, .pt), logits_and_loss -> {outdir}", flush=True)
 
 
 class SquareLoss(nn.Module):

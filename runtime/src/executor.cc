@@ -534,7 +534,9 @@ void Executor::run_until_done(Step& s, double timeout_s) {
     step_begun(dev);
   }
   s.start = Clock::now();
-  const auto deadline = s.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
+  // At most 1e7 s: 1e10 s overflowed the clock's nanoseconds, a deadline in the past (every step "timed out").
+  const auto deadline =
+      s.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(timeout_s, 1e7)));
   // Keep the count above zero while seeding so no worker sees "done" early.
   s.outstanding.fetch_add(1);
   for (int32_t i = 0; i < static_cast<int32_t>(s.plan->ops.size()); ++i)

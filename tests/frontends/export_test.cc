@@ -173,6 +173,36 @@ TEST(ExportImport, ErrorsNameTheNodeAndTarget) {
   std::filesystem::remove(cut);
 }
 
+// Models the importers read wrong without a word until a review found them.
+TEST(ExportImport, WhatWasMisreadSilently) {
+  // An in-place write into a view, then its base read: the write was lost and g's branch dropped.
+  const std::string view = error_of([] { import_exported_program(fixture("view_write.pt2"), {}); });
+  EXPECT_NE(view.find("reads 'zeros', which shares its storage with a tensor that node 'copy_'"), std::string::npos)
+      << view;
+  // A long Python number made a tensor after a double one: it bound to the double's constant (freed, same address).
+  const Graph numbers = import_exported_program(fixture("numbers.pt2"), {});
+  std::vector<DType> scalars;
+  for (const Op& op : numbers.ops())
+    if (op.name.rfind("scalar", 0) == 0) scalars.push_back(op.outputs.at(0).dtype);
+  EXPECT_EQ(scalars, (std::vector<DType>{DType::Float64, DType::Int64}));
+  // A frozen parameter (requires_grad false) is a constant: no gradient, no update; the head trains.
+  for (const Graph& g : {import_exported_program(fixture("frozen.pt2"), {}),
+                         import_torchscript(fixture("frozen.pt"), {parse_sample_input("x:3x8:float")})}) {
+    int64_t param_bytes = 0;
+    for (const Op& op : g.ops()) param_bytes += op.param_bytes;
+    EXPECT_EQ(param_bytes, (8 * 2 + 2) * 4) << g.attrs.at("source");
+    for (const Op& op : g.ops())
+      if (op.name.find("backbone") != std::string::npos) EXPECT_EQ(op.phase, Phase::Forward) << op.name;
+  }
+  // (logits, loss): the loss is the model's own, not mean(logits).
+  const Graph both = import_exported_program(fixture("logits_and_loss.pt2"), {});
+  EXPECT_FALSE(both.find("loss")) << "an aten::mean loss was added";
+  ASSERT_TRUE(both.find("cross_entropy_loss"));
+  bool differentiated = false;
+  for (const Op& op : both.ops()) differentiated |= op.forward == *both.find("cross_entropy_loss");
+  EXPECT_TRUE(differentiated);
+}
+
 TEST(ExportImport, ImportModelPicksTheFormat) {
   EXPECT_TRUE(is_exported_program(fixture("tiny_cnn.pt2")));
   EXPECT_FALSE(is_exported_program(std::string(PLACER_FIXTURES_DIR) + "/tiny_cnn.pt"));

@@ -96,6 +96,7 @@ Meta ExportImporter::meta(const rj::Value& v, const std::string& where) const {
     std::vector<std::string> ignored;
     sym_ints(*strides, "strides", &m.strides, &ignored);
   }
+  if (const rj::Value* rg = json_.member(v, "requires_grad"); rg && rg->IsBool()) m.requires_grad = rg->GetBool();
   if (const rj::Value* off = json_.member(v, "storage_offset"); off && off->IsObject()) {
     if (const rj::Value* n = json_.member(*off, "as_int"))
       m.storage_offset = json_.integer(*n, where, "storage_offset");

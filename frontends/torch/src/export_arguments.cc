@@ -28,6 +28,10 @@ void ExportImporter::collect_used(const rj::Value& v) {
 const Val& ExportImporter::val(const std::string& name, const std::string& where) const {
   auto it = values_.find(name);
   if (it == values_.end()) fail(where + " uses '" + name + "' before it is defined");
+  if (auto s = stale_.find(name); s != stale_.end())
+    fail(where + " reads '" + name + "', which shares its storage with a tensor that " + s->second +
+         " wrote into in place: the importer makes in-place ops functional and cannot follow a write through a "
+         "view (z[:, :2] = y, say); write it out of place (torch.cat, torch.slice_scatter, index_put)");
   return it->second;
 }
 

@@ -81,6 +81,7 @@ struct Meta {
   std::vector<std::string> symbols;  // per dim: "" when static, else the symbol or expression
   std::vector<int64_t> strides;
   int64_t storage_offset = 0;
+  bool requires_grad = true;  // false: a frozen parameter (imported as a constant: no gradient, no update)
   bool dynamic() const {
     return std::any_of(symbols.begin(), symbols.end(), [](const std::string& s) { return !s.empty(); });
   }
@@ -195,6 +196,14 @@ class ExportImporter {
   std::set<std::string> synthesized_;               // weights not stored in the archive
   bool overridden_ = false;                         // some --input changed a symbolic size
   std::set<std::string> used_;                      // values some node or output uses
+  // Values that share storage (a view and its base): each name's group, by its first member. An in-place
+  // write, made functional, changes only the name it writes; the other names of its group become stale,
+  // and reading one is an error (the write would be lost silently, and the ops feeding it dropped).
+  std::unordered_map<std::string, std::string> alias_group_;
+  std::unordered_map<std::string, std::vector<std::string>> alias_members_;
+  std::unordered_map<std::string, std::string> stale_;  // name -> the write that changed its storage
+  void track_aliases(const rj::Value& node, const AtenCall& aten, const std::map<std::string, const rj::Value*>& named,
+                     const std::string& where);
 };
 
 }  // namespace placer::detail

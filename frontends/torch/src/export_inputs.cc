@@ -127,8 +127,11 @@ void ExportImporter::bind_stored_tensor(const std::string& kind, const rj::Value
   const std::string layer = dot2 == std::string::npos ? owner : owner.substr(0, dot2);
   Val v;
   v.value = t;
-  v.refs = {kind == "parameter" && at::isFloatingType(t.scalar_type()) ? rec_.param(t, fqn, layer)
-                                                                       : rec_.constant(t, fqn, layer)};
+  // A frozen parameter (requires_grad false, a fine-tuned model's backbone) is a constant: it was trained
+  // as the rest, a step of up to twice the work.
+  v.refs = {kind == "parameter" && m.requires_grad && at::isFloatingType(t.scalar_type())
+                ? rec_.param(t, fqn, layer)
+                : rec_.constant(t, fqn, layer)};
   values_[name] = std::move(v);
 }
 

@@ -1,6 +1,8 @@
 // torch.export importer: executing the program's nodes (ATen calls and symbolic sizes) through the Recorder.
 #include "export_importer.h"
 
+#include <algorithm>
+
 namespace placer::detail {
 
 // The modules a node ran in, outermost first ("layer1", "layer1.0",
@@ -320,6 +322,57 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
   const RecordedCall call =
       rec_.call(*aten.handle, args, where, path.empty() ? short_kind : path + "/" + short_kind, layer);
   bind_outputs(node, call, aten.mutated_name, where);
+  track_aliases(node, aten, named, where);
+}
+
+// A view op's outputs join the group of the arguments they alias; an in-place write makes the other
+// names of its argument's group stale (ExportImporter::val refuses to read them).
+void ExportImporter::track_aliases(const rj::Value& node, const AtenCall& aten,
+                                   const std::map<std::string, const rj::Value*>& named, const std::string& where) {
+  auto tensor_name = [](const rj::Value& v) -> std::string {
+    return v.IsObject() && v.HasMember("as_tensor") && v["as_tensor"].IsObject() && v["as_tensor"].HasMember("name") &&
+                   v["as_tensor"]["name"].IsString()
+               ? v["as_tensor"]["name"].GetString()
+               : "";
+  };
+  if (!aten.mutated_name.empty()) {
+    const auto g = alias_group_.find(aten.mutated_name);
+    if (g == alias_group_.end()) return;
+    std::vector<std::string>& members = alias_members_[g->second];
+    for (const std::string& m : members)
+      if (m != aten.mutated_name) stale_[m] = where;
+    members.erase(std::remove(members.begin(), members.end(), aten.mutated_name), members.end());
+    alias_group_.erase(g);  // the name now holds the write's result, storage of its own
+    return;
+  }
+  const c10::FunctionSchema& schema = aten.handle->schema();
+  bool view = false;
+  for (const auto& r : schema.returns()) view = view || (r.alias_info() && !r.alias_info()->isWrite());
+  if (!view) return;
+  std::vector<std::string> names;
+  for (const auto& a : schema.arguments())
+    if (a.alias_info() && !a.alias_info()->isWrite())
+      if (auto it = named.find(a.name()); it != named.end())
+        if (std::string n = tensor_name(*it->second); !n.empty()) names.push_back(n);
+  if (names.empty()) return;
+  const rj::Value& outs = node["outputs"];
+  for (rj::SizeType i = 0; i < outs.Size(); ++i)
+    if (std::string n = tensor_name(outs[i]); !n.empty()) names.push_back(n);
+  // One group: the first name's (its own when new); the others' groups merge into it.
+  const std::string root = alias_group_.count(names[0]) ? alias_group_[names[0]] : names[0];
+  std::vector<std::string>& into = alias_members_[root];
+  if (into.empty()) into.push_back(root), alias_group_[root] = root;
+  for (const std::string& n : names) {
+    const auto g = alias_group_.find(n);
+    if (g != alias_group_.end() && g->second == root) continue;
+    if (g != alias_group_.end()) {
+      for (const std::string& m : alias_members_[g->second]) alias_group_[m] = root, into.push_back(m);
+      alias_members_.erase(g->second);
+    } else {
+      alias_group_[n] = root;
+      into.push_back(n);
+    }
+  }
 }
 
 }  // namespace placer::detail

@@ -298,7 +298,11 @@ Graph Importer::run(const std::vector<SampleInput>& samples) {
   torch::jit::Module module = load();
   check_inputs(module, samples);
   module.eval();
-  for (const auto& p : module.parameters(/*recurse=*/true)) parameters_.insert(p.unsafeGetTensorImpl());
+  // Trainable parameters only: a frozen one (requires_grad false) is a constant, as in torch.export's import.
+  for (const auto& p : module.parameters(/*recurse=*/true)) {
+    any_parameters_ = true;
+    if (p.requires_grad()) parameters_.insert(p.unsafeGetTensorImpl());
+  }
 
   try {
     root_ = torch::jit::freeze_module(module, {}, /*freezeInterfaces=*/true, /*preserveParameters=*/true);

@@ -20,7 +20,7 @@ void Importer::visit_constant(Node* node) {
   // An archive frozen before saving (torch.jit.freeze) has no parameters
   // left: its weights are constants. Float tensor constants are then the
   // trainable weights.
-  if (parameters_.empty() && s.value.isTensor() && s.value.toTensor().defined() &&
+  if (!any_parameters_ && s.value.isTensor() && s.value.toTensor().defined() &&
       at::isFloatingType(s.value.toTensor().scalar_type()) && s.value.toTensor().numel() > 1) {
     const TensorRef ref = rec_.param(s.value.toTensor(), node->output()->debugName(), "");
     s.kind = Slot::Kind::Tensor;

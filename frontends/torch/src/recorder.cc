@@ -110,6 +110,7 @@ TensorRef Recorder::param(const at::Tensor& t, const std::string& name, const st
   op.layer = layer;
   const TensorRef ref{out_.add_op(std::move(op)), 0};
   tensors_.emplace(t.unsafeGetTensorImpl(), ref);
+  held_.push_back(t);
   if (at::isFloatingType(t.scalar_type())) requires_grad_.insert({ref.op.value, 0});
   return ref;
 }
@@ -128,6 +129,7 @@ TensorRef Recorder::constant(const at::Tensor& t, const std::string& name, const
   op.layer = layer;
   const TensorRef ref{out_.add_op(std::move(op)), 0};
   tensors_.emplace(t.unsafeGetTensorImpl(), ref);
+  held_.push_back(t);
   return ref;
 }
 
@@ -363,12 +365,18 @@ RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector
 }
 
 TensorRef Recorder::add_loss(const std::vector<TensorRef>& outputs) {
-  // Backward starts at a scalar float loss: use the output if it is one,
-  // else reduce the first floating-point output with aten::mean.
+  // Backward starts at a scalar float loss: the one output that is a 0-dim float (a model returning
+  // (logits, loss) trains on its loss: it trained on mean(logits)), else the first floating-point output
+  // reduced with aten::mean.
+  std::vector<TensorRef> scalars;
+  for (const TensorRef& ref : outputs) {
+    const TensorSpec& spec = out_.op(ref.op).outputs[ref.output];
+    if (is_floating(spec.dtype) && spec.shape.empty()) scalars.push_back(ref);
+  }
+  if (scalars.size() == 1) return scalars[0];
   for (const TensorRef& ref : outputs) {
     const TensorSpec& spec = out_.op(ref.op).outputs[ref.output];
     if (!is_floating(spec.dtype)) continue;
-    if (spec.numel() == 1 && spec.shape.empty() && outputs.size() == 1) return ref;
     Op loss;
     loss.name = unique_name("loss");
     loss.type = "aten::mean";

@@ -96,6 +96,9 @@ class Recorder {
   ImportOptions options_;
   Graph out_;
   std::unordered_map<const c10::TensorImpl*, TensorRef> tensors_;  // params and constants, by identity
+  // ... each held, so that its address is not a later tensor's: a Python number made a tensor for one
+  // call is freed after it, and the next one's, at the same address, bound to the first constant.
+  std::vector<at::Tensor> held_;
   std::unordered_map<std::string, int> name_counts_;
   // Autograd check results, cached by op type and which arguments need a
   // gradient; op_grad_key_ maps each op name to its entry.

@@ -79,7 +79,8 @@ class Importer {
   torch::jit::Module root_;
   std::shared_ptr<torch::jit::Graph> graph_;
   std::unordered_map<const torch::jit::Value*, Slot> slots_;
-  std::unordered_set<const c10::TensorImpl*> parameters_;
+  std::unordered_set<const c10::TensorImpl*> parameters_;  // the trainable ones (requires_grad)
+  bool any_parameters_ = false;                            // frozen ones included (none: a torch.jit.freeze archive)
   std::vector<TensorRef> graph_outputs_;
 };
 
