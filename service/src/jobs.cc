@@ -222,7 +222,7 @@ void JobManager::runner() {
     } else if (!error.empty()) {
       job->state = JobState::Failed;
       job->error = (job->learned ? "training failed: " : "the search failed: ") + error;
-      if (job->best_placement.device.empty()) job->best_step_s = 0;  // a time without its placement means nothing
+      job->restore_last_placed();
     } else if (job->cancel && !job->cancelled_by_user) {
       job->state = JobState::Failed;
       job->error = "server shut down while the job ran; its best placement so far is kept";

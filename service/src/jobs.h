@@ -61,6 +61,26 @@ struct Job {
   std::string best_method;
   double best_step_s = 0;  // 0 = none yet
   NamedPlacement best_placement;
+  // A learned job's last best with a placement (the fast path's, say) while the policy's training best,
+  // whose placement the trainer hands over at its end, is the best: the answer if the trainer fails.
+  struct Placed {
+    double step_s = 0;
+    std::string method, found_by;
+    NamedPlacement placement;
+  };
+  std::optional<Placed> last_placed;
+  // A best without its placement becomes the last one that had it (none: no best).
+  void restore_last_placed() {
+    if (!best_placement.device.empty()) return;
+    if (last_placed) {
+      best_step_s = last_placed->step_s;
+      best_method = last_placed->method;
+      best_found_by = last_placed->found_by;
+      best_placement = last_placed->placement;
+    } else {
+      best_step_s = 0;  // a time without its placement means nothing
+    }
+  }
   double lower_bound_s = 0;
   double start_step_s = 0;  // the best fast-path baseline the search started from
   std::string start_method;

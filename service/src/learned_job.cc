@@ -47,6 +47,8 @@ class JobSink : public MetricsSink {
       job_.elapsed_s = offset_s_ + std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
       if (m.best_step_s > 0) job_.policy_best_step_s = m.best_step_s;
       if (m.best_step_s > 0 && (job_.best_step_s == 0 || m.best_step_s < job_.best_step_s)) {
+        if (!job_.best_placement.device.empty())
+          job_.last_placed = Job::Placed{job_.best_step_s, job_.best_method, job_.best_found_by, job_.best_placement};
         job_.best_step_s = m.best_step_s;
         job_.best_method = "learned:" + job_.policy_type;
         job_.best_found_by = "policy";
@@ -341,6 +343,7 @@ void record_result(Job& job, const TrainConfig& c, const TrainResult& r) {
     }
     job.best_placement = r.best_placement;
   }
+  job.restore_last_placed();  // a trainer that had no result (a failed final measurement): not a bare time
   // `baselines` stays simulated: a measured job's rows are in its final table only.
   const bool simulated = c.reward.mode == RewardMode::Simulated;
   if (simulated)

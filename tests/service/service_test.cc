@@ -20,6 +20,8 @@
 #include "placer/runtime/runtime.h"
 #include "placer/service/metrics.h"
 
+#include "../../service/src/jobs.h"
+
 namespace placer::service {
 namespace {
 
@@ -718,6 +720,30 @@ TEST(Service, ALearnedJobStoppedCleanlyCountsItsRestart) {
   handle(s, R"({"version":1,"type":"cancel","job_id":")" + id + "\"}");
   wait_state(s, id, "cancelled");
   placer::remove_tree(dir);
+}
+
+// The policy's training best has no placement until the trainer ends; a trainer that fails then leaves
+// the last best that had one (the fast path's), not a bare time (it left best null and the fast path's
+// placement was lost).
+TEST(Service, ALearnedJobsBestWithoutItsPlacementIsTheLastThatHadOne) {
+  Job job;
+  job.best_step_s = 0.5;
+  job.best_method = "m_etf";
+  job.best_found_by = "fast_path";
+  job.best_placement.device = {{"a", "cuda:0"}};
+  job.last_placed = Job::Placed{job.best_step_s, job.best_method, job.best_found_by, job.best_placement};
+  job.best_step_s = 0.4;  // the policy's, in training
+  job.best_method = "learned:seq2seq";
+  job.best_found_by = "policy";
+  job.best_placement = {};
+  job.restore_last_placed();
+  EXPECT_EQ(job.best_step_s, 0.5);
+  EXPECT_EQ(job.best_found_by, "fast_path");
+  EXPECT_EQ(job.best_placement.device.at("a"), "cuda:0");
+  Job none;
+  none.best_step_s = 0.3;
+  none.restore_last_placed();
+  EXPECT_EQ(none.best_step_s, 0.0);
 }
 
 // A pipeline place answers with a placement judged as one mini-batch of M
