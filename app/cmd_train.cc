@@ -205,10 +205,15 @@ void print_result(const TrainResult& r) {
     if (r.link_factor != 1.0) std::printf(", CPU<->GPU links x%.3g", r.link_factor);
     std::printf("\n");
   }
-  if (r.lower_bound_s > 0)
-    std::printf("  lower bound %.6g s: the result is %.1f%% above it%s\n", r.lower_bound_s,
-                100.0 * (r.best_step_s / r.lower_bound_s - 1.0),
+  const double above = r.lower_bound_s > 0 ? 100.0 * (r.best_step_s / r.lower_bound_s - 1.0) : 0.0;
+  if (r.lower_bound_s > 0 && above >= 0)
+    std::printf("  lower bound %.6g s: the result is %.1f%% above it%s\n", r.lower_bound_s, above,
                 r.measurements > 0 ? "" : bound_note(r.best_step_s, r.lower_bound_s));  // simulated steps only
+  else if (r.lower_bound_s > 0)  // a measured step under the simulator's bound ("-4.1% above it")
+    std::printf(
+        "  lower bound %.6g s (the simulator's): the measured result is %.1f%% below it; the simulator "
+        "is slower than this machine there\n",
+        r.lower_bound_s, -above);
   for (const auto& [g, v] : r.held_out)
     std::printf("  held-out %-30s %.6g s (placed in %.3f s, no training)\n", g.c_str(), v.first, v.second);
   std::printf("  results in %s (train.csv, reward.svg, best_placement.json, summary.json, checkpoint.pt)\n",
