@@ -9,6 +9,25 @@
 
 namespace placer {
 
+namespace {
+
+// One placer run's context: round r's seed, its share of the samples and time left, and with from_best
+// the best so far as its start (res.best is not replaced while the run holds it).
+PlaceContext run_context(const PlaceContext& context, const SearchOptions& options, int64_t round,
+                         const SearchResult& res, double elapsed_s) {
+  const SearchBudget& budget = options.budget;
+  PlaceContext ctx = context;
+  ctx.seed = context.seed + static_cast<uint64_t>(round);
+  const int64_t left = budget.samples > 0 ? budget.samples - res.samples : options.run_samples;
+  ctx.sample_budget = std::max<int64_t>(1, std::min(left, options.run_samples));
+  const double time_left = budget.seconds > 0 ? budget.seconds - elapsed_s : options.run_seconds;
+  ctx.time_limit_s = std::max(0.01, std::min(time_left, options.run_seconds));
+  if (options.from_best && res.found) ctx.start = &res.best.placement;
+  return ctx;
+}
+
+}  // namespace
+
 SearchResult search(const PlaceContext& context, const SearchOptions& options, const SearchCandidate* start,
                     const std::function<void(const SearchProgress&)>& on_progress) {
   std::vector<bool> stochastic;
@@ -31,14 +50,7 @@ SearchResult search(const PlaceContext& context, const SearchOptions& options, c
       if (out_of_budget()) break;
       if (round > 0 && !stochastic[i]) continue;
       const std::string& method = options.methods[i];
-      PlaceContext ctx = context;
-      ctx.seed = context.seed + static_cast<uint64_t>(round);
-      const int64_t left = budget.samples > 0 ? budget.samples - res.samples : options.run_samples;
-      ctx.sample_budget = std::max<int64_t>(1, std::min(left, options.run_samples));
-      const double time_left = budget.seconds > 0 ? budget.seconds - seconds_since(started) : options.run_seconds;
-      ctx.time_limit_s = std::max(0.01, std::min(time_left, options.run_seconds));
-      const Placement from = res.found ? res.best.placement : Placement{};
-      if (options.from_best && res.found) ctx.start = &from;
+      const PlaceContext ctx = run_context(context, options, round, res, seconds_since(started));
       PlaceResult placed;
       try {
         placed = make_placer(method)->place(ctx);

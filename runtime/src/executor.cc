@@ -513,7 +513,7 @@ StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<T
   Step s(session, static_cast<int32_t>(devices_.size()), timeline != nullptr);
   for (auto& w : workers_) w->events.clear();
   current_ = &s;
-  run_until_done(s, timeout_s);
+  run_until_done(s, std::min(timeout_s, 1e7));  // 1e10 s overflowed the deadline: every step timed out
   // The step's makespan: first op start to last op end (CUDA: to the end of
   // the queued work). The hand-offs with this measuring thread are left out:
   // on a loaded machine their scheduler latency is not the placement's.
@@ -534,9 +534,7 @@ void Executor::run_until_done(Step& s, double timeout_s) {
     step_begun(dev);
   }
   s.start = Clock::now();
-  // At most 1e7 s: 1e10 s overflowed the clock's nanoseconds, a deadline in the past (every step "timed out").
-  const auto deadline =
-      s.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(std::min(timeout_s, 1e7)));
+  const auto deadline = s.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   // Keep the count above zero while seeding so no worker sees "done" early.
   s.outstanding.fetch_add(1);
   for (int32_t i = 0; i < static_cast<int32_t>(s.plan->ops.size()); ++i)

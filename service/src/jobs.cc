@@ -179,6 +179,31 @@ std::string JobManager::submit(const Request& request, std::shared_ptr<const Pre
   return job->id;
 }
 
+namespace {
+
+// A job that ran to its end, failed or was cancelled: its state and what the reply says of it.
+void settle_ended(Job& job, const std::string& error) {
+  if (!error.empty()) {
+    job.state = JobState::Failed;
+    job.error = (job.learned ? "training failed: " : "the search failed: ") + error;
+    job.restore_last_placed();
+  } else if (job.cancel && !job.cancelled_by_user) {
+    job.state = JobState::Failed;
+    job.error = "server shut down while the job ran; its best placement so far is kept";
+  } else if (job.cancel) {
+    job.state = JobState::Cancelled;
+    job.error = "cancelled by request; its best placement so far is kept";
+  } else {
+    job.state = JobState::Done;
+  }
+  // A measuring job stopped before its side-by-side run: its best is one measurement of many taken in
+  // training (a low one, as the lowest of noisy figures is), not a fresh interleaved one. Said with it.
+  if (error.empty() && job.cancel && job.learned && job.best_measured && job.table.empty() && job.best_step_s > 0)
+    job.error += " (its step is the one measurement of it in training, not re-measured side by side)";
+}
+
+}  // namespace
+
 void JobManager::runner() {
   for (;;) {
     std::shared_ptr<Job> job;
@@ -219,24 +244,8 @@ void JobManager::runner() {
       job->restarts += 1;
       persist(*job);
       continue;
-    } else if (!error.empty()) {
-      job->state = JobState::Failed;
-      job->error = (job->learned ? "training failed: " : "the search failed: ") + error;
-      job->restore_last_placed();
-    } else if (job->cancel && !job->cancelled_by_user) {
-      job->state = JobState::Failed;
-      job->error = "server shut down while the job ran; its best placement so far is kept";
-    } else if (job->cancel) {
-      job->state = JobState::Cancelled;
-      job->error = "cancelled by request; its best placement so far is kept";
-    } else {
-      job->state = JobState::Done;
     }
-    // A measuring job stopped before its side-by-side run: its best is one measurement of many taken in
-    // training (a low one, as the lowest of noisy figures is), not a fresh interleaved one. Said with it.
-    if (error.empty() && job->cancel && job->learned && job->best_measured && job->table.empty() &&
-        job->best_step_s > 0)
-      job->error += " (its step is the one measurement of it in training, not re-measured side by side)";
+    settle_ended(*job, error);
     if (metrics_) metrics_->job_finished(job_state_name(job->state));
     limit_series();
     persist(*job);

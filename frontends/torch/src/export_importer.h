@@ -204,6 +204,7 @@ class ExportImporter {
   std::unordered_map<std::string, std::string> stale_;  // name -> the write that changed its storage
   void track_aliases(const rj::Value& node, const AtenCall& aten, const std::map<std::string, const rj::Value*>& named,
                      const std::string& where);
+  void join_aliases(const std::vector<std::string>& names);
 };
 
 }  // namespace placer::detail

@@ -325,16 +325,21 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
   track_aliases(node, aten, named, where);
 }
 
+namespace {
+
+// The program value an argument or output names ("" for a non-tensor one).
+std::string tensor_name(const rj::Value& v) {
+  if (!v.IsObject() || !v.HasMember("as_tensor") || !v["as_tensor"].IsObject()) return "";
+  const rj::Value& t = v["as_tensor"];
+  return t.HasMember("name") && t["name"].IsString() ? t["name"].GetString() : "";
+}
+
+}  // namespace
+
 // A view op's outputs join the group of the arguments they alias; an in-place write makes the other
 // names of its argument's group stale (ExportImporter::val refuses to read them).
 void ExportImporter::track_aliases(const rj::Value& node, const AtenCall& aten,
                                    const std::map<std::string, const rj::Value*>& named, const std::string& where) {
-  auto tensor_name = [](const rj::Value& v) -> std::string {
-    return v.IsObject() && v.HasMember("as_tensor") && v["as_tensor"].IsObject() && v["as_tensor"].HasMember("name") &&
-                   v["as_tensor"]["name"].IsString()
-               ? v["as_tensor"]["name"].GetString()
-               : "";
-  };
   if (!aten.mutated_name.empty()) {
     const auto g = alias_group_.find(aten.mutated_name);
     if (g == alias_group_.end()) return;
@@ -346,32 +351,38 @@ void ExportImporter::track_aliases(const rj::Value& node, const AtenCall& aten,
     return;
   }
   const c10::FunctionSchema& schema = aten.handle->schema();
-  bool view = false;
-  for (const auto& r : schema.returns()) view = view || (r.alias_info() && !r.alias_info()->isWrite());
-  if (!view) return;
+  const auto& returns = schema.returns();
+  if (std::none_of(returns.begin(), returns.end(),
+                   [](const c10::Argument& r) { return r.alias_info() && !r.alias_info()->isWrite(); }))
+    return;  // not a view
   std::vector<std::string> names;
   for (const auto& a : schema.arguments())
-    if (a.alias_info() && !a.alias_info()->isWrite())
-      if (auto it = named.find(a.name()); it != named.end())
-        if (std::string n = tensor_name(*it->second); !n.empty()) names.push_back(n);
+    if (auto it = named.find(a.name()); a.alias_info() && !a.alias_info()->isWrite() && it != named.end())
+      if (std::string n = tensor_name(*it->second); !n.empty()) names.push_back(n);
   if (names.empty()) return;
   const rj::Value& outs = node["outputs"];
   for (rj::SizeType i = 0; i < outs.Size(); ++i)
     if (std::string n = tensor_name(outs[i]); !n.empty()) names.push_back(n);
-  // One group: the first name's (its own when new); the others' groups merge into it.
-  const std::string root = alias_group_.count(names[0]) ? alias_group_[names[0]] : names[0];
+  join_aliases(names);
+}
+
+// One group for `names`: the first name's (its own when new); the others' groups merge into it.
+void ExportImporter::join_aliases(const std::vector<std::string>& names) {
+  const auto first = alias_group_.find(names[0]);
+  const std::string root = first != alias_group_.end() ? first->second : names[0];
   std::vector<std::string>& into = alias_members_[root];
   if (into.empty()) into.push_back(root), alias_group_[root] = root;
   for (const std::string& n : names) {
     const auto g = alias_group_.find(n);
-    if (g != alias_group_.end() && g->second == root) continue;
-    if (g != alias_group_.end()) {
-      for (const std::string& m : alias_members_[g->second]) alias_group_[m] = root, into.push_back(m);
-      alias_members_.erase(g->second);
-    } else {
+    if (g == alias_group_.end()) {
       alias_group_[n] = root;
       into.push_back(n);
+      continue;
     }
+    const std::string old = g->second;  // (g->second changes below)
+    if (old == root) continue;
+    for (const std::string& m : alias_members_[old]) alias_group_[m] = root, into.push_back(m);
+    alias_members_.erase(old);
   }
 }
 
