@@ -245,7 +245,20 @@ def misread_fixtures(outdir):
     torch.jit.trace(frozen, (x8,)).save(os.path.join(outdir, "frozen.pt"))
     torch.export.save(torch.export.export(LogitsAndLoss(), (x8, tokens(3, high=5))),
                       os.path.join(outdir, "logits_and_loss.pt2"))
-    print(f"view_write, numbers, frozen (.pt2, .pt), logits_and_loss -> {outdir}", flush=True)
+    # frozen.pt2 with a tensor whose metadata claims 2^43 elements (its stride arithmetic overflowed int64).
+    import json
+    import zipfile
+    with zipfile.ZipFile(os.path.join(outdir, "frozen.pt2")) as zin, \
+            zipfile.ZipFile(os.path.join(outdir, "huge_meta.pt2"), "w", zipfile.ZIP_STORED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info.filename)
+            if info.filename.endswith("models/model.json"):
+                program = json.loads(data)
+                values = program["graph_module"]["graph"]["tensor_values"]
+                values[next(k for k in values if "head_weight" in k)]["sizes"] = [{"as_int": 1 << 40}, {"as_int": 8}]
+                data = json.dumps(program).encode()
+            zout.writestr(info, data)
+    print(f"view_write, numbers, frozen (.pt2, .pt), logits_and_loss, huge_meta -> {outdir}", flush=True)
 
 
 class SquareLoss(nn.Module):

@@ -194,6 +194,9 @@ TEST(ExportImport, WhatWasMisreadSilently) {
     for (const Op& op : g.ops())
       if (op.name.find("backbone") != std::string::npos) EXPECT_EQ(op.phase, Phase::Forward) << op.name;
   }
+  // Metadata claiming 2^43 elements: refused, naming the tensor (the stride arithmetic overflowed int64).
+  const std::string huge = error_of([] { import_exported_program(fixture("huge_meta.pt2"), {}); });
+  EXPECT_NE(huge.find("tensor 'head.weight': its metadata's sizes and strides describe"), std::string::npos) << huge;
   // (logits, loss): the loss is the model's own, not mean(logits).
   const Graph both = import_exported_program(fixture("logits_and_loss.pt2"), {});
   EXPECT_FALSE(both.find("loss")) << "an aten::mean loss was added";

@@ -1,6 +1,8 @@
 // torch.export importer: the archive (zip records, the program JSON, tensor metadata and weights).
 #include "export_importer.h"
 
+#include <algorithm>
+
 namespace placer::detail {
 
 void ExportImporter::open() {
@@ -126,9 +128,21 @@ ExportImporter::Payloads ExportImporter::payloads(const std::string& config, con
 // stored raw (checked against the metadata, never trusted), else made up.
 at::Tensor ExportImporter::load_tensor(const std::string& name, const Meta& m, const std::string& record_name,
                                        bool pickled, bool trainable) {
+  // Sizes and strides are the archive's metadata, never trusted: their products stay far from int64's end
+  // (a crafted one overflowed the extent below), and what is made up is capped as --input is.
+  constexpr double kMaxElements = 2147483648.0;  // 2^31
+  double elements = 1.0;
   for (int64_t s : m.sizes) {
     if (s < 0) fail("tensor '" + name + "' has a symbolic size; parameters and buffers must be static");
+    elements *= static_cast<double>(s);
   }
+  double reach = static_cast<double>(m.storage_offset);
+  for (size_t i = 0; i < m.strides.size() && i < m.sizes.size(); ++i)
+    reach += static_cast<double>(std::max<int64_t>(0, m.sizes[i] - 1)) *
+             static_cast<double>(std::max<int64_t>(0, m.strides[i]));  // (a negative one is refused below)
+  if (elements > kMaxElements || !(reach >= 0 && reach < 1e15))
+    fail(detail::concat("tensor '", name, "': its metadata's sizes and strides describe ", elements, " elements over ",
+                        reach, " (at most 2^31 elements)"));
   if (!record_name.empty() && !pickled && archive_->hasRecord(record_name) && m.strides.size() == m.sizes.size()) {
     const int64_t item = static_cast<int64_t>(c10::elementSize(m.dtype));
     int64_t extent = m.storage_offset + 1;
