@@ -37,9 +37,7 @@ struct SimulatedProblem {
 
   SimulatedProblem(const Graph& base, const Cluster& cluster, const SimulateArgs& a)
       : run(base, a.objective), calibrated(!a.profile.empty()) {
-    costs = calibrated ? CostModel::calibrated(
-                             run.graph(), cluster, load_profile(a.profile),
-                             a.per_copy ? CostModel::GroupCopyPricing::PerCopy : CostModel::GroupCopyPricing::PerByte)
+    costs = calibrated ? run.calibrated(cluster, load_profile(a.profile), a.per_copy)
                        : CostModel::roofline(run.graph(), cluster);
   }
 };

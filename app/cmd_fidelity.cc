@@ -271,24 +271,23 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
   // (a lower MAPE on 14 of the 15 graph-runs that reported both; bench/results/fidelity_summary.md). The fastest
   // round's simulator is reported beside it, on the same measurements.
   const Profile& profile = m.mean;
-  const CostModel costs = CostModel::calibrated(graph, cluster, profile);
+  const CostModel costs = run.calibrated(cluster, profile);
   std::optional<CostModel> unfitted;  // the same without what is fitted on the mixed step, when something is
   if (costs.group_copy_s_per_byte() > 0 || costs.cross_copy_s() > 0) {
     Profile unmixed = profile;
     unmixed.mixed = MixedStep{};
-    unfitted = CostModel::calibrated(graph, cluster, unmixed);
+    unfitted = run.calibrated(cluster, unmixed);
   }
   std::optional<CostModel> per_copy;  // that cost between CPU devices fitted per copy, not per byte
-  if (costs.group_copy_s_per_byte() > 0)
-    per_copy = CostModel::calibrated(graph, cluster, profile, CostModel::GroupCopyPricing::PerCopy);
+  if (costs.group_copy_s_per_byte() > 0) per_copy = run.calibrated(cluster, profile, true);
   std::optional<CostModel> equal_cpus;  // the same without the device steps: the ops as timed, every CPU device alike
   if (profile.cpu_steps.size() >= 2) {
     Profile equal = profile;
     equal.cpu_steps.clear();
-    equal_cpus = CostModel::calibrated(graph, cluster, equal);
+    equal_cpus = run.calibrated(cluster, equal);
   }
   std::optional<CostModel> fastest;  // calibrated on each op's fastest round
-  if (m.rounds.size() >= 2) fastest = CostModel::calibrated(graph, cluster, m.profile);
+  if (m.rounds.size() >= 2) fastest = run.calibrated(cluster, m.profile);
   const SimContext context(graph);
   FidelityReport report;
   report.graph = graph.name;
@@ -399,7 +398,7 @@ NamedPlacements choose_placements(Runtime& runtime, const Graph& graph, const Ru
   std::fprintf(stderr, "choosing %d of %zu placements: profiling %s on %s...\n", a.placements, pool.size(),
                graph.name.c_str(), cluster.name.c_str());
   first_profile = runtime.profile(graph, po);
-  const CostModel costs = CostModel::calibrated(run.graph(), cluster, *first_profile);
+  const CostModel costs = run.calibrated(cluster, *first_profile);
   const SimContext context(run.graph());
   std::vector<double> simulated;
   for (const auto& [kind, p] : pool) simulated.push_back(simulate(context, run.at(p), cluster, costs).step_s);

@@ -24,6 +24,7 @@ class Graph;            // graphs/ir.h
 struct Cluster;         // graphs/cluster.h
 struct Placement;       // graphs/placement.h
 class CostModel;        // env/cost_model.h
+struct Profile;         // graphs/profile.h
 }  // namespace placer
 
 namespace placer::cli {
@@ -101,6 +102,10 @@ class RunGraph {
   RunGraph(const RunGraph&) = delete;
   RunGraph& operator=(const RunGraph&) = delete;
   const Graph& graph() const { return pipe_ ? pipe_->graph : base_; }
+  const Graph& base() const { return base_; }  // the graph a profile measures
+  // The simulator's costs for graph() on a profile of base() (pipelined: its copies, CostModel::calibrated_copies);
+  // per_copy: the CPU copy cost priced per copy, not per byte.
+  CostModel calibrated(const Cluster& cluster, const Profile& profile, bool per_copy = false) const;
   const std::optional<PipelineSpec>& spec() const { return spec_; }
   Placement at(const Placement& base) const { return pipe_ ? pipe_->expand(base) : base; }
 

@@ -32,6 +32,12 @@ void add_objective_options(CLI::App* cmd, ObjectiveArgs* a, bool objective) {
 
 PipelineSpec ObjectiveArgs::spec() const { return {microbatches, schedule_named(schedule)}; }
 
+CostModel RunGraph::calibrated(const Cluster& cluster, const Profile& profile, bool per_copy) const {
+  const auto pricing = per_copy ? CostModel::GroupCopyPricing::PerCopy : CostModel::GroupCopyPricing::PerByte;
+  return pipe_ ? CostModel::calibrated_copies(pipe_->graph, base_, cluster, profile, pricing)
+               : CostModel::calibrated(base_, cluster, profile, pricing);
+}
+
 RunGraph::RunGraph(const Graph& base, const ObjectiveArgs& args) : base_(base) {
   if (args.pipeline()) pipe_ = make_pipeline_graph(base, args.spec());
   spec_ = pipeline_spec_of(graph());

@@ -285,7 +285,8 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
       return std::nullopt;  // another graph or cluster: decode only
     }
   };
-  warm = same_graph(impl_->warm);
+  // (Its units split by the warm start only where the run split them: warm_start.split_units.)
+  if (config.warm_start.split_units) warm = same_graph(impl_->warm);
   best = same_graph(impl_->best);
 
   const PolicyInputOptions po = unit_options(*impl_->policy, config, warm ? &*warm : nullptr);

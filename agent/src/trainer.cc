@@ -112,9 +112,10 @@ void Trainer::warm_start(Task& t) {
 // (a service job) also goes through every stage.
 int Trainer::stage_now() const {
   const int64_t stages = std::max(1, c_.optimizer.unit_stages);
+  // In proportion: stage k from used = k x limit / stages on. (ceil(limit / stages) updates a stage left the
+  // last one, the policy's own units, unreached at 4 stages and 5, 6 or 9 updates.)
   auto stage = [&](int64_t used, int64_t limit) {
-    const int64_t per = std::max<int64_t>(1, (limit + stages - 1) / stages);
-    return std::min<int64_t>(stages - 1, used / per);
+    return std::min<int64_t>(stages - 1, used * stages / std::max<int64_t>(1, limit));
   };
   int64_t s = stage(update_, c_.optimizer.updates);
   if (c_.optimizer.max_samples > 0) s = std::max(s, stage(samples_, c_.optimizer.max_samples));

@@ -53,7 +53,8 @@ void Trainer::behaviour_clone() {
     }
     if (worst > threshold) break;
     loss.backward();
-    torch::nn::utils::clip_grad_norm_(policy_->parameters(), std::max(1e-6, c_.optimizer.grad_clip));
+    // grad_clip 0: no clipping, as in the updates (it clipped to 1e-6 here).
+    if (c_.optimizer.grad_clip > 0) torch::nn::utils::clip_grad_norm_(policy_->parameters(), c_.optimizer.grad_clip);
     bc.step();
   }
   bc_steps_used_ = step;

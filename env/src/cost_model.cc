@@ -293,7 +293,8 @@ void fit_mixed_step(const Graph& graph, const Cluster& cluster, const Profile& p
 // against the absolute step and took up that shortfall as well. Only for the
 // graph the profile measured, on devices of this cluster. Returns the anchor
 // (CostModel::cpu_step_anchor), 1 where none.
-double apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile& profile, CostModel& model) {
+double apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile& profile, CostModel& model,
+                       std::vector<double>* scales) {
   if (profile.cpu_steps.size() < 2) return 1.0;
   std::string timed_on;
   for (const OpTiming& t : profile.ops)
@@ -323,14 +324,20 @@ double apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile
   for (const DeviceStep& s : profile.cpu_steps) {
     const std::optional<DeviceId> dev = cluster.find(s.device);
     if (dev && cluster.devices[dev->value].kind == DeviceKind::Cpu && !scaled[dev->value]) {
-      model.scale_device(*dev, anchor * s.step_s / base);
+      scales->resize(static_cast<size_t>(cluster.size()), 1.0);
+      (*scales)[dev->value] = anchor * s.step_s / base;
+      model.scale_device(*dev, (*scales)[dev->value]);
       scaled[dev->value] = 1;
     }
   }
   // A CPU device the profile has no step of takes timed_on's times, at the anchor's level too (it was left
   // as timed: a cpu:4 cluster on a cpu:2 profile had cpu:2 and cpu:3 6% faster than the others).
   for (int32_t d = 0; d < cluster.size(); ++d)
-    if (cluster.devices[d].kind == DeviceKind::Cpu && !scaled[d]) model.scale_device(DeviceId(d), anchor);
+    if (cluster.devices[d].kind == DeviceKind::Cpu && !scaled[d]) {
+      scales->resize(static_cast<size_t>(cluster.size()), 1.0);
+      (*scales)[d] = anchor;
+      model.scale_device(DeviceId(d), anchor);
+    }
   return anchor;
 }
 
@@ -398,9 +405,30 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
     if (const std::optional<double> slowdown = copy_slowdown(model.op_s_, model.contended_s_, ops.contended))
       for (DeviceId dev : cpus) model.set_copy_contention(dev, *slowdown);
   }
-  if (same_graph) model.cpu_step_anchor_ = apply_cpu_steps(graph, cluster, profile, model);
+  if (same_graph) model.cpu_step_anchor_ = apply_cpu_steps(graph, cluster, profile, model, &model.cpu_step_scale_);
   apply_link_fits(cluster, profile, model);
   if (same_graph) fit_mixed_step(graph, cluster, profile, pricing, model);
+  return model;
+}
+
+CostModel CostModel::calibrated_copies(const Graph& graph, const Graph& measured, const Cluster& cluster,
+                                       const Profile& profile, GroupCopyPricing pricing) {
+  CostModel model = calibrated(graph, cluster, profile, pricing);
+  if (profile.graph != measured.name || !model.graph_mismatch_.empty()) return model;  // not the measured graph's ops
+  // The copies' own step fits ran unanchored (their names are not the steps' ops): each device takes the
+  // measured graph's scale instead of its own, and the copy costs its mixed step fits.
+  const CostModel fit = calibrated(measured, cluster, profile, pricing);
+  for (int32_t d = 0; d < cluster.size(); ++d) {
+    const auto scale = [d](const std::vector<double>& s) { return d < static_cast<int32_t>(s.size()) ? s[d] : 1.0; };
+    const double to = scale(fit.cpu_step_scale_), from = scale(model.cpu_step_scale_);
+    if (to != from) model.scale_device(DeviceId(d), to / from);
+  }
+  model.cpu_step_scale_ = fit.cpu_step_scale_;
+  model.cpu_step_anchor_ = fit.cpu_step_anchor_;
+  model.group_copy_s_per_byte_ = fit.group_copy_s_per_byte_;
+  model.group_copy_s_ = fit.group_copy_s_;
+  model.cross_copy_s_ = fit.cross_copy_s_;
+  model.cross_on_destination_ = fit.cross_on_destination_;
   return model;
 }
 

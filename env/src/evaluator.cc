@@ -86,9 +86,11 @@ std::shared_ptr<const PreparedProblem> PreparedProblem::make(Graph graph, Cluste
   return p;
 }
 
-void PreparedProblem::prepare() {
+void PreparedProblem::prepare(const Graph* measured) {
   context_ = std::make_unique<SimContext>(graph_);
-  base_costs_ = profile_ ? CostModel::calibrated(graph_, cluster_, *profile_) : CostModel::roofline(graph_, cluster_);
+  base_costs_ = !profile_  ? CostModel::roofline(graph_, cluster_)
+                : measured ? CostModel::calibrated_copies(graph_, *measured, cluster_, *profile_)
+                           : CostModel::calibrated(graph_, cluster_, *profile_);
 }
 
 PreparedProblem::~PreparedProblem() = default;
@@ -103,7 +105,7 @@ std::shared_ptr<const PreparedProblem> PreparedProblem::pipelined(const Pipeline
   p->cluster_ = cluster_;
   p->profile_ = profile_;
   p->unrolled_ = std::move(unrolled);
-  p->prepare();
+  p->prepare(&graph_);  // the profile measured graph_: its steps' fits carry over to the copies
   pipelined_.emplace_back(spec, p);
   return p;
 }

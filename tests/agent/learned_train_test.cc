@@ -17,6 +17,8 @@
 #include "placer/agent/learned.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
+#include "placer/env/presets.h"
+#include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/files.h"
 #include "placer/graphs/json_reader.h"
@@ -385,6 +387,15 @@ TEST(LearnedTrain, CoarseToFineStagesCarryTheBestAndResumeExactly) {
   std::ifstream summary(f.dir + "/three/summary.json");
   const std::string json((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
   EXPECT_NE(json.find("\"stage_units\": [" + std::to_string(three.stage_units[0]) + ", "), std::string::npos) << json;
+  // Four stages in six updates: the last stage, the policy's own units, is reached (at ceil(6 / 4) = 2 updates a
+  // stage, it started at update 6 of 0-5 and never ran).
+  const TrainResult four = train(config("four", 4), nullptr, quiet());
+  ASSERT_EQ(four.stage_units.size(), 4u);
+  ASSERT_LT(four.stage_units[2], four.stage_units[3]);
+  std::ifstream four_summary(f.dir + "/four/summary.json");
+  const std::string four_json((std::istreambuf_iterator<char>(four_summary)), std::istreambuf_iterator<char>());
+  EXPECT_NE(four_json.find("\"units\": " + std::to_string(four.stage_units[3]) + ","), std::string::npos)
+      << four_json.substr(0, 400);
   // Stopped inside the second stage (updates 3-4 of 6) and resumed: it goes on with that stage's units.
   const TrainResult r = stopped_and_resumed(config("resumed", 3), 3);
   EXPECT_EQ(r.best_step_s, three.best_step_s);
@@ -585,7 +596,7 @@ TEST(LearnedTrain, AResumeClonesAgainWhenACancelCutTheCloningShort) {
   const Fixture f = make_fixture("bc_cut", 5);
   std::string text = config_text(f, f.dir + "/run", 2);
   text.replace(text.find("warm_start: {methods: []}"), 25,
-               "warm_start: {methods: [single], bc_steps: 300, bc_lr: 0.05}");
+               "warm_start: {methods: [m_etf], bc_steps: 300, bc_lr: 0.05}");
   const TrainConfig c = parse_train_config(text, "test");
   std::atomic<bool> cancel{true};
   TrainControls stop = quiet();
@@ -599,6 +610,48 @@ TEST(LearnedTrain, AResumeClonesAgainWhenACancelCutTheCloningShort) {
   EXPECT_EQ(b.updates, 2);
   const std::string summary = file_text(f.dir + "/run/summary.json");
   EXPECT_NE(summary.find("\"bc_reproduced\": true"), std::string::npos) << summary.substr(0, 600);
+}
+
+// A run with warm_start.split_units false trained on units the warm start did not split; its checkpoint
+// decodes over the same units on its graph (it split them: 15 units where it trained on 12).
+TEST(LearnedTrain, ACheckpointDecodesOverTheUnitsItTrainedOn) {
+  ScratchDir dir("learned_nosplit");
+  const TrainConfig c = parse_train_config(
+      "name: nosplit\n"
+      "graph: {builder: rnnlm, options: {layers: 2, hidden: 64, steps: 3, batch: 8, vocab: 100}}\n"
+      "cluster: k80x2\n"
+      "policy: {type: seq2seq, hidden: 16, max_groups: 12}\n"
+      "train: {updates: 1, samples_per_update: 4}\n"
+      "warm_start: {methods: [m_etf], bc_steps: 0, split_units: false}\n"
+      "run: {seed: 1, output_dir: " +
+          dir.path() + "/run}\n",
+      "test");
+  const TrainResult r = train(c, nullptr, quiet());
+  ASSERT_EQ(r.stage_units.size(), 1u);
+  BuilderOptions o;
+  o.values = {{"layers", 2}, {"hidden", 64}, {"steps", 3}, {"batch", 8}, {"vocab", 100}};
+  Environment env(build_graph("rnnlm", o), cluster_preset("k80x2"));
+  PlaceContext ctx;
+  ctx.graph = &env.graph();
+  ctx.cluster = &env.cluster();
+  ctx.env = &env;
+  const PlaceResult placed = place_with_checkpoint(dir.path() + "/run", ctx);
+  EXPECT_NE(placed.note.find("over " + std::to_string(r.stage_units[0]) + " units"), std::string::npos) << placed.note;
+}
+
+// grad_clip 0 is no clipping in behaviour cloning as in the updates: the same run as with a clip no gradient
+// reaches (cloning clipped every gradient to 1e-6 at 0, and took other steps).
+TEST(LearnedTrain, GradClipZeroIsNoClippingInCloningToo) {
+  const Fixture f = make_fixture("clip0", 5);
+  auto run = [&](const std::string& name, const std::string& clip) {
+    std::string text = config_text(f, f.dir + "/" + name, 1);
+    text.replace(text.find("logit_noise: 0.3"), 16, "logit_noise: 0.3, grad_clip: " + clip);
+    text.replace(text.find("warm_start: {methods: []}"), 25,
+                 "warm_start: {methods: [m_etf], bc_steps: 300, bc_lr: 0.05}");
+    train(parse_train_config(text, "test"), nullptr, quiet());
+    return csv_without_timing(f.dir + "/" + name + "/train.csv");
+  };
+  EXPECT_EQ(run("zero", "0"), run("huge", "1e6"));
 }
 
 // A placement seen outside the run (the service's fast-path answer) is

@@ -77,7 +77,7 @@ class PreparedProblem {
 
  private:
   PreparedProblem() = default;
-  void prepare();  // context, base costs
+  void prepare(const Graph* measured = nullptr);  // context, base costs (measured: the graph copied, pipelined)
   Graph graph_;
   Cluster cluster_;
   std::optional<Profile> profile_;
