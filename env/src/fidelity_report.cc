@@ -235,7 +235,7 @@ void write_steps_and_retakes(std::ostringstream& o, const FidelityReport& r) {
 }
 
 void write_point(std::ostringstream& o, const FidelityPoint& p, const char* other_calibration_key) {
-  o << "    {\"kind\": \"" << p.kind << "\", \"measured_s\": " << format_number(p.measured_s, 8)
+  o << "    {\"kind\": " << json_quote(p.kind) << ", \"measured_s\": " << format_number(p.measured_s, 8)
     << ", \"measured_iqr_s\": " << format_number(p.measured_iqr_s, 8)
     << ", \"ci_low_s\": " << format_number(p.ci_low_s, 8) << ", \"ci_high_s\": " << format_number(p.ci_high_s, 8)
     << ", \"steps\": " << p.steps << ", \"simulated_s\": " << format_number(p.simulated_s, 8);
@@ -475,7 +475,7 @@ void svg_points(std::ostream& o, const SvgFrame& f, const std::vector<FidelityPo
     for (const auto& [k, c] : colors)
       if (k == p.kind) color = c;
     o << "<circle cx=\"" << f.x(p.measured_s) << "\" cy=\"" << f.y(p.simulated_s) << "\" r=\"4\" fill=\"" << color
-      << "\" fill-opacity=\"0.8\"><title>" << p.kind << ": measured " << format_number(p.measured_s, 4)
+      << "\" fill-opacity=\"0.8\"><title>" << xml_escape(p.kind) << ": measured " << format_number(p.measured_s, 4)
       << " s, simulated " << format_number(p.simulated_s, 4) << " s</title></circle>\n";
   }
   double ly = T + 14;

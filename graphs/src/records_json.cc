@@ -421,6 +421,9 @@ StepResult step_result_from_json(const std::string& text) {
   if (!known) r.fail("", "status", unknown_name("status", status, {"ok", "oom", "timeout", "error"}));
   s.message = r.opt_string(doc, "message", "");
   s.step_s = r.opt_number(doc, "step_s", "", 0.0);
+  // An ok result is a step: a missing, 0 or non-finite one scored as the best reward there is.
+  if (s.status == StepStatus::Ok && !(std::isfinite(s.step_s) && s.step_s > 0))
+    r.fail("", "step_s", "an ok result needs a finite step above 0");
   s.iqr_s = r.opt_number(doc, "iqr_s", "", 0.0);
   s.ci_low_s = r.opt_number(doc, "ci_low_s", "", s.step_s);
   s.ci_high_s = r.opt_number(doc, "ci_high_s", "", s.step_s);

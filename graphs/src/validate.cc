@@ -90,6 +90,10 @@ class Validator {
     }
     if (op.phase != Phase::Forward && !op.forward.valid())
       fail("forward", std::string("a ") + phase_name(op.phase) + " op must name its forward op");
+    // (Placements keep an op with the op it names, co-location groups only a backward or update op: a forward
+    // op naming one passed here and then failed every placer that places groups.)
+    if (op.phase == Phase::Forward && op.forward.valid())
+      fail("forward", "a forward op names no forward op; only backward and update ops do");
   }
 
   void check_tensor(const TensorSpec& t, const std::string& f) {

@@ -167,6 +167,11 @@ TEST(Fidelity, ReportReadsBackFromItsJsonWithTheRetestFigure) {
   EXPECT_EQ(back.to_json(), r.to_json());
   EXPECT_EQ(back.to_svg(), r.to_svg());
   EXPECT_EQ(back.points[2].rounds_s, (std::vector<double>{3.0, 1.0}));
+  // A kind is a file's stem under --placements-from: quoted in the JSON, escaped in the plot (a name with a
+  // quote made a report --replot could not read).
+  r.points[1].kind = "a\"b<c";
+  EXPECT_EQ(FidelityReport::from_json(r.to_json()).points[1].kind, "a\"b<c");
+  EXPECT_NE(r.to_svg().find("a\"b&lt;c: measured"), std::string::npos);
   expect_rejected(R"({"graph": "g", "devices": "cpu:2", "command": "", "host": "", "ops": 1,
         "calibrated_fraction": 1, "per_op_overhead_s": 0, "failed": 0, "points": [{"kind": "single"}]})",
                   "points[0].measured_s: missing required field");

@@ -626,15 +626,21 @@ TEST(SerializeStepResult, RoundTrip) {
   // One probe reading per step this measurement took: never more readings than steps.
   const std::string pmsg = error_of<InputError>([] {
     step_result_from_json(
-        R"({"format":"placer.step_result","version":1,"status":"ok","samples_s":[0.1],"core_rtt_s":[1e-7,2e-7]})");
+        R"({"format":"placer.step_result","version":1,"status":"ok","step_s":0.1,"samples_s":[0.1],"core_rtt_s":[1e-7,2e-7]})");
   });
   EXPECT_NE(pmsg.find("core_rtt_s: has 2 entries, more than samples_s's 1"), std::string::npos) << pmsg;
   // No more samples given beforehand than there are samples.
   const std::string qmsg = error_of<InputError>([] {
     step_result_from_json(
-        R"({"format":"placer.step_result","version":1,"status":"ok","samples_s":[0.1],"prior_samples":2})");
+        R"({"format":"placer.step_result","version":1,"status":"ok","step_s":0.1,"samples_s":[0.1],"prior_samples":2})");
   });
   EXPECT_NE(qmsg.find("prior_samples: 2 is not between 0 and samples_s's 1"), std::string::npos) << qmsg;
+  // An ok result is a step (a worker's without one scored as the best reward there is).
+  for (const char* step : {"", R"("step_s":0,)", R"("step_s":-1,)"}) {
+    const std::string json = std::string(R"({"format":"placer.step_result","version":1,)") + step + R"("status":"ok"})";
+    const std::string smsg = error_of<InputError>([&] { step_result_from_json(json); });
+    EXPECT_NE(smsg.find("step_s: an ok result needs a finite step above 0"), std::string::npos) << json << smsg;
+  }
 }
 
 }  // namespace

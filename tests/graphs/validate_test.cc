@@ -40,6 +40,14 @@ TEST(Validate, TinyGraphsAreValid) {
   EXPECT_NO_THROW(validate_graph(Graph{}));
 }
 
+// Only a backward or update op names its forward op: a forward op naming one passed, and then every placer
+// that places co-location groups failed on it ("op 'b' must share a device with 'a'").
+TEST(Validate, AForwardOpNamesNoForwardOp) {
+  Graph g = tiny_training();
+  g.mutable_op(OpId(4)).forward = OpId(3);  // relu naming fc
+  EXPECT_VALIDATE_ERROR(g, "a forward op names no forward op; only backward and update ops do");
+}
+
 TEST(Validate, SizesAndNumbers) {
   Graph g = tiny_forward();
   g.mutable_op(OpId(4)).outputs[0].shape = {4, -2};
