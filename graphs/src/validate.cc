@@ -76,6 +76,14 @@ class Validator {
                                producer.outputs.size(), " output(s)"));
     }
     for (size_t k = 0; k < op.outputs.size(); ++k) check_tensor(op.outputs[k], detail::concat("outputs[", k, "]"));
+    // view_of: empty (not recorded) or one entry per output, each -1 or an input index. The JSON reader
+    // checked this; a binary graph's was trusted (exec_plan read entries out of range as -1).
+    if (!op.view_of.empty() && op.view_of.size() != op.outputs.size())
+      fail("view_of", detail::concat(op.view_of.size(), " entries for ", op.outputs.size(), " output(s)"));
+    for (size_t k = 0; k < op.view_of.size(); ++k)
+      if (op.view_of[k] < -1 || op.view_of[k] >= static_cast<int64_t>(op.inputs.size()))
+        fail(detail::concat("view_of[", k, "]"),
+             detail::concat(op.view_of[k], " is not -1 or an input index (the op has ", op.inputs.size(), " input(s))"));
     if (op.param_bytes < 0) fail("param_bytes", detail::concat("negative size ", op.param_bytes));
     if (op.param_bytes > kMaxParamBytes) fail("param_bytes", detail::concat("absurd size ", op.param_bytes));
     if (!std::isfinite(op.flops) || op.flops < 0)
@@ -107,6 +115,11 @@ class Validator {
       if (n > 0 && bytes > kMaxTensorBytes / n)
         fail(f + ".shape",
              "absurd size " + shape_str(t.shape) + " (over " + std::to_string(kMaxTensorBytes) + " bytes)");
+      // (Each dimension alone too: beside a dimension of 0 the byte count stays 0, and shape arithmetic such
+      // as conv2d's output size would overflow on a dimension near 2^63.)
+      if (n > kMaxTensorBytes)
+        fail(f + ".shape", detail::concat("absurd size ", shape_str(t.shape), " (dimension ", d, " over ",
+                                          kMaxTensorBytes, ")"));
       bytes *= n;
     }
     if (bytes > kMaxTensorBytes) fail(f + ".shape", "absurd size " + shape_str(t.shape));
@@ -388,6 +401,11 @@ class Validator {
         fail("args", "stride, padding and dilation need 1 or 2 values");
       const int64_t stride = pick(a[3].ints, k), pad = pick(a[4].ints, k), dil = pick(a[5].ints, k);
       if (stride < 1 || dil < 1 || pad < 0) fail("args", "bad stride, padding or dilation");
+      // Bounded so the arithmetic below cannot overflow (shapes are at most kMaxTensorBytes per dimension).
+      constexpr int64_t kMaxConvArg = int64_t{1} << 20;
+      if (stride > kMaxConvArg || dil > kMaxConvArg || pad > kMaxConvArg)
+        fail("args", detail::concat("absurd stride, padding or dilation (", stride, ", ", pad, ", ", dil,
+                                    "; at most ", kMaxConvArg, ")"));
       const int64_t span = dil * (w[2 + k] - 1) + 1;
       out[2 + k] = (x[2 + k] + 2 * pad - span) / stride + 1;
       if (x[2 + k] + 2 * pad < span) fail("inputs", "kernel larger than the padded input " + shape_str(x));

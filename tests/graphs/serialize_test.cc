@@ -377,6 +377,24 @@ TEST(SerializeBinary, BadEnumsAreRejected) {
             std::string::npos);
 }
 
+TEST(SerializeBinary, ViewOfOutOfRangeIsNamed) {
+  // A binary graph's view_of was trusted: an entry past the op's inputs loaded, and the
+  // executor's plan read it as "not a view" without a word. Validation now names it.
+  for (const std::vector<int32_t>& bad : {std::vector<int32_t>{7}, std::vector<int32_t>{-2},
+                                          std::vector<int32_t>{-1, -1}}) {
+    Graph g = tiny_forward();
+    Op& op = g.mutable_op(OpId(g.size() - 1));
+    ASSERT_EQ(op.outputs.size(), 1u);
+    op.view_of = bad;
+    const std::string err = error_of<GraphError>([&] { graph_from_binary(graph_to_binary(g)); });
+    EXPECT_NE(err.find("'loss'"), std::string::npos) << err;
+    EXPECT_NE(err.find("view_of"), std::string::npos) << err;
+  }
+  Graph ok = tiny_forward();
+  ok.mutable_op(OpId(ok.size() - 1)).view_of = {0};
+  EXPECT_EQ(graph_from_binary(graph_to_binary(ok)), ok);
+}
+
 // ---- cluster, placement, profile, step result ------------------------------------
 
 TEST(SerializeCluster, RoundTripAndErrors) {

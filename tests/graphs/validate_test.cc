@@ -61,6 +61,10 @@ TEST(Validate, SizesAndNumbers) {
   g.mutable_op(OpId(0)).outputs[0].shape = {INT64_MAX, INT64_MAX};  // would overflow a product
   EXPECT_VALIDATE_ERROR(g, "op 'x': outputs[0].shape: absurd size");
 
+  g = tiny_forward();  // a zero dimension kept the byte count at 0, so any other dimension passed
+  g.mutable_op(OpId(0)).outputs[0].shape = {0, int64_t{1} << 62};
+  EXPECT_VALIDATE_ERROR(g, "op 'x': outputs[0].shape: absurd size [0,4611686018427387904] (dimension 1 over");
+
   g = tiny_forward();
   g.mutable_op(OpId(3)).flops = std::nan("");
   EXPECT_VALIDATE_ERROR(g, "op 'fc': flops: must be finite and >= 0");
@@ -173,6 +177,13 @@ TEST(Validate, Conv2d) {
   EXPECT_NO_THROW(validate_graph(g));
   g.mutable_op(OpId(2)).outputs[0].shape = {2, 16, 15, 15};
   EXPECT_VALIDATE_ERROR(g, "op 'conv': outputs[0].shape: [2,16,15,15] does not match the convolution");
+  // Padding or dilation near 2^62 overflowed the output size's arithmetic (undefined behaviour).
+  g.mutable_op(OpId(2)).outputs[0].shape = {2, 16, 16, 16};
+  g.mutable_op(OpId(2)).args[4] = Arg::int_list({int64_t{1} << 62, 1});
+  EXPECT_VALIDATE_ERROR(g, "op 'conv': args: absurd stride, padding or dilation");
+  g.mutable_op(OpId(2)).args[4] = Arg::int_list({1, 1});
+  g.mutable_op(OpId(2)).args[5] = Arg::int_list({int64_t{1} << 62});
+  EXPECT_VALIDATE_ERROR(g, "op 'conv': args: absurd stride, padding or dilation");
 }
 
 TEST(Validate, BackwardAndUpdateOps) {
