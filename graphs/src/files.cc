@@ -49,14 +49,11 @@ std::string write_target(const std::string& path) {
   return link[0] == '/' || slash == std::string::npos ? link : path.substr(0, slash + 1) + link;
 }
 
-// A device or a pipe (/dev/null, /dev/stdout, a fifo) is written into, never replaced.
-void write_through(const std::string& path, const std::string& contents) {
-  const int fd = ::open(path.c_str(), O_WRONLY);
-  if (fd < 0) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
+// All of `contents` into `fd`, which is closed; errors name `path`.
+void write_all(int fd, const std::string& path, const std::string& contents) {
   size_t done = 0;
   while (done < contents.size()) {
     const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
-    if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       const std::string reason = n < 0 ? std::strerror(errno) : "write error";
       ::close(fd);
@@ -67,9 +64,16 @@ void write_through(const std::string& path, const std::string& contents) {
   if (::close(fd) != 0) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
 }
 
+// A device or a pipe (/dev/null, /dev/stdout, a fifo) is written into, never replaced.
+void write_through(const std::string& path, const std::string& contents) {
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  if (fd < 0) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
+  write_all(fd, path, contents);
+}
+
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& contents) {
+void write_file_atomic(const std::string& path, const std::string& contents, int mode) {
   const std::string target = write_target(path);
   struct stat st {};
   if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -77,15 +81,21 @@ void write_file_atomic(const std::string& path, const std::string& contents) {
     return write_through(target, contents);
   }
   const std::string tmp = target + ".tmp." + std::to_string(::getpid());
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
-    out.write(contents.data(), static_cast<std::streamsize>(contents.size()));
-    out.flush();
-    if (!out) {
-      std::remove(tmp.c_str());
-      throw InputError("cannot write '" + path + "': write error");
-    }
+  // Made with its final mode before a byte is written (a secret key is never readable by others, even
+  // for a moment); fchmod too, for a temporary left by an earlier process with this pid and for the umask.
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode >= 0 ? mode : 0666);
+  if (fd < 0) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
+  if (mode >= 0 && ::fchmod(fd, static_cast<mode_t>(mode)) != 0) {
+    const std::string reason = std::strerror(errno);
+    ::close(fd);
+    std::remove(tmp.c_str());
+    throw InputError("cannot write '" + path + "': cannot set its mode: " + reason);
+  }
+  try {
+    write_all(fd, path, contents);
+  } catch (...) {
+    std::remove(tmp.c_str());
+    throw;
   }
   if (std::rename(tmp.c_str(), target.c_str()) != 0) {
     const std::string reason = std::strerror(errno);

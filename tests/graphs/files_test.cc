@@ -1,5 +1,6 @@
 // Whole-file helpers and remove_tree (our replacement for std::filesystem::remove_all).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -66,6 +67,29 @@ TEST(Files, WritesGoThroughLinksAndIntoDevicesWithoutReplacingThem) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("a directory"), std::string::npos) << e.what();
   }
+  EXPECT_TRUE(remove_tree(dir));
+}
+
+// `placer keygen --out P` wrote P.secret with the umask's mode (0644 under umask 022) and chmodded it
+// afterwards: readable by any local user in between, and for good where the chmod failed unnoticed.
+TEST(Files, AModeGivenIsTheFilesModeFromItsCreation) {
+  const fs::path dir = scratch("mode");
+  fs::create_directories(dir);
+  const ::mode_t old_mask = ::umask(0);  // the most permissive umask: the mode must not come from it
+  const std::string secret = (dir / "k.secret").string();
+  write_file_atomic(secret, "s3cret\n", 0600);
+  EXPECT_EQ(fs::status(secret).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  fs::permissions(secret, fs::perms::all);  // rewritten over a file with a wider mode: narrowed again
+  write_file_atomic(secret, "again\n", 0600);
+  EXPECT_EQ(fs::status(secret).permissions() & fs::perms::all, fs::perms::owner_read | fs::perms::owner_write);
+  EXPECT_EQ(read_file(secret), "again\n");
+  ::umask(022);
+  write_file_atomic((dir / "plain.json").string(), "{}");  // no mode: 0666 less the umask
+  EXPECT_EQ(fs::status(dir / "plain.json").permissions() & fs::perms::all,
+            fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+  ::umask(old_mask);
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "a temporary was left: " << e.path();
   EXPECT_TRUE(remove_tree(dir));
 }
 

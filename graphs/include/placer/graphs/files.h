@@ -12,7 +12,9 @@ std::string read_file(const std::string& path);
 // A regular file: written to a temporary beside it, then renamed over it (never half
 // written). A symlink: its target so written, the link kept. A device or a pipe
 // (/dev/null, a fifo): written into, never replaced; its errors (/dev/full: no space) thrown.
-void write_file_atomic(const std::string& path, const std::string& contents);
+// `mode` (e.g. 0600 for a secret): the new file's permission bits exactly, from its creation on;
+// -1: 0666 less the umask, as any new file.
+void write_file_atomic(const std::string& path, const std::string& contents, int mode = -1);
 
 // Removes a file or a directory tree (a missing path is no error); false, with
 // errno set, where something could not be removed. Use it instead of
