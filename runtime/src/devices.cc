@@ -149,15 +149,21 @@ std::vector<int> allowed_cores() {
 
 }  // namespace
 
+int usable_cores() {
+  const std::vector<int> allowed = allowed_cores();
+  return allowed.empty() ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
+                         : static_cast<int>(allowed.size());
+}
+
 std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
   std::vector<DeviceCtx> out;
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
   int cpu_devices = 0;
   for (const Device& d : cluster.devices) cpu_devices += d.kind == DeviceKind::Cpu;
   // cpu:N with N > 1: each CPU device's executor thread gets its own slice of
   // the allowed cores, so two devices never share a core and the OS cannot
   // put both on one (their parallelism is then real and repeatable).
   const std::vector<int> allowed = allowed_cores();
+  const int cores = usable_cores();
   const bool pin = cpu_devices > 1 && static_cast<int>(allowed.size()) >= cpu_devices;
   int cpu_seen = 0;
   for (int i = 0; i < cluster.size(); ++i) {

@@ -189,6 +189,10 @@ void Executor::push(int32_t worker, int32_t item) {
 }
 
 bool Executor::take_item(Worker& w, int32_t* item) {
+  // An empty queue first, before current_ is read: a worker woken by a failed or timed-out step (its queue
+  // empty) read current_ while the main thread cleared it and destroyed the Step. A queued item is
+  // outstanding, so the step is alive, and current_ was published to this thread through w.mu by push().
+  if (w.queue.empty()) return false;
   const Step* s = current_;
   const bool gated = w.to < 0 && s && s->gate.active() && !s->aborted.load(std::memory_order_relaxed);
   bool found = false;
@@ -321,7 +325,7 @@ void Executor::run_op(Step& s, int32_t id, int32_t device) {
   if (!store_outputs(s, id, out)) return;
   record_cpu_op(s, id, device, t0, t1);
   for (int32_t slot : p.holds) release(s, slot);
-  for (int32_t slot : p.in_slots) release(s, slot);
+  for (int32_t slot : p.release_slots) release(s, slot);
   for (int32_t slot : p.out_slots) publish(s, slot);
   s.ops_done.fetch_add(1, std::memory_order_relaxed);
 }
@@ -336,7 +340,7 @@ bool Executor::run_guarded(Step& s, int32_t id, int32_t device, const std::vecto
     const std::string m = e.what_without_backtrace();
     if (is_oom_message(m))
       fail_oom(s, device, "device " + dev.name + " out of memory in op '" + op.name + "': " + m,
-               s.live[device].load() + s.plan->ops[id].new_bytes);
+               s.live[device].load());  // the op's new bytes are in it already (reserved before it ran)
     else
       fail(s, StepStatus::Error, op_label(op) + " on " + dev.name + ": " + m);
   } catch (const std::bad_alloc&) {
@@ -521,7 +525,15 @@ StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<T
   const Clock::time_point first = s.started.load() ? s.first_op : s.start;
   const double elapsed = std::chrono::duration<double>((cuda ? Clock::now() : s.end) - first).count();
   current_ = nullptr;
-  if (cuda) gpu_times(s);
+  // A failed step has no op times to read (after an asynchronous kernel fault every CUDA call throws, and
+  // run_step, which never throws for a failed step, threw out of measure).
+  if (cuda && s.outcome.status == StepStatus::Ok) {
+    try {
+      gpu_times(s);
+    } catch (const std::exception& e) {
+      fail(s, StepStatus::Error, std::string("reading the GPU's op times: ") + e.what());
+    }
+  }
   StepOutcome out = outcome_of(s, elapsed);
   if (out.status == StepStatus::Ok && !session.retained.empty()) retain_values(s);
   if (timeline) collect_timeline(*timeline);
@@ -575,11 +587,19 @@ StepOutcome Executor::outcome_of(Step& s, double elapsed) {
   out.busy_s = s.busy;
   out.transfer_bytes = s.transfer_bytes.load();
   out.peak_bytes.resize(devices_.size());
+  if (out.status != StepStatus::Ok) {  // the failed step's tensors go before the cache is emptied of them
+    s.slots.clear();
+    s.states.clear();
+  }
   for (size_t i = 0; i < devices_.size(); ++i) {
-    // A GPU that is the device's alone: what its allocator really held.
-    const int64_t real = allocator_peak(devices_[i]);
-    out.peak_bytes[i] = real >= 0 ? real : s.peak[i].load();
-    if (out.status != StepStatus::Ok) release_cached_memory(devices_[i]);
+    try {
+      // A GPU that is the device's alone: what its allocator really held.
+      const int64_t real = allocator_peak(devices_[i]);
+      out.peak_bytes[i] = real >= 0 ? real : s.peak[i].load();
+      if (out.status != StepStatus::Ok) release_cached_memory(devices_[i]);
+    } catch (const std::exception&) {  // a CUDA context poisoned by the failure: own accounting
+      out.peak_bytes[i] = s.peak[i].load();
+    }
   }
   return out;
 }

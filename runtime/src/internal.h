@@ -76,6 +76,10 @@ struct DeviceCtx {
 // Builds the contexts; throws InputError for a device this build or machine
 // cannot run (cuda without PLACER_CUDA, a GPU index the machine lacks).
 std::vector<DeviceCtx> make_devices(const Cluster& cluster);
+// The cores this thread may run on (its affinity mask: taskset, a container's cpuset), which CPU devices'
+// intra-op threads are sized from; not the machine's (hardware_concurrency counts every online CPU: cpu:2
+// under `taskset -c 0,1` on 8 cores gave each device 4 threads on its one core).
+int usable_cores();
 
 // Called first thing on every executor/channel thread: gives the thread its
 // own intra-op thread count (OpenMP's is per thread), pins it to the device's
@@ -193,6 +197,9 @@ struct OpPlan {
   int32_t device = 0;
   const OpCall* call = nullptr;
   std::vector<int32_t> in_slots;     // per Op::inputs position
+  // Each input slot once (an op reading one tensor at two positions, mul(r, r), is one use of it, as the
+  // plan counts uses: released per position, r was freed while a later op still needed it).
+  std::vector<int32_t> release_slots;
   std::vector<int32_t> out_slots;    // per output
   int64_t new_bytes = 0;             // reserved before it runs
   int32_t backward = -1;             // forward op: its placer::backward op

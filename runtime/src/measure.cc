@@ -270,7 +270,18 @@ std::vector<StepResult> protocol_steps(Executor& ex, const Cluster& cluster, con
   add_candidates(cands, cluster, graph, placements, o, prior);
   warm_up(ex, cands, o);
   measure_rounds(ex, cands, o);
-  if (trace && !cands.empty() && cands.front().result.ok()) step(ex, cands.front(), o, false, trace);
+  if (trace && !cands.empty() && cands.front().result.ok()) {
+    // The traced step is one more, unmeasured: its failure (a timeout, traced steps being slower) must not
+    // turn the measured steps' success into a failure. The measurement stands; the trace is dropped.
+    Candidate& c = cands.front();
+    const StepResult measured = c.result;
+    const bool active = c.active;
+    if (!step(ex, c, o, false, trace)) {
+      c.result = measured;
+      c.active = active;
+      trace->clear();
+    }
+  }
   return results(cands, cluster.size());
 }
 

@@ -112,8 +112,10 @@ void lay_out_slots(const Graph& graph, int32_t devices, KernelPlan& plan) {
     const Op& op = graph.op(OpId(i));
     OpPlan& p = plan.ops[i];
     plan.deps[i] = rules.in_begin[i + 1] - rules.in_begin[i];
-    for (int32_t s = rules.in_begin[i]; s < rules.in_begin[i + 1]; ++s)
+    for (int32_t s = rules.in_begin[i]; s < rules.in_begin[i + 1]; ++s) {
       plan.slots[slot_of_input(s)].waiters.push_back(i);
+      p.release_slots.push_back(slot_of_input(s));
+    }
     p.in_slots.resize(op.inputs.size());
     for (size_t pos = 0; pos < op.inputs.size(); ++pos)
       p.in_slots[pos] = slot_of_input(rules.slot_of(i, static_cast<int32_t>(pos)));

@@ -193,15 +193,20 @@ std::vector<std::vector<double>> Profiler::time_cpu_ops(int dev, const KernelPla
 std::vector<std::vector<double>> Profiler::time_gpu_ops(int dev, const Placement& placement, const KernelPlan& plan,
                                                         int32_t timed_ops) {
   std::vector<std::vector<double>> samples;
-  Session session = new_session(plan, 0, d);
-  session.check_memory = false;
-  session.profile_reps = options.repetitions;
-  session.op_seconds.resize(plan.ops.size());
-  const StepOutcome o = executor.run_step(session, 1e9, nullptr);
-  if (o.status != StepStatus::Ok)
-    throw InputError(std::string("profile on ") + cluster.devices[dev].name + ": " + step_status_name(o.status) + ": " +
-                     o.message);
-  samples = std::move(session.op_seconds);
+  {
+    // Scoped: its params and inputs leave the GPU before the protocol's own session puts a second copy there
+    // (a model over half the GPU's memory failed `profile` with an out-of-memory).
+    Session session = new_session(plan, 0, d);
+    session.check_memory = false;
+    session.profile_reps = options.repetitions;
+    session.op_seconds.resize(plan.ops.size());
+    const StepOutcome o = executor.run_step(session, 1e9, nullptr);
+    if (o.status != StepStatus::Ok)
+      throw InputError(std::string("profile on ") + cluster.devices[dev].name + ": " + step_status_name(o.status) +
+                       ": " + o.message);
+    samples = std::move(session.op_seconds);
+  }
+  release_cached_memory(executor.devices()[dev]);
   // The ops timed alone do not add up to a step on this GPU: a step of
   // many small ops is bound by the device thread's launch path (events,
   // stream waits, dispatch; on an H200, nmt's 980 ops: 13-15 ms of

@@ -95,6 +95,7 @@ TEST(Gpu, RealCudaOutOfMemoryIsAStatusAndTheNextStepRuns) {
   const StepResult r = rt.measure(g, single_device(g, DeviceId(0)), MeasureOptions{});
   EXPECT_EQ(r.status, StepStatus::Oom) << r.message;
   EXPECT_EQ(r.oom_device, "cuda:0");
+  EXPECT_EQ(r.oom_needed_bytes, 2 * n * 4 + n * n * 4);  // the inputs and the output, once (was twice the output)
   EXPECT_NE(r.message.find("cuda:0"), std::string::npos) << r.message;
   const Graph small = make_training_graph(hand_mlp(), 0.05);
   const StepResult next = rt.measure(small, single_device(small, DeviceId(0)), MeasureOptions{});

@@ -1,6 +1,7 @@
 // The executor's plan is the shared execution rules (graphs/exec_plan.h), the
 // ones the simulator runs on: same copies, uses, views and transfers.
 #include <gtest/gtest.h>
+#include <sched.h>
 
 #include <random>
 
@@ -30,7 +31,9 @@ void expect_same_plan(const Graph& g, const Placement& placement, int32_t device
     EXPECT_EQ(s.device, device_of[s.op]);
     EXPECT_EQ(s.bytes, rules.alloc_bytes[t]);
     EXPECT_EQ(s.persistent, rules.resident[s.op] != 0);
-    if (!s.persistent) EXPECT_EQ(s.refs, step.tensor_uses[t]) << g.op(OpId(s.op)).name;
+    if (!s.persistent) {
+      EXPECT_EQ(s.refs, step.tensor_uses[t]) << g.op(OpId(s.op)).name;
+    }
     EXPECT_EQ(s.view_of >= 0, rules.view_base[t] >= 0);
   }
   for (int32_t x = 0; x < step.transfers(); ++x) {
@@ -39,7 +42,11 @@ void expect_same_plan(const Graph& g, const Placement& placement, int32_t device
     EXPECT_EQ(plan.slots[tr.dst].device, step.xfer_dst[x]);
     EXPECT_EQ(plan.slots[tr.dst].refs, step.xfer_uses[x]);
   }
-  for (int32_t o = 0; o < rules.ops; ++o) EXPECT_EQ(plan.deps[o], rules.in_begin[o + 1] - rules.in_begin[o]);
+  for (int32_t o = 0; o < rules.ops; ++o) {
+    EXPECT_EQ(plan.deps[o], rules.in_begin[o + 1] - rules.in_begin[o]);
+    // Released once per use the plan counts: each unique input slot once.
+    EXPECT_EQ(static_cast<int32_t>(plan.ops[o].release_slots.size()), rules.in_begin[o + 1] - rules.in_begin[o]);
+  }
 }
 
 TEST(RuntimePlan, IsTheSimulatorsPlan) {
@@ -57,6 +64,25 @@ TEST(RuntimePlan, IsTheSimulatorsPlan) {
       expect_same_plan(*g, p, 3);
     }
   }
+}
+
+// A CPU device's intra-op threads come from the cores this process may run on (its affinity mask), not
+// the machine's: cpu:2 under `taskset -c 0,1` on an 8-core machine gave each device 4 threads on one core.
+TEST(RuntimeDevices, ThreadsFollowTheAffinityMask) {
+  cpu_set_t old_set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(old_set), &old_set), 0);
+  int first = -1;
+  for (int c = 0; c < CPU_SETSIZE && first < 0; ++c)
+    if (CPU_ISSET(c, &old_set)) first = c;
+  ASSERT_GE(first, 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // this thread only
+  const int cores = usable_cores();
+  ASSERT_EQ(sched_setaffinity(0, sizeof(old_set), &old_set), 0);
+  EXPECT_EQ(cores, 1);
+  EXPECT_EQ(usable_cores(), CPU_COUNT(&old_set));
 }
 
 }  // namespace

@@ -144,6 +144,34 @@ TEST(Runtime, MemoryAndTransferBytesAreExact) {
     for (int j = 0; j < 4; ++j) EXPECT_FLOAT_EQ(rv[i * 4 + j], std::max(0.0f, pv[j * 4 + i]));
 }
 
+// An op reading one tensor at two positions (mul(r, r)) is one use of it, as the plan counts uses: it was
+// released once per position, so r was freed while a later op (a = m + r) still needed it.
+TEST(Runtime, AnInputReadTwiceIsReleasedOnce) {
+  Graph g;
+  g.name = "twice";
+  const OpId x = g.add_op(param("x", {4, 4}));  // a param: its values come back from run_once
+  const OpId r = g.add_op(make("r", "aten::relu", {{x, 0}}, {Arg::tensor(0)}, {f32({4, 4})}));
+  const OpId m =
+      g.add_op(make("m", "aten::mul.Tensor", {{r, 0}, {r, 0}}, {Arg::tensor(0), Arg::tensor(1)}, {f32({4, 4})}));
+  g.add_op(make("a", "aten::add.Tensor", {{m, 0}, {r, 0}}, {Arg::tensor(0), Arg::tensor(1), Arg::integer(1)},
+                {f32({4, 4})}));
+  Runtime rt(cpus(1));
+  const StepValues v = rt.run_once(g, single_device(g, DeviceId(0)), 3);
+  ASSERT_EQ(v.status, StepStatus::Ok) << v.message;
+  const auto& xv = v.tensors.at("x");
+  const auto& av = v.tensors.at("a");
+  for (size_t i = 0; i < xv.size(); ++i) {
+    const float rv = std::max(0.0f, xv[i]);
+    EXPECT_FLOAT_EQ(av[i], rv * rv + rv);
+  }
+  MeasureOptions o;
+  o.warmup_steps = 0;
+  o.measured_steps = 2;
+  const StepResult one = rt.measure(g, single_device(g, DeviceId(0)), o);
+  ASSERT_TRUE(one.ok()) << one.message;
+  EXPECT_EQ(one.devices[0].peak_bytes, 64 + 3 * 64);  // x, and r, m and a alive together while a runs
+}
+
 TEST(Runtime, OomIsAStatusWithDeviceAndBytes) {
   const Graph train = make_training_graph(hand_mlp(), 0.05);
   Cluster c = cpus(2);
