@@ -41,6 +41,7 @@ class Annealing {
     const double t_end = t0 * 1e-3;
     int64_t stalls = 0;
     while (evaluations_ < budget && p_.k > 1 && stalls < kMaxStalls) {
+      if (ctx_.cancel && ctx_.cancel->load(std::memory_order_relaxed)) break;
       double frac = static_cast<double>(evaluations_) / static_cast<double>(budget);
       if (deadline) {
         const double left = std::chrono::duration<double>(deadline->first - Clock::now()).count();

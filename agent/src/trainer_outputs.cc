@@ -145,7 +145,8 @@ void Trainer::refine(TrainResult* res) {
   PlaceContext ctx = PlaceContext::on(*t0.env, c_.run.seed);
   ctx.sample_budget = c_.optimizer.refine_evaluations;
   ctx.start = start;
-  ctx.time_limit_s = 1e9;  // the budget ends it
+  ctx.time_limit_s = 1e9;  // the budget ends it, or a cancel
+  ctx.cancel = ctl_.cancel;
   try {
     const PlaceResult r = make_placer("local_search")->place(ctx);
     const std::string note = "local_search from " + from + ", " + std::to_string(r.evaluations) + " evaluations";

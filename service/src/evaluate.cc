@@ -1,6 +1,8 @@
 // evaluate: a given placement, simulated, or measured on the server's own
 // devices with the measurement protocol (runtime.h): the median step, its 95%
 // interval and why measuring stopped, beside the simulator's figure.
+#include <algorithm>
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -36,6 +38,14 @@ StepResult measure(const Request& r, const PreparedRequest& p, const Placement& 
   eo.measure = *r.measure;
   StepResult result;
   jobs.with_devices("an evaluate request", deadline, [&] {
+    // Within the deadline (measure.min_time 3600, or budget_s 0 with 1000 steps, held a request worker and
+    // the server's devices for an hour, the deadline checked only afterwards): what is left of it bounds
+    // the measured seconds, the minimum time and each step.
+    const double left = std::max(1e-3, std::chrono::duration<double>(deadline - Clock::now()).count());
+    MeasureOptions& m = eo.measure;
+    m.budget_s = m.budget_s > 0 ? std::min(m.budget_s, left) : left;
+    m.min_time_s = std::min(m.min_time_s, left);
+    m.timeout_s = std::min(m.timeout_s, left);
     try {
       Environment env(p.prepared, eo);
       result = env.measure_side_by_side({placement}, /*fresh=*/true).at(0);

@@ -127,6 +127,7 @@ void JobManager::shutdown() {
     job->state = JobState::Failed;
     job->error = "server shut down before the job started; submit it again";
     job->finished_unix = unix_now();
+    if (metrics_) metrics_->job_finished("failed");  // (a job ended so was never counted)
     persist(*job);
   }
   queue_.clear();
@@ -187,10 +188,10 @@ void settle_ended(Job& job, const std::string& error) {
     job.state = JobState::Failed;
     job.error = (job.learned ? "training failed: " : "the search failed: ") + error;
     job.restore_last_placed();
-  } else if (job.cancel && !job.cancelled_by_user) {
+  } else if (job.cancel && !job.cancelled_by_user && !job.trainer_finished) {
     job.state = JobState::Failed;
     job.error = "server shut down while the job ran; its best placement so far is kept";
-  } else if (job.cancel) {
+  } else if (job.cancel && job.cancelled_by_user) {
     job.state = JobState::Cancelled;
     job.error = "cancelled by request; its best placement so far is kept";
   } else {
@@ -218,9 +219,10 @@ void JobManager::runner() {
       if (job->started_unix == 0) job->started_unix = unix_now();
       export_series(*job);
       persist(*job);
+      // The gauge under the lock: set outside it, two runners' writes landed in either order.
+      running_++;
+      if (metrics_) metrics_->set_running_jobs(running_);
     }
-    running_++;
-    if (metrics_) metrics_->set_running_jobs(running_);
     std::string error;
     try {
       if (job->learned)
@@ -232,12 +234,12 @@ void JobManager::runner() {
     } catch (...) {
       error = "unknown exception";
     }
+    std::lock_guard<std::mutex> lock(mutex_);
     running_--;
     if (metrics_) metrics_->set_running_jobs(running_);
-    std::lock_guard<std::mutex> lock(mutex_);
     job->finished_unix = unix_now();
     job->waiting.clear();
-    if (stopping_ && job->learned && !job->cancelled_by_user && !config_.state_dir.empty()) {
+    if (stopping_ && job->learned && !job->cancelled_by_user && !job->trainer_finished && !config_.state_dir.empty()) {
       // Checkpointed: the next server resumes it (an error now is most likely the shutdown's). Counted
       // here: it is saved as queued, which settle_restarted does not count (a crash leaves it running).
       job->state = JobState::Queued;
@@ -249,7 +251,20 @@ void JobManager::runner() {
     if (metrics_) metrics_->job_finished(job_state_name(job->state));
     limit_series();
     persist(*job);
+    release_inputs(*job);
   }
+}
+
+// A finished job's record keeps what status and result report; the graph and what was made of it go (each
+// finished record pinned the client's graph, up to 16 MiB of text, its parsed document and the prepared
+// problem, for up to keep_results_s, max_jobs of them).
+void JobManager::release_inputs(Job& job) {
+  job.prepared.reset();
+  job.train.reset();
+  job.request.graph = GraphSpec{};
+  job.request.placement.clear();
+  job.request.learned = JsonNode{};
+  job.request.document.reset();
 }
 
 void JobManager::run(Job& job) {
@@ -420,6 +435,7 @@ std::string JobManager::cancel(const std::string& id) {
       job->finished_unix = unix_now();
       if (metrics_) metrics_->job_finished("cancelled");
       persist(*job);
+      release_inputs(*job);
     }
   }
   JsonOut o;
@@ -502,6 +518,7 @@ bool JobManager::settle_restarted(Job& job, const std::string& state_text) {
     job.error = "the server restarted while the job was " + state_text + ", and its folder " + job.dir +
                 " is gone; submit the optimize request again";
     job.finished_unix = unix_now();
+    if (metrics_) metrics_->job_finished("failed");
     persist(job);
     return false;
   }
@@ -517,6 +534,7 @@ bool JobManager::settle_restarted(Job& job, const std::string& state_text) {
   job.error = "the server restarted while the job was " + state_text +
               "; its best placement so far is kept; submit the optimize request again to continue";
   job.finished_unix = unix_now();
+  if (metrics_) metrics_->job_finished("failed");
   persist(job);
   return false;
 }

@@ -54,6 +54,9 @@ struct Job {
   JobState state = JobState::Queued;
   std::atomic<bool> cancel{false};  // set by cancel() and at shutdown
   bool cancelled_by_user = false;   // cancel() (not the shutdown)
+  // A learned job's trainer ran to its end (not stopped): a shutdown then does not put it back in the queue
+  // (its final phase ran again on the next server, counted as a restart).
+  bool trainer_finished = false;
   double created_unix = 0, started_unix = 0, finished_unix = 0;
   int64_t samples = 0;
   double elapsed_s = 0;
@@ -169,6 +172,7 @@ class JobManager {
   std::shared_ptr<Job> find(const std::string& id);                         // throws RequestError(not_found)
   void persist(const Job& job);                                             // call with mutex_ held
   void forget(const std::string& id);                                       // call with mutex_ held
+  void release_inputs(Job& job);  // a finished job's graph and prepared problem dropped (call with mutex_ held)
   void load_persisted();
   // An unfinished job after a restart: true if it resumes from its checkpoint, else marked failed and persisted.
   bool settle_restarted(Job& job, const std::string& state_text);   // call with mutex_ held

@@ -174,6 +174,11 @@ void JobManager::prepare_learned(Job& job) {
   if (c.warm_start.bc_steps > 5000)
     throw RequestError(codes::kBadRequest, kField + ".warm_start.bc_steps",
                        "at most 5000 in a service job, got " + std::to_string(c.warm_start.bc_steps));
+  // The refinement runs after the budget, outside it: bounded too (1e12 evaluations held the runner, and
+  // with it cancel, shutdown and every restart, for days).
+  if (c.optimizer.refine_evaluations > 100000)
+    throw RequestError(codes::kBadRequest, kField + ".train.refine_evaluations",
+                       "at most 100000 in a service job, got " + std::to_string(c.optimizer.refine_evaluations));
   if (c.policy.hidden > 1024)
     throw RequestError(codes::kBadRequest, kField + ".policy.hidden",
                        "at most 1024 in a service job, got " + std::to_string(c.policy.hidden));
@@ -417,7 +422,9 @@ void JobManager::run_learned(Job& job) {
   job.best_simulated_s = simulated_s;
   job.elapsed_s = elapsed_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   record_result(job, c, r);
-  if (job.save_as.empty() || job.cancel || !save_policy) return;
+  job.trainer_finished = r.ended_by != "stopped";
+  // A shutdown's cancel after the trainer's end does not stop the policy being kept; a user's does.
+  if (job.save_as.empty() || job.cancelled_by_user || !job.trainer_finished || !save_policy) return;
   const std::string name = job.save_as;
   const std::string description = std::string(policy_type_name(c.policy.type)) + " policy learned by job " + job.id +
                                   " for " + job.graph_name + " on " + job.cluster_name;

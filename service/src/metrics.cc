@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
@@ -86,20 +87,34 @@ MetricsExposer::~MetricsExposer() {
   ::close(fd_);
 }
 
-// One connection at a time: scrapes are rare and small. Every read and write
-// has a timeout, so a stuck client cannot hold the exposer.
+namespace {
+
+// Sets `c`'s receive and send timeouts to what is left until `deadline`; false when nothing is.
+bool time_left_for(int c, std::chrono::steady_clock::time_point deadline) {
+  const auto left = std::chrono::duration_cast<std::chrono::microseconds>(deadline - std::chrono::steady_clock::now());
+  if (left.count() <= 0) return false;
+  timeval tv{static_cast<time_t>(left.count() / 1000000), static_cast<suseconds_t>(left.count() % 1000000)};
+  ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+  return true;
+}
+
+}  // namespace
+
+// One connection at a time: scrapes are rare and small. A connection has 2 s in
+// all, reads and writes together (a timeout per read let a client sending a
+// byte every 1.5 s hold the exposer, and the server's shutdown, for hours).
 void MetricsExposer::serve() {
   while (!stop_) {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, 100) <= 0) continue;
     int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
     if (c < 0) continue;
-    timeval tv{2, 0};
-    ::setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    ::setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
     std::string request;
     char buf[2048];
-    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384) {
+    while (request.find("\r\n\r\n") == std::string::npos && request.size() < 16384 && !stop_ &&
+           time_left_for(c, deadline)) {
       ssize_t n = ::recv(c, buf, sizeof buf, 0);
       if (n <= 0) break;
       request.append(buf, static_cast<size_t>(n));
@@ -124,7 +139,7 @@ void MetricsExposer::serve() {
     std::string response = "HTTP/1.1 " + status + "\r\nContent-Type: " + type +
                            "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n\r\n" +
                            (head ? "" : body);
-    for (size_t sent = 0; sent < response.size();) {
+    for (size_t sent = 0; sent < response.size() && time_left_for(c, deadline);) {
       ssize_t n = ::send(c, response.data() + sent, response.size() - sent, MSG_NOSIGNAL);
       if (n <= 0) break;
       sent += static_cast<size_t>(n);

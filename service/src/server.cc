@@ -101,9 +101,11 @@ struct Server::Impl {
           left.swap(queue);
         }
         wake.notify_all();
-        for (auto& t : left)
+        for (auto& t : left) {
           send_to_client(t.envelope,
                          error_reply(quick_id(t.body), "", codes::kShuttingDown, "", "the server is shutting down"));
+          if (metrics) metrics->observe_request("unknown", Outcome::Error, seconds_since(t.received));
+        }
         if (metrics) metrics->set_queue_depth(0);
       }
       if (draining) {
@@ -140,6 +142,7 @@ struct Server::Impl {
             full = static_cast<int>(queue.size()) >= config.queue_capacity;
             if (!full) queue.push_back(std::move(t));
             depth = static_cast<int64_t>(queue.size());
+            if (metrics) metrics->set_queue_depth(depth);  // under the lock: written in the queue's order
           }
           if (full) {
             busy++;
@@ -151,7 +154,6 @@ struct Server::Impl {
           } else {
             wake.notify_one();
           }
-          if (metrics) metrics->set_queue_depth(depth);
         }
       }
     }
@@ -172,7 +174,11 @@ struct Server::Impl {
                            "waited " + std::to_string(static_cast<int64_t>(seconds_since(t.received) * 1000)) +
                                " ms in the queue, past the deadline of " + std::to_string(ms) + " ms");
       std::string result = handler(r, deadline);
-      if (Clock::now() > deadline)
+      // A request that changed the server's state (a job made, a result handed over and forgotten, a job
+      // cancelled) keeps its reply, late or not: replaced, the change was lost to the client for good.
+      const bool committed =
+          r.type == RequestType::Optimize || r.type == RequestType::Result || r.type == RequestType::Cancel;
+      if (!committed && Clock::now() > deadline)
         throw RequestError(codes::kDeadline, "deadline_ms",
                            "took " + std::to_string(static_cast<int64_t>(seconds_since(t.received) * 1000)) +
                                " ms, past the deadline of " + std::to_string(ms) + " ms");
@@ -214,8 +220,8 @@ struct Server::Impl {
         queue.pop_front();
         depth = static_cast<int64_t>(queue.size());
         busy_workers++;
+        if (metrics) metrics->set_queue_depth(depth);
       }
-      if (metrics) metrics->set_queue_depth(depth);
       std::string reply = process(t);
       std::vector<zmq::message_t> parts;
       for (auto& e : t.envelope) parts.emplace_back(std::move(e));

@@ -343,6 +343,10 @@ std::string PlacementService::handle(const Request& r, Clock::time_point deadlin
           }
         }
       auto p = prepare(r);
+      // The last moment to give up: once submitted the job exists (and is on disk), so its reply must say
+      // so; a deadline_exceeded after it orphaned the job, and the client's retry made a second one.
+      if (Clock::now() > deadline)
+        throw RequestError(codes::kDeadline, "deadline_ms", "the graph was prepared past the deadline; no job made");
       JsonOut o;
       o.begin().field("job_id", jobs_->submit(r, p)).field("state", "queued").end();
       return o.text();

@@ -3,9 +3,9 @@
 // on every builder graph and presets with 2, 4 and 8 devices.
 #include <gtest/gtest.h>
 
-#include <array>
-
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cmath>
 #include <functional>
 #include <limits>
@@ -348,6 +348,24 @@ TEST(Placers, SeededRandomAndLocalSearchAreDeterministic) {
   EXPECT_EQ(a.placement, run("local_search", graph, cluster, env).placement);
   // Never worse than where it started.
   EXPECT_GE(a.stats.at("best_reward"), a.stats.at("start_reward"));
+}
+
+// A cancel ends local_search at once with the best so far (a cancelled service job's refinement ran its
+// whole budget of evaluations first).
+TEST(Placers, LocalSearchEndsOnCancel) {
+  const Graph graph = build_graph("mlp", small("mlp"));
+  const Cluster cluster = cluster_preset("k80x4");
+  Environment env(graph, cluster);
+  std::atomic<bool> cancel{true};
+  PlaceContext ctx = PlaceContext::on(env, 7);
+  ctx.sample_budget = 1000000;
+  ctx.cancel = &cancel;
+  const PlaceResult r = make_placer("local_search")->place(ctx);
+  EXPECT_EQ(r.evaluations, 1);  // the start's score only
+  EXPECT_EQ(r.placement.device_of.size(), graph.size());
+  cancel = false;
+  ctx.sample_budget = 30;
+  EXPECT_EQ(make_placer("local_search")->place(ctx).evaluations, 30);
 }
 
 // The list schedulers plan on the simulator's link model (FIFO channels, a

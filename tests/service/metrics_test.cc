@@ -12,10 +12,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <chrono>
 #include <filesystem>
 #include <regex>
 #include <set>
+#include <thread>
 
 #include "placer/graphs/serialize.h"
 
@@ -138,6 +141,47 @@ TEST(Metrics, ExposerServesOverHttpOnAnyPort) {
   ::close(fd);
   EXPECT_NE(body.find(R"(placer_train_reward{graph="mlp",run="http-run"} -0.5)"), std::string::npos)
       << body.substr(0, 400);
+}
+
+// A client sending one byte every 1.5 s held the one-connection exposer for hours (the 2 s timeout was per
+// read); a connection now has 2 s in all, and a scrape behind it is answered.
+TEST(Metrics, ATricklingClientCannotHoldTheExposer) {
+  auto sink = make_prometheus_sink(0, "trickle", "mlp");
+  auto* prom = dynamic_cast<PrometheusSink*>(sink.get());
+  ASSERT_NE(prom, nullptr);
+  auto connect_to = [&] {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(prom->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    return fd;
+  };
+  std::atomic<bool> done{false};
+  const int slow = connect_to();
+  std::thread trickle([&] {
+    const char* get = "GET /metrics HTTP/1.1\r\n";
+    for (int i = 0; get[i] && !done; ++i) {
+      if (::send(slow, get + i, 1, MSG_NOSIGNAL) <= 0) break;
+      for (int k = 0; k < 15 && !done; ++k) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the slow one is accepted first
+  const auto t0 = std::chrono::steady_clock::now();
+  const int fd = connect_to();
+  const std::string get = "GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  ASSERT_EQ(::send(fd, get.data(), get.size(), 0), static_cast<ssize_t>(get.size()));
+  std::string body;
+  char buf[4096];
+  for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) body.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  done = true;
+  trickle.join();
+  ::close(slow);
+  EXPECT_NE(body.find("200 OK"), std::string::npos) << body.substr(0, 200);
+  EXPECT_LT(waited, 4.0);
 }
 
 }  // namespace

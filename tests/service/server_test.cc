@@ -183,6 +183,24 @@ TEST(Server, DeadlinePassedGivesDeadlineExceeded) {
   EXPECT_NE(c.request(req("health", "e", R"(,"deadline_ms":5000)")).find(R"("status":"ok")"), std::string::npos);
 }
 
+// A request that changed the server's state keeps its reply, late or not: an optimize answered
+// deadline_exceeded after its job was made orphaned the job (the retry made another), and a late result
+// reply lost the result the server had already forgotten.
+TEST(Server, ALateReplyOfARequestThatCommittedIsKept) {
+  std::atomic<int> made{0};
+  auto handler = [&](const Request& r, Clock::time_point) {
+    std::this_thread::sleep_for(150ms);
+    if (r.type == RequestType::Result) ++made;
+    return std::string(R"({"state":"done"})");
+  };
+  Server server(test_config(1), handler);
+  server.start();
+  Client c = client_for(server);
+  const std::string r = c.request(req("result", "late", R"(,"job_id":"j1","deadline_ms":50)"));
+  EXPECT_NE(r.find(R"("status":"ok")"), std::string::npos) << r;
+  EXPECT_EQ(made.load(), 1);
+}
+
 TEST(Server, OversizedMessageIsDroppedAndServerKeepsServing) {
   ServiceConfig config = test_config();
   config.limits.max_request_bytes = 4096;

@@ -14,6 +14,7 @@
 #include <prometheus/text_serializer.h>
 
 #include "placer/agent/train.h"
+#include "placer/env/presets.h"
 #include "placer/frontends/builders.h"
 #include "placer/graphs/files.h"
 #include "placer/graphs/serialize.h"
@@ -21,6 +22,7 @@
 #include "placer/service/metrics.h"
 
 #include "../../service/src/jobs.h"
+#include "../../service/src/prepared.h"
 
 namespace placer::service {
 namespace {
@@ -209,6 +211,16 @@ TEST(Service, EvaluateMeasuresOnTheServersDevicesWithAnInterval) {
       handle(s, request + R"(,"measure":{"warmup_steps":1,"measured_steps":2,"max_steps":2,"min_time":0.2,"seed":3}})");
   EXPECT_EQ(field_text(held, "stop"), "\"min_time\"") << held;
   EXPECT_GT(std::stoi(field_text(held, "steps")), 2) << held;
+  // Within the deadline: a minimum time of an hour (or no budget and 1000 steps) held a request worker and
+  // the devices for that long; what is left of the deadline now ends it.
+  const auto t0 = Clock::now();
+  const std::string bounded = s.handle(
+      parse_request(request + R"(,"measure":{"warmup_steps":1,"measured_steps":2,"max_steps":2,"min_time":3600}})"),
+      Clock::now() + 500ms);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - t0).count(), 5.0);
+  const std::string stop = field_text(bounded, "stop");
+  EXPECT_TRUE(stop == "\"budget\"" || stop == "\"min_time\"") << bounded;
+  EXPECT_LT(std::stoi(field_text(bounded, "steps")) * std::stod(field_text(bounded, "step_s")), 1.0) << bounded;
   // Simulated unless asked; "measure": false is the same.
   const std::string sim = handle(s, request + R"(,"measure":false})");
   EXPECT_EQ(field_text(sim, "measured"), "false") << sim;
@@ -271,6 +283,32 @@ TEST(Service, OptimizeJobRunsToItsBudgetAndResultIsKeptUntilFetched) {
   EXPECT_GE(std::stod(field_text(r, "speedup_vs_start")), 1.0);
   EXPECT_EQ(fail(s, R"({"version":1,"type":"result","job_id":")" + id + "\"}").rfind("not_found job_id: no job", 0),
             0u);
+}
+
+// A finished job keeps its record, not its inputs: each finished record pinned the client's graph (up to
+// 16 MiB of text), its parsed document and the prepared problem, up to max_jobs of them for an hour.
+TEST(Service, AFinishedJobLetsGoOfItsGraphAndPreparedProblem) {
+  ServiceConfig config = small_config();
+  config.optimize_methods = {"m_topo"};
+  JobManager jobs(config, nullptr);
+  jobs.start();
+  auto p = std::make_shared<PreparedRequest>();
+  p->graph = build_graph("mlp", BuilderOptions{{{"layers", 2}, {"width", 16}, {"input", 16}, {"batch", 4}}, false});
+  p->cluster = cluster_preset("k80x2");
+  p->prepared = PreparedProblem::make(p->graph, p->cluster);
+  const Request r =
+      parse_request(std::string(R"({"version":1,"type":"optimize",)") + kMlp + R"(,"cluster":"k80x2","budget":{"samples":8}})");
+  ASSERT_FALSE(r.graph.builder.empty() && r.graph.inline_json.empty());
+  const std::string id = jobs.submit(r, p);
+  std::string status;
+  for (int i = 0; i < 1000 && status.find("\"state\":\"done\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(20ms);
+    status = jobs.status_json(id);
+  }
+  ASSERT_NE(status.find("\"state\":\"done\""), std::string::npos) << status;
+  EXPECT_EQ(p.use_count(), 1);  // the job's reference is gone
+  const std::string result = jobs.result_json(id, true);
+  EXPECT_NE(result.find("\"placement\""), std::string::npos) << result;  // what result reports is kept
 }
 
 TEST(Service, CancelStopsAJobMidWayAndKeepsTheBestSoFar) {
@@ -475,6 +513,9 @@ TEST(Service, LearnedConfigErrorsNameTheField) {
   EXPECT_EQ(fail(s, head + R"({"train":5}})"), "bad_request learned.train: expected an object");
   EXPECT_EQ(fail(s, head + R"({"warm_start":{"bc_steps":9000}}})"),
             "bad_request learned.warm_start.bc_steps: at most 5000 in a service job, got 9000");
+  // The refinement after the budget held the runner (and cancel, shutdown, restarts) for days at 1e12.
+  EXPECT_EQ(fail(s, head + R"({"train":{"refine_evaluations":1000000000000}}})"),
+            "bad_request learned.train.refine_evaluations: at most 100000 in a service job, got 1000000000000");
   EXPECT_EQ(fail(s, head + R"("seq2seq","reward_mode":"measured"})"),
             "bad_request reward_mode: 'measured' runs the model on this server's devices; the server's config does "
             "not allow it (jobs.measure: false); use simulated");

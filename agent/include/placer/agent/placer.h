@@ -1,6 +1,7 @@
 // The Placer interface: every algorithmic and learned placer, chosen by name.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -35,6 +36,9 @@ struct PlaceContext {
   // heuristics; then time_limit_s also ends it (the temperature follows
   // whichever of time and budget runs out first). Null: as always.
   const Placement* start = nullptr;
+  // local_search: set to end the search early, with the best so far (a cancelled service job's refinement
+  // ran its whole budget of evaluations, cancel or not). Null: never.
+  const std::atomic<bool>* cancel = nullptr;
 
   // The graph, cluster and environment of `env`, with `seed`; the rest as above.
   static PlaceContext on(Environment& env, uint64_t seed);
