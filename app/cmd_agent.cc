@@ -160,11 +160,13 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
     std::snprintf(line, sizeof line, "no heuristic placed it (%.3f s)", pa.fast_path_seconds);
     *report += "fast path     " + std::string(line) + "\n";
   } else {
-    std::snprintf(line, sizeof line,
-                  "%s %.6g s per step (%+.2f%% vs the policy), the fastest of %zu heuristics in %.3f s",
-                  pa.fast_path_method.c_str(), pa.fast_path_step_s,
-                  pa.policy_ok ? 100.0 * (pa.fast_path_step_s / pa.policy_step_s - 1.0) : 0.0,
-                  policy_fast_path().size(), pa.fast_path_seconds);
+    // (A failed policy has no step to compare with: "+0.00% vs the policy" said they tied.)
+    const std::string versus =
+        pa.policy_ok ? format_number("%+.2f%% vs the policy", 100.0 * (pa.fast_path_step_s / pa.policy_step_s - 1.0))
+                     : std::string("the policy failed");
+    std::snprintf(line, sizeof line, "%s %.6g s per step (%s), the fastest of %zu heuristics in %.3f s",
+                  pa.fast_path_method.c_str(), pa.fast_path_step_s, versus.c_str(), policy_fast_path().size(),
+                  pa.fast_path_seconds);
     *report += "fast path     " + std::string(line) + "\n";
   }
   if (!pa.refined) {
@@ -250,8 +252,11 @@ struct Row {
   std::string error;
   double sim_s = 0.0;
   std::string sim_status;
-  double measured_s = NAN;
+  double measured_s = NAN;  // the median of the interleaved measurement, with its interval
+  double ci_low_s = NAN, ci_high_s = NAN;
+  int64_t measured_steps = 0;
   std::string measured_status;
+  Placement placement;  // what was measured (under the pipeline objective: the unrolled mini-batch's)
   std::vector<int64_t> peak_bytes;
   double place_s = 0.0;
   double gap = 0.0;
@@ -279,23 +284,57 @@ struct BaselineArgs {
   PlaceArgs place;
   std::string methods = "all";
   bool measure = false;
+  MeasureOptions protocol;  // --measure's (its seed: --seed)
   std::string json, csv;
+  bool json_given = false;  // a bare --json (or --json -): the JSON on stdout instead of the table
   bool markdown = false;
 };
+
+// --measure: every feasible row's placement measured in one interleaved, lockstep run after all placers
+// ran (each row had been measured alone right after its placer, minutes apart on a drifting machine, with
+// no interval). Rows that placed alike share one measurement.
+void measure_rows(const BaselineArgs& b, const Cluster& cluster, const PreparedProblem& run, std::vector<Row>& rows) {
+  std::unique_ptr<Runtime> runtime;
+  try {
+    runtime = std::make_unique<Runtime>(cluster);
+  } catch (const std::exception& e) {
+    for (Row& r : rows)
+      if (r.ok) r.measured_status = std::string("unavailable: ") + e.what();
+    return;
+  }
+  std::vector<Placement> unique;
+  std::vector<size_t> which(rows.size(), 0);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!rows[i].ok) continue;
+    size_t k = 0;
+    while (k < unique.size() && unique[k].device_of != rows[i].placement.device_of) ++k;
+    if (k == unique.size()) unique.push_back(rows[i].placement);
+    which[i] = k;
+  }
+  if (unique.empty()) return;
+  MeasureOptions o = b.protocol;
+  o.seed = b.place.seed;
+  o.lockstep = true;  // every placement takes every round: one span of time
+  std::fprintf(stderr, "measuring %zu distinct placement(s) interleaved...\n", unique.size());
+  const std::vector<StepResult> rs = runtime->measure_interleaved(run.graph(), unique, o);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!rows[i].ok) continue;
+    const StepResult& m = rs[which[i]];
+    Row& r = rows[i];
+    r.measured_status = step_status_name(m.status);
+    if (!m.ok()) continue;
+    r.measured_s = m.step_s;
+    r.ci_low_s = m.ci_low_s;
+    r.ci_high_s = m.ci_high_s;
+    r.measured_steps = static_cast<int64_t>(m.samples_s.size());
+  }
+}
 
 // One row per method: the comparison's entry, its measurement when asked.
 std::vector<Row> baseline_rows(const BaselineArgs& b, const Graph& graph, const Cluster& cluster, Environment& env) {
   const PlaceArgs& a = b.place;
   const double lb = env.lower_bound();
-  std::unique_ptr<Runtime> runtime;
-  std::string runtime_error;
-  if (b.measure) {
-    try {
-      runtime = std::make_unique<Runtime>(cluster);
-    } catch (const std::exception& e) {
-      runtime_error = e.what();
-    }
-  }
+  const PreparedProblem& run = *env.evaluated_problem();
   std::vector<Row> rows;
   CompareOptions options;
   options.on_start = [](const std::string& m) { std::fprintf(stderr, "placing with %s...\n", m.c_str()); };
@@ -320,23 +359,12 @@ std::vector<Row> baseline_rows(const BaselineArgs& b, const Graph& graph, const 
     const OwnEstimate own = own_estimate(r);
     row.own_s = own.seconds;
     row.own_kind = own.kind;
-    if (b.measure) {
-      if (runtime) {
-        MeasureOptions mo;
-        mo.seed = a.seed;
-        // Under the pipeline objective: the unrolled mini-batch, as the environment evaluates it.
-        const PreparedProblem& run = *env.evaluated_problem();
-        const StepResult meas =
-            runtime->measure(run.graph(), run.pipeline_spec() ? run.expand(r.placement) : r.placement, mo);
-        row.measured_status = step_status_name(meas.status);
-        if (meas.ok()) row.measured_s = meas.step_s;
-      } else {
-        row.measured_status = "unavailable: " + runtime_error;
-      }
-    }
+    // Under the pipeline objective the unrolled mini-batch's placement, as the environment evaluates it.
+    if (b.measure) row.placement = run.pipeline_spec() ? run.expand(r.placement) : r.placement;
     rows.push_back(row);
   };
   compare_placers(parse_method_list(b.methods), context_of(a, graph, cluster, env), options);
+  if (b.measure) measure_rows(b, cluster, run, rows);
   return rows;
 }
 
@@ -361,7 +389,11 @@ std::vector<std::string> table_cells(const BaselineArgs& b, const Row& r, size_t
     return c;
   }
   c.push_back(format_number("%.3f", r.sim_s * 1e3));
-  if (b.measure) c.push_back(std::isnan(r.measured_s) ? r.measured_status : format_number("%.3f", r.measured_s * 1e3));
+  if (b.measure)
+    c.push_back(std::isnan(r.measured_s) ? r.measured_status
+                                         : format_number("%.3f", r.measured_s * 1e3) + " [" +
+                                               format_number("%.3f", r.ci_low_s * 1e3) + ", " +
+                                               format_number("%.3f", r.ci_high_s * 1e3) + "]");
   if (r.pipeline) {
     c.push_back(format_number("%.3f", r.pipeline->per_microbatch_s * 1e3));
     c.push_back(format_number("%.1f%%", 100.0 * r.pipeline->bubble_fraction));
@@ -405,6 +437,7 @@ void print_table(const BaselineArgs& b, const std::vector<Row>& rows, bool pipel
 std::string rows_json(const BaselineArgs& b, const Graph& graph, const Cluster& cluster, double lb,
                       const std::vector<Row>& rows, bool pipeline) {
   std::ostringstream o;
+  o.precision(9);  // as the CSV (the default 6 digits rounded the steps)
   o << "{\n  \"graph\": " << json_quote(graph.name) << ",\n  \"ops\": " << graph.size()
     << ",\n  \"cluster\": " << json_quote(cluster.name) << ",\n  \"lower_bound_s\": " << lb
     << ",\n  \"cost_model\": " << (b.place.profile.empty() ? "\"roofline\"" : "\"calibrated\"");
@@ -421,7 +454,9 @@ std::string rows_json(const BaselineArgs& b, const Graph& graph, const Cluster& 
       o << "]";
       if (b.measure) {
         o << ", \"measured_status\": " << json_quote(r.measured_status);
-        if (!std::isnan(r.measured_s)) o << ", \"measured_step_s\": " << r.measured_s;
+        if (!std::isnan(r.measured_s))
+          o << ", \"measured_step_s\": " << r.measured_s << ", \"ci_low_s\": " << r.ci_low_s
+            << ", \"ci_high_s\": " << r.ci_high_s << ", \"measured_steps\": " << r.measured_steps;
       }
       if (!std::isnan(r.own_s))
         o << ", \"own_estimate_s\": " << r.own_s << ", \"own_estimate\": " << json_quote(r.own_kind);
@@ -468,17 +503,23 @@ void run_baseline(const BaselineArgs& b) {
   const double lb = env.lower_bound();
   const std::vector<Row> rows = baseline_rows(b, graph, cluster, env);
   const bool pipeline = env.options().objective == Objective::Pipeline;
-  std::printf("%s on %s, %s: lower bound %.3f ms%s\n\n", graph.name.c_str(), cluster.name.c_str(),
-              costs_note(b.place, env).c_str(), lb * 1e3, objective_note(env.options()).c_str());
-  print_table(b, rows, pipeline);
-  std::printf("\n");
-  for (const Row& r : rows) {
-    if (!r.ok)
-      std::printf("%s: %s\n", r.method.c_str(), r.error.c_str());
-    else if (!r.note.empty())
-      std::printf("%s: %s\n", r.method.c_str(), r.note.c_str());
+  // A bare --json (or --json -) put the JSON nowhere: now, as under max_load, on stdout instead of the table.
+  const bool json_to_stdout = b.json_given && (b.json.empty() || b.json == "-");
+  if (json_to_stdout) {
+    std::fputs(rows_json(b, graph, cluster, lb, rows, pipeline).c_str(), stdout);
+  } else {
+    std::printf("%s on %s, %s: lower bound %.3f ms%s\n\n", graph.name.c_str(), cluster.name.c_str(),
+                costs_note(b.place, env).c_str(), lb * 1e3, objective_note(env.options()).c_str());
+    print_table(b, rows, pipeline);
+    std::printf("\n");
+    for (const Row& r : rows) {
+      if (!r.ok)
+        std::printf("%s: %s\n", r.method.c_str(), r.error.c_str());
+      else if (!r.note.empty())
+        std::printf("%s: %s\n", r.method.c_str(), r.note.c_str());
+    }
   }
-  if (!b.json.empty()) write_file_atomic(b.json, rows_json(b, graph, cluster, lb, rows, pipeline));
+  if (b.json_given && !json_to_stdout) write_file_atomic(b.json, rows_json(b, graph, cluster, lb, rows, pipeline));
   if (!b.csv.empty()) write_file_atomic(b.csv, rows_csv(rows, pipeline));
 }
 
@@ -523,10 +564,15 @@ void add_baseline_command(CLI::App& app) {
   CLI::App* baseline = app.add_subcommand("baseline", "Compare placement methods on one graph and cluster");
   add_common(baseline, base->place);
   baseline->add_option("--method", base->methods, "all, or a comma-separated list of methods")->capture_default_str();
-  baseline->add_flag("--measure", base->measure, "Also measure each placement with the runtime");
+  baseline->add_flag(
+      "--measure", base->measure,
+      "Also measure every placement with the runtime, all in one interleaved run after the placers (each row's "
+      "median with its interval; --steps, --max-steps, --target, --warmup, --min-time, --timeout set the protocol)");
+  add_measure_protocol_options(baseline, &base->protocol);
   CLI::Option* json = baseline->add_option("--json", base->json,
-                                           "Write the results as JSON (max_load: to stdout when no file is given)");
-  json->expected(0, 1);
+                                           "Write the results as JSON (with no file, or -: to stdout instead of the "
+                                           "table)");
+  json->expected(0, 1)->check(output_file_or_stdout());
   baseline->add_option("--csv", base->csv, "Write the results as CSV")->check(output_file());
   baseline->add_flag("--markdown", base->markdown, "Print the table as Markdown");
   baseline
@@ -542,11 +588,23 @@ void add_baseline_command(CLI::App& app) {
   baseline->add_option("--max-ideals", max_load->max_ideals, "max_load dp: give up above this many ideals")
       ->capture_default_str();
   add_workload_cluster_options(baseline, max_load->cluster);
-  baseline->callback([base, objective, max_load, json] {
+  baseline->callback([base, objective, max_load, json, baseline] {
+    // An option the chosen objective does not use is an error, not a silent no-op (a --csv asked for and
+    // never written, exit 0).
+    auto refuse = [&](std::initializer_list<const char*> names, const std::string& why) {
+      for (const char* n : names)
+        if (baseline->count(n) > 0) throw InputError(std::string(n) + ": " + why);
+    };
+    base->json_given = json->count() > 0;
     if (*objective != "max_load") {
+      refuse({"--placement", "--max-ideals", "--accelerators", "--cpus", "--accelerator-bytes"},
+             "only --objective max_load takes it (a workload file)");
       base->place.objective.objective = *objective;
       return run_baseline(*base);
     }
+    refuse({"--csv", "--measure", "--profile", "--steps", "--max-steps", "--target", "--warmup", "--min-time",
+            "--timeout"},
+           "--objective max_load does not take it (its figures are the workload's, not run or simulated steps)");
     MaxLoadArgs a = *max_load;
     a.graph = base->place.graph;
     a.methods = base->methods;

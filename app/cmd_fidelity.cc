@@ -88,6 +88,9 @@ std::string fidelity_command(const FidelityArgs& a) {
   if (!a.name.empty()) command << " --name " << a.name;
   if (a.spread > 0) command << " --spread " << a.spread;
   if (mo.rewarm_steps > 0) command << " --rewarm " << mo.rewarm_steps;
+  // (Left out, the recorded command did not make such a run again.)
+  if (mo.min_time_s > 0) command << " --min-time " << mo.min_time_s;
+  if (mo.timeout_s != MeasureOptions{}.timeout_s) command << " --timeout " << mo.timeout_s;
   if (!mo.lockstep) command << " --no-lockstep";
   if (a.objective.pipeline())
     command << " --objective pipeline --microbatches " << a.objective.microbatches << " --schedule "
@@ -424,7 +427,12 @@ void run_fidelity(const FidelityArgs& a, bool out_given) {
   const Graph graph = load_graph(a.graph);
   const Cluster cluster = parse_device_list(a.devices);
   make_folder(a.out);
-  const std::string stem = a.out + "/fidelity_" + (a.name.empty() ? graph.name : a.name);
+  // A graph's own name may hold any character: '/' in it pointed the report into a folder that does not
+  // exist, found only when every round had been measured.
+  std::string name = a.name.empty() ? graph.name : a.name;
+  for (char& c : name)
+    if (c == '/' || c == '\0') c = '_';
+  const std::string stem = a.out + "/fidelity_" + name;
   Runtime runtime(cluster);
   const RunGraph run(graph, a.objective);
   std::optional<Profile> first_profile;
@@ -498,7 +506,7 @@ void add_fidelity_command(CLI::App& app) {
   fid->add_option("-o,--out", fargs->out, "Output directory for fidelity_<graph>.{md,json,svg}")
       ->capture_default_str()
       ->check(output_folder());
-  fid->add_option("--name", fargs->name, "File name stem instead of the graph name");
+  fid->add_option("--name", fargs->name, "File name stem instead of the graph name")->check(file_name_part());
   add_measure_options(fid, &fargs->protocol);
   fid->add_flag("--lockstep,!--no-lockstep", fargs->protocol.lockstep,
                 "Within each round every placement takes every step until all have enough, so that their medians "

@@ -236,7 +236,7 @@ void run_profile(const ProfileArgs& a) {
 
 }  // namespace
 
-void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
+void add_measure_protocol_options(CLI::App* cmd, MeasureOptions* o) {
   cmd->add_option("--warmup", o->warmup_steps, "Warm-up steps (per placement)")
       ->capture_default_str()
       ->check(CLI::Range(0, 100000));
@@ -251,9 +251,6 @@ void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
          "Stop when the median's " + interval_confidence_label() + " interval is within this fraction of it (0: never)")
       ->capture_default_str()
       ->check(finite_range(0.0, 0.5));
-  cmd->add_option("--budget", o->budget_s, "Stop after this many measured seconds, all placements together (0: none)")
-      ->capture_default_str()
-      ->check(nonnegative_number());
   cmd->add_option("--min-time", o->min_time_s,
                   "Measure each placement for at least this many seconds of steps, past --max-steps if need be")
       ->capture_default_str()
@@ -266,6 +263,13 @@ void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
   cmd->add_option("--timeout", o->timeout_s, "Per-step time limit in seconds")
       ->capture_default_str()
       ->check(finite_range(1e-3, 1e7));
+}
+
+void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
+  add_measure_protocol_options(cmd, o);
+  cmd->add_option("--budget", o->budget_s, "Stop after this many measured seconds, all placements together (0: none)")
+      ->capture_default_str()
+      ->check(nonnegative_number());
   cmd->add_option("--seed", o->seed, "Seed of inputs and parameters")->capture_default_str();
 }
 
@@ -275,8 +279,7 @@ void add_runtime_commands(CLI::App& app) {
   measure->add_option("--graph", margs->graph, "Graph file (.json or binary)")->required();
   CLI::Option* one =
       measure->add_option("--placement", margs->placement, "Placement file (JSON: op name -> device name)");
-  measure
-      ->add_option("--compare", margs->compare,
+  CLI::Option* compare = measure->add_option("--compare", margs->compare,
                    "Two or more placement files: measured interleaved, each against the fastest by a rank test (a "
                    "file given twice is measured twice, and named with its place: an A/A check of the measurement)")
       ->excludes(one);
@@ -285,7 +288,8 @@ void add_runtime_commands(CLI::App& app) {
   add_measure_options(measure, &margs->protocol);
   add_objective_options(measure, &margs->objective);
   measure->add_option("--trace", margs->trace, "Write the last step as a Chrome trace (Perfetto) JSON file")
-      ->check(output_file());
+      ->check(output_file())
+      ->excludes(compare);  // (it was accepted with --compare, and no trace was written)
   measure->add_option("--json", margs->json, "Write the result as JSON")->check(output_file());
   measure->callback([margs] { run_measure(*margs); });
 

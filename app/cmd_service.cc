@@ -231,10 +231,13 @@ std::string build_request(const std::string& type, const QueryArgs& a) {
   return r + "}";
 }
 
-// Prints the reply; returns the process exit status (0 ok, 1 error reply, 3 busy).
+// Prints the reply, then writes it to `output`; returns the process exit status (0 ok, 1 error reply,
+// 3 busy). Printed first: a `result` reply is the job's last copy (the server forgets a fetched job),
+// so a file that cannot be written must not take the reply with it.
 int print_reply(const std::string& reply, const std::string& output) {
-  if (!output.empty()) write_file_atomic(output, reply + "\n");
   std::printf("%s\n", reply.c_str());
+  std::fflush(stdout);
+  if (!output.empty()) write_file_atomic(output, reply + "\n");
   if (reply.find("\"status\":\"ok\"") != std::string::npos) return 0;
   auto m = reply.find("\"message\":");
   std::fprintf(stderr, "error: the server answered: %s\n", m == std::string::npos ? reply.c_str() : reply.c_str() + m);
@@ -339,7 +342,7 @@ void add_query_command(CLI::App& app) {
   query->add_option("--server-key", q->server_key, "CurveZMQ: the server's public key (Z85 or a file)");
   query->add_option("--client-public-key", q->client_public, "CurveZMQ: this client's public key (Z85 or a file)");
   query->add_option("--client-secret-key", q->client_secret, "CurveZMQ: this client's secret key (Z85 or a file)");
-  query->add_option("--output,-o", q->output, "Also write the reply to this file");
+  query->add_option("--output,-o", q->output, "Also write the reply to this file")->check(output_file());
   query->require_subcommand(1);
   query->fallthrough();  // --endpoint, -o, keys may also follow the request name
 
@@ -371,8 +374,7 @@ void add_keygen_command(CLI::App& app) {
       return;
     }
     write_file_atomic(*key_out + ".public", pub + "\n");
-    write_file_atomic(*key_out + ".secret", sec + "\n");
-    ::chmod((*key_out + ".secret").c_str(), 0600);
+    write_file_atomic(*key_out + ".secret", sec + "\n", 0600);  // never readable by others, not even briefly
     std::printf("%s.public\n%s.secret\n", key_out->c_str(), key_out->c_str());
   });
 }

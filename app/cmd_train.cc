@@ -247,14 +247,18 @@ void add_train_options(CLI::App* cmd, TrainArgs& a) {
   cmd->add_flag("--paired", a.paired,
                 "Set reward.paired: each measured batch beside a reference placement (the first one measured), "
                 "and a placement's step the reference's times its median per-round ratio to it");
-  cmd->add_option("--updates", a.updates, "Override train.updates");
-  cmd->add_option("--max-samples", a.max_samples, "Override train.max_samples");
+  // The config's ranges (trainer_config.cc): --threads 100000 went straight to at::set_num_threads, and a
+  // negative value read as "not given".
+  cmd->add_option("--updates", a.updates, "Override train.updates")->check(CLI::Range(int64_t{0}, int64_t{100000000}));
+  cmd->add_option("--max-samples", a.max_samples, "Override train.max_samples")
+      ->check(CLI::Range(int64_t{0}, int64_t{1000000000000}));
   cmd->add_option("--time-limit", a.time_limit_s, "Override train.time_limit_s (seconds; 0: none)")
       ->check(finite_range(0, 1e9));
-  cmd->add_option("--seed", a.seed, "Override run.seed");
-  cmd->add_option("--threads", a.threads, "Override run.threads (LibTorch intra-op threads)");
+  cmd->add_option("--seed", a.seed, "Override run.seed")->check(CLI::Range(int64_t{0}, INT64_MAX));
+  cmd->add_option("--threads", a.threads, "Override run.threads (LibTorch intra-op threads)")->check(CLI::Range(1, 256));
   cmd->add_option("--stop-after", a.stop_after,
-                  "Stop after this many updates in total (checkpoint kept; --resume continues)");
+                  "Stop after this many updates in total (checkpoint kept; --resume continues)")
+      ->check(CLI::Range(int64_t{0}, int64_t{100000000}));
   cmd->add_flag("-q,--quiet", a.quiet, "No progress line");
   cmd->add_option("--metrics-port", a.metrics_port,
                   "Serve Prometheus metrics of this run on 0.0.0.0:PORT/metrics (0 = any free port)")
@@ -263,10 +267,12 @@ void add_train_options(CLI::App* cmd, TrainArgs& a) {
                   "Evaluate placements on `placer worker` processes that connect here, e.g. 'tcp://*:5557' "
                   "(port * = any free port; the endpoint is printed)");
   cmd->add_option("--min-workers", a.min_workers, "With --workers-bind: workers to wait for before training")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::Range(0, 4096));
   cmd->add_option("--workers-wait", a.workers_wait_s,
                   "With --workers-bind: seconds to wait for --min-workers, and for a worker able to take a task")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(finite_range(1e-3, 1e7));  // (nan passed, and the wait then reported "within -2147483648 s")
 }
 
 // The command line's overrides of the config.

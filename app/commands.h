@@ -41,9 +41,15 @@ CLI::Validator finite_range(double lo, double hi);
 // missing folders above it) under the nearest one that does.
 CLI::Validator output_file();
 CLI::Validator output_folder();
+// A name that becomes part of a file name in a folder the command checked: no '/', not "." or "..".
+CLI::Validator file_name_part();
+// output_file(), or "" / "-" (stdout).
+CLI::Validator output_file_or_stdout();
 
 // The measurement protocol's options (--warmup, --steps, --max-steps, --target, --budget, --timeout, --seed).
 void add_measure_options(CLI::App* cmd, MeasureOptions* options);
+// The same but --budget and --seed, for a command that has its own (baseline: a placer's budget and seed).
+void add_measure_protocol_options(CLI::App* cmd, MeasureOptions* options);
 
 void add_graph_commands(CLI::App& app);    // graph build|import|info|validate|pipeline (cmd_graph.cc)
 void add_runtime_commands(CLI::App& app);  // measure, profile                   (cmd_runtime.cc)

@@ -58,6 +58,12 @@ CLI::Validator output_file() {
       "FILE");
 }
 
+CLI::Validator output_file_or_stdout() {
+  const CLI::Validator file = output_file();
+  return CLI::Validator(
+      [file](std::string& path) -> std::string { return path.empty() || path == "-" ? "" : file(path); }, "FILE");
+}
+
 CLI::Validator output_folder() {
   return CLI::Validator(
       [](std::string& path) -> std::string {
@@ -74,6 +80,18 @@ CLI::Validator output_folder() {
         return problem.empty() ? "" : "cannot make '" + path + "': " + problem;
       },
       "DIR");
+}
+
+CLI::Validator file_name_part() {
+  return CLI::Validator(
+      [](std::string& name) -> std::string {
+        if (name.empty()) return "an empty name";
+        if (name.find('/') != std::string::npos || name.find('\0') != std::string::npos)
+          return "'" + name + "' is a file name's part, not a path (no '/')";
+        if (name == "." || name == "..") return "'" + name + "' is not a name";
+        return "";
+      },
+      "NAME");
 }
 
 CLI::Validator finite_range(double lo, double hi) {

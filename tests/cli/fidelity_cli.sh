@@ -157,7 +157,7 @@ grep -q -- "--spell-ratio" "$TMP/e4.txt" || fail "--spell-ratio message: $(cat "
 # --spread: placements chosen (before measuring) for simulated steps >= 5% apart, and the report says so.
 "$PLACER" graph build mlp --opt batch=16 --opt input=64 --opt width=128 --opt classes=3 --opt layers=6 -o "$TMP/g2.json" >/dev/null
 "$PLACER" fidelity --graph "$TMP/g2.json" --devices cpu:2 --placements 5 --spread 0.05 --rounds 1 --steps 2 --warmup 1 \
-  --max-steps 2 --repetitions 1 -o "$TMP/out2" > "$TMP/stdout2.txt" 2> "$TMP/stderr2.txt" \
+  --max-steps 2 --min-time 0.01 --repetitions 1 -o "$TMP/out2" > "$TMP/stdout2.txt" 2> "$TMP/stderr2.txt" \
   || { cat "$TMP/stderr2.txt"; fail "fidelity --spread run"; }
 grep -q "^Placements: .* of 20 diverse placements .* at least 5% apart" "$TMP/out2/fidelity_mlp.md" \
   || fail "--spread: the report does not say how the placements were chosen: $(head -8 "$TMP/out2/fidelity_mlp.md")"
@@ -168,6 +168,7 @@ s = sorted(p["simulated_s"] for p in r["points"])
 assert 2 <= len(s) <= 5, s
 assert all(b >= a * 1.05 * (1 - 1e-6) for a, b in zip(s, s[1:])), s
 assert "--spread 0.05" in r["command"] and "selection" in r, r
+assert "--min-time 0.01" in r["command"], r["command"]  # the recorded command makes the run again
 PY
 if "$PLACER" fidelity --graph "$TMP/g2.json" --spread -1 > /dev/null 2> "$TMP/e3.txt"; then fail "negative --spread accepted"; fi
 grep -q -- "--spread" "$TMP/e3.txt" || fail "--spread message: $(cat "$TMP/e3.txt")"
@@ -178,4 +179,17 @@ grep -q -- "--graph is required" "$TMP/e1.txt" || fail "missing graph message: $
 echo '{"graph": "g"}' > "$TMP/bad.json"
 if "$PLACER" fidelity --replot "$TMP/bad.json" > /dev/null 2> "$TMP/e2.txt"; then fail "bad report accepted"; fi
 grep -q "bad.json: fidelity report: devices: missing required field" "$TMP/e2.txt" || fail "bad report message: $(cat "$TMP/e2.txt")"
+# A name with '/' pointed the report into a missing folder, found when every round had been measured:
+# --name is refused when the command line is read, and a graph's own name is made a file name.
+if timeout 5 "$PLACER" fidelity --graph "$TMP/g.json" --devices cpu:2 --name run/a -o "$TMP/o" > /dev/null 2> "$TMP/e4.txt"; then
+  fail "--name with a slash accepted"
+fi
+grep -q -- "--name: 'run/a' is a file name's part, not a path" "$TMP/e4.txt" || fail "--name message: $(cat "$TMP/e4.txt")"
+python3 - "$TMP/g.json" "$TMP/gs.json" <<'PY'
+import json, sys
+g = json.load(open(sys.argv[1])); g["name"] = "models/mlp"; json.dump(g, open(sys.argv[2], "w"))
+PY
+"$PLACER" fidelity --graph "$TMP/gs.json" --devices cpu:2 --placements 2 --rounds 1 --steps 2 --warmup 1 \
+  --repetitions 1 -o "$TMP/o" > /dev/null 2> "$TMP/e5.txt" || { cat "$TMP/e5.txt"; fail "a graph named models/mlp"; }
+[ -s "$TMP/o/fidelity_models_mlp.json" ] || fail "no fidelity_models_mlp.json: $(ls "$TMP/o")"
 echo "fidelity_cli: ok"

@@ -18,6 +18,11 @@ grep -q "cluster: 4 accelerators" "$TMP/import.txt" || fail "--accelerators"
 
 "$PLACER" baseline --graph "$W/bert24_inference.json" --objective max_load --method dp,single \
   --placement "$W/bert24_inference_expert.json" --json > "$TMP/out.json" || fail "baseline --json"
+# An option max_load does not use is refused, naming it (a --csv asked for was never written, exit 0).
+if "$PLACER" baseline --graph "$W/bert24_inference.json" --objective max_load --method dp --csv "$TMP/x.csv" \
+  2> "$TMP/csv.err" > /dev/null; then fail "max_load --csv accepted"; fi
+grep -q -- "--csv: --objective max_load does not take it" "$TMP/csv.err" || fail "max_load --csv: $(cat "$TMP/csv.err")"
+[ ! -e "$TMP/x.csv" ] || fail "max_load --csv wrote a file"
 python3 - "$TMP/out.json" <<'PY' || fail "baseline JSON"
 import json, sys
 r = {m["method"]: m for m in json.load(open(sys.argv[1]))["methods"]}

@@ -199,4 +199,33 @@ grep -q "^lower bound .*(reaches it: optimal under this cost model)" "$TMP/chain
 "$PLACER" simulate --graph "$TMP/chain.json" --cluster k80x4 --placement "$TMP/chain_p.json" | grep -q "optimal" ||
   fail "simulate: a chain on one device not called optimal"
 if grep -q "optimal" "$TMP/single.out"; then fail "single on the training graph called optimal: $(cat "$TMP/single.out")"; fi
+# baseline --json with no file (or -): the JSON on stdout instead of the table (it was written nowhere, and
+# `--json -` made a file named '-'); 9 significant digits, as the CSV.
+( cd "$TMP" && "$PLACER" baseline --graph "$TMP/g.json" --cluster k80x4 --method single,m_etf --json > "$TMP/bj.json" \
+  && "$PLACER" baseline --graph "$TMP/g.json" --cluster k80x4 --method single,m_etf --json - --csv "$TMP/bj.csv" \
+  > "$TMP/bj2.json" ) || fail "baseline --json to stdout"
+[ ! -e "$TMP/-" ] || fail "baseline --json - wrote a file named -"
+python3 - "$TMP/bj.json" "$TMP/bj2.json" "$TMP/bj.csv" <<'PY' || fail "baseline --json on stdout"
+import csv, json, sys
+a, b = (json.load(open(f)) for f in sys.argv[1:3])
+assert [m["method"] for m in a["methods"]] == ["single", "m_etf"], a
+assert a["methods"] == b["methods"] or all(x["simulated_step_s"] == y["simulated_step_s"] for x, y in zip(a["methods"], b["methods"]))
+rows = {r["method"]: r for r in csv.DictReader(open(sys.argv[3]))}
+for m in b["methods"]:
+    assert abs(m["simulated_step_s"] / float(rows[m["method"]]["simulated_step_s"]) - 1) < 1e-8, (m, rows)
+PY
+# train's overrides get the config's ranges (--threads 100000 reached at::set_num_threads; -5 read as not given).
+for bad in "--threads 0" "--threads 100000" "--updates -5" "--seed -1" "--workers-wait nan"; do
+  if "$PLACER" train -c "$TMP/t.yaml" -o "$TMP/t" -q $bad 2> "$TMP/err" > /dev/null; then fail "train $bad accepted"; fi
+  grep -q -- "${bad%% *}" "$TMP/err" || fail "train $bad: $(cat "$TMP/err")"
+done
+# keygen: the secret key is the owner's alone (it was 0644 until a chmod afterwards).
+( umask 022 && "$PLACER" keygen --out "$TMP/k" > /dev/null ) || fail "keygen"
+[ "$(stat -c %a "$TMP/k.secret")" = 600 ] || fail "keygen: secret mode $(stat -c %a "$TMP/k.secret")"
+# query -o in a missing folder: refused before the request is sent (a `result` reply, the job's last copy,
+# was lost when the file could not be written).
+if "$PLACER" query --endpoint tcp://127.0.0.1:9 --timeout-ms 200 -o "$TMP/nodir/r.json" health 2> "$TMP/err" > /dev/null; then
+  fail "query -o in a missing folder accepted"
+fi
+grep -q -- "--output: cannot write '$TMP/nodir/r.json'" "$TMP/err" || fail "query -o: $(cat "$TMP/err")"
 echo "place_cli: ok"

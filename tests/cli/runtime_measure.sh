@@ -54,6 +54,29 @@ grep -q "p.json (#1)" "$TMP/aa.txt" && grep -q "p.json (#2)" "$TMP/aa.txt" || fa
 if "$PLACER" measure --graph "$TMP/g.json" --compare "$TMP/p.json" "$TMP/p2.json" --placement "$TMP/p.json" \
   --devices cpu:2 2> "$TMP/both.err"; then fail "--placement with --compare accepted"; fi
 grep -q -- "--placement excludes --compare" "$TMP/both.err" || fail "--placement with --compare: $(cat "$TMP/both.err")"
+# --trace beside --compare was accepted and no trace written: refused when the command line is read.
+if "$PLACER" measure --graph "$TMP/g.json" --compare "$TMP/p.json" "$TMP/p2.json" --trace "$TMP/t.json" \
+  --devices cpu:2 2> "$TMP/tr.err"; then fail "--trace with --compare accepted"; fi
+grep -q -- "excludes --trace\|--trace excludes" "$TMP/tr.err" || fail "--trace with --compare: $(cat "$TMP/tr.err")"
+# baseline --measure: every row in one interleaved lockstep run, each with its interval; rows placed alike
+# share one measurement (each row was measured alone after its placer, with no interval).
+"$PLACER" baseline --graph "$TMP/g.json" --devices cpu:2 --method single,round_robin,expert --measure --warmup 1 \
+  --steps 3 --max-steps 3 --json "$TMP/bm.json" > "$TMP/bm.txt" 2> "$TMP/bm.err" || fail "baseline --measure: $(cat "$TMP/bm.err")"
+grep -q "measuring [0-9] distinct placement(s) interleaved" "$TMP/bm.err" || fail "baseline --measure: $(cat "$TMP/bm.err")"
+grep -q "\[[0-9.]*, [0-9.]*\]" "$TMP/bm.txt" || fail "baseline --measure: no interval: $(cat "$TMP/bm.txt")"
+python3 - "$TMP/bm.json" <<'PY' || fail "baseline --measure JSON"
+import json, sys
+rows = json.load(open(sys.argv[1]))["methods"]
+assert len(rows) == 3, rows
+for r in rows:
+    assert r["measured_status"] == "ok", r
+    assert r["ci_low_s"] <= r["measured_step_s"] <= r["ci_high_s"], r
+    assert r["measured_steps"] == 3, r  # lockstep: every placement took every round
+PY
+if "$PLACER" baseline --graph "$TMP/g.json" --devices cpu:2 --method single --accelerators 4 2> "$TMP/acc.err" > /dev/null; then
+  fail "baseline --accelerators without max_load accepted"
+fi
+grep -q -- "--accelerators: only --objective max_load takes it" "$TMP/acc.err" || fail "--accelerators: $(cat "$TMP/acc.err")"
 if "$PLACER" measure --graph "$TMP/g.json" --placement "$TMP/p.json" --devices cpu:2 --target nan 2> "$TMP/nan.err"; then
   fail "--target nan accepted"
 fi
