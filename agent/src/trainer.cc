@@ -186,10 +186,11 @@ void Trainer::one_update() {
   so.noise = noise;
   so.greedy_rows = greedy;
   Rollout r = policy_->sample(t.problem, K, so, rng_);
-  const std::vector<std::vector<int32_t>> fresh = redraw_repeats(t, r, so);
+  std::vector<int32_t> fresh_slots;
+  const std::vector<std::vector<int32_t>> fresh = redraw_repeats(t, r, so, &fresh_slots);
   double step_sum = 0, fresh_sum = 0;
   const std::vector<double> reward = score_rollout(t, r.unit_device, &step_sum);
-  if (!fresh.empty()) score_rollout(t, fresh, &fresh_sum);
+  if (!fresh.empty()) score_rollout(t, fresh, &fresh_sum, &fresh_slots);
   const Advantages adv = advantages(t, reward, greedy);
   const auto [loss_v, ent_v] = policy_step(t, r, adv);
   samples_ += K;
@@ -227,19 +228,24 @@ void Trainer::one_update() {
 // cost), and each repeat's evaluation goes to a new placement instead: drawn
 // from the same policy with more logit noise at each try (0.25, 1, 4, 16: near
 // its choices first, then further). The new placements count toward the best
-// and the elites, not the gradient. Returns their unit devices.
-std::vector<std::vector<int32_t>> Trainer::redraw_repeats(Task& t, const Rollout& r, SampleOptions so) {
+// and the elites, not the gradient. Returns their unit devices, and in *slots
+// the batch row each one stands in for (its sample number: a new best found by
+// a redraw is credited to the repeat it replaced, not to batch row 0, 1, ...).
+std::vector<std::vector<int32_t>> Trainer::redraw_repeats(Task& t, const Rollout& r, SampleOptions so,
+                                                          std::vector<int32_t>* slots) {
   int redraws = c_.optimizer.distinct_redraws;
   if (redraws < 0) redraws = c_.reward.mode == RewardMode::Measured || tasks_.size() > 1 ? 0 : 4;
-  int32_t repeats = 0;
+  std::vector<int32_t> repeated;
   for (int32_t b = 0; b < r.batch; ++b)
-    if (!t.sampled.insert(r.unit_device[b]).second && b >= so.greedy_rows) ++repeats;
+    if (!t.sampled.insert(r.unit_device[b]).second && b >= so.greedy_rows) repeated.push_back(b);
+  int32_t repeats = static_cast<int32_t>(repeated.size());
   std::vector<std::vector<int32_t>> fresh;
   so.greedy_rows = 0;
   so.noise = std::max(so.noise, 0.25);
   for (int i = 0; i < redraws && repeats > 0; ++i, so.noise *= 4)
     for (std::vector<int32_t>& units : policy_->sample(t.problem, repeats, so, rng_).unit_device)
       if (repeats > 0 && t.sampled.insert(units).second) {
+        slots->push_back(repeated[fresh.size()]);
         fresh.push_back(std::move(units));
         --repeats;
       }
@@ -247,7 +253,9 @@ std::vector<std::vector<int32_t>> Trainer::redraw_repeats(Task& t, const Rollout
 }
 
 // Each sampled placement evaluated: the rewards, the sum of step times, the elites and the task's best.
-std::vector<double> Trainer::score_rollout(Task& t, const std::vector<std::vector<int32_t>>& rows, double* step_sum) {
+// `slots` (redrawn rows): the batch row each row stands in for; else row b is batch row b.
+std::vector<double> Trainer::score_rollout(Task& t, const std::vector<std::vector<int32_t>>& rows, double* step_sum,
+                                           const std::vector<int32_t>* slots) {
   const int32_t K = static_cast<int32_t>(rows.size());
   std::vector<Placement> placements;
   placements.reserve(K);
@@ -256,7 +264,8 @@ std::vector<double> Trainer::score_rollout(Task& t, const std::vector<std::vecto
   std::vector<double> reward(K);
   for (int32_t b = 0; b < K; ++b) {
     reward[b] = evals[b].reward;
-    if (evals[b].result.ok()) offer_elite(t, reward[b], rows[b], samples_ + b + 1);
+    const int64_t at = samples_ + (slots ? (*slots)[b] : b) + 1;
+    if (evals[b].result.ok()) offer_elite(t, reward[b], rows[b], at);
     const double step = evals[b].step_s;
     *step_sum += step;
     if (reward[b] > t.best_reward) {
@@ -264,7 +273,7 @@ std::vector<double> Trainer::score_rollout(Task& t, const std::vector<std::vecto
       t.best_step_s = step;
       t.best_measured = evals[b].measured;
       t.best = placements[b];
-      t.best_at = samples_ + b + 1;
+      t.best_at = at;
     }
   }
   return reward;

@@ -82,9 +82,11 @@ class Trainer {
     int32_t n;           // the number of stochastic rows
   };
   // New placements in place of the rows past the greedy ones that repeat a sampled placement (distinct_redraws).
-  std::vector<std::vector<int32_t>> redraw_repeats(Task& t, const Rollout& r, SampleOptions so);
+  std::vector<std::vector<int32_t>> redraw_repeats(Task& t, const Rollout& r, SampleOptions so,
+                                                   std::vector<int32_t>* slots);
   // Each placement (unit devices) evaluated: rewards, the sum of step times, the elites and the task's best.
-  std::vector<double> score_rollout(Task& t, const std::vector<std::vector<int32_t>>& rows, double* step_sum);
+  std::vector<double> score_rollout(Task& t, const std::vector<std::vector<int32_t>>& rows, double* step_sum,
+                                    const std::vector<int32_t>* slots = nullptr);
   Advantages advantages(Task& t, const std::vector<double>& reward, int32_t greedy);
   std::pair<double, double> policy_step(Task& t, const Rollout& r, const Advantages& adv);
   void report_update(const Task& t, const LogRow& row);
