@@ -432,6 +432,7 @@ std::string JobManager::cancel(const std::string& id) {
       queue_.erase(std::remove(queue_.begin(), queue_.end(), job), queue_.end());
       job->state = JobState::Cancelled;
       job->error = "cancelled before it started";
+      job->restore_last_placed();  // a resumed job's best may be a time whose placement the trainer held
       job->finished_unix = unix_now();
       if (metrics_) metrics_->job_finished("cancelled");
       persist(*job);
@@ -517,6 +518,7 @@ bool JobManager::settle_restarted(Job& job, const std::string& state_text) {
     job.state = JobState::Failed;
     job.error = "the server restarted while the job was " + state_text + ", and its folder " + job.dir +
                 " is gone; submit the optimize request again";
+    job.restore_last_placed();  // the policy's time without its placement (the trainer held it) is no answer
     job.finished_unix = unix_now();
     if (metrics_) metrics_->job_finished("failed");
     persist(job);
@@ -533,6 +535,7 @@ bool JobManager::settle_restarted(Job& job, const std::string& state_text) {
   job.state = JobState::Failed;
   job.error = "the server restarted while the job was " + state_text +
               "; its best placement so far is kept; submit the optimize request again to continue";
+  job.restore_last_placed();
   job.finished_unix = unix_now();
   if (metrics_) metrics_->job_finished("failed");
   persist(job);

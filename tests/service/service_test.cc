@@ -383,6 +383,23 @@ TEST(Service, JobsRunningWhenTheServerStopsReportFailedAfterRestart) {
     EXPECT_NE(r.find("\"state\":\"failed\""), std::string::npos) << r;
     EXPECT_NE(r.find("the server restarted while the job was running"), std::string::npos) << r;
   }
+  // A record whose best is a time without its placement (a learned job's policy best, held by its trainer):
+  // after a restart that fails it, the result has no best, not a time with an empty placement.
+  rec = read_file((dir / "jobs" / (id + ".json")).string());
+  at = rec.find("\"state\":\"failed\"");
+  ASSERT_NE(at, std::string::npos);
+  rec.replace(at, std::string("\"state\":\"failed\"").size(), "\"state\":\"running\"");
+  const size_t bp = rec.find("\"best_placement\":");
+  ASSERT_NE(bp, std::string::npos) << rec;
+  const size_t open = rec.find('{', rec.find("\"device\":", bp)), close = rec.find('}', open);
+  rec.replace(open, close - open + 1, "{}");
+  write_file_atomic((dir / "jobs" / (id + ".json")).string(), rec);
+  {
+    PlacementService s(c);
+    const std::string r = handle(s, R"({"version":1,"type":"result","job_id":")" + id + "\"}");
+    EXPECT_NE(r.find("\"best\":null"), std::string::npos) << r;
+    EXPECT_EQ(r.find("\"device\":{}"), std::string::npos) << r;
+  }
   placer::remove_tree(dir);
 }
 
