@@ -205,6 +205,24 @@ void PlacementService::load_saved_policies() {
   std::error_code ec;
   if (!std::filesystem::is_directory(saved_dir_, ec)) return;
   std::vector<PolicyEntry> found;
+  // What a save cut off left (save_policy): a staged copy is dropped; a policy moved aside to be replaced
+  // comes back where its replacement never arrived, else it is dropped.
+  std::vector<std::filesystem::path> leftovers;
+  for (const auto& entry : std::filesystem::directory_iterator(saved_dir_, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 1 && name.front() == '.' &&
+        (name.find(".saving-") != std::string::npos || name.find(".replaced-") != std::string::npos))
+      leftovers.push_back(entry.path());
+  }
+  for (const auto& path : leftovers) {
+    const std::string name = path.filename().string();
+    const size_t cut = name.find(".replaced-");
+    const std::filesystem::path original = path.parent_path() / name.substr(1, cut == std::string::npos ? 0 : cut - 1);
+    if (cut != std::string::npos && !std::filesystem::exists(original, ec))
+      std::filesystem::rename(path, original, ec);
+    else
+      placer::remove_tree(path);
+  }
   for (const auto& entry : std::filesystem::directory_iterator(saved_dir_, ec)) {
     std::string name = entry.path().filename().string();
     if (!entry.is_directory(ec) || name.empty() || name.front() == '.' ||
@@ -244,8 +262,14 @@ void PlacementService::save_policy(const std::string& name, const std::string& r
   if (!fs::exists(staging / "checkpoint.pt")) throw InputError("the run left no checkpoint.pt");
   write_file_atomic((staging / "description.txt").string(), description);
   std::lock_guard<std::mutex> lock(policies_mutex_);
-  placer::remove_tree(target);
+  // The policy it replaces is moved aside, not deleted, until the new one is in place: a crash between a
+  // delete and the rename lost both (load_saved_policies puts a moved-aside one back).
+  const fs::path aside = fs::path(saved_dir_) / ("." + name + ".replaced-" + std::to_string(::getpid()) + "-" +
+                                                 std::to_string(saves++));
+  std::error_code ec;
+  if (fs::exists(target, ec)) fs::rename(target, aside);
   fs::rename(staging, target);
+  placer::remove_tree(aside);
   auto it = std::find_if(policies_.begin(), policies_.end(), [&](const PolicyEntry& p) { return p.name == name; });
   if (it == policies_.end()) it = policies_.insert(policies_.end(), PolicyEntry{});
   it->name = name;

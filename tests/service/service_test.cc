@@ -643,6 +643,32 @@ TEST(Service, TheObjectiveIsPartOfTheCacheKey) {
   EXPECT_EQ(field_text(baselines, "schedule"), "\"gpipe\"") << baselines;
 }
 
+// Keeping a policy under a name it already had deleted the old one before moving the new one in: a crash
+// between the two lost both. The old one is now moved aside first; a restart puts back one whose
+// replacement never arrived, and drops staged copies and moved-aside ones that were replaced.
+TEST(Service, APolicySaveCutOffLosesNothing) {
+  const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_saves_" + std::to_string(::getpid()));
+  placer::remove_tree(dir);
+  const auto policies = dir / "policies";
+  for (const char* d : {".p1.replaced-7-0", ".p2.saving-7-1", "p3", ".p3.replaced-7-2"}) {
+    std::filesystem::create_directories(policies / d);
+    write_file_atomic((policies / d / "checkpoint.pt").string(), "x");
+  }
+  ServiceConfig c = small_config();
+  c.state_dir = dir.string();
+  {
+    PlacementService s(c);
+    const std::string r = handle(s, R"({"version":1,"type":"policies"})");
+    EXPECT_NE(r.find("\"p1\""), std::string::npos) << r;
+    EXPECT_NE(r.find("\"p3\""), std::string::npos) << r;
+  }
+  EXPECT_TRUE(std::filesystem::exists(policies / "p1" / "checkpoint.pt"));
+  EXPECT_TRUE(std::filesystem::exists(policies / "p3" / "checkpoint.pt"));
+  for (const char* gone : {".p1.replaced-7-0", ".p2.saving-7-1", ".p3.replaced-7-2", "p2"})
+    EXPECT_FALSE(std::filesystem::exists(policies / gone)) << gone;
+  placer::remove_tree(dir);
+}
+
 // A search job judges by its request's objective; its status says so, also
 // after a restart (from its record).
 TEST(Service, SearchJobKeepsItsObjective) {
