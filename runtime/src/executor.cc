@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <limits>
 
+#include "executor_step.h"
 #include "internal.h"
 #include "placer/graphs/error.h"
 
@@ -37,48 +38,6 @@ double spin_seconds() {
   return us * 1e-6;
 }
 }  // namespace
-
-struct Executor::Worker {
-  int32_t id = 0;
-  int32_t device = 0;  // device workers: the device; channels: the source
-  int32_t to = -1;     // channels: the destination
-  std::string lane;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> queue;
-  std::vector<int32_t> held;       // take_item: queued ops the gate holds back
-  std::atomic<int32_t> queued{0};  // queue.size(), readable without the lock
-  bool stop = false;
-  std::vector<TimelineEvent> events;
-  std::thread thread;
-};
-
-struct Executor::Step {
-  Step(Session& run_session, int32_t devices, bool traced);
-
-  const KernelPlan* plan = nullptr;
-  Session* session = nullptr;
-  std::vector<at::Tensor> slots;
-  std::unique_ptr<std::atomic<int32_t>[]> refs;
-  std::unique_ptr<std::atomic<int32_t>[]> deps;
-  std::vector<ForwardState> states;
-  std::atomic<int64_t> outstanding{0};
-  std::atomic<int32_t> ops_done{0};
-  std::atomic<bool> aborted{false};
-  std::mutex mu;
-  std::condition_variable cv;
-  StepOutcome outcome;  // status fields under mu
-  std::unique_ptr<std::atomic<int64_t>[]> live;
-  std::unique_ptr<std::atomic<int64_t>[]> peak;
-  std::vector<double> busy;  // per device, written only by its worker
-  MicrobatchGate gate;       // a pipelined mini-batch under 1F1B; its device's worker drives each device's part
-  std::atomic<int64_t> transfer_bytes{0};
-  Clock::time_point start;
-  std::atomic<bool> started{false};
-  Clock::time_point first_op;  // set by the first op to start
-  Clock::time_point end;       // set when the last item finishes (under mu)
-  bool timeline = false;
-};
 
 // A step's state at its start: every slot empty with its uses to come, every
 // op waiting for its inputs, each device holding its session's resident bytes.
@@ -440,24 +399,6 @@ bool Executor::store_outputs(Step& s, int32_t id, std::vector<at::Tensor>& out) 
   return true;
 }
 
-void Executor::record_cpu_op(Step& s, int32_t id, int32_t device, Clock::time_point t0, Clock::time_point t1) {
-  const DeviceCtx& dev = devices_[device];
-  if (dev.kind == DeviceKind::Cuda) return;
-  const double took = std::chrono::duration<double>(t1 - t0).count();
-  s.busy[device] += took;
-  if (!s.session->step_op_seconds.empty()) s.session->step_op_seconds[id] = took;
-  if (s.timeline) {
-    const Op& op = s.plan->graph->op(OpId(id));
-    TimelineEvent ev;
-    ev.name = op.name;
-    ev.lane = dev.name;
-    ev.start_s = std::chrono::duration<double>(t0 - s.start).count();
-    ev.duration_s = took;
-    ev.category = phase_name(op.phase);
-    workers_[device]->events.push_back(std::move(ev));
-  }
-}
-
 void Executor::run_transfer(Step& s, int32_t t) {
   const TransferPlan& tr = s.plan->transfers[t];
   const SlotPlan& src = s.plan->slots[tr.src];
@@ -487,30 +428,6 @@ void Executor::run_transfer(Step& s, int32_t t) {
   }
   release(s, tr.src);
   publish(s, tr.dst);
-}
-
-void Executor::gpu_times(Step& s) {
-  const KernelPlan& plan = *s.plan;
-  Session& session = *s.session;
-  for (int32_t id = 0; id < static_cast<int32_t>(plan.ops.size()); ++id) {
-    const int32_t device = plan.ops[id].device;
-    const DeviceCtx& dev = devices_[device];
-    double begin = 0, end = 0;
-    if (!op_span(dev, id, begin, end)) continue;
-    s.busy[device] += end - begin;
-    if (!session.step_op_seconds.empty()) session.step_op_seconds[id] = end - begin;
-    if (s.timeline) {
-      const Op& op = plan.graph->op(OpId(id));
-      TimelineEvent ev;
-      ev.name = op.name;
-      ev.lane = dev.lane;
-      // The step's mark on this GPU is taken with the host clock's start.
-      ev.start_s = begin;
-      ev.duration_s = end - begin;
-      ev.category = phase_name(op.phase);
-      workers_[device]->events.push_back(std::move(ev));
-    }
-  }
 }
 
 StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<TimelineEvent>* timeline) {
@@ -608,13 +525,6 @@ void Executor::retain_values(Step& s) {
   const KernelPlan& plan = *s.plan;
   for (size_t i = 0; i < plan.slots.size(); ++i)
     if (s.slots[i].defined() && plan.ops[plan.slots[i].op].retain) s.session->retained[i] = s.slots[i];
-}
-
-void Executor::collect_timeline(std::vector<TimelineEvent>& timeline) {
-  for (auto& w : workers_)
-    for (auto& ev : w->events) timeline.push_back(std::move(ev));
-  std::sort(timeline.begin(), timeline.end(),
-            [](const TimelineEvent& a, const TimelineEvent& b) { return a.start_s < b.start_s; });
 }
 
 }  // namespace placer
