@@ -76,14 +76,7 @@ class Validator {
                                producer.outputs.size(), " output(s)"));
     }
     for (size_t k = 0; k < op.outputs.size(); ++k) check_tensor(op.outputs[k], detail::concat("outputs[", k, "]"));
-    // view_of: empty (not recorded) or one entry per output, each -1 or an input index. The JSON reader
-    // checked this; a binary graph's was trusted (exec_plan read entries out of range as -1).
-    if (!op.view_of.empty() && op.view_of.size() != op.outputs.size())
-      fail("view_of", detail::concat(op.view_of.size(), " entries for ", op.outputs.size(), " output(s)"));
-    for (size_t k = 0; k < op.view_of.size(); ++k)
-      if (op.view_of[k] < -1 || op.view_of[k] >= static_cast<int64_t>(op.inputs.size()))
-        fail(detail::concat("view_of[", k, "]"),
-             detail::concat(op.view_of[k], " is not -1 or an input index (the op has ", op.inputs.size(), " input(s))"));
+    check_view_of(op);
     if (op.param_bytes < 0) fail("param_bytes", detail::concat("negative size ", op.param_bytes));
     if (op.param_bytes > kMaxParamBytes) fail("param_bytes", detail::concat("absurd size ", op.param_bytes));
     if (!std::isfinite(op.flops) || op.flops < 0)
@@ -102,6 +95,17 @@ class Validator {
     // op naming one passed here and then failed every placer that places groups.)
     if (op.phase == Phase::Forward && op.forward.valid())
       fail("forward", "a forward op names no forward op; only backward and update ops do");
+  }
+
+  // view_of: empty (not recorded) or one entry per output, each -1 or an input index. The JSON reader
+  // checked this; a binary graph's was trusted (exec_plan read entries out of range as -1).
+  void check_view_of(const Op& op) {
+    if (!op.view_of.empty() && op.view_of.size() != op.outputs.size())
+      fail("view_of", detail::concat(op.view_of.size(), " entries for ", op.outputs.size(), " output(s)"));
+    for (size_t k = 0; k < op.view_of.size(); ++k)
+      if (op.view_of[k] < -1 || op.view_of[k] >= static_cast<int64_t>(op.inputs.size()))
+        fail(detail::concat("view_of[", k, "]"),
+             detail::concat(op.view_of[k], " is not -1 or an input index (the op has ", op.inputs.size(), " input(s))"));
   }
 
   void check_tensor(const TensorSpec& t, const std::string& f) {
