@@ -75,8 +75,12 @@ class GuidedAnnealing {
     cur_r_ = best_r_ = start_r_ = score(cur_);
     t0_ = std::max(1e-12, o_.temperature * std::fabs(cur_r_));
     const double t_end = t0_ * 1e-3;
-    int64_t stalls = 0;  // proposals that broke the memory rule: bounded, so a full cluster ends
+    // Empty proposals in a row (the memory rule broken, a swap within one device): bounded, so a full
+    // cluster ends. In a row, as local_search's: counted over the whole run, a long run stopped short of its
+    // budget once 100,000 had added up.
+    int64_t stalls = 0;
     while (evaluations_ < budget && p_.k > 1 && stalls < 100000) {
+      if (ctx_.cancel && ctx_.cancel->load(std::memory_order_relaxed)) break;
       const double frac = static_cast<double>(evaluations_) / static_cast<double>(budget);
       const double temp = t0_ * std::pow(t_end / t0_, frac);
       const Move move = propose();
@@ -84,6 +88,7 @@ class GuidedAnnealing {
         ++stalls;
         continue;
       }
+      stalls = 0;
       try_move(move, temp);
     }
   }

@@ -268,7 +268,9 @@ std::vector<double> Trainer::score_rollout(Task& t, const std::vector<std::vecto
     if (evals[b].result.ok()) offer_elite(t, reward[b], rows[b], at);
     const double step = evals[b].step_s;
     *step_sum += step;
-    if (reward[b] > t.best_reward) {
+    // A failed placement (out of memory) is never the best, however small its penalty: every sample of a
+    // run failing made the penalty the policy's "step", and its placement the result.
+    if (evals[b].result.ok() && reward[b] > t.best_reward) {
       t.best_reward = reward[b];
       t.best_step_s = step;
       t.best_measured = evals[b].measured;

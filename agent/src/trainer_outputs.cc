@@ -114,9 +114,12 @@ void Trainer::compare_baselines(TrainResult* res, bool compare) {
   for (const std::string& m : c_.compare)
     if (compare && !listed(m) && std::find(more.begin(), more.end(), m) == more.end()) more.push_back(m);
   PlaceContext ctx = PlaceContext::on(*t0.env, c_.run.seed);
-  // Searches (local_search) get the policy's own sample budget: compared at equal budget.
+  // Searches (local_search) get the samples the policy spent: compared at equal budget. (From the config, a
+  // run ended by its time limit with updates at 1e8, as a service job's, gave local_search 1.6e9
+  // evaluations, which no cancel stopped.)
   const OptimizerConfig& o = c_.optimizer;
-  ctx.sample_budget = o.max_samples > 0 ? o.max_samples : std::max<int64_t>(1, o.updates * o.samples_per_update);
+  ctx.sample_budget = std::max<int64_t>(1, samples_);
+  ctx.cancel = ctl_.cancel;
   CompareOptions options;
   options.scoring = CompareScoring::Evaluate;
   options.catch_all = true;

@@ -328,6 +328,36 @@ TEST(LearnedTrain, ResultIsNeverWorseThanABaselineItRan) {
   EXPECT_NE(json.find("\"policy_best_step_s\""), std::string::npos);
 }
 
+// The searches a run compares with get the samples it spent (equal budget): a run ended by its time limit
+// with updates at 1e8 (a service job's) gave local_search 1.6e9 evaluations, and no cancel stopped it.
+TEST(LearnedTrain, ComparedSearchGetsTheSamplesTheRunSpent) {
+  const Fixture f = make_fixture("compare_budget", 5);
+  std::string text = config_text(f, f.dir + "/run", 100000000);
+  text.replace(text.find("lr: 0.02"), 8, "lr: 0.02, time_limit_s: 0.3");
+  text += "compare: [local_search]\n";
+  const TrainResult r = train(parse_train_config(text, "test"), nullptr, quiet());
+  EXPECT_EQ(r.ended_by, "time_limit");
+  ASSERT_EQ(r.baselines.size(), 1u);
+  const std::string& note = r.baselines[0].note;
+  const size_t at = note.find(" evaluations");
+  ASSERT_NE(at, std::string::npos) << note;
+  const size_t from = note.rfind(' ', at - 1) + 1;
+  EXPECT_LE(std::stoll(note.substr(from, at - from)), r.samples) << note;
+}
+
+// A failed sample (out of memory) is never the policy's best: when every sample fails, the run has no best
+// (it reported the penalty as the policy's step, and an out-of-memory placement as its result).
+TEST(LearnedTrain, AFailedSampleIsNeverThePolicysBest) {
+  const Fixture f = make_fixture("all_fail", 3);
+  Cluster tiny = two_devices();
+  for (Device& d : tiny.devices) d.memory_bytes = 8;  // nothing fits
+  save_cluster(tiny, f.cluster_path);
+  const TrainResult r = train(parse_train_config(config_text(f, f.dir + "/run", 2), "test"), nullptr, quiet());
+  EXPECT_EQ(r.best_found_by, "none");
+  EXPECT_EQ(r.policy_step_s(), 0.0);
+  EXPECT_FALSE(std::filesystem::exists(f.dir + "/run/best_placement.json"));
+}
+
 // train.distinct_redraws: a policy collapsed onto one placement (cloned to
 // near certainty, no logit noise) samples it again and again; with redraws
 // each repeat is paid for by a placement not evaluated before, so the run
