@@ -250,7 +250,11 @@ std::shared_ptr<const LoadedPolicy> LoadedPolicy::load(const std::string& run_di
     }
   };
   p->impl_->warm = read(p->impl_->dir + "/warm_start_placement.json");
-  p->impl_->best = read(p->impl_->dir + "/best_placement.json");
+  // The policy's own best (the run's best may be a baseline's or a search's find, and an answer built on it
+  // was credited to the policy); a run made before policy_best_placement.json existed has only the run's.
+  p->impl_->best = read(p->impl_->dir + "/policy_best_placement.json");
+  if (!fs::exists(p->impl_->dir + "/policy_best_placement.json"))
+    p->impl_->best = read(p->impl_->dir + "/best_placement.json");
   return p;
 }
 
@@ -328,7 +332,7 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
     result.stats["best_found_simulated_s"] = stored.ok() ? stored.step_s : -1.0;
     if (stored.ok() && (!decoded.ok() || stored.step_s < decoded.step_s)) {
       result.placement = *best;
-      result.note = "best placement found by training run " + dir + " (decoded simulated " +
+      result.note = "the policy's best placement in training run " + dir + " (decoded simulated " +
                     std::to_string(decoded.step_s) + " s, best " + std::to_string(stored.step_s) + " s)";
     }
   }

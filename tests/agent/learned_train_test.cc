@@ -206,7 +206,8 @@ Placement policy_placement(const std::string& run_dir, int len) {
   ctx.graph = &env.graph();
   ctx.cluster = &env.cluster();
   ctx.env = &env;
-  fs::remove(run_dir + "/best_placement.json");
+  fs::remove(run_dir + "/best_placement.json");  // the decode alone, not a stored best
+  fs::remove(run_dir + "/policy_best_placement.json");
   return place_with_checkpoint(run_dir, ctx).placement;
 }
 
@@ -326,6 +327,13 @@ TEST(LearnedTrain, ResultIsNeverWorseThanABaselineItRan) {
   const std::string json((std::istreambuf_iterator<char>(summary)), std::istreambuf_iterator<char>());
   EXPECT_NE(json.find("\"best_found_by\": \"local_search\""), std::string::npos) << json;
   EXPECT_NE(json.find("\"policy_best_step_s\""), std::string::npos);
+  // The policy placing with this run answers with a decode of its own or its own best in training, never
+  // local_search's (which it handed out as its own: found_by "policy").
+  const PlaceResult placed = LoadedPolicy::load(f.dir + "/run")->place(PlaceContext::on(env, 7));
+  if (placed.note.find("training run") != std::string::npos) {
+    EXPECT_EQ(placed.placement, own) << placed.note;
+  }
+  EXPECT_NE(placed.placement, best) << placed.note;
 }
 
 // The searches a run compares with get the samples it spent (equal budget): a run ended by its time limit
