@@ -128,11 +128,13 @@ FidelityPoint read_point(Reader& pt, const char* other_calibration_key) {
                           std::pair{"simulated_equal_cpus_s", &p.simulated_equal_cpus_s},
                           std::pair{other_calibration_key, &p.simulated_other_calibration_s}})
     if (const auto v = pt.get(key).number()) *out = *v;
-  if (const auto v = pt.get("steps").number()) p.steps = static_cast<int64_t>(*v);
-  p.transfer_bytes = static_cast<int64_t>(need_number(pt, "transfer_bytes"));
+  // Counts are whole numbers in range (a cast of 1e30 to an integer is undefined), and every round's step
+  // is a step (one skipped shifted the rounds the retest pairs).
+  if (pt.get("steps").present()) p.steps = pt.integer(pt.get("steps"), pt.path("steps"), 0, 1000000000);
+  p.transfer_bytes = pt.integer(pt.need("transfer_bytes"), pt.path("transfer_bytes"), 0, int64_t{1} << 62);
   const JsonNode rounds = pt.get("rounds_s");
   for (size_t k = 0; k < rounds.size(); ++k)
-    if (const auto v = rounds.at(k).number()) p.rounds_s.push_back(*v);
+    p.rounds_s.push_back(pt.number(rounds.at(k), pt.path("rounds_s") + "[" + std::to_string(k) + "]", 1e-12, 1e4));
   return p;
 }
 
@@ -148,14 +150,14 @@ void read_header(Reader& top, FidelityReport& r) {
   if (r.calibration != "rounds_mean" && r.calibration != "fastest_round")
     top.fail("calibration", "expected \"rounds_mean\" or \"fastest_round\", got \"" + r.calibration + "\"");
   r.pipeline = read_pipeline(top);
-  r.ops = static_cast<int64_t>(need_number(top, "ops"));
+  r.ops = top.integer(top.need("ops"), "ops", 0, 100000000);
   r.calibrated_fraction = need_number(top, "calibrated_fraction");
   r.per_op_overhead_s = need_number(top, "per_op_overhead_s");
   for (auto [key, out] :
        {std::pair{"copy_s_per_byte", &r.copy_s_per_byte}, std::pair{"copy_s_per_copy", &r.copy_s_per_copy},
         std::pair{"cross_copy_s", &r.cross_copy_s}, std::pair{"cross_copy_s_per_byte", &r.cross_copy_s_per_byte}})
     if (const auto v = top.get(key).number()) *out = *v;
-  r.failed = static_cast<int>(need_number(top, "failed"));
+  r.failed = static_cast<int>(top.integer(top.need("failed"), "failed", 0, 1000000));
 }
 
 }  // namespace

@@ -175,6 +175,20 @@ TEST(Fidelity, ReportReadsBackFromItsJsonWithTheRetestFigure) {
   expect_rejected(R"({"graph": "g", "devices": "cpu:2", "command": "", "host": "", "ops": 1,
         "calibrated_fraction": 1, "per_op_overhead_s": 0, "failed": 0, "points": [{"kind": "single"}]})",
                   "points[0].measured_s: missing required field");
+  // Counts out of range (cast to an integer, 1e30 was undefined) and a round that is no step (skipped, it
+  // shifted the rounds the retest pairs) are refused, naming the field.
+  const std::string good = r.to_json();
+  auto with = [&](const std::string& from, const std::string& to) {
+    std::string text = good;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    return at == std::string::npos ? text : text.replace(at, from.size(), to);
+  };
+  expect_rejected(with("\"transfer_bytes\": 100", "\"transfer_bytes\": 1e30"), "points[1].transfer_bytes");
+  expect_rejected(with("\"transfer_bytes\": 100", "\"transfer_bytes\": -5"), "points[1].transfer_bytes");
+  expect_rejected(with("\"failed\": 0", "\"failed\": 1e10"), "failed");
+  expect_rejected(with("\"ops\": 12", "\"ops\": -1"), "ops");
+  expect_rejected(with("\"rounds_s\": [2, 2]", "\"rounds_s\": [2, \"x\"]"), "points[1].rounds_s[1]");
 }
 
 // The fitted copy costs are written to the steps' 8 significant digits, so that
