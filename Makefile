@@ -13,10 +13,13 @@ deps:
 	@bash scripts/install-deps.sh
 
 # LibTorch comes from the project environment (.venv, made by deps) or TORCH_PYTHON.
-$(BUILD)/CMakeCache.txt:
+# Keyed on the generated Makefile, which a failed configure does not write (CMakeCache.txt it does: after
+# one failure, installing what was missing and running make again skipped configure for good); after deps,
+# also under make -j.
+$(BUILD)/Makefile: | deps
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
-configure: $(BUILD)/CMakeCache.txt
+configure: $(BUILD)/Makefile
 
 build: deps configure
 	cmake --build $(BUILD) -j $(JOBS)

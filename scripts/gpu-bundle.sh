@@ -35,7 +35,12 @@ mapfile -t PKGS < <(apt-cache depends --recurse --no-recommends --no-suggests --
                       --no-replaces --no-enhances "${ROOTS[@]}" 2>/dev/null | grep -v '^ ' | grep -v '<' | sort -u |
                     grep -Ev "$SKIP")
 echo "gpu-bundle: ${#PKGS[@]} Debian packages"
-(cd "$OUT/debs" && apt-get download -qq "${PKGS[@]}" >/dev/null 2>&1)
+(cd "$OUT/debs" && apt-get download -qq "${PKGS[@]}" >/dev/null 2> "$OUT/apt-download.err") || {
+  echo "gpu-bundle: apt-get download failed (is the package index current? apt-get update):" >&2
+  cat "$OUT/apt-download.err" >&2
+  exit 1
+}
+rm -f "$OUT/apt-download.err"
 
 # pyzmq for the GPU machine's Python (3.12, x86-64), for the Python client test.
 PY=${PLACER_PYTHON:-.venv/bin/python3}

@@ -47,6 +47,7 @@ for g in ${FID_GRAPHS:-}; do
 done
 ROOT=$(pwd)
 START=$(date +%s)
+FAILED_STEPS=0  # steps that failed or timed out (step())
 BUDGET_S=${BUDGET_S:-1140}
 JOBS=${JOBS:-$(nproc)}
 CPU_DEVICES=${CPU_DEVICES:-8}
@@ -87,6 +88,7 @@ step() {
   if [ $rc -eq 0 ]; then note "| $name | ok | ${took} s |"
   elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then note "| $name | TIMED OUT after ${limit} s | ${took} s |"
   else note "| $name | FAILED (exit $rc; see logs.txt) | ${took} s |"; fi
+  [ $rc -eq 0 ] || FAILED_STEPS=$((FAILED_STEPS + 1))  # the script's exit status says so at the end
   return $rc
 }
 
@@ -177,6 +179,7 @@ fi
 if [ "$MODE" = --tests-only ]; then
   note
   note "Tests only (--tests-only). Total $(( $(date +%s) - START )) s."
+  [ "$FAILED_STEPS" -eq 0 ] || { note "$FAILED_STEPS step(s) failed or timed out."; exit 1; }
   exit 0
 fi
 
@@ -252,3 +255,8 @@ done
 tar -czf "$OUTDIR/results.tar.gz" -C "$WORK" results 2>/dev/null
 note
 note "Total $(( $(date +%s) - START )) s. Files: summary.md, logs.txt, results.tar.gz"
+# A run whose tests or steps failed exits 1 (it said rc 0 with every GPU test failed), every step having run.
+if [ "$FAILED_STEPS" -gt 0 ]; then
+  note "$FAILED_STEPS step(s) failed or timed out."
+  exit 1
+fi

@@ -42,6 +42,10 @@ class PlacerBusy(PlacerError):
     pass
 
 
+# The server refuses deadlines above its limits.max_deadline_ms (default 600 s) as too_large.
+MAX_DEADLINE_MS = 600000
+
+
 class PlacerTimeout(Exception):
     pass
 
@@ -89,6 +93,10 @@ class PlacerClient:
         request_id = f"py-{next(self._ids)}"
         message = {"version": PROTOCOL_VERSION, "id": request_id, "type": type_}
         message.update({k: v for k, v in fields.items() if v is not None})
+        # The server's deadline ends before this client stops waiting: with the server's default (30 s, this
+        # client's default wait too) an optimize could make its job after the client had given up (and a
+        # retry made a second one), or a result be handed over and forgotten unseen.
+        message.setdefault("deadline_ms", max(1, min(MAX_DEADLINE_MS, self.timeout_ms - min(2000, self.timeout_ms // 10))))
         reply = self.send_raw(json.dumps(message).encode())
         if reply.get("id") not in (request_id, ""):
             raise PlacerError("protocol", "id", f"reply for {reply.get('id')!r}, expected {request_id!r}", reply)

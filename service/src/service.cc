@@ -493,6 +493,8 @@ std::string PlacementService::handle_baselines(const Request& r) {
     o.begin().field("method", b.method).field("place_seconds", b.place_seconds);
     if (!b.error.empty()) {
       o.field("status", "no_feasible_placement").field("message", b.error);
+      o.key("step_s");  // every row has a step_s, null where there is none (protocol.md)
+      o.null();
     } else {
       write_step(o, b.result);
       write_pipeline_figures(o, r, b.result);

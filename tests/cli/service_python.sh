@@ -26,6 +26,25 @@ start_server "$WORK/service.yaml" "$WORK/serve.log"
 cd "$SRC/clients/python"
 $PY example.py "$ENDPOINT"
 
+# Each request carries a deadline shorter than the client's wait: the server gives up first (an optimize
+# answered after the client stopped waiting made a job, and the retry another).
+$PY - "$ENDPOINT" <<'PY'
+import sys
+from placer_client import PlacerClient
+with PlacerClient(sys.argv[1], timeout_ms=5000) as c:
+    sent = []
+    real = c.send_raw
+    def capture(data):
+        sent.append(data)
+        return real(data)
+    c.send_raw = capture
+    c.health()
+    c.place(builder="mlp", cluster="k80x2", deadline_ms=1234)
+import json
+assert json.loads(sent[0])["deadline_ms"] == 4500, sent[0]
+assert json.loads(sent[1])["deadline_ms"] == 1234, sent[1]
+PY
+
 # The pipeline objective (issue 27, part 5): place, baselines and optimize take
 # objective/microbatches/schedule, replies say them, bad values name the field,
 # and a learned config that disagrees with the request is refused.
