@@ -4,12 +4,14 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
 #include "placer/graphs/error.h"
 #include "placer/graphs/files.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/graphs/serialize.h"
 #include "policy.h"
 #include "trainer.h"
 #include "trainer_impl.h"
@@ -18,6 +20,22 @@ namespace placer {
 namespace {
 
 namespace fs = std::filesystem;
+
+// What a task places, as text a checkpoint keeps: the graph's name and op count and a hash (FNV-1a) of
+// the graph and the cluster. A resume on another problem (another cluster of as many devices, a graph
+// of as many ops) passed every check and kept the other problem's best and step times.
+const std::string& problem_fingerprint(const Task& t) {
+  if (t.fingerprint.empty()) {
+    uint64_t h = 1469598103934665603ULL;
+    for (const std::string& part : {graph_to_binary(t.env->graph()), cluster_to_json(t.env->cluster())})
+      for (unsigned char c : part) h = (h ^ c) * 1099511628211ULL;
+    char hex[17];
+    std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+    t.fingerprint = t.env->graph().name + " (" + std::to_string(t.env->graph().size()) + " ops) on " +
+                    t.env->cluster().name + " #" + hex;
+  }
+  return t.fingerprint;
+}
 
 Placement placement_from_node(const YAML::Node& n, const Graph& g, const Cluster& c, const std::string& where) {
   if (!n.IsSequence() || static_cast<int64_t>(n.size()) != g.size())
@@ -117,7 +135,8 @@ std::string Trainer::state_json() const {
     << ", \"rng\": " << json_quote(rng.str()) << ", \"tasks\": [";
   for (size_t i = 0; i < tasks_.size(); ++i) {
     const Task& t = *tasks_[i];
-    o << (i ? ", " : "") << "{\"graph\": " << json_quote(t.env->graph().name) << ", \"baseline\": " << num(t.baseline)
+    o << (i ? ", " : "") << "{\"graph\": " << json_quote(t.env->graph().name)
+      << ", \"problem\": " << json_quote(problem_fingerprint(t)) << ", \"baseline\": " << num(t.baseline)
       << ", \"baseline_init\": " << (t.baseline_init ? "true" : "false") << ", \"best_reward\": " << num(t.best_reward)
       << ", \"best_step_s\": " << num(t.best_step_s) << ", \"best_measured\": " << (t.best_measured ? "true" : "false")
       << ", \"best_at\": " << t.best_at << ", \"sampled_earlier\": " << t.sampled_earlier
@@ -202,6 +221,11 @@ void Trainer::load_checkpoint(const std::string& path) {
     for (size_t i = 0; i < tasks_.size(); ++i) {
       Task& t = *tasks_[i];
       const YAML::Node n = ts[i];
+      // (Absent in checkpoints made before it was kept.)
+      if (n["problem"] && n["problem"].as<std::string>() != problem_fingerprint(t))
+        throw InputError("tasks[" + std::to_string(i) + "]: trained on " + n["problem"].as<std::string>() +
+                         ", the config places " + problem_fingerprint(t) +
+                         " (another graph or cluster: give a fresh run.output_dir)");
       t.baseline = n["baseline"].as<double>();
       t.baseline_init = n["baseline_init"].as<bool>();
       t.best_reward = n["best_reward"].as<double>();

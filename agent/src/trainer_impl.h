@@ -56,6 +56,7 @@ struct Task {
   std::unordered_set<std::vector<int32_t>, UnitsHash> sampled;
   int32_t fine_units = 0;       // the last stage's unit count (OptimizerConfig::unit_stages), once known
   int64_t sampled_earlier = 0;  // distinct placements sampled in earlier stages (`sampled` holds this stage's)
+  mutable std::string fingerprint;  // of the graph and cluster (problem_fingerprint), once asked for
 };
 
 class Trainer {

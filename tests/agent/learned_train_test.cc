@@ -132,6 +132,29 @@ TrainResult stopped_and_resumed(const TrainConfig& c, int64_t updates) {
   return train(c, nullptr, resume);
 }
 
+// A checkpoint names the graph and cluster it was made for: a resume on another cluster with the same device
+// names (k80x4 then p100x4) kept the other problem's best and step times and reported them as its own.
+TEST(LearnedTrain, AResumeOnAnotherClusterIsRefused) {
+  const Fixture f = make_fixture("other_cluster", 3);
+  const TrainConfig c = parse_train_config(config_text(f, f.dir + "/run", 4), "test");
+  TrainControls stop = quiet();
+  stop.stop_after_updates = 2;
+  train(c, nullptr, stop);
+  Cluster slower = two_devices();
+  for (Device& d : slower.devices) d.peak_flops = 1e8;
+  save_cluster(slower, f.cluster_path);
+  TrainControls resume = quiet();
+  resume.resume = true;
+  try {
+    train(c, nullptr, resume);
+    ADD_FAILURE() << "resumed on another cluster";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("another graph or cluster"), std::string::npos) << e.what();
+  }
+  save_cluster(two_devices(), f.cluster_path);  // the same problem again: it resumes
+  EXPECT_EQ(train(c, nullptr, resume).updates, 4);
+}
+
 TEST(LearnedTrain, SeededRunFindsTheKnownBest) {
   const Fixture f = make_fixture("best", 5);
   const double optimum = brute_force_best(two_chains(5), two_devices());
