@@ -303,6 +303,29 @@ void Trainer::init_weights(const std::string& from) {
   } catch (const InputError& e) {
     throw InputError("policy.init_from: " + std::string(e.what()));
   }
+  // The same policy: type, sizes and decoder (a hierarchical policy's weights loaded into a seq2seq one
+  // whose parameters have its names and shapes, and a 3-layer gnn's into a 2-layer one, dropping a layer).
+  const PolicyOptions want = policy_options(c_);
+  PolicyOptions have;
+  try {
+    have = policy_options(parse_train_config(la.config_json, path + " (field 'config')"));
+  } catch (const InputError& e) {
+    throw InputError("policy.init_from: " + std::string(e.what()));
+  }
+  std::string differs;
+  auto compare = [&](const char* field, const std::string& a, const std::string& b) {
+    if (a != b) differs += std::string(differs.empty() ? "" : ", ") + field + " " + b + " (the config: " + a + ")";
+  };
+  compare("type", policy_type_name(want.kind), policy_type_name(have.kind));
+  compare("hidden", std::to_string(want.hidden), std::to_string(have.hidden));
+  compare("type_embedding", std::to_string(want.type_embedding), std::to_string(have.type_embedding));
+  compare("decoder", std::to_string(static_cast<int>(want.decoder)), std::to_string(static_cast<int>(have.decoder)));
+  if (want.kind == PolicyType::Gnn)
+    compare("gnn_layers", std::to_string(want.gnn_layers), std::to_string(have.gnn_layers));
+  if (want.kind == PolicyType::Hierarchical)
+    compare("grouper_groups", std::to_string(want.grouper_groups), std::to_string(have.grouper_groups));
+  if (!differs.empty())
+    throw InputError("policy.init_from: " + path + " holds another policy: " + differs);
   try {
     torch::serialize::InputArchive model;
     if (!la.archive.try_read("model", model)) throw InputError(path + ": field 'model' missing");

@@ -282,7 +282,10 @@ TEST(LearnedTrain, InitFromStartsFromAnotherRunsWeights) {
   // Errors name the field: a missing run, a policy of another size.
   for (const auto& [init, needle] : std::vector<std::pair<std::string, std::string>>{
            {"policy: {type: seq2seq, hidden: 32, init_from: " + f.dir + "/nowhere}\n", "no checkpoint here"},
-           {"policy: {type: seq2seq, hidden: 16, init_from: " + f.dir + "/a}\n", "has shape"}}) {
+           {"policy: {type: seq2seq, hidden: 16, init_from: " + f.dir + "/a}\n", "hidden 32 (the config: 16)"},
+           // Another type whose parameters share names and shapes loaded without a word.
+           {"policy: {type: hierarchical, hidden: 32, init_from: " + f.dir + "/a}\n",
+            "holds another policy: type seq2seq (the config: hierarchical)"}}) {
     std::string bad = config_text(f, f.dir + "/c", 0);
     bad.replace(bad.find("policy: {type: seq2seq, hidden: 32}\n"), 36, init);
     try {
