@@ -262,13 +262,6 @@ void sample_peers(const std::vector<std::vector<int32_t>>& parents, const std::v
   }
 }
 
-void check_policy_problem(const Graph& graph, const Cluster& cluster) {
-  if (cluster.size() < 1) throw InputError("cluster '" + cluster.name + "' has no devices");
-  if (cluster.size() > kMaxDevices)
-    throw InputError("cluster '" + cluster.name + "' has " + std::to_string(cluster.size()) +
-                     " devices; the learned policies support at most " + std::to_string(kMaxDevices));
-  if (graph.size() == 0) throw InputError("graph '" + graph.name + "' has no ops");
-}
 
 // The policy's units: colocation groups, coarsened to at most max_units, split by keep_apart.
 Grouping policy_units(const Graph& graph, const std::vector<double>& op_cost, const PolicyInputOptions& options) {
@@ -410,6 +403,14 @@ void unit_row(const UnitRowInputs& in, int32_t u, PolicyInput* p) {
 }
 
 }  // namespace
+
+void check_policy_problem(const Graph& graph, const Cluster& cluster) {
+  if (cluster.size() < 1) throw InputError("cluster '" + cluster.name + "' has no devices");
+  if (cluster.size() > kMaxDevices)
+    throw InputError("cluster '" + cluster.name + "' has " + std::to_string(cluster.size()) +
+                     " devices; the learned policies support at most " + std::to_string(kMaxDevices));
+  if (graph.size() == 0) throw InputError("graph '" + graph.name + "' has no ops");
+}
 
 PolicyInput make_policy_input(const Graph& graph, const Cluster& cluster, const CostModel& costs,
                               const PolicyInputOptions& options) {

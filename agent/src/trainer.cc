@@ -405,6 +405,11 @@ EnvOptions Trainer::setup() {
     const std::string field = "held_out[" + std::to_string(i) + "]";
     held_out_.emplace_back(in_field(field, [&] { return s.load(); }),
                            s.cluster.empty() ? cluster_ : cluster_of(field + ".cluster", s.cluster));
+    // What the policy can place, too (a cluster of 17 devices failed after training, its outputs unwritten).
+    in_field(field, [&] {
+      check_policy_problem(held_out_.back().first, held_out_.back().second);
+      return 0;
+    });
   }
   EnvOptions eo = env_options(c_);
   eo.remote = ctl_.remote;

@@ -401,6 +401,28 @@ TEST(LearnedPolicies, GnnPlacesHeldOutGraphsOfTheFamily) {
   EXPECT_LT(secs, 1.0);
 }
 
+// A held-out graph on a cluster the policies cannot place (17 devices) is refused before training,
+// naming it: it failed after the whole budget, and the run's outputs were never written.
+TEST(LearnedPolicies, AHeldOutClusterOverTheDeviceLimitIsRefusedBeforeTraining) {
+  const ScratchDir scratch("learned_held_out_17");
+  const std::string& dir = scratch.path();
+  save_graph(chains(2, 3), dir + "/c3.json");
+  std::ostringstream cfg;
+  cfg << "name: gnn\nfamily: [{file: " << dir << "/c3.json}]\n"
+      << "held_out: [{file: " << dir << "/c3.json, cluster: " << write_cluster(dir, 17) << "}]\ncluster: "
+      << write_cluster(dir, 2) << "\npolicy: {type: gnn, hidden: 32}\n"
+      << "train: {updates: 2, samples_per_update: 4}\nwarm_start: {methods: []}\n"
+      << "run: {seed: 5, output_dir: " << dir << "/run}\n";
+  try {
+    train(parse_train_config(cfg.str(), "gnn.yaml"), nullptr, quiet());
+    ADD_FAILURE() << "trained";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("held_out[0]: cluster 'eq17' has 17 devices"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir + "/run/checkpoint.pt"));
+}
+
 TEST(LearnedPolicies, GnnWithThePointwiseDecoderPlacesHeldOutGraphs) {
   const auto [step, secs] = gnn_held_out("learned_gnn_pointwise", "pointwise");
   EXPECT_LE(step, 5.006 + 1e-6);
