@@ -72,6 +72,13 @@ std::unique_ptr<Evaluator> make_evaluator(const std::shared_ptr<Calibration>& ca
   switch (o.mode) {
     case RewardMode::Measured: inner = make_measurer(problem, o, local); break;
     case RewardMode::Simulated:
+      // A worker simulates the unrolled mini-batch it is sent with the profile as of a plain graph: the
+      // copies' CPU anchors and copy-cost fits (CostModel::calibrated_copies) are lost, >10% off a local
+      // run on the same placements. Refused until the worker is sent the training graph and the spec.
+      if (o.remote && problem->pipeline_spec() && problem->profile())
+        throw InputError(
+            "remote workers: a simulated pipeline objective with a profile is evaluated here only (a worker "
+            "would simulate the unrolled mini-batch without the profile's fits of its copies)");
       if (o.remote) {
         RemoteSettings settings;
         settings.mode = RewardMode::Simulated;

@@ -141,7 +141,10 @@ void Executor::push(int32_t worker, int32_t item) {
   Worker& w = *workers_[worker];
   {
     std::lock_guard<std::mutex> lk(w.mu);
-    w.queue.push(item);
+    if (w.to >= 0)
+      w.fifo.push_back(item);
+    else
+      w.queue.push(item);
     w.queued.fetch_add(1, std::memory_order_release);
   }
   w.cv.notify_one();
@@ -151,6 +154,12 @@ bool Executor::take_item(Worker& w, int32_t* item) {
   // An empty queue first, before current_ is read: a worker woken by a failed or timed-out step (its queue
   // empty) read current_ while the main thread cleared it and destroyed the Step. A queued item is
   // outstanding, so the step is alive, and current_ was published to this thread through w.mu by push().
+  if (w.to >= 0) {  // a link: its copies leave in the order they were sent, as the simulator has them
+    if (w.fifo.empty()) return false;
+    *item = w.fifo.front();
+    w.fifo.pop_front();
+    return true;
+  }
   if (w.queue.empty()) return false;
   const Step* s = current_;
   const bool gated = w.to < 0 && s && s->gate.active() && !s->aborted.load(std::memory_order_relaxed);

@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -22,7 +23,11 @@ struct Executor::Worker {
   std::string lane;
   std::mutex mu;
   std::condition_variable cv;
+  // A device's ready ops, lowest id first (copies it makes itself before them). A channel's copies in
+  // `fifo`, first in, first out: the link model of the simulator, the list schedulers and the ILP (by
+  // transfer index, a copy queued later left first whenever its producer's id was lower).
   std::priority_queue<int32_t, std::vector<int32_t>, std::greater<int32_t>> queue;
+  std::deque<int32_t> fifo;
   std::vector<int32_t> held;       // take_item: queued ops the gate holds back
   std::atomic<int32_t> queued{0};  // queue.size(), readable without the lock
   bool stop = false;

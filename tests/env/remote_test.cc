@@ -135,5 +135,33 @@ TEST(RemoteEnvironment, AFailingRemoteThrowsAndCachesNothing) {
   EXPECT_TRUE(env.evaluate_batch(batch)[0].cached);
 }
 
+// A worker simulates the unrolled mini-batch it is sent with the profile as of a plain graph, losing the
+// copies' CPU anchors and copy-cost fits (more than 10% off a local run): refused, not wrong.
+TEST(RemoteEnvironment, ASimulatedPipelineWithAProfileStaysHere) {
+  const Graph g = testing::small_mlp();
+  const Cluster two = parse_device_list("cpu:2");
+  Profile p;
+  p.graph = g.name;
+  for (const Op& op : g.ops())
+    p.ops.push_back(OpTiming{op.name, "", "cpu:0", "cpu",
+                             op.type == op_types::kParam || op.type == op_types::kInput ? 0.0 : 1e-4});
+  EnvOptions o;
+  o.remote = std::make_shared<FakeRemote>();
+  o.objective = Objective::Pipeline;
+  o.pipeline = {2, PipelineSchedule::GPipe};
+  o.profile = p;
+  try {
+    Environment env(g, two, o);
+    env.evaluate_batch(random_placements(g, 2, 1));
+    ADD_FAILURE() << "evaluated remotely";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("a simulated pipeline objective with a profile"), std::string::npos)
+        << e.what();
+  }
+  o.profile.reset();  // roofline costs: the same there as here
+  Environment roofline(g, two, o);
+  EXPECT_EQ(roofline.evaluate_batch(random_placements(g, 2, 1)).size(), 3u);
+}
+
 }  // namespace
 }  // namespace placer
