@@ -556,10 +556,14 @@ void JobManager::load_persisted() {
     if (settle_restarted(*job, state_text)) resume.push_back(job);
     jobs_[id] = job;
   }
-  // Folders of learned jobs whose record is gone (a crash between the two deletes of forget()).
+  // Folders of learned jobs whose record is gone (a crash between the two deletes of forget()). One whose
+  // record is there but could not be read is kept: it holds the job's checkpoint, and the record may be
+  // mended by hand (it was deleted with the record's job).
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::string id = entry.path().filename().string();
-    if (entry.is_directory(ec) && valid_job_id(id) && !jobs_.count(id)) placer::remove_tree(entry.path());
+    if (entry.is_directory(ec) && valid_job_id(id) && !jobs_.count(id) &&
+        !std::filesystem::exists(dir / (id + ".json"), ec))
+      placer::remove_tree(entry.path());
   }
   std::sort(resume.begin(), resume.end(),
             [](const auto& a, const auto& b) { return a->created_unix < b->created_unix; });

@@ -669,6 +669,25 @@ TEST(Service, APolicySaveCutOffLosesNothing) {
   placer::remove_tree(dir);
 }
 
+// A job record that cannot be read (damaged, or cut short by a power loss) leaves its job's folder alone:
+// the folder holds the checkpoint, and was deleted with the unreadable record's job. A folder without a
+// record (a crash inside forget()) still goes.
+TEST(Service, AnUnreadableJobRecordKeepsItsFolder) {
+  const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_records_" + std::to_string(::getpid()));
+  placer::remove_tree(dir);
+  const auto jobs = dir / "jobs";
+  std::filesystem::create_directories(jobs / "j-00000000000000aa");
+  std::filesystem::create_directories(jobs / "j-00000000000000bb");
+  write_file_atomic((jobs / "j-00000000000000aa" / "checkpoint.pt").string(), "x");
+  write_file_atomic((jobs / "j-00000000000000aa.json").string(), "{\"id\": \"j-00000000000000aa\", \"sta");
+  ServiceConfig c = small_config();
+  c.state_dir = dir.string();
+  { PlacementService s(c); }
+  EXPECT_TRUE(std::filesystem::exists(jobs / "j-00000000000000aa" / "checkpoint.pt"));
+  EXPECT_FALSE(std::filesystem::exists(jobs / "j-00000000000000bb"));
+  placer::remove_tree(dir);
+}
+
 // A search job judges by its request's objective; its status says so, also
 // after a restart (from its record).
 TEST(Service, SearchJobKeepsItsObjective) {
