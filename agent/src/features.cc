@@ -6,19 +6,13 @@
 #include <numeric>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/fnv.h"
 #include "placers_common.h"
 #include "unit_problem.h"
 
 namespace placer {
 
-int64_t op_type_bucket(const std::string& type) {
-  uint64_t h = 1469598103934665603ULL;
-  for (unsigned char c : type) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return static_cast<int64_t>(h % kTypeBuckets);
-}
+int64_t op_type_bucket(const std::string& type) { return static_cast<int64_t>(fnv1a(type) % kTypeBuckets); }
 
 namespace {
 

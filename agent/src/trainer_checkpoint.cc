@@ -10,6 +10,7 @@
 
 #include "placer/graphs/error.h"
 #include "placer/graphs/files.h"
+#include "placer/graphs/fnv.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
 #include "policy.h"
@@ -26,9 +27,7 @@ namespace fs = std::filesystem;
 // of as many ops) passed every check and kept the other problem's best and step times.
 const std::string& problem_fingerprint(const Task& t) {
   if (t.fingerprint.empty()) {
-    uint64_t h = 1469598103934665603ULL;
-    for (const std::string& part : {graph_to_binary(t.env->graph()), cluster_to_json(t.env->cluster())})
-      for (unsigned char c : part) h = (h ^ c) * 1099511628211ULL;
+    const uint64_t h = fnv1a(cluster_to_json(t.env->cluster()), fnv1a(graph_to_binary(t.env->graph())));
     char hex[17];
     std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
     t.fingerprint = t.env->graph().name + " (" + std::to_string(t.env->graph().size()) + " ops) on " +
@@ -319,7 +318,7 @@ void Trainer::init_weights(const std::string& from) {
   compare("type", policy_type_name(want.kind), policy_type_name(have.kind));
   compare("hidden", std::to_string(want.hidden), std::to_string(have.hidden));
   compare("type_embedding", std::to_string(want.type_embedding), std::to_string(have.type_embedding));
-  compare("decoder", std::to_string(static_cast<int>(want.decoder)), std::to_string(static_cast<int>(have.decoder)));
+  compare("decoder", decoder_name(want.decoder), decoder_name(have.decoder));
   if (want.kind == PolicyType::Gnn)
     compare("gnn_layers", std::to_string(want.gnn_layers), std::to_string(have.gnn_layers));
   if (want.kind == PolicyType::Hierarchical)

@@ -149,11 +149,15 @@ std::vector<int> allowed_cores() {
 
 }  // namespace
 
-int usable_cores() {
-  const std::vector<int> allowed = allowed_cores();
+namespace {
+// The cores of an affinity mask, or every online CPU where the mask could not be read.
+int core_count(const std::vector<int>& allowed) {
   return allowed.empty() ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
                          : static_cast<int>(allowed.size());
 }
+}  // namespace
+
+int usable_cores() { return core_count(allowed_cores()); }
 
 std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
   std::vector<DeviceCtx> out;
@@ -163,7 +167,7 @@ std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
   // the allowed cores, so two devices never share a core and the OS cannot
   // put both on one (their parallelism is then real and repeatable).
   const std::vector<int> allowed = allowed_cores();
-  const int cores = usable_cores();
+  const int cores = core_count(allowed);  // usable_cores(), the mask read once
   const bool pin = cpu_devices > 1 && static_cast<int>(allowed.size()) >= cpu_devices;
   int cpu_seen = 0;
   for (int i = 0; i < cluster.size(); ++i) {

@@ -124,11 +124,7 @@ void JobManager::shutdown() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& job : queue_) {
     if (job->learned && !config_.state_dir.empty()) continue;  // stays queued on disk: the next server runs it
-    job->state = JobState::Failed;
-    job->error = "server shut down before the job started; submit it again";
-    job->finished_unix = unix_now();
-    if (metrics_) metrics_->job_finished("failed");  // (a job ended so was never counted)
-    persist(*job);
+    settle_failed(*job, "server shut down before the job started; submit it again");
   }
   queue_.clear();
 }
@@ -515,13 +511,8 @@ bool JobManager::settle_restarted(Job& job, const std::string& state_text) {
   if (finished(job.state)) return false;
   std::error_code dir_ec;
   if (job.learned && !std::filesystem::is_directory(job.dir, dir_ec)) {
-    job.state = JobState::Failed;
-    job.error = "the server restarted while the job was " + state_text + ", and its folder " + job.dir +
-                " is gone; submit the optimize request again";
-    job.restore_last_placed();  // the policy's time without its placement (the trainer held it) is no answer
-    job.finished_unix = unix_now();
-    if (metrics_) metrics_->job_finished("failed");
-    persist(job);
+    settle_failed(job, "the server restarted while the job was " + state_text + ", and its folder " + job.dir +
+                           " is gone; submit the optimize request again");
     return false;
   }
   if (job.learned && !job.train_json.empty()) {
@@ -532,14 +523,20 @@ bool JobManager::settle_restarted(Job& job, const std::string& state_text) {
     return true;
   }
   // The process that ran it is gone: report it, keep the best found so far.
+  settle_failed(job, "the server restarted while the job was " + state_text +
+                         "; its best placement so far is kept; submit the optimize request again to continue");
+  return false;
+}
+
+// A job that ends without running (a shutdown, a restart): failed, with the last best that had a placement
+// (a policy's time whose placement its trainer held is no answer), counted (such jobs were not) and kept.
+void JobManager::settle_failed(Job& job, const std::string& error) {
   job.state = JobState::Failed;
-  job.error = "the server restarted while the job was " + state_text +
-              "; its best placement so far is kept; submit the optimize request again to continue";
+  job.error = error;
   job.restore_last_placed();
   job.finished_unix = unix_now();
   if (metrics_) metrics_->job_finished("failed");
   persist(job);
-  return false;
 }
 
 void JobManager::load_persisted() {

@@ -176,6 +176,7 @@ class JobManager {
   void load_persisted();
   // An unfinished job after a restart: true if it resumes from its checkpoint, else marked failed and persisted.
   bool settle_restarted(Job& job, const std::string& state_text);   // call with mutex_ held
+  void settle_failed(Job& job, const std::string& error);           // call with mutex_ held
   void expire();                                                    // call with mutex_ held
   std::string describe(const Job& job, bool with_placement) const;  // call with mutex_ held
 
