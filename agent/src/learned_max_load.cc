@@ -76,7 +76,7 @@ class Learner {
       : w_(w), eval_(w), units_(std::move(units)), rng_(options.seed), deadline_(deadline) {
     PolicyOptions po;
     po.kind = PolicyType::Gnn;
-    policy_ = make_policy(po);
+    policy_ = make_policy(po, options.seed);
     opt_ = std::make_unique<torch::optim::Adam>(policy_->parameters(), torch::optim::AdamOptions(kLearningRate));
     budget_ = options.samples;
     if (!warm.placement.empty()) {
@@ -223,7 +223,6 @@ MaxLoadResult max_load_learned(const Workload& w, const MaxLoadOptions& options)
   const auto deadline = start + std::chrono::duration_cast<Clock::duration>(
                                     std::chrono::duration<double>(std::min(options.time_limit_s, 1e7)));
   TorchThreads threads(1);
-  torch::manual_seed(options.seed);
   MaxLoadUnits units = make_max_load_units(w);
   const Warm warm = warm_start(w, options);
   Learner learner(w, std::move(units), options, warm, deadline);

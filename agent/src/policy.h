@@ -188,8 +188,11 @@ class HierarchicalPolicyImpl : public PolicyImpl {
 };
 TORCH_MODULE(HierarchicalPolicy);
 
+// Its initial weights drawn from LibTorch's global generator seeded with `seed`,
+// under one process-wide lock: jobs that build policies at once (the service's
+// job runners) each get their own seed's weights, never an interleaving.
 // Throws InputError for an unknown kind.
-std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options);
+std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options, uint64_t seed);
 
 // The policy stored in a `placer train` checkpoint file, in eval mode; its
 // config goes to *config. Throws InputError naming the file and field.

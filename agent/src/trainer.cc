@@ -415,9 +415,8 @@ EnvOptions Trainer::setup() {
   eo.remote = ctl_.remote;
   // The policy first: its kind decides the graphs and units it trains on (the
   // warm start's placers and make_policy_input draw from neither generator).
-  torch::manual_seed(c_.run.seed);
   rng_.seed(c_.run.seed);
-  policy_ = make_policy(policy_options(c_));
+  policy_ = make_policy(policy_options(c_), c_.run.seed);
   if (!c_.policy.init_from.empty())
     init_weights(resolve_policy_dir(c_.policy.init_from));  // "pretrained": the shipped gnn
   opt_ = std::make_unique<torch::optim::Adam>(policy_->parameters(), torch::optim::AdamOptions(c_.optimizer.lr));

@@ -343,7 +343,7 @@ namespace {
 std::shared_ptr<PolicyImpl> policy_of(LoadedArchive& la, const std::string& path, TrainConfig* config) {
   *config = parse_train_config(la.config_json, path + " (field 'config')");
   PolicyOptions p = policy_options(*config);
-  auto policy = make_policy(p);
+  auto policy = make_policy(p, 0);  // its weights are read next
   try {
     torch::serialize::InputArchive model;
     if (!la.archive.try_read("model", model)) throw InputError(path + ": field 'model' missing");

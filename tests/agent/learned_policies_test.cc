@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <filesystem>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "../../agent/src/features.h"
 #include "../../agent/src/placers_common.h"
@@ -115,13 +117,13 @@ TEST(LearnedFeatures, UnitOptionsFollowTheConfigAndTheHierarchicalPolicySeesEver
   PolicyOptions hierarchical;
   hierarchical.kind = PolicyType::Hierarchical;
   const Placement warm;
-  const PolicyInputOptions flat = unit_options(*make_policy(gnn), config, &warm);
+  const PolicyInputOptions flat = unit_options(*make_policy(gnn, 1), config, &warm);
   EXPECT_EQ(flat.max_units, 48);
   EXPECT_TRUE(flat.coarsen.state_apart);
   EXPECT_TRUE(flat.coarsen.layers_first);
   EXPECT_EQ(flat.seed, 17u);
   EXPECT_EQ(flat.keep_apart, &warm);
-  const PolicyInputOptions grouped = unit_options(*make_policy(hierarchical), config);
+  const PolicyInputOptions grouped = unit_options(*make_policy(hierarchical, 1), config);
   EXPECT_EQ(grouped.max_units, 0);
   EXPECT_EQ(grouped.keep_apart, nullptr);
   EXPECT_TRUE(grouped.coarsen.state_apart);
@@ -181,16 +183,43 @@ TEST(LearnedFeatures, DecoderSamplesTheSameFromASharedOrPerSampleEncoding) {
 // is sampled, and a kFreeAvoiding(d) unit is sampled anywhere but d (a move).
 // sample_around builds on it: every row is the anchor with 1 to 8 units moved,
 // each to another device, and a row `keep` refuses is not returned.
+// Jobs that build their policies at once (a service with job_runners >= 2) each
+// get their own seed's initial weights: LibTorch's generator is global, and two
+// constructions drawing from it in turn swapped weights between the jobs.
+TEST(LearnedPolicies, PoliciesBuiltAtOnceGetTheirOwnSeedsWeights) {
+  PolicyOptions o;
+  o.kind = PolicyType::Seq2Seq;
+  o.hidden = 64;
+  const auto weights = [](const PolicyImpl& p) {
+    std::vector<float> w;
+    for (const torch::Tensor& t : p.parameters()) {
+      const torch::Tensor c = t.detach().contiguous().view(-1);
+      w.insert(w.end(), c.data_ptr<float>(), c.data_ptr<float>() + c.numel());
+    }
+    return w;
+  };
+  const std::vector<float> one = weights(*make_policy(o, 1)), two = weights(*make_policy(o, 2));
+  ASSERT_NE(one, two);
+  std::atomic<int> wrong{0};
+  const auto build = [&](uint64_t seed, const std::vector<float>& expected) {
+    for (int i = 0; i < 40; ++i)
+      if (weights(*make_policy(o, seed)) != expected) ++wrong;
+  };
+  std::thread a(build, 1, std::cref(one)), b(build, 2, std::cref(two));
+  a.join();
+  b.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
 TEST(LearnedFeatures, PartlyForcedDecodeAndSamplesAroundAPlacement) {
   const SmallProblem problem;
   const PolicyInput& in = problem.in;
   const int32_t S = in.n, D = in.d;
   ASSERT_GE(S, 16);
-  torch::manual_seed(5);
   PolicyOptions o;
   o.kind = PolicyType::Gnn;
   o.hidden = 16;
-  const std::shared_ptr<PolicyImpl> policy = make_policy(o);
+  const std::shared_ptr<PolicyImpl> policy = make_policy(o, 5);
   std::vector<int32_t> anchor(S);
   for (int32_t u = 0; u < S; ++u) anchor[u] = u % D;
   SampleOptions so;
