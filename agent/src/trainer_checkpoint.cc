@@ -177,9 +177,10 @@ void Trainer::save_checkpoint() {
   a.write("model", model);
   a.write("optimizer", optimizer);
   for (size_t i = 0; i < tasks_.size(); ++i) a.write(sampled_key(i), sampled_tensor(*tasks_[i]));
-  const std::string path = dir_ + "/" + kCheckpointFile, tmp = path + ".tmp";
-  a.save_to(tmp);
-  fs::rename(tmp, path);
+  std::ostringstream bytes;
+  a.save_to(bytes);
+  // On the disk before the run goes on: a resume, or a service restart, reads it back after a crash.
+  write_file_durable(dir_ + "/" + kCheckpointFile, bytes.str());
 }
 
 void Trainer::load_checkpoint(const std::string& path) {

@@ -49,8 +49,8 @@ std::string write_target(const std::string& path) {
   return link[0] == '/' || slash == std::string::npos ? link : path.substr(0, slash + 1) + link;
 }
 
-// All of `contents` into `fd`, which is closed; errors name `path`.
-void write_all(int fd, const std::string& path, const std::string& contents) {
+// All of `contents` into `fd`, which is closed; errors name `path`. `sync`: on the disk before it returns.
+void write_all(int fd, const std::string& path, const std::string& contents, bool sync = false) {
   size_t done = 0;
   while (done < contents.size()) {
     const ssize_t n = ::write(fd, contents.data() + done, contents.size() - done);
@@ -60,6 +60,11 @@ void write_all(int fd, const std::string& path, const std::string& contents) {
       throw InputError("cannot write '" + path + "': " + reason);
     }
     done += static_cast<size_t>(n);
+  }
+  if (sync && ::fsync(fd) != 0) {
+    const std::string reason = std::strerror(errno);
+    ::close(fd);
+    throw InputError("cannot write '" + path + "': " + reason);
   }
   if (::close(fd) != 0) throw InputError("cannot write '" + path + "': " + std::strerror(errno));
 }
@@ -71,9 +76,17 @@ void write_through(const std::string& path, const std::string& contents) {
   write_all(fd, path, contents);
 }
 
-}  // namespace
+// The directory holding `path` made durable (a rename into it survives a crash); best effort.
+void sync_directory_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
 
-void write_file_atomic(const std::string& path, const std::string& contents, int mode) {
+void write_atomic(const std::string& path, const std::string& contents, int mode, bool sync) {
   const std::string target = write_target(path);
   struct stat st {};
   if (::stat(target.c_str(), &st) == 0 && !S_ISREG(st.st_mode)) {
@@ -92,7 +105,7 @@ void write_file_atomic(const std::string& path, const std::string& contents, int
     throw InputError("cannot write '" + path + "': cannot set its mode: " + reason);
   }
   try {
-    write_all(fd, path, contents);
+    write_all(fd, path, contents, sync);
   } catch (...) {
     std::remove(tmp.c_str());
     throw;
@@ -102,7 +115,16 @@ void write_file_atomic(const std::string& path, const std::string& contents, int
     std::remove(tmp.c_str());
     throw InputError("cannot write '" + path + "': " + reason);
   }
+  if (sync) sync_directory_of(target);
 }
+
+}  // namespace
+
+void write_file_atomic(const std::string& path, const std::string& contents, int mode) {
+  write_atomic(path, contents, mode, false);
+}
+
+void write_file_durable(const std::string& path, const std::string& contents) { write_atomic(path, contents, -1, true); }
 
 namespace {
 int remove_entry(const char* path, const struct stat*, int, struct FTW*) { return std::remove(path) == 0 ? 0 : -1; }

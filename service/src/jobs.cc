@@ -501,7 +501,7 @@ void JobManager::persist(const Job& job) {
   std::filesystem::path dir = std::filesystem::path(config_.state_dir) / "jobs";
   try {
     std::filesystem::create_directories(dir);
-    write_file_atomic((dir / (job.id + ".json")).string(), o.text());
+    write_file_durable((dir / (job.id + ".json")).string(), o.text());  // read back after a crash
   } catch (const std::exception&) {
     // The in-memory record stays authoritative; a full disk must not fail the job.
   }

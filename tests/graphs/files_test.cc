@@ -93,6 +93,27 @@ TEST(Files, AModeGivenIsTheFilesModeFromItsCreation) {
   EXPECT_TRUE(remove_tree(dir));
 }
 
+// A durable write is an atomic write synced to the disk (file and directory entry): job records and
+// checkpoints, read back after a crash. It replaces, leaves no temporary, and takes a bare file name
+// (its directory the current one).
+TEST(Files, ADurableWriteReplacesTheFileAndLeavesNoTemporary) {
+  const fs::path dir = scratch("durable");
+  fs::create_directories(dir);
+  const std::string record = (dir / "job.json").string();
+  write_file_durable(record, "{\"state\": \"queued\"}");
+  write_file_durable(record, "{\"state\": \"done\"}");
+  EXPECT_EQ(read_file(record), "{\"state\": \"done\"}");
+  const fs::path old = fs::current_path();
+  fs::current_path(dir);
+  write_file_durable("bare.json", "{}");
+  fs::current_path(old);
+  EXPECT_EQ(read_file((dir / "bare.json").string()), "{}");
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "a temporary was left: " << e.path();
+  EXPECT_THROW(write_file_durable((dir / "missing" / "x.json").string(), "{}"), InputError);
+  EXPECT_TRUE(remove_tree(dir));
+}
+
 TEST(Files, RemoveTreeOfAMissingPathOrAFileIsFine) {
   EXPECT_TRUE(remove_tree(scratch("missing")));
   const fs::path file = scratch("file");

@@ -15,6 +15,9 @@ std::string read_file(const std::string& path);
 // `mode` (e.g. 0600 for a secret): the new file's permission bits exactly, from its creation on;
 // -1: 0666 less the umask, as any new file.
 void write_file_atomic(const std::string& path, const std::string& contents, int mode = -1);
+// The same, and on the disk before it returns (the file, then its directory's entry): for
+// records a restart reads back (job records, checkpoints), which a crash must not leave empty.
+void write_file_durable(const std::string& path, const std::string& contents);
 
 // Removes a file or a directory tree (a missing path is no error); false, with
 // errno set, where something could not be removed. Use it instead of
