@@ -346,6 +346,13 @@ MaxLoadResult max_load_dp(const Workload& w, const MaxLoadOptions& options) {
   r.method = "dp";
   const DpGroups groups = contract_for_dp(w);
   const IdealLattice lattice(groups, options.max_ideals);
+  // Its table: 13 bytes per (cpus+1) x (accelerators+1) x ideals; 32+32 devices at 200,000 ideals asked 2.8 GB.
+  const double cells = static_cast<double>(w.cluster.cpus + 1) * (w.cluster.accelerators + 1) * lattice.size();
+  constexpr double kMaxCells = 1e8;  // 1.3 GB
+  if (cells > kMaxCells)
+    throw InputError(detail::concat("dp: its table would have ", cells, " cells ((cpus + 1) x (accelerators + 1) x ",
+                                    lattice.size(), " ideals), over ", kMaxCells,
+                                    "; use fewer devices, a lower max_ideals, ilp or local_search"));
   const double upper = linear_upper_bound(w, groups);
   DpRun run(w, groups, lattice, upper == kInf ? kInf : upper * (1.0 + 1e-9) + 1e-12);
   run.run();

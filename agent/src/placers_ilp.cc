@@ -310,6 +310,10 @@ CbcResult solve_cbc(const IlpModel& m, const std::vector<double>& warm, double t
   model.solver()->messageHandler()->setLogLevel(0);
   model.setUseElapsedTime(true);
   model.setMaximumSeconds(std::max(0.1, time_limit_s));
+  // CBC checks its limit between nodes; the LPs of the root's strong branching ran for minutes on 8 devices
+  // and more (a 2 s limit took 29 s, 100 devices never returned): Clp stops them at the limit too.
+  if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver()))
+    clp->getModelPtr()->setMaximumWallSeconds(std::max(0.1, time_limit_s));
   model.setAllowableGap(1e-9);
   model.setAllowableFractionGap(1e-6);
   CglProbing probing;
@@ -491,13 +495,20 @@ ChannelChoice choose_channels(const PlaceContext& ctx, const UnitProblem& p, boo
   const int64_t max_pairs = option_int(ctx, "channel_pairs", 3000, 0);
   const int64_t channels_option = option_int(ctx, "channels", op_level ? 1 : 0, 0, 1);
   const bool asked = channels_option != 0;
+  // The channel rows grow with the sender pairs times the device pairs: 1.7 million rows on 100 devices took
+  // 21 s and 2.9 GB before CBC started. Up to 6 device pairs (4 devices) channel_pairs alone decides.
+  const int64_t device_pairs = static_cast<int64_t>(p.k) * (p.k - 1) / 2;
+  constexpr int64_t kMaxChannelTerms = 3000 * 6;
   ChannelChoice choice;
-  choice.channels = asked && pairs <= max_pairs;
+  choice.channels = asked && pairs <= max_pairs && pairs * device_pairs <= kMaxChannelTerms;
   choice.note = choice.channels ? "; link channels modelled (FIFO, one send per unit)"
                 : !asked        ? (op_level ? "; link channels not modelled (channels=0)"
                                             : "; link channels not modelled on coarsened units (channels=1 to force)")
-                                : "; link channels not modelled (" + std::to_string(pairs) +
-                               " sender pairs > channel_pairs=" + std::to_string(max_pairs) + ")";
+                : pairs > max_pairs
+                    ? "; link channels not modelled (" + std::to_string(pairs) + " sender pairs > channel_pairs=" +
+                          std::to_string(max_pairs) + ")"
+                    : "; link channels not modelled (" + std::to_string(pairs) + " sender pairs x " +
+                          std::to_string(device_pairs) + " device pairs > " + std::to_string(kMaxChannelTerms) + ")";
   return choice;
 }
 

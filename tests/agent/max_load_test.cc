@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -211,6 +212,41 @@ TEST(MaxLoadTest, DpOnLongChainsWithAndWithoutTheLinearBound) {
     const MaxLoadResult dp = place_max_load(w, "dp", {});
     EXPECT_DOUBLE_EQ(dp.max_load, std::ceil(n / 6.0)) << n;
   }
+}
+
+// Four parallel chains of 20 have 21^4 = 194,481 ideals, within max_ideals; on 32 accelerators and 32 CPUs
+// dp's table would take 1089 x 194,481 cells (2.8 GB, and the time to fill them): refused, naming why.
+// The ilp on a 1,000-node workload on 16 accelerators keeps its time limit (CBC stopped only between
+// nodes: 1 s asked, killed after 100 s).
+TEST(MaxLoadTest, DpRefusesATableTooLargeAndIlpKeepsItsTimeLimit) {
+  const auto workload = [](int chains, int length, int accelerators, int cpus, bool skip) {
+    std::string nodes, edges;
+    for (int c = 0; c < chains; ++c)
+      for (int i = 0; i < length; ++i) {
+        const int id = c * length + i;
+        nodes += (id ? "," : "") + std::string(R"({"id": )") + std::to_string(id) +
+                 R"(, "supportedOnFpga": 1, "cpuLatency": 3, "fpgaLatency": 1, "isBackwardNode": 0, "size": 1})";
+        for (int step = 1; step <= (skip ? 2 : 1); ++step)
+          if (i >= step)
+            edges += (edges.empty() ? "" : ",") + std::string(R"({"sourceId": )") + std::to_string(id - step) +
+                     R"(, "destId": )" + std::to_string(id) + R"(, "cost": 0.1})";
+      }
+    return parse_workload(R"({"maxSizePerFPGA": 1e9, "maxFPGAs": )" + std::to_string(accelerators) +
+                              R"(, "maxCPUs": )" + std::to_string(cpus) + R"(, "nodes": [)" + nodes +
+                              R"(], "edges": [)" + edges + "]}",
+                          "chains");
+  };
+  try {
+    place_max_load(workload(4, 20, 32, 32, false), "dp", {});
+    ADD_FAILURE() << "a 2.8 GB table was filled";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("dp: its table would have"), std::string::npos) << e.what();
+  }
+  MaxLoadOptions options;
+  options.time_limit_s = 1;
+  const auto start = std::chrono::steady_clock::now();
+  const MaxLoadResult ilp = place_max_load(workload(1, 1000, 16, 1, true), "ilp", options);
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 15.0) << ilp.note;
 }
 
 // No packing fits (no CPU, each node larger than an accelerator): local_search says so at once instead of
