@@ -7,6 +7,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "placer/graphs/error.h"
 #include "placer/graphs/validate.h"
@@ -212,12 +213,15 @@ void validate_cluster(const Cluster& cluster) {
     check_range(l.bandwidth_Bps, kMinRate, kMaxRate, where, "bandwidth_Bps", "bytes/s");
   };
   check_link(cluster.default_link, "cluster '" + cluster.name + "': default_link: ");
+  std::set<std::pair<std::string, std::string>> pairs;  // a pair given twice: the first was used, silently
   for (size_t i = 0; i < cluster.links.size(); ++i) {
     const Link& l = cluster.links[i];
     const std::string where = "cluster '" + cluster.name + "': links[" + std::to_string(i) + "]: ";
     if (!names.count(l.from)) throw InputError(where + "from: unknown device '" + l.from + "'");
     if (!names.count(l.to)) throw InputError(where + "to: unknown device '" + l.to + "'");
     if (l.from == l.to) throw InputError(where + "a link from a device to itself");
+    if (!pairs.emplace(l.from, l.to).second)
+      throw InputError(where + "the link from '" + l.from + "' to '" + l.to + "' is given twice");
     check_link(l, where);
   }
 }

@@ -112,6 +112,7 @@ struct OpRecord {
 
 Arg parse_arg(const JsonReader<GraphError>& r, const rj::Value& v, const std::string& where) {
   r.object(v, where, "");
+  r.known(v, {"kind", "value"}, where);
   const std::string kind_name = r.string(r.require(v, "kind", where), where, "kind");
   const auto kind = parse_arg_kind(kind_name);
   if (!kind)
@@ -160,6 +161,10 @@ OpRecord parse_op(const JsonReader<GraphError>& r, const rj::Value& v, size_t in
   if (rec.op.name.empty()) r.fail(rec.where, "name", "empty");
   rec.where += " '" + rec.op.name + "'";
   const std::string& where = rec.where;
+  r.known(v,
+          {"name", "type", "inputs", "args", "outputs", "param_bytes", "flops", "phase", "group", "layer", "forward",
+           "view_of", "microbatch"},
+          where);
   rec.op.type = r.string(r.require(v, "type", where), where, "type");
   if (rec.op.type.empty()) r.fail(where, "type", "empty");
 
@@ -169,6 +174,7 @@ OpRecord parse_op(const JsonReader<GraphError>& r, const rj::Value& v, size_t in
       const std::string f = detail::concat("inputs[", k, "]");
       const rj::Value& in = (*inputs)[k];
       r.object(in, where, f.c_str());
+      r.known(in, {"op", "output"}, where + " " + f);
       const std::string fop = f + ".op", fout = f + ".output";
       std::string name = r.string(r.require(in, "op", where + " " + f), where, fop.c_str());
       int32_t output = 0;
@@ -187,6 +193,7 @@ OpRecord parse_op(const JsonReader<GraphError>& r, const rj::Value& v, size_t in
     const std::string f = detail::concat("outputs[", k, "]");
     const rj::Value& out = outputs[k];
     r.object(out, where, f.c_str());
+    r.known(out, {"shape", "dtype"}, where + " " + f);
     TensorSpec spec;
     const std::string fshape = f + ".shape", fdtype = f + ".dtype";
     const rj::Value* shape = r.member(out, "shape");
@@ -342,10 +349,12 @@ std::string graph_to_json(const Graph& graph) {
 Graph graph_from_json(const std::string& text) {
   JsonReader<GraphError> r{"graph"};
   const rj::Document doc = r.parse(text, "placer.graph");
+  r.known(doc, {"format", "version", "name", "attrs", "ops"}, "");
   Graph graph;
   graph.name = r.opt_string(doc, "name", "");
   if (const rj::Value* attrs = r.member(doc, "attrs")) {
     r.object(*attrs, "", "attrs");
+    r.unique_keys(*attrs, "", "attrs");
     for (auto it = attrs->MemberBegin(); it != attrs->MemberEnd(); ++it) {
       std::string key(it->name.GetString(), it->name.GetStringLength());
       const std::string field = "attrs." + key;

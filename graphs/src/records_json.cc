@@ -4,6 +4,8 @@
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 #include <cmath>
+#include <string>
+#include <unordered_set>
 
 #include "placer/graphs/error.h"
 #include "placer/graphs/files.h"
@@ -43,6 +45,10 @@ struct JsonLink {
 
 Link parse_link(const JsonReader<PlacementError>& r, const rj::Value& v, const std::string& where, bool endpoints) {
   r.object(v, where, "");
+  if (endpoints)
+    r.known(v, {"from", "to", "latency_s", "bandwidth_Bps"}, where);
+  else
+    r.known(v, {"latency_s", "bandwidth_Bps"}, where);
   Link l;
   if (endpoints) {
     l.from = r.string(r.require(v, "from", where), where, "from");
@@ -69,6 +75,7 @@ std::string cluster_to_json(const Cluster& cluster) {
 Cluster cluster_from_json(const std::string& text) {
   JsonReader<PlacementError> r{"cluster"};
   const rj::Document doc = r.parse(text, "placer.cluster");
+  r.known(doc, {"format", "version", "name", "source", "devices", "links", "default_link"}, "");
   Cluster c;
   c.name = r.opt_string(doc, "name", "");
   c.source = r.opt_string(doc, "source", "");
@@ -80,6 +87,8 @@ Cluster cluster_from_json(const std::string& text) {
     Device d;
     d.name = r.string(r.require(v, "name", where), where, "name");
     where += " '" + d.name + "'";
+    r.known(v, {"name", "kind", "physical", "memory_bytes", "peak_flops", "mem_bandwidth", "op_overhead_s", "threads"},
+            where);
     const std::string kind = r.opt_string(v, "kind", where, d.name.rfind("cuda", 0) == 0 ? "cuda" : "cpu");
     if (kind == "cpu")
       d.kind = DeviceKind::Cpu;
@@ -133,6 +142,7 @@ std::string placement_to_json(const NamedPlacement& placement) {
 NamedPlacement placement_from_json(const std::string& text) {
   JsonReader<PlacementError> r{"placement"};
   const rj::Document doc = r.parse(text, "placer.placement");
+  r.known(doc, {"format", "version", "graph", "placement"}, "");
   NamedPlacement p;
   p.graph = r.opt_string(doc, "graph", "");
   const rj::Value& map = r.object(r.require(doc, "placement", ""), "", "placement");
@@ -244,6 +254,7 @@ void check_seconds(const JsonReader<InputError>& r, double v, double lo, const s
 void read_mixed_step(const JsonReader<InputError>& r, const rj::Document& doc, Profile& p) {
   if (const rj::Value* mixed = r.member(doc, "mixed_step")) {
     r.object(*mixed, "mixed_step", "");
+    r.known(*mixed, {"step_s", "devices", "core_rtt_s"}, "mixed_step");
     p.mixed.step_s = r.number(r.require(*mixed, "step_s", "mixed_step"), "mixed_step", "step_s");
     check_seconds(r, p.mixed.step_s, kMinStepSeconds, "mixed_step", "step_s",
                   " (leave mixed_step out when not measured)");
@@ -256,10 +267,9 @@ void read_mixed_step(const JsonReader<InputError>& r, const rj::Document& doc, P
       if (!(p.mixed.core_rtt_s > 0 && p.mixed.core_rtt_s < 0.1))
         r.fail("mixed_step", "core_rtt_s", "must be a number of seconds in (0, 0.1) (leave it out when not probed)");
     }
-    for (size_t i = 0; i < p.mixed.devices.size(); ++i)
-      for (size_t j = 0; j < i; ++j)
-        if (p.mixed.devices[i] == p.mixed.devices[j])
-          r.fail("mixed_step", "devices", "names '" + p.mixed.devices[i] + "' twice");
+    std::unordered_set<std::string> names;
+    for (const std::string& d : p.mixed.devices)
+      if (!names.insert(d).second) r.fail("mixed_step", "devices", "names '" + d + "' twice");
   }
 }
 
@@ -267,22 +277,29 @@ void read_mixed_step(const JsonReader<InputError>& r, const rj::Document& doc, P
 void read_cpu_steps(const JsonReader<InputError>& r, const rj::Document& doc, Profile& p) {
   if (const rj::Value* steps = r.member(doc, "cpu_steps")) {
     r.array(*steps, "", "cpu_steps");
+    std::unordered_set<std::string> names;
+    size_t fastest = 0, slowest = 0;  // indices into p.cpu_steps
     for (rj::SizeType i = 0; i < steps->Size(); ++i) {
       const std::string where = detail::concat("cpu_steps[", i, "]");
       const rj::Value& v = r.object((*steps)[i], where, "");
+      r.known(v, {"device", "step_s"}, where);
       DeviceStep s;
       s.device = r.string(r.require(v, "device", where), where, "device");
       s.step_s = r.number(r.require(v, "step_s", where), where, "step_s");
       check_seconds(r, s.step_s, kMinStepSeconds, where, "step_s");
-      for (const DeviceStep& o : p.cpu_steps) {
-        if (o.device == s.device) r.fail(where, "device", "names '" + s.device + "' twice");
-        // One host's CPU devices: the simulator scales each by its step over the others'.
-        if (s.step_s > 100 * o.step_s || o.step_s > 100 * s.step_s)
-          r.fail(where, "step_s",
-                 format_number(s.step_s, 6) + " s is over 100 times apart from " + o.device + "'s " +
-                     format_number(o.step_s, 6) + " s (the CPU devices of one host)");
-      }
+      if (!names.insert(s.device).second) r.fail(where, "device", "names '" + s.device + "' twice");
+      // One host's CPU devices: the simulator scales each by its step over the others'. Checked against the
+      // fastest and the slowest so far, not every pair (80,000 entries took minutes).
+      if (!p.cpu_steps.empty())
+        for (const DeviceStep& o : {p.cpu_steps[fastest], p.cpu_steps[slowest]})
+          if (s.step_s > 100 * o.step_s || o.step_s > 100 * s.step_s)
+            r.fail(where, "step_s",
+                   format_number(s.step_s, 6) + " s is over 100 times apart from " + o.device + "'s " +
+                       format_number(o.step_s, 6) + " s (the CPU devices of one host)");
       p.cpu_steps.push_back(std::move(s));
+      const size_t k = p.cpu_steps.size() - 1;
+      if (p.cpu_steps[k].step_s < p.cpu_steps[fastest].step_s) fastest = k;
+      if (p.cpu_steps[k].step_s > p.cpu_steps[slowest].step_s) slowest = k;
     }
   }
 }
@@ -293,6 +310,7 @@ void read_op_timings(const JsonReader<InputError>& r, const rj::Document& doc, P
   for (rj::SizeType i = 0; i < ops.Size(); ++i) {
     const std::string where = detail::concat("ops[", i, "]");
     const rj::Value& v = r.object(ops[i], where, "");
+    r.known(v, {"op", "signature", "device", "device_kind", "seconds", "contended_seconds"}, where);
     OpTiming t;
     t.op = r.opt_string(v, "op", where);
     t.signature = r.opt_string(v, "signature", where);
@@ -314,6 +332,7 @@ void read_link_fits(const JsonReader<InputError>& r, const rj::Document& doc, Pr
     for (rj::SizeType i = 0; i < links->Size(); ++i) {
       const std::string where = detail::concat("links[", i, "]");
       const rj::Value& v = r.object((*links)[i], where, "");
+      r.known(v, {"from", "to", "alpha_s", "beta_Bps", "samples"}, where);
       LinkFit l;
       l.from = r.string(r.require(v, "from", where), where, "from");
       l.to = r.string(r.require(v, "to", where), where, "to");
@@ -328,6 +347,7 @@ void read_link_fits(const JsonReader<InputError>& r, const rj::Document& doc, Pr
         for (rj::SizeType k = 0; k < samples->Size(); ++k) {
           const std::string sw = detail::concat(where, " samples[", k, "]");
           const rj::Value& s = r.object((*samples)[k], sw, "");
+          r.known(s, {"bytes", "seconds"}, sw);
           l.samples.emplace_back(r.integer(r.require(s, "bytes", sw), sw, "bytes"),
                                  r.number(r.require(s, "seconds", sw), sw, "seconds"));
           if (l.samples.back().first < 0) r.fail(sw, "bytes", "must be >= 0");
@@ -344,6 +364,10 @@ void read_link_fits(const JsonReader<InputError>& r, const rj::Document& doc, Pr
 Profile profile_from_json(const std::string& text) {
   JsonReader<InputError> r{"profile"};
   const rj::Document doc = r.parse(text, "placer.profile");
+  r.known(doc,
+          {"format", "version", "graph", "devices", "host", "per_op_overhead_s", "gpu_op_overhead_s", "gpu_op_scale",
+           "gpu_step_s", "mixed_step", "cpu_steps", "ops", "links"},
+          "");
   Profile p;
   p.version = static_cast<int>(r.integer(doc["version"], "", "version"));
   p.graph = r.opt_string(doc, "graph", "");

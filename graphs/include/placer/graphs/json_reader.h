@@ -7,8 +7,11 @@
 #include <cereal/archives/json.hpp>
 #include <climits>
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <unordered_set>
 #include <vector>
 
 #include "placer/graphs/error.h"
@@ -144,6 +147,31 @@ struct JsonReader {
   }
 
   static std::string describe(const rj::Value& v) { return JsonNode(&v).describe(); }
+
+  // Every key of the object `obj` one of `keys`, and none given twice (a typo such as "flop"
+  // was read as no flops; of a key given twice the first was kept).
+  void known(const rj::Value& obj, std::initializer_list<const char*> keys, const std::string& where) const {
+    for (auto it = obj.MemberBegin(); it != obj.MemberEnd(); ++it) {
+      const std::string key(it->name.GetString(), it->name.GetStringLength());
+      bool found = false;
+      for (const char* k : keys) found = found || key == k;
+      if (!found) {
+        std::string names;
+        for (const char* k : keys) names += std::string(names.empty() ? "" : ", ") + k;
+        fail(where, key.c_str(), "unknown field (known here: " + names + ")");
+      }
+      for (auto jt = obj.MemberBegin(); jt != it; ++jt)
+        if (jt->name == it->name) fail(where, key.c_str(), "given twice");
+    }
+  }
+  // The keys of a map-like object (names chosen by the file) given once each.
+  void unique_keys(const rj::Value& obj, const std::string& where, const char* field) const {
+    std::unordered_set<std::string_view> seen;
+    for (auto it = obj.MemberBegin(); it != obj.MemberEnd(); ++it)
+      if (!seen.emplace(it->name.GetString(), it->name.GetStringLength()).second)
+        fail(where, detail::concat(*field ? std::string(field) + "." : std::string(),
+                                   std::string(it->name.GetString(), it->name.GetStringLength()), ": given twice"));
+  }
 
   static const rj::Value* member(const rj::Value& obj, const char* key) {
     auto it = obj.FindMember(key);
