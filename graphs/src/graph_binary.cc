@@ -213,6 +213,7 @@ void read_operands(BinaryReader& in, Op& op) {
     op.inputs.push_back(t);
   }
   const size_t args = in.count("args", kMinArgBytes);
+  if (args > kMaxArgsPerOp) in.fail(detail::concat("field 'args' claims ", args, " arguments, over ", kMaxArgsPerOp));
   for (size_t k = 0; k < args; ++k) op.args.push_back(read_arg(in, k));
   const size_t outputs = in.count("outputs", kMinTensorSpecBytes);
   for (size_t k = 0; k < outputs; ++k) {

@@ -185,6 +185,8 @@ OpRecord parse_op(const JsonReader<GraphError>& r, const rj::Value& v, size_t in
   }
   if (const rj::Value* args = r.member(v, "args")) {
     r.array(*args, where, "args");
+    if (args->Size() > kMaxArgsPerOp)
+      r.fail(where, "args", detail::concat(args->Size(), " arguments, over ", kMaxArgsPerOp));
     for (rj::SizeType k = 0; k < args->Size(); ++k)
       rec.op.args.push_back(parse_arg(r, (*args)[k], detail::concat(where, " args[", k, "]")));
   }

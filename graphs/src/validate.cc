@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -27,11 +28,49 @@ std::string shape_str(const std::vector<int64_t>& shape) {
 
 bool valid_dtype(DType t) { return static_cast<uint8_t>(t) <= static_cast<uint8_t>(DType::Bool); }
 
+// Well-formed UTF-8 (no overlong forms, no surrogates, at most U+10FFFF). Names are echoed in errors,
+// JSON files and service replies: a binary graph named "m\xffp" loaded, and the JSON file written
+// from it was refused by the JSON reader.
+bool is_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    int more = 0;
+    uint32_t cp = 0;
+    if (b < 0x80) {
+      ++i;
+      continue;
+    }
+    if (b >= 0xC2 && b <= 0xDF) {
+      more = 1, cp = b & 0x1F;
+    } else if (b >= 0xE0 && b <= 0xEF) {
+      more = 2, cp = b & 0x0F;
+    } else if (b >= 0xF0 && b <= 0xF4) {
+      more = 3, cp = b & 0x07;
+    } else {
+      return false;
+    }
+    if (i + static_cast<size_t>(more) >= s.size()) return false;  // cut short
+    for (int k = 1; k <= more; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if ((c & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (c & 0x3F);
+    }
+    if ((more == 2 && (cp < 0x800 || (cp >= 0xD800 && cp <= 0xDFFF))) || (more == 3 && (cp < 0x10000 || cp > 0x10FFFF)))
+      return false;
+    i += static_cast<size_t>(more) + 1;
+  }
+  return true;
+}
+
 class Validator {
  public:
   explicit Validator(const Graph& g) : g_(g) {}
 
   void run() {
+    if (!is_utf8(g_.name)) throw GraphError("graph: name: not UTF-8 text");
+    for (const auto& [key, value] : g_.attrs)
+      if (!is_utf8(key) || !is_utf8(value)) throw GraphError("graph '" + g_.name + "': attrs: not UTF-8 text");
     if (g_.size() > kMaxOps)
       throw GraphError(detail::concat("graph '", g_.name, "': ", g_.size(), " ops, over the limit ", kMaxOps));
     std::unordered_set<std::string> names;
@@ -40,6 +79,7 @@ class Validator {
       id_ = i;
       const Op& op = g_.op(OpId(i));
       if (op.name.empty()) fail_at(detail::concat("ops[", i, "]"), "name", "empty name");
+      if (!is_utf8(op.name)) fail_at(detail::concat("ops[", i, "]"), "name", "not UTF-8 text");
       if (!names.insert(op.name).second) fail("name", "duplicate op name");
       check_basics(op);
     }
@@ -62,6 +102,10 @@ class Validator {
 
   void check_basics(const Op& op) {
     if (op.type.empty()) fail("type", "empty op type");
+    if (!is_utf8(op.type)) fail("type", "not UTF-8 text");
+    if (!is_utf8(op.group)) fail("group", "not UTF-8 text");
+    if (!is_utf8(op.layer)) fail("layer", "not UTF-8 text");
+    if (op.args.size() > kMaxArgsPerOp) fail("args", detail::concat(op.args.size(), " arguments, over ", kMaxArgsPerOp));
     if (static_cast<uint8_t>(op.phase) > static_cast<uint8_t>(Phase::Update)) fail("phase", "not a phase");
     if (op.inputs.size() > kMaxEdgesPerOp) fail("inputs", "absurd number of inputs");
     if (op.outputs.size() > kMaxEdgesPerOp) fail("outputs", "absurd number of outputs");
@@ -249,6 +293,8 @@ class Validator {
     if (op.inputs.empty() || op.inputs[0].op != op.forward || op.inputs[0].output != 0)
       fail("inputs[0]", "must be the output of its param op '" + param.name + "'");
     if (op.args.empty() || op.args[0].kind != Arg::Kind::Double) fail("args[0]", "must be the learning rate (double)");
+    if (!std::isfinite(op.args[0].d) || op.args[0].d < 0)  // NaN went on into every update
+      fail("args[0]", detail::concat("the learning rate must be finite and >= 0, got ", op.args[0].d));
     for (size_t m = 1; m < op.inputs.size(); ++m) {
       const TensorSpec& g = spec(op.inputs[m]);
       if (g.shape != param.outputs[0].shape)

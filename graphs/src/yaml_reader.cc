@@ -3,6 +3,10 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <set>
+#include <string>
+#include <vector>
+
 namespace placer {
 
 namespace detail {
@@ -73,6 +77,37 @@ std::vector<std::string> YamlNode::keys() const {
   return out;
 }
 
+namespace {
+
+// A key given twice in one map: yaml-cpp keeps both, and a lookup finds the first, so the second was
+// dropped in silence (`policy: {type: bogus, type: gnn}` read as bogus). Iterative: nesting is the file's.
+// Each collection once, by where it starts in the text: an alias is the node it names, and nested aliases
+// (a "billion laughs" file) would otherwise be walked exponentially often.
+void refuse_repeated_keys(const YAML::Node& root) {
+  std::vector<YAML::Node> todo{root};
+  std::set<int> seen;
+  while (!todo.empty()) {
+    const YAML::Node node = todo.back();
+    todo.pop_back();
+    if ((node.IsSequence() || node.IsMap()) && !seen.insert(node.Mark().pos).second) continue;
+    if (node.IsSequence()) {
+      for (const auto& item : node) todo.push_back(item);
+    } else if (node.IsMap()) {
+      std::set<std::string> keys;
+      for (const auto& kv : node) {
+        if (kv.first.IsScalar() && !keys.insert(kv.first.Scalar()).second) {
+          const int line = kv.first.Mark().line + 1;
+          const std::string problem = "the key '" + kv.first.Scalar() + "' is given twice in one map";
+          throw YamlSyntaxError("yaml-cpp: error at line " + std::to_string(line) + ": " + problem, line, problem);
+        }
+        todo.push_back(kv.second);
+      }
+    }
+  }
+}
+
+}  // namespace
+
 YamlNode parse_yaml(const std::string& text) {
   YAML::Node root;
   try {
@@ -80,6 +115,7 @@ YamlNode parse_yaml(const std::string& text) {
   } catch (const YAML::Exception& e) {
     throw YamlSyntaxError(e.what(), e.mark.line + 1, e.msg);
   }
+  refuse_repeated_keys(root);
   return detail::YamlValue::wrap(root);
 }
 

@@ -67,16 +67,17 @@ void read_limits(YamlFields limits, ServiceConfig& c) {
 
 void read_place(YamlFields place, ServiceConfig& c) {
   place.read("baselines", &c.place_baselines);
-  place.read("cache_entries", &c.cache_entries, INT_MIN, INT_MAX);
+  place.read("cache_entries", &c.cache_entries, 0, 1 << 20);
   place.finish();
   check(place, !c.place_baselines.empty(), "baselines", "give at least one placer");
 }
 
 void read_jobs(YamlFields jobs, ServiceConfig& c) {
   jobs.read("runners", &c.job_runners, 1, INT_MAX);
-  jobs.read("queue", &c.job_queue, INT_MIN, INT_MAX);
-  jobs.read("max_jobs", &c.max_jobs, INT_MIN, INT_MAX);
-  jobs.read("keep_results_s", &c.job_keep_s, -1e300, 1e300);
+  // A negative queue or max_jobs answered every optimize `busy`; keep_results_s -1e300 expired every result.
+  jobs.read("queue", &c.job_queue, 0, 1 << 20);
+  jobs.read("max_jobs", &c.max_jobs, 1, 1 << 24);
+  jobs.read("keep_results_s", &c.job_keep_s, 0, 1e9);
   jobs.read("methods", &c.optimize_methods);
   jobs.read("measure", &c.measure_jobs);
   jobs.read("metric_series", &c.job_metric_series, 1, INT_MAX);

@@ -420,7 +420,9 @@ void parse_evaluate(const Fields& f, Request& r, const ProtocolLimits& limits) {
     std::string op(it->name.GetString(), it->name.GetStringLength());
     if (!it->value.IsString())
       bad("placement.device." + op, std::string("expected a device name, got ") + describe(it->value));
-    r.placement[op] = std::string(it->value.GetString(), it->value.GetStringLength());
+    // Listed twice: refused, as a placement file does (the last was kept, a file's reader refused it).
+    if (!r.placement.emplace(op, std::string(it->value.GetString(), it->value.GetStringLength())).second)
+      bad("placement.device." + op, "listed twice");
   }
 }
 

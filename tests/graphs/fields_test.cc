@@ -137,6 +137,23 @@ TEST(YamlReader, NodesDescribeThemselves) {
   EXPECT_EQ(root.member("absent").describe(), "nothing");
   EXPECT_FALSE(root.member("l").member("x").present());
   EXPECT_EQ(YamlNode().size(), 0u);
+  // A key given twice in one map is an error with its line (the first was kept, the second dropped);
+  // aliases, however nested, are walked once each.
+  try {
+    parse_yaml("policy:\n  type: bogus\n  hidden: 8\n  type: gnn\n");
+    ADD_FAILURE() << "a repeated key was accepted";
+  } catch (const YamlSyntaxError& e) {
+    EXPECT_EQ(e.line(), 4);
+    EXPECT_EQ(e.problem(), "the key 'type' is given twice in one map");
+  }
+  std::string laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n";
+  for (int i = 1; i < 30; ++i)
+    laughs += "l" + std::to_string(i) + ": &l" + std::to_string(i) + " [" +
+              std::string(i == 1 ? "*a" : "*l" + std::to_string(i - 1)) + ", " +
+              std::string(i == 1 ? "*a" : "*l" + std::to_string(i - 1)) + ", " +
+              std::string(i == 1 ? "*a" : "*l" + std::to_string(i - 1)) + "]\n";
+  EXPECT_TRUE(parse_yaml(laughs).is_map());  // 3^29 paths, 31 collections
+  EXPECT_TRUE(parse_yaml("a: [{k: 1}, {k: 2}]\nb: {k: 1}\n").is_map());  // the same key in different maps
   EXPECT_TRUE(parse_yaml("").is_null());
 }
 

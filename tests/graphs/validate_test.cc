@@ -214,6 +214,35 @@ TEST(Validate, BackwardAndUpdateOps) {
   g = tiny_training();
   g.mutable_op(OpId(10)).phase = Phase::Backward;
   EXPECT_VALIDATE_ERROR(g, "op 'b_sgd': phase: an sgd op has phase update, not backward");
+
+  // A NaN learning rate went on into every update (and through `graph pipeline` into its file).
+  for (double lr : {std::nan(""), -std::numeric_limits<double>::infinity(), -0.1}) {
+    g = tiny_training();
+    g.mutable_op(OpId(9)).args[0] = Arg::real(lr);
+    EXPECT_VALIDATE_ERROR(g, "op 'w_sgd': args[0]: the learning rate must be finite and >= 0");
+  }
+}
+
+// Names are UTF-8 text (a binary graph named "m\xffp" loaded, and the JSON written from it did not), and
+// an op has at most kMaxArgsPerOp arguments (a binary file's count is checked before they are read).
+TEST(Validate, NamesAreUtf8AndArgsAreFew) {
+  Graph g = tiny_forward();
+  g.mutable_op(OpId(4)).name = "re\xfflu";
+  EXPECT_VALIDATE_ERROR(g, "ops[4]: name: not UTF-8 text");
+  for (const char* bad : {"\xc0\xaf", "\xed\xa0\x80", "\xf4\x90\x80\x80", "caf\xc3"}) {  // overlong, surrogate, > U+10FFFF, cut
+    g = tiny_forward();
+    g.mutable_op(OpId(4)).layer = bad;
+    EXPECT_VALIDATE_ERROR(g, "op 'relu': layer: not UTF-8 text");
+  }
+  g = tiny_forward();
+  g.name = "caf\xc3\xa9 \xe2\x86\x92 \xf0\x9f\x98\x80";  // "café → 😀"
+  g.mutable_op(OpId(4)).group = "\xe6\x97\xa5";
+  EXPECT_NO_THROW(validate_graph(g));
+  g.attrs["k"] = "\xff";
+  EXPECT_VALIDATE_ERROR(g, "attrs: not UTF-8 text");
+  g = tiny_forward();
+  g.mutable_op(OpId(4)).args.assign(kMaxArgsPerOp + 1, Arg::integer(0));
+  EXPECT_VALIDATE_ERROR(g, "op 'relu': args: 1025 arguments, over 1024");
 }
 
 TEST(Validate, InputsMustBeEarlierOps) {

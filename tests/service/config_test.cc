@@ -68,6 +68,14 @@ TEST(ServiceConfig, WrongTypesAndRangesNameTheField) {
   EXPECT_EQ(error_of("policies: [{name: a}]\n"), "policies[0].checkpoint: missing");
   EXPECT_EQ(error_of("default_policy: nope\n"), "default_policy: 'nope' is not in policies");
   EXPECT_EQ(error_of("metrics_port: 70000\n"), "metrics_port: must be -1 (off), 0 (any) or a port");
+  // Accepted before: a negative queue or max_jobs answered every optimize `busy`.
+  EXPECT_EQ(error_of("jobs: {queue: -1}\n"), "jobs.queue: must be in [0, 1048576], got -1");
+  EXPECT_EQ(error_of("jobs: {max_jobs: -5}\n"), "jobs.max_jobs: must be in [1, 16777216], got -5");
+  EXPECT_NE(error_of("jobs: {keep_results_s: -1e300}\n").find("jobs.keep_results_s: must be in [0, "), std::string::npos);
+  EXPECT_EQ(error_of("place: {cache_entries: -7}\n"), "place.cache_entries: must be in [0, 1048576], got -7");
+  // A key given twice (the first was kept, the second dropped in silence).
+  EXPECT_NE(error_of("workers: 2\nworkers: 4\n").find("the key 'workers' is given twice in one map"), std::string::npos)
+      << error_of("workers: 2\nworkers: 4\n");
 }
 
 }  // namespace

@@ -213,6 +213,9 @@ TEST(Protocol, MissingAndWrongTypedFieldsAreNamed) {
   expect_error(
       R"({"version":1,"type":"evaluate","graph":{"builder":"nmt"},"cluster":"k80x2","placement":{"device":{"a":1}}})",
       codes::kBadRequest, "placement.device.a", "expected a device name");
+  expect_error(R"({"version":1,"type":"evaluate","graph":{"builder":"nmt"},"cluster":"k80x2",
+                  "placement":{"device":{"a":"cuda:0","a":"cuda:1"}}})",
+               codes::kBadRequest, "placement.device.a", "listed twice");  // the last was kept
   expect_error(R"({"version":1,"type":"health","include_placement":"yes"})", codes::kBadRequest, "include_placement",
                "expected true or false");
 }

@@ -11,6 +11,9 @@ namespace placer {
 inline constexpr int64_t kMaxOps = 10'000'000;
 inline constexpr int64_t kMaxRank = 16;
 inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;  // 1 TiB
+// An ATen call has a few dozen arguments at most; a file's count is checked before they are read
+// (a 30 MB binary graph of one-byte args took 3 GB, then bad_alloc).
+inline constexpr size_t kMaxArgsPerOp = 1024;
 
 // A device's or link's rate (FLOP/s, bytes/s) and a fixed cost in seconds
 // (cluster files) or a measured time (profiles) must lie in finite ranges that
