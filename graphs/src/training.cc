@@ -133,6 +133,38 @@ Op update_op(const Op& op, OpId k, const std::vector<GradIn>& grads, double lear
   return update;
 }
 
+// The forward ops the loss depends on, with every input and param op (state, kept even where unread);
+// the others are left out of the step. Keeping them let a param's update run before such an op read
+// the param: nothing orders an op that leads to no backward op against the update (a model returning
+// `(fc(x), fc(y))` and training on the first).
+Graph without_dead_ops(const Graph& forward, OpId* loss) {
+  const int32_t n = static_cast<int32_t>(forward.size());
+  std::vector<char> needed(n, 0);
+  needed[loss->value] = 1;
+  for (int32_t k = n - 1; k >= 0; --k) {
+    const Op& op = forward.op(OpId(k));
+    if (op.type == op_types::kInput || op.type == op_types::kParam) needed[k] = 1;
+    if (!needed[k]) continue;
+    for (const TensorRef& in : op.inputs) needed[in.op.value] = 1;
+  }
+  int32_t dropped = 0;
+  for (char keep : needed) dropped += keep ? 0 : 1;
+  if (dropped == 0) return forward;
+  Graph kept;
+  kept.name = forward.name;
+  kept.attrs = forward.attrs;
+  kept.attrs["training.dropped_ops"] = std::to_string(dropped);
+  std::vector<OpId> id(n);
+  for (int32_t k = 0; k < n; ++k) {
+    if (!needed[k]) continue;
+    Op op = forward.op(OpId(k));
+    for (TensorRef& in : op.inputs) in.op = id[in.op.value];
+    id[k] = kept.add_op(std::move(op));
+  }
+  *loss = id[loss->value];
+  return kept;
+}
+
 }  // namespace
 
 Graph make_training_graph(const Graph& forward, double learning_rate,
@@ -140,17 +172,18 @@ Graph make_training_graph(const Graph& forward, double learning_rate,
   if (forward.is_training()) {
     throw GraphError("graph '" + forward.name + "' already has backward or update ops");
   }
-  const int32_t n = static_cast<int32_t>(forward.size());
   OpId loss = find_loss(forward);
+  const Graph step_forward = without_dead_ops(forward, &loss);
+  const int32_t n = static_cast<int32_t>(step_forward.size());
 
-  Graph g = forward;
-  const std::vector<std::vector<GradIn>> grads_in = add_backward_ops(forward, loss, is_differentiable, g);
-  if (g.size() == forward.size()) {
-    throw GraphError("graph '" + forward.name + "': the loss '" + forward.op(loss).name +
+  Graph g = step_forward;
+  const std::vector<std::vector<GradIn>> grads_in = add_backward_ops(step_forward, loss, is_differentiable, g);
+  if (g.size() == step_forward.size()) {
+    throw GraphError("graph '" + forward.name + "': the loss '" + step_forward.op(loss).name +
                      "' does not depend on any param; nothing to train");
   }
   for (int32_t k = 0; k < n; ++k) {
-    const Op& op = forward.op(OpId(k));
+    const Op& op = step_forward.op(OpId(k));
     if (op.type != op_types::kParam || grads_in[k].empty()) continue;
     g.add_op(update_op(op, OpId(k), grads_in[k], learning_rate));
   }

@@ -152,11 +152,16 @@ TEST(Training, OnlyOpsOnTheLossPathGetBackward) {
   add(f, "loss", "aten::mean", {out(sum)}, {Arg::tensor(0), Arg::none()}, {f32({})}, 15);
 
   Graph g = make_training_graph(f);
-  // loss, sum, lookup get backward ops; side/side_mean (not on the path to the
-  // last scalar sink) and t (no param upstream) do not.
+  // loss, sum, lookup get backward ops; t (no param upstream) does not; side/side_mean (not on the path
+  // to the last scalar sink) are left out of the step.
   std::vector<std::string> names;
-  for (int32_t k = static_cast<int32_t>(f.size()); k < g.size(); ++k) names.push_back(g.op(OpId(k)).name);
+  for (const Op& op : g.ops())
+    if (op.phase != Phase::Forward) names.push_back(op.name);
   EXPECT_EQ(names, (std::vector<std::string>{"loss/grad", "sum/grad", "lookup/grad", "emb/update"}));
+  EXPECT_FALSE(g.find("side").has_value());
+  EXPECT_FALSE(g.find("side_mean").has_value());
+  EXPECT_TRUE(g.find("t").has_value());
+  EXPECT_EQ(g.attrs.at("training.dropped_ops"), "2");
   // add's gradient only for input 0 (input 1 does not depend on a param);
   // the embedding's only for its weight (ids are integers).
   EXPECT_EQ(named(g, "sum/grad").args[1], Arg::int_list({0}));
@@ -164,6 +169,31 @@ TEST(Training, OnlyOpsOnTheLossPathGetBackward) {
   EXPECT_EQ(named(g, "lookup/grad").outputs, (std::vector<TensorSpec>{f32({10, 3})}));
   (void)e;
   EXPECT_NO_THROW(validate_graph(g));
+}
+
+Graph small_forward();
+
+// A forward op that reads a param but leads to no loss (a model returning `(fc(x), fc(y))`, trained on the
+// first) had no order against the param's update: on another device it could read the updated weights.
+// It is left out of the step; an op on the loss path is ordered before every update through the loss.
+TEST(Training, AParamReaderOffTheLossPathIsLeftOut) {
+  Graph f;
+  OpId x = add(f, "x", op_types::kInput, {}, {}, {f32({4, 3})});
+  OpId y = add(f, "y", op_types::kInput, {}, {}, {f32({4, 3})});
+  OpId w = add(f, "w", op_types::kParam, {}, {}, {f32({3, 2})});
+  OpId used = add(f, "fc_x", "aten::mm", {out(x), out(w)}, ab(2), {f32({4, 2})}, 48);
+  add(f, "fc_y", "aten::mm", {out(y), out(w)}, ab(2), {f32({4, 2})}, 48);  // a second output of the model
+  add(f, "loss", "aten::mean", {out(used)}, {Arg::tensor(0), Arg::none()}, {f32({})}, 8);
+  const Graph g = make_training_graph(f);
+  EXPECT_FALSE(g.find("fc_y").has_value());
+  EXPECT_TRUE(g.find("y").has_value());  // inputs and params stay
+  EXPECT_EQ(g.attrs.at("training.dropped_ops"), "1");
+  // Every op reading w comes before its update: here the update needs fc_x's gradient, after the loss.
+  const Op& update = named(g, "w/update");
+  EXPECT_EQ(g.op(update.inputs.at(1).op).name, "fc_x/grad");
+  EXPECT_NO_THROW(validate_graph(g));
+  // Nothing dropped: the graph and its attrs as before.
+  EXPECT_EQ(make_training_graph(small_forward()).attrs.count("training.dropped_ops"), 0u);
 }
 
 Graph small_forward() {
