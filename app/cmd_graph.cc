@@ -2,6 +2,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -75,7 +76,10 @@ std::pair<std::string, int64_t> parse_builder_option(const std::string& text) {
   errno = 0;
   char* end = nullptr;
   const long long v = std::strtoll(value.c_str(), &end, 10);
-  if (errno != 0 || end == value.c_str() || *end != '\0')
+  // Digits with an optional '-' only: strtoll also took "+5" and " 5".
+  const bool plain = (value[0] == '-' && value.size() > 1 ? std::isdigit(static_cast<unsigned char>(value[1]))
+                                                          : std::isdigit(static_cast<unsigned char>(value[0]))) != 0;
+  if (errno != 0 || end == value.c_str() || *end != '\0' || !plain)
     throw InputError("--opt '" + text + "': value '" + value + "' is not an integer");
   return {key, static_cast<int64_t>(v)};
 }

@@ -17,6 +17,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -153,9 +154,12 @@ std::string graph_json(const QueryArgs& a) {
     throw InputError("give exactly one of --graph FILE and --builder NAME");
   if (!a.graph_file.empty()) return "{\"inline\":" + graph_to_json(load_graph(a.graph_file)) + "}";
   std::string opts;
+  std::set<std::string> keys;
   for (const auto& kv : a.options) {
     auto eq = kv.find('=');
-    if (eq == std::string::npos) throw InputError("--option: expected KEY=VALUE, got '" + kv + "'");
+    if (eq == std::string::npos || eq == 0) throw InputError("--option: expected KEY=VALUE, got '" + kv + "'");
+    // As `graph build --opt` (the service kept the last of a repeated key and counted both in its limit).
+    if (!keys.insert(kv.substr(0, eq)).second) throw InputError("--option " + kv.substr(0, eq) + ": given twice");
     // Builder options are integers (the protocol's graph.options): parsed here, never spliced into the request.
     const std::string value = kv.substr(eq + 1);
     int64_t n = 0;

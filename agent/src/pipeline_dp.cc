@@ -184,10 +184,12 @@ PipelineCost::Terms PipelineCost::stage(int32_t i, int32_t j, int32_t d, int32_t
   }
   const int32_t M = spec_.microbatches;
   const int32_t in_flight = spec_.schedule == PipelineSchedule::GPipe || S <= 0 ? M : std::max(1, std::min(M, S - s));
-  // Param gradients (an RNN's per-step ones) wait for their micro-batch's sum: GPipe runs every
-  // backward first, so all M micro-batches' wait; 1F1B sums each before the next backward.
-  const int32_t grads_alive = spec_.schedule == PipelineSchedule::GPipe ? M : 1;
-  t.memory = 2 * (pre_param_[j] - pre_param_[i]) + grads_alive * (pre_grad_[j] - pre_grad_[i]) +
+  // Params, their gradient sum, and from 3 micro-batches on the sum's next value while an accumulation
+  // runs (it is no in-place add: 1F1B at M = 4 peaked 12% over the budget this model kept). A micro-batch's
+  // param gradients (an RNN's per-step ones) wait only for their own sum: its accumulations come before
+  // the next micro-batch's backward in op order, under GPipe too (M of them kept it from splits that fit).
+  const int32_t param_copies = M >= 3 ? 3 : 2;
+  t.memory = param_copies * (pre_param_[j] - pre_param_[i]) + (pre_grad_[j] - pre_grad_[i]) +
              in_flight * (pre_act_[j] - pre_act_[i] + units_.cross_bytes[i]);
   return t;
 }

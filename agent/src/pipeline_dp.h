@@ -24,12 +24,13 @@
 //            waits for one to come back: c_s = R_s / (S - s), R_s = the round
 //            trip sum_{t>=s} w_t + sum_{t>s} (cf_t + cb_t). GPipe: c_s = 0.
 //   T      = sum + (M - 1) * B
-// A stage holds params + a gradient buffer (2 x param bytes) + its
-// activations and the tensors crossing into it for each micro-batch in
-// flight (M under GPipe, k_s under 1F1B) + its backward ops' param gradients
-// (an RNN's per-step weight gradients live until their micro-batch's are
-// summed: M micro-batches' under GPipe, whose backwards all come first, one's
-// under 1F1B), within kMemoryFraction of its device. Conservative: every
+// A stage holds params + a gradient buffer (2 x param bytes; 3 x from M = 3
+// on, the buffer's next value while an accumulation runs) + its activations
+// and the tensors crossing into it for each micro-batch in flight (M under
+// GPipe, k_s under 1F1B) + one micro-batch's param gradients (an RNN's
+// per-step weight gradients live until their micro-batch's are summed, which
+// comes before the next micro-batch's backward), within kMemoryFraction of
+// its device. Conservative: every
 // forward output counts as kept for the backward.
 // (A tensor that skips a stage is counted at every cut it crosses, over the
 // neighbouring stages' link: the price of a DP state without the next cut.)

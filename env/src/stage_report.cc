@@ -83,22 +83,36 @@ double busy_within(const std::vector<std::pair<double, double>>& spans, double f
   return busy;
 }
 
-// Whether a timeline event runs a copy ("x@mb<k>") of one of the base graph's split ops.
-bool runs_split_op(const Graph& base, const std::string& event) {
+// Per op of the base graph: a split op (is_stage_op) that reads the model, a param or such an op. One fed
+// by inputs alone (a loss's label reshaped) runs at the start on any stage, and ended its warm-up at 0.
+std::vector<char> model_ops(const Graph& base) {
+  std::vector<char> out(base.size(), 0);
+  for (int32_t v = 0; v < base.size(); ++v) {
+    const Op& op = base.op(OpId(v));
+    if (!is_stage_op(op)) continue;
+    for (const TensorRef& in : op.inputs)
+      if (out[in.op.value] || base.op(in.op).type == op_types::kParam) out[v] = 1;
+  }
+  return out;
+}
+
+// Whether a timeline event runs a copy ("x@mb<k>") of one of the base graph's model ops.
+bool runs_model_op(const Graph& base, const std::vector<char>& model, const std::string& event) {
   const size_t at = event.rfind("@mb");
   const auto op = base.find(std::string_view(event).substr(0, at));
-  return op && is_stage_op(base.op(*op));
+  return op && model[op->value];
 }
 
 void measure_bubble(const Graph& base, StageReport* r, const std::vector<TimelineEvent>& timeline) {
   std::map<std::string, std::vector<std::pair<double, double>>> spans;  // device lane -> op intervals
   std::map<std::string, double> first_forward, last_backward_end;
+  const std::vector<char> model = model_ops(base);
   double end = 0.0;
   for (const TimelineEvent& e : timeline) {
     end = std::max(end, e.start_s + e.duration_s);
     if (e.category == "transfer") continue;
     spans[e.lane].emplace_back(e.start_s, e.start_s + e.duration_s);
-    if (runs_split_op(base, e.name) && (!first_forward.count(e.lane) || e.start_s < first_forward[e.lane]))
+    if (runs_model_op(base, model, e.name) && (!first_forward.count(e.lane) || e.start_s < first_forward[e.lane]))
       first_forward[e.lane] = e.start_s;
     if (e.category == "backward")
       last_backward_end[e.lane] = std::max(last_backward_end[e.lane], e.start_s + e.duration_s);

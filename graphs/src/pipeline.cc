@@ -174,7 +174,7 @@ std::optional<PipelineSpec> pipeline_spec_of(const Graph& graph) {
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == 0 || used != text.size())
+  if (used == 0 || used != text.size() || !(text[0] >= '0' && text[0] <= '9'))  // " 4", "+4": no
     throw GraphError(std::string("graph attrs: ") + kAttrMicrobatches + " '" + text + "' is not a whole number");
   if (value < 1 || value > kMaxMicrobatches)
     throw GraphError(std::string("graph attrs: ") + kAttrMicrobatches + " " + text + " is not in [1, " +
@@ -203,24 +203,25 @@ MicrobatchGate::MicrobatchGate(const Graph& graph, const std::vector<DeviceId>& 
   microbatch_.resize(n);
   ops_of_mb_.assign(static_cast<size_t>(devices) * M, 0);
   // A device's stage: the rank of its first stage op of micro-batch 0 (is_stage_op) among the devices
-  // that run micro-batch ops; one with none of those (only inputs, say) after them, by its first op.
+  // that have one. Only the stages count: a device with only inputs, or only a param's gradient sums,
+  // added one to every stage's bound. Inputs are not gated: one on a later stage's device took that
+  // stage's one slot, and stage 0 ran F0 B0 F1 where 1F1B runs F0 F1 B0.
   constexpr int32_t kNone = std::numeric_limits<int32_t>::max();
-  std::vector<std::pair<int32_t, int32_t>> first(devices, {kNone, kNone});  // (first stage op, first op)
+  std::vector<int32_t> first(devices, kNone);
   for (int32_t o = 0; o < n; ++o) {
     device_[o] = device_of.at(o).value;
     const Op& op = graph.op(OpId(o));
-    microbatch_[o] = op.microbatch;
+    microbatch_[o] = op.type == op_types::kInput ? -1 : op.microbatch;
+    if (op.microbatch >= M)
+      throw GraphError(detail::concat("op '", op.name, "': microbatch ", op.microbatch, " is not below the graph's ",
+                                      kAttrMicrobatches, " ", M));
     if (microbatch_[o] < 0) continue;
-    if (microbatch_[o] >= M) throw GraphError("op '" + op.name + "': microbatch out of range");
     ++ops_of_mb_[static_cast<size_t>(device_[o]) * M + microbatch_[o]];
-    if (microbatch_[o] != 0) continue;
-    auto& [stage_op, any_op] = first[device_[o]];
-    if (is_stage_op(op)) stage_op = std::min(stage_op, o);
-    any_op = std::min(any_op, o);
+    if (microbatch_[o] == 0 && is_stage_op(op)) first[device_[o]] = std::min(first[device_[o]], o);
   }
   std::vector<int32_t> order;
   for (int32_t d = 0; d < devices; ++d)
-    if (first[d].second != kNone) order.push_back(d);
+    if (first[d] != kNone) order.push_back(d);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return first[a] < first[b]; });
   const int32_t stages = static_cast<int32_t>(order.size());
   cap_.assign(devices, M);

@@ -5,12 +5,14 @@
 #include "placer/graphs/validate.h"
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/pipeline.h"
 
 namespace placer {
 
@@ -73,6 +75,13 @@ class Validator {
       if (!is_utf8(key) || !is_utf8(value)) throw GraphError("graph '" + g_.name + "': attrs: not UTF-8 text");
     if (g_.size() > kMaxOps)
       throw GraphError(detail::concat("graph '", g_.name, "': ", g_.size(), " ops, over the limit ", kMaxOps));
+    // A pipelined mini-batch's attrs come together (with one left out the graph ran as a plain step) and
+    // every op's micro-batch is below their count.
+    if (g_.attrs.count(kAttrMicrobatches) != g_.attrs.count(kAttrSchedule))
+      throw GraphError(std::string("graph attrs: ") + kAttrMicrobatches + " and " + kAttrSchedule +
+                       " come together; only " +
+                       (g_.attrs.count(kAttrMicrobatches) ? kAttrMicrobatches : kAttrSchedule) + " is given");
+    pipeline_ = pipeline_spec_of(g_);
     std::unordered_set<std::string> names;
     names.reserve(g_.ops().size());
     for (int32_t i = 0; i < g_.size(); ++i) {
@@ -121,6 +130,11 @@ class Validator {
     }
     for (size_t k = 0; k < op.outputs.size(); ++k) check_tensor(op.outputs[k], detail::concat("outputs[", k, "]"));
     check_view_of(op);
+    if (op.microbatch >= 0 && !pipeline_)
+      fail("microbatch", "set, but the graph is no pipelined mini-batch (its attrs name no pipeline.microbatches)");
+    if (pipeline_ && op.microbatch >= pipeline_->microbatches)
+      fail("microbatch", detail::concat(op.microbatch, " is not below the graph's ", kAttrMicrobatches, " ",
+                                        pipeline_->microbatches));
     if (op.param_bytes < 0) fail("param_bytes", detail::concat("negative size ", op.param_bytes));
     if (op.param_bytes > kMaxParamBytes) fail("param_bytes", detail::concat("absurd size ", op.param_bytes));
     if (!std::isfinite(op.flops) || op.flops < 0)
@@ -464,6 +478,7 @@ class Validator {
   }
 
   const Graph& g_;
+  std::optional<PipelineSpec> pipeline_;  // a pipelined mini-batch's spec, from the attrs
   int32_t id_ = 0;
 };
 

@@ -187,7 +187,8 @@ TEST(PipelineDp, MatchesBruteForceWhenAStageNeedsLessMemoryLonger) {
   u.back_bytes.assign(U + 1, 1'000);
   u.back_count.assign(U + 1, 1);
   const CostModel costs = CostModel::uniform(1, D, 1e-3);
-  const PipelineCost cost(u, costs, std::vector<int64_t>(D, 5 * P / 2), {8, PipelineSchedule::OneFOneB});
+  // Params take 3 x P at 8 micro-batches (the sum's old and new values while an accumulation runs).
+  const PipelineCost cost(u, costs, std::vector<int64_t>(D, 7 * P / 2), {8, PipelineSchedule::OneFOneB});
   const double brute = brute_force_alike(cost);
   ASSERT_LT(brute, std::numeric_limits<double>::infinity());
   const PipelineDpResult r = solve_pipeline_dp(cost);
@@ -229,6 +230,46 @@ TEST(PipelineDp, NoSplitFitsSaysSo) {
               std::string::npos)
         << e.what();
   }
+}
+
+// The memory dp plans for is what the simulator books: from 3 micro-batches on an accumulation holds the
+// gradient sum's old and new values (1F1B at M = 4 overflowed its device: "needs 112.80 MiB, has 112.53"),
+// and under GPipe one micro-batch's param gradients wait, not M (a budget 1.3x its own split's peak was
+// refused). Across a sweep of memory sizes dp either fits, as simulated, or says no split fits.
+TEST(PipelineDp, PlansTheMemoryTheSimulatorBooks) {
+  BuilderOptions bo;
+  bo.values = {{"batch", 8}, {"width", 2048}, {"layers", 8}, {"input", 2048}};
+  const Graph g = build_graph("mlp", bo);
+  for (const PipelineSchedule schedule : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB})
+    for (const int M : {3, 4}) {
+      SCOPED_TRACE(std::string(schedule == PipelineSchedule::GPipe ? "gpipe" : "1f1b") + " M=" + std::to_string(M));
+      EnvOptions o;
+      o.objective = Objective::Pipeline;
+      o.pipeline = {M, schedule};
+      const auto place = [&](double memory, int64_t* peak) {
+        Cluster c = cluster_preset("p100x4");
+        for (Device& d : c.devices) d.memory_bytes = static_cast<int64_t>(memory);
+        Environment env(g, c, o);
+        PlaceContext ctx{&g, &c, &env};
+        const PlaceResult r = make_placer("dp")->place(ctx);
+        const StepResult s = env.simulate(r.placement);
+        EXPECT_EQ(s.status, StepStatus::Ok) << s.message;
+        *peak = 0;
+        for (const DeviceStats& d : s.devices) *peak = std::max(*peak, d.peak_bytes);
+        EXPECT_LE(*peak, static_cast<int64_t>(memory));
+      };
+      int64_t peak = 0;
+      place(1e10, &peak);
+      int64_t tight = 0;
+      EXPECT_NO_THROW(place(1.3 * static_cast<double>(peak) / kMemoryFraction, &tight));
+      for (double memory = 0.5 * peak; memory <= 1.6 * peak; memory += 0.05 * peak) {
+        try {
+          place(memory, &tight);
+        } catch (const NoFeasiblePlacement& e) {  // a refusal, never a split that overflows its device
+          EXPECT_EQ(std::string(e.what()).find("overflows"), std::string::npos) << e.what();
+        }
+      }
+    }
 }
 
 TEST(PipelineDp, DpPlacerUsesItUnderThePipelineObjective) {

@@ -74,6 +74,8 @@ expect_ok "info forward-only" "$PLACER" graph info "$T/fwd.json"
 expect_stdout "info forward-only" "(forward only)"
 expect_error "bad --opt" '!0' "--opt 'batch'" "$PLACER" graph build mlp --opt batch -o "$T/x.json"
 expect_error "non-integer --opt" '!0' "is not an integer" "$PLACER" graph build mlp --opt batch=many -o "$T/x.json"
+expect_error "--opt with a plus" '!0' "is not an integer" "$PLACER" graph build mlp --opt batch=+5 -o "$T/x.json"
+expect_error "--opt with a space" '!0' "is not an integer" "$PLACER" graph build mlp --opt "batch= 5" -o "$T/x.json"
 expect_error "unknown model" '!0' "nosuchmodel" "$PLACER" graph build nosuchmodel -o "$T/x.json"
 expect_error "missing -o" '!0' "output" "$PLACER" graph build mlp
 

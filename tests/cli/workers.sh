@@ -25,7 +25,8 @@ fi
 # `placer query`'s own flags are checked before anything is sent: builder options are integers (they were spliced
 # into the request's JSON as given), a timeout is positive (-1 waited forever).
 for args in "--timeout-ms -1 health" "place --builder mlp --option batch=4,\"layers\":5 --cluster k80x2" \
-  "place --builder mlp --option layers= --cluster k80x2" "optimize --builder mlp --cluster k80x2 --seconds nan"; do
+  "place --builder mlp --option layers= --cluster k80x2" "optimize --builder mlp --cluster k80x2 --seconds nan" \
+  "place --builder mlp --option layers=2 --option layers=64 --cluster k80x2" "place --builder mlp --option =2 --cluster k80x2"; do
   set +e
   # shellcheck disable=SC2086
   timeout 10 "$PLACER" query --endpoint tcp://127.0.0.1:9 $args > bad_query.out 2>&1

@@ -127,6 +127,33 @@ TEST(StageReport, BubbleFromATimeline) {
   EXPECT_DOUBLE_EQ(r.bubble_fraction, 8.0 / 22.0);
 }
 
+// A stage's warm-up ends at its first op that reads the model (a param, or an op that does): an op fed by
+// inputs alone (rnnlm's targets unbound for the loss) runs at the start and ended the last stage's warm-up
+// at 0.
+TEST(StageReport, WarmUpEndsAtTheFirstOpThatReadsTheModel) {
+  BuilderOptions o;
+  o.values = {{"batch", 4}, {"hidden", 32}, {"layers", 2}, {"steps", 4}, {"vocab", 100}};
+  const Graph g = build_graph("rnnlm", o);
+  ASSERT_TRUE(g.find("softmax/targets").has_value());
+  Placement p;
+  for (const Op& op : g.ops())
+    p.device_of.push_back(DeviceId(op.layer.rfind("softmax", 0) == 0 || op.layer.rfind("loss", 0) == 0 ? 1 : 0));
+  const std::vector<TimelineEvent> timeline = {{"softmax/targets@mb0", "cuda:1", 0.0, 0.5, "forward"},
+                                               {"embedding/tokens_lookup@mb0", "cuda:0", 0.0, 1.0, "forward"},
+                                               {"softmax/t0/logits@mb0", "cuda:1", 3.0, 1.0, "forward"},
+                                               {"softmax/t0/logits/grad@mb0", "cuda:1", 4.0, 2.0, "backward"}};
+  for (const TimelineEvent& e : timeline) {
+    const std::string base = e.name.substr(0, e.name.rfind("@mb"));
+    if (e.category == "backward") continue;  // made by the training step
+    ASSERT_TRUE(g.find(base).has_value()) << base;
+  }
+  const StageReport r =
+      stage_report(g, p, cluster_preset("k80x2"), CostModel::uniform(g.size(), 2, 1e-3), {2, PipelineSchedule::OneFOneB},
+                   &timeline);
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.stages[1].bubble.warmup_s, 2.5);  // 0 .. 3 less the 0.5 of unbinding its targets
+}
+
 TEST(StageReport, SaysWhenNotContiguous) {
   const Graph g = mlp2();
   Placement p = by_layer(g, 0);

@@ -151,20 +151,19 @@ TEST(MicrobatchGate, OneFOneBCapsMicrobatchesInFlightByStage) {
   EXPECT_EQ(gate.cap(1), 1);  // last stage: one at a time
   // Stage 0 admits micro-batches 0 and 1, then waits for micro-batch 0 to end there.
   for (int k = 0; k < 2; ++k) {
-    for (const char* op : {"x", "fc"}) {
-      const int32_t o = t.id(std::string(op) + "@mb" + std::to_string(k));
-      ASSERT_TRUE(gate.admits(o)) << op << k;
-      gate.started(o);
-      gate.finished(o);
-    }
+    const int32_t o = t.id("fc@mb" + std::to_string(k));
+    ASSERT_TRUE(gate.admits(o)) << k;
+    gate.started(o);
+    gate.finished(o);
   }
-  EXPECT_FALSE(gate.admits(t.id("x@mb2")));
-  EXPECT_FALSE(gate.admits(t.id("x@mb3")));  // admitted in order only
-  EXPECT_TRUE(gate.admits(t.id("w_sgd")));   // shared ops are never held
+  EXPECT_FALSE(gate.admits(t.id("fc@mb2")));
+  EXPECT_FALSE(gate.admits(t.id("fc@mb3")));  // admitted in order only
+  EXPECT_TRUE(gate.admits(t.id("w_sgd")));    // shared ops are never held
+  EXPECT_TRUE(gate.admits(t.id("x@mb3")));    // nor inputs
   gate.started(t.id("fc_grad@mb0"));
-  EXPECT_FALSE(gate.admits(t.id("x@mb2")));  // micro-batch 0 still has an op running here
+  EXPECT_FALSE(gate.admits(t.id("fc@mb2")));  // micro-batch 0 still has an op running here
   gate.finished(t.id("fc_grad@mb0"));
-  EXPECT_TRUE(gate.admits(t.id("x@mb2")));
+  EXPECT_TRUE(gate.admits(t.id("fc@mb2")));
   // Stage 1 holds one micro-batch at a time.
   gate.started(t.id("relu@mb0"));
   gate.finished(t.id("relu@mb0"));
@@ -190,14 +189,19 @@ TEST(MicrobatchGate, AnInputOnTheLastStageDoesNotRankItFirst) {
   MicrobatchGate gate(t.p.graph, t.device_of, 2);
   EXPECT_EQ(gate.cap(0), 2);  // fc's device is stage 0
   EXPECT_EQ(gate.cap(1), 1);
-  // A device with micro-batch ops but no stage op (inputs only) ranks after the stages.
+  // The inputs on the last stage take none of its one slot: its micro-batch 0 in flight, the next
+  // micro-batch's input still runs (stage 0 ran F0 B0 F1 where 1F1B runs F0 F1 B0: 1.53x the mini-batch).
+  gate.started(t.id("relu@mb0"));
+  EXPECT_TRUE(gate.admits(t.id("x@mb1")));
+  // A device with inputs only is no stage: the two stages keep their bounds (it added one to each), and
+  // it is not bounded.
   std::vector<DeviceId> three = t.device_of;
   for (int32_t i = 0; i < t.p.graph.size(); ++i)
     if (t.p.graph.op(OpId(i)).type == op_types::kInput) three[i] = DeviceId(2);
   MicrobatchGate gate3(t.p.graph, three, 3);
-  EXPECT_EQ(gate3.cap(0), 3);
-  EXPECT_EQ(gate3.cap(1), 2);
-  EXPECT_EQ(gate3.cap(2), 1);
+  EXPECT_EQ(gate3.cap(0), 2);
+  EXPECT_EQ(gate3.cap(1), 1);
+  EXPECT_EQ(gate3.cap(2), 4);
 }
 
 TEST(PipelineGraph, MicrobatchesInAGraphsAttrsAreAWholeNumberInRange) {
@@ -209,6 +213,38 @@ TEST(PipelineGraph, MicrobatchesInAGraphsAttrsAreAWholeNumberInRange) {
   }
   g.attrs[kAttrMicrobatches] = "1024";
   EXPECT_EQ(pipeline_spec_of(g)->microbatches, 1024);
+  for (const char* bad : {" 4", "+4"}) {
+    g.attrs[kAttrMicrobatches] = bad;
+    EXPECT_THROW(pipeline_spec_of(g), GraphError) << bad;
+  }
+}
+
+// A saved pipelined graph is checked against its attrs: a micro-batch past their count was simulated as if
+// it were not there, and with one attr left out the graph ran as a plain step; `graph validate` said ok.
+TEST(PipelineGraph, ValidationChecksTheAttrsAgainstTheOps) {
+  const PipelineGraph p = make_pipeline_graph(tiny_training(), {4, PipelineSchedule::GPipe});
+  EXPECT_NO_THROW(validate_graph(p.graph));
+  Graph g = p.graph;
+  g.mutable_op(*g.find("fc@mb3")).microbatch = 7;
+  try {
+    validate_graph(g);
+    ADD_FAILURE() << "microbatch 7 of 4 validated";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("op 'fc@mb3': microbatch: 7 is not below the graph's pipeline.microbatches 4"),
+              std::string::npos)
+        << e.what();
+  }
+  g = p.graph;
+  g.attrs.erase(kAttrSchedule);
+  try {
+    validate_graph(g);
+    ADD_FAILURE() << "a graph with pipeline.microbatches alone validated";
+  } catch (const GraphError& e) {
+    EXPECT_NE(std::string(e.what()).find("come together; only pipeline.microbatches is given"), std::string::npos)
+        << e.what();
+  }
+  g.attrs.erase(kAttrMicrobatches);
+  EXPECT_THROW(validate_graph(g), GraphError);  // micro-batch copies in a graph that is no pipelined mini-batch
 }
 
 TEST(MicrobatchGate, GPipeAndPlainStepsAdmitEverything) {

@@ -50,7 +50,8 @@ std::map<int, std::pair<double, double>> spans_on(const std::vector<TimelineEven
   std::map<int, std::pair<double, double>> span;
   for (const TimelineEvent& e : events) {
     const int mb = microbatch_of(e.name);
-    if (e.lane != lane || e.category == "transfer" || mb < 0) continue;
+    // Inputs are not gated (they make a micro-batch's data, and took a stage's slot): the mlp's are input/*.
+    if (e.lane != lane || e.category == "transfer" || mb < 0 || e.name.rfind("input/", 0) == 0) continue;
     auto [it, inserted] = span.emplace(mb, std::make_pair(e.start_s, e.start_s + e.duration_s));
     if (!inserted) {
       it->second.first = std::min(it->second.first, e.start_s);

@@ -56,7 +56,7 @@ struct ContiguousAlternative {
 // stages as the given placement's forward ops use devices, each on one of
 // those devices, each device at most once (ties: more stages, then earlier
 // cuts). Exact by dynamic programming over (cut, set of devices used) when
-// the forward ops use at most 10 devices; above that the stages keep the
+// the forward ops use at most 8 devices; above that the stages keep the
 // devices' order of first use.
 ContiguousAlternative best_contiguous_split(const Graph& graph, const Cluster& cluster, const Placement& placement);
 

@@ -19,10 +19,11 @@
 //   a forward it may run before a backward, the older micro-batch first;
 // - 1F1B also bounds the micro-batches in flight per device: a device admits
 //   micro-batches in order, at most S - s at a time, where s is its stage (the
-//   rank of its first stage op, is_stage_op, among the S devices the
-//   placement uses; a device with none ranks after those with one). A
-//   micro-batch is in flight on a device from its first op there until its
-//   last op there ends. MicrobatchGate keeps that count; a device passes over
+//   rank of its first stage op, is_stage_op, among the S devices that have
+//   one; a device with none, holding only inputs or a param's gradient sums,
+//   is no stage and is not bounded). Inputs are not gated. A
+//   micro-batch is in flight on a device from its first gated op there until
+//   its last op there ends. MicrobatchGate keeps that count; a device passes over
 //   the ops it may not run yet to the first it may.
 // With the bound, "forward first" gives 1F1B's order on stage s: S - s - 1
 // warm-up forwards, then F(k + S - s - 1) before B(k), then the cool-down
