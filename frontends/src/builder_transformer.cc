@@ -38,7 +38,8 @@ class Transformer {
   TensorRef split_heads(const std::string& p, TensorRef x) {
     x = b_.reshape(p + "_heads", x, {d_.batch, d_.seq, d_.heads, d_.head_dim()});
     x = b_.transpose(p + "_transpose", x, 1, 2);
-    return b_.reshape(p + "_flat", x, {d_.batch * d_.heads, d_.seq, d_.head_dim()});
+    // Batch and heads merged across the transpose: a copy unless there is one position.
+    return b_.reshape(p + "_flat", x, {d_.batch * d_.heads, d_.seq, d_.head_dim()}, d_.seq == 1);
   }
 
   // Scaled dot-product attention over split heads, merged and projected.
@@ -53,7 +54,7 @@ class Transformer {
     TensorRef ctx = b_.bmm(p + "/context", probs, v);
     ctx = b_.reshape(p + "/context_heads", ctx, {d_.batch, d_.heads, d_.seq, d_.head_dim()});
     ctx = b_.transpose(p + "/context_transpose", ctx, 1, 2);
-    ctx = b_.reshape(p + "/context_merge", ctx, {d_.batch, d_.seq, d_.d_model});
+    ctx = b_.reshape(p + "/context_merge", ctx, {d_.batch, d_.seq, d_.d_model}, d_.seq == 1);  // a copy, as above
     TensorRef wo = b_.param(p + "/out_weight", {d_.d_model, d_.d_model});
     TensorRef bo = b_.param(p + "/out_bias", {d_.d_model});
     return b_.linear(p + "/out", ctx, wo, &bo);

@@ -304,12 +304,14 @@ TensorRef OpBuilder::transpose(std::string name, TensorRef x, int64_t dim0, int6
                              {Arg::tensor(0), Arg::integer(dim0), Arg::integer(dim1)}, {std::move(out)}, 0.0))[0];
 }
 
-TensorRef OpBuilder::reshape(std::string name, TensorRef x, std::vector<int64_t> new_shape) {
+TensorRef OpBuilder::reshape(std::string name, TensorRef x, std::vector<int64_t> new_shape, bool view) {
   TensorSpec out = spec(x);
   PLACER_CHECK(numel_of(new_shape) == out.numel(), "reshape ", name);
   out.shape = new_shape;
-  return views_of_input0(add(std::move(name), "aten::reshape", {x},
-                             {Arg::tensor(0), Arg::int_list(std::move(new_shape))}, {std::move(out)}, 0.0))[0];
+  std::vector<TensorRef> made =
+      add(std::move(name), "aten::reshape", {x}, {Arg::tensor(0), Arg::int_list(std::move(new_shape))}, {std::move(out)},
+          0.0);
+  return view ? views_of_input0(std::move(made))[0] : made[0];  // a copy: its memory counted, its input free to go
 }
 
 TensorRef OpBuilder::unsqueeze(std::string name, TensorRef x, int64_t dim) {

@@ -75,7 +75,9 @@ class OpBuilder {
   TensorRef flatten(std::string name, TensorRef x, int64_t start_dim, int64_t end_dim);
   TensorRef softmax(std::string name, TensorRef x, int64_t dim);
   TensorRef transpose(std::string name, TensorRef x, int64_t dim0, int64_t dim1);
-  TensorRef reshape(std::string name, TensorRef x, std::vector<int64_t> shape);
+  // A view of x, as ATen's reshape gives where x's strides allow; `view` false where they do not (after a
+  // transpose that the new shape merges across), and ATen copies.
+  TensorRef reshape(std::string name, TensorRef x, std::vector<int64_t> shape, bool view = true);
   TensorRef unsqueeze(std::string name, TensorRef x, int64_t dim);
   TensorRef layer_norm(std::string name, TensorRef x, TensorRef w, TensorRef b, double eps);  // last dim
   TensorRef cross_entropy(std::string name, TensorRef logits, TensorRef target);              // mean reduction

@@ -243,6 +243,12 @@ TEST(TorchScriptImport, TransformerEncoderLayer) {
   EXPECT_DOUBLE_EQ(attention->flops, 4.0 * 4 * 4 * (8 + 5 + 8));
   // in_proj 8->24, out_proj 8->8, linear1 8->16, linear2 16->8, 2 layer norms.
   EXPECT_EQ(param_bytes(g), (8 * 24 + 24 + 64 + 8 + 128 + 16 + 128 + 8 + 2 * 16) * 4);
+  // `contiguous` of the transposed in-projection ([3,4,2,8]) copies: its schema says it may alias, and the
+  // copy's memory went uncounted. Views stay views, and a `contiguous` whose input already is (the permuted
+  // attention output, as the CPU kernel lays it out) stays one too: the kernel's outputs decide.
+  EXPECT_EQ(op_named(g, "self_attn/contiguous").view_of, (std::vector<int32_t>{-1}));
+  EXPECT_EQ(op_named(g, "self_attn/view_3").view_of, (std::vector<int32_t>{0}));
+  EXPECT_EQ(op_named(g, "self_attn/permute").view_of, (std::vector<int32_t>{0}));
 }
 
 TEST(TorchScriptImport, ScalarOutputIsTheLoss) {

@@ -128,6 +128,12 @@ TEST(ExecRules, BuildersRecordTheSameFactsTheNameRuleGives) {
       ASSERT_EQ(op.view_of.size(), op.outputs.size()) << name << " " << op.name;
       Op unrecorded = op;
       unrecorded.view_of.clear();
+      // But a reshape that merges dimensions across a transpose, which ATen copies: the name rule (for
+      // files without the facts) cannot tell it from one that is a view.
+      if (op.type == "aten::reshape" && op.view_of == std::vector<int32_t>{-1}) {
+        EXPECT_EQ(output_aliases(unrecorded), std::vector<int32_t>{0}) << name << " " << op.name;
+        continue;
+      }
       EXPECT_EQ(output_aliases(op), output_aliases(unrecorded)) << name << " " << op.name;
     }
   }

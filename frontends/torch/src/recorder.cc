@@ -58,6 +58,20 @@ std::vector<int32_t> schema_views(const c10::FunctionSchema& schema, const Op& o
   return views;
 }
 
+// Whether `out` shares storage with a tensor among the call's arguments. The schema's alias annotation says
+// an output *may* alias an input (reshape, contiguous: Tensor(a)); whether it does depends on the strides
+// (a reshape across a transpose, or contiguous of a permuted tensor, copies), and the kernel just ran.
+bool shares_storage(const at::Tensor& out, const std::vector<c10::IValue>& values) {
+  if (!out.defined()) return false;
+  for (const c10::IValue& v : values) {
+    if (v.isTensor() && v.toTensor().defined() && out.is_alias_of(v.toTensor())) return true;
+    if (v.isTensorList())
+      for (const at::Tensor& t : v.toTensorVector())
+        if (t.defined() && out.is_alias_of(t)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string fused_op_hint(const std::string& type) {
@@ -343,6 +357,8 @@ RecordedCall Recorder::call(const c10::OperatorHandle& handle, const std::vector
   const std::vector<at::Tensor> produced = run_kernel(handle, values, where, result, counts);
   record_outputs(produced, where, op);
   op.view_of = schema_views(schema, op);
+  for (size_t k = 0; k < op.view_of.size() && k < produced.size(); ++k)
+    if (op.view_of[k] >= 0 && !shares_storage(produced[k], values)) op.view_of[k] = -1;  // copied: its own memory
   op.flops = estimate_flops(opname.name, values, produced);
   op.name = unique_name(name);
   op.layer = layer;
