@@ -109,7 +109,8 @@ class Validator {
 
   const TensorSpec& spec(TensorRef t) const { return g_.op(t.op).outputs[t.output]; }
 
-  void check_basics(const Op& op) {
+  // Its texts (UTF-8) and counts.
+  void check_texts_and_counts(const Op& op) {
     if (op.type.empty()) fail("type", "empty op type");
     if (!is_utf8(op.type)) fail("type", "not UTF-8 text");
     if (!is_utf8(op.group)) fail("group", "not UTF-8 text");
@@ -118,6 +119,19 @@ class Validator {
     if (static_cast<uint8_t>(op.phase) > static_cast<uint8_t>(Phase::Update)) fail("phase", "not a phase");
     if (op.inputs.size() > kMaxEdgesPerOp) fail("inputs", "absurd number of inputs");
     if (op.outputs.size() > kMaxEdgesPerOp) fail("outputs", "absurd number of outputs");
+  }
+
+  // A micro-batch copy only in a pipelined mini-batch, below its count.
+  void check_microbatch(const Op& op) {
+    if (op.microbatch >= 0 && !pipeline_)
+      fail("microbatch", "set, but the graph is no pipelined mini-batch (its attrs name no pipeline.microbatches)");
+    if (pipeline_ && op.microbatch >= pipeline_->microbatches)
+      fail("microbatch", detail::concat(op.microbatch, " is not below the graph's ", kAttrMicrobatches, " ",
+                                        pipeline_->microbatches));
+  }
+
+  void check_basics(const Op& op) {
+    check_texts_and_counts(op);
     for (size_t k = 0; k < op.inputs.size(); ++k) {
       const TensorRef& t = op.inputs[k];
       const std::string f = detail::concat("inputs[", k, "]");
@@ -130,11 +144,7 @@ class Validator {
     }
     for (size_t k = 0; k < op.outputs.size(); ++k) check_tensor(op.outputs[k], detail::concat("outputs[", k, "]"));
     check_view_of(op);
-    if (op.microbatch >= 0 && !pipeline_)
-      fail("microbatch", "set, but the graph is no pipelined mini-batch (its attrs name no pipeline.microbatches)");
-    if (pipeline_ && op.microbatch >= pipeline_->microbatches)
-      fail("microbatch", detail::concat(op.microbatch, " is not below the graph's ", kAttrMicrobatches, " ",
-                                        pipeline_->microbatches));
+    check_microbatch(op);
     if (op.param_bytes < 0) fail("param_bytes", detail::concat("negative size ", op.param_bytes));
     if (op.param_bytes > kMaxParamBytes) fail("param_bytes", detail::concat("absurd size ", op.param_bytes));
     if (!std::isfinite(op.flops) || op.flops < 0)
