@@ -152,16 +152,12 @@ struct JsonReader {
   // was read as no flops; of a key given twice the first was kept).
   void known(const rj::Value& obj, std::initializer_list<const char*> keys, const std::string& where) const {
     for (auto it = obj.MemberBegin(); it != obj.MemberEnd(); ++it) {
-      const std::string key(it->name.GetString(), it->name.GetStringLength());
+      const std::string_view key(it->name.GetString(), it->name.GetStringLength());  // every op's keys: no copies
       bool found = false;
       for (const char* k : keys) found = found || key == k;
-      if (!found) {
-        std::string names;
-        for (const char* k : keys) names += std::string(names.empty() ? "" : ", ") + k;
-        fail(where, key.c_str(), "unknown field (known here: " + names + ")");
-      }
+      if (!found) fail(where, std::string(key).c_str(), "unknown field (known here: " + join_names(keys) + ")");
       for (auto jt = obj.MemberBegin(); jt != it; ++jt)
-        if (jt->name == it->name) fail(where, key.c_str(), "given twice");
+        if (jt->name == it->name) fail(where, std::string(key).c_str(), "given twice");
     }
   }
   // The keys of a map-like object (names chosen by the file) given once each.
