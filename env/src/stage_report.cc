@@ -16,7 +16,8 @@ namespace {
 std::vector<ReportedStage> collect_stages(const Graph& g, const Placement& placement, const Cluster& cluster,
                                           const CostModel& costs, bool* contiguous) {
   const int32_t D = cluster.size();
-  // A device's stage: the rank of its first stage op, as the 1F1B gate ranks them (pipeline.h); a
+  // A device's stage: the rank of its first stage op (on contiguous stages, the order of the 1F1B gate's
+  // bounds, pipeline.h); a
   // device with none (inputs or backward ops only) after those, by its first op that is no param or update.
   constexpr int32_t kNone = std::numeric_limits<int32_t>::max();
   std::vector<std::pair<int32_t, int32_t>> first(D, {kNone, kNone});

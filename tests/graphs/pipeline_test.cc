@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/validate.h"
@@ -202,6 +203,28 @@ TEST(MicrobatchGate, AnInputOnTheLastStageDoesNotRankItFirst) {
   EXPECT_EQ(gate3.cap(0), 2);
   EXPECT_EQ(gate3.cap(1), 1);
   EXPECT_EQ(gate3.cap(2), 4);
+}
+
+// A device holding two stages (A B A B over two devices): a micro-batch crosses four stages, so the
+// bound counts four, not two devices. Each device's bound is the stages from its first to the last.
+TEST(MicrobatchGate, ADeviceHoldingTwoStagesIsBoundedByTheStagesAMicrobatchCrosses) {
+  BuilderOptions o;
+  o.values = {{"layers", 4}, {"batch", 4}, {"width", 8}};
+  const Graph base = build_graph("mlp", o);
+  const PipelineGraph p = make_pipeline_graph(base, {8, PipelineSchedule::OneFOneB});
+  // Base forward ops split into 4 runs in op order, device = run % 2; backward ops with their forward op.
+  std::vector<int32_t> forward;
+  for (int32_t i = 0; i < base.size(); ++i)
+    if (base.op(OpId(i)).phase == Phase::Forward) forward.push_back(i);
+  std::vector<int32_t> device(base.size(), 0);
+  for (size_t k = 0; k < forward.size(); ++k) device[forward[k]] = static_cast<int32_t>(k * 4 / forward.size()) % 2;
+  for (int32_t i = 0; i < base.size(); ++i)
+    if (base.op(OpId(i)).phase != Phase::Forward) device[i] = device[base.op(OpId(i)).forward.value];
+  std::vector<DeviceId> device_of;
+  for (int32_t i = 0; i < p.graph.size(); ++i) device_of.push_back(DeviceId(device[p.base_op[i].value]));
+  MicrobatchGate gate(p.graph, device_of, 2);
+  EXPECT_EQ(gate.cap(0), 4);  // stages 0 and 2: 4 - 0
+  EXPECT_EQ(gate.cap(1), 3);  // stages 1 and 3: 4 - 1
 }
 
 TEST(PipelineGraph, MicrobatchesInAGraphsAttrsAreAWholeNumberInRange) {

@@ -5,8 +5,9 @@
 // between).
 //
 // A device's stage is the rank of its first micro-batch op (anything but a
-// param or an update op) among the devices used: the rank MicrobatchGate
-// (graphs/pipeline.h) gives it. The placement is contiguous when the
+// param or an update op) among the devices used; on contiguous stages,
+// MicrobatchGate (graphs/pipeline.h) bounds stage s by S - s. The placement
+// is contiguous when the
 // forward ops other than params and inputs, in op order, visit each device
 // in one run.
 //

@@ -18,10 +18,13 @@
 //   forward ops before any backward op (F0 F1 .. B0 B1 ..), so a device runs
 //   a forward it may run before a backward, the older micro-batch first;
 // - 1F1B also bounds the micro-batches in flight per device: a device admits
-//   micro-batches in order, at most S - s at a time, where s is its stage (the
-//   rank of its first stage op, is_stage_op, among the S devices that have
-//   one; a device with none, holding only inputs or a param's gradient sums,
-//   is no stage and is not bounded). Inputs are not gated. A
+//   micro-batches in order, at most h + 1 at a time, where h is its height:
+//   the most device changes on a path of forward stage ops (is_stage_op) from
+//   one of its ops to the loss. On S contiguous stages, stage s has height
+//   S - s - 1; a device holding stages A B A B of two devices has heights 3
+//   and 2, as many stages lie between its forwards and its backwards. A
+//   device with no stage op, holding only inputs or a param's gradient sums,
+//   is not bounded. Inputs are not gated. A
 //   micro-batch is in flight on a device from its first gated op there until
 //   its last op there ends. MicrobatchGate keeps that count; a device passes over
 //   the ops it may not run yet to the first it may.
@@ -84,10 +87,9 @@ PipelineGraph make_pipeline_graph(const Graph& training, const PipelineSpec& spe
 // and a whole number of micro-batches in [1, 1024].
 std::optional<PipelineSpec> pipeline_spec_of(const Graph& graph);
 
-// The ops whose order defines the stages: forward ops that are neither a
-// param nor an input. A device's stage is the rank of its first such op (an
-// input goes where its first consumer goes, so a loss's label input, made
-// before every layer, does not rank the last stage first).
+// The ops that make the stages: forward ops that are neither a param nor an
+// input (a loss's label input, placed with the loss, does not make the last
+// stage's device a first stage).
 bool is_stage_op(const Op& op);
 
 // 1F1B's admission rule for one placement of an unrolled graph (see above).
