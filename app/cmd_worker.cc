@@ -42,7 +42,8 @@ void add_worker_commands(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--name", args->options.name, "Name in the trainer's log (default host:pid)");
   cmd->add_option("--heartbeat-ms", args->options.heartbeat_ms,
-                  "Heartbeat interval in ms; keep it equal to the pool's (1000)")
+                  "Heartbeat interval in ms, at most 60000; the worker waits liveness (3) intervals of the "
+                  "larger of its own and the pool's before it reconnects")
       ->capture_default_str();
   cmd->add_flag("-v,--verbose", args->options.verbose, "A log line per task");
   // Testing only (tests/cli/workers.sh): a worker that holds its task this long.

@@ -172,6 +172,8 @@ std::shared_ptr<Job> read_job_record(const std::filesystem::path& path, const st
     job->dir = (std::filesystem::path(jobs_dir) / id).string();
   }
   read_best_placement(r, *job);
+  job->cancelled_by_user = r.b("cancel_requested");
+  job->cancel = job->cancelled_by_user;
   *state_text = r.s("state");
   return job;
 }

@@ -433,6 +433,8 @@ std::string JobManager::cancel(const std::string& id) {
       if (metrics_) metrics_->job_finished("cancelled");
       persist(*job);
       release_inputs(*job);
+    } else {
+      persist(*job);  // a restart after a crash must not run a job the user cancelled again
     }
   }
   JsonOut o;
@@ -487,6 +489,7 @@ void JobManager::persist(const Job& job) {
       .field("best_step_s", job.best_step_s)
       .field("lower_bound_s", job.lower_bound_s);
   o.field("start_method", job.start_method).field("start_step_s", job.start_step_s).field("error", job.error);
+  o.field("cancel_requested", job.cancelled_by_user);
   write_baselines(o, job);
   if (job.learned) {
     o.field("learned", true).field("train_config", job.train_json).field("policy_type", job.policy_type);
@@ -509,6 +512,16 @@ void JobManager::persist(const Job& job) {
 
 bool JobManager::settle_restarted(Job& job, const std::string& state_text) {
   if (finished(job.state)) return false;
+  if (job.cancelled_by_user) {  // cancelled while it ran; the server stopped before the job did
+    job.state = JobState::Cancelled;
+    job.error = "cancelled by request (the server restarted before the job stopped); its best placement so far is "
+                "kept";
+    job.restore_last_placed();
+    job.finished_unix = unix_now();
+    if (metrics_) metrics_->job_finished("cancelled");
+    persist(job);
+    return false;
+  }
   std::error_code dir_ec;
   if (job.learned && !std::filesystem::is_directory(job.dir, dir_ec)) {
     settle_failed(job, "the server restarted while the job was " + state_text + ", and its folder " + job.dir +

@@ -70,6 +70,7 @@ struct Job {
     double step_s = 0;
     std::string method, found_by;
     NamedPlacement placement;
+    bool measured = false;
   };
   std::optional<Placed> last_placed;
   // A best without its placement becomes the last one that had it (none: no best).
@@ -80,6 +81,7 @@ struct Job {
       best_method = last_placed->method;
       best_found_by = last_placed->found_by;
       best_placement = last_placed->placement;
+      best_measured = last_placed->measured;
     } else {
       best_step_s = 0;  // a time without its placement means nothing
     }

@@ -48,10 +48,12 @@ class JobSink : public MetricsSink {
       if (m.best_step_s > 0) job_.policy_best_step_s = m.best_step_s;
       if (m.best_step_s > 0 && (job_.best_step_s == 0 || m.best_step_s < job_.best_step_s)) {
         if (!job_.best_placement.device.empty())
-          job_.last_placed = Job::Placed{job_.best_step_s, job_.best_method, job_.best_found_by, job_.best_placement};
+          job_.last_placed = Job::Placed{job_.best_step_s, job_.best_method, job_.best_found_by, job_.best_placement,
+                                          job_.best_measured};
         job_.best_step_s = m.best_step_s;
         job_.best_method = "learned:" + job_.policy_type;
         job_.best_found_by = "policy";
+        job_.best_measured = m.best_measured;  // a measured job said "measured": false until it ended
         job_.best_placement = {};  // the trainer hands out the policy's placement when it ends
       }
       job_.curve.push_back(m);

@@ -52,8 +52,9 @@ class WorkerRun {
       : endpoint_(std::move(endpoint)), o_(std::move(options)), stop_(stop) {
     for (const Device& d : parse_device_list(o_.devices).devices) devices_.push_back(d.name);
     if (o_.threads < 1 || o_.threads > 256) throw InputError("worker: --threads must be in 1..256");
-    if (o_.heartbeat_ms < 10 || o_.liveness < 1)
-      throw InputError("worker: heartbeat_ms must be >= 10 and liveness >= 1");
+    if (o_.heartbeat_ms < 10 || o_.heartbeat_ms > kMaxWorkerHeartbeatMs || o_.liveness < 1)
+      throw InputError("worker: heartbeat_ms must be in [10, " + std::to_string(kMaxWorkerHeartbeatMs) +
+                       "] and liveness >= 1");
     if (o_.name.empty()) {
       char host[256] = {0};
       gethostname(host, sizeof host - 1);
@@ -261,7 +262,7 @@ WorkerStats WorkerRun::run() {
   std::vector<std::thread> threads;
   for (int i = 0; i < o_.threads; ++i) threads.emplace_back([this] { evaluate_loop(); });
   const auto heartbeat = milliseconds(o_.heartbeat_ms);
-  const auto patience = heartbeat * o_.liveness;
+  auto patience = heartbeat * o_.liveness;  // of the larger of ours and the pool's interval, once it says
   Clock::duration backoff = heartbeat;
   auto expiry = Clock::now() + patience;
   auto next_heartbeat = Clock::now() + heartbeat;
@@ -277,6 +278,13 @@ WorkerStats WorkerRun::run() {
         backoff = heartbeat;
         if (!heard) say("the pool answers");
         heard = true;
+        int64_t pool_ms = 0;
+        if (parts.size() >= 3 && parts[1].to_string_view() == kHeartbeat && parse_int(parts[2].to_string(), &pool_ms) &&
+            pool_ms >= 1) {
+          // A worker with a shorter interval gave up during every longer task (0 results, 19 reconnects).
+          patience = milliseconds(std::clamp<int64_t>(pool_ms, o_.heartbeat_ms, kMaxWorkerHeartbeatMs)) * o_.liveness;
+          expiry = Clock::now() + patience;
+        }
         if (parts.size() >= 2 && parts[1].to_string_view() == kDisconnect) {
           say("the pool does not know this worker (it restarted, or expired us): registering again");
           ++stats_.reconnects;

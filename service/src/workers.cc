@@ -49,7 +49,8 @@ struct Task {
   std::string placement;
   int attempts = 0;   // workers lost while holding it
   bool lost = false;  // next send is a re-send
-  Clock::time_point queued_since;
+  // Since when no live worker could do it (fail_starved); unset while one can.
+  std::optional<Clock::time_point> starved_since;
 };
 
 struct Worker {
@@ -120,7 +121,6 @@ struct WorkerPool::Impl {
   // The worker is gone: its tasks go back to the front of the queue.
   void drop_worker(std::map<std::string, Worker>::iterator it, const std::string& why, bool lost) {
     Worker& w = it->second;
-    const auto now = Clock::now();
     int requeued = 0;
     for (auto id = w.in_flight.rbegin(); id != w.in_flight.rend(); ++id) {
       auto t = tasks.find(*id);
@@ -133,7 +133,6 @@ struct WorkerPool::Impl {
         continue;
       }
       task.lost = true;
-      task.queued_since = now;
       queue.push_front(*id);
       ++requeued;
     }
@@ -157,9 +156,18 @@ struct WorkerPool::Impl {
     int64_t slots = 1, hb = options.heartbeat_ms;
     if (!parse_int(parts[5].to_string(), &slots) || slots < 1) slots = 1;
     if (!parse_int(parts[6].to_string(), &hb) || hb < 1) hb = options.heartbeat_ms;
+    // A worker's interval sets its patience; one far above the pool's (1e8 ms: 83 hours) kept a silent
+    // worker's tasks from ever being sent to another.
+    const int64_t most = std::max<int64_t>(options.heartbeat_ms, kMaxWorkerHeartbeatMs);
+    if (hb > most) {
+      say("worker '" + parts[3].to_string().substr(0, 200) + "' asked for heartbeats every " + std::to_string(hb) +
+          " ms; taken as " + std::to_string(most) + " ms");
+      hb = most;
+    }
     w.slots = static_cast<int>(std::min<int64_t>(slots, 1024));
     w.patience = milliseconds(std::max<int64_t>(hb, options.heartbeat_ms) * options.liveness);
     w.expiry = Clock::now() + w.patience;
+    send(identity, {kVersion, kHeartbeat, std::to_string(options.heartbeat_ms)});  // our interval, at once
     say("worker " + w.label() + " joined with " + std::to_string(w.slots) + " slot(s)");
     workers.emplace(identity, std::move(w));
     ++stats.workers_joined;
@@ -208,7 +216,6 @@ struct WorkerPool::Impl {
                                    t->second.problem->describe + ": " + parts[4].to_string().substr(0, 2000));
       } else if (held) {  // NEED: it dropped the problem from its cache; send both again
         w->problems.erase(parts[4].to_string());
-        t->second.queued_since = Clock::now();
         queue.push_front(t->first);
       }  // a NEED from a worker that no longer holds the task: re-sent already
     }
@@ -279,14 +286,22 @@ struct WorkerPool::Impl {
     }
   }
 
-  // Tasks no live worker can do fail after worker_wait_s.
+  // Tasks no live worker can do fail after worker_wait_s without one: counted from when the last that
+  // could left (or from the first look), not from when the task was queued, so a worker restarted at
+  // once finds the tasks that waited behind it.
   void fail_starved(Clock::time_point now) {
     const auto limit = std::chrono::duration<double>(options.worker_wait_s);
     for (uint64_t id : queue) {
       auto t = tasks.find(id);
-      if (t == tasks.end() || !t->second.batch->error.empty() || now - t->second.queued_since < limit) continue;
+      if (t == tasks.end() || !t->second.batch->error.empty()) continue;
       const PoolProblem& p = *t->second.problem;
-      if (std::any_of(workers.begin(), workers.end(), [&](const auto& w) { return w.second.can_do(p); })) continue;
+      std::optional<Clock::time_point>& since = t->second.starved_since;
+      if (std::any_of(workers.begin(), workers.end(), [&](const auto& w) { return w.second.can_do(p); })) {
+        since.reset();
+        continue;
+      }
+      if (!since) since = now;
+      if (now - *since < limit) continue;
       std::vector<std::string> live;
       for (const auto& [wid, w] : workers) live.push_back(w.label());
       std::string message = "no worker able to evaluate " + p.describe + " for " + ms_text(options.worker_wait_s) +
@@ -316,7 +331,7 @@ struct WorkerPool::Impl {
       const auto now = Clock::now();
       if (now >= next_heartbeat) {
         for (auto& [id, w] : workers)
-          if (!send(id, {kVersion, kHeartbeat})) w.unreachable = true;
+          if (!send(id, {kVersion, kHeartbeat, std::to_string(options.heartbeat_ms)})) w.unreachable = true;
         next_heartbeat = now + milliseconds(options.heartbeat_ms);
       }
       expire(now);
@@ -396,7 +411,6 @@ std::vector<StepResult> WorkerPool::evaluate(const RemoteProblem& problem, const
   {
     std::lock_guard<std::mutex> lock(m.mu);
     if (m.closed) throw RemoteError("workers: the worker pool was shut down");
-    const auto now = Clock::now();
     for (size_t i = 0; i < placements.size(); ++i) {
       PLACER_CHECK(static_cast<int32_t>(placements[i].device_of.size()) == p->ops, "placement of ",
                    placements[i].device_of.size(), " ops for a graph of ", p->ops);
@@ -406,7 +420,6 @@ std::vector<StepResult> WorkerPool::evaluate(const RemoteProblem& problem, const
       t.index = i;
       t.problem = p;
       t.placement = encode_placement(placements[i]);
-      t.queued_since = now;
       m.tasks.emplace(id, std::move(t));
       m.queue.push_back(id);
       ids.push_back(id);

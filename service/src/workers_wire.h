@@ -34,6 +34,9 @@ constexpr std::string_view kNeed = "NEED";              // worker: task id, key 
 constexpr std::string_view kBye = "BYE";                // worker: leaving
 constexpr std::string_view kDisconnect = "DISCONNECT";  // pool: unknown worker, register again
 constexpr size_t kProblemFrames = 6;                    // mode .. profile
+// A HEARTBEAT from the pool carries its interval in ms (a frame after the command), so a worker with a
+// shorter one waits for the pool's, not its own. Intervals above this are taken as this.
+constexpr int64_t kMaxWorkerHeartbeatMs = 60'000;
 
 // Wakes a zmq_poll from another thread: a pipe the poll also watches.
 class Waker {

@@ -255,6 +255,21 @@ TEST(Service, BaselinesRunTheNamedPlacers) {
       0u);
 }
 
+// A baselines request keeps its deadline: each search gets its share of the time left (three local_search
+// rows on nmt took 4.3 s under a 2 s deadline; each ran with 30 s).
+TEST(Service, BaselinesKeepTheirDeadline) {
+  PlacementService s(small_config());
+  const std::string nmt = R"({"version":1,"type":"baselines","graph":{"builder":"nmt","options":{"steps":10}},)"
+                          R"("cluster":"k80x4","seed":8,"include_placement":false,)";
+  handle(s, nmt + R"("methods":["single"]})");  // the graph prepared (cached): what is timed is the methods
+  const auto start = Clock::now();
+  const std::string r = s.handle(parse_request(nmt + R"("methods":["local_search","local_search","local_search"]})"),
+                                 Clock::now() + 1500ms);
+  const double took = std::chrono::duration<double>(Clock::now() - start).count();
+  EXPECT_LT(took, 1.5) << r.substr(0, 300);
+  EXPECT_NE(r.find(R"("method":"local_search")"), std::string::npos) << r.substr(0, 300);
+}
+
 std::string wait_state(PlacementService& s, const std::string& id, const std::string& want, int max_ms = 20000) {
   std::string r;
   for (int i = 0; i < max_ms / 20; ++i) {
@@ -763,6 +778,8 @@ TEST(Service, ACancelledMeasuredJobSaysItsStepWasNotMeasuredAgain) {
     if (st.find("\"updates\":0,") == std::string::npos && st.find("\"updates\":") != std::string::npos) break;
     std::this_thread::sleep_for(20ms);
   }
+  // While it runs, its best is the policy's measured step, and says so (it said "measured":false).
+  EXPECT_NE(st.find(R"("found_by":"policy","measured":true)"), std::string::npos) << st;
   handle(s, R"({"version":1,"type":"cancel","job_id":")" + id + "\"}");
   st = wait_state(s, id, "cancelled", 120000);
   EXPECT_NE(st.find("cancelled by request; its best placement so far is kept (its step is the one measurement of "
@@ -822,6 +839,41 @@ TEST(Service, ALearnedJobStoppedCleanlyCountsItsRestart) {
   EXPECT_NE(st.find("\"restarts\":1"), std::string::npos) << st;
   handle(s, R"({"version":1,"type":"cancel","job_id":")" + id + "\"}");
   wait_state(s, id, "cancelled");
+  placer::remove_tree(dir);
+}
+
+// A learned job cancelled while it runs, the server then killed before the trainer saw the cancel: the
+// record said "running" (the cancel was held in memory only), and the next server ran the job again.
+TEST(Service, ACancelledRunningJobStaysCancelledAfterACrash) {
+  const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_cancel_" + std::to_string(::getpid()));
+  placer::remove_tree(dir);
+  ServiceConfig c = small_config();
+  c.state_dir = dir.string();
+  std::string id;
+  const auto record = [&] { return (dir / "jobs" / (id + ".json")).string(); };
+  {
+    PlacementService s(c);
+    id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                                 R"(,"cluster":"k80x2","budget":{"samples":400000},"learned":{"policy":{"type":)"
+                                 R"("seq2seq","hidden":8},"train":{"samples_per_update":8},"warm_start":{"methods":)"
+                                 R"(["m_etf"],"bc_steps":0},"run":{"checkpoint_every":1}}})"));
+    wait_state(s, id, "running");
+    handle(s, R"({"version":1,"type":"cancel","job_id":")" + id + "\"}");
+    EXPECT_NE(read_file(record()).find("\"cancel_requested\":true"), std::string::npos) << read_file(record());
+    wait_state(s, id, "cancelled");
+  }
+  // What a crash right after the cancel leaves: the record still running, the cancel in it.
+  std::string rec = read_file(record());
+  const std::string cancelled = "\"state\":\"cancelled\"";
+  const auto at = rec.find(cancelled);
+  ASSERT_NE(at, std::string::npos) << rec;
+  rec.replace(at, cancelled.size(), "\"state\":\"running\"");
+  write_file_atomic(record(), rec);
+  PlacementService s(c);
+  const std::string st = handle(s, R"({"version":1,"type":"status","job_id":")" + id + "\"}");
+  EXPECT_NE(st.find("\"state\":\"cancelled\""), std::string::npos) << st;
+  EXPECT_NE(st.find("\"restarts\":0"), std::string::npos) << st;
+  EXPECT_NE(st.find("cancelled by request (the server restarted"), std::string::npos) << st;
   placer::remove_tree(dir);
 }
 

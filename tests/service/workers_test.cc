@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <mutex>
 #include <thread>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -40,18 +41,24 @@ WorkerPoolOptions fast_pool() {
 class InProcessWorker {
  public:
   InProcessWorker(const std::string& endpoint, const std::string& name, int threads = 1, std::string devices = "cpu:2",
-                  int problem_cache = 4) {
+                  int problem_cache = 4)
+      : InProcessWorker(endpoint, options(name, threads, std::move(devices), problem_cache)) {}
+  InProcessWorker(const std::string& endpoint, const WorkerOptions& o) {
+    thread_ = std::thread([this, endpoint, o] { stats_ = run_worker(endpoint, o, stop_); });
+  }
+  static WorkerOptions options(const std::string& name, int threads = 1, std::string devices = "cpu:2",
+                               int problem_cache = 4) {
     WorkerOptions o;
     o.problem_cache = problem_cache;
     o.name = name;
     o.threads = threads;
     o.heartbeat_ms = 200;
     o.devices = std::move(devices);
-    thread_ = std::thread([this, endpoint, o] { stats_ = run_worker(endpoint, o, stop_); });
+    return o;
   }
   ~InProcessWorker() {
     stop_ = true;
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
   }
   WorkerStats stop() {
     stop_ = true;
@@ -352,6 +359,78 @@ TEST(WorkerPool, AWorkerLeavingSaysGoodbye) {
   for (int n = 0; n < 200 && !pool.workers().empty(); ++n) std::this_thread::sleep_for(10ms);
   EXPECT_TRUE(pool.workers().empty());
   EXPECT_GE(pool.stats().workers_left + pool.stats().workers_lost, 1);
+}
+
+}  // namespace
+}  // namespace placer::service
+
+namespace placer::service {
+namespace {
+
+// Tasks that waited behind a busy worker: when it leaves, they wait worker_wait_s for another from then,
+// not from when they were queued (they failed at once, "no worker able ... (live workers: none)").
+TEST(WorkerPool, TasksWaitForANewWorkerFromWhenTheLastOneLeft) {
+  WorkerPoolOptions o = fast_pool();
+  o.worker_wait_s = 3;
+  o.prefetch = 0;
+  WorkerPool pool(o);
+  FakeWorker busy(pool.endpoint(), "busy");
+  ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
+  const Graph graph = testing::small_mlp();
+  const Cluster cluster = cluster_preset("k80x2");
+  const auto problem = pool.prepare(graph, cluster, RemoteSettings{});
+  const auto batch = random_placements(graph, 3, 4);
+  auto run = std::async(std::launch::async, [&] { return pool.evaluate(*problem, batch); });
+  ASSERT_EQ(busy.next("TASK").size(), 5u);
+  busy.next("NOTHING", 4000ms);  // holds its task, heartbeating, past worker_wait_s
+  busy.send({"PLW1", "BYE"});
+  InProcessWorker next(pool.endpoint(), "next");
+  const auto results = run.get();
+  Environment local(graph, cluster);
+  for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(results[i].step_s, local.simulate(batch[i]).step_s) << i;
+}
+
+// A worker with a shorter heartbeat than the pool's gave up on the pool during every task longer than
+// its own liveness x interval (0 results, 19 reconnects): it waits for the pool's interval, which the
+// pool sends at registration and in every heartbeat.
+TEST(WorkerPool, AWorkerWaitsForThePoolsHeartbeatNotItsOwn) {
+  WorkerPoolOptions o = fast_pool();
+  o.heartbeat_ms = 400;
+  WorkerPool pool(o);
+  WorkerOptions w = InProcessWorker::options("quick");
+  w.heartbeat_ms = 20;  // gives up after 60 ms of silence on its own
+  w.slow_ms = 300;
+  InProcessWorker quick(pool.endpoint(), w);
+  ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
+  const Graph graph = testing::small_mlp();
+  const Cluster cluster = cluster_preset("k80x2");
+  const auto problem = pool.prepare(graph, cluster, RemoteSettings{});
+  const auto batch = random_placements(graph, 3, 8);
+  const auto results = pool.evaluate(*problem, batch);
+  EXPECT_EQ(results.size(), 3u);
+  EXPECT_EQ(quick.stop().reconnects, 0);
+  EXPECT_EQ(pool.stats().workers_lost, 0);
+}
+
+// A worker's heartbeat interval is capped (1e8 ms made a silent worker's patience 83 hours).
+TEST(WorkerPool, AWorkersHeartbeatIntervalIsCapped) {
+  std::vector<std::string> log;
+  std::mutex mu;
+  WorkerPoolOptions o = fast_pool();
+  o.log = [&](const std::string& line) {
+    std::lock_guard<std::mutex> lock(mu);
+    log.push_back(line);
+  };
+  WorkerPool pool(o);
+  FakeWorker slow(pool.endpoint(), "slow");
+  slow.send({"PLW1", "READY", "slow", "cpu:0", "1", "100000000"});
+  bool capped = false;
+  for (int n = 0; n < 200 && !capped; ++n) {
+    std::this_thread::sleep_for(20ms);
+    std::lock_guard<std::mutex> lock(mu);
+    for (const auto& line : log) capped = capped || line.find("taken as 60000 ms") != std::string::npos;
+  }
+  EXPECT_TRUE(capped);
 }
 
 }  // namespace

@@ -80,7 +80,7 @@ class PlacementService {
   // evaluate.cc: simulates, or with request.measure measures on the server's
   // devices (one measurement at a time, with measured learned jobs).
   std::string handle_evaluate(const Request& request, Clock::time_point deadline);
-  std::string handle_baselines(const Request& request);
+  std::string handle_baselines(const Request& request, Clock::time_point deadline);
   std::string handle_policies();
   std::string handle_health();
 
