@@ -89,14 +89,18 @@ void Trainer::warm_start(Task& t) {
   // cloned only when no heuristic placed the graph. (Cloning an annealed
   // placement left nmt_k80x4 at 0.194-0.199 s; the heuristics' 0.169-0.170 s.)
   // warm_start.clone_search clones the best of all, a search's included.
+  // A placement whose evaluation failed (out of memory, a measured run's error) is cloned only where none
+  // ran: a heuristic's failed placement came before a search's that ran.
   double best_reward = -std::numeric_limits<double>::infinity();
-  bool warm_heuristic = false;
+  bool warm_heuristic = false, warm_ok = false;
   for (const Compared& c : compare_placers(c_.warm_start.methods, ctx, options)) {
     t.warm_results.push_back(baseline_result(c));
-    if (c.placed && c.evaluation.result.ok()) t.warm_placements.push_back({c.evaluation.reward, c.result.placement});
+    const bool ok = c.placed && c.evaluation.result.ok();
+    if (ok) t.warm_placements.push_back({c.evaluation.reward, c.result.placement});
     const bool heuristic = c_.warm_start.clone_search || !make_placer(c.method)->stochastic();
-    if (!c.placed || (warm_heuristic && !heuristic)) continue;
-    if (!t.has_warm || (heuristic && !warm_heuristic) || c.evaluation.reward > best_reward) {
+    if (!c.placed || (warm_ok && !ok) || (warm_ok == ok && warm_heuristic && !heuristic)) continue;
+    if (!t.has_warm || (ok && !warm_ok) || (heuristic && !warm_heuristic) || c.evaluation.reward > best_reward) {
+      warm_ok = ok;
       warm_heuristic = heuristic;
       t.has_warm = true;
       t.warm = c.result.placement;
@@ -110,20 +114,22 @@ void Trainer::warm_start(Task& t) {
 // The stage of the budget used so far: whichever budget (updates, samples,
 // time) is furthest along decides, so that a run ended by its samples or time
 // (a service job) also goes through every stage.
-int Trainer::stage_now() const {
-  const int64_t stages = std::max(1, c_.optimizer.unit_stages);
-  // In proportion: stage k from used = k x limit / stages on. (ceil(limit / stages) updates a stage left the
-  // last one, the policy's own units, unreached at 4 stages and 5, 6 or 9 updates.)
-  auto stage = [&](int64_t used, int64_t limit) {
-    return std::min<int64_t>(stages - 1, used * stages / std::max<int64_t>(1, limit));
+int Trainer::stage_now() const { return static_cast<int>(part_used(std::max(1, c_.optimizer.unit_stages))); }
+
+// Of `parts` equal parts of the budget, the one the run is in (0 .. parts - 1), by whichever budget (updates,
+// samples, time) is furthest along. In proportion: part k from used = k x limit / parts on. (ceil(limit /
+// parts) updates a part left the last one, the policy's own units, unreached at 4 stages and 5, 6 or 9 updates.)
+int64_t Trainer::part_used(int64_t parts) const {
+  auto part = [&](int64_t used, int64_t limit) {
+    return std::min<int64_t>(parts - 1, used * parts / std::max<int64_t>(1, limit));
   };
-  int64_t s = stage(update_, c_.optimizer.updates);
-  if (c_.optimizer.max_samples > 0) s = std::max(s, stage(samples_, c_.optimizer.max_samples));
+  int64_t s = part(update_, c_.optimizer.updates);
+  if (c_.optimizer.max_samples > 0) s = std::max(s, part(samples_, c_.optimizer.max_samples));
   if (c_.optimizer.time_limit_s > 0) {
     const double used = (session_start_rl_ + seconds_since(session_t0_)) / c_.optimizer.time_limit_s;
-    s = std::max(s, std::min<int64_t>(stages - 1, static_cast<int64_t>(used * static_cast<double>(stages))));
+    s = std::max(s, std::min<int64_t>(parts - 1, static_cast<int64_t>(used * static_cast<double>(parts))));
   }
-  return static_cast<int>(s);
+  return s;
 }
 
 PolicyInput Trainer::stage_input(Task& t, int stage) {
@@ -179,7 +185,10 @@ void Trainer::one_update() {
   for (auto& g : opt_->param_groups()) static_cast<torch::optim::AdamOptions&>(g.options()).lr(lr);
   const double noise =
       c_.optimizer.logit_noise * std::pow(c_.optimizer.logit_noise_decay, static_cast<double>(update_));
-  const int32_t K = c_.optimizer.samples_per_update;
+  int32_t K = c_.optimizer.samples_per_update;
+  // The last update of a run bounded by train.max_samples takes the samples left (20 asked, 16 a batch: 32 ran).
+  if (c_.optimizer.max_samples > 0)
+    K = static_cast<int32_t>(std::clamp<int64_t>(c_.optimizer.max_samples - samples_, 1, K));
   const int32_t greedy = (c_.optimizer.greedy_sample && K >= 2) ? 1 : 0;
   SampleOptions so;
   so.temperature = c_.optimizer.temperature;
@@ -341,6 +350,7 @@ void Trainer::report_update(const Task& t, const LogRow& row) {
   m.reward_best = t.best_reward;
   m.step_mean_s = row.step_mean_s;
   m.best_step_s = t.best_step_s;
+  m.best_measured = t.best_measured;
   m.entropy = row.entropy;
   m.loss = row.loss;
   m.samples = row.samples;
@@ -363,10 +373,13 @@ void Trainer::print_progress(const LogRow& row, double session_s, int32_t K) {
   if (c_.optimizer.unit_stages > 1)
     line += " | stage " + std::to_string(stage_ + 1) + "/" + std::to_string(c_.optimizer.unit_stages) + ", " +
             std::to_string(tasks_[0]->problem.n) + " units";
-  if (tty_)
+  if (tty_) {
     std::fprintf(stderr, "\r%s\033[K", line.c_str());
-  else if (update_ % std::max<int64_t>(1, c_.optimizer.updates / 20) == 0)
+  } else if (const int64_t twentieth = part_used(20); twentieth > printed_twentieth_) {
+    // Each twentieth of the budget that binds (a run ended by its time or samples, updates at 1e8, printed none).
+    printed_twentieth_ = twentieth;
     std::fprintf(stderr, "%s\n", line.c_str());
+  }
 }
 
 // The cluster, the seeded policy and optimiser, one environment per graph.

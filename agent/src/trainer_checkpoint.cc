@@ -149,7 +149,8 @@ std::string Trainer::state_json() const {
       const BaselineResult& b = t.warm_results[r];
       o << (r ? ", " : "") << "{\"method\": " << json_quote(b.method) << ", \"step_s\": " << num(b.step_s)
         << ", \"ok\": " << (b.ok ? "true" : "false") << ", \"seconds\": " << num(b.seconds)
-        << ", \"note\": " << json_quote(b.note);
+        << ", \"note\": " << json_quote(b.note) << ", \"ci_s\": [" << num(b.ci_low_s) << ", " << num(b.ci_high_s)
+        << "]";
       if (!b.placement.device_of.empty()) o << ", \"placement\": " << placement_json(b.placement);
       o << "}";
     }
@@ -257,7 +258,16 @@ void Trainer::restore_warm_starts(const std::string& ckpt) {
   // Warm-start placements come from the checkpoint: the units must be the same.
   LoadedArchive la;
   open_checkpoint(ckpt, &la);
-  YAML::Node s = YAML::Load(la.state_json);
+  try {
+    restore_warm_starts(ckpt, YAML::Load(la.state_json));
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {  // yaml-cpp's, unnamed: a state that is not what this code wrote
+    throw InputError(ckpt + ": field 'state': malformed (" + std::string(e.what()) + ")");
+  }
+}
+
+void Trainer::restore_warm_starts(const std::string& ckpt, const YAML::Node& s) {
   const YAML::Node ts = s["tasks"];
   if (!ts.IsSequence() || ts.size() != tasks_.size())
     throw InputError(ckpt + ": field 'state.tasks': does not match the config's graphs");
@@ -280,6 +290,10 @@ void Trainer::restore_warm_starts(const std::string& ckpt) {
       b.ok = r["ok"].as<bool>();
       b.seconds = r["seconds"].as<double>(0.0);
       b.note = r["note"].as<std::string>("");
+      if (const YAML::Node ci = r["ci_s"]; ci && ci.IsSequence() && ci.size() == 2) {
+        b.ci_low_s = ci[0].as<double>();
+        b.ci_high_s = ci[1].as<double>();
+      }
       if (r["placement"])
         b.placement = placement_from_node(r["placement"], t.env->graph(), t.env->cluster(),
                                           ckpt + ": state.tasks.warm_results.placement");

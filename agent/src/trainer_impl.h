@@ -21,6 +21,10 @@
 #include "policy.h"
 #include "trainer.h"
 
+namespace YAML {
+class Node;
+}
+
 namespace placer {
 
 using Clock = std::chrono::steady_clock;
@@ -75,6 +79,7 @@ class Trainer {
   // Coarse to fine (OptimizerConfig::unit_stages): the stage of the budget used so far, the
   // task's policy input at a stage, and the switch to a stage (elites and best re-cut to its units).
   int stage_now() const;
+  int64_t part_used(int64_t parts) const;
   PolicyInput stage_input(Task& t, int stage);
   void enter_stage(int stage);
   // one_update()'s steps.
@@ -120,6 +125,7 @@ class Trainer {
   void retake_in_a_spell(const std::vector<Placement>& rows, std::vector<StepResult>& results, TrainResult* result);
   // Resuming: the warm-start placements stored in the checkpoint.
   void restore_warm_starts(const std::string& ckpt);
+  void restore_warm_starts(const std::string& ckpt, const YAML::Node& state);
   // Fine-tuning: the policy's weights from another run's checkpoint (policy.init_from).
   void init_weights(const std::string& from);
   // gnn: held-out graphs, placed by the trained policy with no training.
@@ -146,6 +152,7 @@ class Trainer {
   std::vector<LogRow> rows_;
   std::string dir_;
   bool tty_ = false;
+  int64_t printed_twentieth_ = -1;  // progress lines off a terminal: the last twentieth of the budget printed
   int stage_ = 0;  // the units' stage of the tasks' current policy inputs
   int bc_steps_used_ = 0;
   bool bc_reproduced_ = false;

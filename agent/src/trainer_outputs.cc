@@ -60,7 +60,8 @@ void Trainer::write_outputs(TrainResult* res) {
   } else {  // a baseline's placement, measured when its row was
     res->best_measured = res->table != "simulated" || c_.reward.mode == RewardMode::Measured;
   }
-  res->best_found_at_sample = t0.best_at;
+  // The sample of the run that found the result: none (0) where a baseline's placement is the result.
+  res->best_found_at_sample = res->best_found_by == "policy" ? t0.best_at : 0;
   const EvalStats stats = t0.env->stats();
   res->measurements = stats.measurements;
   res->measured_steps = stats.measured_steps;
@@ -110,15 +111,29 @@ void Trainer::compare_baselines(TrainResult* res, bool compare) {
   };
   if (t0.has_warm && !listed(t0.warm_method))
     res->baselines.push_back(evaluated_row(t0.warm_method, t0.warm, "the warm start, from the checkpoint"));
-  std::vector<std::string> more;  // the compare methods the warm start did not run
-  for (const std::string& m : c_.compare)
-    if (compare && !listed(m) && std::find(more.begin(), more.end(), m) == more.end()) more.push_back(m);
   PlaceContext ctx = PlaceContext::on(*t0.env, c_.run.seed);
+  const int64_t warm_budget = ctx.sample_budget;
   // Searches (local_search) get the samples the policy spent: compared at equal budget. (From the config, a
   // run ended by its time limit with updates at 1e8, as a service job's, gave local_search 1.6e9
   // evaluations, which no cancel stopped.)
   const OptimizerConfig& o = c_.optimizer;
   ctx.sample_budget = std::max<int64_t>(1, samples_);
+  std::vector<std::string> more;  // the compare methods the warm start did not run at the policy's budget
+  for (const std::string& m : c_.compare) {
+    if (!compare || std::find(more.begin(), more.end(), m) != more.end()) continue;
+    if (listed(m)) {
+      if (ctx.sample_budget == warm_budget || !make_placer(m)->stochastic()) continue;
+      // A search the warm start ran with its own budget (2000) is not the equal-budget row: its row stays
+      // under another name (the result is still chosen among it), and the search runs again.
+      for (BaselineResult& b : res->baselines)
+        if (b.method == m) {
+          b.method = "warm_start:" + m;
+          b.note += (b.note.empty() ? "" : "; ") + std::string("the warm start's run, ") +
+                    std::to_string(warm_budget) + " evaluations";
+        }
+    }
+    more.push_back(m);
+  }
   ctx.cancel = ctl_.cancel;
   CompareOptions options;
   options.scoring = CompareScoring::Evaluate;

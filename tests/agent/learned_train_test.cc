@@ -261,6 +261,12 @@ TEST(LearnedTrain, ResumedRunContinuesIdentically) {
     EXPECT_EQ(b.best_step_s, a.best_step_s);
     EXPECT_EQ(b.best_found_at_sample, a.best_found_at_sample);
     EXPECT_EQ(b.best_placement.device, a.best_placement.device);
+    // The warm start's rows keep their intervals across the resume (they came back as [0, 0]).
+    ASSERT_EQ(b.baselines.size(), a.baselines.size()) << algo;
+    for (size_t i = 0; i < a.baselines.size(); ++i) {
+      EXPECT_EQ(b.baselines[i].ci_low_s, a.baselines[i].ci_low_s) << algo << " " << a.baselines[i].method;
+      EXPECT_EQ(b.baselines[i].ci_high_s, a.baselines[i].ci_high_s) << algo << " " << a.baselines[i].method;
+    }
     EXPECT_EQ(csv_without_timing(straight.run.output_dir + "/train.csv"),
               csv_without_timing(split.run.output_dir + "/train.csv"))
         << algo;
@@ -377,6 +383,65 @@ TEST(LearnedTrain, ComparedSearchGetsTheSamplesTheRunSpent) {
   ASSERT_NE(at, std::string::npos) << note;
   const size_t from = note.rfind(' ', at - 1) + 1;
   EXPECT_LE(std::stoll(note.substr(from, at - from)), r.samples) << note;
+}
+
+// A compared search the warm start also ran is run again at the run's budget: the row named local_search
+// was the warm start's, at 2000 evaluations, against 16 samples of the policy.
+TEST(LearnedTrain, ACompareSearchTheWarmStartRanGetsTheRunsBudgetToo) {
+  const Fixture f = make_fixture("compare_warm", 5);
+  std::string text = config_text(f, f.dir + "/run", 2);
+  text.replace(text.find("warm_start: {methods: []}"), 25, "warm_start: {methods: [local_search]}");
+  text += "compare: [local_search]\n";
+  const TrainResult r = train(parse_train_config(text, "test"), nullptr, quiet());
+  ASSERT_EQ(r.samples, 16);
+  auto evaluations = [](const BaselineResult& b) {
+    const size_t at = b.note.find(" evaluations");
+    if (at == std::string::npos) return int64_t{-1};
+    const size_t from = b.note.rfind(' ', at - 1) + 1;
+    return static_cast<int64_t>(std::stoll(b.note.substr(from, at - from)));
+  };
+  int equal = 0, warm = 0;
+  for (const BaselineResult& b : r.baselines) {
+    if (b.method == "local_search") {
+      ++equal;
+      EXPECT_LE(evaluations(b), r.samples) << b.note;
+      EXPECT_GT(evaluations(b), 0) << b.note;
+    } else if (b.method == "warm_start:local_search") {
+      ++warm;
+      EXPECT_NE(b.note.find("the warm start's run, 2000 evaluations"), std::string::npos) << b.note;
+    }
+  }
+  EXPECT_EQ(equal, 1);
+  EXPECT_EQ(warm, 1);
+}
+
+// train.max_samples is a bound: the last update takes the samples left (20 asked, 8 a batch: 24 ran).
+TEST(LearnedTrain, MaxSamplesIsNotOvershot) {
+  const Fixture f = make_fixture("max_samples", 4);
+  std::string text = config_text(f, f.dir + "/run", 100);
+  text.replace(text.find("lr: 0.02"), 8, "lr: 0.02, max_samples: 20");
+  const TrainResult r = train(parse_train_config(text, "test"), nullptr, quiet());
+  EXPECT_EQ(r.ended_by, "max_samples");
+  EXPECT_EQ(r.samples, 20);
+}
+
+// Off a terminal, a progress line comes each twentieth of the budget that binds: a run ended by its samples
+// with updates at 1e8 (a service job's) printed none.
+TEST(LearnedTrain, ProgressLinesFollowTheBudgetThatBinds) {
+  const Fixture f = make_fixture("progress", 3);
+  std::string text = config_text(f, f.dir + "/run", 100000000);
+  text.replace(text.find("lr: 0.02"), 8, "lr: 0.02, max_samples: 160");
+  TrainControls loud;
+  loud.progress = true;
+  ::testing::internal::CaptureStderr();
+  const TrainResult r = train(parse_train_config(text, "test"), nullptr, loud);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(r.samples, 160);
+  int lines = 0;
+  for (size_t at = err.find("update "); at != std::string::npos; at = err.find("update ", at + 1))
+    lines += err.compare(at, 7, "update ") == 0 && err.find(" samples/s", at) != std::string::npos;
+  EXPECT_GE(lines, 10) << err;
+  EXPECT_LE(lines, 21) << err;
 }
 
 // A failed sample (out of memory) is never the policy's best: when every sample fails, the run has no best
@@ -568,6 +633,7 @@ TEST(LearnedTrain, ATieWithABaselineIsCreditedToTheBaseline) {
   // The policy's greedy decode is the cloned placement: exactly as fast, no faster.
   ASSERT_EQ(r.policy_best_step_s, r.baselines[0].step_s);
   EXPECT_EQ(r.best_found_by, "local_search");
+  EXPECT_EQ(r.best_found_at_sample, 0);  // no sample of the run found it (it named the policy's)
   EXPECT_EQ(r.best_step_s, r.baselines[0].step_s);
   EXPECT_NE(file_text(f.dir + "/run/summary.json").find("\"best_found_by\": \"local_search\""), std::string::npos);
 }

@@ -259,6 +259,7 @@ struct UpdateMetrics {
   double reward_best = 0.0;  // best reward of any sample so far
   double step_mean_s = 0.0;  // mean step time of this update's samples
   double best_step_s = 0.0;
+  bool best_measured = false;  // best_step_s is a real run's (measured and hybrid rewards)
   double entropy = 0.0;
   double loss = 0.0;
   int64_t samples = 0;  // total so far
@@ -390,7 +391,7 @@ struct TrainResult {
   // (measured / simulated) and its factor on CPU<->GPU link times, at the end.
   int64_t calibrations = 0;
   double step_scale = 1.0, link_factor = 1.0;
-  int64_t best_found_at_sample = 0;
+  int64_t best_found_at_sample = 0;  // the policy's sample that found the result; 0 where a baseline's is it
   NamedPlacement best_placement;
   double lower_bound_s = 0.0;
   std::string warm_start_method;  // the baseline cloned, empty if none
