@@ -6,12 +6,15 @@
 # p100x4. It tests whether the policy carries over from one size of a builder to
 # another, which the held-out set (bench/heldout_models.sh) cannot say.
 # Usage: bash bench/pretrained_sizes.sh [BUILD=build] [POLICY=pretrained] [DIR=/tmp/placer-sizes]
-# Prints a Markdown table; local_search's placements are cached in DIR.
+# Prints a Markdown table and the commit it ran at; the graphs and local_search's placements are
+# cached in DIR/COMMIT (COMMIT: `git rev-parse --short HEAD`, "+changes" added for a tree with
+# uncommitted changes), so a run at another commit builds and searches them again.
 # Run it on an otherwise idle machine: the policy samples for its second.
 set -euo pipefail
 BUILD=${1:-build}
 POLICY=${2:-pretrained}
-DIR=${3:-/tmp/placer-sizes}
+COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo "+changes")
+DIR=${3:-/tmp/placer-sizes}/$COMMIT
 P="$BUILD/placer"
 mkdir -p "$DIR"
 graph() {
@@ -58,3 +61,4 @@ done
 median=$(printf '%s\n' "${gaps[@]}" | python3 -c "import sys, statistics; print('%+.1f' % statistics.median(float(x) for x in sys.stdin))")
 echo
 echo "Policy: $POLICY. Within 5% of local_search@2,000: $within of $cells; median gap $median%."
+echo "Commit: $COMMIT (graphs and local_search placements cached in $DIR)."

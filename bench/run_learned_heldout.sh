@@ -6,9 +6,11 @@
 # Usage: bash bench/run_learned_heldout.sh [BUILD_DIR] [HELDOUT_DIR] [CELL...]
 #   CELL = PRESET:BUDGET[:METHODS] (default: k80x4:1000 p100x4:1000 k80x4:4000 p100x4:4000,
 #   methods local_search,guided_search,learned), run in that order, every graph per cell.
-#   Rows are kept in $ROWS (default /tmp/placer-heldout-rows): a row already there is
-#   not run again, so an interrupted run continues; the results file lists every
-#   cell of the default grid, "not run" where no row exists.
+#   Rows are kept in $ROWS/COMMIT (default /tmp/placer-heldout-rows/COMMIT; COMMIT is
+#   `git rev-parse --short HEAD`, "+changes" added for a tree with uncommitted changes):
+#   a row already there is not run again, so an interrupted run continues, and rows
+#   from another commit are never reused nor stamped with this one. The results file
+#   lists every cell of the default grid, "not run" where this commit has no row.
 #   SEEDS (default 1,2,3,4,5); GRAPHS (default all six) limits the graphs run;
 #   UNIT_STAGES (default 1) is heldout_bench's --unit-stages.
 set -euo pipefail
@@ -16,7 +18,8 @@ BUILD=${1:-build}
 DATA=${2:-/tmp/placer-heldout}
 shift $(( $# < 2 ? $# : 2 ))
 CELLS=${*:-k80x4:1000 p100x4:1000 k80x4:4000 p100x4:4000}
-ROWS=${ROWS:-/tmp/placer-heldout-rows}
+COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo "+changes")
+ROWS=${ROWS:-/tmp/placer-heldout-rows}/$COMMIT
 SEEDS=${SEEDS:-1,2,3,4,5}
 UNIT_STAGES=${UNIT_STAGES:-1}
 ALL="resnet18 mobilenet_v2 lstm_lm gpt2 transformer_mt dlrm"  # the set, in the table's order
@@ -45,7 +48,7 @@ findings=""
   echo
   echo "Command: \`bash bench/run_learned_heldout.sh $BUILD $DATA\` (rows from \`build/bench/heldout_bench\`), seeds $SEEDS.  "
   echo "Machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d), shared with other jobs while it ran (wall times"
-  echo "are on a busy machine; step times are simulated and do not depend on load). Commit: $(git rev-parse --short HEAD)."
+  echo "are on a busy machine; step times are simulated and do not depend on load). Commit: $COMMIT (every row)."
   echo
   echo "**The held-out set is fixed and was used to tune nothing** (bench/heldout_models.sh: resnet18 and"
   echo "mobilenet_v2, batch 32 of 3x112x112, eval mode; a 2-layer LSTM LM, 1024 hidden, LSTMCells unrolled over"

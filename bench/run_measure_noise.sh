@@ -4,8 +4,8 @@
 # single-device placements (the same work) and a split, measured
 #   - as before: each placement alone, 2 warm-up + 5 steps, the placements one
 #     after the other, three times (what `placer measure` did);
-#   - with the protocol: interleaved, until the median's 95% interval is within
-#     1% (at most 60 steps each);
+#   - with the protocol: interleaved, 2 warm-up + 10 to 40 steps each, until the
+#     median's 95% interval is within 2% (--target 0.02 --max-steps 40);
 # under each runtime setting named below. Writes OUT (default bench/results/measure_noise.md).
 # Usage: [VOCABS="2000 40000"] [SETTINGS="ENV=VALUE ..."] [OUT=FILE] bash bench/run_measure_noise.sh [BUILD_DIR]
 # Run it on an otherwise idle machine: cpu:N devices need their own cores.

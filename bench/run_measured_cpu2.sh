@@ -49,8 +49,9 @@ for g in $GRAPHS; do
     for mode in $MODES; do
       dir="$WORK/${g}_${mode}_$seed"
       echo "== $g $mode seed $seed (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
-      # measured: every sample run for real (10 updates of 8); hybrid: every sample
-      # simulated, the best of each batch and every new best measured (20 updates of 16).
+      # measured: every sample run for real (MEASURED_UPDATES, 10, updates of 8); hybrid: every sample
+      # simulated, the best of each batch and every new best measured (HYBRID_UPDATES, 20, updates of 8).
+      # 8 samples per update: the configs' train.samples_per_update.
       # MODE+paired: the same with reward.paired (each measured batch beside a reference placement).
       base_mode=${mode%+paired}
       paired=(); [ "$mode" != "$base_mode" ] && paired=(--paired)

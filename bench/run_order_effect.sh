@@ -47,7 +47,7 @@ done
   echo
 } > "$OUT"
 "$PY" - "$TMP" "$RUNS" >> "$OUT" <<'PY'
-import json, math, sys
+import json, math, statistics, sys
 d, runs = sys.argv[1], int(sys.argv[2])
 
 def mann_whitney_p(x, y):
@@ -86,8 +86,7 @@ for kind in ("fixed", "shuffled"):
         gaps.append(gap)
         print(f"| {kind} | {r} | {a['step_s']:.4f} [{a['ci_low_s']:.4f}, {a['ci_high_s']:.4f}] | "
               f"{b['step_s']:.4f} [{b['ci_low_s']:.4f}, {b['ci_high_s']:.4f}] | {gap:+.1%} | {p:.3g} | {c['step_s']:.4f} |")
-    gaps_sorted = sorted(gaps)
-    summary[kind] = (gaps_sorted[len(gaps) // 2], max(gaps, key=abs), sig)
+    summary[kind] = (statistics.median(gaps), max(gaps, key=abs), sig)
 print()
 print("| order | median B/A - 1 | largest |B/A - 1| | runs where A and B differ significantly (p < 0.05) |")
 print("|---|---:|---:|---:|")

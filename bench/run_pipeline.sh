@@ -9,7 +9,9 @@
 # with who found it), and the compare baselines of the same run (local_search takes the run's seed).
 # The graphs are built at the micro-batch size; the mini-batch is M of them.
 #
-# Usage: bench/run_pipeline.sh [BUILD_DIR] [OUT.md]   (GRAPHS="rnnlm nmt" PRESETS=k80x4 MS=4 to limit)
+# Usage: bench/run_pipeline.sh [BUILD_DIR] [OUT.md]   (GRAPHS="rnnlm nmt" PRESETS=k80x4 MS=4 to limit;
+# also SCHEDULES, SEEDS, UPDATES). The results file's Command line names every one of them. A seed whose
+# `placer train` fails is left out of its row, and the row says "n of N seeds".
 set -euo pipefail
 BUILD=${1:-build}
 OUT=${2:-bench/results/pipeline.md}
@@ -21,7 +23,6 @@ MS=${MS:-"4 16"}
 SCHEDULES=${SCHEDULES:-"gpipe 1f1b"}
 SEEDS=${SEEDS:-"1 2 3 4 5"}
 UPDATES=${UPDATES:-10}   # x 16 samples per update
-BUDGET=${BUDGET:-200}    # local_search's evaluations (compare.local_search_budget)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 START=$(date +%s)
@@ -60,9 +61,12 @@ for g in $GRAPHS; do for c in $PRESETS; do for m in $MS; do for s in $SCHEDULES;
 done; done; done; done
 
 COMMIT=$(git rev-parse --short HEAD)
-"$PY" - "$TMP/runs" "$OUT" "$COMMIT" "$(( $(date +%s) - START ))" "$UPDATES" <<'PYX'
+CMD="GRAPHS=\"$GRAPHS\" PRESETS=\"$PRESETS\" MS=\"$MS\" SCHEDULES=\"$SCHEDULES\" SEEDS=\"$SEEDS\" UPDATES=$UPDATES"
+CMD="$CMD bench/run_pipeline.sh $BUILD $OUT"
+"$PY" - "$TMP/runs" "$OUT" "$COMMIT" "$(( $(date +%s) - START ))" "$UPDATES" "$SEEDS" "$CMD" <<'PYX'
 import json, os, statistics, sys
-runs, out, commit, secs, updates = sys.argv[1:6]
+runs, out, commit, secs, updates, seed_list, cmd = sys.argv[1:8]
+n_seeds = len(seed_list.split())
 rows = []
 for d in sorted(os.listdir(runs)):
     g, c, m, s = d.split("-")
@@ -86,13 +90,14 @@ def mw(xs): return f"{ms(statistics.median(xs))} / {ms(max(xs))}"
 order = {"rnnlm": 0, "nmt": 1, "transformer": 2, "gpt2": 3}
 rows.sort(key=lambda r: (order.get(r[0], 9), r[1], r[2], r[3]))
 lines = ["# Pipeline-parallel placement: one mini-batch of M micro-batches, simulated", "",
-         f"Command: `bench/run_pipeline.sh` (commit {commit}, {secs} s on a 2-core VM). Milliseconds per",
+         f"Command: `{cmd}` (commit {commit}, {secs} s on a 2-core VM). Milliseconds per",
          "mini-batch (M micro-batches, weight update included), simulated on the preset's roofline costs. Every row:",
-         f"5 `placer train` runs (seeds 1-5; seq2seq policy, {updates} updates of 16 samples, warm start from",
+         f"{n_seeds} `placer train` runs (seeds {', '.join(seed_list.split())}; seq2seq policy, {updates} updates of 16 samples, warm start from",
          "expert/m_etf/dp) whose compare baselines are single, expert (layer blocks, not cut into pipeline",
          "stages), dp (contiguous stages, optimal for its pipeline cost model) and local_search (the run's seed).",
          "*policy*: the learned policy's own best; *result*: what `placer train` returns (never worse than",
-         "what it saw), with who found it. Median / worst of the 5 seeds for the stochastic columns.", "",
+         f"what it saw), with who found it. Median / worst of the {n_seeds} seeds for the stochastic columns",
+         "(a row whose runs did not all succeed says over how many: *n of N seeds*).", "",
          "| graph | cluster | M | schedule | single | expert | dp | local_search | policy | result (found by) | lower bound | result / bound |",
          "|---|---|---|---|---|---|---|---|---|---|---|---|"]
 for g, c, m, s, r in rows:
@@ -102,9 +107,15 @@ for g, c, m, s, r in rows:
     det = lambda k: ms(b[k][0]) if k in b else "-"
     ls = mw(b["local_search"]) if "local_search" in b else "-"
     by = ", ".join(sorted(set(r["by"])))
+    if r["n"] < n_seeds:
+        by += f"; {r['n']} of {n_seeds} seeds"
     lines.append(f"| {g} | {c} | {m} | {s} | {det('single')} | {det('expert')} | {det('dp')} | {ls} | "
                  f"{mw(r['policy'])} | {mw(r['best'])} ({by}) | {ms(r['lb'])} | "
                  f"{statistics.median(r['best']) / r['lb']:.2f} |")
+short = [f"{g} {c} M={m} {s}: {r['n'] if r else 0} of {n_seeds} seeds"
+         for g, c, m, s, r in rows if r is None or r["n"] < n_seeds]
+if short:
+    lines += ["", "Failed `placer train` runs left out: " + "; ".join(short) + "."]
 open(out, "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 PYX

@@ -5,6 +5,8 @@
 #
 #   bench/service_learned.sh [CONFIG] [SEEDS...]     (default configs/nmt_k80x4.yaml, seed 1)
 #   QUERY_FLAGS="--builder mlp --cluster k80x2" bench/service_learned.sh my.yaml 1 2 3
+# JOB_TIMEOUT_S (default 3600) caps the wait for each service job; past it the job is cancelled
+# and the script exits 1.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 PLACER=${PLACER:-$ROOT/build/placer}
@@ -12,6 +14,7 @@ PY=${PLACER_PYTHON:-$ROOT/.venv/bin/python3}
 CONFIG=${1:-$ROOT/configs/nmt_k80x4.yaml}
 shift || true
 SEEDS=("${@:-1}")
+JOB_TIMEOUT_S=${JOB_TIMEOUT_S:-3600}
 WORK=$(mktemp -d)
 SERVER=""
 trap '[ -n "$SERVER" ] && kill $SERVER 2>/dev/null; rm -rf "$WORK"' EXIT
@@ -35,7 +38,16 @@ for seed in "${SEEDS[@]}"; do
   t1=$(date +%s.%N)
   JOB=$("$PLACER" query --endpoint "$ENDPOINT" --seed "$seed" optimize "${FLAGS[@]}" --train-config "$CONFIG" --no-placement |
         sed -n 's/.*"job_id":"\(j-[0-9a-f]*\)".*/\1/p')
-  until "$PLACER" query --endpoint "$ENDPOINT" status "$JOB" | grep -q '"state":"\(done\|failed\|cancelled\)"'; do sleep 1; done
+  [ -n "$JOB" ] || { echo "service_learned: seed $seed: optimize returned no job id" >&2; exit 1; }
+  deadline=$(( $(date +%s) + JOB_TIMEOUT_S ))
+  until "$PLACER" query --endpoint "$ENDPOINT" status "$JOB" | grep -q '"state":"\(done\|failed\|cancelled\)"'; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      echo "service_learned: seed $seed: job $JOB not finished after $JOB_TIMEOUT_S s (JOB_TIMEOUT_S); cancelled" >&2
+      "$PLACER" query --endpoint "$ENDPOINT" cancel "$JOB" > /dev/null 2>&1 || true
+      exit 1
+    fi
+    sleep 1
+  done
   t2=$(date +%s.%N)
   "$PLACER" query --endpoint "$ENDPOINT" result "$JOB" --no-placement > "$WORK/result-$seed.json"
   "$PY" - "$WORK/train-$seed/summary.json" "$WORK/result-$seed.json" "$seed" "$t0" "$t1" "$t2" <<'EOF'

@@ -1,8 +1,9 @@
 """Python client for the placer placement service (protocol version 1).
 
 Needs only pyzmq (Debian: python3-zmq). Every method returns the reply's
-"result" object as a dict, or raises PlacerError (an error reply),
-PlacerBusy (the server's queue is full: retry later) or PlacerTimeout.
+"result" object as a dict, or raises PlacerError (an error reply, or code
+"too_large" for a request over max_message_bytes, not sent), PlacerBusy (the
+server's queue is full: retry later) or PlacerTimeout.
 
     from placer_client import PlacerClient
     with PlacerClient("tcp://127.0.0.1:5555") as c:
@@ -20,6 +21,7 @@ See docs/protocol.md for every message.
 
 import itertools
 import json
+import os
 import time
 
 import zmq
@@ -44,6 +46,9 @@ class PlacerBusy(PlacerError):
 
 # The server refuses deadlines above its limits.max_deadline_ms (default 600 s) as too_large.
 MAX_DEADLINE_MS = 600000
+# The server's limits.max_message_bytes default (16 MiB): ZeroMQ drops a larger message without a reply, so
+# the client refuses to send one (max_message_bytes= when the server's config sets another limit).
+DEFAULT_MAX_MESSAGE_BYTES = 16 << 20
 
 
 class PlacerTimeout(Exception):
@@ -52,9 +57,10 @@ class PlacerTimeout(Exception):
 
 class PlacerClient:
     def __init__(self, endpoint, timeout_ms=30000, server_public_key=None, client_public_key=None,
-                 client_secret_key=None, context=None):
+                 client_secret_key=None, context=None, max_message_bytes=DEFAULT_MAX_MESSAGE_BYTES):
         self.endpoint = endpoint
         self.timeout_ms = timeout_ms
+        self.max_message_bytes = max_message_bytes
         self._curve = (server_public_key, client_public_key, client_secret_key)
         self._ctx = context or zmq.Context.instance()
         self._ids = itertools.count(1)
@@ -97,9 +103,7 @@ class PlacerClient:
         # client's default wait too) an optimize could make its job after the client had given up (and a
         # retry made a second one), or a result be handed over and forgotten unseen.
         message.setdefault("deadline_ms", max(1, min(MAX_DEADLINE_MS, self.timeout_ms - min(2000, self.timeout_ms // 10))))
-        reply = self.send_raw(json.dumps(message).encode())
-        if reply.get("id") not in (request_id, ""):
-            raise PlacerError("protocol", "id", f"reply for {reply.get('id')!r}, expected {request_id!r}", reply)
+        reply = self.send_raw(json.dumps(message).encode(), expect_id=request_id)
         status = reply.get("status")
         if status == "ok":
             return reply["result"]
@@ -107,14 +111,36 @@ class PlacerClient:
         cls = PlacerBusy if status == "busy" else PlacerError
         raise cls(err.get("code", "?"), err.get("field", ""), err.get("message", ""), reply)
 
-    def send_raw(self, data):
-        """Sends bytes as they are; returns the decoded JSON reply."""
-        self._socket.send_multipart([b"", data])
-        if not self._socket.poll(self.timeout_ms, zmq.POLLIN):
-            self._connect()  # a late reply must not answer the next request
-            raise PlacerTimeout(f"no reply from {self.endpoint} within {self.timeout_ms} ms")
-        frames = self._socket.recv_multipart()
-        return json.loads(frames[-1])
+    def send_raw(self, data, expect_id=None):
+        """Sends bytes as they are; returns the decoded JSON reply.
+
+        expect_id: the request's id; a reply with another id (the late answer to an earlier call that was
+        interrupted) is dropped and the wait goes on for the rest of the timeout. A reply with id "" (the
+        server could not read the request's) is taken as this one's. Raises PlacerError "too_large" before
+        sending more than max_message_bytes (the server would drop the connection without a reply)."""
+        if len(data) > self.max_message_bytes:
+            raise PlacerError("too_large", "", f"the request is {len(data)} bytes, over the server's "
+                              f"max_message_bytes {self.max_message_bytes} ({len(data) / 2**20:.1f} MiB > "
+                              f"{self.max_message_bytes / 2**20:.1f} MiB): not sent")
+        try:
+            self._socket.send_multipart([b"", data])
+            deadline = time.monotonic() + self.timeout_ms / 1000.0
+            while True:
+                left_ms = max(0, int((deadline - time.monotonic()) * 1000))
+                if not self._socket.poll(left_ms, zmq.POLLIN):
+                    self._connect()  # a late reply must not answer the next request
+                    raise PlacerTimeout(f"no reply from {self.endpoint} within {self.timeout_ms} ms")
+                reply = json.loads(self._socket.recv_multipart()[-1])
+                if expect_id is None or reply.get("id") in (expect_id, ""):
+                    return reply
+                # A stale reply, for a call that gave up before it came: drop it and keep waiting.
+        except PlacerTimeout:
+            raise
+        except BaseException:
+            # Interrupted between send and receive (Ctrl-C, a signal handler, a bad reply): this request's
+            # reply may still come; a fresh socket makes sure it never answers the next call.
+            self._connect()
+            raise
 
     # -- requests ----------------------------------------------------------
     def health(self):
@@ -139,12 +165,14 @@ class PlacerClient:
 
     def evaluate(self, placement, graph=None, builder=None, options=None, cluster=None, devices=None,
                  objective=None, microbatches=None, schedule=None, measure=None):
-        """placement: {"device": {op name: device name}} (a `place` reply's placement).
+        """placement: {"device": {op name: device name}} (a `place` reply's placement), or a placer
+        placement file (`placer place -o`: {"format": "placer.placement", "placement": {op: device}}),
+        loaded or its path. Anything else is a ValueError.
 
         measure: True, or settings {"max_steps": 20, "target": 0.02, "budget_s": 30, ...}, to run
         it for real on the server's own devices (median step, 95% interval) instead of simulating."""
         return self.call("evaluate", **_problem(graph, builder, options, cluster, devices),
-                         placement={"device": placement["device"]}, objective=objective,
+                         placement={"device": _device_map(placement)}, objective=objective,
                          microbatches=microbatches, schedule=schedule, measure=measure)
 
     def optimize(self, samples=0, seconds=0.0, graph=None, builder=None, options=None, cluster=None,
@@ -196,6 +224,22 @@ class PlacerClient:
 
 def _key(k):
     return k.encode() if isinstance(k, str) else k
+
+
+def _device_map(placement):
+    """The {op: device} map of a `place` reply's placement or of a placer.placement file (dict or path)."""
+    if isinstance(placement, (str, os.PathLike)):
+        with open(placement) as f:
+            placement = json.load(f)
+    if isinstance(placement, dict) and isinstance(placement.get("device"), dict):
+        return placement["device"]
+    if isinstance(placement, dict) and placement.get("format") == "placer.placement":
+        if isinstance(placement.get("placement"), dict):
+            return placement["placement"]
+        raise ValueError('placement: a placer.placement file without its "placement" object {op: device}')
+    got = f"an object with keys {sorted(placement)[:5]}" if isinstance(placement, dict) else type(placement).__name__
+    raise ValueError('placement: expected {"device": {op: device}} (a place reply\'s placement) or a placer '
+                     f'placement file ("format": "placer.placement", "placement": {{op: device}}), got {got}')
 
 
 def _problem(graph, builder, options, cluster, devices):

@@ -21,7 +21,9 @@ simulate ... --split-spec`) wrote runs with torch.distributed.pipelining:
 Placement needs the program's structure and shapes, not its weights, so
 `place` sends the archive without its large weight payloads (the importer
 makes up values for tensors it does not find; integer buffers, which may be
-indices, are kept). Needs torch (the project environment's, 2.6 or newer) to
+indices, are kept) and without the example inputs (data/sample_inputs/: the
+shapes are in the program). A request over the server's max_message_bytes
+(default 16 MiB) is refused before it is sent. Needs torch (the project environment's, 2.6 or newer) to
 export, and pyzmq to talk to the service.
 """
 
@@ -55,9 +57,11 @@ def export(model, example_inputs, path, dynamic_shapes=None, decompose=False, tr
 
 
 def structure_only(path, keep_bytes=DEFAULT_KEEP_BYTES):
-    """The archive's bytes without weight payloads larger than keep_bytes.
+    """The archive's bytes without weight payloads larger than keep_bytes, and without the example inputs.
 
-    Integer tensors are always kept (they may be indices or position ids)."""
+    Integer tensors are always kept (they may be indices or position ids). data/sample_inputs/ (the
+    pickled example inputs, as large as a batch of them) is left out: the importer takes input shapes
+    from the program's metadata or --input, never from there."""
     with zipfile.ZipFile(path) as src:
         configs = {}
         for name in src.namelist():
@@ -69,6 +73,8 @@ def structure_only(path, keep_bytes=DEFAULT_KEEP_BYTES):
         out = io.BytesIO()
         with zipfile.ZipFile(out, "w", zipfile.ZIP_STORED) as dst:
             for info in src.infolist():
+                if "/data/sample_inputs/" in "/" + info.filename:
+                    continue
                 floating = configs.get(info.filename) in (6, 7, 8, 13)  # half, float, double, bfloat16
                 if floating and info.file_size > keep_bytes:
                     continue
@@ -77,14 +83,20 @@ def structure_only(path, keep_bytes=DEFAULT_KEEP_BYTES):
 
 
 def place(path, endpoint="tcp://127.0.0.1:5555", cluster=None, devices=None, inputs=None, forward_only=False,
-          refine_samples=None, timeout_ms=120000, keep_bytes=DEFAULT_KEEP_BYTES, **fields):
+          refine_samples=None, timeout_ms=120000, keep_bytes=DEFAULT_KEEP_BYTES, max_message_bytes=None, **fields):
     """Ask the service at ENDPOINT to place the program in PATH; returns the reply's result.
 
     cluster: a preset name ("k80x4") or cluster dict; or devices: "cpu:2".
     inputs: optional ["x:16x3x224x224:float", ...] for symbolic sizes.
-    Raises placer_client.PlacerError on an error reply."""
+    max_message_bytes: the server's limits.max_message_bytes (None: its default, 16 MiB); a larger
+    request is not sent (the server would close the connection without a reply).
+    Raises placer_client.PlacerError on an error reply, or with code "too_large" for a request over
+    max_message_bytes (lower keep_bytes, or raise the server's limit)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from placer_client import PlacerClient
+    from placer_client import DEFAULT_MAX_MESSAGE_BYTES, PlacerClient
+
+    if max_message_bytes is None:
+        max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
 
     if (cluster is None) == (devices is None):
         raise ValueError("give exactly one of cluster= and devices=")
@@ -93,7 +105,7 @@ def place(path, endpoint="tcp://127.0.0.1:5555", cluster=None, devices=None, inp
         graph["inputs"] = list(inputs)
     request = {"graph": graph, "refine_samples": refine_samples, **fields}
     request["cluster" if cluster is not None else "devices"] = cluster if cluster is not None else devices
-    with PlacerClient(endpoint, timeout_ms=timeout_ms) as client:
+    with PlacerClient(endpoint, timeout_ms=timeout_ms, max_message_bytes=max_message_bytes) as client:
         return client.call("place", **request)
 
 
@@ -148,12 +160,13 @@ def main():
     p.add_argument("--forward-only", action="store_true", help="place the inference graph")
     p.add_argument("--refine-samples", type=int, help="local search samples after the fast path")
     p.add_argument("--no-placement", action="store_true", help="leave the op -> device map out of the output")
+    p.add_argument("--max-message-bytes", type=int, help="the server's limits.max_message_bytes (default 16 MiB)")
     args = ap.parse_args()
     if (args.cluster is None) == (args.devices is None):
         ap.error("give exactly one of --cluster and --devices")
     result = place(args.model, args.endpoint, cluster=args.cluster, devices=args.devices, inputs=args.input,
                    forward_only=args.forward_only, refine_samples=args.refine_samples,
-                   include_placement=not args.no_placement)
+                   include_placement=not args.no_placement, max_message_bytes=args.max_message_bytes)
     json.dump(result, sys.stdout, indent=1)
     print()
 

@@ -39,8 +39,13 @@ class Net(nn.Module):
 endpoint = sys.argv[1]
 path = placer_export.export(Net(), (torch.randn(4, 3, 8, 8),), "net.pt2", train=True)
 sent = placer_export.structure_only(path)
-import os
+import os, io, zipfile, time
 assert len(sent) < os.path.getsize(path) - 200_000, (len(sent), os.path.getsize(path))
+# The example inputs (data/sample_inputs/, a whole batch) are not sent: the importer reads shapes from the program.
+assert any("/data/sample_inputs/" in n for n in zipfile.ZipFile(path).namelist()), zipfile.ZipFile(path).namelist()
+assert not any("sample_inputs" in n for n in zipfile.ZipFile(io.BytesIO(sent)).namelist())
+with open("sent.pt2", "wb") as f:
+    f.write(sent)
 
 r = placer_export.place(path, endpoint, cluster="k80x2")
 assert r["graph"] == "pt2" and r["ops"] > 20, r
@@ -67,6 +72,15 @@ try:
 except PlacerError as e:
     assert e.code == "bad_graph" and e.field == "graph.pt2" and "dimension 1 is 3" in e.message, e
     assert "placer-pt2-" not in e.message, e.message
+# A request over the server's max_message_bytes is refused at once, naming its size and the limit (ZeroMQ
+# would drop it without a reply and the caller wait out its timeout).
+start = time.monotonic()
+try:
+    placer_export.place(path, endpoint, cluster="k80x2", max_message_bytes=4096, timeout_ms=20000)
+    raise SystemExit("a request over max_message_bytes was sent")
+except PlacerError as e:
+    assert e.code == "too_large" and "bytes, over the server's max_message_bytes 4096" in e.message, e
+assert time.monotonic() - start < 5, time.monotonic() - start
 print("front door: OK")
 PYEOF
 
@@ -82,8 +96,14 @@ r = json.loads(s.recv_string())
 assert r["status"] == "error" and r["error"]["field"] == "graph.pt2" and "base64" in r["error"]["message"], r
 PYEOF
 
-# The same archive through the local importer.
+# The same archive through the local importer; what place sent (no weights, no sample inputs) imports the same ops.
 "$PLACER" graph import net.pt2 -o net.json | grep -q "input shapes: x:4x3x8x8 (recorded example)"
+"$PLACER" graph import sent.pt2 -o sent.json | grep -q "input shapes: x:4x3x8x8 (recorded example)"
+"$PY" - <<'PYEOF'
+import json
+a, b = json.load(open("net.json")), json.load(open("sent.json"))
+assert a["ops"] == b["ops"], "the stripped archive imports other ops"
+PYEOF
 
 kill -TERM $SERVER
 wait $SERVER || true

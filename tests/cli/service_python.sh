@@ -34,9 +34,9 @@ from placer_client import PlacerClient
 with PlacerClient(sys.argv[1], timeout_ms=5000) as c:
     sent = []
     real = c.send_raw
-    def capture(data):
+    def capture(data, **kw):
         sent.append(data)
-        return real(data)
+        return real(data, **kw)
     c.send_raw = capture
     c.health()
     c.place(builder="mlp", cluster="k80x2", deadline_ms=1234)
@@ -88,15 +88,87 @@ with PlacerClient(sys.argv[1]) as c:
 print("python client: objective fields OK")
 PYTHON
 
+# A call cut off between send and receive (Ctrl-C, an exception) must not leave its late reply to answer
+# the next call ("reply for 'py-1', expected 'py-2'" forever); a stale reply is dropped; evaluate takes a
+# placer.placement file as `placer place -o` writes it; a request over max_message_bytes is not sent.
+"$PLACER" graph build mlp --opt layers=2 --opt width=64 --opt batch=8 -o "$WORK/mlp.json" > /dev/null
+"$PLACER" place --graph "$WORK/mlp.json" --devices cpu:2 --method round_robin -o "$WORK/pl.json" > /dev/null 2>&1
+$PY - "$ENDPOINT" "$WORK/mlp.json" "$WORK/pl.json" <<'PYTHON'
+import json, sys, time
+import zmq
+from placer_client import PlacerClient, PlacerError
+endpoint, graph_file, placement_file = sys.argv[1:4]
+mlp = dict(builder="mlp", options={"layers": 2, "width": 64, "input": 64, "batch": 8}, cluster="k80x2")
+with PlacerClient(endpoint, timeout_ms=10000) as c:
+    # Interrupted while waiting: the socket is replaced, the late reply never seen.
+    real_poll = zmq.Socket.poll
+    def interrupted(self, *a, **kw):
+        raise KeyboardInterrupt
+    zmq.Socket.poll = interrupted
+    before = c._socket
+    try:
+        c.place(**mlp)
+        raise AssertionError("the patched poll did not interrupt")
+    except KeyboardInterrupt:
+        pass
+    finally:
+        zmq.Socket.poll = real_poll
+    assert c._socket is not before, "an interrupted call must reconnect"
+    time.sleep(0.5)  # the place reply arrives (at the old socket) meanwhile
+    for _ in range(3):
+        assert c.health()["status"] == "serving"
+    # A reply for another id on this socket (an earlier request's, late) is dropped, not taken as ours.
+    c._socket.send_multipart([b"", json.dumps({"version": 1, "id": "stale-1", "type": "health"}).encode()])
+    time.sleep(0.5)
+    assert c.health()["status"] == "serving"
+    # An on_status callback that raises: the next call still gets its own reply.
+    job = c.optimize(samples=16, **mlp)
+    def boom(st):
+        raise RuntimeError("callback failed")
+    try:
+        c.wait(job, poll_s=0.1, timeout_s=60, on_status=boom)
+        raise AssertionError("the callback's exception was swallowed")
+    except RuntimeError:
+        pass
+    assert c.health()["status"] == "serving"
+    assert c.wait(job, poll_s=0.1, timeout_s=60)["state"] == "done"
+
+    # evaluate: a place reply's placement, a placement file (loaded or its path) and nothing else.
+    with open(graph_file) as f:
+        graph = json.load(f)
+    with open(placement_file) as f:
+        pfile = json.load(f)
+    assert pfile["format"] == "placer.placement" and "device" not in pfile, sorted(pfile)
+    a = c.evaluate(pfile, graph=graph, devices="cpu:2")
+    b = c.evaluate(placement_file, graph=graph, devices="cpu:2")
+    d = c.evaluate({"device": pfile["placement"]}, graph=graph, devices="cpu:2")
+    assert a["status"] == "ok" and a["step_s"] > 0 and a["step_s"] == b["step_s"] == d["step_s"], (a, b, d)
+    for bad in ({"placement": pfile["placement"]}, {"format": "placer.placement"}, ["cpu:0"]):
+        try:
+            c.evaluate(bad, graph=graph, devices="cpu:2")
+            raise AssertionError(f"{bad!r:.60} was accepted")
+        except ValueError as e:
+            assert "placement" in str(e), e
+
+with PlacerClient(endpoint, timeout_ms=10000, max_message_bytes=200) as small:
+    start = time.monotonic()
+    try:
+        small.place(**mlp)
+        raise AssertionError("a request over max_message_bytes was sent")
+    except PlacerError as e:
+        assert e.code == "too_large" and "over the server's max_message_bytes 200" in e.message, e
+    assert time.monotonic() - start < 1.0
+    assert small.health()["status"] == "serving"
+print("python client: interrupted calls, placement files and the size limit OK")
+PYTHON
+
 # The C++ command-line client too.
 "$PLACER" query --endpoint "$ENDPOINT" health | grep -q '"status":"serving"'
 if "$PLACER" query --endpoint "$ENDPOINT" place --builder mlp --cluster nope 2> "$WORK/err.txt"; then
   echo "query with a bad cluster should fail"; exit 1
 fi
 grep -q "unknown cluster preset 'nope'" "$WORK/err.txt"
-# evaluate a placement file: simulated, then measured on the server's own CPUs with its interval.
-"$PLACER" graph build mlp --opt layers=2 --opt width=64 --opt batch=8 -o "$WORK/mlp.json" > /dev/null
-"$PLACER" place --graph "$WORK/mlp.json" --devices cpu:2 --method round_robin -o "$WORK/pl.json" > /dev/null 2>&1
+# evaluate a placement file (mlp.json, pl.json above): simulated, then measured on the server's own CPUs with its interval.
 "$PLACER" query --endpoint "$ENDPOINT" evaluate --graph "$WORK/mlp.json" --devices cpu:2 --placement "$WORK/pl.json" \
   | grep -q '"measured":false,"status":"ok","step_s":'
 M=$("$PLACER" query --endpoint "$ENDPOINT" evaluate --graph "$WORK/mlp.json" --devices cpu:2 \
