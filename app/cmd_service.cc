@@ -79,6 +79,7 @@ void run_serve(const ServeArgs& a) {
   int sig = wait_for_shutdown_signal();
   std::printf("placer serve: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   std::fflush(stdout);
+  service.begin_shutdown();  // a request waiting for the devices ends now, not at its deadline
   server.stop();
   service.shutdown();
   auto s = server.stats();

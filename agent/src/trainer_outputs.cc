@@ -62,6 +62,7 @@ void Trainer::write_outputs(TrainResult* res) {
   }
   // The sample of the run that found the result: none (0) where a baseline's placement is the result.
   res->best_found_at_sample = res->best_found_by == "policy" ? t0.best_at : 0;
+  res->policy_best_found_at_sample = t0.best_at;
   const EvalStats stats = t0.env->stats();
   res->measurements = stats.measurements;
   res->measured_steps = stats.measured_steps;
@@ -426,6 +427,7 @@ void Trainer::write_summary(const TrainResult& res) {
     << ",\n  \"calibration\": {\"refits\": " << res.calibrations << ", \"step_scale\": " << num(res.step_scale)
     << ", \"cpu_gpu_link_factor\": " << num(res.link_factor) << "}"
     << ",\n  \"best_found_at_sample\": " << res.best_found_at_sample
+    << ",\n  \"policy_best_found_at_sample\": " << res.policy_best_found_at_sample
     << ",\n  \"lower_bound_s\": " << num(res.lower_bound_s) << pipeline_summary(res)
     << ",\n  \"warm_start\": {\"method\": " << json_quote(res.warm_start_method)
     << ", \"step_s\": " << num(res.warm_start_step_s) << ", \"bc_steps\": " << bc_steps_used_

@@ -29,6 +29,8 @@ namespace placer {
 
 namespace {
 
+constexpr int kMaxDevicesPerGpu = 16;  // virtual devices on one GPU (vcuda:N; graphs/src/cluster.cc)
+
 int parse_cuda_index(const Device& d) {
   const std::string& phys = d.physical.empty() ? d.name : d.physical;
   const size_t colon = phys.find(':');
@@ -197,6 +199,15 @@ std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
       at::globalContext().lazyInitDevice(c10::kCUDA);
       ctx.torch_device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
       ctx.threads = 1;
+      // Two streams each from torch's pool, which hands out its 32 per GPU in turn: past 16 devices on one
+      // GPU, two devices would share a stream and run one after the other.
+      int on_gpu = 0;
+      for (const Device& other : cluster.devices)
+        on_gpu += other.kind == DeviceKind::Cuda && parse_cuda_index(other) == index;
+      if (on_gpu > kMaxDevicesPerGpu)
+        throw InputError("devices: " + std::to_string(on_gpu) + " devices on cuda:" + std::to_string(index) +
+                         "; at most " + std::to_string(kMaxDevicesPerGpu) +
+                         " (each takes two of the 32 streams torch keeps per GPU)");
       ctx.stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(index));
       ctx.copy_stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(index));
       const std::string physical = "cuda:" + std::to_string(index);

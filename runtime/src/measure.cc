@@ -52,13 +52,16 @@ bool step(Executor& executor, Candidate& c, const MeasureOptions& o, bool sample
   for (size_t i = 0; i < r.devices.size(); ++i)
     r.devices[i].peak_bytes = std::max(r.devices[i].peak_bytes, out.peak_bytes[i]);
   if (out.status != StepStatus::Ok) {
+    c.active = false;
+    // A step taken only so that another placement's rounds pair (lockstep, after this one had enough):
+    // its failure leaves the finished measurement as it was, as the trace step's does.
+    if (c.enough) return false;
     r.status = out.status;
     r.message = out.message;
     r.oom_device = out.oom_device;
     r.oom_needed_bytes = out.oom_needed;
     r.oom_capacity_bytes = out.oom_capacity;
     r.transfer_bytes = out.transfer_bytes;
-    c.active = false;
     return false;
   }
   r.transfer_bytes = out.transfer_bytes;

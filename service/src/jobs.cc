@@ -111,14 +111,26 @@ JobManager::~JobManager() {
   }
 }
 
-void JobManager::shutdown() {
+void JobManager::begin_shutdown() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_ && runners_.empty() && queue_.empty()) return;
     stopping_ = true;
     for (auto& [id, job] : jobs_) job->cancel = true;
   }
   wake_.notify_all();
+  {
+    std::lock_guard<std::mutex> dl(devices_mutex_);
+    devices_closed_ = true;
+  }
+  devices_free_.notify_all();
+}
+
+void JobManager::shutdown() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_ && runners_.empty() && queue_.empty()) return;
+  }
+  begin_shutdown();
   for (auto& t : runners_) t.join();
   runners_.clear();
   std::lock_guard<std::mutex> lock(mutex_);

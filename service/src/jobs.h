@@ -141,6 +141,9 @@ class JobManager {
   // A finished job's result; the record is dropped once fetched.
   std::string result_json(const std::string& id, bool include_placement);
   std::string cancel(const std::string& id);
+  // Stops taking work and wakes every waiter: jobs are told to stop, a request waiting for the devices
+  // gets shutting_down. Then the request threads can finish, then shutdown() joins the jobs.
+  void begin_shutdown();
   void shutdown();
   // Set by the service before jobs run.
   // Keeps a finished learned job's run folder as a named policy; throws InputError.
@@ -196,6 +199,7 @@ class JobManager {
   std::mutex devices_mutex_;
   std::condition_variable devices_free_;
   std::string devices_holder_;  // who measures now ("job ID", "an evaluate request")
+  bool devices_closed_ = false;  // begin_shutdown(): nobody waits for them any longer
 };
 
 }  // namespace placer::service

@@ -264,9 +264,11 @@ void JobManager::with_devices(const std::string& holder, std::chrono::steady_clo
                               const std::function<void()>& work) {
   {
     std::unique_lock<std::mutex> dl(devices_mutex_);
-    if (!devices_free_.wait_until(dl, deadline, [&] { return devices_holder_.empty(); }))
+    // A SIGTERM waited here for the request's whole deadline (24 s) while a job measured on.
+    if (!devices_free_.wait_until(dl, deadline, [&] { return devices_holder_.empty() || devices_closed_; }))
       throw RequestError(codes::kBusy, "measure",
                          "the server's devices are busy: " + devices_holder_ + " is measuring");
+    if (devices_closed_) throw RequestError(codes::kShuttingDown, "", "the server is shutting down");
     devices_holder_ = holder;
   }
   struct Release {

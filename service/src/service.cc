@@ -237,6 +237,10 @@ std::optional<PlacementService::PolicyHandle> PlacementService::find_policy(cons
   return h;
 }
 
+void PlacementService::begin_shutdown() {
+  if (jobs_) jobs_->begin_shutdown();
+}
+
 void PlacementService::shutdown() {
   if (jobs_) jobs_->shutdown();
 }

@@ -294,7 +294,9 @@ else:
     assert kept["step_s"] == min(x["step_s"] for x in ok), f
 assert all(x["ci_s"][0] <= x["step_s"] <= x["ci_s"][1] for x in ok), f
 assert all(x["found_at_sample"] > 0 for x in f), f  # the policy's samples, no warm-start baseline
-assert r["best_found_at_sample"] == kept["found_at_sample"], (r["best_found_at_sample"], f)
+assert r["policy_best_found_at_sample"] == kept["found_at_sample"], (r["policy_best_found_at_sample"], f)
+# The result's sample: the policy's where it is the result, none (0) where a baseline's placement is.
+assert r["best_found_at_sample"] == (kept["found_at_sample"] if r["best_found_by"] == "policy" else 0), r
 PY
 grep -q "picked from [0-9]* of its placements measured side by side" "$TMP/train.out" ||
   fail "train: the finalists line is missing: $(cat "$TMP/train.out")"

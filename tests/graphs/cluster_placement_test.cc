@@ -50,6 +50,9 @@ TEST(Cluster, ParseDeviceList) {
   EXPECT_ERROR_CONTAINS(InputError, parse_device_list(""), "empty device list");
   EXPECT_ERROR_CONTAINS(InputError, parse_device_list("tpu:0"), "bad device 'tpu:0'");
   EXPECT_ERROR_CONTAINS(InputError, parse_device_list("cpu:0,cpu:0"), "duplicate device name");
+  // Each virtual device takes two of the 32 streams torch keeps per GPU: vcuda:17 shared streams.
+  EXPECT_EQ(parse_device_list("vcuda:16").size(), 16);
+  EXPECT_ERROR_CONTAINS(InputError, parse_device_list("vcuda:17"), "vcuda:N needs 1 <= N <= 16");
 }
 
 TEST(Cluster, LinksAndTransferTime) {

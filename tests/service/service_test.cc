@@ -5,9 +5,11 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <thread>
 
 #include <prometheus/registry.h>
@@ -875,6 +877,37 @@ TEST(Service, ACancelledRunningJobStaysCancelledAfterACrash) {
   EXPECT_NE(st.find("\"restarts\":0"), std::string::npos) << st;
   EXPECT_NE(st.find("cancelled by request (the server restarted"), std::string::npos) << st;
   placer::remove_tree(dir);
+}
+
+// A request waiting for the server's devices while a job measures ends when the server begins to shut down,
+// not at its deadline (a SIGTERM took 24 s to exit behind a measured evaluate).
+TEST(Service, ARequestWaitingForTheDevicesEndsAtShutdown) {
+  const ServiceConfig c = small_config();
+  JobManager jobs(c, nullptr);
+  std::atomic<bool> release{false};
+  std::thread holder([&] {
+    jobs.with_devices("job j-1", Clock::now() + 30s, [&] {
+      while (!release) std::this_thread::sleep_for(5ms);
+    });
+  });
+  std::this_thread::sleep_for(100ms);  // the job holds them
+  auto waiting = std::async(std::launch::async, [&] {
+    try {
+      jobs.with_devices("an evaluate request", Clock::now() + 30s, [] {});
+    } catch (const RequestError& e) {
+      return e.code();
+    }
+    return std::string("ran");
+  });
+  std::this_thread::sleep_for(100ms);
+  const auto start = Clock::now();
+  jobs.begin_shutdown();
+  ASSERT_EQ(waiting.wait_for(5s), std::future_status::ready);
+  EXPECT_LT(std::chrono::duration<double>(Clock::now() - start).count(), 2.0);
+  EXPECT_EQ(waiting.get(), codes::kShuttingDown);
+  release = true;
+  holder.join();
+  jobs.shutdown();
 }
 
 // The policy's training best has no placement until the trainer ends; a trainer that fails then leaves

@@ -225,8 +225,12 @@ struct TrainConfig {
   std::string cluster = "k80x2";                 // preset, cluster file or device list ("cpu:2")
   std::shared_ptr<const Cluster> cluster_value;  // the cluster itself, given in memory (`cluster` names it)
   // Baselines to report next to the result (`placer baseline` names); a
-  // search among them (local_search) gets the policy's sample budget
-  // (train.max_samples, else updates x samples_per_update).
+  // search among them (local_search) gets the samples the policy spent, run
+  // again if the warm start ran it with its own budget (that row is then
+  // "warm_start:local_search"). The two count alike but for repeats: a
+  // policy's repeated sample is drawn again (train.distinct_redraws) and its
+  // cache hit is free, while local_search counts every evaluation, one it
+  // proposes again included.
   std::vector<std::string> compare;
 
   PolicyConfig policy;
@@ -392,6 +396,7 @@ struct TrainResult {
   int64_t calibrations = 0;
   double step_scale = 1.0, link_factor = 1.0;
   int64_t best_found_at_sample = 0;  // the policy's sample that found the result; 0 where a baseline's is it
+  int64_t policy_best_found_at_sample = 0;  // the sample that found the policy's own best
   NamedPlacement best_placement;
   double lower_bound_s = 0.0;
   std::string warm_start_method;  // the baseline cloned, empty if none

@@ -50,6 +50,9 @@ class PlacementService {
   // Stops job runners: running jobs are cancelled; search jobs are recorded
   // failed ("server shut down"), learned jobs with a state_dir go back to
   // queued for the next server to resume. Idempotent.
+  // At a SIGTERM: begin_shutdown() (jobs told to stop, waiters woken), then the server's stop(), then
+  // shutdown() (jobs joined).
+  void begin_shutdown();
   void shutdown();
 
   const ServiceConfig& config() const { return config_; }
