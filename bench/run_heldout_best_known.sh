@@ -20,7 +20,7 @@ BIG=${BIG:-40000}
 OUT=bench/results/learned_heldout_best_known.md
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
-[ -e "$DATA/dlrm.json" ] || bash bench/heldout_models.sh "$BUILD" "$DATA"
+IF_STALE=1 bash bench/heldout_models.sh "$BUILD" "$DATA"  # (re)imports graphs from another commit
 
 run() {  # preset graph method budget seed -> "ms"
   "$BUILD/placer" baseline --graph "$DATA/$2.json" --cluster "$1" --method "$3" --budget "$4" --seed "$5" \

@@ -42,6 +42,7 @@ class Annealing {
     int64_t stalls = 0;
     while (evaluations_ < budget && p_.k > 1 && stalls < kMaxStalls) {
       if (ctx_.cancel && ctx_.cancel->load(std::memory_order_relaxed)) break;
+      if (ctx_.stop_at && Clock::now() >= *ctx_.stop_at) break;
       double frac = static_cast<double>(evaluations_) / static_cast<double>(budget);
       if (deadline) {
         const double left = std::chrono::duration<double>(deadline->first - Clock::now()).count();

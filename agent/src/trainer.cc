@@ -186,7 +186,7 @@ void Trainer::one_update() {
   const double noise =
       c_.optimizer.logit_noise * std::pow(c_.optimizer.logit_noise_decay, static_cast<double>(update_));
   int32_t K = c_.optimizer.samples_per_update;
-  // The last update of a run bounded by train.max_samples takes the samples left (20 asked, 16 a batch: 32 ran).
+  // The last update of a run bounded by train.max_samples takes the samples left (20 asked, 8 a batch: 24 ran).
   if (c_.optimizer.max_samples > 0)
     K = static_cast<int32_t>(std::clamp<int64_t>(c_.optimizer.max_samples - samples_, 1, K));
   const int32_t greedy = (c_.optimizer.greedy_sample && K >= 2) ? 1 : 0;
@@ -379,6 +379,9 @@ void Trainer::print_progress(const LogRow& row, double session_s, int32_t K) {
     // Each twentieth of the budget that binds (a run ended by its time or samples, updates at 1e8, printed none).
     printed_twentieth_ = twentieth;
     std::fprintf(stderr, "%s\n", line.c_str());
+    unprinted_progress_.clear();
+  } else {
+    unprinted_progress_ = line;  // printed when the updates end, so the log has the last update's line
   }
 }
 
@@ -524,6 +527,8 @@ bool Trainer::update_until_budget() {
     if (update_ % c_.run.checkpoint_every == 0) save_checkpoint();
   }
   if (ctl_.progress && tty_) std::fprintf(stderr, "\n");
+  if (ctl_.progress && !unprinted_progress_.empty()) std::fprintf(stderr, "%s\n", unprinted_progress_.c_str());
+  unprinted_progress_.clear();
   save_checkpoint();
   return ended_by_ == "stopped";
 }

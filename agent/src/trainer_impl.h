@@ -153,6 +153,7 @@ class Trainer {
   std::string dir_;
   bool tty_ = false;
   int64_t printed_twentieth_ = -1;  // progress lines off a terminal: the last twentieth of the budget printed
+  std::string unprinted_progress_;  // off a terminal: the last update's line, when not printed yet
   int stage_ = 0;  // the units' stage of the tasks' current policy inputs
   int bc_steps_used_ = 0;
   bool bc_reproduced_ = false;

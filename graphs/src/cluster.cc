@@ -109,11 +109,11 @@ bool parse_whole_list(std::string_view spec, Cluster& cluster) {
     return true;
   }
   if (spec.rfind("vcuda:", 0) == 0 && parse_index(spec.substr(6), n)) {
-    // Each takes two of the 32 CUDA streams torch keeps per GPU (runtime/src/devices.cc): past 16, two
-    // virtual devices shared a stream and ran one after the other.
-    if (n < 1 || n > 16)
-      throw InputError("devices: vcuda:N needs 1 <= N <= 16 (each virtual device takes two of the 32 CUDA streams "
-                       "torch keeps per GPU), got '" + std::string(spec) + "'");
+    if (n < 1 || n > kMaxDevicesPerGpu)
+      throw InputError(detail::concat("devices: vcuda:N needs 1 <= N <= ", kMaxDevicesPerGpu,
+                                      " (each virtual device takes two of the 32 CUDA streams torch keeps per GPU), "
+                                      "got '",
+                                      spec, "'"));
     for (int i = 0; i < n; ++i) {
       Device d = cuda_device("cuda:" + std::to_string(i), "cuda:0");
       d.memory_bytes /= n;

@@ -204,7 +204,7 @@ MicrobatchGate::MicrobatchGate(const Graph& graph, const std::vector<DeviceId>& 
   // A device's bound: the stages a micro-batch crosses from its first forward there until its loss, its
   // height (see pipeline.h). The rank of a device's first stage op among the devices counted two devices
   // holding stages A B A B as two stages: the second admitted one micro-batch where four stages lay
-  // between its forward and backward there (1F1B ran 1.4x slower than GPipe). Inputs are not gated: one on
+  // between its forward and backward there (1F1B ran 1.43x slower than GPipe). Inputs are not gated: one on
   // a later stage's device took that stage's one slot, and stage 0 ran F0 B0 F1 where 1F1B runs F0 F1 B0.
   std::vector<char> stage(n, 0);
   for (int32_t o = 0; o < n; ++o) {

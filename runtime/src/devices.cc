@@ -29,8 +29,6 @@ namespace placer {
 
 namespace {
 
-constexpr int kMaxDevicesPerGpu = 16;  // virtual devices on one GPU (vcuda:N; graphs/src/cluster.cc)
-
 int parse_cuda_index(const Device& d) {
   const std::string& phys = d.physical.empty() ? d.name : d.physical;
   const size_t colon = phys.find(':');
@@ -199,8 +197,7 @@ std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
       at::globalContext().lazyInitDevice(c10::kCUDA);
       ctx.torch_device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
       ctx.threads = 1;
-      // Two streams each from torch's pool, which hands out its 32 per GPU in turn: past 16 devices on one
-      // GPU, two devices would share a stream and run one after the other.
+      // Two streams each from torch's pool, which hands out its 32 per GPU in turn (kMaxDevicesPerGpu).
       int on_gpu = 0;
       for (const Device& other : cluster.devices)
         on_gpu += other.kind == DeviceKind::Cuda && parse_cuda_index(other) == index;

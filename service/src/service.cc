@@ -43,6 +43,8 @@ PlaceContext place_context(const Graph& graph, const Cluster& cluster, Environme
   ctx.env = &env;
   ctx.seed = seed;
   ctx.time_limit_s = time_limit_s;
+  // A search stops there with its best so far: local_search ran its 2000 evaluations whatever the limit.
+  ctx.stop_at = Clock::now() + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(time_limit_s));
   return ctx;
 }
 

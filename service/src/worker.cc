@@ -68,6 +68,7 @@ class WorkerRun {
   void say(const std::string& line) { std::fprintf(stderr, "placer worker %s: %s\n", o_.name.c_str(), line.c_str()); }
   void connect();
   void receive(std::vector<zmq::message_t>& parts);
+  void send_replies();
   void evaluate_loop();
   Reply evaluate(const Job& job);
   void build(HeldProblem& p);
@@ -256,6 +257,25 @@ void WorkerRun::evaluate_loop() {
   }
 }
 
+// The evaluation threads' replies, to the pool (those of the current connection).
+void WorkerRun::send_replies() {
+  std::deque<Reply> replies;
+  uint64_t generation;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    replies.swap(replies_);
+    generation = generation_;
+  }
+  for (const Reply& r : replies) {
+    if (r.generation != generation) continue;  // for a connection we gave up: the pool re-sent it
+    if (r.command == kResult)
+      ++stats_.tasks;
+    else if (r.command == kError)
+      ++stats_.errors;
+    send({kVersion, r.command, r.id, r.payload});
+  }
+}
+
 WorkerStats WorkerRun::run() {
   say("connecting to " + endpoint_ + " (devices " + join(devices_) + ", " + std::to_string(o_.threads) + " thread(s))");
   connect();  // before the threads: a bad endpoint is an error, not a terminate with threads running
@@ -294,21 +314,7 @@ WorkerStats WorkerRun::run() {
         receive(parts);
       }
     if (items[1].revents & ZMQ_POLLIN) waker_.drain();
-    std::deque<Reply> replies;
-    uint64_t generation;
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      replies.swap(replies_);
-      generation = generation_;
-    }
-    for (const Reply& r : replies) {
-      if (r.generation != generation) continue;  // for a connection we gave up: the pool re-sent it
-      if (r.command == kResult)
-        ++stats_.tasks;
-      else if (r.command == kError)
-        ++stats_.errors;
-      send({kVersion, r.command, r.id, r.payload});
-    }
+    send_replies();
     const auto now = Clock::now();
     if (now >= next_heartbeat) {
       send({kVersion, kHeartbeat});

@@ -267,6 +267,7 @@ struct WorkerPool::Impl {
         continue;
       }
       w->in_flight.insert(t->first);
+      task.starved_since.reset();  // a worker could do it; if it is lost, the wait starts again then
       ++stats.tasks_sent;
       if (task.lost) ++stats.resent, task.lost = false;
       it = queue.erase(it);

@@ -118,7 +118,8 @@ with PlacerClient(endpoint, timeout_ms=10000) as c:
     for _ in range(3):
         assert c.health()["status"] == "serving"
     # A reply for another id on this socket (an earlier request's, late) is dropped, not taken as ours.
-    c._socket.send_multipart([b"", json.dumps({"version": 1, "id": "stale-1", "type": "health"}).encode()])
+    # (A policies request: its reply, taken for health's, would have no "status".)
+    c._socket.send_multipart([b"", json.dumps({"version": 1, "id": "stale-1", "type": "policies"}).encode()])
     time.sleep(0.5)
     assert c.health()["status"] == "serving"
     # An on_status callback that raises: the next call still gets its own reply.

@@ -76,7 +76,7 @@ TEST(PipelineSimulation, StagesOverlapMicrobatches) {
 
 // Two devices holding four stages in turn (A B A B): a micro-batch is in flight on A from its stage-0
 // forward until its stage-0 backward, four stages apart. Bounded by "stages = devices" (caps 2 and 1),
-// 1F1B ran it 1.8x slower than GPipe; bounded by the stages a micro-batch crosses (4 and 3) it keeps up.
+// 1F1B ran it 1.43x slower than GPipe (0.0410 vs 0.0286 s at M = 4); bounded by the stages a micro-batch crosses (4 and 3) it keeps up.
 TEST(PipelineSimulation, OneFOneBKeepsUpWhereADeviceHoldsTwoStages) {
   const Graph g = mlp();
   const Cluster c = cluster_preset("k80x4");

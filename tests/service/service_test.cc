@@ -257,19 +257,19 @@ TEST(Service, BaselinesRunTheNamedPlacers) {
       0u);
 }
 
-// A baselines request keeps its deadline: each search gets its share of the time left (three local_search
-// rows on nmt took 4.3 s under a 2 s deadline; each ran with 30 s).
+// A baselines request keeps its deadline: each search gets its share of the time left, and stops there with
+// its best so far (local_search ran its 2000 evaluations whatever the limit: 0.71 s on nmt of 10 steps).
 TEST(Service, BaselinesKeepTheirDeadline) {
   PlacementService s(small_config());
   const std::string nmt = R"({"version":1,"type":"baselines","graph":{"builder":"nmt","options":{"steps":10}},)"
-                          R"("cluster":"k80x4","seed":8,"include_placement":false,)";
-  handle(s, nmt + R"("methods":["single"]})");  // the graph prepared (cached): what is timed is the methods
+                          R"("cluster":"k80x4","include_placement":false,)";
+  handle(s, nmt + R"("methods":["single"]})");  // the graph prepared (cached): what is timed is the search
   const auto start = Clock::now();
-  const std::string r = s.handle(parse_request(nmt + R"("methods":["local_search","local_search","local_search"]})"),
-                                 Clock::now() + 1500ms);
+  const std::string r = s.handle(parse_request(nmt + R"("seed":8,"methods":["local_search"]})"), Clock::now() + 250ms);
   const double took = std::chrono::duration<double>(Clock::now() - start).count();
-  EXPECT_LT(took, 1.5) << r.substr(0, 300);
+  EXPECT_LT(took, 0.5) << r.substr(0, 300);
   EXPECT_NE(r.find(R"("method":"local_search")"), std::string::npos) << r.substr(0, 300);
+  EXPECT_NE(r.find(R"("status":"ok")"), std::string::npos) << r.substr(0, 300);
 }
 
 std::string wait_state(PlacementService& s, const std::string& id, const std::string& want, int max_ms = 20000) {
@@ -885,12 +885,14 @@ TEST(Service, ARequestWaitingForTheDevicesEndsAtShutdown) {
   const ServiceConfig c = small_config();
   JobManager jobs(c, nullptr);
   std::atomic<bool> release{false};
+  std::promise<void> holding;
   std::thread holder([&] {
     jobs.with_devices("job j-1", Clock::now() + 30s, [&] {
+      holding.set_value();
       while (!release) std::this_thread::sleep_for(5ms);
     });
   });
-  std::this_thread::sleep_for(100ms);  // the job holds them
+  holding.get_future().wait();  // the job holds them
   auto waiting = std::async(std::launch::async, [&] {
     try {
       jobs.with_devices("an evaluate request", Clock::now() + 30s, [] {});

@@ -374,13 +374,14 @@ TEST(WorkerPool, TasksWaitForANewWorkerFromWhenTheLastOneLeft) {
   o.worker_wait_s = 3;
   o.prefetch = 0;
   WorkerPool pool(o);
-  FakeWorker busy(pool.endpoint(), "busy");
-  ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
   const Graph graph = testing::small_mlp();
   const Cluster cluster = cluster_preset("k80x2");
   const auto problem = pool.prepare(graph, cluster, RemoteSettings{});
   const auto batch = random_placements(graph, 3, 4);
+  // Queued before any worker: they wait (as starved) until the first joins.
   auto run = std::async(std::launch::async, [&] { return pool.evaluate(*problem, batch); });
+  std::this_thread::sleep_for(500ms);
+  FakeWorker busy(pool.endpoint(), "busy");
   ASSERT_EQ(busy.next("TASK").size(), 5u);
   busy.next("NOTHING", 4000ms);  // holds its task, heartbeating, past worker_wait_s
   busy.send({"PLW1", "BYE"});
@@ -395,11 +396,11 @@ TEST(WorkerPool, TasksWaitForANewWorkerFromWhenTheLastOneLeft) {
 // pool sends at registration and in every heartbeat.
 TEST(WorkerPool, AWorkerWaitsForThePoolsHeartbeatNotItsOwn) {
   WorkerPoolOptions o = fast_pool();
-  o.heartbeat_ms = 400;
+  o.heartbeat_ms = 1500;
   WorkerPool pool(o);
   WorkerOptions w = InProcessWorker::options("quick");
-  w.heartbeat_ms = 20;  // gives up after 60 ms of silence on its own
-  w.slow_ms = 300;
+  w.heartbeat_ms = 100;  // gives up after 300 ms of silence on its own
+  w.slow_ms = 700;
   InProcessWorker quick(pool.endpoint(), w);
   ASSERT_EQ(pool.wait_for_workers(1, 30), 1);
   const Graph graph = testing::small_mlp();

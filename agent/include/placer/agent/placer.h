@@ -2,9 +2,11 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -39,6 +41,9 @@ struct PlaceContext {
   // local_search: set to end the search early, with the best so far (a cancelled service job's refinement
   // ran its whole budget of evaluations, cancel or not). Null: never.
   const std::atomic<bool>* cancel = nullptr;
+  // local_search: ends at this time with its best so far, its schedule as without it (so a run the time does
+  // not cut is the same run). The service's requests keep their deadlines with it. Unset: never.
+  std::optional<std::chrono::steady_clock::time_point> stop_at;
 
   // The graph, cluster and environment of `env`, with `seed`; the rest as above.
   static PlaceContext on(Environment& env, uint64_t seed);

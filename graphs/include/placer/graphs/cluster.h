@@ -59,6 +59,10 @@ struct Cluster {
 // roofline constants) until a profile calibrates them. Throws InputError.
 Cluster parse_device_list(std::string_view spec);
 
+// Devices on one GPU at most ("vcuda:N"): each runs on two of the 32 CUDA
+// streams torch keeps per GPU; past 16 two of them shared a stream.
+inline constexpr int kMaxDevicesPerGpu = 16;
+
 // Throws PlacementError/InputError naming the problem: no devices, duplicate
 // names, bad name syntax, non-positive memory or speed, links naming unknown devices.
 void validate_cluster(const Cluster& cluster);
