@@ -368,6 +368,14 @@ TEST(LearnedTrain, ResultIsNeverWorseThanABaselineItRan) {
   EXPECT_NE(placed.placement, best) << placed.note;
 }
 
+// The evaluations a search's row says it spent ("..., 2000 evaluations, ..."); -1 where it says none.
+int64_t evaluations_in(const BaselineResult& b) {
+  const size_t at = b.note.find(" evaluations");
+  if (at == std::string::npos) return -1;
+  const size_t from = b.note.rfind(' ', at - 1) + 1;
+  return std::stoll(b.note.substr(from, at - from));
+}
+
 // The searches a run compares with get the samples it spent (equal budget): a run ended by its time limit
 // with updates at 1e8 (a service job's) gave local_search 1.6e9 evaluations, and no cancel stopped it.
 TEST(LearnedTrain, ComparedSearchGetsTheSamplesTheRunSpent) {
@@ -378,11 +386,9 @@ TEST(LearnedTrain, ComparedSearchGetsTheSamplesTheRunSpent) {
   const TrainResult r = train(parse_train_config(text, "test"), nullptr, quiet());
   EXPECT_EQ(r.ended_by, "time_limit");
   ASSERT_EQ(r.baselines.size(), 1u);
-  const std::string& note = r.baselines[0].note;
-  const size_t at = note.find(" evaluations");
-  ASSERT_NE(at, std::string::npos) << note;
-  const size_t from = note.rfind(' ', at - 1) + 1;
-  EXPECT_LE(std::stoll(note.substr(from, at - from)), r.samples) << note;
+  const int64_t evaluations = evaluations_in(r.baselines[0]);
+  EXPECT_GE(evaluations, 0) << r.baselines[0].note;
+  EXPECT_LE(evaluations, r.samples) << r.baselines[0].note;
 }
 
 // A compared search the warm start also ran is run again at the run's budget: the row named local_search
@@ -394,18 +400,12 @@ TEST(LearnedTrain, ACompareSearchTheWarmStartRanGetsTheRunsBudgetToo) {
   text += "compare: [local_search]\n";
   const TrainResult r = train(parse_train_config(text, "test"), nullptr, quiet());
   ASSERT_EQ(r.samples, 16);
-  auto evaluations = [](const BaselineResult& b) {
-    const size_t at = b.note.find(" evaluations");
-    if (at == std::string::npos) return int64_t{-1};
-    const size_t from = b.note.rfind(' ', at - 1) + 1;
-    return static_cast<int64_t>(std::stoll(b.note.substr(from, at - from)));
-  };
   int equal = 0, warm = 0;
   for (const BaselineResult& b : r.baselines) {
     if (b.method == "local_search") {
       ++equal;
-      EXPECT_LE(evaluations(b), r.samples) << b.note;
-      EXPECT_GT(evaluations(b), 0) << b.note;
+      EXPECT_LE(evaluations_in(b), r.samples) << b.note;
+      EXPECT_GT(evaluations_in(b), 0) << b.note;
     } else if (b.method == "warm_start:local_search") {
       ++warm;
       EXPECT_NE(b.note.find("the warm start's run, 2000 evaluations"), std::string::npos) << b.note;
