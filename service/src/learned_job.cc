@@ -390,7 +390,10 @@ TrainResult JobManager::train_job(Job& job, const TrainConfig& c, std::chrono::s
   ctl.resume = fs::exists(job.dir + "/checkpoint.pt");
   ctl.progress = false;
   ctl.cancel = &job.cancel;
-  ctl.remote = remote;
+  // Rollout workers evaluate simulated jobs; a measured or hybrid job measures on the server's own devices,
+  // which it holds (its measurements went to the workers' machines while it held them, and its final table
+  // was measured here).
+  ctl.remote = c.reward.mode == RewardMode::Simulated ? remote : nullptr;
   ctl.seen = fast_path_seen(job, c);
   {
     std::lock_guard<std::mutex> lock(mutex_);

@@ -844,6 +844,25 @@ TEST(Service, ALearnedJobStoppedCleanlyCountsItsRestart) {
   placer::remove_tree(dir);
 }
 
+// With rollout workers configured, a measured job still measures on the server's own devices, which it holds:
+// its measurements went to the workers (here none: the batch waited for one, then failed).
+TEST(Service, AMeasuredJobMeasuresHereWithRolloutWorkersConfigured) {
+  ServiceConfig c = small_config();
+  c.measure_jobs = true;
+  c.rollouts_bind = "tcp://127.0.0.1:*";
+  c.rollouts_wait_s = 1;
+  PlacementService s(c);
+  const std::string id =
+      job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                              R"(,"devices":"cpu:2","reward_mode":"measured","budget":{"samples":8},)"
+                              R"("learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"samples_per_update":4},)"
+                              R"("warm_start":{"methods":["m_etf"],"bc_steps":0},)"
+                              R"("reward":{"measure_warmup":1,"measure_steps":2}}})"));
+  const std::string st = wait_state(s, id, "done", 300000);
+  EXPECT_NE(st.find("\"state\":\"done\""), std::string::npos) << st;
+  EXPECT_NE(st.find("\"remote_evaluations\":0"), std::string::npos) << st;
+}
+
 // A learned job cancelled while it runs, the server then killed before the trainer saw the cancel: the
 // record said "running" (the cancel was held in memory only), and the next server ran the job again.
 TEST(Service, ACancelledRunningJobStaysCancelledAfterACrash) {
