@@ -727,6 +727,14 @@ TEST(Service, SearchJobKeepsItsObjective) {
   placer::remove_tree(dir);
 }
 
+// A small learned job with measured rewards on cpu:2 (kMlp), `samples` its budget.
+std::string measured_mlp_job(int64_t samples) {
+  return std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+         R"(,"devices":"cpu:2","reward_mode":"measured","budget":{"samples":)" + std::to_string(samples) +
+         R"(},"learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"samples_per_update":4},)"
+         R"("warm_start":{"methods":["m_etf"],"bc_steps":0},"reward":{"measure_warmup":1,"measure_steps":2}}})";
+}
+
 // A measured learned job's final table keeps the cross-core probe while it ran (median, lowest, highest) in its
 // reply, and across a restart (its record on disk).
 TEST(Service, MeasuredLearnedJobKeepsItsTablesProbeAcrossARestart) {
@@ -739,12 +747,7 @@ TEST(Service, MeasuredLearnedJobKeepsItsTablesProbeAcrossARestart) {
   for (int server = 0; server < 2; ++server) {
     PlacementService s(c);
     if (server == 0)
-      id = job_id_of(
-          handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
-                        R"(,"devices":"cpu:2","reward_mode":"measured","budget":{"samples":8},)"
-                        R"("learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"samples_per_update":4},)"
-                        R"("warm_start":{"methods":["m_etf"],"bc_steps":0},)"
-                        R"("reward":{"measure_warmup":1,"measure_steps":2}}})"));
+      id = job_id_of(handle(s, measured_mlp_job(8)));
     const std::string st = wait_state(s, id, "done", 300000);  // measured: slow on a loaded machine
     EXPECT_NE(st.find("\"state\":\"done\""), std::string::npos) << server << ": " << st;
     const auto at = st.find("\"core_rtt_s\":[");
@@ -768,12 +771,7 @@ TEST(Service, ACancelledMeasuredJobSaysItsStepWasNotMeasuredAgain) {
   ServiceConfig c = small_config();
   c.measure_jobs = true;
   PlacementService s(c);
-  const std::string id =
-      job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
-                              R"(,"devices":"cpu:2","reward_mode":"measured","budget":{"samples":100000},)"
-                              R"("learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"samples_per_update":4},)"
-                              R"("warm_start":{"methods":["m_etf"],"bc_steps":0},)"
-                              R"("reward":{"measure_warmup":1,"measure_steps":2}}})"));
+  const std::string id = job_id_of(handle(s, measured_mlp_job(100000)));
   std::string st;
   for (int i = 0; i < 6000; ++i) {  // until it has a best (measured in training)
     st = handle(s, R"({"version":1,"type":"status","job_id":")" + id + "\"}");
@@ -852,12 +850,7 @@ TEST(Service, AMeasuredJobMeasuresHereWithRolloutWorkersConfigured) {
   c.rollouts_bind = "tcp://127.0.0.1:*";
   c.rollouts_wait_s = 1;
   PlacementService s(c);
-  const std::string id =
-      job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
-                              R"(,"devices":"cpu:2","reward_mode":"measured","budget":{"samples":8},)"
-                              R"("learned":{"policy":{"type":"seq2seq","hidden":8},"train":{"samples_per_update":4},)"
-                              R"("warm_start":{"methods":["m_etf"],"bc_steps":0},)"
-                              R"("reward":{"measure_warmup":1,"measure_steps":2}}})"));
+  const std::string id = job_id_of(handle(s, measured_mlp_job(8)));
   const std::string st = wait_state(s, id, "done", 300000);
   EXPECT_NE(st.find("\"state\":\"done\""), std::string::npos) << st;
   EXPECT_NE(st.find("\"remote_evaluations\":0"), std::string::npos) << st;
