@@ -48,14 +48,17 @@ struct Candidate {
 bool step(Executor& executor, Candidate& c, const MeasureOptions& o, bool sample,
           std::vector<TimelineEvent>* timeline) {
   StepOutcome out = executor.run_step(c.session, o.timeout_s, timeline);
+  // A step taken after the measurement ended (lockstep, to pair another placement's rounds; the traced step):
+  // its failure leaves the finished measurement as it was.
+  if (out.status != StepStatus::Ok && c.enough) {
+    c.active = false;
+    return false;
+  }
   StepResult& r = c.result;
   for (size_t i = 0; i < r.devices.size(); ++i)
     r.devices[i].peak_bytes = std::max(r.devices[i].peak_bytes, out.peak_bytes[i]);
   if (out.status != StepStatus::Ok) {
     c.active = false;
-    // A step taken only so that another placement's rounds pair (lockstep, after this one had enough):
-    // its failure leaves the finished measurement as it was, as the trace step's does.
-    if (c.enough) return false;
     r.status = out.status;
     r.message = out.message;
     r.oom_device = out.oom_device;
@@ -277,13 +280,8 @@ std::vector<StepResult> protocol_steps(Executor& ex, const Cluster& cluster, con
     // The traced step is one more, unmeasured: its failure (a timeout, traced steps being slower) must not
     // turn the measured steps' success into a failure. The measurement stands; the trace is dropped.
     Candidate& c = cands.front();
-    const StepResult measured = c.result;
-    const bool active = c.active;
-    if (!step(ex, c, o, false, trace)) {
-      c.result = measured;
-      c.active = active;
-      trace->clear();
-    }
+    c.enough = true;  // its measurement has ended (its stop is set)
+    if (!step(ex, c, o, false, trace)) trace->clear();
   }
   return results(cands, cluster.size());
 }

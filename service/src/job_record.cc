@@ -173,7 +173,6 @@ std::shared_ptr<Job> read_job_record(const std::filesystem::path& path, const st
   }
   read_best_placement(r, *job);
   job->cancelled_by_user = r.b("cancel_requested");
-  job->cancel = job->cancelled_by_user;
   *state_text = r.s("state");
   return job;
 }
