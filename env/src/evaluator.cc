@@ -122,16 +122,26 @@ double PreparedProblem::lower_bound() const {
 
 // ---- Scoring ----
 
+namespace {
+
+bool says_overflow(const StepResult& result) {
+  return result.oom_capacity_bytes > 0 && result.oom_needed_bytes > result.oom_capacity_bytes;
+}
+
+// How far past its capacity an out-of-memory result is (1 where it does not say).
+double overflow_ratio(const StepResult& result) {
+  if (says_overflow(result))
+    return static_cast<double>(result.oom_needed_bytes - result.oom_capacity_bytes) /
+           static_cast<double>(result.oom_capacity_bytes);
+  return 1.0;
+}
+
+}  // namespace
+
 double failure_penalty_seconds(const StepResult& result, const RewardOptions& options) {
   switch (result.status) {
     case StepStatus::Ok: return 0.0;
-    case StepStatus::Oom: {
-      double ratio = 1.0;
-      if (result.oom_capacity_bytes > 0 && result.oom_needed_bytes > result.oom_capacity_bytes)
-        ratio = static_cast<double>(result.oom_needed_bytes - result.oom_capacity_bytes) /
-                static_cast<double>(result.oom_capacity_bytes);
-      return options.failure_penalty_s + options.overflow_penalty_s * ratio;
-    }
+    case StepStatus::Oom: return options.failure_penalty_s + options.overflow_penalty_s * overflow_ratio(result);
     case StepStatus::Timeout:
     case StepStatus::Error: return options.failure_penalty_s;
   }
@@ -231,6 +241,10 @@ void Calibration::refit(const Placement& placement, const StepResult& measured) 
   // The fit simulates every sample many times: readers (simulate()) wait for
   // the new corrections only while they are swapped in, not through the fit.
   std::lock_guard<std::mutex> serial(refit_mu_);
+  // The fit re-simulates every sample: the latest kMaxFitSamples only, so that a long hybrid run's refits do not
+  // grow with the square of its measurements.
+  constexpr size_t kMaxFitSamples = 256;
+  if (samples_.size() >= kMaxFitSamples) samples_.erase(samples_.begin());
   samples_.push_back(std::move(sample));
   auto model = std::make_shared<CostModel>(pp.base_costs());
   const size_t D = static_cast<size_t>(pp.cluster().size());
@@ -348,8 +362,9 @@ struct MeasuredEvaluator::Impl {
   // The protocol over the placements; each one's earlier samples count. A
   // placement given twice (two baselines that agree) is measured once and both
   // get its figure: the same work never gets two answers, nor costs twice.
+  // `count`: training's runs (add_stats); side-by-side tables and retakes are not.
   std::vector<StepResult> run(const std::vector<Placement>& placements, bool fresh = false, int max_steps = 0,
-                              double target = 0, bool pair = false) {
+                              double target = 0, bool pair = false, bool count = false) {
     std::lock_guard<std::mutex> lock(mu);
     if (!runtime) runtime = std::make_unique<Runtime>(problem->cluster());
     std::vector<Placement> unique;
@@ -386,10 +401,20 @@ struct MeasuredEvaluator::Impl {
     std::vector<StepResult> results = runtime->measure_interleaved(problem->graph(), unique, m, &prior);
     const double rtt = core_rtt_range(core_rtt_readings(results)).median_s;
     if (rtt > 0 && (quietest_rtt <= 0 || rtt < quietest_rtt)) quietest_rtt = rtt;
+    // A reference that failed at its first measurement (out of memory, say) pairs nothing: the first placement of
+    // this run that ran takes its place, from this run's rounds (each one's new samples were taken beside its).
+    if (ref < unique.size() && !results[ref].ok() && reference_level <= 0) {
+      reference.reset();
+      for (size_t u = 0; u < unique.size() && !reference; ++u)
+        if (u != ref && results[u].ok() && results[u].samples_s.size() > prior[u].size()) {
+          reference = unique[u];
+          ref = u;
+        }
+    }
     for (size_t u = 0; u < unique.size(); ++u) {
-      ++measurements;
+      if (count) ++measurements;
       if (!results[u].ok()) continue;
-      steps += static_cast<int64_t>(results[u].samples_s.size() - prior[u].size());
+      if (count) steps += static_cast<int64_t>(results[u].samples_s.size() - prior[u].size());
       // A fresh run is a measurement apart (a final table, or its retake when
       // the probe read a spell): the kept samples stay those of the others.
       if (u == ref) {
@@ -422,8 +447,22 @@ MeasuredEvaluator::~MeasuredEvaluator() = default;
 std::vector<Evaluation> MeasuredEvaluator::evaluate(const std::vector<Placement>& placements) {
   std::vector<Evaluation> out;
   out.reserve(placements.size());
-  for (StepResult& r : impl_->run(placements, false, 0, 0, impl_->paired))
+  std::vector<StepResult> results = impl_->run(placements, false, 0, 0, impl_->paired, /*count=*/true);
+  for (size_t i = 0; i < results.size(); ++i) {
+    StepResult& r = results[i];
+    // The executor stops at the first allocation past capacity, so a measured out-of-memory says little of how far
+    // over the placement is (or nothing: an allocator's own failure); the simulator's peak does, and ranks
+    // overflows as simulated ones are ranked.
+    if (r.status == StepStatus::Oom) {
+      const PreparedProblem& pp = *impl_->problem;
+      const StepResult sim = placer::simulate(pp.context(), placements[i], pp.cluster(), pp.base_costs());
+      if (sim.status == StepStatus::Oom && (!says_overflow(r) || overflow_ratio(sim) > overflow_ratio(r))) {
+        r.oom_needed_bytes = sim.oom_needed_bytes;
+        r.oom_capacity_bytes = sim.oom_capacity_bytes;
+      }
+    }
     out.push_back(score(std::move(r), impl_->reward, true));
+  }
   return out;
 }
 
@@ -521,10 +560,13 @@ std::vector<Evaluation> CachingEvaluator::evaluate(const std::vector<Placement>&
   // Cache lookups; repeated placements inside the batch are evaluated once.
   std::vector<uint64_t> hashes(placements.size());
   std::vector<size_t> todo;                             // indices evaluated now
+  std::vector<size_t> simulated_hits;                   // hits that a recalibration in this batch makes stale
   std::vector<int64_t> same_as(placements.size(), -1);  // index of an earlier equal placement in the batch
+  int64_t looked_up_at = 0;
   {
     std::unordered_map<uint64_t, std::vector<size_t>> in_batch;
     std::lock_guard<std::mutex> lock(mu_);
+    looked_up_at = cached_generation_;
     for (size_t i = 0; i < placements.size(); ++i) {
       hashes[i] = placement_hash(placements[i]);
       bool hit = false;
@@ -534,6 +576,7 @@ std::vector<Evaluation> CachingEvaluator::evaluate(const std::vector<Placement>&
             out[i] = e;
             out[i].cached = true;
             hit = true;
+            if (!e.measured) simulated_hits.push_back(i);
             break;
           }
       if (!hit)
@@ -559,6 +602,19 @@ std::vector<Evaluation> CachingEvaluator::evaluate(const std::vector<Placement>&
     for (size_t k = 0; k < todo.size(); ++k) {
       out[todo[k]] = std::move(fresh[k]);
       out[todo[k]].cached = false;
+    }
+    // The batch recalibrated the simulator (hybrid): the simulated hits were scored on the model before it, the
+    // rest of the batch on the new one. One batch, one scale: they are evaluated again, and cached anew.
+    if (!simulated_hits.empty() && inner_->generation() != looked_up_at) {
+      std::vector<Evaluation> again = inner_->evaluate(pick(placements, simulated_hits));
+      PLACER_CHECK(again.size() == simulated_hits.size(), "evaluator returned ", again.size(), " results for ",
+                   simulated_hits.size(), " placements");
+      for (size_t k = 0; k < simulated_hits.size(); ++k) {
+        out[simulated_hits[k]] = std::move(again[k]);
+        out[simulated_hits[k]].cached = false;
+        todo.push_back(simulated_hits[k]);
+      }
+      hits_ -= static_cast<int64_t>(simulated_hits.size());
     }
   }
 

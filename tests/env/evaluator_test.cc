@@ -39,8 +39,8 @@ class CountingEvaluator : public Evaluator {
     std::vector<Evaluation> out;
     for (const Placement& p : placements) {
       StepResult r = calibration_->simulate(p);
-      r.step_s *= 2;
-      for (auto& d : r.devices) d.busy_s *= 2;
+      r.step_s *= factor;
+      for (auto& d : r.devices) d.busy_s *= factor;
       out.push_back(score(r, RewardOptions{}, measured));
     }
     seen += static_cast<int>(placements.size());
@@ -49,6 +49,7 @@ class CountingEvaluator : public Evaluator {
   int64_t generation() const override { return generation_value; }
   std::shared_ptr<const Calibration> calibration_;
   bool measured = false;
+  double factor = 2;  // measured = simulated x factor
   int seen = 0;
   int64_t generation_value = 0;
 };
@@ -211,6 +212,8 @@ TEST(MeasuredEvaluator, TheSamePlacementTwiceIsMeasuredOnce) {
   EXPECT_EQ(rs[0].samples_s, rs[2].samples_s);
   EXPECT_EQ(rs[0].step_s, rs[2].step_s);
   EXPECT_EQ(rs[0].samples_s.size(), 3u);
+  // Once, in training's counters too: 2 placements, 6 steps.
+  m.evaluate(rows);
   EvalStats s;
   m.add_stats(s);
   EXPECT_EQ(s.measurements, 2);
@@ -351,6 +354,34 @@ TEST(HybridEvaluator, MeasuresTheBestRefitsAndSimulatesTheRestAgain) {
   EXPECT_EQ(s.calibrations, 2);
 }
 
+// A hybrid batch that recalibrates the simulator scores every row on the new model: a row the cache answered
+// from the model before would mix two step scales in one policy-gradient batch.
+TEST(CachingEvaluator, ARecalibrationInTheBatchScoresItsCachedRowsAgain) {
+  const Graph g = testing::small_mlp();
+  auto problem = PreparedProblem::make(g, cluster_preset("k80x2"));
+  auto calibration = std::make_shared<Calibration>(problem);
+  auto measurer = std::make_unique<CountingEvaluator>(std::make_shared<Calibration>(problem));
+  measurer->measured = true;
+  CountingEvaluator& m = *measurer;
+  CachingEvaluator cache(std::make_unique<HybridEvaluator>(calibration, std::move(measurer), RewardOptions{}, 1, 1));
+  const auto placements = batch_of(g, 4, 21);
+  const auto first = cache.evaluate({placements[0], placements[1]});
+  ASSERT_NE(first[0].measured, first[1].measured);
+  const Placement simulated = first[0].measured ? placements[1] : placements[0];
+  m.factor = 5;  // the next measurement disagrees: the refit moves the model
+  const int64_t before = calibration->refits();
+  const auto second = cache.evaluate({simulated, placements[2], placements[3]});
+  ASSERT_GT(calibration->refits(), before);
+  if (!second[0].measured) {
+    EXPECT_EQ(second[0].result.step_s, calibration->simulate(simulated).step_s);
+  }
+  EXPECT_FALSE(second[0].cached);
+  // ... and what the cache keeps of it is the new figure.
+  const auto third = cache.evaluate({simulated});
+  EXPECT_TRUE(third[0].cached);
+  EXPECT_EQ(third[0].result.step_s, second[0].result.step_s);
+}
+
 // A fake RemoteEvaluator that simulates locally, as a worker would.
 class LocalRemote : public RemoteEvaluator {
  public:
@@ -448,6 +479,61 @@ TEST(MeasuredEvaluator, PairedStepsAreTheReferenceLevelTimesTheRoundRatio) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("reward.paired"), std::string::npos) << e.what();
   }
+}
+
+// A reference that fails its first measurement pairs nothing: the first placement that ran takes its place, and
+// later batches measure that one beside theirs (its kept samples grow by a run each time).
+TEST(MeasuredEvaluator, AReferenceThatFailsIsReplacedByOneThatRan) {
+  const Graph g = testing::small_mlp();
+  Cluster c = parse_device_list("cpu:3");
+  c.devices[2].memory_bytes = 256;  // nothing fits on cpu:2
+  auto problem = PreparedProblem::make(g, c);
+  MeasuredEvaluator m(problem, RewardOptions{}, exactly(5), /*paired=*/true);
+  const Placement oom{std::vector<DeviceId>(g.ops().size(), DeviceId(2))};
+  const Placement ok{std::vector<DeviceId>(g.ops().size(), DeviceId(0))};
+  const auto first = m.evaluate({oom, ok});
+  ASSERT_EQ(first[0].result.status, StepStatus::Oom) << first[0].result.message;
+  ASSERT_TRUE(first[1].result.ok()) << first[1].result.message;
+  EXPECT_DOUBLE_EQ(first[1].step_s, quantile(first[1].result.samples_s, 0.5));  // the reference: every ratio 1
+  const Placement other = batch_of(g, 1, 3).front();  // on cpu:0 and cpu:1
+  const auto later = m.evaluate({other});
+  ASSERT_TRUE(later[0].result.ok()) << later[0].result.message;
+  // The reference stepped beside it: 5 kept + 5 beside + 1 now (it has its minimum already).
+  const std::vector<StepResult> again = m.measure_side_by_side({ok}, false);
+  EXPECT_EQ(again[0].samples_s.size(), 11u);
+}
+
+// The executor stops at the first allocation past capacity: a measured out-of-memory's overflow is the
+// simulator's, so that it ranks with a simulated one (more overflow, more penalty), not as a bare failure.
+TEST(MeasuredEvaluator, OutOfMemoryIsPenalisedByTheSimulatedOverflow) {
+  const Graph g = testing::small_mlp();
+  Cluster c = parse_device_list("cpu:2");
+  c.devices[1].memory_bytes = 256;
+  auto problem = PreparedProblem::make(g, c);
+  MeasuredEvaluator m(problem, RewardOptions{}, exactly(1));
+  const Placement oom{std::vector<DeviceId>(g.ops().size(), DeviceId(1))};
+  const Evaluation measured = m.evaluate({oom})[0];
+  const Evaluation simulated = SimulatedEvaluator(std::make_shared<Calibration>(problem), RewardOptions{}, 1)
+                                   .evaluate({oom})[0];
+  ASSERT_EQ(measured.result.status, StepStatus::Oom) << measured.result.message;
+  ASSERT_EQ(simulated.result.status, StepStatus::Oom);
+  EXPECT_GT(simulated.penalty_s, RewardOptions{}.failure_penalty_s + 1.0);  // far over: more than a bare failure
+  EXPECT_DOUBLE_EQ(measured.penalty_s, simulated.penalty_s);
+}
+
+// Training's counters count training's runs: a final table measured side by side is not training.
+TEST(MeasuredEvaluator, SideBySideRunsAreNotCountedAsTraining) {
+  const Graph g = testing::small_mlp();
+  auto problem = PreparedProblem::make(g, parse_device_list("cpu:2"));
+  MeasuredEvaluator m(problem, RewardOptions{}, exactly(2));
+  const auto batch = batch_of(g, 3, 8);
+  m.evaluate({batch[0], batch[1]});
+  m.measure_side_by_side(batch, true);
+  m.measure_side_by_side(batch, false);
+  EvalStats s;
+  m.add_stats(s);
+  EXPECT_EQ(s.measurements, 2);
+  EXPECT_EQ(s.measured_steps, 4);
 }
 
 }  // namespace
