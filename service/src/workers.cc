@@ -128,8 +128,8 @@ struct WorkerPool::Impl {
       Task& task = t->second;
       if (lost && ++task.attempts >= options.max_attempts) {
         fail(*task.batch, "a placement of " + task.problem->describe + " was lost with " +
-                              std::to_string(task.attempts) + " workers in a row (the last: " + w.label() +
-                              "); is it crashing them?");
+                              std::to_string(task.attempts) + " workers in a row (the last: " + w.label() + ", which " +
+                              why + "); is it crashing them?");
         continue;
       }
       task.lost = true;
@@ -174,6 +174,29 @@ struct WorkerPool::Impl {
     changed.notify_all();
   }
 
+  // A task's RESULT from worker `w` (at `it`; null if unknown). False when it was malformed and the worker was
+  // dropped for it: what it held goes to others (max_attempts in a row fail the batch, naming the last).
+  bool take_result(std::map<std::string, Worker>::iterator it, Worker* w, std::map<uint64_t, Task>::iterator t,
+                   bool held, const std::string& json) {
+    Task& task = t->second;
+    try {
+      task.batch->results[task.index] = step_result_from_json(json);
+    } catch (const std::exception& e) {
+      if (!w) {
+        ++stats.ignored;  // one we do not know holds nothing of ours
+        return true;
+      }
+      if (held) w->in_flight.insert(t->first);
+      drop_worker(it, "sent a malformed result (" + std::string(e.what()).substr(0, 500) + ")", true);
+      return false;
+    }
+    if (w) ++w->results;
+    ++stats.results;
+    if (--task.batch->remaining == 0) changed.notify_all();
+    tasks.erase(t);
+    return true;
+  }
+
   void on_message(std::vector<zmq::message_t>& parts) {
     if (parts.size() < 3) return;
     const std::string identity = parts[0].to_string();
@@ -200,17 +223,7 @@ struct WorkerPool::Impl {
       if (t == tasks.end() || !t->second.batch->error.empty()) {
         ++stats.ignored;  // late (re-sent and answered already), duplicate, or of a failed batch
       } else if (command == kResult) {
-        Task& task = t->second;
-        try {
-          task.batch->results[task.index] = step_result_from_json(parts[4].to_string());
-          if (w) ++w->results;
-          ++stats.results;
-          if (--task.batch->remaining == 0) changed.notify_all();
-          tasks.erase(t);
-        } catch (const std::exception& e) {
-          fail(*task.batch,
-               "worker " + (w ? w->label() : std::string("(unregistered)")) + " sent a malformed result: " + e.what());
-        }
+        if (!take_result(it, w, t, held, parts[4].to_string())) w = nullptr;  // dropped: told to register again
       } else if (command == kError) {
         fail(*t->second.batch, "worker " + (w ? w->label() : std::string("(unregistered)")) + " cannot evaluate " +
                                    t->second.problem->describe + ": " + parts[4].to_string().substr(0, 2000));

@@ -317,6 +317,44 @@ TEST(WorkerPool, AWorkersErrorFailsTheBatchWithItsMessage) {
   }
 }
 
+// A worker answering garbage is dropped and its task goes to another: one broken worker does not fail the batch.
+TEST(WorkerPool, AMalformedResultSendsTheTaskToAnotherWorker) {
+  PoolAndFake setup("garbled");
+  WorkerPool& pool = setup.pool;
+  const auto batch = random_placements(setup.graph, 3, 7);
+  auto run = std::async(std::launch::async, [&] { return pool.evaluate(*setup.problem, batch); });
+  const auto task = setup.fake.next("TASK");
+  ASSERT_EQ(task.size(), 5u);
+  setup.fake.send({"PLW1", "RESULT", task[2], "{\"step_s\": \"fast\"}"});
+  InProcessWorker good(pool.endpoint(), "good");
+  const auto results = run.get();
+  Environment local(setup.graph, setup.cluster);
+  for (size_t i = 0; i < batch.size(); ++i) EXPECT_EQ(results[i].step_s, local.simulate(batch[i]).step_s) << i;
+  const WorkerPoolStats s = pool.stats();
+  EXPECT_GE(s.workers_lost, 1);
+  EXPECT_GE(s.resent, 1);
+  EXPECT_EQ(s.results, 3);
+}
+
+// ... but a placement that only gets garbage fails its batch after max_attempts, saying why.
+TEST(WorkerPool, OnlyMalformedResultsFailTheBatchSayingSo) {
+  PoolAndFake setup("garbled");
+  const auto batch = random_placements(setup.graph, 1, 7);
+  auto run = std::async(std::launch::async, [&] { return setup.pool.evaluate(*setup.problem, batch); });
+  for (int k = 0; k < 20 && run.wait_for(0ms) != std::future_status::ready; ++k) {
+    const auto task = setup.fake.next("TASK", 5s);  // registers again when told to
+    if (task.size() == 5u) setup.fake.send({"PLW1", "RESULT", task[2], "not json"});
+  }
+  try {
+    run.get();
+    FAIL() << "expected RemoteError";
+  } catch (const RemoteError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("lost with 4 workers in a row"), std::string::npos) << what;
+    EXPECT_NE(what.find("sent a malformed result"), std::string::npos) << what;
+  }
+}
+
 TEST(WorkerPool, MeasuredTasksGoOnlyToWorkersWithTheDevices) {
   WorkerPoolOptions o = fast_pool();
   o.worker_wait_s = 0.5;
