@@ -161,7 +161,7 @@ void WorkerRun::build(HeldProblem& p) {
   EnvOptions eo;
   MeasureOptions& m = eo.measure;
   if (!parse_int(p.frames[1], &warmup) || warmup > 100000 ||
-      !parse_measure_frame(p.frames[2], &m.measured_steps, &m.max_steps, &m.target_halfwidth, &m.budget_s))
+      !parse_measure_frame(p.frames[2], &m))
     throw InputError("malformed measure settings");
   m.warmup_steps = static_cast<int>(warmup);
   validate(m);

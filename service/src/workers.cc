@@ -398,8 +398,7 @@ std::shared_ptr<const RemoteProblem> WorkerPool::prepare(const Graph& graph, con
   p->owner = this;
   p->frames = {reward_mode_name(settings.mode),
                std::to_string(settings.measure.warmup_steps),
-               measure_frame(settings.measure.measured_steps, settings.measure.max_steps,
-                             settings.measure.target_halfwidth, settings.measure.budget_s),
+               measure_frame(settings.measure),
                graph_to_json(graph),
                cluster_to_json(cluster),
                settings.profile ? profile_to_json(*settings.profile) : ""};

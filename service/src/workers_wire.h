@@ -14,7 +14,10 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
 #include <zmq.hpp>
+
+#include "placer/runtime/runtime.h"
 
 #include "placer/graphs/placement.h"
 
@@ -93,19 +96,29 @@ inline bool parse_int(const std::string& text, int64_t* out) {
   return true;
 }
 
-// The PROBLEM frame `measure`: "MIN MAX TARGET BUDGET" (runtime.h's
-// measured_steps, max_steps, target_halfwidth, budget_s; the warm-up has a frame
-// of its own). False for anything else.
-inline std::string measure_frame(int min_steps, int max_steps, double target, double budget_s) {
-  char b[128];
-  std::snprintf(b, sizeof b, "%d %d %.17g %.17g", min_steps, max_steps, target, budget_s);
+// The PROBLEM frame `measure`: "MIN MAX TARGET BUDGET MIN_TIME REWARM LOCKSTEP TIMEOUT SEED" (runtime.h's
+// MeasureOptions: measured_steps, max_steps, target_halfwidth, budget_s, min_time_s, rewarm_steps, lockstep,
+// timeout_s, seed; the warm-up has a frame of its own). The content key covers them all, so environments that
+// measure differently never share a worker's problem. False for anything else.
+inline std::string measure_frame(const MeasureOptions& m) {
+  char b[256];
+  std::snprintf(b, sizeof b, "%d %d %.17g %.17g %.17g %d %d %.17g %llu", m.measured_steps, m.max_steps,
+                m.target_halfwidth, m.budget_s, m.min_time_s, m.rewarm_steps, m.lockstep ? 1 : 0, m.timeout_s,
+                static_cast<unsigned long long>(m.seed));
   return b;
 }
-inline bool parse_measure_frame(const std::string& text, int* min_steps, int* max_steps, double* target,
-                                double* budget_s) {
-  if (text.size() > 120) return false;
+inline bool parse_measure_frame(const std::string& text, MeasureOptions* m) {
+  if (text.size() > 240) return false;
   char tail = 0;
-  return std::sscanf(text.c_str(), "%d %d %lf %lf %c", min_steps, max_steps, target, budget_s, &tail) == 4;
+  int lockstep = 0;
+  unsigned long long seed = 0;
+  const int n = std::sscanf(text.c_str(), "%d %d %lf %lf %lf %d %d %lf %llu %c", &m->measured_steps, &m->max_steps,
+                            &m->target_halfwidth, &m->budget_s, &m->min_time_s, &m->rewarm_steps, &lockstep,
+                            &m->timeout_s, &seed, &tail);
+  if (n != 9 || (lockstep != 0 && lockstep != 1)) return false;
+  m->lockstep = lockstep == 1;
+  m->seed = seed;
+  return true;
 }
 
 // 128-bit content key over the frames (length-prefixed): a worker caches

@@ -17,6 +17,7 @@
 #include <zmq_addon.hpp>
 
 #include "../env/remote_helpers.h"
+#include "../../service/src/workers_wire.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/serialize.h"
 
@@ -353,6 +354,51 @@ TEST(WorkerPool, OnlyMalformedResultsFailTheBatchSayingSo) {
     EXPECT_NE(what.find("lost with 4 workers in a row"), std::string::npos) << what;
     EXPECT_NE(what.find("sent a malformed result"), std::string::npos) << what;
   }
+}
+
+// The PROBLEM frame carries the whole measurement protocol (a worker measured with its defaults for what it did
+// not get: the per-step timeout, the least time, re-warming, the inputs' seed), and problems that measure
+// differently get different keys.
+TEST(WorkerPool, AProblemCarriesTheWholeMeasurementProtocol) {
+  PoolAndFake setup("reader");
+  RemoteSettings settings;
+  settings.mode = RewardMode::Measured;
+  settings.measure.timeout_s = 7.5;
+  settings.measure.min_time_s = 0.25;
+  settings.measure.rewarm_steps = 2;
+  settings.measure.lockstep = true;
+  settings.measure.seed = 18446744073709551615ull;
+  const Cluster two = parse_device_list("cpu:0,cpu:1");
+  // The PROBLEM frames of a batch on `problem`, its tasks answered.
+  auto problem_frames = [&](const RemoteProblem& problem) {
+    auto run = std::async(std::launch::async,
+                          [&] { return setup.pool.evaluate(problem, random_placements(setup.graph, 2, 1)); });
+    const auto frames = setup.fake.next("PROBLEM");
+    while (run.wait_for(0ms) != std::future_status::ready) {
+      const auto task = setup.fake.next("TASK", 1s);
+      if (task.size() == 5u) setup.fake.send({"PLW1", "RESULT", task[2], result_json(1.0)});
+    }
+    EXPECT_EQ(run.get().size(), 2u);
+    return frames;
+  };
+  const auto frames = problem_frames(*setup.pool.prepare(setup.graph, two, settings));
+  ASSERT_EQ(frames.size(), 9u);  // PLW1 PROBLEM key mode warmup measure graph cluster profile
+  MeasureOptions got;
+  ASSERT_TRUE(wire::parse_measure_frame(frames[5], &got)) << frames[5];
+  EXPECT_EQ(got.measured_steps, settings.measure.measured_steps);
+  EXPECT_EQ(got.max_steps, settings.measure.max_steps);
+  EXPECT_EQ(got.target_halfwidth, settings.measure.target_halfwidth);
+  EXPECT_EQ(got.timeout_s, 7.5);
+  EXPECT_EQ(got.min_time_s, 0.25);
+  EXPECT_EQ(got.rewarm_steps, 2);
+  EXPECT_TRUE(got.lockstep);
+  EXPECT_EQ(got.seed, settings.measure.seed);
+  settings.measure.timeout_s = 8;
+  const auto second = problem_frames(*setup.pool.prepare(setup.graph, two, settings));
+  ASSERT_EQ(second.size(), 9u);
+  EXPECT_NE(second[2], frames[2]);                                     // another key
+  EXPECT_FALSE(wire::parse_measure_frame("5 30 0.02 0", &got));              // the four-field frame of before
+  EXPECT_FALSE(wire::parse_measure_frame("5 30 0.02 0 0 0 2 120 0", &got));  // lockstep is 0 or 1
 }
 
 TEST(WorkerPool, MeasuredTasksGoOnlyToWorkersWithTheDevices) {
