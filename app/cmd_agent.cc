@@ -52,7 +52,7 @@ void add_common(CLI::App* cmd, PlaceArgs& a) {
   cmd->add_option("--graph", a.graph, "Graph file (.json or binary)")->required();
   cmd->add_option("--cluster", a.cluster, "Cluster preset (k80x4, p100x4, ...) or cluster JSON file");
   cmd->add_option("--devices", a.devices, "Device list instead of --cluster, e.g. cpu:2");
-  cmd->add_option("--seed", a.seed, "Random seed (random, local_search, mincut)");
+  cmd->add_option("--seed", a.seed, "Random seed (random, local_search, mincut)")->check(nonnegative_integer());
   cmd->add_option("--profile", a.profile,
                   "Profile from `placer profile` (of this graph on these devices): every method places and is judged "
                   "in the simulator calibrated on it (measured op times, link and copy costs) instead of the roofline")
@@ -259,7 +259,12 @@ void add_place_command(CLI::App& app) {
       ->required()
       ->check(output_file());
   add_split_spec_option(place, &place_args->split_spec);
-  place->callback([place_args] { run_place(*place_args); });
+  place->callback([place_args, place] {
+    refuse_pipeline_options(*place, place_args->objective.pipeline());
+    if (place_args->policy.empty())
+      refuse_given(*place, {"--time-budget"}, "applies to --policy only (--method and --checkpoint take no budget)");
+    run_place(*place_args);
+  });
 }
 
 }  // namespace

@@ -29,7 +29,8 @@ struct Row {
   bool ok = false;
   std::string error;
   double sim_s = 0.0;
-  std::string sim_status;
+  std::string sim_status;   // the simulated step's: "ok", or "oom" (...) for a placement that does not run
+  std::string sim_message;  // what failed, when not ok
   double measured_s = NAN;  // the median of the interleaved measurement, with its interval
   double ci_low_s = NAN, ci_high_s = NAN;
   int64_t measured_steps = 0;
@@ -42,6 +43,13 @@ struct Row {
   double own_s = NAN;                       // the placer's own estimate of the step (its model), when it has one
   std::string own_kind;                     // what that estimate is
   std::optional<PipelineFigures> pipeline;  // the pipeline objective's figures of the simulated mini-batch
+  // Placed and its simulated step ran: a placement whose step fails (oom) is no step to compare.
+  bool feasible() const { return ok && sim_status == "ok"; }
+  // "ok", "oom", "timeout", "error", or "unplaced" (the placer found none).
+  const std::string& status() const {
+    static const std::string unplaced = "unplaced";
+    return ok ? sim_status : unplaced;
+  }
 };
 
 std::string peaks_mib(const std::vector<int64_t>& peaks) {
@@ -68,18 +76,20 @@ struct BaselineArgs {
   bool markdown = false;
 };
 
-// --measure: every feasible row's placement measured in one interleaved, lockstep run after all placers
+// --measure's runtime, made before any placer runs: devices that cannot run here are refused up front (each
+// row said "unavailable" after every placer had run, and the command exited 0).
+std::unique_ptr<Runtime> measuring_runtime(const Cluster& cluster) {
+  try {
+    return std::make_unique<Runtime>(cluster);
+  } catch (const std::exception& e) {
+    throw InputError("--measure: cannot run the devices of " + cluster.name + " here: " + e.what());
+  }
+}
+
+// --measure: every placed row's placement measured in one interleaved, lockstep run after all placers
 // ran (each row had been measured alone right after its placer, minutes apart on a drifting machine, with
 // no interval). Rows that placed alike share one measurement.
-void measure_rows(const BaselineArgs& b, const Cluster& cluster, const PreparedProblem& run, std::vector<Row>& rows) {
-  std::unique_ptr<Runtime> runtime;
-  try {
-    runtime = std::make_unique<Runtime>(cluster);
-  } catch (const std::exception& e) {
-    for (Row& r : rows)
-      if (r.ok) r.measured_status = std::string("unavailable: ") + e.what();
-    return;
-  }
+void measure_rows(const BaselineArgs& b, Runtime& runtime, const PreparedProblem& run, std::vector<Row>& rows) {
   std::vector<Placement> unique;
   std::vector<size_t> which(rows.size(), 0);
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -94,7 +104,7 @@ void measure_rows(const BaselineArgs& b, const Cluster& cluster, const PreparedP
   o.seed = b.place.seed;
   o.lockstep = true;  // every placement takes every round: one span of time
   std::fprintf(stderr, "measuring %zu distinct placement(s) interleaved...\n", unique.size());
-  const std::vector<StepResult> rs = runtime->measure_interleaved(run.graph(), unique, o);
+  const std::vector<StepResult> rs = runtime.measure_interleaved(run.graph(), unique, o);
   for (size_t i = 0; i < rows.size(); ++i) {
     if (!rows[i].ok) continue;
     const StepResult& m = rs[which[i]];
@@ -109,7 +119,8 @@ void measure_rows(const BaselineArgs& b, const Cluster& cluster, const PreparedP
 }
 
 // One row per method: the comparison's entry, its measurement when asked.
-std::vector<Row> baseline_rows(const BaselineArgs& b, const Graph& graph, const Cluster& cluster, Environment& env) {
+std::vector<Row> baseline_rows(const BaselineArgs& b, const Graph& graph, const Cluster& cluster, Environment& env,
+                               Runtime* runtime) {
   const PlaceArgs& a = b.place;
   const double lb = env.lower_bound();
   const PreparedProblem& run = *env.evaluated_problem();
@@ -129,6 +140,7 @@ std::vector<Row> baseline_rows(const BaselineArgs& b, const Graph& graph, const 
     row.ok = true;
     row.sim_s = s.step_s;
     row.sim_status = step_status_name(s.status);
+    row.sim_message = s.message;
     for (const DeviceStats& d : s.devices) row.peak_bytes.push_back(d.peak_bytes);
     if (env.options().objective == Objective::Pipeline) row.pipeline = pipeline_figures(s, env.options().pipeline);
     row.place_s = r.place_seconds;
@@ -142,7 +154,7 @@ std::vector<Row> baseline_rows(const BaselineArgs& b, const Graph& graph, const 
     rows.push_back(row);
   };
   compare_placers(parse_method_list(b.methods), context_of(a, graph, cluster, env), options);
-  if (b.measure) measure_rows(b, cluster, run, rows);
+  if (runtime) measure_rows(b, *runtime, run, rows);
   return rows;
 }
 
@@ -166,7 +178,7 @@ std::vector<std::string> table_cells(const BaselineArgs& b, const Row& r, size_t
     c.resize(columns, "-");
     return c;
   }
-  c.push_back(format_number("%.3f", r.sim_s * 1e3));
+  c.push_back(format_number("%.3f", r.sim_s * 1e3) + (r.feasible() ? "" : " (" + r.sim_status + ")"));
   if (b.measure)
     c.push_back(std::isnan(r.measured_s) ? r.measured_status
                                          : format_number("%.3f", r.measured_s * 1e3) + " [" +
@@ -224,7 +236,9 @@ std::string rows_json(const BaselineArgs& b, const Graph& graph, const Cluster& 
   o << ",\n  \"methods\": [\n";
   for (size_t i = 0; i < rows.size(); ++i) {
     const Row& r = rows[i];
-    o << "    {\"method\": \"" << r.method << "\", \"feasible\": " << (r.ok ? "true" : "false");
+    o << "    {\"method\": \"" << r.method << "\", \"feasible\": " << (r.feasible() ? "true" : "false")
+      << ", \"status\": " << json_quote(r.status());
+    if (r.ok && !r.feasible()) o << ", \"status_message\": " << json_quote(r.sim_message);
     if (r.ok) {
       o << ", \"simulated_step_s\": " << r.sim_s << ", \"place_seconds\": " << r.place_s
         << ", \"gap_to_lower_bound\": " << r.gap << ", \"peak_bytes\": [";
@@ -253,13 +267,15 @@ std::string rows_json(const BaselineArgs& b, const Graph& graph, const Cluster& 
 // four more columns carry the pipeline figures (env/pipeline_objective.h).
 std::string rows_csv(const std::vector<Row>& rows, bool pipeline) {
   std::ostringstream o;
-  o << "method,feasible,simulated_step_s,measured_step_s,peak_bytes_per_device,place_seconds,gap_to_lower_bound,";
+  o << "method,feasible,status,simulated_step_s,measured_step_s,peak_bytes_per_device,place_seconds,"
+       "gap_to_lower_bound,";
   if (pipeline) o << "microbatches,schedule,per_microbatch_s,bubble_fraction,";
   o << "note\n";
   for (const Row& r : rows) {
     std::string peaks;
     for (size_t d = 0; d < r.peak_bytes.size(); ++d) peaks += (d ? ";" : "") + std::to_string(r.peak_bytes[d]);
-    o << r.method << "," << (r.ok ? 1 : 0) << "," << (r.ok ? format_number("%.9g", r.sim_s) : "") << ","
+    o << r.method << "," << (r.feasible() ? 1 : 0) << "," << r.status() << ","
+      << (r.ok ? format_number("%.9g", r.sim_s) : "") << ","
       << (std::isnan(r.measured_s) ? "" : format_number("%.9g", r.measured_s)) << "," << peaks << ","
       << (r.ok ? format_number("%.6g", r.place_s) : "") << "," << (r.ok ? format_number("%.6g", r.gap) : "") << ",";
     if (pipeline && r.ok && r.pipeline)
@@ -273,13 +289,28 @@ std::string rows_csv(const std::vector<Row>& rows, bool pipeline) {
   return o.str();
 }
 
+// Under the table: why a row has no placement, or why its simulated step failed, and each placer's note.
+void print_notes(const std::vector<Row>& rows, bool pipeline) {
+  for (const Row& r : rows) {
+    if (!r.ok) {
+      std::printf("%s: %s\n", r.method.c_str(), r.error.c_str());
+      continue;
+    }
+    if (!r.feasible())
+      std::printf("%s: the simulated %s failed: %s: %s\n", r.method.c_str(), pipeline ? "mini-batch" : "step",
+                  r.sim_status.c_str(), r.sim_message.c_str());
+    if (!r.note.empty()) std::printf("%s: %s\n", r.method.c_str(), r.note.c_str());
+  }
+}
+
 void run_baseline(const BaselineArgs& b) {
   const Graph graph = load_graph(b.place.graph);
   const Cluster cluster = cluster_of(b.place);
   check_method_options(parse_method_list(b.methods), parse_options(b.place.options));  // before the environment
+  const std::unique_ptr<Runtime> runtime = b.measure ? measuring_runtime(cluster) : nullptr;
   Environment env(graph, cluster, env_options(b.place));
   const double lb = env.lower_bound();
-  const std::vector<Row> rows = baseline_rows(b, graph, cluster, env);
+  const std::vector<Row> rows = baseline_rows(b, graph, cluster, env, runtime.get());
   const bool pipeline = env.options().objective == Objective::Pipeline;
   // A bare --json (or --json -) put the JSON nowhere: now, as under max_load, on stdout instead of the table.
   const bool json_to_stdout = b.json_given && (b.json.empty() || b.json == "-");
@@ -290,12 +321,7 @@ void run_baseline(const BaselineArgs& b) {
                 costs_note(b.place, env).c_str(), lb * 1e3, objective_note(env.options()).c_str());
     print_table(b, rows, pipeline);
     std::printf("\n");
-    for (const Row& r : rows) {
-      if (!r.ok)
-        std::printf("%s: %s\n", r.method.c_str(), r.error.c_str());
-      else if (!r.note.empty())
-        std::printf("%s: %s\n", r.method.c_str(), r.note.c_str());
-    }
+    print_notes(rows, pipeline);
   }
   if (b.json_given && !json_to_stdout) write_file_atomic(b.json, rows_json(b, graph, cluster, lb, rows, pipeline));
   if (!b.csv.empty()) write_file_atomic(b.csv, rows_csv(rows, pipeline));
@@ -313,7 +339,8 @@ void add_baseline_command(CLI::App& app) {
   baseline->add_flag(
       "--measure", base->measure,
       "Also measure every placement with the runtime, all in one interleaved run after the placers (each row's "
-      "median with its interval; --steps, --max-steps, --target, --warmup, --min-time, --timeout set the protocol)");
+      "median with its interval; --steps, --max-steps, --target, --warmup, --min-time, --timeout, --rewarm set the "
+      "protocol, and need --measure)");
   add_measure_protocol_options(baseline, &base->protocol);
   CLI::Option* json = baseline->add_option("--json", base->json,
                                            "Write the results as JSON (with no file, or -: to stdout instead of the "
@@ -337,20 +364,21 @@ void add_baseline_command(CLI::App& app) {
   baseline->callback([base, objective, max_load, json, baseline] {
     // An option the chosen objective does not use is an error, not a silent no-op (a --csv asked for and
     // never written, exit 0).
-    auto refuse = [&](std::initializer_list<const char*> names, const std::string& why) {
-      for (const char* n : names)
-        if (baseline->count(n) > 0) throw InputError(std::string(n) + ": " + why);
-    };
     base->json_given = json->count() > 0;
+    refuse_pipeline_options(*baseline, *objective == "pipeline");
+    const auto protocol = {"--steps", "--max-steps", "--target", "--warmup", "--min-time", "--timeout", "--rewarm"};
     if (*objective != "max_load") {
-      refuse({"--placement", "--max-ideals", "--accelerators", "--cpus", "--accelerator-bytes"},
-             "only --objective max_load takes it (a workload file)");
+      refuse_given(*baseline, {"--placement", "--max-ideals", "--accelerators", "--cpus", "--accelerator-bytes"},
+                   "only --objective max_load takes it (a workload file)");
+      if (!base->measure)
+        refuse_given(*baseline, protocol, "sets --measure's protocol; give --measure, or leave it out");
       base->place.objective.objective = *objective;
       return run_baseline(*base);
     }
-    refuse({"--csv", "--measure", "--profile", "--steps", "--max-steps", "--target", "--warmup", "--min-time",
-            "--timeout"},
-           "--objective max_load does not take it (its figures are the workload's, not run or simulated steps)");
+    const std::string why =
+        "--objective max_load does not take it (its figures are the workload's, not run or simulated steps)";
+    refuse_given(*baseline, {"--csv", "--measure", "--profile"}, why);
+    refuse_given(*baseline, protocol, why);
     MaxLoadArgs a = *max_load;
     a.graph = base->place.graph;
     a.methods = base->methods;

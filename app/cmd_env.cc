@@ -137,7 +137,10 @@ void add_env_commands(CLI::App& app) {
       ->needs(sim->get_option("--profile"));
   add_split_spec_option(sim, &sargs->split_spec);
   add_objective_options(sim, &sargs->objective);
-  sim->callback([sargs] { run_simulate(*sargs); });
+  sim->callback([sargs, sim] {
+    refuse_pipeline_options(*sim, sargs->objective.pipeline());
+    run_simulate(*sargs);
+  });
 }
 
 }  // namespace placer::cli

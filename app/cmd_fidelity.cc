@@ -173,16 +173,57 @@ FidelityRound measure_round(Runtime& runtime, const RunGraph& run, const NamedPl
   return round;
 }
 
-// A round from the start: profile (unless `reuse` gives it), then measure.
-FidelityRound run_round(Runtime& runtime, const Graph& graph, const RunGraph& run, const Cluster& cluster,
-                        const NamedPlacements& placements, const FidelityArgs& a, const std::string& label,
-                        const Profile* reuse, const std::vector<bool>& skip) {
+double seconds_since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// A profile of `graph` (--repetitions), and the seconds it took.
+struct TimedProfile {
+  Profile profile;
+  double seconds = 0.0;
+};
+TimedProfile timed_profile(Runtime& runtime, const Graph& graph, const FidelityArgs& a) {
   ProfileOptions po;
   po.repetitions = a.repetitions;
-  if (!reuse)
+  const auto start = std::chrono::steady_clock::now();
+  Profile profile = runtime.profile(graph, po);
+  return {std::move(profile), seconds_since(start)};
+}
+
+// How long a fidelity run's rounds take: each profile's seconds (--spread's first one among them, which round 1
+// reuses) and each round's measurement's.
+struct RoundClock {
+  std::vector<double> profiles_s, measures_s;
+  static double mean(const std::vector<double>& v) {
+    double sum = 0.0;
+    for (double x : v) sum += x;
+    return v.empty() ? 0.0 : sum / static_cast<double>(v.size());
+  }
+  double profile_s() const { return mean(profiles_s); }
+  double measure_s() const { return mean(measures_s); }
+  // The rounds after those measured, about: each profiles and measures as long as those so far did on average
+  // (round 1's time alone left out the profile every later round takes, when --spread had taken round 1's).
+  double left_s(int rounds) const {
+    return static_cast<double>(rounds - static_cast<int>(measures_s.size())) * (profile_s() + measure_s());
+  }
+};
+
+// A round from the start: profile (unless `reuse` gives it), then measure; its times into `clock`.
+FidelityRound run_round(Runtime& runtime, const Graph& graph, const RunGraph& run, const Cluster& cluster,
+                        const NamedPlacements& placements, const FidelityArgs& a, const std::string& label,
+                        const Profile* reuse, const std::vector<bool>& skip, RoundClock& clock) {
+  TimedProfile profiled;
+  if (!reuse) {
     std::fprintf(stderr, "%s: profiling %s (%lld ops) on %s...\n", label.c_str(), graph.name.c_str(),
                  static_cast<long long>(graph.size()), cluster.name.c_str());
-  return measure_round(runtime, run, placements, a, label, reuse ? *reuse : runtime.profile(graph, po), skip);
+    profiled = timed_profile(runtime, graph, a);
+    clock.profiles_s.push_back(profiled.seconds);
+  }
+  const auto start = std::chrono::steady_clock::now();
+  FidelityRound round =
+      measure_round(runtime, run, placements, a, label, reuse ? *reuse : std::move(profiled.profile), skip);
+  clock.measures_s.push_back(seconds_since(start));
+  return round;
 }
 
 // Pools the kept rounds: each op's fastest round into m.profile, their mean into m.mean; per placement, whether it
@@ -225,19 +266,23 @@ void pool_rounds(FidelityMeasurements& m, size_t n) {
 // most over the run; the retake replaces it when it reads lower.
 FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const RunGraph& run, const Cluster& cluster,
                                     const NamedPlacements& placements, const FidelityArgs& a,
-                                    const Profile* first_profile) {
+                                    const std::optional<TimedProfile>& first_profile) {
   FidelityMeasurements m;
   const size_t n = placements.size();
   const auto start = std::chrono::steady_clock::now();
+  RoundClock clock;
+  if (first_profile) clock.profiles_s.push_back(first_profile->seconds);
   for (int round = 0; round < a.rounds; ++round) {
-    const Profile* reuse = round == 0 ? first_profile : nullptr;  // --spread profiled already
+    // --spread profiled already
+    const Profile* reuse = round == 0 && first_profile ? &first_profile->profile : nullptr;
     const std::string label = "round " + std::to_string(round + 1) + "/" + std::to_string(a.rounds);
-    m.rounds.push_back(run_round(runtime, graph, run, cluster, placements, a, label, reuse, m.failed_in_kept(n)));
-    const double spent = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    m.rounds.push_back(
+        run_round(runtime, graph, run, cluster, placements, a, label, reuse, m.failed_in_kept(n), clock));
     if (round + 1 < a.rounds)
       std::fprintf(stderr,
-                   "%s done after %.0f s in all; about %.0f s left for the other rounds (retakes not counted)\n",
-                   label.c_str(), spent, spent / (round + 1) * (a.rounds - round - 1));
+                   "%s done after %.0f s in all; about %.0f s left for the other rounds (each profiles for about "
+                   "%.3g s and measures for about %.3g s; retakes not counted)\n",
+                   label.c_str(), seconds_since(start), clock.left_s(a.rounds), clock.profile_s(), clock.measure_s());
   }
   for (int left = a.retakes; left > 0; --left) {
     std::vector<double> probes;
@@ -252,7 +297,7 @@ FidelityMeasurements measure_rounds(Runtime& runtime, const Graph& graph, const 
     std::fprintf(stderr, "round %d read the probe at %.0f ns, over %.3gx the quietest round's %.0f ns: %s\n",
                  t.round + 1, t.probe_s * 1e9, a.spell_ratio, t.quiet_s * 1e9, label.c_str());
     FidelityRound again =
-        run_round(runtime, graph, run, cluster, placements, a, label, nullptr, m.failed_in_kept(n, t.round));
+        run_round(runtime, graph, run, cluster, placements, a, label, nullptr, m.failed_in_kept(n, t.round), clock);
     t.retake_probe_s = again.probe_s();
     t.kept = t.retake_probe_s > 0 && t.retake_probe_s < t.probe_s;
     std::fprintf(
@@ -388,7 +433,7 @@ NamedPlacements placements_from(const Graph& graph, const Cluster& cluster, cons
 }
 
 NamedPlacements choose_placements(Runtime& runtime, const Graph& graph, const RunGraph& run, const Cluster& cluster,
-                                  const FidelityArgs& a, std::optional<Profile>& first_profile,
+                                  const FidelityArgs& a, std::optional<TimedProfile>& first_profile,
                                   std::string& selection) {
   if (!a.placements_from.empty()) return placements_from(graph, cluster, a.placements_from, selection);
   if (a.spread <= 0)
@@ -396,12 +441,10 @@ NamedPlacements choose_placements(Runtime& runtime, const Graph& graph, const Ru
                             a.placements);
   const NamedPlacements pool = without_profiled(
       graph, cluster, diverse_placements(graph, cluster, 4 * a.placements + 1, a.protocol.seed), 4 * a.placements);
-  ProfileOptions po;
-  po.repetitions = a.repetitions;
   std::fprintf(stderr, "choosing %d of %zu placements: profiling %s on %s...\n", a.placements, pool.size(),
                graph.name.c_str(), cluster.name.c_str());
-  first_profile = runtime.profile(graph, po);
-  const CostModel costs = run.calibrated(cluster, *first_profile);
+  first_profile = timed_profile(runtime, graph, a);
+  const CostModel costs = run.calibrated(cluster, first_profile->profile);
   const SimContext context(run.graph());
   std::vector<double> simulated;
   for (const auto& [kind, p] : pool) simulated.push_back(simulate(context, run.at(p), cluster, costs).step_s);
@@ -435,7 +478,7 @@ void run_fidelity(const FidelityArgs& a, bool out_given) {
   const std::string stem = a.out + "/fidelity_" + name;
   Runtime runtime(cluster);
   const RunGraph run(graph, a.objective);
-  std::optional<Profile> first_profile;
+  std::optional<TimedProfile> first_profile;
   std::string selection;
   const NamedPlacements placements = choose_placements(runtime, graph, run, cluster, a, first_profile, selection);
   if (!a.save_placements.empty()) {
@@ -444,8 +487,7 @@ void run_fidelity(const FidelityArgs& a, bool out_given) {
       save_placement(to_named(graph, cluster, placements[i].second),
                      a.save_placements + "/" + std::to_string(i) + "_" + placements[i].first + ".json");
   }
-  const FidelityMeasurements m =
-      measure_rounds(runtime, graph, run, cluster, placements, a, first_profile ? &*first_profile : nullptr);
+  const FidelityMeasurements m = measure_rounds(runtime, graph, run, cluster, placements, a, first_profile);
   if (!a.save_placements.empty()) {
     // The profiles beside them, so that the report's simulated steps can be made again (and other calibrations
     // tried) on the same measurements: `placer simulate --profile DIR/profiles/mean.json` gives simulated_s.
@@ -535,7 +577,10 @@ void add_fidelity_command(CLI::App& app) {
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
   add_objective_options(fid, &fargs->objective);
-  fid->callback([fargs, fid] { run_fidelity(*fargs, fid->count("--out") > 0); });
+  fid->callback([fargs, fid] {
+    refuse_pipeline_options(*fid, fargs->objective.pipeline());
+    run_fidelity(*fargs, fid->count("--out") > 0);
+  });
 }
 
 }  // namespace placer::cli

@@ -242,8 +242,14 @@ void add_graph_import(CLI::App* graph) {
       ->required()
       ->check(output_file());
   add_workload_cluster_options(cmd, args->cluster);
-  cmd->callback([args] {
-    if (import_workload_if_one(args->model, args->output, args->cluster)) return;
+  cmd->callback([args, cmd] {
+    // The options of the other kind of file are refused, not ignored.
+    if (is_workload_file(args->model)) {
+      refuse_given(*cmd, {"--input", "--lr", "--forward-only"}, "PyTorch models only (a workload file is no model)");
+      return import_workload(args->model, args->output, args->cluster);
+    }
+    refuse_given(*cmd, {"--accelerators", "--cpus", "--accelerator-bytes"},
+                 "workload files only (a PyTorch model's graph names no cluster)");
     std::vector<SampleInput> inputs;
     for (const std::string& spec : args->inputs) inputs.push_back(parse_sample_input(spec));
     ImportOptions options;

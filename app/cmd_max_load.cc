@@ -177,7 +177,7 @@ void run_max_load_baseline(const MaxLoadArgs& a) {
     write_file_atomic(a.json, rows_json(w, rows));
 }
 
-bool import_workload_if_one(const std::string& path, const std::string& output, const WorkloadClusterArgs& cluster) {
+bool is_workload_file(const std::string& path) {
   auto ends_with = [&](const std::string& suffix) {
     return path.size() >= suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
   };
@@ -190,6 +190,10 @@ bool import_workload_if_one(const std::string& path, const std::string& output, 
     throw InputError(path +
                      ": a placer graph already (graph info and place read it); graph import takes a "
                      "TorchScript .pt, a torch.export .pt2 or a NeurIPS 2020 workload JSON");
+  return true;
+}
+
+void import_workload(const std::string& path, const std::string& output, const WorkloadClusterArgs& cluster) {
   const Workload w = load_with_cluster(path, cluster);
   write_file_atomic(output, workload_json(w) + "\n");
   int32_t classes = 0;
@@ -221,7 +225,6 @@ bool import_workload_if_one(const std::string& path, const std::string& output, 
                 " backward nodes have no forward node in their class: dp orders them as the paper's "
                 "code does (an artificial forward node of no cost per class)\n",
                 orphans);
-  return true;
 }
 
 }  // namespace placer::cli

@@ -270,7 +270,9 @@ void add_measure_options(CLI::App* cmd, MeasureOptions* o) {
   cmd->add_option("--budget", o->budget_s, "Stop after this many measured seconds, all placements together (0: none)")
       ->capture_default_str()
       ->check(nonnegative_number());
-  cmd->add_option("--seed", o->seed, "Seed of inputs and parameters")->capture_default_str();
+  cmd->add_option("--seed", o->seed, "Seed of inputs and parameters")
+      ->capture_default_str()
+      ->check(nonnegative_integer());
 }
 
 void add_runtime_commands(CLI::App& app) {
@@ -291,7 +293,10 @@ void add_runtime_commands(CLI::App& app) {
       ->check(output_file())
       ->excludes(compare);  // (it was accepted with --compare, and no trace was written)
   measure->add_option("--json", margs->json, "Write the result as JSON")->check(output_file());
-  measure->callback([margs] { run_measure(*margs); });
+  measure->callback([margs, measure] {
+    refuse_pipeline_options(*measure, margs->objective.pipeline());
+    run_measure(*margs);
+  });
 
   auto pargs = std::make_shared<ProfileArgs>();
   CLI::App* profile =

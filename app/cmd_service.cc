@@ -88,13 +88,32 @@ void run_serve(const ServeArgs& a) {
               static_cast<long long>(s.client_gone));
 }
 
-// A key given inline (40 Z85 characters) or as a file holding one.
+// "" when `key` is a CurveZMQ key (40 characters of the Z85 alphabet), else what is wrong (the key itself
+// never in it: it may be a secret).
+std::string z85_key_problem(const std::string& key) {
+  static const std::string alphabet =
+      "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#";
+  if (key.size() != 40) return std::to_string(key.size()) + " characters, not 40";
+  const size_t bad = key.find_first_not_of(alphabet);
+  if (bad != std::string::npos) return "character " + std::to_string(bad + 1) + " is not of the Z85 alphabet";
+  return "";
+}
+
+// A key given as a file holding one, or inline (40 Z85 characters). A file that exists is read first: a
+// path of 40 characters was taken for the key itself.
 std::string key_arg(const std::string& value, const std::string& flag) {
-  if (value.empty() || value.size() == 40) return value;
-  std::string text = read_file(value);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
-  if (text.size() != 40) throw InputError(flag + ": '" + value + "' holds no 40-character Z85 key");
-  return text;
+  if (value.empty()) return value;
+  struct stat st {};
+  if (::stat(value.c_str(), &st) == 0) {
+    std::string text = read_file(value);
+    while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ')) text.pop_back();
+    const std::string problem = z85_key_problem(text);
+    if (!problem.empty()) throw InputError(flag + ": '" + value + "' holds no Z85 key (" + problem + ")");
+    return text;
+  }
+  const std::string problem = z85_key_problem(value);
+  if (!problem.empty()) throw InputError(flag + ": no such file, and not a Z85 key inline (" + problem + ")");
+  return value;
 }
 
 struct QueryArgs {
@@ -316,7 +335,10 @@ void add_placing_queries(CLI::App* query, const std::shared_ptr<QueryArgs>& q, c
   evaluate->add_option("--measure-budget", q->measure_budget, "With --measure: seconds of measured steps at most")
       ->check(nonnegative_number())
       ->check(finite_range(0.0, 3600.0));
-  evaluate->callback([send] { send("evaluate"); });
+  evaluate->callback([send, q, evaluate] {
+    if (!q->measure) refuse_given(*evaluate, {"--measure-budget"}, "applies with --measure only");
+    send("evaluate");
+  });
 }
 
 // `query status|result|cancel` (of a job), `policies`, `health` and `raw`.
@@ -343,7 +365,7 @@ void add_query_command(CLI::App& app) {
   query->add_option("--timeout-ms", q->timeout_ms, "Give up after this long without a reply")->check(positive_number());
   query->add_option("--deadline-ms", q->deadline_ms, "The request's deadline on the server (0: the server's default)")
       ->check(nonnegative_number());
-  query->add_option("--seed", q->seed, "Seed for stochastic placers");
+  query->add_option("--seed", q->seed, "Seed for stochastic placers")->check(nonnegative_integer());
   query->add_option("--server-key", q->server_key, "CurveZMQ: the server's public key (Z85 or a file)");
   query->add_option("--client-public-key", q->client_public, "CurveZMQ: this client's public key (Z85 or a file)");
   query->add_option("--client-secret-key", q->client_secret, "CurveZMQ: this client's secret key (Z85 or a file)");

@@ -232,7 +232,8 @@ void add_train_options(CLI::App* cmd, TrainArgs& a) {
   cmd->add_option("-o,--output", a.output, "Result folder (default: the config's run.output_dir or runs/<name>)")
       ->check(output_folder());
   cmd->add_option("--cluster", a.cluster,
-                  "Override cluster (a preset, a cluster file or a device list, e.g. cpu:8+cuda:0)");
+                  "Override cluster (a preset, a cluster file or a device list, e.g. cpu:8+cuda:0): every graph's, "
+                  "also the family and held_out entries that name their own (a note says how many)");
   cmd->add_option("--graph", a.graph,
                   "Override graph: train on this graph file alone (the config's family and held_out dropped)");
   cmd->add_option(
@@ -243,7 +244,7 @@ void add_train_options(CLI::App* cmd, TrainArgs& a) {
   cmd->add_option("--profile", a.profile, "Override reward.profile (a `placer profile` output for that cluster)");
   cmd->add_option("--reward-mode", a.reward_mode, "Override reward.mode")
       ->check(CLI::IsMember({"simulated", "measured", "hybrid"}));
-  add_objective_options(cmd, &a.objective);
+  add_objective_options(cmd, &a.objective, true, true);
   cmd->add_flag("--paired", a.paired,
                 "Set reward.paired: each measured batch beside a reference placement (the first one measured), "
                 "and a placement's step the reference's times its median per-round ratio to it");
@@ -275,6 +276,24 @@ void add_train_options(CLI::App* cmd, TrainArgs& a) {
       ->check(finite_range(1e-3, 1e7));  // (nan passed, and the wait then reported "within -2147483648 s")
 }
 
+// --cluster: the run's cluster and every graph entry's (the family's and held_out's own clusters were kept, and
+// the summary's "on <cluster>" named one they did not run on).
+void override_cluster(const std::string& cluster, TrainConfig& c) {
+  c.cluster = cluster;
+  c.cluster_value.reset();
+  int replaced = 0;
+  auto replace = [&](GraphSource& s) {
+    replaced += !s.cluster.empty();
+    s.cluster.clear();
+  };
+  replace(c.graph);
+  for (GraphSource& s : c.family) replace(s);
+  for (GraphSource& s : c.held_out) replace(s);
+  if (replaced > 0)
+    std::fprintf(stderr, "note: --cluster %s replaced the cluster of %d graph entr%s that named %s own\n",
+                 cluster.c_str(), replaced, replaced == 1 ? "y" : "ies", replaced == 1 ? "its" : "their");
+}
+
 // The command line's overrides of the config.
 void apply_overrides(const TrainArgs& a, const CLI::App& cmd, TrainConfig& c) {
   // --objective, --microbatches, --schedule override reward.objective/microbatches/schedule one by one.
@@ -282,13 +301,13 @@ void apply_overrides(const TrainArgs& a, const CLI::App& cmd, TrainConfig& c) {
   if (cmd.count("--microbatches")) c.reward.pipeline.microbatches = a.objective.microbatches;
   if (cmd.count("--schedule")) c.reward.pipeline.schedule = schedule_named(a.objective.schedule);
   if (!a.output.empty()) c.run.output_dir = a.output;
-  if (!a.cluster.empty()) c.cluster = a.cluster;
   if (!a.graph.empty()) {
     c.graph = GraphSource{};
     c.graph.file = a.graph;
     c.family.clear();
     c.held_out.clear();
   }
+  if (!a.cluster.empty()) override_cluster(a.cluster, c);
   if (!a.init_from.empty()) c.policy.init_from = a.init_from;
   if (!a.profile.empty()) c.reward.profile = a.profile;
   if (!a.reward_mode.empty()) c.reward.mode = parse_reward_mode(a.reward_mode);
@@ -301,8 +320,12 @@ void apply_overrides(const TrainArgs& a, const CLI::App& cmd, TrainConfig& c) {
 }
 
 void run_train(const TrainArgs& a, const CLI::App& cmd) {
+  if (a.workers_bind.empty())
+    refuse_given(cmd, {"--min-workers", "--workers-wait"}, "applies with --workers-bind only (no worker pool here)");
   TrainConfig c = load_train_config(a.config);
   apply_overrides(a, cmd, c);
+  refuse_pipeline_options(cmd, c.reward.objective == Objective::Pipeline,
+                          "--objective pipeline, or the config's reward.objective: pipeline");
   TrainControls ctl;
   ctl.resume = a.resume;
   ctl.progress = !a.quiet;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 
@@ -45,6 +46,11 @@ CLI::Validator output_folder();
 CLI::Validator file_name_part();
 // output_file(), or "" / "-" (stdout).
 CLI::Validator output_file_or_stdout();
+// A whole number >= 0, for unsigned options (--seed): CLI11 read -1 into one as 2^64-1.
+CLI::Validator nonnegative_integer();
+// An option that does not apply is refused, never silently ignored: throws InputError "NAME: WHY" for the
+// first of `names` given on `cmd`'s command line (each must be an option of `cmd`).
+void refuse_given(const CLI::App& cmd, std::initializer_list<const char*> names, const std::string& why);
 
 // The measurement protocol's options (--warmup, --steps, --max-steps, --target, --budget, --timeout, --seed).
 void add_measure_options(CLI::App* cmd, MeasureOptions* options);
@@ -77,8 +83,9 @@ struct MaxLoadArgs {
   WorkloadClusterArgs cluster;
 };
 void run_max_load_baseline(const MaxLoadArgs& a);
-// `graph import` of a workload file (recognized by content); false if it is not one.
-bool import_workload_if_one(const std::string& path, const std::string& output, const WorkloadClusterArgs& cluster);
+// `graph import`: is the file a workload (JSON text, not a .pt or .pt2)? Then import_workload writes it out.
+bool is_workload_file(const std::string& path);
+void import_workload(const std::string& path, const std::string& output, const WorkloadClusterArgs& cluster);
 void add_workload_cluster_options(CLI::App* cmd, WorkloadClusterArgs& c);
 
 // --split-spec FILE (split_spec.cc): the placement's pipeline stages as
@@ -95,7 +102,10 @@ struct ObjectiveArgs {
   bool pipeline() const { return objective == "pipeline"; }
   PipelineSpec spec() const;
 };
-void add_objective_options(CLI::App* cmd, ObjectiveArgs* args, bool objective = true);
+// config_defaults (train): the help names the config's reward.* fields as the defaults.
+void add_objective_options(CLI::App* cmd, ObjectiveArgs* args, bool objective = true, bool config_defaults = false);
+// --microbatches and --schedule refused, by name, unless the objective is pipeline; `how` says how to choose it.
+void refuse_pipeline_options(const CLI::App& cmd, bool pipeline, const std::string& how = "--objective pipeline");
 // The objective into an environment's settings (the spec only under pipeline).
 void apply_objective(const ObjectiveArgs& args, RewardSettings* settings);
 // The graph a command runs: `base`, or under --objective pipeline its

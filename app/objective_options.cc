@@ -1,4 +1,4 @@
-// --objective, --microbatches, --schedule (place, baseline, simulate, measure):
+// --objective, --microbatches, --schedule (place, baseline, simulate, measure, fidelity, train):
 // what a placement is judged by (graphs/pipeline.h, env/pipeline_objective.h).
 #include <CLI/CLI.hpp>
 
@@ -15,19 +15,31 @@
 
 namespace placer::cli {
 
-void add_objective_options(CLI::App* cmd, ObjectiveArgs* a, bool objective) {
+void add_objective_options(CLI::App* cmd, ObjectiveArgs* a, bool objective, bool config_defaults) {
+  // `train` overrides its config: the defaults shown are the config's fields, not ObjectiveArgs' values.
+  auto with_default = [&](CLI::Option* option, const char* field) {
+    if (config_defaults)
+      option->description(option->get_description() + " (default: the config's reward." + field + ")");
+    else
+      option->capture_default_str();
+  };
   if (objective)
-    cmd->add_option("--objective", a->objective,
-                    "step (one training step) or pipeline (one mini-batch of --microbatches micro-batches under "
-                    "--schedule, weight update included)")
-        ->check(CLI::IsMember({"step", "pipeline"}))
-        ->capture_default_str();
-  cmd->add_option("--microbatches", a->microbatches, "--objective pipeline: micro-batches per mini-batch")
-      ->check(CLI::Range(1, 1024))
-      ->capture_default_str();
-  cmd->add_option("--schedule", a->schedule, "--objective pipeline: gpipe or 1f1b")
-      ->check(CLI::IsMember({"gpipe", "1f1b"}))
-      ->capture_default_str();
+    with_default(cmd->add_option("--objective", a->objective,
+                                 "step (one training step) or pipeline (one mini-batch of --microbatches micro-batches "
+                                 "under --schedule, weight update included)")
+                     ->check(CLI::IsMember({"step", "pipeline"})),
+                 "objective");
+  with_default(cmd->add_option("--microbatches", a->microbatches, "--objective pipeline: micro-batches per mini-batch")
+                   ->check(CLI::Range(1, 1024)),
+               "microbatches");
+  with_default(cmd->add_option("--schedule", a->schedule, "--objective pipeline: gpipe or 1f1b")
+                   ->check(CLI::IsMember({"gpipe", "1f1b"})),
+               "schedule");
+}
+
+void refuse_pipeline_options(const CLI::App& cmd, bool pipeline, const std::string& how) {
+  if (!pipeline)
+    refuse_given(cmd, {"--microbatches", "--schedule"}, "only the pipeline objective takes it (" + how + ")");
 }
 
 PipelineSpec ObjectiveArgs::spec() const { return {microbatches, schedule_named(schedule)}; }

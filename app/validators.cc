@@ -10,6 +10,7 @@
 #include <string>
 
 #include "commands.h"
+#include "placer/graphs/error.h"
 
 namespace placer::cli {
 
@@ -109,5 +110,20 @@ CLI::Validator finite_range(double lo, double hi) {
 
 CLI::Validator positive_number() { return lower_limit(false); }
 CLI::Validator nonnegative_number() { return lower_limit(true); }
+
+CLI::Validator nonnegative_integer() {
+  return CLI::Validator(
+      [](std::string& input) -> std::string {
+        const size_t first = input.find_first_not_of(" \t");
+        if (first != std::string::npos && input[first] == '-') return "must be a whole number >= 0, got " + input;
+        return {};
+      },
+      "UINT");
+}
+
+void refuse_given(const CLI::App& cmd, std::initializer_list<const char*> names, const std::string& why) {
+  for (const char* name : names)
+    if (cmd.count(name) > 0) throw InputError(std::string(name) + ": " + why);
+}
 
 }  // namespace placer::cli

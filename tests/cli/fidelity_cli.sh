@@ -170,6 +170,18 @@ assert all(b >= a * 1.05 * (1 - 1e-6) for a, b in zip(s, s[1:])), s
 assert "--spread 0.05" in r["command"] and "selection" in r, r
 assert "--min-time 0.01" in r["command"], r["command"]  # the recorded command makes the run again
 PY
+# The time left after round 1, which reused --spread's profile, counts the profile round 2 takes (it was left out).
+"$PLACER" fidelity --graph "$TMP/g2.json" --devices cpu:2 --placements 2 --spread 0.01 --rounds 2 --retakes 0 --steps 2 \
+  --warmup 1 --max-steps 2 --repetitions 1 -o "$TMP/out5" > /dev/null 2> "$TMP/stderr5.txt" \
+  || { cat "$TMP/stderr5.txt"; fail "fidelity --spread --rounds 2"; }
+python3 - "$TMP/stderr5.txt" <<'PY' || fail "--spread: the time left after round 1: $(grep 'round 1/2 done' "$TMP/stderr5.txt")"
+import re, sys
+line = next(l for l in open(sys.argv[1]) if l.startswith("round 1/2 done"))
+m = re.search(r"about ([0-9.e+-]+) s left .*profiles for about ([0-9.e+-]+) s and measures for about ([0-9.e+-]+) s", line)
+left, profile, measure = (float(g) for g in m.groups())
+assert profile > 0, line
+assert abs(left - (profile + measure)) <= 0.5 + 0.02 * (profile + measure), line  # left: whole seconds
+PY
 if "$PLACER" fidelity --graph "$TMP/g2.json" --spread -1 > /dev/null 2> "$TMP/e3.txt"; then fail "negative --spread accepted"; fi
 grep -q -- "--spread" "$TMP/e3.txt" || fail "--spread message: $(cat "$TMP/e3.txt")"
 

@@ -23,6 +23,14 @@ if "$PLACER" baseline --graph "$W/bert24_inference.json" --objective max_load --
   2> "$TMP/csv.err" > /dev/null; then fail "max_load --csv accepted"; fi
 grep -q -- "--csv: --objective max_load does not take it" "$TMP/csv.err" || fail "max_load --csv: $(cat "$TMP/csv.err")"
 [ ! -e "$TMP/x.csv" ] || fail "max_load --csv wrote a file"
+# ... as are --rewarm (the measurement protocol's) and the pipeline objective's --microbatches and --schedule.
+for opt in "--rewarm 1" "--microbatches 4" "--schedule gpipe"; do
+  # shellcheck disable=SC2086
+  rc=0
+  "$PLACER" baseline --graph "$W/bert24_inference.json" --objective max_load --method dp $opt 2> "$TMP/opt.err" \
+    > /dev/null || rc=$?
+  [ $rc -eq 2 ] && grep -q -- "^error: ${opt%% *}: " "$TMP/opt.err" || fail "max_load $opt: exit $rc: $(cat "$TMP/opt.err")"
+done
 python3 - "$TMP/out.json" <<'PY' || fail "baseline JSON"
 import json, sys
 r = {m["method"]: m for m in json.load(open(sys.argv[1]))["methods"]}
