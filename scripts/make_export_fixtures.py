@@ -195,6 +195,7 @@ def other_fixtures(outdir):
         torch.export.save(torch.export.export(encoder, (src,)), os.path.join(outdir, "encoder_eval.pt2"))
     print(f"custom_op, cond, encoder_fastpath (.pt), encoder_eval -> {outdir}", flush=True)
     misread_fixtures(outdir)
+    review_fixtures(outdir)
 
 
 def misread_fixtures(outdir):
@@ -259,6 +260,35 @@ def misread_fixtures(outdir):
                 data = json.dumps(program).encode()
             zout.writestr(info, data)
     print(f"view_write, numbers, frozen (.pt2, .pt), logits_and_loss, huge_meta -> {outdir}", flush=True)
+
+
+def review_fixtures(outdir):
+    """In-place writes the importer made functional wrong (a code review of frontends/, 2026-12)."""
+    class ChunkWrite(nn.Module):  # an in-place write into one of chunk's views (a Tensor(a)[]), then its base read
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            y = x * 2
+            a, _ = y.chunk(2, 1)
+            a.relu_()
+            return self.fc(y).sum()
+
+    class InPlaceDtype(nn.Module):  # half.add_(float) stays Half; half.add(float) is Float
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+
+        def forward(self, x):
+            h = self.fc(x).half()
+            h.add_(x)
+            return h.float().sum()
+
+    x = torch.randn(3, 4)
+    torch.export.save(torch.export.export(ChunkWrite(), (x,)), os.path.join(outdir, "chunk_write.pt2"))
+    torch.export.save(torch.export.export(InPlaceDtype(), (x,)), os.path.join(outdir, "inplace_dtype.pt2"))
+    print(f"chunk_write, inplace_dtype -> {outdir}", flush=True)
 
 
 class SquareLoss(nn.Module):

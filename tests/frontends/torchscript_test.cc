@@ -218,6 +218,8 @@ TEST(TorchScriptImport, UnrolledLstmCells) {
     if (op.type != "aten::chunk") continue;
     ASSERT_EQ(op.outputs.size(), 4u);
     for (const auto& o : op.outputs) EXPECT_EQ(o.shape, (std::vector<int64_t>{2, 8}));
+    // Views of the gates (Tensor(a)[]: the alias set is the list's elements'), not fresh memory.
+    EXPECT_EQ(op.view_of, (std::vector<int32_t>{0, 0, 0, 0})) << op.name;
   }
   EXPECT_EQ(op_named(g, "decoder/linear").outputs[0].shape, (std::vector<int64_t>{3, 2, 20}));
   EXPECT_TRUE(g.is_training());

@@ -80,16 +80,23 @@ Meta ExportImporter::meta(const rj::Value& v, const std::string& where) const {
       const rj::Value& s = json_.object(list[i], where, f.c_str());
       if (const rj::Value* n = json_.member(s, "as_int")) {
         out->push_back(json_.integer(*n, where, f.c_str()));
+        // A negative static size is no size (it read as "symbolic" before); a negative stride is refused
+        // where the tensor is read.
+        if (out->back() < 0 && std::string(field) == "sizes")
+          fail(detail::concat(where, ": ", f, ": negative size ", out->back()));
         if (symbols) symbols->push_back("");
         continue;
       }
       const rj::Value* expr = json_.member(s, "as_expr");
       if (!expr) fail(where + ": field '" + f + "' is neither as_int nor as_expr");
-      const std::string text = json_.opt_string(*expr, "expr_str", where);
+      const std::string at = f + ".as_expr";
+      const std::string text = json_.opt_string(json_.object(*expr, where, at.c_str()), "expr_str", where);
       const rj::Value* hint = json_.member(*expr, "hint");
       const rj::Value* hint_int = hint && hint->IsObject() ? json_.member(*hint, "as_int") : nullptr;
       // A size without an example value: -1 until an --input gives it.
-      out->push_back(hint_int ? json_.integer(*hint_int, where, f.c_str()) : -1);
+      out->push_back(hint_int ? json_.integer(*hint_int, where, (at + ".hint").c_str()) : -1);
+      if (hint_int && out->back() < 0)
+        fail(detail::concat(where, ": ", at, ".hint: negative example size ", out->back()));
       if (symbols) symbols->push_back(text.empty() ? "?" : text);
     }
   };
@@ -102,6 +109,7 @@ Meta ExportImporter::meta(const rj::Value& v, const std::string& where) const {
   if (const rj::Value* off = json_.member(v, "storage_offset"); off && off->IsObject()) {
     if (const rj::Value* n = json_.member(*off, "as_int"))
       m.storage_offset = json_.integer(*n, where, "storage_offset");
+    if (m.storage_offset < 0) fail(detail::concat(where, ": storage_offset: negative offset ", m.storage_offset));
   }
   return m;
 }
@@ -124,13 +132,10 @@ ExportImporter::Payloads ExportImporter::payloads(const std::string& config, con
   return out;
 }
 
-// A parameter, buffer or constant: its bytes from the archive when they are
-// stored raw (checked against the metadata, never trusted), else made up.
-at::Tensor ExportImporter::load_tensor(const std::string& name, const Meta& m, const std::string& record_name,
-                                       bool pickled, bool trainable) {
-  // Sizes and strides are the archive's metadata, never trusted: their products stay far from int64's end
-  // (a crafted one overflowed the extent below), and what is made up is capped as --input is.
-  constexpr double kMaxElements = 2147483648.0;  // 2^31
+// Sizes and strides are the archive's metadata, never trusted: their products stay far from int64's end
+// (a crafted one overflowed the extent below), what one tensor holds is capped as --input is, and the
+// weights' total is capped (ImportOptions::max_weight_bytes), counted before anything is allocated.
+double ExportImporter::check_weight_size(const std::string& name, const Meta& m) const {
   double elements = 1.0;
   for (int64_t s : m.sizes) {
     if (s < 0) fail("tensor '" + name + "' has a symbolic size; parameters and buffers must be static");
@@ -140,29 +145,58 @@ at::Tensor ExportImporter::load_tensor(const std::string& name, const Meta& m, c
   for (size_t i = 0; i < m.strides.size() && i < m.sizes.size(); ++i)
     reach += static_cast<double>(std::max<int64_t>(0, m.sizes[i] - 1)) *
              static_cast<double>(std::max<int64_t>(0, m.strides[i]));  // (a negative one is refused below)
-  if (elements > kMaxElements || !(reach >= 0 && reach < 1e15))
+  if (elements > static_cast<double>(kMaxTensorElements) || !(reach >= 0 && reach < 1e15))
     fail(detail::concat("tensor '", name, "': its metadata's sizes and strides describe ", elements, " elements over ",
                         reach, " (at most 2^31 elements)"));
-  if (!record_name.empty() && !pickled && archive_->hasRecord(record_name) && m.strides.size() == m.sizes.size()) {
-    const int64_t item = static_cast<int64_t>(c10::elementSize(m.dtype));
-    int64_t extent = m.storage_offset + 1;
-    bool empty = false;
-    for (size_t i = 0; i < m.sizes.size(); ++i) {
-      if (m.sizes[i] == 0) empty = true;
-      if (m.strides[i] < 0) fail("tensor '" + name + "' has a negative stride");
-      extent += (m.sizes[i] - 1) * m.strides[i];
-    }
-    const size_t bytes = archive_->getRecordSize(record_name);
-    if (!empty && static_cast<int64_t>(bytes) < extent * item) {
-      fail(detail::concat("record '", record_name, "' of '", name, "' has ", bytes, " bytes; its metadata needs ",
-                          extent * item));
-    }
-    at::Tensor storage = at::empty({static_cast<int64_t>(bytes) / item}, at::TensorOptions().dtype(m.dtype));
-    if (bytes >= static_cast<size_t>(item)) archive_->getRecord(record_name, storage.data_ptr(), storage.nbytes());
-    if (empty) return at::empty(m.sizes, at::TensorOptions().dtype(m.dtype));
-    return storage.as_strided(m.sizes, m.strides, m.storage_offset).clone();
+  return elements * static_cast<double>(c10::elementSize(m.dtype));
+}
+
+void ExportImporter::count_weight_bytes(const std::string& name, double bytes) {
+  weight_bytes_ += bytes;
+  if (weight_bytes_ > static_cast<double>(max_weight_bytes_))
+    fail(detail::concat("tensor '", name, "' brings the parameters, buffers and constants to ", weight_bytes_,
+                        " bytes, over the limit of ", max_weight_bytes_, " bytes for all of them"));
+}
+
+// The raw bytes of a stored tensor, checked against its metadata: the record holds the tensor's whole
+// storage (of which it may view a part), a whole number of elements, at most 2^31 of them.
+at::Tensor ExportImporter::read_stored(const std::string& name, const Meta& m, const std::string& record_name) {
+  const int64_t item = static_cast<int64_t>(c10::elementSize(m.dtype));
+  int64_t extent = m.storage_offset + 1;
+  bool empty = false;
+  for (size_t i = 0; i < m.sizes.size(); ++i) {
+    if (m.sizes[i] == 0) empty = true;
+    if (m.strides[i] < 0) fail("tensor '" + name + "' has a negative stride");
+    extent += (m.sizes[i] - 1) * m.strides[i];
   }
+  const size_t bytes = archive_->getRecordSize(record_name);
+  const std::string record_of = "record '" + record_name + "' of tensor '" + name + "'";
+  if (!empty && bytes < static_cast<uint64_t>(extent * item))
+    fail(detail::concat(record_of, " has ", bytes, " bytes; its metadata needs ", extent * item));
+  if (bytes % item != 0)
+    fail(detail::concat(record_of, " has ", bytes, " bytes, not a whole number of ", c10::toString(m.dtype),
+                        " elements (", item, " bytes each)"));
+  if (bytes / item > static_cast<uint64_t>(kMaxTensorElements))
+    fail(detail::concat(record_of, " has ", bytes / item, " elements (at most 2^31)"));
+  count_weight_bytes(name, static_cast<double>(bytes));
+  if (empty) return at::empty(m.sizes, at::TensorOptions().dtype(m.dtype));
+  at::Tensor storage = at::empty({static_cast<int64_t>(bytes) / item}, at::TensorOptions().dtype(m.dtype));
+  try {
+    if (bytes > 0) archive_->getRecord(record_name, storage.data_ptr(), storage.nbytes());
+    return storage.as_strided(m.sizes, m.strides, m.storage_offset).clone();
+  } catch (const c10::Error& e) {
+    fail(record_of + " cannot be read: " + first_line(e.what_without_backtrace()));
+  }
+}
+
+// A parameter, buffer or constant: its bytes from the archive when they are stored raw, else made up.
+at::Tensor ExportImporter::load_tensor(const std::string& name, const Meta& m, const std::string& record_name,
+                                       bool pickled, bool trainable) {
+  const double bytes = check_weight_size(name, m);
+  if (!record_name.empty() && !pickled && archive_->hasRecord(record_name) && m.strides.size() == m.sizes.size())
+    return read_stored(name, m, record_name);  // (counts its record's bytes)
   // Not stored raw: float values like a fresh layer's, integers zero (a safe index).
+  count_weight_bytes(name, bytes);
   synthesized_.insert(name);
   if (at::isFloatingType(m.dtype)) {
     const double bound = trainable ? 0.1 : 1.0;

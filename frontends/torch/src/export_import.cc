@@ -50,11 +50,12 @@ std::vector<TensorRef> ExportImporter::program_outputs(std::optional<TensorRef>*
       json_.array(json_.require(doc_["graph_module"]["signature"], "output_specs", where), where, "output_specs");
   std::vector<TensorRef> outputs;
   for (rj::SizeType i = 0; i < specs.Size(); ++i) {
-    const rj::Value& spec = json_.object(specs[i], where, "output_specs[]");
-    if (spec.MemberCount() != 1) fail(where + ": expected one kind of output");
+    const std::string spec_at = detail::concat(where, "[", i, "]");
+    const rj::Value& spec = json_.object(specs[i], spec_at, "");
+    if (spec.MemberCount() != 1) fail(spec_at + ": expected one kind of output");
     const std::string kind = spec.MemberBegin()->name.GetString();
     if (kind != "user_output" && kind != "loss_output") continue;  // buffer and input mutations: state, not results
-    const rj::Value& arg = json_.require(spec.MemberBegin()->value, "arg", where);
+    const rj::Value& arg = json_.require(spec.MemberBegin()->value, "arg", spec_at + "." + kind);
     const rj::Value* t = arg.IsObject() && arg.HasMember("as_tensor") ? &arg["as_tensor"] : &arg;
     if (!t->IsObject() || !t->HasMember("name") || !(*t)["name"].IsString()) continue;  // a constant output
     const Val& v = val((*t)["name"].GetString(), where);
@@ -112,18 +113,34 @@ bool is_exported_program(const std::string& path) {
   return false;
 }
 
+namespace {
+
+// An archive's program (`bytes`, or null to read `file`), imported. What escapes the importer is an
+// InputError naming the file: a c10::Error (import_guarded), or RapidJSON's assertion on a value of
+// another type than the program's schema says (cereal makes it throw) that no check caught.
+Graph import_archive(const std::string& file, const std::string* bytes, const std::vector<SampleInput>& inputs,
+                     const ImportOptions& options) {
+  if (!(options.learning_rate > 0.0)) throw InputError("learning rate must be positive");
+  return detail::import_guarded(file, [&] {
+    try {
+      ExportImporter importer(file, bytes, options);
+      return importer.run(inputs);
+    } catch (const cereal::RapidJSONException& e) {
+      throw InputError(file + ": the program does not follow the torch.export schema (" + e.what() + ")");
+    }
+  });
+}
+
+}  // namespace
+
 Graph import_exported_program(const std::string& path, const std::vector<SampleInput>& inputs,
                               const ImportOptions& options) {
-  if (!(options.learning_rate > 0.0)) throw InputError("learning rate must be positive");
-  ExportImporter importer(path, nullptr, options);
-  return importer.run(inputs);
+  return import_archive(path, nullptr, inputs, options);
 }
 
 Graph import_exported_program_bytes(const std::string& bytes, const std::string& label,
                                     const std::vector<SampleInput>& inputs, const ImportOptions& options) {
-  if (!(options.learning_rate > 0.0)) throw InputError("learning rate must be positive");
-  ExportImporter importer(label, &bytes, options);
-  return importer.run(inputs);
+  return import_archive(label, &bytes, inputs, options);
 }
 
 Graph import_model(const std::string& path, const std::vector<SampleInput>& inputs, const ImportOptions& options) {

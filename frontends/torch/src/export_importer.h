@@ -100,7 +100,11 @@ class ExportImporter {
 
   // `bytes`: the archive itself (then `file` only names it in errors), or null to read `file`.
   ExportImporter(const std::string& file, const std::string* bytes, const ImportOptions& options)
-      : file_(file), bytes_(bytes), rec_(file, options), json_{"torch.export program"} {}
+      : file_(file),
+        bytes_(bytes),
+        max_weight_bytes_(options.max_weight_bytes),
+        rec_(file, options),
+        json_{"torch.export program"} {}
 
   Graph run(const std::vector<SampleInput>& samples);
 
@@ -115,6 +119,9 @@ class ExportImporter {
   Payloads payloads(const std::string& config, const std::string& dir);
   at::Tensor load_tensor(const std::string& name, const Meta& m, const std::string& record_name, bool pickled,
                          bool trainable);
+  double check_weight_size(const std::string& name, const Meta& m) const;
+  void count_weight_bytes(const std::string& name, double bytes);
+  at::Tensor read_stored(const std::string& name, const Meta& m, const std::string& record_name);
   // bind_inputs and its steps (export_inputs.cc).
   void bind_inputs(const std::vector<SampleInput>& samples);
   std::vector<std::string> user_input_names(const rj::Value& specs, const std::string& where) const;
@@ -175,6 +182,8 @@ class ExportImporter {
                     std::vector<CallArg>& args);
   void bind_outputs(const rj::Value& node, const RecordedCall& call, const std::string& mutated_name,
                     const std::string& where);
+  void cast_back(const AtenCall& aten, const std::vector<CallArg>& args, const std::string& op_name,
+                 const std::string& layer, const std::string& where, RecordedCall& call);
   void visit_symbolic(const rj::Value& node, const std::string& target, const std::string& where);
   std::vector<std::string> module_stack(const rj::Value& node) const;
   std::string module_of(const rj::Value& node) const;
@@ -182,6 +191,8 @@ class ExportImporter {
 
   std::string file_;
   const std::string* bytes_;
+  int64_t max_weight_bytes_;  // ImportOptions::max_weight_bytes
+  double weight_bytes_ = 0;   // of the parameters, buffers and constants so far (stored records or metadata)
   Recorder rec_;
   JsonReader<InputError> json_;
   std::unique_ptr<std::istringstream> stream_;  // outlives archive_, which reads it

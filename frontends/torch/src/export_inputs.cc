@@ -76,11 +76,13 @@ int64_t ExportImporter::integer_input_high(const std::string& input) const {
 std::vector<std::string> ExportImporter::user_input_names(const rj::Value& specs, const std::string& where) const {
   std::vector<std::string> user_inputs;
   for (rj::SizeType i = 0; i < specs.Size(); ++i) {
-    const rj::Value& spec = json_.object(specs[i], where, "input_specs[]");
-    if (const rj::Value* u = json_.member(spec, "user_input")) {
-      const rj::Value* arg = json_.member(*u, "arg");
+    const std::string at = detail::concat(where, ".input_specs[", i, "]");
+    const rj::Value& spec = json_.object(specs[i], at, "");
+    if (const rj::Value* u = json_.member(spec, "user_input", at)) {
+      const rj::Value* arg = json_.member(*u, "arg", at + ".user_input");
       if (arg && arg->IsObject() && arg->HasMember("as_tensor")) {
-        user_inputs.push_back(json_.string(json_.require((*arg)["as_tensor"], "name", where), where, "name"));
+        const std::string t = at + ".user_input.arg.as_tensor";
+        user_inputs.push_back(json_.string(json_.require((*arg)["as_tensor"], "name", t), t, "name"));
       }
     }
   }
@@ -188,7 +190,8 @@ void ExportImporter::bind_user_input(const rj::Value& body, const std::string& a
                                      std::string* input_specs) {
   const rj::Value& arg = json_.object(json_.require(body, "arg", at), at, "arg");
   if (!arg.HasMember("as_tensor")) return;  // a constant the exporter specialized into the nodes
-  const std::string name = json_.string(json_.require(arg["as_tensor"], "name", at), at, "name");
+  const std::string name =
+      json_.string(json_.require(arg["as_tensor"], "name", at + ".arg.as_tensor"), at, "arg.as_tensor.name");
   Meta m = placeholder_meta(name);
   std::string said = "recorded example";
   if (auto g = given.find(name); g != given.end()) {
@@ -197,6 +200,10 @@ void ExportImporter::bind_user_input(const rj::Value& body, const std::string& a
   } else {
     check_recorded_example(name, m);
   }
+  double elements = 1.0;  // (--input is capped as it is parsed; the archive's example is not trusted either)
+  for (int64_t s : m.sizes) elements *= static_cast<double>(s);
+  if (elements > static_cast<double>(kMaxTensorElements))
+    fail("input '" + name + "': its " + said + " " + shape_text(m.sizes) + " has more than 2^31 elements");
   at::Tensor value;
   int64_t high = 0;
   if (at::isFloatingType(m.dtype)) {
@@ -226,11 +233,12 @@ void ExportImporter::bind_inputs(const std::vector<SampleInput>& samples) {
 
   std::string input_specs;
   for (rj::SizeType i = 0; i < specs.Size(); ++i) {
-    const rj::Value& spec = specs[i];
-    const std::string at = detail::concat(where, ".input_specs[", i, "]");
-    if (spec.MemberCount() != 1) fail(at + ": expected one kind of input");
+    const std::string spec_at = detail::concat(where, ".input_specs[", i, "]");
+    const rj::Value& spec = json_.object(specs[i], spec_at, "");
+    if (spec.MemberCount() != 1) fail(spec_at + ": expected one kind of input");
     const std::string kind(spec.MemberBegin()->name.GetString());
-    const rj::Value& body = spec.MemberBegin()->value;
+    const std::string at = spec_at + "." + kind;
+    const rj::Value& body = json_.object(spec.MemberBegin()->value, at, "");
     if (kind == "parameter" || kind == "buffer" || kind == "tensor_constant") {
       bind_stored_tensor(kind, body, at, kind == "tensor_constant" ? constants : weights);
     } else if (kind == "user_input") {

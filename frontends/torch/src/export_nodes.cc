@@ -93,31 +93,71 @@ struct SymArgs {
     if (args.empty() || !args[0].isTensor()) rec.fail(where + ": expects a tensor argument");
     return args[0].toTensor();
   }
+  // Argument `i` as a dimension of the tensor argument (negative counts from the end), checked: the file
+  // gives it, and Tensor::size() throws c10::IndexError on one out of range.
+  int64_t dim(size_t i) const {
+    const int64_t d = integer(i), rank = tensor().dim();
+    if (d < -rank || d >= rank)
+      rec.fail(detail::concat(where, ": dimension ", d, " is out of range for a tensor of ", rank, " dimensions"));
+    return d < 0 ? d + rank : d;
+  }
+  // The result of `x op y`, or an error when int64 cannot hold it (Python's ints never overflow).
+  [[noreturn]] void overflow(int64_t x, const char* op, int64_t y) const {
+    rec.fail(detail::concat(where, ": ", x, " ", op, " ", y, " overflows int64"));
+  }
 };
 
-// Python's floor division of integers: quotient and remainder.
-std::pair<int64_t, int64_t> floor_divmod(const SymArgs& a) {
+int64_t sym_add(const SymArgs& a) {
+  int64_t r;
+  if (__builtin_add_overflow(a.integer(0), a.integer(1), &r)) a.overflow(a.integer(0), "+", a.integer(1));
+  return r;
+}
+int64_t sym_sub(const SymArgs& a) {
+  int64_t r;
+  if (__builtin_sub_overflow(a.integer(0), a.integer(1), &r)) a.overflow(a.integer(0), "-", a.integer(1));
+  return r;
+}
+int64_t sym_mul(const SymArgs& a) {
+  int64_t r;
+  if (__builtin_mul_overflow(a.integer(0), a.integer(1), &r)) a.overflow(a.integer(0), "*", a.integer(1));
+  return r;
+}
+int64_t sym_neg(const SymArgs& a) {
+  int64_t r;
+  if (__builtin_sub_overflow(int64_t{0}, a.integer(0), &r)) a.overflow(0, "-", a.integer(0));
+  return r;
+}
+
+// Python's floor division and modulo of integers. INT64_MIN / -1 traps (SIGFPE), as does INT64_MIN % -1.
+int64_t sym_floordiv(const SymArgs& a) {
   const int64_t x = a.integer(0), y = a.integer(1);
   if (y == 0) a.rec.fail(a.where + ": division by zero");
-  const int64_t q = x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0);
-  return {q, x - q * y};
+  if (x == std::numeric_limits<int64_t>::min() && y == -1) a.overflow(x, "//", y);
+  return x / y - ((x % y != 0) && ((x < 0) != (y < 0)) ? 1 : 0);
+}
+int64_t sym_mod(const SymArgs& a) {
+  const int64_t x = a.integer(0), y = a.integer(1);
+  if (y == 0) a.rec.fail(a.where + ": division by zero");
+  if (y == -1) return 0;
+  const int64_t r = x % y;
+  return r != 0 && ((r < 0) != (y < 0)) ? r + y : r;
 }
 
 // One rule per symbolic target: sizes of a tensor and integer arithmetic.
 using SymRule = c10::IValue (*)(const SymArgs&);
 const std::map<std::string, SymRule>& symbolic_rules() {
   static const std::map<std::string, SymRule> kRules = {
-      {"torch.ops.aten.sym_size.int", [](const SymArgs& a) { return c10::IValue(a.tensor().size(a.integer(1))); }},
+      {"torch.ops.aten.sym_size.int", [](const SymArgs& a) { return c10::IValue(a.tensor().size(a.dim(1))); }},
       {"torch.ops.aten.sym_numel.default", [](const SymArgs& a) { return c10::IValue(a.tensor().numel()); }},
-      {"torch.ops.aten.sym_stride.int", [](const SymArgs& a) { return c10::IValue(a.tensor().stride(a.integer(1))); }},
+      {"torch.ops.aten.sym_stride.int", [](const SymArgs& a) { return c10::IValue(a.tensor().stride(a.dim(1))); }},
       {"torch.ops.aten.sym_storage_offset.default",
        [](const SymArgs& a) { return c10::IValue(a.tensor().storage_offset()); }},
-      {"_operator.add", [](const SymArgs& a) { return c10::IValue(a.integer(0) + a.integer(1)); }},
-      {"_operator.sub", [](const SymArgs& a) { return c10::IValue(a.integer(0) - a.integer(1)); }},
-      {"_operator.mul", [](const SymArgs& a) { return c10::IValue(a.integer(0) * a.integer(1)); }},
-      {"_operator.floordiv", [](const SymArgs& a) { return c10::IValue(floor_divmod(a).first); }},
-      {"_operator.mod", [](const SymArgs& a) { return c10::IValue(floor_divmod(a).second); }},
-      {"_operator.neg", [](const SymArgs& a) { return c10::IValue(-a.integer(0)); }},
+      {"_operator.add", [](const SymArgs& a) { return c10::IValue(sym_add(a)); }},
+      {"_operator.sub", [](const SymArgs& a) { return c10::IValue(sym_sub(a)); }},
+      {"_operator.mul", [](const SymArgs& a) { return c10::IValue(sym_mul(a)); }},
+      {"_operator.floordiv", [](const SymArgs& a) { return c10::IValue(sym_floordiv(a)); }},
+      {"_operator.mod", [](const SymArgs& a) { return c10::IValue(sym_mod(a)); }},
+      {"_operator.neg", [](const SymArgs& a) { return c10::IValue(sym_neg(a)); }},
       {"_operator.eq", [](const SymArgs& a) { return c10::IValue(a.integer(0) == a.integer(1)); }},
       {"_operator.ne", [](const SymArgs& a) { return c10::IValue(a.integer(0) != a.integer(1)); }},
       {"_operator.lt", [](const SymArgs& a) { return c10::IValue(a.integer(0) < a.integer(1)); }},
@@ -278,19 +318,23 @@ void ExportImporter::bind_outputs(const rj::Value& node, const RecordedCall& cal
                         call.returns.size()));
   }
   for (rj::SizeType i = 0; i < outs.Size(); ++i) {
-    const rj::Value& out = json_.object(outs[i], where, "outputs[]");
+    const std::string field = detail::concat("outputs[", i, "]");
+    const rj::Value& out = json_.object(outs[i], where, field.c_str());
     const c10::IValue& r = call.returns[i];
     if (out.HasMember("as_tensor") && r.isTensor()) {
-      const std::string name = json_.string(json_.require(out["as_tensor"], "name", where), where, "name");
+      const rj::Value& t = json_.object(out["as_tensor"], where, (field + ".as_tensor").c_str());
+      const std::string name = json_.string(json_.require(t, "name", where), where, "name");
       check_output(name, r.toTensor(), where);
       values_[name] = Val{r, {call.refs[i].at(0)}};
       if (!mutated_name.empty()) values_[mutated_name] = values_[name];
     } else if (out.HasMember("as_tensors") && r.isTensorList()) {
-      const rj::Value& list = json_.array(out["as_tensors"], where, "as_tensors");
+      const rj::Value& list = json_.array(out["as_tensors"], where, (field + ".as_tensors").c_str());
       const auto tensors = r.toTensorVector();
       if (list.Size() != tensors.size()) fail(where + ": the number of returned tensors differs from the program's");
       for (rj::SizeType k = 0; k < list.Size(); ++k) {
-        const std::string name = json_.string(json_.require(list[k], "name", where), where, "name");
+        const std::string at = detail::concat(field, ".as_tensors[", k, "]");
+        const rj::Value& t = json_.object(list[k], where, at.c_str());
+        const std::string name = json_.string(json_.require(t, "name", where), where, "name");
         check_output(name, tensors[k], where);
         values_[name] = Val{tensors[k], {call.refs[i].at(k)}};
       }
@@ -300,6 +344,34 @@ void ExportImporter::bind_outputs(const rj::Value& node, const RecordedCall& cal
                           " in the program but the operator returned ", r.tagKind()));
     }
   }
+}
+
+// An in-place op keeps its argument's dtype (half.add_(float) stays Half); its functional variant promotes
+// (half.add(float) is Float). The result is cast back, as the in-place kernel would have written it.
+void ExportImporter::cast_back(const AtenCall& aten, const std::vector<CallArg>& args, const std::string& op_name,
+                               const std::string& layer, const std::string& where, RecordedCall& call) {
+  const auto& arguments = aten.handle->schema().arguments();
+  const auto self = std::find_if(arguments.begin(), arguments.end(),
+                                 [&](const c10::Argument& a) { return a.name() == aten.mutated_arg; });
+  if (self == arguments.end() || call.returns.empty() || !call.returns[0].isTensor()) return;
+  const c10::IValue& written = args[self - arguments.begin()].value;
+  if (!written.isTensor() || written.toTensor().scalar_type() == call.returns[0].toTensor().scalar_type()) return;
+  static const c10::OperatorHandle to_copy = *c10::Dispatcher::singleton().findSchema({"aten::_to_copy", ""});
+  std::vector<CallArg> cast_args;
+  for (const c10::Argument& a : to_copy.schema().arguments()) {
+    CallArg arg;
+    if (a.name() == "self")
+      arg = CallArg{call.returns[0], {call.refs[0].at(0)}};
+    else if (a.name() == "dtype")
+      arg.value = static_cast<int64_t>(written.toTensor().scalar_type());
+    else if (a.default_value())
+      arg.value = *a.default_value();
+    cast_args.push_back(std::move(arg));
+  }
+  const RecordedCall cast =
+      rec_.call(to_copy, cast_args, where + " (cast back to its input's dtype)", op_name + "_cast", layer);
+  call.returns[0] = cast.returns[0];
+  call.refs[0] = cast.refs[0];
 }
 
 void ExportImporter::visit_aten(const rj::Value& node, const std::string& target, const std::string& where) {
@@ -319,19 +391,27 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
   const std::string short_kind = aten.op.substr(aten.op.find("::") + 2);
   std::string layer = path;
   if (const auto d = path.rfind('.'); d != std::string::npos && !parent_modules_.count(path)) layer = path.substr(0, d);
-  const RecordedCall call =
-      rec_.call(*aten.handle, args, where, path.empty() ? short_kind : path + "/" + short_kind, layer);
+  const std::string op_name = path.empty() ? short_kind : path + "/" + short_kind;
+  RecordedCall call = rec_.call(*aten.handle, args, where, op_name, layer);
+  if (!aten.mutated_name.empty()) cast_back(aten, args, op_name, layer, where, call);
   bind_outputs(node, call, aten.mutated_name, where);
   track_aliases(node, aten, named, where);
 }
 
 namespace {
 
-// The program value an argument or output names ("" for a non-tensor one).
-std::string tensor_name(const rj::Value& v) {
-  if (!v.IsObject() || !v.HasMember("as_tensor") || !v["as_tensor"].IsObject()) return "";
-  const rj::Value& t = v["as_tensor"];
-  return t.HasMember("name") && t["name"].IsString() ? t["name"].GetString() : "";
+// The program values an argument or output names: one for as_tensor, each of an as_tensors list (the
+// outputs of chunk, split, unbind: Tensor(a)[]), none for a non-tensor one.
+std::vector<std::string> tensor_names(const rj::Value& v) {
+  std::vector<std::string> names;
+  const auto add = [&](const rj::Value& t) {
+    if (t.IsObject() && t.HasMember("name") && t["name"].IsString()) names.push_back(t["name"].GetString());
+  };
+  if (!v.IsObject()) return names;
+  if (v.HasMember("as_tensor")) add(v["as_tensor"]);
+  if (v.HasMember("as_tensors") && v["as_tensors"].IsArray())
+    for (const rj::Value& t : v["as_tensors"].GetArray()) add(t);
+  return names;
 }
 
 }  // namespace
@@ -358,11 +438,11 @@ void ExportImporter::track_aliases(const rj::Value& node, const AtenCall& aten,
   std::vector<std::string> names;
   for (const auto& a : schema.arguments())
     if (auto it = named.find(a.name()); a.alias_info() && !a.alias_info()->isWrite() && it != named.end())
-      if (std::string n = tensor_name(*it->second); !n.empty()) names.push_back(n);
+      for (std::string& n : tensor_names(*it->second)) names.push_back(std::move(n));
   if (names.empty()) return;
   const rj::Value& outs = node["outputs"];
   for (rj::SizeType i = 0; i < outs.Size(); ++i)
-    if (std::string n = tensor_name(outs[i]); !n.empty()) names.push_back(n);
+    for (std::string& n : tensor_names(outs[i])) names.push_back(std::move(n));
   join_aliases(names);
 }
 

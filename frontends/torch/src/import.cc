@@ -375,8 +375,10 @@ Graph Importer::run(const std::vector<SampleInput>& samples) {
 Graph import_torchscript(const std::string& path, const std::vector<SampleInput>& inputs,
                          const ImportOptions& options) {
   if (!(options.learning_rate > 0.0)) throw InputError("learning rate must be positive");
-  detail::Importer importer(path, options);
-  return importer.run(inputs);
+  return detail::import_guarded(path, [&] {
+    detail::Importer importer(path, options);
+    return importer.run(inputs);
+  });
 }
 
 }  // namespace placer

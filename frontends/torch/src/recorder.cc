@@ -20,15 +20,30 @@ std::string first_line(std::string text) {
 
 namespace {
 
+// The alias sets of a return or argument: its own, and for a list (Tensor(a)[]: chunk, split, unbind) its
+// elements', which is where the schema puts them.
+std::vector<c10::Symbol> alias_sets(const c10::AliasInfo& info) {
+  std::vector<c10::Symbol> sets(info.beforeSets().begin(), info.beforeSets().end());
+  for (const c10::AliasInfo& element : info.containedTypes())
+    sets.insert(sets.end(), element.beforeSets().begin(), element.beforeSets().end());
+  return sets;
+}
+
+bool writes(const c10::AliasInfo& info) {
+  const auto& contained = info.containedTypes();
+  return info.isWrite() || std::any_of(contained.begin(), contained.end(), [](const auto& e) { return e.isWrite(); });
+}
+
 // Which argument a returned view shares storage with (alias sets of the schema).
 int64_t aliased_argument(const c10::FunctionSchema& schema, const c10::Argument& ret) {
   const auto* ret_alias = ret.alias_info();
-  if (!ret_alias || ret_alias->isWrite()) return -1;
+  if (!ret_alias || writes(*ret_alias)) return -1;
+  const std::vector<c10::Symbol> ret_sets = alias_sets(*ret_alias);
   for (size_t a = 0; a < schema.arguments().size(); ++a) {
     const auto* arg_alias = schema.arguments()[a].alias_info();
     if (!arg_alias) continue;
-    for (const auto& set : ret_alias->beforeSets())
-      if (arg_alias->beforeSets().count(set)) return static_cast<int64_t>(a);
+    for (const c10::Symbol& set : alias_sets(*arg_alias))
+      if (std::find(ret_sets.begin(), ret_sets.end(), set) != ret_sets.end()) return static_cast<int64_t>(a);
   }
   return -1;
 }
@@ -70,6 +85,57 @@ bool shares_storage(const at::Tensor& out, const std::vector<c10::IValue>& value
         if (t.defined() && out.is_alias_of(t)) return true;
   }
   return false;
+}
+
+// A value of a dry run on the meta device, where tensors have sizes, strides and a dtype and no memory: a
+// tensor as such a tensor, a device (or a creation op's unsaid one: the CPU) as the meta device, a random
+// generator as none.
+c10::IValue to_meta(const c10::IValue& v, const c10::Argument& arg) {
+  const auto meta = [](const at::Tensor& t) {
+    return t.defined() ? at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta)) : t;
+  };
+  if (v.isTensor()) return meta(v.toTensor());
+  if (v.isTensorList()) {
+    std::vector<at::Tensor> list;
+    for (const at::Tensor& t : v.toTensorVector()) list.push_back(meta(t));
+    return list;
+  }
+  if (v.isList() && v.type()->containedType(0)->kind() == c10::TypeKind::OptionalType) {
+    c10::List<std::optional<at::Tensor>> list;
+    for (const auto& e : v.toListRef())
+      list.push_back(e.isTensor() ? std::optional<at::Tensor>(meta(e.toTensor())) : std::nullopt);
+    return list;
+  }
+  c10::TypePtr type = arg.real_type();
+  if (type->kind() == c10::TypeKind::OptionalType) type = type->containedType(0);
+  if (v.isDevice() || (v.isNone() && type->kind() == c10::TypeKind::DeviceObjType)) return c10::Device(at::kMeta);
+  if (v.isGenerator()) return c10::IValue();
+  return v;
+}
+
+// The most elements an output of the call would hold in memory of its own (a view holds none), from a dry
+// run on the meta device; none when the op cannot run there (no meta kernel, or its sizes depend on values).
+std::optional<double> dry_run_largest_output(const c10::OperatorHandle& handle,
+                                             const std::vector<c10::IValue>& values) {
+  torch::jit::Stack stack;
+  const auto& arguments = handle.schema().arguments();
+  for (size_t i = 0; i < values.size() && i < arguments.size(); ++i) stack.push_back(to_meta(values[i], arguments[i]));
+  const std::vector<c10::IValue> inputs = stack;
+  try {
+    at::NoGradGuard no_grad;
+    handle.callBoxed(stack);
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  double most = 0;
+  for (const c10::IValue& v : stack) {
+    std::vector<at::Tensor> outs;
+    if (v.isTensor()) outs.push_back(v.toTensor());
+    if (v.isTensorList()) outs = v.toTensorVector();
+    for (const at::Tensor& t : outs)
+      if (t.defined() && !shares_storage(t, inputs)) most = std::max(most, static_cast<double>(t.numel()));
+  }
+  return most;
 }
 
 }  // namespace
@@ -290,6 +356,10 @@ void Recorder::record_arguments(const c10::FunctionSchema& schema, const std::ve
 std::vector<at::Tensor> Recorder::run_kernel(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& values,
                                              const std::string& where, RecordedCall& result,
                                              std::vector<size_t>& counts) const {
+  // The file gives the sizes (of aten::ones, full, repeat, arange, expand then clone): an output is capped
+  // as an --input is, before the kernel allocates it.
+  if (const auto most = dry_run_largest_output(handle, values); most && *most > static_cast<double>(kMaxTensorElements))
+    fail(detail::concat(where, ": an output would hold ", *most, " elements, over the limit of 2^31 for one tensor"));
   torch::jit::Stack stack = values;
   try {
     at::NoGradGuard no_grad;

@@ -19,11 +19,26 @@
 
 #include "placer/frontends/torch_import.h"
 #include "placer/graphs/aten_dtype.h"
+#include "placer/graphs/error.h"
 #include "placer/graphs/ir.h"
 
 namespace placer::detail {
 
 std::string first_line(std::string text);
+
+// The importers' boundary: a c10::Error that escaped them (a check of a kernel or of the archive reader
+// that no step turned into an InputError) is still about the file: it becomes an InputError naming it,
+// as the service answers those and nothing else.
+template <class Run>
+Graph import_guarded(const std::string& file, Run&& run) {
+  try {
+    return run();
+  } catch (const InputError&) {
+    throw;
+  } catch (const c10::Error& e) {
+    throw InputError(file + ": " + e.what_without_backtrace());
+  }
+}
 
 // FLOPs of one call from its real inputs and outputs (base: "aten::conv2d"): a
 // table of rules keyed by schema name (flop_rules.cc).

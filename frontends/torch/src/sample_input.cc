@@ -9,10 +9,6 @@
 namespace placer {
 namespace {
 
-// An input the importer would have to allocate is capped, so a typo such as
-// 8x3x2240000x224 is an error rather than an attempt to allocate terabytes.
-constexpr int64_t kMaxInputElements = int64_t{1} << 31;
-
 std::vector<std::string> split(const std::string& text, char sep) {
   std::vector<std::string> parts;
   std::string current;
@@ -38,6 +34,13 @@ bool is_identifier(const std::string& name) {
 
 }  // namespace
 
+std::string dtype_names() {
+  std::string names;
+  for (int d = 0; d <= static_cast<int>(DType::Bool); ++d)
+    names += (names.empty() ? "" : ", ") + std::string(dtype_name(static_cast<DType>(d)));
+  return names;
+}
+
 SampleInput parse_sample_input(const std::string& spec) {
   const auto where = [&](const std::string& what) {
     return InputError("input '" + spec + "': " + what + " (expected NAME:DIMxDIMx...:DTYPE, e.g. x:8x3x224x224:float)");
@@ -60,16 +63,14 @@ SampleInput parse_sample_input(const std::string& spec) {
       }
       const int64_t value = std::stoll(dim);
       if (value <= 0) throw where("dimension '" + dim + "' must be positive");
-      if (value > kMaxInputElements / numel) throw where("shape has more than 2^31 elements");
+      if (value > kMaxTensorElements / numel) throw where("shape has more than 2^31 elements");
       numel *= value;
       input.shape.push_back(value);
     }
   }
   if (parts.size() == 3) {
     const auto dtype = parse_dtype(parts[2]);
-    if (!dtype)
-      throw where("unknown dtype '" + parts[2] +
-                  "' (float, half, bfloat16, double, long, int, short, char, byte, bool)");
+    if (!dtype) throw where("unknown dtype '" + parts[2] + "' (" + dtype_names() + ")");
     input.dtype = *dtype;
   }
   return input;

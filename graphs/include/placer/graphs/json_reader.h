@@ -151,6 +151,7 @@ struct JsonReader {
   // Every key of the object `obj` one of `keys`, and none given twice (a typo such as "flop"
   // was read as no flops; of a key given twice the first was kept).
   void known(const rj::Value& obj, std::initializer_list<const char*> keys, const std::string& where) const {
+    object(obj, where, "");
     for (auto it = obj.MemberBegin(); it != obj.MemberEnd(); ++it) {
       const std::string_view key(it->name.GetString(), it->name.GetStringLength());  // every op's keys: no copies
       bool found = false;
@@ -162,6 +163,7 @@ struct JsonReader {
   }
   // The keys of a map-like object (names chosen by the file) given once each.
   void unique_keys(const rj::Value& obj, const std::string& where, const char* field) const {
+    object(obj, where, field);
     std::unordered_set<std::string_view> seen;
     for (auto it = obj.MemberBegin(); it != obj.MemberEnd(); ++it)
       if (!seen.emplace(it->name.GetString(), it->name.GetStringLength()).second)
@@ -169,13 +171,21 @@ struct JsonReader {
                                    std::string(it->name.GetString(), it->name.GetStringLength()), ": given twice"));
   }
 
+  // A field of `obj`, null when absent. `obj` that is not an object is an error (RapidJSON's FindMember
+  // asserts, and cereal's assertion throws a message that names no field): give `where` to name its path.
   static const rj::Value* member(const rj::Value& obj, const char* key) {
+    if (!obj.IsObject())
+      throw Error(std::string("field '") + key + "': expected an object holding it, got " + describe(obj));
     auto it = obj.FindMember(key);
     return it == obj.MemberEnd() ? nullptr : &it->value;
   }
+  const rj::Value* member(const rj::Value& obj, const char* key, const std::string& where) const {
+    if (!obj.IsObject()) fail(where, std::string("expected an object with field '") + key + "', got " + describe(obj));
+    return member(obj, key);
+  }
 
   const rj::Value& require(const rj::Value& obj, const char* key, const std::string& where) const {
-    const rj::Value* v = member(obj, key);
+    const rj::Value* v = member(obj, key, where);
     if (!v) fail(where, key, "missing required field");
     return *v;
   }
@@ -215,15 +225,15 @@ struct JsonReader {
   // Optional fields: absent -> fallback.
   std::string opt_string(const rj::Value& obj, const char* key, const std::string& where,
                          const std::string& fallback = "") const {
-    const rj::Value* v = member(obj, key);
+    const rj::Value* v = member(obj, key, where);
     return v ? string(*v, where, key) : fallback;
   }
   int64_t opt_integer(const rj::Value& obj, const char* key, const std::string& where, int64_t fallback) const {
-    const rj::Value* v = member(obj, key);
+    const rj::Value* v = member(obj, key, where);
     return v ? integer(*v, where, key) : fallback;
   }
   double opt_number(const rj::Value& obj, const char* key, const std::string& where, double fallback) const {
-    const rj::Value* v = member(obj, key);
+    const rj::Value* v = member(obj, key, where);
     return v ? number(*v, where, key) : fallback;
   }
 

@@ -3,6 +3,7 @@
 // No LibTorch types here: app/ and tests include this header.
 #pragma once
 
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -19,10 +20,21 @@ struct SampleInput {
 
 // "x:8x3x224x224:float" -> SampleInput. Throws InputError naming the part.
 SampleInput parse_sample_input(const std::string& spec);
+// The dtype names parse_dtype accepts, as the unknown-dtype error lists them: "float, half, ..., bool".
+std::string dtype_names();
+
+// What a model file may make the importers allocate: no size field is trusted.
+// One tensor (an --input, a stored or made-up weight, a node's output) holds at most 2^31 elements
+// (8 GiB of floats): a typo such as 8x3x2240000x224 is an error, not an attempt at terabytes.
+inline constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
+// A torch.export archive's parameters, buffers and constants, stored or made up, hold at most 16 GiB
+// in all (a 7B-parameter model in bfloat16 is 14 GiB); ImportOptions::max_weight_bytes lowers it.
+inline constexpr int64_t kMaxWeightBytes = int64_t{16} << 30;
 
 struct ImportOptions {
   bool forward_only = false;  // keep the inference graph (no backward/update)
   double learning_rate = 0.01;
+  int64_t max_weight_bytes = kMaxWeightBytes;  // torch.export: the weights' total, see above
 };
 
 // Loads MODEL.pt, freezes and inlines it, runs the sample inputs through it op
