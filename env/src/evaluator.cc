@@ -359,6 +359,37 @@ struct MeasuredEvaluator::Impl {
     }
   }
 
+  // A reference that failed at its first measurement (out of memory, say) pairs nothing: the first placement of
+  // this run that ran takes its place, from this run's rounds (each one's new samples were taken beside its).
+  size_t replace_reference(const std::vector<Placement>& unique, const std::vector<StepResult>& results,
+                           const std::vector<std::vector<double>>& prior, size_t failed) {
+    reference.reset();
+    for (size_t u = 0; u < unique.size(); ++u)
+      if (u != failed && results[u].ok() && results[u].samples_s.size() > prior[u].size()) {
+        reference = unique[u];
+        return u;
+      }
+    return unique.size();
+  }
+
+  // The run's samples kept per placement, and training's counters (`count`).
+  void keep(const std::vector<Placement>& unique, const std::vector<StepResult>& results,
+            const std::vector<std::vector<double>>& prior, size_t ref, bool fresh, bool count) {
+    for (size_t u = 0; u < unique.size(); ++u) {
+      if (count) ++measurements;
+      if (!results[u].ok()) continue;
+      if (count) steps += static_cast<int64_t>(results[u].samples_s.size() - prior[u].size());
+      // A fresh run is a measurement apart (a final table, or its retake when
+      // the probe read a spell): the kept samples stay those of the others.
+      if (u == ref) {
+        std::vector<double>& k = kept(unique[u]);
+        k.insert(k.end(), results[u].samples_s.begin(), results[u].samples_s.end());
+      } else if (!fresh) {
+        kept(unique[u]) = results[u].samples_s;
+      }
+    }
+  }
+
   // The protocol over the placements; each one's earlier samples count. A
   // placement given twice (two baselines that agree) is measured once and both
   // get its figure: the same work never gets two answers, nor costs twice.
@@ -401,29 +432,9 @@ struct MeasuredEvaluator::Impl {
     std::vector<StepResult> results = runtime->measure_interleaved(problem->graph(), unique, m, &prior);
     const double rtt = core_rtt_range(core_rtt_readings(results)).median_s;
     if (rtt > 0 && (quietest_rtt <= 0 || rtt < quietest_rtt)) quietest_rtt = rtt;
-    // A reference that failed at its first measurement (out of memory, say) pairs nothing: the first placement of
-    // this run that ran takes its place, from this run's rounds (each one's new samples were taken beside its).
-    if (ref < unique.size() && !results[ref].ok() && reference_level <= 0) {
-      reference.reset();
-      for (size_t u = 0; u < unique.size() && !reference; ++u)
-        if (u != ref && results[u].ok() && results[u].samples_s.size() > prior[u].size()) {
-          reference = unique[u];
-          ref = u;
-        }
-    }
-    for (size_t u = 0; u < unique.size(); ++u) {
-      if (count) ++measurements;
-      if (!results[u].ok()) continue;
-      if (count) steps += static_cast<int64_t>(results[u].samples_s.size() - prior[u].size());
-      // A fresh run is a measurement apart (a final table, or its retake when
-      // the probe read a spell): the kept samples stay those of the others.
-      if (u == ref) {
-        std::vector<double>& k = kept(unique[u]);
-        k.insert(k.end(), results[u].samples_s.begin(), results[u].samples_s.end());
-      } else if (!fresh) {
-        kept(unique[u]) = results[u].samples_s;
-      }
-    }
+    if (ref < unique.size() && !results[ref].ok() && reference_level <= 0)
+      ref = replace_reference(unique, results, prior, ref);
+    keep(unique, results, prior, ref, fresh, count);
     if (ref < unique.size()) pair_with_reference(unique, results, ref);
     std::vector<StepResult> out;
     out.reserve(placements.size());
@@ -553,6 +564,22 @@ void HybridEvaluator::add_stats(EvalStats& stats) const {
 
 CachingEvaluator::CachingEvaluator(std::unique_ptr<Evaluator> inner) : inner_(std::move(inner)) {}
 
+namespace {
+
+// out[i] for each i of `indices`: the inner evaluator's figure for placements[i], not cached.
+void evaluate_indices(Evaluator& inner, const std::vector<Placement>& placements, const std::vector<size_t>& indices,
+                      std::vector<Evaluation>& out) {
+  std::vector<Evaluation> fresh = inner.evaluate(pick(placements, indices));
+  PLACER_CHECK(fresh.size() == indices.size(), "evaluator returned ", fresh.size(), " results for ", indices.size(),
+               " placements");
+  for (size_t k = 0; k < indices.size(); ++k) {
+    out[indices[k]] = std::move(fresh[k]);
+    out[indices[k]].cached = false;
+  }
+}
+
+}  // namespace
+
 std::vector<Evaluation> CachingEvaluator::evaluate(const std::vector<Placement>& placements) {
   evaluations_ += static_cast<int64_t>(placements.size());
   std::vector<Evaluation> out(placements.size());
@@ -596,24 +623,12 @@ std::vector<Evaluation> CachingEvaluator::evaluate(const std::vector<Placement>&
   }
 
   if (!todo.empty()) {
-    std::vector<Evaluation> fresh = inner_->evaluate(pick(placements, todo));
-    PLACER_CHECK(fresh.size() == todo.size(), "evaluator returned ", fresh.size(), " results for ", todo.size(),
-                 " placements");
-    for (size_t k = 0; k < todo.size(); ++k) {
-      out[todo[k]] = std::move(fresh[k]);
-      out[todo[k]].cached = false;
-    }
+    evaluate_indices(*inner_, placements, todo, out);
     // The batch recalibrated the simulator (hybrid): the simulated hits were scored on the model before it, the
     // rest of the batch on the new one. One batch, one scale: they are evaluated again, and cached anew.
     if (!simulated_hits.empty() && inner_->generation() != looked_up_at) {
-      std::vector<Evaluation> again = inner_->evaluate(pick(placements, simulated_hits));
-      PLACER_CHECK(again.size() == simulated_hits.size(), "evaluator returned ", again.size(), " results for ",
-                   simulated_hits.size(), " placements");
-      for (size_t k = 0; k < simulated_hits.size(); ++k) {
-        out[simulated_hits[k]] = std::move(again[k]);
-        out[simulated_hits[k]].cached = false;
-        todo.push_back(simulated_hits[k]);
-      }
+      evaluate_indices(*inner_, placements, simulated_hits, out);
+      todo.insert(todo.end(), simulated_hits.begin(), simulated_hits.end());
       hits_ -= static_cast<int64_t>(simulated_hits.size());
     }
   }
