@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "../error_of.h"
 #include "placer/frontends/torch_import.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_reader.h"
@@ -25,18 +26,9 @@
 namespace placer {
 namespace {
 
-std::string fixture(const std::string& name) { return std::string(PLACER_EXPORT_FIXTURES_DIR) + "/" + name; }
+using testing::error_of;
 
-// The message of the InputError `f` throws ("" if it throws none; another exception fails the test).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+std::string fixture(const std::string& name) { return std::string(PLACER_EXPORT_FIXTURES_DIR) + "/" + name; }
 
 // An archive's records by name (the archive's top folder left out), in their order.
 using Records = std::vector<std::pair<std::string, std::string>>;
@@ -88,8 +80,14 @@ std::string edited(const std::string& name, const Edit& edit, const std::functio
   return write_archive(r);
 }
 
+// The message of the InputError importing `bytes` throws, "" if it imports.
 std::string import_error(const std::string& bytes, const ImportOptions& options = {}) {
-  return error_of([&] { import_exported_program_bytes(bytes, "request.pt2", {}, options); });
+  try {
+    import_exported_program_bytes(bytes, "request.pt2", {}, options);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 rapidjson::Value& graph(rapidjson::Document& doc) { return doc["graph_module"]["graph"]; }
@@ -178,7 +176,7 @@ TEST(ExportReview, SizesAreCapped) {
 
   ImportOptions small;
   small.max_weight_bytes = 1000;
-  const std::string weights = error_of([&] { import_exported_program(fixture("tiny_cnn.pt2"), {}, small); });
+  const std::string weights = error_of<InputError>([&] { import_exported_program(fixture("tiny_cnn.pt2"), {}, small); });
   EXPECT_NE(weights.find("bytes, over the limit of 1000 bytes"), std::string::npos) << weights;
   EXPECT_NO_THROW(import_exported_program(fixture("tiny_cnn.pt2"), {}));
 
@@ -261,17 +259,17 @@ TEST(ExportReview, NonObjectsNameTheirField) {
   const JsonReader<InputError> json{"test"};
   rapidjson::Document five;
   five.Parse("5");
-  EXPECT_NE(error_of([&] { json.member(five, "arg"); }).find("field 'arg': expected an object holding it, got 5"),
+  EXPECT_NE(error_of<InputError>([&] { json.member(five, "arg"); }).find("field 'arg': expected an object holding it, got 5"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { json.require(five, "arg", "a.b[0]"); }).find("a.b[0]: expected an object with field 'arg'"),
+  EXPECT_NE(error_of<InputError>([&] { json.require(five, "arg", "a.b[0]"); }).find("a.b[0]: expected an object with field 'arg'"),
             std::string::npos);
-  EXPECT_NE(error_of([&] { json.known(five, {"arg"}, "a.b"); }).find("a.b: expected an object, got 5"),
+  EXPECT_NE(error_of<InputError>([&] { json.known(five, {"arg"}, "a.b"); }).find("a.b: expected an object, got 5"),
             std::string::npos);
 }
 
 // Finding 3: chunk's outputs (Tensor(a)[], written as as_tensors) joined no alias group: relu_ on one was lost.
 TEST(ExportReview, InPlaceWriteIntoAChunkIsRefused) {
-  const std::string message = error_of([] { import_exported_program(fixture("chunk_write.pt2"), {}); });
+  const std::string message = error_of<InputError>([] { import_exported_program(fixture("chunk_write.pt2"), {}); });
   EXPECT_NE(message.find("reads 'mul', which shares its storage with a tensor that node 'relu_'"), std::string::npos)
       << message;
 }
@@ -288,7 +286,7 @@ TEST(ExportReview, InPlaceOpKeepsItsDtype) {
 
 // Finding 8: the unknown-dtype error listed "char, byte" (refused) and not int8, uint8.
 TEST(ExportReview, UnknownDtypeListsTheAcceptedNames) {
-  const std::string message = error_of([] { parse_sample_input("x:2:char"); });
+  const std::string message = error_of<InputError>([] { parse_sample_input("x:2:char"); });
   const std::string head = "unknown dtype 'char' (";
   const auto begin = message.find(head);
   ASSERT_NE(begin, std::string::npos) << message;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <string>
 
+#include "../error_of.h"
 #include "placer/frontends/torch_import.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
@@ -14,6 +15,8 @@
 
 namespace placer {
 namespace {
+
+using testing::error_of;
 
 std::string fixture(const std::string& name) { return std::string(PLACER_EXPORT_FIXTURES_DIR) + "/" + name; }
 
@@ -27,17 +30,6 @@ const Op& op_named(const Graph& g, const std::string& name) {
   const auto id = g.find(name);
   if (!id) throw std::runtime_error("no op '" + name + "'");
   return g.op(*id);
-}
-
-// The message of the InputError `f` throws ("" if it throws none).
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
 }
 
 TEST(ExportImport, TrainingIrCnnWithInPlaceOps) {
@@ -123,40 +115,40 @@ TEST(ExportImport, SymbolicBatchSize) {
   EXPECT_EQ(op_named(given, "conv/conv2d").outputs[0].shape, (std::vector<int64_t>{16, 8, 8, 8}));
   EXPECT_NE(given.attrs.at("input_shapes").find("x:16x3x8x8 (--input)"), std::string::npos);
 
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(error_of<InputError>([] {
               import_exported_program(fixture("tiny_dynamic.pt2"), {parse_sample_input("x:100x3x8x8:float")});
             }).find("must be in [2, 64]"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(error_of<InputError>([] {
               import_exported_program(fixture("tiny_dynamic.pt2"), {parse_sample_input("x:4x5x8x8:float")});
             }).find("dimension 1 is 3 in the program (a static size)"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(error_of<InputError>([] {
               import_exported_program(fixture("tiny_dynamic.pt2"), {parse_sample_input("x:4x3x8x8:long")});
             }).find("input 'x' is Float in the program"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(error_of<InputError>([] {
               import_exported_program(fixture("tiny_dynamic.pt2"), {parse_sample_input("image:4x3x8x8:float")});
             }).find("the program has no input 'image' (its tensor inputs: x)"),
             std::string::npos);
 }
 
 TEST(ExportImport, ErrorsNameTheNodeAndTarget) {
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(error_of<InputError>([] {
               import_exported_program(fixture("custom_op.pt2"), {});
             }).find("node 'twice' (torch.ops.placer_test.twice.default): not an ATen operator"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(error_of<InputError>([] {
               import_exported_program(fixture("cond.pt2"), {});
             }).find("node 'cond' (torch.ops.higher_order.cond): higher-order ops"),
             std::string::npos);
-  EXPECT_NE(error_of([] { import_exported_program(fixture("missing.pt2"), {}); }).find("no such file"),
+  EXPECT_NE(error_of<InputError>([] { import_exported_program(fixture("missing.pt2"), {}); }).find("no such file"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(error_of<InputError>([] {
               import_exported_program(std::string(PLACER_FIXTURES_DIR) + "/not_a_model.pt", {});
             }).find("not a torch.export archive"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
+  EXPECT_NE(error_of<InputError>([] {
               import_exported_program(std::string(PLACER_FIXTURES_DIR) + "/tiny_cnn.pt", {});
             }).find("not a torch.export program"),
             std::string::npos);
@@ -169,14 +161,14 @@ TEST(ExportImport, ErrorsNameTheNodeAndTarget) {
     std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
     std::ofstream(cut, std::ios::binary) << bytes.substr(0, bytes.size() / 2);
   }
-  EXPECT_NE(error_of([&] { import_exported_program(cut, {}); }).find(name), std::string::npos);
+  EXPECT_NE(error_of<InputError>([&] { import_exported_program(cut, {}); }).find(name), std::string::npos);
   std::filesystem::remove(cut);
 }
 
 // Models the importers read wrong without a word until a review found them.
 TEST(ExportImport, WhatWasMisreadSilently) {
   // An in-place write into a view, then its base read: the write was lost and g's branch dropped.
-  const std::string view = error_of([] { import_exported_program(fixture("view_write.pt2"), {}); });
+  const std::string view = error_of<InputError>([] { import_exported_program(fixture("view_write.pt2"), {}); });
   EXPECT_NE(view.find("reads 'zeros', which shares its storage with a tensor that node 'copy_'"), std::string::npos)
       << view;
   // A long Python number made a tensor after a double one: it bound to the double's constant (freed, same address).
@@ -191,11 +183,14 @@ TEST(ExportImport, WhatWasMisreadSilently) {
     int64_t param_bytes = 0;
     for (const Op& op : g.ops()) param_bytes += op.param_bytes;
     EXPECT_EQ(param_bytes, (8 * 2 + 2) * 4) << g.attrs.at("source");
-    for (const Op& op : g.ops())
-      if (op.name.find("backbone") != std::string::npos) EXPECT_EQ(op.phase, Phase::Forward) << op.name;
+    for (const Op& op : g.ops()) {
+      if (op.name.find("backbone") != std::string::npos) {
+        EXPECT_EQ(op.phase, Phase::Forward) << op.name;
+      }
+    }
   }
   // Metadata claiming 2^43 elements: refused, naming the tensor (the stride arithmetic overflowed int64).
-  const std::string huge = error_of([] { import_exported_program(fixture("huge_meta.pt2"), {}); });
+  const std::string huge = error_of<InputError>([] { import_exported_program(fixture("huge_meta.pt2"), {}); });
   EXPECT_NE(huge.find("tensor 'head.weight': its metadata's sizes and strides describe"), std::string::npos) << huge;
   // (logits, loss): the loss is the model's own, not mean(logits).
   const Graph both = import_exported_program(fixture("logits_and_loss.pt2"), {});
@@ -215,7 +210,7 @@ TEST(ExportImport, ImportModelPicksTheFormat) {
   const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const Graph from_bytes = import_exported_program_bytes(bytes, "request.pt2", {});
   EXPECT_EQ(from_bytes.size(), import_exported_program(fixture("tiny_cnn.pt2"), {}).size());
-  EXPECT_NE(error_of([&] {
+  EXPECT_NE(error_of<InputError>([&] {
               import_exported_program_bytes(bytes.substr(0, 100), "request.pt2", {});
             }).find("request.pt2: not a torch.export archive"),
             std::string::npos);
@@ -229,7 +224,7 @@ TEST(ExportImport, FusedFastPathSaysWhatToDo) {
   // inference op, which has no derivative: the error says how to get the
   // reference ops. torch.export of the same model records them.
   const std::string message =
-      error_of([] { import_torchscript(fixture("encoder_fastpath.pt"), {parse_sample_input("src:2x5x16:float")}); });
+      error_of<InputError>([] { import_torchscript(fixture("encoder_fastpath.pt"), {parse_sample_input("src:2x5x16:float")}); });
   EXPECT_NE(message.find("_transformer_encoder_layer_fwd"), std::string::npos) << message;
   EXPECT_NE(message.find("model.train()"), std::string::npos) << message;
   EXPECT_NE(message.find("torch.export"), std::string::npos) << message;

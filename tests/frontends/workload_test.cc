@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "../error_of.h"
 #include "placer/frontends/workload_json.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/workload.h"
@@ -28,12 +29,7 @@ std::string tiny(const std::string& nodes_extra = "", const std::string& edges =
 }
 
 std::string error_of(const std::string& text) {
-  try {
-    parse_workload(text, "bad");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return testing::error_of<InputError>([&] { parse_workload(text, "bad"); });
 }
 
 TEST(WorkloadTest, ImportsAPublishedWorkload) {

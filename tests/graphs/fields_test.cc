@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "../error_of.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/fields.h"
 #include "placer/graphs/json_reader.h"
@@ -13,21 +14,13 @@
 namespace placer {
 namespace {
 
+using testing::error_of;
+
 rj::Document parse(const std::string& text) {
   rj::Document doc;
   doc.Parse(text.c_str(), text.size());
   EXPECT_FALSE(doc.HasParseError()) << text;
   return doc;
-}
-
-template <class F>
-std::string error_of(F&& f) {
-  try {
-    f();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(FieldReader, ReadsPresentFieldsAndKeepsDefaults) {
@@ -61,12 +54,12 @@ TEST(FieldReader, ErrorsNameThePathAndTheProblem) {
   double lr = 0;
   int steps = 0;
   std::vector<std::string> tags;
-  EXPECT_EQ(error_of([&] { train.read("lr", &lr, 0.0, 10.0); }), "learned: train.lr: expected a number, got \"x\"");
-  EXPECT_EQ(error_of([&] { train.read("steps", &steps, 1, 100); }), "learned: train.steps: must be in [1, 100], got 0");
-  EXPECT_EQ(error_of([&] { train.read("tags", &tags); }), "learned: train.tags[1]: expected a string, got 3");
-  EXPECT_EQ(error_of([&] { train.need("seed"); }), "learned: train.seed: missing required field");
+  EXPECT_EQ(error_of<InputError>([&] { train.read("lr", &lr, 0.0, 10.0); }), "learned: train.lr: expected a number, got \"x\"");
+  EXPECT_EQ(error_of<InputError>([&] { train.read("steps", &steps, 1, 100); }), "learned: train.steps: must be in [1, 100], got 0");
+  EXPECT_EQ(error_of<InputError>([&] { train.read("tags", &tags); }), "learned: train.tags[1]: expected a string, got 3");
+  EXPECT_EQ(error_of<InputError>([&] { train.need("seed"); }), "learned: train.seed: missing required field");
   // Unknown keys: every key asked for (present or not) is known.
-  EXPECT_EQ(error_of([&] { train.finish(); }),
+  EXPECT_EQ(error_of<InputError>([&] { train.finish(); }),
             "learned: train.extra: unknown field (known here: lr, seed, steps, tags)");
   EXPECT_NO_THROW(top.finish());
 }
@@ -80,9 +73,9 @@ TEST(FieldReader, OneSidedRangesAndTooLarge) {
     throw InputError(path + ": " + problem);
   });
   int64_t a = 0, b = 0;
-  EXPECT_EQ(error_of([&] { f.read("a", &a, 0, std::numeric_limits<int64_t>::max()); }), "a: must be >= 0, got -1");
+  EXPECT_EQ(error_of<InputError>([&] { f.read("a", &a, 0, std::numeric_limits<int64_t>::max()); }), "a: must be >= 0, got -1");
   EXPECT_EQ(seen, FieldProblem::Invalid);
-  EXPECT_EQ(error_of([&] { f.read("b", &b, std::numeric_limits<int64_t>::min(), 1000); }),
+  EXPECT_EQ(error_of<InputError>([&] { f.read("b", &b, std::numeric_limits<int64_t>::min(), 1000); }),
             "b: must be <= 1000, got 2000");
   EXPECT_EQ(seen, FieldProblem::TooLarge);
 }
@@ -90,7 +83,7 @@ TEST(FieldReader, OneSidedRangesAndTooLarge) {
 TEST(FieldReader, NotAMapIsNamed) {
   const rj::Document doc = parse(R"({"policy": [1, 2]})");
   FieldReader<JsonNode> top(JsonNode(&doc), "", throw_field_error<InputError>());
-  EXPECT_EQ(error_of([&] { top.section("policy"); }), "policy: expected a map, got an array");
+  EXPECT_EQ(error_of<InputError>([&] { top.section("policy"); }), "policy: expected a map, got an array");
 }
 
 TEST(UnknownName, ListsTheKnownNames) {
@@ -159,20 +152,20 @@ TEST(YamlReader, NodesDescribeThemselves) {
 
 TEST(YamlReader, ErrorsNameThePathAndTheProblem) {
   const YamlNode root = parse_yaml("train: {lr: fast, extra: 1}\nlist: [a]\n");
-  EXPECT_EQ(error_of([&] {
+  EXPECT_EQ(error_of<InputError>([&] {
               YamlFields f(root, "", throw_field_error<InputError>("cfg.yaml"));
               double lr = 0;
               f.section("train").read("lr", &lr, 0.0, 1.0);
             }),
             "cfg.yaml: train.lr: expected a number, got 'fast'");
-  EXPECT_EQ(error_of([&] {
+  EXPECT_EQ(error_of<InputError>([&] {
               YamlFields f(root, "", throw_field_error<InputError>());
               YamlFields train = f.section("train");
               train.get("lr");
               train.finish();
             }),
             "train.extra: unknown field (known here: lr)");
-  EXPECT_EQ(error_of([&] {
+  EXPECT_EQ(error_of<InputError>([&] {
               YamlFields f(root, "", throw_field_error<InputError>());
               f.section("list");
             }),

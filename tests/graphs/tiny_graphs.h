@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "placer/graphs/ir.h"
+#include "../error_of.h"
 
 namespace placer::testing {
 
@@ -100,21 +101,6 @@ inline Graph every_arg_kind() {
   op.layer = "layer/0";
   g.add_op(std::move(op));
   return g;
-}
-
-// Runs body and returns the message of the E it throws; fails if it throws nothing.
-template <class E, class F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw another exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
 }
 
 }  // namespace placer::testing

@@ -1,18 +1,14 @@
 // The service config: read with the one field reader, unknown keys rejected.
 #include <gtest/gtest.h>
 
+#include "../error_of.h"
 #include "placer/service/config.h"
 
 namespace placer::service {
 namespace {
 
 std::string error_of(const std::string& yaml) {
-  try {
-    parse_service_config(yaml, "/base");
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "(no error)";
+  return testing::error_of<InputError>([&] { parse_service_config(yaml, "/base"); });
 }
 
 TEST(ServiceConfig, ReadsFieldsAndResolvesPaths) {
