@@ -40,6 +40,31 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+// Every pair's link constants, [from * devices + to]: the cluster's link for the pair, else its default
+// link; 0 from a device to itself. Each link set directly (Cluster::link for every pair scanned every
+// link: O(devices^4)); of a pair given twice the first is kept, as Cluster::link keeps it.
+void set_links(const Cluster& cluster, std::vector<double>& alpha_s, std::vector<double>& beta_Bps) {
+  const size_t d = static_cast<size_t>(cluster.size());
+  alpha_s.assign(d * d, cluster.default_link.latency_s);
+  beta_Bps.assign(d * d, cluster.default_link.bandwidth_Bps);
+  std::unordered_map<std::string, std::vector<size_t>> index;  // by name, as Cluster::link matches
+  for (size_t k = 0; k < d; ++k) index[cluster.devices[k].name].push_back(k);
+  std::vector<char> set(d * d, 0);
+  for (size_t k = 0; k < d; ++k) set[k * d + k] = 1;
+  for (const Link& l : cluster.links) {
+    const auto from = index.find(l.from), to = index.find(l.to);
+    if (from == index.end() || to == index.end()) continue;
+    for (size_t a : from->second)
+      for (size_t b : to->second)
+        if (!set[a * d + b]) {
+          set[a * d + b] = 1;
+          alpha_s[a * d + b] = l.latency_s;
+          beta_Bps[a * d + b] = l.bandwidth_Bps;
+        }
+  }
+  for (size_t k = 0; k < d; ++k) alpha_s[k * d + k] = beta_Bps[k * d + k] = 0.0;
+}
+
 }  // namespace
 
 double roofline_seconds(const Graph& graph, OpId id, const Device& device) {
@@ -59,15 +84,7 @@ CostModel CostModel::roofline(const Graph& graph, const Cluster& cluster) {
   for (int64_t o = 0; o < graph.size(); ++o)
     for (int32_t k = 0; k < d; ++k)
       model.op_s_[o * d + k] = roofline_seconds(graph, OpId(static_cast<int32_t>(o)), cluster.devices[k]);
-  model.alpha_s_.assign(static_cast<size_t>(d) * d, 0.0);
-  model.beta_Bps_.assign(static_cast<size_t>(d) * d, 0.0);
-  for (int32_t a = 0; a < d; ++a)
-    for (int32_t b = 0; b < d; ++b) {
-      if (a == b) continue;
-      const Link& link = cluster.link(DeviceId(a), DeviceId(b));
-      model.alpha_s_[a * d + b] = link.latency_s;
-      model.beta_Bps_[a * d + b] = link.bandwidth_Bps;
-    }
+  set_links(cluster, model.alpha_s_, model.beta_Bps_);
   return model;
 }
 
@@ -202,12 +219,21 @@ int64_t copies_between(const SimContext& context, const Placement& placement, co
   return copies;
 }
 
-// Whether the profile timed every op of this graph on `device` (one timing an
-// op: not a graph that only shares its name).
+// Whether the profile timed every op of this graph on `device` (not a graph
+// that only shares its name). Ops, not entries: an op timed twice made up for
+// another not timed at all.
 bool timed_every_op(const Graph& graph, const Profile& profile, const std::string& device) {
-  int64_t timed = 0;
-  for (const OpTiming& t : profile.ops) timed += t.device == device && graph.find(t.op) ? 1 : 0;
-  return timed == static_cast<int64_t>(graph.size());
+  std::vector<char> timed(static_cast<size_t>(graph.size()), 0);
+  int64_t count = 0;
+  for (const OpTiming& t : profile.ops) {
+    if (t.device != device) continue;
+    const std::optional<OpId> op = graph.find(t.op);
+    if (op && !timed[op->value]) {
+      timed[op->value] = 1;
+      ++count;
+    }
+  }
+  return count == static_cast<int64_t>(graph.size());
 }
 
 // The profile's mixed step (groups dealt round robin over mixed_step_devices)

@@ -260,9 +260,12 @@ Graph graph_from_binary(const std::string& bytes) {
     Graph graph;
     graph.name = in.string("name");
     const size_t attrs = in.count("attrs", 16);
+    in.where = "attrs";
     for (size_t k = 0; k < attrs; ++k) {
       std::string key = in.string("attrs.key");
-      graph.attrs[key] = in.string("attrs.value");
+      // Of a key given twice the last was kept, silently.
+      if (!graph.attrs.emplace(key, in.string("attrs.value")).second)
+        in.fail(detail::concat("attrs[", k, "] '", key, "': given twice"));
     }
     const size_t n = in.count("ops", kMinOpBytes);
     if (n > static_cast<size_t>(kMaxOps)) in.fail(detail::concat("field 'ops' claims ", n, " ops, over the limit"));

@@ -4,8 +4,10 @@
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
 #include <cmath>
+#include <map>
 #include <string>
 #include <unordered_set>
+#include <utility>
 
 #include "placer/graphs/error.h"
 #include "placer/graphs/files.h"
@@ -304,6 +306,17 @@ void read_cpu_steps(const JsonReader<InputError>& r, const rj::Document& doc, Pr
   }
 }
 
+// An op timing's device kind: one of the cluster's kinds (cluster.h), or empty (absent or "": the
+// device name's prefix then says it). Free text such as "gpu" matched no device and was ignored.
+std::string read_device_kind(const JsonReader<InputError>& r, const rj::Value& v, const std::string& where) {
+  const std::string kind = r.opt_string(v, "device_kind", where);
+  if (kind.empty()) return kind;
+  for (DeviceKind k : {DeviceKind::Cpu, DeviceKind::Cuda})
+    if (kind == device_kind_name(k)) return kind;
+  r.fail(where, "device_kind",
+         unknown_name("device kind", kind, {device_kind_name(DeviceKind::Cpu), device_kind_name(DeviceKind::Cuda)}));
+}
+
 // Every op's time.
 void read_op_timings(const JsonReader<InputError>& r, const rj::Document& doc, Profile& p) {
   const rj::Value& ops = r.array(r.require(doc, "ops", ""), "", "ops");
@@ -315,7 +328,7 @@ void read_op_timings(const JsonReader<InputError>& r, const rj::Document& doc, P
     t.op = r.opt_string(v, "op", where);
     t.signature = r.opt_string(v, "signature", where);
     t.device = r.string(r.require(v, "device", where), where, "device");
-    t.device_kind = r.opt_string(v, "device_kind", where);
+    t.device_kind = read_device_kind(r, v, where);
     t.seconds = r.number(r.require(v, "seconds", where), where, "seconds");
     if (t.op.empty() && t.signature.empty()) r.fail(where, "needs field 'op' or 'signature'");
     check_seconds(r, t.seconds, 0.0, where, "seconds");
@@ -325,35 +338,51 @@ void read_op_timings(const JsonReader<InputError>& r, const rj::Document& doc, P
   }
 }
 
-// The links' alpha/beta fits and their samples.
+// A link fit's samples, where given.
+void read_link_samples(const JsonReader<InputError>& r, const rj::Value& v, const std::string& where, LinkFit& l) {
+  if (const rj::Value* samples = r.member(v, "samples")) {
+    r.array(*samples, where, "samples");
+    for (rj::SizeType k = 0; k < samples->Size(); ++k) {
+      const std::string sw = detail::concat(where, " samples[", k, "]");
+      const rj::Value& s = r.object((*samples)[k], sw, "");
+      r.known(s, {"bytes", "seconds"}, sw);
+      l.samples.emplace_back(r.integer(r.require(s, "bytes", sw), sw, "bytes"),
+                             r.number(r.require(s, "seconds", sw), sw, "seconds"));
+      if (l.samples.back().first < 0) r.fail(sw, "bytes", "must be >= 0");
+      check_seconds(r, l.samples.back().second, 0.0, sw, "seconds");
+    }
+  }
+}
+
+LinkFit read_link_fit(const JsonReader<InputError>& r, const rj::Value& links, rj::SizeType i) {
+  const std::string where = detail::concat("links[", i, "]");
+  const rj::Value& v = r.object(links[i], where, "");
+  r.known(v, {"from", "to", "alpha_s", "beta_Bps", "samples"}, where);
+  LinkFit l;
+  l.from = r.string(r.require(v, "from", where), where, "from");
+  l.to = r.string(r.require(v, "to", where), where, "to");
+  l.alpha_s = r.number(r.require(v, "alpha_s", where), where, "alpha_s");
+  l.beta_Bps = r.number(r.require(v, "beta_Bps", where), where, "beta_Bps");
+  if (l.from == l.to) r.fail(where, "to", "a link from '" + l.from + "' to itself");
+  check_seconds(r, l.alpha_s, 0.0, where, "alpha_s");
+  const std::string beta = range_problem(l.beta_Bps, kMinRate, kMaxRate, "bytes/s");
+  if (!beta.empty()) r.fail(where, "beta_Bps", beta);
+  read_link_samples(r, v, where, l);
+  return l;
+}
+
+// The links' alpha/beta fits and their samples, one fit per direction (of a fit given twice the
+// last was kept, silently).
 void read_link_fits(const JsonReader<InputError>& r, const rj::Document& doc, Profile& p) {
   if (const rj::Value* links = r.member(doc, "links")) {
     r.array(*links, "", "links");
+    std::map<std::pair<std::string, std::string>, rj::SizeType> seen;
     for (rj::SizeType i = 0; i < links->Size(); ++i) {
-      const std::string where = detail::concat("links[", i, "]");
-      const rj::Value& v = r.object((*links)[i], where, "");
-      r.known(v, {"from", "to", "alpha_s", "beta_Bps", "samples"}, where);
-      LinkFit l;
-      l.from = r.string(r.require(v, "from", where), where, "from");
-      l.to = r.string(r.require(v, "to", where), where, "to");
-      l.alpha_s = r.number(r.require(v, "alpha_s", where), where, "alpha_s");
-      l.beta_Bps = r.number(r.require(v, "beta_Bps", where), where, "beta_Bps");
-      if (l.from == l.to) r.fail(where, "to", "a link from '" + l.from + "' to itself");
-      check_seconds(r, l.alpha_s, 0.0, where, "alpha_s");
-      const std::string beta = range_problem(l.beta_Bps, kMinRate, kMaxRate, "bytes/s");
-      if (!beta.empty()) r.fail(where, "beta_Bps", beta);
-      if (const rj::Value* samples = r.member(v, "samples")) {
-        r.array(*samples, where, "samples");
-        for (rj::SizeType k = 0; k < samples->Size(); ++k) {
-          const std::string sw = detail::concat(where, " samples[", k, "]");
-          const rj::Value& s = r.object((*samples)[k], sw, "");
-          r.known(s, {"bytes", "seconds"}, sw);
-          l.samples.emplace_back(r.integer(r.require(s, "bytes", sw), sw, "bytes"),
-                                 r.number(r.require(s, "seconds", sw), sw, "seconds"));
-          if (l.samples.back().first < 0) r.fail(sw, "bytes", "must be >= 0");
-          check_seconds(r, l.samples.back().second, 0.0, sw, "seconds");
-        }
-      }
+      LinkFit l = read_link_fit(r, *links, i);
+      const auto [at, fresh] = seen.emplace(std::make_pair(l.from, l.to), i);
+      if (!fresh)
+        r.fail(detail::concat("links[", i, "]"), detail::concat("the link fit from '", l.from, "' to '", l.to,
+                                                                "' is given twice (first at links[", at->second, "])"));
       p.links.push_back(std::move(l));
     }
   }
@@ -431,30 +460,54 @@ std::string step_result_to_json(const StepResult& result) {
   });
 }
 
-StepResult step_result_from_json(const std::string& text) {
-  JsonReader<InputError> r{"step result"};
-  const rj::Document doc = r.parse(text, "placer.step_result");
-  StepResult s;
+namespace {
+
+// A step result's times and sizes: finite and >= 0 (NaN, negative and infinite ones scored as rewards and
+// summed into reports).
+void check_time(const JsonReader<InputError>& r, double v, const std::string& where, const char* field) {
+  if (!(std::isfinite(v) && v >= 0))
+    r.fail(where, field, "must be a finite number of seconds >= 0, got " + format_number(v, 6));
+}
+double read_time(const JsonReader<InputError>& r, const rj::Value& obj, const char* key, const std::string& where,
+                 double fallback) {
+  const double v = r.opt_number(obj, key, where, fallback);
+  check_time(r, v, where, key);
+  return v;
+}
+int64_t read_size(const JsonReader<InputError>& r, const rj::Value& obj, const char* key, const std::string& where) {
+  const int64_t v = r.opt_integer(obj, key, where, 0);
+  if (v < 0) r.fail(where, key, detail::concat("must be >= 0, got ", v));
+  return v;
+}
+std::vector<double> read_times(const JsonReader<InputError>& r, const rj::Document& doc, const char* key) {
+  std::vector<double> out;
+  if (const rj::Value* v = r.member(doc, key)) out = r.numbers(*v, "", key);
+  for (size_t k = 0; k < out.size(); ++k) check_time(r, out[k], "", index_path(key, k).c_str());
+  return out;
+}
+
+StepStatus read_status(const JsonReader<InputError>& r, const rj::Document& doc) {
   const std::string status = r.string(r.require(doc, "status", ""), "", "status");
-  bool known = false;
   for (StepStatus st : {StepStatus::Ok, StepStatus::Oom, StepStatus::Timeout, StepStatus::Error})
-    if (status == step_status_name(st)) {
-      s.status = st;
-      known = true;
-    }
-  if (!known) r.fail("", "status", unknown_name("status", status, {"ok", "oom", "timeout", "error"}));
-  s.message = r.opt_string(doc, "message", "");
+    if (status == step_status_name(st)) return st;
+  r.fail("", "status", unknown_name("status", status, {"ok", "oom", "timeout", "error"}));
+}
+
+// The step, its spread and interval, and the samples.
+void read_step_times(const JsonReader<InputError>& r, const rj::Document& doc, StepResult& s) {
   s.step_s = r.opt_number(doc, "step_s", "", 0.0);
   // An ok result is a step: a missing, 0 or non-finite one scored as the best reward there is.
   if (s.status == StepStatus::Ok && !(std::isfinite(s.step_s) && s.step_s > 0))
     r.fail("", "step_s", "an ok result needs a finite step above 0");
-  s.iqr_s = r.opt_number(doc, "iqr_s", "", 0.0);
-  s.ci_low_s = r.opt_number(doc, "ci_low_s", "", s.step_s);
-  s.ci_high_s = r.opt_number(doc, "ci_high_s", "", s.step_s);
+  check_time(r, s.step_s, "", "step_s");
+  s.iqr_s = read_time(r, doc, "iqr_s", "", 0.0);
+  s.ci_low_s = read_time(r, doc, "ci_low_s", "", s.step_s);
+  s.ci_high_s = read_time(r, doc, "ci_high_s", "", s.step_s);
   s.ci_level = r.opt_number(doc, "ci_level", "", 0.0);
-  s.stop = r.opt_string(doc, "stop", "");
-  if (const rj::Value* v = r.member(doc, "samples_s")) s.samples_s = r.numbers(*v, "", "samples_s");
-  if (const rj::Value* v = r.member(doc, "core_rtt_s")) s.core_rtt_s = r.numbers(*v, "", "core_rtt_s");
+  if (!(s.ci_level >= 0 && s.ci_level <= 1))
+    r.fail("", "ci_level", "must be a coverage in [0, 1], got " + format_number(s.ci_level, 6));
+  s.samples_s = read_times(r, doc, "samples_s");
+  s.core_rtt_s = read_times(r, doc, "core_rtt_s");
   s.prior_samples = r.opt_integer(doc, "prior_samples", "", 0);
   if (s.prior_samples < 0 || s.prior_samples > static_cast<int64_t>(s.samples_s.size()))
     r.fail("", "prior_samples",
@@ -463,22 +516,44 @@ StepResult step_result_from_json(const std::string& text) {
     r.fail("", "core_rtt_s",
            detail::concat("has ", s.core_rtt_s.size(), " entries, more than samples_s's ", s.samples_s.size(),
                           " (one per step this measurement took)"));
+}
+
+void read_device_stats(const JsonReader<InputError>& r, const rj::Document& doc, StepResult& s) {
   if (const rj::Value* devices = r.member(doc, "devices")) {
     r.array(*devices, "", "devices");
     for (rj::SizeType i = 0; i < devices->Size(); ++i) {
       const std::string where = detail::concat("devices[", i, "]");
       const rj::Value& v = r.object((*devices)[i], where, "");
+      r.known(v, {"device", "busy_s", "peak_bytes"}, where);
       DeviceStats d;
       d.device = r.string(r.require(v, "device", where), where, "device");
-      d.busy_s = r.opt_number(v, "busy_s", where, 0.0);
-      d.peak_bytes = r.opt_integer(v, "peak_bytes", where, 0);
+      d.busy_s = read_time(r, v, "busy_s", where, 0.0);
+      d.peak_bytes = read_size(r, v, "peak_bytes", where);
       s.devices.push_back(std::move(d));
     }
   }
-  s.transfer_bytes = r.opt_integer(doc, "transfer_bytes", "", 0);
+}
+
+}  // namespace
+
+StepResult step_result_from_json(const std::string& text) {
+  JsonReader<InputError> r{"step result"};
+  const rj::Document doc = r.parse(text, "placer.step_result");
+  r.known(doc,
+          {"format", "version", "status", "message", "step_s", "iqr_s", "ci_low_s", "ci_high_s", "ci_level", "stop",
+           "steps", "samples_s", "prior_samples", "devices", "transfer_bytes", "oom_device", "oom_needed_bytes",
+           "oom_capacity_bytes", "core_rtt_s"},
+          "");
+  StepResult s;
+  s.status = read_status(r, doc);
+  s.message = r.opt_string(doc, "message", "");
+  read_step_times(r, doc, s);
+  s.stop = r.opt_string(doc, "stop", "");
+  read_device_stats(r, doc, s);
+  s.transfer_bytes = read_size(r, doc, "transfer_bytes", "");
   s.oom_device = r.opt_string(doc, "oom_device", "");
-  s.oom_needed_bytes = r.opt_integer(doc, "oom_needed_bytes", "", 0);
-  s.oom_capacity_bytes = r.opt_integer(doc, "oom_capacity_bytes", "", 0);
+  s.oom_needed_bytes = read_size(r, doc, "oom_needed_bytes", "");
+  s.oom_capacity_bytes = read_size(r, doc, "oom_capacity_bytes", "");
   return s;
 }
 

@@ -121,8 +121,9 @@ class Validator {
     if (op.outputs.size() > kMaxEdgesPerOp) fail("outputs", "absurd number of outputs");
   }
 
-  // A micro-batch copy only in a pipelined mini-batch, below its count.
+  // A micro-batch copy only in a pipelined mini-batch, below its count; -1: not a copy.
   void check_microbatch(const Op& op) {
+    if (op.microbatch < -1) fail("microbatch", detail::concat(op.microbatch, " is not -1 or a micro-batch index"));
     if (op.microbatch >= 0 && !pipeline_)
       fail("microbatch", "set, but the graph is no pipelined mini-batch (its attrs name no pipeline.microbatches)");
     if (pipeline_ && op.microbatch >= pipeline_->microbatches)
