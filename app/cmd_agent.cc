@@ -94,7 +94,7 @@ EnvOptions env_options(const PlaceArgs& a) {
 
 // "roofline costs", or "costs calibrated on P (N% of ops measured)": which simulator judged the placements.
 std::string costs_note(const PlaceArgs& a, const Environment& env) {
-  return a.profile.empty() ? "roofline costs" : "costs calibrated on " + a.profile + measured_ops_note(env.costs());
+  return a.profile.empty() ? "roofline costs" : "costs calibrated on " + a.profile + measured_ops_note(*env.costs());
 }
 
 namespace {
@@ -111,7 +111,7 @@ void print_stages(const Environment& env, const Placement& placement) {
   const PreparedProblem& run = *env.evaluated_problem();
   std::vector<TimelineEvent> timeline;
   simulate(run.context(), run.expand(placement), run.cluster(), run.base_costs(), {}, &timeline);
-  std::printf("\n%s", stage_report_text(stage_report(env.graph(), placement, env.cluster(), env.costs(),
+  std::printf("\n%s", stage_report_text(stage_report(env.graph(), placement, env.cluster(), *env.costs(),
                                                      env.options().pipeline, &timeline))
                           .c_str());
 }

@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
         PolicyInputOptions po;
         po.max_units = n;
         po.coarsen = how;
-        const PolicyInput p = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
+        const PolicyInput p = make_policy_input(env.graph(), env.cluster(), *env.costs(), po);
         const double cut = env.simulate(p.expand(p.contract(ls.placement))).step_s;
         std::printf(" %d | %.3f %+.1f%% |", p.n, cut * 1e3, 100.0 * (cut / best - 1.0));
       }

@@ -131,7 +131,7 @@ class LevelDecoder {
       PolicyInputOptions o = options_;
       o.max_units = std::max<int32_t>(problem_.d, problem_.n >> l);
       if (o.max_units >= last) break;  // no coarser than the last level
-      PolicyInput p = make_policy_input(*problem_.graph, *problem_.cluster, env_.costs(), o);
+      PolicyInput p = make_policy_input(*problem_.graph, *problem_.cluster, *env_.costs(), o);
       if (p.n >= last) break;
       last = p.n;
       coarse_.push_back(std::move(p));
@@ -294,7 +294,7 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   best = same_graph(impl_->best);
 
   const PolicyInputOptions po = unit_options(*impl_->policy, config, warm ? &*warm : nullptr);
-  PolicyInput problem = make_policy_input(graph, cluster, context.env->costs(), po);
+  PolicyInput problem = make_policy_input(graph, cluster, *context.env->costs(), po);
   PlaceResult result;
   result.method = std::string("learned:") + policy_type_name(config.policy.type);
   StepResult decoded;

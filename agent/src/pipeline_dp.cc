@@ -264,7 +264,8 @@ PipelineDpResult solve_pipeline_dp(const PipelineCost& cost) {
 PlaceResult place_pipeline_dp(const PlaceContext& ctx, Clock::time_point started) {
   const Graph& g = *ctx.graph;
   const Cluster& cluster = *ctx.cluster;
-  const CostModel& env_costs = ctx.env->costs();
+  const std::shared_ptr<const CostModel> held = ctx.env->costs();
+  const CostModel& env_costs = *held;
   const CostModel roofline = env_costs.ops() == g.size() ? CostModel() : CostModel::roofline(g, cluster);
   const CostModel& costs = env_costs.ops() == g.size() ? env_costs : roofline;
   const PipelineSpec spec = ctx.env->options().pipeline;

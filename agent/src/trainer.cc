@@ -136,10 +136,10 @@ PolicyInput Trainer::stage_input(Task& t, int stage) {
   PolicyInputOptions po = unit_options(*policy_, c_, t.has_warm && c_.warm_start.split_units ? &t.warm : nullptr);
   const int halvings = std::max(1, c_.optimizer.unit_stages) - 1 - stage;
   if (halvings > 0) {
-    if (t.fine_units == 0) t.fine_units = make_policy_input(t.env->graph(), t.env->cluster(), t.env->costs(), po).n;
+    if (t.fine_units == 0) t.fine_units = make_policy_input(t.env->graph(), t.env->cluster(), *t.env->costs(), po).n;
     po.max_units = std::max<int32_t>(t.env->cluster().size(), t.fine_units >> halvings);
   }
-  return make_policy_input(t.env->graph(), t.env->cluster(), t.env->costs(), po);
+  return make_policy_input(t.env->graph(), t.env->cluster(), *t.env->costs(), po);
 }
 
 // The next stage's units: each task's elites and best, cut to the new units,
@@ -449,7 +449,7 @@ EnvOptions Trainer::setup() {
     // A family entry may name its own cluster (one policy for several clusters).
     const Cluster cluster = s.cluster.empty() ? cluster_ : cluster_of(field + ".cluster", s.cluster);
     t->env = std::make_unique<Environment>(in_field(field, [&] { return s.load(); }), cluster, eo);
-    const std::string warning = eo.profile ? t->env->costs().profile_warning() : "";
+    const std::string warning = eo.profile ? t->env->costs()->profile_warning() : "";
     if (!warning.empty())
       std::fprintf(stderr, "WARNING: reward.profile %s: %s\n", c_.reward.profile.c_str(), warning.c_str());
     tasks_.push_back(std::move(t));

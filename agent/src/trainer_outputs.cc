@@ -340,7 +340,7 @@ void Trainer::place_held_out(const EnvOptions& eo, TrainResult* result) {
     Environment env(held_out_[i].first, held_out_[i].second, eo);
     const auto t1 = Clock::now();
     const PolicyInputOptions po = unit_options(*policy_, c_);
-    PolicyInput p = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
+    PolicyInput p = make_policy_input(env.graph(), env.cluster(), *env.costs(), po);
     const bool was_training = policy_->is_training();
     policy_->eval();
     Placement placement = decode_levels(

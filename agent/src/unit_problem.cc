@@ -54,7 +54,7 @@ void check_context(const PlaceContext& context) {
 
 UnitProblem make_unit_problem(const PlaceContext& context, double memory_fraction) {
   check_context(context);
-  return make_op_problem(*context.graph, *context.cluster, context.env->costs(), memory_fraction);
+  return make_op_problem(*context.graph, *context.cluster, *context.env->costs(), memory_fraction);
 }
 
 namespace {

@@ -145,8 +145,9 @@ const Cluster& Environment::cluster() const { return impl_->problem->cluster(); 
 const EnvOptions& Environment::options() const { return impl_->options; }
 // Under the pipeline objective the calibration is the unrolled graph's: the
 // training graph's placers get the problem's base costs.
-const CostModel& Environment::costs() const {
-  return impl_->evaluated == impl_->problem ? impl_->calibration->costs() : impl_->problem->base_costs();
+std::shared_ptr<const CostModel> Environment::costs() const {
+  if (impl_->evaluated == impl_->problem) return impl_->calibration->costs();
+  return {impl_->problem, &impl_->problem->base_costs()};  // aliases the problem, which owns them
 }
 double Environment::lower_bound() const { return impl_->evaluated->lower_bound(); }
 

@@ -267,14 +267,13 @@ void Calibration::refit(const Placement& placement, const StepResult& measured) 
   std::lock_guard<std::mutex> lock(mu_);
   if (!ratios.empty()) step_scale_ = quantile(ratios, 0.5);
   link_factor_ = factor;
-  retired_.push_back(costs_);
   costs_ = std::move(model);
   ++refits_;
 }
 
-const CostModel& Calibration::costs() const {
+std::shared_ptr<const CostModel> Calibration::costs() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return *costs_;
+  return costs_;
 }
 
 int64_t Calibration::refits() const {

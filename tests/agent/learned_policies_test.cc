@@ -44,7 +44,7 @@ TEST(LearnedFeatures, DeriveFromThePlacersUnitProblem) {
   Environment env(g, resolve_cluster("k80x2"));
   PolicyInputOptions po;
   po.max_units = 8;  // coarsened: units hold many ops
-  const PolicyInput in = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
+  const PolicyInput in = make_policy_input(env.graph(), env.cluster(), *env.costs(), po);
   PlaceContext ctx;
   ctx.graph = &env.graph();
   ctx.cluster = &env.cluster();
@@ -87,7 +87,7 @@ TEST(LearnedFeatures, StateUnitsKeepParametersApartFromTheirLayers) {
     PolicyInputOptions po;
     po.max_units = 64;
     po.coarsen.state_apart = state_units;
-    const PolicyInput in = make_policy_input(env.graph(), env.cluster(), env.costs(), po);
+    const PolicyInput in = make_policy_input(env.graph(), env.cluster(), *env.costs(), po);
     EXPECT_EQ(in.n, 64);
     std::vector<char> state(in.n, 0), other(in.n, 0);
     for (int32_t op = 0; op < g.size(); ++op) {
@@ -142,7 +142,7 @@ struct SmallProblem {
     return po;
   }
   Environment env{graph(), resolve_cluster("k80x4")};
-  PolicyInput in = make_policy_input(env.graph(), env.cluster(), env.costs(), options());
+  PolicyInput in = make_policy_input(env.graph(), env.cluster(), *env.costs(), options());
 };
 
 // The decoder samples from one encoding shared by the batch (the flat policies)

@@ -115,7 +115,7 @@ TEST(Environment, BatchIsParallelDeterministicAndCountsHits) {
   ASSERT_EQ(results.size(), batch.size());
   for (size_t i = 0; i < 8; ++i) {
     EXPECT_FALSE(results[i].cached);
-    EXPECT_DOUBLE_EQ(results[i].result.step_s, simulate(g, batch[i], env.cluster(), env.costs()).step_s);
+    EXPECT_DOUBLE_EQ(results[i].result.step_s, simulate(g, batch[i], env.cluster(), *env.costs()).step_s);
   }
   EXPECT_TRUE(results[8].cached);
   EXPECT_DOUBLE_EQ(results[8].result.step_s, results[2].result.step_s);

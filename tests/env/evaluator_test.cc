@@ -270,9 +270,26 @@ TEST(Calibration, LearnsTheCpuGpuLinkCostFromMeasuredPlacements) {
   Calibration same(cpus);
   for (const Placement& p : batch_of(g, 4, 3))
     same.refit(p, simulate(cpus->context(), p, cpus->cluster(), cpus->base_costs()));
-  EXPECT_EQ(same.costs().link_alpha_s(DeviceId(0), DeviceId(1)),
+  EXPECT_EQ(same.costs()->link_alpha_s(DeviceId(0), DeviceId(1)),
             cpus->base_costs().link_alpha_s(DeviceId(0), DeviceId(1)));
   EXPECT_EQ(same.link_factor(), 1.0);
+}
+
+// A held model outlives the refits that replace it, and the calibration keeps
+// none of the replaced ones (it kept every one: memory grew with each measurement).
+TEST(Calibration, AHeldModelOutlivesItsReplacementAndNothingElseKeepsIt) {
+  const Graph g = testing::small_mlp();
+  auto problem = PreparedProblem::make(g, parse_device_list("cpu:2"));
+  Calibration cal(problem);
+  const auto batch = batch_of(g, 3, 5);
+  cal.refit(batch[0], simulate(problem->context(), batch[0], problem->cluster(), problem->base_costs()));
+  std::shared_ptr<const CostModel> held = cal.costs();
+  const int64_t ops = held->ops();
+  cal.refit(batch[1], simulate(problem->context(), batch[1], problem->cluster(), problem->base_costs()));
+  cal.refit(batch[2], simulate(problem->context(), batch[2], problem->cluster(), problem->base_costs()));
+  EXPECT_NE(cal.costs().get(), held.get());
+  EXPECT_EQ(held.use_count(), 1) << "the calibration still keeps a replaced model";
+  EXPECT_EQ(held->ops(), ops);
 }
 
 TEST(CachingEvaluator, CountsHitsAndForgetsStaleSimulations) {

@@ -65,7 +65,7 @@ TEST(PipelineEnvironment, EvaluatesTheUnrolledGraphWithTheExpandedPlacement) {
   for (PipelineSchedule s : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
     Environment env(g, c, pipeline_options(4, s));
     EXPECT_EQ(env.graph().size(), g.size());  // placers place the training graph
-    EXPECT_EQ(env.costs().ops(), g.size());
+    EXPECT_EQ(env.costs()->ops(), g.size());
     const PipelineGraph p = make_pipeline_graph(g, {4, s});
     const CostModel costs = CostModel::roofline(p.graph, c);
     for (const Placement& placement : some_placements(g)) {

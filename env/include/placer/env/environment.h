@@ -71,8 +71,9 @@ class Environment {
   const std::shared_ptr<const PreparedProblem>& evaluated_problem() const;
   const Graph& graph() const;
   const Cluster& cluster() const;
-  // graph()'s costs (hybrid step objective: as recalibrated so far).
-  const CostModel& costs() const;
+  // graph()'s costs (hybrid step objective: as recalibrated so far), held:
+  // a later recalibration does not change them.
+  std::shared_ptr<const CostModel> costs() const;
   const EnvOptions& options() const;
   // Of the objective: one step's, or under pipeline the unrolled mini-batch's.
   double lower_bound() const;

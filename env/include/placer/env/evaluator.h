@@ -143,8 +143,8 @@ class Calibration {
   StepResult simulate(const Placement& placement) const;
   // Refits the corrections with one more measured sample (ignored unless ok).
   void refit(const Placement& placement, const StepResult& measured);
-  // The current model; stays valid as long as the calibration.
-  const CostModel& costs() const;
+  // The current model, held: a later refit replaces it without changing this one.
+  std::shared_ptr<const CostModel> costs() const;
   int64_t refits() const;
   double step_scale() const;
   double link_factor() const;  // on CPU<->GPU link times (1: none, or not fitted yet)
@@ -164,7 +164,6 @@ class Calibration {
   mutable std::mutex mu_;  // the current corrections (below), read by every simulate()
   std::mutex refit_mu_;    // one refit at a time; guards samples_ (fits run outside mu_)
   std::shared_ptr<const CostModel> costs_;
-  std::vector<std::shared_ptr<const CostModel>> retired_;  // keeps references from costs() valid
   double step_scale_ = 1.0;
   double link_factor_ = 1.0;
   std::vector<Sample> samples_;
