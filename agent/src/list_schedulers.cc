@@ -86,7 +86,7 @@ class ReadyOrderReplay {
         pending_(p.k),
         busy_(p.k, 0.0),
         chan_free_(static_cast<size_t>(p.k) * p.k, 0.0),
-        send_(p.k, 0) {
+        send_(p.k, kNoSend) {
     s_.start.assign(p.n, 0.0);
     s_.finish.assign(p.n, 0.0);
     for (int32_t u = 0; u < p.n; ++u) {
@@ -145,10 +145,12 @@ class ReadyOrderReplay {
 
   // A finished unit's outputs: local consumers may use them now; each other
   // device gets one copy, sent at once on the link's FIFO channel (the
-  // simulator's eager send), or free of contention (the ILP's model).
+  // simulator's eager send), or free of contention at the mean transfer (the
+  // ILP's model, UnitProblem::mean_transfer). A zero-byte edge still sends:
+  // the simulator charges the link's latency.
   void finished(int32_t u) {
     const int32_t from = dev_[u];
-    std::fill(send_.begin(), send_.end(), 0);
+    std::fill(send_.begin(), send_.end(), kNoSend);
     for (const Edge& e : p_.succs[u]) {
       const int32_t to = dev_[e.op];
       if (to == from) {
@@ -156,7 +158,7 @@ class ReadyOrderReplay {
       } else if (link_channels_) {
         send_[to] = std::max(send_[to], e.bytes);
       } else {
-        arrival_[e.op] = std::max(arrival_[e.op], s_.finish[u] + p_.transfer(from, to, e.bytes));
+        arrival_[e.op] = std::max(arrival_[e.op], s_.finish[u] + p_.mean_transfer(e.bytes));
       }
     }
     if (link_channels_) send_copies(u);
@@ -168,16 +170,17 @@ class ReadyOrderReplay {
   void send_copies(int32_t u) {
     const int32_t from = dev_[u];
     for (int32_t to = 0; to < p_.k; ++to) {
-      if (to == from || send_[to] == 0) continue;
+      if (to == from || send_[to] == kNoSend) continue;
       double& chan = chan_free_[static_cast<size_t>(from) * p_.k + to];
       chan = std::max(s_.finish[u], chan) + p_.transfer(from, to, send_[to]);
-      send_[to] = 0;
+      send_[to] = kNoSend;
       for (const Edge& e : p_.succs[u])
         if (dev_[e.op] == to) arrival_[e.op] = std::max(arrival_[e.op], chan);
     }
   }
 
   using Done = std::pair<double, int32_t>;
+  static constexpr int64_t kNoSend = -1;  // send_: nothing for that device (0: a zero-byte copy)
   const UnitProblem& p_;
   const std::vector<int32_t>& dev_;
   const bool link_channels_;
@@ -187,7 +190,7 @@ class ReadyOrderReplay {
   std::vector<std::vector<int32_t>> pending_;
   std::vector<double> busy_;
   std::vector<double> chan_free_;
-  std::vector<int64_t> send_;  // scratch: bytes of a finished unit to send to each device
+  std::vector<int64_t> send_;  // scratch: bytes of a finished unit to send to each device, or kNoSend
   std::priority_queue<Done, std::vector<Done>, std::greater<Done>> running_;
 };
 

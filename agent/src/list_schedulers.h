@@ -49,8 +49,10 @@ Schedule schedule_in_order(const UnitProblem& p, const std::vector<int32_t>& uni
 // A placement replayed as the runtime dispatches it (the simulator's rules on
 // the unit problem): among ready units of a device the lowest id starts
 // first; a finished unit's output is sent at once to each other device that
-// needs it, on the link's FIFO channel (link_channels = false: free of
-// contention, the ILP's own model, whose big-M comes from this schedule).
+// needs it, on the link's FIFO channel, a zero-byte edge too (the link's
+// latency). link_channels = false: the ILP's own model, whose warm start and
+// big-M come from this schedule: free of contention, each edge that crosses
+// devices charged UnitProblem::mean_transfer, as the model's rows charge it.
 Schedule schedule_ready_order(const UnitProblem& p, const std::vector<int32_t>& unit_device, bool link_channels = true);
 
 // List scheduling result: device per unit and the schedule it implied.

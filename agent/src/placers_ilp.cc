@@ -12,7 +12,9 @@
 // The second, lexicographic stage picks among equal-makespan solutions the one
 // that moves the least data: the model charges nothing for a transfer off its
 // critical path, the runtime's FIFO channels and dispatch order do.
-// Warm-started from the best list schedule; for identical devices, devices are
+// Warm-started from the best list schedule timed as the model times it (each
+// crossing edge at its mean transfer: a solution of the rows, and big-M from
+// its makespan bounds every start); for identical devices, devices are
 // numbered in order of first use (symmetry breaking). Graphs above max_ops
 // are coarsened to max_groups groups first (and the note says so). The
 // solution and the warm start are replayed as the runtime dispatches them
@@ -286,10 +288,61 @@ std::vector<double> warm_solution(const IlpModel& m, const UnitProblem& p, const
 struct CbcResult {
   std::vector<double> best;  // empty: no solution found
   double objective = 0.0;    // of `best`
-  double best_possible = 0.0;
+  double best_possible = -kInf;  // -inf: none worth reporting (the LP was cut short)
   bool optimal = false;
   int64_t nodes = 0;
 };
+
+// CBC checks its limit between nodes; the LPs of the root's strong branching ran for minutes on 8 devices
+// and more (a 2 s limit took 29 s, 100 devices never returned): Clp stops them too. Its limit is a wall-clock
+// deadline, a little after CBC's: at the same time, CBC's final check of its incumbent (an LP) always ran past
+// it, and every solve stopped by the limit discarded its incumbent ("On closer inspection - solution discarded").
+double clp_seconds(double time_limit_s) { return time_limit_s + std::max(0.5, 0.1 * time_limit_s); }
+
+// The cut generators, alive while CBC runs.
+struct CutGenerators {
+  CglProbing probing;
+  CglGomory gomory;
+  CglMixedIntegerRounding2 mir;
+  CglFlowCover flow;
+  CglClique clique;
+
+  void add_to(CbcModel& model) {
+    probing.setUsingObjective(true);
+    probing.setMaxPass(1);
+    probing.setMaxProbe(50);
+    probing.setMaxLook(20);
+    gomory.setLimit(100);
+    clique.setStarCliqueReport(false);
+    clique.setRowCliqueReport(false);
+    model.addCutGenerator(&probing, -1, "Probing");
+    model.addCutGenerator(&gomory, -1, "Gomory");
+    model.addCutGenerator(&mir, -1, "MIR2");
+    model.addCutGenerator(&flow, -1, "FlowCover");
+    model.addCutGenerator(&clique, -1, "Clique");
+  }
+};
+
+// How the solve ended, and what of it can be trusted: a solution CBC discarded (objective 1e50) is none, and
+// the bound of a relaxation Clp stopped at its limit (cuts from an unfinished LP) is not one.
+CbcResult read_cbc(CbcModel& model, int ncols) {
+  CbcStop stop;
+  stop.proven_optimal = model.isProvenOptimal();
+  stop.seconds_limit = model.isSecondsLimitReached() || model.maximumSecondsReached();
+  stop.secondary_status = model.secondaryStatus();
+  if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver()))
+    stop.lp_stopped = clp->getModelPtr()->status() == 3 && clp->getModelPtr()->secondaryStatus() == 9;
+  CbcResult out;
+  out.nodes = model.getNodeCount();
+  out.optimal = cbc_proved_optimal(stop);
+  if (!stop.lp_stopped) out.best_possible = model.getBestPossibleObjValue();
+  const double* best = model.bestSolution();
+  if (best && model.getObjValue() < 1e30) {
+    out.best.assign(best, best + ncols);
+    out.objective = model.getObjValue();
+  }
+  return out;
+}
 
 // Branch and bound with CBC from the warm solution, within the time limit.
 CbcResult solve_cbc(const IlpModel& m, const std::vector<double>& warm, double time_limit_s) {
@@ -310,41 +363,15 @@ CbcResult solve_cbc(const IlpModel& m, const std::vector<double>& warm, double t
   model.solver()->messageHandler()->setLogLevel(0);
   model.setUseElapsedTime(true);
   model.setMaximumSeconds(std::max(0.1, time_limit_s));
-  // CBC checks its limit between nodes; the LPs of the root's strong branching ran for minutes on 8 devices
-  // and more (a 2 s limit took 29 s, 100 devices never returned): Clp stops them at the limit too.
   if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver()))
-    clp->getModelPtr()->setMaximumWallSeconds(std::max(0.1, time_limit_s));
+    clp->getModelPtr()->setMaximumWallSeconds(clp_seconds(std::max(0.1, time_limit_s)));
   model.setAllowableGap(1e-9);
   model.setAllowableFractionGap(1e-6);
-  CglProbing probing;
-  probing.setUsingObjective(true);
-  probing.setMaxPass(1);
-  probing.setMaxProbe(50);
-  probing.setMaxLook(20);
-  CglGomory gomory;
-  gomory.setLimit(100);
-  CglMixedIntegerRounding2 mir;
-  CglFlowCover flow;
-  CglClique clique;
-  clique.setStarCliqueReport(false);
-  clique.setRowCliqueReport(false);
-  model.addCutGenerator(&probing, -1, "Probing");
-  model.addCutGenerator(&gomory, -1, "Gomory");
-  model.addCutGenerator(&mir, -1, "MIR2");
-  model.addCutGenerator(&flow, -1, "FlowCover");
-  model.addCutGenerator(&clique, -1, "Clique");
+  CutGenerators cuts;
+  cuts.add_to(model);
   model.setBestSolution(warm.data(), ncols, warm_objective, true);
   model.branchAndBound();
-
-  CbcResult out;
-  out.nodes = model.getNodeCount();
-  out.optimal = model.isProvenOptimal();
-  out.best_possible = model.getBestPossibleObjValue();
-  if (const double* best = model.bestSolution()) {
-    out.best.assign(best, best + ncols);
-    out.objective = model.getObjValue();
-  }
-  return out;
+  return read_cbc(model, ncols);
 }
 
 // Each group on the device with the largest x[g,d] in the solution.
@@ -382,16 +409,10 @@ IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_br
   const CbcResult r = solve_cbc(m, warm_solution(m, p, warm), time_limit_s);
   out.nodes = r.nodes;
   out.optimal = r.optimal;
-  out.bound = std::min(r.best_possible, !r.best.empty() ? r.objective : kInf);
-  out.bound = std::max(out.bound, m.lb[m.ccol]);
   out.warm_unit_device = warm.dev;
-  if (!r.best.empty()) {
-    out.incumbent = r.objective;
-    out.unit_device = read_unit_devices(m, p, r.best);
-  } else {
-    out.incumbent = warm.sched.makespan;
-    out.unit_device = warm.dev;
-  }
+  out.incumbent = !r.best.empty() ? r.objective : warm.sched.makespan;
+  out.unit_device = !r.best.empty() ? read_unit_devices(m, p, r.best) : warm.dev;
+  out.bound = std::min(std::max(r.best_possible, m.lb[m.ccol]), out.incumbent);
   if (out.optimal && !r.best.empty() && !m.edges.empty()) {
     // Stage two: C at most its optimum, minimize the transfer time crossed,
     // from stage one's solution, in the time left (at least half a second).
@@ -576,6 +597,15 @@ class IlpPlacer : public UnitPlacer {
 };
 
 }  // namespace
+
+// isProvenOptimal() is status 0 with an incumbent. A root relaxation that Clp stopped at its limit reads to
+// CBC as infeasible (status 0, secondary 1): with the warm start as incumbent, "proven optimal" after a
+// solve the clock cut. Only a search that completed (0), pruned everything against the incumbent (1) or
+// closed the gap asked for (2), before the limit and with its LPs finished, proves it.
+bool cbc_proved_optimal(const CbcStop& stop) {
+  if (!stop.proven_optimal || stop.seconds_limit || stop.lp_stopped) return false;
+  return stop.secondary_status >= 0 && stop.secondary_status <= 2;
+}
 
 std::unique_ptr<Placer> make_ilp() { return std::make_unique<IlpPlacer>(); }
 
