@@ -3,6 +3,8 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,14 +35,46 @@ const std::vector<std::string>& start_methods();
 int32_t move_updates_off(const Graph& graph, const UnitProblem& p, const StepResult& base,
                          std::vector<int32_t>* group_device);
 
+// Where best_start may stop short, checked between candidates (so at least one is simulated): once
+// `max_simulated` candidates are simulated, and with `stoppable` once the context's cancel or stop_at says stop.
+struct StartLimits {
+  int64_t max_simulated = std::numeric_limits<int64_t>::max();
+  bool stoppable = false;
+};
+
 // The fastest under the simulator of m_etf (its best replayed candidate),
 // heft, dp and expert (a placer that cannot place this graph drops out), and
 // of the fastest of them with its updates moved off (offload_updates); without
-// any, every group on device 0, repaired to fit memory.
-AnnealingStart best_start(const PlaceContext& ctx, const UnitProblem& p);
+// any, every group on device 0, repaired to fit memory. `limits` may end the
+// candidates early: the fastest of those simulated.
+AnnealingStart best_start(const PlaceContext& ctx, const UnitProblem& p, const StartLimits& limits = {});
 
 // A given placement (PlaceContext::start) as the start: each group on its first op's device.
 AnnealingStart given_start(const UnitProblem& p, const Placement& placement);
+
+// The annealing searches' start: the context's start when given, else best_start within `budget`
+// simulations and the context's cancel and stop_at (its candidates count in the budget: start.simulated).
+AnnealingStart annealing_start(const PlaceContext& ctx, const UnitProblem& p, int64_t budget);
+
+// `method`'s answer when its budget went on the start's candidates: the start as it is, those evaluations.
+PlaceResult start_as_answer(const PlaceContext& ctx, const UnitProblem& p, const AnnealingStart& start,
+                            const std::string& method, Clock::time_point started);
+
+// The annealing searches' schedule: `budget` evaluations, the context's cancel and stop_at, and with a given
+// start (PlaceContext::start) time_limit_s from `started` too, the temperature then following whichever of
+// the budget and the time runs out first.
+class AnnealingSchedule {
+ public:
+  AnnealingSchedule(const PlaceContext& ctx, Clock::time_point started, int64_t budget);
+  // The share of the schedule spent after `evaluations`, in [0, 1]; nullopt when the run ends.
+  std::optional<double> progress(int64_t evaluations) const;
+
+ private:
+  const PlaceContext& ctx_;
+  int64_t budget_;
+  std::optional<Clock::time_point> deadline_;
+  double limit_s_ = 0.0;
+};
 
 // Groups that do work are the ones worth moving (all of them if none does).
 std::vector<int32_t> movable_groups(const UnitProblem& p);

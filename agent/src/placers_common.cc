@@ -36,9 +36,23 @@ std::string format_bytes(int64_t bytes) {
   return buf;
 }
 
-double search_reward(Environment& env, const Placement& placement) {
-  if (env.options().mode != RewardMode::Simulated) return env.reward_of(env.simulate(placement));
-  return env.evaluate(placement).reward;
+SearchScore search_score(Environment& env, const Placement& placement) {
+  if (env.options().mode != RewardMode::Simulated) {
+    const StepResult sim = env.simulate(placement);
+    return {env.reward_of(sim), sim.ok()};
+  }
+  const Evaluation e = env.evaluate(placement);
+  return {e.reward, e.result.ok()};
+}
+
+bool better_score(const SearchScore& a, const SearchScore& b) {
+  if (a.ok != b.ok) return a.ok;
+  return a.reward > b.reward;
+}
+
+bool stop_requested(const PlaceContext& context) {
+  if (context.cancel && context.cancel->load(std::memory_order_relaxed)) return true;
+  return context.stop_at && Clock::now() >= *context.stop_at;
 }
 
 double option_double(const PlaceContext& context, const std::string& key, double fallback, double lo, double hi) {

@@ -52,8 +52,17 @@ std::string format_bytes(int64_t bytes);
 // run for real, local_search's 2,000 would take 20-30 min on cpu:2's nmt, and
 // hybrid's rule (measure each new best) would measure dozens. Real runs are
 // kept for its answer, which the caller measures (compare_placers, the
-// trainer's warm start and final table).
-double search_reward(Environment& env, const Placement& placement);
+// trainer's warm start and final table). `ok`: the step ran (fit in memory); a failure's reward is its penalty's.
+struct SearchScore {
+  double reward = 0.0;
+  bool ok = false;
+};
+SearchScore search_score(Environment& env, const Placement& placement);
+// Whether `a` is a better search result than `b`: feasibility first (an ok step beats a failed one whatever
+// their rewards: a small failure_penalty_s gives an OOM a higher reward), then the higher reward.
+bool better_score(const SearchScore& a, const SearchScore& b);
+// True once the context's cancel is set or its stop_at has passed: a search ends with its best so far.
+bool stop_requested(const PlaceContext& context);
 // A method's --option KEY=VALUE, else `fallback`; InputError naming the key
 // when it is not a (finite) number, or outside [lo, hi].
 double option_double(const PlaceContext& context, const std::string& key, double fallback,

@@ -14,11 +14,15 @@
 //
 // Budget: PlaceContext::sample_budget counts every placement scored, the start
 // candidates simulated (m_etf, heft, dp, expert) included; the result's
-// `evaluations` is exactly that count. Scored as local_search scores
-// (search_reward: in measured and hybrid mode, the calibrated simulator).
+// `evaluations` is exactly that count, never over the budget. Scored as
+// local_search scores (search_score: in measured and hybrid mode, the
+// calibrated simulator), its best kept as local_search keeps it (better_score:
+// feasible first), and as local_search it takes PlaceContext::start (then also
+// ending at time_limit_s), cancel and stop_at.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -69,20 +73,21 @@ class GuidedAnnealing {
     for (int32_t g = 0; g < p.groups(); ++g) used_[cur_[g]] += p.group_mem[g];
   }
 
-  // Scores the start, then anneals until `budget` placements are scored in all.
-  void run(int64_t budget) {
+  // Scores the start, then anneals until the schedule ends (its budget counts the start's score).
+  void run(const AnnealingSchedule& schedule) {
     best_ = cur_;
-    cur_r_ = best_r_ = start_r_ = score(cur_);
+    best_score_ = score(cur_);
+    cur_r_ = start_r_ = best_score_.reward;
     t0_ = std::max(1e-12, o_.temperature * std::fabs(cur_r_));
     const double t_end = t0_ * 1e-3;
     // Empty proposals in a row (the memory rule broken, a swap within one device): bounded, so a full
     // cluster ends. In a row, as local_search's: counted over the whole run, a long run stopped short of its
     // budget once 100,000 had added up.
     int64_t stalls = 0;
-    while (evaluations_ < budget && p_.k > 1 && stalls < 100000) {
-      if (ctx_.cancel && ctx_.cancel->load(std::memory_order_relaxed)) break;
-      const double frac = static_cast<double>(evaluations_) / static_cast<double>(budget);
-      const double temp = t0_ * std::pow(t_end / t0_, frac);
+    while (p_.k > 1 && stalls < 100000) {
+      const std::optional<double> frac = schedule.progress(evaluations_);
+      if (!frac) break;
+      const double temp = t0_ * std::pow(t_end / t0_, *frac);
       const Move move = propose();
       if (move.empty()) {
         ++stalls;
@@ -94,16 +99,16 @@ class GuidedAnnealing {
   }
 
   const std::vector<int32_t>& best() const { return best_; }
-  double best_reward() const { return best_r_; }
+  double best_reward() const { return best_score_.reward; }
   double start_reward() const { return start_r_; }
   int64_t evaluations() const { return evaluations_; }
   int64_t accepted() const { return accepted_; }
   int64_t followed() const { return followed_; }
 
  private:
-  double score(const std::vector<int32_t>& gd) {
+  SearchScore score(const std::vector<int32_t>& gd) {
     ++evaluations_;
-    return search_reward(*ctx_.env, group_placement(p_, gd));
+    return search_score(*ctx_.env, group_placement(p_, gd));
   }
 
   double& logit(int32_t g, int32_t d) { return logits_[static_cast<size_t>(g) * p_.k + d]; }
@@ -185,7 +190,8 @@ class GuidedAnnealing {
   void try_move(const Move& move, double temp) {
     std::vector<int32_t> old;
     for (auto [g, d] : move) old.push_back(cur_[g]), cur_[g] = d;
-    const double r = score(cur_);
+    const SearchScore scored = score(cur_);
+    const double r = scored.reward;
     const double delta = r - cur_r_;
     if (delta >= 0 || unit_(rng_) < std::exp(delta / temp)) {
       cur_r_ = r;
@@ -194,7 +200,7 @@ class GuidedAnnealing {
         used_[old[i]] -= p_.group_mem[move[i].first];
         used_[move[i].second] += p_.group_mem[move[i].first];
       }
-      if (r > best_r_) best_r_ = r, best_ = cur_;
+      if (better_score(scored, best_score_)) best_score_ = scored, best_ = cur_;  // a feasible best stays
     } else {
       for (size_t i = 0; i < move.size(); ++i) cur_[move[i].first] = old[i];
     }
@@ -212,7 +218,8 @@ class GuidedAnnealing {
   std::vector<std::pair<int32_t, int32_t>> frontier_;
   std::vector<int32_t> cur_, best_;
   std::vector<int64_t> used_;
-  double cur_r_ = 0.0, best_r_ = 0.0, start_r_ = 0.0, t0_ = 1e-12;
+  SearchScore best_score_;
+  double cur_r_ = 0.0, start_r_ = 0.0, t0_ = 1e-12;
   int64_t evaluations_ = 0, accepted_ = 0, followed_ = 0;
 };
 
@@ -241,16 +248,10 @@ class GuidedSearchPlacer : public UnitPlacer {
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const GuidedOptions options = guided_options(ctx);
     const int64_t budget = std::max<int64_t>(1, ctx.sample_budget);
-    const AnnealingStart start = best_start(ctx, p);
+    const AnnealingStart start = annealing_start(ctx, p, budget);
+    if (budget <= start.simulated) return start_as_answer(ctx, p, start, name(), started);
     GuidedAnnealing annealing(ctx, p, start.group_device, options);
-    if (budget <= start.simulated) {  // the candidates spent it: the start as it is
-      PlaceResult out = finish(ctx, expand_groups(p, start.group_device), name(), started,
-                               "guided_search: the budget went on the start candidates; " + start.name());
-      out.evaluations = start.simulated;
-      out.stats["start_candidates"] = start.simulated;
-      return out;
-    }
-    annealing.run(budget - start.simulated);
+    annealing.run(AnnealingSchedule(ctx, started, budget - start.simulated));
     char buf[320];
     std::snprintf(buf, sizeof buf,
                   "guided_search: policy-guided annealing from %s (%d start candidates), %lld evaluations, %lld "

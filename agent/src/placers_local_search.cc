@@ -1,8 +1,10 @@
 // Simulated annealing over co-location groups with the environment's reward
-// (in measured and hybrid mode the calibrated simulator's: search_reward), given the
-// same evaluation budget (PlaceContext::sample_budget) as the learned placer.
-// Starts from the fastest of m_etf, heft, dp and expert; moves one group to
-// another device or swaps two groups, within device memory.
+// (in measured and hybrid mode the calibrated simulator's: search_score), given the
+// same evaluation budget (PlaceContext::sample_budget) as the learned placer; the
+// start's candidates simulated count in it and in the result's `evaluations`.
+// Starts from the fastest of m_etf, heft, dp and expert (or PlaceContext::start);
+// moves one group to another device or swaps two groups, within device memory.
+// Its best is the best by better_score: a feasible placement beats a failed one.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -24,32 +26,26 @@ class Annealing {
   Annealing(const PlaceContext& ctx, const UnitProblem& p, std::vector<int32_t> start)
       : ctx_(ctx), p_(p), rng_(ctx.seed), movable_(movable_groups(p)), cur_(std::move(start)), used_(p.k, 0) {
     best_ = cur_;
-    cur_r_ = best_r_ = start_r_ = score(cur_);
+    best_score_ = score(cur_);
+    cur_r_ = start_r_ = best_score_.reward;
     for (int32_t g = 0; g < p.groups(); ++g) used_[cur_[g]] += p.group_mem[g];
   }
 
-  // Runs until the budget of evaluations is spent. The initial temperature is
-  // a fraction of the start's reward: a move that costs that fraction of the
-  // reward is accepted with probability 1/e.
-  // With a deadline (a given start), also until then: the schedule follows
-  // whichever of the budget and the time runs out first. Proposals that break
-  // the memory rule are not evaluations: after kMaxStalls of them in a row the
-  // run ends (where no move fits, it spun forever).
-  void run(int64_t budget, std::optional<std::pair<Clock::time_point, double>> deadline = std::nullopt) {
+  // Runs until the schedule ends (its budget of evaluations, the start's
+  // score included; a given start's time limit; a cancel or stop_at). The
+  // initial temperature is a fraction of the start's reward: a move that costs
+  // that fraction of the reward is accepted with probability 1/e. Proposals
+  // that break the memory rule are not evaluations: after kMaxStalls of them in
+  // a row the run ends (where no move fits, it spun forever).
+  void run(const AnnealingSchedule& schedule) {
     constexpr int64_t kMaxStalls = 100'000;
     const double t0 = std::max(1e-12, option_double(ctx_, "temperature", 0.001, 0.0) * std::fabs(cur_r_));
     const double t_end = t0 * 1e-3;
     int64_t stalls = 0;
-    while (evaluations_ < budget && p_.k > 1 && stalls < kMaxStalls) {
-      if (ctx_.cancel && ctx_.cancel->load(std::memory_order_relaxed)) break;
-      if (ctx_.stop_at && Clock::now() >= *ctx_.stop_at) break;
-      double frac = static_cast<double>(evaluations_) / static_cast<double>(budget);
-      if (deadline) {
-        const double left = std::chrono::duration<double>(deadline->first - Clock::now()).count();
-        if (left <= 0) break;
-        frac = std::max(frac, 1.0 - left / deadline->second);
-      }
-      const double temp = t0 * std::pow(t_end / t0, frac);
+    while (p_.k > 1 && stalls < kMaxStalls) {
+      const std::optional<double> frac = schedule.progress(evaluations_);
+      if (!frac) break;
+      const double temp = t0 * std::pow(t_end / t0, *frac);
       const std::vector<std::pair<int32_t, int32_t>> changes = propose();
       if (changes.empty()) {
         ++stalls;
@@ -61,15 +57,15 @@ class Annealing {
   }
 
   const std::vector<int32_t>& best() const { return best_; }
-  double best_reward() const { return best_r_; }
+  double best_reward() const { return best_score_.reward; }
   double start_reward() const { return start_r_; }
   int64_t evaluations() const { return evaluations_; }
   int64_t accepted() const { return accepted_; }
 
  private:
-  double score(const std::vector<int32_t>& gd) {
+  SearchScore score(const std::vector<int32_t>& gd) {
     ++evaluations_;
-    return search_reward(*ctx_.env, group_placement(p_, gd));
+    return search_score(*ctx_.env, group_placement(p_, gd));
   }
 
   // A random move as (group, new device) pairs: one group to another device
@@ -96,7 +92,8 @@ class Annealing {
   void try_move(const std::vector<std::pair<int32_t, int32_t>>& changes, double temp) {
     std::vector<int32_t> old;
     for (auto [g, d] : changes) old.push_back(cur_[g]), cur_[g] = d;
-    const double r = score(cur_);
+    const SearchScore scored = score(cur_);
+    const double r = scored.reward;
     if (r >= cur_r_ || unit_(rng_) < std::exp((r - cur_r_) / temp)) {
       cur_r_ = r;
       ++accepted_;
@@ -104,7 +101,7 @@ class Annealing {
         used_[old[i]] -= p_.group_mem[changes[i].first];
         used_[changes[i].second] += p_.group_mem[changes[i].first];
       }
-      if (r > best_r_) best_r_ = r, best_ = cur_;
+      if (better_score(scored, best_score_)) best_score_ = scored, best_ = cur_;  // a feasible best stays
     } else {
       for (size_t i = 0; i < changes.size(); ++i) cur_[changes[i].first] = old[i];
     }
@@ -117,7 +114,8 @@ class Annealing {
   const std::vector<int32_t> movable_;
   std::vector<int32_t> cur_, best_;
   std::vector<int64_t> used_;
-  double cur_r_ = 0.0, best_r_ = 0.0, start_r_ = 0.0;
+  SearchScore best_score_;
+  double cur_r_ = 0.0, start_r_ = 0.0;
   int64_t evaluations_ = 0, accepted_ = 0;
 };
 
@@ -129,26 +127,20 @@ class LocalSearchPlacer : public UnitPlacer {
 
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const int64_t budget = std::max<int64_t>(1, ctx.sample_budget);
-    const AnnealingStart start = ctx.start ? given_start(p, *ctx.start) : best_start(ctx, p);
+    const AnnealingStart start = annealing_start(ctx, p, budget);
+    if (budget <= start.simulated) return start_as_answer(ctx, p, start, name(), started);
     Annealing annealing(ctx, p, start.group_device);
-    if (ctx.start) {
-      const double limit = std::max(1e-3, ctx.time_limit_s);
-      annealing.run(
-          budget,
-          std::make_pair(started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit)),
-                         limit));
-    } else {
-      annealing.run(budget);
-    }
+    annealing.run(AnnealingSchedule(ctx, started, budget - start.simulated));
     char buf[256];
     std::snprintf(buf, sizeof buf,
                   "local_search: simulated annealing from %s, %lld evaluations, %lld accepted, reward %.6g -> %.6g",
                   start.name().c_str(), static_cast<long long>(annealing.evaluations()),
                   static_cast<long long>(annealing.accepted()), annealing.start_reward(), annealing.best_reward());
     PlaceResult out = finish(ctx, expand_groups(p, annealing.best()), name(), started, buf);
-    out.evaluations = annealing.evaluations();
+    out.evaluations = start.simulated + annealing.evaluations();
     out.stats["best_reward"] = annealing.best_reward();
     out.stats["start_reward"] = annealing.start_reward();
+    out.stats["start_candidates"] = start.simulated;
     return out;
   }
 };

@@ -2,6 +2,7 @@
 #include "placer/agent/search.h"
 
 #include <algorithm>
+#include <chrono>
 #include <memory>
 
 #include "placer/env/environment.h"
@@ -11,10 +12,13 @@ namespace placer {
 
 namespace {
 
-// One placer run's context: round r's seed, its share of the samples and time left, and with from_best
-// the best so far as its start (res.best is not replaced while the run holds it).
+// One placer run's context: round r's seed, its share of the samples and time left, the search's cancel
+// (the budget's, else the context's) and deadline (the earlier of the context's stop_at and the end of the
+// time budget: a run's start candidates and annealing stop there), and with from_best the best so far as
+// its start (res.best is not replaced while the run holds it).
 PlaceContext run_context(const PlaceContext& context, const SearchOptions& options, int64_t round,
-                         const SearchResult& res, double elapsed_s) {
+                         const SearchResult& res, Clock::time_point started) {
+  const double elapsed_s = seconds_since(started);
   const SearchBudget& budget = options.budget;
   PlaceContext ctx = context;
   ctx.seed = context.seed + static_cast<uint64_t>(round);
@@ -23,7 +27,23 @@ PlaceContext run_context(const PlaceContext& context, const SearchOptions& optio
   const double time_left = budget.seconds > 0 ? budget.seconds - elapsed_s : options.run_seconds;
   ctx.time_limit_s = std::max(0.01, std::min(time_left, options.run_seconds));
   if (options.from_best && res.found) ctx.start = &res.best.placement;
+  if (budget.cancel) ctx.cancel = budget.cancel;
+  if (budget.seconds > 0) {
+    const auto end =
+        started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(budget.seconds));
+    ctx.stop_at = ctx.stop_at ? std::min(*ctx.stop_at, end) : end;
+  }
   return ctx;
+}
+
+// Whether the search ends before its next run: a cancel (the budget's or the context's: res.cancelled), the
+// context's stop_at, or a spent sample or time budget.
+bool search_ends(const PlaceContext& context, const SearchBudget& budget, Clock::time_point started,
+                 SearchResult& res) {
+  if ((budget.cancel && budget.cancel->load()) || (context.cancel && context.cancel->load())) res.cancelled = true;
+  return res.cancelled || (context.stop_at && Clock::now() >= *context.stop_at) ||
+         (budget.samples > 0 && res.samples >= budget.samples) ||
+         (budget.seconds > 0 && seconds_since(started) >= budget.seconds);
 }
 
 }  // namespace
@@ -39,18 +59,14 @@ SearchResult search(const PlaceContext& context, const SearchOptions& options, c
     res.found = true;
     res.best = *start;
   }
-  auto out_of_budget = [&] {
-    if (budget.cancel && budget.cancel->load()) res.cancelled = true;
-    return res.cancelled || (budget.samples > 0 && res.samples >= budget.samples) ||
-           (budget.seconds > 0 && seconds_since(started) >= budget.seconds);
-  };
+  auto out_of_budget = [&] { return search_ends(context, budget, started, res); };
   for (int64_t round = 0; !out_of_budget() && (options.max_rounds <= 0 || round < options.max_rounds); ++round) {
     bool ran = false;
     for (size_t i = 0; i < options.methods.size(); ++i) {
       if (out_of_budget()) break;
       if (round > 0 && !stochastic[i]) continue;
       const std::string& method = options.methods[i];
-      const PlaceContext ctx = run_context(context, options, round, res, seconds_since(started));
+      const PlaceContext ctx = run_context(context, options, round, res, started);
       PlaceResult placed;
       try {
         placed = make_placer(method)->place(ctx);

@@ -5,7 +5,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <set>
+#include <thread>
 
 #include "placer/agent/compare.h"
 #include "placer/agent/placer.h"
@@ -237,6 +239,45 @@ TEST(Search, FromBestStartsEachRunFromTheBestSoFar) {
   search(f.context(), so, &start, record);
   ASSERT_EQ(runs.size(), 1u);
   EXPECT_EQ(runs[0].device_of, single.placement.device_of);
+}
+
+// search() handed its runs neither its cancel nor its time budget: local_search (its start's four placers and
+// their simulations, then its annealing) ran its whole share of samples past both. Each run keeps them now.
+TEST(Search, EachRunKeepsTheSearchsDeadlineAndCancel) {
+  Fixture f;
+  SearchOptions so;
+  so.methods = {"local_search"};
+  so.run_samples = 200000;  // seconds of annealing: the deadline and the cancel come well before its end
+  so.max_rounds = 1;
+  so.budget.seconds = 0.05;
+  const SearchResult timed = search(f.context(), so);
+  EXPECT_LT(timed.samples, so.run_samples);
+  EXPECT_LT(timed.elapsed_s, 2.0);
+
+  std::atomic<bool> cancel{false};
+  so.budget.seconds = 0;
+  so.budget.cancel = &cancel;
+  std::thread canceller([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    cancel = true;
+  });
+  const SearchResult cancelled = search(f.context(), so);
+  canceller.join();
+  EXPECT_TRUE(cancelled.cancelled);
+  EXPECT_LT(cancelled.samples, so.run_samples);
+  EXPECT_LT(cancelled.elapsed_s, 2.0);
+
+  // The context's own deadline and cancel end the search too.
+  cancel = false;
+  PlaceContext late = f.context();
+  late.stop_at = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  EXPECT_EQ(search(late, so).samples, 0);
+  PlaceContext stopped = f.context();
+  std::atomic<bool> stop{true};
+  stopped.cancel = &stop;
+  const SearchResult none = search(stopped, so);
+  EXPECT_EQ(none.samples, 0);
+  EXPECT_TRUE(none.cancelled);
 }
 
 // A cluster where no move of local_search fits (the second device holds nothing): it ends, with every op

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 
 #include "placer/agent/placer.h"
 #include "placer/env/environment.h"
@@ -99,13 +100,61 @@ TEST(GuidedSearch, IsDeterministicPerSeedAndByNameOnly) {
   EXPECT_EQ(std::find(names.begin(), names.end(), "guided_search"), names.end());
 }
 
+// The candidates stop at the budget (they spent 4-5 evaluations whatever it was): the fastest of those simulated.
 TEST(GuidedSearch, ABudgetSpentOnTheCandidatesReturnsTheStart) {
   const Graph graph = small_nmt();
   const Cluster cluster = cluster_preset("k80x4");
   Environment env(graph, cluster);
-  const PlaceResult r = guided(graph, cluster, env, 2);
-  EXPECT_EQ(r.evaluations, r.stats.at("start_candidates"));
+  const PlaceResult r = guided(graph, cluster, env, 4);
+  EXPECT_EQ(r.evaluations, 4);
+  EXPECT_EQ(r.stats.at("start_candidates"), 4);
   EXPECT_NEAR(env.simulate(r.placement).step_s, start_step(graph, cluster, env), 1e-12);
+  for (int64_t budget = 1; budget <= 6; ++budget) EXPECT_EQ(guided(graph, cluster, env, budget).evaluations, budget);
+}
+
+PlaceContext guided_context(const Graph& graph, const Cluster& cluster, Environment& env, int64_t budget) {
+  PlaceContext ctx;
+  ctx.graph = &graph;
+  ctx.cluster = &cluster;
+  ctx.env = &env;
+  ctx.seed = 3;
+  ctx.sample_budget = budget;
+  return ctx;
+}
+
+// As local_search: a given start replaces the candidates, and with it time_limit_s ends the run.
+TEST(GuidedSearch, AnnealsFromAGivenStartWithinItsTimeLimit) {
+  const Graph graph = small_nmt();
+  const Cluster cluster = cluster_preset("k80x4");
+  Environment env(graph, cluster);
+  PlaceContext ctx = guided_context(graph, cluster, env, 1);
+  const Placement single = make_placer("single")->place(ctx).placement;
+  ctx.start = &single;
+  const PlaceResult r = make_placer("guided_search")->place(ctx);
+  EXPECT_EQ(r.evaluations, 1);  // the start's score: no candidates
+  EXPECT_EQ(r.placement, single);
+  ctx.sample_budget = 1000000;  // far more than 0.2 s of evaluations
+  ctx.time_limit_s = 0.2;
+  const PlaceResult timed = make_placer("guided_search")->place(ctx);
+  EXPECT_LT(timed.evaluations, ctx.sample_budget);
+  EXPECT_LT(timed.place_seconds, 2.0);
+}
+
+// A deadline (stop_at) or a cancel ends the candidates after the first and the annealing at once.
+TEST(GuidedSearch, EndsAtItsDeadline) {
+  const Graph graph = small_nmt();
+  const Cluster cluster = cluster_preset("k80x4");
+  Environment env(graph, cluster);
+  PlaceContext ctx = guided_context(graph, cluster, env, 300);
+  ctx.stop_at = std::chrono::steady_clock::now() - std::chrono::seconds(1);
+  const PlaceResult r = make_placer("guided_search")->place(ctx);
+  EXPECT_EQ(r.stats.at("start_candidates"), 1);
+  EXPECT_EQ(r.evaluations, 2);  // the candidate and the start's score
+  validate_placement(graph, cluster, r.placement);
+  ctx.stop_at.reset();
+  std::atomic<bool> cancel{true};
+  ctx.cancel = &cancel;
+  EXPECT_EQ(make_placer("guided_search")->place(ctx).evaluations, 2);
 }
 
 TEST(GuidedSearch, BadOptionsNameTheField) {

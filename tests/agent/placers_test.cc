@@ -363,11 +363,63 @@ TEST(Placers, LocalSearchEndsOnCancel) {
   ctx.sample_budget = 1000000;
   ctx.cancel = &cancel;
   const PlaceResult r = make_placer("local_search")->place(ctx);
-  EXPECT_EQ(r.evaluations, 1);  // the start's score only
+  EXPECT_EQ(r.evaluations, 2);  // one start candidate (m_etf's) and the start's score
+  EXPECT_EQ(r.stats.at("start_candidates"), 1);
   EXPECT_EQ(r.placement.device_of.size(), graph.size());
   cancel = false;
   ctx.sample_budget = 30;
   EXPECT_EQ(make_placer("local_search")->place(ctx).evaluations, 30);
+}
+
+// Choosing the start (m_etf, heft, dp, expert, then offload_updates' move) ran every placer and simulated every
+// candidate past a deadline or a cancel, and the placer's evaluations left those simulations out. It stops between
+// candidates now (after the first), and the candidates count in its evaluations and its budget.
+TEST(Placers, LocalSearchStartKeepsTheDeadlineAndCountsItsCandidates) {
+  const Graph graph = build_graph("mlp", small("mlp"));
+  const Cluster cluster = cluster_preset("k80x4");
+  Environment env(graph, cluster);
+  PlaceContext ctx = PlaceContext::on(env, 7);
+  ctx.sample_budget = 1000000;
+  ctx.stop_at = Clock::now() - std::chrono::seconds(1);
+  const PlaceResult late = make_placer("local_search")->place(ctx);
+  EXPECT_EQ(late.stats.at("start_candidates"), 1);
+  EXPECT_EQ(late.evaluations, 2);
+  ctx.stop_at.reset();
+  ctx.sample_budget = 40;
+  const PlaceResult r = make_placer("local_search")->place(ctx);
+  EXPECT_GE(r.stats.at("start_candidates"), 4);
+  EXPECT_EQ(r.evaluations, 40);  // the candidates and the annealing's, within the budget
+  ctx.sample_budget = 1;         // the budget goes on the first candidate: that is the answer
+  const PlaceResult one = make_placer("local_search")->place(ctx);
+  EXPECT_EQ(one.evaluations, 1);
+  EXPECT_EQ(one.placement, make_placer("m_etf")->place(ctx).placement);
+}
+
+// With a small failure penalty an OOM placement can score a higher reward than every feasible one: the
+// annealing kept it as its best (and finish() then threw NoFeasiblePlacement). A feasible best beats a failed one.
+// Two 1000-byte devices: c on q's device receives p's 400 bytes beside q's 648 (the placers' memory estimate
+// does not count received copies): out of memory, one move away from every feasible placement.
+TEST(PlacersTiny, AnnealingKeepsAFeasibleBestOverAFailedOne) {
+  Tiny t = make_tiny("oom", 2, 1000, 1e-5, 1e9);
+  const OpId p = add(t, "p", "aten::relu", {}, 100, 1.0);
+  add(t, "c", "aten::relu", {p}, 1, 1.0);
+  const OpId q = add(t, "q", op_types::kParam, {}, 162, 0.1);
+  add(t, "r", "aten::relu", {q}, 1, 1.0);
+  EnvOptions options;
+  options.profile = t.profile;
+  options.threads = 1;
+  options.reward.failure_penalty_s = 1e-12;
+  options.reward.overflow_penalty_s = 0.0;
+  Environment env(t.graph, t.cluster, options);
+  Placement oom;
+  oom.device_of = {DeviceId(0), DeviceId(1), DeviceId(1), DeviceId(1)};
+  ASSERT_EQ(env.simulate(oom).status, StepStatus::Oom);  // the failure the annealing can reach
+  for (const char* method : {"local_search", "guided_search"}) {
+    PlaceResult r;
+    ASSERT_NO_THROW(r = run(method, t.graph, t.cluster, env)) << method;
+    EXPECT_TRUE(env.simulate(r.placement).ok()) << method;
+    EXPECT_LT(r.stats.at("best_reward"), 0.0) << method;
+  }
 }
 
 // The list schedulers plan on the simulator's link model (FIFO channels, a

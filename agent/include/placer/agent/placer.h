@@ -34,15 +34,17 @@ struct PlaceContext {
   int64_t sample_budget = 2000;  // evaluations a search method may spend
   double time_limit_s = 60.0;
   std::map<std::string, std::string> options;  // method-specific ("objective": "latency", ...)
-  // local_search: anneal from this placement instead of the best of its
-  // heuristics; then time_limit_s also ends it (the temperature follows
+  // local_search, guided_search: anneal from this placement instead of the best of their
+  // heuristics; then time_limit_s also ends them (the temperature follows
   // whichever of time and budget runs out first). Null: as always.
   const Placement* start = nullptr;
-  // local_search: set to end the search early, with the best so far (a cancelled service job's refinement
-  // ran its whole budget of evaluations, cancel or not). Null: never.
+  // local_search, guided_search: set to end the search early, with the best so far (a cancelled service
+  // job's refinement ran its whole budget of evaluations, cancel or not); checked between their start's
+  // candidates too (after the first). Null: never.
   const std::atomic<bool>* cancel = nullptr;
-  // local_search: ends at this time with its best so far, its schedule as without it (so a run the time does
-  // not cut is the same run). The service's requests keep their deadlines with it. Unset: never.
+  // local_search, guided_search: end at this time with their best so far (their start's candidates too,
+  // after the first), their schedule as without it (so a run the time does not cut is the same run). The
+  // service's requests keep their deadlines with it. Unset: never.
   std::optional<std::chrono::steady_clock::time_point> stop_at;
 
   // The graph, cluster and environment of `env`, with `seed`; the rest as above.

@@ -16,9 +16,11 @@
 namespace placer {
 
 struct SearchBudget {
-  int64_t samples = 0;                        // evaluations in all (0 = no limit)
-  double seconds = 0.0;                       // wall time (0 = no limit)
-  const std::atomic<bool>* cancel = nullptr;  // set to stop; checked before every placer run
+  int64_t samples = 0;   // evaluations in all (0 = no limit)
+  double seconds = 0.0;  // wall time (0 = no limit)
+  // Set to stop; checked before every placer run, and handed to each run (PlaceContext::cancel), which ends
+  // with its best so far. The time budget is handed to each run as its PlaceContext::stop_at.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct SearchOptions {
@@ -66,8 +68,9 @@ struct SearchResult {
 // placement); round r runs stochastic placers (Placer::stochastic()) with
 // seed context.seed + r, deterministic ones only in round 0. A placer that
 // finds no feasible placement is skipped. The search ends when the budget
-// is spent, when it is cancelled, after max_rounds, or after a round in
-// which no placer ran. Throws InputError for an unknown method name.
+// is spent, when it is cancelled (the budget's cancel or the context's), at
+// the context's stop_at, after max_rounds, or after a round in which no
+// placer ran. Throws InputError for an unknown method name.
 SearchResult search(const PlaceContext& context, const SearchOptions& options, const SearchCandidate* start = nullptr,
                     const std::function<void(const SearchProgress&)>& on_progress = {});
 
