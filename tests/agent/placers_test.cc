@@ -22,6 +22,7 @@
 #include "placer/graphs/serialize.h"
 
 #include "../../agent/src/placers_common.h"
+#include "op_timings.h"
 
 namespace placer {
 namespace {
@@ -44,14 +45,7 @@ OpId add(Tiny& t, const std::string& name, const std::string& type, std::vector<
   op.group = group;
   if (type == op_types::kParam) op.param_bytes = out_floats * 4;
   OpId id = t.graph.add_op(std::move(op));
-  for (const Device& d : t.cluster.devices) {
-    OpTiming timing;
-    timing.op = name;
-    timing.device = d.name;
-    timing.device_kind = "cpu";
-    timing.seconds = ms * 1e-3;
-    t.profile.ops.push_back(timing);
-  }
+  testing::time_on_every_device(t.profile, t.cluster, name, ms);
   return id;
 }
 
@@ -496,7 +490,9 @@ TEST(Placers, IlpKeepsItsTimeLimitOnManyDevices) {
     const PlaceResult r = run("ilp", graph, cluster, env, {}, 1.0);
     const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     EXPECT_LT(took, 10.0) << devices << " devices: " << r.note;  // 1 s asked; slack for a loaded machine
-    if (devices == 100) EXPECT_NE(r.note.find("device pairs >"), std::string::npos) << r.note;
+    if (devices == 100) {
+      EXPECT_NE(r.note.find("device pairs >"), std::string::npos) << r.note;
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 
 #include "../../agent/src/ilp_model.h"
 #include "../../agent/src/list_schedulers.h"
+#include "op_timings.h"
 
 namespace placer {
 namespace {
@@ -46,17 +47,6 @@ Net make_net(const std::string& name, int devices, Alpha alpha) {
   return t;
 }
 
-void time_op(Net& t, const std::string& name, double ms) {
-  for (const Device& d : t.cluster.devices) {
-    OpTiming timing;
-    timing.op = name;
-    timing.device = d.name;
-    timing.device_kind = "cpu";
-    timing.seconds = ms * 1e-3;
-    t.profile.ops.push_back(timing);
-  }
-}
-
 // Op `name` reading `inputs`, one float output of 16 elements, `ms` on every device.
 OpId add(Net& t, const std::string& name, std::vector<OpId> inputs, double ms) {
   Op op;
@@ -65,7 +55,7 @@ OpId add(Net& t, const std::string& name, std::vector<OpId> inputs, double ms) {
   for (OpId in : inputs) op.inputs.push_back({in, 0});
   op.outputs.push_back(TensorSpec{{16}, DType::Float32});
   const OpId id = t.graph.add_op(std::move(op));
-  time_op(t, name, ms);
+  testing::time_on_every_device(t.profile, t.cluster, name, ms);
   return id;
 }
 
@@ -212,7 +202,7 @@ TEST(Review6, ZeroByteEdgeReplayMatchesTheSimulator) {
   producer.type = "aten::relu";
   producer.outputs.push_back(TensorSpec{{0}, DType::Float32});
   const OpId a = t.graph.add_op(std::move(producer));
-  time_op(t, "producer", 5.0);
+  testing::time_on_every_device(t.profile, t.cluster, "producer", 5.0);
   add(t, "consumer", {a}, 1.0);
   auto env = env_of(t);
   Placement placement;

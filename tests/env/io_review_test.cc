@@ -5,9 +5,11 @@
 
 #include <string>
 
+#include "../error_of.h"
 #include "placer/env/cost_model.h"
 #include "placer/env/simulator.h"
 #include "placer/graphs/algorithms.h"
+#include "placer/graphs/cluster.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/validate.h"
@@ -15,20 +17,7 @@
 namespace placer {
 namespace {
 
-// The message of the E that body throws; a test failure when it throws nothing or another exception.
-template <class E, class F>
-std::string error_of(F&& body) {
-  try {
-    body();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw another exception: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
+using testing::error_of;
 
 #define EXPECT_HAS(text, part) EXPECT_NE((text).find(part), std::string::npos) << "got: " << (text)
 
@@ -170,22 +159,11 @@ Graph relu_chain() {
   return g;
 }
 
-Cluster cpu_pair() {
-  Cluster c;
-  for (int i = 0; i < 2; ++i) {
-    Device d;
-    d.name = "cpu:" + std::to_string(i);
-    d.memory_bytes = 1 << 30;
-    c.devices.push_back(d);
-  }
-  return c;
-}
-
 // The CPU steps anchor the model only on a profile that timed every op of the graph: one op timed
 // twice does not make up for another not timed.
 TEST(IoReview, DuplicateTimingsDoNotMakeUpForAMissingOp) {
   const Graph g = relu_chain();
-  const Cluster two_cpus = cpu_pair();
+  const Cluster two_cpus = parse_device_list("cpu:2");
   Profile p;
   p.graph = "chain";
   for (const Op& op : g.ops()) p.ops.push_back({op.name, "", "cpu:0", "cpu", op.type == op_types::kInput ? 0 : 0.1});
