@@ -74,8 +74,11 @@ BaselineResult baseline_result(const Compared& c) {
   return b;
 }
 
+// A cancel stops the warm start between its placers, and a search within it (a service job's cancel and
+// a server's SIGTERM waited for every placer of the list).
 void Trainer::warm_start(Task& t) {
-  const PlaceContext ctx = PlaceContext::on(*t.env, c_.run.seed);
+  PlaceContext ctx = PlaceContext::on(*t.env, c_.run.seed);
+  ctx.cancel = ctl_.cancel;
   CompareOptions options;
   options.scoring = CompareScoring::Evaluate;
   options.catch_all = true;
@@ -84,31 +87,33 @@ void Trainer::warm_start(Task& t) {
       std::fprintf(stderr, "warm start: %s failed on %s: %s\n", c.method.c_str(), t.env->graph().name.c_str(),
                    c.error.c_str());
   };
-  // The policy clones the best deterministic heuristic; a search's placement
-  // (a stochastic placer: local_search, random) seeds the elite pool, and is
-  // cloned only when no heuristic placed the graph. (Cloning an annealed
-  // placement left nmt_k80x4 at 0.194-0.199 s; the heuristics' 0.169-0.170 s.)
-  // warm_start.clone_search clones the best of all, a search's included.
-  // A placement whose evaluation failed (out of memory, a measured run's error) is cloned only where none
-  // ran: a heuristic's failed placement came before a search's that ran.
-  double best_reward = -std::numeric_limits<double>::infinity();
-  bool warm_heuristic = false, warm_ok = false;
-  for (const Compared& c : compare_placers(c_.warm_start.methods, ctx, options)) {
-    t.warm_results.push_back(baseline_result(c));
-    const bool ok = c.placed && c.evaluation.result.ok();
-    if (ok) t.warm_placements.push_back({c.evaluation.reward, c.result.placement});
-    const bool heuristic = c_.warm_start.clone_search || !make_placer(c.method)->stochastic();
-    if (!c.placed || (warm_ok && !ok) || (warm_ok == ok && warm_heuristic && !heuristic)) continue;
-    if (!t.has_warm || (ok && !warm_ok) || (heuristic && !warm_heuristic) || c.evaluation.reward > best_reward) {
-      warm_ok = ok;
-      warm_heuristic = heuristic;
-      t.has_warm = true;
-      t.warm = c.result.placement;
-      t.warm_method = c.method;
-      t.warm_step_s = c.evaluation.step_s;
-      best_reward = c.evaluation.reward;
-    }
+  WarmChoice w;
+  for (const std::string& method : c_.warm_start.methods) {
+    if (cancelled()) break;
+    for (const Compared& c : compare_placers({method}, ctx, options)) offer_warm(t, c, w);
   }
+  warm_cut_ = warm_cut_ || cancelled();
+}
+
+// The policy clones the best deterministic heuristic; a search's placement
+// (a stochastic placer: local_search, random) seeds the elite pool, and is
+// cloned only when no heuristic placed the graph. (Cloning an annealed
+// placement left nmt_k80x4 at 0.194-0.199 s; the heuristics' 0.169-0.170 s.)
+// warm_start.clone_search clones the best of all, a search's included.
+// A placement whose evaluation failed (out of memory, a measured run's error) is cloned only where none
+// ran: a heuristic's failed placement came before a search's that ran.
+void Trainer::offer_warm(Task& t, const Compared& c, WarmChoice& w) {
+  t.warm_results.push_back(baseline_result(c));
+  const bool ok = c.placed && c.evaluation.result.ok();
+  if (ok) t.warm_placements.push_back({c.evaluation.reward, c.result.placement});
+  const bool heuristic = c_.warm_start.clone_search || !make_placer(c.method)->stochastic();
+  if (!c.placed || (w.ok && !ok) || (w.ok == ok && w.heuristic && !heuristic)) return;
+  if (t.has_warm && !(ok && !w.ok) && !(heuristic && !w.heuristic) && !(c.evaluation.reward > w.reward)) return;
+  w = WarmChoice{c.evaluation.reward, heuristic, ok};
+  t.has_warm = true;
+  t.warm = c.result.placement;
+  t.warm_method = c.method;
+  t.warm_step_s = c.evaluation.step_s;
 }
 
 // The stage of the budget used so far: whichever budget (updates, samples,
@@ -504,6 +509,10 @@ bool Trainer::update_until_budget() {
   session_start_samples_ = samples_;
   session_start_update_ = update_;
   ended_by_ = "updates";
+  if (warm_cut_) {  // no checkpoint: it would keep the cut warm start's rows for good
+    ended_by_ = "stopped";
+    return true;
+  }
   while (update_ < c_.optimizer.updates) {
     if (c_.optimizer.max_samples > 0 && samples_ >= c_.optimizer.max_samples) {
       ended_by_ = "max_samples";

@@ -74,6 +74,13 @@ class Trainer {
   void start();
   bool update_until_budget();  // sets ended_by_
   void warm_start(Task& t);
+  // The warm start's choice of the placement to clone, so far.
+  struct WarmChoice {
+    double reward = -std::numeric_limits<double>::infinity();
+    bool heuristic = false, ok = false;
+  };
+  void offer_warm(Task& t, const Compared& c, WarmChoice& w);
+  bool cancelled() const { return ctl_.cancel && ctl_.cancel->load(); }
   void behaviour_clone();
   void one_update();
   // Coarse to fine (OptimizerConfig::unit_stages): the stage of the budget used so far, the
@@ -158,6 +165,7 @@ class Trainer {
   int bc_steps_used_ = 0;
   bool bc_reproduced_ = false;
   bool bc_cancelled_ = false;  // cut short by a cancel (a server stopping): a resume clones again
+  bool warm_cut_ = false;      // the warm start cut short by a cancel: no checkpoint, a resume starts it again
   std::string ended_by_;       // what ended the policy updates (TrainResult::ended_by)
 };
 

@@ -10,6 +10,10 @@
 namespace placer::service {
 namespace {
 
+// Deadlines are added to a steady_clock time point in milliseconds: INT64_MAX overflowed it. 1e9 ms is
+// 11.6 days, beyond any request's wait.
+constexpr int64_t kMaxDeadlineMs = 1'000'000'000;
+
 std::string resolve(const std::string& base_dir, const std::string& p) {
   if (p.empty()) return p;
   std::filesystem::path path(p);
@@ -43,7 +47,7 @@ void read_server(YamlFields& top, const std::string& base_dir, ServiceConfig& c)
   top.read("endpoint", &c.endpoint);
   top.read("workers", &c.workers, 1, 256);
   top.read("queue_capacity", &c.queue_capacity, 1, INT_MAX);
-  top.read("default_deadline_ms", &c.default_deadline_ms, 1, INT64_MAX);
+  top.read("default_deadline_ms", &c.default_deadline_ms, 1, kMaxDeadlineMs);
   top.read("metrics_port", &c.metrics_port, INT_MIN, INT_MAX);
   check(top, c.metrics_port >= -1 && c.metrics_port <= 65535, "metrics_port", "must be -1 (off), 0 (any) or a port");
   top.read("metrics_address", &c.metrics_address);
@@ -58,7 +62,7 @@ void read_limits(YamlFields limits, ServiceConfig& c) {
   limits.read("max_refine_samples", &c.limits.max_refine_samples, 0, INT64_MAX);
   limits.read("max_budget_samples", &c.limits.max_budget_samples, 1, INT64_MAX);
   limits.read("max_budget_seconds", &c.limits.max_budget_seconds, 1e-3, 1e9);
-  limits.read("max_deadline_ms", &c.limits.max_deadline_ms, 1, INT64_MAX);
+  limits.read("max_deadline_ms", &c.limits.max_deadline_ms, 1, kMaxDeadlineMs);
   limits.read("max_builder_structure", &c.limits.max_builder_structure, 1, INT64_MAX);
   limits.read("max_ops", &c.max_ops, 1, INT64_MAX);
   limits.read("max_devices", &c.max_devices, 1, INT_MAX);
@@ -152,6 +156,10 @@ ServiceConfig parse_service_config(const std::string& yaml_text, const std::stri
   ServiceConfig c;
   read_server(top, base_dir, c);
   read_limits(top.section("limits"), c);
+  // A request may ask for no more than the maximum; one that asks for nothing gets no more either.
+  check(top, c.default_deadline_ms <= c.limits.max_deadline_ms, "default_deadline_ms",
+        std::to_string(c.default_deadline_ms) + " is over limits.max_deadline_ms (" +
+            std::to_string(c.limits.max_deadline_ms) + ")");
   read_place(top.section("place"), c);
   read_jobs(top.section("jobs"), c);
   read_rollouts(top.section("rollouts"), c);

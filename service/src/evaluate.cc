@@ -3,6 +3,7 @@
 // interval and why measuring stopped, beside the simulator's figure.
 #include <algorithm>
 #include <chrono>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "json_out.h"
 #include "objective.h"
 #include "placer/env/environment.h"
+#include "placer/graphs/fields.h"
 #include "placer/graphs/placement.h"
 #include "placer/service/service.h"
 #include "prepared.h"
@@ -18,7 +20,51 @@ namespace placer::service {
 
 namespace {
 
+[[noreturn]] void bad_op(const std::string& op, const std::string& problem) {
+  throw RequestError(codes::kBadPlacement, "placement.device." + op, problem);
+}
+
+// Each (op, device) pair, then each op of the graph: a placement for another graph or cluster is refused
+// naming placement.device.<op> (from_named's errors all said "placement").
+void check_pairs(const Request& r, const PreparedRequest& p) {
+  for (const auto& [op, device] : r.placement) {
+    if (!p.graph.find(op)) bad_op(op, "no op '" + op + "' in graph '" + p.graph.name + "'");
+    if (!p.cluster.find(device)) {
+      std::vector<std::string> names;
+      for (const Device& d : p.cluster.devices) names.push_back(d.name);
+      bad_op(op,
+             "device '" + device + "' is not in cluster '" + p.cluster.name + "' (devices: " + join_names(names) + ")");
+    }
+  }
+  for (const Op& op : p.graph.ops())
+    if (!r.placement.count(op.name))
+      bad_op(op.name, "missing: every op of graph '" + p.graph.name + "' needs a device (" +
+                          std::to_string(r.placement.size()) + " of " + std::to_string(p.graph.size()) + " placed)");
+}
+
+// Ops that must share a device (a co-location group; a backward or update op and its forward op), checked
+// after check_pairs: the op that breaks it is named.
+void check_shared(const Request& r, const PreparedRequest& p) {
+  std::map<std::string, std::string> group_device;
+  for (const Op& op : p.graph.ops()) {
+    const std::string& device = r.placement.at(op.name);
+    if (!op.group.empty()) {
+      const auto [it, inserted] = group_device.emplace(op.group, device);
+      if (!inserted && p.cluster.find(it->second) != p.cluster.find(device))
+        bad_op(op.name, "co-location group '" + op.group + "' is split: this op is on " + device +
+                            ", another member on " + it->second);
+    }
+    if (!op.forward.valid()) continue;
+    const std::string& forward = p.graph.op(op.forward).name;
+    if (p.cluster.find(r.placement.at(forward)) != p.cluster.find(device))
+      bad_op(op.name,
+             "must share a device with '" + forward + "' (" + r.placement.at(forward) + "), but is on " + device);
+  }
+}
+
 Placement placement_of(const Request& r, const PreparedRequest& p) {
+  check_pairs(r, p);
+  check_shared(r, p);
   NamedPlacement named;
   named.graph = p.graph.name;
   named.device = r.placement;

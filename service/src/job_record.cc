@@ -129,6 +129,29 @@ void read_final_table(const RecordFields& table, Job& job) {
   }
 }
 
+// A record's {"device": {op: device}} (its op and device names are checked when the placement is used).
+NamedPlacement read_placement(const rapidjson::Value* v, const std::string& graph) {
+  NamedPlacement named;
+  named.graph = graph;
+  if (!v || !v->IsObject()) return named;
+  auto dev = v->FindMember("device");
+  if (dev != v->MemberEnd() && dev->value.IsObject())
+    for (auto it = dev->value.MemberBegin(); it != dev->value.MemberEnd(); ++it)
+      if (it->value.IsString()) named.device[it->name.GetString()] = it->value.GetString();
+  return named;
+}
+
+// The last best with a placement (Job::last_placed); none where the record's has no time or no placement.
+std::optional<Job::Placed> read_last_placed(const RecordFields& r, const std::string& graph) {
+  const rapidjson::Value* v = r.member("last_placed");
+  if (!v || !v->IsObject()) return std::nullopt;
+  const RecordFields f(*v);
+  Job::Placed p{f.n("step_s"), f.s("method"), f.s("found_by"), read_placement(f.member("placement"), graph),
+                f.b("measured")};
+  if (!(p.step_s > 0) || !std::isfinite(p.step_s) || p.placement.device.empty()) return std::nullopt;
+  return p;
+}
+
 void read_learned_fields(const RecordFields& r, Job& job) {
   job.train_json = r.s("train_config");
   job.policy_type = r.s("policy_type");
@@ -142,18 +165,13 @@ void read_learned_fields(const RecordFields& r, Job& job) {
   job.best_simulated_s = r.n("best_simulated_s");
   job.best_found_by = r.s("best_found_by");
   job.policy_best_step_s = r.n("policy_best_step_s");
+  job.last_placed = read_last_placed(r, job.graph_name);
   const rapidjson::Value* t = r.member("final_table");
   if (t && t->IsObject()) read_final_table(RecordFields(*t), job);
 }
 
 void read_best_placement(const RecordFields& r, Job& job) {
-  const rapidjson::Value* bp = r.member("best_placement");
-  if (!bp || !bp->IsObject()) return;
-  auto dev = bp->FindMember("device");
-  if (dev != bp->MemberEnd() && dev->value.IsObject())
-    for (auto it = dev->value.MemberBegin(); it != dev->value.MemberEnd(); ++it)
-      if (it->value.IsString()) job.best_placement.device[it->name.GetString()] = it->value.GetString();
-  job.best_placement.graph = job.graph_name;
+  job.best_placement = read_placement(r.member("best_placement"), job.graph_name);
 }
 
 }  // namespace

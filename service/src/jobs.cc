@@ -70,6 +70,15 @@ void write_final_table(JsonOut& o, const Job& job) {
   o.end();
 }
 
+// A learned job's last best with a placement, while the policy's (whose placement the trainer holds) is
+// the best: in the record, so that a restarted server's answer for the job is not a bare time.
+void write_last_placed(JsonOut& o, const Job& job) {
+  if (!job.last_placed) return;
+  const Job::Placed& p = *job.last_placed;
+  o.begin_object("last_placed").field("step_s", p.step_s).field("method", p.method).field("found_by", p.found_by);
+  o.field("measured", p.measured).placement("placement", p.placement).end();
+}
+
 constexpr double kRoundSeconds = 0.5;  // cancellation answers within about one placer run
 constexpr int64_t kRoundSamples = 200;
 
@@ -192,10 +201,12 @@ namespace {
 
 // A job that ran to its end, failed or was cancelled: its state and what the reply says of it.
 void settle_ended(Job& job, const std::string& error) {
+  // A best without its placement (a resumed job's policy time, its trainer never reached: cancelled while
+  // it waited for the devices, say) becomes the last one that had it.
+  job.restore_last_placed();
   if (!error.empty()) {
     job.state = JobState::Failed;
     job.error = (job.learned ? "training failed: " : "the search failed: ") + error;
-    job.restore_last_placed();
   } else if (job.cancel && !job.cancelled_by_user && !job.trainer_finished) {
     job.state = JobState::Failed;
     job.error = "server shut down while the job ran; its best placement so far is kept";
@@ -509,6 +520,7 @@ void JobManager::persist(const Job& job) {
     o.field("updates", job.updates).field("budget_updates", job.budget_updates).field("restarts", job.restarts);
     o.field("best_measured", job.best_measured).field("best_simulated_s", job.best_simulated_s);
     o.field("best_found_by", job.best_found_by).field("policy_best_step_s", job.policy_best_step_s);
+    write_last_placed(o, job);
     write_final_table(o, job);
   }
   o.placement("best_placement", job.best_placement);

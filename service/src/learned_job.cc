@@ -2,6 +2,7 @@
 // schema) completed with the request's graph, cluster and budget, trained in
 // the job runner by the same train() as the CLI, with checkpoints in the
 // job's folder so a restarted server resumes it.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -9,9 +10,11 @@
 
 #include "jobs.h"
 #include "objective.h"
+#include "placer/agent/placer.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
+#include "placer/graphs/fields.h"
 #include "placer/graphs/serialize.h"
 #include "placer/service/metrics.h"
 
@@ -163,6 +166,23 @@ TrainConfig learned_config(const Request& r, const std::shared_ptr<const Prepare
   return c;
 }
 
+// A config's list of placers (warm_start.methods, compare), checked at submit: each name known (an unknown
+// one failed the job later) and listed once. So the list is at most the registry's length (the same
+// placer thousands of times held the runner, and a cancel or shutdown waited for all of it).
+void check_method_list(const std::vector<std::string>& methods, const std::string& field) {
+  const std::vector<std::string> known = placer_names();
+  for (size_t i = 0; i < methods.size(); ++i) {
+    const std::string at = field + "[" + std::to_string(i) + "]";
+    if (std::find(known.begin(), known.end(), methods[i]) == known.end())
+      throw RequestError(codes::kBadRequest, at, unknown_name("method", methods[i], known));
+    const size_t first = static_cast<size_t>(std::find(methods.begin(), methods.end(), methods[i]) - methods.begin());
+    if (first < i)
+      throw RequestError(
+          codes::kBadRequest, at,
+          "'" + methods[i] + "' is listed twice (also at [" + std::to_string(first) + "]); each placer runs once");
+  }
+}
+
 }  // namespace
 
 void JobManager::prepare_learned(Job& job) {
@@ -172,6 +192,8 @@ void JobManager::prepare_learned(Job& job) {
   job.dir = (fs::path(jobs_dir()) / job.id).string();
   auto train = std::make_shared<TrainConfig>(learned_config(r, job.prepared, job.id, job.dir));
   const TrainConfig& c = *train;
+  check_method_list(c.warm_start.methods, kField + ".warm_start.methods");
+  check_method_list(c.compare, kField + ".compare");
   // A bounded warm start (the budget counts training time only).
   if (c.warm_start.bc_steps > 5000)
     throw RequestError(codes::kBadRequest, kField + ".warm_start.bc_steps",

@@ -21,6 +21,14 @@ EnvOptions simulated_env(const Request& request) {
 
 void check_pipeline_size(const Request& request, const Graph& graph, const ServiceConfig& config) {
   if (request.objective != Objective::Pipeline) return;
+  // make_pipeline_graph's GraphError, named: it reached the client as bad_request with no field.
+  if (!graph.is_training())
+    throw RequestError(codes::kBadRequest, request.graph.forward_only ? "graph.forward_only" : "objective",
+                       request.graph.forward_only
+                           ? "a pipeline objective needs a training graph (backward and update ops); this one is "
+                             "forward-only"
+                           : "a pipeline objective needs a training graph (backward and update ops); graph '" +
+                                 graph.name + "' has none");
   const int64_t ops = static_cast<int64_t>(graph.size()) * request.pipeline.microbatches;
   if (ops > config.max_ops)
     throw RequestError(codes::kTooLarge, "microbatches",

@@ -21,7 +21,9 @@ void apply_objective(const Request& request, RewardSettings& settings);
 EnvOptions simulated_env(const Request& request);
 
 // too_large at `microbatches` when the pipelined mini-batch (the graph's ops
-// once per micro-batch) would have more than config.max_ops operators.
+// once per micro-batch) would have more than config.max_ops operators;
+// bad_request at `graph.forward_only` (or `objective`) for a graph with no
+// backward and update ops, which cannot be pipelined.
 void check_pipeline_size(const Request& request, const Graph& graph, const ServiceConfig& config);
 
 // "status" and "step_s" (null and "message" when it failed); measured: the

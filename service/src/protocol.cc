@@ -337,7 +337,8 @@ std::shared_ptr<rapidjson::Document> parse_document(std::string_view text, const
 }
 
 // What every request has: id, version, type, deadline, seed, include_placement.
-Request parse_envelope(const Fields& f, const ProtocolLimits& limits) {
+// *type (when given) is set once the type is read, before the fields after it.
+Request parse_envelope(const Fields& f, const ProtocolLimits& limits, std::optional<RequestType>* type_seen) {
   Request r;
   if (const Value* id = f.find("id")) {
     if (id->IsString())
@@ -360,6 +361,7 @@ Request parse_envelope(const Fields& f, const ProtocolLimits& limits) {
     if (type == kTypeNames[i]) found = i;
   if (found < 0) throw RequestError(codes::kUnknownType, "type", unknown_name("request type", type, kTypeNames));
   r.type = static_cast<RequestType>(found);
+  if (type_seen) *type_seen = r.type;
   r.deadline_ms = f.integer("deadline_ms", false, 0, 1, limits.max_deadline_ms);
   r.seed = static_cast<uint64_t>(f.integer("seed", false, 0, 0, INT64_MAX));
   r.include_placement = f.boolean("include_placement", true);
@@ -544,11 +546,15 @@ std::string Request::objective_key() const {
 }
 
 Request parse_request(std::string_view text, const ProtocolLimits& limits) {
+  return parse_request(text, limits, nullptr);
+}
+
+Request parse_request(std::string_view text, const ProtocolLimits& limits, std::optional<RequestType>* type) {
   check_size(text, limits);
   const Stripped stripped = strip_inline_graph(text);
   const std::shared_ptr<rapidjson::Document> doc = parse_document(text, stripped);
   const Fields f(*doc, "", limits);
-  Request r = parse_envelope(f, limits);
+  Request r = parse_envelope(f, limits, type);
   switch (r.type) {
     case RequestType::Health:
     case RequestType::Policies: break;

@@ -8,6 +8,7 @@
 #include <deque>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <zmq.hpp>
 #include <zmq_addon.hpp>
@@ -50,7 +51,7 @@ struct Server::Impl {
   int busy_workers = 0;
   bool closing = false;
   std::atomic<bool> stop{false};
-  std::atomic<int64_t> received{0}, replied{0}, busy{0}, gone{0};
+  std::atomic<int64_t> received{0}, replied{0}, busy{0}, gone{0}, dropped{0};
   bool started = false, stopped = false;
 
   void send_to_client(std::vector<zmq::message_t>& envelope, const std::string& body) {
@@ -87,6 +88,35 @@ struct Server::Impl {
     }
   }
 
+  // Stops taking requests: the queued ones are answered shutting_down.
+  void drain_queue() {
+    std::deque<Task> left;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      closing = true;
+      left.swap(queue);
+    }
+    wake.notify_all();
+    for (auto& t : left) {
+      send_to_client(t.envelope,
+                     error_reply(quick_id(t.body), "", codes::kShuttingDown, "", "the server is shutting down"));
+      if (metrics) metrics->observe_request("unknown", Outcome::Error, seconds_since(t.received));
+    }
+    if (metrics) metrics->set_queue_depth(0);
+  }
+
+  // While draining: true once no worker runs and the queue is empty, with what is still in the inproc
+  // pipe forwarded (workers send before they count themselves idle).
+  bool drained() {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (busy_workers != 0 || !queue.empty()) return false;
+    }
+    zmq::pollitem_t last[] = {{static_cast<void*>(replies), 0, ZMQ_POLLIN, 0}};
+    while (zmq::poll(last, 1, std::chrono::milliseconds(20)) > 0) forward_replies();
+    return true;
+  }
+
   void io_loop() {
     zmq::pollitem_t items[] = {{static_cast<void*>(frontend), 0, ZMQ_POLLIN, 0},
                                {static_cast<void*>(replies), 0, ZMQ_POLLIN, 0}};
@@ -94,114 +124,130 @@ struct Server::Impl {
     for (;;) {
       if (stop && !draining) {
         draining = true;
-        std::deque<Task> left;
-        {
-          std::lock_guard<std::mutex> lock(mutex);
-          closing = true;
-          left.swap(queue);
-        }
-        wake.notify_all();
-        for (auto& t : left) {
-          send_to_client(t.envelope,
-                         error_reply(quick_id(t.body), "", codes::kShuttingDown, "", "the server is shutting down"));
-          if (metrics) metrics->observe_request("unknown", Outcome::Error, seconds_since(t.received));
-        }
-        if (metrics) metrics->set_queue_depth(0);
+        drain_queue();
       }
-      if (draining) {
-        bool idle;
-        {
-          std::lock_guard<std::mutex> lock(mutex);
-          idle = busy_workers == 0 && queue.empty();
-        }
-        if (idle) {
-          // Workers send before they count themselves idle: forward what is
-          // still in the inproc pipe, then stop.
-          zmq::pollitem_t last[] = {{static_cast<void*>(replies), 0, ZMQ_POLLIN, 0}};
-          while (zmq::poll(last, 1, std::chrono::milliseconds(20)) > 0) forward_replies();
-          break;
-        }
-      }
+      if (draining && drained()) break;
       zmq::poll(items, 2, std::chrono::milliseconds(draining ? 10 : 50));
       if (items[1].revents & ZMQ_POLLIN) forward_replies();
-      if ((items[0].revents & ZMQ_POLLIN) && !draining) {
-        for (int n = 0; n < 256; ++n) {
-          std::vector<zmq::message_t> parts;
-          if (!zmq::recv_multipart(frontend, std::back_inserter(parts), zmq::recv_flags::dontwait)) break;
-          if (parts.size() < 2) continue;  // no routing id: cannot answer
-          received++;
-          Task t;
-          t.received = Clock::now();
-          t.body = parts.back().to_string();
-          parts.pop_back();
-          t.envelope = std::move(parts);
-          bool full;
-          int64_t depth;
-          {
-            std::lock_guard<std::mutex> lock(mutex);
-            full = static_cast<int>(queue.size()) >= config.queue_capacity;
-            if (!full) queue.push_back(std::move(t));
-            depth = static_cast<int64_t>(queue.size());
-            if (metrics) metrics->set_queue_depth(depth);  // under the lock: written in the queue's order
-          }
-          if (full) {
-            busy++;
-            send_to_client(t.envelope,
-                           error_reply(quick_id(t.body), "", codes::kBusy, "",
-                                       "the request queue is full (" + std::to_string(config.queue_capacity) +
-                                           " waiting); retry later"));
-            if (metrics) metrics->observe_request("unknown", Outcome::Busy, seconds_since(t.received));
-          } else {
-            wake.notify_one();
-          }
-        }
-      }
+      if ((items[0].revents & ZMQ_POLLIN) && !draining)
+        for (int n = 0; n < 256; ++n)
+          if (!receive_one()) break;
     }
   }
 
+  // One message from the frontend, frame by frame, so that no more than three frames are ever held: a
+  // request is [id, body] (a DEALER sending the JSON alone) or [id, empty, body] (REQ, and DEALERs that
+  // send the delimiter, as placer's clients do). ZMQ_MAXMSGSIZE caps each frame, not the message: any
+  // other framing is read to its end and dropped (its frames were queued and echoed back as the
+  // "envelope", 20 frames of 16 MiB each). False when nothing was waiting.
+  bool read_message(std::vector<zmq::message_t>& frames, bool& framed) {
+    frames.clear();
+    framed = true;
+    for (bool first = true;; first = false) {
+      zmq::message_t m;
+      // The frames of a message arrive together: only the first may be missing.
+      if (!frontend.recv(m, first ? zmq::recv_flags::dontwait : zmq::recv_flags::none)) {
+        framed = false;
+        return !first;
+      }
+      const bool more = m.more();
+      if (frames.size() < 3)
+        frames.push_back(std::move(m));
+      else
+        framed = false;
+      if (!more) break;
+    }
+    if (frames.size() < 2 || (frames.size() == 3 && frames[1].size() != 0)) framed = false;
+    return true;
+  }
+
+  // Receives one message and queues it (or answers busy, or drops it). False when nothing was waiting.
+  bool receive_one() {
+    std::vector<zmq::message_t> parts;
+    bool framed;
+    if (!read_message(parts, framed)) return false;
+    if (!framed) {
+      dropped++;
+      if (metrics) metrics->observe_request("invalid", Outcome::Error, 0.0);
+      return true;
+    }
+    received++;
+    Task t;
+    t.received = Clock::now();
+    t.body = parts.back().to_string();
+    parts.pop_back();
+    t.envelope = std::move(parts);
+    enqueue(std::move(t));
+    return true;
+  }
+
+  void enqueue(Task t) {
+    bool full;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      full = static_cast<int>(queue.size()) >= config.queue_capacity;
+      if (!full) queue.push_back(std::move(t));
+      if (metrics) metrics->set_queue_depth(static_cast<int64_t>(queue.size()));  // under the lock: in order
+    }
+    if (!full) {
+      wake.notify_one();
+      return;
+    }
+    busy++;
+    send_to_client(t.envelope, error_reply(quick_id(t.body), "", codes::kBusy, "",
+                                           "the request queue is full (" + std::to_string(config.queue_capacity) +
+                                               " waiting); retry later"));
+    if (metrics) metrics->observe_request("unknown", Outcome::Busy, seconds_since(t.received));
+  }
+
+  // Parses and runs one request: its reply. *seen is the request's type once its envelope was read,
+  // *id its id once parsed.
+  std::string run(const Task& t, std::optional<RequestType>* seen, std::string* id) {
+    Request r = parse_request(t.body, config.limits, seen);
+    *id = r.id;
+    int64_t ms = r.deadline_ms > 0 ? r.deadline_ms : config.default_deadline_ms;
+    auto deadline = t.received + std::chrono::milliseconds(ms);
+    if (Clock::now() > deadline)
+      throw RequestError(codes::kDeadline, "deadline_ms",
+                         "waited " + std::to_string(static_cast<int64_t>(seconds_since(t.received) * 1000)) +
+                             " ms in the queue, past the deadline of " + std::to_string(ms) + " ms");
+    std::string result = handler(r, deadline);
+    // A request that changed the server's state (a job made, a result handed over and forgotten, a job
+    // cancelled) keeps its reply, late or not: replaced, the change was lost to the client for good.
+    const bool committed =
+        r.type == RequestType::Optimize || r.type == RequestType::Result || r.type == RequestType::Cancel;
+    if (!committed && Clock::now() > deadline)
+      throw RequestError(codes::kDeadline, "deadline_ms",
+                         "took " + std::to_string(static_cast<int64_t>(seconds_since(t.received) * 1000)) +
+                             " ms, past the deadline of " + std::to_string(ms) + " ms");
+    return ok_reply(*id, r.type, result);
+  }
+
   std::string process(const Task& t) {
-    std::string type = "invalid", id;
-    Outcome outcome = Outcome::Ok;
-    std::string reply;
+    std::optional<RequestType> seen;  // the type, once read: in the reply and the metric's label
+    std::string id, reply;
+    Outcome outcome = Outcome::Error;
+    auto type = [&] { return seen ? std::string(request_type_name(*seen)) : std::string(); };
     try {
-      Request r = parse_request(t.body, config.limits);
-      type = request_type_name(r.type);
-      id = r.id;
-      int64_t ms = r.deadline_ms > 0 ? r.deadline_ms : config.default_deadline_ms;
-      auto deadline = t.received + std::chrono::milliseconds(ms);
-      if (Clock::now() > deadline)
-        throw RequestError(codes::kDeadline, "deadline_ms",
-                           "waited " + std::to_string(static_cast<int64_t>(seconds_since(t.received) * 1000)) +
-                               " ms in the queue, past the deadline of " + std::to_string(ms) + " ms");
-      std::string result = handler(r, deadline);
-      // A request that changed the server's state (a job made, a result handed over and forgotten, a job
-      // cancelled) keeps its reply, late or not: replaced, the change was lost to the client for good.
-      const bool committed =
-          r.type == RequestType::Optimize || r.type == RequestType::Result || r.type == RequestType::Cancel;
-      if (!committed && Clock::now() > deadline)
-        throw RequestError(codes::kDeadline, "deadline_ms",
-                           "took " + std::to_string(static_cast<int64_t>(seconds_since(t.received) * 1000)) +
-                               " ms, past the deadline of " + std::to_string(ms) + " ms");
-      reply = ok_reply(id, r.type, result);
+      reply = run(t, &seen, &id);
+      outcome = Outcome::Ok;
     } catch (const RequestError& e) {
-      if (id.empty()) id = salvage_request_id(t.body);
       outcome = e.code() == codes::kBusy       ? Outcome::Busy
                 : e.code() == codes::kDeadline ? Outcome::Deadline
                                                : Outcome::Error;
-      reply = error_reply(id, type == "invalid" ? "" : type, e.code(), e.field(), e.problem());
-    } catch (const InputError& e) {
-      if (id.empty()) id = salvage_request_id(t.body);
-      outcome = Outcome::Error;
-      reply = error_reply(id, type, codes::kBadRequest, "", e.what());
+      reply = error_reply(id.empty() ? salvage_request_id(t.body) : id, type(), e.code(), e.field(), e.problem());
+    } catch (const InputError& e) {  // one that names its field (a GraphError's, say) says it
+      reply = error_reply(id.empty() ? salvage_request_id(t.body) : id, type(), codes::kBadRequest, e.field(),
+                          e.field().empty() ? e.what() : e.problem());
     } catch (const std::exception& e) {
       outcome = Outcome::Internal;
-      std::fprintf(stderr, "placer serve: internal error in a %s request: %s\n", type.c_str(), e.what());
-      reply = error_reply(id, type, codes::kInternal, "", std::string("internal error: ") + e.what());
+      std::fprintf(stderr, "placer serve: internal error in a %s request: %s\n", type().c_str(), e.what());
+      reply = error_reply(id, type(), codes::kInternal, "", std::string("internal error: ") + e.what());
     } catch (...) {
       outcome = Outcome::Internal;
-      reply = error_reply(id, type, codes::kInternal, "", "internal error: unknown exception");
+      reply = error_reply(id, type(), codes::kInternal, "", "internal error: unknown exception");
     }
-    if (metrics) metrics->observe_request(type, outcome, seconds_since(t.received));
+    if (metrics) metrics->observe_request(seen ? type() : "invalid", outcome, seconds_since(t.received));
     return reply;
   }
 
@@ -341,7 +387,7 @@ int64_t Server::queue_depth() const {
 }
 
 ServerStats Server::stats() const {
-  return {impl_->received.load(), impl_->replied.load(), impl_->busy.load(), impl_->gone.load()};
+  return {impl_->received.load(), impl_->replied.load(), impl_->busy.load(), impl_->gone.load(), impl_->dropped.load()};
 }
 
 std::pair<std::string, std::string> curve_keypair() {

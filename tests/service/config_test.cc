@@ -74,5 +74,22 @@ TEST(ServiceConfig, WrongTypesAndRangesNameTheField) {
       << error_of("workers: 2\nworkers: 4\n");
 }
 
+// received + milliseconds(ms) overflowed at INT64_MAX; a default above the cap made every request that
+// gave no deadline carry one it could not have asked for.
+TEST(ServiceConfig, DeadlinesAreCappedAndTheDefaultIsWithinTheMaximum) {
+  EXPECT_EQ(error_of("default_deadline_ms: 9223372036854775807\n"),
+            "default_deadline_ms: must be in [1, 1000000000], got 9223372036854775807");
+  EXPECT_EQ(error_of("limits: {max_deadline_ms: 9223372036854775807}\n"),
+            "limits.max_deadline_ms: must be in [1, 1000000000], got 9223372036854775807");
+  EXPECT_EQ(error_of("default_deadline_ms: 700000\n"),
+            "default_deadline_ms: 700000 is over limits.max_deadline_ms (600000)");
+  EXPECT_EQ(error_of("limits: {max_deadline_ms: 1000}\n"),
+            "default_deadline_ms: 30000 is over limits.max_deadline_ms (1000)");
+  const ServiceConfig c =
+      parse_service_config("default_deadline_ms: 1000000000\nlimits: {max_deadline_ms: 1000000000}\n", "");
+  EXPECT_EQ(c.default_deadline_ms, 1'000'000'000);
+  EXPECT_EQ(c.limits.max_deadline_ms, 1'000'000'000);
+}
+
 }  // namespace
 }  // namespace placer::service

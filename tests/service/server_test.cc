@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -11,8 +13,10 @@
 #include <mutex>
 #include <thread>
 #include <zmq.hpp>
+#include <zmq_addon.hpp>
 
 #include "placer/service/client.h"
+#include "placer/service/metrics.h"
 
 namespace placer::service {
 namespace {
@@ -212,6 +216,88 @@ TEST(Server, OversizedMessageIsDroppedAndServerKeepsServing) {
   }
   Client c = client_for(server);
   EXPECT_NE(c.request(req("health", "small")).find(R"("status":"ok")"), std::string::npos);
+}
+
+// ZMQ_MAXMSGSIZE caps each frame, not a message: every frame before the last became the reply's "envelope",
+// was queued and echoed back (20 frames of 16 MiB - 1 and a health request held ~320 MiB each). Only
+// [id, body] and [id, empty, body] are requests; anything else is dropped before the queue, and counted.
+TEST(Server, OnlyTheFramingsClientsSendAreQueued) {
+  prometheus::Registry registry;
+  ServiceMetrics metrics(registry);
+  Server server(test_config(), echo, &metrics);
+  server.start();
+  zmq::context_t ctx;
+  auto send = [&](const std::vector<std::string>& frames) {
+    auto s = std::make_unique<zmq::socket_t>(ctx, zmq::socket_type::dealer);
+    s->set(zmq::sockopt::linger, 0);
+    s->connect(server.endpoint());
+    for (size_t i = 0; i < frames.size(); ++i)
+      s->send(zmq::buffer(frames[i]), i + 1 < frames.size() ? zmq::send_flags::sndmore : zmq::send_flags::none);
+    return s;
+  };
+  auto reply = [](zmq::socket_t& s, int ms) {
+    zmq::pollitem_t items[] = {{static_cast<void*>(s), 0, ZMQ_POLLIN, 0}};
+    zmq::poll(items, 1, std::chrono::milliseconds(ms));
+    if (!(items[0].revents & ZMQ_POLLIN)) return std::vector<std::string>{};
+    std::vector<zmq::message_t> parts;
+    (void)zmq::recv_multipart(s, std::back_inserter(parts));
+    std::vector<std::string> out;
+    for (auto& p : parts) out.push_back(p.to_string());
+    return out;
+  };
+  const std::string health = req("health", "h");
+  auto delimited = send({"", health});
+  auto bare = send({health});
+  EXPECT_EQ(reply(*delimited, 5000).size(), 2u);  // the delimiter back, then the reply
+  EXPECT_EQ(reply(*bare, 5000).size(), 1u);
+  auto extra = send({std::string(1000, 'x'), "", health});
+  auto not_empty = send({"x", health});
+  EXPECT_TRUE(reply(*extra, 300).empty()) << "an extra frame was queued and echoed back";
+  EXPECT_TRUE(reply(*not_empty, 300).empty()) << "a non-empty delimiter was queued and echoed back";
+  EXPECT_EQ(server.stats().received, 2);
+  EXPECT_EQ(server.stats().dropped, 2);
+  const std::string text = prometheus::TextSerializer().Serialize(registry.Collect());
+  EXPECT_NE(text.find(R"(placer_service_requests_total{outcome="error",type="invalid"} 2)"), std::string::npos) << text;
+}
+
+// A request whose type was read but whose body is bad says its type, in the reply and the metric
+// (it said "type":"" and counted as invalid); a type not known stays invalid (a bounded label set).
+TEST(Server, AnErrorAfterTheTypeCarriesTheType) {
+  prometheus::Registry registry;
+  ServiceMetrics metrics(registry);
+  Server server(test_config(), echo, &metrics);
+  server.start();
+  Client c = client_for(server);
+  const std::string r = c.request(req("place", "m", R"(,"cluster":"k80x2")"));
+  EXPECT_NE(r.find(R"("id":"m","type":"place","status":"error","error":{"code":"bad_request","field":"graph")"),
+            std::string::npos)
+      << r;
+  // A field of the envelope read after the type, too.
+  const std::string d = c.request(req("health", "d", R"(,"deadline_ms":0)"));
+  EXPECT_NE(d.find(R"("type":"health","status":"error","error":{"code":"bad_request","field":"deadline_ms")"),
+            std::string::npos)
+      << d;
+  EXPECT_NE(c.request(req("fly", "u")).find(R"("type":"","status":"error")"), std::string::npos);
+  const std::string text = prometheus::TextSerializer().Serialize(registry.Collect());
+  EXPECT_NE(text.find(R"(placer_service_requests_total{outcome="error",type="health"} 1)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(placer_service_requests_total{outcome="error",type="place"} 1)"), std::string::npos) << text;
+  EXPECT_NE(text.find(R"(placer_service_requests_total{outcome="error",type="invalid"} 1)"), std::string::npos) << text;
+  EXPECT_EQ(text.find(R"(type="fly")"), std::string::npos) << text;
+}
+
+// An InputError that names its field (a GraphError of a pipeline, say) names it in the reply.
+TEST(Server, AnInputErrorWithAFieldNamesIt) {
+  auto handler = [](const Request&, Clock::time_point) -> std::string {
+    throw InputError("", "graph.forward_only", "a forward-only graph cannot be pipelined");
+  };
+  Server server(test_config(1), handler);
+  server.start();
+  const std::string r =
+      client_for(server).request(req("place", "f", R"(,"graph":{"builder":"mlp"},"cluster":"k80x2")"));
+  EXPECT_NE(r.find(R"("code":"bad_request","field":"graph.forward_only","message":"a forward-only graph cannot be )"
+                   R"(pipelined")"),
+            std::string::npos)
+      << r;
 }
 
 TEST(Server, CurveAdmitsOnlyListedClients) {

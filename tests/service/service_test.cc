@@ -182,7 +182,7 @@ TEST(Service, EvaluateChecksThePlacementAgainstTheGraph) {
       s,
       R"({"version":1,"type":"evaluate","graph":{"builder":"mlp","options":{"layers":3,"width":64,"input":64,"batch":8}},"cluster":"k80x2","placement":{"device":{)" +
           devices + "}}}");
-  EXPECT_EQ(wrong.rfind("bad_placement placement: ", 0), 0u) << wrong;
+  EXPECT_EQ(wrong.rfind("bad_placement placement.device.", 0), 0u) << wrong;
   std::string bad_device = fail(s, std::string(R"({"version":1,"type":"evaluate",)") + kMlp +
                                        R"(,"cluster":"k80x2","placement":{"device":{)" +
                                        devices.substr(0, devices.size() - 8) + "\"cuda:9\"}}}");
@@ -553,6 +553,56 @@ TEST(Service, LearnedConfigErrorsNameTheField) {
   EXPECT_EQ(fail(s, head + R"("seq2seq","reward_mode":"measured"})"),
             "bad_request reward_mode: 'measured' runs the model on this server's devices; the server's config does "
             "not allow it (jobs.measure: false); use simulated");
+}
+
+// A learned job's warm-start and compare names are checked at submit (an unknown one failed the job
+// later), and each placer is listed once: with every name known and none twice, the list is at most
+// the registry's length (a list of the same placer thousands of times held the runner, cancel and all).
+TEST(Service, LearnedMethodNamesAreCheckedAtSubmit) {
+  PlacementService s(small_config());
+  const std::string head = std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                           R"(,"cluster":"k80x2","budget":{"samples":32},"learned":)";
+  const std::string unknown = fail(s, head + R"({"warm_start":{"methods":["m_etf","nope"]}}})");
+  EXPECT_EQ(unknown.rfind("bad_request learned.warm_start.methods[1]: unknown method 'nope' (known: ", 0), 0u)
+      << unknown;
+  EXPECT_EQ(fail(s, head + R"({"warm_start":{"methods":["m_etf","heft","m_etf"]}}})"),
+            "bad_request learned.warm_start.methods[2]: 'm_etf' is listed twice (also at [0]); each placer runs once");
+  const std::string compare = fail(s, head + R"({"compare":["dp","nope"]}})");
+  EXPECT_EQ(compare.rfind("bad_request learned.compare[1]: unknown method 'nope' (known: ", 0), 0u) << compare;
+  EXPECT_EQ(fail(s, head + R"({"compare":["dp","dp"]}})"),
+            "bad_request learned.compare[1]: 'dp' is listed twice (also at [0]); each placer runs once");
+}
+
+// A cancel stops the warm start between its placers (and a search within it): the job waited for all of
+// them, a SIGTERM too. A warm start cut short leaves no checkpoint, so a resumed job starts it again.
+TEST(Service, ACancelStopsTheWarmStart) {
+  const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_warm_" + std::to_string(::getpid()));
+  placer::remove_tree(dir);
+  const TrainConfig c = parse_train_config(
+      "name: t\ngraph: {builder: mlp, options: {layers: 2, width: 64, input: 64, batch: 8}}\ncluster: k80x2\n"
+      "policy: {type: seq2seq, hidden: 8}\ntrain: {updates: 2, samples_per_update: 4}\n"
+      "warm_start: {methods: [m_etf, heft, local_search], bc_steps: 10}\nrun: {seed: 1, output_dir: " +
+          dir.string() + "}\n",
+      "test");
+  std::atomic<bool> cancel{true};
+  TrainControls ctl;
+  ctl.progress = false;
+  ctl.cancel = &cancel;
+  const TrainResult r = train(c, nullptr, ctl);
+  EXPECT_EQ(r.ended_by, "stopped");
+  EXPECT_TRUE(r.baselines.empty()) << r.baselines.size() << " warm-start placers ran after the cancel";
+  EXPECT_FALSE(std::filesystem::exists(dir / "checkpoint.pt"));
+  placer::remove_tree(dir);
+}
+
+// A pipeline needs backward and update ops: on a forward-only graph it is refused naming the field (it was
+// bad_request with an empty field).
+TEST(Service, APipelineOfAForwardOnlyGraphNamesTheField) {
+  PlacementService s(small_config());
+  EXPECT_EQ(fail(s, R"({"version":1,"type":"place","graph":{"builder":"mlp","forward_only":true},"cluster":"k80x2",)"
+                    R"("objective":"pipeline"})"),
+            "bad_request graph.forward_only: a pipeline objective needs a training graph (backward and update ops); "
+            "this one is forward-only");
 }
 
 // Learned jobs export reward series labelled by job; only the newest
@@ -946,6 +996,134 @@ TEST(Service, ALearnedJobsBestWithoutItsPlacementIsTheLastThatHadOne) {
   none.best_step_s = 0.3;
   none.restore_last_placed();
   EXPECT_EQ(none.best_step_s, 0.0);
+}
+
+// A learned job's last best with a placement is in its record: after a crash, a cancel while it waits in
+// the queue answers with it (it said "best": null, though the placement was on disk).
+TEST(Service, ALearnedJobsLastPlacedSurvivesARestart) {
+  const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_placed_" + std::to_string(::getpid()));
+  placer::remove_tree(dir);
+  ServiceConfig c = small_config();
+  c.place_baselines = {"round_robin"};  // a fast path the policy beats
+  c.state_dir = dir.string();
+  std::string id, crashed;
+  const auto record = [&] { return (dir / "jobs" / (id + ".json")).string(); };
+  {
+    PlacementService s(c);
+    id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                                 R"(,"cluster":"k80x4","budget":{"samples":400000},"learned":{"policy":{"type":)"
+                                 R"("seq2seq","hidden":8},"train":{"samples_per_update":8},"warm_start":{"methods":)"
+                                 R"(["m_etf"],"bc_steps":100},"run":{"checkpoint_every":1}}})"));
+    for (int i = 0; i < 3000 && crashed.find(R"("best_found_by":"policy")") == std::string::npos; ++i) {
+      std::this_thread::sleep_for(20ms);
+      crashed = read_file(record());
+    }
+    ASSERT_NE(crashed.find(R"("best_found_by":"policy")"), std::string::npos) << crashed;
+  }
+  write_file_atomic(record(), crashed);  // what a crash while it ran leaves
+  c.job_runners = 0;                     // it waits in the queue
+  PlacementService s(c);
+  handle(s, R"({"version":1,"type":"cancel","job_id":")" + id + "\"}");
+  const std::string r = handle(s, R"({"version":1,"type":"result","job_id":")" + id + "\"}");
+  EXPECT_NE(r.find(R"("best":{"method":"round_robin",)"), std::string::npos) << r;
+  EXPECT_NE(r.find(R"("found_by":"fast_path")"), std::string::npos) << r;
+  EXPECT_NE(r.find(R"("placement":{"graph":"mlp","device":{")"), std::string::npos) << r;
+  placer::remove_tree(dir);
+}
+
+// A resumed measuring job cancelled while it waits for the server's devices answers with its last best that
+// had a placement (it showed the policy's time with "device":{}).
+TEST(Service, AMeasuredJobCancelledWhileWaitingForTheDevicesKeepsAPlacement) {
+  const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_lease_" + std::to_string(::getpid()));
+  placer::remove_tree(dir);
+  ServiceConfig c = small_config();
+  c.state_dir = dir.string();
+  c.measure_jobs = true;
+  c.job_runners = 0;
+  std::string id;
+  {
+    PlacementService s(c);
+    id = job_id_of(handle(s, measured_mlp_job(100000)));
+  }  // queued on disk
+  const std::string path = (dir / "jobs" / (id + ".json")).string();
+  std::string rec = read_file(path);
+  const std::string none = R"("best_method":"","best_step_s":0.0,)";
+  const auto at = rec.find(none);
+  ASSERT_NE(at, std::string::npos) << rec;
+  rec.replace(at, none.size(), R"("best_method":"learned:seq2seq","best_step_s":0.25,)");
+  rec.replace(rec.find(R"("best_found_by":"")"), std::string(R"("best_found_by":"")").size(),
+              R"("best_found_by":"policy","last_placed":{"step_s":0.5,"method":"m_etf","found_by":"baseline",)"
+              R"("measured":true,"placement":{"graph":"mlp","device":{"input/features":"cpu:0"}}})");
+  write_file_atomic(path, rec);
+  c.job_runners = 1;
+  JobManager jobs(c, nullptr);
+  std::atomic<bool> release{false};
+  std::promise<void> holding;
+  std::thread holder([&] {
+    jobs.with_devices("an evaluate request", Clock::now() + 60s, [&] {
+      holding.set_value();
+      while (!release) std::this_thread::sleep_for(5ms);
+    });
+  });
+  holding.get_future().wait();
+  jobs.start();
+  std::string st;
+  for (int i = 0; i < 1000 && st.find("\"waiting\":") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(10ms);
+    st = jobs.status_json(id);
+  }
+  EXPECT_NE(st.find("\"waiting\":"), std::string::npos) << st;  // (no ASSERT: the holder must be joined)
+  jobs.cancel(id);
+  for (int i = 0; i < 1000 && st.find("\"state\":\"cancelled\"") == std::string::npos; ++i) {
+    std::this_thread::sleep_for(10ms);
+    st = jobs.status_json(id);
+  }
+  release = true;
+  holder.join();
+  const std::string r = jobs.result_json(id, true);
+  EXPECT_NE(r.find(R"("best":{"method":"m_etf","step_s":0.5,"found_by":"baseline","measured":true)"), std::string::npos)
+      << r;
+  EXPECT_NE(r.find(R"("device":{"input/features":"cpu:0"})"), std::string::npos) << r;
+  jobs.shutdown();
+  placer::remove_tree(dir);
+}
+
+// An evaluate placement's errors name the op at fault, placement.device.<op> (they all said "placement").
+TEST(Service, EvaluatePlacementErrorsNameTheOp) {
+  PlacementService s(small_config());
+  Graph g = build_graph("mlp", BuilderOptions{{{"layers", 2}, {"width", 64}, {"input", 64}, {"batch", 8}}, false});
+  std::map<std::string, std::string> all;
+  for (const auto& op : g.ops()) all[op.name] = "cuda:0";
+  auto evaluate = [&](const std::map<std::string, std::string>& placement) {
+    std::string devices;
+    for (const auto& [op, d] : placement)
+      devices += (devices.empty() ? "" : ",") + json_quote(op) + ":" + json_quote(d);
+    return fail(s, std::string(R"({"version":1,"type":"evaluate",)") + kMlp +
+                       R"(,"cluster":"k80x2","placement":{"device":{)" + devices + "}}}");
+  };
+  EXPECT_EQ(evaluate(all), "no error");
+  auto ghost = all;
+  ghost["ghost"] = "cuda:0";
+  EXPECT_EQ(evaluate(ghost), "bad_placement placement.device.ghost: no op 'ghost' in graph 'mlp'");
+  auto far = all;
+  far[g.ops().back().name] = "cuda:9";
+  EXPECT_EQ(evaluate(far), "bad_placement placement.device." + g.ops().back().name +
+                               ": device 'cuda:9' is not in cluster 'k80x2' (devices: cuda:0, cuda:1)");
+  auto missing = all;
+  missing.erase(g.ops().front().name);
+  EXPECT_EQ(evaluate(missing), "bad_placement placement.device." + g.ops().front().name +
+                                   ": missing: every op of graph 'mlp' needs a device (" +
+                                   std::to_string(g.size() - 1) + " of " + std::to_string(g.size()) + " placed)");
+  // An op away from the op whose gradient it computes.
+  for (const auto& op : g.ops()) {
+    if (!op.forward.valid()) continue;
+    auto split = all;
+    split[op.name] = "cuda:1";
+    const std::string e = evaluate(split);
+    EXPECT_EQ(e.rfind("bad_placement placement.device.", 0), 0u) << e;
+    EXPECT_NE(e.find("cuda:1"), std::string::npos) << e;
+    break;
+  }
 }
 
 // A pipeline place answers with a placement judged as one mini-batch of M

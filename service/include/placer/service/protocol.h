@@ -141,6 +141,9 @@ struct Request {
 
 // Parses one request. Throws RequestError naming the field and problem.
 Request parse_request(std::string_view text, const ProtocolLimits& limits = {});
+// The same; *type is set as soon as the request's version and type are read, so that an error in the
+// rest of it can still say which request it was (left unset when the type is missing or unknown).
+Request parse_request(std::string_view text, const ProtocolLimits& limits, std::optional<RequestType>* type);
 
 // Best-effort recovery of "id" from a request that failed to parse, so the
 // error reply can still be matched by the client. Never throws.

@@ -29,6 +29,7 @@ struct ServerStats {
   int64_t replied = 0;
   int64_t busy = 0;
   int64_t client_gone = 0;
+  int64_t dropped = 0;  // messages framed as no client sends a request (not [id, body] or [id, empty, body])
 };
 
 class Server {
