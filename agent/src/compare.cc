@@ -16,6 +16,7 @@ std::vector<Compared> compare_placers(const std::vector<std::string>& methods, c
   std::vector<Compared> entries;
   entries.reserve(methods.size());
   for (const std::string& method : methods) {
+    if (context.cancel && context.cancel->load()) break;  // the rest are not started
     Compared c;
     c.method = method;
     if (options.on_start) options.on_start(method);

@@ -71,6 +71,20 @@ TEST(Compare, RunsTheNamedPlacersInOrderAndRanksBySimulatedStep) {
   EXPECT_EQ(compare_placers({"random"}, f.context(), {})[0].result.placement, entries[3].result.placement);
 }
 
+// A cancel ends the comparison between placers: the ones not started are left
+// out (a cancelled learned job ran every remaining compare method to its end).
+TEST(Compare, ACancelStopsBeforeTheNextPlacer) {
+  Fixture f;
+  std::atomic<bool> cancel{false};
+  PlaceContext ctx = f.context();
+  ctx.cancel = &cancel;
+  CompareOptions options;
+  options.on_done = [&](Compared&) { cancel = true; };
+  const std::vector<Compared> entries = compare_placers({"single", "round_robin", "m_etf"}, ctx, options);
+  ASSERT_EQ(entries.size(), 1u);
+  EXPECT_EQ(entries[0].method, "single");
+}
+
 // In measured and hybrid mode a search climbs the simulator and only its answer
 // runs for real: local_search's 2,000 evaluations measured would take 20-30 min
 // on cpu:2's nmt. Before, every move it tried was a real run (measured) or

@@ -43,6 +43,7 @@ struct CompareOptions {
 
 // Runs each method, in the given order, on the context (graph, cluster, env,
 // seed, budgets, options). Throws InputError for an unknown method name.
+// A cancel (context.cancel) ends it before the next placer: fewer entries.
 std::vector<Compared> compare_placers(const std::vector<std::string>& methods, const PlaceContext& context,
                                       const CompareOptions& options = {});
 
