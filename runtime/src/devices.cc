@@ -369,11 +369,16 @@ bool op_span(const DeviceCtx& device, int32_t op, double& start_s, double& end_s
 #endif
 }
 
-void reset_peak(const DeviceCtx& device) {
+int64_t reset_peak(const DeviceCtx& device) {
 #ifdef PLACER_WITH_CUDA
-  if (device.kind == DeviceKind::Cuda && !device.shares_gpu)
-    c10::cuda::CUDACachingAllocator::resetPeakStats(device.torch_device.index());
+  if (device.kind == DeviceKind::Cuda && !device.shares_gpu) {
+    const int index = device.torch_device.index();
+    c10::cuda::CUDACachingAllocator::resetPeakStats(index);
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(index);
+    return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].current;
+  }
 #endif
+  return -1;
 }
 
 int64_t allocator_peak(const DeviceCtx& device) {

@@ -55,6 +55,8 @@ Executor::Step::Step(Session& run_session, int32_t devices, bool traced)
     live[i].store(run_session.persistent_bytes[i]);
     peak[i].store(run_session.persistent_bytes[i]);
   }
+  resident_at_start = run_session.persistent_bytes;
+  allocated_at_start.assign(devices, -1);
   busy.assign(devices, 0.0);
   std::vector<DeviceId> device_of(plan->ops.size());
   for (size_t i = 0; i < plan->ops.size(); ++i) device_of[i] = DeviceId(plan->ops[i].device);
@@ -276,6 +278,19 @@ bool is_oom_message(const std::string& m) {
 // "op 'name' (type)", how the step's errors name an op.
 std::string op_label(const Op& op) { return "op '" + op.name + "' (" + op.type + ")"; }
 
+// Where a kernel's output differs from the graph's TensorSpec: its shape (the simulator's costs would be
+// wrong), or its dtype (the byte accounting would be); empty when it matches.
+std::string output_mismatch(const at::Tensor& t, const TensorSpec& spec) {
+  if (!t.defined() || t.sizes() != at::IntArrayRef(spec.shape))
+    return " has shape " + (t.defined() ? shape_string(t.sizes()) : std::string("<none>")) + ", the graph says " +
+           shape_string(spec.shape);
+  const std::optional<DType> dtype = to_dtype(t.scalar_type());
+  if (dtype != spec.dtype)
+    return std::string(" has dtype ") + (dtype ? dtype_name(*dtype) : c10::toString(t.scalar_type())) +
+           ", the graph says " + dtype_name(spec.dtype);
+  return std::string();
+}
+
 }  // namespace
 
 void Executor::run_op(Step& s, int32_t id, int32_t device) {
@@ -312,7 +327,7 @@ bool Executor::run_guarded(Step& s, int32_t id, int32_t device, const std::vecto
     else
       fail(s, StepStatus::Error, op_label(op) + " on " + dev.name + ": " + m);
   } catch (const std::bad_alloc&) {
-    fail(s, StepStatus::Oom, "device " + dev.name + " out of memory in op '" + op.name + "'");
+    fail_oom(s, device, "device " + dev.name + " out of memory in op '" + op.name + "'", s.live[device].load());
   } catch (const std::exception& e) {
     fail(s, StepStatus::Error, op_label(op) + " on " + dev.name + ": " + e.what());
   }
@@ -396,11 +411,9 @@ bool Executor::store_outputs(Step& s, int32_t id, std::vector<at::Tensor>& out) 
     return false;
   }
   for (size_t k = 0; k < op.outputs.size(); ++k) {
-    if (!out[k].defined() || out[k].sizes() != at::IntArrayRef(op.outputs[k].shape)) {
-      fail(s, StepStatus::Error,
-           op_label(op) + " output " + std::to_string(k) + " has shape " +
-               (out[k].defined() ? shape_string(out[k].sizes()) : std::string("<none>")) + ", the graph says " +
-               shape_string(op.outputs[k].shape));
+    const std::string mismatch = output_mismatch(out[k], op.outputs[k]);
+    if (!mismatch.empty()) {
+      fail(s, StepStatus::Error, op_label(op) + " output " + std::to_string(k) + mismatch);
       return false;
     }
     s.slots[p.out_slots[k]] = std::move(out[k]);
@@ -420,7 +433,10 @@ void Executor::run_transfer(Step& s, int32_t t) {
     s.slots[tr.dst] = copy_to_device(s.slots[tr.src], devices_[src.device], devices_[dst.device]);
   } catch (const std::exception& e) {
     const std::string m = e.what();
-    fail(s, is_oom_message(m) ? StepStatus::Oom : StepStatus::Error, what + ": " + m);
+    if (is_oom_message(m))  // the copy's bytes are in the live count already (reserved above)
+      fail_oom(s, dst.device, what + ": " + m, s.live[dst.device].load());
+    else
+      fail(s, StepStatus::Error, what + ": " + m);
     return;
   }
   const Clock::time_point t1 = Clock::now();
@@ -451,6 +467,13 @@ StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<T
   const Clock::time_point first = s.started.load() ? s.first_op : s.start;
   const double elapsed = std::chrono::duration<double>((cuda ? Clock::now() : s.end) - first).count();
   current_ = nullptr;
+  // The deadline bounds the host threads; a GPU's threads only queue its kernels, which run on after them
+  // (and cannot be stopped: the streams are drained above, as a running CPU op is waited for). A step whose
+  // devices finished past the limit is a timeout all the same.
+  if (s.outcome.status == StepStatus::Ok && elapsed > timeout_s)
+    fail(s, StepStatus::Timeout,
+         "step ran past the time limit of " + std::to_string(timeout_s) + " s (its devices finished after " +
+             std::to_string(elapsed) + " s)");
   // A failed step has no op times to read (after an asynchronous kernel fault every CUDA call throws, and
   // run_step, which never throws for a failed step, threw out of measure).
   if (cuda && s.outcome.status == StepStatus::Ok) {
@@ -466,12 +489,26 @@ StepOutcome Executor::run_step(Session& session, double timeout_s, std::vector<T
   return out;
 }
 
-void Executor::run_until_done(Step& s, double timeout_s) {
-  for (const DeviceCtx& dev : devices_) {
-    reset_peak(dev);
-    step_begun(dev);
+bool Executor::start_devices(Step& s) {
+  for (size_t i = 0; i < devices_.size(); ++i) {
+    try {
+      s.allocated_at_start[i] = reset_peak(devices_[i]);
+      step_begun(devices_[i]);
+    } catch (const std::exception& e) {  // a CUDA context poisoned by an earlier step's fault: every call throws
+      fail(s, StepStatus::Error, "device " + devices_[i].name + ": starting the step: " + e.what());
+      return false;
+    }
   }
+  return true;
+}
+
+void Executor::run_until_done(Step& s, double timeout_s) {
+  const bool started = start_devices(s);
   s.start = Clock::now();
+  if (!started) {
+    s.end = s.start;
+    return;
+  }
   const auto deadline = s.start + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(timeout_s));
   // Keep the count above zero while seeding so no worker sees "done" early.
   s.outstanding.fetch_add(1);
@@ -519,15 +556,23 @@ StepOutcome Executor::outcome_of(Step& s, double elapsed) {
   }
   for (size_t i = 0; i < devices_.size(); ++i) {
     try {
-      // A GPU that is the device's alone: what its allocator really held.
-      const int64_t real = allocator_peak(devices_[i]);
-      out.peak_bytes[i] = real >= 0 ? real : s.peak[i].load();
+      out.peak_bytes[i] = step_peak(s, i);
       if (out.status != StepStatus::Ok) release_cached_memory(devices_[i]);
     } catch (const std::exception&) {  // a CUDA context poisoned by the failure: own accounting
       out.peak_bytes[i] = s.peak[i].load();
     }
   }
   return out;
+}
+
+int64_t Executor::step_peak(const Step& s, size_t device) const {
+  // A GPU that is the device's alone: what its allocator really held at its peak, less what it held when the
+  // step began (other sessions' params and inputs, resident while candidates are measured interleaved), plus
+  // this session's own resident bytes then. Elsewhere our own accounting.
+  const int64_t real = allocator_peak(devices_[device]);
+  const int64_t before = s.allocated_at_start[device];
+  if (real < 0 || before < 0) return s.peak[device].load();
+  return std::max<int64_t>(0, real - before) + s.resident_at_start[device];
 }
 
 void Executor::retain_values(Step& s) {

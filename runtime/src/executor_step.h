@@ -52,6 +52,8 @@ struct Executor::Step {
   StepOutcome outcome;  // status fields under mu
   std::unique_ptr<std::atomic<int64_t>[]> live;
   std::unique_ptr<std::atomic<int64_t>[]> peak;
+  std::vector<int64_t> resident_at_start;   // per device: the session's params and inputs when the step began
+  std::vector<int64_t> allocated_at_start;  // per device: its allocator's bytes then (-1: not read, or no allocator)
   std::vector<double> busy;  // per device, written only by its worker
   MicrobatchGate gate;       // a pipelined mini-batch under 1F1B; its device's worker drives each device's part
   std::atomic<int64_t> transfer_bytes{0};

@@ -108,8 +108,9 @@ bool op_span(const DeviceCtx& device, int32_t op, double& start_s, double& end_s
 
 // Memory the device's allocator really used at its peak since reset_peak()
 // (CUDA devices that are the only user of their GPU), or -1 where only our
-// own accounting knows (CPU devices, virtual GPUs).
-void reset_peak(const DeviceCtx& device);
+// own accounting knows (CPU devices, virtual GPUs). reset_peak returns what the
+// allocator holds at the reset (every session's tensors on that GPU), or -1 there.
+int64_t reset_peak(const DeviceCtx& device);
 int64_t allocator_peak(const DeviceCtx& device);
 // After a failed step: give cached GPU blocks back so the next step starts clean.
 void release_cached_memory(const DeviceCtx& device);
@@ -323,6 +324,12 @@ class Executor {
   // the time limit), synchronize the devices (true if one is a GPU), the
   // outcome, the values run_once keeps, the trace.
   void run_until_done(Step& s, double timeout_s);
+  // Resets each device's allocator peak and marks the step's start on its stream; false (the step failed,
+  // naming the device) when a device refuses, as a CUDA context poisoned by an earlier fault does.
+  bool start_devices(Step& s);
+  // A device's peak bytes in this step: its allocator's own (this step's, not the other sessions' resident
+  // tensors) where it has one to itself, else our accounting.
+  int64_t step_peak(const Step& s, size_t device) const;
   bool synchronize_all(Step& s);
   StepOutcome outcome_of(Step& s, double elapsed);
   void retain_values(Step& s);

@@ -3,6 +3,7 @@
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/autograd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 
@@ -93,6 +94,35 @@ uint64_t op_seed(const Op& op, uint64_t seed) {
   return h & 0x7fffffffffffffffull;
 }
 
+// A list argument's tensors. A list the kernel writes (_foreach_add_: Tensor(a!)[]) gets private copies, as a
+// single tensor does: every op functional.
+at::Tensor list_element(const ArgSlot& slot, const std::vector<at::Tensor>& inputs, int64_t i) {
+  if (i < 0) return at::Tensor();
+  return slot.cloned ? inputs[i].clone() : inputs[i];
+}
+
+c10::List<at::Tensor> tensor_list(const ArgSlot& slot, const std::vector<at::Tensor>& inputs) {
+  c10::List<at::Tensor> list;
+  list.reserve(slot.inputs.size());
+  for (int64_t i : slot.inputs) list.push_back(list_element(slot, inputs, i));
+  return list;
+}
+
+c10::List<c10::optional<at::Tensor>> optional_tensor_list(const ArgSlot& slot, const std::vector<at::Tensor>& inputs) {
+  c10::List<c10::optional<at::Tensor>> list;
+  list.reserve(slot.inputs.size());
+  for (int64_t i : slot.inputs)
+    list.push_back(i >= 0 ? c10::optional<at::Tensor>(list_element(slot, inputs, i)) : c10::optional<at::Tensor>());
+  return list;
+}
+
+// Whether the kernel writes this argument: Tensor(a!), or a list of them (Tensor(a!)[]).
+bool written(const c10::AliasInfo* alias) {
+  if (!alias) return false;
+  const auto& elems = alias->containedTypes();
+  return alias->isWrite() || std::any_of(elems.begin(), elems.end(), [](const auto& e) { return e.isWrite(); });
+}
+
 }  // namespace
 
 OpCall bind_op(const Op& op) {
@@ -116,8 +146,7 @@ OpCall bind_op(const Op& op) {
   for (size_t a = 0; a < params.size(); ++a) {
     const c10::Argument& p = params[a];
     ArgSlot& slot = call.slots[a];
-    const auto* alias = p.alias_info();
-    slot.cloned = alias && alias->isWrite();
+    slot.cloned = written(p.alias_info());
     if (a >= op.args.size()) {
       if (!p.default_value()) bad_op(op, std::string("argument '") + p.name() + "' is missing and has no default");
       call.constants[a] = *p.default_value();
@@ -170,21 +199,8 @@ std::vector<at::Tensor> call_op(const OpCall& call, const Op& op, const std::vec
       case ArgSlot::From::Tensor:
         stack.emplace_back(slot.cloned ? inputs[slot.input].clone() : inputs[slot.input]);
         break;
-      case ArgSlot::From::TensorList: {
-        c10::List<at::Tensor> list;
-        list.reserve(slot.inputs.size());
-        for (int64_t i : slot.inputs) list.push_back(i >= 0 ? inputs[i] : at::Tensor());
-        stack.emplace_back(std::move(list));
-        break;
-      }
-      case ArgSlot::From::OptionalTensorList: {
-        c10::List<c10::optional<at::Tensor>> list;
-        list.reserve(slot.inputs.size());
-        for (int64_t i : slot.inputs)
-          list.push_back(i >= 0 ? c10::optional<at::Tensor>(inputs[i]) : c10::optional<at::Tensor>());
-        stack.emplace_back(std::move(list));
-        break;
-      }
+      case ArgSlot::From::TensorList: stack.emplace_back(tensor_list(slot, inputs)); break;
+      case ArgSlot::From::OptionalTensorList: stack.emplace_back(optional_tensor_list(slot, inputs)); break;
       case ArgSlot::From::Device: stack.emplace_back(device); break;
     }
   }

@@ -30,7 +30,9 @@ class LocalBackward {
  public:
   LocalBackward(const std::vector<at::Tensor>& leaves, bool retain_graph)
       : result_(leaves.size()), retain_(retain_graph) {
-    for (size_t j = 0; j < leaves.size(); ++j) leaf_index_[leaves[j].unsafeGetTensorImpl()] = j;
+    // A leaf may be asked for more than once (a backward op's args[1] naming one input twice): each index
+    // gets its gradient, as from torch::autograd::grad (keeping one index left the others zeros).
+    for (size_t j = 0; j < leaves.size(); ++j) leaf_index_[leaves[j].unsafeGetTensorImpl()].push_back(j);
   }
 
   // The outputs' gradient edges get their incoming gradients; every node they
@@ -67,7 +69,8 @@ class LocalBackward {
       if (in.empty()) in.resize(n->num_inputs());
       if (auto* acc = dynamic_cast<torch::autograd::AccumulateGrad*>(n)) {
         auto it = leaf_index_.find(acc->variable.unsafeGetTensorImpl());
-        if (it != leaf_index_.end() && !in.empty()) result_[it->second] = in[0];
+        if (it != leaf_index_.end() && !in.empty())
+          for (size_t j : it->second) result_[j] = in[0];
         continue;
       }
       if (!retain_) n->will_release_variables();
@@ -105,7 +108,7 @@ class LocalBackward {
   std::unordered_map<Node*, int> waiting_;  // edges from nodes still to run
   std::unordered_set<Node*> seen_;
   std::vector<std::shared_ptr<Node>> hold_;
-  std::unordered_map<const c10::TensorImpl*, size_t> leaf_index_;
+  std::unordered_map<const c10::TensorImpl*, std::vector<size_t>> leaf_index_;
   std::vector<at::Tensor> result_;
   bool retain_;
 };

@@ -78,6 +78,23 @@ TEST(LocalBackward, SameGradientsAsTheAutogradEngine) {
       });
 }
 
+// One leaf asked for twice (a backward op's args[1] naming an input twice): both
+// get its gradient, as from the engine (one of them used to stay undefined).
+TEST(LocalBackward, ALeafAskedForTwiceGetsItsGradientBothTimes) {
+  const at::Tensor x = at::randn({3}).requires_grad_(true);
+  at::Tensor y;
+  {
+    at::AutoGradMode on(true);
+    y = x.exp();
+  }
+  const auto g = grad_in_this_thread({y}, {at::ones_like(y)}, {x, x}, /*retain_graph=*/false);
+  ASSERT_EQ(g.size(), 2u);
+  ASSERT_TRUE(g[0].defined());
+  ASSERT_TRUE(g[1].defined());
+  EXPECT_TRUE(at::allclose(g[0], x.detach().exp()));
+  EXPECT_TRUE(at::allclose(g[1], x.detach().exp()));
+}
+
 // Without retain, saved tensors are released: a second run over the graph fails as in the engine.
 TEST(LocalBackward, ReleasesSavedTensorsUnlessRetained) {
   const at::Tensor x = at::randn({3}).requires_grad_(true);
