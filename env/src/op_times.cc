@@ -2,8 +2,10 @@
 #include "op_times.h"
 
 #include <cmath>
+#include <optional>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/pipeline.h"
 
 namespace placer::detail {
 
@@ -51,6 +53,34 @@ std::string profile_name(const Op& op) {
   return op.name;
 }
 
+bool sgd_accumulates(const Graph& graph) {
+  const std::optional<PipelineSpec> spec = pipeline_spec_of(graph);
+  return spec && spec->microbatches >= 2;
+}
+
+// The signature less its input `drop` ("type(a,b,c)" less b): the inputs' shapes hold commas of their own.
+std::string drop_signature_input(const std::string& sig, size_t drop) {
+  const size_t open = sig.find('(');
+  if (open == std::string::npos) return sig;
+  size_t input = 0, from = std::string::npos;
+  int depth = 0;
+  for (size_t i = open + 1; i < sig.size(); ++i) {
+    const char c = sig[i];
+    depth += c == '[' ? 1 : c == ']' ? -1 : 0;
+    if (depth != 0 || (c != ',' && c != ')')) continue;
+    if (++input == drop) from = i;  // the comma before input `drop`
+    if (input == drop + 1 && from != std::string::npos) return sig.substr(0, from) + sig.substr(i);
+  }
+  return sig;
+}
+
+std::string profile_signature(const Graph& graph, OpId id, bool accumulates) {
+  const Op& op = graph.op(id);
+  std::string sig = op_signature(graph, id);
+  if (!accumulates || op.type != op_types::kSgd || op.inputs.size() < 3) return sig;
+  return drop_signature_input(sig, 1);
+}
+
 // "" when a profile that names this graph (or no graph) is of it: every op
 // it timed under one of this graph's op names has that op's signature, where
 // it recorded one. Else the first op that differs: a graph rebuilt at another
@@ -62,10 +92,11 @@ std::string describe_graph_mismatch(const Graph& graph, const Profile& profile) 
   for (const OpTiming& t : profile.ops)
     if (!t.signature.empty()) timed.emplace(t.op, &t);
   if (timed.empty()) return "";
+  const bool accumulates = sgd_accumulates(graph);
   for (int32_t o = 0; o < graph.size(); ++o) {
     auto it = timed.find(profile_name(graph.op(OpId(o))));
     if (it == timed.end()) continue;
-    const std::string here = op_signature(graph, OpId(o));
+    const std::string here = profile_signature(graph, OpId(o), accumulates);
     if (here != it->second->signature)
       return "its op '" + it->first + "' was " + it->second->signature + ", here " + here;
   }

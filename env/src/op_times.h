@@ -32,6 +32,14 @@ std::string timing_kind(const OpTiming& t);
 // give them the other size's times.
 std::string describe_graph_mismatch(const Graph& graph, const Profile& profile);
 
+// Whether the graph is a pipelined mini-batch of >= 2 micro-batches: its sgd
+// ops take the running sum of the earlier micro-batches' gradients as input 1
+// (graphs/src/pipeline.cc), an input the training graph's sgd op lacks.
+bool sgd_accumulates(const Graph& graph);
+// An op's signature as a profile of the graph's training graph recorded it:
+// op_signature, less an accumulating sgd op's running sum (sgd_accumulates).
+std::string profile_signature(const Graph& graph, OpId op, bool accumulates);
+
 ProfileSamples index_samples(const Profile& profile);
 const std::vector<double>* find_samples(const Samples& samples, const std::string& key, const std::string& inner);
 // The name an op's times go by in a profile (a micro-batch copy "x@mbK" as its op "x").
@@ -42,7 +50,11 @@ std::string profile_name(const Op& op);
 class OpTimes {
  public:
   OpTimes(const Graph& graph, const Profile& profile, bool by_name)
-      : graph_(graph), samples_(index_samples(profile)), same_graph_(by_name), signatures_(graph.size()) {
+      : graph_(graph),
+        samples_(index_samples(profile)),
+        same_graph_(by_name),
+        accumulates_(sgd_accumulates(graph)),
+        signatures_(graph.size()) {
     if (!same_graph_) return;
     names_.reserve(graph.size());
     for (int32_t o = 0; o < graph.size(); ++o) names_.push_back(profile_name(graph.op(OpId(o))));
@@ -64,7 +76,8 @@ class OpTimes {
   const std::vector<double>* lookup(const Samples& by_name, const Samples& by_sig, int64_t o, const std::string& kind) {
     const std::vector<double>* found = same_graph_ ? find_samples(by_name, name(o), kind) : nullptr;
     if (!found && !by_sig.empty()) {
-      if (signatures_[o].empty()) signatures_[o] = op_signature(graph_, OpId(static_cast<int32_t>(o)));
+      if (signatures_[o].empty())
+        signatures_[o] = profile_signature(graph_, OpId(static_cast<int32_t>(o)), accumulates_);
       found = find_samples(by_sig, signatures_[o], kind);
     }
     return found;
@@ -73,6 +86,7 @@ class OpTimes {
   const Graph& graph_;
   ProfileSamples samples_;
   bool same_graph_;
+  bool accumulates_;                     // sgd_accumulates(graph_)
   std::vector<std::string> signatures_;  // per op, made when first needed
   std::vector<std::string> names_;       // per op (same graph only): its profile_name
 };

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <limits>
 #include <map>
+#include <string_view>
 #include <utility>
 
 #include "placer/graphs/error.h"
@@ -29,7 +30,8 @@ std::vector<ReportedStage> collect_stages(const Graph& g, const Placement& place
     ReportedStage& st = per_device[d];
     ++st.ops;
     const double t = costs.op_seconds(OpId(v), DeviceId(d));
-    (op.phase == Phase::Forward ? st.forward_s : op.phase == Phase::Backward ? st.backward_s : st.update_s) += t;
+    if (op.type != op_types::kParam)  // once per mini-batch, not per micro-batch: in no stage's time
+      (op.phase == Phase::Forward ? st.forward_s : op.phase == Phase::Backward ? st.backward_s : st.update_s) += t;
     if (op.type != op_types::kParam && op.phase != Phase::Update) first[d].second = std::min(first[d].second, v);
     if (!is_stage_op(op)) continue;
     first[d].first = std::min(first[d].first, v);
@@ -55,7 +57,8 @@ std::vector<ReportedStage> collect_stages(const Graph& g, const Placement& place
   return out;
 }
 
-// The estimate without a timeline (stage_report.h).
+// The estimate without a timeline (stage_report.h): stage s's last backward op ends
+// sum + (M - 1) slowest - sum_{t<s} b_t in, then its updates run.
 void estimate_bubble(StageReport* r) {
   const int32_t M = r->spec.microbatches;
   double sum = 0.0, slowest = 0.0;
@@ -63,7 +66,12 @@ void estimate_bubble(StageReport* r) {
     sum += s.forward_s + s.backward_s;
     slowest = std::max(slowest, s.forward_s + s.backward_s);
   }
-  r->minibatch_s = sum + (M - 1) * slowest + (r->stages.empty() ? 0.0 : r->stages[0].update_s);
+  r->minibatch_s = 0.0;
+  double after = 0.0;  // sum_{t<s} b_t
+  for (const ReportedStage& s : r->stages) {
+    r->minibatch_s = std::max(r->minibatch_s, sum + (M - 1) * slowest - after + s.update_s);
+    after += s.backward_s;
+  }
   double forward_before = 0.0, backward_before = 0.0;
   for (ReportedStage& s : r->stages) {
     s.busy_s = M * (s.forward_s + s.backward_s) + s.update_s;
@@ -104,30 +112,79 @@ bool runs_model_op(const Graph& base, const std::vector<char>& model, const std:
   return op && model[op->value];
 }
 
-void measure_bubble(const Graph& base, StageReport* r, const std::vector<TimelineEvent>& timeline) {
-  std::map<std::string, std::vector<std::pair<double, double>>> spans;  // device lane -> op intervals
-  std::map<std::string, double> first_forward, last_backward_end;
-  const std::vector<char> model = model_ops(base);
-  double end = 0.0;
-  for (const TimelineEvent& e : timeline) {
-    end = std::max(end, e.start_s + e.duration_s);
-    if (e.category == "transfer") continue;
-    spans[e.lane].emplace_back(e.start_s, e.start_s + e.duration_s);
-    if (runs_model_op(base, model, e.name) && (!first_forward.count(e.lane) || e.start_s < first_forward[e.lane]))
-      first_forward[e.lane] = e.start_s;
-    if (e.category == "backward")
-      last_backward_end[e.lane] = std::max(last_backward_end[e.lane], e.start_s + e.duration_s);
+// The device a copy's event ("src->dst") holds up: its destination where the simulator made the copy there
+// (Simulation::on_destination: two CPU devices of one contention group, or across kinds where the cost
+// model says so); else "" (the link's channel, no device's time).
+std::string copying_device(const std::string& lane, const Cluster& cluster, const CostModel& costs) {
+  const size_t arrow = lane.find("->");
+  if (arrow == std::string::npos) return "";
+  const std::string_view from_name = std::string_view(lane).substr(0, arrow);
+  const std::string_view to_name = std::string_view(lane).substr(arrow + 2);
+  int32_t from = -1, to = -1;
+  for (int32_t d = 0; d < cluster.size(); ++d) {
+    if (cluster.devices[d].name == from_name) from = d;
+    if (cluster.devices[d].name == to_name) to = d;
   }
+  if (from < 0 || to < 0) return "";
+  const Device& a = cluster.devices[from];
+  const Device& b = cluster.devices[to];
+  if (costs.cross_copies_on_destination() && a.kind != b.kind) return b.name;
+  const int32_t group = costs.contention_group(DeviceId(from));
+  const bool both_cpu = a.kind == DeviceKind::Cpu && b.kind == DeviceKind::Cpu;
+  return group >= 0 && group == costs.contention_group(DeviceId(to)) && both_cpu ? b.name : "";
+}
+
+// A timeline by device: its busy intervals (ops, and copies made on it), its first model op's start, its
+// first backward op's start and its last backward op's end.
+struct Lanes {
+  std::map<std::string, std::vector<std::pair<double, double>>> spans;
+  std::map<std::string, double> first_forward, first_backward, last_backward_end;
+  double end = 0.0;
+};
+
+Lanes read_lanes(const Graph& base, const Cluster& cluster, const CostModel& costs,
+                 const std::vector<TimelineEvent>& timeline) {
+  Lanes l;
+  const std::vector<char> model = model_ops(base);
+  const auto earliest = [](std::map<std::string, double>& at, const std::string& lane, double t) {
+    if (!at.count(lane) || t < at[lane]) at[lane] = t;
+  };
+  for (const TimelineEvent& e : timeline) {
+    const double stop = e.start_s + e.duration_s;
+    l.end = std::max(l.end, stop);
+    const bool copy = e.category == "transfer";
+    const std::string lane = copy ? copying_device(e.lane, cluster, costs) : e.lane;
+    if (lane.empty()) continue;
+    l.spans[lane].emplace_back(e.start_s, stop);
+    if (copy) continue;
+    if (runs_model_op(base, model, e.name)) earliest(l.first_forward, lane, e.start_s);
+    if (e.category != "backward") continue;
+    earliest(l.first_backward, lane, e.start_s);
+    l.last_backward_end[lane] = std::max(l.last_backward_end[lane], stop);
+  }
+  return l;
+}
+
+// Warm-up: idle before its first model op (a device without one: its first backward op); cool-down: idle
+// after its last backward op; between: the rest. The three spans part [0, end], so they add up to idle_s.
+void measure_bubble(const Graph& base, const Cluster& cluster, const CostModel& costs, StageReport* r,
+                    const std::vector<TimelineEvent>& timeline) {
+  Lanes l = read_lanes(base, cluster, costs, timeline);
+  const double end = l.end;
   r->minibatch_s = end;
+  const auto at = [](const std::map<std::string, double>& m, const std::string& lane, double otherwise) {
+    const auto it = m.find(lane);
+    return it == m.end() ? otherwise : it->second;
+  };
   for (ReportedStage& s : r->stages) {
-    auto& mine = spans[s.device];
+    auto& mine = l.spans[s.device];
     std::sort(mine.begin(), mine.end());
     s.busy_s = busy_within(mine, 0.0, end);
     StageBubble& b = s.bubble;
     b.idle_s = end - s.busy_s;
-    const double warm_end = first_forward.count(s.device) ? first_forward[s.device] : end;
+    const double bwd_end = at(l.last_backward_end, s.device, end);
+    const double warm_end = std::min(bwd_end, at(l.first_forward, s.device, at(l.first_backward, s.device, end)));
     b.warmup_s = warm_end - busy_within(mine, 0.0, warm_end);
-    const double bwd_end = last_backward_end.count(s.device) ? last_backward_end[s.device] : end;
     b.cooldown_s = (end - bwd_end) - busy_within(mine, bwd_end, end);
     b.between_s = std::max(0.0, b.idle_s - b.warmup_s - b.cooldown_s);
   }
@@ -147,7 +204,7 @@ StageReport stage_report(const Graph& base, const Placement& placement, const Cl
   r.stages = collect_stages(base, placement, cluster, costs, &r.contiguous);
   r.simulated = timeline != nullptr;
   if (timeline)
-    measure_bubble(base, &r, *timeline);
+    measure_bubble(base, cluster, costs, &r, *timeline);
   else
     estimate_bubble(&r);
   double idle = 0.0;

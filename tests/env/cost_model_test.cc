@@ -303,6 +303,37 @@ TEST(CostModel, ThePipelinedCopiesOfAGraphKeepItsStepFits) {
   EXPECT_GT(std::fabs(own / step - 1.0), 0.1);
 }
 
+// A real profile records each op's signature (runtime/src/profile.cc). With >= 2 micro-batches the unrolled
+// sgd ops take one more input (the running gradient sum) under their own names: the profile was seen as
+// another graph's, the sgd ops fell to the roofline and the copies lost the step fits. Their signature in
+// the profile is the training graph's.
+TEST(CostModel, APipelinedSgdOfTwoMicrobatchesIsTheProfiledOne) {
+  BuilderOptions o;
+  o.values = {{"layers", 2}, {"batch", 4}, {"width", 8}};
+  const Graph g = build_graph("mlp", o);
+  const Cluster two_cpus = cpu_pair();
+  Profile p;
+  p.graph = g.name;
+  for (int32_t v = 0; v < g.size(); ++v) {
+    const Op& op = g.op(OpId(v));
+    const bool free = op.type == op_types::kParam || op.type == op_types::kInput;
+    p.ops.push_back(OpTiming{op.name, op_signature(g, OpId(v)), "cpu:0", "cpu", free ? 0.0 : 1e-4});
+  }
+  const double timed =
+      simulate(g, single_device(g, DeviceId(0)), two_cpus, CostModel::calibrated(g, two_cpus, p)).step_s;
+  p.cpu_steps = {{"cpu:0", 1.25 * timed}, {"cpu:1", 1.2 * timed}};
+  const CostModel base = CostModel::calibrated(g, two_cpus, p);
+  const PipelineGraph two = make_pipeline_graph(g, {2, PipelineSchedule::GPipe});
+  const CostModel copies = CostModel::calibrated_copies(two.graph, g, two_cpus, p);
+  EXPECT_EQ(copies.graph_mismatch(), "");
+  EXPECT_EQ(copies.profile_warning().find("another graph"), std::string::npos);
+  EXPECT_DOUBLE_EQ(copies.cpu_step_anchor(), base.cpu_step_anchor());
+  for (int32_t v = 0; v < two.graph.size(); ++v) {
+    if (two.graph.op(OpId(v)).type != op_types::kSgd) continue;
+    const OpId b = two.base_op[v];
+    EXPECT_DOUBLE_EQ(copies.op_seconds(OpId(v), DeviceId(1)), base.op_seconds(b, DeviceId(1))) << v;
+  }
+}
 // relu_chain() with op i's output of sizes[i] float32 elements.
 Graph relu_chain_sized(const std::vector<int64_t>& sizes) {
   Graph g;

@@ -2,9 +2,12 @@
 // split over two devices, with the estimate and with a hand-made timeline.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "placer/env/presets.h"
 #include "placer/env/stage_report.h"
 #include "placer/frontends/builders.h"
+#include "placer/graphs/cluster.h"
 
 namespace placer {
 namespace {
@@ -127,6 +130,114 @@ TEST(StageReport, BubbleFromATimeline) {
   EXPECT_DOUBLE_EQ(r.bubble_fraction, 8.0 / 22.0);
 }
 
+// Two CPU devices of one host make their copies themselves (lane "src->dst", category transfer, on the
+// destination): that is the destination's busy time, not its bubble. A channel's copy (k80x2) is no device's.
+TEST(StageReport, ACopyMadeOnItsDestinationIsThatDevicesBusyTime) {
+  const Graph g = mlp2();
+  CostModel costs = hand_costs(g);
+  costs.set_contention_group({DeviceId(0), DeviceId(1)});
+  const std::vector<TimelineEvent> timeline = {{"fc0/linear@mb0", "cpu:0", 0.0, 1.0, "forward"},
+                                               {"fc0/linear@mb1", "cpu:0", 1.0, 1.0, "forward"},
+                                               {"cpu:1->cpu:0 fc1/linear/grad:0", "cpu:1->cpu:0", 5.5, 0.5, "transfer"},
+                                               {"fc0/linear/grad@mb1", "cpu:0", 6.0, 2.0, "backward"},
+                                               {"fc0/linear/grad@mb0", "cpu:0", 8.0, 2.0, "backward"},
+                                               {"fc0/weight/update", "cpu:0", 10.0, 1.0, "update"},
+                                               {"cpu:0->cpu:1 fc0/relu:0", "cpu:0->cpu:1", 1.0, 0.5, "transfer"},
+                                               {"input/labels@mb0", "cpu:1", 0.0, 0.5, "forward"},
+                                               {"fc1/linear@mb0", "cpu:1", 1.5, 1.0, "forward"},
+                                               {"fc1/linear@mb1", "cpu:1", 2.5, 1.0, "forward"},
+                                               {"fc1/linear/grad@mb1", "cpu:1", 3.5, 2.0, "backward"},
+                                               {"fc1/linear/grad@mb0", "cpu:1", 5.5, 2.0, "backward"},
+                                               {"fc1/weight/update", "cpu:1", 7.5, 0.5, "update"}};
+  const StageReport r =
+      stage_report(g, by_layer(g, 0), parse_device_list("cpu:2"), costs, {2, PipelineSchedule::OneFOneB}, &timeline);
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_DOUBLE_EQ(r.stages[0].busy_s, 7.5);
+  EXPECT_DOUBLE_EQ(r.stages[0].bubble.idle_s, 3.5);
+  EXPECT_DOUBLE_EQ(r.stages[0].bubble.between_s, 3.5);
+  EXPECT_DOUBLE_EQ(r.stages[1].busy_s, 7.5);
+  EXPECT_DOUBLE_EQ(r.stages[1].bubble.idle_s, 3.5);
+  EXPECT_DOUBLE_EQ(r.stages[1].bubble.warmup_s, 0.5);  // 0 .. 1.5 less its labels and the copy of fc0/relu
+  EXPECT_DOUBLE_EQ(r.stages[1].bubble.cooldown_s, 3.0);
+  // Without the group the copies ran on the link's channel: the devices idled through them.
+  const StageReport apart = stage_report(g, by_layer(g, 0), parse_device_list("cpu:2"), hand_costs(g),
+                                         {2, PipelineSchedule::OneFOneB}, &timeline);
+  EXPECT_DOUBLE_EQ(apart.stages[0].busy_s, 7.0);
+  EXPECT_DOUBLE_EQ(apart.stages[1].busy_s, 7.0);
+}
+
+// x (input), w (param), y = x w, its gradient without a forward link, w's update.
+Graph backward_apart() {
+  Graph g;
+  g.name = "apart";
+  auto add = [&g](const char* name, const char* type, Phase phase, std::vector<TensorRef> inputs) {
+    Op op;
+    op.name = name;
+    op.type = type;
+    op.phase = phase;
+    op.inputs = std::move(inputs);
+    op.outputs.push_back(TensorSpec{{4}, DType::Float32});
+    return g.add_op(std::move(op));
+  };
+  const OpId x = add("x", op_types::kInput, Phase::Forward, {});
+  const OpId w = add("w", op_types::kParam, Phase::Forward, {});
+  const OpId y = add("y", "aten::mul.Tensor", Phase::Forward, {{x, 0}, {w, 0}});
+  const OpId dy = add("y/grad", "placer::backward", Phase::Backward, {{y, 0}});
+  add("w/update", op_types::kSgd, Phase::Update, {{w, 0}, {dy, 0}});
+  return g;
+}
+
+// A device that runs backward ops only warms up until its first one: its warm-up, between and cool-down
+// add up to its idle time (the tail after its last backward op was counted twice).
+TEST(StageReport, ABackwardOnlyDevicesBubbleAddsUp) {
+  const Graph g = backward_apart();
+  Placement p;
+  for (const Op& op : g.ops()) p.device_of.push_back(DeviceId(op.phase == Phase::Backward ? 1 : 0));
+  const std::vector<TimelineEvent> timeline = {{"y@mb0", "cpu:0", 0.0, 1.0, "forward"},
+                                               {"y/grad@mb0", "cpu:1", 8.0, 2.0, "backward"},
+                                               {"w/update", "cpu:0", 10.0, 1.0, "update"}};
+  const StageReport r = stage_report(g, p, parse_device_list("cpu:2"), CostModel::uniform(g.size(), 2, 1e-3),
+                                     {1, PipelineSchedule::GPipe}, &timeline);
+  ASSERT_EQ(r.stages.size(), 2u);
+  for (const ReportedStage& s : r.stages) {
+    const StageBubble& b = s.bubble;
+    EXPECT_NEAR(b.warmup_s + b.between_s + b.cooldown_s, b.idle_s, 1e-12) << s.device;
+  }
+  const StageBubble& b1 = r.stages[1].bubble;
+  EXPECT_EQ(r.stages[1].device, "cpu:1");
+  EXPECT_DOUBLE_EQ(b1.idle_s, 9.0);
+  EXPECT_DOUBLE_EQ(b1.warmup_s, 8.0);
+  EXPECT_DOUBLE_EQ(b1.cooldown_s, 1.0);
+}
+
+// The estimate's mini-batch waits for the stage whose updates end last: stage s's last backward ends
+// sum + (M - 1) slowest - sum_{t<s} b_t in, then it updates. Params run once per mini-batch: not forward_s.
+TEST(StageReport, EstimateEndsWithTheLastStagesUpdates) {
+  const Graph g = mlp2();
+  const Placement p = by_layer(g, 0);
+  // Per stage f = b = 1 (split over its ops of the phase), updates u0 = 0, u1 = 3, params 1 each.
+  std::vector<std::map<int, int>> count(2);
+  for (int32_t v = 0; v < g.size(); ++v)
+    if (g.op(OpId(v)).type != op_types::kParam) ++count[p.device_of[v].value][static_cast<int>(g.op(OpId(v)).phase)];
+  CostModel costs = CostModel::uniform(g.size(), 2, 0.0);
+  for (int32_t v = 0; v < g.size(); ++v) {
+    const Op& op = g.op(OpId(v));
+    const int32_t d = p.device_of[v].value;
+    const double total = op.phase == Phase::Update ? (d == 0 ? 0.0 : 3.0) : 1.0;
+    const double t = op.type == op_types::kParam ? 1.0 : total / count[d][static_cast<int>(op.phase)];
+    for (int32_t e = 0; e < 2; ++e) costs.set_op_seconds(OpId(v), DeviceId(e), t);
+  }
+  const StageReport r = stage_report(g, p, cluster_preset("k80x2"), costs, {2, PipelineSchedule::GPipe});
+  ASSERT_EQ(r.stages.size(), 2u);
+  EXPECT_NEAR(r.stages[0].forward_s, 1.0, 1e-12);
+  EXPECT_NEAR(r.stages[1].forward_s, 1.0, 1e-12);
+  EXPECT_NEAR(r.stages[1].update_s, 3.0, 1e-12);
+  EXPECT_NEAR(r.minibatch_s, 8.0, 1e-12);
+  for (const ReportedStage& s : r.stages) {
+    const StageBubble& b = s.bubble;
+    EXPECT_NEAR(b.warmup_s + b.between_s + b.cooldown_s, b.idle_s, 1e-12) << s.device;
+  }
+}
 // A stage's warm-up ends at its first op that reads the model (a param, or an op that does): an op fed by
 // inputs alone (rnnlm's targets unbound for the loss) runs at the start and ended the last stage's warm-up
 // at 0.
@@ -147,9 +258,8 @@ TEST(StageReport, WarmUpEndsAtTheFirstOpThatReadsTheModel) {
     if (e.category == "backward") continue;  // made by the training step
     ASSERT_TRUE(g.find(base).has_value()) << base;
   }
-  const StageReport r =
-      stage_report(g, p, cluster_preset("k80x2"), CostModel::uniform(g.size(), 2, 1e-3), {2, PipelineSchedule::OneFOneB},
-                   &timeline);
+  const StageReport r = stage_report(g, p, cluster_preset("k80x2"), CostModel::uniform(g.size(), 2, 1e-3),
+                                     {2, PipelineSchedule::OneFOneB}, &timeline);
   ASSERT_EQ(r.stages.size(), 2u);
   EXPECT_DOUBLE_EQ(r.stages[1].bubble.warmup_s, 2.5);  // 0 .. 3 less the 0.5 of unbinding its targets
 }

@@ -14,9 +14,13 @@
 // With the simulated timeline of the unrolled mini-batch (simulate() of
 // make_pipeline_graph(base, spec) under PipelineGraph::expand(placement)),
 // the bubble is measured from it; without, it is estimated from the cost
-// model with transfers left out: the mini-batch takes sum_s (f_s + b_s) +
-// (M - 1) max_s (f_s + b_s) + u_0, stage s warms up for sum_{t<s} f_t and
-// cools down for sum_{t<s} b_t.
+// model with transfers left out: the mini-batch takes max_s (sum_t (f_t + b_t)
+// + (M - 1) max_t (f_t + b_t) - sum_{t<s} b_t + u_s) (stage s's updates
+// follow its last backward op), stage s warms up for sum_{t<s} f_t and cools
+// down for sum_{t<s} b_t. In a timeline, a copy made on its destination
+// device (two CPU devices of one host; see simulator.h) is that device's busy
+// time; a device with no forward op that reads the model warms up until its
+// first backward op.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +53,7 @@ struct ReportedStage {
   int32_t runs = 0;                     // separate runs of them in op order (1 when contiguous)
   std::string first_op, last_op;        // the first and last of them
   std::string first_layer, last_layer;  // their Op::layer tags ("" if none)
-  double forward_s = 0.0;               // per micro-batch, from the cost model
+  double forward_s = 0.0;               // per micro-batch, from the cost model (params: in no phase)
   double backward_s = 0.0;              // per micro-batch
   double update_s = 0.0;                // once per mini-batch
   double busy_s = 0.0;                  // within the mini-batch
