@@ -222,9 +222,23 @@ Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const Po
   return LevelDecoder(policy, problem, options, env, decode).run(simulated, stats);
 }
 
+void check_trained_devices(const Cluster& cluster, int32_t trained, const PolicyImpl& policy, const std::string& what) {
+  if (trained <= 0 || cluster.size() <= trained) return;
+  std::string groups;
+  if (const auto* h = dynamic_cast<const HierarchicalPolicyImpl*>(&policy);
+      h && h->groups_for(cluster.size()) > h->groups_for(trained))
+    groups = " and at most " + std::to_string(h->groups_for(trained)) + " groups (this cluster needs " +
+             std::to_string(h->groups_for(cluster.size())) + ")";
+  throw PolicyOutOfRange("cluster '" + cluster.name + "' has " + std::to_string(cluster.size()) + " devices; " + what +
+                         " was trained on at most " + std::to_string(trained) + " devices" + groups +
+                         ": its device embeddings beyond that are untrained (train or fine-tune it on a cluster "
+                         "of as many devices)");
+}
+
 struct LoadedPolicy::Impl {
   std::string path, dir;
   TrainConfig config;
+  int32_t trained_devices = 0;  // 0: unknown
   std::shared_ptr<PolicyImpl> policy;
   // The run's warm-start and best placements, read once with the checkpoint.
   std::optional<NamedPlacement> warm, best;
@@ -234,13 +248,14 @@ struct LoadedPolicy::Impl {
 LoadedPolicy::LoadedPolicy() : impl_(std::make_unique<Impl>()) {}
 LoadedPolicy::~LoadedPolicy() = default;
 std::string LoadedPolicy::policy_type() const { return policy_type_name(impl_->config.policy.type); }
+int32_t LoadedPolicy::trained_devices() const { return impl_->trained_devices; }
 
 std::shared_ptr<const LoadedPolicy> LoadedPolicy::load(const std::string& run_dir) {
   namespace fs = std::filesystem;
   std::shared_ptr<LoadedPolicy> p(new LoadedPolicy());
   p->impl_->path = fs::is_directory(run_dir) ? run_dir + "/" + kCheckpointFile : run_dir;
   p->impl_->dir = fs::is_directory(run_dir) ? run_dir : fs::path(run_dir).parent_path().string();
-  p->impl_->policy = load_policy(p->impl_->path, &p->impl_->config);
+  p->impl_->policy = load_policy(p->impl_->path, &p->impl_->config, &p->impl_->trained_devices);
   auto read = [&](const std::string& file) -> std::optional<NamedPlacement> {
     if (!fs::exists(file)) return std::nullopt;
     try {
@@ -278,6 +293,8 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   torch::NoGradGuard no_grad;
   const Graph& graph = *context.graph;
   const Cluster& cluster = *context.cluster;
+  const std::string what = "the " + std::string(policy_type_name(config.policy.type)) + " policy in " + path;
+  check_trained_devices(cluster, impl_->trained_devices, *impl_->policy, what);
   // On the graph the run trained on, decode over the same units (the warm
   // start's split) and also consider the best placement the run found.
   std::optional<Placement> warm, best;
@@ -336,6 +353,9 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
                     std::to_string(decoded.step_s) + " s, best " + std::to_string(stored.step_s) + " s)";
     }
   }
+  if (impl_->trained_devices <= 0)
+    result.note += " (warning: the checkpoint does not say how many devices " + what +
+                   " trained on; beyond that its device embeddings are untrained)";
   result.place_seconds = seconds_since(t0);
   return result;
 }

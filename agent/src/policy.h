@@ -174,6 +174,7 @@ class HierarchicalPolicyImpl : public PolicyImpl {
   bool clones_placements() const override { return false; }
   int32_t unit_limit(int32_t) const override { return 0; }
   int32_t groups_for(const PolicyInput& problem) const;
+  int32_t groups_for(int32_t devices) const;  // G for a cluster of that many devices
 
  private:
   // B x G x H group encodings for the given B x U grouping.
@@ -196,7 +197,14 @@ std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options, uint64_t s
 
 // The policy stored in a `placer train` checkpoint file, in eval mode; its
 // config goes to *config. Throws InputError naming the file and field.
-std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config);
+// *trained_devices (when given): the most devices it trained on (0: unknown).
+std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config,
+                                        int32_t* trained_devices = nullptr);
+
+// Throws PolicyOutOfRange when `cluster` has more devices than the policy trained on (`trained`;
+// 0 = unknown: nothing is checked): its device index embeddings (and the hierarchical policy's
+// groups, 20 per device) beyond that are untrained. `what` names the policy ("the gnn policy in DIR").
+void check_trained_devices(const Cluster& cluster, int32_t trained, const PolicyImpl& policy, const std::string& what);
 
 // The options of a policy's units for a graph, as the config asks, for
 // training, a loaded policy and held-out graphs alike: the policy's unit limit

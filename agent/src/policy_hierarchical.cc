@@ -27,9 +27,11 @@ HierarchicalPolicyImpl::HierarchicalPolicyImpl(const PolicyOptions& options) : f
   decoder_ = register_module("decoder", Decoder(H, options.decoder));
 }
 
-int32_t HierarchicalPolicyImpl::groups_for(const PolicyInput& problem) const {
+int32_t HierarchicalPolicyImpl::groups_for(const PolicyInput& problem) const { return groups_for(problem.d); }
+
+int32_t HierarchicalPolicyImpl::groups_for(int32_t devices) const {
   if (fixed_groups_ > 0) return fixed_groups_;
-  return std::min(256, 20 * problem.d);
+  return std::min(256, 20 * devices);
 }
 
 torch::Tensor HierarchicalPolicyImpl::encode_groups(const PolicyInput& problem, const torch::Tensor& unit_emb,

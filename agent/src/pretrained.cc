@@ -65,6 +65,27 @@ bool fastest_heuristic(const std::vector<std::string>& methods, const PlaceConte
   return true;
 }
 
+// The policy's own answer in *a; false when it was skipped (`may_skip`: a fast path answers instead) for
+// a cluster of more devices than it trained on, the reason in a->policy.note.
+bool policy_answer(const LoadedPolicy& policy, const PlaceContext& context, double policy_s, bool may_skip,
+                   PolicyAnswer* a) {
+  try {
+    a->policy = policy.place(context, policy_s);
+  } catch (const PolicyOutOfRange& e) {
+    if (!may_skip) throw;
+    a->policy.note = std::string("skipped: ") + e.what();
+    a->policy_ok = false;
+    a->found_by = "policy";
+    return false;
+  }
+  const StepResult s = context.env->simulate(a->policy.placement);
+  a->policy_ok = s.ok();
+  a->policy_step_s = a->step_s = s.step_s;
+  a->placement = a->policy.placement;
+  a->found_by = "policy";
+  return true;
+}
+
 }  // namespace
 
 // The share of a refined answer's budget the policy samples for. Its fixed rounds
@@ -86,15 +107,11 @@ PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& c
     policy_s = std::max(1e-3, 0.9 * budget_s - 0.02);
   else if (refine)
     policy_s = kPolicyShare * budget_s;
-  a.policy = policy.place(context, policy_s);
-  const StepResult s = context.env->simulate(a.policy.placement);
-  a.policy_ok = s.ok();
-  a.policy_step_s = a.step_s = s.step_s;
-  a.placement = a.policy.placement;
-  a.found_by = "policy";
+  const bool skipped = !policy_answer(policy, context, policy_s, !fast_path.empty(), &a);
   Placement heuristic;
-  if (!fast_path.empty() && fastest_heuristic(fast_path, context, &a, &heuristic) &&
-      (!a.policy_ok || a.fast_path_step_s < a.step_s)) {
+  const bool placed = !fast_path.empty() && fastest_heuristic(fast_path, context, &a, &heuristic);
+  if (skipped && !placed) throw PolicyOutOfRange(a.policy.note);
+  if (placed && (!a.policy_ok || a.fast_path_step_s < a.step_s)) {
     a.step_s = a.fast_path_step_s;
     a.placement = heuristic;
     a.found_by = a.fast_path_method;

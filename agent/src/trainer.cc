@@ -165,7 +165,7 @@ void Trainer::enter_stage(int stage) {
     if (!t.best.device_of.empty()) carried.push_back({t.best_reward, t.best, t.best_at});
     t.problem = stage_input(t, stage);
     t.elites.clear();
-    t.sampled_earlier += static_cast<int64_t>(t.sampled.size());
+    t.sampled_earlier += static_cast<int64_t>(t.sampled.size()) + t.sampled.dropped();
     t.sampled.clear();
     for (const Carried& c : carried) offer_placement(t, c.placement, c.reward, c.at);
   }
@@ -235,6 +235,24 @@ void Trainer::one_update() {
   if (ctl_.progress) print_progress(row, session_s, K);
 }
 
+bool SampledSet::insert(const std::vector<int32_t>& units) {
+  const auto [it, fresh] = set_.insert(units);
+  if (!fresh) return false;
+  order_.push_back(&*it);
+  if (order_.size() > cap_) {
+    set_.erase(*order_.front());
+    order_.pop_front();
+    ++dropped_;
+  }
+  return true;
+}
+
+void SampledSet::clear() {
+  order_.clear();
+  set_.clear();
+  dropped_ = 0;
+}
+
 // A budget counts sampled placements; a repeat tells the search nothing new
 // (the environment's cache answers it for free). A collapsed policy (entropy
 // near zero after cloning its elites) repeats most of a batch. The policy
@@ -251,14 +269,14 @@ std::vector<std::vector<int32_t>> Trainer::redraw_repeats(Task& t, const Rollout
   if (redraws < 0) redraws = c_.reward.mode == RewardMode::Measured || tasks_.size() > 1 ? 0 : 4;
   std::vector<int32_t> repeated;
   for (int32_t b = 0; b < r.batch; ++b)
-    if (!t.sampled.insert(r.unit_device[b]).second && b >= so.greedy_rows) repeated.push_back(b);
+    if (!t.sampled.insert(r.unit_device[b]) && b >= so.greedy_rows) repeated.push_back(b);
   int32_t repeats = static_cast<int32_t>(repeated.size());
   std::vector<std::vector<int32_t>> fresh;
   so.greedy_rows = 0;
   so.noise = std::max(so.noise, 0.25);
   for (int i = 0; i < redraws && repeats > 0; ++i, so.noise *= 4)
     for (std::vector<int32_t>& units : policy_->sample(t.problem, repeats, so, rng_).unit_device)
-      if (repeats > 0 && t.sampled.insert(units).second) {
+      if (repeats > 0 && t.sampled.insert(units)) {
         slots->push_back(repeated[fresh.size()]);
         fresh.push_back(std::move(units));
         --repeats;
@@ -305,8 +323,10 @@ Trainer::Advantages Trainer::advantages(Task& t, const std::vector<double>& rewa
   const double b_old = t.baseline_init ? t.baseline : mean;
   const double denom = std::max(std::sqrt(var), 1e-3 * std::abs(b_old) + 1e-12);
   std::vector<float> adv(K, 0.f), mask(K, 0.f);
+  // With fewer than 2 stochastic rows there is no spread to standardize by (the divisor fell to
+  // 1e-3 x |baseline| and the clip saturated at +-5): no policy-gradient term, the others kept.
   for (int32_t b = greedy; b < K; ++b) {
-    adv[b] = static_cast<float>(std::max(-5.0, std::min(5.0, (reward[b] - b_old) / denom)));
+    if (n >= 2) adv[b] = static_cast<float>(std::max(-5.0, std::min(5.0, (reward[b] - b_old) / denom)));
     mask[b] = 1.f;
   }
   t.baseline =
@@ -438,8 +458,9 @@ EnvOptions Trainer::setup() {
   // warm start's placers and make_policy_input draw from neither generator).
   rng_.seed(c_.run.seed);
   policy_ = make_policy(policy_options(c_), c_.run.seed);
+  int32_t inherited = 0;  // the devices init_from's policy trained on
   if (!c_.policy.init_from.empty())
-    init_weights(resolve_policy_dir(c_.policy.init_from));  // "pretrained": the shipped gnn
+    inherited = init_weights(resolve_policy_dir(c_.policy.init_from));  // "pretrained": the shipped gnn
   opt_ = std::make_unique<torch::optim::Adam>(policy_->parameters(), torch::optim::AdamOptions(c_.optimizer.lr));
   const bool family = policy_->trains_on_family() && !c_.family.empty();
   if (!c_.family.empty() && !family)
@@ -459,7 +480,22 @@ EnvOptions Trainer::setup() {
       std::fprintf(stderr, "WARNING: reward.profile %s: %s\n", c_.reward.profile.c_str(), warning.c_str());
     tasks_.push_back(std::move(t));
   }
+  check_held_out_devices(inherited);
   return eo;
+}
+
+// The most devices the policy trains on (this run's clusters, init_from's); a held-out cluster of more
+// is refused now (its device embeddings beyond them stay untrained), not after the hours of training.
+void Trainer::check_held_out_devices(int32_t inherited) {
+  trained_devices_ = inherited;
+  for (const auto& t : tasks_) trained_devices_ = std::max<int32_t>(trained_devices_, t->env->cluster().size());
+  for (size_t i = 0; i < held_out_.size(); ++i) {
+    try {
+      check_trained_devices(held_out_[i].second, trained_devices_, *policy_, "the policy");
+    } catch (const PolicyOutOfRange& e) {
+      throw PolicyOutOfRange("held_out[" + std::to_string(i) + "]: " + e.what());
+    }
+  }
 }
 
 // Warm start (or the checkpoint's), the policy inputs, the run folder's

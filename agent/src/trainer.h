@@ -41,6 +41,9 @@ std::string progress_line(const LogRow& row, int64_t total_updates, double eta_s
 // ------------------------------------------------------------ checkpoint
 inline constexpr const char* kCheckpointFile = "checkpoint.pt";
 inline constexpr const char* kCheckpointFormat = "placer-learned-checkpoint-v1";
+// The most devices the checkpoint's policy trained on (device index embeddings beyond are untrained);
+// absent in checkpoints made before it was kept (their config's clusters say, where they resolve).
+inline constexpr const char* kTrainedDevicesKey = "trained_devices";
 
 // The config stored in a checkpoint. Throws InputError naming the file.
 TrainConfig read_checkpoint_config(const std::string& path);

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "placer/env/presets.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/files.h"
 #include "placer/graphs/fnv.h"
@@ -97,13 +98,40 @@ void open_checkpoint(const std::string& path, LoadedArchive* out) {
   out->state_json = v.toStringRef();
 }
 
+// The clusters a config's run trains on: the family's (gnn) or the config's cluster, resolved; 0 when one
+// cannot be resolved here (a cluster file gone, a cluster given in memory): unknown.
+int32_t config_trained_devices(const TrainConfig& c) {
+  std::vector<std::string> specs;
+  if (c.policy.type == PolicyType::Gnn && !c.family.empty())
+    for (const GraphSource& s : c.family) specs.push_back(s.cluster.empty() ? c.cluster : s.cluster);
+  else
+    specs.push_back(c.cluster);
+  int32_t most = 0;
+  for (const std::string& spec : specs) {
+    try {
+      most = std::max<int32_t>(most, resolve_cluster(spec).size());
+    } catch (const std::exception&) {
+      return 0;
+    }
+  }
+  return most;
+}
+
+// The most devices the checkpoint's policy trained on (kTrainedDevicesKey), or for a checkpoint made
+// before it was kept, what its config's clusters say (0: unknown).
+int32_t archive_trained_devices(LoadedArchive& la, const TrainConfig& config) {
+  c10::IValue v;
+  if (la.archive.try_read(kTrainedDevicesKey, v) && v.isInt()) return static_cast<int32_t>(v.toInt());
+  return config_trained_devices(config);
+}
+
 // Task i's sampled placements (OptimizerConfig::distinct_redraws): an N x units int32 tensor.
 std::string sampled_key(size_t i) { return "sampled_" + std::to_string(i); }
 
 torch::Tensor sampled_tensor(const Task& t) {
   torch::Tensor out = torch::empty({static_cast<int64_t>(t.sampled.size()), t.problem.n}, torch::kInt32);
   int32_t* row = out.data_ptr<int32_t>();
-  for (const std::vector<int32_t>& u : t.sampled) row = std::copy(u.begin(), u.end(), row);
+  t.sampled.for_each([&](const std::vector<int32_t>& u) { row = std::copy(u.begin(), u.end(), row); });
   return out;
 }
 
@@ -118,7 +146,7 @@ void restore_sampled(const torch::Tensor& s, const std::string& path, Task* t) {
     for (int64_t u = 0; u < t->problem.n; ++u)
       if (v[u] < 0 || v[u] >= t->problem.d)
         throw InputError(where + "device " + std::to_string(v[u]) + " out of range");
-    t->sampled.emplace(v, v + t->problem.n);
+    t->sampled.insert(std::vector<int32_t>(v, v + t->problem.n));  // oldest first: an older record keeps its last
   }
 }
 
@@ -138,7 +166,7 @@ std::string Trainer::state_json() const {
       << ", \"problem\": " << json_quote(problem_fingerprint(t)) << ", \"baseline\": " << num(t.baseline)
       << ", \"baseline_init\": " << (t.baseline_init ? "true" : "false") << ", \"best_reward\": " << num(t.best_reward)
       << ", \"best_step_s\": " << num(t.best_step_s) << ", \"best_measured\": " << (t.best_measured ? "true" : "false")
-      << ", \"best_at\": " << t.best_at << ", \"sampled_earlier\": " << t.sampled_earlier
+      << ", \"best_at\": " << t.best_at << ", \"sampled_earlier\": " << t.sampled_earlier + t.sampled.dropped()
       << ", \"warm_method\": " << json_quote(t.warm_method) << ", \"warm_step_s\": " << num(t.warm_step_s)
       << ", \"has_warm\": " << (t.has_warm ? "true" : "false");
     if (t.has_warm) o << ", \"warm\": " << placement_json(t.warm);
@@ -172,6 +200,7 @@ void Trainer::save_checkpoint() {
   a.write("format", c10::IValue(std::string(kCheckpointFormat)));
   a.write("config", c10::IValue(train_config_to_json(c_)));
   a.write("state", c10::IValue(state_json()));
+  a.write(kTrainedDevicesKey, c10::IValue(static_cast<int64_t>(trained_devices_)));
   torch::serialize::OutputArchive model, optimizer;
   policy_->save(model);
   opt_->save(optimizer);
@@ -308,8 +337,8 @@ TrainConfig read_checkpoint_config(const std::string& path) {
   return parse_train_config(la.config_json, path + " (field 'config')");
 }
 
-// Loads the checkpoint's policy (used by place_with_checkpoint).
-void Trainer::init_weights(const std::string& from) {
+// Loads the checkpoint's policy (used by place_with_checkpoint); the most devices it trained on (0: unknown).
+int32_t Trainer::init_weights(const std::string& from) {
   const std::string path = fs::is_directory(from) ? (fs::path(from) / kCheckpointFile).string() : from;
   LoadedArchive la;
   try {
@@ -338,8 +367,7 @@ void Trainer::init_weights(const std::string& from) {
     compare("gnn_layers", std::to_string(want.gnn_layers), std::to_string(have.gnn_layers));
   if (want.kind == PolicyType::Hierarchical)
     compare("grouper_groups", std::to_string(want.grouper_groups), std::to_string(have.grouper_groups));
-  if (!differs.empty())
-    throw InputError("policy.init_from: " + path + " holds another policy: " + differs);
+  if (!differs.empty()) throw InputError("policy.init_from: " + path + " holds another policy: " + differs);
   try {
     torch::serialize::InputArchive model;
     if (!la.archive.try_read("model", model)) throw InputError(path + ": field 'model' missing");
@@ -350,13 +378,16 @@ void Trainer::init_weights(const std::string& from) {
     throw InputError("policy.init_from: " + path + ": field 'model': does not match the config's policy (" +
                      std::string(e.what()).substr(0, 200) + ")");
   }
+  return archive_trained_devices(la, parse_train_config(la.config_json, path + " (field 'config')"));
 }
 
 namespace {
 
 // The policy of an opened checkpoint, its config in *config.
-std::shared_ptr<PolicyImpl> policy_of(LoadedArchive& la, const std::string& path, TrainConfig* config) {
+std::shared_ptr<PolicyImpl> policy_of(LoadedArchive& la, const std::string& path, TrainConfig* config,
+                                      int32_t* trained_devices = nullptr) {
   *config = parse_train_config(la.config_json, path + " (field 'config')");
+  if (trained_devices) *trained_devices = archive_trained_devices(la, *config);
   PolicyOptions p = policy_options(*config);
   auto policy = make_policy(p, 0);  // its weights are read next
   try {
@@ -375,10 +406,10 @@ std::shared_ptr<PolicyImpl> policy_of(LoadedArchive& la, const std::string& path
 
 }  // namespace
 
-std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config) {
+std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config, int32_t* trained_devices) {
   LoadedArchive la;
   open_checkpoint(path, &la);
-  return policy_of(la, path, config);
+  return policy_of(la, path, config, trained_devices);
 }
 
 // The policy alone, for shipping (issue 25: "a small file"): the checkpoint's
@@ -391,11 +422,13 @@ ExportedPolicy export_policy(const std::string& from, const std::string& to) {
   LoadedArchive la;
   open_checkpoint(path, &la);
   TrainConfig config;
-  const std::shared_ptr<PolicyImpl> policy = policy_of(la, path, &config);
+  int32_t trained = 0;
+  const std::shared_ptr<PolicyImpl> policy = policy_of(la, path, &config, &trained);
   torch::serialize::OutputArchive a, model;
   a.write("format", c10::IValue(std::string(kCheckpointFormat)));
   a.write("config", c10::IValue(la.config_json));
   a.write("state", c10::IValue(la.state_json));
+  if (trained > 0) a.write(kTrainedDevicesKey, c10::IValue(static_cast<int64_t>(trained)));
   policy->save(model);
   a.write("model", model);
   std::ostringstream bytes;

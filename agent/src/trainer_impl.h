@@ -5,7 +5,9 @@
 
 #include <torch/optim.h>
 
+#include <algorithm>
 #include <chrono>
+#include <deque>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -28,6 +30,30 @@ class Node;
 namespace placer {
 
 using Clock = std::chrono::steady_clock;
+
+// The placements (unit devices) a task's updates sampled, at most `cap` of them: past
+// that the oldest are dropped (a long run's record grew without bound, and every
+// checkpoint rewrote all of it). Iterates oldest first.
+class SampledSet {
+ public:
+  static constexpr size_t kDefaultCap = 100000;
+  explicit SampledSet(size_t cap = kDefaultCap) : cap_(std::max<size_t>(1, cap)) {}
+  // True when `units` was not held (it is now, the oldest dropped past the cap).
+  bool insert(const std::vector<int32_t>& units);
+  size_t size() const { return set_.size(); }
+  int64_t dropped() const { return dropped_; }  // distinct placements dropped for the cap
+  void clear();
+  template <typename F>
+  void for_each(F&& f) const {
+    for (const std::vector<int32_t>* u : order_) f(*u);
+  }
+
+ private:
+  size_t cap_;
+  std::unordered_set<std::vector<int32_t>, UnitsHash> set_;
+  std::deque<const std::vector<int32_t>*> order_;  // into set_ (its elements never move)
+  int64_t dropped_ = 0;
+};
 
 struct Task {
   GraphSource source;
@@ -57,9 +83,9 @@ struct Task {
   std::vector<Elite> elites;
   // Every placement (unit devices) the run's updates sampled: the rows
   // OptimizerConfig::distinct_redraws draws again; checkpoints keep it.
-  std::unordered_set<std::vector<int32_t>, UnitsHash> sampled;
-  int32_t fine_units = 0;       // the last stage's unit count (OptimizerConfig::unit_stages), once known
-  int64_t sampled_earlier = 0;  // distinct placements sampled in earlier stages (`sampled` holds this stage's)
+  SampledSet sampled;
+  int32_t fine_units = 0;           // the last stage's unit count (OptimizerConfig::unit_stages), once known
+  int64_t sampled_earlier = 0;      // distinct placements sampled in earlier stages (`sampled` holds this stage's)
   mutable std::string fingerprint;  // of the graph and cluster (problem_fingerprint), once asked for
 };
 
@@ -134,7 +160,10 @@ class Trainer {
   void restore_warm_starts(const std::string& ckpt);
   void restore_warm_starts(const std::string& ckpt, const YAML::Node& state);
   // Fine-tuning: the policy's weights from another run's checkpoint (policy.init_from).
-  void init_weights(const std::string& from);
+  // Returns the most devices that checkpoint's policy trained on (0: unknown).
+  int32_t init_weights(const std::string& from);
+  // Sets trained_devices_ and refuses a held-out cluster of more devices.
+  void check_held_out_devices(int32_t inherited);
   // gnn: held-out graphs, placed by the trained policy with no training.
   void place_held_out(const EnvOptions& eo, TrainResult* result);
   void write_summary(const TrainResult& result);
@@ -161,6 +190,8 @@ class Trainer {
   bool tty_ = false;
   int64_t printed_twentieth_ = -1;  // progress lines off a terminal: the last twentieth of the budget printed
   std::string unprinted_progress_;  // off a terminal: the last update's line, when not printed yet
+  // The most devices the policy trains on (kTrainedDevicesKey): this run's tasks' and policy.init_from's.
+  int32_t trained_devices_ = 0;
   int stage_ = 0;  // the units' stage of the tasks' current policy inputs
   int bc_steps_used_ = 0;
   bool bc_reproduced_ = false;

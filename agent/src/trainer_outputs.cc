@@ -48,7 +48,7 @@ void Trainer::write_outputs(TrainResult* res) {
   res->updates = update_;
   res->samples = samples_;
   res->distinct_samples = 0;
-  for (const auto& t : tasks_) res->distinct_samples += t->sampled_earlier + static_cast<int64_t>(t->sampled.size());
+  for (const auto& t : tasks_) res->distinct_samples += t->sampled_earlier + static_cast<int64_t>(t->sampled.size()) + t->sampled.dropped();
   res->stage_units.clear();
   for (int s = 0; s < std::max(1, c_.optimizer.unit_stages); ++s)
     res->stage_units.push_back(s == stage_ ? t0.problem.n : stage_input(*tasks_[0], s).n);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "placer/agent/placer.h"
+#include "placer/graphs/error.h"
 
 namespace placer {
 
@@ -14,6 +15,13 @@ namespace placer {
 // policy checkpointed in run_dir (a `placer train` result folder). Throws
 // InputError naming the file or field of a malformed checkpoint.
 PlaceResult place_with_checkpoint(const std::string& run_dir, const PlaceContext& context);
+
+// A policy asked to place on a cluster of more devices than it trained on (its
+// device embeddings beyond that are untrained: it would place by noise).
+class PolicyOutOfRange : public InputError {
+ public:
+  using InputError::InputError;
+};
 
 // A checkpointed policy loaded once and used for many placements (the
 // service keeps these per policy name and checkpoint change time). place()
@@ -31,6 +39,9 @@ class LoadedPolicy {
   // is never slower than the fixed decode of the same seed).
   PlaceResult place(const PlaceContext& context, double decode_seconds = 0.0) const;
   std::string policy_type() const;  // seq2seq | hierarchical | gnn
+  // The most devices it trained on (0: unknown, a checkpoint that does not say); place()
+  // refuses a larger cluster (PolicyOutOfRange).
+  int32_t trained_devices() const;
 
  private:
   LoadedPolicy();
