@@ -14,6 +14,7 @@
 #include "../../agent/src/policy.h"
 #include "../../agent/src/unit_problem.h"
 #include "../scratch_dir.h"
+#include "chain_graphs.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
@@ -320,13 +321,7 @@ Graph chains(int count, int len) {
   Graph g;
   g.name = "chains" + std::to_string(count) + "x" + std::to_string(len);
   auto add = [&](const std::string& name, std::vector<TensorRef> inputs, double flops) {
-    Op op;
-    op.name = name;
-    op.type = inputs.empty() ? op_types::kInput : "test::work";
-    op.inputs = std::move(inputs);
-    op.outputs.push_back(TensorSpec{{256}, DType::Float32});
-    op.flops = flops;
-    return g.add_op(std::move(op));
+    return testing::add_work_op(g, name, std::move(inputs), flops);
   };
   const OpId in = add("input", {}, 0);
   std::vector<TensorRef> ends;

@@ -14,6 +14,7 @@
 
 #include "../scratch_dir.h"
 #include "config_errors.h"
+#include "chain_graphs.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
@@ -28,31 +29,7 @@ namespace placer {
 namespace {
 
 namespace fs = std::filesystem;
-
-// input -> two chains of `len` heavy ops -> join. On two equal devices the
-// best placement puts one chain on each device.
-Graph two_chains(int len) {
-  Graph g;
-  g.name = "two_chains";
-  auto add = [&](const std::string& name, std::vector<TensorRef> inputs, double flops) {
-    Op op;
-    op.name = name;
-    // Custom op types: only the simulator sees this graph.
-    op.type = inputs.empty() ? op_types::kInput : "test::work";
-    op.inputs = std::move(inputs);
-    op.outputs.push_back(TensorSpec{{256}, DType::Float32});
-    op.flops = flops;
-    return g.add_op(std::move(op));
-  };
-  const OpId in = add("input", {}, 1e6);
-  OpId a = in, b = in;
-  for (int i = 0; i < len; ++i) {
-    a = add("a" + std::to_string(i), {{a, 0}}, 1e9);
-    b = add("b" + std::to_string(i), {{b, 0}}, 1e9);
-  }
-  add("join", {{a, 0}, {b, 0}}, 1e6);
-  return g;
-}
+using testing::two_chains;
 
 Cluster two_devices() {
   Cluster c;

@@ -11,6 +11,7 @@
 #include "../../agent/src/trainer.h"
 #include "../../agent/src/trainer_impl.h"
 #include "../scratch_dir.h"
+#include "chain_graphs.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
@@ -21,28 +22,7 @@
 namespace placer {
 namespace {
 
-// input -> two chains of `len` ops -> join.
-Graph chains(int len) {
-  Graph g;
-  g.name = "chains";
-  auto add = [&](const std::string& name, std::vector<TensorRef> inputs, double flops) {
-    Op op;
-    op.name = name;
-    op.type = inputs.empty() ? op_types::kInput : "test::work";
-    op.inputs = std::move(inputs);
-    op.outputs.push_back(TensorSpec{{256}, DType::Float32});
-    op.flops = flops;
-    return g.add_op(std::move(op));
-  };
-  const OpId in = add("input", {}, 1e6);
-  OpId a = in, b = in;
-  for (int i = 0; i < len; ++i) {
-    a = add("a" + std::to_string(i), {{a, 0}}, 1e9);
-    b = add("b" + std::to_string(i), {{b, 0}}, 1e9);
-  }
-  add("join", {{a, 0}, {b, 0}}, 1e6);
-  return g;
-}
+using testing::two_chains;
 
 TrainControls quiet() {
   TrainControls c;
@@ -60,7 +40,7 @@ RunDir make_run(const std::string& name) {
   r.scratch = std::make_unique<ScratchDir>("review7_" + name);
   r.dir = r.scratch->path();
   r.graph = r.dir + "/graph.json";
-  save_graph(chains(3), r.graph);
+  save_graph(two_chains(3), r.graph);
   return r;
 }
 
@@ -84,7 +64,7 @@ TEST(Review7, APolicyTrainedOnTwoDevicesRefusesFour) {
           quiet());
     const std::shared_ptr<const LoadedPolicy> p = LoadedPolicy::load(out);
     EXPECT_EQ(p->trained_devices(), 2);
-    const Graph g = chains(3);
+    const Graph g = two_chains(3);
     const Cluster four = resolve_cluster("cpu:4");
     Environment env(g, four);
     PlaceContext ctx;

@@ -19,11 +19,6 @@ namespace {
 
 using namespace rt_test;
 
-#define REQUIRE_GPU()                                                  \
-  do {                                                                 \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU visible here"; \
-  } while (0)
-
 MeasureOptions one_step(double timeout_s) {
   MeasureOptions o;
   o.warmup_steps = 0;

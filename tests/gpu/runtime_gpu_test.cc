@@ -21,11 +21,6 @@ namespace {
 
 using namespace rt_test;
 
-#define REQUIRE_GPU()                                                  \
-  do {                                                                 \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA GPU visible here"; \
-  } while (0)
-
 // Exact-enough comparisons with the CPU need full fp32 on the GPU too.
 void no_tf32() {
   at::globalContext().setAllowTF32CuBLAS(false);
