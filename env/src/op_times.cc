@@ -58,27 +58,10 @@ bool sgd_accumulates(const Graph& graph) {
   return spec && spec->microbatches >= 2;
 }
 
-// The signature less its input `drop` ("type(a,b,c)" less b): the inputs' shapes hold commas of their own.
-std::string drop_signature_input(const std::string& sig, size_t drop) {
-  const size_t open = sig.find('(');
-  if (open == std::string::npos) return sig;
-  size_t input = 0, from = std::string::npos;
-  int depth = 0;
-  for (size_t i = open + 1; i < sig.size(); ++i) {
-    const char c = sig[i];
-    depth += c == '[' ? 1 : c == ']' ? -1 : 0;
-    if (depth != 0 || (c != ',' && c != ')')) continue;
-    if (++input == drop) from = i;  // the comma before input `drop`
-    if (input == drop + 1 && from != std::string::npos) return sig.substr(0, from) + sig.substr(i);
-  }
-  return sig;
-}
-
 std::string profile_signature(const Graph& graph, OpId id, bool accumulates) {
   const Op& op = graph.op(id);
-  std::string sig = op_signature(graph, id);
-  if (!accumulates || op.type != op_types::kSgd || op.inputs.size() < 3) return sig;
-  return drop_signature_input(sig, 1);
+  if (!accumulates || op.type != op_types::kSgd || op.inputs.size() < 3) return op_signature(graph, id);
+  return op_signature(graph, id, 1);
 }
 
 // "" when a profile that names this graph (or no graph) is of it: every op

@@ -16,7 +16,11 @@ std::string range_problem(double v, double lo, double hi, const char* unit) {
          unit + ")";
 }
 
-std::string op_signature(const Graph& graph, OpId id) {
+namespace {
+
+constexpr size_t kSkipNone = static_cast<size_t>(-1);
+
+std::string signature_of(const Graph& graph, OpId id, size_t skip) {
   const Op& op = graph.op(id);
   auto shape = [](std::ostringstream& out, const TensorSpec& spec) {
     out << dtype_name(spec.dtype) << '[';
@@ -25,8 +29,11 @@ std::string op_signature(const Graph& graph, OpId id) {
   };
   std::ostringstream out;
   out << op.type << '(';
+  bool first = true;
   for (size_t i = 0; i < op.inputs.size(); ++i) {
-    if (i) out << ',';
+    if (i == skip) continue;
+    if (!first) out << ',';
+    first = false;
     const Op& producer = graph.op(op.inputs[i].op);
     const int32_t k = op.inputs[i].output;
     if (k < 0 || k >= static_cast<int32_t>(producer.outputs.size()))
@@ -38,5 +45,11 @@ std::string op_signature(const Graph& graph, OpId id) {
   out << ')';
   return out.str();
 }
+
+}  // namespace
+
+std::string op_signature(const Graph& graph, OpId id) { return signature_of(graph, id, kSkipNone); }
+
+std::string op_signature(const Graph& graph, OpId id, size_t skip) { return signature_of(graph, id, skip); }
 
 }  // namespace placer

@@ -125,6 +125,8 @@ TEST(CostModel, CalibratedByNameThenSignature) {
   EXPECT_DOUBLE_EQ(s.op_seconds(OpId(1), DeviceId(1)), 0.125);
   EXPECT_DOUBLE_EQ(s.op_seconds(OpId(1), DeviceId(0)), 10.5);
   EXPECT_EQ(op_signature(g, OpId(1)), "aten::mm(float[1000],float[1000])");
+  EXPECT_EQ(op_signature(g, OpId(1), 1), "aten::mm(float[1000])");  // less input 1
+  EXPECT_EQ(op_signature(g, OpId(1), 2), op_signature(g, OpId(1)));  // no input 2: nothing skipped
   // Timed on cuda:3 (borrowed by kind) and cpu:0: this cluster's cuda:0 never was.
   EXPECT_EQ(s.profile_mismatch(), "taken on unnamed devices; cuda:0 not in it");
   other.devices = "cpu,cuda:0";

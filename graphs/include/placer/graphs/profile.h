@@ -16,6 +16,10 @@ namespace placer {
 // profile of this graph from one of a graph with the same op names at another
 // size (CostModel::calibrated).
 std::string op_signature(const Graph& graph, OpId op);
+// The same, less input `skip` (as if the op lacked it): a pipelined sgd's
+// running sum of the earlier micro-batches' gradients, which the training
+// graph it was profiled as lacks.
+std::string op_signature(const Graph& graph, OpId op, size_t skip);
 
 struct OpTiming {
   std::string op;         // op name in the profiled graph
