@@ -104,6 +104,7 @@ struct OpCalibration {
   double gpu_scale;               // a GPU op's measured time is scaled by this (Profile::gpu_op_scale)
   std::vector<double>& op_s;      // [op * devices + device]
   std::vector<double> contended;  // [op * devices + device], -1 = not measured; empty: none measured
+  std::set<std::string> timed_kinds;  // the device kinds the profile timed ops on
 };
 
 // One op on one device; true if the profile measured it.
@@ -126,9 +127,10 @@ bool calibrate_op(OpCalibration& c, int64_t o, int32_t k) {
     }
     return true;
   }
-  if (overhead > 0.0) {
+  if (overhead > 0.0 && c.timed_kinds.count(kind)) {
     // Roofline already holds the device's own op_overhead_s; the measured
-    // executor overhead replaces it for a calibrated device kind.
+    // executor overhead replaces it for a device kind the profile timed
+    // (a CPU executor's overhead says nothing of a GPU's launch path).
     c.op_s[o * d + k] = std::max(0.0, c.op_s[o * d + k] - dev.op_overhead_s) + overhead;
   }
   return false;
@@ -421,7 +423,9 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
                     profile.gpu_op_overhead_s,
                     profile.gpu_op_scale,
                     model.op_s_,
+                    {},
                     {}};
+  for (const OpTiming& t : profile.ops) ops.timed_kinds.insert(timing_kind(t));
   model.calibrated_fraction_ = calibrate_ops(ops);
   model.profile_mismatch_ = describe_profile_mismatch(cluster, profile);
   const std::vector<DeviceId> cpus = cpu_devices(cluster);

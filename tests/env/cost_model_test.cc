@@ -165,6 +165,23 @@ TEST(CostModel, AGpuDeviceGetsItsOwnMeasuredOverhead) {
   EXPECT_DOUBLE_EQ(CostModel::calibrated(g, cluster(), p).op_seconds(OpId(1), DeviceId(1)), 0.012);
 }
 
+// A profile taken on CPUs alone says nothing of a GPU's launch path: a GPU
+// op it did not time keeps the roofline's (the cluster's) overhead, not the
+// CPU executor's (a cpu:2 profile on k80x4 made every op 9x cheaper).
+TEST(CostModel, AProfileOfOtherDeviceKindsLeavesAnUntimedKindsOverhead) {
+  const Graph g = two_op_graph();
+  Profile p;
+  p.graph = "g";
+  p.ops.push_back({"y", "", "cpu:0", "cpu", 0.3});
+  p.per_op_overhead_s = 0.002;
+  const CostModel m = CostModel::calibrated(g, cluster(), p);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(0)), 0.302);
+  EXPECT_DOUBLE_EQ(m.op_seconds(OpId(1), DeviceId(1)), 3e-3);  // the roofline's, its own overhead 1e-3
+  // A profile with GPU ops timed (an older one: no GPU overhead of its own) replaces it for the kind.
+  p.ops.push_back({"something", "", "cuda:0", "cuda", 0.01});
+  EXPECT_DOUBLE_EQ(CostModel::calibrated(g, cluster(), p).op_seconds(OpId(1), DeviceId(1)), 4e-3);
+}
+
 // `placer profile` times the inputs and params too, but fits the overhead per op that is not one of them:
 // a free op measured is charged its own time, no overhead (it was charged the overhead, so a step with
 // inception_v3's 286 params and inputs simulated about 1% long on a CPU, more on a launch-bound GPU).
