@@ -238,7 +238,9 @@ void add_graph_import(CLI::App* graph) {
   cmd->add_option("--lr", args->learning_rate, "Learning rate of the generated SGD update ops")
       ->capture_default_str()
       ->check(positive_number());
-  cmd->add_option("-o,--output", args->output, "Output file: .json (exchange format) or anything else (binary)")
+  cmd->add_option("-o,--output", args->output,
+                  "Output file: .json (exchange format) or anything else (binary); a workload's must be .json "
+                  "(written as workload JSON)")
       ->required()
       ->check(output_file());
   add_workload_cluster_options(cmd, args->cluster);

@@ -194,6 +194,8 @@ bool is_workload_file(const std::string& path) {
 }
 
 void import_workload(const std::string& path, const std::string& output, const WorkloadClusterArgs& cluster) {
+  if (output.size() < 5 || output.compare(output.size() - 5, 5, ".json") != 0)
+    throw InputError("-o " + output + ": a workload is written as workload JSON; name the output .json");
   const Workload w = load_with_cluster(path, cluster);
   write_file_atomic(output, workload_json(w) + "\n");
   int32_t classes = 0;

@@ -24,16 +24,22 @@ std::string module_path(const Op& op) {
   return slash == std::string::npos ? std::string() : op.name.substr(0, slash);
 }
 
+// A graph attribute that lists names separated by spaces; none when it is absent.
+std::vector<std::string> attr_words(const Graph& graph, const char* key) {
+  std::vector<std::string> words;
+  if (const auto it = graph.attrs.find(key); it != graph.attrs.end()) {
+    std::istringstream in(it->second);
+    for (std::string w; in >> w;) words.push_back(w);
+  }
+  return words;
+}
+
 // The modules the program calls, as the importer recorded them; graphs
 // imported before it did: the modules ops ran in directly (a container
 // without ops of its own is then split at its first child instead).
 std::vector<std::string> called_modules(const Graph& graph, const std::vector<std::string>& paths) {
+  if (graph.attrs.count("modules")) return attr_words(graph, "modules");
   std::vector<std::string> called;
-  if (const auto it = graph.attrs.find("modules"); it != graph.attrs.end()) {
-    std::istringstream in(it->second);
-    for (std::string m; in >> m;) called.push_back(m);
-    return called;
-  }
   std::set<std::string> seen;
   for (const std::string& p : paths) {
     if (!p.empty() && seen.insert(p).second) called.push_back(p);
@@ -82,13 +88,15 @@ ModuleIndex index_modules(const Graph& graph) {
     paths.push_back(module_path(op));
   }
   const std::map<std::string, Span> spans = spans_of(paths);
+  const std::vector<std::string> repeated_list = attr_words(graph, "repeated_modules");
+  const std::set<std::string> repeated(repeated_list.begin(), repeated_list.end());
   for (const std::string& m : called_modules(graph, paths)) {
     const auto it = spans.find(m);
     if (it == spans.end()) continue;  // ran no ATen op of the forward
     const Span& s = it->second;
     index.modules.push_back({m, s.first, s.last});
-    // Called more than once with other work between: a split there would cut twice.
-    if (s.count != s.last - s.first + 1) continue;
+    // Called more than once (the importer says so, or other work runs between): a split there would cut twice.
+    if (repeated.count(m) || s.count != s.last - s.first + 1) continue;
     auto [cut, fresh] = index.cut_at.emplace(s.first, m);
     if (!fresh && std::count(m.begin(), m.end(), '.') < std::count(cut->second.begin(), cut->second.end(), '.'))
       cut->second = m;

@@ -38,11 +38,12 @@ JsonNode need_list(Reader& r, const std::string& key, size_t cap) {
   return n;
 }
 
-// true/false or 1/0, as the paper's files write flags.
+// true/false or 1/0, as the paper's files write flags (1.0 too: a Python writer's float).
 bool need_flag(Reader& r, const std::string& key) {
   JsonNode n = r.need(key);
-  if (std::optional<int64_t> i = n.integer(); i && (*i == 0 || *i == 1)) return *i == 1;
-  return r.boolean(n, r.path(key));
+  if (std::optional<bool> b = n.boolean()) return *b;
+  if (std::optional<double> x = n.number(); x && (*x == 0.0 || *x == 1.0)) return *x == 1.0;
+  r.fail(r.path(key), "expected true, false, 0 or 1, got " + n.describe());
 }
 
 std::string node_label(const Workload& w, int32_t i) {

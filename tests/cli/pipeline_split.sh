@@ -65,6 +65,26 @@ PY
   fail "split inside a block: $(field split3.json 'd.get("split_spec"), d.get("breaks")')"
 "$PY" "$HELP" check split3.json 2>err.txt || fail "pipe from the split inside a block: $(tail -3 err.txt)"
 
+# A module called twice in a row (b(fc(fc(a(x)))), a of 3 ops) runs contiguous ops but is never a split
+# point: pipeline() would cut at both calls and build three stages. The alternative moves a's last op.
+"$PY" "$HELP" export twice.pt2 twice || fail "export twice"
+"$PLACER" graph import twice.pt2 -o twice.json >/dev/null || fail "import twice"
+"$PY" - <<'PY'
+import json
+g = json.load(open("twice.json"))
+dev = {op["name"]: "cpu:0" if op["name"].split("/")[0].split(".")[0] in ("a", "x") else "cpu:1" for op in g["ops"]}
+json.dump({"format": "placer.placement", "version": 1, "graph": g["name"], "placement": dev}, open("twice_pl.json", "w"))
+PY
+"$PLACER" simulate --graph twice.json --cluster cpu:2 --placement twice_pl.json --split-spec split5.json >/dev/null ||
+  fail "simulate --split-spec (a module called twice)"
+[ "$(field split5.json 'd["contiguous"], "split_spec" in d')" = "(False, False)" ] ||
+  fail "a split at a module called twice: $(field split5.json 'd.get("split_spec")')"
+field split5.json 'd["breaks"]' | grep -q "op 'fc/linear' begins a stage on cpu:1 but no module's call begins there" ||
+  fail "breaks do not name fc: $(field split5.json 'd.get("breaks")')"
+[ "$(field split5.json 'd["contiguous_alternative"]["split_spec"]')" = "{'a.2': 'BEGINNING'}" ] ||
+  fail "alternative: $(field split5.json 'd["contiguous_alternative"].get("split_spec")')"
+"$PY" "$HELP" check split5.json twice 2>err.txt || fail "pipe of the model calling fc twice: $(tail -3 err.txt)"
+
 # placer place writes one too.
 "$PLACER" place --graph net.json --devices cpu:2 --method m_etf -o placed.json --split-spec split4.json >/dev/null ||
   fail "place --split-spec"

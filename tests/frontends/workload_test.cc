@@ -65,6 +65,30 @@ TEST(WorkloadTest, WritesWhatItReads) {
   EXPECT_DOUBLE_EQ(again.nodes[2].cpu_latency, 30.0);
 }
 
+// Flags are true/false or 0/1, as the paper's files write them; a Python writer may write 1.0.
+TEST(WorkloadTest, FlagsAreTrueFalseZeroOrOne) {
+  const Workload w = parse_workload(
+      tiny(R"(, {"id": 4, "supportedOnFpga": 1.0, "cpuLatency": 1, "fpgaLatency": 1, "isBackwardNode": 0.0},
+              {"id": 5, "supportedOnFpga": false, "cpuLatency": 1, "fpgaLatency": 1, "isBackwardNode": true})"),
+      "flags");
+  EXPECT_TRUE(w.nodes[3].accelerator_ok);
+  EXPECT_FALSE(w.nodes[3].backward);
+  EXPECT_FALSE(w.nodes[4].accelerator_ok);
+  EXPECT_TRUE(w.nodes[4].backward);
+  EXPECT_NE(
+      error_of(tiny(R"(, {"id": 4, "supportedOnFpga": 2, "cpuLatency": 1, "fpgaLatency": 1, "isBackwardNode": 0})"))
+          .find("nodes[3].supportedOnFpga: expected true, false, 0 or 1, got 2"),
+      std::string::npos);
+  EXPECT_NE(error_of(tiny(R"(, {"id": 4, "supportedOnFpga": 1, "cpuLatency": 1, "fpgaLatency": 1,
+                                "isBackwardNode": 0.5})"))
+                .find("nodes[3].isBackwardNode: expected true, false, 0 or 1, got 0.5"),
+            std::string::npos);
+  EXPECT_NE(error_of(tiny(R"(, {"id": 4, "supportedOnFpga": "yes", "cpuLatency": 1, "fpgaLatency": 1,
+                                "isBackwardNode": 0})"))
+                .find("nodes[3].supportedOnFpga: expected true, false, 0 or 1, got \"yes\""),
+            std::string::npos);
+}
+
 TEST(WorkloadTest, BadFilesNameTheFieldAndTheProblem) {
   EXPECT_NE(error_of(tiny("", R"({"sourceId": 1, "destId": 2, "cost": 0.5}, {"sourceId": 1, "destId": 3, "cost": 2})"))
                 .find("edges[1].cost: 2 differs from 0.5, the cost of edges[0]"),

@@ -21,17 +21,29 @@
 
 namespace placer {
 namespace detail {
+namespace {
+
+template <class Names>
+std::string space_separated(const Names& names) {
+  std::string text;
+  for (const std::string& n : names) text += (text.empty() ? "" : " ") + n;
+  return text;
+}
+
+}  // namespace
 
 // Modules that hold another module some node ran in (a layer's block), the
-// modules called (in first-call order), and the values some node or output uses.
+// modules called (in first-call order) and those called again, and the values
+// some node or output uses.
 void ExportImporter::scan_nodes(const rj::Value& nodes) {
   std::set<std::string> called;
   for (rj::SizeType i = 0; i < nodes.Size(); ++i) {
-    const std::vector<std::string> stack = nodes[i].IsObject() ? module_stack(nodes[i]) : std::vector<std::string>();
-    for (const std::string& m : stack) {
-      if (called.insert(m).second) called_modules_.push_back(m);
+    const std::vector<ModuleCall> stack = nodes[i].IsObject() ? module_calls(nodes[i]) : std::vector<ModuleCall>();
+    for (const ModuleCall& m : stack) {
+      if (called.insert(m.path).second) called_modules_.push_back(m.path);
+      if (m.again) repeated_modules_.insert(m.path);
     }
-    const std::string path = stack.empty() ? std::string() : stack.back();
+    const std::string path = stack.empty() ? std::string() : stack.back().path;
     for (auto d = path.rfind('.'); d != std::string::npos; d = path.rfind('.', d - 1)) {
       parent_modules_.insert(path.substr(0, d));
       if (d == 0) break;
@@ -87,9 +99,9 @@ Graph ExportImporter::run(const std::vector<SampleInput>& samples) {
   out.attrs["input_shapes"] = said;
   // The modules the program calls (a ModuleList holding blocks is not one):
   // where a pipeline split may begin (frontends/pipeline_split.h).
-  std::string modules;
-  for (const std::string& m : called_modules_) modules += (modules.empty() ? "" : " ") + m;
-  out.attrs["modules"] = modules;
+  out.attrs["modules"] = space_separated(called_modules_);
+  // Never a split point: pipeline() would cut at each call.
+  if (!repeated_modules_.empty()) out.attrs["repeated_modules"] = space_separated(repeated_modules_);
   if (!synthesized_.empty()) {
     out.attrs["weights"] = detail::concat(synthesized_.size(), " tensor(s) not stored raw in the archive; made up");
   }

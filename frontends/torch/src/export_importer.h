@@ -185,6 +185,11 @@ class ExportImporter {
   void cast_back(const AtenCall& aten, const std::vector<CallArg>& args, const std::string& op_name,
                  const std::string& layer, const std::string& where, RecordedCall& call);
   void visit_symbolic(const rj::Value& node, const std::string& target, const std::string& where);
+  struct ModuleCall {
+    std::string path;    // "layers.0.fc"
+    bool again = false;  // a later call of the module (its key ends in "@N")
+  };
+  std::vector<ModuleCall> module_calls(const rj::Value& node) const;
   std::vector<std::string> module_stack(const rj::Value& node) const;
   std::string module_of(const rj::Value& node) const;
   void check_output(const std::string& name, const at::Tensor& t, const std::string& where) const;
@@ -203,6 +208,7 @@ class ExportImporter {
   std::unordered_map<std::string, Val> values_;
   std::set<std::string> parent_modules_;            // modules that hold another module some node ran in
   std::vector<std::string> called_modules_;         // every module some node ran in, in first-call order
+  std::set<std::string> repeated_modules_;          // modules called more than once (a split there would cut twice)
   std::map<std::string, std::string> inputs_said_;  // user input -> where its shape came from
   std::set<std::string> synthesized_;               // weights not stored in the archive
   bool overridden_ = false;                         // some --input changed a symbolic size

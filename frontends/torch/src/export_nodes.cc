@@ -5,24 +5,36 @@
 
 namespace placer::detail {
 
-// The modules a node ran in, outermost first ("layer1", "layer1.0",
+// The module calls a node ran in, outermost first ("layer1", "layer1.0",
 // "layer1.0.conv1"), from nn_module_stack ("L__self__,,Net;L__self___layer1_0,
-// layer1.0,Bottleneck;..."); the root module (an empty path) is left out.
-std::vector<std::string> ExportImporter::module_stack(const rj::Value& node) const {
-  std::vector<std::string> paths;
+// layer1.0,Bottleneck;..."); the root module (an empty path) is left out. A
+// key with an "@N" suffix ("L__self___fc@1,fc,Linear") is a later call.
+std::vector<ExportImporter::ModuleCall> ExportImporter::module_calls(const rj::Value& node) const {
+  std::vector<ModuleCall> calls;
   const rj::Value* metadata = json_.member(node, "metadata");
-  if (!metadata || !metadata->IsObject()) return paths;
+  if (!metadata || !metadata->IsObject()) return calls;
   const rj::Value* stack = json_.member(*metadata, "nn_module_stack");
-  if (!stack || !stack->IsString()) return paths;
+  if (!stack || !stack->IsString()) return calls;
   const std::string text = stack->GetString();
   for (size_t start = 0; start <= text.size();) {
     const size_t end = std::min(text.find(';', start), text.size());
     const std::string entry = text.substr(start, end - start);
     const auto first = entry.find(','), last = entry.rfind(',');
-    if (first != std::string::npos && last != first && last > first + 1)
-      paths.push_back(entry.substr(first + 1, last - first - 1));
+    if (first != std::string::npos && last != first && last > first + 1) {
+      const auto at = entry.rfind('@', first);
+      const bool again = at != std::string::npos && at + 1 < first &&
+                         std::all_of(entry.begin() + at + 1, entry.begin() + first,
+                                     [](unsigned char c) { return std::isdigit(c) != 0; });
+      calls.push_back({entry.substr(first + 1, last - first - 1), again});
+    }
     start = end + 1;
   }
+  return calls;
+}
+
+std::vector<std::string> ExportImporter::module_stack(const rj::Value& node) const {
+  std::vector<std::string> paths;
+  for (ModuleCall& c : module_calls(node)) paths.push_back(std::move(c.path));
   return paths;
 }
 
