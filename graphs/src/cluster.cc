@@ -60,8 +60,9 @@ int64_t host_memory_bytes() {
   return static_cast<int64_t>(pages) * page;
 }
 
+// A device index: digits, no leading zero ("cuda:00" would name cuda:0 a second time).
 bool parse_index(std::string_view text, int64_t& out) {
-  if (text.empty() || text.size() > 6) return false;
+  if (text.empty() || text.size() > 6 || (text.size() > 1 && text[0] == '0')) return false;
   out = 0;
   for (char c : text) {
     if (c < '0' || c > '9') return false;
@@ -191,6 +192,22 @@ void check_range(double value, double lo, double hi, const std::string& where, c
 }
 
 constexpr double kMaxSeconds = 1e3;  // a fixed cost per op or per transfer
+// A device's memory: 9e18 bytes on two devices overflowed the sums of capacities.
+constexpr int64_t kMaxMemoryBytes = int64_t{1} << 60;  // 1 EiB
+
+void check_device(const Device& d, const std::string& where) {
+  const std::string prefix = d.kind == DeviceKind::Cpu ? "cpu:" : "cuda:";
+  int64_t idx = 0;
+  if (d.name.rfind(prefix, 0) != 0 || !parse_index(std::string_view(d.name).substr(prefix.size()), idx))
+    throw InputError(where + "name: expected '" + prefix + "K' for a " + device_kind_name(d.kind) + " device");
+  if (d.memory_bytes <= 0) throw InputError(where + "memory_bytes: must be positive");
+  if (d.memory_bytes > kMaxMemoryBytes)
+    throw InputError(detail::concat(where, "memory_bytes: ", d.memory_bytes, " is over ", kMaxMemoryBytes, " (1 EiB)"));
+  check_range(d.peak_flops, kMinRate, kMaxRate, where, "peak_flops", "FLOP/s");
+  check_range(d.mem_bandwidth, kMinRate, kMaxRate, where, "mem_bandwidth", "bytes/s");
+  check_range(d.op_overhead_s, 0.0, kMaxSeconds, where, "op_overhead_s", "s");
+  if (d.threads < 0) throw InputError(where + "threads: must be >= 0");
+}
 
 }  // namespace
 
@@ -201,16 +218,8 @@ void validate_cluster(const Cluster& cluster) {
   for (size_t i = 0; i < cluster.devices.size(); ++i) {
     const Device& d = cluster.devices[i];
     const std::string where = "cluster '" + cluster.name + "': devices[" + std::to_string(i) + "] '" + d.name + "': ";
-    const std::string prefix = d.kind == DeviceKind::Cpu ? "cpu:" : "cuda:";
-    int64_t idx = 0;
-    if (d.name.rfind(prefix, 0) != 0 || !parse_index(std::string_view(d.name).substr(prefix.size()), idx))
-      throw InputError(where + "name: expected '" + prefix + "K' for a " + device_kind_name(d.kind) + " device");
+    check_device(d, where);
     if (!names.insert(d.name).second) throw InputError(where + "name: duplicate device name");
-    if (d.memory_bytes <= 0) throw InputError(where + "memory_bytes: must be positive");
-    check_range(d.peak_flops, kMinRate, kMaxRate, where, "peak_flops", "FLOP/s");
-    check_range(d.mem_bandwidth, kMinRate, kMaxRate, where, "mem_bandwidth", "bytes/s");
-    check_range(d.op_overhead_s, 0.0, kMaxSeconds, where, "op_overhead_s", "s");
-    if (d.threads < 0) throw InputError(where + "threads: must be >= 0");
   }
   auto check_link = [&](const Link& l, const std::string& where) {
     check_range(l.latency_s, 0.0, kMaxSeconds, where, "latency_s", "s");

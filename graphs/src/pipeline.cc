@@ -140,6 +140,14 @@ class Unroller {
   PipelineGraph out_;
 };
 
+// The unroller accumulates gradients for sgd only: any other update would be left out of the graph.
+void check_updates(const Graph& training) {
+  for (const Op& op : training.ops())
+    if (op.phase == Phase::Update && op.type != op_types::kSgd)
+      throw GraphError(detail::concat("op '", op.name, "': type '", op.type, "': a pipelined update must be ",
+                                      op_types::kSgd, " (the pipeline supports sgd updates only)"));
+}
+
 }  // namespace
 
 Placement PipelineGraph::expand(const Placement& base) const {
@@ -156,6 +164,7 @@ PipelineGraph make_pipeline_graph(const Graph& training, const PipelineSpec& spe
     throw GraphError("microbatches: " + std::to_string(spec.microbatches) + " is not in [1, " +
                      std::to_string(kMaxMicrobatches) + "]");
   if (pipeline_spec_of(training)) throw GraphError("graph '" + training.name + "' is already a pipelined mini-batch");
+  check_updates(training);
   return Unroller(training, spec).run();
 }
 

@@ -196,68 +196,68 @@ RankTest mann_whitney(const std::vector<double>& a, const std::vector<double>& b
   return t;
 }
 
-PairedTest paired_rounds(const std::vector<double>& a, const std::vector<double>& b) {
-  if (a.empty() || a.size() != b.size())
-    throw InputError("paired test: the two need the same rounds (" + std::to_string(a.size()) + " and " +
-                     std::to_string(b.size()) + " steps)");
-  PairedTest t;
-  t.pairs = static_cast<int64_t>(a.size());
-  std::vector<double> d;  // log(b / a) of the rounds that differ
-  for (size_t k = 0; k < a.size(); ++k) {
-    if (!(a[k] > 0) || !(b[k] > 0) || !std::isfinite(a[k]) || !std::isfinite(b[k]))
-      throw InputError("paired test: round " + std::to_string(k) + " has a step that is not a positive time");
-    if (b[k] != a[k]) d.push_back(std::log(b[k] / a[k]));
-  }
-  const int64_t n = static_cast<int64_t>(d.size());
-  if (n == 0) {  // every round equal: no evidence of a difference
-    t.ratio_level = 1.0;
-    return t;
-  }
-  // Ranks of |d|, ties averaged.
-  std::vector<size_t> order(d.size());
-  std::iota(order.begin(), order.end(), size_t{0});
-  std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return std::abs(d[x]) < std::abs(d[y]); });
-  double tie_term = 0.0;
-  for (size_t i = 0; i < order.size();) {
-    size_t j = i;
-    while (j < order.size() && std::abs(d[order[j]]) == std::abs(d[order[i]])) ++j;
-    const double count = static_cast<double>(j - i);
-    tie_term += count * count * count - count;
-    for (size_t q = i; q < j; ++q)
-      if (d[order[q]] > 0) t.w_plus += 0.5 * static_cast<double>(i + 1 + j);
-    i = j;
-  }
-  const double nn = static_cast<double>(n);
-  const double mean = nn * (nn + 1) / 4;
-  const double var = nn * (nn + 1) * (2 * nn + 1) / 24.0 - tie_term / 48.0;
-  t.exact = tie_term == 0.0 && n <= 50;
-  // The null distribution of W+, as the test and the interval both read it: P(W+ <= w).
+namespace {
+
+// The Wilcoxon signed-rank statistic W+ of the differences `d` (ranks of |d|, ties averaged) and its null
+// distribution: exact (the 2^n sign arrangements) for up to 50 differences without ties, else normal with tie
+// and continuity corrections.
+struct SignedRanks {
+  int64_t n = 0;
+  double w_plus = 0.0, mean = 0.0, var = 0.0, p_value = 1.0;  // p: two-sided
+  bool exact = false;
   std::vector<double> below;  // exact: below[w] = P(W+ <= w)
-  if (t.exact) {
-    below = signed_rank_counts(static_cast<int>(n));
-    t.p_value = exact_two_sided_p(below, t.w_plus);  // W+ is an integer here
-    std::partial_sum(below.begin(), below.end(), below.begin());
-    for (double& c : below) c /= below.back();
-  } else if (var > 0) {
-    t.p_value = normal_two_sided_p(t.w_plus - mean, var);
+
+  explicit SignedRanks(const std::vector<double>& d) : n(static_cast<int64_t>(d.size())) {
+    std::vector<size_t> order(d.size());
+    std::iota(order.begin(), order.end(), size_t{0});
+    std::sort(order.begin(), order.end(), [&](size_t x, size_t y) { return std::abs(d[x]) < std::abs(d[y]); });
+    double tie_term = 0.0;
+    for (size_t i = 0; i < order.size();) {
+      size_t j = i;
+      while (j < order.size() && std::abs(d[order[j]]) == std::abs(d[order[i]])) ++j;
+      const double count = static_cast<double>(j - i);
+      tie_term += count * count * count - count;
+      for (size_t q = i; q < j; ++q)
+        if (d[order[q]] > 0) w_plus += 0.5 * static_cast<double>(i + 1 + j);
+      i = j;
+    }
+    const double nn = static_cast<double>(n);
+    mean = nn * (nn + 1) / 4;
+    var = nn * (nn + 1) * (2 * nn + 1) / 24.0 - tie_term / 48.0;
+    exact = tie_term == 0.0 && n <= 50;
+    if (exact) {
+      below = signed_rank_counts(static_cast<int>(n));
+      p_value = exact_two_sided_p(below, w_plus);  // W+ is an integer here
+      std::partial_sum(below.begin(), below.end(), below.begin());
+      for (double& c : below) c /= below.back();
+    } else if (var > 0) {
+      p_value = normal_two_sided_p(w_plus - mean, var);
+    }
   }
-  auto cdf = [&](int64_t w) {
+
+  // P(W+ <= w) under the null.
+  double cdf(int64_t w) const {
     if (w < 0) return 0.0;
-    if (t.exact) return below[std::min<size_t>(static_cast<size_t>(w), below.size() - 1)];
+    if (exact) return below[std::min<size_t>(static_cast<size_t>(w), below.size() - 1)];
     if (var <= 0) return 1.0;
     return 0.5 * std::erfc(-((static_cast<double>(w) + 0.5 - mean) / std::sqrt(var)) / std::sqrt(2.0));
-  };
-  // Hodges-Lehmann: the median of the Walsh averages (d[i] + d[j]) / 2, i <= j, and the interval from the k-th
-  // smallest to the k-th largest of them, k the largest with P(W+ <= k - 1) <= (1 - confidence) / 2 (found by
-  // bisection: the condition holds for every k up to it). W+ counts the Walsh averages above 0, so the interval
-  // leaves out ratio 1 exactly when the test rejects.
+  }
+};
+
+// Hodges-Lehmann: the median of the Walsh averages (d[i] + d[j]) / 2, i <= j, of every difference `d` (zeros
+// included), and the interval from the k-th smallest to the k-th largest of them, k the largest with
+// P(W+ <= k - 1) <= (1 - confidence) / 2 under `null`, the distribution of W+ over the same differences (found
+// by bisection: the condition holds for every k up to it). W+ counts the Walsh averages above 0, so the
+// interval leaves out ratio 1 exactly when the signed-rank test of these differences rejects.
+void hodges_lehmann(std::vector<double> d, const SignedRanks& null, PairedTest& t) {
   std::sort(d.begin(), d.end());
+  const int64_t n = static_cast<int64_t>(d.size());
   const int64_t m = n * (n + 1) / 2;
   const double alpha = 1.0 - kIntervalConfidence;
   int64_t k = 0;
   for (int64_t lo = 0, hi = (m + 1) / 2; lo < hi;) {
     const int64_t mid = (lo + hi + 1) / 2;
-    if (cdf(mid - 1) <= alpha / 2)
+    if (null.cdf(mid - 1) <= alpha / 2)
       k = lo = mid;
     else
       hi = mid - 1;
@@ -268,7 +268,34 @@ PairedTest paired_rounds(const std::vector<double>& a, const std::vector<double>
   const int64_t from = std::max<int64_t>(k, 1);  // k = 0 (under 6 rounds): [min, max], covering less
   t.ratio_low = std::exp(kth_walsh_average(d, from));
   t.ratio_high = std::exp(kth_walsh_average(d, m + 1 - from));
-  t.ratio_level = 1.0 - 2.0 * cdf(from - 1);
+  t.ratio_level = 1.0 - 2.0 * null.cdf(from - 1);
+}
+
+}  // namespace
+
+PairedTest paired_rounds(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.empty() || a.size() != b.size())
+    throw InputError("paired test: the two need the same rounds (" + std::to_string(a.size()) + " and " +
+                     std::to_string(b.size()) + " steps)");
+  PairedTest t;
+  t.pairs = static_cast<int64_t>(a.size());
+  std::vector<double> all, differ;  // log(b / a) of every round; of the rounds that differ
+  for (size_t k = 0; k < a.size(); ++k) {
+    if (!(a[k] > 0) || !(b[k] > 0) || !std::isfinite(a[k]) || !std::isfinite(b[k]))
+      throw InputError("paired test: round " + std::to_string(k) + " has a step that is not a positive time");
+    all.push_back(std::log(b[k] / a[k]));
+    if (b[k] != a[k]) differ.push_back(all.back());
+  }
+  if (differ.empty()) {  // every round equal: no evidence of a difference
+    t.ratio_level = 1.0;
+    return t;
+  }
+  // The test drops the rounds with equal steps (Wilcoxon's rule); the estimate and its interval keep them.
+  const SignedRanks test(differ);
+  t.w_plus = test.w_plus;
+  t.p_value = test.p_value;
+  t.exact = test.exact;
+  hodges_lehmann(all, differ.size() == all.size() ? test : SignedRanks(all), t);
   return t;
 }
 

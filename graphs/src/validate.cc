@@ -115,6 +115,8 @@ class Validator {
     if (!is_utf8(op.type)) fail("type", "not UTF-8 text");
     if (!is_utf8(op.group)) fail("group", "not UTF-8 text");
     if (!is_utf8(op.layer)) fail("layer", "not UTF-8 text");
+    if (op.layer.size() > kMaxLayerBytes)
+      fail("layer", detail::concat(op.layer.size(), " bytes, over the limit ", kMaxLayerBytes));
     if (op.args.size() > kMaxArgsPerOp) fail("args", detail::concat(op.args.size(), " arguments, over ", kMaxArgsPerOp));
     if (static_cast<uint8_t>(op.phase) > static_cast<uint8_t>(Phase::Update)) fail("phase", "not a phase");
     if (op.inputs.size() > kMaxEdgesPerOp) fail("inputs", "absurd number of inputs");
@@ -148,6 +150,7 @@ class Validator {
     check_microbatch(op);
     if (op.param_bytes < 0) fail("param_bytes", detail::concat("negative size ", op.param_bytes));
     if (op.param_bytes > kMaxParamBytes) fail("param_bytes", detail::concat("absurd size ", op.param_bytes));
+    add_to_totals(op);
     if (!std::isfinite(op.flops) || op.flops < 0)
       fail("flops", detail::concat("must be finite and >= 0, got ", op.flops));
     if (op.flops > kMaxFlops) fail("flops", detail::concat("absurd value ", op.flops));
@@ -164,6 +167,19 @@ class Validator {
     // op naming one passed here and then failed every placer that places groups.)
     if (op.phase == Phase::Forward && op.forward.valid())
       fail("forward", "a forward op names no forward op; only backward and update ops do");
+  }
+
+  // The graph's sums, checked as they grow (each term is capped far below kMaxGraphBytes, so no sum overflows).
+  void add_to_totals(const Op& op) {
+    auto over = [](const char* what) {
+      return detail::concat("the graph's ", what, " bytes pass ", kMaxGraphBytes, " (4 PiB) here");
+    };
+    total_param_bytes_ += op.param_bytes;
+    if (total_param_bytes_ > kMaxGraphBytes) fail("param_bytes", over("param"));
+    for (size_t k = 0; k < op.outputs.size(); ++k) {
+      total_output_bytes_ += op.outputs[k].bytes();
+      if (total_output_bytes_ > kMaxGraphBytes) fail(detail::concat("outputs[", k, "]"), over("output"));
+    }
   }
 
   // view_of: empty (not recorded) or one entry per output, each -1 or an input index. The JSON reader
@@ -491,6 +507,7 @@ class Validator {
   const Graph& g_;
   std::optional<PipelineSpec> pipeline_;  // a pipelined mini-batch's spec, from the attrs
   int32_t id_ = 0;
+  int64_t total_param_bytes_ = 0, total_output_bytes_ = 0;
 };
 
 }  // namespace

@@ -50,6 +50,11 @@ TEST(Cluster, ParseDeviceList) {
   EXPECT_ERROR_CONTAINS(InputError, parse_device_list(""), "empty device list");
   EXPECT_ERROR_CONTAINS(InputError, parse_device_list("tpu:0"), "bad device 'tpu:0'");
   EXPECT_ERROR_CONTAINS(InputError, parse_device_list("cpu:0,cpu:0"), "duplicate device name");
+  // A leading zero named a second device the runtime maps to the same one.
+  EXPECT_ERROR_CONTAINS(InputError, parse_device_list("cuda:0,cuda:00"), "bad device 'cuda:00'");
+  EXPECT_ERROR_CONTAINS(InputError, parse_device_list("cpu:1,cpu:01"), "bad device 'cpu:01'");
+  EXPECT_ERROR_CONTAINS(InputError, parse_device_list("cpu:02"), "bad device 'cpu:02'");
+  EXPECT_EQ(parse_device_list("cpu:0,cuda:0,cuda:10").size(), 3);
   // Each virtual device takes two of the 32 streams torch keeps per GPU: vcuda:17 shared streams.
   EXPECT_EQ(parse_device_list("vcuda:16").size(), 16);
   EXPECT_ERROR_CONTAINS(InputError, parse_device_list("vcuda:17"), "vcuda:N needs 1 <= N <= 16");
@@ -68,6 +73,15 @@ TEST(Cluster, LinksAndTransferTime) {
   c.links.pop_back();
   c.devices[1].memory_bytes = 0;
   EXPECT_ERROR_CONTAINS(InputError, validate_cluster(c), "devices[1] 'cpu:1': memory_bytes: must be positive");
+  // 9e18 bytes on two devices overflowed the sums of capacities: at most 2^60 bytes (1 EiB) a device.
+  c.devices[1].memory_bytes = int64_t{1} << 60;
+  EXPECT_NO_THROW(validate_cluster(c));
+  c.devices[1].memory_bytes = 9'000'000'000'000'000'000;
+  EXPECT_ERROR_CONTAINS(InputError, validate_cluster(c),
+                        "devices[1] 'cpu:1': memory_bytes: 9000000000000000000 is over 1152921504606846976 (1 EiB)");
+  c.devices[1].memory_bytes = int64_t{1} << 30;
+  c.devices[2].name = "cpu:02";  // a cluster file's device
+  EXPECT_ERROR_CONTAINS(InputError, validate_cluster(c), "devices[2] 'cpu:02': name: expected 'cpu:K'");
 }
 
 // Finite but absurd constants (a denormal peak_flops, an overhead of 1e100 s)

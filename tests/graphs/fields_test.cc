@@ -64,6 +64,20 @@ TEST(FieldReader, ErrorsNameThePathAndTheProblem) {
   EXPECT_NO_THROW(top.finish());
 }
 
+// A key given twice is refused (the reader would keep the first), as the graph readers do (JsonReader::known).
+TEST(FieldReader, RefusesARepeatedKey) {
+  const rj::Document doc =
+      parse(R"({"maxFPGAs": 2, "node": {"cpuLatency": 1, "gpu": 3, "cpuLatency": 100}, "maxFPGAs": 4})");
+  FieldReader<JsonNode> top(JsonNode(&doc), "", throw_field_error<InputError>("w.json"));
+  FieldReader<JsonNode> node = top.section("node");
+  int64_t v = 0;
+  node.read("cpuLatency", &v, 0, 1000);
+  node.read("gpu", &v, 0, 1000);
+  EXPECT_EQ(error_of<InputError>([&] { node.finish(); }), "w.json: node.cpuLatency: given twice");
+  top.read("maxFPGAs", &v, 0, 1000);
+  EXPECT_EQ(error_of<InputError>([&] { top.finish(); }), "w.json: maxFPGAs: given twice");
+}
+
 TEST(FieldReader, OneSidedRangesAndTooLarge) {
   const rj::Document doc = parse(R"({"a": -1, "b": 2000})");
   FieldProblem seen = FieldProblem::Invalid;

@@ -130,6 +130,20 @@ TEST(PipelineGraph, BadInputIsAnError) {
   EXPECT_EQ(parse_objective("pipeline"), Objective::Pipeline);
 }
 
+// An update the unrolled graph cannot carry (only sgd's running sum is built) is refused, not dropped.
+TEST(PipelineGraph, AnUpdateOtherThanSgdIsRefused) {
+  Graph g = tiny_training();
+  g.mutable_op(*g.find("w_sgd")).type = "my::adam";
+  try {
+    make_pipeline_graph(g, {2, PipelineSchedule::GPipe});
+    ADD_FAILURE() << "no error";
+  } catch (const GraphError& e) {
+    EXPECT_STREQ(e.what(),
+                 "op 'w_sgd': type 'my::adam': a pipelined update must be placer::sgd (the pipeline supports sgd "
+                 "updates only)");
+  }
+}
+
 // Two stages: x, fc and their backward ops on device 0; relu, loss and theirs on device 1.
 struct TwoStages {
   PipelineGraph p = make_pipeline_graph(tiny_training(), {4, PipelineSchedule::OneFOneB});

@@ -157,6 +157,24 @@ TEST(Stats, PairedRoundsExactByHand) {
   EXPECT_THROW(paired_rounds({1, 0}, {1, 1}), InputError);
 }
 
+// Rounds with equal steps drop out of the test only (Wilcoxon's rule), not out of the estimate: 8 of 10 rounds
+// equal and 2 with b 10.5% slower are 36 + 16 + 3 Walsh averages, 36 of them 0, so the median is 0 (ratio 1);
+// dropping the zeros read +10.5% with the interval [+10.5%, +10.5%]. Tie-corrected normal null over all 10:
+// var = 96.25 - (8^3 - 8 + 2^3 - 2) / 48 = 85.625, k = 9: the 9th smallest (0) to the 9th largest (log 1.105 / 2).
+TEST(Stats, PairedRoundsEstimateKeepsTheEqualRounds) {
+  const std::vector<double> a(10, 1.0);
+  std::vector<double> b(10, 1.0);
+  b[3] = b[7] = 1.105;
+  const PairedTest t = paired_rounds(a, b);
+  EXPECT_DOUBLE_EQ(t.ratio, 1.0);
+  EXPECT_DOUBLE_EQ(t.ratio_low, 1.0);
+  EXPECT_NEAR(t.ratio_high, std::sqrt(1.105), 1e-12);
+  EXPECT_GE(t.ratio_level, 0.95);
+  EXPECT_DOUBLE_EQ(t.w_plus, 3.0);  // the test: the 2 rounds that differ, ranks 1.5 + 1.5
+  EXPECT_FALSE(t.significant());
+  EXPECT_EQ(t.pairs, 10);
+}
+
 // Hodges-Lehmann by hand: log ratios -0.01, 0.02, 0.03 have the Walsh averages -0.01, 0.005, 0.01, 0.02, 0.025,
 // 0.03, whose median is 0.015 (the median ratio would say 0.02). Three rounds reach no 95% interval: [min, max],
 // covering 1 - 2/8.

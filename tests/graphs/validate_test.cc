@@ -82,6 +82,36 @@ TEST(Validate, SizesAndNumbers) {
   EXPECT_VALIDATE_ERROR(g, "op 'x': outputs[0].dtype: not a dtype (42)");
 }
 
+// Each op's sizes are capped, but their sums over a graph (total_param_bytes, total_output_bytes, quotient
+// graphs) overflowed int64 past 8,200 ops of 1 PiB: a graph passes 2^52 bytes (4 PiB) of either at no op.
+TEST(Validate, GraphTotalsAreCapped) {
+  Graph g;
+  for (int i = 0; i < 5; ++i) {
+    Op op = make_op("p" + std::to_string(i), op_types::kInput, {}, {f32({1})});
+    op.param_bytes = int64_t{1} << 50;  // the per-op cap
+    g.add_op(std::move(op));
+  }
+  EXPECT_VALIDATE_ERROR(g, "op 'p4': param_bytes: the graph's param bytes pass 4503599627370496 (4 PiB) here");
+  Graph h;
+  for (int i = 0; i < 4; ++i)
+    h.add_op(make_op("x" + std::to_string(i), op_types::kInput, {}, {f32({int64_t{1} << 38})}));
+  EXPECT_NO_THROW(validate_graph(h));  // 4 TiB: far below
+  Op wide = make_op("wide", op_types::kInput, {}, {});
+  wide.outputs.assign(4093, f32({int64_t{1} << 38}));  // 1 TiB each: 4097 TiB with the four above
+  h.add_op(std::move(wide));
+  EXPECT_VALIDATE_ERROR(h, "op 'wide': outputs[4092]: the graph's output bytes pass 4503599627370496 (4 PiB) here");
+}
+
+// A layer tag is matched by regular expressions (the expert placer's): 100,000 characters overflowed std::regex's
+// stack.
+TEST(Validate, LayerTagsAreCapped) {
+  Graph g = tiny_forward();
+  g.mutable_op(OpId(3)).layer = std::string(1024, 'l');
+  EXPECT_NO_THROW(validate_graph(g));
+  g.mutable_op(OpId(3)).layer = std::string(1025, 'l');
+  EXPECT_VALIDATE_ERROR(g, "op 'fc': layer: 1025 bytes, over the limit 1024");
+}
+
 TEST(Validate, ParamBytesMustMatchTheTensor) {
   Graph g = tiny_forward();
   g.mutable_op(OpId(1)).param_bytes = 25;

@@ -150,11 +150,15 @@ class FieldReader {
     return true;
   }
 
-  // Rejects the keys that were never asked for.
+  // Rejects the keys that were never asked for, and a key given twice (of which get() sees the first),
+  // worded as JsonReader::known words them.
   void finish() const {
     if (!node_.present() || !node_.is_map()) return;
-    for (const std::string& key : node_.keys())
+    std::set<std::string> seen;
+    for (const std::string& key : node_.keys()) {
       if (!used_.count(key)) fail(path(key), "unknown field (known here: " + join_names(used_) + ")");
+      if (!seen.insert(key).second) fail(path(key), "given twice");
+    }
   }
 
   // Checks of one value at `path`.

@@ -11,6 +11,11 @@ namespace placer {
 inline constexpr int64_t kMaxOps = 10'000'000;
 inline constexpr int64_t kMaxRank = 16;
 inline constexpr int64_t kMaxTensorBytes = int64_t{1} << 40;  // 1 TiB
+// A graph's param bytes, and its output bytes, summed over its ops (each op's are capped, their sums
+// overflowed int64 past 8,200 ops).
+inline constexpr int64_t kMaxGraphBytes = int64_t{1} << 52;  // 4 PiB
+// A layer tag (the expert placer matches them with std::regex: 100,000 characters overflowed its stack).
+inline constexpr size_t kMaxLayerBytes = 1024;
 // An ATen call has a few dozen arguments at most; a file's count is checked before they are read
 // (a 30 MB binary graph of one-byte args took 3 GB, then bad_alloc).
 inline constexpr size_t kMaxArgsPerOp = 1024;
@@ -25,7 +30,8 @@ inline constexpr double kMaxRate = 1e21;
 std::string range_problem(double v, double lo, double hi, const char* unit);
 
 // Throws GraphError naming the op and field: bad or negative sizes, dims,
-// FLOPs or param bytes; args referring to missing inputs; backward/update ops
+// FLOPs or param bytes, graph-wide param or output bytes past kMaxGraphBytes,
+// layer tags over kMaxLayerBytes; args referring to missing inputs; backward/update ops
 // whose `forward` is missing; param ops whose param_bytes != output bytes;
 // shape mismatches the IR can check (elementwise same-shape ATen ops,
 // mm/addmm/bmm inner dims, cat dims, backward outputs vs forward inputs).
