@@ -22,7 +22,7 @@ std::vector<Evaluation> DistributedEvaluator::evaluate(const std::vector<Placeme
     if (!prepared_) prepared_ = remote_->prepare(problem_->graph(), problem_->cluster(), settings_);
     problem = prepared_;
   }
-  std::vector<StepResult> results = remote_->evaluate(*problem, placements);
+  std::vector<StepResult> results = remote_->evaluate_cancellable(*problem, placements, settings_.cancel);
   PLACER_CHECK(results.size() == placements.size(), "remote evaluator returned ", results.size(), " results for ",
                placements.size(), " placements");
   evaluated_ += static_cast<int64_t>(placements.size());

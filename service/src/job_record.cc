@@ -5,14 +5,15 @@
 #include <cmath>
 
 #include "placer/graphs/files.h"
+#include "placer/graphs/json_reader.h"
 
 namespace placer::service {
 namespace {
 
-JobState parse_state(const std::string& s) {
+std::optional<JobState> parse_state(const std::string& s) {
   for (JobState st : {JobState::Queued, JobState::Running, JobState::Done, JobState::Failed, JobState::Cancelled})
     if (s == job_state_name(st)) return st;
-  return JobState::Failed;
+  return std::nullopt;
 }
 
 // A job record as persist() wrote it: a missing or mistyped field reads as "", 0 or false.
@@ -44,15 +45,24 @@ class RecordFields {
   const rapidjson::Value& v_;
 };
 
-// False for a record that cannot be read or is not a JSON object (it is skipped).
-bool read_record(const std::filesystem::path& path, rapidjson::Document& d) {
+// Why a record cannot be read ("" when it can): not a JSON object, or not of this server's format.
+std::string read_record(const std::filesystem::path& path, rapidjson::Document& d) {
   try {
     std::string text = read_file(path.string());
     d.Parse(text.c_str(), text.size());
-  } catch (const std::exception&) {
-    return false;
+  } catch (const std::exception& e) {
+    return e.what();
   }
-  return !d.HasParseError() && d.IsObject();
+  if (d.HasParseError() || !d.IsObject()) return "not a JSON object (cut short?)";
+  const auto member = [&](const char* key) {
+    const auto it = d.FindMember(key);
+    return JsonNode(it == d.MemberEnd() ? nullptr : &it->value);
+  };
+  if (member("format").integer() != 1)
+    return "format: expected 1 (this server's records), got " + member("format").describe();
+  if (!parse_state(member("state").string().value_or("")))
+    return "state: expected queued, running, done, failed or cancelled, got " + member("state").describe();
+  return "";
 }
 
 // The objective (a record of a server before it: a step).
@@ -63,7 +73,7 @@ void read_objective(const RecordFields& r, Request& request) {
 }
 
 void read_search_fields(const RecordFields& r, Job& job) {
-  job.state = parse_state(r.s("state"));
+  job.state = *parse_state(r.s("state"));  // read_record checked it
   job.graph_name = r.s("graph");
   job.cluster_name = r.s("cluster");
   read_objective(r, job.request);
@@ -177,9 +187,10 @@ void read_best_placement(const RecordFields& r, Job& job) {
 }  // namespace
 
 std::shared_ptr<Job> read_job_record(const std::filesystem::path& path, const std::string& id,
-                                     const std::string& jobs_dir, std::string* state_text) {
+                                     const std::string& jobs_dir, std::string* state_text, std::string* why) {
   rapidjson::Document d;
-  if (!read_record(path, d)) return nullptr;
+  *why = read_record(path, d);
+  if (!why->empty()) return nullptr;
   RecordFields r(d);
   auto job = std::make_shared<Job>();
   job->id = id;

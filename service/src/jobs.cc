@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <optional>
 #include <random>
@@ -15,6 +16,7 @@
 #include "placer/agent/placer.h"
 #include "placer/agent/search.h"
 #include "placer/env/environment.h"
+#include "placer/env/remote.h"
 #include "placer/graphs/files.h"
 #include "placer/graphs/serialize.h"
 #include "placer/service/metrics.h"
@@ -79,6 +81,21 @@ void write_last_placed(JsonOut& o, const Job& job) {
   o.field("measured", p.measured).placement("placement", p.placement).end();
 }
 
+// state_dir/jobs made and written into at start: a server whose records would all be lost does not start.
+void check_state_dir(const std::string& state_dir) {
+  const std::filesystem::path jobs = std::filesystem::path(state_dir) / "jobs";
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(jobs, ec);
+    if (ec) throw InputError("cannot make '" + jobs.string() + "': " + ec.message());
+    const std::string probe = (jobs / (".write-test-" + std::to_string(::getpid()))).string();
+    write_file_durable(probe, "placer");
+    std::filesystem::remove(probe, ec);
+  } catch (const InputError& e) {
+    throw InputError("state_dir: job records cannot be kept under '" + state_dir + "': " + e.what());
+  }
+}
+
 constexpr double kRoundSeconds = 0.5;  // cancellation answers within about one placer run
 constexpr int64_t kRoundSamples = 200;
 
@@ -102,6 +119,7 @@ JobManager::JobManager(const ServiceConfig& config, ServiceMetrics* metrics) : c
                  ("placer-jobs-" + std::to_string(::getpid()) + "-" + new_job_id().substr(2, 8)))
                     .string();
   } else {
+    check_state_dir(config_.state_dir);
     load_persisted();
   }
 }
@@ -126,6 +144,7 @@ void JobManager::begin_shutdown() {
     stopping_ = true;
     for (auto& [id, job] : jobs_) job->cancel = true;
   }
+  if (remote) remote->shut_down();  // a batch waiting for a rollout worker ends now
   wake_.notify_all();
   {
     std::lock_guard<std::mutex> dl(devices_mutex_);
@@ -248,6 +267,8 @@ void JobManager::runner() {
         run_learned(*job);
       else
         run(*job);
+    } catch (const EvaluationCancelled& e) {
+      if (!job->cancel) error = e.what();  // else stopped as the cancel says
     } catch (const std::exception& e) {
       error = e.what();
     } catch (...) {
@@ -490,6 +511,7 @@ void JobManager::forget(const std::string& id) {
     placer::remove_tree(it->second->dir);  // a policy kept with save_as has its own copy
   }
   jobs_.erase(id);
+  unwritten_.erase(id);
   if (!config_.state_dir.empty()) {
     std::error_code ec;
     std::filesystem::remove(std::filesystem::path(config_.state_dir) / "jobs" / (id + ".json"), ec);
@@ -529,8 +551,11 @@ void JobManager::persist(const Job& job) {
   try {
     std::filesystem::create_directories(dir);
     write_file_durable((dir / (job.id + ".json")).string(), o.text());  // read back after a crash
-  } catch (const std::exception&) {
-    // The in-memory record stays authoritative; a full disk must not fail the job.
+  } catch (const std::exception& e) {
+    // The in-memory record stays authoritative; a full disk must not fail the job. Said once per job.
+    if (unwritten_.insert(job.id).second)
+      std::fprintf(stderr, "placer serve: cannot write the record of job %s under %s: %s (the job goes on; a restart "
+                   "would not find it as it is now)\n", job.id.c_str(), dir.string().c_str(), e.what());
   }
 }
 
@@ -584,9 +609,13 @@ void JobManager::load_persisted() {
   for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
     std::string id = entry.path().stem().string();
     if (entry.path().extension() != ".json" || !valid_job_id(id)) continue;
-    std::string state_text;
-    std::shared_ptr<Job> job = read_job_record(entry.path(), id, jobs_dir(), &state_text);
-    if (!job) continue;
+    std::string state_text, why;
+    std::shared_ptr<Job> job = read_job_record(entry.path(), id, jobs_dir(), &state_text, &why);
+    if (!job) {  // left on disk (with its folder), not loaded: it may be mended by hand or read by another version
+      std::fprintf(stderr, "placer serve: job record %s skipped: %s\n", entry.path().string().c_str(), why.c_str());
+      continue;
+    }
+    if (finished(job->state) && !(job->finished_unix > 0)) job->finished_unix = unix_now();  // kept from now
     if (settle_restarted(*job, state_text)) resume.push_back(job);
     jobs_[id] = job;
   }

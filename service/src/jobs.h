@@ -11,6 +11,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <utility>
@@ -195,6 +196,7 @@ class JobManager {
   std::atomic<int64_t> running_{0};
   bool stopping_ = false;
   std::string temp_dir_;  // jobs_dir() without a state_dir
+  std::set<std::string> unwritten_;  // jobs whose record could not be written (said once each)
   // Measured jobs use the server's devices one at a time.
   std::mutex devices_mutex_;
   std::condition_variable devices_free_;

@@ -1,5 +1,6 @@
 // Policies kept by learned jobs (save_as): state_dir/policies/NAME/, found at
 // start and replaced without a moment where neither the old nor the new exists.
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,18 @@
 #include "placer/service/service.h"
 
 namespace placer::service {
+namespace {
+
+// A directory's entries (a rename into it) on the disk; best effort, as write_file_durable does it (files.cc's
+// sync_directory_of, which files.h does not export).
+void sync_directory(const std::filesystem::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
+}  // namespace
 
 // Policies kept by earlier learned jobs (save_as) in state_dir/policies/NAME/.
 void PlacementService::load_saved_policies() {
@@ -70,13 +83,16 @@ void PlacementService::save_policy(const std::string& name, const std::string& r
       fs::path(saved_dir_) / ("." + name + ".saving-" + std::to_string(::getpid()) + "-" + std::to_string(saves++));
   placer::remove_tree(staging);
   fs::create_directories(staging);
+  // Each file (and the staging folder's entry for it) on the disk before the rename: a crash after it left the
+  // policy's files empty.
   for (const char* file : {"checkpoint.pt", "config.json", "best_placement.json", "warm_start_placement.json",
                            "summary.json", "train.csv", "reward.svg"}) {
     std::error_code ec;
-    if (fs::exists(fs::path(run_dir) / file, ec)) fs::copy_file(fs::path(run_dir) / file, staging / file);
+    if (fs::exists(fs::path(run_dir) / file, ec))
+      write_file_durable((staging / file).string(), read_file((fs::path(run_dir) / file).string()));
   }
   if (!fs::exists(staging / "checkpoint.pt")) throw InputError("the run left no checkpoint.pt");
-  write_file_atomic((staging / "description.txt").string(), description);
+  write_file_durable((staging / "description.txt").string(), description);
   std::lock_guard<std::mutex> lock(policies_mutex_);
   // The policy it replaces is moved aside, not deleted, until the new one is in place: a crash between a
   // delete and the rename lost both (load_saved_policies puts a moved-aside one back).
@@ -85,6 +101,7 @@ void PlacementService::save_policy(const std::string& name, const std::string& r
   std::error_code ec;
   if (fs::exists(target, ec)) fs::rename(target, aside);
   fs::rename(staging, target);
+  sync_directory(saved_dir_);  // the new one in place on the disk before the old one goes
   placer::remove_tree(aside);
   auto it = std::find_if(policies_.begin(), policies_.end(), [&](const PolicyEntry& p) { return p.name == name; });
   if (it == policies_.end()) it = policies_.insert(policies_.end(), PolicyEntry{});

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <map>
 #include <mutex>
+#include <random>
 #include <set>
 #include <thread>
 #include <unordered_set>
@@ -31,7 +32,7 @@ struct PoolProblem final : RemoteProblem {
   std::string key;
   std::vector<std::string> frames;  // mode, warmup, steps, graph, cluster, profile
   bool measured = false;
-  std::vector<std::string> needs;  // device names a measuring worker must have
+  std::vector<std::string> needs;  // the cluster's device names (a measuring worker must have them)
   std::string describe;            // for messages
   int32_t ops = 0;
 };
@@ -40,7 +41,16 @@ struct Batch {
   std::vector<StepResult> results;
   size_t remaining = 0;
   std::string error;  // non-empty: the batch failed
+  bool cancelled = false;  // failed by shut_down(): EvaluationCancelled
 };
+
+// Where a pool's task ids start: random, so that a RESULT meant for another pool (or a stray "RESULT 1") names
+// no task of this one. Below 2^59: ids stay within parse_int's 18 digits.
+uint64_t first_task_id() {
+  std::random_device rd;
+  const uint64_t r = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return (r >> 5) | 1;
+}
 
 struct Task {
   std::shared_ptr<Batch> batch;
@@ -90,7 +100,7 @@ struct WorkerPool::Impl {
   std::map<uint64_t, Task> tasks;           // not answered yet
   std::deque<uint64_t> queue;               // waiting for a worker (ids may be stale: skipped)
   std::map<std::string, Worker> workers;    // live, by routing id
-  uint64_t next_task = 1;
+  uint64_t next_task = first_task_id();
   WorkerPoolStats stats;
   bool closed = false;
   Clock::time_point next_heartbeat;
@@ -174,23 +184,24 @@ struct WorkerPool::Impl {
     changed.notify_all();
   }
 
-  // A task's RESULT from worker `w` (at `it`; null if unknown). False when it was malformed and the worker was
-  // dropped for it: what it held goes to others (max_attempts in a row fail the batch, naming the last).
-  bool take_result(std::map<std::string, Worker>::iterator it, Worker* w, std::map<uint64_t, Task>::iterator t,
-                   bool held, const std::string& json) {
+  // A task's RESULT from the worker at `it`, which held it. False when it was malformed (or for another number
+  // of devices than the problem's) and the worker was dropped for it: what it held goes to others (max_attempts
+  // in a row fail the batch, naming the last).
+  bool take_result(std::map<std::string, Worker>::iterator it, std::map<uint64_t, Task>::iterator t,
+                   const std::string& json) {
     Task& task = t->second;
     try {
-      task.batch->results[task.index] = step_result_from_json(json);
+      StepResult r = step_result_from_json(json);
+      if (!r.devices.empty() && r.devices.size() != task.problem->needs.size())
+        throw InputError("figures for " + std::to_string(r.devices.size()) + " devices on a cluster of " +
+                         std::to_string(task.problem->needs.size()));
+      task.batch->results[task.index] = std::move(r);
     } catch (const std::exception& e) {
-      if (!w) {
-        ++stats.ignored;  // one we do not know holds nothing of ours
-        return true;
-      }
-      if (held) w->in_flight.insert(t->first);
+      it->second.in_flight.insert(t->first);
       drop_worker(it, "sent a malformed result (" + std::string(e.what()).substr(0, 500) + ")", true);
       return false;
     }
-    if (w) ++w->results;
+    ++it->second.results;
     ++stats.results;
     if (--task.batch->remaining == 0) changed.notify_all();
     tasks.erase(t);
@@ -220,17 +231,19 @@ struct WorkerPool::Impl {
       if (!parse_int(parts[3].to_string(), &id)) return;
       const bool held = w && w->in_flight.erase(static_cast<uint64_t>(id)) > 0;
       auto t = tasks.find(static_cast<uint64_t>(id));
-      if (t == tasks.end() || !t->second.batch->error.empty()) {
-        ++stats.ignored;  // late (re-sent and answered already), duplicate, or of a failed batch
+      if (t == tasks.end() || !t->second.batch->error.empty() || !held) {
+        // Late (re-sent and answered already), duplicate, of a failed batch, or from a peer not holding the
+        // task (a worker it was taken from, one of another pool, a task still queued): only its holder answers.
+        ++stats.ignored;
       } else if (command == kResult) {
-        if (!take_result(it, w, t, held, parts[4].to_string())) w = nullptr;  // dropped: told to register again
+        if (!take_result(it, t, parts[4].to_string())) w = nullptr;  // dropped: told to register again
       } else if (command == kError) {
-        fail(*t->second.batch, "worker " + (w ? w->label() : std::string("(unregistered)")) + " cannot evaluate " +
-                                   t->second.problem->describe + ": " + parts[4].to_string().substr(0, 2000));
-      } else if (held) {  // NEED: it dropped the problem from its cache; send both again
+        fail(*t->second.batch, "worker " + w->label() + " cannot evaluate " + t->second.problem->describe + ": " +
+                                   parts[4].to_string().substr(0, 2000));
+      } else {  // NEED: it dropped the problem from its cache; send both again
         w->problems.erase(parts[4].to_string());
         queue.push_front(t->first);
-      }  // a NEED from a worker that no longer holds the task: re-sent already
+      }
     }
     // Anything from a worker we do not know (expired, or of a pool before us):
     // it registers again.
@@ -328,6 +341,51 @@ struct WorkerPool::Impl {
     }
   }
 
+  // Every batch waiting fails; `cancelled`: as given up (EvaluationCancelled), not as an error. With mu held.
+  void close_all(const std::string& message, bool cancelled) {
+    closed = true;
+    for (auto& [id, t] : tasks) {
+      t.batch->cancelled = t.batch->cancelled || (cancelled && t.batch->error.empty());
+      fail(*t.batch, message);
+    }
+  }
+
+  // A batch's tasks, queued; their ids. Every placement is checked first: none is queued if one is wrong.
+  std::vector<uint64_t> enqueue(const std::shared_ptr<Batch>& batch, const PoolProblem& p,
+                                const std::vector<Placement>& placements) {
+    for (const Placement& placement : placements)
+      PLACER_CHECK(static_cast<int32_t>(placement.device_of.size()) == p.ops, "placement of ",
+                   placement.device_of.size(), " ops for a graph of ", p.ops);
+    std::vector<uint64_t> ids;
+    ids.reserve(placements.size());
+    std::lock_guard<std::mutex> lock(mu);
+    if (closed) throw EvaluationCancelled("workers: the worker pool was shut down");
+    for (size_t i = 0; i < placements.size(); ++i) {
+      const uint64_t id = next_task++;
+      Task t;
+      t.batch = batch;
+      t.index = i;
+      t.problem = &p;
+      t.placement = encode_placement(placements[i]);
+      tasks.emplace(id, std::move(t));
+      queue.push_back(id);
+      ids.push_back(id);
+    }
+    return ids;
+  }
+
+  // Waits for the batch, in slices that look at *cancel; a batch failed or given up leaves no task behind.
+  std::vector<StepResult> wait(Batch& batch, const std::vector<uint64_t>& ids, const std::atomic<bool>* cancel) {
+    std::unique_lock<std::mutex> lock(mu);
+    const auto over = [&] { return batch.remaining == 0 || !batch.error.empty() || (cancel && cancel->load()); };
+    while (!changed.wait_for(lock, milliseconds(50), over)) {}
+    if (batch.remaining == 0) return std::move(batch.results);
+    for (uint64_t id : ids) tasks.erase(id);  // queued copies are skipped, late results ignored
+    if (batch.error.empty()) throw EvaluationCancelled("workers: the batch was cancelled");
+    if (batch.cancelled) throw EvaluationCancelled("workers: " + batch.error);
+    throw RemoteError("workers: " + batch.error);
+  }
+
   void io_loop() {
     next_heartbeat = Clock::now() + milliseconds(options.heartbeat_ms);
     const auto tick = milliseconds(std::clamp(options.heartbeat_ms / 4, 10, 100));
@@ -380,8 +438,7 @@ WorkerPool::~WorkerPool() {
   m.io.join();
   {
     std::lock_guard<std::mutex> lock(m.mu);
-    m.closed = true;
-    for (auto& [id, t] : m.tasks) m.fail(*t.batch, "the worker pool was shut down");
+    m.close_all("the worker pool was shut down", false);
   }
   m.router.close();
   m.ctx.shutdown();
@@ -412,6 +469,12 @@ std::shared_ptr<const RemoteProblem> WorkerPool::prepare(const Graph& graph, con
 }
 
 std::vector<StepResult> WorkerPool::evaluate(const RemoteProblem& problem, const std::vector<Placement>& placements) {
+  return evaluate_cancellable(problem, placements, nullptr);
+}
+
+std::vector<StepResult> WorkerPool::evaluate_cancellable(const RemoteProblem& problem,
+                                                         const std::vector<Placement>& placements,
+                                                         const std::atomic<bool>* cancel) {
   Impl& m = *impl_;
   const auto* p = dynamic_cast<const PoolProblem*>(&problem);
   PLACER_CHECK(p && p->owner == this, "a RemoteProblem prepared by another evaluator");
@@ -419,33 +482,14 @@ std::vector<StepResult> WorkerPool::evaluate(const RemoteProblem& problem, const
   auto batch = std::make_shared<Batch>();
   batch->results.resize(placements.size());
   batch->remaining = placements.size();
-  std::vector<uint64_t> ids;
-  ids.reserve(placements.size());
-  {
-    std::lock_guard<std::mutex> lock(m.mu);
-    if (m.closed) throw RemoteError("workers: the worker pool was shut down");
-    for (size_t i = 0; i < placements.size(); ++i) {
-      PLACER_CHECK(static_cast<int32_t>(placements[i].device_of.size()) == p->ops, "placement of ",
-                   placements[i].device_of.size(), " ops for a graph of ", p->ops);
-      const uint64_t id = m.next_task++;
-      Task t;
-      t.batch = batch;
-      t.index = i;
-      t.problem = p;
-      t.placement = encode_placement(placements[i]);
-      m.tasks.emplace(id, std::move(t));
-      m.queue.push_back(id);
-      ids.push_back(id);
-    }
-  }
+  const std::vector<uint64_t> ids = m.enqueue(batch, *p, placements);
   m.waker.wake();
-  std::unique_lock<std::mutex> lock(m.mu);
-  m.changed.wait(lock, [&] { return batch->remaining == 0 || !batch->error.empty(); });
-  if (!batch->error.empty()) {
-    for (uint64_t id : ids) m.tasks.erase(id);  // queued copies are skipped, late results ignored
-    throw RemoteError("workers: " + batch->error);
-  }
-  return std::move(batch->results);
+  return m.wait(*batch, ids, cancel);
+}
+
+void WorkerPool::shut_down() {
+  std::lock_guard<std::mutex> lock(impl_->mu);
+  impl_->close_all("the server is shutting down", true);
 }
 
 int WorkerPool::wait_for_workers(int count, double timeout_s) const {

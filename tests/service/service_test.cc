@@ -1149,5 +1149,100 @@ TEST(Service, PipelinePlaceJudgesTheMiniBatch) {
   EXPECT_GT(pipe_s, step_s) << "a mini-batch of 4 micro-batches: " << pipe << "\none step: " << step;
 }
 
+
+// Records this server cannot read are left on disk, with their folders, and said (file and reason): an unknown
+// state or format read as "failed" with no finish time, and the first status expired it and its checkpoint.
+// A finished record without its finish time is kept from when it was loaded.
+TEST(Service, JobRecordsItCannotReadAreKeptAndSaid) {
+  const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_unknown_" + std::to_string(::getpid()));
+  placer::remove_tree(dir);
+  const auto jobs = dir / "jobs";
+  const std::string format2 = "j-00000000000000a2", state = "j-00000000000000b2", cut = "j-00000000000000c2",
+                    untimed = "j-00000000000000d2";
+  for (const auto& id : {format2, state}) {
+    std::filesystem::create_directories(jobs / id);
+    write_file_atomic((jobs / id / "checkpoint.pt").string(), "x");
+  }
+  const std::string fields = R"("graph":"mlp","cluster":"k80x2","learned":true,"created_unix":1)";
+  write_file_atomic((jobs / (format2 + ".json")).string(), R"({"format":2,"state":"done",)" + fields + "}");
+  write_file_atomic((jobs / (state + ".json")).string(), R"({"format":1,"state":"paused",)" + fields + "}");
+  write_file_atomic((jobs / (cut + ".json")).string(), R"({"format":1,"sta)");
+  write_file_atomic((jobs / (untimed + ".json")).string(), R"({"format":1,"state":"done","graph":"mlp"})");
+  ServiceConfig c = small_config();
+  c.state_dir = dir.string();
+  c.job_keep_s = 3600;
+  testing::internal::CaptureStderr();
+  {
+    PlacementService s(c);
+    const std::string log = testing::internal::GetCapturedStderr();
+    EXPECT_NE(log.find(format2 + ".json"), std::string::npos) << log;
+    EXPECT_NE(log.find("format: expected 1 (this server's records), got 2"), std::string::npos) << log;
+    EXPECT_NE(log.find(state + ".json"), std::string::npos) << log;
+    EXPECT_NE(log.find("got \"paused\""), std::string::npos) << log;
+    EXPECT_NE(log.find(cut + ".json"), std::string::npos) << log;
+    EXPECT_EQ(log.find(untimed + ".json"), std::string::npos) << log;
+    EXPECT_NE(fail(s, R"({"version":1,"type":"status","job_id":")" + format2 + "\"}").find("not_found"),
+              std::string::npos);
+    const std::string st = handle(s, R"({"version":1,"type":"status","job_id":")" + untimed + "\"}");
+    EXPECT_NE(st.find("\"state\":\"done\""), std::string::npos) << st;
+  }
+  for (const auto& id : {format2, state}) {
+    EXPECT_TRUE(std::filesystem::exists(jobs / (id + ".json"))) << id;
+    EXPECT_TRUE(std::filesystem::exists(jobs / id / "checkpoint.pt")) << id;
+  }
+  EXPECT_TRUE(std::filesystem::exists(jobs / (cut + ".json")));
+  EXPECT_TRUE(std::filesystem::exists(jobs / (untimed + ".json")));
+  placer::remove_tree(dir);
+}
+
+// A state_dir where job records cannot be written stops the server at start, naming it; a record that cannot
+// be written later is said once per job (the job goes on).
+TEST(Service, AStateDirItCannotWriteStopsItAndAFailedRecordIsSaid) {
+  const auto dir = std::filesystem::temp_directory_path() / ("placer_svc_statefile_" + std::to_string(::getpid()));
+  placer::remove_tree(dir);
+  write_file_atomic(dir.string(), "not a folder");
+  ServiceConfig c = small_config();
+  c.state_dir = dir.string();
+  try {
+    PlacementService s(c);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("state_dir"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(dir.string()), std::string::npos) << e.what();
+  }
+  placer::remove_tree(dir);
+  PlacementService s(c);
+  placer::remove_tree(dir / "jobs");
+  write_file_atomic((dir / "jobs").string(), "in the way");
+  testing::internal::CaptureStderr();
+  const std::string id = job_id_of(handle(
+      s, std::string(R"({"version":1,"type":"optimize",)") + kMlp + R"(,"cluster":"k80x4","budget":{"samples":50}})"));
+  wait_state(s, id, "done");
+  const std::string log = testing::internal::GetCapturedStderr();
+  const auto at = log.find("cannot write the record of job " + id);
+  EXPECT_NE(at, std::string::npos) << log;
+  EXPECT_EQ(log.find("cannot write the record of job " + id, at + 1), std::string::npos) << log;
+  placer::remove_tree(dir);
+}
+
+// A learned job whose batch waits for a rollout worker that never comes stops at once at shutdown (it waited out
+// worker_wait_s for each of its batches).
+TEST(Service, ALearnedJobWaitingForARolloutWorkerStopsAtShutdown) {
+  ServiceConfig c = small_config();
+  c.rollouts_bind = "tcp://127.0.0.1:*";
+  c.rollouts_wait_s = 60;
+  auto s = std::make_unique<PlacementService>(c);
+  const std::string id = job_id_of(handle(*s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                                                  R"(,"cluster":"k80x2","budget":{"samples":400},"learned":{"policy":)"
+                                                  R"({"type":"seq2seq","hidden":8},"train":{"samples_per_update":8},)"
+                                                  R"("warm_start":{"methods":["m_etf"],"bc_steps":0}}})"));
+  wait_state(*s, id, "running");
+  std::this_thread::sleep_for(500ms);  // in its first batch
+  const auto t0 = Clock::now();
+  s->begin_shutdown();
+  s.reset();
+  EXPECT_LT(Clock::now() - t0, 10s);
+}
+
 }  // namespace
 }  // namespace placer::service

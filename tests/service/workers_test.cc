@@ -76,11 +76,12 @@ class InProcessWorker {
 // A worker driven by hand: a DEALER socket and the protocol's frames.
 class FakeWorker {
  public:
-  FakeWorker(const std::string& endpoint, const std::string& name)
+  // `registered`: says READY first (else a peer the pool does not know).
+  FakeWorker(const std::string& endpoint, const std::string& name, bool registered = true)
       : name_(name), socket_(ctx_, zmq::socket_type::dealer) {
     socket_.set(zmq::sockopt::linger, 0);
     socket_.connect(endpoint);
-    ready();
+    if (registered) ready();
   }
   void ready() { send({"PLW1", "READY", name_, "cpu:0,cpu:1", "1", "200"}); }
   void send(const std::vector<std::string>& frames) {
@@ -240,10 +241,12 @@ TEST(WorkerPool, DuplicateRepliesCountOnce) {
   FakeWorker& fake = setup.fake;
   const auto batch = random_placements(setup.graph, 3, 5);
   auto run = std::async(std::launch::async, [&] { return pool.evaluate(*setup.problem, batch); });
+  uint64_t first = 0;
   for (int k = 0; k < 3; ++k) {
     const auto task = fake.next("TASK");
     ASSERT_EQ(task.size(), 5u);
-    const double step = 1.0 + std::stoi(task[2]);  // task ids start at 1, in batch order
+    if (k == 0) first = std::stoull(task[2]);
+    const double step = 2.0 + static_cast<double>(std::stoull(task[2]) - first);  // ids in batch order
     fake.send({"PLW1", "RESULT", task[2], result_json(step)});
     fake.send({"PLW1", "RESULT", task[2], result_json(-1.0)});
   }
@@ -516,6 +519,105 @@ TEST(WorkerPool, AWorkersHeartbeatIntervalIsCapped) {
     for (const auto& line : log) capped = capped || line.find("taken as 60000 ms") != std::string::npos;
   }
   EXPECT_TRUE(capped);
+}
+
+
+// Waits until the pool has ignored `count` more messages than `before` (false after 3 s).
+bool ignored_more(const WorkerPool& pool, int64_t before, int64_t count) {
+  for (int n = 0; n < 150; ++n) {
+    if (pool.stats().ignored >= before + count) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return false;
+}
+
+// Only the worker that holds a task answers it: a RESULT from a peer that never registered (one of another
+// pool, or a stray script sending RESULT 1..64) for a task sent to another or still queued is ignored, and
+// task ids are not 1, 2, ... in every pool.
+TEST(WorkerPool, OnlyTheWorkerHoldingATaskAnswersIt) {
+  PoolAndFake setup("holder");
+  FakeWorker stray(setup.pool.endpoint(), "stray", /*registered=*/false);
+  const auto batch = random_placements(setup.graph, 2, 3);
+  auto run = std::async(std::launch::async, [&] { return setup.pool.evaluate(*setup.problem, batch); });
+  const auto task = setup.fake.next("TASK");
+  ASSERT_EQ(task.size(), 5u);
+  EXPECT_NE(task[2], "1");
+  const int64_t before = setup.pool.stats().ignored;
+  const uint64_t id = std::stoull(task[2]);
+  for (uint64_t k : {id, id + 1}) stray.send({"PLW1", "RESULT", std::to_string(k), result_json(1e-7)});
+  EXPECT_TRUE(ignored_more(setup.pool, before, 2));
+  setup.fake.send({"PLW1", "RESULT", task[2], result_json(2.0)});
+  for (int k = 0; k < 5 && run.wait_for(0ms) != std::future_status::ready; ++k) {
+    const auto next = setup.fake.next("TASK", 2s);
+    if (next.size() == 5u) setup.fake.send({"PLW1", "RESULT", next[2], result_json(2.0)});
+  }
+  for (const StepResult& r : run.get()) EXPECT_EQ(r.step_s, 2.0);
+}
+
+// ... and an ERROR from a peer that does not hold the task fails nothing.
+TEST(WorkerPool, AnErrorFromAPeerNotHoldingTheTaskIsIgnored) {
+  PoolAndFake setup("holder");
+  FakeWorker stray(setup.pool.endpoint(), "stray", /*registered=*/false);
+  const auto batch = random_placements(setup.graph, 1, 3);
+  auto run = std::async(std::launch::async, [&] { return setup.pool.evaluate(*setup.problem, batch); });
+  const auto task = setup.fake.next("TASK");
+  ASSERT_EQ(task.size(), 5u);
+  const int64_t before = setup.pool.stats().ignored;
+  stray.send({"PLW1", "ERROR", task[2], "not mine to say"});
+  EXPECT_TRUE(ignored_more(setup.pool, before, 1));
+  setup.fake.send({"PLW1", "RESULT", task[2], result_json(2.0)});
+  EXPECT_EQ(run.get()[0].step_s, 2.0);
+}
+
+// A result with per-device figures for another number of devices than the problem's cluster is malformed: the
+// worker is dropped and the task goes out again.
+TEST(WorkerPool, AResultForAnotherNumberOfDevicesIsMalformed) {
+  PoolAndFake setup("miscounted");
+  const auto batch = random_placements(setup.graph, 1, 3);
+  auto run = std::async(std::launch::async, [&] { return setup.pool.evaluate(*setup.problem, batch); });
+  const auto task = setup.fake.next("TASK");
+  ASSERT_EQ(task.size(), 5u);
+  StepResult wrong;
+  wrong.step_s = 1e-7;
+  wrong.devices.resize(5);  // k80x2: two
+  setup.fake.send({"PLW1", "RESULT", task[2], step_result_to_json(wrong)});
+  EXPECT_FALSE(setup.fake.next("DISCONNECT", 3s).empty());
+  setup.fake.ready();
+  const auto again = setup.fake.next("TASK");
+  ASSERT_EQ(again.size(), 5u);
+  setup.fake.send({"PLW1", "RESULT", again[2], result_json(2.0)});
+  EXPECT_EQ(run.get()[0].step_s, 2.0);
+  EXPECT_GE(setup.pool.stats().workers_lost, 1);
+}
+
+
+// A batch waiting for a worker that never comes gives up as soon as its cancel is set (it waited out
+// worker_wait_s), through a DistributedEvaluator's settings too, and leaves nothing queued; shut_down() ends every
+// waiting batch, and later ones.
+TEST(WorkerPool, ACancelOrAShutdownEndsABatchWaitingForAWorker) {
+  WorkerPoolOptions o = fast_pool();
+  o.worker_wait_s = 60;
+  auto pool = std::make_shared<WorkerPool>(o);
+  const Graph g = testing::small_mlp();
+  const Cluster c = cluster_preset("k80x2");
+  std::atomic<bool> cancel{false};
+  RemoteSettings settings;
+  settings.cancel = &cancel;
+  DistributedEvaluator far(PreparedProblem::make(g, c), pool, settings, RewardOptions{});
+  auto run = std::async(std::launch::async, [&] { return far.evaluate(random_placements(g, 3, 1)); });
+  std::this_thread::sleep_for(200ms);
+  const auto t0 = std::chrono::steady_clock::now();
+  cancel = true;
+  EXPECT_THROW(run.get(), EvaluationCancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s);
+  FakeWorker late(pool->endpoint(), "late");  // what the cancelled batch queued is gone: none of it comes
+  EXPECT_TRUE(late.next("TASK", 1s).empty());
+  auto problem = pool->prepare(g, c, RemoteSettings{});
+  auto waiting = std::async(std::launch::async, [&] { return pool->evaluate(*problem, random_placements(g, 2, 2)); });
+  std::this_thread::sleep_for(200ms);
+  pool->shut_down();
+  EXPECT_THROW(waiting.get(), EvaluationCancelled);
+  EXPECT_THROW(pool->evaluate(*problem, random_placements(g, 1, 3)), EvaluationCancelled);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <vector>
 
 #include "placer/env/environment.h"
@@ -23,6 +24,15 @@ struct RemoteSettings {
   RewardMode mode = RewardMode::Simulated;  // Simulated or Measured (hybrid sends its measurements as Measured)
   MeasureOptions measure;
   const Profile* profile = nullptr;  // calibrates the simulator; null = roofline
+  // Set to give up a batch (a trainer's cancel): DistributedEvaluator hands it to evaluate_cancellable. Not part
+  // of the problem: prepare() ignores it.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
+// A batch given up because its cancel was set or the evaluator was shut down: no error of the placements.
+class EvaluationCancelled : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // What an evaluator prepared for one environment (e.g. the serialized graph
@@ -45,12 +55,23 @@ class RemoteEvaluator {
   // when it cannot finish: no worker able to do it within its timeout, or a
   // worker that answered that it cannot do the task.
   virtual std::vector<StepResult> evaluate(const RemoteProblem& problem, const std::vector<Placement>& placements) = 0;
+  // The same, giving up when *cancel (null: never) becomes true or shut_down() is called: throws
+  // EvaluationCancelled, the batch's placements not evaluated. This default waits for evaluate().
+  virtual std::vector<StepResult> evaluate_cancellable(const RemoteProblem& problem,
+                                                       const std::vector<Placement>& placements,
+                                                       const std::atomic<bool>* cancel) {
+    (void)cancel;
+    return evaluate(problem, placements);
+  }
+  // Fails every batch waiting now, and every later one, with EvaluationCancelled (a server stopping).
+  virtual void shut_down() {}
 };
 
 // One problem's placements, evaluated by a RemoteEvaluator in one batch per
 // call: simulated (with the problem's profile) or measured, as settings.mode
-// says. The remote problem is prepared on first use; settings.profile is
-// taken from the prepared problem.
+// says, given up (EvaluationCancelled) when settings.cancel is set. The remote
+// problem is prepared on first use; settings.profile is taken from the
+// prepared problem.
 class DistributedEvaluator : public Evaluator {
  public:
   DistributedEvaluator(std::shared_ptr<const PreparedProblem> problem, std::shared_ptr<RemoteEvaluator> remote,

@@ -53,7 +53,7 @@ struct WorkerPoolStats {
   int64_t tasks_sent = 0;    // including re-sends
   int64_t results = 0;       // results counted (one per placement)
   int64_t resent = 0;        // tasks sent again after their worker was lost
-  int64_t ignored = 0;       // late or duplicate results
+  int64_t ignored = 0;       // late or duplicate results, and answers from a peer not holding the task
   int64_t problems_sent = 0;
 };
 
@@ -73,6 +73,11 @@ class WorkerPool final : public RemoteEvaluator {
                                                const RemoteSettings& settings) override;
   // Thread-safe; several batches (from several environments) may run at once.
   std::vector<StepResult> evaluate(const RemoteProblem& problem, const std::vector<Placement>& placements) override;
+  // Checks *cancel every 50 ms; a batch given up leaves the queue (results of its tasks sent already are ignored).
+  std::vector<StepResult> evaluate_cancellable(const RemoteProblem& problem, const std::vector<Placement>& placements,
+                                               const std::atomic<bool>* cancel) override;
+  // Batches waiting now and later throw EvaluationCancelled.
+  void shut_down() override;
 
   // Blocks until at least `count` workers are live or timeout_s passes; returns how many are.
   int wait_for_workers(int count, double timeout_s) const;
