@@ -6,6 +6,7 @@
 #include <cmath>
 #include <exception>
 #include <functional>
+#include <iterator>
 #include <limits>
 #include <optional>
 #include <thread>
@@ -380,9 +381,11 @@ struct MeasuredEvaluator::Impl {
       if (count) steps += static_cast<int64_t>(results[u].samples_s.size() - prior[u].size());
       // A fresh run is a measurement apart (a final table, or its retake when
       // the probe read a spell): the kept samples stay those of the others.
+      // The reference ran from none, unless it replaced a failed one: then its samples start with its kept ones.
       if (u == ref) {
         std::vector<double>& k = kept(unique[u]);
-        k.insert(k.end(), results[u].samples_s.begin(), results[u].samples_s.end());
+        k.insert(k.end(), results[u].samples_s.begin() + static_cast<std::ptrdiff_t>(prior[u].size()),
+                 results[u].samples_s.end());
       } else if (!fresh) {
         kept(unique[u]) = results[u].samples_s;
       }
@@ -561,9 +564,23 @@ void HybridEvaluator::add_stats(EvalStats& stats) const {
 
 // ---- CachingEvaluator ----
 
-CachingEvaluator::CachingEvaluator(std::unique_ptr<Evaluator> inner) : inner_(std::move(inner)) {}
+CachingEvaluator::CachingEvaluator(std::unique_ptr<Evaluator> inner, size_t capacity_bytes)
+    : inner_(std::move(inner)), capacity_bytes_(capacity_bytes) {}
 
 namespace {
+
+// What an entry holds in memory, roughly: the placement, the evaluation with
+// what its result points to, and the list node and index slot that keep it.
+size_t entry_bytes(const Placement& placement, const Evaluation& e) {
+  const StepResult& r = e.result;
+  size_t bytes = sizeof(Placement) + sizeof(Evaluation) + 8 * sizeof(void*);
+  bytes += placement.device_of.capacity() * sizeof(DeviceId);
+  bytes += (r.samples_s.capacity() + r.core_rtt_s.capacity()) * sizeof(double);
+  bytes += r.message.capacity() + r.stop.capacity() + r.oom_device.capacity();
+  bytes += r.devices.capacity() * sizeof(DeviceStats);
+  for (const DeviceStats& d : r.devices) bytes += d.device.capacity();
+  return bytes;
+}
 
 // out[i] for each i of `indices`: the inner evaluator's figure for placements[i], not cached.
 void evaluate_indices(Evaluator& inner, const std::vector<Placement>& placements, const std::vector<size_t>& indices,
@@ -596,15 +613,12 @@ std::vector<Evaluation> CachingEvaluator::evaluate(const std::vector<Placement>&
     for (size_t i = 0; i < placements.size(); ++i) {
       hashes[i] = placement_hash(placements[i]);
       bool hit = false;
-      if (auto it = cache_.find(hashes[i]); it != cache_.end())
-        for (const auto& [p, e] : it->second)
-          if (p == placements[i]) {
-            out[i] = e;
-            out[i].cached = true;
-            hit = true;
-            if (!e.measured) simulated_hits.push_back(i);
-            break;
-          }
+      if (const Evaluation* e = find(hashes[i], placements[i])) {
+        out[i] = *e;
+        out[i].cached = true;
+        hit = true;
+        if (!e->measured) simulated_hits.push_back(i);
+      }
       if (!hit)
         for (size_t j : in_batch[hashes[i]])
           if (placements[j] == placements[i]) {
@@ -636,14 +650,10 @@ std::vector<Evaluation> CachingEvaluator::evaluate(const std::vector<Placement>&
     std::lock_guard<std::mutex> lock(mu_);
     const int64_t generation = inner_->generation();
     if (generation != cached_generation_) {
-      // Unmeasured entries from an earlier generation are stale.
-      for (auto& [h, entries] : cache_)
-        entries.erase(
-            std::remove_if(entries.begin(), entries.end(), [](const auto& pe) { return !pe.second.measured; }),
-            entries.end());
+      drop_unmeasured();  // from an earlier generation: stale
       cached_generation_ = generation;
     }
-    for (size_t i : todo) cache_[hashes[i]].emplace_back(placements[i], out[i]);
+    for (size_t i : todo) store(hashes[i], placements[i], out[i]);
   }
   for (size_t i = 0; i < placements.size(); ++i)
     if (same_as[i] >= 0) {
@@ -651,6 +661,58 @@ std::vector<Evaluation> CachingEvaluator::evaluate(const std::vector<Placement>&
       out[i].cached = true;
     }
   return out;
+}
+
+const Evaluation* CachingEvaluator::find(uint64_t hash, const Placement& placement) {
+  const auto it = index_.find(hash);
+  if (it == index_.end()) return nullptr;
+  for (Entries::iterator e : it->second)
+    if (e->placement == placement) {
+      entries_.splice(entries_.begin(), entries_, e);  // iterators stay valid
+      return &e->evaluation;
+    }
+  return nullptr;
+}
+
+void CachingEvaluator::store(uint64_t hash, const Placement& placement, const Evaluation& evaluation) {
+  const size_t bytes = entry_bytes(placement, evaluation);
+  if (find(hash, placement)) {  // another batch stored it meanwhile: it is the front one now
+    bytes_ -= entries_.front().bytes;
+    entries_.front().evaluation = evaluation;
+    entries_.front().bytes = bytes;
+  } else {
+    entries_.push_front(Entry{hash, placement, evaluation, bytes});
+    index_[hash].push_back(entries_.begin());
+  }
+  bytes_ += bytes;
+  while (bytes_ > capacity_bytes_ && !entries_.empty()) erase(std::prev(entries_.end()));
+}
+
+void CachingEvaluator::erase(Entries::iterator it) {
+  auto slot = index_.find(it->hash);
+  std::vector<Entries::iterator>& same_hash = slot->second;
+  same_hash.erase(std::find(same_hash.begin(), same_hash.end(), it));
+  if (same_hash.empty()) index_.erase(slot);
+  bytes_ -= it->bytes;
+  entries_.erase(it);
+}
+
+void CachingEvaluator::drop_unmeasured() {
+  for (auto it = entries_.begin(); it != entries_.end();) {
+    const auto next = std::next(it);
+    if (!it->evaluation.measured) erase(it);
+    it = next;
+  }
+}
+
+size_t CachingEvaluator::cached_entries() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return entries_.size();
+}
+
+size_t CachingEvaluator::cached_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return bytes_;
 }
 
 void CachingEvaluator::add_stats(EvalStats& stats) const {

@@ -2,8 +2,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <initializer_list>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 #include "placer/env/fidelity.h"
 #include "placer/env/pipeline_objective.h"
@@ -69,21 +71,31 @@ namespace {
 
 using Reader = FieldReader<JsonNode>;
 
+// A time in the report: a step or a part of one, 10^4 s at most (as a profile's).
+constexpr double kMaxSeconds = 1e4;
+
 double need_number(Reader& f, const char* key) { return f.number(f.need(key), f.path(key)); }
 
 // Whether `key` holds a list (absent or null: no; anything else: an error).
 bool has_list(Reader& top, const char* key, JsonNode* v) {
   *v = top.get(key);
   if (!v->present() || v->is_null()) return false;
-  if (!v->is_list()) top.fail(key, "expected a list, got " + v->describe());
+  if (!v->is_list()) top.fail(top.path(key), "expected a list, got " + v->describe());
   return true;
 }
 
-// The numbers at `key`, if any.
-void read_numbers(Reader& top, const char* key, std::vector<double>* out) {
+// The numbers at `key`, if any, each in [lo, hi].
+void read_numbers(Reader& top, const char* key, std::vector<double>* out,
+                  double lo = -std::numeric_limits<double>::infinity(),
+                  double hi = std::numeric_limits<double>::infinity()) {
   JsonNode v;
   if (has_list(top, key, &v))
-    for (size_t k = 0; k < v.size(); ++k) out->push_back(top.number(v.at(k), index_path(key, k)));
+    for (size_t k = 0; k < v.size(); ++k) out->push_back(top.number(v.at(k), index_path(top.path(key), k), lo, hi));
+}
+
+// The optional times at these keys, where present: each a number in [0, kMaxSeconds].
+void read_seconds(Reader& f, std::initializer_list<std::pair<const char*, double*>> fields) {
+  for (const auto& [key, out] : fields) f.read(key, out, 0.0, kMaxSeconds);
 }
 
 // The objects at `key`, if any, each handed to `each` with its reader.
@@ -119,22 +131,21 @@ FidelityPoint read_point(Reader& pt, const char* other_calibration_key) {
   p.kind = pt.string(pt.need("kind"), pt.path("kind"));
   // A step is a finite time > 0 (10^4 s at most, as a profile's): a zero made the MAPE leave the point out, an
   // inf made it inf.
-  p.measured_s = pt.number(pt.need("measured_s"), pt.path("measured_s"), 1e-12, 1e4);
-  p.measured_iqr_s = need_number(pt, "measured_iqr_s");
-  p.simulated_s = pt.number(pt.need("simulated_s"), pt.path("simulated_s"), 1e-12, 1e4);
-  for (auto [key, out] : {std::pair{"ci_low_s", &p.ci_low_s}, std::pair{"ci_high_s", &p.ci_high_s},
-                          std::pair{"simulated_unfitted_s", &p.simulated_unfitted_s},
-                          std::pair{"simulated_per_copy_s", &p.simulated_per_copy_s},
-                          std::pair{"simulated_equal_cpus_s", &p.simulated_equal_cpus_s},
-                          std::pair{other_calibration_key, &p.simulated_other_calibration_s}})
-    if (const auto v = pt.get(key).number()) *out = *v;
+  p.measured_s = pt.number(pt.need("measured_s"), pt.path("measured_s"), 1e-12, kMaxSeconds);
+  p.measured_iqr_s = pt.number(pt.need("measured_iqr_s"), pt.path("measured_iqr_s"), 0.0, kMaxSeconds);
+  p.simulated_s = pt.number(pt.need("simulated_s"), pt.path("simulated_s"), 1e-12, kMaxSeconds);
+  read_seconds(pt, {{"ci_low_s", &p.ci_low_s},
+                    {"ci_high_s", &p.ci_high_s},
+                    {"simulated_unfitted_s", &p.simulated_unfitted_s},
+                    {"simulated_per_copy_s", &p.simulated_per_copy_s},
+                    {"simulated_equal_cpus_s", &p.simulated_equal_cpus_s},
+                    {other_calibration_key, &p.simulated_other_calibration_s}});
   // Counts are whole numbers in range (a cast of 1e30 to an integer is undefined), and every round's step
   // is a step (one skipped shifted the rounds the retest pairs).
-  if (pt.get("steps").present()) p.steps = pt.integer(pt.get("steps"), pt.path("steps"), 0, 1000000000);
+  pt.read("steps", &p.steps, 0, 1000000000);
   p.transfer_bytes = pt.integer(pt.need("transfer_bytes"), pt.path("transfer_bytes"), 0, int64_t{1} << 62);
-  const JsonNode rounds = pt.get("rounds_s");
-  for (size_t k = 0; k < rounds.size(); ++k)
-    p.rounds_s.push_back(pt.number(rounds.at(k), pt.path("rounds_s") + "[" + std::to_string(k) + "]", 1e-12, 1e4));
+  read_numbers(pt, "rounds_s", &p.rounds_s, 1e-12, kMaxSeconds);
+  pt.finish();
   return p;
 }
 
@@ -151,12 +162,12 @@ void read_header(Reader& top, FidelityReport& r) {
     top.fail("calibration", "expected \"rounds_mean\" or \"fastest_round\", got \"" + r.calibration + "\"");
   r.pipeline = read_pipeline(top);
   r.ops = top.integer(top.need("ops"), "ops", 0, 100000000);
-  r.calibrated_fraction = need_number(top, "calibrated_fraction");
+  r.calibrated_fraction = top.number(top.need("calibrated_fraction"), "calibrated_fraction", 0.0, 1.0);
   r.per_op_overhead_s = need_number(top, "per_op_overhead_s");
-  for (auto [key, out] :
-       {std::pair{"copy_s_per_byte", &r.copy_s_per_byte}, std::pair{"copy_s_per_copy", &r.copy_s_per_copy},
-        std::pair{"cross_copy_s", &r.cross_copy_s}, std::pair{"cross_copy_s_per_byte", &r.cross_copy_s_per_byte}})
-    if (const auto v = top.get(key).number()) *out = *v;
+  read_seconds(top, {{"copy_s_per_byte", &r.copy_s_per_byte},
+                     {"copy_s_per_copy", &r.copy_s_per_copy},
+                     {"cross_copy_s", &r.cross_copy_s},
+                     {"cross_copy_s_per_byte", &r.cross_copy_s_per_byte}});
   r.failed = static_cast<int>(top.integer(top.need("failed"), "failed", 0, 1000000));
 }
 
@@ -176,6 +187,7 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
     DeviceStep d;
     if (!s.read("device", &d.device)) s.fail(s.path("device"), "missing required field");
     if (!s.read("step_s", &d.step_s, 1e-12, 1e6)) s.fail(s.path("step_s"), "missing required field");
+    s.finish();
     r.cpu_steps.push_back(std::move(d));
   });
   top.read("spell_ratio", &r.spell_ratio, 1.0, 1000.0);
@@ -183,6 +195,10 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
   if (!top.get("points").is_list()) top.fail("points", "expected a list, got " + top.need("points").describe());
   const char* other_key = calibration_text(r.other_calibration()).key;
   read_objects(top, "points", [&](Reader& pt) { r.points.push_back(read_point(pt, other_key)); });
+  // The writer's figures of the points: computed again below.
+  for (const char* key : {"placements", "spearman", "kendall_tau_b", "mape", "retest_spearman", "split_half_spearman"})
+    top.get(key);
+  top.finish();
   if (r.points.size() < 2) throw InputError("fidelity report: needs at least two points");
   r.compute_statistics();
   return r;

@@ -40,6 +40,11 @@ namespace placer {
 
 namespace {
 
+// A hair below: where a bound is tight (the fastest placement reaches it), the simulator adds the same times in
+// another order (three equal ops on three devices: their sum over three came out 1.1e-16 above one op's time), and
+// round-off must never put the bound above a real step. The LP's own margin is wider (the solver's tolerance).
+constexpr double kBelow = 1.0 - 1e-9;
+
 double op_seconds(const CostModel& costs, int64_t o, int32_t d) {
   return costs.op_seconds(OpId(static_cast<int32_t>(o)), DeviceId(d));
 }
@@ -385,9 +390,7 @@ double joins_bound(const Neighbours& nb, const std::vector<double>& fastest, Con
   const std::vector<double> tail = JoinsPass(nb, fastest, false, how).run();
   double bound = 0.0;
   for (size_t v = 0; v < fastest.size(); ++v) bound = std::max(bound, est[v] + fastest[v] + tail[v]);
-  // A hair below: where the bound is tight (the fastest placement reaches it), the simulator adds the same
-  // times in another order, and round-off must never put the bound above a real step.
-  return bound * (1.0 - 1e-9);
+  return bound * kBelow;
 }
 
 // Devices with identical cost columns: a representative and a size per class.
@@ -511,6 +514,9 @@ LowerBound lower_bound_parts(const Graph& graph, const Cluster& cluster, const C
   const Neighbours nb = neighbours(graph, costs, D);
   std::vector<double> fastest;
   path_work_and_group_bounds(graph, costs, D, nb.groups, lb, fastest);
+  lb.critical_path_s *= kBelow;
+  lb.average_work_s *= kBelow;
+  lb.group_s *= kBelow;
   lb.joins_s = joins_bound(nb, fastest, ConeSearch::for_graph(n));
   const DeviceClasses classes = device_classes(costs, n, D);
   if (classes.rep.size() <= 1) return lb;  // the LP equals the average work

@@ -11,6 +11,37 @@
 
 namespace placer {
 
+namespace {
+
+// Each CPU device's fastest step (matched by name), so that apply_cpu_steps sets the fastest op times beside
+// the fastest steps, not beside the first round's.
+void min_cpu_steps(Profile& kept, const Profile& p) {
+  if (kept.cpu_steps.empty()) {
+    kept.cpu_steps = p.cpu_steps;
+    return;
+  }
+  for (DeviceStep& k : kept.cpu_steps)
+    for (const DeviceStep& s : p.cpu_steps)
+      if (s.device == k.device && s.step_s > 0) k.step_s = k.step_s > 0 ? std::min(k.step_s, s.step_s) : s.step_s;
+}
+
+// The GPU step's fit and the mixed step each of the round that measured it fastest: a fit (scale and overhead)
+// and a probe reading go with the step they were taken on.
+void min_gpu_and_mixed_steps(Profile& kept, const Profile& p) {
+  if (p.gpu_step_s > 0 && (kept.gpu_step_s <= 0 || p.gpu_step_s < kept.gpu_step_s)) {
+    kept.gpu_step_s = p.gpu_step_s;
+    kept.gpu_op_scale = p.gpu_op_scale;
+    kept.gpu_op_overhead_s = p.gpu_op_overhead_s;
+  }
+  if (p.mixed.step_s > 0 && p.mixed.devices == kept.mixed.devices &&
+      (kept.mixed.step_s <= 0 || p.mixed.step_s < kept.mixed.step_s)) {
+    kept.mixed.step_s = p.mixed.step_s;
+    kept.mixed.core_rtt_s = p.mixed.core_rtt_s;
+  }
+}
+
+}  // namespace
+
 void merge_profile_minimum(Profile& kept, const Profile& p, bool first) {
   if (first) {
     kept = p;
@@ -32,8 +63,8 @@ void merge_profile_minimum(Profile& kept, const Profile& p, bool first) {
     kept.links[l].beta_Bps = std::max(kept.links[l].beta_Bps, p.links[l].beta_Bps);
   }
   kept.per_op_overhead_s = std::min(kept.per_op_overhead_s, p.per_op_overhead_s);
-  if (p.mixed.step_s > 0 && p.mixed.devices == kept.mixed.devices)
-    kept.mixed.step_s = kept.mixed.step_s > 0 ? std::min(kept.mixed.step_s, p.mixed.step_s) : p.mixed.step_s;
+  min_cpu_steps(kept, p);
+  min_gpu_and_mixed_steps(kept, p);
 }
 
 namespace {

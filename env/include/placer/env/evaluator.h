@@ -7,7 +7,9 @@
 #pragma once
 
 #include <atomic>
+#include <cstddef>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -237,21 +239,45 @@ class HybridEvaluator : public Evaluator {
   double best_reward_;  // best reward seen (simulated or measured); -inf at first
 };
 
-// Remembers every evaluation by placement; a repeated placement (in the cache
-// or earlier in the same batch) is a hit. Unmeasured entries are dropped when
-// the inner evaluator's generation changes. Nothing is cached when it throws.
+// Remembers evaluations by placement, the most recently used ones within
+// `capacity_bytes` (placements and evaluations as held in memory, estimated:
+// an inception_v3 entry is some 6 KB, so the default keeps ~10,000 of them; a
+// local search of a million evaluations kept them all); a repeated placement
+// (in the cache or earlier in the same batch) is a hit. Unmeasured entries are
+// dropped when the inner evaluator's generation changes. Nothing is cached
+// when it throws.
 class CachingEvaluator : public Evaluator {
  public:
-  explicit CachingEvaluator(std::unique_ptr<Evaluator> inner);
+  static constexpr size_t kDefaultCapacityBytes = size_t{64} << 20;
+  explicit CachingEvaluator(std::unique_ptr<Evaluator> inner, size_t capacity_bytes = kDefaultCapacityBytes);
   std::vector<Evaluation> evaluate(const std::vector<Placement>& placements) override;
   int64_t generation() const override { return inner_->generation(); }
   void add_stats(EvalStats& stats) const override;
+  size_t cached_entries() const;
+  size_t cached_bytes() const;  // as estimated, at most the capacity
 
  private:
+  struct Entry {
+    uint64_t hash;
+    Placement placement;
+    Evaluation evaluation;
+    size_t bytes;
+  };
+  using Entries = std::list<Entry>;
+  // Under mu_: the cached evaluation of `placement` (made the most recently used), or null.
+  const Evaluation* find(uint64_t hash, const Placement& placement);
+  // Under mu_: caches (or replaces) one, then evicts the least recently used past the capacity.
+  void store(uint64_t hash, const Placement& placement, const Evaluation& evaluation);
+  void erase(Entries::iterator it);
+  void drop_unmeasured();
+
   std::unique_ptr<Evaluator> inner_;
-  std::mutex mu_;
+  size_t capacity_bytes_;
+  mutable std::mutex mu_;
   int64_t cached_generation_ = 0;  // generation the cached unmeasured entries were made in
-  std::unordered_map<uint64_t, std::vector<std::pair<Placement, Evaluation>>> cache_;
+  Entries entries_;                // the most recently used first
+  std::unordered_map<uint64_t, std::vector<Entries::iterator>> index_;
+  size_t bytes_ = 0;
   std::atomic<int64_t> evaluations_{0};
   std::atomic<int64_t> hits_{0};
 };

@@ -9,8 +9,11 @@
 namespace placer {
 
 // Keeps, per op and link, the fastest of the rounds' profiles: `kept` becomes
-// `p` when `first`, else each op's, link's and overhead's minimum with `p`'s.
-// The minimum of noisy medians, biased low: fidelity reports it beside the mean.
+// `p` when `first`, else each op's, link's, overhead's and CPU device step's
+// minimum with `p`'s (devices matched by name); the GPU step with its fitted
+// scale and overhead, and the mixed step with its probe reading, each of the
+// round whose step was the fastest. The minimum of noisy medians, biased low:
+// fidelity reports it beside the mean.
 void merge_profile_minimum(Profile& kept, const Profile& p, bool first);
 
 // The rounds' profiles averaged: each op's seconds (and contended seconds),
