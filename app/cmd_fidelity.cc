@@ -461,6 +461,15 @@ NamedPlacements choose_placements(Runtime& runtime, const Graph& graph, const Ru
   return chosen;
 }
 
+// --replot measures nothing: every option but -o is refused (they were ignored, --graph and --devices too).
+void refuse_with_replot(const CLI::App& fid) {
+  std::vector<std::string> given;
+  for (const CLI::Option* o : fid.get_options())
+    if (o->get_name() != "--replot" && o->get_name() != "--out" && o->get_name() != "--help")
+      given.push_back(o->get_name());
+  refuse_given(fid, given, "--replot re-renders a report as it was measured (it takes -o alone)");
+}
+
 void run_fidelity(const FidelityArgs& a, bool out_given) {
   if (!a.replot.empty()) {
     replot_fidelity(a.replot, out_given ? a.out : "");
@@ -578,6 +587,7 @@ void add_fidelity_command(CLI::App& app) {
       ->check(CLI::Range(1, 1000));
   add_objective_options(fid, &fargs->objective);
   fid->callback([fargs, fid] {
+    if (!fargs->replot.empty()) refuse_with_replot(*fid);
     refuse_pipeline_options(*fid, fargs->objective.pipeline());
     run_fidelity(*fargs, fid->count("--out") > 0);
   });

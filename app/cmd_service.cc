@@ -172,7 +172,11 @@ std::string learned_object(const std::string& path, int64_t* samples) {
 std::string graph_json(const QueryArgs& a) {
   if (a.graph_file.empty() == a.builder.empty())
     throw InputError("give exactly one of --graph FILE and --builder NAME");
-  if (!a.graph_file.empty()) return "{\"inline\":" + graph_to_json(load_graph(a.graph_file)) + "}";
+  if (!a.graph_file.empty()) {
+    if (!a.options.empty()) throw InputError("--option: builder options apply with --builder only (not --graph)");
+    if (a.forward_only) throw InputError("--forward-only: builder options apply with --builder only (not --graph)");
+    return "{\"inline\":" + graph_to_json(load_graph(a.graph_file)) + "}";
+  }
   std::string opts;
   std::set<std::string> keys;
   for (const auto& kv : a.options) {
@@ -289,7 +293,7 @@ void add_serve_command(CLI::App& app) {
   serve->add_option("--endpoint", serve_args->endpoint, "Override the endpoint (tcp://127.0.0.1:5555; port * = any)");
   serve->add_option("--metrics-port", serve_args->metrics_port, "Prometheus /metrics port (0 = any, -1 = off)")
       ->check(CLI::Range(-1, 65535));
-  serve->add_option("--workers", serve_args->workers, "Override the worker count")->check(positive_number());
+  serve->add_option("--workers", serve_args->workers, "Override the worker count")->check(CLI::Range(1, 256));
   serve->add_option("--state-dir", serve_args->state_dir, "Override where job records are kept");
   serve->callback([serve_args] { run_serve(*serve_args); });
 }
@@ -337,6 +341,8 @@ void add_placing_queries(CLI::App* query, const std::shared_ptr<QueryArgs>& q, c
       ->check(finite_range(0.0, 3600.0));
   evaluate->callback([send, q, evaluate] {
     if (!q->measure) refuse_given(*evaluate, {"--measure-budget"}, "applies with --measure only");
+    refuse_given(*evaluate, {"--method", "--no-placement"},
+                 "query evaluate reads neither --method nor --no-placement (it evaluates --placement)");
     send("evaluate");
   });
 }

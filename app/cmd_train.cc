@@ -319,6 +319,17 @@ void apply_overrides(const TrainArgs& a, const CLI::App& cmd, TrainConfig& c) {
   if (a.threads > 0) c.run.threads = a.threads;
 }
 
+// config.yaml keeps the config's text as written; its first line names the overrides that changed the run.
+void note_overrides(const CLI::App& cmd, TrainConfig& c) {
+  std::string given;
+  for (const char* o :
+       {"-o", "--cluster", "--graph", "--init-from", "--profile", "--reward-mode", "--objective", "--microbatches",
+        "--schedule", "--paired", "--updates", "--max-samples", "--time-limit", "--seed", "--threads"})
+    if (cmd.count(o) > 0) given += (given.empty() ? "" : ", ") + std::string(o);
+  if (!given.empty() && !c.source_text.empty())
+    c.source_text = "# the effective config is config.json: this one as written, with " + given + "\n" + c.source_text;
+}
+
 void run_train(const TrainArgs& a, const CLI::App& cmd) {
   if (a.workers_bind.empty())
     refuse_given(cmd, {"--min-workers", "--workers-wait"}, "applies with --workers-bind only (no worker pool here)");
@@ -326,6 +337,10 @@ void run_train(const TrainArgs& a, const CLI::App& cmd) {
   apply_overrides(a, cmd, c);
   refuse_pipeline_options(cmd, c.reward.objective == Objective::Pipeline,
                           "--objective pipeline, or the config's reward.objective: pipeline");
+  if (c.reward.mode == RewardMode::Simulated)
+    refuse_given(cmd, {"--paired"},
+                 "needs measured or hybrid rewards (--reward-mode, or the config's reward.mode); these are simulated");
+  note_overrides(cmd, c);
   TrainControls ctl;
   ctl.resume = a.resume;
   ctl.progress = !a.quiet;

@@ -8,6 +8,7 @@
 #include <initializer_list>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "placer/graphs/pipeline.h"
 
@@ -51,6 +52,7 @@ CLI::Validator nonnegative_integer();
 // An option that does not apply is refused, never silently ignored: throws InputError "NAME: WHY" for the
 // first of `names` given on `cmd`'s command line (each must be an option of `cmd`).
 void refuse_given(const CLI::App& cmd, std::initializer_list<const char*> names, const std::string& why);
+void refuse_given(const CLI::App& cmd, const std::vector<std::string>& names, const std::string& why);
 
 // The measurement protocol's options (--warmup, --steps, --max-steps, --target, --budget, --timeout, --seed).
 void add_measure_options(CLI::App* cmd, MeasureOptions* options);

@@ -6,8 +6,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "placer/graphs/error.h"
@@ -116,14 +119,24 @@ CLI::Validator nonnegative_integer() {
       [](std::string& input) -> std::string {
         const size_t first = input.find_first_not_of(" \t");
         if (first != std::string::npos && input[first] == '-') return "must be a whole number >= 0, got " + input;
+        // CLI11 read a number past 2^64-1 as 2^64-1 (the same seed); what is no number is its own error.
+        uint64_t v = 0;
+        const char* end = input.data() + input.size();
+        if (first != std::string::npos &&
+            std::from_chars(input.data() + first, end, v).ec == std::errc::result_out_of_range)
+          return "must be at most " + std::to_string(UINT64_MAX) + ", got " + input;
         return {};
       },
       "UINT");
 }
 
+void refuse_given(const CLI::App& cmd, const std::vector<std::string>& names, const std::string& why) {
+  for (const std::string& name : names)
+    if (cmd.count(name) > 0) throw InputError(name + ": " + why);
+}
+
 void refuse_given(const CLI::App& cmd, std::initializer_list<const char*> names, const std::string& why) {
-  for (const char* name : names)
-    if (cmd.count(name) > 0) throw InputError(std::string(name) + ": " + why);
+  refuse_given(cmd, std::vector<std::string>(names.begin(), names.end()), why);
 }
 
 }  // namespace placer::cli

@@ -13,6 +13,7 @@
 #include "placer/graphs/files.h"
 #include "placer/graphs/fnv.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/graphs/pipeline.h"
 #include "placer/graphs/serialize.h"
 #include "policy.h"
 #include "trainer.h"
@@ -150,6 +151,32 @@ void restore_sampled(const torch::Tensor& s, const std::string& path, Task* t) {
   }
 }
 
+// What the run's rewards judge, as the state keeps it: a resume under another objective mixed step and
+// pipeline times in its best and its final table. Checkpoints made before it was kept: the step objective.
+std::string objective_json(const RewardSettings& r) {
+  std::string o = std::string("\"objective\": ") + json_quote(objective_name(r.objective));
+  if (r.objective == Objective::Pipeline)
+    o += ", \"microbatches\": " + std::to_string(r.pipeline.microbatches) +
+         ", \"schedule\": " + json_quote(schedule_name(r.pipeline.schedule));
+  return o;
+}
+
+void check_objective(const YAML::Node& s, const RewardSettings& r) {
+  auto refuse = [](const std::string& field, const std::string& had, const std::string& asks) {
+    throw InputError("reward." + field + " (--" + field + "): the checkpoint trained for " + had + ", this run asks " +
+                     asks + " (its best and step times are of the checkpoint's: give that, " +
+                     "or a fresh run.output_dir)");
+  };
+  const std::string objective = s["objective"].as<std::string>("step");
+  if (objective != objective_name(r.objective)) refuse("objective", objective, objective_name(r.objective));
+  if (r.objective != Objective::Pipeline) return;
+  const int microbatches = s["microbatches"].as<int>();
+  if (microbatches != r.pipeline.microbatches)
+    refuse("microbatches", std::to_string(microbatches), std::to_string(r.pipeline.microbatches));
+  const std::string schedule = s["schedule"].as<std::string>();
+  if (schedule != schedule_name(r.pipeline.schedule)) refuse("schedule", schedule, schedule_name(r.pipeline.schedule));
+}
+
 }  // namespace
 
 std::string Trainer::state_json() const {
@@ -158,8 +185,8 @@ std::string Trainer::state_json() const {
   std::ostringstream o;
   o << "{\"update\": " << update_ << ", \"samples\": " << samples_ << ", \"stage\": " << stage_
     << ", \"bc_steps\": " << bc_steps_used_ << ", \"bc_reproduced\": " << (bc_reproduced_ ? "true" : "false")
-    << ", \"bc_cancelled\": " << (bc_cancelled_ ? "true" : "false") << ", \"rl_seconds\": " << num(rl_seconds_)
-    << ", \"rng\": " << json_quote(rng.str()) << ", \"tasks\": [";
+    << ", \"bc_cancelled\": " << (bc_cancelled_ ? "true" : "false") << ", \"rl_seconds\": " << num(rl_seconds_) << ", "
+    << objective_json(c_.reward) << ", \"rng\": " << json_quote(rng.str()) << ", \"tasks\": [";
   for (size_t i = 0; i < tasks_.size(); ++i) {
     const Task& t = *tasks_[i];
     o << (i ? ", " : "") << "{\"graph\": " << json_quote(t.env->graph().name)
@@ -236,6 +263,7 @@ void Trainer::load_checkpoint(const std::string& path) {
   YAML::Node s;
   try {
     s = YAML::Load(la.state_json);
+    check_objective(s, c_.reward);
     update_ = s["update"].as<int64_t>();
     samples_ = s["samples"].as<int64_t>();
     rl_seconds_ = s["rl_seconds"].as<double>();
@@ -419,6 +447,10 @@ std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* co
 // from it (its optimizer is missing, and resuming says so).
 ExportedPolicy export_policy(const std::string& from, const std::string& to) {
   const std::string path = fs::is_directory(from) ? (fs::path(from) / kCheckpointFile).string() : from;
+  std::error_code ec;  // (false where either is missing)
+  if (fs::path(path).lexically_normal() == fs::path(to).lexically_normal() || fs::equivalent(path, to, ec))
+    throw InputError("-o " + to + ": is the checkpoint it exports (" + path +
+                     "): the run could not resume from the policy alone; write it elsewhere");
   LoadedArchive la;
   open_checkpoint(path, &la);
   TrainConfig config;

@@ -11,7 +11,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$PLACER" graph build mlp -o "$TMP/g.json" >/dev/null || fail "graph build"
 
 for m in single round_robin expert m_etf dp ilp; do
-  "$PLACER" place --method "$m" --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/$m.json" --time-limit 5 > "$TMP/$m.out" ||
+  limit=()
+  [ "$m" != ilp ] || limit=(--time-limit 5)  # the only method that reads it (the others refuse it: refusals_cli.sh)
+  "$PLACER" place --method "$m" --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/$m.json" "${limit[@]}" > "$TMP/$m.out" ||
     fail "place --method $m"
   grep -q "simulated" "$TMP/$m.out" || fail "$m: no summary"
   grep -q '"placement"' "$TMP/$m.json" || fail "$m: placement file"
@@ -123,6 +125,14 @@ grep -q "^wrote $TMP/pretrained/checkpoint.pt: [0-9.]* MB (the checkpoint: [0-9.
 set +e
 "$PLACER" export-policy "$TMP/none" -o "$TMP/x.pt" 2> "$TMP/err"
 [ $? -ne 0 ] && grep -q "$TMP/none: no checkpoint here" "$TMP/err" || fail "export-policy of nothing: $(cat "$TMP/err")"
+# -o the run's own checkpoint (by its folder or its file) is refused: it overwrote it, and --resume then failed.
+size=$(stat -c %s "$TMP/tiny_run/checkpoint.pt")
+for from in "$TMP/tiny_run" "$TMP/tiny_run/checkpoint.pt"; do
+  "$PLACER" export-policy "$from" -o "$TMP/tiny_run/../tiny_run/checkpoint.pt" > /dev/null 2> "$TMP/err"
+  [ $? -eq 2 ] && grep -q -- "-o $TMP/tiny_run/../tiny_run/checkpoint.pt: is the checkpoint it exports" "$TMP/err" ||
+    fail "export-policy $from -o its own checkpoint: $(cat "$TMP/err")"
+done
+[ "$(stat -c %s "$TMP/tiny_run/checkpoint.pt")" -eq "$size" ] || fail "export-policy -o its source: the checkpoint changed"
 set -e
 # The shipped policy (in git) loads and places a graph it never saw.
 if [ -e "$SRC/policies/pretrained/checkpoint.pt" ]; then

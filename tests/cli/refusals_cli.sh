@@ -64,6 +64,17 @@ grep -q "note: --cluster k80x2 replaced the cluster of 2 graph entries that name
   fail "train --cluster: no note: $(cat "$TMP/train.err")"
 grep -q " on k80x2, policy gnn" "$TMP/train.out" || fail "train --cluster: summary: $(head -3 "$TMP/train.out")"
 ! grep -q "p100x4" "$TMP/run/config.json" "$TMP/train.out" || fail "train --cluster: p100x4 still used"
+# config.yaml is the config as written; its first line says the effective one is config.json, and the overrides.
+[ "$(head -1 "$TMP/run/config.yaml")" = "# the effective config is config.json: this one as written, with -o, --cluster" ] ||
+  fail "train: config.yaml's first line: $(head -1 "$TMP/run/config.yaml")"
+grep -q "^name: t$" "$TMP/run/config.yaml" || fail "train: config.yaml lost the config's text"
+# --resume under another objective than the checkpoint's (its final table mixed step and pipeline times).
+expect_refusal "train --resume --objective pipeline" \
+  "reward.objective (--objective): the checkpoint trained for step, this run asks pipeline" \
+  train -c "$TMP/t.yaml" -o "$TMP/run" -q --cluster k80x2 --resume --objective pipeline
+# --paired with simulated rewards: nothing is measured to pair.
+expect_refusal "train --paired (simulated)" "--paired: needs measured or hybrid rewards" \
+  train -c "$TMP/t.yaml" -o "$TMP/run0" -q --paired
 
 # graph import: a workload file takes no model options; a model takes no workload cluster.
 W="$SRC/tests/fixtures/dnn-partitioning/bert24_inference.json"
@@ -114,4 +125,43 @@ rc=0
 expect_refusal "an inline key not of Z85" "--client-secret-key: no such file, and not a Z85 key inline" \
   query --endpoint tcp://127.0.0.1:1 --timeout-ms 200 --server-key "$(cat "$TMP/k.public")" \
   --client-public-key "$TMP/k.public" --client-secret-key "$(printf '~%.0s' $(seq 40))" health
+
+# Options that were accepted and ignored: place --policy --budget (the policy path spends --time-budget), query place
+# --graph --option (builder options, no builder), query evaluate --method/--no-placement, fidelity --replot's others.
+expect_refusal "place --policy --budget" "--budget: applies to --method's searches only (--policy's refinement runs for what is left of --time-budget)" \
+  place --policy pretrained --graph "$G" --devices cpu:2 -o "$TMP/x.json" --budget 7
+# place --time-limit: ilp reads it; local_search did not (--budget 3000000 --time-limit 0.5 took 2.8 s).
+expect_refusal "place local_search --time-limit" "--time-limit: applies to --method ilp only" \
+  place --method local_search --graph "$G" --devices cpu:2 -o "$TMP/x.json" --budget 1000 --time-limit 0.5
+expect_refusal "place --policy --time-limit" "--time-limit: applies to --method ilp only" \
+  place --policy pretrained --graph "$G" --devices cpu:2 -o "$TMP/x.json" --time-limit 0.5
+expect_refusal "query place --graph --option" "--option: builder options apply with --builder only" \
+  query --endpoint tcp://127.0.0.1:1 --timeout-ms 200 place --graph "$G" --devices cpu:2 --option layers=3
+expect_refusal "query place --graph --forward-only" "--forward-only: builder options apply with --builder only" \
+  query --endpoint tcp://127.0.0.1:1 --timeout-ms 200 place --graph "$G" --devices cpu:2 --forward-only
+for opt in "--method m_etf" "--no-placement"; do
+  # shellcheck disable=SC2086
+  expect_refusal "query evaluate $opt" "${opt%% *}: query evaluate reads neither --method nor --no-placement" \
+    query --endpoint tcp://127.0.0.1:1 --timeout-ms 200 evaluate --graph "$G" --devices cpu:2 \
+    --placement "$TMP/p.json" $opt
+done
+for opt in "--graph nonexist.json" "--devices cuda:7" "--rounds 9" "--lockstep" "--steps 3"; do
+  # shellcheck disable=SC2086
+  expect_refusal "fidelity --replot $opt" "${opt%% *}: --replot re-renders a report as it was measured" \
+    fidelity --replot "$TMP/rep.json" $opt
+done
+# serve --workers: the config's range (1..256).
+rc=0
+"$PLACER" serve --config "$TMP/t.yaml" --workers 1000 > /dev/null 2> "$TMP/err" || rc=$?
+[ $rc -ne 0 ] && grep -q -- "--workers: .*1000.*256" "$TMP/err" || fail "serve --workers 1000: exit $rc: $(cat "$TMP/err")"
+# A seed past 2^64-1 was clamped to it (the same placement): refused, as -1 is.
+for seed in 18446744073709551616 99999999999999999999999; do
+  rc=0
+  "$PLACER" place --method random --graph "$G" --devices cpu:2 -o "$TMP/x.json" --seed $seed > /dev/null 2> "$TMP/err" ||
+    rc=$?
+  [ $rc -ne 0 ] && grep -qF -- "--seed: must be at most 18446744073709551615, got $seed" "$TMP/err" ||
+    fail "--seed $seed: exit $rc: $(cat "$TMP/err")"
+done
+"$PLACER" place --method random --graph "$G" --devices cpu:2 -o "$TMP/x.json" --seed 18446744073709551615 > /dev/null ||
+  fail "--seed 2^64-1 refused"
 echo "refusals_cli: ok"

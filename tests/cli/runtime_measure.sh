@@ -41,6 +41,11 @@ rtt = r["core_rtt_s"]  # 0: not read that round (the probe gives up at 50 ms)
 assert len(rtt) == r["steps"] and all(0 <= v <= 0.05 for v in rtt) and 0 < sorted(rtt)[len(rtt) // 2] < 1e-5, r
 PY
 grep -q "^cross-core round trip [0-9]* ns (median; " "$TMP/out.txt" || fail "measure: no cross-core probe line: $(cat "$TMP/out.txt")"
+# The interval printed is at the level it reaches (3 steps: 75%, as the JSON's ci_level), not always 95%.
+"$PLACER" measure --graph "$TMP/g.json" --placement "$TMP/p.json" --devices cpu:2 --warmup 1 --steps 3 --max-steps 3 \
+  --json "$TMP/r3.json" > "$TMP/out3.txt"
+python3 -c "import json; assert json.load(open('$TMP/r3.json'))['ci_level'] == 0.75" || fail "3 steps: ci_level not 0.75"
+grep -q " 75% interval \[" "$TMP/out3.txt" || fail "measure --steps 3: not the 75% interval: $(cat "$TMP/out3.txt")"
 
 # --compare: interleaved, each against the fastest by a rank test; the JSON keeps every sample.
 cp "$TMP/p.json" "$TMP/p2.json"
@@ -51,6 +56,7 @@ grep -q "Mann-Whitney U p = " "$TMP/cmp.txt" || fail "measure --compare names it
 "$PLACER" measure --graph "$TMP/g.json" --compare "$TMP/p.json" "$TMP/p.json" --devices cpu:2 --warmup 1 --steps 3 \
   --max-steps 3 > "$TMP/aa.txt" || fail "measure --compare A A"
 grep -q "p.json (#1)" "$TMP/aa.txt" && grep -q "p.json (#2)" "$TMP/aa.txt" || fail "A A not told apart: $(cat "$TMP/aa.txt")"
+grep -q " 75% interval \[" "$TMP/aa.txt" || fail "measure --compare --steps 3: not the 75% interval: $(cat "$TMP/aa.txt")"
 if "$PLACER" measure --graph "$TMP/g.json" --compare "$TMP/p.json" "$TMP/p2.json" --placement "$TMP/p.json" \
   --devices cpu:2 2> "$TMP/both.err"; then fail "--placement with --compare accepted"; fi
 grep -q -- "--placement excludes --compare" "$TMP/both.err" || fail "--placement with --compare: $(cat "$TMP/both.err")"
