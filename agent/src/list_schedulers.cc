@@ -493,7 +493,7 @@ ListResult list_topo(const UnitProblem& p) {
   // device up to an equal share of the total memory, then the next.
   const std::vector<int32_t> order = groups_by_first_op(p);
   int64_t total = 0;
-  for (int64_t m : p.group_mem) total += m;
+  for (int64_t m : p.group_mem) total = add_bytes(total, m);
   double total_work = 0.0;
   for (int32_t u = 0; u < p.n; ++u) total_work += p.mean_cost(u);
   // Share by memory, as Baechi; when memory is light, by work so that the
@@ -508,7 +508,7 @@ ListResult list_topo(const UnitProblem& p) {
     double work = 0.0;
     for (int32_t u : p.members[g]) work += p.mean_cost(u);
     auto over_share = [&](int32_t dev) {
-      return static_cast<double>(book.used(dev) + p.group_mem[g]) > mem_share * 1.0001 + 1 &&
+      return static_cast<double>(book.used(dev)) + static_cast<double>(p.group_mem[g]) > mem_share * 1.0001 + 1 &&
              work_on_d + work > work_share * 1.0001;
     };
     if (d < p.k - 1 && book.used(d) > 0 && over_share(d)) {
@@ -558,18 +558,13 @@ int32_t one_device(const UnitProblem& p) {
   return best;
 }
 
-ListPlan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent) {
-  ListPlan best;
-  std::string tried;
-  auto consider = [&](ListPlan plan) {
-    list_replayed(&tried, plan.how, plan.step_s);
-    if (best.unit_device.empty() || plan.step_s < best.step_s) best = std::move(plan);
-  };
+EtfCandidates etf_candidates(const UnitProblem& p, const std::vector<int32_t>* favourite_parent) {
+  std::vector<ListPlan> plans;
   // A priority may fill memory so that a later unit fits nowhere; another may not.
   std::exception_ptr first_failure;
   for (EtfPriority priority : {EtfPriority::Ready, EtfPriority::Rank, EtfPriority::Id}) {
     try {
-      consider(
+      plans.push_back(
           replayed(p, list_etf(p, favourite_parent, priority), std::string("etf by ") + etf_priority_name(priority)));
     } catch (const NoFeasiblePlacement&) {
       if (!first_failure) first_failure = std::current_exception();
@@ -579,11 +574,14 @@ ListPlan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_pa
     ListResult all;
     all.unit_device.assign(p.n, d);
     for (int32_t u = 0; u < p.n; ++u) all.schedule.makespan += p.c(u, d);
-    consider(replayed(p, std::move(all), "one device " + p.device_names[d]));
+    plans.push_back(replayed(p, std::move(all), "one device " + p.device_names[d]));
   }
-  if (best.unit_device.empty()) std::rethrow_exception(first_failure);
-  best.how = "kept " + best.how + " (replayed: " + tried + ")";
-  return best;
+  if (plans.empty()) std::rethrow_exception(first_failure);
+  EtfCandidates out;
+  for (const ListPlan& plan : plans) list_replayed(&out.tried, plan.how, plan.step_s);
+  std::stable_sort(plans.begin(), plans.end(), [](const ListPlan& a, const ListPlan& b) { return a.step_s < b.step_s; });
+  out.plans = std::move(plans);
+  return out;
 }
 
 }  // namespace placer

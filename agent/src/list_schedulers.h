@@ -89,10 +89,15 @@ void list_replayed(std::string* tried, const std::string& label, double step_s);
 // The fastest device that holds every group by itself (-1 if none does).
 int32_t one_device(const UnitProblem& p);
 
-// m_etf and m_sct: ETF under each priority, and all units on one device,
-// each replayed as the runtime dispatches; the fastest replay is kept (ties
-// to the earlier candidate: ETF as published first). how names it and lists
-// the candidates' replayed steps.
-ListPlan best_etf(const UnitProblem& p, const std::vector<int32_t>* favourite_parent);
+// m_etf and m_sct's candidates: ETF under each priority, and all units on one
+// device, each replayed as the runtime dispatches; the fastest replay first
+// (ties to the earlier candidate: ETF as published first), each how its name.
+// tried lists their replayed steps. The placers keep the first that the
+// simulator fits in memory (the replay does not count memory).
+struct EtfCandidates {
+  std::vector<ListPlan> plans;
+  std::string tried;
+};
+EtfCandidates etf_candidates(const UnitProblem& p, const std::vector<int32_t>* favourite_parent);
 
 }  // namespace placer

@@ -14,9 +14,21 @@
 
 namespace placer {
 
-bool fits_memory(const UnitProblem& p, const std::vector<int32_t>& group_device) {
+namespace {
+
+// The bytes of the groups on each device (sums saturate).
+std::vector<int64_t> bytes_on_devices(const UnitProblem& p, const std::vector<int32_t>& group_device) {
   std::vector<int64_t> used(p.k, 0);
-  for (int32_t g = 0; g < p.groups(); ++g) used[group_device[g]] += p.group_mem[g];
+  for (int32_t g = 0; g < p.groups(); ++g) used[group_device[g]] = add_bytes(used[group_device[g]], p.group_mem[g]);
+  return used;
+}
+
+}  // namespace
+
+bool fits_memory(const UnitProblem& p, const std::vector<int32_t>& group_device) {
+  for (int32_t g = 0; g < p.groups(); ++g)
+    PLACER_CHECK(group_device[g] >= 0 && group_device[g] < p.k, "group ", g, " on device ", group_device[g], " of ", p.k);
+  const std::vector<int64_t> used = bytes_on_devices(p, group_device);
   for (int32_t d = 0; d < p.k; ++d)
     if (used[d] > p.capacity[d]) return false;
   return true;
@@ -39,7 +51,7 @@ int32_t move_target(const UnitProblem& p, const std::vector<int64_t>& used, cons
                     int32_t g, int32_t d) {
   int32_t best = -1;
   for (int32_t t = 0; t < p.k; ++t) {
-    if (t == d || used[t] + p.group_mem[g] > p.capacity[t]) continue;
+    if (t == d || !room_for(used[t], p.group_mem[g], p.capacity[t])) continue;
     if (best < 0 || affinity[t] > affinity[best] ||
         (affinity[t] == affinity[best] && p.capacity[t] - used[t] > p.capacity[best] - used[best]))
       best = t;
@@ -49,8 +61,7 @@ int32_t move_target(const UnitProblem& p, const std::vector<int64_t>& used, cons
 
 // Moves groups off each device over capacity, the latest groups first: keeps the early part of a pipeline intact.
 void move_off_overfull(const UnitProblem& p, std::vector<int32_t>& group_device) {
-  std::vector<int64_t> used(p.k, 0);
-  for (int32_t g = 0; g < p.groups(); ++g) used[group_device[g]] += p.group_mem[g];
+  std::vector<int64_t> used = bytes_on_devices(p, group_device);
   for (int32_t d = 0; d < p.k; ++d) {
     if (used[d] <= p.capacity[d]) continue;
     for (int32_t g = p.groups() - 1; g >= 0 && used[d] > p.capacity[d]; --g) {
@@ -59,7 +70,7 @@ void move_off_overfull(const UnitProblem& p, std::vector<int32_t>& group_device)
       if (best < 0) continue;
       group_device[g] = best;
       used[d] -= p.group_mem[g];
-      used[best] += p.group_mem[g];
+      used[best] = add_bytes(used[best], p.group_mem[g]);
     }
   }
 }
@@ -73,15 +84,16 @@ bool repack_first_fit(const UnitProblem& p, std::vector<int32_t>& group_device) 
   std::vector<int64_t> used(p.k, 0);
   for (int32_t g : order) {
     int32_t d = group_device[g];
-    if (used[d] + p.group_mem[g] > p.capacity[d]) {
+    if (!room_for(used[d], p.group_mem[g], p.capacity[d])) {
       d = -1;
       for (int32_t t = 0; t < p.k; ++t)
-        if (used[t] + p.group_mem[g] <= p.capacity[t] && (d < 0 || p.capacity[t] - used[t] > p.capacity[d] - used[d]))
+        if (room_for(used[t], p.group_mem[g], p.capacity[t]) &&
+            (d < 0 || p.capacity[t] - used[t] > p.capacity[d] - used[d]))
           d = t;
       if (d < 0) return false;
     }
     group_device[g] = d;
-    used[d] += p.group_mem[g];
+    used[d] = add_bytes(used[d], p.group_mem[g]);
   }
   return true;
 }

@@ -10,14 +10,20 @@
 
 namespace placer {
 
-// Per-device memory book-keeping on groups.
+// Whether `bytes` more fit on a device of `capacity` holding `used`, without
+// computing used + bytes (which may pass 2^63).
+inline bool room_for(int64_t used, int64_t bytes, int64_t capacity) {
+  return used <= capacity && bytes <= capacity - used;
+}
+
+// Per-device memory book-keeping on groups (sums saturate: add_bytes).
 class MemoryBook {
  public:
   explicit MemoryBook(const UnitProblem& p) : p_(&p), used_(p.k, 0) {}
   bool fits(int32_t group, int32_t device) const {
-    return used_[device] + p_->group_mem[group] <= p_->capacity[device];
+    return room_for(used_[device], p_->group_mem[group], p_->capacity[device]);
   }
-  void add(int32_t group, int32_t device) { used_[device] += p_->group_mem[group]; }
+  void add(int32_t group, int32_t device) { used_[device] = add_bytes(used_[device], p_->group_mem[group]); }
   void remove(int32_t group, int32_t device) { used_[device] -= p_->group_mem[group]; }
   int64_t used(int32_t device) const { return used_[device]; }
   int64_t free(int32_t device) const { return p_->capacity[device] - used_[device]; }

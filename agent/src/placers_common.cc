@@ -100,29 +100,68 @@ std::string option_string(const PlaceContext& context, const std::string& key, c
   return it == context.options.end() ? fallback : it->second;
 }
 
+namespace {
+
+Placement to_placement(const PlaceContext& context, const std::vector<int32_t>& op_device, const std::string& method) {
+  Placement placement;
+  placement.device_of.resize(op_device.size());
+  for (size_t i = 0; i < op_device.size(); ++i) {
+    PLACER_CHECK(op_device[i] >= 0 && op_device[i] < context.cluster->size(), method, ": op ", i, " on device ",
+                 op_device[i]);
+    placement.device_of[i] = DeviceId(op_device[i]);
+  }
+  return placement;
+}
+
+std::string overflow_text(const StepResult& oom) {
+  return "device " + oom.oom_device + " (needs " + format_bytes(oom.oom_needed_bytes) + ", has " +
+         format_bytes(oom.oom_capacity_bytes) + ")";
+}
+
+// The simulator found a device short (the placers' estimate leaves out the
+// tensors a device receives): moves groups (repair_memory) to fit ever lower
+// shares of device memory until the simulator fits the placement. Its step;
+// NoFeasiblePlacement naming the first overflow if no share does.
+StepResult refit_memory(const PlaceContext& context, const std::string& method, const StepResult& oom,
+                        Placement* placement, std::string* note) {
+  UnitProblem p = make_unit_problem(context, kMemoryFraction);
+  std::vector<int32_t> gd(p.groups());
+  for (int32_t g = 0; g < p.groups(); ++g) gd[g] = placement->device_of[p.members[g][0]].value;
+  for (double fraction : {0.75, 0.6, 0.45, 0.3, 0.15}) {
+    set_memory_fraction(p, *context.cluster, fraction);
+    if (!repair_memory(p, gd)) break;
+    Placement moved = to_placement(context, expand_groups(p, gd), method);
+    const StepResult sim = context.env->simulate(moved);
+    if (sim.status == StepStatus::Oom) continue;
+    *placement = std::move(moved);
+    *note += (note->empty() ? "" : "; ") + std::string("the simulator found ") + overflow_text(oom) +
+             " short: moved groups to fit " + format_number(100 * fraction, 3) + "% of device memory";
+    return sim;
+  }
+  throw NoFeasiblePlacement(method + ": the placement overflows " + overflow_text(oom));
+}
+
+}  // namespace
+
+bool simulator_fits(const PlaceContext& context, const std::vector<int32_t>& op_device, const std::string& method) {
+  return context.env->simulate(to_placement(context, op_device, method)).status != StepStatus::Oom;
+}
+
 PlaceResult finish(const PlaceContext& context, const std::vector<int32_t>& op_device, const std::string& method,
                    Clock::time_point started, std::string note) {
   const Graph& graph = *context.graph;
   PLACER_CHECK(static_cast<int64_t>(op_device.size()) == graph.size(), method, ": placement size ", op_device.size());
   PlaceResult result;
   result.method = method;
-  result.placement.device_of.resize(op_device.size());
-  for (size_t i = 0; i < op_device.size(); ++i) {
-    PLACER_CHECK(op_device[i] >= 0 && op_device[i] < context.cluster->size(), method, ": op ", i, " on device ",
-                 op_device[i]);
-    result.placement.device_of[i] = DeviceId(op_device[i]);
-  }
+  result.placement = to_placement(context, op_device, method);
   result.place_seconds = std::chrono::duration<double>(Clock::now() - started).count();
   validate_placement(graph, *context.cluster, result.placement);
-  const StepResult sim = context.env->simulate(result.placement);
-  if (sim.status == StepStatus::Oom)
-    throw NoFeasiblePlacement(method + ": the placement overflows device " + sim.oom_device + " (needs " +
-                              format_bytes(sim.oom_needed_bytes) + ", has " + format_bytes(sim.oom_capacity_bytes) +
-                              ")");
+  StepResult sim = context.env->simulate(result.placement);
+  if (sim.status == StepStatus::Oom) sim = refit_memory(context, method, sim, &result.placement, &note);
   result.stats["sim_step_s"] = sim.step_s;
   result.stats["transfer_bytes"] = static_cast<double>(sim.transfer_bytes);
   std::vector<char> used(context.cluster->size(), 0);
-  for (int32_t d : op_device) used[d] = 1;
+  for (DeviceId d : result.placement.device_of) used[d.value] = 1;
   result.stats["devices_used"] = static_cast<double>(std::count(used.begin(), used.end(), 1));
   result.note = std::move(note);
   return result;

@@ -19,12 +19,17 @@
 namespace placer {
 
 // Turns an op-level device vector into the PlaceResult of `method`: checks
-// co-location, validates, simulates to confirm it fits in memory (throws
-// NoFeasiblePlacement with the simulator's message if not) and records the
-// simulated step time in stats.
+// co-location, validates, simulates to confirm it fits in memory and records
+// the simulated step time in stats. When the simulator finds a device short
+// (the placers plan without the tensors a device receives), it moves groups
+// (repair_memory) to fit lower shares of device memory (75% down to 15%)
+// until the simulator fits it, and the note says so; NoFeasiblePlacement
+// with the simulator's overflow if none does.
 using Clock = std::chrono::steady_clock;
 PlaceResult finish(const PlaceContext& context, const std::vector<int32_t>& op_device, const std::string& method,
                    Clock::time_point started, std::string note = {});
+// Whether the simulator fits op_device in device memory (finish's check, without the repair).
+bool simulator_fits(const PlaceContext& context, const std::vector<int32_t>& op_device, const std::string& method);
 
 // Default share of device memory the placers plan with; the rest is headroom
 // for transferred tensors the estimate does not count.

@@ -9,10 +9,10 @@
 //    groups in topological order), balanced by work.
 // Ops with other tags follow their producers (or, for sources, consumers).
 #include <algorithm>
-#include <cctype>
+#include <charconv>
 #include <map>
 #include <optional>
-#include <regex>
+#include <string_view>
 
 #include "placers_common.h"
 
@@ -58,20 +58,23 @@ std::vector<int32_t> balanced_contiguous(const std::vector<double>& w, int32_t n
 }
 
 // The groups of a problem with their tags: a group's tag is the layer of its
-// first forward op that has one (else of its first op that has one).
+// first forward op that has one (else of its first op that has one); by[g]:
+// that op (-1: untagged).
 struct Tagged {
   const UnitProblem& p;
   std::vector<std::string> tag;
+  std::vector<int32_t> by;
 };
 
 Tagged tag_groups(const UnitProblem& p, const Graph& graph) {
-  Tagged t{p, std::vector<std::string>(p.groups())};
+  Tagged t{p, std::vector<std::string>(p.groups()), std::vector<int32_t>(p.groups(), -1)};
   for (int32_t g = 0; g < p.groups(); ++g) {
     for (int32_t u : p.members[g]) {
       const Op& op = graph.op(OpId(u));
       if (op.layer.empty()) continue;
       if (t.tag[g].empty() || op.phase == Phase::Forward) {
         t.tag[g] = op.layer;
+        t.by[g] = u;
         if (op.phase == Phase::Forward) break;
       }
     }
@@ -79,8 +82,39 @@ Tagged tag_groups(const UnitProblem& p, const Graph& graph) {
   return t;
 }
 
-bool any_tag_matches(const Tagged& t, const std::regex& pattern) {
-  return std::any_of(t.tag.begin(), t.tag.end(), [&](const std::string& s) { return std::regex_match(s, pattern); });
+// The tags are matched by hand (a prefix, then a scan): std::regex_match
+// recursed once per character, and a long tag overflowed the stack.
+
+// An LSTM layer tag, (enc_|dec_)?lstm<decimal digits>: its digits, else empty.
+std::string_view lstm_digits(std::string_view tag) {
+  if (tag.substr(0, 4) == "enc_" || tag.substr(0, 4) == "dec_") tag.remove_prefix(4);
+  if (tag.substr(0, 4) != "lstm") return {};
+  tag.remove_prefix(4);
+  const bool digits = std::all_of(tag.begin(), tag.end(), [](char c) { return c >= '0' && c <= '9'; });
+  return digits ? tag : std::string_view();
+}
+
+bool is_lstm_tag(const std::string& tag) { return !lstm_digits(tag).empty(); }
+
+// An Inception branch tag, mixed_<module: no '/'>/<branch: no line break>,
+// both non-empty: {"mixed_<module>", branch}.
+struct BranchTag {
+  std::string module, branch;
+};
+std::optional<BranchTag> branch_tag(const std::string& tag) {
+  const size_t slash = tag.find('/');
+  if (tag.compare(0, 6, "mixed_") != 0 || slash == std::string::npos || slash <= 6 || slash + 1 == tag.size() ||
+      tag.find_first_of("\n\r", slash) != std::string::npos)
+    return std::nullopt;
+  return BranchTag{tag.substr(0, slash), tag.substr(slash + 1)};
+}
+
+bool is_branch_tag(const std::string& tag) { return branch_tag(tag).has_value(); }
+
+bool is_edge_tag(const std::string& tag) {
+  for (const char* edge : {"embedding", "stem", "head", "loss", "input"})
+    if (tag == edge) return true;
+  return false;
 }
 
 // What a family's rule decided: the devices of the groups it places (the
@@ -90,10 +124,10 @@ struct FamilyPlan {
   std::vector<int32_t> group_device;
 };
 
-// A family known by its tags: it applies when some group's tag matches.
+// A family known by its tags: it applies when some group's tag is one.
 struct TaggedFamily {
-  const std::regex& tags;
-  FamilyPlan (*plan)(const Tagged& t, const std::regex& tags);
+  bool (*tags)(const std::string& tag);
+  FamilyPlan (*plan)(const Tagged& t);
 };
 
 // A plan of the family that decides no group yet.
@@ -101,26 +135,42 @@ FamilyPlan undecided(const Tagged& t, std::string family) {
   return FamilyPlan{std::move(family), std::vector<int32_t>(t.p.groups(), -1)};
 }
 
+// Each group's LSTM layer index (-1: not an LSTM tag). InputError naming the
+// tagging op's layer field for an index not below the number of ops.
+std::vector<int64_t> lstm_layers(const Tagged& t) {
+  std::vector<int64_t> layer(t.p.groups(), -1);
+  for (int32_t g = 0; g < t.p.groups(); ++g) {
+    const std::string_view digits = lstm_digits(t.tag[g]);
+    if (digits.empty()) continue;
+    int64_t l = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), l);
+    if (ec != std::errc() || end != digits.data() + digits.size() || l >= t.p.n)
+      throw InputError("op '" + t.p.unit_names[t.by[g]] + "': layer: '" + t.tag[g].substr(0, 64) +
+                       (t.tag[g].size() > 64 ? "...'" : "'") + ": LSTM layer index must be below the graph's " +
+                       std::to_string(t.p.n) + " ops");
+    layer[g] = l;
+  }
+  return layer;
+}
+
 // RNNs: LSTM layer l (encoder and decoder together) on device l (spread when
 // layers outnumber devices), attention and softmax on the devices left over
 // (the last one when none is left), the embedding with layer 0.
-FamilyPlan rnn_plan(const Tagged& t, const std::regex& rnn) {
+FamilyPlan rnn_plan(const Tagged& t) {
   FamilyPlan plan = undecided(t, "rnn: one LSTM layer per device, attention and softmax on the others");
   const int32_t G = t.p.groups(), n = t.p.k;
-  std::smatch m;
-  int32_t L = 0;
-  for (const auto& tag : t.tag)
-    if (std::regex_match(tag, m, rnn)) L = std::max(L, std::stoi(m[2].str()) + 1);
+  const std::vector<int64_t> layer = lstm_layers(t);
+  const int64_t L = *std::max_element(layer.begin(), layer.end()) + 1;  // below the ops: int32
   std::vector<std::string> specials;
   for (const char* s : {"attention", "softmax"})
     if (std::find(t.tag.begin(), t.tag.end(), s) != t.tag.end()) specials.push_back(s);
-  auto layer_device = [&](int32_t l) { return n > L ? l : static_cast<int32_t>(static_cast<int64_t>(l) * n / L); };
+  auto layer_device = [&](int64_t l) { return static_cast<int32_t>(n > L ? l : l * n / L); };
   std::map<std::string, int32_t> special_device;
   for (size_t i = 0; i < specials.size(); ++i)
-    special_device[specials[i]] = n > L ? L + static_cast<int32_t>(i) % (n - L) : n - 1;
+    special_device[specials[i]] = static_cast<int32_t>(n > L ? L + static_cast<int64_t>(i) % (n - L) : n - 1);
   for (int32_t g = 0; g < G; ++g) {
-    if (std::regex_match(t.tag[g], m, rnn))
-      plan.group_device[g] = layer_device(std::stoi(m[2].str()));
+    if (layer[g] >= 0)
+      plan.group_device[g] = layer_device(layer[g]);
     else if (special_device.count(t.tag[g]))
       plan.group_device[g] = special_device[t.tag[g]];
     else if (t.tag[g] == "embedding")
@@ -131,20 +181,19 @@ FamilyPlan rnn_plan(const Tagged& t, const std::regex& rnn) {
 
 // Inception: the branches of each module dealt over the devices in order;
 // stem, module concats, head and loss on device 0.
-FamilyPlan inception_plan(const Tagged& t, const std::regex& branch) {
+FamilyPlan inception_plan(const Tagged& t) {
   FamilyPlan plan = undecided(t, "inception: branches of each module spread over the devices");
   const int32_t G = t.p.groups(), n = t.p.k;
-  std::smatch m;
   std::map<std::string, std::vector<std::string>> branches;  // module -> branch names in order
   for (const auto& tag : t.tag)
-    if (std::regex_match(tag, m, branch)) {
-      auto& v = branches[m[1].str()];
-      if (std::find(v.begin(), v.end(), m[2].str()) == v.end()) v.push_back(m[2].str());
+    if (std::optional<BranchTag> b = branch_tag(tag)) {
+      auto& v = branches[b->module];
+      if (std::find(v.begin(), v.end(), b->branch) == v.end()) v.push_back(b->branch);
     }
   for (int32_t g = 0; g < G; ++g) {
-    if (std::regex_match(t.tag[g], m, branch)) {
-      const auto& v = branches[m[1].str()];
-      plan.group_device[g] = static_cast<int32_t>(std::find(v.begin(), v.end(), m[2].str()) - v.begin()) % n;
+    if (std::optional<BranchTag> b = branch_tag(t.tag[g])) {
+      const auto& v = branches[b->module];
+      plan.group_device[g] = static_cast<int32_t>(std::find(v.begin(), v.end(), b->branch) - v.begin()) % n;
     } else if (!t.tag[g].empty()) {
       plan.group_device[g] = 0;  // stem, module concats, head, loss
     }
@@ -157,12 +206,11 @@ FamilyPlan inception_plan(const Tagged& t, const std::regex& branch) {
 // balanced by work; edge tags (embedding, stem, head, loss, input) follow
 // their neighbours.
 std::optional<FamilyPlan> blocks_plan(const Tagged& t) {
-  static const std::regex edge_tag(R"(^(embedding|stem|head|loss|input)$)");
   const UnitProblem& p = t.p;
   std::vector<std::string> blocks;
   std::map<std::string, int32_t> block_of;
   for (int32_t g : groups_by_first_op(p))
-    if (!t.tag[g].empty() && !std::regex_match(t.tag[g], edge_tag) && !block_of.count(t.tag[g])) {
+    if (!t.tag[g].empty() && !is_edge_tag(t.tag[g]) && !block_of.count(t.tag[g])) {
       block_of[t.tag[g]] = static_cast<int32_t>(blocks.size());
       blocks.push_back(t.tag[g]);
     }
@@ -196,11 +244,9 @@ FamilyPlan generic_plan(const Tagged& t) {
 // The first family whose tags the graph has decides: rnn (lstmK layers),
 // inception (mixed_*/branch), blocks; a graph of no family gets the generic plan.
 FamilyPlan plan_by_family(const Tagged& t) {
-  static const std::regex rnn(R"(^(?:(enc|dec)_)?lstm(\d+)$)");
-  static const std::regex branch(R"(^(mixed_[^/]+)/(.+)$)");
-  const TaggedFamily families[] = {{rnn, rnn_plan}, {branch, inception_plan}};
+  const TaggedFamily families[] = {{is_lstm_tag, rnn_plan}, {is_branch_tag, inception_plan}};
   for (const TaggedFamily& family : families)
-    if (any_tag_matches(t, family.tags)) return family.plan(t, family.tags);
+    if (std::any_of(t.tag.begin(), t.tag.end(), family.tags)) return family.plan(t);
   if (std::optional<FamilyPlan> plan = blocks_plan(t)) return std::move(*plan);
   return generic_plan(t);
 }

@@ -4,6 +4,8 @@
 #include <ClpSimplex.hpp>
 #include <CoinPackedMatrix.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 
 #include "placers_common.h"
@@ -18,12 +20,34 @@ std::string plan_note(const std::string& method, const ListPlan& plan) {
   return plan.how.empty() ? buf : std::string(buf) + "; " + plan.how;
 }
 
-PlaceResult finish_plan(const PlaceContext& ctx, const ListPlan& plan, const std::string& method,
+PlaceResult finish_plan(const PlaceContext& ctx, const UnitProblem& p, const ListPlan& plan, const std::string& method,
                         Clock::time_point started, const std::string& extra = {}) {
   PlaceResult out = finish(ctx, plan.unit_device, method, started, plan_note(method, plan) + extra);
-  out.stats["model_makespan_s"] = plan.step_s;
+  std::vector<int32_t> placed(out.placement.device_of.size());
+  for (size_t i = 0; i < placed.size(); ++i) placed[i] = out.placement.device_of[i].value;
+  // finish moved groups to fit memory: the planned step is the moved placement's.
+  out.stats["model_makespan_s"] = placed == plan.unit_device ? plan.step_s : schedule_ready_order(p, placed).makespan;
   out.stats["list_makespan_s"] = plan.list_makespan;
   return out;
+}
+
+// m_etf and m_sct: the first candidate (fastest replay first) that the
+// simulator fits in memory; if none does, the fastest (finish moves groups).
+PlaceResult finish_first_fitting(const PlaceContext& ctx, const UnitProblem& p, EtfCandidates candidates,
+                                 const std::string& method, Clock::time_point started, const std::string& extra = {}) {
+  std::string skipped;
+  ListPlan* kept = &candidates.plans.front();
+  for (ListPlan& plan : candidates.plans) {
+    if (simulator_fits(ctx, plan.unit_device, method)) {
+      kept = &plan;
+      break;
+    }
+    skipped += (skipped.empty() ? "" : ", ") + plan.how;
+  }
+  if (kept == &candidates.plans.front()) skipped.clear();
+  kept->how = "kept " + kept->how + " (replayed: " + candidates.tried + ")" +
+              (skipped.empty() ? "" : "; faster, but overflowing memory in the simulator: " + skipped);
+  return finish_plan(ctx, p, *kept, method, started, extra);
 }
 
 class ListPlacer : public UnitPlacer {
@@ -32,10 +56,9 @@ class ListPlacer : public UnitPlacer {
   ListPlacer(std::string name, Kind kind) : name_(std::move(name)), kind_(kind) {}
   std::string name() const override { return name_; }
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
-    const ListPlan plan = kind_ == Kind::Etf    ? best_etf(p, nullptr)
-                          : kind_ == Kind::Topo ? replayed(p, list_topo(p), "")
-                                                : replayed(p, list_heft(p), "");
-    return finish_plan(ctx, plan, name_, started);
+    if (kind_ == Kind::Etf) return finish_first_fitting(ctx, p, etf_candidates(p, nullptr), name_, started);
+    const ListPlan plan = kind_ == Kind::Topo ? replayed(p, list_topo(p), "") : replayed(p, list_heft(p), "");
+    return finish_plan(ctx, p, plan, name_, started);
   }
 
  private:
@@ -50,7 +73,7 @@ class ListPlacer : public UnitPlacer {
 //                sum_{j in succ(i)} x_ij >= |succ(i)| - 1  (one favourite child)
 //                sum_{i in pred(j)} x_ij >= |pred(j)| - 1  (one favourite parent)
 //                w >= s_i + p_i,  0 <= x <= 1
-std::vector<int32_t> favourite_parents_lp(const UnitProblem& p, double* lp_makespan) {
+std::vector<int32_t> favourite_parents_lp(const UnitProblem& p, double max_seconds, double* lp_makespan) {
   struct E {
     int32_t from, to;
     double comm;
@@ -100,10 +123,11 @@ std::vector<int32_t> favourite_parents_lp(const UnitProblem& p, double* lp_makes
   obj[w] = 1.0;
   ClpSimplex lp;
   lp.setLogLevel(0);
+  lp.setMaximumSeconds(max_seconds);
   lp.loadProblem(matrix, col_lb.data(), col_ub.data(), obj.data(), row_lb.data(), row_ub.data());
   lp.dual();
+  if (!lp.isProvenOptimal()) return {};  // the caller falls back to favourite_parents_greedy
   std::vector<int32_t> fav(n, -1);
-  if (!lp.isProvenOptimal()) return fav;
   const double* x = lp.getColSolution();
   *lp_makespan = x[w];
   // Each parent's favourite: its child with the smallest x below 1/2; each
@@ -143,18 +167,23 @@ class SctPlacer : public UnitPlacer {
     std::vector<int32_t> fav;
     std::string how;
     double lp_makespan = 0.0;
-    if (p.n <= lp_max_ops) {
-      fav = favourite_parents_lp(p, &lp_makespan);
+    // The LP stops at the context's deadline, if any (-1: no limit).
+    const double lp_seconds =
+        ctx.stop_at ? std::max(0.0, std::chrono::duration<double>(*ctx.stop_at - Clock::now()).count()) : -1.0;
+    if (p.n <= lp_max_ops) fav = favourite_parents_lp(p, lp_seconds, &lp_makespan);
+    if (!fav.empty()) {
       how = "favourite children from the LP relaxation (CLP)";
+    } else if (p.n <= lp_max_ops) {
+      fav = favourite_parents_greedy(p);
+      how = "the LP relaxation (CLP) not proven optimal: favourite children by most bytes";
     } else {
       fav = favourite_parents_greedy(p);
       how = "graph above sct_lp_max_ops: favourite children by most bytes (no LP)";
     }
-    const ListPlan plan = best_etf(p, &fav);
     int64_t favourites = 0;
     for (int32_t f : fav) favourites += f >= 0;
-    PlaceResult out =
-        finish_plan(ctx, plan, name(), started, "; " + how + ", " + std::to_string(favourites) + " favourite edges");
+    PlaceResult out = finish_first_fitting(ctx, p, etf_candidates(p, &fav), name(), started,
+                                           "; " + how + ", " + std::to_string(favourites) + " favourite edges");
     out.stats["lp_makespan_s"] = lp_makespan;
     out.stats["favourite_edges"] = static_cast<double>(favourites);
     return out;

@@ -39,7 +39,7 @@ double UnitProblem::mean_transfer(int64_t bytes) const {
 int64_t op_memory_estimate(const Op& op) {
   if (op.type == op_types::kParam) return std::max(op.param_bytes, op.output_bytes());
   if (op.type == op_types::kSgd) return 0;  // updates its param in place
-  return op.param_bytes + op.output_bytes();
+  return add_bytes(op.param_bytes, op.output_bytes());
 }
 
 void check_context(const PlaceContext& context) {
@@ -50,6 +50,12 @@ void check_context(const PlaceContext& context) {
   if (context.cluster->size() == 0) throw InputError("place: cluster '" + context.cluster->name + "' has no devices");
   if (context.env->graph().size() != context.graph->size() || context.env->cluster().size() != context.cluster->size())
     throw InputError("place: the environment was built for another graph or cluster");
+}
+
+void set_memory_fraction(UnitProblem& p, const Cluster& cluster, double memory_fraction) {
+  p.capacity.resize(p.k);
+  for (int32_t d = 0; d < p.k; ++d)
+    p.capacity[d] = static_cast<int64_t>(static_cast<double>(cluster.devices[d].memory_bytes) * memory_fraction);
 }
 
 UnitProblem make_unit_problem(const PlaceContext& context, double memory_fraction) {
@@ -92,7 +98,7 @@ void add_colocation_groups(const Graph& graph, UnitProblem& p) {
   for (size_t g = 0; g < grouping.members.size(); ++g) {
     for (OpId op : grouping.members[g]) {
       p.members[g].push_back(op.value);
-      p.group_mem[g] += p.mem[op.value];
+      p.group_mem[g] = add_bytes(p.group_mem[g], p.mem[op.value]);
     }
     std::sort(p.members[g].begin(), p.members[g].end());
   }
@@ -100,12 +106,9 @@ void add_colocation_groups(const Graph& graph, UnitProblem& p) {
 
 // Usable memory, names and alpha-beta links (fitted on two probes of the cost model).
 void add_devices(const Cluster& cluster, const CostModel& costs, double memory_fraction, UnitProblem& p) {
-  p.capacity.resize(p.k);
+  set_memory_fraction(p, cluster, memory_fraction);
   p.device_names.resize(p.k);
-  for (int32_t d = 0; d < p.k; ++d) {
-    p.capacity[d] = static_cast<int64_t>(static_cast<double>(cluster.devices[d].memory_bytes) * memory_fraction);
-    p.device_names[d] = cluster.devices[d].name;
-  }
+  for (int32_t d = 0; d < p.k; ++d) p.device_names[d] = cluster.devices[d].name;
   p.alpha.assign(static_cast<size_t>(p.k) * p.k, 0.0);
   p.inv_beta.assign(static_cast<size_t>(p.k) * p.k, 0.0);
   constexpr double kProbe = 1e9;
@@ -231,7 +234,7 @@ void add_units(const UnitProblem& o, const Grouping& grouping, const QuotientOrd
   for (int32_t v = 0; v < o.n; ++v) {
     const int32_t u = unit_of_group[grouping.group_of[v]];
     for (int32_t d = 0; d < o.k; ++d) p.cost[static_cast<size_t>(u) * o.k + d] += o.c(v, d);
-    p.mem[u] += o.mem[v];
+    p.mem[u] = add_bytes(p.mem[u], o.mem[v]);
     if (p.unit_names[u].empty()) p.unit_names[u] = o.unit_names[v];
   }
   for (int32_t g = 0; g < G; ++g)
@@ -269,7 +272,7 @@ void colocate_units(const UnitProblem& o, const Grouping& grouping, const std::v
     }
     p.group_of[u] = index_of_root[r];
     p.members[p.group_of[u]].push_back(u);
-    p.group_mem[p.group_of[u]] += p.mem[u];
+    p.group_mem[p.group_of[u]] = add_bytes(p.group_mem[p.group_of[u]], p.mem[u]);
   }
 }
 
@@ -302,8 +305,8 @@ void check_groups_fit(const UnitProblem& p) {
       throw NoFeasiblePlacement("op '" + p.unit_names[p.members[g][0]] + "' and its co-located ops need " +
                                 format_bytes(p.group_mem[g]) + ", the largest device allows " + format_bytes(largest));
   int64_t total = 0, cap = 0;
-  for (int64_t m : p.group_mem) total += m;
-  for (int64_t c : p.capacity) cap += c;
+  for (int64_t m : p.group_mem) total = add_bytes(total, m);
+  for (int64_t c : p.capacity) cap = add_bytes(cap, c);
   if (total > cap)
     throw NoFeasiblePlacement("the graph needs " + format_bytes(total) + " in all, the devices allow " +
                               format_bytes(cap) + " together");

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,14 @@
 #include "placer/graphs/algorithms.h"
 
 namespace placer {
+
+// a + b for byte counts, saturating at the int64 limits: sums over many devices or groups
+// can pass 2^63 (devices of up to 2^60 bytes each).
+inline int64_t add_bytes(int64_t a, int64_t b) {
+  int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<int64_t>::max() : std::numeric_limits<int64_t>::min();
+}
 
 struct Edge {
   int32_t op;     // the other end
@@ -57,6 +66,9 @@ int64_t op_memory_estimate(const Op& op);
 UnitProblem make_unit_problem(const PlaceContext& context, double memory_fraction);
 // The same from its parts (the learned policies' features: agent/src/features.cc).
 UnitProblem make_op_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs, double memory_fraction);
+
+// Sets each device's capacity to `memory_fraction` of its memory.
+void set_memory_fraction(UnitProblem& p, const Cluster& cluster, double memory_fraction);
 
 // A problem whose units are the parts of `grouping` (parts on a cycle of the
 // quotient graph are merged first); units holding ops of one co-location
