@@ -359,6 +359,7 @@ void add_baseline_command(CLI::App& app) {
   baseline->add_option("--placement", max_load->placement,
                        "max_load: also evaluate this split ({\"fpgas\": [{\"nodes\": [...]}], \"cpus\": [...]})");
   baseline->add_option("--max-ideals", max_load->max_ideals, "max_load dp: give up above this many ideals")
+      ->check(CLI::Range(int64_t{1}, int64_t{10'000'000}))
       ->capture_default_str();
   add_workload_cluster_options(baseline, max_load->cluster);
   baseline->callback([base, objective, max_load, json, baseline] {

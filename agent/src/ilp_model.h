@@ -3,10 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <vector>
 
+#include "cbc_solve.h"
 #include "list_schedulers.h"
 #include "unit_problem.h"
+
 
 namespace placer {
 
@@ -74,14 +77,5 @@ Schedule channel_schedule(const UnitProblem& p, const std::vector<int32_t>& dev,
 void channel_warm_values(const IlpModel& m, const UnitProblem& p, const std::vector<int32_t>& dev,
                          const std::vector<double>& send_at, std::vector<double>* sol);
 
-// How a CBC solve ended, from CbcModel's flags after branchAndBound.
-struct CbcStop {
-  bool proven_optimal = false;  // isProvenOptimal(): status 0 with an incumbent
-  bool seconds_limit = false;   // isSecondsLimitReached(), or the clock past the limit (maximumSecondsReached())
-  int secondary_status = -1;    // secondaryStatus(): 0 completed, 1 relaxation infeasible or cut off, 2 gap, 4 time...
-  bool lp_stopped = false;      // the last LP (Clp) stopped on its time or iteration limit, or was abandoned
-};
-// Whether the solve proved its incumbent optimal (within the gap asked for).
-bool cbc_proved_optimal(const CbcStop& stop);
 
 }  // namespace placer

@@ -52,7 +52,8 @@ struct Classes {
 // The contracted graph at one moment: one forward and one backward part per class.
 struct View {
   std::vector<char> has_forward, has_backward;
-  std::vector<double> forward_cpu, forward_accelerator, backward_latency;
+  std::vector<double> forward_cpu, forward_accelerator, backward_latency, bytes;  // bytes: the whole class's
+  std::vector<char> accelerator_ok;               // per class: every node of it runs on an accelerator
   std::set<Edge> forward_edges;                   // class -> class, forward parts (true and artificial)
   std::set<Edge> true_forward_edges, artificial;  // the two kinds apart (the paper counts both)
   std::vector<int32_t> backward_touches;          // per class: true edges between its forward part and a backward part
@@ -67,9 +68,13 @@ View view_of(Classes& c) {
   v.forward_accelerator.assign(n, 0.0);
   v.backward_latency.assign(n, 0.0);
   v.backward_touches.assign(n, 0);
+  v.bytes.assign(n, 0.0);
+  v.accelerator_ok.assign(n, 1);
   for (int32_t u = 0; u < c.w.size(); ++u) {
     const WorkloadNode& node = c.w.nodes[static_cast<size_t>(u)];
     const size_t k = static_cast<size_t>(c.of(u));
+    v.bytes[k] += node.size;
+    if (!node.accelerator_ok) v.accelerator_ok[k] = 0;
     if (node.backward) {
       v.has_backward[k] = 1;
       v.backward_latency[k] += node.cpu_latency + node.accelerator_latency;
@@ -130,8 +135,11 @@ void fuse_cycles(Classes& c) {
   for (int32_t k = 0; k < c.count; ++k) c.uf.merge_into(k, scc.root[static_cast<size_t>(scc.component_of[k])]);
 }
 
-// Step 4: one class that costs nothing and hangs off a single forward neighbour, or -1.
-std::pair<int32_t, int32_t> trivial_merge(const View& v) {
+// Step 4: one class that costs nothing and hangs off a single forward neighbour, or -1. Unlike the
+// paper's code, a class that an accelerator cannot run while its neighbour can stays apart (joined, it
+// would keep the neighbour off every accelerator), and one that takes memory joins only if
+// `join_memory` (as the paper's: where memory binds, apart it could sit on another device).
+std::pair<int32_t, int32_t> trivial_merge(const View& v, bool join_memory) {
   std::vector<int32_t> degree(v.has_forward.size(), 0), neighbour(v.has_forward.size(), -1);
   for (const std::set<Edge>* edges : {&v.true_forward_edges, &v.artificial})
     for (const Edge& e : *edges) {
@@ -143,6 +151,8 @@ std::pair<int32_t, int32_t> trivial_merge(const View& v) {
   for (size_t k = 0; k < v.has_forward.size(); ++k) {
     if (!v.has_forward[k] || v.forward_cpu[k] >= kZero || v.forward_accelerator[k] >= kZero) continue;
     if (v.backward_touches[k] != 0 || degree[k] != 1 || v.backward_latency[k] >= kZero) continue;
+    const size_t into = static_cast<size_t>(neighbour[k]);
+    if ((!join_memory && v.bytes[k] >= kZero) || (!v.accelerator_ok[k] && v.accelerator_ok[into])) continue;
     return {static_cast<int32_t>(k), neighbour[k]};
   }
   return {-1, -1};
@@ -198,16 +208,21 @@ DpGroups groups_of(Classes& c) {
 
 }  // namespace
 
-DpGroups contract_for_dp(const Workload& w) {
+DpGroups contract_for_dp(const Workload& w, bool join_memory) {
   Classes c(w);
   add_artificial_forward_nodes(c);
   fuse_cycles(c);
+  bool joined_memory = false;
   for (;;) {
-    const auto [from, into] = trivial_merge(view_of(c));
+    const View v = view_of(c);
+    const auto [from, into] = trivial_merge(v, join_memory);
     if (from < 0) break;
+    joined_memory = joined_memory || v.bytes[static_cast<size_t>(from)] >= kZero;
     c.uf.merge_into(from, into);
   }
-  return groups_of(c);
+  DpGroups groups = groups_of(c);
+  groups.joined_memory = joined_memory;
+  return groups;
 }
 
 }  // namespace placer

@@ -15,9 +15,11 @@
 #include <OsiClpSolverInterface.hpp>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <set>
 
+#include "cbc_solve.h"
 #include "max_load_placers.h"
 #include "placer/env/max_load.h"
 #include "placer/graphs/error.h"
@@ -182,13 +184,8 @@ class MaxLoadMilp {
   std::map<std::pair<int32_t, int32_t>, int> transfer_;  // (node, accelerator) -> t column
 };
 
-}  // namespace
-
-MaxLoadResult max_load_ilp(const Workload& w, const MaxLoadOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  MaxLoadResult r;
-  r.method = "ilp";
-  const MaxLoadMilp milp(w);
+// Branch and bound on the model within the time limit, from the warm split when there is one.
+CbcResult solve(const Workload& w, const MaxLoadMilp& milp, const MaxLoadOptions& options) {
   const Milp& m = milp.model();
   const int ncols = static_cast<int>(m.lb.size());
   CoinPackedMatrix matrix(false, m.row.data(), m.col.data(), m.value.data(), static_cast<CoinBigIndex>(m.value.size()));
@@ -202,11 +199,7 @@ MaxLoadResult max_load_ilp(const Workload& w, const MaxLoadOptions& options) {
   model.setLogLevel(0);
   model.messageHandler()->setLogLevel(0);
   model.solver()->messageHandler()->setLogLevel(0);
-  model.setUseElapsedTime(true);
-  model.setMaximumSeconds(std::max(0.1, options.time_limit_s));
-  // CBC checks its limit between nodes, not in the root's LPs (a 1 s limit ran past 100 s on 16 accelerators).
-  if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver()))
-    clp->getModelPtr()->setMaximumWallSeconds(std::max(0.1, options.time_limit_s));
+  limit_cbc_seconds(model, options.time_limit_s);
   model.setAllowableFractionGap(1e-7);
   CglProbing probing;
   probing.setUsingObjective(true);
@@ -221,19 +214,35 @@ MaxLoadResult max_load_ilp(const Workload& w, const MaxLoadOptions& options) {
     model.setBestSolution(warm.data(), ncols, objective, true);
   }
   model.branchAndBound();
+  return read_cbc(model, ncols);
+}
+
+}  // namespace
+
+MaxLoadResult max_load_ilp(const Workload& w, const MaxLoadOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  MaxLoadResult r;
+  r.method = "ilp";
+  const MaxLoadMilp milp(w);
+  const CbcResult cbc = solve(w, milp, options);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  r.optimal = model.isProvenOptimal();
-  r.bound = model.getBestPossibleObjValue();
-  const double* best = model.bestSolution();
-  if (!best) {
-    r.note = "CBC found no split within the time limit";
+  if (cbc.best.empty() && options.warm.empty()) {
+    r.note = cbc.infeasible ? "no split fits the accelerators' memory and support (proven infeasible)"
+                            : "CBC found no split within the time limit";
     return r;
   }
-  r.placement = milp.placement_of(best);
+  // CBC may drop its incumbent at the limit (objective 1e50): the warm split stands then.
+  r.placement = cbc.best.empty() ? options.warm : milp.placement_of(cbc.best.data());
   r.max_load = max_load(w, r.placement).max_load;
-  r.note = detail::concat(milp.classes(), " classes, ", ncols, " columns, ", m.rows, " rows; ",
-                          r.optimal ? "optimal" : "time limit", ", bound ", r.bound, ", ", model.getNodeCount(),
-                          " nodes", options.warm.empty() ? "" : ", warm-started");
+  r.optimal = cbc.optimal;
+  // No bound worth the name when Clp stopped the relaxation: 0, which every split's load is at least.
+  r.bound = r.optimal ? r.max_load : std::min(std::max(cbc.best_possible, 0.0), r.max_load);
+  const Milp& m = milp.model();
+  const char* warm = options.warm.empty() ? "" : cbc.best.empty() ? ", the warm start kept" : ", warm-started";
+  r.note = detail::concat(milp.classes(), " classes, ", m.lb.size(), " columns, ", m.rows, " rows; ",
+                          r.optimal ? "optimal" : "time limit", ", bound ", r.bound,
+                          std::isinf(cbc.best_possible) ? " (the relaxation was cut short)" : "", ", ", cbc.nodes,
+                          " nodes", warm);
   return r;
 }
 

@@ -285,20 +285,6 @@ std::vector<double> warm_solution(const IlpModel& m, const UnitProblem& p, const
   return sol;
 }
 
-struct CbcResult {
-  std::vector<double> best;  // empty: no solution found
-  double objective = 0.0;    // of `best`
-  double best_possible = -kInf;  // -inf: none worth reporting (the LP was cut short)
-  bool optimal = false;
-  int64_t nodes = 0;
-};
-
-// CBC checks its limit between nodes; the LPs of the root's strong branching ran for minutes on 8 devices
-// and more (a 2 s limit took 29 s, 100 devices never returned): Clp stops them too. Its limit is a wall-clock
-// deadline, a little after CBC's: at the same time, CBC's final check of its incumbent (an LP) always ran past
-// it, and every solve stopped by the limit discarded its incumbent ("On closer inspection - solution discarded").
-double clp_seconds(double time_limit_s) { return time_limit_s + std::max(0.5, 0.1 * time_limit_s); }
-
 // The cut generators, alive while CBC runs.
 struct CutGenerators {
   CglProbing probing;
@@ -323,27 +309,6 @@ struct CutGenerators {
   }
 };
 
-// How the solve ended, and what of it can be trusted: a solution CBC discarded (objective 1e50) is none, and
-// the bound of a relaxation Clp stopped at its limit (cuts from an unfinished LP) is not one.
-CbcResult read_cbc(CbcModel& model, int ncols) {
-  CbcStop stop;
-  stop.proven_optimal = model.isProvenOptimal();
-  stop.seconds_limit = model.isSecondsLimitReached() || model.maximumSecondsReached();
-  stop.secondary_status = model.secondaryStatus();
-  if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver()))
-    stop.lp_stopped = clp->getModelPtr()->status() == 3 && clp->getModelPtr()->secondaryStatus() == 9;
-  CbcResult out;
-  out.nodes = model.getNodeCount();
-  out.optimal = cbc_proved_optimal(stop);
-  if (!stop.lp_stopped) out.best_possible = model.getBestPossibleObjValue();
-  const double* best = model.bestSolution();
-  if (best && model.getObjValue() < 1e30) {
-    out.best.assign(best, best + ncols);
-    out.objective = model.getObjValue();
-  }
-  return out;
-}
-
 // Branch and bound with CBC from the warm solution, within the time limit.
 CbcResult solve_cbc(const IlpModel& m, const std::vector<double>& warm, double time_limit_s) {
   double warm_objective = 0.0;
@@ -361,10 +326,7 @@ CbcResult solve_cbc(const IlpModel& m, const std::vector<double>& warm, double t
   model.setLogLevel(0);
   model.messageHandler()->setLogLevel(0);
   model.solver()->messageHandler()->setLogLevel(0);
-  model.setUseElapsedTime(true);
-  model.setMaximumSeconds(std::max(0.1, time_limit_s));
-  if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver()))
-    clp->getModelPtr()->setMaximumWallSeconds(clp_seconds(std::max(0.1, time_limit_s)));
+  limit_cbc_seconds(model, time_limit_s);
   model.setAllowableGap(1e-9);
   model.setAllowableFractionGap(1e-6);
   CutGenerators cuts;
@@ -597,15 +559,6 @@ class IlpPlacer : public UnitPlacer {
 };
 
 }  // namespace
-
-// isProvenOptimal() is status 0 with an incumbent. A root relaxation that Clp stopped at its limit reads to
-// CBC as infeasible (status 0, secondary 1): with the warm start as incumbent, "proven optimal" after a
-// solve the clock cut. Only a search that completed (0), pruned everything against the incumbent (1) or
-// closed the gap asked for (2), before the limit and with its LPs finished, proves it.
-bool cbc_proved_optimal(const CbcStop& stop) {
-  if (!stop.proven_optimal || stop.seconds_limit || stop.lp_stopped) return false;
-  return stop.secondary_status >= 0 && stop.secondary_status <= 2;
-}
 
 std::unique_ptr<Placer> make_ilp() { return std::make_unique<IlpPlacer>(); }
 

@@ -190,7 +190,8 @@ TEST(MaxLoadTest, DpMatchesThePapersDpOnBert24) {
   EXPECT_NEAR(inference.max_load, 17.7899, 1e-4);
   const MaxLoadResult training = place_max_load(load_workload(kDir + "bert24_training.json"), "dp", {});
   EXPECT_NEAR(training.max_load, 41.7458, 1e-4);
-  EXPECT_EQ(training.ideals, 30);
+  EXPECT_EQ(training.ideals, 30);  // the paper's: free classes that take memory join their neighbour
+  EXPECT_TRUE(training.optimal);     // memory does not bind there
 }
 
 // A chain of n alike nodes on 6 accelerators (the CPU far slower, moves free): the optimum is ceil(n / 6).
@@ -240,13 +241,121 @@ TEST(MaxLoadTest, DpRefusesATableTooLargeAndIlpKeepsItsTimeLimit) {
     place_max_load(workload(4, 20, 32, 32, false), "dp", {});
     ADD_FAILURE() << "a 2.8 GB table was filled";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("dp: its table would have"), std::string::npos) << e.what();
+    EXPECT_EQ(std::string(e.what()).rfind("its table would have more than", 0), 0u) << e.what();
   }
   MaxLoadOptions options;
   options.time_limit_s = 1;
   const auto start = std::chrono::steady_clock::now();
   const MaxLoadResult ilp = place_max_load(workload(1, 1000, 16, 1, true), "ilp", options);
   EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 15.0) << ilp.note;
+}
+
+// A node of no latency that takes memory, or that no accelerator runs, hanging off one other node: the
+// paper's contraction joins the two (its "trivial nodes"), which leaves them no accelerator to share (w2) or
+// only the slow CPU (w4); apart, each is on its own device and the optimum is 5. dp equals brute force.
+TEST(MaxLoadTest, DpKeepsAFreeNodeApartWhenItTakesMemoryOrNoAcceleratorRunsIt) {
+  for (const auto& [cpus, supported] : {std::pair{"0", "1"}, std::pair{"1", "0"}}) {
+    const std::string text = std::string(R"({"maxSizePerFPGA": 10, "maxFPGAs": 2, "maxCPUs": )") + cpus +
+                             R"(, "nodes": [
+      {"id": 1, "supportedOnFpga": 1, "cpuLatency": 50, "fpgaLatency": 5, "isBackwardNode": 0, "size": 8},
+      {"id": 2, "supportedOnFpga": )" +
+                             supported +
+                             R"(, "cpuLatency": 0, "fpgaLatency": 0, "isBackwardNode": 0, "size": 8}],
+      "edges": [{"sourceId": 2, "destId": 1, "cost": 0}]})";
+    const Workload w = parse_workload(text, "free_node");
+    const MaxLoadResult dp = place_max_load(w, "dp", {});
+    ASSERT_FALSE(dp.placement.empty()) << text << ": " << dp.note;
+    EXPECT_DOUBLE_EQ(dp.max_load, 5.0) << text;
+    EXPECT_DOUBLE_EQ(dp.max_load, brute_force(w, true)) << text;
+  }
+}
+
+// Where memory binds (12 bytes, one accelerator of 10 each), a split with a free class that takes memory
+// joined to its neighbour is optimal only over the splits that keep them together, and says so.
+TEST(MaxLoadTest, DpSaysWhenJoiningAFreeClassThatTakesMemoryLimitsItsOptimum) {
+  const Workload w = parse_workload(R"({"maxSizePerFPGA": 10, "maxFPGAs": 2, "maxCPUs": 0, "nodes": [
+      {"id": 1, "supportedOnFpga": 1, "cpuLatency": 50, "fpgaLatency": 5, "isBackwardNode": 0, "size": 4},
+      {"id": 2, "supportedOnFpga": 1, "cpuLatency": 0, "fpgaLatency": 0, "isBackwardNode": 0, "size": 4},
+      {"id": 3, "supportedOnFpga": 1, "cpuLatency": 50, "fpgaLatency": 5, "isBackwardNode": 0, "size": 4}],
+      "edges": [{"sourceId": 2, "destId": 1, "cost": 1}, {"sourceId": 1, "destId": 3, "cost": 1}]})",
+                                    "binding");
+  const MaxLoadResult dp = place_max_load(w, "dp", {});
+  ASSERT_FALSE(dp.placement.empty()) << dp.note;
+  EXPECT_FALSE(dp.optimal);
+  EXPECT_NE(dp.note.find("that keep each free class taking memory with its neighbour (the paper's DP)"),
+            std::string::npos)
+      << dp.note;
+  EXPECT_DOUBLE_EQ(dp.max_load, brute_force(w, true));
+}
+
+// 40 independent nodes have 2^40 ideals: on 32 accelerators and 32 CPUs dp stops at the table's limit as the
+// lattice grows (1089 cells an ideal), not after building max_ideals of them; max_ideals below 1 is refused.
+TEST(MaxLoadTest, DpStopsBuildingIdealsAtTheTablesLimit) {
+  std::string nodes;
+  for (int i = 0; i < 40; ++i)
+    nodes += (i ? "," : "") + std::string(R"({"id": )") + std::to_string(i) +
+             R"(, "supportedOnFpga": 1, "cpuLatency": 3, "fpgaLatency": 1, "isBackwardNode": 0, "size": 1})";
+  const Workload w = parse_workload(
+      R"({"maxSizePerFPGA": 1e9, "maxFPGAs": 32, "maxCPUs": 32, "nodes": [)" + nodes + R"(], "edges": []})", "wide");
+  MaxLoadOptions options;
+  options.max_ideals = 300'000;
+  try {
+    place_max_load(w, "dp", options);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("its table would have more than 1e+08 cells", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("past 91827 ideals"), std::string::npos) << e.what();
+  }
+  options.max_ideals = -5;
+  try {
+    place_max_load(w, "dp", options);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "max_ideals: must be at least 1, not -5");
+  }
+}
+
+// No split fits (one accelerator of 10 bytes, two nodes of 8, no CPU): CBC proves it, and the ilp says so
+// rather than blaming its time limit.
+TEST(MaxLoadTest, IlpSaysWhenNoSplitFits) {
+  const Workload w = parse_workload(R"({"maxSizePerFPGA": 10, "maxFPGAs": 1, "maxCPUs": 0, "nodes": [
+    {"id": 1, "supportedOnFpga": 1, "cpuLatency": 5, "fpgaLatency": 5, "isBackwardNode": 0, "size": 8},
+    {"id": 2, "supportedOnFpga": 1, "cpuLatency": 0, "fpgaLatency": 0, "isBackwardNode": 0, "size": 8}],
+    "edges": [{"sourceId": 2, "destId": 1, "cost": 0}]})",
+                                    "none_fit");
+  MaxLoadOptions options;
+  options.time_limit_s = 30;
+  const MaxLoadResult r = place_max_load(w, "ilp", options);
+  EXPECT_TRUE(r.placement.empty());
+  EXPECT_EQ(r.note, "no split fits the accelerators' memory and support (proven infeasible)");
+}
+
+// 300 nodes on 32 accelerators at the least time limit (0.1 s): Clp stops the root's relaxation, whose
+// "bound" (1e50) is none, and the warm split stays the answer: the bound reported is never above it.
+TEST(MaxLoadTest, IlpCutShortReportsNoBoundAboveItsSplit) {
+  std::mt19937_64 rng(7);
+  std::string nodes, edges;
+  for (int i = 0; i < 300; ++i) {
+    const int lat = 1 + static_cast<int>(rng() % 9);
+    nodes += (i ? "," : "") + std::string(R"({"id": )") + std::to_string(i) +
+             R"(, "supportedOnFpga": 1, "cpuLatency": )" + std::to_string(5 * lat) + R"(, "fpgaLatency": )" +
+             std::to_string(lat) + R"(, "isBackwardNode": 0, "size": )" + std::to_string(1 + rng() % 4) + "}";
+    for (int from : {i - 1, i - 2 - static_cast<int>(rng() % 8)})  // the one before, and one of the 8 before it
+      if (from >= 0)
+        edges += (edges.empty() ? "" : ",") + std::string(R"({"sourceId": )") + std::to_string(from) +
+                 R"(, "destId": )" + std::to_string(i) + R"(, "cost": 2})";
+  }
+  const Workload w = parse_workload(
+      R"({"maxSizePerFPGA": 200, "maxFPGAs": 32, "maxCPUs": 2, "nodes": [)" + nodes + R"(], "edges": [)" + edges + "]}",
+      "big");
+  MaxLoadOptions options;
+  options.time_limit_s = 0.1;
+  for (int i = 0; i < 300; ++i) options.warm.push_back(i % 32);
+  const MaxLoadResult r = place_max_load(w, "ilp", options);
+  ASSERT_FALSE(r.placement.empty()) << r.note;
+  EXPECT_FALSE(r.optimal) << r.note;
+  EXPECT_LE(r.bound, r.max_load) << r.note;
+  EXPECT_GE(r.bound, 0.0) << r.note;
 }
 
 // No packing fits (no CPU, each node larger than an accelerator): local_search says so at once instead of
