@@ -454,6 +454,7 @@ EnvOptions Trainer::setup() {
   }
   EnvOptions eo = env_options(c_);
   eo.remote = ctl_.remote;
+  eo.cancel = ctl_.cancel;
   // The policy first: its kind decides the graphs and units it trains on (the
   // warm start's placers and make_policy_input draw from neither generator).
   rng_.seed(c_.run.seed);

@@ -35,6 +35,7 @@ std::unique_ptr<Evaluator> make_measurer(const std::shared_ptr<const PreparedPro
   RemoteSettings settings;
   settings.mode = RewardMode::Measured;
   settings.measure = o.measure;
+  settings.cancel = o.cancel;
   return std::make_unique<DistributedEvaluator>(problem, o.remote, settings, o.reward);
 }
 
@@ -83,6 +84,7 @@ std::unique_ptr<Evaluator> make_evaluator(const std::shared_ptr<Calibration>& ca
         RemoteSettings settings;
         settings.mode = RewardMode::Simulated;
         settings.measure = o.measure;
+        settings.cancel = o.cancel;
         inner = std::make_unique<DistributedEvaluator>(problem, o.remote, settings, o.reward);
       } else {
         inner = std::make_unique<SimulatedEvaluator>(calibration, o.reward, o.threads);

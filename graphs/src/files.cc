@@ -30,6 +30,13 @@ std::string read_file(const std::string& path) {
   return out.str();
 }
 
+void sync_directory(const std::string& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return;
+  ::fsync(fd);
+  ::close(fd);
+}
+
 namespace {
 
 // Where a write to `path` lands: a symlink's target (the link stays a link), else the path itself.
@@ -79,11 +86,7 @@ void write_through(const std::string& path, const std::string& contents) {
 // The directory holding `path` made durable (a rename into it survives a crash); best effort.
 void sync_directory_of(const std::string& path) {
   const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
+  sync_directory(slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash));
 }
 
 void write_atomic(const std::string& path, const std::string& contents, int mode, bool sync) {

@@ -1,6 +1,5 @@
 // Policies kept by learned jobs (save_as): state_dir/policies/NAME/, found at
 // start and replaced without a moment where neither the old nor the new exists.
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,18 +15,6 @@
 #include "placer/service/service.h"
 
 namespace placer::service {
-namespace {
-
-// A directory's entries (a rename into it) on the disk; best effort, as write_file_durable does it (files.cc's
-// sync_directory_of, which files.h does not export).
-void sync_directory(const std::filesystem::path& dir) {
-  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return;
-  ::fsync(fd);
-  ::close(fd);
-}
-
-}  // namespace
 
 // Policies kept by earlier learned jobs (save_as) in state_dir/policies/NAME/.
 void PlacementService::load_saved_policies() {
@@ -101,7 +88,7 @@ void PlacementService::save_policy(const std::string& name, const std::string& r
   std::error_code ec;
   if (fs::exists(target, ec)) fs::rename(target, aside);
   fs::rename(staging, target);
-  sync_directory(saved_dir_);  // the new one in place on the disk before the old one goes
+  placer::sync_directory(saved_dir_);  // the new one in place on the disk before the old one goes
   placer::remove_tree(aside);
   auto it = std::find_if(policies_.begin(), policies_.end(), [&](const PolicyEntry& p) { return p.name == name; });
   if (it == policies_.end()) it = policies_.insert(policies_.end(), PolicyEntry{});

@@ -1244,5 +1244,24 @@ TEST(Service, ALearnedJobWaitingForARolloutWorkerStopsAtShutdown) {
   EXPECT_LT(Clock::now() - t0, 10s);
 }
 
+// A cancel reaches the batch too: the trainer's cancel is the remote evaluator's (a cancel waited out
+// every batch's worker_wait_s, two batches of 20 s: 37 s).
+TEST(Service, ALearnedJobWaitingForARolloutWorkerStopsAtACancel) {
+  ServiceConfig c = small_config();
+  c.rollouts_bind = "tcp://127.0.0.1:*";
+  c.rollouts_wait_s = 60;
+  PlacementService s(c);
+  const std::string id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+                                                 R"(,"cluster":"k80x2","budget":{"samples":400},"learned":{"policy":)"
+                                                 R"({"type":"seq2seq","hidden":8},"train":{"samples_per_update":8},)"
+                                                 R"("warm_start":{"methods":["m_etf"],"bc_steps":0}}})"));
+  wait_state(s, id, "running");
+  std::this_thread::sleep_for(500ms);  // in its first batch
+  const auto t0 = Clock::now();
+  handle(s, R"({"version":1,"type":"cancel","job_id":")" + id + "\"}");
+  wait_state(s, id, "cancelled", 30000);
+  EXPECT_LT(Clock::now() - t0, 10s);
+}
+
 }  // namespace
 }  // namespace placer::service

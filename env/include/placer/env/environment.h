@@ -52,6 +52,9 @@ struct EnvOptions : RewardSettings {
   // simulated and measured mode; in hybrid mode only the measurements (the
   // simulation stays here, where the calibration lives). Null = here.
   std::shared_ptr<RemoteEvaluator> remote;
+  // Set to give up a remote batch waiting for workers (a trainer's cancel): the
+  // batch throws EvaluationCancelled (env/remote.h). Null = never.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 class Environment {

@@ -18,6 +18,8 @@ void write_file_atomic(const std::string& path, const std::string& contents, int
 // The same, and on the disk before it returns (the file, then its directory's entry): for
 // records a restart reads back (job records, checkpoints), which a crash must not leave empty.
 void write_file_durable(const std::string& path, const std::string& contents);
+// A directory's entries on the disk (a rename into it survives a crash); best effort.
+void sync_directory(const std::string& dir);
 
 // Removes a file or a directory tree (a missing path is no error); false, with
 // errno set, where something could not be removed. Use it instead of
