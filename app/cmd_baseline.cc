@@ -315,7 +315,7 @@ void run_baseline(const BaselineArgs& b) {
   // A bare --json (or --json -) put the JSON nowhere: now, as under max_load, on stdout instead of the table.
   const bool json_to_stdout = b.json_given && (b.json.empty() || b.json == "-");
   if (json_to_stdout) {
-    std::fputs(rows_json(b, graph, cluster, lb, rows, pipeline).c_str(), stdout);
+    std::fputs(with_invocation(rows_json(b, graph, cluster, lb, rows, pipeline)).c_str(), stdout);
   } else {
     std::printf("%s on %s, %s: lower bound %.3f ms%s\n\n", graph.name.c_str(), cluster.name.c_str(),
                 costs_note(b.place, env).c_str(), lb * 1e3, objective_note(env.options()).c_str());
@@ -323,7 +323,8 @@ void run_baseline(const BaselineArgs& b) {
     std::printf("\n");
     print_notes(rows, pipeline);
   }
-  if (b.json_given && !json_to_stdout) write_file_atomic(b.json, rows_json(b, graph, cluster, lb, rows, pipeline));
+  if (b.json_given && !json_to_stdout)
+    write_file_atomic(b.json, with_invocation(rows_json(b, graph, cluster, lb, rows, pipeline)));
   if (!b.csv.empty()) write_file_atomic(b.csv, rows_csv(rows, pipeline));
 }
 

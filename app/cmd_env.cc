@@ -103,7 +103,7 @@ void run_simulate(const SimulateArgs& a) {
   const LowerBound lb = lower_bound_parts(sp.run.graph(), cluster, sp.costs);
   const double gap = lb.value() > 0 ? r.step_s / lb.value() - 1.0 : 0.0;
 
-  if (!a.json.empty()) write_file_atomic(a.json, simulate_json(sp, cluster, r, lb, gap));
+  if (!a.json.empty()) write_file_atomic(a.json, with_invocation(simulate_json(sp, cluster, r, lb, gap)));
   if (!a.trace.empty()) write_chrome_trace(events, a.trace);
   if (!a.split_spec.empty()) {
     write_split_spec(a.split_spec, graph, cluster, placement, [&](const Placement& p) {

@@ -157,7 +157,7 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
   for (const auto& [placement, step_s] : taken)
     j.begin_array().num(static_cast<double>(placement)).num(step_s).end_array();
   j.end_array().end();
-  if (!a.json.empty()) write_file_atomic(a.json, j.text() + "\n");
+  if (!a.json.empty()) write_file_atomic(a.json, with_invocation(j.text()) + "\n");
 }
 
 void run_measure(const MeasureArgs& a) {
@@ -174,8 +174,8 @@ void run_measure(const MeasureArgs& a) {
   std::vector<TimelineEvent> events;
   const StepResult r = runtime.measure(graph, placement, o, o.timeline ? &events : nullptr);
   if (!a.json.empty())
-    write_file_atomic(
-        a.json, mg.spec() ? with_pipeline_figures(step_result_to_json(r), r, *mg.spec()) : step_result_to_json(r));
+    write_file_atomic(a.json, with_invocation(mg.spec() ? with_pipeline_figures(step_result_to_json(r), r, *mg.spec())
+                                                        : step_result_to_json(r)));
   if (o.timeline && r.ok()) write_chrome_trace(events, a.trace, &r);
   if (!r.ok()) {
     std::fprintf(stderr, "measure: %s: %s\n", step_status_name(r.status), r.message.c_str());

@@ -31,6 +31,13 @@ struct Profile;         // graphs/profile.h
 
 namespace placer::cli {
 
+// The command line of this run (main records it), shell-quoted: "placer baseline --graph g.json ...".
+void record_invocation(int argc, char** argv);
+const std::string& invocation();
+// A JSON object's text with "command" (invocation()) and "placer" (the version) first: every result file
+// says how it was made.
+std::string with_invocation(const std::string& json);
+
 // Option checks whose error names the option and says what it must be
 // (validators.cc): > 0 and >= 0.
 CLI::Validator positive_number();

@@ -11,6 +11,7 @@
 
 int main(int argc, char** argv) {
   placer::configure_host_memory();  // before LibTorch's first allocation
+  placer::cli::record_invocation(argc, argv);
   CLI::App app{"placer: learns where to run each operator of a neural network"};
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Show help for every subcommand");
