@@ -34,7 +34,15 @@ namespace placer::cli {
 
 Cluster cluster_of(const PlaceArgs& a) {
   if (a.cluster.empty() == a.devices.empty()) throw InputError("give exactly one of --cluster or --devices");
-  return resolve_cluster(a.cluster.empty() ? a.devices : a.cluster);
+  return a.cluster.empty() ? cluster_option("--devices", a.devices) : cluster_option("--cluster", a.cluster);
+}
+
+Cluster cluster_option(const char* option, const std::string& value) {
+  try {
+    return resolve_cluster(value);
+  } catch (const InputError& e) {
+    throw InputError(std::string(option) + " " + value + ": " + e.what());
+  }
 }
 
 std::map<std::string, std::string> parse_options(const std::vector<std::string>& items) {

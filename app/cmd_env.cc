@@ -90,7 +90,7 @@ void print_simulated(const SimulatedProblem& sp, const Cluster& cluster, const S
 
 void run_simulate(const SimulateArgs& a) {
   const Graph graph = load_graph(a.graph);
-  const Cluster cluster = resolve_cluster(a.cluster);
+  const Cluster cluster = cluster_option("--cluster", a.cluster);
   check_split_spec_graph(a.split_spec, graph);
   const Placement placement = placement_from_file(graph, cluster, a.placement);
   const SimulatedProblem sp(graph, cluster, a);

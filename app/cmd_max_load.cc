@@ -52,6 +52,7 @@ std::vector<std::string> method_list(const std::string& text) {
     bool known = false;
     for (const std::string& m : max_load_methods_with_learned()) known = known || m == name;
     if (!known) throw InputError("--method: " + unknown_name("max_load method", name, max_load_methods_with_learned()));
+    if (std::find(out.begin(), out.end(), name) != out.end()) throw InputError("--method: '" + name + "' given twice");
     out.push_back(name);
     start = comma + 1;
   }

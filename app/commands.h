@@ -37,6 +37,8 @@ const std::string& invocation();
 // A JSON object's text with "command" (invocation()) and "placer" (the version) first: every result file
 // says how it was made.
 std::string with_invocation(const std::string& json);
+// A preset, device list or cluster file given as `option` (cmd_agent.cc); its errors name the option.
+Cluster cluster_option(const char* option, const std::string& value);
 
 // Option checks whose error names the option and says what it must be
 // (validators.cc): > 0 and >= 0.

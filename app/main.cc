@@ -4,10 +4,38 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "commands.h"
 #include "placer/graphs/error.h"
 #include "placer/runtime/runtime.h"
+
+namespace {
+
+// "" when the first word names a command, and, for a command of commands (graph, query), the second word
+// one of them; else what is unknown and the known names.
+std::string unknown_command(CLI::App& app, int argc, char** argv) {
+  CLI::App* parent = &app;
+  std::string path = "placer";
+  for (int i = 1; i < argc && i <= 2 && argv[i][0] != '-'; ++i) {
+    const std::vector<CLI::App*> subs = parent->get_subcommands([](CLI::App*) { return true; });
+    if (subs.empty()) return "";
+    std::string known;
+    CLI::App* found = nullptr;
+    for (CLI::App* sub : subs) {
+      if (sub->get_name() == argv[i]) found = sub;
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!found)
+      return "unknown command '" + std::string(argv[i]) + "' (" + (i == 1 ? "commands" : path + " commands") + ": " +
+             known + "; " + path + " --help)";
+    parent = found;
+    path += " " + found->get_name();
+  }
+  return "";
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   placer::configure_host_memory();  // before LibTorch's first allocation
@@ -26,18 +54,10 @@ int main(int argc, char** argv) {
   placer::cli::add_service_commands(app);
   placer::cli::add_train_commands(app);
   placer::cli::add_worker_commands(app);
-  // A first word that is no command: name it and the commands (CLI11 says "A subcommand is required").
-  if (argc > 1 && argv[1][0] != '-') {
-    std::string known;
-    bool found = false;
-    for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
-      found = found || sub->get_name() == argv[1];
-      known += (known.empty() ? "" : ", ") + sub->get_name();
-    }
-    if (!found) {
-      std::fprintf(stderr, "error: unknown command '%s' (commands: %s; placer --help)\n", argv[1], known.c_str());
-      return 2;
-    }
+  // A word that is no command: name it and the commands (CLI11 says "A subcommand is required").
+  if (const std::string unknown = unknown_command(app, argc, argv); !unknown.empty()) {
+    std::fprintf(stderr, "error: %s\n", unknown.c_str());
+    return 2;
   }
   try {
     app.parse(argc, argv);

@@ -71,6 +71,8 @@ std::vector<std::string> parse_method_list(const std::string& list) {
   while (std::getline(ss, m, ','))
     if (!m.empty()) {
       make_placer(m);  // InputError listing the names if unknown
+      if (std::find(methods.begin(), methods.end(), m) != methods.end())
+        throw InputError("--method: '" + m + "' given twice");
       methods.push_back(m);
     }
   if (methods.empty()) throw InputError("--method: no method given");

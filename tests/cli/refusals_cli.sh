@@ -164,4 +164,16 @@ for seed in 18446744073709551616 99999999999999999999999; do
 done
 "$PLACER" place --method random --graph "$G" --devices cpu:2 -o "$TMP/x.json" --seed 18446744073709551615 > /dev/null ||
   fail "--seed 2^64-1 refused"
+# A word that names no command, one level down too (CLI11 said "A subcommand is required").
+rc=0
+"$PLACER" graph bogus > /dev/null 2> "$TMP/err" || rc=$?
+[ $rc -eq 2 ] && grep -q "unknown command 'bogus' (placer graph commands: .*build.*; placer graph --help)" "$TMP/err" ||
+  fail "graph bogus: exit $rc: $(cat "$TMP/err")"
+# A cluster that is none names its option; a method given twice (it ran twice) is refused.
+rc=0
+"$PLACER" place --method single --graph "$G" --cluster nope -o "$TMP/x.json" > /dev/null 2> "$TMP/err" || rc=$?
+[ $rc -eq 2 ] && grep -q -- "^error: --cluster nope: " "$TMP/err" || fail "--cluster nope: exit $rc: $(cat "$TMP/err")"
+rc=0
+"$PLACER" baseline --graph "$G" --cluster k80x2 --method single,m_etf,single > /dev/null 2> "$TMP/err" || rc=$?
+[ $rc -eq 2 ] && grep -q -- "--method: 'single' given twice" "$TMP/err" || fail "--method twice: exit $rc: $(cat "$TMP/err")"
 echo "refusals_cli: ok"
