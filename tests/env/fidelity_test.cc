@@ -10,19 +10,12 @@
 #include <vector>
 
 #include "placer/graphs/error.h"
+#include "report_edits.h"
 
 namespace placer {
 namespace {
 
-// Reading `json` as a report must fail with an InputError whose message has `expected` in it.
-void expect_rejected(const std::string& json, const std::string& expected) {
-  try {
-    FidelityReport::from_json(json);
-    ADD_FAILURE() << "accepted; expected an error with: " << expected;
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-  }
-}
+using testing::expect_rejected;
 
 TEST(Fidelity, RankStatisticsByHand) {
   EXPECT_DOUBLE_EQ(spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
@@ -178,12 +171,7 @@ TEST(Fidelity, ReportReadsBackFromItsJsonWithTheRetestFigure) {
   // Counts out of range (cast to an integer, 1e30 was undefined) and a round that is no step (skipped, it
   // shifted the rounds the retest pairs) are refused, naming the field.
   const std::string good = r.to_json();
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string text = good;
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    return at == std::string::npos ? text : text.replace(at, from.size(), to);
-  };
+  auto with = [&](const std::string& from, const std::string& to) { return testing::replaced_once(good, from, to); };
   expect_rejected(with("\"transfer_bytes\": 100", "\"transfer_bytes\": 1e30"), "points[1].transfer_bytes");
   expect_rejected(with("\"transfer_bytes\": 100", "\"transfer_bytes\": -5"), "points[1].transfer_bytes");
   expect_rejected(with("\"failed\": 0", "\"failed\": 1e10"), "failed");

@@ -13,6 +13,7 @@
 #include "placer/env/simulator.h"
 #include "placer/graphs/error.h"
 #include "remote_helpers.h"
+#include "report_edits.h"
 
 namespace placer {
 namespace {
@@ -93,15 +94,7 @@ TEST(Review8, TheLowerBoundStaysBelowAStepThatMeetsItsAverageWork) {
   }
 }
 
-// Reading `json` as a report must fail with an InputError whose message has `expected` in it.
-void expect_rejected(const std::string& json, const std::string& expected) {
-  try {
-    FidelityReport::from_json(json);
-    ADD_FAILURE() << "accepted; expected an error with: " << expected;
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find(expected), std::string::npos) << e.what();
-  }
-}
+using testing::expect_rejected;
 
 FidelityReport two_point_report() {
   FidelityReport r;
@@ -136,12 +129,7 @@ FidelityReport two_point_report() {
 TEST(Review8, TheFidelityReportRefusesWhatItsWriterNeverWrites) {
   const std::string good = two_point_report().to_json();
   EXPECT_EQ(FidelityReport::from_json(good).to_json(), good);
-  auto with = [&](const std::string& from, const std::string& to) {
-    std::string text = good;
-    const size_t at = text.find(from);
-    EXPECT_NE(at, std::string::npos) << from;
-    return at == std::string::npos ? text : text.replace(at, from.size(), to);
-  };
+  auto with = [&](const std::string& from, const std::string& to) { return testing::replaced_once(good, from, to); };
   expect_rejected(with("\"ci_low_s\": 0.9", "\"ci_low_s\": \"oops\""), "points[0].ci_low_s: expected a number");
   expect_rejected(with("\"ci_high_s\": 1.1", "\"ci_high_s\": -1"), "points[0].ci_high_s: must be");
   expect_rejected(with("\"simulated_unfitted_s\": 1.3", "\"simulated_unfitted_s\": 1e30"),
@@ -154,7 +142,8 @@ TEST(Review8, TheFidelityReportRefusesWhatItsWriterNeverWrites) {
   expect_rejected(with("\"simulated_unfitted_s\"", "\"simulated_unfited_s\""),
                   "points[0].simulated_unfited_s: unknown field");
   expect_rejected(with("\"graph\"", "\"grph\": \"x\", \"graph\""), "grph: unknown field");
-  expect_rejected(with("\"copy_s_per_byte\": 2e-10", "\"copy_s_per_byte\": \"x\""), "copy_s_per_byte: expected a number");
+  expect_rejected(with("\"copy_s_per_byte\": 2e-10", "\"copy_s_per_byte\": \"x\""),
+                  "copy_s_per_byte: expected a number");
   expect_rejected(with("\"copy_s_per_byte\": 2e-10", "\"copy_s_per_byte\": -1"), "copy_s_per_byte: must be");
   expect_rejected(with("\"calibrated_fraction\": 0", "\"calibrated_fraction\": 2"), "calibrated_fraction: must be");
   expect_rejected(with("\"device\": \"cpu:0\"", "\"device\": \"cpu:0\", \"x\": 1"), "cpu_steps[0].x: unknown field");
