@@ -6,9 +6,10 @@ bad = 0
 def load(p):
     with open(p) as f: return json.load(f)
 def strip(x):
-    # drop wall-time fields
+    # drop wall-time fields, and how each result was made (its command names its own output folder; the version)
     if isinstance(x, dict):
-        return {k: strip(v) for k, v in x.items() if not re.search(r'(seconds|time|_at|wall|elapsed|per_second|place_s)', k)}
+        return {k: strip(v) for k, v in x.items()
+                if k not in ('command', 'placer') and not re.search(r'(seconds|time|_at|wall|elapsed|per_second|place_s)', k)}
     if isinstance(x, list): return [strip(v) for v in x]
     return x
 for f in sorted(os.listdir(a)):

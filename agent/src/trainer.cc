@@ -23,6 +23,7 @@
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
+#include "placer/env/remote.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/fields.h"
 #include "placer/graphs/serialize.h"
@@ -569,7 +570,12 @@ bool Trainer::update_until_budget() {
       ended_by_ = "stopped";
       break;
     }
-    one_update();
+    try {
+      one_update();
+    } catch (const EvaluationCancelled&) {  // a remote batch given up at a cancel or shutdown: the update is dropped
+      ended_by_ = "stopped";
+      break;
+    }
     if (update_ % c_.run.checkpoint_every == 0) save_checkpoint();
   }
   if (ctl_.progress && tty_) std::fprintf(stderr, "\n");

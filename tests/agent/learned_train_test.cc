@@ -13,12 +13,13 @@
 #include <sstream>
 
 #include "../scratch_dir.h"
-#include "config_errors.h"
 #include "chain_graphs.h"
+#include "config_errors.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
 #include "placer/env/presets.h"
+#include "placer/env/remote.h"
 #include "placer/frontends/builders.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/files.h"
@@ -97,6 +98,51 @@ TrainControls quiet() {
   TrainControls c;
   c.progress = false;
   return c;
+}
+
+// Rollout workers simulating here; at its `cancel_at`-th batch, a cancel arrives while the batch waits: it sets
+// the cancel and gives the batch up (EvaluationCancelled), as the worker pool does.
+class CancellingRemote : public RemoteEvaluator {
+ public:
+  struct Problem : RemoteProblem {
+    std::unique_ptr<Environment> sim;
+  };
+  CancellingRemote(std::atomic<bool>* cancel, int cancel_at) : cancel_(cancel), cancel_at_(cancel_at) {}
+  std::shared_ptr<const RemoteProblem> prepare(const Graph& graph, const Cluster& cluster,
+                                               const RemoteSettings&) override {
+    auto p = std::make_shared<Problem>();
+    p->sim = std::make_unique<Environment>(graph, cluster);
+    return p;
+  }
+  std::vector<StepResult> evaluate(const RemoteProblem& problem, const std::vector<Placement>& placements) override {
+    if (++batches_ >= cancel_at_) {
+      cancel_->store(true);
+      throw EvaluationCancelled("workers: the batch was cancelled");
+    }
+    std::vector<StepResult> out;
+    for (const Placement& p : placements) out.push_back(dynamic_cast<const Problem&>(problem).sim->simulate(p));
+    return out;
+  }
+
+ private:
+  std::atomic<bool>* cancel_;
+  int cancel_at_, batches_ = 0;
+};
+
+// A cancel that gives up a remote batch ends the run as stopped, keeping its best so far and writing its
+// checkpoint (the batch's EvaluationCancelled went through train() and the job answered nothing).
+TEST(LearnedTrain, ACancelledRemoteBatchEndsTheRunWithItsBestSoFar) {
+  const Fixture f = make_fixture("remote_cancel", 3);
+  const TrainConfig c = parse_train_config(config_text(f, f.dir + "/run", 50), "test");
+  std::atomic<bool> cancel{false};
+  TrainControls ctl = quiet();
+  ctl.cancel = &cancel;
+  ctl.remote = std::make_shared<CancellingRemote>(&cancel, 6);
+  const TrainResult r = train(c, nullptr, ctl);
+  EXPECT_EQ(r.ended_by, "stopped");
+  EXPECT_GT(r.best_step_s, 0.0);
+  EXPECT_FALSE(r.best_placement.device.empty());
+  EXPECT_TRUE(std::filesystem::exists(f.dir + "/run/checkpoint.pt"));
 }
 
 // The run stopped after `updates` updates, then resumed to its end.
