@@ -7,6 +7,7 @@
 
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/graphs/xml.h"
 #include "trainer.h"
 
 namespace placer {
@@ -79,9 +80,9 @@ void panel(std::ostringstream& o, double x0, double y0, double w, double h, cons
   auto X = [&](double x) { return x0 + (x - xmin) / (xmax - xmin) * w; };
   auto Y = [&](double y) { return y0 + h - (y - ymin) / (ymax - ymin) * h; };
   o << "<rect x='" << x0 << "' y='" << y0 << "' width='" << w << "' height='" << h << "' fill='none' stroke='#888'/>\n";
-  o << "<text x='" << x0 << "' y='" << y0 - 8 << "' font-size='14'>" << title << "</text>\n";
-  o << "<text x='" << x0 + w / 2 << "' y='" << y0 + h + 32 << "' font-size='12' text-anchor='middle'>" << xlabel
-    << "</text>\n";
+  o << "<text x='" << x0 << "' y='" << y0 - 8 << "' font-size='14'>" << xml_escape(title) << "</text>\n";
+  o << "<text x='" << x0 + w / 2 << "' y='" << y0 + h + 32 << "' font-size='12' text-anchor='middle'>"
+    << xml_escape(xlabel) << "</text>\n";
   for (int i = 0; i <= 4; ++i) {
     const double yv = ymin + (ymax - ymin) * i / 4, xv = xmin + (xmax - xmin) * i / 4;
     o << "<text x='" << x0 - 6 << "' y='" << Y(yv) + 4 << "' font-size='11' text-anchor='end'>"
@@ -95,7 +96,7 @@ void panel(std::ostringstream& o, double x0, double y0, double w, double h, cons
       if (std::isfinite(y)) o << format_number("%.2f", X(x)) << "," << format_number("%.2f", Y(y)) << " ";
     o << "'/>\n";
     o << "<text x='" << x0 + w - 4 << "' y='" << y0 + 16 + 14 * k << "' font-size='12' text-anchor='end' fill='"
-      << colors[k % colors.size()] << "'>" << series[k].first << "</text>\n";
+      << colors[k % colors.size()] << "'>" << xml_escape(series[k].first) << "</text>\n";
   }
 }
 
@@ -113,7 +114,7 @@ std::string reward_svg(const std::vector<LogRow>& rows, const std::string& title
   std::ostringstream o;
   o << "<svg xmlns='http://www.w3.org/2000/svg' width='900' height='420' font-family='sans-serif'>\n";
   o << "<rect width='100%' height='100%' fill='white'/>\n";
-  o << "<text x='450' y='22' font-size='16' text-anchor='middle'>" << title << "</text>\n";
+  o << "<text x='450' y='22' font-size='16' text-anchor='middle'>" << xml_escape(title) << "</text>\n";
   panel(o, 70, 60, 340, 290, "mean reward per update", {{"reward", reward}}, {"#1f77b4"}, "sampled placements");
   std::vector<std::pair<std::string, std::vector<std::pair<double, double>>>> s = {{"best step (s)", best}};
   std::vector<std::string> colors = {"#d62728"};

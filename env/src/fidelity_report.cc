@@ -14,24 +14,10 @@
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/stats.h"
+#include "placer/graphs/xml.h"
 
 namespace placer {
 namespace {
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<')
-      out += "&lt;";
-    else if (c == '>')
-      out += "&gt;";
-    else if (c == '&')
-      out += "&amp;";
-    else
-      out += c;
-  }
-  return out;
-}
 
 // "objective", "microbatches", "schedule": absent (or "step") for one training step.
 std::optional<PipelineSpec> read_pipeline(FieldReader<JsonNode>& top) {
