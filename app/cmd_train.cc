@@ -179,11 +179,10 @@ void print_table(const TrainConfig& c, const TrainResult& r) {
   }
 }
 
-// The result and who found it, what training ran for real, the bound, the held-out graphs.
-void print_result(const TrainResult& r) {
+// The fastest placement the run evaluated, and who found it; the policy's own best stays apart.
+void print_found(const TrainResult& r) {
   const double policy = r.policy_step_s();
-  // The fastest placement the run evaluated, and who found it; the policy's own best stays apart.
-  if (r.best_found_by == "policy" || r.best_found_by == "none")
+  if (r.best_found_by == "policy")
     std::printf("  result: %.6g s, found by %s\n", r.best_step_s, r.best_found_by.c_str());
   else if (policy > 0)
     std::printf(
@@ -194,17 +193,10 @@ void print_result(const TrainResult& r) {
     std::printf("  result: %.6g s, found by %s (%s)\n", r.best_step_s, r.best_found_by.c_str(),
                 r.policy_failed.empty() ? "the policy evaluated nothing"
                                         : ("the policy's own best failed its measurement: " + r.policy_failed).c_str());
-  if (r.measurements > 0)
-    std::printf("  training ran %lld placements for real (%.1f per update), %lld measured steps\n",
-                static_cast<long long>(r.measurements),
-                r.updates > 0 ? static_cast<double>(r.measurements) / static_cast<double>(r.updates) : 0.0,
-                static_cast<long long>(r.measured_steps));
-  if (r.calibrations > 0) {
-    std::printf("  simulator refit %lld times to those runs: steps x%.3g", static_cast<long long>(r.calibrations),
-                r.step_scale);
-    if (r.link_factor != 1.0) std::printf(", CPU<->GPU links x%.3g", r.link_factor);
-    std::printf("\n");
-  }
+}
+
+// The result against the simulator's lower bound (none without a bound).
+void print_bound(const TrainResult& r) {
   const double above = r.lower_bound_s > 0 ? 100.0 * (r.best_step_s / r.lower_bound_s - 1.0) : 0.0;
   if (r.lower_bound_s > 0 && above >= 0)
     std::printf("  lower bound %.6g s: the result is %.1f%% above it%s\n", r.lower_bound_s, above,
@@ -214,10 +206,43 @@ void print_result(const TrainResult& r) {
         "  lower bound %.6g s (the simulator's): the measured result is %.1f%% below it; the simulator "
         "is slower than this machine there\n",
         r.lower_bound_s, -above);
+}
+
+// What training ran for real: per update only where there was one (0 updates: the warm start's alone).
+void print_measurements(const TrainResult& r) {
+  if (r.measurements <= 0) return;
+  char per_update[48] = "no updates";
+  if (r.updates > 0)
+    std::snprintf(per_update, sizeof per_update, "%.1f per update",
+                  static_cast<double>(r.measurements) / static_cast<double>(r.updates));
+  std::printf("  training ran %lld placements for real (%s), %lld measured steps\n",
+              static_cast<long long>(r.measurements), per_update, static_cast<long long>(r.measured_steps));
+}
+
+// The result and who found it, what training ran for real, the bound, the held-out graphs. With no
+// result (0 updates and no baseline, or every evaluation failed) there is no step to set against the
+// bound, and no best_placement.json.
+void print_result(const TrainResult& r) {
+  const bool found = r.best_found_by != "none" && r.best_step_s > 0;
+  if (found)
+    print_found(r);
+  else if (r.policy_failed.empty())
+    std::printf("  result: none: the run evaluated no placement\n");
+  else
+    std::printf("  result: none: the policy's own best failed its measurement (%s) and no other row ran\n",
+                r.policy_failed.c_str());
+  print_measurements(r);
+  if (r.calibrations > 0) {
+    std::printf("  simulator refit %lld times to those runs: steps x%.3g", static_cast<long long>(r.calibrations),
+                r.step_scale);
+    if (r.link_factor != 1.0) std::printf(", CPU<->GPU links x%.3g", r.link_factor);
+    std::printf("\n");
+  }
+  if (found) print_bound(r);
   for (const auto& [g, v] : r.held_out)
     std::printf("  held-out %-30s %.6g s (placed in %.3f s, no training)\n", g.c_str(), v.first, v.second);
-  std::printf("  results in %s (train.csv, reward.svg, best_placement.json, summary.json, checkpoint.pt)\n",
-              r.output_dir.c_str());
+  std::printf("  results in %s (train.csv, reward.svg, %ssummary.json, checkpoint.pt)\n", r.output_dir.c_str(),
+              r.best_placement.device.empty() ? "" : "best_placement.json, ");
 }
 
 void print_summary(const TrainConfig& c, const TrainResult& r) {
