@@ -18,7 +18,7 @@ import sys
 
 import numpy as np
 
-from rank_stats import spearman
+from rank_stats import saved_placements, spearman
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TMP = os.environ.get('TMPDIR', '/tmp')
@@ -44,8 +44,7 @@ def simulate(placer, graph, profile, placement):
 
 
 def placements(directory):
-    files = sorted(os.listdir(directory), key=lambda f: int(f.split('_')[0]))
-    return [os.path.join(directory, f) for f in files]
+    return [os.path.join(directory, f) for f in saved_placements(directory)]
 
 
 def measured(name):

@@ -20,7 +20,7 @@ import sys
 
 import numpy as np
 
-from rank_stats import spearman
+from rank_stats import saved_placements, spearman
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TMP = os.environ.get('TMPDIR', '/tmp')
@@ -46,7 +46,7 @@ def main():
     off.pop('cpu_steps')
     off_path = os.path.join(TMP, 'cpu_steps_ab_off.json')
     json.dump(off, open(off_path, 'w'))
-    files = sorted(os.listdir(directory), key=lambda f: int(f.split('_')[0]))
+    files = saved_placements(directory)
     reports = {}
     for k in REPORTS:
         path = os.path.join(HERE, 'results', k, f'fidelity_{name}.json')

@@ -8,7 +8,7 @@ bench/run_fidelity.sh with the same graphs, seed and --placements measure the sa
 depend on the graph and the seed only); this script checks that they do (each point's kind and bytes moved, in
 order) and prints, per graph and pair of runs:
 - the measurement against itself: run against run (each run's four rounds pooled), and round 1 against round 2 within
-  each run (the report's own figure);
+  each run (the report's own figure; "n/a" for a run of one round, whose report has none);
 - the simulator: each run's own Spearman and MAPE, and each run's simulation against both runs' measurements
   together (the geometric mean of each placement's two measured steps, each taken relative to its run's median, at
   the level of the run whose simulator is scored: a run measured on a slower evening does not weigh more, and each
@@ -101,7 +101,7 @@ def markdown(table):
         met += r["rerun"] >= 0.9
         own = ", ".join(bold(f"{f3(s)} / {100 * m:.1f}%", s >= 0.9 and m <= 0.1) for s, m in r["sim_own"])
         bth = ", ".join(bold(f"{f3(s)} / {100 * m:.1f}%", s >= 0.9 and m <= 0.1) for s, m in r["sim_both"])
-        rounds = ", ".join(bold(f3(x), x >= 0.9) for x in r["rounds"])
+        rounds = ", ".join("n/a" if x is None else bold(f3(x), x >= 0.9) for x in r["rounds"])  # None: one round
         lines.append(f"| {r['graph']} | {r['runs'][0]} / {r['runs'][1]} | {bold(f3(r['rerun']), r['rerun'] >= 0.9)} | "
                      f"{rounds} | {own} | {bth} |")
     lines.append("")

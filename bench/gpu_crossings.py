@@ -12,9 +12,11 @@ Then:
      measured step of the graph dealt round robin over every device (r5's fidelity measured it: 0.2461 s),
      which is what the profile measures since the change this file reports.
 """
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -25,6 +27,7 @@ import numpy as np
 BUILD = sys.argv[1] if len(sys.argv) > 1 else "build"
 RES = "bench/results"
 TMP = tempfile.mkdtemp(prefix="gpu_crossings_")
+atexit.register(shutil.rmtree, TMP, ignore_errors=True)  # on an error too
 
 
 def extract(tar, member, into):

@@ -22,7 +22,12 @@ import tempfile
 
 def main():
     placer = os.path.join(sys.argv[1] if len(sys.argv) > 1 else "build", "placer")
-    tmp = tempfile.mkdtemp()
+    with tempfile.TemporaryDirectory() as tmp:
+        report(placer, tmp)
+
+
+def report(placer, tmp):
+    """The tables, with the runs unpacked into tmp."""
     with tarfile.open("bench/results/gpu_h200_runs.tar.gz") as t:
         t.extractall(tmp, filter="data")
     d = os.path.join(tmp, "gpu_h200_runs")

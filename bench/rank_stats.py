@@ -1,8 +1,10 @@
 """Rank statistics the bench scripts share, in plain Python: Spearman (the fidelity scans and
 bench/fidelity_rerun.py, bench/run_copy_probe.sh), and the two rank tests of `placer measure --compare`
 in their normal approximations (bench/run_paired_rounds.sh, bench/paired_estimators.py). The
-product's own are in graphs/src/stats.cc."""
+product's own are in graphs/src/stats.cc. Beside them, the order of the placements `placer fidelity
+--save-placements` writes, which the fidelity scans rank against a report's points."""
 import math
+import os
 
 
 def ranks(values):
@@ -65,3 +67,10 @@ def spearman(a, b):
     saa = sum((x - ma) ** 2 for x in ra) ** 0.5
     sbb = sum((y - mb) ** 2 for y in rb) ** 0.5
     return sab / (saa * sbb) if saa and sbb else float("nan")
+
+
+def saved_placements(directory):
+    """The placement files `placer fidelity --save-placements` wrote to directory (N_kind.json), in the report's
+    order of points; the profiles/ subfolder and anything else not named so is left out."""
+    files = (f for f in os.listdir(directory) if f[0].isdigit() and f.endswith(".json"))
+    return sorted(files, key=lambda f: int(f.split("_")[0]))

@@ -33,7 +33,7 @@ import tempfile
 
 import numpy as np
 
-from rank_stats import spearman
+from rank_stats import saved_placements, spearman
 
 
 def mape(measured, simulated):
@@ -180,6 +180,32 @@ def print_table(results, names, cell):
         print("| %s | %s |" % (g, " | ".join(cell(n, cs[n]) if n in cs else "" for n in names)))
 
 
+def kept_run(a, g):
+    """Graph g's kept folder, its report and its placement files in the report's order; None, said why on stderr,
+    when it cannot be recalibrated."""
+    keep = os.path.join(a.keep, g)
+    if not os.path.exists(os.path.join(keep, "profiles", "mean.json")):
+        print("%s: no %s (not kept with KEEP=DIR, or made before profiles were kept), skipped" %
+              (g, os.path.join(keep, "profiles", "mean.json")), file=sys.stderr)
+        return None
+    report_path = os.path.join(a.reports, "fidelity_%s.json" % g)
+    if not os.path.exists(report_path):
+        print("%s: no report %s, skipped" % (g, report_path), file=sys.stderr)
+        return None
+    with open(report_path) as f:
+        report = json.load(f)
+    if report.get("failed", 0):
+        print("%s: %d placements failed; the points cannot be matched to the files, skipped" %
+              (g, report["failed"]), file=sys.stderr)
+        return None
+    files = saved_placements(keep)
+    if len(files) != len(report["points"]):
+        print("%s: %d placements kept, %d in the report: skipped" % (g, len(files), len(report["points"])),
+              file=sys.stderr)
+        return None
+    return keep, report, files
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("placer")
@@ -195,28 +221,11 @@ def main():
     names = []
     with tempfile.TemporaryDirectory() as tmp:
         for g in graphs:
-            keep = os.path.join(a.keep, g)
-            if not os.path.exists(os.path.join(keep, "profiles", "mean.json")):
-                print("%s: no %s (not kept with KEEP=DIR, or made before profiles were kept), skipped" %
-                      (g, os.path.join(keep, "profiles", "mean.json")), file=sys.stderr)
+            kept = kept_run(a, g)
+            if kept is None:
                 continue
-            report_path = os.path.join(a.reports, "fidelity_%s.json" % g)
-            if not os.path.exists(report_path):
-                print("%s: no report %s, skipped" % (g, report_path), file=sys.stderr)
-                continue
-            with open(report_path) as f:
-                report = json.load(f)
-            if report.get("failed", 0):
-                print("%s: %d placements failed; the points cannot be matched to the files, skipped" %
-                      (g, report["failed"]), file=sys.stderr)
-                continue
-            files = sorted((f for f in os.listdir(keep) if f[0].isdigit() and f.endswith(".json")),
-                           key=lambda f: int(f.split("_")[0]))
+            keep, report, files = kept
             points = report["points"]
-            if len(files) != len(points):
-                print("%s: %d placements kept, %d in the report: skipped" % (g, len(files), len(points)),
-                      file=sys.stderr)
-                continue
             measured = [p["measured_s"] for p in points]
             row = {}
             only = set(a.only.split(",")) | {"report"} if a.only else None

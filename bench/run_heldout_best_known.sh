@@ -7,17 +7,22 @@
 # (its per-seed lines in ROWS/*.log, when given). A cell has "2% to win" when
 # local_search's median at that budget is at least 2% slower than the best known.
 # Usage: bash bench/run_heldout_best_known.sh [BUILD_DIR] [HELDOUT_DIR] [ROWS_DIR]
-# Writes bench/results/learned_heldout_best_known.md. Simulated step times:
+# Writes OUT (default bench/results/learned_heldout_best_known.md). Simulated step times:
 # deterministic per seed, independent of the machine's load.
-# SEARCH_ROWS=FILE keeps the searches' rows in FILE; when FILE exists they are
-# not run again (e.g. run the searches while the learned runs still go, then
-# again with ROWS_DIR once they are done).
+# SEARCH_ROWS=FILE keeps the searches' rows in FILE.SETTINGS (10 hex digits of
+# the sha1 of BIG and the commit, as bench/run_learned_heldout.sh names it); when
+# that file exists they are not run again (e.g. run the searches while the learned
+# runs still go, then again with ROWS_DIR once they are done). BIG (default
+# 40000): the searches' budget, not one of the table's (1000, 4000).
 set -euo pipefail
 BUILD=${1:-build}
 DATA=${2:-/tmp/placer-heldout}
 ROWS=${3:-}
 BIG=${BIG:-40000}
-OUT=bench/results/learned_heldout_best_known.md
+case $BIG in 1000 | 4000) echo "run_heldout_best_known: BIG=$BIG is a budget of the table's; choose another" >&2; exit 2 ;; esac
+COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo "+changes")
+SETTINGS="big $BIG, commit $COMMIT"
+OUT=${OUT:-bench/results/learned_heldout_best_known.md}
 WORK=$(mktemp -d)
 trap 'rm -rf "$WORK"' EXIT
 IF_STALE=1 bash bench/heldout_models.sh "$BUILD" "$DATA"  # (re)imports graphs from another commit
@@ -28,7 +33,7 @@ run() {  # preset graph method budget seed -> "ms"
   python3 -c 'import json,sys; r=json.load(open(sys.argv[1]))["methods"][0]; print("%.3f" % (1e3*r["simulated_step_s"]) if r["feasible"] else "inf")' "$WORK/r.json"
 }
 
-SEARCH_ROWS=${SEARCH_ROWS:-$WORK/rows.txt}
+SEARCH_ROWS=${SEARCH_ROWS:-$WORK/rows.txt}.$(printf %s "$SETTINGS" | sha1sum | cut -c1-10)
 if [ ! -s "$SEARCH_ROWS" ]; then
 for preset in k80x4 p100x4; do
   for g in resnet18 mobilenet_v2 lstm_lm gpt2 transformer_mt dlrm; do
@@ -46,7 +51,7 @@ done > "$SEARCH_ROWS.tmp"
 mv "$SEARCH_ROWS.tmp" "$SEARCH_ROWS"
 fi
 
-python3 - "$SEARCH_ROWS" "$OUT" "$BUILD" "$DATA" "$ROWS" "$BIG" "$(git rev-parse --short HEAD)" <<'PY'
+python3 - "$SEARCH_ROWS" "$OUT" "$BUILD" "$DATA" "$ROWS" "$BIG" "$COMMIT" <<'PY'
 import collections, glob, os, re, statistics, sys
 rows, out, build, data, rows_dir, big, commit = sys.argv[1:8]
 big = int(big)
@@ -75,7 +80,7 @@ if rows_dir:
                 g, p, b, s, meth, v = m.groups()
                 offer((p, g), float(v), f"{meth} @{int(b):,} seed {s}")
 L = ["# Held-out graphs: how much is there to win? (issue 25 part 1)", "",
-     f"Command: `bash bench/run_heldout_best_known.sh {build} {data}{(' ' + rows_dir) if rows_dir else ''}` (commit {commit}).  ",
+     f"Command: `bash bench/run_heldout_best_known.sh {build} {data}{(' ' + rows_dir) if rows_dir else ''}` (commit {commit}, BIG={big}).  ",
      "Simulated step times (ms), deterministic per seed. **Best known**: the fastest placement that",
      f"local_search or guided_search reached with {big:,} evaluations (seeds 1-3), or that a learned run of",
      "learned_heldout.md found (any budget, any seed). **Headroom**: how much slower local_search's median (5",

@@ -3,6 +3,9 @@
 # on its own solution. Small graphs are solved op by op (link channels in the
 # model); the preset graphs are coarsened to 24 units (no channels).
 #   bench/run_ilp.sh > bench/results/ilp_model.md
+# A graph the ilp leaves without a solution, or whose `placer baseline` fails, gets
+# an "ilp: no solution" row; a failure also prints its error (naming the graph) on
+# stderr and makes the exit status 1, after the whole table.
 set -euo pipefail
 PLACER=${PLACER:-build/placer}
 LIMIT=${LIMIT:-30}
@@ -18,17 +21,31 @@ echo "solution replayed as the runtime dispatches (what \`baseline\` prints as t
 echo
 echo "| graph | cluster | ops | units | link channels | proved | model (ms) | planned (ms) | simulated (ms) | model vs simulated | planned vs simulated | place (s) |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
+FAILED=0  # a graph whose `placer baseline` failed: its row says so, its error goes to stderr, the exit status is 1
 row() {  # name cluster graph.json [option]
   local opt=()
   [ $# -ge 4 ] && opt=(--option "$4")
-  "$PLACER" baseline --graph "$3" --cluster "$2" --method ilp --time-limit "$LIMIT" "${opt[@]}" --json "$WORK/r.json" > /dev/null 2>&1
+  if ! "$PLACER" baseline --graph "$3" --cluster "$2" --method ilp --time-limit "$LIMIT" "${opt[@]}" \
+      --json "$WORK/r.json" > /dev/null 2> "$WORK/err"; then
+    { echo "run_ilp: $1 on $2: placer baseline failed:"; cat "$WORK/err"; } >&2
+    local why
+    why=$(grep -m1 . "$WORK/err" || echo "no message")
+    echo "| $1 | $2 | | ilp: no solution (placer baseline failed: ${why//|/\\|}) |$(printf ' |%.0s' {1..8})"
+    FAILED=1
+    return
+  fi
   python3 - "$1" "$2" "$WORK/r.json" << 'PY'
 import json, re, sys
 name, cluster, path = sys.argv[1:4]
 r = json.load(open(path))
 m = r["methods"][0]
 note = m["note"]
-model = float(re.search(r"model makespan ([0-9.e+-]+) s", note).group(1))
+found = re.search(r"model makespan ([0-9.e+-]+) s", note)
+if found is None or m.get("simulated_step_s") is None:
+    why = f"{m.get('status', '?')}: {note}".replace("|", "\\|")
+    print(f"| {name} | {cluster} | {r['ops']} | ilp: no solution ({why}) |" + " |" * 8)
+    sys.exit(0)
+model = float(found.group(1))
 planned, sim = m["own_estimate_s"], m["simulated_step_s"]
 units = re.search(r"to (\d+) units", note)
 channels = "yes" if "link channels modelled" in note else "no"
@@ -51,3 +68,4 @@ for m in rnnlm nmt inception_v3 transformer resnet; do
   build $m -o "$WORK/$m.json"
   row "$m (default)" k80x4 "$WORK/$m.json"
 done
+exit $FAILED

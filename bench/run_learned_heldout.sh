@@ -6,11 +6,14 @@
 # Usage: bash bench/run_learned_heldout.sh [BUILD_DIR] [HELDOUT_DIR] [CELL...]
 #   CELL = PRESET:BUDGET[:METHODS] (default: k80x4:1000 p100x4:1000 k80x4:4000 p100x4:4000,
 #   methods local_search,guided_search,learned), run in that order, every graph per cell.
-#   Rows are kept in $ROWS/COMMIT (default /tmp/placer-heldout-rows/COMMIT; COMMIT is
-#   `git rev-parse --short HEAD`, "+changes" added for a tree with uncommitted changes):
-#   a row already there is not run again, so an interrupted run continues, and rows
-#   from another commit are never reused nor stamped with this one. The results file
-#   lists every cell of the default grid, "not run" where this commit has no row.
+#   Rows are kept in $ROWS/COMMIT/SETTINGS (default /tmp/placer-heldout-rows; COMMIT is
+#   `git rev-parse --short HEAD`, "+changes" added for a tree with uncommitted changes;
+#   SETTINGS, 10 hex digits of the sha1 of SEEDS and UNIT_STAGES), a cell's methods in
+#   its rows' names: a row already there is not run again, so an interrupted run
+#   continues, and rows from another commit or settings are never reused nor stamped
+#   with this one. The results file lists every cell of the default grid (with the
+#   methods this run's CELLs name for it), "not run" where this commit has no row,
+#   and names the commit and the settings.
 #   SEEDS (default 1,2,3,4,5); GRAPHS (default all six) limits the graphs run;
 #   UNIT_STAGES (default 1) is heldout_bench's --unit-stages.
 set -euo pipefail
@@ -19,28 +22,37 @@ DATA=${2:-/tmp/placer-heldout}
 shift $(( $# < 2 ? $# : 2 ))
 CELLS=${*:-k80x4:1000 p100x4:1000 k80x4:4000 p100x4:4000}
 COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo "+changes")
-ROWS=${ROWS:-/tmp/placer-heldout-rows}/$COMMIT
 SEEDS=${SEEDS:-1,2,3,4,5}
 UNIT_STAGES=${UNIT_STAGES:-1}
+SETTINGS="seeds $SEEDS, unit_stages $UNIT_STAGES"
+ROWS=${ROWS:-/tmp/placer-heldout-rows}/$COMMIT/$(printf %s "$SETTINGS" | sha1sum | cut -c1-10)
+METHODS=local_search,guided_search,learned  # a cell's methods unless it names its own
 ALL="resnet18 mobilenet_v2 lstm_lm gpt2 transformer_mt dlrm"  # the set, in the table's order
 GRAPHS=${GRAPHS:-$ALL}  # the graphs to run (default all)
 OUT=${OUT:-bench/results/learned_heldout.md}  # written whole (its Findings section kept)
 mkdir -p "$ROWS"
 IF_STALE=1 bash bench/heldout_models.sh "$BUILD" "$DATA"  # (re)imports graphs from another commit
+row_base() {  # preset budget methods graph -> the row's path without .md/.log
+  echo "$ROWS/${1}_${2}_${3//,/+}_$4"
+}
 
+declare -A METHODS_OF  # preset:budget -> the methods this run's cell names
 for cell in $CELLS; do
   IFS=: read -r preset budget methods <<< "$cell"
+  methods=${methods:-$METHODS}
+  METHODS_OF[$preset:$budget]=$methods
   for g in $GRAPHS; do
-    row="$ROWS/${preset}_${budget}_$g.md"
-    [ -s "$row" ] && continue
+    base=$(row_base "$preset" "$budget" "$methods" "$g")
+    [ -s "$base.md" ] && continue
     nice "$BUILD/bench/heldout_bench" "$DATA/$g.json" --name "$g" --cluster "$preset" --budget "$budget" \
-      --seeds "$SEEDS" --methods "${methods:-local_search,guided_search,learned}" --out "$ROWS/runs" \
-      --unit-stages "$UNIT_STAGES" \
-      > "$row.tmp" 2> "$ROWS/${preset}_${budget}_$g.log"
-    mv "$row.tmp" "$row"
+      --seeds "$SEEDS" --methods "$methods" --out "$ROWS/runs" --unit-stages "$UNIT_STAGES" \
+      > "$base.md.tmp" 2> "$base.log"
+    mv "$base.md.tmp" "$base.md"
   done
 done
 
+other=""  # the cells this run named other methods for
+for k in "${!METHODS_OF[@]}"; do [ "${METHODS_OF[$k]}" = "$METHODS" ] || other+=" $k:${METHODS_OF[$k]}"; done
 findings=""
 [ -e "$OUT" ] && findings=$(sed -n '/^## Findings/,$p' "$OUT")
 {
@@ -49,6 +61,7 @@ findings=""
   echo "Command: \`bash bench/run_learned_heldout.sh $BUILD $DATA\` (rows from \`build/bench/heldout_bench\`), seeds $SEEDS.  "
   echo "Machine: $(nproc) cores, $(uname -m), $(date -u +%Y-%m-%d), shared with other jobs while it ran (wall times"
   echo "are on a busy machine; step times are simulated and do not depend on load). Commit: $COMMIT (every row)."
+  echo "Settings: $SETTINGS; methods $METHODS${other:+ except$other} (rows in $ROWS)."
   echo
   echo "**The held-out set is fixed and was used to tune nothing** (bench/heldout_models.sh: resnet18 and"
   echo "mobilenet_v2, batch 32 of 3x112x112, eval mode; a 2-layer LSTM LM, 1024 hidden, LSTMCells unrolled over"
@@ -77,7 +90,7 @@ findings=""
   for cell in k80x4:1000 p100x4:1000 k80x4:4000 p100x4:4000; do
     IFS=: read -r preset budget _ <<< "$cell"
     for g in $ALL; do
-      row="$ROWS/${preset}_${budget}_$g.md"
+      row=$(row_base "$preset" "$budget" "${METHODS_OF[$preset:$budget]:-$METHODS}" "$g").md
       if [ -s "$row" ]; then cat "$row"; else echo "| $g | $preset | $budget | not run | | | | | | | | | | | | | |"; fi
     done
   done

@@ -6,27 +6,31 @@
 # on k80x4 and p100x4, SEEDS (default 1,2,3,4,5). Prints the Markdown table that
 # bench/results/learned_heldout.md's "Part 2" section holds.
 # Usage: bash bench/run_pretrained_heldout.sh [BUILD_DIR] [HELDOUT_DIR]
-#   Rows are kept in $ROWS/COMMIT (default /tmp/placer-pretrained-rows/COMMIT; COMMIT is
-#   `git rev-parse --short HEAD`, "+changes" added for a tree with uncommitted changes):
-#   a row already there is not run again, and rows from another commit are never reused.
+#   Rows are kept in $ROWS/COMMIT/SETTINGS (default /tmp/placer-pretrained-rows; COMMIT is
+#   `git rev-parse --short HEAD`, "+changes" added for a tree with uncommitted changes;
+#   SETTINGS, 10 hex digits of the sha1 of POLICY, SEEDS and FINETUNE_CONFIG): a row
+#   already there is not run again, and rows from another commit or settings are never
+#   reused. The table is followed by a line naming the commit and the settings.
 #   The graphs are (re)imported at this commit when HELDOUT_DIR/.commit names another
-#   (bench/heldout_models.sh). The table is followed by a line naming the commit.
+#   (bench/heldout_models.sh).
 #   ANSWER=1: instead, what `placer place --policy pretrained` answers by default
 #   (the policy and the fast path's heuristics, then local_search from the faster
-#   within 1 s) and who found it (pretrained_bench --answer; rows in $ROWS/COMMIT/answer).
+#   within 1 s) and who found it (pretrained_bench --answer; rows in $ROWS/COMMIT/SETTINGS/answer).
 #   FINETUNE=1: instead, the fine-tuning alone (FINETUNE_CONFIG, default
 #   configs/finetune_pretrained.yaml) beside local_search at 2,000 and at the
 #   fine-tuning's own evaluations, who found each seed's result and the
-#   policy's own best (pretrained_bench --finetune-only; rows in $ROWS/COMMIT/finetune).
+#   policy's own best (pretrained_bench --finetune-only; rows in $ROWS/COMMIT/SETTINGS/finetune).
 #   ZERO_SHOT=1: instead, the policy alone, zero-shot (pretrained_bench
-#   --zero-shot-only; rows in $ROWS/COMMIT/zero_shot), to compare pretraining seeds.
+#   --zero-shot-only; rows in $ROWS/COMMIT/SETTINGS/zero_shot), to compare pretraining seeds.
 #   POLICY=DIR: another policy than policies/pretrained (a `placer train` folder).
 set -euo pipefail
 BUILD=${1:-build}
 DATA=${2:-/tmp/placer-heldout}
 COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo "+changes")
-ROWS=${ROWS:-/tmp/placer-pretrained-rows}/$COMMIT
 SEEDS=${SEEDS:-1,2,3,4,5}
+FINETUNE_CONFIG=${FINETUNE_CONFIG:-configs/finetune_pretrained.yaml}
+SETTINGS="policy ${POLICY:-pretrained}, seeds $SEEDS, finetune_config $FINETUNE_CONFIG"
+ROWS=${ROWS:-/tmp/placer-pretrained-rows}/$COMMIT/$(printf %s "$SETTINGS" | sha1sum | cut -c1-10)
 ANSWER=${ANSWER:-0}
 FINETUNE=${FINETUNE:-0}
 ZERO_SHOT=${ZERO_SHOT:-0}
@@ -39,7 +43,7 @@ elif [ "$ZERO_SHOT" = 1 ]; then
   EXTRA+=(--zero-shot-only)
 elif [ "$FINETUNE" = 1 ]; then
   ROWS="$ROWS/finetune"
-  EXTRA+=(--finetune-only --finetune "${FINETUNE_CONFIG:-configs/finetune_pretrained.yaml}")
+  EXTRA+=(--finetune-only --finetune "$FINETUNE_CONFIG")
 fi
 ALL="resnet18 mobilenet_v2 lstm_lm gpt2 transformer_mt dlrm"
 mkdir -p "$ROWS"
@@ -70,4 +74,4 @@ for preset in k80x4 p100x4; do
   for g in $ALL; do cat "$ROWS/${preset}_$g.md"; done
 done
 echo
-echo "Commit: $COMMIT (every row; rows in $ROWS)."
+echo "Commit: $COMMIT (every row; rows in $ROWS). Settings: $SETTINGS."

@@ -4,7 +4,7 @@
 # placer against that machine's torch, run every test including the `gpu`
 # label, and measure what only a GPU can tell. docs/gpu.md explains it.
 #
-#   scripts/gpu-check.sh BUNDLE OUTDIR [--configure-only]
+#   scripts/gpu-check.sh BUNDLE OUTDIR [--configure-only | --tests-only]
 #
 # BUNDLE  the folder `make gpu-bundle` made on a development machine (Debian
 #         .deb files and a pyzmq wheel). Unpacked with `dpkg -x` into a prefix
@@ -242,11 +242,12 @@ done
     -o "$RES/fidelity_cpu" --name "nmt_cpu${CPU_DEVICES}"
 for f in "$RES"/fidelity_*/*.md; do [ -f "$f" ] && { echo; echo "### $(basename "$f")"; sed -n '1,30p' "$f"; } >> "$SUMMARY"; done
 
-# 6. The demo's learned placer trained with measured rewards on cpu:8+cuda:0, one
+# 6. The demo's learned placer trained in hybrid mode (configs/demo.yaml: every batch
+# simulated, the best placements measured) on cpu:8+cuda:0, one
 # seed after another while the budget lasts (each ~90 s on the H100 of 2026-11-25).
 for seed in ${TRAIN_SEEDS:-1 2 3 4 5}; do
   [ "$(left)" -lt "${TRAIN_MIN_S:-100}" ] && { note "| train seed $seed | skipped: $(left) s of the budget left | |"; continue; }
-  step "train demo (measured) on $MIXED, seed $seed" 200 "$P" train --config configs/demo.yaml --cluster "$MIXED" \
+  step "train demo (hybrid) on $MIXED, seed $seed" 200 "$P" train --config configs/demo.yaml --cluster "$MIXED" \
     --profile "$RES/profile_nmt_mixed.json" --seed "$seed" -o "$RES/train_mixed_s$seed" -q
   grep -A 20 "^demo:" "$LOGS" | tail -20 >> "$SUMMARY"
 done
