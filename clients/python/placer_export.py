@@ -83,20 +83,25 @@ def structure_only(path, keep_bytes=DEFAULT_KEEP_BYTES):
 
 
 def place(path, endpoint="tcp://127.0.0.1:5555", cluster=None, devices=None, inputs=None, forward_only=False,
-          refine_samples=None, timeout_ms=120000, keep_bytes=DEFAULT_KEEP_BYTES, max_message_bytes=None, **fields):
+          refine_samples=None, timeout_ms=120000, keep_bytes=DEFAULT_KEEP_BYTES, max_message_bytes=None,
+          max_deadline_ms=None, **fields):
     """Ask the service at ENDPOINT to place the program in PATH; returns the reply's result.
 
     cluster: a preset name ("k80x4") or cluster dict; or devices: "cpu:2".
     inputs: optional ["x:16x3x224x224:float", ...] for symbolic sizes.
     max_message_bytes: the server's limits.max_message_bytes (None: its default, 16 MiB); a larger
     request is not sent (the server would close the connection without a reply).
+    max_deadline_ms: the server's limits.max_deadline_ms (None: its default, 600000), the most the
+    request's deadline may be (by default timeout_ms less a margin); deadline_ms= sets it.
     Raises placer_client.PlacerError on an error reply, or with code "too_large" for a request over
     max_message_bytes (lower keep_bytes, or raise the server's limit)."""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from placer_client import DEFAULT_MAX_MESSAGE_BYTES, PlacerClient
+    from placer_client import DEFAULT_MAX_MESSAGE_BYTES, MAX_DEADLINE_MS, PlacerClient
 
     if max_message_bytes is None:
         max_message_bytes = DEFAULT_MAX_MESSAGE_BYTES
+    if max_deadline_ms is None:
+        max_deadline_ms = MAX_DEADLINE_MS
 
     if (cluster is None) == (devices is None):
         raise ValueError("give exactly one of cluster= and devices=")
@@ -105,7 +110,8 @@ def place(path, endpoint="tcp://127.0.0.1:5555", cluster=None, devices=None, inp
         graph["inputs"] = list(inputs)
     request = {"graph": graph, "refine_samples": refine_samples, **fields}
     request["cluster" if cluster is not None else "devices"] = cluster if cluster is not None else devices
-    with PlacerClient(endpoint, timeout_ms=timeout_ms, max_message_bytes=max_message_bytes) as client:
+    with PlacerClient(endpoint, timeout_ms=timeout_ms, max_message_bytes=max_message_bytes,
+                      max_deadline_ms=max_deadline_ms) as client:
         return client.call("place", **request)
 
 
@@ -161,12 +167,14 @@ def main():
     p.add_argument("--refine-samples", type=int, help="local search samples after the fast path")
     p.add_argument("--no-placement", action="store_true", help="leave the op -> device map out of the output")
     p.add_argument("--max-message-bytes", type=int, help="the server's limits.max_message_bytes (default 16 MiB)")
+    p.add_argument("--max-deadline-ms", type=int, help="the server's limits.max_deadline_ms (default 600000)")
     args = ap.parse_args()
     if (args.cluster is None) == (args.devices is None):
         ap.error("give exactly one of --cluster and --devices")
     result = place(args.model, args.endpoint, cluster=args.cluster, devices=args.devices, inputs=args.input,
                    forward_only=args.forward_only, refine_samples=args.refine_samples,
-                   include_placement=not args.no_placement, max_message_bytes=args.max_message_bytes)
+                   include_placement=not args.no_placement, max_message_bytes=args.max_message_bytes,
+                   max_deadline_ms=args.max_deadline_ms)
     json.dump(result, sys.stdout, indent=1)
     print()
 

@@ -181,4 +181,126 @@ kill -TERM $SERVER
 RC=0; wait $SERVER || RC=$?
 grep -q "SIGTERM received, shutting down" "$WORK/serve.log"
 [ $RC -eq 0 ] || { echo "server exited $RC"; exit 1; }
+
+# A server whose limits.max_deadline_ms is under the client's default deadline (28 s for a 30 s wait):
+# max_deadline_ms= caps every call's deadline (health included), deadline_ms= sets one call's; and
+# graph.forward_only: the inference graph (fewer ops), which has nothing to pipeline.
+cat > "$WORK/short.yaml" <<CFG
+endpoint: tcp://127.0.0.1:*
+workers: 2
+metrics_port: -1
+state_dir: ""
+default_deadline_ms: 5000
+limits:
+  max_deadline_ms: 10000
+place:
+  baselines: [single, m_etf]
+jobs:
+  methods: [m_topo]
+CFG
+start_server "$WORK/short.yaml" "$WORK/short.log"
+cd "$WORK"
+PYTHONPATH="$SRC/clients/python${PYTHONPATH:+:$PYTHONPATH}" $PY - "$ENDPOINT" <<'PYTHON'
+import json, sys
+from placer_client import PlacerClient, PlacerError
+endpoint = sys.argv[1]
+mlp = dict(builder="mlp", options={"layers": 2, "width": 64, "input": 64, "batch": 8}, cluster="k80x2")
+with PlacerClient(endpoint) as c:
+    try:
+        c.health()
+        raise AssertionError("a 28 s deadline was accepted by a server whose max_deadline_ms is 10000")
+    except PlacerError as e:
+        assert (e.code, e.field) == ("too_large", "deadline_ms") and "[1, 10000], got 28000" in e.message, e
+for bad in (0, -5, 2.5, "10000", True):
+    try:
+        PlacerClient(endpoint, max_deadline_ms=bad)
+        raise AssertionError(f"max_deadline_ms={bad!r} was accepted")
+    except ValueError as e:
+        assert str(e).startswith("max_deadline_ms: expected an integer >= 1") and f"got {bad!r}" in str(e), e
+
+with PlacerClient(endpoint, max_deadline_ms=10000) as c:
+    sent = []
+    real = c.send_raw
+    def capture(data, **kw):
+        sent.append(json.loads(data))
+        return real(data, **kw)
+    c.send_raw = capture
+    assert c.health()["status"] == "serving"
+    c.policies()
+    r = c.place(**mlp)
+    c.baselines(**mlp, methods=["m_etf"])
+    c.evaluate(r["placement"], **mlp)
+    job = c.optimize(samples=8, **mlp)
+    assert c.wait(job, poll_s=0.1, timeout_s=30)["state"] == "done"
+    c.cancel(job)
+    c.result(job, include_placement=False)
+    assert {m["deadline_ms"] for m in sent} == {10000}, [(m["type"], m["deadline_ms"]) for m in sent]
+    types = {m["type"] for m in sent}
+    assert types == {"health", "policies", "place", "baselines", "evaluate", "optimize", "status", "cancel",
+                     "result"}, types
+
+    # Each method takes its own deadline_ms.
+    sent.clear()
+    c.health(deadline_ms=101)
+    c.policies(deadline_ms=102)
+    r = c.place(**mlp, deadline_ms=9000)
+    c.baselines(**mlp, methods=["m_etf"], deadline_ms=9001)
+    c.evaluate(r["placement"], **mlp, deadline_ms=9002)
+    job = c.optimize(samples=8, **mlp, deadline_ms=9003)
+    c.wait(job, poll_s=0.1, timeout_s=30, deadline_ms=9004)
+    c.status(job, deadline_ms=9005)
+    c.cancel(job, deadline_ms=9006)
+    c.result(job, include_placement=False, deadline_ms=9007)
+    got = [(m["type"], m["deadline_ms"]) for m in sent]
+    assert got[:6] == [("health", 101), ("policies", 102), ("place", 9000), ("baselines", 9001),
+                       ("evaluate", 9002), ("optimize", 9003)], got
+    assert {d for t, d in got[6:-3]} == {9004} and got[-3:] == [("status", 9005), ("cancel", 9006),
+                                                                ("result", 9007)], got
+    try:
+        c.health(deadline_ms=20000)
+        raise AssertionError("a deadline over the server's max_deadline_ms was accepted")
+    except PlacerError as e:
+        assert (e.code, e.field) == ("too_large", "deadline_ms"), e
+
+    # graph.forward_only: the forward graph alone, on every method that takes a problem.
+    sent.clear()
+    full = c.place(**mlp, include_placement=False)
+    fwd = c.place(**mlp, include_placement=False, forward_only=True)
+    assert 0 < fwd["ops"] < full["ops"], (fwd["ops"], full["ops"])
+    b = c.baselines(**mlp, methods=["m_etf"], forward_only=True)
+    assert b["ops"] == fwd["ops"], b
+    p = c.place(**mlp, forward_only=True)
+    assert len(p["placement"]["device"]) == fwd["ops"]
+    e = c.evaluate(p["placement"], **mlp, forward_only=True)
+    assert e["status"] == "ok", e
+    job = c.optimize(samples=8, **mlp, forward_only=True)
+    assert c.wait(job, poll_s=0.1, timeout_s=30)["state"] == "done"
+    assert "forward_only" not in sent[0]["graph"], sent[0]
+    assert all(m["graph"]["forward_only"] is True for m in sent[1:] if "graph" in m), sent
+    try:
+        c.place(**mlp, forward_only=True, objective="pipeline")
+        raise AssertionError("a forward-only pipeline was accepted")
+    except PlacerError as e:
+        assert (e.code, e.field) == ("bad_request", "graph.forward_only"), e
+    try:
+        c.place(graph={"ops": []}, cluster="k80x2", forward_only=True)
+        raise AssertionError("forward_only with an inline graph was sent")
+    except ValueError as e:
+        assert "forward_only" in str(e) and "builder=" in str(e), e
+
+# placer_export.place takes max_deadline_ms too: a zip that is no export archive gets past the deadline
+# check to the importer's bad_graph (without it, the 118 s default deadline is too_large).
+import placer_export, zipfile
+with zipfile.ZipFile("not_export.pt2", "w") as z:
+    z.writestr("x/readme.txt", "not a torch.export archive")
+try:
+    placer_export.place("not_export.pt2", endpoint, devices="cpu:2", max_deadline_ms=10000)
+    raise AssertionError("a zip that is no export archive was placed")
+except PlacerError as e:
+    assert (e.code, e.field) == ("bad_graph", "graph.pt2"), e
+print("python client: max_deadline_ms, deadline_ms and forward_only OK")
+PYTHON
+kill -TERM $SERVER
+wait $SERVER
+
 echo "service_python: OK"
