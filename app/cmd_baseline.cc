@@ -299,7 +299,9 @@ void print_notes(const std::vector<Row>& rows, bool pipeline) {
     if (!r.feasible())
       std::printf("%s: the simulated %s failed: %s: %s\n", r.method.c_str(), pipeline ? "mini-batch" : "step",
                   r.sim_status.c_str(), r.sim_message.c_str());
-    if (!r.note.empty()) std::printf("%s: %s\n", r.method.c_str(), r.note.c_str());
+    // (Most placers' notes start with their own name already: "single: all ops on cuda:0".)
+    const bool named = r.note.rfind(r.method + ": ", 0) == 0;
+    if (!r.note.empty()) std::printf("%s%s\n", named ? "" : (r.method + ": ").c_str(), r.note.c_str());
   }
 }
 

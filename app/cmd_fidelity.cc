@@ -484,7 +484,7 @@ void run_fidelity(const FidelityArgs& a, bool out_given) {
   std::string name = a.name.empty() ? graph.name : a.name;
   for (char& c : name)
     if (c == '/' || c == '\0') c = '_';
-  const std::string stem = a.out + "/fidelity_" + name;
+  const std::string stem = (std::filesystem::path(a.out) / ("fidelity_" + name)).string();  // "fid/": no "fid//"
   Runtime runtime(cluster);
   const RunGraph run(graph, a.objective);
   std::optional<TimedProfile> first_profile;

@@ -55,4 +55,8 @@ csv_rows = {r["method"]: r for r in csv.DictReader(open(sys.argv[2]))}
 assert (csv_rows["single"]["feasible"], csv_rows["single"]["status"]) == ("0", "unplaced"), csv_rows["single"]
 assert (csv_rows["round_robin"]["feasible"], csv_rows["round_robin"]["status"]) == ("1", "ok"), csv_rows
 PY
+# Each placer's note once under the table, named once ("single: single: all ops on cuda:0" before).
+"$PLACER" baseline --graph "$TMP/g.json" --cluster k80x4 --method single,m_etf,expert > "$TMP/notes.txt"
+grep -q "^single: all ops on cuda:" "$TMP/notes.txt" || fail "single's note: $(cat "$TMP/notes.txt")"
+! grep -q "^\([a-z_]*\): \1: " "$TMP/notes.txt" || fail "a note named twice: $(cat "$TMP/notes.txt")"
 echo "baseline_cli: ok"

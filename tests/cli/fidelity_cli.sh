@@ -11,8 +11,9 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 "$PLACER" fidelity --help | grep -- "--replot" > /dev/null || fail "fidelity --help"
 "$PLACER" graph build mlp --opt batch=4 --opt input=16 --opt width=16 --opt classes=3 --opt layers=3 -o "$TMP/g.json" >/dev/null
 "$PLACER" fidelity --graph "$TMP/g.json" --devices cpu:2 --placements 6 --rounds 2 --steps 2 --warmup 1 \
-  --repetitions 2 -o "$TMP/out" --save-placements "$TMP/pl" > "$TMP/stdout.txt" 2> "$TMP/stderr.txt" \
+  --repetitions 2 -o "$TMP/out/" --save-placements "$TMP/pl" > "$TMP/stdout.txt" 2> "$TMP/stderr.txt" \
   || { cat "$TMP/stderr.txt"; fail "fidelity run"; }
+! grep -q "//fidelity_" "$TMP/stdout.txt" || fail "-o DIR/ printed DIR//: $(grep fidelity_ "$TMP/stdout.txt")"
 grep -q "Spearman" "$TMP/stdout.txt" || fail "summary line"
 grep -q "re-measured" "$TMP/stdout.txt" || fail "two rounds give the measurement's own Spearman"
 grep -q "^round 1/2 done after [0-9]* s in all; about [0-9]* s left" "$TMP/stderr.txt" || fail "no time left: $(cat "$TMP/stderr.txt")"
