@@ -195,11 +195,27 @@ constexpr double kMaxSeconds = 1e3;  // a fixed cost per op or per transfer
 // A device's memory: 9e18 bytes on two devices overflowed the sums of capacities.
 constexpr int64_t kMaxMemoryBytes = int64_t{1} << 60;  // 1 EiB
 
+// "cpu:K" / "cuda:K" with K an index (parse_index).
+bool is_device_name(const std::string& name, const std::string& prefix) {
+  int64_t idx = 0;
+  return name.rfind(prefix, 0) == 0 && parse_index(std::string_view(name).substr(prefix.size()), idx);
+}
+
+// The real device a CUDA device runs on (empty: its name); "cuda:-1" became device index -1. A CPU device
+// has none: the runtime reads it for CUDA devices only.
+void check_physical(const Device& d, const std::string& where) {
+  if (d.physical.empty()) return;
+  if (d.kind == DeviceKind::Cpu)
+    throw InputError(where + "physical: must be empty on a cpu device, got '" + d.physical + "'");
+  if (!is_device_name(d.physical, "cuda:"))
+    throw InputError(where + "physical: expected 'cuda:K' (the GPU it runs on) or empty, got '" + d.physical + "'");
+}
+
 void check_device(const Device& d, const std::string& where) {
   const std::string prefix = d.kind == DeviceKind::Cpu ? "cpu:" : "cuda:";
-  int64_t idx = 0;
-  if (d.name.rfind(prefix, 0) != 0 || !parse_index(std::string_view(d.name).substr(prefix.size()), idx))
+  if (!is_device_name(d.name, prefix))
     throw InputError(where + "name: expected '" + prefix + "K' for a " + device_kind_name(d.kind) + " device");
+  check_physical(d, where);
   if (d.memory_bytes <= 0) throw InputError(where + "memory_bytes: must be positive");
   if (d.memory_bytes > kMaxMemoryBytes)
     throw InputError(detail::concat(where, "memory_bytes: ", d.memory_bytes, " is over ", kMaxMemoryBytes, " (1 EiB)"));

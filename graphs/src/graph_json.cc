@@ -122,7 +122,11 @@ Arg parse_arg(const JsonReader<GraphError>& r, const rj::Value& v, const std::st
                          "dtype", "device"}));
   Arg a;
   a.kind = *kind;
-  if (a.kind == Arg::Kind::None) return a;
+  if (a.kind == Arg::Kind::None) {
+    // An absent optional: a value given with it was dropped, silently.
+    if (v.HasMember("value")) r.fail(where, "value", "an argument of kind 'none' has no value (leave it out)");
+    return a;
+  }
   const rj::Value& value = r.require(v, "value", where);
   switch (a.kind) {
     case Arg::Kind::None: break;
