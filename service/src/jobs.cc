@@ -465,7 +465,8 @@ std::string JobManager::result_json(const std::string& id, bool include_placemen
 std::string JobManager::cancel(const std::string& id) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto job = find(id);
-  if (!finished(job->state)) {
+  const bool requested = !finished(job->state);  // an ended job has nothing left to stop
+  if (requested) {
     job->cancel = true;
     job->cancelled_by_user = true;
     if (job->state == JobState::Queued) {
@@ -482,7 +483,7 @@ std::string JobManager::cancel(const std::string& id) {
     }
   }
   JsonOut o;
-  o.begin().field("job_id", id).field("state", job_state_name(job->state)).field("cancel_requested", true).end();
+  o.begin().field("job_id", id).field("state", job_state_name(job->state)).field("cancel_requested", requested).end();
   return o.text();
 }
 

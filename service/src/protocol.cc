@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <set>
+#include <unordered_set>
 #include <vector>
 
 #include "placer/graphs/fields.h"
@@ -85,6 +86,8 @@ class Fields {
     const JsonNode v = reader_.get(name);
     return v.present() ? reader_.boolean(v, path(name)) : fallback;
   }
+  // For an object whose every key is this server's (no newer client adds one): refuses the keys not read.
+  void finish() const { reader_.finish(); }
 
   // An integer, also written as an integral number (1e3).
   static int64_t checked_integer(const Value& v, const std::string& path, int64_t lo, int64_t hi) {
@@ -336,6 +339,28 @@ std::shared_ptr<rapidjson::Document> parse_document(std::string_view text, const
   return doc;
 }
 
+// Every object of the request (an inline graph aside: its loader checks it) with each key once:
+// of a key given twice, some readers kept the first value and others the last. Iterative, as
+// the parse is: max_json_depth may be raised past what the stack holds.
+void refuse_repeated_keys(const Value& root) {
+  std::vector<std::pair<const Value*, std::string>> todo{{&root, ""}};
+  const auto nested = [](const Value& v) { return v.IsObject() || v.IsArray(); };
+  while (!todo.empty()) {
+    const auto [v, path] = std::move(todo.back());
+    todo.pop_back();
+    if (v->IsArray())
+      for (rapidjson::SizeType i = 0; i < v->Size(); ++i)
+        if (nested((*v)[i])) todo.emplace_back(&(*v)[i], index_path(path, i));
+    if (!v->IsObject()) continue;
+    std::unordered_set<std::string_view> seen;
+    for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) {
+      const std::string_view key(it->name.GetString(), it->name.GetStringLength());
+      if (!seen.insert(key).second) bad(field_path(path, std::string(key)), "given twice");
+      if (nested(it->value)) todo.emplace_back(&it->value, field_path(path, std::string(key)));
+    }
+  }
+}
+
 // What every request has: id, version, type, deadline, seed, include_placement.
 // *type (when given) is set once the type is read, before the fields after it.
 Request parse_envelope(const Fields& f, const ProtocolLimits& limits, std::optional<RequestType>* type_seen) {
@@ -380,6 +405,8 @@ void parse_problem(const Fields& f, Request& r, const ProtocolLimits& limits, st
   parse_graph(f.need("graph"), r.graph, limits, text, raw_inline);
   parse_cluster(f, r.cluster, limits);
   r.methods = parse_methods(f, limits);
+  if (f.find("methods") && r.type != RequestType::Baselines && r.type != RequestType::Optimize)
+    bad("methods", std::string("only baselines and optimize requests take methods, not ") + request_type_name(r.type));
 }
 
 void parse_place(const Fields& f, Request& r, const ProtocolLimits& limits) {
@@ -407,6 +434,7 @@ std::optional<MeasureOptions> parse_measure(const Value& v, const ProtocolLimits
   m.budget_s = mf.number("budget_s", m.budget_s, 0.0, limits.max_budget_seconds);
   m.min_time_s = mf.number("min_time", m.min_time_s, 0.0, limits.max_budget_seconds);
   m.seed = static_cast<uint64_t>(mf.integer("seed", false, 0, 0, std::numeric_limits<int64_t>::max()));
+  mf.finish();  // a typo ("max_step") ran the defaults in silence
   return m;
 }
 
@@ -422,9 +450,7 @@ void parse_evaluate(const Fields& f, Request& r, const ProtocolLimits& limits) {
     std::string op(it->name.GetString(), it->name.GetStringLength());
     if (!it->value.IsString())
       bad("placement.device." + op, std::string("expected a device name, got ") + describe(it->value));
-    // Listed twice: refused, as a placement file does (the last was kept, a file's reader refused it).
-    if (!r.placement.emplace(op, std::string(it->value.GetString(), it->value.GetStringLength())).second)
-      bad("placement.device." + op, "listed twice");
+    r.placement.emplace(op, std::string(it->value.GetString(), it->value.GetStringLength()));  // each op once
   }
 }
 
@@ -555,6 +581,7 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits, std::
   const std::shared_ptr<rapidjson::Document> doc = parse_document(text, stripped);
   const Fields f(*doc, "", limits);
   Request r = parse_envelope(f, limits, type);
+  refuse_repeated_keys(*doc);  // after the envelope: the error reply can say the type
   switch (r.type) {
     case RequestType::Health:
     case RequestType::Policies: break;

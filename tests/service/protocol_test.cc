@@ -215,9 +215,38 @@ TEST(Protocol, MissingAndWrongTypedFieldsAreNamed) {
       codes::kBadRequest, "placement.device.a", "expected a device name");
   expect_error(R"({"version":1,"type":"evaluate","graph":{"builder":"nmt"},"cluster":"k80x2",
                   "placement":{"device":{"a":"cuda:0","a":"cuda:1"}}})",
-               codes::kBadRequest, "placement.device.a", "listed twice");  // the last was kept
+               codes::kBadRequest, "placement.device.a", "given twice");  // the last was kept
   expect_error(R"({"version":1,"type":"health","include_placement":"yes"})", codes::kBadRequest, "include_placement",
                "expected true or false");
+}
+
+// A typo in "measure" ran the defaults in silence; "methods" on a place or evaluate request was ignored.
+TEST(Protocol, MeasureSettingsAndMethodsNobodyReadsAreRefused) {
+  const std::string evaluate =
+      R"({"version":1,"type":"evaluate","graph":{"builder":"mlp"},"devices":"cpu:2","placement":{"device":{}},)";
+  expect_error(evaluate + R"("measure":{"max_step":3}})", codes::kBadRequest, "measure.max_step",
+               "unknown field (known here: ");
+  EXPECT_EQ(parse_request(evaluate + R"("measure":{"max_steps":3}})").measure->max_steps, 3);
+  expect_error(R"({"version":1,"type":"place","graph":{"builder":"mlp"},"devices":"cpu:2","methods":["bogus"]})",
+               codes::kBadRequest, "methods", "only baselines and optimize requests take methods");
+  expect_error(evaluate + R"("methods":["m_etf"]})", codes::kBadRequest, "methods", "only baselines and optimize");
+}
+
+// A key given twice kept the first ("devices", "graph") or the last ("graph.options.layers") in silence.
+TEST(Protocol, AKeyGivenTwiceIsRefusedWhereverItIs) {
+  const std::string head = R"({"version":1,"type":"place",)";
+  expect_error(head + R"("graph":{"builder":"mlp"},"devices":"cpu:2","devices":"cpu:4"})", codes::kBadRequest,
+               "devices", "given twice");
+  expect_error(head + R"("graph":{"builder":"mlp","options":{"layers":2,"layers":3}},"devices":"cpu:2"})",
+               codes::kBadRequest, "graph.options.layers", "given twice");
+  expect_error(head + R"("graph":{"builder":"mlp"},"graph":{"builder":"nmt"},"devices":"cpu:2"})", codes::kBadRequest,
+               "graph", "given twice");
+  expect_error(R"({"version":1,"type":"optimize","graph":{"builder":"mlp"},"devices":"cpu:2","budget":{"samples":1},
+                  "learned":{"train":{"lr":0.1,"lr":0.2}}})",
+               codes::kBadRequest, "learned.train.lr", "given twice");
+  expect_error(R"({"version":1,"type":"health","x":[{"a":1,"a":2}]})", codes::kBadRequest, "x[0].a", "given twice");
+  // An inline graph's keys are its loader's to check (bad_graph, naming the op).
+  EXPECT_NO_THROW(parse_request(head + R"("graph":{"inline":{"ops":[],"ops":[]}},"devices":"cpu:2"})"));
 }
 
 TEST(Protocol, HugeDeclaredSizesAreRefusedBeforeAnythingIsBuilt) {

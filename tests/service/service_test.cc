@@ -346,6 +346,20 @@ TEST(Service, CancelStopsAJobMidWayAndKeepsTheBestSoFar) {
             std::string::npos);
 }
 
+// A cancel of a job that already ended asks nothing of it: the reply said "cancel_requested": true beside
+// "state": "done".
+TEST(Service, ACancelOfAFinishedJobRequestsNothing) {
+  ServiceConfig c = small_config();
+  c.optimize_methods = {"m_topo"};
+  PlacementService s(c);
+  const std::string id = job_id_of(handle(
+      s, std::string(R"({"version":1,"type":"optimize",)") + kMlp + R"(,"cluster":"k80x2","budget":{"samples":4}})"));
+  wait_state(s, id, "done");
+  const std::string r = handle(s, R"({"version":1,"type":"cancel","job_id":")" + id + "\"}");
+  EXPECT_EQ(field_text(r, "state"), "\"done\"") << r;
+  EXPECT_EQ(field_text(r, "cancel_requested"), "false") << r;
+}
+
 TEST(Service, FullJobQueueIsBusy) {
   ServiceConfig c = small_config();
   c.job_queue = 1;
