@@ -16,6 +16,7 @@
 #include <limits>
 #include <numeric>
 #include <optional>
+#include <unordered_set>
 
 #include "placer/agent/compare.h"
 #include "placer/agent/learned.h"
@@ -201,14 +202,12 @@ void Trainer::one_update() {
   so.noise = noise;
   so.greedy_rows = greedy;
   Rollout r = policy_->sample(t.problem, K, so, rng_);
-  std::vector<int32_t> fresh_slots;
-  const std::vector<std::vector<int32_t>> fresh = redraw_repeats(t, r, so, &fresh_slots);
-  double step_sum = 0, fresh_sum = 0;
-  const std::vector<double> reward = score_rollout(t, r.unit_device, &step_sum);
-  if (!fresh.empty()) score_rollout(t, fresh, &fresh_sum, &fresh_slots);
+  double step_sum = 0;
+  const std::vector<double> reward = score_batch(t, r, so, &step_sum);
   const Advantages adv = advantages(t, reward, greedy);
   const auto [loss_v, ent_v] = policy_step(t, r, adv);
   samples_ += K;
+  t.samples += K;
   ++update_;
   LogRow row;
   row.update = update_;
@@ -224,7 +223,7 @@ void Trainer::one_update() {
   row.noise = noise;
   const double session_s = seconds_since(session_t0_);
   row.samples_per_s = session_s > 0 ? (samples_ - session_start_samples_) / session_s : 0.0;
-  row.cache_hits = t.env->stats().cache_hits;
+  row.cache_hits = run_stats(t).cache_hits;
   row.task = static_cast<int32_t>((update_ - 1) % tasks_.size());
   rows_.push_back(row);
   rl_seconds_ = row.elapsed_s;
@@ -268,16 +267,21 @@ std::vector<std::vector<int32_t>> Trainer::redraw_repeats(Task& t, const Rollout
                                                           std::vector<int32_t>* slots) {
   int redraws = c_.optimizer.distinct_redraws;
   if (redraws < 0) redraws = c_.reward.mode == RewardMode::Measured || tasks_.size() > 1 ? 0 : 4;
+  // Recorded as sampled once evaluated (score_batch): `batch` holds this batch's until then.
+  std::unordered_set<std::vector<int32_t>, UnitsHash> batch;
+  auto fresh_row = [&](const std::vector<int32_t>& units) {
+    return !t.sampled.contains(units) && batch.insert(units).second;
+  };
   std::vector<int32_t> repeated;
   for (int32_t b = 0; b < r.batch; ++b)
-    if (!t.sampled.insert(r.unit_device[b]) && b >= so.greedy_rows) repeated.push_back(b);
+    if (!fresh_row(r.unit_device[b]) && b >= so.greedy_rows) repeated.push_back(b);
   int32_t repeats = static_cast<int32_t>(repeated.size());
   std::vector<std::vector<int32_t>> fresh;
   so.greedy_rows = 0;
   so.noise = std::max(so.noise, 0.25);
   for (int i = 0; i < redraws && repeats > 0; ++i, so.noise *= 4)
     for (std::vector<int32_t>& units : policy_->sample(t.problem, repeats, so, rng_).unit_device)
-      if (repeats > 0 && t.sampled.insert(units)) {
+      if (repeats > 0 && fresh_row(units)) {
         slots->push_back(repeated[fresh.size()]);
         fresh.push_back(std::move(units));
         --repeats;
@@ -312,6 +316,65 @@ std::vector<double> Trainer::score_rollout(Task& t, const std::vector<std::vecto
     }
   }
   return reward;
+}
+
+namespace {
+
+// What scoring a batch may change in its task (its best and elites), put back when the batch is given up.
+struct Finds {
+  double reward, step_s;
+  bool measured;
+  int64_t at;
+  Placement best;
+  std::vector<Task::Elite> elites;
+
+  explicit Finds(const Task& t)
+      : reward(t.best_reward),
+        step_s(t.best_step_s),
+        measured(t.best_measured),
+        at(t.best_at),
+        best(t.best),
+        elites(t.elites) {}
+  void restore(Task& t) {
+    t.best_reward = reward;
+    t.best_step_s = step_s;
+    t.best_measured = measured;
+    t.best_at = at;
+    t.best = std::move(best);
+    t.elites = std::move(elites);
+  }
+};
+
+}  // namespace
+
+// A batch given up at a cancel or shutdown drops its update (update_until_budget): nothing of it stays (its
+// placements were recorded as sampled, never evaluated, and a best its first part found was kept at a
+// sample number that never counted).
+std::vector<double> Trainer::score_batch(Task& t, const Rollout& r, const SampleOptions& so, double* step_sum) {
+  std::vector<int32_t> fresh_slots;
+  const std::vector<std::vector<int32_t>> fresh = redraw_repeats(t, r, so, &fresh_slots);
+  Finds before(t);
+  std::vector<double> reward;
+  try {
+    double fresh_sum = 0;
+    reward = score_rollout(t, r.unit_device, step_sum);
+    if (!fresh.empty()) score_rollout(t, fresh, &fresh_sum, &fresh_slots);
+  } catch (const EvaluationCancelled&) {
+    before.restore(t);
+    throw;
+  }
+  for (const std::vector<int32_t>& units : r.unit_device) t.sampled.insert(units);
+  for (const std::vector<int32_t>& units : fresh) t.sampled.insert(units);
+  return reward;
+}
+
+EvalStats run_stats(const Task& t) {
+  EvalStats s = t.env->stats();
+  s.cache_hits += t.earlier.cache_hits;
+  s.measurements += t.earlier.measurements;
+  s.measured_steps += t.earlier.measured_steps;
+  s.calibrations += t.earlier.calibrations;
+  return s;
 }
 
 // Advantages over the stochastic rows (the first `greedy` rows are masked out); moves the task's baseline.
@@ -534,9 +597,17 @@ void Trainer::start() {
   }
   // The elite pool starts from the warm start's baselines (a resumed run has its
   // pool from the checkpoint).
-  for (auto& t : tasks_) {
-    if (resume) break;
-    for (const auto& [reward, placement] : t->warm_placements) offer_placement(*t, placement, std::nullopt);
+  if (!resume) seed_elites();
+}
+
+// Seeding evaluates a placement cut to the units: a remote batch given up at a cancel or shutdown ends it,
+// and the run as stopped, as a cancel during the warm start does (its EvaluationCancelled went through train()).
+void Trainer::seed_elites() {
+  try {
+    for (auto& t : tasks_)
+      for (const auto& [reward, placement] : t->warm_placements) offer_placement(*t, placement, std::nullopt);
+  } catch (const EvaluationCancelled&) {
+    warm_cut_ = true;
   }
 }
 

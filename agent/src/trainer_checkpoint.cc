@@ -24,6 +24,16 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// LibTorch's message for an unreadable file, its first line, whole words (a cut at 200 characters ended
+// "...there is a high likelihood that your checkpoint file is").
+std::string torch_error_text(const std::exception& e) {
+  constexpr size_t kMax = 300;
+  std::string text(e.what());
+  text = text.substr(0, text.find('\n'));
+  if (text.size() > kMax) text = text.substr(0, text.rfind(' ', kMax)) + " ...";
+  return text;
+}
+
 // What a task places, as text a checkpoint keeps: the graph's name and op count and a hash (FNV-1a) of
 // the graph and the cluster. A resume on another problem (another cluster of as many devices, a graph
 // of as many ops) passed every check and kept the other problem's best and step times.
@@ -51,9 +61,45 @@ Placement placement_from_node(const YAML::Node& n, const Graph& g, const Cluster
   return p;
 }
 
+// The names a module keeps in its archive (Module::save): its parameters, buffers and serializable children.
+std::vector<std::string> archived_names(const torch::nn::Module& m) {
+  std::vector<std::string> names;
+  for (const auto& p : m.named_parameters(false)) names.push_back(p.key());
+  for (const auto& b : m.named_buffers(false)) names.push_back(b.key());
+  for (const auto& c : m.named_children())
+    if (c.value()->is_serializable()) names.push_back(c.key());
+  return names;
+}
+
+// The first weight where the file and the module differ, "" where they agree: Module::load reads what the
+// module has and drops the rest (a hierarchical policy's weights loaded as a seq2seq one, a 3-layer gnn's
+// as a 1-layer one).
+std::string first_weight_mismatch(const torch::nn::Module& m, torch::serialize::InputArchive& a,
+                                  const std::string& prefix) {
+  const std::vector<std::string> want = archived_names(m);
+  const std::vector<std::string> have = a.keys();
+  auto holds = [](const std::vector<std::string>& v, const std::string& k) {
+    return std::find(v.begin(), v.end(), k) != v.end();
+  };
+  for (const std::string& k : have)
+    if (!holds(want, k)) return "parameter '" + prefix + k + "' is in the file but not in";
+  for (const std::string& k : want)
+    if (!holds(have, k)) return "parameter '" + prefix + k + "' is missing from the file for";
+  for (const auto& c : m.named_children()) {
+    torch::serialize::InputArchive sub;
+    if (!c.value()->is_serializable() || !a.try_read(c.key(), sub)) continue;
+    const std::string why = first_weight_mismatch(*c.value(), sub, prefix + c.key() + ".");
+    if (!why.empty()) return why;
+  }
+  return "";
+}
+
 // Module::load resizes parameters to whatever the file holds; check the
-// shapes so a checkpoint from another policy shape is a clear error.
+// names and shapes so a checkpoint from another policy shape is a clear error.
 void load_model_checked(PolicyImpl& policy, torch::serialize::InputArchive& model, const std::string& path) {
+  if (const std::string why = first_weight_mismatch(policy, model, ""); !why.empty())
+    throw InputError(path + ": field 'model': " + why + " the " + policy.kind() +
+                     " policy its config builds (a checkpoint of another policy type or size?)");
   std::vector<std::pair<std::string, std::vector<int64_t>>> want;
   for (const auto& p : policy.named_parameters()) want.push_back({p.key(), p.value().sizes().vec()});
   policy.load(model);
@@ -87,7 +133,7 @@ void open_checkpoint(const std::string& path, LoadedArchive* out) {
   try {
     out->archive.load_from(path);
   } catch (const std::exception& e) {
-    throw InputError(path + ": not a readable checkpoint (" + std::string(e.what()).substr(0, 200) + ")");
+    throw InputError(path + ": not a readable checkpoint (" + torch_error_text(e) + ")");
   }
   c10::IValue v;
   if (!out->archive.try_read("format", v) || !v.isString() || v.toStringRef() != kCheckpointFormat)
@@ -122,8 +168,12 @@ int32_t config_trained_devices(const TrainConfig& c) {
 // before it was kept, what its config's clusters say (0: unknown).
 int32_t archive_trained_devices(LoadedArchive& la, const TrainConfig& config) {
   c10::IValue v;
-  if (la.archive.try_read(kTrainedDevicesKey, v) && v.isInt()) return static_cast<int32_t>(v.toInt());
-  return config_trained_devices(config);
+  if (!la.archive.try_read(kTrainedDevicesKey, v)) return config_trained_devices(config);
+  if (!v.isInt() || v.toInt() < 1 || v.toInt() > kMaxDevices)
+    throw InputError(std::string("field '") + kTrainedDevicesKey + "': expected an integer in 1.." +
+                     std::to_string(kMaxDevices) + " (the learned policies' device limit), got " +
+                     (v.isInt() ? std::to_string(v.toInt()) : "a " + v.tagKind()));
+  return static_cast<int32_t>(v.toInt());
 }
 
 // Task i's sampled placements (OptimizerConfig::distinct_redraws): an N x units int32 tensor.
@@ -161,11 +211,17 @@ std::string objective_json(const RewardSettings& r) {
   return o;
 }
 
+// A resume that judges otherwise than its checkpoint: the field (its flag, if any) and both values.
+[[noreturn]] void refuse(const std::string& field, const std::string& flag, const std::string& had,
+                         const std::string& asks) {
+  throw InputError("reward." + field + (flag.empty() ? "" : " (" + flag + ")") + ": the checkpoint trained for " + had +
+                   ", this run asks " + asks + " (its best and step times are of the checkpoint's: give that, " +
+                   "or a fresh run.output_dir)");
+}
+
 void check_objective(const YAML::Node& s, const RewardSettings& r) {
   auto refuse = [](const std::string& field, const std::string& had, const std::string& asks) {
-    throw InputError("reward." + field + " (--" + field + "): the checkpoint trained for " + had + ", this run asks " +
-                     asks + " (its best and step times are of the checkpoint's: give that, " +
-                     "or a fresh run.output_dir)");
+    placer::refuse(field, "--" + field, had, asks);
   };
   const std::string objective = s["objective"].as<std::string>("step");
   if (objective != objective_name(r.objective)) refuse("objective", objective, objective_name(r.objective));
@@ -177,6 +233,51 @@ void check_objective(const YAML::Node& s, const RewardSettings& r) {
   if (schedule != schedule_name(r.pipeline.schedule)) refuse("schedule", schedule, schedule_name(r.pipeline.schedule));
 }
 
+// A task's samples and evaluation counters over the run so far (a resume adds its session's to them).
+std::string counters_json(const Task& t) {
+  const EvalStats s = run_stats(t);
+  return ", \"samples\": " + std::to_string(t.samples) + ", \"cache_hits\": " + std::to_string(s.cache_hits) +
+         ", \"measurements\": " + std::to_string(s.measurements) +
+         ", \"measured_steps\": " + std::to_string(s.measured_steps) +
+         ", \"calibrations\": " + std::to_string(s.calibrations);
+}
+
+// Absent in checkpoints made before they were kept: the counters from 0, the samples an equal share.
+void restore_counters(const YAML::Node& n, int64_t share, Task* t) {
+  t->samples = n["samples"].as<int64_t>(share);
+  t->earlier = EvalStats{};
+  t->earlier.cache_hits = n["cache_hits"].as<int64_t>(0);
+  t->earlier.measurements = n["measurements"].as<int64_t>(0);
+  t->earlier.measured_steps = n["measured_steps"].as<int64_t>(0);
+  t->earlier.calibrations = n["calibrations"].as<int64_t>(0);
+}
+
+// The rewards' scale, as the state keeps it: its best, baseline and elites are rewards (-pow(step, exponent),
+// a failure at the penalty) of the mode's and profile's step times, paired or not. A resume on another scale
+// compared them with its own (exponent 0.5, then 4: its best lost to a slower placement).
+std::string reward_scale_json(const RewardConfig& r) {
+  return std::string(", \"mode\": ") + json_quote(reward_mode_name(r.mode)) +
+         ", \"exponent\": " + json_number(r.reward.exponent) +
+         ", \"failure_penalty_s\": " + json_number(r.reward.failure_penalty_s) +
+         ", \"profile\": " + json_quote(r.profile) + ", \"paired\": " + (r.paired ? "true" : "false");
+}
+
+// Checkpoints made before the scale was kept: any scale resumes.
+void check_reward_scale(const YAML::Node& s, const RewardConfig& r) {
+  auto same = [&](const char* field, const char* flag, const std::string& asks) {
+    if (s[field] && s[field].as<std::string>() != asks) refuse(field, flag, s[field].as<std::string>(), asks);
+  };
+  same("mode", "--reward-mode", reward_mode_name(r.mode));
+  auto same_number = [&](const char* field, double asks) {
+    if (s[field] && s[field].as<double>() != asks)
+      refuse(field, "", json_number(s[field].as<double>()), json_number(asks));
+  };
+  same_number("exponent", r.reward.exponent);
+  same_number("failure_penalty_s", r.reward.failure_penalty_s);
+  same("profile", "--profile", r.profile);
+  same("paired", "--paired", r.paired ? "true" : "false");
+}
+
 }  // namespace
 
 std::string Trainer::state_json() const {
@@ -186,7 +287,8 @@ std::string Trainer::state_json() const {
   o << "{\"update\": " << update_ << ", \"samples\": " << samples_ << ", \"stage\": " << stage_
     << ", \"bc_steps\": " << bc_steps_used_ << ", \"bc_reproduced\": " << (bc_reproduced_ ? "true" : "false")
     << ", \"bc_cancelled\": " << (bc_cancelled_ ? "true" : "false") << ", \"rl_seconds\": " << num(rl_seconds_) << ", "
-    << objective_json(c_.reward) << ", \"rng\": " << json_quote(rng.str()) << ", \"tasks\": [";
+    << objective_json(c_.reward) << reward_scale_json(c_.reward) << ", \"rng\": " << json_quote(rng.str())
+    << ", \"tasks\": [";
   for (size_t i = 0; i < tasks_.size(); ++i) {
     const Task& t = *tasks_[i];
     o << (i ? ", " : "") << "{\"graph\": " << json_quote(t.env->graph().name)
@@ -195,7 +297,7 @@ std::string Trainer::state_json() const {
       << ", \"best_step_s\": " << num(t.best_step_s) << ", \"best_measured\": " << (t.best_measured ? "true" : "false")
       << ", \"best_at\": " << t.best_at << ", \"sampled_earlier\": " << t.sampled_earlier + t.sampled.dropped()
       << ", \"warm_method\": " << json_quote(t.warm_method) << ", \"warm_step_s\": " << num(t.warm_step_s)
-      << ", \"has_warm\": " << (t.has_warm ? "true" : "false");
+      << ", \"has_warm\": " << (t.has_warm ? "true" : "false") << counters_json(t);
     if (t.has_warm) o << ", \"warm\": " << placement_json(t.warm);
     if (!t.best.device_of.empty()) o << ", \"best\": " << placement_json(t.best);
     // Every warm-start row: a resumed run's result is chosen among them too (never worse than what it saw).
@@ -258,12 +360,13 @@ void Trainer::load_checkpoint(const std::string& path) {
     throw;
   } catch (const std::exception& e) {
     throw InputError(path + ": field 'model': does not match the config's policy (" +
-                     std::string(e.what()).substr(0, 200) + ")");
+                     torch_error_text(e) + ")");
   }
   YAML::Node s;
   try {
     s = YAML::Load(la.state_json);
     check_objective(s, c_.reward);
+    check_reward_scale(s, c_.reward);
     update_ = s["update"].as<int64_t>();
     samples_ = s["samples"].as<int64_t>();
     rl_seconds_ = s["rl_seconds"].as<double>();
@@ -291,6 +394,7 @@ void Trainer::load_checkpoint(const std::string& path) {
       t.best_measured = n["best_measured"].as<bool>();
       t.best_at = n["best_at"].as<int64_t>();
       t.sampled_earlier = n["sampled_earlier"].as<int64_t>(0);
+      restore_counters(n, samples_ / static_cast<int64_t>(tasks_.size()), &t);
       if (n["best"])
         t.best = placement_from_node(n["best"], t.env->graph(), t.env->cluster(), path + ": state.tasks.best");
       t.elites.clear();
@@ -404,7 +508,7 @@ int32_t Trainer::init_weights(const std::string& from) {
     throw InputError("policy.init_from: " + std::string(e.what()));
   } catch (const std::exception& e) {
     throw InputError("policy.init_from: " + path + ": field 'model': does not match the config's policy (" +
-                     std::string(e.what()).substr(0, 200) + ")");
+                     torch_error_text(e) + ")");
   }
   return archive_trained_devices(la, parse_train_config(la.config_json, path + " (field 'config')"));
 }
@@ -415,7 +519,11 @@ namespace {
 std::shared_ptr<PolicyImpl> policy_of(LoadedArchive& la, const std::string& path, TrainConfig* config,
                                       int32_t* trained_devices = nullptr) {
   *config = parse_train_config(la.config_json, path + " (field 'config')");
-  if (trained_devices) *trained_devices = archive_trained_devices(la, *config);
+  try {
+    if (trained_devices) *trained_devices = archive_trained_devices(la, *config);
+  } catch (const InputError& e) {
+    throw InputError(path + ": " + e.what());
+  }
   PolicyOptions p = policy_options(*config);
   auto policy = make_policy(p, 0);  // its weights are read next
   try {
@@ -426,7 +534,7 @@ std::shared_ptr<PolicyImpl> policy_of(LoadedArchive& la, const std::string& path
     throw;
   } catch (const std::exception& e) {
     throw InputError(path + ": field 'model': does not match the config's policy (" +
-                     std::string(e.what()).substr(0, 200) + ")");
+                     torch_error_text(e) + ")");
   }
   policy->eval();
   return policy;

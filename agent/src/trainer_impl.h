@@ -41,6 +41,7 @@ class SampledSet {
   // True when `units` was not held (it is now, the oldest dropped past the cap).
   bool insert(const std::vector<int32_t>& units);
   size_t size() const { return set_.size(); }
+  bool contains(const std::vector<int32_t>& units) const { return set_.count(units) > 0; }
   int64_t dropped() const { return dropped_; }  // distinct placements dropped for the cap
   void clear();
   template <typename F>
@@ -81,6 +82,10 @@ struct Task {
     int64_t at = 0;  // the sample that found it (0: not sampled by the policy: a warm start's baseline)
   };
   std::vector<Elite> elites;
+  int64_t samples = 0;  // the run's samples drawn on this task (a family run's compare gets graph 0's)
+  // The environment's counters (cache hits, measurements, measured steps, calibrations) of the run's
+  // earlier sessions, from the checkpoint: a resumed run's figures cover the whole run, as its samples do.
+  EvalStats earlier;
   // Every placement (unit devices) the run's updates sampled: the rows
   // OptimizerConfig::distinct_redraws draws again; checkpoints keep it.
   SampledSet sampled;
@@ -126,6 +131,11 @@ class Trainer {
   // Each placement (unit devices) evaluated: rewards, the sum of step times, the elites and the task's best.
   std::vector<double> score_rollout(Task& t, const std::vector<std::vector<int32_t>>& rows, double* step_sum,
                                     const std::vector<int32_t>* slots = nullptr);
+  // The batch and its redraws scored, then recorded as sampled: a batch given up (EvaluationCancelled)
+  // leaves the task's record, best and elites as they were. The batch's rewards; its step times' sum.
+  std::vector<double> score_batch(Task& t, const Rollout& r, const SampleOptions& so, double* step_sum);
+  // The elite pool seeded with the warm start's placements (a cancel ends the seeding and the run).
+  void seed_elites();
   Advantages advantages(Task& t, const std::vector<double>& reward, int32_t greedy);
   std::pair<double, double> policy_step(Task& t, const Rollout& r, const Advantages& adv);
   void report_update(const Task& t, const LogRow& row);
@@ -208,5 +218,7 @@ BaselineResult baseline_result(const Compared& c);
 std::string num(double v);
 // A placement as a JSON list of device indices.
 std::string placement_json(const Placement& p);
+// The task's evaluation counters over the whole run: this session's and its earlier sessions' (Task::earlier).
+EvalStats run_stats(const Task& t);
 
 }  // namespace placer

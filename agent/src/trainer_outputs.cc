@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <limits>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -12,6 +14,7 @@
 #include "placer/agent/placer.h"
 #include "placer/env/pipeline_objective.h"
 #include "placer/env/presets.h"
+#include "placer/env/remote.h"
 #include "placer/graphs/json_writer.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/stats.h"
@@ -33,6 +36,17 @@ std::string placement_json(const Placement& p) {
   std::string o = "[";
   for (size_t i = 0; i < p.device_of.size(); ++i) o += (i ? "," : "") + std::to_string(p.device_of[i].value);
   return o + "]";
+}
+
+// A placement file of the run, or none: one an earlier run left in the folder is removed (it was listed as
+// this run's). A resumed run writes its earlier sessions' again (its checkpoint keeps what they were of).
+static void placement_file(const std::string& path, const std::optional<NamedPlacement>& placement) {
+  if (placement) {
+    save_placement(*placement, path);
+    return;
+  }
+  std::error_code ec;
+  std::filesystem::remove(path, ec);
 }
 
 const char* BaselineResult::verdict_vs_policy(double policy_s) const {
@@ -63,7 +77,7 @@ void Trainer::write_outputs(TrainResult* res) {
   // The sample of the run that found the result: none (0) where a baseline's placement is the result.
   res->best_found_at_sample = res->best_found_by == "policy" ? t0.best_at : 0;
   res->policy_best_found_at_sample = t0.best_at;
-  const EvalStats stats = t0.env->stats();
+  const EvalStats stats = run_stats(t0);
   res->measurements = stats.measurements;
   res->measured_steps = stats.measured_steps;
   res->calibrations = stats.calibrations;
@@ -72,11 +86,13 @@ void Trainer::write_outputs(TrainResult* res) {
   res->lower_bound_s = t0.env->lower_bound();
   res->warm_start_method = t0.warm_method;
   res->warm_start_step_s = t0.warm_step_s;
-  if (!res->best_placement.device.empty()) save_placement(res->best_placement, dir_ + "/best_placement.json");
-  if (!t0.best.device_of.empty())
-    save_placement(to_named(t0.env->graph(), t0.env->cluster(), t0.best), dir_ + "/policy_best_placement.json");
-  if (t0.has_warm)
-    save_placement(to_named(t0.env->graph(), t0.env->cluster(), t0.warm), dir_ + "/warm_start_placement.json");
+  auto named = [&](bool has, const Placement& p) {
+    return has ? std::optional(to_named(t0.env->graph(), t0.env->cluster(), p)) : std::nullopt;
+  };
+  placement_file(dir_ + "/best_placement.json",
+                 res->best_placement.device.empty() ? std::nullopt : std::optional(res->best_placement));
+  placement_file(dir_ + "/policy_best_placement.json", named(!t0.best.device_of.empty(), t0.best));
+  placement_file(dir_ + "/warm_start_placement.json", named(t0.has_warm, t0.warm));
   write_file_atomic(dir_ + "/reward.svg",
                     reward_svg(rows_, c_.name + ": " + t0.env->graph().name + " on " + t0.env->cluster().name,
                                res->lower_bound_s, t0.warm_step_s, "warm start (" + t0.warm_method + ")"));
@@ -118,7 +134,7 @@ void Trainer::compare_baselines(TrainResult* res, bool compare) {
   // run ended by its time limit with updates at 1e8, as a service job's, gave local_search 1.6e9
   // evaluations, which no cancel stopped.)
   const OptimizerConfig& o = c_.optimizer;
-  ctx.sample_budget = std::max<int64_t>(1, samples_);
+  ctx.sample_budget = std::max<int64_t>(1, t0.samples);  // graph 0's: a family's are spread over its graphs
   std::vector<std::string> more;  // the compare methods the warm start did not run at the policy's budget
   for (const std::string& m : c_.compare) {
     if (!compare || std::find(more.begin(), more.end(), m) != more.end()) continue;
@@ -347,8 +363,14 @@ void Trainer::place_held_out(const EnvOptions& eo, TrainResult* result) {
         *policy_, p, po, env, {c_.policy.place_samples, c_.policy.place_levels, c_.optimizer.temperature, c_.run.seed});
     policy_->train(was_training);
     const double secs = seconds_since(t1);
-    const Evaluation e = env.evaluate(placement);
-    res.held_out[s.describe()] = {e.step_s, secs};
+    try {
+      res.held_out[s.describe()] = {env.evaluate(placement).step_s, secs};
+    } catch (const EvaluationCancelled&) {  // a remote batch given up at a cancel or shutdown: the run stops here
+      std::fprintf(stderr, "held_out: a cancel stopped the run at %s (it and any after it are left out)\n",
+                   s.describe().c_str());
+      res.ended_by = ended_by_ = "stopped";
+      return;
+    }
   }
 }
 
