@@ -69,7 +69,8 @@ void add_common(CLI::App* cmd, PlaceArgs& a) {
                   "Seconds a solver may take (ilp; max_load: ilp, local_search, learned)")
       ->check(finite_range(1e-3, 1e7));
   cmd->add_option("--budget", a.budget,
-                  "Evaluations a search may spend (local_search; max_load learned: placements sampled)")
+                  "Evaluations a search may spend (local_search, guided_search; max_load learned: placements "
+                  "sampled)")
       ->check(positive_number());
   cmd->add_option(
       "--option", a.options,
@@ -124,6 +125,12 @@ void print_stages(const Environment& env, const Placement& placement) {
                           .c_str());
 }
 
+// "+1.23% vs WHAT"; no percentage of a step of 0 s (a graph of inputs only: it printed "-nan%").
+std::string percent_vs(double step_s, double reference_s, const char* what) {
+  if (reference_s > 0.0) return format_number("%+.2f%%", 100.0 * (step_s / reference_s - 1.0)) + " vs " + what;
+  return std::string("no percentage: ") + what + " takes 0 s";
+}
+
 // `placer place --policy NAME|DIR`: the policy alone and, beside it, the fast
 // path's heuristics; then local_search from the faster for the rest of
 // --time-budget (counted from when the command began reading the graph:
@@ -151,9 +158,8 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
     *report += "fast path     " + std::string(line) + "\n";
   } else {
     // (A failed policy has no step to compare with: "+0.00% vs the policy" said they tied.)
-    const std::string versus =
-        pa.policy_ok ? format_number("%+.2f%% vs the policy", 100.0 * (pa.fast_path_step_s / pa.policy_step_s - 1.0))
-                     : std::string("the policy failed");
+    const std::string versus = pa.policy_ok ? percent_vs(pa.fast_path_step_s, pa.policy_step_s, "the policy")
+                                            : std::string("the policy failed");
     std::snprintf(line, sizeof line, "%s %.6g s per step (%s), the fastest of %zu heuristics in %.3f s",
                   pa.fast_path_method.c_str(), pa.fast_path_step_s, versus.c_str(), policy_fast_path().size(),
                   pa.fast_path_seconds);
@@ -171,12 +177,10 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
                            : pa.policy_ok ? pa.policy_step_s
                                           : pa.fast_path_step_s;
     std::snprintf(
-        line, sizeof line,
-        "local_search from %s placement%s: %.6g s per step (%+.2f%% vs the faster start), %lld evaluations in "
-        "%.3f s%s",
+        line, sizeof line, "local_search from %s placement%s: %.6g s per step (%s), %lld evaluations in %.3f s%s",
         from.c_str(), pa.refine_starts.size() > 1 ? "s, the time split" : "", pa.step_s,
-        100.0 * (pa.step_s / start_s - 1.0), static_cast<long long>(pa.refine_evaluations), pa.refine_seconds,
-        pa.improved ? "" : ", nothing faster");
+        percent_vs(pa.step_s, start_s, "the faster start").c_str(), static_cast<long long>(pa.refine_evaluations),
+        pa.refine_seconds, pa.improved ? "" : ", nothing faster");
     *report += "refinement    " + std::string(line) + "\n";
   }
   *report += "found by      " + pa.found_by + "\n";

@@ -5,6 +5,7 @@
 #include <map>
 #include <numeric>
 
+#include "placer/agent/learned.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/fnv.h"
 #include "placers_common.h"
@@ -401,8 +402,8 @@ void unit_row(const UnitRowInputs& in, int32_t u, PolicyInput* p) {
 void check_policy_problem(const Graph& graph, const Cluster& cluster) {
   if (cluster.size() < 1) throw InputError("cluster '" + cluster.name + "' has no devices");
   if (cluster.size() > kMaxDevices)
-    throw InputError("cluster '" + cluster.name + "' has " + std::to_string(cluster.size()) +
-                     " devices; the learned policies support at most " + std::to_string(kMaxDevices));
+    throw PolicyOutOfRange("cluster '" + cluster.name + "' has " + std::to_string(cluster.size()) +
+                           " devices; the learned policies support at most " + std::to_string(kMaxDevices));
   if (graph.size() == 0) throw InputError("graph '" + graph.name + "' has no ops");
 }
 

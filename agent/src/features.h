@@ -94,8 +94,8 @@ struct PolicyInputOptions {
   uint64_t seed = 1;
 };
 
-// InputError when the policies cannot place on this cluster (none, or more than kMaxDevices devices) or
-// the graph has no ops.
+// InputError when the policies cannot place on this cluster (none; more than kMaxDevices devices:
+// PolicyOutOfRange, which a fast path answers instead of) or the graph has no ops.
 void check_policy_problem(const Graph& graph, const Cluster& cluster);
 
 // Throws InputError when the cluster has more devices than the policies support.

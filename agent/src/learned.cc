@@ -11,6 +11,8 @@
 
 #include "placer/env/environment.h"
 #include "placer/graphs/error.h"
+#include "placer/graphs/files.h"
+#include "placer/graphs/json_reader.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/timing.h"
 #include "policy.h"
@@ -87,7 +89,8 @@ struct Candidate {
   StepResult sim;
   bool set = false;
   void offer(Placement p, StepResult s) {
-    if (set && !(s.ok() && (!sim.ok() || s.step_s < sim.step_s))) return;
+    // (Among failures too, the faster: decode_best ranks them by their simulated step.)
+    if (set && !(s.ok() ? !sim.ok() || s.step_s < sim.step_s : !sim.ok() && s.step_s < sim.step_s)) return;
     placement = std::move(p);
     sim = std::move(s);
     set = true;
@@ -235,8 +238,53 @@ void check_trained_devices(const Cluster& cluster, int32_t trained, const Policy
                          "of as many devices)");
 }
 
+namespace {
+
+// The run folder whose side files (warm start, best placements) belong to the checkpoint at `path`: the
+// folder of a run's own checkpoint (kCheckpointFile), "" for a file of another name (an exported policy,
+// which may lie in another run's folder and would pick up that run's placements).
+std::string run_folder_of(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (fs::path(path).filename() != kCheckpointFile) return "";
+  return fs::absolute(path).parent_path().string();  // (a bare "checkpoint.pt": the working folder)
+}
+
+std::optional<NamedPlacement> placement_if_readable(const std::string& file) {
+  if (!std::filesystem::exists(file)) return std::nullopt;
+  try {
+    return load_placement(file);
+  } catch (const InputError&) {
+    return std::nullopt;  // unreadable: decode only
+  }
+}
+
+// Whether the run's summary credits its result (best_placement.json) to the policy (best_found_by).
+bool summary_credits_policy(const std::string& dir) {
+  try {
+    const JsonReader<InputError> reader{"summary"};
+    const rj::Document doc = reader.parse_object(read_file(dir + "/summary.json"), "summary.json");
+    return JsonNode(&doc).member("best_found_by").string() == std::optional<std::string>("policy");
+  } catch (const std::exception&) {
+    return false;  // no summary, or unreadable: the run's best is no one's we know
+  }
+}
+
+// The policy's own best in training (the run's best may be a baseline's or a search's find, and an answer
+// built on it was credited to the policy). A run writes policy_best_placement.json where the policy
+// evaluated anything; without it, best_placement.json is the policy's only where the summary credits the
+// policy (a run made before the file existed), else a baseline's (the policy evaluated nothing: 0
+// updates, cancelled before the first, every sample failed).
+std::optional<NamedPlacement> policy_best_of(const std::string& dir) {
+  if (std::filesystem::exists(dir + "/policy_best_placement.json"))
+    return placement_if_readable(dir + "/policy_best_placement.json");
+  if (!summary_credits_policy(dir)) return std::nullopt;
+  return placement_if_readable(dir + "/best_placement.json");
+}
+
+}  // namespace
+
 struct LoadedPolicy::Impl {
-  std::string path, dir;
+  std::string path, dir;  // dir: the run folder whose side files are its ("": none)
   TrainConfig config;
   int32_t trained_devices = 0;  // 0: unknown
   std::shared_ptr<PolicyImpl> policy;
@@ -254,22 +302,11 @@ std::shared_ptr<const LoadedPolicy> LoadedPolicy::load(const std::string& run_di
   namespace fs = std::filesystem;
   std::shared_ptr<LoadedPolicy> p(new LoadedPolicy());
   p->impl_->path = fs::is_directory(run_dir) ? run_dir + "/" + kCheckpointFile : run_dir;
-  p->impl_->dir = fs::is_directory(run_dir) ? run_dir : fs::path(run_dir).parent_path().string();
+  p->impl_->dir = run_folder_of(p->impl_->path);
   p->impl_->policy = load_policy(p->impl_->path, &p->impl_->config, &p->impl_->trained_devices);
-  auto read = [&](const std::string& file) -> std::optional<NamedPlacement> {
-    if (!fs::exists(file)) return std::nullopt;
-    try {
-      return load_placement(file);
-    } catch (const InputError&) {
-      return std::nullopt;  // unreadable: decode only
-    }
-  };
-  p->impl_->warm = read(p->impl_->dir + "/warm_start_placement.json");
-  // The policy's own best (the run's best may be a baseline's or a search's find, and an answer built on it
-  // was credited to the policy); a run made before policy_best_placement.json existed has only the run's.
-  p->impl_->best = read(p->impl_->dir + "/policy_best_placement.json");
-  if (!fs::exists(p->impl_->dir + "/policy_best_placement.json"))
-    p->impl_->best = read(p->impl_->dir + "/best_placement.json");
+  if (p->impl_->dir.empty()) return p;  // no run's side files: decode only
+  p->impl_->warm = placement_if_readable(p->impl_->dir + "/warm_start_placement.json");
+  p->impl_->best = policy_best_of(p->impl_->dir);
   return p;
 }
 

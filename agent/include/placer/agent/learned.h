@@ -28,7 +28,9 @@ class PolicyOutOfRange : public InputError {
 // is const and may be called from several threads at once.
 class LoadedPolicy {
  public:
-  // Throws InputError naming the file or field of a malformed checkpoint.
+  // Throws InputError naming the file or field of a malformed checkpoint. A run's own checkpoint
+  // (its folder, or a path whose file is named checkpoint.pt) also reads the run's warm start and the
+  // policy's own best in training beside it; a file of another name (an exported policy) is the policy alone.
   static std::shared_ptr<const LoadedPolicy> load(const std::string& run_dir);
   ~LoadedPolicy();
   // decode_seconds 0: the fixed decode (the greedy decode and place_samples - 1
