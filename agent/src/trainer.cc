@@ -1,7 +1,7 @@
 // The training loop: behaviour-cloning warm start, REINFORCE (or PPO) with a
 // moving-average baseline and an entropy bonus, and the best placement found.
 // Imitation (behaviour cloning, the elite pool) is in trainer_imitation.cc, checkpoints in
-// trainer_checkpoint.cc, the run's outputs in trainer_outputs.cc.
+// trainer_checkpoint.cc, the run's outputs in trainer_outputs.cc, scoring a batch of samples in trainer_rollout.cc.
 #include <ATen/Parallel.h>
 #include <torch/nn.h>
 #include <torch/optim.h>
@@ -233,139 +233,6 @@ void Trainer::one_update() {
   }
   report_update(t, row);
   if (ctl_.progress) print_progress(row, session_s, K);
-}
-
-bool SampledSet::insert(const std::vector<int32_t>& units) {
-  const auto [it, fresh] = set_.insert(units);
-  if (!fresh) return false;
-  order_.push_back(&*it);
-  if (order_.size() > cap_) {
-    set_.erase(*order_.front());
-    order_.pop_front();
-    ++dropped_;
-  }
-  return true;
-}
-
-void SampledSet::clear() {
-  order_.clear();
-  set_.clear();
-  dropped_ = 0;
-}
-
-// A budget counts sampled placements; a repeat tells the search nothing new
-// (the environment's cache answers it for free). A collapsed policy (entropy
-// near zero after cloning its elites) repeats most of a batch. The policy
-// gradient keeps the batch as sampled (repeats included: on-policy, at no
-// cost), and each repeat's evaluation goes to a new placement instead: drawn
-// from the same policy with more logit noise at each try (0.25, 1, 4, 16: near
-// its choices first, then further). The new placements count toward the best
-// and the elites, not the gradient. Returns their unit devices, and in *slots
-// the batch row each one stands in for (its sample number: a new best found by
-// a redraw is credited to the repeat it replaced, not to batch row 0, 1, ...).
-std::vector<std::vector<int32_t>> Trainer::redraw_repeats(Task& t, const Rollout& r, SampleOptions so,
-                                                          std::vector<int32_t>* slots) {
-  int redraws = c_.optimizer.distinct_redraws;
-  if (redraws < 0) redraws = c_.reward.mode == RewardMode::Measured || tasks_.size() > 1 ? 0 : 4;
-  // Recorded as sampled once evaluated (score_batch): `batch` holds this batch's until then.
-  std::unordered_set<std::vector<int32_t>, UnitsHash> batch;
-  auto fresh_row = [&](const std::vector<int32_t>& units) {
-    return !t.sampled.contains(units) && batch.insert(units).second;
-  };
-  std::vector<int32_t> repeated;
-  for (int32_t b = 0; b < r.batch; ++b)
-    if (!fresh_row(r.unit_device[b]) && b >= so.greedy_rows) repeated.push_back(b);
-  int32_t repeats = static_cast<int32_t>(repeated.size());
-  std::vector<std::vector<int32_t>> fresh;
-  so.greedy_rows = 0;
-  so.noise = std::max(so.noise, 0.25);
-  for (int i = 0; i < redraws && repeats > 0; ++i, so.noise *= 4)
-    for (std::vector<int32_t>& units : policy_->sample(t.problem, repeats, so, rng_).unit_device)
-      if (repeats > 0 && fresh_row(units)) {
-        slots->push_back(repeated[fresh.size()]);
-        fresh.push_back(std::move(units));
-        --repeats;
-      }
-  return fresh;
-}
-
-// Each sampled placement evaluated: the rewards, the sum of step times, the elites and the task's best.
-// `slots` (redrawn rows): the batch row each row stands in for; else row b is batch row b.
-std::vector<double> Trainer::score_rollout(Task& t, const std::vector<std::vector<int32_t>>& rows, double* step_sum,
-                                           const std::vector<int32_t>* slots) {
-  const int32_t K = static_cast<int32_t>(rows.size());
-  std::vector<Placement> placements;
-  placements.reserve(K);
-  for (const auto& row : rows) placements.push_back(t.problem.expand(row));
-  const std::vector<Evaluation> evals = t.env->evaluate_batch(placements);
-  std::vector<double> reward(K);
-  for (int32_t b = 0; b < K; ++b) {
-    reward[b] = evals[b].reward;
-    const int64_t at = samples_ + (slots ? (*slots)[b] : b) + 1;
-    if (evals[b].result.ok()) offer_elite(t, reward[b], rows[b], at);
-    const double step = evals[b].step_s;
-    *step_sum += step;
-    // A failed placement (out of memory) is never the best, however small its penalty: every sample of a
-    // run failing made the penalty the policy's "step", and its placement the result.
-    if (evals[b].result.ok() && reward[b] > t.best_reward) {
-      t.best_reward = reward[b];
-      t.best_step_s = step;
-      t.best_measured = evals[b].measured;
-      t.best = placements[b];
-      t.best_at = at;
-    }
-  }
-  return reward;
-}
-
-namespace {
-
-// What scoring a batch may change in its task (its best and elites), put back when the batch is given up.
-struct Finds {
-  double reward, step_s;
-  bool measured;
-  int64_t at;
-  Placement best;
-  std::vector<Task::Elite> elites;
-
-  explicit Finds(const Task& t)
-      : reward(t.best_reward),
-        step_s(t.best_step_s),
-        measured(t.best_measured),
-        at(t.best_at),
-        best(t.best),
-        elites(t.elites) {}
-  void restore(Task& t) {
-    t.best_reward = reward;
-    t.best_step_s = step_s;
-    t.best_measured = measured;
-    t.best_at = at;
-    t.best = std::move(best);
-    t.elites = std::move(elites);
-  }
-};
-
-}  // namespace
-
-// A batch given up at a cancel or shutdown drops its update (update_until_budget): nothing of it stays (its
-// placements were recorded as sampled, never evaluated, and a best its first part found was kept at a
-// sample number that never counted).
-std::vector<double> Trainer::score_batch(Task& t, const Rollout& r, const SampleOptions& so, double* step_sum) {
-  std::vector<int32_t> fresh_slots;
-  const std::vector<std::vector<int32_t>> fresh = redraw_repeats(t, r, so, &fresh_slots);
-  Finds before(t);
-  std::vector<double> reward;
-  try {
-    double fresh_sum = 0;
-    reward = score_rollout(t, r.unit_device, step_sum);
-    if (!fresh.empty()) score_rollout(t, fresh, &fresh_sum, &fresh_slots);
-  } catch (const EvaluationCancelled&) {
-    before.restore(t);
-    throw;
-  }
-  for (const std::vector<int32_t>& units : r.unit_device) t.sampled.insert(units);
-  for (const std::vector<int32_t>& units : fresh) t.sampled.insert(units);
-  return reward;
 }
 
 EvalStats run_stats(const Task& t) {
