@@ -31,7 +31,8 @@ struct CbcResult {
   bool infeasible = false;  // proven: the search completed with no solution and its LPs finished
   int64_t nodes = 0;
 };
-// CBC's time limit on `model` (at least 0.1 s), and Clp's a little after it (CBC checks its own only between nodes).
+// CBC's time limit on `model` (at least 1 ms), and Clp's a little after it (a tenth more and 20 ms: CBC checks
+// its own only between nodes).
 void limit_cbc_seconds(CbcModel& model, double time_limit_s);
 // How the solve ended, after branchAndBound: a solution CBC discarded (objective 1e50) is none, and the
 // bound of a relaxation Clp stopped at its limit is not one.

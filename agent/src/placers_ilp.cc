@@ -12,11 +12,17 @@
 // The second, lexicographic stage picks among equal-makespan solutions the one
 // that moves the least data: the model charges nothing for a transfer off its
 // critical path, the runtime's FIFO channels and dispatch order do.
-// Warm-started from the best list schedule timed as the model times it (each
-// crossing edge at its mean transfer: a solution of the rows, and big-M from
-// its makespan bounds every start); for identical devices, devices are
-// numbered in order of first use (symmetry breaking). Graphs above max_ops
-// are coarsened to max_groups groups first (and the note says so). The
+// Warm-started from the best of the list schedules and one device (each
+// device), memory repaired, timed as the model times it (each crossing edge
+// at its mean transfer: a solution of the rows, and big-M from its makespan
+// bounds every start); with none that fits, CBC starts without one (big-M from
+// a serial schedule). On uneven links the mean is not the simulator's price:
+// the note then claims no bound or optimality for the step. For identical
+// devices, devices are numbered in order of first use (symmetry breaking).
+// Graphs above max_ops are coarsened to max_groups groups first (and the note
+// says so; twice as many while no placement of the units fits memory). The
+// whole solve keeps to the time limit (the second stage only with a tenth of
+// it left). The
 // solution and the warm start are replayed as the runtime dispatches them
 // (schedule_ready_order, link channels) and the faster is kept: that replay is
 // the planned step, the model's makespan is reported beside it.
@@ -33,9 +39,11 @@
 #include <cmath>
 #include <cstdio>
 #include <limits>
+#include <optional>
 
 #include "ilp_model.h"
 #include "placer/env/environment.h"
+#include "placer/graphs/json_writer.h"
 #include "placers_common.h"
 
 namespace placer {
@@ -50,8 +58,12 @@ struct IlpOutcome {
   std::string warm_method;
   int64_t nodes = 0;
   int32_t rows = 0, cols = 0;
-  bool tie_break_done = false;  // the bytes-crossed stage ran to optimality
-  std::vector<int32_t> warm_unit_device;
+  bool solved = false;  // CBC ran (not when the time limit was spent before it)
+  // The bytes-crossed stage: what of it ran, for the note.
+  enum class TieBreak { NotOptimal, NoCrossing, NoTime, Done, TimeLimit } tie_break = TieBreak::NotOptimal;
+  std::vector<int32_t> warm_unit_device;  // empty: no warm start fits device memory
+  std::string no_fit;                     // not empty: no placement found (why), the rest unset
+  bool no_fit_proven = false;             // CBC proved that none fits
 };
 
 namespace {
@@ -83,16 +95,28 @@ struct WarmStart {
   std::vector<double> send_at;  // with link channels: each unit's send start
 };
 
-WarmStart best_warm_start(const UnitProblem& p, bool symmetry_breaking, const std::vector<int32_t>& group_order,
-                          bool channels) {
-  const int32_t G = p.groups();
+// A warm candidate's devices with its groups moved to fit device memory where
+// they overfill a device (repair_memory, as mincut and round_robin repair
+// theirs); empty when they cannot be.
+std::vector<int32_t> fit_warm(const UnitProblem& p, const std::vector<int32_t>& dev, bool* repaired) {
+  std::vector<int32_t> gd(p.groups());
+  for (int32_t g = 0; g < p.groups(); ++g) gd[g] = dev[p.members[g][0]];
+  *repaired = !fits_memory(p, gd);
+  if (*repaired && !repair_memory(p, gd)) return {};
+  return expand_groups(p, gd);
+}
+
+// Candidates: the list schedules and everything on one device (each device;
+// one of identical devices), memory repaired; none when none fits.
+std::optional<WarmStart> best_warm_start(const UnitProblem& p, bool symmetry_breaking,
+                                         const std::vector<int32_t>& group_order, bool channels) {
   std::vector<WarmStart> warms;
-  auto add_warm = [&](std::vector<int32_t> dev, const std::string& method) {
+  auto add_warm = [&](const std::vector<int32_t>& candidate, const std::string& method) {
+    bool repaired = false;
+    std::vector<int32_t> dev = fit_warm(p, candidate, &repaired);
+    if (dev.empty()) return;
     if (symmetry_breaking) dev = canonical_devices(p, dev, group_order);
-    std::vector<int32_t> gd(G);
-    for (int32_t g = 0; g < G; ++g) gd[g] = dev[p.members[g][0]];
-    if (!fits_memory(p, gd)) return;
-    WarmStart w{dev, {}, method, {}};
+    WarmStart w{dev, {}, repaired ? method + " (memory repaired)" : method, {}};
     w.sched = channels ? channel_schedule(p, dev, &w.send_at) : schedule_ready_order(p, dev, /*link_channels=*/false);
     warms.push_back(std::move(w));
   };
@@ -105,8 +129,9 @@ WarmStart best_warm_start(const UnitProblem& p, bool symmetry_breaking, const st
   try {
     add_warm(list_topo(p).unit_device, "m_topo");
   } catch (const NoFeasiblePlacement&) {}
-  add_warm(std::vector<int32_t>(p.n, 0), "single");
-  if (warms.empty()) throw NoFeasiblePlacement("ilp: no list schedule fits device memory to start from");
+  for (int32_t d = 0; d < (p.identical_devices ? 1 : p.k); ++d)
+    add_warm(std::vector<int32_t>(p.n, d), p.identical_devices ? "single" : "single " + p.device_names[d]);
+  if (warms.empty()) return std::nullopt;
   return *std::min_element(warms.begin(), warms.end(),
                            [](const WarmStart& a, const WarmStart& b) { return a.sched.makespan < b.sched.makespan; });
 }
@@ -309,10 +334,10 @@ struct CutGenerators {
   }
 };
 
-// Branch and bound with CBC from the warm solution, within the time limit.
+// Branch and bound with CBC from the warm solution (none: empty), within the time limit.
 CbcResult solve_cbc(const IlpModel& m, const std::vector<double>& warm, double time_limit_s) {
   double warm_objective = 0.0;
-  for (int c = 0; c < m.cols(); ++c) warm_objective += m.obj[c] * warm[c];
+  for (size_t c = 0; c < warm.size(); ++c) warm_objective += m.obj[c] * warm[c];
   const int ncols = m.cols();
   CoinPackedMatrix matrix(false, m.ri.data(), m.ci.data(), m.vv.data(), static_cast<CoinBigIndex>(m.vv.size()));
   matrix.setDimensions(m.rows, ncols);
@@ -331,7 +356,7 @@ CbcResult solve_cbc(const IlpModel& m, const std::vector<double>& warm, double t
   model.setAllowableFractionGap(1e-6);
   CutGenerators cuts;
   cuts.add_to(model);
-  model.setBestSolution(warm.data(), ncols, warm_objective, true);
+  if (!warm.empty()) model.setBestSolution(warm.data(), ncols, warm_objective, true);
   model.branchAndBound();
   return read_cbc(model, ncols);
 }
@@ -349,51 +374,103 @@ std::vector<int32_t> read_unit_devices(const IlpModel& m, const UnitProblem& p, 
   return unit_device;
 }
 
-IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, bool symmetry_breaking, bool channels) {
-  IlpOutcome out;
-  const std::vector<int32_t> group_order = groups_by_first_op(p);
+// Big-M without a warm start: every unit on its slowest device, one after
+// another, each crossing edge's transfer twice (its channel hold and its
+// arrival) after it: a schedule of that length exists whenever a placement fits.
+double serial_makespan(const UnitProblem& p) {
+  double total = 0.0;
+  for (int32_t u = 0; u < p.n; ++u) {
+    double slowest = 0.0;
+    for (int32_t d = 0; d < p.k; ++d) slowest = std::max(slowest, p.c(u, d));
+    total += slowest;
+    for (const Edge& e : p.succs[u])
+      if (p.group_of[e.op] != p.group_of[u]) total += 2 * p.mean_transfer(e.bytes);
+  }
+  return total;
+}
 
-  const WarmStart warm = best_warm_start(p, symmetry_breaking, group_order, channels);
-  out.warm_makespan = warm.sched.makespan;
-  out.warm_method = warm.method;
-
+IlpModel build_model(const UnitProblem& p, double makespan_bound, bool symmetry_breaking,
+                     const std::vector<int32_t>& group_order, bool channels) {
   IlpModel m;
-  m.M = warm.sched.makespan * (1.0 + 1e-9) + 1e-12;
+  m.M = makespan_bound * (1.0 + 1e-9) + 1e-12;
   add_columns(m, p);
   if (channels) add_channel_columns(m, p, channel_senders(p));
   add_rows(m, p);
   add_channel_rows(m, p);
   if (symmetry_breaking && p.k > 1) add_symmetry_rows(m, p, group_order);
+  return m;
+}
+
+double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+// Stage two: C at most its optimum, minimize the transfer time crossed, from
+// stage one's solution, in what is left of the limit (skipped when under a
+// tenth of it, or 10 ms, is left, or when no edge can cross devices).
+void tie_break(IlpModel& m, const UnitProblem& p, const CbcResult& r, double left_s, double limit_s,
+               IlpOutcome* out) {
+  const bool crossing =
+      std::any_of(m.edges.begin(), m.edges.end(), [](const IlpModel::EdgeVar& e) { return e.col >= 0; });
+  if (!crossing) {
+    out->tie_break = IlpOutcome::TieBreak::NoCrossing;
+    return;
+  }
+  if (left_s < std::max(0.01, 0.1 * limit_s)) {
+    out->tie_break = IlpOutcome::TieBreak::NoTime;
+    return;
+  }
+  m.ub[m.ccol] = r.objective * (1.0 + 1e-9) + 1e-15;
+  m.obj.assign(m.cols(), 0.0);
+  for (const IlpModel::EdgeVar& e : m.edges)
+    if (e.col >= 0) m.obj[e.col] = e.comm;
+  const CbcResult r2 = solve_cbc(m, r.best, left_s);
+  out->nodes += r2.nodes;
+  out->tie_break = r2.optimal ? IlpOutcome::TieBreak::Done : IlpOutcome::TieBreak::TimeLimit;
+  if (!r2.best.empty()) out->unit_device = read_unit_devices(m, p, r2.best);
+}
+
+// Stage one from the warm start, if any (none: CBC must find a placement, and
+// NoFeasiblePlacement says why when it does not). The whole solve keeps to
+// time_limit_s from `started`: CBC is skipped once it is spent (with a warm start).
+IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, Clock::time_point started, bool symmetry_breaking,
+                     bool channels) {
+  IlpOutcome out;
+  const std::vector<int32_t> group_order = groups_by_first_op(p);
+  const std::optional<WarmStart> warm = best_warm_start(p, symmetry_breaking, group_order, channels);
+  out.warm_makespan = warm ? warm->sched.makespan : 0.0;
+  out.warm_method = warm ? warm->method : "none";
+  if (warm) out.warm_unit_device = warm->dev;
+  IlpModel m = build_model(p, warm ? warm->sched.makespan : serial_makespan(p), symmetry_breaking, group_order,
+                           channels);
   out.rows = m.rows;
   out.cols = m.cols();
-
-  const auto started = std::chrono::steady_clock::now();
-  const CbcResult r = solve_cbc(m, warm_solution(m, p, warm), time_limit_s);
+  const double left = time_limit_s - seconds_since(started);
+  CbcResult r;
+  if (left > 0 || !warm) {
+    r = solve_cbc(m, warm ? warm_solution(m, p, *warm) : std::vector<double>{}, std::max(left, 1e-3));
+    out.solved = true;
+  }
+  if (!warm && r.best.empty()) {
+    out.no_fit = std::string("ilp: no warm start fits device memory (list schedules and single devices, "
+                             "repaired), and CBC ") +
+                 (r.infeasible ? "proved that no placement fits" : "found none within the time limit");
+    out.no_fit_proven = r.infeasible;
+    return out;
+  }
   out.nodes = r.nodes;
   out.optimal = r.optimal;
-  out.warm_unit_device = warm.dev;
-  out.incumbent = !r.best.empty() ? r.objective : warm.sched.makespan;
-  out.unit_device = !r.best.empty() ? read_unit_devices(m, p, r.best) : warm.dev;
+  out.incumbent = !r.best.empty() ? r.objective : warm->sched.makespan;
+  out.unit_device = !r.best.empty() ? read_unit_devices(m, p, r.best) : warm->dev;
   out.bound = std::min(std::max(r.best_possible, m.lb[m.ccol]), out.incumbent);
-  if (out.optimal && !r.best.empty() && !m.edges.empty()) {
-    // Stage two: C at most its optimum, minimize the transfer time crossed,
-    // from stage one's solution, in the time left (at least half a second).
-    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-    m.ub[m.ccol] = r.objective * (1.0 + 1e-9) + 1e-15;
-    m.obj.assign(m.cols(), 0.0);
-    for (const IlpModel::EdgeVar& e : m.edges)
-      if (e.col >= 0) m.obj[e.col] = e.comm;
-    const CbcResult r2 = solve_cbc(m, r.best, std::max(0.5, time_limit_s - elapsed));
-    out.nodes += r2.nodes;
-    out.tie_break_done = r2.optimal;
-    if (!r2.best.empty()) out.unit_device = read_unit_devices(m, p, r2.best);
-  }
+  if (out.optimal && !r.best.empty())
+    tie_break(m, p, r, time_limit_s - seconds_since(started), time_limit_s, &out);
   if (out.optimal) out.bound = out.incumbent;
   return out;
 }
 
-Grouping phase_chunks(const UnitProblem& ops, const Graph& graph, int64_t chunks) {
+// At most max_chunks chunks, and no more than the groups (each a chunk).
+Grouping phase_chunks(const UnitProblem& ops, const Graph& graph, int64_t max_chunks) {
   const int32_t G = ops.groups();
+  const int32_t chunks = static_cast<int32_t>(std::clamp<int64_t>(max_chunks, 1, std::max(G, 1)));
   std::vector<int32_t> order(G);
   for (int32_t g = 0; g < G; ++g) order[g] = g;
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return ops.members[a][0] < ops.members[b][0]; });
@@ -408,12 +485,12 @@ Grouping phase_chunks(const UnitProblem& ops, const Graph& graph, int64_t chunks
   for (int32_t g : order) {
     const double mid = acc + work[g] / 2;
     chunk_of_group[g] =
-        std::min<int32_t>(static_cast<int32_t>(chunks - 1), static_cast<int32_t>(total > 0 ? mid / total * chunks : 0));
+        std::min<int32_t>(chunks - 1, static_cast<int32_t>(total > 0 ? mid / total * chunks : 0));
     acc += work[g];
   }
   Grouping out;
   out.group_of.resize(ops.n);
-  std::vector<int32_t> index(2 * chunks, -1);
+  std::vector<int32_t> index(2 * static_cast<size_t>(chunks), -1);
   for (int32_t v = 0; v < ops.n; ++v) {
     const bool forward = graph.op(OpId(v)).phase == Phase::Forward;
     const int32_t key = 2 * chunk_of_group[ops.group_of[v]] + (forward ? 0 : 1);
@@ -495,6 +572,89 @@ ChannelChoice choose_channels(const PlaceContext& ctx, const UnitProblem& p, boo
   return choice;
 }
 
+// Whether every link between two devices costs the same: then the model's
+// transfers (each at UnitProblem::mean_transfer) are the simulator's.
+bool links_equal(const UnitProblem& p) {
+  const auto same = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); };
+  for (int32_t a = 0; a < p.k; ++a)
+    for (int32_t b = 0; b < p.k; ++b)
+      if (a != b && (!same(p.alpha[a * p.k + b], p.alpha[1]) || !same(p.inv_beta[a * p.k + b], p.inv_beta[1])))
+        return false;
+  return true;
+}
+
+// The solution's and the warm start's replays as the runtime dispatches them.
+struct Replays {
+  double solved_step = 0.0, warm_step = 0.0;
+  bool keep_warm = false;
+};
+
+// How the solve ended: optimal (on unequal links, in the model only), cut by
+// the limit, or not run; and what the bytes-crossed stage did.
+std::string solve_status(const IlpOutcome& r, bool exact) {
+  using T = IlpOutcome::TieBreak;
+  std::string s = !r.solved   ? " (time limit spent before CBC ran)"
+                  : !r.optimal ? " (time limit)"
+                  : exact      ? " (proven optimal)"
+                               : " (optimal in the model only)";
+  if (!exact)
+    s += "; links differ: the model prices every transfer at the mean link, so neither its bound nor its "
+         "optimality holds for the step";
+  if (r.tie_break == T::Done) s += "; fewest bytes crossed among optimal solutions";
+  if (r.tie_break == T::TimeLimit) s += "; bytes-crossed stage hit the time limit";
+  if (r.tie_break == T::NoTime) s += "; bytes-crossed stage skipped (little of the time limit left)";
+  return s;
+}
+
+std::string outcome_note(const IlpOutcome& r, const Replays& rp, bool exact, bool symmetry) {
+  const double gap = r.incumbent > 0 ? (r.incumbent - r.bound) / r.incumbent : 0.0;
+  const std::string warm = r.warm_unit_device.empty()
+                               ? "no warm start fits device memory (CBC started without one)"
+                               : "warm start " + r.warm_method + " " + format_number(r.warm_makespan) +
+                                     " s in the model, " + format_number(rp.warm_step) + " s replayed";
+  return "ilp: planned step " + format_number(rp.keep_warm ? rp.warm_step : rp.solved_step) +
+         " s as the runtime dispatches (" +
+         (rp.keep_warm ? "kept the warm start, faster than the solution's replay" : "the solution") +
+         "); model makespan " + format_number(r.incumbent) + " s, " + (exact ? "bound " : "model bound ") +
+         format_number(r.bound) + " s, gap " + format_number("%.2f", 100.0 * gap) + "%" + solve_status(r, exact) +
+         "; " + warm + "; " + std::to_string(r.rows) + " rows, " + std::to_string(r.cols) + " cols, " +
+         std::to_string(r.nodes) + " nodes" + (symmetry ? "; symmetry breaking on identical devices" : "");
+}
+
+// max_groups' upper limit: coarsen() counts groups in int32, and a chunk
+// index per group and phase is allocated (2^32 of them took 17 GB).
+constexpr int64_t kMaxGroups = 1000000;
+
+// The ILP on the op-level problem, or above max_ops on units coarsened to
+// max_groups groups; where CBC proves that no placement of those units fits
+// device memory (chunks too large), again with twice the groups, up to the ops.
+struct IlpRun {
+  CoarseUnits coarse;
+  bool coarsened = false, symmetry = false;
+  ChannelChoice choice;
+  IlpOutcome r;
+};
+
+void run_ilp(const PlaceContext& ctx, const UnitProblem& ops, Clock::time_point started, IlpRun* run) {
+  const int64_t max_ops = option_int(ctx, "max_ops", 40, 1);
+  const int64_t asked = option_int(ctx, "max_groups", 24, 1, kMaxGroups);
+  run->coarsened = ops.n > max_ops;
+  for (int64_t groups = asked;; groups = std::min<int64_t>(2 * groups, ops.n)) {
+    if (run->coarsened) run->coarse = coarsen_for_ilp(ctx, ops, max_ops, groups);
+    const UnitProblem& p = run->coarsened ? run->coarse.problem : ops;
+    run->symmetry = p.identical_devices && option_int(ctx, "symmetry_breaking", 1, 0, 1) != 0;
+    run->choice = choose_channels(ctx, p, !run->coarsened);
+    run->r = solve_ilp(p, ctx.time_limit_s, started, run->symmetry, run->choice.channels);
+    if (run->r.no_fit.empty()) {
+      if (groups != asked)
+        run->coarse.note += "; max_groups raised from " + std::to_string(asked) + " to " + std::to_string(groups) +
+                            ": no placement of the coarser units fits device memory";
+      return;
+    }
+    if (!run->coarsened || !run->r.no_fit_proven || groups >= ops.n) throw NoFeasiblePlacement(run->r.no_fit);
+  }
+}
+
 class IlpPlacer : public UnitPlacer {
  public:
   std::string name() const override { return "ilp"; }
@@ -502,19 +662,13 @@ class IlpPlacer : public UnitPlacer {
     return {"max_ops", "max_groups", "channels", "channel_pairs", "symmetry_breaking"};
   }
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& ops, Clock::time_point started) override {
-    const int64_t max_ops = option_int(ctx, "max_ops", 40, 1);
-    const int64_t max_groups = option_int(ctx, "max_groups", 24, 1);
-    CoarseUnits coarse;  // empty unless coarsened
-    const UnitProblem* p = &ops;
-    if (ops.n > max_ops) {
-      coarse = coarsen_for_ilp(ctx, ops, max_ops, max_groups);
-      p = &coarse.problem;
-    }
-    const bool symmetry = p->identical_devices && option_int(ctx, "symmetry_breaking", 1, 0, 1) != 0;
-    const ChannelChoice choice = choose_channels(ctx, *p, p == &ops);
-    const bool channels = choice.channels;
-    const std::string& channel_note = choice.note;
-    const IlpOutcome r = solve_ilp(*p, ctx.time_limit_s, symmetry, channels);
+    IlpRun run;
+    run_ilp(ctx, ops, started, &run);
+    const IlpOutcome& r = run.r;
+    const UnitProblem* p = run.coarsened ? &run.coarse.problem : &ops;
+    const CoarseUnits& coarse = run.coarse;
+    const bool symmetry = run.symmetry, channels = run.choice.channels;
+    const std::string& channel_note = run.choice.note;
     const auto to_ops = [&](const std::vector<int32_t>& unit_device) {
       std::vector<int32_t> op_device(ops.n);
       for (int32_t v = 0; v < ops.n; ++v) op_device[v] = unit_device[p == &ops ? v : coarse.unit_of_op[v]];
@@ -522,33 +676,26 @@ class IlpPlacer : public UnitPlacer {
     };
     // The solution and the warm start replayed as the runtime dispatches them,
     // on the op-level problem with link channels: the faster is kept.
+    Replays rp;
     std::vector<int32_t> op_device = to_ops(r.unit_device);
-    const double solved_step = schedule_ready_order(ops, op_device).makespan;
-    const std::vector<int32_t> warm_ops = to_ops(r.warm_unit_device);
-    const double warm_step = schedule_ready_order(ops, warm_ops).makespan;
-    const bool keep_warm = warm_step < solved_step;
-    if (keep_warm) op_device = warm_ops;
-    const double planned = keep_warm ? warm_step : solved_step;
+    rp.solved_step = schedule_ready_order(ops, op_device).makespan;
+    const bool has_warm = !r.warm_unit_device.empty();
+    const std::vector<int32_t> warm_ops = has_warm ? to_ops(r.warm_unit_device) : op_device;
+    rp.warm_step = has_warm ? schedule_ready_order(ops, warm_ops).makespan : kInf;
+    rp.keep_warm = rp.warm_step < rp.solved_step;
+    if (rp.keep_warm) op_device = warm_ops;
+    const double planned = rp.keep_warm ? rp.warm_step : rp.solved_step;
+    const bool exact = links_equal(*p);
     const double gap = r.incumbent > 0 ? (r.incumbent - r.bound) / r.incumbent : 0.0;
-    char buf[768];
-    std::snprintf(buf, sizeof buf,
-                  "ilp: planned step %.6g s as the runtime dispatches (%s); model makespan %.6g s, bound %.6g s, gap "
-                  "%.2f%%%s%s; warm start %s %.6g s in the model, %.6g s replayed; %d rows, %d cols, %lld nodes%s",
-                  planned, keep_warm ? "kept the warm start, faster than the solution's replay" : "the solution",
-                  r.incumbent, r.bound, 100.0 * gap, r.optimal ? " (proven optimal)" : " (time limit)",
-                  r.optimal ? (r.tie_break_done ? "; fewest bytes crossed among optimal solutions"
-                                                : "; bytes-crossed stage hit the time limit")
-                            : "",
-                  r.warm_method.c_str(), r.warm_makespan, warm_step, r.rows, r.cols, static_cast<long long>(r.nodes),
-                  symmetry ? "; symmetry breaking on identical devices" : "");
-    PlaceResult out = finish(ctx, op_device, name(), started, buf + channel_note + coarse.note);
+    const std::string note = outcome_note(r, rp, exact, symmetry);
+    PlaceResult out = finish(ctx, op_device, name(), started, note + channel_note + coarse.note);
     out.stats["model_makespan_s"] = planned;
-    out.stats["solution_replayed_s"] = solved_step;
-    out.stats["kept_warm_start"] = keep_warm ? 1.0 : 0.0;
+    out.stats["solution_replayed_s"] = rp.solved_step;
+    out.stats["kept_warm_start"] = rp.keep_warm ? 1.0 : 0.0;
     out.stats["incumbent_s"] = r.incumbent;
     out.stats["bound_s"] = r.bound;
     out.stats["gap"] = gap;
-    out.stats["optimal"] = r.optimal ? 1.0 : 0.0;
+    out.stats["optimal"] = r.optimal && exact ? 1.0 : 0.0;
     out.stats["warm_start_s"] = r.warm_makespan;
     out.stats["nodes"] = static_cast<double>(r.nodes);
     out.stats["units"] = p->n;

@@ -95,13 +95,18 @@ class MincutPlacer : public UnitPlacer {
   std::vector<std::string> option_keys() const override { return {"imbalance"}; }
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const int32_t G = p.groups();
+    const std::string groups = std::to_string(G) + " co-location group" + (G == 1 ? "" : "s");
     std::vector<int32_t> gd(G, 0);
-    if (p.k > 1 && G <= p.k) {
+    std::string note;
+    if (p.k == 1) {
+      note = "mincut: one device, nothing to partition (" + groups + ")";
+    } else if (G <= p.k) {
       for (int32_t g = 0; g < G; ++g) gd[g] = g;
-    } else if (p.k > 1) {
+      note = "mincut: each of " + groups + " on its own device (no more groups than devices: nothing to partition)";
+    } else {
       gd = metis_partition(ctx, p);
+      note = "mincut: METIS k-way on " + groups;
     }
-    std::string note = "mincut: METIS k-way on " + std::to_string(G) + " co-location groups";
     if (!fits_memory(p, gd)) {
       if (!repair_memory(p, gd)) throw NoFeasiblePlacement("mincut: the partition does not fit device memory");
       note += "; moved groups to fit memory";

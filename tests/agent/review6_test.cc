@@ -144,7 +144,9 @@ TEST(Review6, IlpWarmStartAndBigMUseTheModelsTransferCost) {
   auto env = env_of(t);
   const PlaceResult r = run_ilp(t, *env, {{"channels", "0"}}, 20.0);
   SCOPED_TRACE(r.note);
-  EXPECT_EQ(r.stats.at("optimal"), 1.0);
+  // Optimal in the model; the links differ, so not for the step (review 8).
+  EXPECT_NE(r.note.find("(optimal in the model only)"), std::string::npos);
+  EXPECT_EQ(r.stats.at("optimal"), 0.0);
   EXPECT_NEAR(r.stats.at("incumbent_s"), 7.5e-3, 1e-9);
   EXPECT_NEAR(r.stats.at("bound_s"), 7.5e-3, 1e-7);
   // The warm start is a solution of the model: its makespan there is no better than the optimum.
