@@ -14,6 +14,7 @@
 
 #include "../scratch_dir.h"
 #include "chain_graphs.h"
+#include "giving_up_remote.h"
 #include "config_errors.h"
 #include "placer/agent/learned.h"
 #include "placer/agent/train.h"
@@ -30,6 +31,8 @@ namespace placer {
 namespace {
 
 namespace fs = std::filesystem;
+using testing::GivingUpRemote;
+using testing::quiet;
 using testing::two_chains;
 
 Cluster two_devices() {
@@ -94,41 +97,6 @@ double brute_force_best(const Graph& g, const Cluster& c) {
   return best;
 }
 
-TrainControls quiet() {
-  TrainControls c;
-  c.progress = false;
-  return c;
-}
-
-// Rollout workers simulating here; at its `cancel_at`-th batch, a cancel arrives while the batch waits: it sets
-// the cancel and gives the batch up (EvaluationCancelled), as the worker pool does.
-class CancellingRemote : public RemoteEvaluator {
- public:
-  struct Problem : RemoteProblem {
-    std::unique_ptr<Environment> sim;
-  };
-  CancellingRemote(std::atomic<bool>* cancel, int cancel_at) : cancel_(cancel), cancel_at_(cancel_at) {}
-  std::shared_ptr<const RemoteProblem> prepare(const Graph& graph, const Cluster& cluster,
-                                               const RemoteSettings&) override {
-    auto p = std::make_shared<Problem>();
-    p->sim = std::make_unique<Environment>(graph, cluster);
-    return p;
-  }
-  std::vector<StepResult> evaluate(const RemoteProblem& problem, const std::vector<Placement>& placements) override {
-    if (++batches_ >= cancel_at_) {
-      cancel_->store(true);
-      throw EvaluationCancelled("workers: the batch was cancelled");
-    }
-    std::vector<StepResult> out;
-    for (const Placement& p : placements) out.push_back(dynamic_cast<const Problem&>(problem).sim->simulate(p));
-    return out;
-  }
-
- private:
-  std::atomic<bool>* cancel_;
-  int cancel_at_, batches_ = 0;
-};
-
 // A cancel that gives up a remote batch ends the run as stopped, keeping its best so far and writing its
 // checkpoint (the batch's EvaluationCancelled went through train() and the job answered nothing).
 TEST(LearnedTrain, ACancelledRemoteBatchEndsTheRunWithItsBestSoFar) {
@@ -137,7 +105,7 @@ TEST(LearnedTrain, ACancelledRemoteBatchEndsTheRunWithItsBestSoFar) {
   std::atomic<bool> cancel{false};
   TrainControls ctl = quiet();
   ctl.cancel = &cancel;
-  ctl.remote = std::make_shared<CancellingRemote>(&cancel, 6);
+  ctl.remote = std::make_shared<GivingUpRemote>(&cancel, [](int b, const std::string&, size_t) { return b >= 6; });
   const TrainResult r = train(c, nullptr, ctl);
   EXPECT_EQ(r.ended_by, "stopped");
   EXPECT_GT(r.best_step_s, 0.0);
