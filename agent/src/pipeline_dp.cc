@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "placer/env/environment.h"
+#include "placer/graphs/json_writer.h"
 
 namespace placer {
 namespace {
@@ -27,7 +28,8 @@ struct Label {
   int32_t device = -1;
 };
 
-using StateKey = std::pair<uint64_t, int32_t>;  // devices used, the first covered stage's device
+// The devices used (ordered search: their count), the first covered stage's device.
+using StateKey = std::pair<uint64_t, int32_t>;
 using States = std::map<StateKey, std::vector<Label>>;
 
 void keep_pareto(std::vector<Label>* front) {
@@ -44,15 +46,22 @@ void keep_pareto(std::vector<Label>* front) {
 // cost does not depend on it), from the last unit backwards.
 class SplitSearch {
  public:
-  SplitSearch(const PipelineCost& cost, int32_t stages)
-      : cost_(cost), U_(cost.units().count), D_(cost.units().devices), S_(stages), at_(U_ + 1) {
+  // ordered: stages take devices in index order (the key holds the count of devices used, not
+  // the set). stop: checked before each state after the first, null for never.
+  SplitSearch(const PipelineCost& cost, int32_t stages, bool ordered, const PlaceContext* stop)
+      : cost_(cost), U_(cost.units().count), D_(cost.units().devices), S_(stages), ordered_(ordered), stop_(stop),
+        at_(U_ + 1) {
     at_[U_][{0, -1}].push_back(Label{});
   }
 
-  // The best complete split, first stage first (empty if none fits).
+  // The best complete split, first stage first (empty if none fits or it stopped before one).
   std::vector<PipelineDpStage> run() {
-    for (int32_t i = U_; i > 0; --i)
+    for (int32_t i = U_; i > 0 && !stopped_; --i)
       for (auto& [key, front] : at_[i]) {
+        if (i < U_ && stop_ && stop_requested(*stop_)) {
+          stopped_ = true;
+          break;
+        }
         keep_pareto(&front);
         labels_ += static_cast<int64_t>(front.size());
         expand(i, key, front);
@@ -65,8 +74,24 @@ class SplitSearch {
 
   double best() const { return best_; }
   int64_t labels() const { return labels_; }
+  bool stopped() const { return stopped_; }
 
  private:
+  // Whether stage placement may put d before the stages of `key`, and the key after it.
+  bool allowed(const StateKey& key, int32_t d) const {
+    return ordered_ ? nearest_below(d, key.second < 0 ? D_ : key.second) : first_unused(key.first, d);
+  }
+  // Ordered: whether d is the last device of its class below `bound` (alike devices interchangeable, as above).
+  bool nearest_below(int32_t d, int32_t bound) const {
+    if (d >= bound) return false;
+    for (int32_t e = d + 1; e < bound; ++e)
+      if (cost_.device_class()[e] == cost_.device_class()[d]) return false;
+    return true;
+  }
+  StateKey after(const StateKey& key, int32_t d) const {
+    return {ordered_ ? key.first + 1 : key.first | (uint64_t{1} << d), d};
+  }
+
   // Whether d is the first unused device of its class (identical devices in index order).
   bool first_unused(uint64_t used, int32_t d) const {
     if ((used >> d) & 1) return false;
@@ -77,13 +102,13 @@ class SplitSearch {
 
   // Adds a stage [h, i) before the stages covering [i, U).
   void expand(int32_t i, const StateKey& key, const std::vector<Label>& front) {
-    const auto [used, next] = key;
-    const int32_t placed = popcount(used);
+    const int32_t next = key.second;
+    const int32_t placed = ordered_ ? static_cast<int32_t>(key.first) : popcount(key.first);
     if (placed >= D_ || (S_ > 0 && (placed >= S_ || i < S_ - placed))) return;
     const int32_t s = S_ > 0 ? S_ - 1 - placed : -1;
     const int32_t M = cost_.spec().microbatches;
     for (int32_t d = 0; d < D_; ++d) {
-      if (!first_unused(used, d)) continue;
+      if (!allowed(key, d)) continue;
       const int32_t h_max = s == 0 ? 0 : i - 1;
       const int32_t h_min = s > 0 ? s : 0;  // stages 0..s-1 need a unit each
       for (int32_t h = h_max; h >= h_min; --h) {
@@ -103,7 +128,7 @@ class SplitSearch {
             if (total < best_) best_ = total, best_complete_ = l, best_label_ = &best_complete_;
             continue;
           }
-          if (!into) into = &at_[h][{used | (uint64_t{1} << d), d}];
+          if (!into) into = &at_[h][after(key, d)];
           into->push_back(l);
         }
       }
@@ -112,6 +137,9 @@ class SplitSearch {
 
   const PipelineCost& cost_;
   const int32_t U_, D_, S_;
+  const bool ordered_;
+  const PlaceContext* stop_;
+  bool stopped_ = false;
   std::vector<States> at_;
   double best_ = kInf;
   Label best_complete_;
@@ -125,6 +153,19 @@ std::string describe(const PipelineUnits& u, const Cluster& cluster, const std::
     out += out.empty() ? "" : "; ";
     out += cluster.devices[s.device].name + " " + u.first[s.begin] + ".." + u.last[s.end - 1];
   }
+  return out;
+}
+
+// What limited the search, if anything.
+std::string search_note(const PipelineDpResult& r) {
+  std::string out;
+  if (r.ordered)
+    out += "; devices in index order (the search over every order of them is over " +
+           format_number("%.3g", kMaxPipelineDpExpansions) + " stage expansions)";
+  if (r.stopped) out += "; stopped (cancelled or past its deadline): the best split so far";
+  if (r.relaxed > 1.0)
+    out += "; no split fit the model's memory budget, its optimum at " + format_number("%.3g", r.relaxed) +
+           "x the budget is one the simulator fits";
   return out;
 }
 
@@ -222,9 +263,22 @@ PipelineSplitCost PipelineCost::evaluate(const std::vector<PipelineDpStage>& sta
   return out;
 }
 
-PipelineDpResult solve_pipeline_dp(const PipelineCost& cost) {
+namespace {
+
+// Stage expansions of the exact search: its states (unit boundaries x sets of devices used, alike
+// devices counted, not told apart, x the next stage's device) x the stages each adds (devices x units).
+double exact_expansions(const PipelineCost& cost) {
+  std::map<int32_t, int32_t> per_class;
+  for (int32_t c : cost.device_class()) ++per_class[c];
+  double sets = 1.0;
+  for (const auto& [c, n] : per_class) sets *= n + 1;
+  const double D = cost.units().devices, U = cost.units().count;
+  return sets * D * D * (U + 1) * U / 2;
+}
+
+// One search per stage count (GPipe: one for any); the best split into out->stages, until a stop.
+void search_splits(const PipelineCost& cost, const PlaceContext* stop, PipelineDpResult* out) {
   const int32_t U = cost.units().count, D = cost.units().devices;
-  PLACER_CHECK(D >= 1 && D <= 64, "pipeline dp: devices ", D);
   // GPipe's cost does not depend on the number of stages: one DP. 1F1B's
   // does (min(M, S - s) in flight): one DP per S.
   std::vector<int32_t> stage_counts;
@@ -232,34 +286,81 @@ PipelineDpResult solve_pipeline_dp(const PipelineCost& cost) {
     stage_counts.push_back(0);
   else
     for (int32_t S = 1; S <= std::min(U, D); ++S) stage_counts.push_back(S);
-  PipelineDpResult out;
   double best = kInf;
   for (int32_t S : stage_counts) {
-    SplitSearch search(cost, S);
+    SplitSearch search(cost, S, out->ordered, stop);
     std::vector<PipelineDpStage> stages = search.run();
-    out.labels += search.labels();
-    if (stages.empty() || search.best() >= best) continue;
-    best = search.best();
-    out.stages = std::move(stages);
+    out->labels += search.labels();
+    out->stopped = search.stopped();
+    if (!stages.empty() && search.best() < best) best = search.best(), out->stages = std::move(stages);
+    if (out->stopped) return;
   }
+}
+
+// The DP took identical devices last stage first; gives them in stage order.
+void alike_devices_in_stage_order(const PipelineCost& cost, std::vector<PipelineDpStage>* stages) {
+  const std::vector<int32_t>& cls = cost.device_class();
+  std::map<int32_t, std::vector<int32_t>> by_class;
+  for (const PipelineDpStage& st : *stages) by_class[cls[st.device]].push_back(st.device);
+  for (auto& [c, devices] : by_class) std::sort(devices.rbegin(), devices.rend());
+  for (PipelineDpStage& st : *stages) {
+    std::vector<int32_t>& devices = by_class[cls[st.device]];
+    st.device = devices.back();
+    devices.pop_back();
+  }
+}
+
+}  // namespace
+
+PipelineDpResult solve_pipeline_dp(const PipelineCost& cost, const PlaceContext* stop) {
+  const int32_t D = cost.units().devices;
+  if (D > kMaxPipelineDpDevices)
+    throw NoFeasiblePlacement("dp (pipeline): the cluster has " + std::to_string(D) + " devices; its search tells " +
+                              "at most " + std::to_string(kMaxPipelineDpDevices) + " apart");
+  PLACER_CHECK(D >= 1 && D <= kMaxPipelineDpDevices, "pipeline dp: devices ", D);
+  PipelineDpResult out;
+  out.ordered = exact_expansions(cost) > kMaxPipelineDpExpansions;
+  search_splits(cost, stop, &out);
+  if (out.stages.empty() && out.stopped)
+    throw NoFeasiblePlacement("dp (pipeline): stopped (cancelled or past its deadline) before any split was complete");
   if (out.stages.empty())
     throw NoFeasiblePlacement("dp (pipeline): no split into contiguous stages fits device memory under " +
                               std::string(schedule_name(cost.spec().schedule)) + " with " +
                               std::to_string(cost.spec().microbatches) +
                               " micro-batches (params, a gradient buffer and the activations in flight)");
-  // The DP took identical devices last stage first; give them in stage order.
-  const std::vector<int32_t>& cls = cost.device_class();
-  std::map<int32_t, std::vector<int32_t>> by_class;
-  for (const PipelineDpStage& st : out.stages) by_class[cls[st.device]].push_back(st.device);
-  for (auto& [c, devices] : by_class) std::sort(devices.rbegin(), devices.rend());
-  for (PipelineDpStage& st : out.stages) {
-    std::vector<int32_t>& devices = by_class[cls[st.device]];
-    st.device = devices.back();
-    devices.pop_back();
-  }
+  alike_devices_in_stage_order(cost, &out.stages);
   out.cost = cost.evaluate(out.stages);
   return out;
 }
+
+namespace {
+
+// The model counts warm-up activations and accumulation peaks that never coexist, so it can find no
+// split where one fits: then it relaxes its budget step by step, and the simulator judges each optimum.
+PipelineDpResult solve_or_simulate(const PlaceContext& ctx, const PipelineUnits& units, const CostModel& costs,
+                                   const std::vector<int64_t>& capacity, const PipelineSpec& spec) {
+  try {
+    return solve_pipeline_dp(PipelineCost(units, costs, capacity, spec), &ctx);
+  } catch (const NoFeasiblePlacement&) {
+    for (double scale : {1.1, 1.25, 1.5, 2.0}) {
+      std::vector<int64_t> relaxed(capacity.size());
+      for (size_t d = 0; d < capacity.size(); ++d)
+        relaxed[d] = static_cast<int64_t>(scale * static_cast<double>(capacity[d]));
+      PipelineDpResult r;
+      try {
+        r = solve_pipeline_dp(PipelineCost(units, costs, relaxed, spec), &ctx);
+      } catch (const NoFeasiblePlacement&) {
+        continue;
+      }
+      if (!simulator_fits(ctx, pipeline_op_devices(units, r.stages), "dp")) continue;
+      r.relaxed = scale;
+      return r;
+    }
+    throw;
+  }
+}
+
+}  // namespace
 
 PlaceResult place_pipeline_dp(const PlaceContext& ctx, Clock::time_point started) {
   const Graph& g = *ctx.graph;
@@ -276,8 +377,7 @@ PlaceResult place_pipeline_dp(const PlaceContext& ctx, Clock::time_point started
   std::vector<int64_t> capacity(cluster.size());
   for (int32_t d = 0; d < cluster.size(); ++d)
     capacity[d] = static_cast<int64_t>(kMemoryFraction * static_cast<double>(cluster.devices[d].memory_bytes));
-  const PipelineCost cost(units, costs, capacity, spec);
-  const PipelineDpResult r = solve_pipeline_dp(cost);
+  const PipelineDpResult r = solve_or_simulate(ctx, units, costs, capacity, spec);
   char buf[256];
   std::snprintf(buf, sizeof buf,
                 "dp (pipeline, %s, %d micro-batches): model mini-batch %.6g s (one micro-batch through and back "
@@ -285,7 +385,7 @@ PlaceResult place_pipeline_dp(const PlaceContext& ctx, Clock::time_point started
                 schedule_name(spec.schedule), spec.microbatches, r.cost.total_s, r.cost.sum_s, r.cost.bottleneck_s,
                 units.count, r.stages.size());
   PlaceResult out = finish(ctx, pipeline_op_devices(units, r.stages), "dp", started,
-                           std::string(buf) + describe(units, cluster, r.stages));
+                           std::string(buf) + describe(units, cluster, r.stages) + search_note(r));
   out.stats["pipeline_model_s"] = r.cost.total_s;
   out.stats["pipeline_sum_s"] = r.cost.sum_s;
   out.stats["pipeline_bottleneck_s"] = r.cost.bottleneck_s;

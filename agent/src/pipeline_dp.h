@@ -39,7 +39,8 @@
 // used, the first covered stage's device) with Pareto sets of (sum so far,
 // B so far); the sum so far is R_s, so 1F1B's c_s needs no more state. It is
 // exact for that cost over every contiguous split and every order of
-// distinct devices. Devices with equal op costs and memory are taken in
+// distinct devices (up to kMaxPipelineDpExpansions; past them, over the
+// orders that follow device index). Devices with equal op costs and memory are taken in
 // index order (interchangeable when the links are alike, as in the presets).
 // 1F1B runs one DP per stage count S (k_s depends on it).
 #pragma once
@@ -122,17 +123,35 @@ class PipelineCost {
 struct PipelineDpResult {
   std::vector<PipelineDpStage> stages;
   PipelineSplitCost cost;
-  int64_t labels = 0;  // Pareto labels kept
+  int64_t labels = 0;    // Pareto labels kept
+  bool ordered = false;  // past kMaxPipelineDpExpansions: devices in index order
+  bool stopped = false;  // the context's stop ended the search: its best so far
+  double relaxed = 1.0;  // place_pipeline_dp: the memory budget's scale when none fit it (the simulator fit this)
 };
 
-// The optimum of the cost over contiguous splits; throws NoFeasiblePlacement
-// when no split fits memory.
-PipelineDpResult solve_pipeline_dp(const PipelineCost& cost);
+// A set of devices used is a 64-bit mask.
+inline constexpr int32_t kMaxPipelineDpDevices = 64;
+// The exact search's stage expansions: states (unit boundaries x sets of
+// devices used, alike devices counted, x the next stage's device) x devices x
+// units. Past this (k distinct devices make 2^k sets: 12 of them took minutes
+// and gigabytes), stages take devices in index order, a subsequence of them
+// (of alike devices, the nearest below the next stage's): states (boundary,
+// count used, next).
+inline constexpr double kMaxPipelineDpExpansions = 5e6;
+
+// The optimum of the cost over contiguous splits (past kMaxPipelineDpExpansions,
+// over those whose devices follow index order); throws NoFeasiblePlacement
+// when no split fits memory, for more than kMaxPipelineDpDevices devices, and
+// when `stop` (stop_requested) ends it before any split is complete; else a
+// stop ends it with its best split so far.
+PipelineDpResult solve_pipeline_dp(const PipelineCost& cost, const PlaceContext* stop = nullptr);
 
 // Per op of the graph: its stage's device.
 std::vector<int32_t> pipeline_op_devices(const PipelineUnits& units, const std::vector<PipelineDpStage>& stages);
 
-// dp's answer under Objective::Pipeline (the environment's options give M and the schedule).
+// dp's answer under Objective::Pipeline (the environment's options give M and the schedule). When no
+// split fits the model's memory, the optima at 1.1, 1.25, 1.5 and 2x its budget, the first the
+// simulator fits (the model's peaks need not coexist); else NoFeasiblePlacement.
 PlaceResult place_pipeline_dp(const PlaceContext& context, Clock::time_point started);
 
 }  // namespace placer

@@ -247,7 +247,9 @@ class DpPlacer : public UnitPlacer {
 
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     // The pipeline objective: contiguous stages under the pipeline cost (pipeline_dp.h).
-    if (ctx.env->options().objective == Objective::Pipeline) return place_pipeline_dp(ctx, started);
+    const bool pipeline = ctx.env->options().objective == Objective::Pipeline;
+    refuse_unread_options(ctx, pipeline);
+    if (pipeline) return place_pipeline_dp(ctx, started);
     const int64_t max_ideals = option_int(ctx, "max_ideals", 3000, 1);
     const std::string objective = option_string(ctx, "objective", "step");
     if (objective != "step" && objective != "throughput" && objective != "latency")
@@ -307,6 +309,17 @@ class DpPlacer : public UnitPlacer {
   }
 
  private:
+  // An option of the other objective would be ignored: InputError naming it and the objective.
+  static void refuse_unread_options(const PlaceContext& ctx, bool pipeline) {
+    const std::vector<std::string> unread =
+        pipeline ? std::vector<std::string>{"objective", "max_ideals"} : std::vector<std::string>{"max_units"};
+    for (const std::string& key : unread)
+      if (ctx.options.count(key))
+        throw InputError("dp option '" + key + "': not read under objective " + (pipeline ? "pipeline" : "step") +
+                         " (dp reads objective and max_ideals under objective step, max_units under objective "
+                         "pipeline)");
+  }
+
   // Every ideal (down-set) of the forward DAG of ranked groups, or, past
   // max_ideals, the prefixes of the ranks.
   static Ideals enumerate(const Ranked& ranked, int32_t k, int64_t max_ideals) {

@@ -45,11 +45,14 @@ std::vector<ReportedStage> collect_stages(const Graph& g, const Placement& place
   for (int32_t d = 0; d < D; ++d)
     if (first[d].second != kNone) order.push_back(d);
   std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) { return first[a] < first[b]; });
+  const size_t stages = order.size();
+  for (int32_t d = 0; d < D; ++d)  // params and update ops only: no stage, but busy and idle as any device used
+    if (first[d].second == kNone && per_device[d].ops > 0) order.push_back(d);
   std::vector<ReportedStage> out;
   *contiguous = true;
   for (int32_t d : order) {
     ReportedStage st = per_device[d];
-    st.stage = static_cast<int32_t>(out.size());
+    st.stage = out.size() < stages ? static_cast<int32_t>(out.size()) : -1;
     st.device = cluster.devices[d].name;
     *contiguous = *contiguous && st.runs <= 1;
     out.push_back(std::move(st));
@@ -228,7 +231,10 @@ std::string stage_report_text(const StageReport& r) {
     std::string span = s.first_op + " .. " + s.last_op;
     if (!s.first_layer.empty() || !s.last_layer.empty()) span += " [" + s.first_layer + " .. " + s.last_layer + "]";
     if (s.runs > 1) span += " (" + std::to_string(s.runs) + " runs)";
-    std::snprintf(line, sizeof line, "%-5d %-10s %6lld %10s %10s %10s %10s %10s %10s  %s\n", s.stage, s.device.c_str(),
+    if (s.stage < 0) span = "(no stage: params and updates only)";
+    const std::string stage = s.stage < 0 ? "-" : std::to_string(s.stage);
+    std::snprintf(line, sizeof line, "%-5s %-10s %6lld %10s %10s %10s %10s %10s %10s  %s\n", stage.c_str(),
+                  s.device.c_str(),
                   static_cast<long long>(s.forward_ops), ms(s.forward_s).c_str(), ms(s.backward_s).c_str(),
                   ms(s.bubble.idle_s).c_str(), ms(s.bubble.warmup_s).c_str(), ms(s.bubble.between_s).c_str(),
                   ms(s.bubble.cooldown_s).c_str(), span.c_str());

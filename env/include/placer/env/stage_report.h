@@ -6,7 +6,11 @@
 //
 // A device's stage is the rank of its first micro-batch op (anything but a
 // param or an update op) among the devices used; on contiguous stages,
-// MicrobatchGate (graphs/pipeline.h) bounds stage s by S - s. The placement
+// MicrobatchGate (graphs/pipeline.h) bounds stage s by S - s. A device that
+// holds only params and update ops (updates, accumulations) has no stage
+// (-1): it is listed after the stages, busy and idle like them, and its idle
+// time counts in the bubble (over every device used, as the pipeline
+// figures' is). The placement
 // is contiguous when the
 // forward ops other than params and inputs, in op order, visit each device
 // in one run.
@@ -46,7 +50,7 @@ struct StageBubble {
 };
 
 struct ReportedStage {
-  int32_t stage = 0;
+  int32_t stage = 0;  // -1: no stage (params and update ops only)
   std::string device;
   int64_t ops = 0;                      // every op of the training graph on the device
   int64_t forward_ops = 0;              // forward ops other than params and inputs
@@ -65,8 +69,8 @@ struct StageReport {
   bool contiguous = true;
   bool simulated = false;  // the bubble comes from a timeline (else the estimate above)
   double minibatch_s = 0.0;
-  double bubble_fraction = 0.0;       // idle time of all stages / (stages x mini-batch)
-  std::vector<ReportedStage> stages;  // in stage order
+  double bubble_fraction = 0.0;       // idle time of all rows / (rows x mini-batch)
+  std::vector<ReportedStage> stages;  // in stage order, then the devices of no stage
 };
 
 // costs: of the training graph `base` (not the unrolled one). timeline: of
