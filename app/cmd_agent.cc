@@ -277,9 +277,12 @@ void add_place_command(CLI::App& app) {
     if (place_args->method != "ilp")
       refuse_given(*place, {"--time-limit"},
                    "applies to --method ilp only (the searches stop at --budget, --policy at --time-budget)");
+    const bool search = place_args->method == "local_search" || place_args->method == "guided_search";
     if (place_args->policy.empty())
       refuse_given(*place, {"--time-budget"}, "applies to --policy only (--method and --checkpoint take no budget)");
-    else  // (its refinement took max(--budget, 10^6) evaluations: the time budget ends it)
+    if (place_args->policy.empty() && !search)  // (dp, ilp, offload_updates ran as if it were not given)
+      refuse_given(*place, {"--budget"}, "applies to the searches only (--method local_search or guided_search)");
+    else if (!place_args->policy.empty())  // (its refinement took max(--budget, 10^6) evaluations: time ends it)
       refuse_given(
           *place, {"--budget"},
           "applies to --method's searches only (--policy's refinement runs for what is left of --time-budget)");

@@ -130,6 +130,9 @@ expect_refusal "an inline key not of Z85" "--client-secret-key: no such file, an
 # --graph --option (builder options, no builder), query evaluate --method/--no-placement, fidelity --replot's others.
 expect_refusal "place --policy --budget" "--budget: applies to --method's searches only (--policy's refinement runs for what is left of --time-budget)" \
   place --policy pretrained --graph "$G" --devices cpu:2 -o "$TMP/x.json" --budget 7
+# place --budget with a method that spends no evaluations (dp, ilp, offload_updates ran as if it were not given).
+expect_refusal "place --method dp --budget" "--budget: applies to the searches only (--method local_search or guided_search)" \
+  place --method dp --graph "$G" --devices cpu:2 -o "$TMP/x.json" --budget 5
 # place --time-limit: ilp reads it; local_search did not (--budget 3000000 --time-limit 0.5 took 2.8 s).
 expect_refusal "place local_search --time-limit" "--time-limit: applies to --method ilp only" \
   place --method local_search --graph "$G" --devices cpu:2 -o "$TMP/x.json" --budget 1000 --time-limit 0.5
