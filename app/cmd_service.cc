@@ -281,9 +281,11 @@ void add_graph_cluster_flags(CLI::App* c, QueryArgs& a) {
   c->add_option("--cluster", a.cluster, "Cluster preset name (k80x4, ...)");
   c->add_option("--devices", a.devices, "Device list (\"cpu:2\", \"cuda:0,cuda:1\")");
   c->add_option("--cluster-file", a.cluster_file, "Cluster JSON file, read here and sent inline");
-  c->add_option("--method", a.methods, "Placer name (repeatable)");
   c->add_flag("--no-placement", a.no_placement, "Leave the op->device map out of the reply");
 }
+
+// --method: for the requests that take methods (not place: the server refuses methods there).
+void add_method_flag(CLI::App* c, QueryArgs& a) { c->add_option("--method", a.methods, "Placer name (repeatable)"); }
 
 // `serve`: run the placement service.
 void add_serve_command(CLI::App& app) {
@@ -310,6 +312,7 @@ void add_placing_queries(CLI::App* query, const std::shared_ptr<QueryArgs>& q, c
 
   CLI::App* optimize = query->add_subcommand("optimize", "Start an optimize job; prints its job id");
   add_graph_cluster_flags(optimize, *q);
+  add_method_flag(optimize, *q);
   optimize->add_option("--samples", q->samples, "Budget: placements evaluated")->check(nonnegative_number());
   optimize->add_option("--seconds", q->seconds, "Budget: wall seconds")->check(nonnegative_number());
   optimize->add_option("--learned", q->learned,
@@ -327,11 +330,13 @@ void add_placing_queries(CLI::App* query, const std::shared_ptr<QueryArgs>& q, c
 
   CLI::App* baselines = query->add_subcommand("baselines", "Run algorithmic placers on a graph");
   add_graph_cluster_flags(baselines, *q);
+  add_method_flag(baselines, *q);
   baselines->callback([send] { send("baselines"); });
 
   CLI::App* evaluate =
       query->add_subcommand("evaluate", "Simulate a given placement, or measure it on the server's devices");
   add_graph_cluster_flags(evaluate, *q);
+  add_method_flag(evaluate, *q);  // refused below, by name
   evaluate->add_option("--placement", q->placement_file, "Placement JSON file");
   evaluate->add_flag("--measure", q->measure,
                      "Measure it on the server's own devices (median step, " + interval_confidence_label() +

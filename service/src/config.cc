@@ -71,15 +71,16 @@ void read_limits(YamlFields limits, ServiceConfig& c) {
 
 void read_place(YamlFields place, ServiceConfig& c) {
   place.read("baselines", &c.place_baselines);
-  place.read("cache_entries", &c.cache_entries, 0, 1 << 20);
+  place.read("cache_entries", &c.cache_entries, 1, 1 << 20);  // 0 kept one all the same
   place.finish();
   check(place, !c.place_baselines.empty(), "baselines", "give at least one placer");
 }
 
 void read_jobs(YamlFields jobs, ServiceConfig& c) {
-  jobs.read("runners", &c.job_runners, 1, INT_MAX);
-  // A negative queue or max_jobs answered every optimize `busy`; keep_results_s -1e300 expired every result.
-  jobs.read("queue", &c.job_queue, 0, 1 << 20);
+  jobs.read("runners", &c.job_runners, 1, 256);  // a thread each: INT_MAX of them was taken
+  // A queue of 0 (or less) or a negative max_jobs answered every optimize `busy`; keep_results_s -1e300 expired
+  // every result.
+  jobs.read("queue", &c.job_queue, 1, 1 << 20);
   jobs.read("max_jobs", &c.max_jobs, 1, 1 << 24);
   jobs.read("keep_results_s", &c.job_keep_s, 0, 1e9);
   jobs.read("methods", &c.optimize_methods);
@@ -90,8 +91,10 @@ void read_jobs(YamlFields jobs, ServiceConfig& c) {
 
 void read_rollouts(YamlFields rollouts, ServiceConfig& c) {
   rollouts.read("bind", &c.rollouts_bind);
-  rollouts.read("worker_wait_s", &c.rollouts_wait_s, -1e300, 1e300);
+  const bool wait_given = rollouts.read("worker_wait_s", &c.rollouts_wait_s, -1e300, 1e300);
   check(rollouts, c.rollouts_wait_s > 0, "worker_wait_s", "must be > 0");
+  check(rollouts, !wait_given || !c.rollouts_bind.empty(), "worker_wait_s",
+        "only with rollouts.bind (without it there are no rollout workers to wait for)");
   rollouts.finish();
 }
 

@@ -47,6 +47,9 @@ struct TableRow {
   std::optional<PairedTest> paired;
 };
 const char* job_state_name(JobState state);
+bool finished(JobState s);                  // done, failed or cancelled
+bool valid_job_id(const std::string& id);  // "j-" and 16 hex digits, as new jobs get
+double unix_now();
 
 struct Job {
   std::string id;
@@ -124,6 +127,9 @@ struct Job {
   std::shared_ptr<MetricsSink> series;                   // its Prometheus series, while exported
   int64_t remote_evaluations = 0;                        // done by rollout workers (this server process)
 };
+
+// Throws bad_request at `at` when methods[i] is listed before i: each placer runs once (learned_job.cc).
+void refuse_listed_twice(const std::vector<std::string>& methods, size_t i, const std::string& at);
 
 inline constexpr size_t kCurvePoints = 32;
 // How a learned job's trainer names the service's fast-path answer, a placement it has seen ("fast_path:m_etf").

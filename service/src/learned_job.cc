@@ -175,15 +175,19 @@ void check_method_list(const std::vector<std::string>& methods, const std::strin
     const std::string at = field + "[" + std::to_string(i) + "]";
     if (std::find(known.begin(), known.end(), methods[i]) == known.end())
       throw RequestError(codes::kBadRequest, at, unknown_name("method", methods[i], known));
-    const size_t first = static_cast<size_t>(std::find(methods.begin(), methods.end(), methods[i]) - methods.begin());
-    if (first < i)
-      throw RequestError(
-          codes::kBadRequest, at,
-          "'" + methods[i] + "' is listed twice (also at [" + std::to_string(first) + "]); each placer runs once");
+    refuse_listed_twice(methods, i, at);
   }
 }
 
 }  // namespace
+
+void refuse_listed_twice(const std::vector<std::string>& methods, size_t i, const std::string& at) {
+  const size_t first = static_cast<size_t>(std::find(methods.begin(), methods.end(), methods[i]) - methods.begin());
+  if (first < i)
+    throw RequestError(
+        codes::kBadRequest, at,
+        "'" + methods[i] + "' is listed twice (also at [" + std::to_string(first) + "]); each placer runs once");
+}
 
 void JobManager::prepare_learned(Job& job) {
   const Request& r = job.request;

@@ -18,12 +18,12 @@
 #include <memory>
 #include <optional>
 #include <set>
-#include <unordered_set>
 #include <vector>
 
 #include "placer/graphs/fields.h"
 #include "placer/graphs/json_reader.h"
 #include "raw_json.h"
+#include "request_text.h"
 
 namespace placer::service {
 namespace {
@@ -77,6 +77,18 @@ class Fields {
     const JsonNode v = required ? reader_.need(name) : reader_.get(name);
     if (!v.present()) return fallback;
     return checked_integer(*v.value(), path(name), lo, hi);
+  }
+  // A seed: any 64-bit unsigned integer (as the CLI's --seed), 0 when not given.
+  uint64_t seed(const char* name) const {
+    const JsonNode v = reader_.get(name);
+    if (!v.present()) return 0;
+    if (v.value()->IsUint64()) return v.value()->GetUint64();  // past 2^63-1 too
+    // Else: negative, fractional or past 2^64-1 (a double), said as any integer field says it.
+    const double d = v.value()->IsNumber() ? v.value()->GetDouble() : 0.0;
+    if (d >= 18446744073709551616.0)
+      reader_.fail(path(name), "must be <= 18446744073709551615", FieldProblem::TooLarge);
+    if (d >= 9.2e18) return static_cast<uint64_t>(d);  // an integral double in range (1.8e19)
+    return static_cast<uint64_t>(checked_integer(*v.value(), path(name), 0, INT64_MAX));
   }
   double number(const char* name, double fallback, double lo, double hi) const {
     const JsonNode v = reader_.get(name);
@@ -285,93 +297,15 @@ std::string ClusterSpec::cache_key() const {
 
 namespace {
 
-void check_size(std::string_view text, const ProtocolLimits& limits) {
-  if (static_cast<int64_t>(text.size()) > limits.max_request_bytes)
-    throw RequestError(codes::kTooLarge, "",
-                       "request of " + std::to_string(text.size()) + " bytes exceeds the limit of " +
-                           std::to_string(limits.max_request_bytes));
-  if (json_depth(text) > limits.max_json_depth)
-    throw RequestError(codes::kTooLarge, "",
-                       "JSON nested deeper than " + std::to_string(limits.max_json_depth) + " levels");
-}
-
-// The request's text with graph.inline's object cut out ({} in its place):
-// an inline graph is kept as the client's bytes and parsed once, by the graph
-// loader (which validates it), and only when the server has not prepared that
-// exact graph before; the rest of the request is parsed as usual.
-struct Stripped {
-  std::string_view inline_graph;  // empty: nothing cut out (text is the request)
-  std::string text;
-  size_t at = 0;  // where the graph was
-
-  // A byte offset in `text` as one in the client's request.
-  size_t client_offset(size_t offset) const {
-    return inline_graph.empty() || offset <= at ? offset : offset + inline_graph.size() - 2;
-  }
-};
-
-Stripped strip_inline_graph(std::string_view text) {
-  Stripped s;
-  std::string_view raw;
-  if (!RawScanner(text).find({"graph", "inline"}, &raw) || raw.size() <= 2 || raw.front() != '{' || raw.back() != '}')
-    return s;
-  s.inline_graph = raw;
-  s.at = static_cast<size_t>(raw.data() - text.data());
-  s.text.reserve(text.size() - raw.size() + 2);
-  s.text.append(text.substr(0, s.at)).append("{}").append(text.substr(s.at + raw.size()));
-  return s;
-}
-
-std::shared_ptr<rapidjson::Document> parse_document(std::string_view text, const Stripped& stripped) {
-  const std::string_view to_parse = stripped.inline_graph.empty() ? text : std::string_view(stripped.text);
-  auto doc = std::make_shared<rapidjson::Document>();
-  // Iterative parsing: deep nesting cannot overflow the stack. Strings must be
-  // UTF-8 (an id of raw 0xff bytes was echoed into a reply no JSON reader
-  // takes), and nothing but white space may follow the request.
-  doc->Parse<rapidjson::kParseIterativeFlag | rapidjson::kParseValidateEncodingFlag>(to_parse.data(), to_parse.size());
-  if (doc->HasParseError())
-    throw RequestError(codes::kBadJson, "",
-                       std::string("malformed JSON at byte ") +
-                           std::to_string(stripped.client_offset(doc->GetErrorOffset())) + ": " +
-                           rapidjson::GetParseError_En(doc->GetParseError()));
-  if (!doc->IsObject())
-    throw RequestError(codes::kBadJson, "", std::string("expected a JSON object, got ") + describe(*doc));
-  return doc;
-}
-
-// Every object of the request (an inline graph aside: its loader checks it) with each key once:
-// of a key given twice, some readers kept the first value and others the last. Iterative, as
-// the parse is: max_json_depth may be raised past what the stack holds.
-void refuse_repeated_keys(const Value& root) {
-  std::vector<std::pair<const Value*, std::string>> todo{{&root, ""}};
-  const auto nested = [](const Value& v) { return v.IsObject() || v.IsArray(); };
-  while (!todo.empty()) {
-    const auto [v, path] = std::move(todo.back());
-    todo.pop_back();
-    if (v->IsArray())
-      for (rapidjson::SizeType i = 0; i < v->Size(); ++i)
-        if (nested((*v)[i])) todo.emplace_back(&(*v)[i], index_path(path, i));
-    if (!v->IsObject()) continue;
-    std::unordered_set<std::string_view> seen;
-    for (auto it = v->MemberBegin(); it != v->MemberEnd(); ++it) {
-      const std::string_view key(it->name.GetString(), it->name.GetStringLength());
-      if (!seen.insert(key).second) bad(field_path(path, std::string(key)), "given twice");
-      if (nested(it->value)) todo.emplace_back(&it->value, field_path(path, std::string(key)));
-    }
-  }
-}
-
 // What every request has: id, version, type, deadline, seed, include_placement.
 // *type (when given) is set once the type is read, before the fields after it.
 Request parse_envelope(const Fields& f, const ProtocolLimits& limits, std::optional<RequestType>* type_seen) {
   Request r;
   if (const Value* id = f.find("id")) {
-    if (id->IsString())
-      r.id = f.string("id", true);
-    else if (id->IsInt64())
-      r.id = std::to_string(id->GetInt64());
-    else
-      bad("id", std::string("expected a string or an integer, got ") + describe(*id));
+    const std::optional<RequestId> read = request_id_of(JsonNode(id));
+    if (!read) bad("id", "expected a string or an integer up to 18446744073709551615, got " + describe(*id));
+    r.id = *read;
+    if (!r.id.integer) r.id.text = f.string("id", true);  // its length checked
   }
   const Value& version = f.need("version");
   if (!version.IsInt64()) bad("version", std::string("expected an integer, got ") + describe(version));
@@ -388,7 +322,7 @@ Request parse_envelope(const Fields& f, const ProtocolLimits& limits, std::optio
   r.type = static_cast<RequestType>(found);
   if (type_seen) *type_seen = r.type;
   r.deadline_ms = f.integer("deadline_ms", false, 0, 1, limits.max_deadline_ms);
-  r.seed = static_cast<uint64_t>(f.integer("seed", false, 0, 0, INT64_MAX));
+  r.seed = f.seed("seed");
   r.include_placement = f.boolean("include_placement", true);
   return r;
 }
@@ -433,7 +367,7 @@ std::optional<MeasureOptions> parse_measure(const Value& v, const ProtocolLimits
   m.target_halfwidth = mf.number("target", m.target_halfwidth, 0.0, 0.5);
   m.budget_s = mf.number("budget_s", m.budget_s, 0.0, limits.max_budget_seconds);
   m.min_time_s = mf.number("min_time", m.min_time_s, 0.0, limits.max_budget_seconds);
-  m.seed = static_cast<uint64_t>(mf.integer("seed", false, 0, 0, std::numeric_limits<int64_t>::max()));
+  m.seed = mf.seed("seed");
   mf.finish();  // a typo ("max_step") ran the defaults in silence
   return m;
 }

@@ -72,8 +72,9 @@ void PlacementService::save_policy(const std::string& name, const std::string& r
   fs::create_directories(staging);
   // Each file (and the staging folder's entry for it) on the disk before the rename: a crash after it left the
   // policy's files empty.
-  for (const char* file : {"checkpoint.pt", "config.json", "best_placement.json", "warm_start_placement.json",
-                           "summary.json", "train.csv", "reward.svg"}) {
+  // policy_best_placement.json too: without it the saved policy took the run's best (a baseline's, say) for its own.
+  for (const char* file : {"checkpoint.pt", "config.json", "best_placement.json", "policy_best_placement.json",
+                           "warm_start_placement.json", "summary.json", "train.csv", "reward.svg"}) {
     std::error_code ec;
     if (fs::exists(fs::path(run_dir) / file, ec))
       write_file_durable((staging / file).string(), read_file((fs::path(run_dir) / file).string()));

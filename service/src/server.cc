@@ -29,9 +29,9 @@ struct Task {
 
 // Cheap "id" recovery for replies the frontend sends itself (busy), without a
 // full parse of what may be a large message.
-std::string quick_id(const std::string& body) {
+RequestId quick_id(const std::string& body) {
   if (body.size() <= 64 * 1024) return salvage_request_id(body);
-  return "";
+  return {};
 }
 
 }  // namespace
@@ -202,7 +202,7 @@ struct Server::Impl {
 
   // Parses and runs one request: its reply. *seen is the request's type once its envelope was read,
   // *id its id once parsed.
-  std::string run(const Task& t, std::optional<RequestType>* seen, std::string* id) {
+  std::string run(const Task& t, std::optional<RequestType>* seen, RequestId* id) {
     Request r = parse_request(t.body, config.limits, seen);
     *id = r.id;
     int64_t ms = r.deadline_ms > 0 ? r.deadline_ms : config.default_deadline_ms;
@@ -225,7 +225,8 @@ struct Server::Impl {
 
   std::string process(const Task& t) {
     std::optional<RequestType> seen;  // the type, once read: in the reply and the metric's label
-    std::string id, reply;
+    RequestId id;
+    std::string reply;
     Outcome outcome = Outcome::Error;
     auto type = [&] { return seen ? std::string(request_type_name(*seen)) : std::string(); };
     try {

@@ -69,6 +69,19 @@ std::vector<PreparedRequest::Baseline> run_baselines(const std::vector<std::stri
   return out;
 }
 
+// A request's methods (baselines, optimize): each a placer's name, each once (a placer listed twice ran twice).
+void check_methods(const std::vector<std::string>& methods) {
+  for (size_t i = 0; i < methods.size(); ++i) {
+    const std::string at = "methods[" + std::to_string(i) + "]";
+    try {
+      make_placer(methods[i]);
+    } catch (const InputError& e) {
+      throw RequestError(codes::kBadRequest, at, e.what());
+    }
+    refuse_listed_twice(methods, i, at);
+  }
+}
+
 }  // namespace
 
 // A client's torch.export archive, imported from the request's bytes.
@@ -285,14 +298,7 @@ std::string PlacementService::handle(const Request& r, Clock::time_point deadlin
     case RequestType::Place: return handle_place(r, deadline);
     case RequestType::Evaluate: return handle_evaluate(r, deadline);
     case RequestType::Optimize: {
-      if (r.methods.size() > 0)
-        for (size_t i = 0; i < r.methods.size(); ++i) {
-          try {
-            make_placer(r.methods[i]);
-          } catch (const InputError& e) {
-            throw RequestError(codes::kBadRequest, "methods[" + std::to_string(i) + "]", e.what());
-          }
-        }
+      check_methods(r.methods);
       auto p = prepare(r);
       // The last moment to give up: once submitted the job exists (and is on disk), so its reply must say
       // so; a deadline_exceeded after it orphaned the job, and the client's retry made a second one.
@@ -475,13 +481,7 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
 
 std::string PlacementService::handle_baselines(const Request& r, Clock::time_point deadline) {
   std::vector<std::string> methods = r.methods.empty() ? config_.place_baselines : r.methods;
-  for (size_t i = 0; i < methods.size(); ++i) {
-    try {
-      make_placer(methods[i]);
-    } catch (const InputError& e) {
-      throw RequestError(codes::kBadRequest, "methods[" + std::to_string(i) + "]", e.what());
-    }
-  }
+  check_methods(methods);
   auto p = prepare(r);
   Environment env(p->prepared, simulated_env(r));
   JsonOut o;

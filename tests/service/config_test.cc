@@ -65,13 +65,26 @@ TEST(ServiceConfig, WrongTypesAndRangesNameTheField) {
   EXPECT_EQ(error_of("default_policy: nope\n"), "default_policy: 'nope' is not in policies");
   EXPECT_EQ(error_of("metrics_port: 70000\n"), "metrics_port: must be -1 (off), 0 (any) or a port");
   // Accepted before: a negative queue or max_jobs answered every optimize `busy`.
-  EXPECT_EQ(error_of("jobs: {queue: -1}\n"), "jobs.queue: must be in [0, 1048576], got -1");
+  EXPECT_EQ(error_of("jobs: {queue: -1}\n"), "jobs.queue: must be in [1, 1048576], got -1");
   EXPECT_EQ(error_of("jobs: {max_jobs: -5}\n"), "jobs.max_jobs: must be in [1, 16777216], got -5");
   EXPECT_NE(error_of("jobs: {keep_results_s: -1e300}\n").find("jobs.keep_results_s: must be in [0, "), std::string::npos);
-  EXPECT_EQ(error_of("place: {cache_entries: -7}\n"), "place.cache_entries: must be in [0, 1048576], got -7");
+  EXPECT_EQ(error_of("place: {cache_entries: -7}\n"), "place.cache_entries: must be in [1, 1048576], got -7");
   // A key given twice (the first was kept, the second dropped in silence).
   EXPECT_NE(error_of("workers: 2\nworkers: 4\n").find("the key 'workers' is given twice in one map"), std::string::npos)
       << error_of("workers: 2\nworkers: 4\n");
+}
+
+// Values that were taken and then ignored, or worse: runners started that many threads (INT_MAX), a queue of
+// 0 answered every optimize `busy`, cache_entries 0 kept one, worker_wait_s without bind waited for nobody.
+TEST(ServiceConfig, ValuesItWouldIgnoreAreRefused) {
+  EXPECT_EQ(error_of("jobs: {runners: 257}\n"), "jobs.runners: must be in [1, 256], got 257");
+  EXPECT_EQ(error_of("jobs: {runners: 2147483647}\n"), "jobs.runners: must be in [1, 256], got 2147483647");
+  EXPECT_EQ(error_of("jobs: {queue: 0}\n"), "jobs.queue: must be in [1, 1048576], got 0");
+  EXPECT_EQ(error_of("place: {cache_entries: 0}\n"), "place.cache_entries: must be in [1, 1048576], got 0");
+  EXPECT_EQ(error_of("rollouts: {worker_wait_s: 5}\n"),
+            "rollouts.worker_wait_s: only with rollouts.bind (without it there are no rollout workers to wait for)");
+  EXPECT_EQ(parse_service_config("jobs: {runners: 256, queue: 1}\n", "").job_runners, 256);
+  EXPECT_EQ(parse_service_config("rollouts: {bind: 'tcp://*:1', worker_wait_s: 5}\n", "").rollouts_wait_s, 5.0);
 }
 
 // received + milliseconds(ms) overflowed at INT64_MAX; a default above the cap made every request that

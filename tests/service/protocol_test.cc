@@ -28,7 +28,7 @@ TEST(Protocol, ParsesPlaceWithBuilderAndPreset) {
       R"({"version":1,"id":"a1","type":"place","graph":{"builder":"nmt","options":{"layers":2,"batch":64}},
                                "cluster":"k80x4","policy":"nmt4","refine_samples":100,"deadline_ms":2500,"seed":7})");
   EXPECT_EQ(r.type, RequestType::Place);
-  EXPECT_EQ(r.id, "a1");
+  EXPECT_EQ(r.id.text, "a1");
   EXPECT_EQ(r.graph.builder, "nmt");
   EXPECT_EQ(r.graph.options.at("layers"), 2);
   EXPECT_EQ(r.graph.options.at("batch"), 64);
@@ -44,7 +44,7 @@ TEST(Protocol, ParsesInlineGraphDevicesAndIntegerId) {
   Request r =
       parse_request(R"({"version":1,"id":42,"type":"baselines","graph":{"inline":{"format":"placer.graph","ops":[]}},
                                "devices":"cpu:2","methods":["m_etf","heft"],"include_placement":false})");
-  EXPECT_EQ(r.id, "42");
+  EXPECT_EQ(r.id.json(), "42");  // an integer, echoed as one
   EXPECT_EQ(r.graph.inline_json, R"({"format":"placer.graph","ops":[]})");
   EXPECT_EQ(r.cluster.devices, "cpu:2");
   ASSERT_EQ(r.methods.size(), 2u);
@@ -301,18 +301,35 @@ TEST(Protocol, InlineGraphIsNotParsedWithTheRequest) {
 }
 
 TEST(Protocol, SalvagesIdFromBadRequests) {
-  EXPECT_EQ(salvage_request_id(R"({"id":"x9","version":3})"), "x9");
-  EXPECT_EQ(salvage_request_id(R"({"id":12})"), "12");
-  EXPECT_EQ(salvage_request_id("not json"), "");
+  EXPECT_EQ(salvage_request_id(R"({"id":"x9","version":3})").text, "x9");
+  EXPECT_EQ(salvage_request_id(R"({"id":12})").json(), "12");  // an integer, echoed as one
+  EXPECT_EQ(salvage_request_id(R"({"id":18446744073709551615})").json(), "18446744073709551615");
+  EXPECT_EQ(salvage_request_id(R"({"id":"12"})").json(), "\"12\"");
+  EXPECT_TRUE(salvage_request_id("not json").empty());
+}
+
+// Seeds are 64-bit unsigned, as the CLI's (`placer query --seed` sent up to 2^64-1; the server refused
+// past 2^63-1), in measure too.
+TEST(Protocol, SeedsTakeEvery64BitValue) {
+  const std::string head = R"({"version":1,"type":"evaluate","graph":{"builder":"mlp"},"cluster":"k80x2",)"
+                           R"("placement":{"device":{}},)";
+  EXPECT_EQ(parse_request(head + R"("seed":18446744073709551615})").seed, 18446744073709551615u);
+  EXPECT_EQ(parse_request(head + R"("measure":{"seed":18446744073709551615}})").measure->seed,
+            18446744073709551615u);
+  EXPECT_EQ(parse_request(head + R"("seed":1e3})").seed, 1000u);
+  expect_error(head + R"("seed":18446744073709551616})", codes::kTooLarge, "seed", "must be <= 18446744073709551615");
+  expect_error(head + R"("seed":-1})", codes::kBadRequest, "seed", "must be >= 0");
+  expect_error(head + R"("seed":1.5})", codes::kBadRequest, "seed", "expected an integer, got 1.5");
+  expect_error(head + R"("measure":{"seed":-1}})", codes::kBadRequest, "measure.seed", "must be >= 0");
 }
 
 TEST(Protocol, ReplyBuilders) {
-  EXPECT_EQ(ok_reply("a", RequestType::Health, "{}"),
+  EXPECT_EQ(ok_reply(RequestId{"a"}, RequestType::Health, "{}"),
             R"({"version":1,"id":"a","type":"health","status":"ok","result":{}})");
   EXPECT_EQ(
-      error_reply("b", "place", codes::kBadGraph, "graph.inline", "cycle \"x\""),
+      error_reply(RequestId{"b"}, "place", codes::kBadGraph, "graph.inline", "cycle \"x\""),
       R"({"version":1,"id":"b","type":"place","status":"error","error":{"code":"bad_graph","field":"graph.inline","message":"cycle \"x\""}})");
-  EXPECT_EQ(error_reply("", "", codes::kBusy, "", "full"),
+  EXPECT_EQ(error_reply({}, "", codes::kBusy, "", "full"),
             R"({"version":1,"id":"","type":"","status":"busy","error":{"code":"busy","field":"","message":"full"}})");
   EXPECT_EQ(json_number(0.25), "0.25");
   EXPECT_EQ(json_number(1.0 / 0.0), "null");

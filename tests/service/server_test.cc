@@ -79,6 +79,24 @@ TEST(Server, RepliesEchoIdAndTypeAndBindsAnyPort) {
             R"({"version":1,"id":"p2","type":"policies","status":"ok","result":{"echo":"policies"}})");
 }
 
+// An integer id comes back as the integer it was ("id":7 came back "7"), up to 2^64-1 (past 2^63-1 it was
+// refused as no integer), in an error reply too.
+TEST(Server, AnIntegerIdIsEchoedAsAnInteger) {
+  Server server(test_config(), echo);
+  server.start();
+  Client c = client_for(server);
+  EXPECT_EQ(c.request(R"({"version":1,"id":7,"type":"health"})"),
+            R"({"version":1,"id":7,"type":"health","status":"ok","result":{"echo":"health"}})");
+  EXPECT_EQ(c.request(R"({"version":1,"id":18446744073709551615,"type":"health"})"),
+            R"({"version":1,"id":18446744073709551615,"type":"health","status":"ok","result":{"echo":"health"}})");
+  EXPECT_EQ(c.request(R"({"version":1,"id":-3,"type":"health"})").find(R"({"version":1,"id":-3,"type":"health",)"), 0u);
+  EXPECT_EQ(c.request(R"({"version":1,"id":"7","type":"health"})").find(R"({"version":1,"id":"7",)"), 0u);
+  EXPECT_EQ(c.request(R"({"version":9,"id":12,"type":"health"})").find(R"({"version":1,"id":12,"type":"",)"), 0u);
+  EXPECT_NE(c.request(R"({"version":1,"id":18446744073709551616,"type":"health"})")
+                .find(R"("field":"id","message":"expected a string or an integer up to 18446744073709551615)"),
+            std::string::npos);
+}
+
 TEST(Server, ReqSocketClientsWorkToo) {
   Server server(test_config(), echo);
   server.start();

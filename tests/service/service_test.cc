@@ -105,8 +105,10 @@ TEST(Service, AbsurdClusterConstantsAreBadClusterNotACrash) {
     return c;
   };
   for (const char* type : {"place", "baselines"}) {
-    std::string e = fail(s, std::string(R"({"version":1,"type":")") + type + R"(",)" + kMlp +
-                                R"(,"methods":["m_topo"],"cluster":)" + with("1e-320", "0") + "}");
+    // (methods for baselines only: a place request refuses them)
+    const std::string methods = std::string(type) == "baselines" ? R"(,"methods":["m_topo"])" : "";
+    std::string e = fail(s, std::string(R"({"version":1,"type":")") + type + R"(",)" + kMlp + methods +
+                                R"(,"cluster":)" + with("1e-320", "0") + "}");
     EXPECT_EQ(e.rfind("bad_cluster cluster: cluster '2c': devices[0] 'cpu:0': peak_flops: ", 0), 0u) << e;
     e = fail(s, std::string(R"({"version":1,"type":")") + type + R"(",)" + kMlp + R"(,"cluster":)" +
                     with("1e11", "1e100") + "}");
@@ -255,6 +257,16 @@ TEST(Service, BaselinesRunTheNamedPlacers) {
       fail(s, std::string(R"({"version":1,"type":"baselines",)") + kMlp + R"(,"cluster":"k80x2","methods":["magic"]})")
           .rfind("bad_request methods[0]: unknown placement method 'magic'", 0),
       0u);
+}
+
+// A placer listed twice ran twice (a search job's round ran it again); refused as a learned job's lists are.
+TEST(Service, AMethodListedTwiceIsRefused) {
+  PlacementService s(small_config());
+  const std::string head = std::string(R"({"version":1,)") + kMlp + R"(,"cluster":"k80x2",)";
+  EXPECT_EQ(fail(s, head + R"("type":"baselines","methods":["m_etf","single","m_etf"]})"),
+            "bad_request methods[2]: 'm_etf' is listed twice (also at [0]); each placer runs once");
+  EXPECT_EQ(fail(s, head + R"("type":"optimize","budget":{"samples":10},"methods":["m_topo","m_topo"]})"),
+            "bad_request methods[1]: 'm_topo' is listed twice (also at [0]); each placer runs once");
 }
 
 // A baselines request keeps its deadline: each search gets its share of the time left, and stops there with
@@ -692,6 +704,25 @@ TEST(Service, LearnedJobReturnsTheFastPathWhenItIsFaster) {
   const std::string with = handle(
       s, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x4","include_placement":true})");
   EXPECT_EQ(with.substr(with.find("\"placement\":")), r.substr(r.find("\"placement\":")));
+}
+
+// A policy kept with save_as answers with its own best in training, not the run's best (a baseline's here):
+// policy_best_placement.json was not copied, and the saved policy read best_placement.json as its own.
+TEST(Service, ASavedPolicyAnswersWithItsOwnBestNotTheRuns) {
+  PlacementService s(small_config());
+  std::string id = job_id_of(handle(
+      s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
+             R"(,"cluster":"k80x4","budget":{"samples":8},"seed":5,"save_as":"own","learned":{"policy":)"
+             R"({"type":"seq2seq","hidden":8,"place_samples":1},)"
+             R"("train":{"samples_per_update":8,"greedy_sample":false},)"
+             R"("warm_start":{"methods":["round_robin"],"bc_steps":100}}})"));
+  wait_state(s, id, "done");
+  const std::string r = handle(s, R"({"version":1,"type":"result","job_id":")" + id + R"("})");
+  const double policy_best = std::stod(field_text(r.substr(r.find("\"policy_best\":")), "step_s"));
+  ASSERT_LT(std::stod(field_text(r.substr(r.find("\"best\":")), "step_s")), policy_best) << r;  // a baseline's
+  const std::string place = handle(
+      s, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x4","policy":"own"})");
+  EXPECT_DOUBLE_EQ(number_after(place, "policy_step_s"), policy_best) << place.substr(0, 600);
 }
 
 // The objective is part of the key of every cache: a pipeline's prepared
@@ -1249,7 +1280,7 @@ TEST(Service, ALearnedJobWaitingForARolloutWorkerStopsAtShutdown) {
   const std::string id = job_id_of(handle(*s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
                                                   R"(,"cluster":"k80x2","budget":{"samples":400},"learned":{"policy":)"
                                                   R"({"type":"seq2seq","hidden":8},"train":{"samples_per_update":8},)"
-                                                  R"("warm_start":{"methods":["m_etf"],"bc_steps":0}}})"));
+                                                  R"("warm_start":{"methods":["round_robin"],"bc_steps":100}}})"));
   wait_state(*s, id, "running");
   std::this_thread::sleep_for(500ms);  // in its first batch
   const auto t0 = Clock::now();
@@ -1268,7 +1299,7 @@ TEST(Service, ALearnedJobWaitingForARolloutWorkerStopsAtACancel) {
   const std::string id = job_id_of(handle(s, std::string(R"({"version":1,"type":"optimize",)") + kMlp +
                                                  R"(,"cluster":"k80x2","budget":{"samples":400},"learned":{"policy":)"
                                                  R"({"type":"seq2seq","hidden":8},"train":{"samples_per_update":8},)"
-                                                 R"("warm_start":{"methods":["m_etf"],"bc_steps":0}}})"));
+                                                 R"("warm_start":{"methods":["round_robin"],"bc_steps":100}}})"));
   wait_state(s, id, "running");
   std::this_thread::sleep_for(500ms);  // in its first batch
   const auto t0 = Clock::now();

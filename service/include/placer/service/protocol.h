@@ -98,9 +98,17 @@ struct Budget {
   double seconds = 0.0;  // 0 = unlimited (then samples must be set)
 };
 
+// A request's "id", echoed in its reply as it came: a string, or an integer (-2^63 to 2^64-1) as its digits.
+struct RequestId {
+  std::string text;      // "" = none
+  bool integer = false;  // echoed as a JSON number ("id":7 came back "7")
+  bool empty() const { return text.empty(); }
+  std::string json() const;  // as it goes in a reply: "\"a1\"", 7
+};
+
 struct Request {
   int version = kProtocolVersion;
-  std::string id;  // echoed in the reply
+  RequestId id;  // echoed in the reply
   RequestType type = RequestType::Health;
   int64_t deadline_ms = 0;                       // 0 = the server's default
   GraphSpec graph;                               // baselines, place, evaluate, optimize
@@ -147,11 +155,13 @@ Request parse_request(std::string_view text, const ProtocolLimits& limits, std::
 
 // Best-effort recovery of "id" from a request that failed to parse, so the
 // error reply can still be matched by the client. Never throws.
-std::string salvage_request_id(std::string_view text);
+RequestId salvage_request_id(std::string_view text);
+// A request's "id" value as its id: a string, or an integer; nullopt for any other value (2^64, 1.5, ...).
+std::optional<RequestId> request_id_of(const JsonNode& value);
 
 // Reply builders. `result_json` is a JSON object's text.
-std::string ok_reply(const std::string& id, RequestType type, const std::string& result_json);
-std::string error_reply(const std::string& id, const std::string& type, const std::string& code,
+std::string ok_reply(const RequestId& id, RequestType type, const std::string& result_json);
+std::string error_reply(const RequestId& id, const std::string& type, const std::string& code,
                         const std::string& field, const std::string& message);
 
 // Minimal JSON text helpers used by the reply builders.
