@@ -223,7 +223,8 @@ void print_measurements(const TrainResult& r) {
 // result (0 updates and no baseline, or every evaluation failed) there is no step to set against the
 // bound, and no best_placement.json.
 void print_result(const TrainResult& r) {
-  const bool found = r.best_found_by != "none" && r.best_step_s > 0;
+  // (A graph of inputs alone steps in 0 s: its placement is still a result.)
+  const bool found = r.best_found_by != "none" && !r.best_found_by.empty();
   if (found)
     print_found(r);
   else if (r.policy_failed.empty())
@@ -238,7 +239,7 @@ void print_result(const TrainResult& r) {
     if (r.link_factor != 1.0) std::printf(", CPU<->GPU links x%.3g", r.link_factor);
     std::printf("\n");
   }
-  if (found) print_bound(r);
+  if (found && r.best_step_s > 0) print_bound(r);
   for (const auto& [g, v] : r.held_out)
     std::printf("  held-out %-30s %.6g s (placed in %.3f s, no training)\n", g.c_str(), v.first, v.second);
   std::printf("  results in %s (train.csv, reward.svg, %ssummary.json, checkpoint.pt)\n", r.output_dir.c_str(),

@@ -73,12 +73,18 @@ for line in open(rows):
 # Learned runs of the held-out table: "G PRESET bBUDGET seed S learned: X ms".
 pat = re.compile(r"^(\S+) (\S+) b(\d+) seed (\d+) (learned\w*): ([0-9.]+) ms")
 if rows_dir:
-    for path in glob.glob(os.path.join(rows_dir, "*.log")):
+    # run_learned_heldout.sh keeps its rows in ROWS/COMMIT/SETTINGS/: any depth below rows_dir.
+    learned_runs = 0
+    for path in glob.glob(os.path.join(rows_dir, "**", "*.log"), recursive=True):
         for line in open(path):
             m = pat.match(line)
             if m:
                 g, p, b, s, meth, v = m.groups()
                 offer((p, g), float(v), f"{meth} @{int(b):,} seed {s}")
+                learned_runs += 1
+    if learned_runs == 0:
+        print(f"run_heldout_best_known: no learned run in {rows_dir} (*.log at any depth): "
+              "the best known leaves them out", file=sys.stderr)
 L = ["# Held-out graphs: how much is there to win? (issue 25 part 1)", "",
      f"Command: `bash bench/run_heldout_best_known.sh {build} {data}{(' ' + rows_dir) if rows_dir else ''}` (commit {commit}, BIG={big}).  ",
      "Simulated step times (ms), deterministic per seed. **Best known**: the fastest placement that",

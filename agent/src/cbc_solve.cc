@@ -20,14 +20,14 @@ bool cbc_proved_optimal(const CbcStop& stop) {
 // and more (a 2 s limit took 29 s, 100 devices never returned): Clp stops them too. Its limit is a wall-clock
 // deadline, a little after CBC's: at the same time, CBC's final check of its incumbent (an LP) always ran past
 // it, and every solve stopped by the limit discarded its incumbent ("On closer inspection - solution discarded").
-// The margin is a tenth of the limit plus 20 ms (it was at least 0.5 s, and CBC's limit at least 0.1 s: a
-// 0.01 s limit took 0.6 s); a caller that loses the incumbent keeps its warm start.
+// The margin is a tenth of the limit plus 20 ms, at least 0.1 s (it was at least 0.5 s, and CBC's limit at
+// least 0.1 s: a 0.01 s limit took 0.6 s); a caller that loses the incumbent keeps its warm start.
 void limit_cbc_seconds(CbcModel& model, double time_limit_s) {
   const double seconds = std::max(1e-3, time_limit_s);
   model.setUseElapsedTime(true);
   model.setMaximumSeconds(seconds);
   if (auto* clp = dynamic_cast<OsiClpSolverInterface*>(model.solver()))
-    clp->getModelPtr()->setMaximumWallSeconds(seconds + 0.1 * seconds + 0.02);
+    clp->getModelPtr()->setMaximumWallSeconds(seconds + std::max(0.1, 0.1 * seconds + 0.02));
 }
 
 // How the solve ended, and what of it can be trusted: a solution CBC discarded (objective 1e50) is none, and

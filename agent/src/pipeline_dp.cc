@@ -319,7 +319,10 @@ PipelineDpResult solve_pipeline_dp(const PipelineCost& cost, const PlaceContext*
                               "at most " + std::to_string(kMaxPipelineDpDevices) + " apart");
   PLACER_CHECK(D >= 1 && D <= kMaxPipelineDpDevices, "pipeline dp: devices ", D);
   PipelineDpResult out;
-  out.ordered = exact_expansions(cost) > kMaxPipelineDpExpansions;
+  // (Devices all alike: the exact search already takes them in index order, restricting nothing.)
+  const std::vector<int32_t>& cls = cost.device_class();
+  const bool one_class = std::all_of(cls.begin(), cls.end(), [&](int32_t c) { return c == cls.front(); });
+  out.ordered = !one_class && exact_expansions(cost) > kMaxPipelineDpExpansions;
   search_splits(cost, stop, &out);
   if (out.stages.empty() && out.stopped)
     throw NoFeasiblePlacement("dp (pipeline): stopped (cancelled or past its deadline) before any split was complete");
@@ -342,6 +345,8 @@ PipelineDpResult solve_or_simulate(const PlaceContext& ctx, const PipelineUnits&
   try {
     return solve_pipeline_dp(PipelineCost(units, costs, capacity, spec), &ctx);
   } catch (const NoFeasiblePlacement&) {
+    // (A stop or a cluster past the search's devices: no budget changes that.)
+    if (stop_requested(ctx) || units.devices > kMaxPipelineDpDevices) throw;
     for (double scale : {1.1, 1.25, 1.5, 2.0}) {
       std::vector<int64_t> relaxed(capacity.size());
       for (size_t d = 0; d < capacity.size(); ++d)

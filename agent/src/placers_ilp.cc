@@ -696,7 +696,7 @@ class IlpPlacer : public UnitPlacer {
     out.stats["bound_s"] = r.bound;
     out.stats["gap"] = gap;
     out.stats["optimal"] = r.optimal && exact ? 1.0 : 0.0;
-    out.stats["warm_start_s"] = r.warm_makespan;
+    if (r.warm_makespan > 0.0) out.stats["warm_start_s"] = r.warm_makespan;  // (none fits: none to report)
     out.stats["nodes"] = static_cast<double>(r.nodes);
     out.stats["units"] = p->n;
     out.stats["coarsened"] = p == &ops ? 0.0 : 1.0;

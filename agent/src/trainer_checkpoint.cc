@@ -252,6 +252,17 @@ void restore_counters(const YAML::Node& n, int64_t share, Task* t) {
   t->earlier.calibrations = n["calibrations"].as<int64_t>(0);
 }
 
+// A profile is the same by its bytes, not its path ("prof.json" and its absolute path are one profile; another
+// profile written over the file is not): their FNV-1a, "" for none (an unreadable file: its path).
+std::string profile_content(const std::string& path) {
+  if (path.empty()) return "";
+  try {
+    return "fnv1a:" + std::to_string(fnv1a(read_file(path)));
+  } catch (const std::exception&) {
+    return path;
+  }
+}
+
 // The rewards' scale, as the state keeps it: its best, baseline and elites are rewards (-pow(step, exponent),
 // a failure at the penalty) of the mode's and profile's step times, paired or not. A resume on another scale
 // compared them with its own (exponent 0.5, then 4: its best lost to a slower placement).
@@ -259,7 +270,8 @@ std::string reward_scale_json(const RewardConfig& r) {
   return std::string(", \"mode\": ") + json_quote(reward_mode_name(r.mode)) +
          ", \"exponent\": " + json_number(r.reward.exponent) +
          ", \"failure_penalty_s\": " + json_number(r.reward.failure_penalty_s) +
-         ", \"profile\": " + json_quote(r.profile) + ", \"paired\": " + (r.paired ? "true" : "false");
+         ", \"profile\": " + json_quote(r.profile) + ", \"profile_content\": " + json_quote(profile_content(r.profile)) +
+         ", \"paired\": " + (r.paired ? "true" : "false");
 }
 
 // Checkpoints made before the scale was kept: any scale resumes.
@@ -274,7 +286,9 @@ void check_reward_scale(const YAML::Node& s, const RewardConfig& r) {
   };
   same_number("exponent", r.reward.exponent);
   same_number("failure_penalty_s", r.reward.failure_penalty_s);
-  same("profile", "--profile", r.profile);
+  if (s["profile_content"] && s["profile_content"].as<std::string>() != profile_content(r.profile))
+    refuse("profile", "--profile", s["profile"] ? "'" + s["profile"].as<std::string>() + "'" : "another profile",
+           r.profile.empty() ? "none" : "'" + r.profile + "' (another file's contents)");
   same("paired", "--paired", r.paired ? "true" : "false");
 }
 
@@ -510,7 +524,11 @@ int32_t Trainer::init_weights(const std::string& from) {
     throw InputError("policy.init_from: " + path + ": field 'model': does not match the config's policy (" +
                      torch_error_text(e) + ")");
   }
-  return archive_trained_devices(la, parse_train_config(la.config_json, path + " (field 'config')"));
+  try {
+    return archive_trained_devices(la, parse_train_config(la.config_json, path + " (field 'config')"));
+  } catch (const InputError& e) {  // (it named neither the file nor policy.init_from)
+    throw InputError("policy.init_from: " + path + ": " + e.what());
+  }
 }
 
 namespace {

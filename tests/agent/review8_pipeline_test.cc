@@ -52,6 +52,16 @@ PlaceResult place_dp(const Graph& g, const Cluster& c, const EnvOptions& o,
   return make_placer("dp")->place(ctx);
 }
 
+// Devices all alike: the exact search takes them in index order already, and the note claims no restricted
+// search (it said "devices in index order" on cpu:16 past the cap on expansions).
+TEST(Review8Pipeline, AlikeDevicesPastTheCapAreSearchedExactly) {
+  BuilderOptions o;
+  o.values = {{"layers", 64}, {"batch", 8}, {"width", 64}};
+  const Graph g = build_graph("mlp", o);
+  const PlaceResult r = place_dp(g, k80s(16, 0.0), pipeline(4));
+  EXPECT_EQ(r.note.find("index order"), std::string::npos) << r.note;
+}
+
 TEST(Review8Pipeline, SixtyFiveDevicesIsARefusalNamingTheCount) {
   const Graph g = mlp8();
   try {

@@ -173,6 +173,11 @@ TEST(Review8Policy, TrainedDevicesOutOfRangeIsRefused) {
     EXPECT_NE(e.find(to + ": field 'trained_devices': expected an integer in 1..16"), std::string::npos)
         << bad << ": " << e;
   }
+  // ... and as policy.init_from, named so (it named neither the key nor the file).
+  const std::string init = error_of([&] {
+    runs.train_run("i", "{type: seq2seq, hidden: 16, init_from: " + to + "}", "{updates: 1, samples_per_update: 2}");
+  });
+  EXPECT_NE(init.find("policy.init_from: " + to + ": field 'trained_devices'"), std::string::npos) << init;
   doctor(
       s + "/checkpoint.pt", to, [](std::string&) {}, c10::IValue(std::string("2")));
   EXPECT_NE(error_of([&] { LoadedPolicy::load(to); }).find("'trained_devices'"), std::string::npos);

@@ -17,6 +17,7 @@
 #include "../scratch_dir.h"
 #include "chain_graphs.h"
 #include "giving_up_remote.h"
+#include "op_timings.h"
 #include "placer/agent/placer.h"
 #include "placer/agent/train.h"
 #include "placer/env/environment.h"
@@ -84,6 +85,36 @@ TEST(Review8Trainer, AResumeUnderAnotherRewardScaleIsRefused) {
   EXPECT_NE(p.find("100"), std::string::npos) << p;
   // The same scale resumes.
   EXPECT_EQ(train(run.config("out", 6, "reward: {exponent: 0.5}\n"), nullptr, resume).updates, 6);
+}
+
+// ... and the profile is the same by its contents: the same file under another path resumes, another profile
+// written over the file does not (the path as typed was compared: ./p.json and its absolute path were refused).
+TEST(Review8Trainer, AResumeComparesTheProfilesContentsNotItsPath) {
+  const RunDir run("profile");
+  const Graph g = load_graph(run.dir + "/g.json");
+  const Cluster cluster = resolve_cluster("cpu:2");
+  auto write_profile = [&](double ms) {
+    Profile profile;
+    profile.devices = "cpu:2";
+    for (int32_t v = 0; v < static_cast<int32_t>(g.size()); ++v)
+      testing::time_on_every_device(profile, cluster, g.op(OpId(v)).name, ms);
+    save_profile(profile, run.dir + "/p.json");
+  };
+  write_profile(1.0);
+  const std::string other_path = run.dir + "/./p.json";
+  TrainControls stop = quiet();
+  stop.stop_after_updates = 2;
+  train(run.config("out", 6, "reward: {profile: " + run.dir + "/p.json}\n"), nullptr, stop);
+  TrainControls resume = quiet();
+  resume.resume = true;
+  stop.stop_after_updates = 4;
+  stop.resume = true;
+  EXPECT_EQ(train(run.config("out", 6, "reward: {profile: " + other_path + "}\n"), nullptr, stop).updates, 4);
+  write_profile(2.0);
+  const std::string e =
+      error_of([&] { train(run.config("out", 6, "reward: {profile: " + run.dir + "/p.json}\n"), nullptr, resume); });
+  EXPECT_NE(e.find("reward.profile (--profile)"), std::string::npos) << e;
+  EXPECT_NE(e.find("another file's contents"), std::string::npos) << e;
 }
 
 // 2. In a family run, compare's search gets the samples spent on graph 0, the graph it is compared on (it got

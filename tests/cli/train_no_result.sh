@@ -32,6 +32,13 @@ grep -q "per update" "$work/out" && fail "per update with 0 updates: $(cat "$wor
 grep -q "^  training ran [0-9]* placements for real (no updates)" "$work/out" || fail "training line: $(cat "$work/out")"
 grep "results in" "$work/out" | grep -q "best_placement.json" || fail "best_placement.json not listed: $(cat "$work/out")"
 
+# A graph of inputs alone steps in 0 s: its placement is a result all the same ("result: none" before).
+cp "$(dirname "$0")/../fixtures/inputs_only.json" "$work/inputs.json"
+sed -e "s|graph: .*|graph: {file: $work/inputs.json}|" -e 's/methods: \[\]/methods: [m_etf]/' "$work/e.yaml" > "$work/z.yaml"
+"$PLACER" train -c "$work/z.yaml" -o "$work/z" > "$work/out" 2> "$work/err" || fail "inputs-only train: $(cat "$work/err")"
+grep -q "result: none" "$work/out" && fail "a 0 s placement read as no result: $(cat "$work/out")"
+grep -q "nan\|inf" "$work/out" && fail "nan or inf printed: $(cat "$work/out")"
+
 if [ "$failures" -ne 0 ]; then
   echo "$failures failure(s)"
   exit 1
