@@ -1,5 +1,5 @@
 // Pipeline dp (pipeline_dp.h): the analytical cost of a contiguous split and
-// the exact DP over splits and device orders, with Pareto sets of (sum, max).
+// the exact DP over splits and device orders, with Pareto sets of (sum, max, tail).
 #include "pipeline_dp.h"
 
 #include <algorithm>
@@ -19,9 +19,12 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 int32_t popcount(uint64_t m) { return static_cast<int32_t>(__builtin_popcountll(m)); }
 
 // The stages covering units [i, U): their sum without the cut at i (the
-// round trip of the first of them), the bottleneck so far, how it was reached.
+// round trip of the first of them), the bottleneck so far, the tail (how long
+// after the first of them ends its last backward the last updates end: each
+// stage's updates start when its own last backward ends, the later stages'
+// earlier), how it was reached.
 struct Label {
-  double sum = 0.0, max = 0.0;
+  double sum = 0.0, max = 0.0, tail = -std::numeric_limits<double>::infinity();
   const std::vector<Label>* from = nullptr;
   int32_t from_index = -1;
   int32_t end = 0;  // the first stage's end
@@ -33,12 +36,13 @@ using StateKey = std::pair<uint64_t, int32_t>;
 using States = std::map<StateKey, std::vector<Label>>;
 
 void keep_pareto(std::vector<Label>* front) {
-  std::sort(front->begin(), front->end(),
-            [](const Label& a, const Label& b) { return a.sum != b.sum ? a.sum < b.sum : a.max < b.max; });
-  std::vector<Label> kept;
-  double best_max = kInf;
+  std::sort(front->begin(), front->end(), [](const Label& a, const Label& b) {
+    return a.sum != b.sum ? a.sum < b.sum : a.max != b.max ? a.max < b.max : a.tail < b.tail;
+  });
+  std::vector<Label> kept;  // sorted by sum: a label is dominated by a kept one no later in max and tail
   for (const Label& l : *front)
-    if (l.max < best_max) kept.push_back(l), best_max = l.max;
+    if (std::none_of(kept.begin(), kept.end(), [&](const Label& k) { return k.max <= l.max && k.tail <= l.tail; }))
+      kept.push_back(l);
   *front = std::move(kept);
 }
 
@@ -119,12 +123,14 @@ class SplitSearch {
         std::vector<Label>* into = nullptr;
         for (size_t k = 0; k < front.size(); ++k) {
           const double sum = front[k].sum + t.work + t.comm_fwd + t.comm_bwd;
-          const double max = std::max({front[k].max, t.work, t.comm_fwd, t.comm_bwd, cost_.cycle_share(sum, s, S_)});
+          const double max = std::max(
+              {front[k].max, t.work + t.accumulate, t.comm_fwd, t.comm_bwd, cost_.cycle_share(sum, s, S_)});
           const double bound = sum + (M - 1) * max;  // sums and maxima only grow
           if (bound >= best_) continue;
-          Label l{sum, max, &front, static_cast<int32_t>(k), i, d};
-          if (h == 0) {  // complete: the first stage's updates come last
-            const double total = bound + t.update;
+          const double tail = std::max(t.update, front[k].tail - t.backward - t.comm_bwd);
+          Label l{sum, max, tail, &front, static_cast<int32_t>(k), i, d};
+          if (h == 0) {  // complete: the last updates end `tail` after the first stage's last backward
+            const double total = bound + tail;
             if (total < best_) best_ = total, best_complete_ = l, best_label_ = &best_complete_;
             continue;
           }
@@ -209,13 +215,14 @@ PipelineCost::PipelineCost(const PipelineUnits& units, const CostModel& costs, s
 
 PipelineCost::Terms PipelineCost::stage(int32_t i, int32_t j, int32_t d, int32_t next, int32_t s, int32_t S) const {
   Terms t;
-  t.work = pre_fwd_[d][j] - pre_fwd_[d][i] + pre_bwd_[d][j] - pre_bwd_[d][i];
+  t.backward = pre_bwd_[d][j] - pre_bwd_[d][i];
+  t.work = pre_fwd_[d][j] - pre_fwd_[d][i] + t.backward;
   t.update = pre_upd_[d][j] - pre_upd_[d][i];
   // Each micro-batch after the first adds its param gradients into the running sum (graphs/pipeline.h's
   // accumulation: per param an add, the traffic of its update, read two and write one), on the stage's
-  // device: counted with its work (left out, the model read 37.8 ms where the simulator took 77.5 on an
-  // mlp with a 491 MB classifier at M = 8).
-  if (spec_.microbatches > 1) t.work += t.update;
+  // device: M - 1 of them, so in the bottleneck's share, not in the first micro-batch's round trip (left
+  // out, the model read 37.8 ms where the simulator took 77.5 on an mlp with a 491 MB classifier at M = 8).
+  if (spec_.microbatches > 1) t.accumulate = t.update;
   const int64_t out_bytes = units_.cross_bytes[j];
   const int32_t out_count = units_.cross_count[j];
   if (next >= 0 && out_count > 0) {
@@ -251,18 +258,21 @@ PipelineSplitCost PipelineCost::evaluate(const std::vector<PipelineDpStage>& sta
   PLACER_CHECK(S > 0 && stages.front().begin == 0 && stages.back().end == units_.count, "pipeline dp: a split");
   out.fits = true;
   double round_trip = 0.0;  // of the stages after s, without the cut before them
+  double tail = -kInf;      // the label's tail (SplitSearch)
   for (int32_t s = S - 1; s >= 0; --s) {
     const PipelineDpStage& st = stages[s];
     PLACER_CHECK(st.begin < st.end && (s == 0 || stages[s - 1].end == st.begin), "pipeline dp: stage ", s);
     const Terms t = stage(st.begin, st.end, st.device, s + 1 < S ? stages[s + 1].device : -1, s, S);
     round_trip += t.work + t.comm_fwd + t.comm_bwd;
-    out.bottleneck_s = std::max({out.bottleneck_s, t.work, t.comm_fwd, t.comm_bwd, cycle_share(round_trip, s, S)});
+    tail = std::max(t.update, tail - t.backward - t.comm_bwd);
+    out.bottleneck_s =
+        std::max({out.bottleneck_s, t.work + t.accumulate, t.comm_fwd, t.comm_bwd, cycle_share(round_trip, s, S)});
     if (!fits(t, st.device) && out.fits) {
       out.fits = false;
       out.overflow = "stage " + std::to_string(s) + " needs " + format_bytes(t.memory) + ", has " +
                      format_bytes(capacity_[st.device]);
     }
-    if (s == 0) out.sum_s = round_trip + t.update;
+    if (s == 0) out.sum_s = round_trip + tail;
   }
   out.total_s = out.sum_s + (spec_.microbatches - 1) * out.bottleneck_s;
   return out;

@@ -10,14 +10,18 @@
 //
 // The cost of stages s = 0..S-1 (units [i_s, i_{s+1}) on device d_s):
 //   w_s    = forward + backward seconds of one micro-batch on d_s
+//   a_s    = (M > 1) its params' gradient accumulation after each further micro-batch,
+//            priced as their update (an add reads two tensors and writes one)
 //   cf_s   = the forward tensors crossing cut i_s (made before it, read at or
 //            after it), over the link d_{s-1} -> d_s, per tensor alpha + bytes/beta
 //   cb_s   = the gradients crossing it back, over d_s -> d_{s-1}: those of
 //            the activations, and each backward op's gradient of a param of
 //            an earlier stage (cf_0 = cb_0 = 0)
-//   sum    = sum_s (w_s + cf_s + cb_s) + u_0: one micro-batch through the
-//            pipeline and back, then the first stage's updates (the last work)
-//   B      = max_s max(w_s, cf_s, cb_s, c_s): each further micro-batch waits
+//   sum    = sum_s (w_s + cf_s + cb_s) + tail: one micro-batch through the
+//            pipeline and back, then the updates: stage s starts its own when its
+//            last backward ends, sum_{t<s} (b_t + cb_{t+1}) before stage 0's
+//            (b_t the backward part of w_t), so tail = max_s (u_s - that)
+//   B      = max_s max(w_s + a_s, cf_s, cb_s, c_s): each further micro-batch waits
 //            for the slowest resource (a device, or a directed link: the
 //            simulator's channels overlap compute). Under 1F1B stage s admits
 //            k_s = min(M, S - s) micro-batches, so while M > S - s it also
@@ -81,7 +85,7 @@ struct PipelineDpStage {
 struct PipelineSplitCost {
   bool fits = false;
   double total_s = 0.0;       // T
-  double sum_s = 0.0;         // one micro-batch through and back, with u_0
+  double sum_s = 0.0;         // one micro-batch through and back, with the updates' tail
   double bottleneck_s = 0.0;  // the slowest device or link per micro-batch
   std::string overflow;       // when !fits: which stage and by how much
 };
@@ -92,6 +96,8 @@ class PipelineCost {
 
   struct Terms {
     double work = 0.0;                      // w
+    double backward = 0.0;                  // its backward part
+    double accumulate = 0.0;                // its params' gradient accumulation, once per micro-batch after the first
     double comm_fwd = 0.0, comm_bwd = 0.0;  // at the stage's end cut, to the next stage's device
     double update = 0.0;                    // its updates
     int64_t memory = 0;
