@@ -15,6 +15,7 @@
 #include "placer/graphs/json_reader.h"
 #include "placer/graphs/serialize.h"
 #include "placer/graphs/timing.h"
+#include "placer/graphs/yaml_reader.h"
 #include "policy.h"
 #include "trainer.h"
 
@@ -88,12 +89,14 @@ struct Candidate {
   Placement placement;
   StepResult sim;
   bool set = false;
-  void offer(Placement p, StepResult s) {
+  int member = 0;  // the ensemble member that proposed it
+  void offer(Placement p, StepResult s, int by) {
     // (Among failures too, the faster: decode_best ranks them by their simulated step.)
     if (set && !(s.ok() ? !sim.ok() || s.step_s < sim.step_s : !sim.ok() && s.step_s < sim.step_s)) return;
     placement = std::move(p);
     sim = std::move(s);
     set = true;
+    member = by;
   }
 };
 
@@ -104,22 +107,27 @@ namespace {
 // decode_levels' state: the levels' problems, the best so far, each level's slowest round.
 class LevelDecoder {
  public:
-  LevelDecoder(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
-               const Environment& env, const DecodeOptions& o)
-      : policy_(policy), problem_(problem), options_(options), env_(env), o_(o) {}
+  LevelDecoder(const std::vector<PolicyImpl*>& members, const PolicyInput& problem,
+               const PolicyInputOptions& options, const Environment& env, const DecodeOptions& o)
+      : members_(members), problem_(problem), options_(options), env_(env), o_(o) {}
 
   Placement run(StepResult* simulated, DecodeStats* stats) {
-    round(0, o_.seed, 1);
+    round(0, o_.seed, 1, 0);
     add_levels();
     st_.levels = static_cast<int>(level_.size());
     tried_.resize(level_.size());
     near_spent_.assign(level_.size(), 0);
+    // The other members' fixed rounds (an ensemble): each one's greedy decode and samples at every level.
+    for (size_t m = 1; m < members_.size(); ++m)
+      for (size_t l = 0; l < level_.size(); ++l) round(l, o_.seed + 0x2545F4914F6CDD1DULL * m + l, 1, m);
     // Anytime: more rounds at the levels in turn, each with a seed of its own, while one
-    // fits, kMaxRounds at each level at most (a budget of "no limit" ends too).
+    // fits, kMaxRounds at each level at most (a budget of "no limit" ends too); an ensemble's
+    // members take the rounds in turn, each near the best any of them found.
     constexpr uint64_t kMaxRounds = 32;
-    for (uint64_t r = 1; o_.seconds > 0.0 && r < kMaxRounds; ++r)
+    for (uint64_t r = 1; o_.seconds > 0.0 && r < kMaxRounds * members_.size(); ++r)
       if (!anytime_rounds(r)) break;
     st_.seconds = seconds_since(t0_);
+    st_.best_member = best_.member;
     if (simulated) *simulated = std::move(best_.sim);
     if (stats) *stats = st_;
     return std::move(best_.placement);
@@ -139,7 +147,7 @@ class LevelDecoder {
       last = p.n;
       coarse_.push_back(std::move(p));
       level_.push_back(&coarse_.back());
-      round(level_.size() - 1, o_.seed, 1);
+      round(level_.size() - 1, o_.seed, 1, 0);
     }
   }
 
@@ -151,12 +159,13 @@ class LevelDecoder {
       const uint64_t round_seed = o_.seed + 0x9E3779B97F4A7C15ULL * r + l;
       // `around` of the rounds near the best: round r is one where r x around passes a whole number.
       // (A policy that cannot decode forced rows, the hierarchical one, draws plain rounds only.)
-      const bool near = o_.around > 0 && policy_.clones_placements() && !near_spent_[l] &&
+      const size_t m = r % members_.size();
+      const bool near = o_.around > 0 && members_[m]->clones_placements() && !near_spent_[l] &&
                         std::floor(r * o_.around) > std::floor((r - 1) * o_.around);
       if (near)
-        round_near(l, round_seed);
+        round_near(l, round_seed, m);
       else
-        round(l, round_seed, 0);
+        round(l, round_seed, 0, m);
       drew = true;
     }
     return drew;
@@ -170,19 +179,19 @@ class LevelDecoder {
     ++st_.rounds;
   }
 
-  void round(size_t l, uint64_t round_seed, int greedy_rows) {
+  void round(size_t l, uint64_t round_seed, int greedy_rows, size_t m) {
     const auto t = Clock::now();
     StepResult sim;
     Placement placed =
-        decode_best(policy_, *level_[l], env_, o_.samples, o_.temperature, round_seed, &sim, greedy_rows);
-    best_.offer(std::move(placed), std::move(sim));
+        decode_best(*members_[m], *level_[l], env_, o_.samples, o_.temperature, round_seed, &sim, greedy_rows);
+    best_.offer(std::move(placed), std::move(sim), static_cast<int>(m));
     count_round(l, t, std::max(1, o_.samples));
   }
 
   // A round near the best so far (policy.place_around): `samples` rows, each the
   // best cut to the level's units with a few units moved where the policy draws them.
   // A level where one drew nothing new (every row tried before) draws plain rounds after.
-  void round_near(size_t l, uint64_t round_seed) {
+  void round_near(size_t l, uint64_t round_seed, size_t m) {
     const auto t = Clock::now();
     const PolicyInput& p = *level_[l];
     std::mt19937_64 rng(round_seed);
@@ -190,19 +199,19 @@ class LevelDecoder {
     so.temperature = o_.temperature;
     TorchThreads threads(1);
     const std::vector<std::vector<int32_t>> rows =
-        sample_around(policy_, p, p.contract(best_.placement), std::max(1, o_.samples), so, rng,
+        sample_around(*members_[m], p, p.contract(best_.placement), std::max(1, o_.samples), so, rng,
                       [&](const std::vector<int32_t>& u) { return tried_[l].insert(u).second; });
     for (const std::vector<int32_t>& units : rows) {
       Placement placed = p.expand(units);
       StepResult sim = env_.simulate(placed);
-      best_.offer(std::move(placed), std::move(sim));
+      best_.offer(std::move(placed), std::move(sim), static_cast<int>(m));
     }
     count_round(l, t, static_cast<int64_t>(rows.size()));  // the new ones it drew: `samples` at most
     ++st_.near_rounds;
     near_spent_[l] = rows.empty();
   }
 
-  PolicyImpl& policy_;
+  const std::vector<PolicyImpl*> members_;  // an ensemble's, or the one policy
   const PolicyInput& problem_;
   const PolicyInputOptions& options_;
   const Environment& env_;
@@ -219,10 +228,17 @@ class LevelDecoder {
 
 }  // namespace
 
+Placement decode_levels(const std::vector<PolicyImpl*>& members, const PolicyInput& problem,
+                        const PolicyInputOptions& options, const Environment& env, const DecodeOptions& decode,
+                        StepResult* simulated, DecodeStats* stats) {
+  if (members.empty()) throw std::logic_error("decode_levels: no policy");
+  return LevelDecoder(members, problem, options, env, decode).run(simulated, stats);
+}
+
 Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
                         const Environment& env, const DecodeOptions& decode, StepResult* simulated,
                         DecodeStats* stats) {
-  return LevelDecoder(policy, problem, options, env, decode).run(simulated, stats);
+  return decode_levels(std::vector<PolicyImpl*>{&policy}, problem, options, env, decode, simulated, stats);
 }
 
 void check_trained_devices(const Cluster& cluster, int32_t trained, const PolicyImpl& policy, const std::string& what) {
@@ -288,6 +304,9 @@ struct LoadedPolicy::Impl {
   TrainConfig config;
   int32_t trained_devices = 0;  // 0: unknown
   std::shared_ptr<PolicyImpl> policy;
+  // An ensemble's members (policy is the first; one policy: itself) and their files.
+  std::vector<std::shared_ptr<PolicyImpl>> members;
+  std::vector<std::string> member_paths;
   // The run's warm-start and best placements, read once with the checkpoint.
   std::optional<NamedPlacement> warm, best;
   mutable std::mutex mutex;  // LibTorch modules: one decode at a time
@@ -297,13 +316,80 @@ LoadedPolicy::LoadedPolicy() : impl_(std::make_unique<Impl>()) {}
 LoadedPolicy::~LoadedPolicy() = default;
 std::string LoadedPolicy::policy_type() const { return policy_type_name(impl_->config.policy.type); }
 int32_t LoadedPolicy::trained_devices() const { return impl_->trained_devices; }
+const std::vector<std::string>& LoadedPolicy::member_files() const { return impl_->member_paths; }
+
+std::vector<std::string> ensemble_members(const std::string& folder) {
+  namespace fs = std::filesystem;
+  const std::string manifest = (fs::path(folder) / kEnsembleFile).string();
+  const std::string where = manifest + ": field 'members'";
+  YamlNode members;
+  try {
+    members = parse_yaml(read_file(manifest)).member("members");
+  } catch (const YamlSyntaxError& e) {
+    throw InputError(manifest + ": " + e.what());
+  }
+  if (!members.present() || !members.is_list())
+    throw InputError(where + ": must be a list of policy files (exported policies or checkpoints), got " +
+                     (members.present() ? members.describe() : std::string("nothing")));
+  if (members.size() < 1 || members.size() > kMaxEnsembleMembers)
+    throw InputError(where + ": must list 1 to " + std::to_string(kMaxEnsembleMembers) + " files, got " +
+                     std::to_string(members.size()));
+  std::vector<std::string> files;
+  for (size_t i = 0; i < members.size(); ++i) {
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    const std::optional<std::string> name = members.at(i).is_list() || members.at(i).is_map()
+                                                ? std::nullopt
+                                                : members.at(i).string();
+    if (!name || name->empty()) throw InputError(at + ": must be a file name, got " + members.at(i).describe());
+    const std::string file = fs::path(*name).is_absolute() ? *name : (fs::path(folder) / *name).string();
+    if (!fs::is_regular_file(file)) throw InputError(at + ": '" + file + "' is not a file");
+    for (size_t j = 0; j < files.size(); ++j)
+      if (fs::equivalent(files[j], file))
+        throw InputError(at + ": '" + *name + "' is listed twice (also members[" + std::to_string(j) + "])");
+    files.push_back(file);
+  }
+  return files;
+}
+
+std::vector<std::string> policy_files(const std::string& path) {
+  namespace fs = std::filesystem;
+  if (!fs::is_directory(path)) return {path};
+  if (!fs::exists(fs::path(path) / kEnsembleFile)) return {(fs::path(path) / kCheckpointFile).string()};
+  std::vector<std::string> files = ensemble_members(path);
+  files.insert(files.begin(), (fs::path(path) / kEnsembleFile).string());
+  return files;
+}
 
 std::shared_ptr<const LoadedPolicy> LoadedPolicy::load(const std::string& run_dir) {
   namespace fs = std::filesystem;
   std::shared_ptr<LoadedPolicy> p(new LoadedPolicy());
-  p->impl_->path = fs::is_directory(run_dir) ? run_dir + "/" + kCheckpointFile : run_dir;
-  p->impl_->dir = run_folder_of(p->impl_->path);
-  p->impl_->policy = load_policy(p->impl_->path, &p->impl_->config, &p->impl_->trained_devices);
+  Impl& in = *p->impl_;
+  if (fs::is_directory(run_dir) && fs::exists(fs::path(run_dir) / kEnsembleFile)) {
+    // An ensemble: its members decode over the first's units, with the first's settings.
+    in.member_paths = ensemble_members(run_dir);
+    for (size_t i = 0; i < in.member_paths.size(); ++i) {
+      TrainConfig config;
+      int32_t trained = 0;
+      in.members.push_back(load_policy(in.member_paths[i], i == 0 ? &in.config : &config, &trained));
+      if (i == 0) {
+        in.trained_devices = trained;
+        continue;
+      }
+      if (const std::string differs = policy_differences(in.config, config, "members[0]"); !differs.empty())
+        throw InputError(run_dir + "/" + kEnsembleFile + ": field 'members'[" + std::to_string(i) + "]: " +
+                         in.member_paths[i] + " holds another policy than members[0]: " + differs);
+      // The fewest devices any member that says trained on.
+      if (trained > 0) in.trained_devices = in.trained_devices > 0 ? std::min(in.trained_devices, trained) : trained;
+    }
+    in.policy = in.members[0];
+    in.path = run_dir;
+    return p;  // exported policies: no run's side files
+  }
+  in.path = fs::is_directory(run_dir) ? run_dir + "/" + kCheckpointFile : run_dir;
+  in.dir = run_folder_of(in.path);
+  in.policy = load_policy(in.path, &in.config, &in.trained_devices);
+  in.members = {in.policy};
+  in.member_paths = {in.path};
   if (p->impl_->dir.empty()) return p;  // no run's side files: decode only
   p->impl_->warm = placement_if_readable(p->impl_->dir + "/warm_start_placement.json");
   p->impl_->best = policy_best_of(p->impl_->dir);
@@ -356,7 +442,9 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   std::unique_lock<std::mutex> decode_lock(impl_->mutex);
   // The budget counts from the call: what loading the problem took is spent.
   const double left = decode_seconds > 0.0 ? std::max(1e-3, decode_seconds - seconds_since(t0)) : 0.0;
-  result.placement = decode_levels(*impl_->policy, problem, po, *context.env,
+  std::vector<PolicyImpl*> members;
+  for (const auto& m : impl_->members) members.push_back(m.get());
+  result.placement = decode_levels(members, problem, po, *context.env,
                                    {config.policy.place_samples, config.policy.place_levels,
                                     config.optimizer.temperature, context.seed, left, config.policy.place_around},
                                    &decoded, &ds);
@@ -365,8 +453,14 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   result.stats["decoded_simulated_s"] = decoded.step_s;
   result.stats["decode_rounds"] = ds.rounds;
   result.stats["decode_near_rounds"] = ds.near_rounds;
+  const size_t k = impl_->members.size();
+  if (k > 1) result.stats["decode_best_member"] = ds.best_member;
   const std::string of =
-      " of the " + std::string(policy_type_name(config.policy.type)) + " policy from " + path + " over " +
+      " of " +
+      (k > 1 ? "an ensemble of " + std::to_string(k) + " " + policy_type_name(config.policy.type) +
+                   " policies (member " + std::to_string(ds.best_member) + "'s)"
+             : "the " + std::string(policy_type_name(config.policy.type)) + " policy") +
+      " from " + path + " over " +
       std::to_string(problem.n) + " units" +
       (ds.levels > 1 ? " and the same over 1/2 to 1/" + std::to_string(1 << (ds.levels - 1)) + " as many" : "");
   if (ds.rounds > ds.levels)

@@ -201,6 +201,10 @@ std::shared_ptr<PolicyImpl> make_policy(const PolicyOptions& options, uint64_t s
 std::shared_ptr<PolicyImpl> load_policy(const std::string& path, TrainConfig* config,
                                         int32_t* trained_devices = nullptr);
 
+// How the policy of `have` differs from the policy of `want` (type and sizes: whether one's weights
+// fit the other's network), "" where they agree: "hidden 128 (WANT_NAME: 64), ...".
+std::string policy_differences(const TrainConfig& want, const TrainConfig& have, const std::string& want_name);
+
 // Throws PolicyOutOfRange when `cluster` has more devices than the policy trained on (`trained`;
 // 0 = unknown: nothing is checked): its device index embeddings (and the hierarchical policy's
 // groups, 20 per device) beyond that are untrained. `what` names the policy ("the gnn policy in DIR").
@@ -252,6 +256,7 @@ struct DecodeStats {
   int rounds = 0;
   int near_rounds = 0;  // of those, rounds near the best so far (`around`)
   double seconds = 0.0;
+  int best_member = 0;  // the ensemble member that proposed the placement returned
 };
 
 // decode_best over the problem's units, then again over 1/2, 1/4, ... as many
@@ -278,6 +283,12 @@ struct DecodeOptions {
 Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
                         const Environment& env, const DecodeOptions& decode, StepResult* simulated = nullptr,
                         DecodeStats* stats = nullptr);
+// The same for an ensemble of policies of one network shape (`members`, at least one): every member's
+// fixed rounds, then the anytime rounds taken by the members in turn, each near the best any member
+// found. One member decodes as decode_levels of that policy does.
+Placement decode_levels(const std::vector<PolicyImpl*>& members, const PolicyInput& problem,
+                        const PolicyInputOptions& options, const Environment& env, const DecodeOptions& decode,
+                        StepResult* simulated = nullptr, DecodeStats* stats = nullptr);
 
 // LibTorch's intra-op threads for one call (one: a policy's tensors are small and
 // the cores shared; with two OpenMP threads on the 2-core VM and the other core

@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <sstream>
 
+#include "placer/agent/learned.h"
 #include "placer/env/presets.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/files.h"
@@ -477,33 +478,13 @@ void Trainer::restore_warm_starts(const std::string& ckpt, const YAML::Node& s) 
   }
 }
 
-TrainConfig read_checkpoint_config(const std::string& path) {
-  LoadedArchive la;
-  open_checkpoint(path, &la);
-  return parse_train_config(la.config_json, path + " (field 'config')");
-}
-
-// Loads the checkpoint's policy (used by place_with_checkpoint); the most devices it trained on (0: unknown).
-int32_t Trainer::init_weights(const std::string& from) {
-  const std::string path = fs::is_directory(from) ? (fs::path(from) / kCheckpointFile).string() : from;
-  LoadedArchive la;
-  try {
-    open_checkpoint(path, &la);
-  } catch (const InputError& e) {
-    throw InputError("policy.init_from: " + std::string(e.what()));
-  }
-  // The same policy: type, sizes and decoder (a hierarchical policy's weights loaded into a seq2seq one
-  // whose parameters have its names and shapes, and a 3-layer gnn's into a 2-layer one, dropping a layer).
-  const PolicyOptions want = policy_options(c_);
-  PolicyOptions have;
-  try {
-    have = policy_options(parse_train_config(la.config_json, path + " (field 'config')"));
-  } catch (const InputError& e) {
-    throw InputError("policy.init_from: " + std::string(e.what()));
-  }
+std::string policy_differences(const TrainConfig& want_config, const TrainConfig& have_config,
+                               const std::string& want_name) {
+  const PolicyOptions want = policy_options(want_config), have = policy_options(have_config);
   std::string differs;
   auto compare = [&](const char* field, const std::string& a, const std::string& b) {
-    if (a != b) differs += std::string(differs.empty() ? "" : ", ") + field + " " + b + " (the config: " + a + ")";
+    if (a != b)
+      differs += std::string(differs.empty() ? "" : ", ") + field + " " + b + " (" + want_name + ": " + a + ")";
   };
   compare("type", policy_type_name(want.kind), policy_type_name(have.kind));
   compare("hidden", std::to_string(want.hidden), std::to_string(have.hidden));
@@ -513,7 +494,37 @@ int32_t Trainer::init_weights(const std::string& from) {
     compare("gnn_layers", std::to_string(want.gnn_layers), std::to_string(have.gnn_layers));
   if (want.kind == PolicyType::Hierarchical)
     compare("grouper_groups", std::to_string(want.grouper_groups), std::to_string(have.grouper_groups));
-  if (!differs.empty()) throw InputError("policy.init_from: " + path + " holds another policy: " + differs);
+  return differs;
+}
+
+TrainConfig read_checkpoint_config(const std::string& path) {
+  LoadedArchive la;
+  open_checkpoint(path, &la);
+  return parse_train_config(la.config_json, path + " (field 'config')");
+}
+
+// Loads the checkpoint's policy (used by place_with_checkpoint); the most devices it trained on (0: unknown).
+int32_t Trainer::init_weights(const std::string& from) {
+  std::string path = from;
+  LoadedArchive la;
+  try {
+    if (fs::is_directory(from))  // (an ensemble folder: its first member)
+      path = fs::exists(fs::path(from) / kEnsembleFile) ? ensemble_members(from).front()
+                                                        : (fs::path(from) / kCheckpointFile).string();
+    open_checkpoint(path, &la);
+  } catch (const InputError& e) {
+    throw InputError("policy.init_from: " + std::string(e.what()));
+  }
+  // The same policy: type, sizes and decoder (a hierarchical policy's weights loaded into a seq2seq one
+  // whose parameters have its names and shapes, and a 3-layer gnn's into a 2-layer one, dropping a layer).
+  TrainConfig have;
+  try {
+    have = parse_train_config(la.config_json, path + " (field 'config')");
+  } catch (const InputError& e) {
+    throw InputError("policy.init_from: " + std::string(e.what()));
+  }
+  if (const std::string differs = policy_differences(c_, have, "the config"); !differs.empty())
+    throw InputError("policy.init_from: " + path + " holds another policy: " + differs);
   try {
     torch::serialize::InputArchive model;
     if (!la.archive.try_read("model", model)) throw InputError(path + ": field 'model' missing");

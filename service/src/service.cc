@@ -229,14 +229,21 @@ std::optional<PlacementService::PolicyHandle> PlacementService::find_policy(cons
     if (it == policies_.end()) return std::nullopt;
     h.entry = *it;
   }
-  fs::path file = fs::is_directory(h.entry.checkpoint) ? fs::path(h.entry.checkpoint) / "checkpoint.pt"
-                                                       : fs::path(h.entry.checkpoint);
-  std::error_code ec;
-  auto mtime = fs::last_write_time(file, ec);
-  if (ec)
-    throw RequestError(codes::kNotFound, "policy",
-                       "policy '" + name + "' has no checkpoint on the server (ask `policies`)");
-  h.version = std::to_string(mtime.time_since_epoch().count());
+  // Its version: the change times of the files it loads from (an ensemble's manifest and members).
+  std::vector<std::string> files;
+  try {
+    files = policy_files(h.entry.checkpoint);
+  } catch (const InputError& e) {
+    throw RequestError(codes::kNotFound, "policy", "policy '" + name + "': " + e.what());
+  }
+  for (const std::string& file : files) {
+    std::error_code ec;
+    auto mtime = fs::last_write_time(file, ec);
+    if (ec)
+      throw RequestError(codes::kNotFound, "policy",
+                         "policy '" + name + "' has no checkpoint on the server (ask `policies`)");
+    h.version += std::to_string(mtime.time_since_epoch().count()) + ";";
+  }
   {
     std::lock_guard<std::mutex> lock(policies_mutex_);
     auto it = loaded_.find(name);
@@ -520,11 +527,17 @@ std::string PlacementService::handle_policies() {
   JsonOut o;
   o.begin().field("default", config_.default_policy).begin_array("policies");
   for (const auto& p : policy_list()) {
-    std::error_code ec;
-    // A run folder, or the checkpoint file itself (as find_policy and LoadedPolicy::load take either).
-    const std::filesystem::path path(p.checkpoint);
-    const bool present =
-        std::filesystem::is_regular_file(path, ec) || std::filesystem::exists(path / "checkpoint.pt", ec);
+    // A run folder, an ensemble folder or the checkpoint file itself (as find_policy and LoadedPolicy::load
+    // take any): every file it loads from is there.
+    bool present = true;
+    try {
+      for (const std::string& file : policy_files(p.checkpoint)) {
+        std::error_code ec;
+        present = present && std::filesystem::is_regular_file(file, ec);
+      }
+    } catch (const InputError&) {
+      present = false;
+    }
     // Names and descriptions only: the server's paths are not the client's business.
     o.begin().field("name", p.name).field("description", p.description).field("available", present).end();
   }

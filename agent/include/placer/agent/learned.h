@@ -28,7 +28,11 @@ class PolicyOutOfRange : public InputError {
 // is const and may be called from several threads at once.
 class LoadedPolicy {
  public:
-  // Throws InputError naming the file or field of a malformed checkpoint. A run's own checkpoint
+  // Throws InputError naming the file or field of a malformed checkpoint. A folder with an
+  // ensemble.yaml (`members: [FILE, ...]`, paths relative to the folder) is an ensemble of
+  // policies of one network shape (seeds of one recipe): they share the decode's rounds, each
+  // proposing near the best any of them found, over the first's units and with its settings.
+  // A run's own checkpoint
   // (its folder, or a path whose file is named checkpoint.pt) also reads the run's warm start and the
   // policy's own best in training beside it; a file of another name (an exported policy) is the policy alone.
   static std::shared_ptr<const LoadedPolicy> load(const std::string& run_dir);
@@ -44,12 +48,26 @@ class LoadedPolicy {
   // The most devices it trained on (0: unknown, a checkpoint that does not say); place()
   // refuses a larger cluster (PolicyOutOfRange).
   int32_t trained_devices() const;
+  // The policy files it decodes with: one, or an ensemble's members in order.
+  const std::vector<std::string>& member_files() const;
 
  private:
   LoadedPolicy();
   struct Impl;
   std::unique_ptr<Impl> impl_;
 };
+
+// An ensemble folder's manifest, and the most members it may list.
+inline constexpr const char* kEnsembleFile = "ensemble.yaml";
+inline constexpr size_t kMaxEnsembleMembers = 16;
+// The member files an ensemble folder's manifest lists (resolved against the folder); throws
+// InputError naming the field: not a list, empty or over kMaxEnsembleMembers, a missing file, one twice.
+std::vector<std::string> ensemble_members(const std::string& folder);
+
+// The files LoadedPolicy::load(path) reads, without reading them: an ensemble folder's manifest and
+// members, a folder's checkpoint.pt, or the file itself (a cache keys a loaded policy by their change
+// times). Throws InputError as ensemble_members does.
+std::vector<std::string> policy_files(const std::string& path);
 
 // The pretrained gnn (policies/pretrained/, git-ignored, made by
 // `make pretrained`): $PLACER_PRETRAINED when set, else the source tree's folder.
