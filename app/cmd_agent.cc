@@ -148,9 +148,10 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
   r.place_seconds = pa.seconds;
   r.note.clear();  // in the "policy alone" line
   char line[512];
-  std::snprintf(line, sizeof line, "%.6g s per step%s, placed in %.3f s (%s)", pa.policy_step_s,
-                pa.policy_ok ? "" : " (failed)", pa.policy.place_seconds, pa.policy.note.c_str());
-  *report = "policy alone  " + std::string(line) + "\n";
+  // (The note is appended whole: a long policy path cut it at 512 characters.)
+  std::snprintf(line, sizeof line, "%.6g s per step%s, placed in %.3f s (", pa.policy_step_s,
+                pa.policy_ok ? "" : " (failed)", pa.policy.place_seconds);
+  *report = "policy alone  " + std::string(line) + pa.policy.note + ")\n";
   if (!fast_path) {
     *report += std::string("fast path     not run (") + (a.no_refine ? "--no-refine" : "--no-fast-path") + ")\n";
   } else if (pa.fast_path_method.empty()) {

@@ -143,6 +143,18 @@ if [ -e "$SRC/policies/pretrained/checkpoint.pt" ]; then
 else
   fail "policies/pretrained/checkpoint.pt is missing: the project ships it"
 fi
+# An ensemble (ensemble.yaml listing exported policies of one shape) decodes with every member, says which
+# proposed the answer, and prints the whole note however long the folder's path.
+"$PLACER" train --config "$SRC/tests/fixtures/pretrain_tiny.yaml" --seed 2 -o "$TMP/tiny_run2" -q > /dev/null 2>&1 ||
+  fail "train the tiny pretrained policy, seed 2"
+ENS="$TMP$(printf '/an_ensemble_folder_%.0sxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx' 1 2 3 4)"
+mkdir -p "$ENS"
+"$PLACER" export-policy "$TMP/tiny_run2" -o "$ENS/member_2.pt" > /dev/null || fail "export-policy seed 2"
+printf 'members: [%s/pretrained/checkpoint.pt, member_2.pt]\n' "$TMP" > "$ENS/ensemble.yaml"
+"$PLACER" place --policy "$ENS" --no-refine --graph "$TMP/g.json" --cluster p100x4 -o "$TMP/ens.json" > "$TMP/ens.out" ||
+  fail "place --policy ENSEMBLE"
+grep -q "^policy alone  [0-9.e-]* s per step, placed in .* of an ensemble of 2 gnn policies (member [01]'s) from $ENS over [0-9]* units.*)\$" \
+  "$TMP/ens.out" || fail "the ensemble's note: $(cat "$TMP/ens.out")"
 export PLACER_PRETRAINED="$TMP/pretrained"
 "$PLACER" place --policy pretrained --graph "$TMP/g.json" --cluster p100x4 -o "$TMP/pre.json" > "$TMP/pre.out" ||
   fail "place --policy pretrained"
