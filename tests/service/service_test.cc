@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <thread>
 
@@ -489,6 +490,30 @@ TEST(Service, PlaceDecodesWithALoadedPolicyAndExplicitPolicyErrorsAreNamed) {
             R"({"default":"mlp2","policies":[{"name":"mlp2","description":"tiny","available":true}]})");
   r = handle(f, std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x2"})");
   EXPECT_NE(r.find(R"("method":"policy:mlp2","status":"ok")"), std::string::npos) << r.substr(0, 400);
+  placer::remove_tree(dir);
+}
+
+// An ensemble folder (ensemble.yaml listing two policies of one shape) is served like a run folder; a member
+// gone makes it unavailable, and a place request naming it gets an error naming the field.
+TEST(Service, AnEnsembleFolderIsServedAndAMissingMemberIsNamed) {
+  auto dir = std::filesystem::temp_directory_path() / ("placer_svc_ensemble_" + std::to_string(::getpid()));
+  train_mlp_policy(dir / "a", "a", "m_etf", 5, 1, 0);
+  train_mlp_policy(dir / "b", "b", "round_robin", 5, 1, 0);
+  std::ofstream(dir / "ensemble.yaml") << "members: [a/checkpoint.pt, b/checkpoint.pt]\n";
+  ServiceConfig c = small_config();
+  c.policies = {{"ens", dir.string(), "two"}};
+  PlacementService s(c);
+  EXPECT_EQ(handle(s, R"({"version":1,"type":"policies"})"),
+            R"({"default":"ens","policies":[{"name":"ens","description":"two","available":true}]})");
+  const std::string head = std::string(R"({"version":1,"type":"place",)") + kMlp + R"(,"cluster":"k80x2")";
+  const std::string r = handle(s, head + R"(,"policy":"ens"})");
+  EXPECT_NE(r.find(R"("method":"policy:ens","status":"ok")"), std::string::npos) << r.substr(0, 400);
+  std::filesystem::remove(dir / "b" / "checkpoint.pt");
+  EXPECT_EQ(handle(s, R"({"version":1,"type":"policies"})"),
+            R"({"default":"ens","policies":[{"name":"ens","description":"two","available":false}]})");
+  const std::string e = fail(s, head + R"(,"policy":"ens"})");
+  EXPECT_NE(e.find("not_found policy: policy 'ens': "), std::string::npos) << e;
+  EXPECT_NE(e.find("ensemble.yaml: field 'members'[1]: '"), std::string::npos) << e;
   placer::remove_tree(dir);
 }
 
