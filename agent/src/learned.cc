@@ -405,6 +405,33 @@ PlaceResult place_with_checkpoint(const std::string& run_dir, const PlaceContext
   return result;
 }
 
+namespace {
+
+// What a decode did, for the note of LoadedPolicy::place: "best of the greedy decodes and N samples of the gnn
+// policy from PATH over U units ... (R rounds of S ... within T ms)"; an ensemble's names the member that
+// proposed the answer.
+std::string decode_note(const std::string& type, const std::string& path, int members, int32_t units, int samples,
+                        const DecodeStats& ds, double decode_seconds) {
+  const std::string of =
+      " of " +
+      (members > 1 ? "an ensemble of " + std::to_string(members) + " " + type + " policies (member " +
+                         std::to_string(ds.best_member) + "'s)"
+                   : "the " + type + " policy") +
+      " from " + path + " over " + std::to_string(units) + " units" +
+      (ds.levels > 1 ? " and the same over 1/2 to 1/" + std::to_string(1 << (ds.levels - 1)) + " as many" : "");
+  if (ds.rounds > ds.levels * members)  // anytime rounds after every member's fixed ones
+    return "best of the greedy decodes and " + std::to_string(ds.placements - ds.levels * members) + " samples" + of +
+           " (" + std::to_string(ds.rounds) + " rounds of " + std::to_string(samples) +
+           (ds.near_rounds > 0 ? ", " + std::to_string(ds.near_rounds) + " of them near the best so far" : "") +
+           " within " + std::to_string(static_cast<int>(decode_seconds * 1000.0 + 0.5)) + " ms)";
+  const std::string each = members > 1 ? "each member's " : "";
+  return (samples > 1 ? "best of " + each + "greedy decode and " + std::to_string(samples - 1) + " samples"
+                      : each + "greedy decode") +
+         of;
+}
+
+}  // namespace
+
 PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_seconds) const {
   namespace fs = std::filesystem;
   if (!context.graph || !context.cluster || !context.env)
@@ -453,26 +480,10 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   result.stats["decoded_simulated_s"] = decoded.step_s;
   result.stats["decode_rounds"] = ds.rounds;
   result.stats["decode_near_rounds"] = ds.near_rounds;
-  const size_t k = impl_->members.size();
+  const int k = static_cast<int>(impl_->members.size());
   if (k > 1) result.stats["decode_best_member"] = ds.best_member;
-  const std::string of =
-      " of " +
-      (k > 1 ? "an ensemble of " + std::to_string(k) + " " + policy_type_name(config.policy.type) +
-                   " policies (member " + std::to_string(ds.best_member) + "'s)"
-             : "the " + std::string(policy_type_name(config.policy.type)) + " policy") +
-      " from " + path + " over " +
-      std::to_string(problem.n) + " units" +
-      (ds.levels > 1 ? " and the same over 1/2 to 1/" + std::to_string(1 << (ds.levels - 1)) + " as many" : "");
-  if (ds.rounds > ds.levels)
-    result.note = "best of the greedy decodes and " + std::to_string(ds.placements - ds.levels) + " samples" + of +
-                  " (" + std::to_string(ds.rounds) + " rounds of " + std::to_string(config.policy.place_samples) +
-                  (ds.near_rounds > 0 ? ", " + std::to_string(ds.near_rounds) + " of them near the best so far" : "") +
-                  " within " + std::to_string(static_cast<int>(decode_seconds * 1000.0 + 0.5)) + " ms)";
-  else
-    result.note = (config.policy.place_samples > 1
-                       ? "best of the greedy decode and " + std::to_string(config.policy.place_samples - 1) + " samples"
-                       : std::string("greedy decode")) +
-                  of;
+  result.note = decode_note(policy_type_name(config.policy.type), path, k, problem.n, config.policy.place_samples, ds,
+                            decode_seconds);
   if (best) {
     const StepResult stored = context.env->simulate(*best);
     result.evaluations += 1;
