@@ -26,11 +26,19 @@ done
 SEEDS=${PRETRAIN_SEEDS:-1}
 read -r -a seeds <<< "$SEEDS"
 [ ${#seeds[@]} -ge 1 ] || { echo "pretrain.sh: PRETRAIN_SEEDS names no seed" >&2; exit 1; }
+declare -A given=()
+for s in "${seeds[@]}"; do
+  [[ $s =~ ^[0-9]+$ ]] || { echo "pretrain.sh: PRETRAIN_SEEDS: '$s' is not a seed (a whole number >= 0)" >&2; exit 1; }
+  [ -z "${given[$s]:-}" ] || { echo "pretrain.sh: PRETRAIN_SEEDS: seed $s given twice" >&2; exit 1; }
+  given[$s]=1
+done
 rm -rf "$RUN"
 mkdir -p "$RUN"
 at_once=$(( $(nproc) >= 2 ? 2 : 1 ))
 echo "pretrain.sh: training seeds $SEEDS, $at_once at a time (~4 min each alone on the 2-core VM; logs in $RUN/seed_SEED.log)"
 running=0
+# Ctrl-C or a failure here stops the trainings too (background jobs of a script ignore SIGINT).
+trap 'kill $(jobs -p) 2> /dev/null || true' INT TERM EXIT
 for s in "${seeds[@]}"; do
   # (Each run is quiet but for its warnings: several at once would interleave their progress lines.)
   "$BUILD/placer" train --config configs/pretrain_gnn.yaml --seed "$s" -o "$RUN/seed_$s" -q \
@@ -39,6 +47,7 @@ for s in "${seeds[@]}"; do
   if [ "$running" -ge "$at_once" ]; then wait -n || true; running=$((running - 1)); fi
 done
 wait || true
+trap - INT TERM EXIT
 echo "pretrain.sh: trained in $(($(date +%s) - t0)) s"
 for s in "${seeds[@]}"; do
   summary="$RUN/seed_$s/summary.json"

@@ -109,7 +109,9 @@ class LevelDecoder {
  public:
   LevelDecoder(const std::vector<PolicyImpl*>& members, const PolicyInput& problem,
                const PolicyInputOptions& options, const Environment& env, const DecodeOptions& o)
-      : members_(members), problem_(problem), options_(options), env_(env), o_(o) {}
+      : members_(members), problem_(problem), options_(options), env_(env), o_(o) {
+    st_.member_near_rounds.assign(members_.size(), 0);
+  }
 
   Placement run(StepResult* simulated, DecodeStats* stats) {
     round(0, o_.seed, 1, 0);
@@ -117,9 +119,10 @@ class LevelDecoder {
     st_.levels = static_cast<int>(level_.size());
     tried_.resize(level_.size());
     near_spent_.assign(level_.size(), 0);
-    // The other members' fixed rounds (an ensemble): each one's greedy decode and samples at every level.
+    // The other members' fixed rounds (an ensemble): each one's greedy decode and samples at every level, drawn
+    // with the seeds member 0's were, so that the ensemble holds every member's own fixed decode.
     for (size_t m = 1; m < members_.size(); ++m)
-      for (size_t l = 0; l < level_.size(); ++l) round(l, o_.seed + 0x2545F4914F6CDD1DULL * m + l, 1, m);
+      for (size_t l = 0; l < level_.size(); ++l) round(l, o_.seed, 1, m);  // (the seeds member 0's took)
     // Anytime: more rounds at the levels in turn, each with a seed of its own, while one
     // fits, kMaxRounds at each level at most (a budget of "no limit" ends too); an ensemble's
     // members take the rounds in turn, each near the best any of them found.
@@ -159,9 +162,12 @@ class LevelDecoder {
       const uint64_t round_seed = o_.seed + 0x9E3779B97F4A7C15ULL * r + l;
       // `around` of the rounds near the best: round r is one where r x around passes a whole number.
       // (A policy that cannot decode forced rows, the hierarchical one, draws plain rounds only.)
-      const size_t m = r % members_.size();
+      // The members take the rounds in turn; each member's q-th anytime round is near the best where q x around
+      // passes a whole number (by the round's own index, an even number of members left member 1 none).
+      const size_t k = members_.size(), m = (r - 1) % k;
+      const uint64_t q = (r - 1) / k + 1;
       const bool near = o_.around > 0 && members_[m]->clones_placements() && !near_spent_[l] &&
-                        std::floor(r * o_.around) > std::floor((r - 1) * o_.around);
+                        std::floor(q * o_.around) > std::floor((q - 1) * o_.around);
       if (near)
         round_near(l, round_seed, m);
       else
@@ -208,6 +214,7 @@ class LevelDecoder {
     }
     count_round(l, t, static_cast<int64_t>(rows.size()));  // the new ones it drew: `samples` at most
     ++st_.near_rounds;
+    ++st_.member_near_rounds[m];
     near_spent_[l] = rows.empty();
   }
 
@@ -318,6 +325,24 @@ std::string LoadedPolicy::policy_type() const { return policy_type_name(impl_->c
 int32_t LoadedPolicy::trained_devices() const { return impl_->trained_devices; }
 const std::vector<std::string>& LoadedPolicy::member_files() const { return impl_->member_paths; }
 
+namespace {
+
+// std::filesystem's checks without its exceptions (EACCES, ELOOP, ENAMETOOLONG): false where it cannot tell.
+bool is_dir(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec);
+}
+bool exists_here(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(path, ec);
+}
+bool is_file(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_regular_file(path, ec);
+}
+
+}  // namespace
+
 std::vector<std::string> ensemble_members(const std::string& folder) {
   namespace fs = std::filesystem;
   const std::string manifest = (fs::path(folder) / kEnsembleFile).string();
@@ -342,9 +367,10 @@ std::vector<std::string> ensemble_members(const std::string& folder) {
                                                 : members.at(i).string();
     if (!name || name->empty()) throw InputError(at + ": must be a file name, got " + members.at(i).describe());
     const std::string file = fs::path(*name).is_absolute() ? *name : (fs::path(folder) / *name).string();
-    if (!fs::is_regular_file(file)) throw InputError(at + ": '" + file + "' is not a file");
+    if (!is_file(file)) throw InputError(at + ": '" + file + "' is not a file (or cannot be read)");
+    std::error_code ec;
     for (size_t j = 0; j < files.size(); ++j)
-      if (fs::equivalent(files[j], file))
+      if (fs::equivalent(files[j], file, ec))
         throw InputError(at + ": '" + *name + "' is listed twice (also members[" + std::to_string(j) + "])");
     files.push_back(file);
   }
@@ -353,8 +379,8 @@ std::vector<std::string> ensemble_members(const std::string& folder) {
 
 std::vector<std::string> policy_files(const std::string& path) {
   namespace fs = std::filesystem;
-  if (!fs::is_directory(path)) return {path};
-  if (!fs::exists(fs::path(path) / kEnsembleFile)) return {(fs::path(path) / kCheckpointFile).string()};
+  if (!is_dir(path)) return {path};
+  if (!exists_here((fs::path(path) / kEnsembleFile).string())) return {(fs::path(path) / kCheckpointFile).string()};
   std::vector<std::string> files = ensemble_members(path);
   files.insert(files.begin(), (fs::path(path) / kEnsembleFile).string());
   return files;
@@ -364,20 +390,24 @@ std::shared_ptr<const LoadedPolicy> LoadedPolicy::load(const std::string& run_di
   namespace fs = std::filesystem;
   std::shared_ptr<LoadedPolicy> p(new LoadedPolicy());
   Impl& in = *p->impl_;
-  if (fs::is_directory(run_dir) && fs::exists(fs::path(run_dir) / kEnsembleFile)) {
+  if (is_dir(run_dir) && exists_here((fs::path(run_dir) / kEnsembleFile).string())) {
     // An ensemble: its members decode over the first's units, with the first's settings.
     in.member_paths = ensemble_members(run_dir);
     for (size_t i = 0; i < in.member_paths.size(); ++i) {
       TrainConfig config;
       int32_t trained = 0;
-      in.members.push_back(load_policy(in.member_paths[i], i == 0 ? &in.config : &config, &trained));
+      const std::string at = run_dir + "/" + kEnsembleFile + ": field 'members'[" + std::to_string(i) + "]";
+      try {
+        in.members.push_back(load_policy(in.member_paths[i], i == 0 ? &in.config : &config, &trained));
+      } catch (const InputError& e) {
+        throw InputError(at + ": " + e.what());
+      }
       if (i == 0) {
         in.trained_devices = trained;
         continue;
       }
       if (const std::string differs = policy_differences(in.config, config, "members[0]"); !differs.empty())
-        throw InputError(run_dir + "/" + kEnsembleFile + ": field 'members'[" + std::to_string(i) + "]: " +
-                         in.member_paths[i] + " holds another policy than members[0]: " + differs);
+        throw InputError(at + ": " + in.member_paths[i] + " holds another policy than members[0]: " + differs);
       // The fewest devices any member that says trained on.
       if (trained > 0) in.trained_devices = in.trained_devices > 0 ? std::min(in.trained_devices, trained) : trained;
     }
@@ -385,7 +415,7 @@ std::shared_ptr<const LoadedPolicy> LoadedPolicy::load(const std::string& run_di
     in.path = run_dir;
     return p;  // exported policies: no run's side files
   }
-  in.path = fs::is_directory(run_dir) ? run_dir + "/" + kCheckpointFile : run_dir;
+  in.path = is_dir(run_dir) ? run_dir + "/" + kCheckpointFile : run_dir;
   in.dir = run_folder_of(in.path);
   in.policy = load_policy(in.path, &in.config, &in.trained_devices);
   in.members = {in.policy};
@@ -440,7 +470,8 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   const std::string& path = impl_->path;
   const std::string& dir = impl_->dir;
   const TrainConfig& config = impl_->config;
-  torch::NoGradGuard no_grad;
+  // Inference mode: the decode's tensors never meet autograd here (a trainer's own samples do, and keep NoGradGuard).
+  c10::InferenceMode inference;
   const Graph& graph = *context.graph;
   const Cluster& cluster = *context.cluster;
   const std::string what = "the " + std::string(policy_type_name(config.policy.type)) + " policy in " + path;

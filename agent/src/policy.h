@@ -257,6 +257,7 @@ struct DecodeStats {
   int near_rounds = 0;  // of those, rounds near the best so far (`around`)
   double seconds = 0.0;
   int best_member = 0;  // the ensemble member that proposed the placement returned
+  std::vector<int> member_near_rounds;  // the near rounds each member drew
 };
 
 // decode_best over the problem's units, then again over 1/2, 1/4, ... as many

@@ -508,9 +508,9 @@ int32_t Trainer::init_weights(const std::string& from) {
   std::string path = from;
   LoadedArchive la;
   try {
-    if (fs::is_directory(from))  // (an ensemble folder: its first member)
-      path = fs::exists(fs::path(from) / kEnsembleFile) ? ensemble_members(from).front()
-                                                        : (fs::path(from) / kCheckpointFile).string();
+    // A folder's checkpoint.pt, or an ensemble folder's manifest and members: the first member's weights.
+    const std::vector<std::string> files = policy_files(from);
+    path = files.size() > 1 ? files[1] : files.front();
     open_checkpoint(path, &la);
   } catch (const InputError& e) {
     throw InputError("policy.init_from: " + std::string(e.what()));
