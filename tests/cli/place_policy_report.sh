@@ -4,10 +4,8 @@
 #   bash place_policy_report.sh <placer-binary> <source-dir>
 set -u
 PLACER=${1:?placer binary}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# shellcheck source=lib/checks.sh
+source "$(dirname "$0")/lib/checks.sh"
 
 cat > "$work/p.yaml" <<'YAML'
 name: p
@@ -37,7 +35,4 @@ for cmd in place baseline; do
     || fail "$cmd --help: --budget does not name guided_search"
 done
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
+finish place_policy_report

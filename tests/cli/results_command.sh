@@ -4,10 +4,8 @@
 #   bash results_command.sh <placer-binary> <source-dir>
 set -u
 PLACER=${1:?placer binary}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# shellcheck source=lib/checks.sh
+source "$(dirname "$0")/lib/checks.sh"
 
 "$PLACER" graph build mlp --opt layers=1 --opt width=8 --opt input=8 --opt batch=2 -o "$work/g.json" >/dev/null ||
   fail "graph build"
@@ -34,8 +32,4 @@ check "$work/m.json" measure --graph "$work/g.json" --placement "$work/p.json" -
 check "$work/c.json" measure --graph "$work/g.json" --compare "$work/p.json" "$work/q it's.json" --devices cpu:2 \
   --steps 2 --max-steps 2 --warmup 1 --json "$work/c.json"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "results_command: all checks passed"
+finish results_command

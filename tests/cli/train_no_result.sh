@@ -4,10 +4,8 @@
 #   bash train_no_result.sh <placer-binary> <source-dir>
 set -u
 PLACER=${1:?placer binary}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# shellcheck source=lib/checks.sh
+source "$(dirname "$0")/lib/checks.sh"
 
 cat > "$work/e.yaml" <<'YAML'
 name: e
@@ -39,7 +37,4 @@ sed -e "s|graph: .*|graph: {file: $work/inputs.json}|" -e 's/methods: \[\]/metho
 grep -q "result: none" "$work/out" && fail "a 0 s placement read as no result: $(cat "$work/out")"
 grep -q "nan\|inf" "$work/out" && fail "nan or inf printed: $(cat "$work/out")"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
+finish train_no_result

@@ -6,10 +6,8 @@ set -u
 PLACER=${1:?placer binary}
 SRC=${2:?source dir}
 W="$SRC/tests/fixtures/dnn-partitioning/bert24_inference.json"
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+# shellcheck source=lib/checks.sh
+source "$(dirname "$0")/lib/checks.sh"
 
 rc=0
 "$PLACER" graph import "$W" -o "$work/wl.bin" >/dev/null 2>"$work/err.txt" || rc=$?
@@ -19,8 +17,4 @@ grep -q -- "-o $work/wl.bin: a workload is written as workload JSON; name the ou
 [ -e "$work/wl.bin" ] && fail "a refused -o wl.bin was still written"
 "$PLACER" graph import "$W" -o "$work/wl.json" >/dev/null || fail "graph import of a workload to wl.json"
 
-if [ "$failures" -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "workload_output: all checks passed"
+finish workload_output
