@@ -310,9 +310,9 @@ struct LoadedPolicy::Impl {
   std::string path, dir;  // dir: the run folder whose side files are its ("": none)
   TrainConfig config;
   int32_t trained_devices = 0;  // 0: unknown
-  std::shared_ptr<PolicyImpl> policy;
-  // An ensemble's members (policy is the first; one policy: itself) and their files.
+  // An ensemble's members (one policy: itself; the first's config and units decode for all) and their files.
   std::vector<std::shared_ptr<PolicyImpl>> members;
+  std::vector<PolicyImpl*> decoders;  // members' pointers, for decode_levels
   std::vector<std::string> member_paths;
   // The run's warm-start and best placements, read once with the checkpoint.
   std::optional<NamedPlacement> warm, best;
@@ -342,6 +342,10 @@ bool is_file(const std::string& path) {
 }
 
 }  // namespace
+
+bool is_ensemble_folder(const std::string& path) {
+  return is_dir(path) && exists_here((std::filesystem::path(path) / kEnsembleFile).string());
+}
 
 std::vector<std::string> ensemble_members(const std::string& folder) {
   namespace fs = std::filesystem;
@@ -380,7 +384,7 @@ std::vector<std::string> ensemble_members(const std::string& folder) {
 std::vector<std::string> policy_files(const std::string& path) {
   namespace fs = std::filesystem;
   if (!is_dir(path)) return {path};
-  if (!exists_here((fs::path(path) / kEnsembleFile).string())) return {(fs::path(path) / kCheckpointFile).string()};
+  if (!is_ensemble_folder(path)) return {(fs::path(path) / kCheckpointFile).string()};
   std::vector<std::string> files = ensemble_members(path);
   files.insert(files.begin(), (fs::path(path) / kEnsembleFile).string());
   return files;
@@ -390,7 +394,7 @@ std::shared_ptr<const LoadedPolicy> LoadedPolicy::load(const std::string& run_di
   namespace fs = std::filesystem;
   std::shared_ptr<LoadedPolicy> p(new LoadedPolicy());
   Impl& in = *p->impl_;
-  if (is_dir(run_dir) && exists_here((fs::path(run_dir) / kEnsembleFile).string())) {
+  if (is_ensemble_folder(run_dir)) {
     // An ensemble: its members decode over the first's units, with the first's settings.
     in.member_paths = ensemble_members(run_dir);
     for (size_t i = 0; i < in.member_paths.size(); ++i) {
@@ -411,14 +415,14 @@ std::shared_ptr<const LoadedPolicy> LoadedPolicy::load(const std::string& run_di
       // The fewest devices any member that says trained on.
       if (trained > 0) in.trained_devices = in.trained_devices > 0 ? std::min(in.trained_devices, trained) : trained;
     }
-    in.policy = in.members[0];
+    for (const auto& m : in.members) in.decoders.push_back(m.get());
     in.path = run_dir;
     return p;  // exported policies: no run's side files
   }
   in.path = is_dir(run_dir) ? run_dir + "/" + kCheckpointFile : run_dir;
   in.dir = run_folder_of(in.path);
-  in.policy = load_policy(in.path, &in.config, &in.trained_devices);
-  in.members = {in.policy};
+  in.members = {load_policy(in.path, &in.config, &in.trained_devices)};
+  in.decoders = {in.members[0].get()};
   in.member_paths = {in.path};
   if (p->impl_->dir.empty()) return p;  // no run's side files: decode only
   p->impl_->warm = placement_if_readable(p->impl_->dir + "/warm_start_placement.json");
@@ -475,7 +479,7 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   const Graph& graph = *context.graph;
   const Cluster& cluster = *context.cluster;
   const std::string what = "the " + std::string(policy_type_name(config.policy.type)) + " policy in " + path;
-  check_trained_devices(cluster, impl_->trained_devices, *impl_->policy, what);
+  check_trained_devices(cluster, impl_->trained_devices, *impl_->members[0], what);
   // On the graph the run trained on, decode over the same units (the warm
   // start's split) and also consider the best placement the run found.
   std::optional<Placement> warm, best;
@@ -491,7 +495,7 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   if (config.warm_start.split_units) warm = same_graph(impl_->warm);
   best = same_graph(impl_->best);
 
-  const PolicyInputOptions po = unit_options(*impl_->policy, config, warm ? &*warm : nullptr);
+  const PolicyInputOptions po = unit_options(*impl_->members[0], config, warm ? &*warm : nullptr);
   PolicyInput problem = make_policy_input(graph, cluster, *context.env->costs(), po);
   PlaceResult result;
   result.method = std::string("learned:") + policy_type_name(config.policy.type);
@@ -500,9 +504,7 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   std::unique_lock<std::mutex> decode_lock(impl_->mutex);
   // The budget counts from the call: what loading the problem took is spent.
   const double left = decode_seconds > 0.0 ? std::max(1e-3, decode_seconds - seconds_since(t0)) : 0.0;
-  std::vector<PolicyImpl*> members;
-  for (const auto& m : impl_->members) members.push_back(m.get());
-  result.placement = decode_levels(members, problem, po, *context.env,
+  result.placement = decode_levels(impl_->decoders, problem, po, *context.env,
                                    {config.policy.place_samples, config.policy.place_levels,
                                     config.optimizer.temperature, context.seed, left, config.policy.place_around},
                                    &decoded, &ds);

@@ -54,8 +54,11 @@ class SplitSearch {
   // the set). stop: checked before each state after the first, null for never.
   SplitSearch(const PipelineCost& cost, int32_t stages, bool ordered, const PlaceContext* stop)
       : cost_(cost), U_(cost.units().count), D_(cost.units().devices), S_(stages), ordered_(ordered), stop_(stop),
-        at_(U_ + 1) {
+        at_(U_ + 1), next_alike_(D_, D_) {
     at_[U_][{0, -1}].push_back(Label{});
+    for (int32_t d = 0; d < D_; ++d)
+      for (int32_t e = d + 1; e < D_ && next_alike_[d] == D_; ++e)
+        if (cost_.device_class()[e] == cost_.device_class()[d]) next_alike_[d] = e;
   }
 
   // The best complete split, first stage first (empty if none fits or it stopped before one).
@@ -86,12 +89,7 @@ class SplitSearch {
     return ordered_ ? nearest_below(d, key.second < 0 ? D_ : key.second) : first_unused(key.first, d);
   }
   // Ordered: whether d is the last device of its class below `bound` (alike devices interchangeable, as above).
-  bool nearest_below(int32_t d, int32_t bound) const {
-    if (d >= bound) return false;
-    for (int32_t e = d + 1; e < bound; ++e)
-      if (cost_.device_class()[e] == cost_.device_class()[d]) return false;
-    return true;
-  }
+  bool nearest_below(int32_t d, int32_t bound) const { return d < bound && next_alike_[d] >= bound; }
   StateKey after(const StateKey& key, int32_t d) const {
     return {ordered_ ? key.first + 1 : key.first | (uint64_t{1} << d), d};
   }
@@ -122,15 +120,12 @@ class SplitSearch {
         if (!cost_.fits(t, d)) continue;
         std::vector<Label>* into = nullptr;
         for (size_t k = 0; k < front.size(); ++k) {
-          const double sum = front[k].sum + t.work + t.comm_fwd + t.comm_bwd;
-          const double max = std::max(
-              {front[k].max, t.work + t.accumulate, t.comm_fwd, t.comm_bwd, cost_.cycle_share(sum, s, S_)});
-          const double bound = sum + (M - 1) * max;  // sums and maxima only grow
+          const PipelineCost::Partial p = cost_.prepend({front[k].sum, front[k].max, front[k].tail}, t, s, S_);
+          const double bound = p.sum + (M - 1) * p.max;  // sums and maxima only grow
           if (bound >= best_) continue;
-          const double tail = std::max(t.update, front[k].tail - t.backward - t.comm_bwd);
-          Label l{sum, max, tail, &front, static_cast<int32_t>(k), i, d};
+          Label l{p.sum, p.max, p.tail, &front, static_cast<int32_t>(k), i, d};
           if (h == 0) {  // complete: the last updates end `tail` after the first stage's last backward
-            const double total = bound + tail;
+            const double total = bound + p.tail;
             if (total < best_) best_ = total, best_complete_ = l, best_label_ = &best_complete_;
             continue;
           }
@@ -147,6 +142,7 @@ class SplitSearch {
   const PlaceContext* stop_;
   bool stopped_ = false;
   std::vector<States> at_;
+  std::vector<int32_t> next_alike_;  // the next device of d's class above it (D_: none)
   double best_ = kInf;
   Label best_complete_;
   const Label* best_label_ = nullptr;
@@ -257,22 +253,19 @@ PipelineSplitCost PipelineCost::evaluate(const std::vector<PipelineDpStage>& sta
   const int32_t S = static_cast<int32_t>(stages.size());
   PLACER_CHECK(S > 0 && stages.front().begin == 0 && stages.back().end == units_.count, "pipeline dp: a split");
   out.fits = true;
-  double round_trip = 0.0;  // of the stages after s, without the cut before them
-  double tail = -kInf;      // the label's tail (SplitSearch)
+  Partial after;  // the stages after s, without the cut before them
   for (int32_t s = S - 1; s >= 0; --s) {
     const PipelineDpStage& st = stages[s];
     PLACER_CHECK(st.begin < st.end && (s == 0 || stages[s - 1].end == st.begin), "pipeline dp: stage ", s);
     const Terms t = stage(st.begin, st.end, st.device, s + 1 < S ? stages[s + 1].device : -1, s, S);
-    round_trip += t.work + t.comm_fwd + t.comm_bwd;
-    tail = std::max(t.update, tail - t.backward - t.comm_bwd);
-    out.bottleneck_s =
-        std::max({out.bottleneck_s, t.work + t.accumulate, t.comm_fwd, t.comm_bwd, cycle_share(round_trip, s, S)});
+    after = prepend(after, t, s, S);
+    out.bottleneck_s = after.max;
     if (!fits(t, st.device) && out.fits) {
       out.fits = false;
       out.overflow = "stage " + std::to_string(s) + " needs " + format_bytes(t.memory) + ", has " +
                      format_bytes(capacity_[st.device]);
     }
-    if (s == 0) out.sum_s = round_trip + tail;
+    if (s == 0) out.sum_s = after.sum + after.tail;
   }
   out.total_s = out.sum_s + (spec_.microbatches - 1) * out.bottleneck_s;
   return out;
@@ -332,7 +325,7 @@ PipelineDpResult solve_pipeline_dp(const PipelineCost& cost, const PlaceContext*
   if (D > kMaxPipelineDpDevices)
     throw NoFeasiblePlacement("dp (pipeline): the cluster has " + std::to_string(D) + " devices; its search tells " +
                               "at most " + std::to_string(kMaxPipelineDpDevices) + " apart");
-  PLACER_CHECK(D >= 1 && D <= kMaxPipelineDpDevices, "pipeline dp: devices ", D);
+  PLACER_CHECK(D >= 1, "pipeline dp: devices ", D);
   PipelineDpResult out;
   // (Devices all alike: the exact search already takes them in index order, restricting nothing.)
   const std::vector<int32_t>& cls = cost.device_class();

@@ -50,6 +50,8 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -108,6 +110,19 @@ class PipelineCost {
   // c_s for a round trip R_s (0 unless 1F1B caps stage s below M).
   double cycle_share(double round_trip, int32_t s, int32_t S) const;
   bool fits(const Terms& t, int32_t d) const { return t.memory <= capacity_[d]; }
+  // The stages from s on, as a stage's terms add to those after it (SplitSearch's labels and evaluate alike):
+  // the round trip's sum, the bottleneck's share (with the accumulation and 1F1B's cycle share) and the
+  // tail of updates after the first stage's last backward.
+  struct Partial {
+    double sum = 0.0, max = 0.0, tail = -std::numeric_limits<double>::infinity();
+  };
+  Partial prepend(const Partial& after, const Terms& t, int32_t s, int32_t S) const {
+    Partial p;
+    p.sum = after.sum + t.work + t.comm_fwd + t.comm_bwd;
+    p.max = std::max({after.max, t.work + t.accumulate, t.comm_fwd, t.comm_bwd, cycle_share(p.sum, s, S)});
+    p.tail = std::max(t.update, after.tail - t.backward - t.comm_bwd);
+    return p;
+  }
   PipelineSplitCost evaluate(const std::vector<PipelineDpStage>& stages) const;
 
   const PipelineUnits& units() const { return units_; }

@@ -44,6 +44,7 @@
 #include "ilp_model.h"
 #include "placer/env/environment.h"
 #include "placer/graphs/json_writer.h"
+#include "placer/graphs/timing.h"
 #include "placers_common.h"
 
 namespace placer {
@@ -400,8 +401,6 @@ IlpModel build_model(const UnitProblem& p, double makespan_bound, bool symmetry_
   if (symmetry_breaking && p.k > 1) add_symmetry_rows(m, p, group_order);
   return m;
 }
-
-double seconds_since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
 // Stage two: C at most its optimum, minimize the transfer time crossed, from
 // stage one's solution, in what is left of the limit (skipped when under a

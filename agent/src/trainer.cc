@@ -16,7 +16,6 @@
 #include <limits>
 #include <numeric>
 #include <optional>
-#include <unordered_set>
 
 #include "placer/agent/compare.h"
 #include "placer/agent/learned.h"

@@ -508,9 +508,8 @@ int32_t Trainer::init_weights(const std::string& from) {
   std::string path = from;
   LoadedArchive la;
   try {
-    // A folder's checkpoint.pt, or an ensemble folder's manifest and members: the first member's weights.
-    const std::vector<std::string> files = policy_files(from);
-    path = files.size() > 1 ? files[1] : files.front();
+    // A folder's checkpoint.pt, or an ensemble folder's first member.
+    path = is_ensemble_folder(from) ? ensemble_members(from).front() : policy_files(from).front();
     open_checkpoint(path, &la);
   } catch (const InputError& e) {
     throw InputError("policy.init_from: " + std::string(e.what()));
@@ -536,7 +535,7 @@ int32_t Trainer::init_weights(const std::string& from) {
                      torch_error_text(e) + ")");
   }
   try {
-    return archive_trained_devices(la, parse_train_config(la.config_json, path + " (field 'config')"));
+    return archive_trained_devices(la, have);
   } catch (const InputError& e) {  // (it named neither the file nor policy.init_from)
     throw InputError("policy.init_from: " + path + ": " + e.what());
   }

@@ -116,7 +116,9 @@ TEST(Ensemble, OneMemberDecodesAsThePolicyAlone) {
     EXPECT_EQ(a.evaluations, b.evaluations) << seconds;
     EXPECT_EQ(a.stats.at("decode_rounds"), b.stats.at("decode_rounds")) << seconds;
     EXPECT_EQ(a.stats.at("decode_near_rounds"), b.stats.at("decode_near_rounds")) << seconds;
-    if (seconds > 0) EXPECT_GT(a.stats.at("decode_near_rounds"), 0.0);
+    if (seconds > 0) {
+      EXPECT_GT(a.stats.at("decode_near_rounds"), 0.0);
+    }
   }
 }
 

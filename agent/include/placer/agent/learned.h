@@ -60,6 +60,8 @@ class LoadedPolicy {
 // An ensemble folder's manifest, and the most members it may list.
 inline constexpr const char* kEnsembleFile = "ensemble.yaml";
 inline constexpr size_t kMaxEnsembleMembers = 16;
+// Whether `path` is an ensemble folder (a folder with a kEnsembleFile).
+bool is_ensemble_folder(const std::string& path);
 // The member files an ensemble folder's manifest lists (resolved against the folder); throws
 // InputError naming the field: not a list, empty or over kMaxEnsembleMembers, a missing file, one twice.
 std::vector<std::string> ensemble_members(const std::string& folder);
