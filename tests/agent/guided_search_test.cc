@@ -112,12 +112,8 @@ TEST(GuidedSearch, ABudgetSpentOnTheCandidatesReturnsTheStart) {
   for (int64_t budget = 1; budget <= 6; ++budget) EXPECT_EQ(guided(graph, cluster, env, budget).evaluations, budget);
 }
 
-PlaceContext guided_context(const Graph& graph, const Cluster& cluster, Environment& env, int64_t budget) {
-  PlaceContext ctx;
-  ctx.graph = &graph;
-  ctx.cluster = &cluster;
-  ctx.env = &env;
-  ctx.seed = 3;
+PlaceContext guided_context(Environment& env, int64_t budget) {
+  PlaceContext ctx = PlaceContext::on(env, 3);
   ctx.sample_budget = budget;
   return ctx;
 }
@@ -127,7 +123,7 @@ TEST(GuidedSearch, AnnealsFromAGivenStartWithinItsTimeLimit) {
   const Graph graph = small_nmt();
   const Cluster cluster = cluster_preset("k80x4");
   Environment env(graph, cluster);
-  PlaceContext ctx = guided_context(graph, cluster, env, 1);
+  PlaceContext ctx = guided_context(env, 1);
   const Placement single = make_placer("single")->place(ctx).placement;
   ctx.start = &single;
   const PlaceResult r = make_placer("guided_search")->place(ctx);
@@ -145,7 +141,7 @@ TEST(GuidedSearch, EndsAtItsDeadline) {
   const Graph graph = small_nmt();
   const Cluster cluster = cluster_preset("k80x4");
   Environment env(graph, cluster);
-  PlaceContext ctx = guided_context(graph, cluster, env, 300);
+  PlaceContext ctx = guided_context(env, 300);
   ctx.stop_at = std::chrono::steady_clock::now() - std::chrono::seconds(1);
   const PlaceResult r = make_placer("guided_search")->place(ctx);
   EXPECT_EQ(r.stats.at("start_candidates"), 1);

@@ -21,11 +21,7 @@ namespace {
 PlaceResult place(const std::string& method, const Graph& graph, const Cluster& cluster,
                   std::map<std::string, std::string> options = {}, double limit_s = 5.0) {
   Environment env(graph, cluster);
-  PlaceContext ctx;
-  ctx.graph = &graph;
-  ctx.cluster = &cluster;
-  ctx.env = &env;
-  ctx.seed = 7;
+  PlaceContext ctx = PlaceContext::on(env, 7);
   ctx.time_limit_s = limit_s;
   ctx.options = std::move(options);
   PlaceResult r = make_placer(method)->place(ctx);

@@ -20,11 +20,7 @@ namespace {
 
 PlaceResult place(const std::string& method, const Graph& graph, const Cluster& cluster) {
   Environment env(graph, cluster);
-  PlaceContext ctx;
-  ctx.graph = &graph;
-  ctx.cluster = &cluster;
-  ctx.env = &env;
-  ctx.seed = 7;
+  PlaceContext ctx = PlaceContext::on(env, 7);
   PlaceResult r = make_placer(method)->place(ctx);
   EXPECT_TRUE(env.simulate(r.placement).ok()) << method;
   return r;
