@@ -128,9 +128,6 @@ struct Job {
   int64_t remote_evaluations = 0;                        // done by rollout workers (this server process)
 };
 
-// Throws bad_request at `at` when methods[i] is listed before i: each placer runs once (learned_job.cc).
-void refuse_listed_twice(const std::vector<std::string>& methods, size_t i, const std::string& at);
-
 inline constexpr size_t kCurvePoints = 32;
 // How a learned job's trainer names the service's fast-path answer, a placement it has seen ("fast_path:m_etf").
 inline const std::string kFastPath = "fast_path:";

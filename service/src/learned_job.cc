@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "jobs.h"
+#include "method_list.h"
 #include "objective.h"
 #include "placer/agent/placer.h"
 #include "placer/agent/train.h"
@@ -166,28 +167,7 @@ TrainConfig learned_config(const Request& r, const std::shared_ptr<const Prepare
   return c;
 }
 
-// A config's list of placers (warm_start.methods, compare), checked at submit: each name known (an unknown
-// one failed the job later) and listed once. So the list is at most the registry's length (the same
-// placer thousands of times held the runner, and a cancel or shutdown waited for all of it).
-void check_method_list(const std::vector<std::string>& methods, const std::string& field) {
-  const std::vector<std::string> known = placer_names();
-  for (size_t i = 0; i < methods.size(); ++i) {
-    const std::string at = field + "[" + std::to_string(i) + "]";
-    if (std::find(known.begin(), known.end(), methods[i]) == known.end())
-      throw RequestError(codes::kBadRequest, at, unknown_name("method", methods[i], known));
-    refuse_listed_twice(methods, i, at);
-  }
-}
-
 }  // namespace
-
-void refuse_listed_twice(const std::vector<std::string>& methods, size_t i, const std::string& at) {
-  const size_t first = static_cast<size_t>(std::find(methods.begin(), methods.end(), methods[i]) - methods.begin());
-  if (first < i)
-    throw RequestError(
-        codes::kBadRequest, at,
-        "'" + methods[i] + "' is listed twice (also at [" + std::to_string(first) + "]); each placer runs once");
-}
 
 void JobManager::prepare_learned(Job& job) {
   const Request& r = job.request;
@@ -196,8 +176,9 @@ void JobManager::prepare_learned(Job& job) {
   job.dir = (fs::path(jobs_dir()) / job.id).string();
   auto train = std::make_shared<TrainConfig>(learned_config(r, job.prepared, job.id, job.dir));
   const TrainConfig& c = *train;
-  check_method_list(c.warm_start.methods, kField + ".warm_start.methods");
-  check_method_list(c.compare, kField + ".compare");
+  // A config's lists of placers, checked at submit (an unknown name failed the job later).
+  check_method_list(c.warm_start.methods, kField + ".warm_start.methods", MethodNames::kRegistered);
+  check_method_list(c.compare, kField + ".compare", MethodNames::kRegistered);
   // A bounded warm start (the budget counts training time only).
   if (c.warm_start.bc_steps > 5000)
     throw RequestError(codes::kBadRequest, kField + ".warm_start.bc_steps",

@@ -10,6 +10,7 @@
 
 #include "jobs.h"
 #include "json_out.h"
+#include "method_list.h"
 #include "objective.h"
 #include "placer/agent/compare.h"
 #include "placer/agent/learned.h"
@@ -69,16 +70,14 @@ std::vector<PreparedRequest::Baseline> run_baselines(const std::vector<std::stri
   return out;
 }
 
-// A request's methods (baselines, optimize): each a placer's name, each once (a placer listed twice ran twice).
-void check_methods(const std::vector<std::string>& methods) {
-  for (size_t i = 0; i < methods.size(); ++i) {
-    const std::string at = "methods[" + std::to_string(i) + "]";
-    try {
-      make_placer(methods[i]);
-    } catch (const InputError& e) {
-      throw RequestError(codes::kBadRequest, at, e.what());
-    }
-    refuse_listed_twice(methods, i, at);
+// The server config's lists of placers, checked once at start (a placer listed twice in place.baselines failed
+// every baselines request that named none): errors name the config field, as the config loader's do.
+void check_configured_methods(const ServiceConfig& config) {
+  try {
+    check_method_list(config.place_baselines, "place.baselines", MethodNames::kBuildable);
+    check_method_list(config.optimize_methods, "jobs.methods", MethodNames::kBuildable);
+  } catch (const RequestError& e) {
+    throw InputError("", e.field(), e.problem());
   }
 }
 
@@ -167,8 +166,7 @@ Cluster build_request_cluster(const ClusterSpec& spec, const ServiceConfig& conf
 
 PlacementService::PlacementService(ServiceConfig config, ServiceMetrics* metrics)
     : config_(std::move(config)), metrics_(metrics), started_(Clock::now()) {
-  for (const auto& name : config_.place_baselines) make_placer(name);  // config errors at start, not per request
-  for (const auto& name : config_.optimize_methods) make_placer(name);
+  check_configured_methods(config_);  // config errors at start, not per request
   if (config_.default_policy.empty() && !config_.policies.empty())
     config_.default_policy = config_.policies.front().name;
   policies_ = config_.policies;
@@ -305,7 +303,7 @@ std::string PlacementService::handle(const Request& r, Clock::time_point deadlin
     case RequestType::Place: return handle_place(r, deadline);
     case RequestType::Evaluate: return handle_evaluate(r, deadline);
     case RequestType::Optimize: {
-      check_methods(r.methods);
+      check_method_list(r.methods, "methods", MethodNames::kBuildable);
       auto p = prepare(r);
       // The last moment to give up: once submitted the job exists (and is on disk), so its reply must say
       // so; a deadline_exceeded after it orphaned the job, and the client's retry made a second one.
@@ -487,8 +485,9 @@ std::string PlacementService::handle_place(const Request& r, Clock::time_point d
 }
 
 std::string PlacementService::handle_baselines(const Request& r, Clock::time_point deadline) {
-  std::vector<std::string> methods = r.methods.empty() ? config_.place_baselines : r.methods;
-  check_methods(methods);
+  // A request's own methods, checked here; the configured ones were checked at start.
+  check_method_list(r.methods, "methods", MethodNames::kBuildable);
+  const std::vector<std::string>& methods = r.methods.empty() ? config_.place_baselines : r.methods;
   auto p = prepare(r);
   Environment env(p->prepared, simulated_env(r));
   JsonOut o;

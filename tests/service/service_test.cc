@@ -270,6 +270,36 @@ TEST(Service, AMethodListedTwiceIsRefused) {
             "bad_request methods[1]: 'm_topo' is listed twice (also at [0]); each placer runs once");
 }
 
+// The server's own lists are checked once, at start, naming the config field: a placer listed twice (or an
+// unknown one) in place.baselines failed every baselines request that named no methods.
+TEST(Service, TheConfiguredMethodListsAreCheckedAtStart) {
+  const auto refused = [](const ServiceConfig& c) -> std::string {
+    try {
+      PlacementService s(c);
+    } catch (const RequestError& e) {
+      return std::string("a request's error: ") + e.what();
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  ServiceConfig twice = small_config();
+  twice.place_baselines = {"single", "m_etf", "single"};
+  EXPECT_EQ(refused(twice), "place.baselines[2]: 'single' is listed twice (also at [0]); each placer runs once");
+  ServiceConfig unknown = small_config();
+  unknown.place_baselines = {"single", "magic"};
+  const std::string e = refused(unknown);
+  EXPECT_EQ(e.rfind("place.baselines[1]: unknown placement method 'magic' (known: ", 0), 0u) << e;
+  ServiceConfig jobs_twice = small_config();
+  jobs_twice.optimize_methods = {"m_topo", "m_topo"};
+  EXPECT_EQ(refused(jobs_twice), "jobs.methods[1]: 'm_topo' is listed twice (also at [0]); each placer runs once");
+  // A request's own methods are still checked per request.
+  PlacementService s(small_config());
+  EXPECT_EQ(fail(s, std::string(R"({"version":1,"type":"baselines",)") + kMlp +
+                        R"(,"cluster":"k80x2","methods":["heft","heft"]})"),
+            "bad_request methods[1]: 'heft' is listed twice (also at [0]); each placer runs once");
+}
+
 // A baselines request keeps its deadline: each search gets its share of the time left, and stops there with
 // its best so far (local_search ran its 2000 evaluations whatever the limit: 0.71 s on nmt of 10 steps).
 TEST(Service, BaselinesKeepTheirDeadline) {
