@@ -22,18 +22,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <optional>
+#include <memory>
 #include <random>
 #include <set>
+#include <utility>
 
-#include "local_search_start.h"
-#include "placer/env/environment.h"
-#include "placers_common.h"
+#include "annealer.h"
 
 namespace placer {
 namespace {
-
-using Move = std::vector<std::pair<int32_t, int32_t>>;  // (group, new device)
 
 // Group graph: the groups whose units exchange tensors, each once.
 std::vector<std::vector<int32_t>> group_neighbours(const UnitProblem& p) {
@@ -58,113 +55,81 @@ struct GuidedOptions {
   size_t frontier_cap = 64;
 };
 
-class GuidedAnnealing {
+class GuidedAnnealing : public Annealer {
  public:
   GuidedAnnealing(const PlaceContext& ctx, const UnitProblem& p, std::vector<int32_t> start, GuidedOptions o)
-      : ctx_(ctx),
-        p_(p),
+      : Annealer(ctx, p, std::move(start), o.temperature),
         o_(o),
-        rng_(ctx.seed),
-        movable_(movable_groups(p)),
         neighbours_(group_neighbours(p)),
-        logits_(static_cast<size_t>(p.groups()) * p.k, 0.0),
-        cur_(std::move(start)),
-        used_(p.k, 0) {
-    for (int32_t g = 0; g < p.groups(); ++g) used_[cur_[g]] += p.group_mem[g];
-  }
+        logits_(static_cast<size_t>(p.groups()) * p.k, 0.0) {}
 
-  // Scores the start, then anneals until the schedule ends (its budget counts the start's score).
-  void run(const AnnealingSchedule& schedule) {
-    best_ = cur_;
-    best_score_ = score(cur_);
-    cur_r_ = start_r_ = best_score_.reward;
-    t0_ = std::max(1e-12, o_.temperature * std::fabs(cur_r_));
-    const double t_end = t0_ * 1e-3;
-    // Empty proposals in a row (the memory rule broken, a swap within one device): bounded, so a full
-    // cluster ends. In a row, as local_search's: counted over the whole run, a long run stopped short of its
-    // budget once 100,000 had added up.
-    int64_t stalls = 0;
-    while (p_.k > 1 && stalls < 100000) {
-      const std::optional<double> frac = schedule.progress(evaluations_);
-      if (!frac) break;
-      const double temp = t0_ * std::pow(t_end / t0_, *frac);
-      const Move move = propose();
-      if (move.empty()) {
-        ++stalls;
-        continue;
-      }
-      stalls = 0;
-      try_move(move, temp);
-    }
+  std::string note(const AnnealingStart& start) const override {
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "guided_search: policy-guided annealing from %s (%d start candidates), %lld evaluations, %lld "
+                  "accepted, %lld followed the policy's frontier, reward %.6g -> %.6g",
+                  start.name().c_str(), start.simulated, static_cast<long long>(evaluations()),
+                  static_cast<long long>(accepted()), static_cast<long long>(followed_), start_reward(), best_reward());
+    return buf;
   }
-
-  const std::vector<int32_t>& best() const { return best_; }
-  double best_reward() const { return best_score_.reward; }
-  double start_reward() const { return start_r_; }
-  int64_t evaluations() const { return evaluations_; }
-  int64_t accepted() const { return accepted_; }
-  int64_t followed() const { return followed_; }
 
  private:
-  SearchScore score(const std::vector<int32_t>& gd) {
-    ++evaluations_;
-    return search_score(*ctx_.env, group_placement(p_, gd));
-  }
+  double& logit(int32_t g, int32_t d) { return logits_[static_cast<size_t>(g) * problem().k + d]; }
 
-  double& logit(int32_t g, int32_t d) { return logits_[static_cast<size_t>(g) * p_.k + d]; }
-
-  // A device other than cur_[g], drawn from the policy's softmax over the others.
+  // A device other than current()[g], drawn from the policy's softmax over the others.
   int32_t sample_device(int32_t g) {
+    const int32_t k = problem().k, at = current()[g];
     double top = -1e300;
-    for (int32_t d = 0; d < p_.k; ++d)
-      if (d != cur_[g]) top = std::max(top, logit(g, d));
-    std::vector<double> w(p_.k, 0.0);
-    for (int32_t d = 0; d < p_.k; ++d)
-      if (d != cur_[g]) w[d] = std::exp(logit(g, d) - top);
-    return std::discrete_distribution<int32_t>(w.begin(), w.end())(rng_);
+    for (int32_t d = 0; d < k; ++d)
+      if (d != at) top = std::max(top, logit(g, d));
+    std::vector<double> w(k, 0.0);
+    for (int32_t d = 0; d < k; ++d)
+      if (d != at) w[d] = std::exp(logit(g, d) - top);
+    return std::discrete_distribution<int32_t>(w.begin(), w.end())(rng());
   }
 
-  int32_t random_group() { return movable_[std::uniform_int_distribution<size_t>(0, movable_.size() - 1)(rng_)]; }
-
-  bool fits(const Move& move) const {
-    std::vector<int64_t> used = used_;
-    for (auto [g, d] : move) used[cur_[g]] -= p_.group_mem[g], used[d] += p_.group_mem[g];
-    for (int32_t d = 0; d < p_.k; ++d)
-      if (used[d] > used_[d] && used[d] > p_.capacity[d]) return false;
+  bool fits(const GroupMove& move) const {
+    const UnitProblem& p = problem();
+    std::vector<int64_t> in_use = used();
+    for (auto [g, d] : move) in_use[current()[g]] -= p.group_mem[g], in_use[d] += p.group_mem[g];
+    for (int32_t d = 0; d < p.k; ++d)
+      if (in_use[d] > used()[d] && in_use[d] > p.capacity[d]) return false;
     return true;
   }
 
-  Move propose() {
-    Move move;
-    const double r = unit_(rng_);
+  GroupMove propose() override {
+    const std::vector<int32_t>& cur = current();
+    GroupMove move;
+    const double r = uniform();
     if (!frontier_.empty() && r < o_.follow) {
       const auto [g, d] = frontier_.back();
       frontier_.pop_back();
-      if (cur_[g] != d) move = {{g, d}}, ++followed_;
+      if (cur[g] != d) move = {{g, d}}, ++followed_;
     } else if (r < o_.follow + o_.chain) {
       move = chain_move();
     } else if (r < o_.follow + o_.chain + o_.swap) {
       const int32_t a = random_group(), b = random_group();
-      if (cur_[a] != cur_[b]) move = {{a, cur_[b]}, {b, cur_[a]}};
+      if (cur[a] != cur[b]) move = {{a, cur[b]}, {b, cur[a]}};
     } else {
       const int32_t g = random_group();
       move = {{g, sample_device(g)}};
     }
-    return (!move.empty() && fits(move)) ? move : Move{};
+    return (!move.empty() && fits(move)) ? move : GroupMove{};
   }
 
   // A connected set of up to max_chain groups sharing the first one's device,
   // grown breadth first from a random group, all to one policy-drawn device.
-  Move chain_move() {
+  GroupMove chain_move() {
+    const std::vector<int32_t>& cur = current();
     const int32_t a = random_group();
-    const int32_t from = cur_[a], to = sample_device(a);
-    const int32_t size = std::uniform_int_distribution<int32_t>(2, std::max(2, o_.max_chain))(rng_);
+    const int32_t from = cur[a], to = sample_device(a);
+    const int32_t size = std::uniform_int_distribution<int32_t>(2, std::max(2, o_.max_chain))(rng());
     std::vector<int32_t> chain = {a};
     std::set<int32_t> seen = {a};
     for (size_t i = 0; i < chain.size() && static_cast<int32_t>(chain.size()) < size; ++i)
       for (int32_t n : neighbours_[chain[i]])
-        if (cur_[n] == from && seen.insert(n).second && static_cast<int32_t>(chain.size()) < size) chain.push_back(n);
-    Move move;
+        if (cur[n] == from && seen.insert(n).second && static_cast<int32_t>(chain.size()) < size) chain.push_back(n);
+    GroupMove move;
     for (int32_t g : chain) move.push_back({g, to});
     return move;
   }
@@ -172,13 +137,13 @@ class GuidedAnnealing {
   // The policy's update from one evaluated move: each tried (group, device)
   // by the scaled reward change; an improvement also suggests the move to
   // the moved groups' neighbours.
-  void learn(const Move& move, double delta) {
-    const double adv = std::clamp(delta / t0_, -3.0, 3.0);
+  void evaluated(const GroupMove& move, double delta) override {
+    const double adv = std::clamp(delta / initial_temperature(), -3.0, 3.0);
     for (auto [g, d] : move) logit(g, d) = std::clamp(logit(g, d) + o_.lr * adv, -8.0, 8.0);
     if (delta <= 0) return;
     for (auto [g, d] : move)
       for (int32_t n : neighbours_[g]) {
-        if (cur_[n] == d) continue;
+        if (current()[n] == d) continue;
         logit(n, d) = std::clamp(logit(n, d) + 0.5 * o_.lr * adv, -8.0, 8.0);
         frontier_.push_back({n, d});
       }
@@ -186,41 +151,11 @@ class GuidedAnnealing {
       frontier_.erase(frontier_.begin(), frontier_.begin() + (frontier_.size() - o_.frontier_cap));
   }
 
-  // Evaluates the move; keeps it if better, or by the Metropolis rule at temp.
-  void try_move(const Move& move, double temp) {
-    std::vector<int32_t> old;
-    for (auto [g, d] : move) old.push_back(cur_[g]), cur_[g] = d;
-    const SearchScore scored = score(cur_);
-    const double r = scored.reward;
-    const double delta = r - cur_r_;
-    if (delta >= 0 || unit_(rng_) < std::exp(delta / temp)) {
-      cur_r_ = r;
-      ++accepted_;
-      for (size_t i = 0; i < move.size(); ++i) {
-        used_[old[i]] -= p_.group_mem[move[i].first];
-        used_[move[i].second] += p_.group_mem[move[i].first];
-      }
-      if (better_score(scored, best_score_)) best_score_ = scored, best_ = cur_;  // a feasible best stays
-    } else {
-      for (size_t i = 0; i < move.size(); ++i) cur_[move[i].first] = old[i];
-    }
-    learn(move, delta);
-  }
-
-  const PlaceContext& ctx_;
-  const UnitProblem& p_;
   const GuidedOptions o_;
-  std::mt19937_64 rng_;
-  std::uniform_real_distribution<double> unit_{0.0, 1.0};
-  const std::vector<int32_t> movable_;
   const std::vector<std::vector<int32_t>> neighbours_;
   std::vector<double> logits_;
   std::vector<std::pair<int32_t, int32_t>> frontier_;
-  std::vector<int32_t> cur_, best_;
-  std::vector<int64_t> used_;
-  SearchScore best_score_;
-  double cur_r_ = 0.0, start_r_ = 0.0, t0_ = 1e-12;
-  int64_t evaluations_ = 0, accepted_ = 0, followed_ = 0;
+  int64_t followed_ = 0;
 };
 
 GuidedOptions guided_options(const PlaceContext& ctx) {
@@ -247,24 +182,9 @@ class GuidedSearchPlacer : public UnitPlacer {
 
   PlaceResult place_units(const PlaceContext& ctx, const UnitProblem& p, Clock::time_point started) override {
     const GuidedOptions options = guided_options(ctx);
-    const int64_t budget = std::max<int64_t>(1, ctx.sample_budget);
-    const AnnealingStart start = annealing_start(ctx, p, budget);
-    if (budget <= start.simulated) return start_as_answer(ctx, p, start, name(), started);
-    GuidedAnnealing annealing(ctx, p, start.group_device, options);
-    annealing.run(AnnealingSchedule(ctx, started, budget - start.simulated));
-    char buf[320];
-    std::snprintf(buf, sizeof buf,
-                  "guided_search: policy-guided annealing from %s (%d start candidates), %lld evaluations, %lld "
-                  "accepted, %lld followed the policy's frontier, reward %.6g -> %.6g",
-                  start.name().c_str(), start.simulated, static_cast<long long>(annealing.evaluations()),
-                  static_cast<long long>(annealing.accepted()), static_cast<long long>(annealing.followed()),
-                  annealing.start_reward(), annealing.best_reward());
-    PlaceResult out = finish(ctx, expand_groups(p, annealing.best()), name(), started, buf);
-    out.evaluations = start.simulated + annealing.evaluations();
-    out.stats["best_reward"] = annealing.best_reward();
-    out.stats["start_reward"] = annealing.start_reward();
-    out.stats["start_candidates"] = start.simulated;
-    return out;
+    return anneal(ctx, p, name(), started, [&](std::vector<int32_t> start) {
+      return std::make_unique<GuidedAnnealing>(ctx, p, std::move(start), options);
+    });
   }
 };
 
