@@ -55,16 +55,19 @@ struct IlpOutcome {
   double incumbent = 0.0;
   double bound = 0.0;
   bool optimal = false;
-  double warm_makespan = 0.0;
-  std::string warm_method;
   int64_t nodes = 0;
   int32_t rows = 0, cols = 0;
   bool solved = false;  // CBC ran (not when the time limit was spent before it)
   // The bytes-crossed stage: what of it ran, for the note.
   enum class TieBreak { NotOptimal, NoCrossing, NoTime, Done, TimeLimit } tie_break = TieBreak::NotOptimal;
-  std::vector<int32_t> warm_unit_device;  // empty: no warm start fits device memory
-  std::string no_fit;                     // not empty: no placement found (why), the rest unset
-  bool no_fit_proven = false;             // CBC proved that none fits
+  struct Warm {
+    std::vector<int32_t> unit_device;
+    std::string method;
+    double makespan = 0.0;  // in the model
+  };
+  std::optional<Warm> warm;    // none: no warm start fits device memory
+  std::string no_fit;          // not empty: no placement found (why), the rest unset
+  bool no_fit_proven = false;  // CBC proved that none fits
 };
 
 namespace {
@@ -435,9 +438,7 @@ IlpOutcome solve_ilp(const UnitProblem& p, double time_limit_s, Clock::time_poin
   IlpOutcome out;
   const std::vector<int32_t> group_order = groups_by_first_op(p);
   const std::optional<WarmStart> warm = best_warm_start(p, symmetry_breaking, group_order, channels);
-  out.warm_makespan = warm ? warm->sched.makespan : 0.0;
-  out.warm_method = warm ? warm->method : "none";
-  if (warm) out.warm_unit_device = warm->dev;
+  if (warm) out.warm = IlpOutcome::Warm{warm->dev, warm->method, warm->sched.makespan};
   IlpModel m = build_model(p, warm ? warm->sched.makespan : serial_makespan(p), symmetry_breaking, group_order,
                            channels);
   out.rows = m.rows;
@@ -571,21 +572,11 @@ ChannelChoice choose_channels(const PlaceContext& ctx, const UnitProblem& p, boo
   return choice;
 }
 
-// Whether every link between two devices costs the same: then the model's
-// transfers (each at UnitProblem::mean_transfer) are the simulator's.
-bool links_equal(const UnitProblem& p) {
-  const auto same = [](double a, double b) { return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b)); };
-  for (int32_t a = 0; a < p.k; ++a)
-    for (int32_t b = 0; b < p.k; ++b)
-      if (a != b && (!same(p.alpha[a * p.k + b], p.alpha[1]) || !same(p.inv_beta[a * p.k + b], p.inv_beta[1])))
-        return false;
-  return true;
-}
-
 // The solution's and the warm start's replays as the runtime dispatches them.
 struct Replays {
   double solved_step = 0.0, warm_step = 0.0;
   bool keep_warm = false;
+  double planned = 0.0;  // the kept one's
 };
 
 // How the solve ended: optimal (on unequal links, in the model only), cut by
@@ -605,14 +596,11 @@ std::string solve_status(const IlpOutcome& r, bool exact) {
   return s;
 }
 
-std::string outcome_note(const IlpOutcome& r, const Replays& rp, bool exact, bool symmetry) {
-  const double gap = r.incumbent > 0 ? (r.incumbent - r.bound) / r.incumbent : 0.0;
-  const std::string warm = r.warm_unit_device.empty()
-                               ? "no warm start fits device memory (CBC started without one)"
-                               : "warm start " + r.warm_method + " " + format_number(r.warm_makespan) +
-                                     " s in the model, " + format_number(rp.warm_step) + " s replayed";
-  return "ilp: planned step " + format_number(rp.keep_warm ? rp.warm_step : rp.solved_step) +
-         " s as the runtime dispatches (" +
+std::string outcome_note(const IlpOutcome& r, const Replays& rp, double gap, bool exact, bool symmetry) {
+  const std::string warm = !r.warm ? "no warm start fits device memory (CBC started without one)"
+                                   : "warm start " + r.warm->method + " " + format_number(r.warm->makespan) +
+                                         " s in the model, " + format_number(rp.warm_step) + " s replayed";
+  return "ilp: planned step " + format_number(rp.planned) + " s as the runtime dispatches (" +
          (rp.keep_warm ? "kept the warm start, faster than the solution's replay" : "the solution") +
          "); model makespan " + format_number(r.incumbent) + " s, " + (exact ? "bound " : "model bound ") +
          format_number(r.bound) + " s, gap " + format_number("%.2f", 100.0 * gap) + "%" + solve_status(r, exact) +
@@ -678,24 +666,24 @@ class IlpPlacer : public UnitPlacer {
     Replays rp;
     std::vector<int32_t> op_device = to_ops(r.unit_device);
     rp.solved_step = schedule_ready_order(ops, op_device).makespan;
-    const bool has_warm = !r.warm_unit_device.empty();
-    const std::vector<int32_t> warm_ops = has_warm ? to_ops(r.warm_unit_device) : op_device;
-    rp.warm_step = has_warm ? schedule_ready_order(ops, warm_ops).makespan : kInf;
+    const std::vector<int32_t> warm_ops = r.warm ? to_ops(r.warm->unit_device) : op_device;
+    rp.warm_step = r.warm ? schedule_ready_order(ops, warm_ops).makespan : kInf;
     rp.keep_warm = rp.warm_step < rp.solved_step;
     if (rp.keep_warm) op_device = warm_ops;
-    const double planned = rp.keep_warm ? rp.warm_step : rp.solved_step;
-    const bool exact = links_equal(*p);
+    rp.planned = rp.keep_warm ? rp.warm_step : rp.solved_step;
+    // Every link alike: the model's transfers (each at UnitProblem::mean_transfer) are the simulator's.
+    const bool exact = uniform_links(*p, 1e-9);
     const double gap = r.incumbent > 0 ? (r.incumbent - r.bound) / r.incumbent : 0.0;
-    const std::string note = outcome_note(r, rp, exact, symmetry);
+    const std::string note = outcome_note(r, rp, gap, exact, symmetry);
     PlaceResult out = finish(ctx, op_device, name(), started, note + channel_note + coarse.note);
-    out.stats["model_makespan_s"] = planned;
+    out.stats["model_makespan_s"] = rp.planned;
     out.stats["solution_replayed_s"] = rp.solved_step;
     out.stats["kept_warm_start"] = rp.keep_warm ? 1.0 : 0.0;
     out.stats["incumbent_s"] = r.incumbent;
     out.stats["bound_s"] = r.bound;
     out.stats["gap"] = gap;
     out.stats["optimal"] = r.optimal && exact ? 1.0 : 0.0;
-    if (r.warm_makespan > 0.0) out.stats["warm_start_s"] = r.warm_makespan;  // (none fits: none to report)
+    if (r.warm && r.warm->makespan > 0.0) out.stats["warm_start_s"] = r.warm->makespan;  // (none fits: none)
     out.stats["nodes"] = static_cast<double>(r.nodes);
     out.stats["units"] = p->n;
     out.stats["coarsened"] = p == &ops ? 0.0 : 1.0;

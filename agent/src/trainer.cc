@@ -383,6 +383,7 @@ EnvOptions Trainer::setup() {
     });
   }
   EnvOptions eo = env_options(c_);
+  profile_content_ = profile_content(c_.reward.profile);
   eo.remote = ctl_.remote;
   eo.cancel = ctl_.cancel;
   // The policy first: its kind decides the graphs and units it trains on (the

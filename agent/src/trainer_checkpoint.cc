@@ -253,6 +253,37 @@ void restore_counters(const YAML::Node& n, int64_t share, Task* t) {
   t->earlier.calibrations = n["calibrations"].as<int64_t>(0);
 }
 
+// The rewards' scale, as the state keeps it: its best, baseline and elites are rewards (-pow(step, exponent),
+// a failure at the penalty) of the mode's and profile's step times, paired or not. A resume on another scale
+// compared them with its own (exponent 0.5, then 4: its best lost to a slower placement).
+std::string reward_scale_json(const RewardConfig& r, const std::string& profile_content) {
+  return std::string(", \"mode\": ") + json_quote(reward_mode_name(r.mode)) +
+         ", \"exponent\": " + json_number(r.reward.exponent) +
+         ", \"failure_penalty_s\": " + json_number(r.reward.failure_penalty_s) +
+         ", \"profile\": " + json_quote(r.profile) + ", \"profile_content\": " + json_quote(profile_content) +
+         ", \"paired\": " + (r.paired ? "true" : "false");
+}
+
+// Checkpoints made before the scale was kept: any scale resumes.
+void check_reward_scale(const YAML::Node& s, const RewardConfig& r, const std::string& profile_content) {
+  auto same = [&](const char* field, const char* flag, const std::string& asks) {
+    if (s[field] && s[field].as<std::string>() != asks) refuse(field, flag, s[field].as<std::string>(), asks);
+  };
+  same("mode", "--reward-mode", reward_mode_name(r.mode));
+  auto same_number = [&](const char* field, double asks) {
+    if (s[field] && s[field].as<double>() != asks)
+      refuse(field, "", json_number(s[field].as<double>()), json_number(asks));
+  };
+  same_number("exponent", r.reward.exponent);
+  same_number("failure_penalty_s", r.reward.failure_penalty_s);
+  if (s["profile_content"] && s["profile_content"].as<std::string>() != profile_content)
+    refuse("profile", "--profile", s["profile"] ? "'" + s["profile"].as<std::string>() + "'" : "another profile",
+           r.profile.empty() ? "none" : "'" + r.profile + "' (another file's contents)");
+  same("paired", "--paired", r.paired ? "true" : "false");
+}
+
+}  // namespace
+
 // A profile is the same by its bytes, not its path ("prof.json" and its absolute path are one profile; another
 // profile written over the file is not): their FNV-1a, "" for none (an unreadable file: its path).
 std::string profile_content(const std::string& path) {
@@ -264,37 +295,6 @@ std::string profile_content(const std::string& path) {
   }
 }
 
-// The rewards' scale, as the state keeps it: its best, baseline and elites are rewards (-pow(step, exponent),
-// a failure at the penalty) of the mode's and profile's step times, paired or not. A resume on another scale
-// compared them with its own (exponent 0.5, then 4: its best lost to a slower placement).
-std::string reward_scale_json(const RewardConfig& r) {
-  return std::string(", \"mode\": ") + json_quote(reward_mode_name(r.mode)) +
-         ", \"exponent\": " + json_number(r.reward.exponent) +
-         ", \"failure_penalty_s\": " + json_number(r.reward.failure_penalty_s) +
-         ", \"profile\": " + json_quote(r.profile) + ", \"profile_content\": " + json_quote(profile_content(r.profile)) +
-         ", \"paired\": " + (r.paired ? "true" : "false");
-}
-
-// Checkpoints made before the scale was kept: any scale resumes.
-void check_reward_scale(const YAML::Node& s, const RewardConfig& r) {
-  auto same = [&](const char* field, const char* flag, const std::string& asks) {
-    if (s[field] && s[field].as<std::string>() != asks) refuse(field, flag, s[field].as<std::string>(), asks);
-  };
-  same("mode", "--reward-mode", reward_mode_name(r.mode));
-  auto same_number = [&](const char* field, double asks) {
-    if (s[field] && s[field].as<double>() != asks)
-      refuse(field, "", json_number(s[field].as<double>()), json_number(asks));
-  };
-  same_number("exponent", r.reward.exponent);
-  same_number("failure_penalty_s", r.reward.failure_penalty_s);
-  if (s["profile_content"] && s["profile_content"].as<std::string>() != profile_content(r.profile))
-    refuse("profile", "--profile", s["profile"] ? "'" + s["profile"].as<std::string>() + "'" : "another profile",
-           r.profile.empty() ? "none" : "'" + r.profile + "' (another file's contents)");
-  same("paired", "--paired", r.paired ? "true" : "false");
-}
-
-}  // namespace
-
 std::string Trainer::state_json() const {
   std::ostringstream rng;
   rng << rng_;
@@ -302,8 +302,8 @@ std::string Trainer::state_json() const {
   o << "{\"update\": " << update_ << ", \"samples\": " << samples_ << ", \"stage\": " << stage_
     << ", \"bc_steps\": " << bc_steps_used_ << ", \"bc_reproduced\": " << (bc_reproduced_ ? "true" : "false")
     << ", \"bc_cancelled\": " << (bc_cancelled_ ? "true" : "false") << ", \"rl_seconds\": " << num(rl_seconds_) << ", "
-    << objective_json(c_.reward) << reward_scale_json(c_.reward) << ", \"rng\": " << json_quote(rng.str())
-    << ", \"tasks\": [";
+    << objective_json(c_.reward) << reward_scale_json(c_.reward, profile_content_)
+    << ", \"rng\": " << json_quote(rng.str()) << ", \"tasks\": [";
   for (size_t i = 0; i < tasks_.size(); ++i) {
     const Task& t = *tasks_[i];
     o << (i ? ", " : "") << "{\"graph\": " << json_quote(t.env->graph().name)
@@ -381,7 +381,7 @@ void Trainer::load_checkpoint(const std::string& path) {
   try {
     s = YAML::Load(la.state_json);
     check_objective(s, c_.reward);
-    check_reward_scale(s, c_.reward);
+    check_reward_scale(s, c_.reward, profile_content_);
     update_ = s["update"].as<int64_t>();
     samples_ = s["samples"].as<int64_t>();
     rl_seconds_ = s["rl_seconds"].as<double>();

@@ -94,6 +94,13 @@ struct Task {
   mutable std::string fingerprint;  // of the graph and cluster (problem_fingerprint), once asked for
 };
 
+// Rows (unit devices) of a batch evaluated, not yet applied to their task: their placements and the
+// environment's answers.
+struct ScoredRows {
+  std::vector<Placement> placements;
+  std::vector<Evaluation> evals;
+};
+
 class Trainer {
  public:
   Trainer(const TrainConfig& c, MetricsSink* sink, const TrainControls& ctl) : c_(c), sink_(sink), ctl_(ctl) {}
@@ -128,11 +135,13 @@ class Trainer {
   // New placements in place of the rows past the greedy ones that repeat a sampled placement (distinct_redraws).
   std::vector<std::vector<int32_t>> redraw_repeats(Task& t, const Rollout& r, SampleOptions so,
                                                    std::vector<int32_t>* slots);
-  // Each placement (unit devices) evaluated: rewards, the sum of step times, the elites and the task's best.
-  std::vector<double> score_rollout(Task& t, const std::vector<std::vector<int32_t>>& rows, double* step_sum,
-                                    const std::vector<int32_t>* slots = nullptr);
-  // The batch and its redraws scored, then recorded as sampled: a batch given up (EvaluationCancelled)
-  // leaves the task's record, best and elites as they were. The batch's rewards; its step times' sum.
+  // Evaluated rows (unit devices) applied to the task: its elites and best. Their rewards; adds their step
+  // times to *step_sum.
+  std::vector<double> apply_scores(Task& t, const std::vector<std::vector<int32_t>>& rows, const ScoredRows& s,
+                                   double* step_sum, const std::vector<int32_t>* slots = nullptr);
+  // The batch and its redraws evaluated, then applied and recorded as sampled: a batch given up
+  // (EvaluationCancelled) leaves the task's record, best and elites as they were. The batch's rewards; its
+  // step times' sum.
   std::vector<double> score_batch(Task& t, const Rollout& r, const SampleOptions& so, double* step_sum);
   // The elite pool seeded with the warm start's placements (a cancel ends the seeding and the run).
   void seed_elites();
@@ -197,6 +206,7 @@ class Trainer {
   Clock::time_point session_t0_;
   std::vector<LogRow> rows_;
   std::string dir_;
+  std::string profile_content_;  // of reward.profile, read once at setup (checkpoints keep it; a resume compares)
   bool tty_ = false;
   int64_t printed_twentieth_ = -1;  // progress lines off a terminal: the last twentieth of the budget printed
   std::string unprinted_progress_;  // off a terminal: the last update's line, when not printed yet
@@ -218,6 +228,8 @@ BaselineResult baseline_result(const Compared& c);
 std::string num(double v);
 // A placement as a JSON list of device indices.
 std::string placement_json(const Placement& p);
+// The profile file's identity for a resume: its bytes' FNV-1a, "" for none (an unreadable file: its path).
+std::string profile_content(const std::string& path);
 // The task's evaluation counters over the whole run: this session's and its earlier sessions' (Task::earlier).
 EvalStats run_stats(const Task& t);
 

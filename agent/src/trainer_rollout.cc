@@ -1,5 +1,5 @@
 // A batch's sampled placements scored: repeats redrawn with more logit noise, rewards, the task's best
-// and elites, and a batch given up at a cancel put back as it was (the rest of the update is trainer.cc).
+// and elites, applied only once the whole batch is evaluated (the rest of the update is trainer.cc).
 #include <algorithm>
 #include <cmath>
 #include <optional>
@@ -66,80 +66,54 @@ std::vector<std::vector<int32_t>> Trainer::redraw_repeats(Task& t, const Rollout
   return fresh;
 }
 
-// Each sampled placement evaluated: the rewards, the sum of step times, the elites and the task's best.
+namespace {
+
+// The rows (unit devices) as placements, evaluated: nothing of the task changes (apply_scores records them).
+ScoredRows evaluate_rows(const Task& t, const std::vector<std::vector<int32_t>>& rows) {
+  ScoredRows s;
+  s.placements.reserve(rows.size());
+  for (const auto& row : rows) s.placements.push_back(t.problem.expand(row));
+  s.evals = t.env->evaluate_batch(s.placements);
+  return s;
+}
+
+}  // namespace
+
 // `slots` (redrawn rows): the batch row each row stands in for; else row b is batch row b.
-std::vector<double> Trainer::score_rollout(Task& t, const std::vector<std::vector<int32_t>>& rows, double* step_sum,
-                                           const std::vector<int32_t>* slots) {
+std::vector<double> Trainer::apply_scores(Task& t, const std::vector<std::vector<int32_t>>& rows, const ScoredRows& s,
+                                          double* step_sum, const std::vector<int32_t>* slots) {
   const int32_t K = static_cast<int32_t>(rows.size());
-  std::vector<Placement> placements;
-  placements.reserve(K);
-  for (const auto& row : rows) placements.push_back(t.problem.expand(row));
-  const std::vector<Evaluation> evals = t.env->evaluate_batch(placements);
   std::vector<double> reward(K);
   for (int32_t b = 0; b < K; ++b) {
-    reward[b] = evals[b].reward;
+    const Evaluation& e = s.evals[b];
+    reward[b] = e.reward;
     const int64_t at = samples_ + (slots ? (*slots)[b] : b) + 1;
-    if (evals[b].result.ok()) offer_elite(t, reward[b], rows[b], at);
-    const double step = evals[b].step_s;
-    *step_sum += step;
+    if (e.result.ok()) offer_elite(t, reward[b], rows[b], at);
+    *step_sum += e.step_s;
     // A failed placement (out of memory) is never the best, however small its penalty: every sample of a
     // run failing made the penalty the policy's "step", and its placement the result.
-    if (evals[b].result.ok() && reward[b] > t.best_reward) {
+    if (e.result.ok() && reward[b] > t.best_reward) {
       t.best_reward = reward[b];
-      t.best_step_s = step;
-      t.best_measured = evals[b].measured;
-      t.best = placements[b];
+      t.best_step_s = e.step_s;
+      t.best_measured = e.measured;
+      t.best = s.placements[b];
       t.best_at = at;
     }
   }
   return reward;
 }
 
-namespace {
-
-// What scoring a batch may change in its task (its best and elites), put back when the batch is given up.
-struct Finds {
-  double reward, step_s;
-  bool measured;
-  int64_t at;
-  Placement best;
-  std::vector<Task::Elite> elites;
-
-  explicit Finds(const Task& t)
-      : reward(t.best_reward),
-        step_s(t.best_step_s),
-        measured(t.best_measured),
-        at(t.best_at),
-        best(t.best),
-        elites(t.elites) {}
-  void restore(Task& t) {
-    t.best_reward = reward;
-    t.best_step_s = step_s;
-    t.best_measured = measured;
-    t.best_at = at;
-    t.best = std::move(best);
-    t.elites = std::move(elites);
-  }
-};
-
-}  // namespace
-
-// A batch given up at a cancel or shutdown drops its update (update_until_budget): nothing of it stays (its
-// placements were recorded as sampled, never evaluated, and a best its first part found was kept at a
-// sample number that never counted).
+// A batch given up at a cancel or shutdown drops its update (update_until_budget): nothing of it stays. The
+// batch and its redraws are all evaluated before any is applied, so a cancel (EvaluationCancelled) in either
+// leaves the task's record, best and elites as they were.
 std::vector<double> Trainer::score_batch(Task& t, const Rollout& r, const SampleOptions& so, double* step_sum) {
   std::vector<int32_t> fresh_slots;
   const std::vector<std::vector<int32_t>> fresh = redraw_repeats(t, r, so, &fresh_slots);
-  Finds before(t);
-  std::vector<double> reward;
-  try {
-    double fresh_sum = 0;
-    reward = score_rollout(t, r.unit_device, step_sum);
-    if (!fresh.empty()) score_rollout(t, fresh, &fresh_sum, &fresh_slots);
-  } catch (const EvaluationCancelled&) {
-    before.restore(t);
-    throw;
-  }
+  const ScoredRows batch = evaluate_rows(t, r.unit_device);
+  const ScoredRows redrawn = fresh.empty() ? ScoredRows{} : evaluate_rows(t, fresh);
+  std::vector<double> reward = apply_scores(t, r.unit_device, batch, step_sum);
+  double fresh_sum = 0;
+  apply_scores(t, fresh, redrawn, &fresh_sum, &fresh_slots);
   for (const std::vector<int32_t>& units : r.unit_device) t.sampled.insert(units);
   for (const std::vector<int32_t>& units : fresh) t.sampled.insert(units);
   return reward;

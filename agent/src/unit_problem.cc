@@ -123,21 +123,27 @@ void add_devices(const Cluster& cluster, const CostModel& costs, double memory_f
 }
 
 bool identical_devices(const UnitProblem& p) {
-  bool same = true;
-  for (int32_t d = 1; d < p.k && same; ++d) {
-    if (p.capacity[d] != p.capacity[0]) same = false;
-    for (int32_t i = 0; i < p.n && same; ++i)
-      if (p.c(i, d) != p.c(i, 0)) same = false;
+  for (int32_t d = 1; d < p.k; ++d) {
+    if (p.capacity[d] != p.capacity[0]) return false;
+    for (int32_t i = 0; i < p.n; ++i)
+      if (p.c(i, d) != p.c(i, 0)) return false;
   }
-  for (int32_t a = 0; a < p.k && same; ++a)
-    for (int32_t b = 0; b < p.k && same; ++b)
-      if (a != b &&
-          (p.alpha[a * p.k + b] != p.alpha[0 * p.k + 1] || p.inv_beta[a * p.k + b] != p.inv_beta[0 * p.k + 1]))
-        same = false;
-  return same;
+  return uniform_links(p, 0.0);
 }
 
 }  // namespace
+
+bool uniform_links(const UnitProblem& p, double tolerance) {
+  // Tolerance 0 compares with ==: |a - b| <= 0 would call two infinite links different.
+  const auto same = [&](double a, double b) {
+    return tolerance == 0.0 ? a == b : std::abs(a - b) <= tolerance * std::max(std::abs(a), std::abs(b));
+  };
+  for (int32_t a = 0; a < p.k; ++a)
+    for (int32_t b = 0; b < p.k; ++b)
+      if (a != b && (!same(p.alpha[a * p.k + b], p.alpha[1]) || !same(p.inv_beta[a * p.k + b], p.inv_beta[1])))
+        return false;
+  return true;
+}
 
 UnitProblem make_op_problem(const Graph& graph, const Cluster& cluster, const CostModel& costs,
                             double memory_fraction) {

@@ -76,6 +76,10 @@ void set_memory_fraction(UnitProblem& p, const Cluster& cluster, double memory_f
 UnitProblem make_group_problem(const UnitProblem& op_problem, const Grouping& grouping,
                                std::vector<int32_t>* unit_of_op);
 
+// Whether every link between two devices costs what link 0 -> 1 does (alpha and inv_beta): within a relative
+// `tolerance`, or exactly equal at 0.
+bool uniform_links(const UnitProblem& p, double tolerance);
+
 // Validates the context (non-null, non-empty) and throws NoFeasiblePlacement
 // if some group fits on no device.
 void check_context(const PlaceContext& context);
