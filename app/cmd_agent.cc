@@ -69,8 +69,8 @@ void add_common(CLI::App* cmd, PlaceArgs& a) {
                   "Seconds a solver may take (ilp; max_load: ilp, local_search, learned)")
       ->check(finite_range(1e-3, 1e7));
   cmd->add_option("--budget", a.budget,
-                  "Evaluations a search may spend (local_search, guided_search; max_load learned: placements "
-                  "sampled)")
+                  "Evaluations a search may spend (local_search, guided_search; max_load: learned's placements "
+                  "sampled and, when given, local_search's evaluations)")
       ->check(positive_number());
   cmd->add_option(
       "--option", a.options,

@@ -392,6 +392,8 @@ void add_baseline_command(CLI::App& app) {
     a.seed = base->place.seed;
     a.time_limit_s = base->place.time_limit_s;
     a.samples = base->place.budget;
+    // Given, --budget is every search's: learned's samples and local_search's evaluations alike (equal budgets).
+    a.evaluations = baseline->get_option("--budget")->count() > 0 ? base->place.budget : 0;
     if (!base->place.cluster.empty() || !base->place.devices.empty())
       throw InputError(
           "--objective max_load: the workload names its cluster; change it with --accelerators, --cpus "

@@ -142,6 +142,7 @@ void run_max_load_baseline(const MaxLoadArgs& a) {
   options.time_limit_s = a.time_limit_s;
   options.max_ideals = a.max_ideals;
   options.samples = a.samples;
+  options.evaluations = a.evaluations;
   if (!a.placement.empty()) {
     Row row;
     row.result.method = "placement";

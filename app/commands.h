@@ -91,6 +91,7 @@ struct MaxLoadArgs {
   double time_limit_s = 60.0;
   int64_t max_ideals = 200000;
   int64_t samples = 2000;  // learned: --budget
+  int64_t evaluations = 0;  // local_search: --budget when given (0: its time limit alone)
   WorkloadClusterArgs cluster;
 };
 void run_max_load_baseline(const MaxLoadArgs& a);

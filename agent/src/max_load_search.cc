@@ -2,7 +2,7 @@
 // another device at a time, kept when it lowers the max load, or keeps it
 // and lowers the sum of squared loads (so moves off a tied or near-busiest
 // device count too). From the warm start, then from random starts, until the
-// time limit; accelerators keep to their memory.
+// time limit or the evaluation budget; accelerators keep to their memory.
 #include <algorithm>
 #include <chrono>
 #include <numeric>
@@ -34,6 +34,7 @@ class ClassSearch {
       : w_(w),
         eval_(w),
         rng_(options.seed),
+        max_evaluations_(options.evaluations),
         deadline_(std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(std::min(options.time_limit_s, kMaxSeconds)))) {
@@ -49,7 +50,12 @@ class ClassSearch {
     }
   }
 
-  bool out_of_time() const { return std::chrono::steady_clock::now() >= deadline_; }
+  // Out of time, or of evaluations (a budget stops at exactly that many, whatever the clock says).
+  bool out_of_time() const {
+    return budget_spent() || std::chrono::steady_clock::now() >= deadline_;
+  }
+  int64_t evaluations() const { return evaluations_; }
+  bool budget_spent() const { return max_evaluations_ > 0 && evaluations_ >= max_evaluations_; }
 
   // A random start: classes in random order, each on a random device with room for it.
   WorkloadPlacement random_start() {
@@ -87,6 +93,7 @@ class ClassSearch {
         int32_t to = from;
         for (int32_t d = 0; d < w_.cluster.devices(); ++d) {
           if (d == from || !fits(k, d, bytes)) continue;
+          if (out_of_time()) break;
           for (int32_t u : members) p[static_cast<size_t>(u)] = d;
           const Score s = score(p, &load);
           if (s.better_than(now)) {
@@ -103,7 +110,8 @@ class ClassSearch {
     return now;
   }
 
-  Score score(const WorkloadPlacement& p, std::vector<double>* load) const {
+  Score score(const WorkloadPlacement& p, std::vector<double>* load) {
+    ++evaluations_;
     Score s;
     s.max_load = eval_.evaluate(p, load);
     for (double l : *load) s.spread += l * l;
@@ -125,6 +133,7 @@ class ClassSearch {
   const Workload& w_;
   MaxLoadEvaluator eval_;
   std::mt19937_64 rng_;
+  int64_t max_evaluations_ = 0, evaluations_ = 0;
   std::chrono::steady_clock::time_point deadline_;
   std::vector<int32_t> cls_;
   int32_t classes_ = 0;
@@ -161,6 +170,7 @@ MaxLoadResult max_load_local_search(const Workload& w, const MaxLoadOptions& opt
   constexpr int64_t kMaxUnfitStarts = 10'000;
   int64_t packings = 0;
   do {
+    if (search.budget_spent()) break;  // (the time limit still draws one packing: a start where there was none)
     ++packings;
     consider(search.random_start());
   } while (!search.out_of_time() && starts < 1'000'000 && (starts > 0 || packings < kMaxUnfitStarts));
@@ -171,7 +181,7 @@ MaxLoadResult max_load_local_search(const Workload& w, const MaxLoadOptions& opt
   }
   r.max_load = max_load(w, r.placement).max_load;
   r.note = detail::concat(starts, " descents (", options.warm.empty() ? "random starts" : "the warm start, then random",
-                          "), seed ", options.seed);
+                          "), ", search.evaluations(), " evaluations, seed ", options.seed);
   return r;
 }
 

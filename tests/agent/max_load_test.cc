@@ -379,6 +379,34 @@ TEST(MaxLoadTest, LocalSearchGivesUpWhenNoPackingFitsAndTakesAnyTimeLimit) {
   EXPECT_EQ(ls.note.rfind("1000000 descents", 0), 0u) << ls.note;  // not 1: the deadline is not in the past
 }
 
+// An evaluation budget (placer baseline --objective max_load --budget) stops local_search after exactly that many
+// max-load evaluations, whatever its time limit: the split depends on the seed and the budget alone, so it can be
+// compared with learned's at an equal number of evaluated splits.
+TEST(MaxLoadTest, LocalSearchStopsAtItsEvaluationBudget) {
+  const Workload w = load_workload(kDir + "bert24_training.json");
+  MaxLoadOptions options;
+  options.seed = 3;
+  options.time_limit_s = 60;
+  const MaxLoadResult dp = place_max_load(w, "dp", options);
+  options.warm = dp.placement;
+  options.evaluations = 300;
+  const MaxLoadResult a = place_max_load(w, "local_search", options);
+  ASSERT_FALSE(a.placement.empty()) << a.note;
+  EXPECT_LE(a.max_load, dp.max_load + 1e-12);
+  EXPECT_NE(a.note.find("300 evaluations"), std::string::npos) << a.note;
+  EXPECT_LT(a.seconds, 5.0) << a.note;
+  options.time_limit_s = 1e6;
+  const MaxLoadResult b = place_max_load(w, "local_search", options);
+  EXPECT_EQ(a.placement, b.placement);
+  options.evaluations = 10;  // spent inside the warm start's descent: no random start after it
+  const MaxLoadResult d = place_max_load(w, "local_search", options);
+  EXPECT_NE(d.note.find("1 descents (the warm start, then random), 10 evaluations"), std::string::npos) << d.note;
+  options.evaluations = 3000;
+  const MaxLoadResult c = place_max_load(w, "local_search", options);
+  EXPECT_LE(c.max_load, a.max_load + 1e-12);
+  EXPECT_NE(c.note.find("3000 evaluations"), std::string::npos) << c.note;
+}
+
 TEST(MaxLoadTest, UnknownMethodNamesTheKnownOnes) {
   try {
     place_max_load(tiny(), "greedy", {});

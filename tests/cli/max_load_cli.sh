@@ -31,6 +31,10 @@ for opt in "--rewarm 1" "--microbatches 4" "--schedule gpipe"; do
     > /dev/null || rc=$?
   [ $rc -eq 2 ] && grep -q -- "^error: ${opt%% *}: " "$TMP/opt.err" || fail "max_load $opt: exit $rc: $(cat "$TMP/opt.err")"
 done
+# A given --budget is local_search's too: it stops at that many evaluations (an equal budget with learned's samples).
+"$PLACER" baseline --graph "$W/bert24_training.json" --objective max_load --method dp,local_search --budget 40 \
+  --seed 2 > "$TMP/budget.txt" || fail "local_search --budget"
+grep -q "^local_search: .*, 40 evaluations, seed 2" "$TMP/budget.txt" || { cat "$TMP/budget.txt"; fail "local_search --budget 40"; }
 python3 - "$TMP/out.json" <<'PY' || fail "baseline JSON"
 import json, sys
 r = {m["method"]: m for m in json.load(open(sys.argv[1]))["methods"]}

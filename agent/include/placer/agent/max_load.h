@@ -23,6 +23,7 @@ struct MaxLoadOptions {
   double time_limit_s = 60.0;    // ilp and local_search
   int64_t max_ideals = 200'000;  // dp gives up above this many ideals (the paper's code: 60,000)
   int64_t samples = 2000;        // learned (agent/max_load_learned.h): placements the policy may sample
+  int64_t evaluations = 0;       // local_search: max-load evaluations it may spend (0: its time limit alone)
   // ilp and local_search start from this placement when it is given (e.g. dp's).
   WorkloadPlacement warm;
   std::string warm_from;  // the method that found `warm` (learned's found_by names it)
