@@ -1,7 +1,8 @@
 // The annealing core of the searches (internal to agent/src): local_search and
-// guided_search anneal alike (start, temperature schedule, memory rule,
-// Metropolis rule, best kept, evaluations counted) and differ in their moves
-// alone, which each draws in its own subclass of Annealer.
+// guided_search anneal alike (start, temperature schedule, Metropolis rule,
+// best kept, evaluations counted) and differ in their moves alone, which each
+// draws in its own subclass of Annealer, within device memory by its own rule
+// (used() is each device's bytes).
 #pragma once
 
 #include <cstdint>

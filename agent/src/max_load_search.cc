@@ -50,7 +50,8 @@ class ClassSearch {
     }
   }
 
-  // Out of time, or of evaluations (a budget stops at exactly that many, whatever the clock says).
+  // Out of time, or of evaluations: a budget stops the search at that many at most (the time limit still
+  // applies: set it high for a run that the budget alone ends).
   bool out_of_time() const {
     return budget_spent() || std::chrono::steady_clock::now() >= deadline_;
   }
@@ -151,6 +152,7 @@ MaxLoadResult max_load_local_search(const Workload& w, const MaxLoadOptions& opt
   ClassSearch search(w, options);
   Score best;
   int64_t starts = 0;
+  bool warm_taken = false;
   auto consider = [&](WorkloadPlacement p) {
     if (p.empty()) return;
     ++starts;
@@ -163,7 +165,8 @@ MaxLoadResult max_load_local_search(const Workload& w, const MaxLoadOptions& opt
   if (!options.warm.empty()) {
     check_workload_placement(w, options.warm);
     MaxLoadEvaluator eval(w);
-    if (eval.feasible(options.warm)) consider(options.warm);
+    warm_taken = eval.feasible(options.warm);
+    if (warm_taken) consider(options.warm);
   }
   // Random packings until the time is up; with none found yet, only so many (a workload whose packings
   // rarely or never fit spun for the whole time limit).
@@ -180,8 +183,8 @@ MaxLoadResult max_load_local_search(const Workload& w, const MaxLoadOptions& opt
     return r;
   }
   r.max_load = max_load(w, r.placement).max_load;
-  r.note = detail::concat(starts, " descents (", options.warm.empty() ? "random starts" : "the warm start, then random",
-                          "), ", search.evaluations(), " evaluations, seed ", options.seed);
+  const char* from = !warm_taken ? "random starts" : starts == 1 ? "the warm start only" : "the warm start, then random";
+  r.note = detail::concat(starts, " descents (", from, "), ", search.evaluations(), " evaluations, seed ", options.seed);
   return r;
 }
 

@@ -35,6 +35,14 @@ done
 "$PLACER" baseline --graph "$W/bert24_training.json" --objective max_load --method dp,local_search --budget 40 \
   --seed 2 > "$TMP/budget.txt" || fail "local_search --budget"
 grep -q "^local_search: .*, 40 evaluations, seed 2" "$TMP/budget.txt" || { cat "$TMP/budget.txt"; fail "local_search --budget 40"; }
+# Without --budget its time limit alone ends it (thousands of evaluations of this small workload in 0.3 s).
+"$PLACER" baseline --graph "$W/bert24_training.json" --objective max_load --method dp,local_search --time-limit 0.3 \
+  > "$TMP/nobudget.txt" || fail "local_search without --budget"
+python3 - "$TMP/nobudget.txt" <<'PY' || { cat "$TMP/nobudget.txt"; fail "local_search without --budget stopped at a budget"; }
+import re, sys
+n = int(re.search(r"^local_search: .*, (\d+) evaluations", open(sys.argv[1]).read(), re.M).group(1))
+assert n > 2000, n
+PY
 python3 - "$TMP/out.json" <<'PY' || fail "baseline JSON"
 import json, sys
 r = {m["method"]: m for m in json.load(open(sys.argv[1]))["methods"]}

@@ -5,7 +5,8 @@
 // - ilp: a mixed-integer program over every split of the colocation classes
 //   (CBC), warm-started, within a time limit;
 // - local_search: moves of one colocation class at a time, from the warm
-//   start and from random starts, within a time limit;
+//   start and from random starts, within a time limit and, when given, an
+//   evaluation budget (MaxLoadOptions::evaluations);
 // - single: every node on one accelerator (the paper's one-device figure);
 // - learned (agent/max_load_learned.h, in placer_agent: it needs LibTorch).
 #pragma once
