@@ -69,8 +69,9 @@ void add_common(CLI::App* cmd, PlaceArgs& a) {
                   "Seconds a solver may take (ilp; max_load: ilp, local_search, learned)")
       ->check(finite_range(1e-3, 1e7));
   cmd->add_option("--budget", a.budget,
-                  "Evaluations a search may spend (local_search, guided_search; max_load: learned's placements "
-                  "sampled and, when given, local_search's evaluations)")
+                  "Evaluations a search may spend (local_search, guided_search; place --policy --no-refine: "
+                  "placements the policy samples, whatever the time, so a seed gives the same placement on any "
+                  "machine; max_load: learned's placements sampled and, when given, local_search's evaluations)")
       ->check(positive_number());
   cmd->add_option(
       "--option", a.options,
@@ -139,8 +140,9 @@ std::string percent_vs(double step_s, double reference_s, const char* what) {
 PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx, double setup_s, std::string* report) {
   static const std::vector<std::string> kNone;
   const bool fast_path = !a.no_refine && !a.no_fast_path;
-  const PolicyAnswer pa =
-      place_with_policy(a.policy, ctx, a.time_budget_s - setup_s, !a.no_refine, fast_path ? policy_fast_path() : kNone);
+  const int64_t placements = a.budget_given ? a.budget : 0;  // --no-refine only (the callback refuses it else)
+  const PolicyAnswer pa = place_with_policy(a.policy, ctx, a.time_budget_s - setup_s, !a.no_refine,
+                                            fast_path ? policy_fast_path() : kNone, placements);
   PlaceResult r = pa.policy;
   const bool by_policy = pa.found_by.rfind("policy", 0) == 0;  // "policy" or "policy+local_search"
   r.method = by_policy ? "policy:" + a.policy + pa.found_by.substr(6) : pa.found_by;
@@ -187,9 +189,11 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
   *report += "found by      " + pa.found_by + "\n";
   std::snprintf(line, sizeof line,
                 "graph read and set up in %.3f s, checkpoint loaded in %.3f s, policy %.3f s, fast path %.3f s, "
-                "refinement %.3f s (%.3f s in all; budget %.3g s)",
+                "refinement %.3f s (%.3f s in all; budget %s)",
                 setup_s, pa.load_seconds, pa.policy.place_seconds, pa.fast_path_seconds, pa.refine_seconds,
-                setup_s + pa.seconds, a.time_budget_s);
+                setup_s + pa.seconds,
+                placements > 0 ? (std::to_string(placements) + " placements").c_str()
+                               : format_number("%.3g s", a.time_budget_s).c_str());
   *report += "timing        " + std::string(line) + "\n";
   return r;
 }
@@ -262,8 +266,8 @@ void add_place_command(CLI::App& app) {
       ->check(positive_number());
   place->add_flag("--no-refine", place_args->no_refine,
                   "--policy: the policy alone (no fast path, no local_search after it), sampling more "
-                  "placements for as much of --time-budget as it has, half of those rounds near its best so far "
-                  "(policy.place_around)");
+                  "placements for as much of --time-budget as it has (or until --budget placements, whatever the "
+                  "time), half of those rounds near its best so far (policy.place_around)");
   place->add_flag("--no-fast-path", place_args->no_fast_path,
                   "--policy: no heuristics beside the policy (local_search starts from the policy's placement)");
   add_common(place, *place_args);
@@ -283,10 +287,14 @@ void add_place_command(CLI::App& app) {
       refuse_given(*place, {"--time-budget"}, "applies to --policy only (--method and --checkpoint take no budget)");
     if (place_args->policy.empty() && !search)  // (dp, ilp, offload_updates ran as if it were not given)
       refuse_given(*place, {"--budget"}, "applies to the searches only (--method local_search or guided_search)");
-    else if (!place_args->policy.empty())  // (its refinement took max(--budget, 10^6) evaluations: time ends it)
-      refuse_given(
-          *place, {"--budget"},
-          "applies to --method's searches only (--policy's refinement runs for what is left of --time-budget)");
+    else if (!place_args->policy.empty() && !place_args->no_refine)  // (its refinement: time ends it)
+      refuse_given(*place, {"--budget"},
+                   "with --policy, applies to the policy alone (--no-refine): the refinement runs for what is left of "
+                   "--time-budget");
+    place_args->budget_given = place->get_option("--budget")->count() > 0;
+    if (!place_args->policy.empty() && place_args->budget_given)
+      refuse_given(*place, {"--time-budget"},
+                   "give one budget: --budget counts the policy's placements, --time-budget seconds");
     run_place(*place_args);
   });
 }

@@ -33,6 +33,7 @@ struct PlaceArgs {
   uint64_t seed = 0;
   double time_limit_s = 60.0;
   int64_t budget = 2000;
+  bool budget_given = false;  // --budget on the command line (with --policy --no-refine: placements to sample)
   std::vector<std::string> options;
   ObjectiveArgs objective;
 };

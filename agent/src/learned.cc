@@ -127,7 +127,7 @@ class LevelDecoder {
     // fits, kMaxRounds at each level at most (a budget of "no limit" ends too); an ensemble's
     // members take the rounds in turn, each near the best any of them found.
     constexpr uint64_t kMaxRounds = 32;
-    for (uint64_t r = 1; o_.seconds > 0.0 && r < kMaxRounds * members_.size(); ++r)
+    for (uint64_t r = 1; (o_.seconds > 0.0 || o_.placements > 0) && r < kMaxRounds * members_.size(); ++r)
       if (!anytime_rounds(r)) break;
     st_.seconds = seconds_since(t0_);
     st_.best_member = best_.member;
@@ -158,7 +158,13 @@ class LevelDecoder {
   bool anytime_rounds(uint64_t r) {
     bool drew = false;
     for (size_t l = 0; l < level_.size(); ++l) {
-      if (seconds_since(t0_) + 1.5 * round_s_[l] > o_.seconds) continue;
+      int count = o_.samples;  // the round's rows: a placement budget cuts the last one to fit
+      if (o_.placements > 0) {
+        const int64_t left = o_.placements - st_.placements;
+        if (left <= 0) return false;
+        count = static_cast<int>(std::min<int64_t>(count, left));
+      }
+      if (o_.seconds > 0.0 && seconds_since(t0_) + 1.5 * round_s_[l] > o_.seconds) continue;
       const uint64_t round_seed = o_.seed + 0x9E3779B97F4A7C15ULL * r + l;
       // `around` of the rounds near the best: round r is one where r x around passes a whole number.
       // (A policy that cannot decode forced rows, the hierarchical one, draws plain rounds only.)
@@ -169,9 +175,9 @@ class LevelDecoder {
       const bool near = o_.around > 0 && members_[m]->clones_placements() && !near_spent_[l] &&
                         std::floor(q * o_.around) > std::floor((q - 1) * o_.around);
       if (near)
-        round_near(l, round_seed, m);
+        round_near(l, round_seed, m, count);
       else
-        round(l, round_seed, 0, m);
+        round(l, round_seed, 0, m, count);
       drew = true;
     }
     return drew;
@@ -185,19 +191,21 @@ class LevelDecoder {
     ++st_.rounds;
   }
 
-  void round(size_t l, uint64_t round_seed, int greedy_rows, size_t m) {
+  // A round of `count` rows (0: place_samples) at level l by member m.
+  void round(size_t l, uint64_t round_seed, int greedy_rows, size_t m, int count = 0) {
     const auto t = Clock::now();
+    if (count <= 0) count = o_.samples;
     StepResult sim;
     Placement placed =
-        decode_best(*members_[m], *level_[l], env_, o_.samples, o_.temperature, round_seed, &sim, greedy_rows);
+        decode_best(*members_[m], *level_[l], env_, count, o_.temperature, round_seed, &sim, greedy_rows);
     best_.offer(std::move(placed), std::move(sim), static_cast<int>(m));
-    count_round(l, t, std::max(1, o_.samples));
+    count_round(l, t, std::max(1, count));
   }
 
   // A round near the best so far (policy.place_around): `samples` rows, each the
   // best cut to the level's units with a few units moved where the policy draws them.
   // A level where one drew nothing new (every row tried before) draws plain rounds after.
-  void round_near(size_t l, uint64_t round_seed, size_t m) {
+  void round_near(size_t l, uint64_t round_seed, size_t m, int count) {
     const auto t = Clock::now();
     const PolicyInput& p = *level_[l];
     std::mt19937_64 rng(round_seed);
@@ -205,7 +213,7 @@ class LevelDecoder {
     so.temperature = o_.temperature;
     TorchThreads threads(1);
     const std::vector<std::vector<int32_t>> rows =
-        sample_around(*members_[m], p, p.contract(best_.placement), std::max(1, o_.samples), so, rng,
+        sample_around(*members_[m], p, p.contract(best_.placement), std::max(1, count), so, rng,
                       [&](const std::vector<int32_t>& u) { return tried_[l].insert(u).second; });
     for (const std::vector<int32_t>& units : rows) {
       Placement placed = p.expand(units);
@@ -445,7 +453,7 @@ namespace {
 // policy from PATH over U units ... (R rounds of S ... within T ms)"; an ensemble's names the member that
 // proposed the answer.
 std::string decode_note(const std::string& type, const std::string& path, int members, int32_t units, int samples,
-                        const DecodeStats& ds, double decode_seconds) {
+                        const DecodeStats& ds, double decode_seconds, int64_t decode_placements) {
   const std::string of =
       " of " +
       (members > 1 ? "an ensemble of " + std::to_string(members) + " " + type + " policies (member " +
@@ -457,7 +465,10 @@ std::string decode_note(const std::string& type, const std::string& path, int me
     return "best of the greedy decodes and " + std::to_string(ds.placements - ds.levels * members) + " samples" + of +
            " (" + std::to_string(ds.rounds) + " rounds of " + std::to_string(samples) +
            (ds.near_rounds > 0 ? ", " + std::to_string(ds.near_rounds) + " of them near the best so far" : "") +
-           " within " + std::to_string(static_cast<int>(decode_seconds * 1000.0 + 0.5)) + " ms)";
+           (decode_placements > 0 ? ", " + std::to_string(ds.placements) + " placements of a budget of " +
+                                        std::to_string(decode_placements) + ")"
+                                  : " within " + std::to_string(static_cast<int>(decode_seconds * 1000.0 + 0.5)) +
+                                        " ms)");
   const std::string each = members > 1 ? "each member's " : "";
   return (samples > 1 ? "best of " + each + "greedy decode and " + std::to_string(samples - 1) + " samples"
                       : each + "greedy decode") +
@@ -466,7 +477,7 @@ std::string decode_note(const std::string& type, const std::string& path, int me
 
 }  // namespace
 
-PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_seconds) const {
+PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_seconds, int64_t decode_placements) const {
   namespace fs = std::filesystem;
   if (!context.graph || !context.cluster || !context.env)
     throw InputError("LoadedPolicy::place: graph, cluster and env are required");
@@ -506,7 +517,8 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   const double left = decode_seconds > 0.0 ? std::max(1e-3, decode_seconds - seconds_since(t0)) : 0.0;
   result.placement = decode_levels(impl_->decoders, problem, po, *context.env,
                                    {config.policy.place_samples, config.policy.place_levels,
-                                    config.optimizer.temperature, context.seed, left, config.policy.place_around},
+                                    config.optimizer.temperature, context.seed, left, config.policy.place_around,
+                                    std::max<int64_t>(0, decode_placements)},
                                    &decoded, &ds);
   decode_lock.unlock();
   result.evaluations = ds.placements;
@@ -516,7 +528,7 @@ PlaceResult LoadedPolicy::place(const PlaceContext& context, double decode_secon
   const int k = static_cast<int>(impl_->members.size());
   if (k > 1) result.stats["decode_best_member"] = ds.best_member;
   result.note = decode_note(policy_type_name(config.policy.type), path, k, problem.n, config.policy.place_samples, ds,
-                            decode_seconds);
+                            decode_seconds, decode_placements);
   if (best) {
     const StepResult stored = context.env->simulate(*best);
     result.evaluations += 1;

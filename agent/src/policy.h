@@ -280,6 +280,10 @@ struct DecodeOptions {
   uint64_t seed = 0;
   double seconds = 0.0;  // > 0: anytime, within this many seconds
   double around = 0.0;   // the share of the anytime rounds drawn near the best so far
+  // > 0: anytime until this many placements are simulated in all (the fixed rounds included, and always
+  // whole; the last round cut to fit), whatever the time when `seconds` is 0: a budget that does not
+  // depend on the machine's speed, so the same seed gives the same placement anywhere.
+  int64_t placements = 0;
 };
 Placement decode_levels(PolicyImpl& policy, const PolicyInput& problem, const PolicyInputOptions& options,
                         const Environment& env, const DecodeOptions& decode, StepResult* simulated = nullptr,

@@ -67,10 +67,10 @@ bool fastest_heuristic(const std::vector<std::string>& methods, const PlaceConte
 
 // The policy's own answer in *a; false when it was skipped (`may_skip`: a fast path answers instead) for
 // a cluster of more devices than it trained on, the reason in a->policy.note.
-bool policy_answer(const LoadedPolicy& policy, const PlaceContext& context, double policy_s, bool may_skip,
-                   PolicyAnswer* a) {
+bool policy_answer(const LoadedPolicy& policy, const PlaceContext& context, double policy_s, int64_t placements,
+                   bool may_skip, PolicyAnswer* a) {
   try {
-    a->policy = policy.place(context, policy_s);
+    a->policy = policy.place(context, policy_s, placements);
   } catch (const PolicyOutOfRange& e) {
     if (!may_skip) throw;
     a->policy.note = std::string("skipped: ") + e.what();
@@ -94,20 +94,22 @@ bool policy_answer(const LoadedPolicy& policy, const PlaceContext& context, doub
 constexpr double kPolicyShare = 0.5;
 
 PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& context, double budget_s, bool refine,
-                               const std::vector<std::string>& fast_path) {
+                               const std::vector<std::string>& fast_path, int64_t placements) {
   const auto t0 = Clock::now();
   PolicyAnswer a;
+  if (placements > 0 && (refine || !fast_path.empty()))
+    throw InputError("a budget of placements is the policy alone's (no refinement, no fast path beside it)");
   // The policy alone (no fast path, no refinement) has the budget to itself: it keeps
   // sampling until then, less a margin for the answer's simulation. Before a
   // refinement it samples for half the budget (kPolicyShare) and leaves local_search
   // the rest; beside the fast path alone it decodes its fixed rounds.
   const bool alone = !refine && fast_path.empty();
-  double policy_s = 0.0;  // 0: the fixed rounds only
-  if (alone)
+  double policy_s = 0.0;  // 0: the fixed rounds only (or, with `placements`, the budget alone)
+  if (alone && placements == 0)
     policy_s = std::max(1e-3, 0.9 * budget_s - 0.02);
   else if (refine)
     policy_s = kPolicyShare * budget_s;
-  const bool skipped = !policy_answer(policy, context, policy_s, !fast_path.empty(), &a);
+  const bool skipped = !policy_answer(policy, context, policy_s, placements, !fast_path.empty(), &a);
   Placement heuristic;
   const bool placed = !fast_path.empty() && fastest_heuristic(fast_path, context, &a, &heuristic);
   if (skipped && !placed) throw PolicyOutOfRange(a.policy.note);
@@ -154,11 +156,11 @@ PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& c
 }
 
 PolicyAnswer place_with_policy(const std::string& name, const PlaceContext& context, double budget_s, bool refine,
-                               const std::vector<std::string>& fast_path) {
+                               const std::vector<std::string>& fast_path, int64_t placements) {
   const auto t0 = Clock::now();
   const std::shared_ptr<const LoadedPolicy> policy = load_named_policy(name);
   const double load = seconds_since(t0);
-  PolicyAnswer a = place_with_policy(*policy, context, budget_s - load, refine, fast_path);
+  PolicyAnswer a = place_with_policy(*policy, context, budget_s - load, refine, fast_path, placements);
   a.load_seconds = load;
   a.seconds += load;
   return a;

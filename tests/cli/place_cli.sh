@@ -143,6 +143,22 @@ if [ -e "$SRC/policies/pretrained/checkpoint.pt" ]; then
 else
   fail "policies/pretrained/checkpoint.pt is missing: the project ships it"
 fi
+# The policy alone with a budget of placements: the same seed gives the same placement (a time budget's rounds
+# depend on the machine's speed); the budget is the policy alone's, and one budget at a time.
+for i in 1 2; do
+  PLACER_PRETRAINED= "$PLACER" place --policy pretrained --no-refine --budget 150 --seed 4 --graph "$TMP/g.json" \
+    --cluster k80x4 -o "$TMP/budget$i.json" > "$TMP/budget$i.out" || fail "place --policy --no-refine --budget"
+done
+cmp -s "$TMP/budget1.json" "$TMP/budget2.json" || fail "--budget: two runs of one seed placed differently"
+grep -q "150 placements of a budget of 150" "$TMP/budget1.out" || fail "--budget: $(cat "$TMP/budget1.out")"
+set +e
+"$PLACER" place --policy pretrained --budget 150 --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -eq 2 ] && grep -q -- "--budget: with --policy, applies to the policy alone (--no-refine)" "$TMP/err" ||
+  fail "--policy --budget without --no-refine: $(cat "$TMP/err")"
+"$PLACER" place --policy pretrained --no-refine --budget 150 --time-budget 2 --graph "$TMP/g.json" --cluster k80x4 \
+  -o "$TMP/x.json" 2> "$TMP/err"
+[ $? -eq 2 ] && grep -q -- "--time-budget: give one budget" "$TMP/err" || fail "--budget with --time-budget: $(cat "$TMP/err")"
+set -e
 # An ensemble (ensemble.yaml listing exported policies of one shape) decodes with every member, says which
 # proposed the answer, and prints the whole note however long the folder's path.
 "$PLACER" train --config "$SRC/tests/fixtures/pretrain_tiny.yaml" --seed 2 -o "$TMP/tiny_run2" -q > /dev/null 2>&1 ||

@@ -43,7 +43,10 @@ class LoadedPolicy {
   // at each level at most)
   // (evaluations: the placements simulated; it decodes the fixed rounds first, so it
   // is never slower than the fixed decode of the same seed).
-  PlaceResult place(const PlaceContext& context, double decode_seconds = 0.0) const;
+  // decode_placements > 0: anytime until that many placements are simulated (the fixed rounds
+  // always whole), within decode_seconds if that is > 0 too, else whatever the time: the same
+  // seed then gives the same placement on any machine.
+  PlaceResult place(const PlaceContext& context, double decode_seconds = 0.0, int64_t decode_placements = 0) const;
   std::string policy_type() const;  // seq2seq | hierarchical | gnn
   // The most devices it trained on (0: unknown, a checkpoint that does not say); place()
   // refuses a larger cluster (PolicyOutOfRange).
@@ -113,10 +116,12 @@ struct PolicyAnswer {
 // the service's fast path less dp and mincut (offload_updates, which runs dp
 // among its four bases, took 3-15 ms on the held-out set).
 const std::vector<std::string>& policy_fast_path();
+// `placements` > 0 (the policy alone only: no refinement, no fast path): the policy samples that many
+// placements whatever the time (LoadedPolicy::place's decode_placements), and budget_s does not apply.
 PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& context, double budget_s, bool refine,
-                               const std::vector<std::string>& fast_path = {});
+                               const std::vector<std::string>& fast_path = {}, int64_t placements = 0);
 // The same with the policy loaded by name first, the load counted in the budget.
 PolicyAnswer place_with_policy(const std::string& name, const PlaceContext& context, double budget_s, bool refine,
-                               const std::vector<std::string>& fast_path = {});
+                               const std::vector<std::string>& fast_path = {}, int64_t placements = 0);
 
 }  // namespace placer
