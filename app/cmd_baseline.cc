@@ -15,6 +15,7 @@
 #include "place_args.h"
 #include "placer/agent/compare.h"
 #include "placer/env/environment.h"
+#include "placer/env/fidelity.h"
 #include "placer/env/pipeline_objective.h"
 #include "placer/graphs/error.h"
 #include "placer/graphs/json_writer.h"
@@ -33,6 +34,7 @@ struct Row {
   std::string sim_message;  // what failed, when not ok
   double measured_s = NAN;  // the median of the interleaved measurement, with its interval
   double ci_low_s = NAN, ci_high_s = NAN;
+  double ci_level = NAN;  // the coverage the interval reaches (below 95% with few steps)
   int64_t measured_steps = 0;
   std::string measured_status;
   Placement placement;  // what was measured (under the pipeline objective: the unrolled mini-batch's)
@@ -114,6 +116,7 @@ void measure_rows(const BaselineArgs& b, Runtime& runtime, const PreparedProblem
     r.measured_s = m.step_s;
     r.ci_low_s = m.ci_low_s;
     r.ci_high_s = m.ci_high_s;
+    r.ci_level = m.ci_level;
     r.measured_steps = static_cast<int64_t>(m.samples_s.size());
   }
 }
@@ -180,10 +183,11 @@ std::vector<std::string> table_cells(const BaselineArgs& b, const Row& r, size_t
   }
   c.push_back(format_number("%.3f", r.sim_s * 1e3) + (r.feasible() ? "" : " (" + r.sim_status + ")"));
   if (b.measure)
-    c.push_back(std::isnan(r.measured_s) ? r.measured_status
-                                         : format_number("%.3f", r.measured_s * 1e3) + " [" +
-                                               format_number("%.3f", r.ci_low_s * 1e3) + ", " +
-                                               format_number("%.3f", r.ci_high_s * 1e3) + "]");
+    c.push_back(std::isnan(r.measured_s)
+                    ? r.measured_status
+                    : format_number("%.3f", r.measured_s * 1e3) + " [" + format_number("%.3f", r.ci_low_s * 1e3) +
+                          ", " + format_number("%.3f", r.ci_high_s * 1e3) + "] (" + interval_level_label(r.ci_level) +
+                          ")");
   if (r.pipeline) {
     c.push_back(format_number("%.3f", r.pipeline->per_microbatch_s * 1e3));
     c.push_back(format_number("%.1f%%", 100.0 * r.pipeline->bubble_fraction));
@@ -248,7 +252,8 @@ std::string rows_json(const BaselineArgs& b, const Graph& graph, const Cluster& 
         o << ", \"measured_status\": " << json_quote(r.measured_status);
         if (!std::isnan(r.measured_s))
           o << ", \"measured_step_s\": " << r.measured_s << ", \"ci_low_s\": " << r.ci_low_s
-            << ", \"ci_high_s\": " << r.ci_high_s << ", \"measured_steps\": " << r.measured_steps;
+            << ", \"ci_high_s\": " << r.ci_high_s << ", \"ci_level\": " << r.ci_level
+            << ", \"measured_steps\": " << r.measured_steps;
       }
       if (!std::isnan(r.own_s))
         o << ", \"own_estimate_s\": " << r.own_s << ", \"own_estimate\": " << json_quote(r.own_kind);

@@ -68,8 +68,9 @@ void replot_fidelity(const std::string& path, const std::string& out_dir) {
   }
   write_file_atomic(stem + ".md", report.to_markdown());
   write_file_atomic(stem + ".svg", report.to_svg());
-  std::printf("%s on %s: %zu placements: Spearman %.3f, MAPE %.1f%% -> %s.{md,svg}\n", report.graph.c_str(),
-              report.devices.c_str(), report.points.size(), report.spearman, 100 * report.mape, stem.c_str());
+  std::printf("%s on %s: %zu placements: Spearman %s, MAPE %.1f%% -> %s.{md,svg}\n", report.graph.c_str(),
+              report.devices.c_str(), report.points.size(), rank_correlation_text(report.spearman, "%.3f").c_str(),
+              100 * report.mape, stem.c_str());
 }
 
 // The command line that reproduces the run, recorded in the report.
@@ -370,6 +371,7 @@ FidelityReport fidelity_report(const RunGraph& run, const Cluster& cluster, cons
     point.measured_iqr_s = m.best[i].iqr_s;
     point.ci_low_s = m.best[i].ci_low_s;
     point.ci_high_s = m.best[i].ci_high_s;
+    point.ci_level = m.best[i].ci_level;
     point.steps = static_cast<int64_t>(m.best[i].samples_s.size());
     point.simulated_s = simulated.step_s;
     if (unfitted) point.simulated_unfitted_s = simulate(context, evaluated, cluster, *unfitted).step_s;
@@ -513,12 +515,15 @@ void run_fidelity(const FidelityArgs& a, bool out_given) {
   write_file_atomic(stem + ".json", report.to_json());
   write_file_atomic(stem + ".md", report.to_markdown());
   write_file_atomic(stem + ".svg", report.to_svg());
-  std::printf("%s on %s: %zu placements (%d failed): Spearman %.3f, Kendall tau-b %.3f, MAPE %.1f%%",
-              graph.name.c_str(), a.devices.c_str(), report.points.size(), report.failed, report.spearman,
-              report.kendall, 100 * report.mape);
-  if (!std::isnan(report.retest_spearman)) std::printf(" (re-measured: Spearman %.3f)", report.retest_spearman);
-  if (!std::isnan(report.split_half_spearman))
-    std::printf(" (by halves of the rounds: Spearman %.3f)", report.split_half_spearman);
+  std::printf("%s on %s: %zu placements (%d failed): Spearman %s, Kendall tau-b %s, MAPE %.1f%%", graph.name.c_str(),
+              a.devices.c_str(), report.points.size(), report.failed,
+              rank_correlation_text(report.spearman, "%.3f").c_str(),
+              rank_correlation_text(report.kendall, "%.3f").c_str(), 100 * report.mape);
+  if (report.min_rounds() >= 2)
+    std::printf(" (re-measured: Spearman %s)", rank_correlation_text(report.retest_spearman, "%.3f").c_str());
+  if (report.min_rounds() >= 4)
+    std::printf(" (by halves of the rounds: Spearman %s)",
+                rank_correlation_text(report.split_half_spearman, "%.3f").c_str());
   if (run.spec()) std::printf(" (pipeline objective: %s)", pipeline_spec_text(*run.spec()).c_str());
   std::printf(" -> %s.{md,json,svg}\n", stem.c_str());
 }

@@ -100,6 +100,26 @@ void print_written(const Graph& g, const std::string& path) {
               human_bytes(static_cast<double>(total_param_bytes(g))).c_str());
 }
 
+// The parameters' elements, from the param ops' output shapes, by dtype: "134 K elements of float", or
+// "135 K elements: 134 K float, 1 K half" (each dtype's bytes per element differ: "at 4 bytes" was said of any).
+std::string param_elements(const Graph& g) {
+  std::map<std::string, int64_t> by_dtype;
+  int64_t total = 0;
+  for (const Op& op : g.ops())
+    if (op.type == op_types::kParam)
+      for (const TensorSpec& t : op.outputs) {
+        by_dtype[dtype_name(t.dtype)] += t.numel();
+        total += t.numel();
+      }
+  std::string out = human_count(static_cast<double>(total), "") + " elements";
+  if (by_dtype.size() == 1) return out + " of " + by_dtype.begin()->first;
+  std::vector<std::pair<std::string, int64_t>> sorted(by_dtype.begin(), by_dtype.end());
+  std::stable_sort(sorted.begin(), sorted.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  for (size_t k = 0; k < sorted.size(); ++k)
+    out += (k ? ", " : ": ") + human_count(static_cast<double>(sorted[k].second), "") + " " + sorted[k].first;
+  return out;
+}
+
 void print_info(const Graph& g) {
   int64_t by_phase[3] = {0, 0, 0};
   double flops_by_phase[3] = {0, 0, 0};
@@ -148,9 +168,8 @@ void print_info(const Graph& g) {
   std::printf("edges: %" PRId64 " tensor inputs, %" PRId64 " producer->consumer pairs\n", edges,
               producer_consumer_pairs);
   std::printf("co-location groups: %d\n", groups.size());
-  std::printf("parameters: %s in %" PRId64 " param ops (%s elements at 4 bytes)\n",
-              human_bytes(static_cast<double>(params)).c_str(), param_ops,
-              human_count(static_cast<double>(params) / 4.0, "").c_str());
+  std::printf("parameters: %s in %" PRId64 " param ops (%s)\n", human_bytes(static_cast<double>(params)).c_str(),
+              param_ops, param_elements(g).c_str());
   std::printf("FLOPs: %s per step (forward %s, backward %s, update %s)\n", human_count(flops, "FLOP").c_str(),
               human_count(flops_by_phase[0], "FLOP").c_str(), human_count(flops_by_phase[1], "FLOP").c_str(),
               human_count(flops_by_phase[2], "FLOP").c_str());

@@ -369,40 +369,67 @@ double apply_cpu_steps(const Graph& graph, const Cluster& cluster, const Profile
   return anchor;
 }
 
-// The devices a profile was taken on: its device spec's ("cpu:2": cpu:0 and
-// cpu:1), else every device it names (ops are timed on one device of a kind).
-std::set<std::string> profiled_devices(const Profile& profile) {
-  std::set<std::string> names;
+// The devices a profile was taken on, each once: its device spec's in its order ("cpu:2": cpu:0 and
+// cpu:1), else every device it names, sorted (ops are timed on one device of a kind).
+std::vector<std::string> profiled_devices(const Profile& profile) {
+  std::vector<std::string> listed;
   try {
-    for (const Device& d : parse_device_list(profile.devices).devices) names.insert(d.name);
-    return names;
+    for (const Device& d : parse_device_list(profile.devices).devices) listed.push_back(d.name);
+    return listed;
   } catch (const InputError&) {
     // not a device list (a cluster file's profile, an older one): what it names
   }
+  std::set<std::string> names;
   for (const OpTiming& t : profile.ops) names.insert(t.device);
   for (const LinkFit& l : profile.links) names.insert({l.from, l.to});
   for (const DeviceStep& d : profile.cpu_steps) names.insert(d.device);
   names.insert(profile.mixed.devices.begin(), profile.mixed.devices.end());
-  return names;
+  return {names.begin(), names.end()};
 }
 
-// "" when the profile was taken on the cluster's devices; else what differs.
+// The names in `names`, ", "-separated.
+std::string name_list(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
+// "" when the profile was taken on the cluster's devices; else what differs, both ways: the cluster's
+// devices the profile lacks, and the profile's the cluster lacks (a cpu:4 profile on cpu:2 was used silently).
 std::string describe_profile_mismatch(const Cluster& cluster, const Profile& profile) {
-  const std::set<std::string> profiled = profiled_devices(profile);
-  std::string missing;
-  for (const Device& d : cluster.devices)
-    if (!profiled.count(d.name)) missing += (missing.empty() ? "" : ", ") + d.name;
+  const std::vector<std::string> profiled_list = profiled_devices(profile);
+  const std::set<std::string> profiled(profiled_list.begin(), profiled_list.end());
+  std::vector<std::string> clustered, missing, extra;
+  for (const Device& d : cluster.devices) {
+    clustered.push_back(d.name);
+    if (!profiled.count(d.name)) missing.push_back(d.name);
+  }
+  for (const std::string& name : profiled_list)
+    if (std::find(clustered.begin(), clustered.end(), name) == clustered.end()) extra.push_back(name);
   bool device_list = true;  // the cluster is real devices ("cpu:2"), not a preset's or a file's model
   try {
     parse_device_list(cluster.name);
   } catch (const InputError&) {
     device_list = false;
   }
-  if (missing.empty() && device_list) return "";
+  if (missing.empty() && extra.empty() && device_list) return "";
   std::string out =
       "taken on " + (profile.devices.empty() ? std::string("unnamed devices") : "'" + profile.devices + "'");
-  if (!missing.empty()) return out + "; " + missing + " not in it";
-  return out + ", not on cluster '" + cluster.name + "'";
+  if (!extra.empty()) out += " (" + name_list(profiled_list) + ")";
+  if (!missing.empty()) out += "; " + name_list(missing) + " not in it";
+  if (!extra.empty()) out += "; " + name_list(extra) + " not in the cluster (" + name_list(clustered) + ")";
+  if (missing.empty() && extra.empty()) out += ", not on cluster '" + cluster.name + "'";
+  return out;
+}
+
+// What a profile that names no graph leaves unused: its whole-graph steps, which it cannot say are this
+// graph's ("" when it names one, or has none).
+std::string describe_unused_steps(const Profile& profile) {
+  if (!profile.graph.empty()) return "";
+  std::string steps;
+  if (!profile.cpu_steps.empty()) steps = "cpu_steps";
+  if (profile.mixed.step_s > 0) steps += (steps.empty() ? "" : ", ") + std::string("mixed_step");
+  return steps;
 }
 
 }  // namespace
@@ -428,6 +455,7 @@ CostModel CostModel::calibrated(const Graph& graph, const Cluster& cluster, cons
   for (const OpTiming& t : profile.ops) ops.timed_kinds.insert(timing_kind(t));
   model.calibrated_fraction_ = calibrate_ops(ops);
   model.profile_mismatch_ = describe_profile_mismatch(cluster, profile);
+  model.unused_steps_ = describe_unused_steps(profile);
   const std::vector<DeviceId> cpus = cpu_devices(cluster);
   if (!ops.contended.empty() && cpus.size() >= 2) {
     model.contended_s_ = contended_times(model.op_s_, ops.contended);
@@ -472,6 +500,9 @@ std::string CostModel::profile_warning() const {
            graph_mismatch_ +
            "): ops take the times of profiled ops of the same signature, else the roofline's, and its steps are not "
            "used; profile this graph";
+  if (!unused_steps_.empty())
+    out += (out.empty() ? "" : "; and ") + std::string("the profile names no graph: its whole-graph steps (") +
+           unused_steps_ + ") are not used, not being known to be this graph's; profile this graph";
   return out;
 }
 

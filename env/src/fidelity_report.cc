@@ -17,6 +17,16 @@
 #include "placer/graphs/xml.h"
 
 namespace placer {
+
+std::string rank_correlation_text(double rho, const char* printf_format) {
+  return std::isnan(rho) ? "undefined (all values tied)" : format_number(printf_format, rho);
+}
+
+std::string interval_level_label(double level) {
+  if (level >= kIntervalConfidence) return interval_confidence_label();
+  return format_number("%.3g%%", 100 * level);
+}
+
 namespace {
 
 // "objective", "microbatches", "schedule": absent (or "step") for one training step.
@@ -120,6 +130,7 @@ FidelityPoint read_point(Reader& pt, const char* other_calibration_key) {
   p.measured_s = pt.number(pt.need("measured_s"), pt.path("measured_s"), 1e-12, kMaxSeconds);
   p.measured_iqr_s = pt.number(pt.need("measured_iqr_s"), pt.path("measured_iqr_s"), 0.0, kMaxSeconds);
   p.simulated_s = pt.number(pt.need("simulated_s"), pt.path("simulated_s"), 1e-12, kMaxSeconds);
+  pt.read("ci_level", &p.ci_level, 0.0, 1.0);  // absent: written before, at 95%
   read_seconds(pt, {{"ci_low_s", &p.ci_low_s},
                     {"ci_high_s", &p.ci_high_s},
                     {"simulated_unfitted_s", &p.simulated_unfitted_s},
@@ -192,6 +203,9 @@ FidelityReport FidelityReport::from_json(const std::string& text) {
 
 namespace {
 
+// A figure that may be undefined (NaN): null in the JSON, never nan.
+std::string number_or_null(double v) { return std::isnan(v) ? std::string("null") : format_number(v); }
+
 void write_numbers(std::ostringstream& o, const char* key, const std::vector<double>& values, int digits) {
   if (values.empty()) return;
   o << ",\n  \"" << key << "\": [";
@@ -242,7 +256,8 @@ void write_point(std::ostringstream& o, const FidelityPoint& p, const char* othe
   o << "    {\"kind\": " << json_quote(p.kind) << ", \"measured_s\": " << format_number(p.measured_s, 8)
     << ", \"measured_iqr_s\": " << format_number(p.measured_iqr_s, 8)
     << ", \"ci_low_s\": " << format_number(p.ci_low_s, 8) << ", \"ci_high_s\": " << format_number(p.ci_high_s, 8)
-    << ", \"steps\": " << p.steps << ", \"simulated_s\": " << format_number(p.simulated_s, 8);
+    << ", \"ci_level\": " << format_number(p.ci_level, 8) << ", \"steps\": " << p.steps
+    << ", \"simulated_s\": " << format_number(p.simulated_s, 8);
   for (auto [key, value] : {std::pair{"simulated_unfitted_s", p.simulated_unfitted_s},
                             std::pair{"simulated_per_copy_s", p.simulated_per_copy_s},
                             std::pair{"simulated_equal_cpus_s", p.simulated_equal_cpus_s},
@@ -260,9 +275,8 @@ std::string FidelityReport::to_json() const {
   write_header(o, *this);
   write_steps_and_retakes(o, *this);
   o << ",\n  \"placements\": " << points.size() << ",\n  \"failed\": " << failed
-    << ",\n  \"spearman\": " << format_number(spearman) << ",\n  \"kendall_tau_b\": " << format_number(kendall)
-    << ",\n  \"mape\": " << format_number(mape) << ",\n  \"retest_spearman\": "
-    << (std::isnan(retest_spearman) ? std::string("null") : format_number(retest_spearman));
+    << ",\n  \"spearman\": " << number_or_null(spearman) << ",\n  \"kendall_tau_b\": " << number_or_null(kendall)
+    << ",\n  \"mape\": " << format_number(mape) << ",\n  \"retest_spearman\": " << number_or_null(retest_spearman);
   if (!std::isnan(split_half_spearman)) o << ",\n  \"split_half_spearman\": " << format_number(split_half_spearman);
   o << ",\n  \"points\": [\n";
   for (size_t i = 0; i < points.size(); ++i) {
@@ -285,13 +299,13 @@ void markdown_copies(std::ostringstream& o, const FidelityReport& r) {
   else
     o << "Copies between a CPU device and a GPU: " << format_number(r.cross_copy_s * 1e6, 3) << " us per copy";
   o << " beyond the link fit, fitted on the profile's round-robin step (that placement is left out of the table).";
-  if (!std::isnan(r.spearman_unfitted))
-    o << " Without it, on the same measurements: Spearman " << format_number(r.spearman_unfitted, 3) << ", MAPE "
+  if (!std::isnan(r.mape_unfitted))
+    o << " Without it, on the same measurements: Spearman " << rank_correlation_text(r.spearman_unfitted) << ", MAPE "
       << format_number(100 * r.mape_unfitted, 3) << "%.";
-  if (!std::isnan(r.spearman_per_copy))
+  if (!std::isnan(r.mape_per_copy))
     o << " Fitted per copy instead (" << format_number(r.copy_s_per_copy * 1e6, 3)
-      << " us a copy, whatever its size), on the same measurements: Spearman " << format_number(r.spearman_per_copy, 3)
-      << ", MAPE " << format_number(100 * r.mape_per_copy, 3) << "%.";
+      << " us a copy, whatever its size), on the same measurements: Spearman "
+      << rank_correlation_text(r.spearman_per_copy) << ", MAPE " << format_number(100 * r.mape_per_copy, 3) << "%.";
   o << "\n\n";
 }
 
@@ -303,10 +317,11 @@ void markdown_devices(std::ostringstream& o, const FidelityReport& r) {
       o << (k ? ", " : "") << r.cpu_steps[k].device << " " << format_number(r.cpu_steps[k].step_s * 1e3, 4) << " ms (x"
         << format_number(r.cpu_steps[k].step_s / r.cpu_steps.front().step_s, 3) << ")";
     o << "; the simulator scales each device's ops so that all of them on it simulate at its step.";
-    if (!std::isnan(r.spearman_equal_cpus))
+    if (!std::isnan(r.mape_equal_cpus))
       o << " Without these steps (the ops as timed, the devices taken as equally fast), on the same measurements: "
            "Spearman "
-        << format_number(r.spearman_equal_cpus, 3) << ", MAPE " << format_number(100 * r.mape_equal_cpus, 3) << "%.";
+        << rank_correlation_text(r.spearman_equal_cpus) << ", MAPE " << format_number(100 * r.mape_equal_cpus, 3)
+        << "%.";
     o << "\n\n";
   }
   if (r.core_rtt_profiled_s.empty() && r.core_rtt_measured_s.empty()) return;
@@ -337,22 +352,26 @@ void markdown_retakes(std::ostringstream& o, const FidelityReport& r) {
 
 // The goal, the other calibration, and the measurement against itself.
 void markdown_verdicts(std::ostringstream& o, const FidelityReport& r) {
-  o << "Goal: Spearman >= 0.9 and MAPE <= 10%: " << (r.spearman >= 0.9 && r.mape <= 0.10 ? "met" : "NOT met")
+  // An undefined correlation (all values tied) meets no goal, whatever the MAPE.
+  o << "Goal: Spearman >= 0.9 and MAPE <= 10%: "
+    << (std::isnan(r.spearman)                ? "not met (undefined)"
+        : r.spearman >= 0.9 && r.mape <= 0.10 ? "met"
+                                              : "NOT met")
     << ".\n\n";
-  if (!std::isnan(r.spearman_other_calibration))
+  if (!std::isnan(r.mape_other_calibration))
     o << calibration_text(r.calibration).profile << "; calibrated on "
       << calibration_text(r.other_calibration()).instead << " instead, on the same measurements: Spearman "
-      << format_number(r.spearman_other_calibration, 3) << ", MAPE " << format_number(100 * r.mape_other_calibration, 3)
-      << "%.\n\n";
-  if (!std::isnan(r.retest_spearman))
+      << rank_correlation_text(r.spearman_other_calibration) << ", MAPE "
+      << format_number(100 * r.mape_other_calibration, 3) << "%.\n\n";
+  if (r.min_rounds() >= 2 && r.points.size() >= 2)
     o << "The measurement against itself (round 1 vs round 2 of the same placements): Spearman "
-      << format_number(r.retest_spearman, 3)
+      << rank_correlation_text(r.retest_spearman)
       << ". A simulator cannot rank placements more reliably than the measurement does.\n\n";
-  if (!std::isnan(r.split_half_spearman))
+  if (r.min_rounds() >= 4 && r.points.size() >= 2)
     o << "The measurement against itself by halves (each placement's mean round median over the first half of the "
          "rounds against the same over the rest; each half a measurement of its own, the pooled one of all rounds at "
          "least as reliable): Spearman "
-      << format_number(r.split_half_spearman, 3) << ".\n\n";
+      << rank_correlation_text(r.split_half_spearman) << ".\n\n";
 }
 
 }  // namespace
@@ -369,22 +388,22 @@ std::string FidelityReport::to_markdown() const {
          "simulated; every time is one mini-batch's.\n\n";
   o << "| graph | ops | placements | failed | Spearman | Kendall tau-b | MAPE | ops calibrated | executor overhead |\n";
   o << "|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
-  o << "| " << graph << " | " << ops << " | " << points.size() << " | " << failed << " | " << format_number(spearman, 3)
-    << " | " << format_number(kendall, 3) << " | " << format_number(100 * mape, 3) << "% | "
-    << format_number(100 * calibrated_fraction, 3) << "% | " << format_number(per_op_overhead_s * 1e6, 3)
-    << " us/op |\n\n";
+  o << "| " << graph << " | " << ops << " | " << points.size() << " | " << failed << " | "
+    << rank_correlation_text(spearman) << " | " << rank_correlation_text(kendall) << " | "
+    << format_number(100 * mape, 3) << "% | " << format_number(100 * calibrated_fraction, 3) << "% | "
+    << format_number(per_op_overhead_s * 1e6, 3) << " us/op |\n\n";
   markdown_copies(o, *this);
   markdown_devices(o, *this);
   markdown_retakes(o, *this);
   markdown_verdicts(o, *this);
-  o << "| # | kind | measured s (median) | " << interval_confidence_label()
-    << " interval | steps | simulated s | error | transfer MB "
+  // Each interval at the level it reaches (95%, or less with few steps: [min, max] of 1 step covers 0%).
+  o << "| # | kind | measured s (median) | interval (level) | steps | simulated s | error | transfer MB "
        "|\n|---:|---|---:|---|---:|---:|---:|---:|\n";
   for (size_t i = 0; i < points.size(); ++i) {
     const auto& p = points[i];
     o << "| " << i << " | " << p.kind << " | " << format_number(p.measured_s, 4) << " | ["
-      << format_number(p.ci_low_s, 4) << ", " << format_number(p.ci_high_s, 4) << "] | " << p.steps << " | "
-      << format_number(p.simulated_s, 4) << " | "
+      << format_number(p.ci_low_s, 4) << ", " << format_number(p.ci_high_s, 4) << "] ("
+      << interval_level_label(p.ci_level) << ") | " << p.steps << " | " << format_number(p.simulated_s, 4) << " | "
       << format_number(100 * (p.simulated_s - p.measured_s) / p.measured_s, 3) << "% | "
       << format_number(p.transfer_bytes / 1e6, 4) << " |\n";
   }
@@ -502,15 +521,14 @@ std::string FidelityReport::to_svg() const {
   o << "<text x=\"" << W / 2 << "\" y=\"20\" text-anchor=\"middle\" font-size=\"14\">" << xml_escape(graph) << " on "
     << xml_escape(devices) << ": simulated vs measured " << time_unit(pipeline) << " time"
     << (pipeline ? " (pipeline, " + pipeline_spec_text(*pipeline) + ")" : "") << "</text>\n";
-  o << "<text x=\"" << W / 2 << "\" y=\"38\" text-anchor=\"middle\">Spearman " << format_number(spearman, 3)
-    << ", Kendall " << format_number(kendall, 3) << ", MAPE " << format_number(100 * mape, 3)
+  o << "<text x=\"" << W / 2 << "\" y=\"38\" text-anchor=\"middle\">Spearman " << rank_correlation_text(spearman)
+    << ", Kendall " << rank_correlation_text(kendall) << ", MAPE " << format_number(100 * mape, 3)
     << "%, n = " << points.size() << "</text>\n";
-  if (!std::isnan(retest_spearman))
+  if (min_rounds() >= 2 && points.size() >= 2)
     o << "<text x=\"" << W / 2
       << "\" y=\"54\" text-anchor=\"middle\" fill=\"#555\">measured vs re-measured (round 1 vs 2): Spearman "
-      << format_number(retest_spearman, 3)
-      << (std::isnan(split_half_spearman) ? std::string()
-                                          : "; by halves of the rounds " + format_number(split_half_spearman, 3))
+      << rank_correlation_text(retest_spearman)
+      << (min_rounds() < 4 ? std::string() : "; by halves of the rounds " + rank_correlation_text(split_half_spearman))
       << "</text>\n";
   svg_axes(o, frame);
   svg_points(o, frame, points);

@@ -47,7 +47,8 @@ double pearson(const std::vector<double>& a, const std::vector<double>& b) {
     saa += (a[i] - ma) * (a[i] - ma);
     sbb += (b[i] - mb) * (b[i] - mb);
   }
-  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : 0.0;
+  // A constant side (all its values tied) has no ranking: the correlation is undefined, not 0.
+  return saa > 0 && sbb > 0 ? sab / std::sqrt(saa * sbb) : std::numeric_limits<double>::quiet_NaN();
 }
 
 }  // namespace
@@ -75,7 +76,8 @@ double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b)
         discordant += 1;
     }
   const double denom = std::sqrt((concordant + discordant + ties_a) * (concordant + discordant + ties_b));
-  return denom > 0 ? (concordant - discordant) / denom : 0.0;
+  // Zero when either side is all tied: undefined, as Spearman's.
+  return denom > 0 ? (concordant - discordant) / denom : std::numeric_limits<double>::quiet_NaN();
 }
 
 double mean_absolute_percentage_error(const std::vector<double>& actual, const std::vector<double>& predicted) {
@@ -237,6 +239,12 @@ std::vector<size_t> spread_by_simulated(const std::vector<double>& simulated, in
   return thinned;
 }
 
+size_t FidelityReport::min_rounds() const {
+  size_t rounds = points.empty() ? 0 : points.front().rounds_s.size();
+  for (const auto& p : points) rounds = std::min(rounds, p.rounds_s.size());
+  return rounds;
+}
+
 void FidelityReport::compute_statistics() {
   std::vector<double> m, s;
   for (const auto& p : points) {
@@ -261,16 +269,15 @@ void FidelityReport::compute_statistics() {
   other(&FidelityPoint::simulated_per_copy_s, spearman_per_copy, mape_per_copy);
   other(&FidelityPoint::simulated_equal_cpus_s, spearman_equal_cpus, mape_equal_cpus);
   other(&FidelityPoint::simulated_other_calibration_s, spearman_other_calibration, mape_other_calibration);
+  const size_t rounds = min_rounds();
   std::vector<double> r0, r1;
   for (const auto& p : points)
     if (p.rounds_s.size() >= 2) {
       r0.push_back(p.rounds_s[0]);
       r1.push_back(p.rounds_s[1]);
     }
-  retest_spearman = r0.size() >= 2 && r0.size() == points.size() ? placer::spearman(r0, r1)
-                                                                 : std::numeric_limits<double>::quiet_NaN();
-  size_t rounds = points.empty() ? 0 : points.front().rounds_s.size();
-  for (const auto& p : points) rounds = std::min(rounds, p.rounds_s.size());
+  retest_spearman =
+      rounds >= 2 && points.size() >= 2 ? placer::spearman(r0, r1) : std::numeric_limits<double>::quiet_NaN();
   split_half_spearman = std::numeric_limits<double>::quiet_NaN();
   if (rounds >= 4 && points.size() >= 2) {
     std::vector<double> first, second;

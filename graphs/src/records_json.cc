@@ -1,5 +1,6 @@
 // Clusters, placements, profiles and step results as JSON: written with
 // cereal archives, read with JsonReader (json_reader.h).
+#include <algorithm>
 #include <cereal/archives/json.hpp>
 #include <cereal/types/string.hpp>
 #include <cereal/types/vector.hpp>
@@ -317,6 +318,26 @@ std::string read_device_kind(const JsonReader<InputError>& r, const rj::Value& v
          unknown_name("device kind", kind, {device_kind_name(DeviceKind::Cpu), device_kind_name(DeviceKind::Cuda)}));
 }
 
+// An op's time with every CPU device busy is its own time slowed (0.7x to 4x on the 2-core VM): over a
+// thousandfold apart either way it is no such time (1e4 s against 1e-5 s simulated a step of 145816 s). An op
+// timed at 0 s is compared as if 1 ns.
+void check_contended(const JsonReader<InputError>& r, const OpTiming& t, const std::string& where) {
+  constexpr double kMaxRatio = 1000.0, kFloorSeconds = 1e-9;
+  if (!(t.contended_seconds > 0)) return;
+  const double ratio = t.contended_seconds / std::max(t.seconds, kFloorSeconds);
+  if (ratio >= 1.0 / kMaxRatio && ratio <= kMaxRatio) return;
+  const std::string op = "op '" + (t.op.empty() ? t.signature : t.op) + "'";
+  const std::string c = format_number(t.contended_seconds, 6) + " s";
+  if (t.seconds <= 0)
+    r.fail(where, "contended_seconds",
+           c + " for " + op + ", whose seconds is 0 (over " + format_number(kMaxRatio, 6) +
+               " times 1 ns: a time with every CPU device busy is the op's own, slowed)");
+  const std::string times = ratio > 1 ? format_number(ratio, 6) + " times" : "1/" + format_number(1 / ratio, 6) + " of";
+  r.fail(where, "contended_seconds",
+         c + " is " + times + " " + op + "'s seconds (" + format_number(t.seconds, 6) + " s): over " +
+             format_number(kMaxRatio, 6) + "x apart (a time with every CPU device busy is the op's own, slowed)");
+}
+
 // Every op's time.
 void read_op_timings(const JsonReader<InputError>& r, const rj::Document& doc, Profile& p) {
   const rj::Value& ops = r.array(r.require(doc, "ops", ""), "", "ops");
@@ -334,6 +355,7 @@ void read_op_timings(const JsonReader<InputError>& r, const rj::Document& doc, P
     check_seconds(r, t.seconds, 0.0, where, "seconds");
     t.contended_seconds = r.opt_number(v, "contended_seconds", where, 0.0);
     check_seconds(r, t.contended_seconds, 0.0, where, "contended_seconds");
+    check_contended(r, t, where);
     p.ops.push_back(std::move(t));
   }
 }

@@ -59,4 +59,19 @@ PY
 "$PLACER" baseline --graph "$TMP/g.json" --cluster k80x4 --method single,m_etf,expert > "$TMP/notes.txt"
 grep -q "^single: all ops on cuda:" "$TMP/notes.txt" || fail "single's note: $(cat "$TMP/notes.txt")"
 ! grep -q "^\([a-z_]*\): \1: " "$TMP/notes.txt" || fail "a note named twice: $(cat "$TMP/notes.txt")"
+# --measure's rows print each interval at the level it reaches, as `placer measure` does (a few steps reach no 95%:
+# [min, max] and what it covers), never without one; the JSON has it too.
+"$PLACER" baseline --graph "$TMP/g.json" --devices cpu:2 --method single,round_robin --measure --steps 2 --max-steps 2 \
+  --warmup 1 --json "$TMP/m.json" > "$TMP/m.txt" 2> /dev/null || fail "baseline --measure: $(cat "$TMP/m.txt")"
+python3 - "$TMP/m.json" "$TMP/m.txt" <<'PY' || fail "baseline --measure: intervals without their level: $(cat "$TMP/m.txt")"
+import json, re, sys
+rows = {m["method"]: m for m in json.load(open(sys.argv[1]))["methods"]}
+text = open(sys.argv[2]).read()
+for name, row in rows.items():
+    level = row["ci_level"]
+    assert 0 <= level < 0.95, (name, level)  # 2 steps: [min, max] covers 50%
+    label = "%.3g%%" % (100 * level)
+    line = next(l for l in text.splitlines() if l.startswith(name + " "))
+    assert re.search(r"\[[0-9.]+, [0-9.]+\] \(" + re.escape(label) + r"\)", line), (line, label)
+PY
 echo "baseline_cli: ok"

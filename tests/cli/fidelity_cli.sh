@@ -109,6 +109,31 @@ r = json.load(open(sys.argv[1])); r['points'][1]['measured_s'] = 0
 json.dump(r, open(sys.argv[2], 'w'))" "$TMP/out/fidelity_mlp.json" "$TMP/zero.json"
 if "$PLACER" fidelity --replot "$TMP/zero.json" 2> "$TMP/zero.err"; then fail "a step of 0 s replotted"; fi
 grep -q "points\[1\].measured_s: must be in \[1e-12, 10000\], got 0" "$TMP/zero.err" || fail "zero step: $(cat "$TMP/zero.err")"
+# Each interval is printed at the level it reaches (a few steps reach no 95%), as the JSON records it.
+python3 - "$TMP/out/fidelity_mlp.json" "$TMP/out/fidelity_mlp.md" <<'PY' || fail "intervals at their level: $(grep '^| 0 ' "$TMP/out/fidelity_mlp.md")"
+import json, sys
+r = json.load(open(sys.argv[1]))
+md = open(sys.argv[2]).read()
+assert "| interval (level) |" in md, md
+for i, p in enumerate(r["points"]):
+    label = "95%" if p["ci_level"] >= 0.95 else "%.3g%%" % (100 * p["ci_level"])
+    row = next(l for l in md.splitlines() if l.startswith("| %d | " % i))
+    assert "] (%s) |" % label in row, (row, label)
+PY
+# Every measured time alike: the rank correlations are undefined (null in the JSON, never 0 or nan), and the goal is
+# not met on them. A report written before the intervals' levels were reads them as 95%, as printed then.
+python3 -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+for p in r['points']:
+    p['measured_s'] = 0.001
+    p.pop('ci_level')
+json.dump(r, open(sys.argv[2], 'w'))" "$TMP/out/fidelity_mlp.json" "$TMP/tied.json"
+"$PLACER" fidelity --replot "$TMP/tied.json" > "$TMP/tied.txt" || fail "replot all tied"
+grep -q "Spearman undefined (all values tied)" "$TMP/tied.txt" || fail "replot all tied: $(cat "$TMP/tied.txt")"
+grep -q "Goal: Spearman >= 0.9 and MAPE <= 10%: not met (undefined)" "$TMP/tied.md" || fail "tied goal: $(grep Goal "$TMP/tied.md")"
+grep -q "] (95%) |" "$TMP/tied.md" || fail "an old report's intervals: $(grep '^| 0 ' "$TMP/tied.md")"
+! grep -qw "nan" "$TMP/tied.md" "$TMP/tied.svg" "$TMP/tied.txt" || fail "nan printed: $(grep -w nan "$TMP/tied.md")"
 # An output folder that cannot be made is refused before anything is measured (one that can, with the folders
 # above it, is made: the GPU run book saves placements under its -o folder before that exists).
 if "$PLACER" fidelity --graph "$TMP/g.json" --devices cpu:2 -o "$TMP/g.json/out" 2> "$TMP/nodir.err"; then

@@ -63,6 +63,28 @@ for text in "graph: mlp (training step)" "ops: " "(forward " "edges: " "paramete
   expect_stdout "info shows '$text'" "$text"
 done
 
+# Parameter elements are counted from the param ops' shapes and their bytes from their dtypes: a graph of double
+# parameters has half the elements of its bytes at 4 bytes (it said "at 4 bytes" whatever the dtype).
+expect_stdout "info counts float parameters" "(134 K elements of float)"
+python3 -c "
+import json, sys
+g = json.load(open(sys.argv[1]))
+for op in g['ops']:
+    for o in op['outputs']:
+        if o.get('dtype') == 'float': o['dtype'] = 'double'
+    op['param_bytes'] = 2 * op.get('param_bytes', 0)
+json.dump(g, open(sys.argv[2], 'w'))" "$T/mlp.json" "$T/mlp_f64.json"
+expect_ok "info double params" "$PLACER" graph info "$T/mlp_f64.json"
+expect_stdout "info counts double parameters" "parameters: 1.02 MiB in 6 param ops (134 K elements of double)"
+python3 -c "
+import json, sys
+g = json.load(open(sys.argv[1]))
+g['ops'].append({'name': 'extra', 'type': 'placer::param', 'outputs': [{'shape': [1000], 'dtype': 'half'}],
+                 'param_bytes': 2000})
+json.dump(g, open(sys.argv[2], 'w'))" "$T/mlp.json" "$T/mlp_mixed.json"
+expect_ok "info mixed params" "$PLACER" graph info "$T/mlp_mixed.json"
+expect_stdout "info counts mixed parameters" "(135 K elements: 134 K float, 1 K half)"
+
 # options and --forward-only
 expect_ok "build mlp forward-only" "$PLACER" graph build mlp --forward-only --opt batch=8 -o "$T/fwd.json"
 expect_ok "validate forward-only" "$PLACER" graph validate "$T/fwd.json"

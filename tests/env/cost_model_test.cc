@@ -127,8 +127,9 @@ TEST(CostModel, CalibratedByNameThenSignature) {
   EXPECT_EQ(op_signature(g, OpId(1)), "aten::mm(float[1000],float[1000])");
   EXPECT_EQ(op_signature(g, OpId(1), 1), "aten::mm(float[1000])");  // less input 1
   EXPECT_EQ(op_signature(g, OpId(1), 2), op_signature(g, OpId(1)));  // no input 2: nothing skipped
-  // Timed on cuda:3 (borrowed by kind) and cpu:0: this cluster's cuda:0 never was.
-  EXPECT_EQ(s.profile_mismatch(), "taken on unnamed devices; cuda:0 not in it");
+  // Timed on cuda:3 (borrowed by kind) and cpu:0: this cluster's cuda:0 never was, nor is cuda:3 the cluster's.
+  EXPECT_EQ(s.profile_mismatch(),
+            "taken on unnamed devices (cpu:0, cuda:3); cuda:0 not in it; cuda:3 not in the cluster (cpu:0, cuda:0)");
   other.devices = "cpu,cuda:0";
   EXPECT_EQ(CostModel::calibrated(g, cluster(), other).profile_mismatch(), "taken on 'cpu,cuda:0', not on cluster ''");
   Cluster listed = cluster();
@@ -290,6 +291,49 @@ TEST(CostModel, CpuStepsAnchorEachCpuDeviceOnItsStepAlone) {
   const CostModel part = CostModel::calibrated(g, two_cpus, partial);
   EXPECT_DOUBLE_EQ(part.op_seconds(relu, DeviceId(0)), equal.op_seconds(relu, DeviceId(0)));
   EXPECT_NEAR(part.op_seconds(relu, DeviceId(1)), 0.96 * equal.op_seconds(relu, DeviceId(0)), 1e-12);
+}
+
+// A profile taken on more devices than the cluster has is another machine's
+// measurement as much as one taken on fewer: both say so, naming both device lists.
+TEST(CostModel, AProfileOfMoreDevicesThanTheClusterWarnsNamingBoth) {
+  const Graph g = relu_chain();
+  Profile p = chain_profile(g, 2.0);
+  p.devices = "cpu:4";
+  const CostModel fewer = CostModel::calibrated(g, parse_device_list("cpu:2"), p);
+  EXPECT_EQ(fewer.profile_mismatch(),
+            "taken on 'cpu:4' (cpu:0, cpu:1, cpu:2, cpu:3); cpu:2, cpu:3 not in the cluster (cpu:0, cpu:1)");
+  EXPECT_NE(fewer.profile_warning().find("the profile was taken on 'cpu:4' (cpu:0, cpu:1, cpu:2, cpu:3)"),
+            std::string::npos)
+      << fewer.profile_warning();
+  EXPECT_EQ(CostModel::calibrated(g, parse_device_list("cpu:4"), p).profile_mismatch(), "");
+  p.devices = "cpu:2";  // the reverse, as it was
+  EXPECT_EQ(CostModel::calibrated(g, parse_device_list("cpu:4"), p).profile_mismatch(),
+            "taken on 'cpu:2'; cpu:2, cpu:3 not in it");
+  EXPECT_EQ(CostModel::calibrated(g, parse_device_list("cpu:2"), p).profile_mismatch(), "");
+}
+
+// A profile that names no graph cannot say its whole-graph steps (the CPU devices'
+// steps, the mixed step) are this graph's: they are not used, and the warning says so.
+TEST(CostModel, AProfileNamingNoGraphSaysItsStepsAreUnused) {
+  const Graph g = relu_chain();
+  const Cluster two_cpus = parse_device_list("cpu:2");
+  Profile p = chain_profile(g, 2.0);
+  p.devices = "cpu:2";
+  EXPECT_EQ(CostModel::calibrated(g, two_cpus, p).profile_warning(), "");
+  Profile unnamed = p;
+  unnamed.graph = "";
+  EXPECT_EQ(CostModel::calibrated(g, two_cpus, unnamed).profile_warning(), "");  // no steps: nothing lost
+  unnamed.cpu_steps = {{"cpu:0", 0.5}, {"cpu:1", 0.48}};
+  const std::string w = CostModel::calibrated(g, two_cpus, unnamed).profile_warning();
+  EXPECT_NE(w.find("the profile names no graph: its whole-graph steps (cpu_steps) are not used"), std::string::npos)
+      << w;
+  unnamed.cpu_steps.clear();
+  unnamed.mixed.devices = {"cpu:0", "cpu:1"};
+  unnamed.mixed.step_s = 0.6;
+  EXPECT_NE(CostModel::calibrated(g, two_cpus, unnamed).profile_warning().find("steps (mixed_step) are not used"),
+            std::string::npos);
+  p.cpu_steps = {{"cpu:0", 0.5}, {"cpu:1", 0.48}};
+  EXPECT_EQ(CostModel::calibrated(g, two_cpus, p).profile_warning().find("names no graph"), std::string::npos);
 }
 
 // A pipelined mini-batch's ops are copies of the measured graph's ("fc0/linear@mb0"): its model takes the

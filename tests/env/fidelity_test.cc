@@ -24,10 +24,101 @@ TEST(Fidelity, RankStatisticsByHand) {
   EXPECT_NEAR(spearman({1, 2, 2, 3}, {1, 2, 3, 4}), 4.5 / std::sqrt(22.5), 1e-12);
   EXPECT_NEAR(kendall_tau_b({1, 2, 3, 4}, {1, 3, 2, 4}), 4.0 / 6.0, 1e-12);
   EXPECT_NEAR(kendall_tau_b({1, 2, 2, 3}, {1, 2, 3, 4}), 5.0 / std::sqrt(30.0), 1e-12);
-  EXPECT_EQ(spearman({1, 1, 1}, {1, 2, 3}), 0.0);
+  // One side all tied: no ranking to correlate, undefined (NaN), not 0.
+  EXPECT_TRUE(std::isnan(spearman({1, 1, 1}, {1, 2, 3})));
   EXPECT_NEAR(mean_absolute_percentage_error({1, 2}, {1.1, 1.8}), 0.1, 1e-12);
   EXPECT_THROW(spearman({1}, {1}), InputError);
   EXPECT_THROW(kendall_tau_b({1, 2}, {1, 2, 3}), InputError);
+}
+
+// Every measured time alike (or every simulated one): the rank correlations are
+// undefined, not 0. The JSON writes null (never nan) and reads back, the markdown and
+// the plot say so, and the goal is not met on an undefined correlation.
+TEST(Fidelity, RankCorrelationsOfAllTiedValuesAreUndefined) {
+  EXPECT_TRUE(std::isnan(spearman({1, 2, 3}, {5, 5, 5})));
+  EXPECT_TRUE(std::isnan(kendall_tau_b({1, 1, 1}, {1, 2, 3})));
+  EXPECT_TRUE(std::isnan(kendall_tau_b({1, 2, 3}, {5, 5, 5})));
+  EXPECT_TRUE(std::isnan(kendall_tau_b({2, 2}, {2, 2})));
+  FidelityReport r;
+  r.graph = "g";
+  r.devices = "cpu:2";
+  // Measured all alike, simulated within 5%: MAPE under 10%, but no ranking to judge.
+  r.points = {{"single", 1.0, 0.0, 1.05, 0}, {"split", 1.0, 0.0, 0.96, 100}, {"random", 1.0, 0.0, 1.01, 5}};
+  r.compute_statistics();
+  EXPECT_TRUE(std::isnan(r.spearman));
+  EXPECT_TRUE(std::isnan(r.kendall));
+  const std::string json = r.to_json();
+  EXPECT_NE(json.find("\"spearman\": null"), std::string::npos) << json;
+  EXPECT_NE(json.find("\"kendall_tau_b\": null"), std::string::npos) << json;
+  EXPECT_EQ(json.find("nan"), std::string::npos) << json;
+  const FidelityReport back = FidelityReport::from_json(json);
+  EXPECT_TRUE(std::isnan(back.spearman));
+  EXPECT_EQ(back.to_json(), json);
+  const std::string md = r.to_markdown();
+  EXPECT_NE(md.find("| undefined (all values tied) | undefined (all values tied) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("Goal: Spearman >= 0.9 and MAPE <= 10%: not met (undefined)."), std::string::npos) << md;
+  EXPECT_EQ(md.find("nan"), std::string::npos) << md;
+  const std::string svg = r.to_svg();
+  EXPECT_NE(svg.find("Spearman undefined (all values tied), Kendall undefined (all values tied)"), std::string::npos)
+      << svg;
+  EXPECT_EQ(svg.find("nan"), std::string::npos) << svg;
+  // The other simulators' figures and the measurement against itself: undefined too, still said.
+  for (auto& p : r.points) {
+    p.simulated_unfitted_s = 2.0;
+    p.rounds_s = {1.0, 1.0};
+  }
+  r.copy_s_per_byte = 1e-10;
+  r.compute_statistics();
+  EXPECT_TRUE(std::isnan(r.retest_spearman));
+  const std::string md2 = r.to_markdown();
+  EXPECT_NE(md2.find("Without it, on the same measurements: Spearman undefined (all values tied), MAPE 100%."),
+            std::string::npos)
+      << md2;
+  EXPECT_NE(md2.find("(round 1 vs round 2 of the same placements): Spearman undefined (all values tied)."),
+            std::string::npos)
+      << md2;
+  EXPECT_EQ(md2.find("nan"), std::string::npos) << md2;
+  EXPECT_EQ(FidelityReport::from_json(r.to_json()).to_json(), r.to_json());
+}
+
+// Each point's interval is printed at the level it reaches (1 step: 0%; 3 steps: 75%), never 95% regardless;
+// the level is written and read back, and a report written before (no level) reads as 95%, as it was printed then.
+TEST(Fidelity, ReportPrintsEachIntervalAtItsOwnLevel) {
+  FidelityReport r;
+  r.graph = "g";
+  r.devices = "cpu:2";
+  FidelityPoint a, b, c;
+  a.kind = "single", a.measured_s = 1.0, a.simulated_s = 1.1, a.ci_low_s = a.ci_high_s = 1.0, a.steps = 1;
+  a.ci_level = 0.0;
+  b.kind = "split", b.measured_s = 2.0, b.simulated_s = 1.8, b.ci_low_s = 1.9, b.ci_high_s = 2.1, b.steps = 3;
+  b.ci_level = 0.75;
+  c.kind = "random", c.measured_s = 3.0, c.simulated_s = 3.3, c.ci_low_s = 2.9, c.ci_high_s = 3.1, c.steps = 30;
+  c.ci_level = 0.9785;
+  r.points = {a, b, c};
+  r.compute_statistics();
+  const std::string md = r.to_markdown();
+  EXPECT_NE(md.find("| measured s (median) | interval (level) |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| [1, 1] (0%) | 1 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| [1.9, 2.1] (75%) | 3 |"), std::string::npos) << md;
+  EXPECT_NE(md.find("| [2.9, 3.1] (95%) | 30 |"), std::string::npos) << md;
+  const std::string json = r.to_json();
+  EXPECT_NE(json.find("\"ci_level\": 0.75"), std::string::npos) << json;
+  const FidelityReport back = FidelityReport::from_json(json);
+  EXPECT_DOUBLE_EQ(back.points[1].ci_level, 0.75);
+  EXPECT_EQ(back.to_json(), json);
+  // Written before the level was: 95%, as printed then.
+  std::string old = json;
+  for (const char* level : {", \"ci_level\": 0,", ", \"ci_level\": 0.75,", ", \"ci_level\": 0.9785,"})
+    old = testing::replaced_once(old, level, ",");
+  EXPECT_EQ(old.find("ci_level"), std::string::npos) << old;
+  const FidelityReport older = FidelityReport::from_json(old);
+  EXPECT_DOUBLE_EQ(older.points[0].ci_level, 0.95);
+  EXPECT_NE(older.to_markdown().find("| [1, 1] (95%) | 1 |"), std::string::npos) << older.to_markdown();
+  expect_rejected(testing::replaced_once(json, "\"ci_level\": 0.75", "\"ci_level\": 1.5"), "points[1].ci_level");
+  EXPECT_EQ(interval_level_label(0.95), "95%");
+  EXPECT_EQ(interval_level_label(0.999), "95%");
+  EXPECT_EQ(interval_level_label(0.9375), "93.8%");
+  EXPECT_EQ(interval_level_label(0.0), "0%");
 }
 
 // A chain of n relus; with `pairs`, ops 10k and 10k+1 are one co-location group.

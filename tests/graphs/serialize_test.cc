@@ -652,6 +652,29 @@ TEST(SerializeProfile, TimesAndLinksOutOfRangeNameTheField) {
   m = error(op + R"(,"links":[{"from":"cpu:0","to":"cpu:0","alpha_s":1e-6,"beta_Bps":1e9}])");
   EXPECT_NE(m.find("links[0]: to: a link from 'cpu:0' to itself"), std::string::npos) << m;
   EXPECT_NO_THROW(profile_from_json(R"({"format":"placer.profile","version":1,)" + op + "}"));
+  // An op's time with every CPU device busy is its own time, slowed (0.7x to 4x on the 2-core VM): a thousandfold
+  // apart is no such time (1e4 s against 1e-5 s simulated a step of 145816 s).
+  auto contended = [&](const std::string& seconds, const std::string& contended_s) {
+    return error(
+        R"("ops":[{"op":"a","device":"cpu:0","seconds":0.001},{"op":"fc0/linear","device":"cpu:0","seconds":)" +
+        seconds + R"(,"contended_seconds":)" + contended_s + "}]");
+  };
+  m = contended("1e-5", "1e4");
+  EXPECT_NE(m.find("ops[1]: contended_seconds: 10000 s is 1e+09 times op 'fc0/linear''s seconds (1e-05 s)"),
+            std::string::npos)
+      << m;
+  m = contended("1", "1e-4");
+  EXPECT_NE(m.find("ops[1]: contended_seconds: 0.0001 s is 1/10000 of op 'fc0/linear''s seconds (1 s)"),
+            std::string::npos)
+      << m;
+  m = contended("0", "1");
+  EXPECT_NE(m.find("ops[1]: contended_seconds: 1 s for op 'fc0/linear', whose seconds is 0"), std::string::npos) << m;
+  for (const char* ok : {"0.002", "0.5", "0.000002", "0"}) {
+    EXPECT_NO_THROW(profile_from_json(
+        std::string(R"({"format":"placer.profile","version":1,"ops":[{"op":"a","device":"cpu:0","seconds":0.001,)") +
+        R"("contended_seconds":)" + ok + "}]}"))
+        << ok;
+  }
 }
 
 // The probe's readings (0: a round it could not read) and their summary: median, lowest, highest.

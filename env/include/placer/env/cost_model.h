@@ -60,7 +60,8 @@ class CostModel {
   // then calibrate this graph's by signature only. Empty: this graph's, or unnamed.
   const std::string& profile_of_graph() const { return profile_of_graph_; }
   // What a user is told of either mismatch, with what to do about it ("" when
-  // neither): "the profile was taken on ...: ...; profile these devices".
+  // neither): "the profile was taken on ...: ...; profile these devices". Also
+  // when a profile names no graph and its whole-graph steps go unused.
   std::string profile_warning() const;
   // The anchor of the profile's CPU device steps (Profile::cpu_steps): the
   // step of the graph alone on the device its ops were timed on, over that
@@ -139,6 +140,7 @@ class CostModel {
   std::string profile_mismatch_;
   std::string graph_mismatch_;
   std::string profile_of_graph_;
+  std::string unused_steps_;  // a profile naming no graph: its steps not used ("cpu_steps, mixed_step"; "": none)
   double cpu_step_anchor_ = 1.0;
   std::vector<double> cpu_step_scale_;  // [device]: what the profile's CPU steps scaled it by; empty: none
   std::vector<double> contended_s_;     // [op * devices + device]; empty = no contention

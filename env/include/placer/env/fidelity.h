@@ -14,13 +14,20 @@
 #include "placer/graphs/pipeline.h"
 #include "placer/graphs/placement.h"
 #include "placer/graphs/profile.h"
+#include "placer/graphs/stats.h"
 
 namespace placer {
 
 // Spearman's rho (Pearson on tie-averaged ranks) and Kendall's tau-b.
-// Need two samples of the same size >= 2; 0 when either is constant.
+// Need two samples of the same size >= 2; undefined (NaN) when either is
+// constant (all its values tied: there is no ranking to correlate).
 double spearman(const std::vector<double>& a, const std::vector<double>& b);
 double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b);
+// A rank correlation as printed: `printf_format` of it, or "undefined (all values tied)" where it is NaN.
+std::string rank_correlation_text(double rho, const char* printf_format = "%.3g");
+// An interval's level as printed: "95%" where it reaches that (an order-statistic interval covers a little
+// more), else the level it does reach ("75%" for 3 steps, "0%" for one), as `placer measure` prints it.
+std::string interval_level_label(double level);
 // Mean of |predicted - actual| / actual over actual > 0.
 double mean_absolute_percentage_error(const std::vector<double>& actual, const std::vector<double>& predicted);
 
@@ -75,8 +82,11 @@ struct FidelityPoint {
   double simulated_other_calibration_s = 0.0;
   int64_t transfer_bytes = 0;
   std::vector<double> rounds_s;            // each round's median step, in order
-  double ci_low_s = 0.0, ci_high_s = 0.0;  // the median's 95% interval
+  double ci_low_s = 0.0, ci_high_s = 0.0;  // the median's interval, asked for at 95%
   int64_t steps = 0;                       // measured steps, all rounds
+  // The coverage the interval reaches (StepResult::ci_level: below 95% with few steps). Reports written before
+  // it was recorded read as 95%, the level they were printed at.
+  double ci_level = kIntervalConfidence;
 };
 
 struct FidelityReport {
@@ -125,10 +135,11 @@ struct FidelityReport {
   const char* other_calibration() const { return calibration == "rounds_mean" ? "fastest_round" : "rounds_mean"; }
   std::vector<FidelityPoint> points;  // ok measurements only
   int failed = 0;                     // placements whose measurement failed
+  // NaN (undefined; null in the JSON) when every measured or every simulated time is alike.
   double spearman = 0.0;
   double kendall = 0.0;
   double mape = 0.0;
-  // Spearman and MAPE of simulated_unfitted_s (NaN when not computed).
+  // Spearman and MAPE of simulated_unfitted_s (NaN when not computed; the Spearman alone NaN: all tied).
   double spearman_unfitted = 0.0;
   double mape_unfitted = 0.0;
   // Spearman and MAPE of simulated_per_copy_s (NaN when not computed).
@@ -142,14 +153,17 @@ struct FidelityReport {
   double mape_other_calibration = 0.0;
   // The measurement against itself: Spearman between the first two rounds'
   // times (the most any simulator's rank correlation can be expected to
-  // reach on this machine); NaN with fewer than two rounds.
+  // reach on this machine); NaN with fewer than two rounds (or all tied).
   double retest_spearman = 0.0;
   // With four rounds or more: Spearman between the two halves of the rounds
   // (each point's mean round median over the first half against the same over
   // the rest), what a measurement of half the rounds agrees with another such
   // measurement; the pooled figure over all rounds is at least as reliable.
-  // NaN with fewer than four rounds. Recomputed from rounds_s, never read.
+  // NaN with fewer than four rounds (or all tied). Recomputed from rounds_s, never read.
   double split_half_spearman = 0.0;
+  // The fewest rounds any point has (0: no points): the measurement is set against itself from 2
+  // (retest_spearman) and by halves from 4 (split_half_spearman), either of which may still be undefined.
+  size_t min_rounds() const;
 
   void compute_statistics();
   // Reads what to_json() wrote (statistics are recomputed); throws InputError
