@@ -153,7 +153,9 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
   // (The note is appended whole: a long policy path cut it at 512 characters.)
   std::snprintf(line, sizeof line, "%.6g s per step%s, placed in %.3f s (", pa.policy_step_s,
                 pa.policy_ok ? "" : " (failed)", pa.policy.place_seconds);
-  *report = "policy alone  " + std::string(line) + pa.policy.note + ")\n";
+  // (A skipped policy, a cluster larger than it trained on, has no step: it printed "0 s per step (failed)".)
+  const bool skipped = pa.policy.note.rfind("skipped: ", 0) == 0;
+  *report = "policy alone  " + (skipped ? pa.policy.note : std::string(line) + pa.policy.note + ")") + "\n";
   if (!fast_path) {
     *report += std::string("fast path     not run (") + (a.no_refine ? "--no-refine" : "--no-fast-path") + ")\n";
   } else if (pa.fast_path_method.empty()) {
@@ -169,8 +171,13 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
     *report += "fast path     " + std::string(line) + "\n";
   }
   if (!pa.refined) {
-    *report += std::string("refinement    not run") +
-               (a.no_refine ? " (--no-refine)" : " (no time left in the budget)") + "\n";
+    // (It said "no time left in the budget" also where local_search placed nothing, after half a second.)
+    *report += std::string("refinement    not run (") + (a.no_refine ? "--no-refine" : pa.refine_note) + ")\n";
+  } else if (pa.refine_starts == std::vector<std::string>{"its own start"}) {  // no placement so far fits
+    std::snprintf(line, sizeof line, "local_search from its own start (no placement so far fits memory): %.6g s per "
+                  "step%s, %lld evaluations in %.3f s", pa.step_s, pa.improved ? "" : " (placed nothing that fits)",
+                  static_cast<long long>(pa.refine_evaluations), pa.refine_seconds);
+    *report += "refinement    " + std::string(line) + "\n";
   } else {
     std::string from;
     for (const std::string& s : pa.refine_starts)
@@ -184,7 +191,7 @@ PlaceResult place_with_named_policy(const PlaceArgs& a, const PlaceContext& ctx,
         from.c_str(), pa.refine_starts.size() > 1 ? "s, the time split" : "", pa.step_s,
         percent_vs(pa.step_s, start_s, "the faster start").c_str(), static_cast<long long>(pa.refine_evaluations),
         pa.refine_seconds, pa.improved ? "" : ", nothing faster");
-    *report += "refinement    " + std::string(line) + "\n";
+    *report += "refinement    " + std::string(line) + (pa.refine_note.empty() ? "" : "; " + pa.refine_note) + "\n";
   }
   *report += "found by      " + pa.found_by + "\n";
   std::snprintf(line, sizeof line,
@@ -263,7 +270,7 @@ void add_place_command(CLI::App& app) {
       ->add_option("--time-budget", place_args->time_budget_s,
                    "--policy: wall seconds for loading, the policy, the fast path and the refinement")
       ->capture_default_str()
-      ->check(positive_number());
+      ->check(finite_range(1e-6, 1e6));
   place->add_flag("--no-refine", place_args->no_refine,
                   "--policy: the policy alone (no fast path, no local_search after it), sampling more "
                   "placements for as much of --time-budget as it has (or until --budget placements, whatever the "

@@ -86,6 +86,41 @@ bool policy_answer(const LoadedPolicy& policy, const PlaceContext& context, doub
   return true;
 }
 
+// local_search from each start (the faster first), the time left split between them; the answer is
+// its placement where faster (or where the answer does not fit: `own_start`, one start, empty: local_search's own).
+// Why a start was not refined goes in a->refine_note.
+void refine_answer(const PlaceContext& context, double budget_s, Clock::time_point t0,
+                   const std::vector<std::pair<Placement, std::string>>& starts, bool own_start, PolicyAnswer* a) {
+  for (size_t i = 0; i < starts.size(); ++i) {
+    // What is left of the budget, less a margin for the final simulation, shared by the starts left.
+    const double left = (budget_s - seconds_since(t0) - 0.02) / static_cast<double>(starts.size() - i);
+    if (left <= 0.005) {
+      a->refine_note = "no time left in the budget";
+      break;
+    }
+    PlaceContext sub = context;
+    sub.start = own_start ? nullptr : &starts[i].first;
+    sub.time_limit_s = left;
+    sub.sample_budget = std::max<int64_t>(context.sample_budget, 1000000);  // time ends it
+    try {
+      PlaceResult r = make_placer("local_search")->place(sub);
+      a->refined = true;
+      a->refine_starts.push_back(own_start ? "its own start" : starts[i].second);
+      a->refine_seconds += r.place_seconds;
+      a->refine_evaluations += r.evaluations;
+      const StepResult s = context.env->simulate(r.placement);
+      if (s.ok() && (own_start || s.step_s < a->step_s)) {
+        a->improved = true;
+        a->step_s = s.step_s;
+        a->placement = r.placement;
+        a->found_by = own_start ? "local_search" : starts[i].second + "+local_search";
+      }
+    } catch (const NoFeasiblePlacement& e) {
+      a->refine_note = std::string("local_search placed nothing: ") + e.what();
+    }
+  }
+}
+
 }  // namespace
 
 // The share of a refined answer's budget the policy samples for. Its fixed rounds
@@ -128,33 +163,14 @@ PolicyAnswer place_with_policy(const LoadedPolicy& policy, const PlaceContext& c
   if (a.policy_ok && !a.fast_path_method.empty() && heuristic.device_of != a.policy.placement.device_of)
     starts.emplace_back(a.found_by == "policy" ? heuristic : a.policy.placement,
                         a.found_by == "policy" ? a.fast_path_method : "policy");
-  for (size_t i = 0; refine && i < starts.size(); ++i) {
-    // What is left of the budget, less a margin for the final simulation, shared by the starts left.
-    const double left = (budget_s - seconds_since(t0) - 0.02) / static_cast<double>(starts.size() - i);
-    if (left <= 0.005) break;
-    PlaceContext sub = context;
-    sub.start = &starts[i].first;
-    sub.time_limit_s = left;
-    sub.sample_budget = std::max<int64_t>(context.sample_budget, 1000000);  // time ends it
-    try {
-      PlaceResult r = make_placer("local_search")->place(sub);
-      a.refined = true;
-      a.refine_starts.push_back(starts[i].second);
-      a.refine_seconds += r.place_seconds;
-      a.refine_evaluations += r.evaluations;
-      const StepResult s = context.env->simulate(r.placement);
-      if (s.ok() && s.step_s < a.step_s) {
-        a.improved = true;
-        a.step_s = s.step_s;
-        a.placement = r.placement;
-        a.found_by = starts[i].second + "+local_search";
-      }
-    } catch (const NoFeasiblePlacement&) {}
-  }
+  // No placement that fits: local_search from its own start, which repairs memory (the answer was the
+  // policy's out-of-memory placement where local_search alone found one that fits).
+  const bool own_start = starts.empty();
+  if (own_start) starts.emplace_back(Placement{}, "");
+  if (refine) refine_answer(context, budget_s, t0, starts, own_start, &a);
   a.seconds = seconds_since(t0);
   return a;
 }
-
 PolicyAnswer place_with_policy(const std::string& name, const PlaceContext& context, double budget_s, bool refine,
                                const std::vector<std::string>& fast_path, int64_t placements) {
   const auto t0 = Clock::now();

@@ -143,6 +143,25 @@ if [ -e "$SRC/policies/pretrained/checkpoint.pt" ]; then
 else
   fail "policies/pretrained/checkpoint.pt is missing: the project ships it"
 fi
+# A policy whose placements all run out of memory, no fast path: the refinement starts from local_search's own
+# start, which fits (it answered the out-of-memory placement and said "no time left in the budget").
+cat > "$TMP/tight.json" <<'JSON'
+{"format": "placer.cluster", "version": 1, "name": "tight", "devices": [
+ {"name": "cuda:0", "kind": "cuda", "memory_bytes": 900000, "peak_flops": 4.37e12, "mem_bandwidth": 2.406e11, "op_overhead_s": 5.7e-06},
+ {"name": "cuda:1", "kind": "cuda", "memory_bytes": 900000, "peak_flops": 4.37e12, "mem_bandwidth": 2.406e11, "op_overhead_s": 5.7e-06}],
+ "links": [], "default_link": {"latency_s": 2.5e-05, "bandwidth_Bps": 7.6e9}}
+JSON
+printf 'name: oom_gnn\ngraph: {builder: mlp}\ncluster: k80x2\npolicy: {type: gnn, hidden: 32, max_groups: 4}\n%s\n' \
+  'train: {updates: 3, samples_per_update: 8}' > "$TMP/oom.yaml"
+"$PLACER" train --config "$TMP/oom.yaml" --seed 1 -o "$TMP/oom_run" -q > /dev/null 2>&1 || fail "train the oom policy"
+"$PLACER" place --policy "$TMP/oom_run" --graph "$TMP/g.json" --cluster "$TMP/tight.json" --no-fast-path \
+  -o "$TMP/oom.json" > "$TMP/oom.out" || fail "place --policy on a tight cluster"
+grep -q "^policy alone  .* s per step (failed)" "$TMP/oom.out" || fail "the test needs a policy that fails: $(cat "$TMP/oom.out")"
+grep -q "^refinement    local_search from its own start (no placement so far fits memory)" "$TMP/oom.out" &&
+  grep -q "^simulated     .* s per step (ok; " "$TMP/oom.out" && grep -q "^found by      local_search$" "$TMP/oom.out" ||
+  fail "an out-of-memory policy's answer: $(cat "$TMP/oom.out")"
+"$PLACER" place --policy pretrained --time-budget 1e300 --graph "$TMP/g.json" --cluster k80x4 -o "$TMP/x.json" \
+  2> /dev/null > /dev/null && fail "--time-budget 1e300 accepted (the note printed -2147483648 ms)"
 # The policy alone with a budget of placements: the same seed gives the same placement (a time budget's rounds
 # depend on the machine's speed); the budget is the policy alone's, and one budget at a time.
 for i in 1 2; do

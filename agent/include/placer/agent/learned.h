@@ -104,11 +104,13 @@ struct PolicyAnswer {
                           // (and from the slower one, where both placed it, the time split)
   bool improved = false;  // ... and found a faster one than both: `placement` is it
   std::vector<std::string> refine_starts;  // where it started: "policy" or a heuristic's name, the faster first
+                                           // ("its own start" where neither placement fits)
+  std::string refine_note;                 // why it did not run, or not from every start ("" = it did)
   double refine_seconds = 0.0;             // in all its runs
   int64_t refine_evaluations = 0;
   Placement placement;        // the answer: the fastest of the policy's, the fast path's and the refinement's
   double step_s = 0.0;        // the answer's simulated step
-  std::string found_by;       // "policy", a heuristic's name, either + "+local_search"
+  std::string found_by;       // "policy", a heuristic's name, either + "+local_search", or "local_search"
   double load_seconds = 0.0;  // loading the checkpoint (load_named_policy)
   double seconds = 0.0;       // wall time in all: load, policy, fast path and refinement
 };
