@@ -23,6 +23,8 @@
 #   ZERO_SHOT=1: instead, the policy alone, zero-shot (pretrained_bench
 #   --zero-shot-only; rows in $ROWS/COMMIT/SETTINGS/zero_shot), to compare pretraining seeds.
 #   POLICY=DIR: another policy than policies/pretrained (a `placer train` folder).
+#   PLACEMENTS=N (with ZERO_SHOT=1): the policy alone samples N placements whatever the time, not
+#   for 1 s (`placer place --policy P --no-refine --budget N`): figures independent of the machine's speed.
 set -euo pipefail
 BUILD=${1:-build}
 DATA=${2:-/tmp/placer-heldout}
@@ -30,6 +32,7 @@ COMMIT=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . || echo "+chang
 SEEDS=${SEEDS:-1,2,3,4,5}
 FINETUNE_CONFIG=${FINETUNE_CONFIG:-configs/finetune_pretrained.yaml}
 SETTINGS="policy ${POLICY:-pretrained}, seeds $SEEDS, finetune_config $FINETUNE_CONFIG"
+[ -n "${PLACEMENTS:-}" ] && SETTINGS="$SETTINGS, placements $PLACEMENTS"
 ROWS=${ROWS:-/tmp/placer-pretrained-rows}/$COMMIT/$(printf %s "$SETTINGS" | sha1sum | cut -c1-10)
 ANSWER=${ANSWER:-0}
 FINETUNE=${FINETUNE:-0}
@@ -41,6 +44,7 @@ if [ "$ANSWER" = 1 ]; then
 elif [ "$ZERO_SHOT" = 1 ]; then
   ROWS="$ROWS/zero_shot"
   EXTRA+=(--zero-shot-only)
+  [ -n "${PLACEMENTS:-}" ] && EXTRA+=(--placements "$PLACEMENTS")
 elif [ "$FINETUNE" = 1 ]; then
   ROWS="$ROWS/finetune"
   EXTRA+=(--finetune-only --finetune "$FINETUNE_CONFIG")
@@ -61,7 +65,7 @@ if [ "$FINETUNE" = 1 ]; then
   echo "| graph | preset | lower bound (ms) | local_search @2000 median / worst (ms) | local_search at the fine-tuning's evaluations, median / worst (ms) | vs @2000 | fine-tuned median / worst (ms) | vs @2000 (target <= 0%) | wall (median) | found by (seeds) | the policy's own samples, median / worst (ms) | vs @2000 |"
   echo "|---|---|---|---|---|---|---|---|---|---|---|---|"
 elif [ "$ZERO_SHOT" = 1 ]; then
-  echo "| graph | preset | lower bound (ms) | local_search @2000 median / worst (ms) | the policy alone, zero-shot, median / worst (ms) | vs local_search (target <= +5%) | time to place (max) |"
+  echo "| graph | preset | lower bound (ms) | local_search @2000 median / worst (ms) | the policy alone, zero-shot${PLACEMENTS:+, $PLACEMENTS placements}, median / worst (ms) | vs local_search (target <= +5%) | time to place (max) |"
   echo "|---|---|---|---|---|---|---|"
 elif [ "$ANSWER" = 1 ]; then
   echo "| graph | preset | lower bound (ms) | local_search @2000 median / worst (ms) | the answer: policy + fast path + local_search within 1 s, median / worst (ms) | vs local_search (target <= +5%) | time (max) | found by (seeds) |"
