@@ -42,7 +42,8 @@ class LoadedPolicy {
   // drawing rounds of place_samples within that many seconds from the call (32
   // at each level at most)
   // (evaluations: the placements simulated; it decodes the fixed rounds first, so it
-  // is never slower than the fixed decode of the same seed).
+  // is never slower than the fixed decode of the same seed, unless decode_seconds is spent
+  // before the fixed rounds end: then the coarser levels are left out).
   // decode_placements > 0: anytime until that many placements are simulated (the fixed rounds
   // always whole), within decode_seconds if that is > 0 too, else whatever the time: the same
   // seed then gives the same placement on any machine.
