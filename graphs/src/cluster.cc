@@ -14,6 +14,10 @@
 
 namespace placer {
 
+namespace {
+constexpr size_t kMaxClusterDevices = 4096;  // in a cluster (records_json.cc reads no more either)
+}  // namespace
+
 const char* device_kind_name(DeviceKind kind) { return kind == DeviceKind::Cpu ? "cpu" : "cuda"; }
 
 bool Device::operator==(const Device& o) const {
@@ -126,11 +130,16 @@ bool parse_whole_list(std::string_view spec, Cluster& cluster) {
 }
 
 // The terms of a list: "cpu,cuda:0", "cpu:0,cpu:1,cuda:0"; "+" joins whole parts, so a "cpu:N"
-// joined by "+" ("cpu:8+cuda:0") expands to N "cpu" terms.
+// joined by "+" ("cpu:8+cuda:0") expands to N "cpu" terms. A list of more than kMaxClusterDevices is refused
+// as it is read: "cpu:256+cpu:256+..." from a request expanded to millions of devices before validate_cluster.
 std::vector<std::string> split_device_terms(std::string_view spec) {
   std::vector<std::string> terms;
   int64_t n = 0;
   size_t start = 0;
+  auto check_count = [&](size_t more) {
+    if (terms.size() + more > kMaxClusterDevices)
+      throw InputError(detail::concat("cluster '", spec, "': devices: more than ", kMaxClusterDevices));
+  };
   while (start <= spec.size()) {
     size_t comma = spec.find_first_of(",+", start);
     if (comma == std::string_view::npos) comma = spec.size();
@@ -138,8 +147,10 @@ std::vector<std::string> split_device_terms(std::string_view spec) {
     const bool joined = (comma < spec.size() && spec[comma] == '+') || (start > 0 && spec[start - 1] == '+');
     if (joined && term.rfind("cpu:", 0) == 0 && parse_index(term.substr(4), n)) {
       if (n < 1 || n > 256) throw InputError("devices: cpu:N needs 1 <= N <= 256, got '" + std::string(term) + "'");
+      check_count(static_cast<size_t>(n));
       for (int i = 0; i < n; ++i) terms.push_back("cpu");
     } else {
+      check_count(1);
       terms.emplace_back(term);
     }
     start = comma + 1;
@@ -229,7 +240,8 @@ void check_device(const Device& d, const std::string& where) {
 
 void validate_cluster(const Cluster& cluster) {
   if (cluster.devices.empty()) throw InputError("cluster '" + cluster.name + "': devices: no devices");
-  if (cluster.devices.size() > 4096) throw InputError("cluster '" + cluster.name + "': devices: more than 4096");
+  if (cluster.devices.size() > kMaxClusterDevices)
+    throw InputError(detail::concat("cluster '", cluster.name, "': devices: more than ", kMaxClusterDevices));
   std::set<std::string> names;
   for (size_t i = 0; i < cluster.devices.size(); ++i) {
     const Device& d = cluster.devices[i];

@@ -59,23 +59,30 @@ void number_tensors(const Graph& g, ExecRules& r) {
   }
 }
 
-// Unique inputs per op, and the consumer lists (ascending op id since ops
-// are visited in id order).
+// Unique inputs per op, the slot of each input position, and the consumer
+// lists (ascending op id since ops are visited in id order).
 void link_consumers(const Graph& g, ExecRules& r) {
   r.in_begin.resize(r.ops + 1);
+  r.pos_begin.resize(r.ops + 1);
   std::vector<int32_t> cons_count(r.tensors + 1, 0);
   std::vector<int32_t> last_seen(r.tensors, -1);
+  std::vector<int32_t> seen_slot(r.tensors, -1);  // the slot of a tensor in the op that last_seen it
   for (int32_t o = 0; o < r.ops; ++o) {
     r.in_begin[o] = static_cast<int32_t>(r.in_tensor.size());
+    r.pos_begin[o] = static_cast<int32_t>(r.pos_slot.size());
     for (const TensorRef& in : g.op(OpId(o)).inputs) {
       const int32_t tid = r.out_begin[in.op.value] + in.output;
-      if (last_seen[tid] == o) continue;
-      last_seen[tid] = o;
-      r.in_tensor.push_back(tid);
-      ++cons_count[tid];
+      if (last_seen[tid] != o) {
+        last_seen[tid] = o;
+        seen_slot[tid] = static_cast<int32_t>(r.in_tensor.size());
+        r.in_tensor.push_back(tid);
+        ++cons_count[tid];
+      }
+      r.pos_slot.push_back(seen_slot[tid]);
     }
   }
   r.in_begin[r.ops] = static_cast<int32_t>(r.in_tensor.size());
+  r.pos_begin[r.ops] = static_cast<int32_t>(r.pos_slot.size());
   r.alloc_bytes = r.tensor_bytes;
   r.cons_begin.assign(r.tensors + 1, 0);
   for (int32_t i = 0; i < r.tensors; ++i) r.cons_begin[i + 1] = r.cons_begin[i] + cons_count[i];
@@ -138,12 +145,9 @@ ExecRules::ExecRules(const Graph& g) : graph(&g) {
 }
 
 int32_t ExecRules::slot_of(int32_t op, int32_t position) const {
-  const TensorRef& ref = graph->op(OpId(op)).inputs[position];
-  const int32_t tid = out_begin[ref.op.value] + ref.output;
-  for (int32_t s = in_begin[op]; s < in_begin[op + 1]; ++s)
-    if (in_tensor[s] == tid) return s;
-  PLACER_CHECK(false, "input ", position, " of op ", op, " has no slot");
-  return -1;
+  PLACER_CHECK(position >= 0 && position < pos_begin[op + 1] - pos_begin[op], "input ", position, " of op ", op,
+               " has no slot");
+  return pos_slot[pos_begin[op] + position];
 }
 
 void plan_step(const ExecRules& rules, const int32_t* device_of, int32_t devices, StepPlan& plan) {

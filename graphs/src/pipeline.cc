@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/validate.h"
 
 namespace placer {
 
@@ -31,6 +32,19 @@ constexpr int kMaxMicrobatches = 1024;
 
 bool is_shared(const Op& op) { return op.type == op_types::kParam || op.type == op_types::kSgd; }
 
+// The ops of the unrolled graph (what Unroller::run builds): params and sgd ops once, every other op once per
+// micro-batch, and per sgd op of g gradients a running sum of (M - 1) g - 1 adds.
+int64_t unrolled_size(const Graph& training, int microbatches) {
+  const int64_t M = microbatches;
+  int64_t ops = 0;
+  for (const Op& op : training.ops()) {
+    ops += is_shared(op) ? 1 : M;
+    if (op.type == op_types::kSgd && !op.inputs.empty())
+      ops += std::max<int64_t>(0, (M - 1) * static_cast<int64_t>(op.inputs.size() - 1) - 1);
+  }
+  return ops;
+}
+
 // Builds the unrolled graph op by op; new_id[k][base] is the copy of base in
 // micro-batch k (the one op for shared ops).
 class Unroller {
@@ -48,6 +62,7 @@ class Unroller {
 
   PipelineGraph run() {
     const int32_t n = static_cast<int32_t>(base_.size());
+    const int64_t expected = unrolled_size(base_, spec_.microbatches);
     for (int32_t b = 0; b < n; ++b)
       if (base_.op(OpId(b)).type == op_types::kParam) add_shared(b);
     const int M = spec_.microbatches;
@@ -55,6 +70,7 @@ class Unroller {
     for (int k = 0; k < M; ++k) copy_phase(k, Phase::Backward);
     for (int32_t b = 0; b < n; ++b)
       if (base_.op(OpId(b)).type == op_types::kSgd) add_update(b);
+    PLACER_CHECK(out_.graph.size() == expected, "unrolled ", out_.graph.size(), " ops, counted ", expected);
     return std::move(out_);
   }
 
@@ -140,12 +156,36 @@ class Unroller {
   PipelineGraph out_;
 };
 
+// The unroller copies phase after phase (every forward op, then every backward op, then the updates): an op
+// reading a later phase's op would be copied before its input (it read op #-1). Params are shared.
+void check_phase_order(const Graph& training) {
+  auto a = [](Phase phase) { return detail::concat(phase == Phase::Update ? "an " : "a ", phase_name(phase)); };
+  for (const Op& op : training.ops())
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const Op& producer = training.op(op.inputs[k].op);
+      if (producer.type == op_types::kParam || producer.phase <= op.phase) continue;
+      throw GraphError(detail::concat("op '", op.name, "': inputs[", k, "]: ", a(op.phase), " op reads '",
+                                      producer.name, "', ", a(producer.phase),
+                                      " op (a pipelined mini-batch runs every forward op before any backward op, "
+                                      "and every backward op before any update)"));
+    }
+}
+
 // The unroller accumulates gradients for sgd only: any other update would be left out of the graph.
 void check_updates(const Graph& training) {
   for (const Op& op : training.ops())
     if (op.phase == Phase::Update && op.type != op_types::kSgd)
       throw GraphError(detail::concat("op '", op.name, "': type '", op.type, "': a pipelined update must be ",
                                       op_types::kSgd, " (the pipeline supports sgd updates only)"));
+}
+
+// The unrolled graph must load again: at most kMaxOps ops.
+void check_size(const Graph& training, int microbatches) {
+  const int64_t ops = unrolled_size(training, microbatches);
+  if (ops > kMaxOps)
+    throw GraphError(detail::concat("microbatches: ", microbatches, " micro-batches of graph '", training.name, "' (",
+                                    training.size(), " ops) make ", ops, " ops, over the limit ", kMaxOps,
+                                    " (use fewer micro-batches)"));
 }
 
 }  // namespace
@@ -165,6 +205,8 @@ PipelineGraph make_pipeline_graph(const Graph& training, const PipelineSpec& spe
                      std::to_string(kMaxMicrobatches) + "]");
   if (pipeline_spec_of(training)) throw GraphError("graph '" + training.name + "' is already a pipelined mini-batch");
   check_updates(training);
+  check_phase_order(training);
+  check_size(training, spec.microbatches);
   return Unroller(training, spec).run();
 }
 

@@ -4,12 +4,14 @@
 // overflow and no call into dtype tables with a value that is not a dtype.
 #include "placer/graphs/validate.h"
 
+#include <algorithm>
 #include <cmath>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
 #include <unordered_set>
+#include <vector>
 
 #include "placer/graphs/error.h"
 #include "placer/graphs/pipeline.h"
@@ -65,14 +67,28 @@ bool is_utf8(std::string_view s) {
   return true;
 }
 
+// What is wrong with a text field, or nullptr: not UTF-8, or a U+0000, which the writers cannot keep (they
+// cut an attr key at it, so a written file was refused when read back).
+const char* text_problem(std::string_view s) {
+  if (!is_utf8(s)) return "not UTF-8 text";
+  if (s.find('\0') != std::string_view::npos) return "holds U+0000 (NUL)";
+  return nullptr;
+}
+
+// The text with each U+0000 written as \u0000 (for an error message).
+std::string shown(std::string_view s) {
+  std::string out;
+  for (char c : s) out += c == '\0' ? std::string("\\u0000") : std::string(1, c);
+  return out;
+}
+
 class Validator {
  public:
   explicit Validator(const Graph& g) : g_(g) {}
 
   void run() {
-    if (!is_utf8(g_.name)) throw GraphError("graph: name: not UTF-8 text");
-    for (const auto& [key, value] : g_.attrs)
-      if (!is_utf8(key) || !is_utf8(value)) throw GraphError("graph '" + g_.name + "': attrs: not UTF-8 text");
+    if (const char* problem = text_problem(g_.name)) throw GraphError(std::string("graph: name: ") + problem);
+    check_attrs();
     if (g_.size() > kMaxOps)
       throw GraphError(detail::concat("graph '", g_.name, "': ", g_.size(), " ops, over the limit ", kMaxOps));
     // A pipelined mini-batch's attrs come together (with one left out the graph ran as a plain step) and
@@ -84,11 +100,12 @@ class Validator {
     pipeline_ = pipeline_spec_of(g_);
     std::unordered_set<std::string> names;
     names.reserve(g_.ops().size());
+    if (pipeline_) reach_.assign(g_.ops().size(), -1);
     for (int32_t i = 0; i < g_.size(); ++i) {
       id_ = i;
       const Op& op = g_.op(OpId(i));
       if (op.name.empty()) fail_at(detail::concat("ops[", i, "]"), "name", "empty name");
-      if (!is_utf8(op.name)) fail_at(detail::concat("ops[", i, "]"), "name", "not UTF-8 text");
+      if (const char* problem = text_problem(op.name)) fail_at(detail::concat("ops[", i, "]"), "name", problem);
       if (!names.insert(op.name).second) fail("name", "duplicate op name");
       check_basics(op);
     }
@@ -109,12 +126,23 @@ class Validator {
 
   const TensorSpec& spec(TensorRef t) const { return g_.op(t.op).outputs[t.output]; }
 
-  // Its texts (UTF-8) and counts.
+  // Attr keys and values are text (the message shows a key's U+0000 as \u0000).
+  void check_attrs() const {
+    const std::string who = "graph '" + shown(g_.name) + "': attrs: ";
+    for (const auto& [key, value] : g_.attrs) {
+      if (!is_utf8(key) || !is_utf8(value)) throw GraphError(who + "not UTF-8 text");
+      if (const char* problem = text_problem(key)) throw GraphError(who + "key '" + shown(key) + "': " + problem);
+      if (const char* problem = text_problem(value))
+        throw GraphError(who + "value of '" + shown(key) + "': " + problem);
+    }
+  }
+
+  // Its texts (UTF-8, no U+0000) and counts.
   void check_texts_and_counts(const Op& op) {
     if (op.type.empty()) fail("type", "empty op type");
-    if (!is_utf8(op.type)) fail("type", "not UTF-8 text");
-    if (!is_utf8(op.group)) fail("group", "not UTF-8 text");
-    if (!is_utf8(op.layer)) fail("layer", "not UTF-8 text");
+    if (const char* problem = text_problem(op.type)) fail("type", problem);
+    if (const char* problem = text_problem(op.group)) fail("group", problem);
+    if (const char* problem = text_problem(op.layer)) fail("layer", problem);
     if (op.layer.size() > kMaxLayerBytes)
       fail("layer", detail::concat(op.layer.size(), " bytes, over the limit ", kMaxLayerBytes));
     if (op.args.size() > kMaxArgsPerOp) fail("args", detail::concat(op.args.size(), " arguments, over ", kMaxArgsPerOp));
@@ -131,6 +159,28 @@ class Validator {
     if (pipeline_ && op.microbatch >= pipeline_->microbatches)
       fail("microbatch", detail::concat(op.microbatch, " is not below the graph's ", kAttrMicrobatches, " ",
                                         pipeline_->microbatches));
+    if (pipeline_) check_microbatch_inputs(op);
+  }
+
+  // In a pipelined mini-batch an op reads only its own or an earlier micro-batch: 1F1B admits a device's
+  // micro-batches in order, and micro-batch 0 waiting on micro-batch 1 stalled the simulation. reach_[i]:
+  // the latest micro-batch op i depends on, through ops of no micro-batch (params, updates); inputs are
+  // not gated (MicrobatchGate), so they count as none, as params do.
+  void check_microbatch_inputs(const Op& op) {
+    const bool gated = op.microbatch >= 0 && op.type != op_types::kInput;
+    int32_t reach = gated ? op.microbatch : -1;
+    for (size_t k = 0; k < op.inputs.size(); ++k) {
+      const int32_t in = op.inputs[k].op.value;
+      const Op& producer = g_.op(OpId(in));
+      if (gated && reach_[in] > op.microbatch)
+        fail(detail::concat("inputs[", k, "]"),
+             detail::concat("reads '", producer.name, "'",
+                            producer.microbatch == reach_[in] ? " of micro-batch " : ", which depends on micro-batch ",
+                            reach_[in], producer.microbatch == reach_[in] ? "" : ",", " from micro-batch ",
+                            op.microbatch, " (an op reads only its own or an earlier micro-batch: they run in order)"));
+      reach = std::max(reach, reach_[in]);
+    }
+    reach_[id_] = reach;
   }
 
   void check_basics(const Op& op) {
@@ -459,13 +509,18 @@ class Validator {
     if (dim < 0) dim += rank;
     std::vector<int64_t> out = first;
     out[dim] = 0;
-    for (int64_t k : list) {
-      const std::vector<int64_t>& s = spec(op.inputs[k]).shape;
+    for (size_t e = 0; e < list.size(); ++e) {
+      const std::vector<int64_t>& s = spec(op.inputs[list[e]]).shape;
       bool ok = static_cast<int64_t>(s.size()) == rank;
       for (int64_t d = 0; ok && d < rank; ++d) ok = d == dim || s[d] == first[d];
       if (!ok)
         fail("inputs", detail::concat("cat along dim ", dim, " of ", shape_str(first), " and ", shape_str(s),
                                       ": other dimensions differ"));
+      // Each size is at most kMaxTensorBytes (check_tensor), so the sum is checked before it can overflow
+      // (2^24 inputs of 2^40 wrapped to 0).
+      if (s[dim] > kMaxTensorBytes - out[dim])
+        fail(detail::concat("args[0][", e, "]"), detail::concat("cat along dim ", dim, ": the sizes sum past ",
+                                                                kMaxTensorBytes, " (the largest size of a dimension)"));
       out[dim] += s[dim];
     }
     expect_shape(op, out, "the concatenation");
@@ -506,6 +561,7 @@ class Validator {
 
   const Graph& g_;
   std::optional<PipelineSpec> pipeline_;  // a pipelined mini-batch's spec, from the attrs
+  std::vector<int32_t> reach_;            // pipelined: per op, the latest micro-batch it depends on (-1: none)
   int32_t id_ = 0;
   int64_t total_param_bytes_ = 0, total_output_bytes_ = 0;
 };

@@ -126,9 +126,9 @@ expect_refusal "an inline key not of Z85" "--client-secret-key: no such file, an
   query --endpoint tcp://127.0.0.1:1 --timeout-ms 200 --server-key "$(cat "$TMP/k.public")" \
   --client-public-key "$TMP/k.public" --client-secret-key "$(printf '~%.0s' $(seq 40))" health
 
-# Options that were accepted and ignored: place --policy --budget (the policy path spends --time-budget), query place
+# Options that were accepted and ignored: place --policy --budget without --no-refine (the refinement spends --time-budget), query place
 # --graph --option (builder options, no builder), query evaluate --method/--no-placement, fidelity --replot's others.
-expect_refusal "place --policy --budget" "--budget: applies to --method's searches only (--policy's refinement runs for what is left of --time-budget)" \
+expect_refusal "place --policy --budget" "--budget: with --policy, applies to the policy alone (--no-refine): the refinement runs for what is left of --time-budget" \
   place --policy pretrained --graph "$G" --devices cpu:2 -o "$TMP/x.json" --budget 7
 # place --budget with a method that spends no evaluations (dp, ilp, offload_updates ran as if it were not given).
 expect_refusal "place --method dp --budget" "--budget: applies to the searches only (--method local_search or guided_search)" \

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 
 #include "placer/graphs/cluster.h"
@@ -58,6 +59,23 @@ TEST(Cluster, ParseDeviceList) {
   // Each virtual device takes two of the 32 streams torch keeps per GPU: vcuda:17 shared streams.
   EXPECT_EQ(parse_device_list("vcuda:16").size(), 16);
   EXPECT_ERROR_CONTAINS(InputError, parse_device_list("vcuda:17"), "vcuda:N needs 1 <= N <= 16");
+}
+
+// A list past 4096 devices is refused as its terms are read: "cpu:256+cpu:256+..." from a request was
+// expanded to millions of devices (1.4 GB, 54 s) before the count was checked.
+TEST(Cluster, ALongDeviceListIsRefusedAsItIsRead) {
+  std::string spec = "cpu:256";
+  for (int i = 1; i < 16; ++i) spec += "+cpu:256";
+  EXPECT_EQ(parse_device_list(spec).size(), 4096);
+  EXPECT_ERROR_CONTAINS(InputError, parse_device_list(spec + ",cuda:0"), "devices: more than 4096");
+  for (int i = 16; i < 40000; ++i) spec += "+cpu:256";  // 10 million devices
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_ERROR_CONTAINS(InputError, parse_device_list(spec), "': devices: more than 4096");
+  std::string cpus = "cpu";
+  for (int i = 1; i < 100000; ++i) cpus += ",cpu";
+  EXPECT_ERROR_CONTAINS(InputError, parse_device_list(cpus), "': devices: more than 4096");
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 0.5);
 }
 
 TEST(Cluster, LinksAndTransferTime) {

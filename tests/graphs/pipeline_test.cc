@@ -284,6 +284,89 @@ TEST(PipelineGraph, ValidationChecksTheAttrsAgainstTheOps) {
   EXPECT_THROW(validate_graph(g), GraphError);  // micro-batch copies in a graph that is no pipelined mini-batch
 }
 
+// An op reads its own micro-batch, an earlier one, or an op of none (a param, an update): under 1F1B a
+// device admits micro-batches in order, so micro-batch 0 waiting on micro-batch 1 stalled the simulator
+// (`graph validate` said ok, then `simulate` aborted). Through an op of no micro-batch too.
+TEST(PipelineGraph, AnOpReadsOnlyItsOwnOrAnEarlierMicrobatch) {
+  for (int M : {1, 2, 3}) {
+    for (PipelineSchedule s : {PipelineSchedule::GPipe, PipelineSchedule::OneFOneB}) {
+      const PipelineGraph p = make_pipeline_graph(tiny_training(), {M, s});
+      EXPECT_NO_THROW(validate_graph(p.graph)) << M;  // gradient sums read earlier micro-batches
+    }
+  }
+  auto stall = [](int32_t via_mb) {
+    Graph g;
+    g.name = "stall";
+    g.attrs[kAttrMicrobatches] = "2";
+    g.attrs[kAttrSchedule] = "1f1b";
+    const OpId x = g.add_op(testing::make_op("x", op_types::kInput, {}, {testing::f32({4})}));
+    Op a = testing::make_op("a", "aten::relu", {{x, 0}}, {testing::f32({4})});
+    a.microbatch = 1;
+    OpId last = g.add_op(std::move(a));
+    Op v = testing::make_op("v", "custom::id", {{last, 0}}, {testing::f32({4})});
+    v.microbatch = via_mb;
+    if (via_mb != 0) last = g.add_op(std::move(v));
+    Op b = testing::make_op("b", "aten::relu", {{last, 0}}, {testing::f32({4})});
+    b.microbatch = 0;
+    g.add_op(std::move(b));
+    return g;
+  };
+  EXPECT_EQ(testing::error_of<GraphError>([&] { validate_graph(stall(0)); }),
+            "op 'b': inputs[0]: reads 'a' of micro-batch 1 from micro-batch 0 (an op reads only its own or an "
+            "earlier micro-batch: they run in order)");
+  EXPECT_EQ(
+      testing::error_of<GraphError>([&] { validate_graph(stall(-1)); }),
+      "op 'b': inputs[0]: reads 'v', which depends on micro-batch 1, from micro-batch 0 (an op reads only its own "
+      "or an earlier micro-batch: they run in order)");
+  Graph input = stall(0);
+  input.mutable_op(OpId(0)).microbatch = 1;
+  input.mutable_op(OpId(2)).inputs[0] = {OpId(0), 0};  // b reads micro-batch 1's input x: inputs are not gated
+  EXPECT_NO_THROW(validate_graph(input));
+  Graph ok = stall(-1);
+  ok.mutable_op(OpId(3)).microbatch = 1;  // b in micro-batch 1 as well
+  EXPECT_NO_THROW(validate_graph(ok));
+}
+
+// The unroller copies each phase after the one before it: a forward op reading a backward op's output (or a
+// backward op reading an update) was copied before its input and read op #-1.
+TEST(PipelineGraph, AnOpReadingALaterPhaseIsRefused) {
+  Graph g = tiny_training();
+  g.add_op(testing::make_op("c", "aten::relu", {{*g.find("relu_grad"), 0}}, {testing::f32({4, 2})}));
+  EXPECT_EQ(testing::error_of<GraphError>([&] {
+              make_pipeline_graph(g, {2, PipelineSchedule::OneFOneB});
+            }),
+            "op 'c': inputs[0]: a forward op reads 'relu_grad', a backward op (a pipelined mini-batch runs every "
+            "forward op before any backward op, and every backward op before any update)");
+  g = tiny_training();
+  g.mutable_op(*g.find("w_sgd")).outputs = {testing::f32({3, 2})};
+  Op late = testing::make_op("late_grad", op_types::kBackward, {{*g.find("w_sgd"), 0}}, {testing::f32({3, 2})});
+  late.phase = Phase::Backward;
+  late.forward = *g.find("fc");
+  g.add_op(std::move(late));
+  EXPECT_EQ(testing::error_of<GraphError>([&] {
+              make_pipeline_graph(g, {2, PipelineSchedule::GPipe});
+            }),
+            "op 'late_grad': inputs[0]: a backward op reads 'w_sgd', an update op (a pipelined mini-batch runs every "
+            "forward op before any backward op, and every backward op before any update)");
+}
+
+// The unrolled graph's size is checked before it is built: 1024 micro-batches of a graph of 9768 ops made a
+// file of over kMaxOps ops that load_graph refused.
+TEST(PipelineGraph, TheUnrolledGraphFitsTheOpLimit) {
+  Graph g = tiny_training();
+  // 4 shared ops, 7 per micro-batch, M - 2 gradient sums per sgd op: 9 M ops, and M per extra forward op.
+  for (int i = 0; i < 9757; ++i)
+    g.add_op(testing::make_op("e" + std::to_string(i), "custom::e", {{OpId(0), 0}}, {testing::f32({1})}));
+  EXPECT_EQ(testing::error_of<GraphError>([&] {
+              make_pipeline_graph(g, {1024, PipelineSchedule::OneFOneB});
+            }),
+            "microbatches: 1024 micro-batches of graph 'tiny' (9768 ops) make 10000384 ops, over the limit 10000000 "
+            "(use fewer micro-batches)");
+  // What make_pipeline_graph counts is what it builds.
+  EXPECT_EQ(make_pipeline_graph(g, {1, PipelineSchedule::GPipe}).graph.size(), 4 + 7 + 9757);
+  for (int M : {2, 5}) EXPECT_EQ(make_pipeline_graph(g, {M, PipelineSchedule::GPipe}).graph.size(), 9 * M + 9757 * M);
+}
+
 TEST(MicrobatchGate, GPipeAndPlainStepsAdmitEverything) {
   const PipelineGraph p = make_pipeline_graph(tiny_training(), {4, PipelineSchedule::GPipe});
   MicrobatchGate gpipe(p.graph, std::vector<DeviceId>(p.graph.size(), DeviceId(0)), 1);

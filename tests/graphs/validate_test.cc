@@ -275,6 +275,55 @@ TEST(Validate, NamesAreUtf8AndArgsAreFew) {
   EXPECT_VALIDATE_ERROR(g, "op 'relu': args: 1025 arguments, over 1024");
 }
 
+// U+0000 is well-formed UTF-8 but no text field may hold it: the writers keep attr keys as C strings, so a
+// key "k\0001" was written as "k" (two such keys collided and the file was refused when read back).
+TEST(Validate, TextHoldsNoNul) {
+  using namespace std::string_literals;
+  Graph g = tiny_forward();
+  g.mutable_op(OpId(4)).name = "re\0lu"s;
+  EXPECT_VALIDATE_ERROR(g, "ops[4]: name: holds U+0000 (NUL)");
+  g = tiny_forward();
+  g.mutable_op(OpId(4)).layer = "dense\0"s;
+  EXPECT_VALIDATE_ERROR(g, "op 'relu': layer: holds U+0000 (NUL)");
+  g = tiny_forward();
+  g.mutable_op(OpId(4)).group = "\0"s;
+  EXPECT_VALIDATE_ERROR(g, "op 'relu': group: holds U+0000 (NUL)");
+  g = tiny_forward();
+  g.mutable_op(OpId(4)).type = "aten::relu\0"s;
+  EXPECT_VALIDATE_ERROR(g, "op 'relu': type: holds U+0000 (NUL)");
+  g = tiny_forward();
+  g.name = "ti\0ny"s;
+  EXPECT_VALIDATE_ERROR(g, "graph: name: holds U+0000 (NUL)");
+  g = tiny_forward();
+  g.attrs["k\0001"s] = "a";  // k, U+0000, 1
+  EXPECT_VALIDATE_ERROR(g, "graph 'tiny': attrs: key 'k\\u00001': holds U+0000 (NUL)");
+  g = tiny_forward();
+  g.attrs["k"] = "a\0"s;
+  EXPECT_VALIDATE_ERROR(g, "graph 'tiny': attrs: value of 'k': holds U+0000 (NUL)");
+  g = tiny_forward();
+  g.attrs["k"] = "\xff";
+  EXPECT_VALIDATE_ERROR(g, "attrs: not UTF-8 text");
+}
+
+// The sizes along cat's dim are summed with a check before each add: 2^24 inputs of 2^40 elements wrapped
+// to 0 and a declared [0] was accepted.
+TEST(Validate, CatSizesSumWithoutOverflow) {
+  Graph g;
+  g.name = "cat";
+  const OpId x = g.add_op(make_op("x", op_types::kInput, {}, {TensorSpec{{int64_t{1} << 40}, DType::UInt8}}));
+  auto cat_of = [&](size_t entries, std::vector<int64_t> declared) {
+    Graph c = g;
+    c.add_op(make_op("c", "aten::cat", {{x, 0}}, {TensorSpec{std::move(declared), DType::UInt8}}, 0,
+                     {Arg::tensor_list(std::vector<int64_t>(entries, 0)), Arg::integer(0)}));
+    return c;
+  };
+  EXPECT_VALIDATE_ERROR(cat_of(size_t{1} << 24, {0}),
+                        "op 'c': args[0][1]: cat along dim 0: the sizes sum past 1099511627776 (the largest size of "
+                        "a dimension)");
+  EXPECT_VALIDATE_ERROR(cat_of(2, {int64_t{1} << 40}), "op 'c': args[0][1]: cat along dim 0: the sizes sum past");
+  EXPECT_NO_THROW(validate_graph(cat_of(1, {int64_t{1} << 40})));
+}
+
 TEST(Validate, InputsMustBeEarlierOps) {
   Graph g = tiny_forward();
   g.mutable_op(OpId(4)).inputs[0] = TensorRef{OpId(5), 0};  // an edit that makes a cycle

@@ -48,6 +48,8 @@ struct ExecRules {
   std::vector<int32_t> view_base;     // [tensors]: input slot it aliases, -1 if none
   std::vector<int32_t> in_begin;      // [ops + 1]: into in_tensor
   std::vector<int32_t> in_tensor;     // unique input tensors of each op (input slots)
+  std::vector<int32_t> pos_begin;     // [ops + 1]: op o's input k has input slot pos_slot[pos_begin[o] + k]
+  std::vector<int32_t> pos_slot;      // [input positions]: the slot each input position reads
   std::vector<int32_t> cons_begin;    // [tensors + 1]: into cons_op / cons_slot
   std::vector<int32_t> cons_op;       // consumer ops of a tensor, ascending
   std::vector<int32_t> cons_slot;     // the consumer's input slot
@@ -57,7 +59,7 @@ struct ExecRules {
   std::vector<int32_t> extra_hold;
   std::vector<uint8_t> resident;  // [ops]: param/input op, outputs live for the whole step
 
-  // The input slot of op's input `position`.
+  // The input slot of op's input `position` (a lookup in pos_slot).
   int32_t slot_of(int32_t op, int32_t position) const;
 };
 
