@@ -34,19 +34,11 @@ struct ProfileArgs {
   int repetitions = 5;
 };
 
-// An interval's level as printed: 95% where it reaches that (an order-statistic interval covers a little more),
-// else the level it does reach (3 steps: 75%, the JSON's ci_level), never 95% regardless.
-std::string level_label(double level) {
-  if (level >= kIntervalConfidence) return interval_confidence_label();
-  char b[32];
-  std::snprintf(b, sizeof b, "%.3g%%", 100 * level);
-  return b;
-}
-
+// The median's interval at the level it reaches (interval_level_label: 3 steps reach 75%, never 95% regardless).
 std::string interval(const StepResult& r) {
   char b[160];
   std::snprintf(b, sizeof b, "%.6f s, %s interval [%.6f, %.6f] (+-%.1f%%), %zu steps, stopped: %s", r.step_s,
-                level_label(r.ci_level).c_str(), r.ci_low_s, r.ci_high_s,
+                interval_level_label(r.ci_level).c_str(), r.ci_low_s, r.ci_high_s,
                 r.step_s > 0 ? 50 * (r.ci_high_s - r.ci_low_s) / r.step_s : 0.0, r.samples_s.size(), r.stop.c_str());
   return b;
 }
@@ -71,8 +63,8 @@ std::string paired_text(const PairedTest& t, const std::string& b, const std::st
   const double by = slower ? t.ratio - 1 : 1 - t.ratio;
   const double lo = slower ? t.ratio_low - 1 : 1 - t.ratio_high, hi = slower ? t.ratio_high - 1 : 1 - t.ratio_low;
   std::snprintf(out, sizeof out, "%s is %s than %s by %.1f%% paired (Hodges-Lehmann; %s interval %.1f%% to %.1f%%)",
-                b.c_str(), slower ? "slower" : "faster", a.c_str(), 100 * by, level_label(t.ratio_level).c_str(),
-                100 * lo, 100 * hi);
+                b.c_str(), slower ? "slower" : "faster", a.c_str(), 100 * by,
+                interval_level_label(t.ratio_level).c_str(), 100 * lo, 100 * hi);
   return out;
 }
 

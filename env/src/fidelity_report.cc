@@ -22,11 +22,6 @@ std::string rank_correlation_text(double rho, const char* printf_format) {
   return std::isnan(rho) ? "undefined (all values tied)" : format_number(printf_format, rho);
 }
 
-std::string interval_level_label(double level) {
-  if (level >= kIntervalConfidence) return interval_confidence_label();
-  return format_number("%.3g%%", 100 * level);
-}
-
 namespace {
 
 // "objective", "microbatches", "schedule": absent (or "step") for one training step.

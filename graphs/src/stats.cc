@@ -18,6 +18,13 @@ std::string interval_confidence_label() {
   return b;
 }
 
+std::string interval_level_label(double level) {
+  if (level >= kIntervalConfidence) return interval_confidence_label();
+  char b[32];
+  std::snprintf(b, sizeof b, "%.3g%%", 100 * level);
+  return b;
+}
+
 double quantile(std::vector<double> v, double q) {
   if (v.empty()) return 0.0;
   std::sort(v.begin(), v.end());

@@ -25,9 +25,6 @@ double spearman(const std::vector<double>& a, const std::vector<double>& b);
 double kendall_tau_b(const std::vector<double>& a, const std::vector<double>& b);
 // A rank correlation as printed: `printf_format` of it, or "undefined (all values tied)" where it is NaN.
 std::string rank_correlation_text(double rho, const char* printf_format = "%.3g");
-// An interval's level as printed: "95%" where it reaches that (an order-statistic interval covers a little
-// more), else the level it does reach ("75%" for 3 steps, "0%" for one), as `placer measure` prints it.
-std::string interval_level_label(double level);
 // Mean of |predicted - actual| / actual over actual > 0.
 double mean_absolute_percentage_error(const std::vector<double>& actual, const std::vector<double>& predicted);
 

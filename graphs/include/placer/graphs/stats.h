@@ -31,6 +31,9 @@ struct MedianInterval {
 // table, reply and report prints this constant).
 inline constexpr double kIntervalConfidence = 0.95;
 std::string interval_confidence_label();  // "95%"
+// An interval's level as printed: "95%" where it reaches that (an order-statistic interval covers a little
+// more), else the level it does reach ("75%" for 3 steps, "0%" for one).
+std::string interval_level_label(double level);
 MedianInterval median_interval(const std::vector<double>& samples, double confidence = kIntervalConfidence);
 
 // The level at which every verdict of the product calls a difference real
