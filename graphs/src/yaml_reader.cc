@@ -1,6 +1,7 @@
 // YamlNode over yaml-cpp: the one place that sees yaml-cpp's node type.
 #include "placer/graphs/yaml_reader.h"
 
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <set>
@@ -112,6 +113,12 @@ YamlNode parse_yaml(const std::string& text) {
   YAML::Node root;
   try {
     root = YAML::Load(text);
+  } catch (const YAML::DeepRecursion& e) {
+    // yaml-cpp's own message for this is "bad file".
+    const std::string problem = "nested too deeply (the parser stops at a recursion depth of " +
+                                std::to_string(e.depth()) + ")";
+    throw YamlSyntaxError("yaml-cpp: error at line " + std::to_string(e.mark.line + 1) + ": " + problem,
+                          e.mark.line + 1, problem);
   } catch (const YAML::Exception& e) {
     throw YamlSyntaxError(e.what(), e.mark.line + 1, e.msg);
   }

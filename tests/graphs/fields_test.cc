@@ -197,6 +197,19 @@ TEST(YamlReader, SyntaxErrorsGiveTheLineAndTheProblem) {
   }
 }
 
+TEST(YamlReader, NestingTooDeepSaysSo) {
+  // yaml-cpp stops at a recursion depth of 2000 with the message "bad file", which reads as an unreadable file.
+  const std::string deep = "a: " + std::string(5000, '[') + std::string(5000, ']') + "\n";
+  try {
+    parse_yaml(deep);
+    FAIL() << "no error";
+  } catch (const YamlSyntaxError& e) {
+    EXPECT_EQ(e.line(), 1);
+    EXPECT_NE(e.problem().find("nested too deeply"), std::string::npos) << e.problem();
+    EXPECT_EQ(std::string(e.what()).find("bad file"), std::string::npos) << e.what();
+  }
+}
+
 TEST(JsonWriter, EscapesStrings) {
   EXPECT_EQ(json_quote("plain"), "\"plain\"");
   EXPECT_EQ(json_quote("a\"b\\c"), "\"a\\\"b\\\\c\"");
