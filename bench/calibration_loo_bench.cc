@@ -42,7 +42,10 @@ void report(const char* name, const std::vector<double>& predicted, const std::v
     measured.push_back(rows[i].measured);
     ape += std::abs(predicted[i] / rows[i].measured - 1) / static_cast<double>(rows.size());
   }
-  std::printf("| %s | %.1f%% | %.3f |\n", name, 100 * ape, spearman(predicted, measured));
+  const double rho = spearman(predicted, measured);  // NaN where either side is all tied: undefined
+  char rho_text[32] = "undefined (all tied)";
+  if (!std::isnan(rho)) std::snprintf(rho_text, sizeof rho_text, "%.3f", rho);
+  std::printf("| %s | %.1f%% | %s |\n", name, 100 * ape, rho_text);
 }
 
 }  // namespace

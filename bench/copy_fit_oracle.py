@@ -19,7 +19,7 @@ import sys
 
 import numpy as np
 
-from rank_stats import spearman
+from rank_stats import load_report, spearman
 
 
 def oracle(report):
@@ -53,7 +53,7 @@ def main():
     shown = 0
     for path in a.reports:
         with open(path) as f:
-            r = oracle(json.load(f))
+            r = oracle(load_report(f))
         if r is None:
             print("%s: no simulated_unfitted_s / simulated_per_copy_s (made before the thirty-fourth session, or nothing fitted), skipped"
                   % path, file=sys.stderr)

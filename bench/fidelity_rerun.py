@@ -29,13 +29,14 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from rank_stats import spearman  # noqa: E402
+from rank_stats import load_report, spearman  # noqa: E402
 
 
 def load(run_dir):
     reports = {}
     for f in sorted(glob.glob(os.path.join(run_dir, "fidelity_*.json"))):
-        r = json.load(open(f))
+        with open(f) as fh:
+            r = load_report(fh)
         if "points" in r and "retest_spearman" in r:
             reports[os.path.basename(f)[len("fidelity_"):-len(".json")]] = r
     return reports

@@ -3,6 +3,7 @@ bench/fidelity_rerun.py, bench/run_copy_probe.sh), and the two rank tests of `pl
 in their normal approximations (bench/run_paired_rounds.sh, bench/paired_estimators.py). The
 product's own are in graphs/src/stats.cc. Beside them, the order of the placements `placer fidelity
 --save-placements` writes, which the fidelity scans rank against a report's points."""
+import json
 import math
 import os
 
@@ -74,3 +75,13 @@ def saved_placements(directory):
     order of points; the profiles/ subfolder and anything else not named so is left out."""
     files = (f for f in os.listdir(directory) if f[0].isdigit() and f.endswith(".json"))
     return sorted(files, key=lambda f: int(f.split("_")[0]))
+
+
+def load_report(f):
+    """A fidelity report (an open file), its correlations undefined where the JSON says null (every value tied) read
+    as NaN, as spearman() gives them, so that the scripts' arithmetic and formatting need no case of their own."""
+    report = json.load(f)
+    for key in ("spearman", "retest_spearman"):
+        if key in report and report[key] is None:
+            report[key] = float("nan")
+    return report

@@ -33,7 +33,7 @@ import tempfile
 
 import numpy as np
 
-from rank_stats import saved_placements, spearman
+from rank_stats import load_report, saved_placements, spearman
 
 
 def mape(measured, simulated):
@@ -193,7 +193,7 @@ def kept_run(a, g):
         print("%s: no report %s, skipped" % (g, report_path), file=sys.stderr)
         return None
     with open(report_path) as f:
-        report = json.load(f)
+        report = load_report(f)
     if report.get("failed", 0):
         print("%s: %d placements failed; the points cannot be matched to the files, skipped" %
               (g, report["failed"]), file=sys.stderr)
