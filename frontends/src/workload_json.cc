@@ -226,31 +226,44 @@ std::string workload_json(const Workload& w) {
 
 namespace {
 
-// Fills `device` for the nodes of one device list ("fpgas[2]").
-void read_split_machines(Reader& top, const std::string& key, int32_t first_device, int32_t max_lists, bool one_device,
-                         const std::unordered_map<int64_t, int32_t>& index, WorkloadPlacement* device) {
+// The list a device's nodes are in: "fpgas[1]", "cpus[0]".
+std::string device_list(const Workload& w, int32_t d) {
+  return d < w.cluster.accelerators ? index_path("fpgas", static_cast<size_t>(d))
+                                    : index_path("cpus", static_cast<size_t>(d - w.cluster.accelerators));
+}
+
+// Fills `device` from the lists of `key`: list m is device first_device + m, one of `count` ("fpgas" and
+// maxFPGAs, "cpus" and maxCPUs). A list past `count` that names no node uses no device and is accepted.
+void read_split_machines(Reader& top, const std::string& key, const std::string& count_field, int32_t first_device,
+                         int32_t count, const Workload& w, const std::unordered_map<int64_t, int32_t>& index,
+                         WorkloadPlacement* device) {
   JsonNode list = top.get(key);
   if (!list.present() || list.is_null()) return;
   if (!list.is_list()) top.fail(key, "expected a list, got " + list.describe());
-  if (!one_device && static_cast<int64_t>(list.size()) > max_lists)
-    top.fail(key, detail::concat(list.size(), " devices, the workload has ", max_lists));
   for (size_t m = 0; m < list.size(); ++m) {
     const std::string path = index_path(key, m);
     Reader r(list.at(m), path, top.on_fail());
     double load = 0.0;
-    r.read("load", &load, -kMaxLatency, kMaxLatency);  // the file's own figure; recomputed
+    r.read("load", &load, -kMaxLatency, kMaxLatency);  // the file's own figure (-1 in the paper's expert files)
     JsonNode ids = r.need("nodes");
     if (!ids.is_list()) r.fail(r.path("nodes"), "expected a list, got " + ids.describe());
     r.finish();
-    if (ids.size() > 0 && max_lists == 0) r.fail(path, "the workload has no such device");
+    if (ids.size() > 0 && static_cast<int64_t>(m) >= count)
+      top.fail(key, detail::concat(list.size(), " lists, more than the workload's ", count_field, " (", count, "); ",
+                                   path, " names nodes"));
+    const int32_t d = first_device + static_cast<int32_t>(m);
+    std::unordered_map<int64_t, size_t> here;  // id -> its first place in this list
     for (size_t k = 0; k < ids.size(); ++k) {
       const std::string at = index_path(r.path("nodes"), k);
       const int64_t id = r.integer(ids.at(k), at, -kMaxId, kMaxId);
       auto it = index.find(id);
       if (it == index.end()) r.fail(at, detail::concat("no node has id ", id));
-      int32_t& d = (*device)[static_cast<size_t>(it->second)];
-      if (d >= 0) r.fail(at, detail::concat("node ", id, " is on two devices"));
-      d = first_device + (one_device ? 0 : static_cast<int32_t>(m));
+      auto [first, inserted] = here.emplace(id, k);
+      if (!inserted)
+        r.fail(at, detail::concat("node ", id, " is listed twice in ", path, " (nodes[", first->second, "] too)"));
+      int32_t& on = (*device)[static_cast<size_t>(it->second)];
+      if (on >= 0) r.fail(at, detail::concat("node ", id, " is on two devices (", device_list(w, on), " too)"));
+      on = d;
     }
   }
 }
@@ -261,13 +274,14 @@ WorkloadPlacement parse_workload_split(const std::string& text, const Workload& 
   const JsonReader<PlacementError> json{"split"};
   const rj::Document doc = json.parse_object(text, "not a split file");
   Reader top(JsonNode(&doc), "", throw_field_error<PlacementError>());
+  // The file's own figure (-1 in the paper's expert files): read and not trusted; the caller recomputes it.
   double max_load = 0.0;
   top.read("maxLoad", &max_load, -kMaxLatency, kMaxLatency);
   std::unordered_map<int64_t, int32_t> index;
   for (size_t i = 0; i < w.nodes.size(); ++i) index.emplace(w.nodes[i].id, static_cast<int32_t>(i));
   WorkloadPlacement device(w.nodes.size(), -1);
-  read_split_machines(top, "fpgas", 0, w.cluster.accelerators, false, index, &device);
-  read_split_machines(top, "cpus", w.cluster.accelerators, w.cluster.cpus, true, index, &device);
+  read_split_machines(top, "fpgas", "maxFPGAs", 0, w.cluster.accelerators, w, index, &device);
+  read_split_machines(top, "cpus", "maxCPUs", w.cluster.accelerators, w.cluster.cpus, w, index, &device);
   top.finish();
 
   // Nodes left out follow their colocation class.

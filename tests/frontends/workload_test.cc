@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "../error_of.h"
 #include "placer/frontends/workload_json.h"
@@ -156,6 +157,61 @@ TEST(WorkloadTest, ReadsASplitAndFillsInColocatedNodes) {
   } catch (const PlacementError& e) {
     EXPECT_NE(std::string(e.what()).find("fpgas[1].nodes[1]: node 1 is on two devices"), std::string::npos) << e.what();
   }
+}
+
+// A split with one list per CPU (as workload_split_json and the paper's DP write it) reads back to the same
+// placement: cpus[m] is CPU m, device accelerators + m.
+TEST(WorkloadTest, ASplitWithSeveralCpuListsReadsBackToTheSamePlacement) {
+  std::string text = tiny(R"(, {"id": 4, "supportedOnFpga": 0, "cpuLatency": 4, "fpgaLatency": 4, "isBackwardNode": 0},
+                             {"id": 5, "supportedOnFpga": 0, "cpuLatency": 5, "fpgaLatency": 5, "isBackwardNode": 0})");
+  text.replace(text.find("\"maxCPUs\": 1"), 12, "\"maxCPUs\": 3");
+  const Workload w = parse_workload(text, "cpus3");
+  ASSERT_EQ(w.cluster.devices(), 5);
+  for (const WorkloadPlacement& p : {WorkloadPlacement{0, 1, 2, 3, 4}, WorkloadPlacement{4, 0, 3, 2, 4},
+                                     WorkloadPlacement{2, 2, 2, 2, 2}, WorkloadPlacement{3, 3, 1, 4, 2}}) {
+    const std::string split = workload_split_json(w, p, std::vector<double>(5, 1.0), 1.0);
+    EXPECT_EQ(parse_workload_split(split, w), p) << split;
+  }
+  // The paper's DP leaves out devices it does not use: fewer lists than maxCPUs are fine.
+  EXPECT_EQ(parse_workload_split(R"({"fpgas": [{"nodes": [1, 2, 3]}], "cpus": [{"nodes": [5]}, {"nodes": [4]}]})", w),
+            (WorkloadPlacement{0, 0, 0, 3, 2}));
+  // One CPU list (the paper's evaluator writes its CPU group as one) is the first CPU.
+  EXPECT_EQ(parse_workload_split(R"({"fpgas": [{"nodes": [1, 2, 3]}], "cpus": [{"nodes": [4, 5]}]})", w),
+            (WorkloadPlacement{0, 0, 0, 2, 2}));
+  // The file's maxLoad and loads are its own figures, recomputed by whoever scores the split: not checked here.
+  EXPECT_EQ(parse_workload_split(R"({"maxLoad": -1, "fpgas": [{"load": -1, "nodes": [1, 2, 3]}],
+                                     "cpus": [{"load": 99, "nodes": [4, 5]}]})",
+                                 w),
+            (WorkloadPlacement{0, 0, 0, 2, 2}));
+}
+
+TEST(WorkloadTest, ASplitWithMoreDeviceListsThanTheWorkloadIsRefused) {
+  const Workload w = parse_workload(tiny(), "t");  // maxFPGAs 2, maxCPUs 1
+  auto split_error = [&](const std::string& split) {
+    return testing::error_of<PlacementError>([&] { parse_workload_split(split, w); });
+  };
+  EXPECT_NE(split_error(R"({"fpgas": [{"nodes": [1]}], "cpus": [{"nodes": [2]}, {"nodes": [3]}]})")
+                .find("cpus: 2 lists, more than the workload's maxCPUs (1)"),
+            std::string::npos);
+  EXPECT_NE(split_error(R"({"fpgas": [{"nodes": [1]}, {"nodes": [2]}, {"nodes": [3]}]})")
+                .find("fpgas: 3 lists, more than the workload's maxFPGAs (2)"),
+            std::string::npos);
+  // Lists past the count that name no node use no device.
+  EXPECT_EQ(parse_workload_split(R"({"fpgas": [{"nodes": [1, 2, 3]}], "cpus": [{"nodes": []}, {"nodes": []}]})", w),
+            (WorkloadPlacement{0, 0, 0}));
+}
+
+TEST(WorkloadTest, ANodeListedTwiceSaysWhere) {
+  const Workload w = parse_workload(tiny(), "t");
+  auto split_error = [&](const std::string& split) {
+    return testing::error_of<PlacementError>([&] { parse_workload_split(split, w); });
+  };
+  EXPECT_NE(split_error(R"({"fpgas": [{"nodes": [1, 2, 2]}], "cpus": [{"nodes": [3]}]})")
+                .find("fpgas[0].nodes[2]: node 2 is listed twice in fpgas[0] (nodes[1] too)"),
+            std::string::npos);
+  EXPECT_NE(split_error(R"({"fpgas": [{"nodes": [1]}, {"nodes": [2]}], "cpus": [{"nodes": [3, 2]}]})")
+                .find("cpus[0].nodes[1]: node 2 is on two devices (fpgas[1] too)"),
+            std::string::npos);
 }
 
 }  // namespace

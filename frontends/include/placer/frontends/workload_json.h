@@ -19,8 +19,15 @@ Workload parse_workload(const std::string& text, const std::string& name);
 Workload load_workload(const std::string& path);  // errors prefixed with the path
 std::string workload_json(const Workload& w);     // the same format, readable again
 
-// The paper's split files (human-experts/): {"fpgas": [{"nodes": [id, ...]}, ...],
-// "cpus": [{"nodes": [...]}]}. CPU lists all map to the first CPU. A node the
+// The paper's split files (human-experts/, and what its DP writes):
+// {"fpgas": [{"nodes": [id, ...]}, ...], "cpus": [{"nodes": [...]}, ...]}.
+// fpgas[m] is accelerator m, cpus[m] is CPU m (device maxFPGAs + m), as
+// workload_split_json writes them, so a split reads back to its placement;
+// the paper's evaluator writes its CPU group as one list, which is the first
+// CPU. Fewer lists than devices are fine; a list past maxFPGAs / maxCPUs that
+// names a node is an error naming the field and both counts, as is a node
+// listed twice. "maxLoad" and "load" are the file's own figures (-1 in the
+// expert files): read, never trusted; the caller recomputes them. A node the
 // file leaves out takes the device of its colocation class (the paper's code
 // does the same for training graphs); none or two such devices is an error.
 WorkloadPlacement parse_workload_split(const std::string& text, const Workload& w);
