@@ -1,5 +1,6 @@
 #include "placer/graphs/cluster.h"
 
+#include <sched.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -75,6 +76,15 @@ bool parse_index(std::string_view text, int64_t& out) {
   return true;
 }
 
+// The cores this process may run on (its affinity mask: taskset, a container's cpuset), where the runtime
+// puts its CPU devices' threads; every online CPU where the mask cannot be read.
+int usable_core_count() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
 Device cpu_device(int index, int count) {
   Device d;
   d.name = "cpu:" + std::to_string(index);
@@ -83,8 +93,9 @@ Device cpu_device(int index, int count) {
   d.peak_flops = 5e10;
   d.mem_bandwidth = 1e10;
   d.op_overhead_s = 5e-6;
-  const int cores = std::max(1u, std::thread::hardware_concurrency());
-  d.threads = std::max(1, cores / std::max(count, 1));
+  // The runtime's share for it (runtime/devices.cc): `taskset -c 0 placer measure --devices cpu:1` gave the
+  // device every online CPU's thread on its one core.
+  d.threads = std::max(1, usable_core_count() / std::max(count, 1));
   return d;
 }
 

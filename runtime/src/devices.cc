@@ -155,21 +155,105 @@ int core_count(const std::vector<int>& allowed) {
   return allowed.empty() ? static_cast<int>(std::max(1u, std::thread::hardware_concurrency()))
                          : static_cast<int>(allowed.size());
 }
+
+// What each device of a cluster gets of this process's cores. cpu:N with N > 1: each CPU device's executor
+// thread gets its own slice of the allowed cores, so two devices never share a core and the OS cannot put
+// both on one (their parallelism is then real and repeatable). Its intra-op threads: its share of the usable
+// cores, or the cluster's count where that is smaller (more threads than cores only take turns on them:
+// `taskset -c 0 placer measure --devices cpu:1` ran 2 threads on its one core). CUDA devices: one thread.
+struct CoreShare {
+  std::vector<int> cores;  // pinned to these (empty: not pinned)
+  int threads = 1;
+};
+std::vector<CoreShare> core_shares(const Cluster& cluster, const std::vector<int>& allowed) {
+  int cpu_devices = 0;
+  for (const Device& d : cluster.devices) cpu_devices += d.kind == DeviceKind::Cpu;
+  const int share = std::max(1, core_count(allowed) / std::max(1, cpu_devices));
+  const bool pin = cpu_devices > 1 && static_cast<int>(allowed.size()) >= cpu_devices;
+  std::vector<CoreShare> out(cluster.devices.size());
+  int cpu_seen = 0;
+  for (size_t i = 0; i < cluster.devices.size(); ++i) {
+    const Device& d = cluster.devices[i];
+    if (d.kind != DeviceKind::Cpu) continue;
+    out[i].threads = d.threads > 0 ? std::min(d.threads, share) : share;
+    if (pin)
+      for (int c = cpu_seen * share; c < (cpu_seen + 1) * share; ++c) out[i].cores.push_back(allowed[c]);
+    ++cpu_seen;
+  }
+  return out;
+}
+
+// graphs/src/cluster.cc's parse_device_list: the source it writes, and the memory it gives a CUDA device
+// (split N ways for vcuda:N) since no GPU can be queried there.
+constexpr const char* kDeviceListSource = "device list '";
+constexpr int64_t kDeviceListGpuBytes = int64_t{80} << 30;
+
+#ifdef PLACER_WITH_CUDA
+// The total memory of each visible GPU, by index.
+std::vector<int64_t> gpu_total_bytes() {
+  std::vector<int64_t> out;
+  for (int i = 0; i < cuda_runtime_device_count(); ++i)
+    out.push_back(
+        static_cast<int64_t>(at::cuda::getDeviceProperties(static_cast<c10::DeviceIndex>(i))->totalGlobalMem));
+  return out;
+}
+
+// Device `i` of the cluster, a CUDA device: its GPU (which must be visible), streams and memory limit.
+// `gpu_bytes`: each GPU's memory, read at the first CUDA device.
+void open_cuda_device(const Cluster& cluster, int i, DeviceCtx& ctx, std::vector<int64_t>& gpu_bytes) {
+  const Device& d = cluster.devices[i];
+  const int index = parse_cuda_index(d);
+  const int count = cuda_runtime_device_count();
+  if (index < 0 || index >= count)
+    throw InputError("devices: '" + d.name + "' needs cuda:" + std::to_string(index) + " but " + visible_gpus());
+  // ATen initializes CUDA (the caching allocator among it) lazily, at the first CUDA
+  // tensor; the allocator's statistics are read before that (reset_peak), and throw.
+  at::globalContext().lazyInitDevice(c10::kCUDA);
+  if (gpu_bytes.empty()) gpu_bytes = gpu_total_bytes();
+  ctx.capacity = gpu_memory_limit(cluster, i, gpu_bytes);
+  ctx.torch_device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
+  // Two streams each from torch's pool, which hands out its 32 per GPU in turn (kMaxDevicesPerGpu).
+  int on_gpu = 0;
+  for (const Device& other : cluster.devices)
+    on_gpu += other.kind == DeviceKind::Cuda && parse_cuda_index(other) == index;
+  if (on_gpu > kMaxDevicesPerGpu)
+    throw InputError("devices: " + std::to_string(on_gpu) + " devices on cuda:" + std::to_string(index) + "; at most " +
+                     std::to_string(kMaxDevicesPerGpu) + " (each takes two of the 32 streams torch keeps per GPU)");
+  ctx.stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(index));
+  ctx.copy_stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(index));
+  const std::string physical = "cuda:" + std::to_string(index);
+  if (physical != d.name) ctx.lane = d.name + " (virtual, on " + physical + ")";
+  ctx.shares_gpu = on_gpu > 1;
+}
+#endif
+
 }  // namespace
 
 int usable_cores() { return core_count(allowed_cores()); }
 
+std::vector<int> device_threads(const Cluster& cluster) {
+  std::vector<int> out;
+  for (const CoreShare& s : core_shares(cluster, allowed_cores())) out.push_back(s.threads);
+  return out;
+}
+
+int64_t gpu_memory_limit(const Cluster& cluster, int device, const std::vector<int64_t>& gpu_bytes) {
+  const Device& d = cluster.devices.at(static_cast<size_t>(device));
+  if (d.kind != DeviceKind::Cuda || cluster.source.rfind(kDeviceListSource, 0) != 0) return d.memory_bytes;
+  const int gpu = parse_cuda_index(d);
+  if (gpu < 0 || gpu >= static_cast<int>(gpu_bytes.size()) || gpu_bytes[gpu] <= 0) return d.memory_bytes;
+  int on_gpu = 0;
+  for (const Device& other : cluster.devices)
+    on_gpu += other.kind == DeviceKind::Cuda && parse_cuda_index(other) == gpu;
+  // A limit the caller set on the list's cluster (a test's, say) is kept.
+  if (d.memory_bytes != kDeviceListGpuBytes / on_gpu) return d.memory_bytes;
+  return gpu_bytes[gpu] / on_gpu;
+}
+
 std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
   std::vector<DeviceCtx> out;
-  int cpu_devices = 0;
-  for (const Device& d : cluster.devices) cpu_devices += d.kind == DeviceKind::Cpu;
-  // cpu:N with N > 1: each CPU device's executor thread gets its own slice of
-  // the allowed cores, so two devices never share a core and the OS cannot
-  // put both on one (their parallelism is then real and repeatable).
-  const std::vector<int> allowed = allowed_cores();
-  const int cores = core_count(allowed);  // usable_cores(), the mask read once
-  const bool pin = cpu_devices > 1 && static_cast<int>(allowed.size()) >= cpu_devices;
-  int cpu_seen = 0;
+  const std::vector<CoreShare> shares = core_shares(cluster, allowed_cores());  // the mask read once
+  std::vector<int64_t> gpu_bytes;  // each GPU's memory, read at the first CUDA device
   for (int i = 0; i < cluster.size(); ++i) {
     const Device& d = cluster.devices[i];
     DeviceCtx ctx;
@@ -178,41 +262,16 @@ std::vector<DeviceCtx> make_devices(const Cluster& cluster) {
     ctx.lane = d.name;
     ctx.kind = d.kind;
     ctx.capacity = d.memory_bytes;
+    ctx.threads = shares[i].threads;
     if (d.kind == DeviceKind::Cpu) {
       ctx.torch_device = c10::Device(c10::kCPU);
-      ctx.threads = d.threads > 0 ? d.threads : std::max(1, cores / std::max(1, cpu_devices));
-      if (pin) {
-        const size_t per = allowed.size() / cpu_devices;
-        for (size_t c = cpu_seen * per; c < (cpu_seen + 1) * per; ++c) ctx.cores.push_back(allowed[c]);
-      }
-      ++cpu_seen;
+      ctx.cores = shares[i].cores;
     } else {
 #ifdef PLACER_WITH_CUDA
-      const int index = parse_cuda_index(d);
-      const int count = cuda_runtime_device_count();
-      if (index < 0 || index >= count)
-        throw InputError("devices: '" + d.name + "' needs cuda:" + std::to_string(index) + " but " + visible_gpus());
-      // ATen initializes CUDA (the caching allocator among it) lazily, at the first CUDA
-      // tensor; the allocator's statistics are read before that (reset_peak), and throw.
-      at::globalContext().lazyInitDevice(c10::kCUDA);
-      ctx.torch_device = c10::Device(c10::kCUDA, static_cast<c10::DeviceIndex>(index));
-      ctx.threads = 1;
-      // Two streams each from torch's pool, which hands out its 32 per GPU in turn (kMaxDevicesPerGpu).
-      int on_gpu = 0;
-      for (const Device& other : cluster.devices)
-        on_gpu += other.kind == DeviceKind::Cuda && parse_cuda_index(other) == index;
-      if (on_gpu > kMaxDevicesPerGpu)
-        throw InputError("devices: " + std::to_string(on_gpu) + " devices on cuda:" + std::to_string(index) +
-                         "; at most " + std::to_string(kMaxDevicesPerGpu) +
-                         " (each takes two of the 32 streams torch keeps per GPU)");
-      ctx.stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(index));
-      ctx.copy_stream = c10::cuda::getStreamFromPool(false, static_cast<c10::DeviceIndex>(index));
-      const std::string physical = "cuda:" + std::to_string(index);
-      if (physical != d.name) ctx.lane = d.name + " (virtual, on " + physical + ")";
-      for (const Device& other : cluster.devices)
-        if (&other != &d && other.kind == DeviceKind::Cuda && parse_cuda_index(other) == index) ctx.shares_gpu = true;
+      open_cuda_device(cluster, i, ctx, gpu_bytes);
 #else
       (void)parse_cuda_index(d);
+      (void)gpu_bytes;
       throw InputError(
           "devices: '" + d.name +
           "' is a CUDA device but this build has no CUDA (configure with -DPLACER_CUDA=ON against a CUDA LibTorch)");

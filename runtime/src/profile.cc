@@ -95,6 +95,14 @@ Graph add_chain(int64_t bytes, int adds) {
   return g;
 }
 
+// A profiling step's outcome: its time, or an InputError saying which step failed and how (the device
+// and its figures, for a graph that does not fit).
+double check_step(const StepOutcome& o, const std::string& what) {
+  if (o.status != StepStatus::Ok)
+    throw InputError("profile " + what + ": " + step_status_name(o.status) + ": " + o.message);
+  return o.step_s;
+}
+
 // One profile run: its steps share the executor, the graph and the result.
 struct Profiler {
   Executor& executor;
@@ -127,16 +135,16 @@ struct Profiler {
 
 void Profiler::run_steps(const KernelPlan& plan, int steps, std::vector<std::vector<double>>& op_samples,
                          std::vector<double>& step_s, const std::string& what) {
+  // Memory checked as in a measured step: a graph that does not fit a device is refused before it is
+  // allocated (unchecked, the contention step's one copy per CPU device of a graph over RAM/N got the
+  // process OOM-killed).
   Session session = new_session(plan, 0, d);
-  session.check_memory = false;
   session.step_op_seconds.assign(plan.ops.size(), 0.0);
   op_samples.assign(plan.ops.size(), {});
   for (int r = 0; r <= steps; ++r) {
-    const StepOutcome o = executor.run_step(session, 1e9, nullptr);
-    if (o.status != StepStatus::Ok)
-      throw InputError("profile " + what + ": " + step_status_name(o.status) + ": " + o.message);
+    const double step = check_step(executor.run_step(session, options.timeout_s, nullptr), what);
     if (r == 0) continue;
-    step_s.push_back(o.step_s);
+    step_s.push_back(step);
     for (size_t i = 0; i < plan.ops.size(); ++i) op_samples[i].push_back(session.step_op_seconds[i]);
   }
 }
@@ -197,13 +205,9 @@ std::vector<std::vector<double>> Profiler::time_gpu_ops(int dev, const Placement
     // Scoped: its params and inputs leave the GPU before the protocol's own session puts a second copy there
     // (a model over half the GPU's memory failed `profile` with an out-of-memory).
     Session session = new_session(plan, 0, d);
-    session.check_memory = false;
     session.profile_reps = options.repetitions;
     session.op_seconds.resize(plan.ops.size());
-    const StepOutcome o = executor.run_step(session, 1e9, nullptr);
-    if (o.status != StepStatus::Ok)
-      throw InputError(std::string("profile on ") + cluster.devices[dev].name + ": " + step_status_name(o.status) +
-                       ": " + o.message);
+    check_step(executor.run_step(session, options.timeout_s, nullptr), "on " + cluster.devices[dev].name);
     samples = std::move(session.op_seconds);
   }
   release_cached_memory(executor.devices()[dev]);
@@ -227,6 +231,7 @@ std::vector<std::vector<double>> Profiler::time_gpu_ops(int dev, const Placement
   mo.warmup_steps = 3;
   mo.measured_steps = mo.max_steps = std::max(9, 3 * options.repetitions);
   mo.min_time_s = 2.0;
+  mo.timeout_s = options.timeout_s;
   const StepResult on_gpu = protocol_steps(executor, cluster, graph, {placement}, mo).front();
   if (!on_gpu.ok())
     throw InputError("profile: the step on " + cluster.devices[dev].name + ": " + step_status_name(on_gpu.status) +
@@ -337,16 +342,16 @@ void Profiler::time_overhead() {
     const int kOps = 200;
     const Graph chain = add_chain(64, kOps);
     const KernelPlan plan = make_plan(chain, single_device(chain, DeviceId(0)), d, false);
+    const std::string what = "of the executor's overhead (a chain of adds on " + cluster.devices[0].name + ")";
     Session iso = new_session(plan, 0, d);
-    iso.check_memory = false;
     iso.profile_reps = std::max(5, options.repetitions);
     iso.op_seconds.resize(plan.ops.size());
-    executor.run_step(iso, 1e9, nullptr);
+    check_step(executor.run_step(iso, options.timeout_s, nullptr), what);
     double kernels = 0;
     for (int i = 1; i <= kOps; ++i) kernels += quantile(iso.op_seconds[i], 0.5);
     Session run = new_session(plan, 0, d);
     std::vector<double> steps;
-    for (int r = 0; r < 7; ++r) steps.push_back(executor.run_step(run, 1e9, nullptr).step_s);
+    for (int r = 0; r < 7; ++r) steps.push_back(check_step(executor.run_step(run, options.timeout_s, nullptr), what));
     prof.per_op_overhead_s = std::max(0.0, (quantile(steps, 0.5) - kernels) / kOps);
   }
 }
@@ -369,6 +374,7 @@ void Profiler::time_mixed() {
   if (devices.empty()) return;
   MeasureOptions mo;
   mo.measured_steps = mo.max_steps = std::max(9, 3 * options.repetitions);
+  mo.timeout_s = options.timeout_s;
   const Placement round_robin = round_robin_groups(graph, devices);
   StepResult split = protocol_steps(executor, cluster, graph, {round_robin}, mo).front();
   // The probe reads the first two CPU devices' cores: it is this step's state only where the step is over CPUs.
@@ -429,6 +435,7 @@ void Profiler::time_cpu_steps() {
   for (DeviceId dev : cpus) singles.push_back(single_device(graph, dev));
   MeasureOptions mo;
   mo.measured_steps = mo.max_steps = std::max(15, 3 * options.repetitions);
+  mo.timeout_s = options.timeout_s;
   const std::vector<StepResult> rs = protocol_steps(executor, cluster, graph, singles, mo);
   for (size_t k = 0; k < rs.size(); ++k)
     if (!rs[k].ok()) {
@@ -449,6 +456,8 @@ Profile profile_graph(Executor& executor, const Cluster& cluster, const Graph& g
     if (b < 4 || b > (int64_t{1} << 34))
       throw InputError("profile: transfer size " + std::to_string(b) + " out of range");
   if (options.transfer_sizes.empty()) throw InputError("profile: needs at least one transfer size");
+  if (!(options.timeout_s > 0) || !std::isfinite(options.timeout_s))
+    throw InputError("profile: timeout_s must be > 0 and finite");
   Profiler p{executor, cluster, graph, options};
   p.prof.graph = graph.name;
   p.prof.devices = cluster.name;

@@ -71,6 +71,7 @@ void validate(const MeasureOptions& options);
 struct ProfileOptions {
   int repetitions = 5;  // per op, median kept
   std::vector<int64_t> transfer_sizes = {1 << 10, 1 << 14, 1 << 18, 1 << 20, 1 << 22, 1 << 24};
+  double timeout_s = 120.0;  // per step (MeasureOptions::timeout_s); a step past it fails the profile
 };
 
 // The values a step computed, for correctness checks across placements:
@@ -118,7 +119,8 @@ class Runtime {
                       const StepValues* feed = nullptr);
 
   // Per-op times on each device kind and link alpha/beta fits. Throws
-  // InputError when a profiling step fails (the graph does not fit, say).
+  // InputError when a profiling step fails: the graph does not fit a device's
+  // memory (checked before it is allocated), a step runs past options.timeout_s.
   Profile profile(const Graph& graph, const ProfileOptions& options);
 
  private:
@@ -147,6 +149,17 @@ const char* host_malloc();
 // -1 where it cannot be read: two equal cores, a core it cannot pin to, or
 // trips that take the scheduler's time slices (a 50 ms bound on the whole).
 double cache_line_round_trip_s(int core_a, int core_b, int batches = 4, int trips_per_batch = 250);
+
+// The intra-op threads each device of `cluster` gets in this process: a CPU device's share of the cores this
+// thread may run on (its affinity mask: taskset, a container's cpuset), or the cluster's `threads` where
+// smaller; a CUDA device's thread, 1.
+std::vector<int> device_threads(const Cluster& cluster);
+
+// The memory limit the runtime holds device `device` of `cluster` to: its memory_bytes, but for a CUDA device
+// of a device list (parse_device_list, which cannot query a GPU and gives each 80 GiB, split N ways for
+// vcuda:N) the memory of the GPU it runs on (gpu_bytes[K] for cuda:K: totalGlobalMem), split evenly among the
+// list's devices on that GPU. A GPU gpu_bytes lacks, or a limit set on the cluster since, is kept.
+int64_t gpu_memory_limit(const Cluster& cluster, int device, const std::vector<int64_t>& gpu_bytes);
 
 // Whether this build/machine can run CUDA devices.
 bool cuda_available();
