@@ -12,7 +12,7 @@
 //
 // resnet: ResNet-50 (torchvision v1.5: stride on the 3x3 conv), bottlenecks
 // [3, 4, 6, 3] (depth 101: [3, 4, 23, 3], 152: [3, 8, 36, 3]). Defaults:
-// batch 32, 224x224, 1000 classes. Forward ops for depth 50: 339.
+// batch 32, 224x224, 1000 classes. Forward ops: 35 + 19 x blocks (depth 50: 339, 101: 662, 152: 985).
 //
 // mlp: `layers` linear layers (input -> width -> ... -> classes) with relu in
 // between and a cross-entropy loss. Forward ops: 4 * layers + 2.
@@ -171,6 +171,8 @@ OptionTable inception_v3_options() {
       {"batch", {32, 1, 4096}}, {"image", {299, 75, 2048}}, {"classes", {1000, 2, 100000}}, {"width_div", {1, 1, 64}}};
 }
 
+OpCount inception_v3_op_count(const Options&) { return {600, "inception_v3 (one size)", "nothing"}; }
+
 Graph build_inception_v3(const Options& o) {
   Graph g;
   OpBuilder b(g);
@@ -199,6 +201,14 @@ OptionTable resnet_options() {
           {"classes", {1000, 2, 100000}},
           {"width_div", {1, 1, 64}},
           {"depth", {50, 50, 152}}};
+}
+
+// Stem 8, head 7, a bottleneck 19 (three convs of 6, 6 and 5 ops, the add and the relu), a downsample 5 per stage.
+OpCount resnet_op_count(const Options& o) {
+  const std::vector<int64_t> blocks = resnet_blocks(o["depth"]);
+  int64_t ops = 8 + 7;
+  for (const int64_t n : blocks) ops += 19 * n + 5;
+  return {ops, concat("depth=", o["depth"]), "depth"};
 }
 
 Graph build_resnet(const Options& o) {
@@ -241,6 +251,8 @@ OptionTable mlp_options() {
           {"classes", {10, 2, 1 << 20}},
           {"layers", {3, 1, 10000}}};
 }
+
+OpCount mlp_op_count(const Options& o) { return {4 * o["layers"] + 2, concat("layers=", o["layers"]), "layers"}; }
 
 Graph build_mlp(const Options& o) {
   Graph g;

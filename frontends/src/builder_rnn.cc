@@ -18,12 +18,16 @@
 //   then a per-step softmax layer as in rnnlm.
 //   Forward ops: 18 + 6L + 12L(S+T) + 10T with S = T = steps.
 //
+// Both are unrolled: build_graph refuses layers x steps past kMaxBuilderForwardOps forward ops (500,000:
+// rnnlm at 64 layers reaches it above 649 steps, nmt above 323), counted from these formulas before building.
+//
 // Layer tags: "embedding", "lstm<l>" (rnnlm), "enc_lstm<l>", "dec_lstm<l>",
 // "attention", "softmax".
 #include <string>
 #include <vector>
 
 #include "builder_util.h"
+#include "placer/graphs/error.h"
 
 namespace placer::detail {
 
@@ -81,6 +85,24 @@ std::vector<TensorRef> embed(OpBuilder& b, const std::string& what, int64_t step
 }
 
 }  // namespace
+
+namespace {
+
+OpCount lstm_op_count(const Options& o, int64_t forward_ops) {
+  return {forward_ops, concat("layers=", o["layers"], " x steps=", o["steps"]), "layers or steps"};
+}
+
+}  // namespace
+
+OpCount rnnlm_op_count(const Options& o) {
+  const int64_t layers = o["layers"], steps = o["steps"];
+  return lstm_op_count(o, 10 + 4 * layers + 12 * layers * steps + 2 * steps);
+}
+
+OpCount nmt_op_count(const Options& o) {
+  const int64_t layers = o["layers"], steps = o["steps"];
+  return lstm_op_count(o, 18 + 6 * layers + 12 * layers * (steps + steps) + 10 * steps);
+}
 
 OptionTable rnnlm_options() {
   return {{"layers", {2, 1, 64}},

@@ -34,19 +34,22 @@ class Transformer {
  public:
   Transformer(OpBuilder& b, Dims d) : b_(b), d_(d) {}
 
-  // [B,S,D] -> [B*h,S,dh]
-  TensorRef split_heads(const std::string& p, TensorRef x) {
+  // [B,S,D] -> [B*h,S,dh]. Batch and heads merged across the transpose: ATen's reshape is a view only where
+  // their strides line up (batch stride S*D against h * dh): one sequence, one head, or one position of a whole
+  // tensor; a chunk of the qkv/kv projection has a batch stride of S*3D (or S*2D), a copy even then.
+  TensorRef split_heads(const std::string& p, TensorRef x, bool chunk) {
     x = b_.reshape(p + "_heads", x, {d_.batch, d_.seq, d_.heads, d_.head_dim()});
     x = b_.transpose(p + "_transpose", x, 1, 2);
-    // Batch and heads merged across the transpose: a copy unless there is one position.
-    return b_.reshape(p + "_flat", x, {d_.batch * d_.heads, d_.seq, d_.head_dim()}, d_.seq == 1);
+    const bool view = d_.batch == 1 || d_.heads == 1 || (d_.seq == 1 && !chunk);
+    return b_.reshape(p + "_flat", x, {d_.batch * d_.heads, d_.seq, d_.head_dim()}, view);
   }
 
-  // Scaled dot-product attention over split heads, merged and projected.
-  TensorRef attend(const std::string& p, TensorRef q, TensorRef k, TensorRef v) {
-    q = split_heads(p + "/q", q);
-    k = split_heads(p + "/k", k);
-    v = split_heads(p + "/v", v);
+  // Scaled dot-product attention over split heads, merged and projected; k and v are chunks, q one where
+  // q_chunk.
+  TensorRef attend(const std::string& p, TensorRef q, TensorRef k, TensorRef v, bool q_chunk) {
+    q = split_heads(p + "/q", q, q_chunk);
+    k = split_heads(p + "/k", k, true);
+    v = split_heads(p + "/v", v, true);
     TensorRef kt = b_.transpose(p + "/k_t", k, 1, 2);
     TensorRef scores = b_.bmm(p + "/scores", q, kt);
     scores = b_.mul_scalar(p + "/scale", scores, 1.0 / std::sqrt(static_cast<double>(d_.head_dim())));
@@ -54,7 +57,10 @@ class Transformer {
     TensorRef ctx = b_.bmm(p + "/context", probs, v);
     ctx = b_.reshape(p + "/context_heads", ctx, {d_.batch, d_.heads, d_.seq, d_.head_dim()});
     ctx = b_.transpose(p + "/context_transpose", ctx, 1, 2);
-    ctx = b_.reshape(p + "/context_merge", ctx, {d_.batch, d_.seq, d_.d_model}, d_.seq == 1);  // a copy, as above
+    // Heads and head_dim merged across the transpose (heads stride S*dh against dh): a view with one position,
+    // one head or heads of size 1, else a copy.
+    const bool merge_view = d_.seq == 1 || d_.heads == 1 || d_.head_dim() == 1;
+    ctx = b_.reshape(p + "/context_merge", ctx, {d_.batch, d_.seq, d_.d_model}, merge_view);
     TensorRef wo = b_.param(p + "/out_weight", {d_.d_model, d_.d_model});
     TensorRef bo = b_.param(p + "/out_bias", {d_.d_model});
     return b_.linear(p + "/out", ctx, wo, &bo);
@@ -65,7 +71,7 @@ class Transformer {
     TensorRef bias = b_.param(p + "/qkv_bias", {3 * d_.d_model});
     TensorRef qkv = b_.linear(p + "/qkv", x, w, &bias);
     auto parts = b_.chunk(p + "/qkv_split", qkv, 3, -1);
-    return attend(p, parts[0], parts[1], parts[2]);
+    return attend(p, parts[0], parts[1], parts[2], /*q_chunk=*/true);
   }
 
   TensorRef cross_attention(const std::string& p, TensorRef x, TensorRef memory) {
@@ -76,7 +82,7 @@ class Transformer {
     TensorRef bkv = b_.param(p + "/kv_bias", {2 * d_.d_model});
     TensorRef kv = b_.linear(p + "/kv", memory, wkv, &bkv);
     auto parts = b_.chunk(p + "/kv_split", kv, 2, -1);
-    return attend(p, q, parts[0], parts[1]);
+    return attend(p, q, parts[0], parts[1], /*q_chunk=*/false);
   }
 
   // layer_norm(x + y)
@@ -140,6 +146,12 @@ OptionTable transformer_options() {
   return {{"layers", {6, 1, 256}},   {"dec_layers", {6, 0, 256}},   {"d_model", {512, 1, 65536}},
           {"heads", {8, 1, 1024}},   {"ffn", {2048, 1, 262144}},    {"seq", {128, 1, 65536}},
           {"batch", {64, 1, 65536}}, {"vocab", {32000, 2, 1000000}}};
+}
+
+OpCount transformer_op_count(const Options& o) {
+  const int64_t layers = o["layers"], dec_layers = o["dec_layers"];
+  return {5 + 39 * layers + (dec_layers > 0 ? 5 + 70 * dec_layers : 0) + 6,
+          concat("layers=", layers, " x dec_layers=", dec_layers), "layers or dec_layers"};
 }
 
 Graph build_transformer(const Options& o) {

@@ -121,6 +121,21 @@ class Options {
   std::map<std::string, int64_t> values_;
 };
 
+// The size of a builder's forward graph, from its options alone (each builder's documented formula): its
+// op count, the options that set it ("layers=64 x steps=1000") and which of them to lower.
+struct OpCount {
+  int64_t forward_ops;
+  std::string sized_by;
+  std::string lower;
+};
+// build_graph refuses a builder graph of more forward ops before building it: the training step has about twice
+// as many, and 980,232 of those took 13 s and 1.9 GB to build (about 2 KB per op), 20 times the largest graph of
+// configs/ and bench/ (nmt layers=8 x steps=125: 50,612 ops). Only rnnlm and nmt reach it within their ranges.
+inline constexpr int64_t kMaxBuilderForwardOps = 500'000;
+// The count for builder `name` (defined with the registry, in builders.cc); throws InputError as build_graph
+// does for an unknown builder or option or a bad value.
+OpCount count_forward_ops(const std::string& name, const std::map<std::string, int64_t>& values);
+
 // The forward graphs; each returns a forward-only Graph with a scalar loss.
 OptionTable rnnlm_options();
 OptionTable nmt_options();
@@ -134,6 +149,12 @@ Graph build_inception_v3(const Options& o);
 Graph build_resnet(const Options& o);
 Graph build_mlp(const Options& o);
 Graph build_transformer(const Options& o);
+OpCount rnnlm_op_count(const Options& o);
+OpCount nmt_op_count(const Options& o);
+OpCount inception_v3_op_count(const Options& o);
+OpCount resnet_op_count(const Options& o);
+OpCount mlp_op_count(const Options& o);
+OpCount transformer_op_count(const Options& o);
 
 // One LSTM cell step (TF BasicLSTMCell layout, as in ColocRL's models):
 //   gates = addmm(b[4H], cat([x, h], 1), W[in+H, 4H]); i, f, g, o = chunk(gates, 4, 1)

@@ -351,20 +351,21 @@ TEST(PipelineGraph, AnOpReadingALaterPhaseIsRefused) {
 }
 
 // The unrolled graph's size is checked before it is built: 1024 micro-batches of a graph of 9768 ops made a
-// file of over kMaxOps ops that load_graph refused.
+// file of over kMaxOps ops that load_graph refused, and 2 micro-batches of a 3.1-million-op nmt (6.2 million ops,
+// under kMaxOps) ran out of memory at 10.8 GB. An unrolled graph takes about 2 KB per op: at most 4 million.
 TEST(PipelineGraph, TheUnrolledGraphFitsTheOpLimit) {
   Graph g = tiny_training();
   // 4 shared ops, 7 per micro-batch, M - 2 gradient sums per sgd op: 9 M ops, and M per extra forward op.
-  for (int i = 0; i < 9757; ++i)
+  for (int i = 0; i < 3898; ++i)
     g.add_op(testing::make_op("e" + std::to_string(i), "custom::e", {{OpId(0), 0}}, {testing::f32({1})}));
   EXPECT_EQ(testing::error_of<GraphError>([&] {
               make_pipeline_graph(g, {1024, PipelineSchedule::OneFOneB});
             }),
-            "microbatches: 1024 micro-batches of graph 'tiny' (9768 ops) make 10000384 ops, over the limit 10000000 "
-            "(use fewer micro-batches)");
+            "microbatches: 1024 micro-batches of graph 'tiny' (3909 ops) make 4000768 ops, over the limit 4000000 "
+            "(about 2 KB of memory per op: 8 GB; use fewer micro-batches)");
   // What make_pipeline_graph counts is what it builds.
-  EXPECT_EQ(make_pipeline_graph(g, {1, PipelineSchedule::GPipe}).graph.size(), 4 + 7 + 9757);
-  for (int M : {2, 5}) EXPECT_EQ(make_pipeline_graph(g, {M, PipelineSchedule::GPipe}).graph.size(), 9 * M + 9757 * M);
+  EXPECT_EQ(make_pipeline_graph(g, {1, PipelineSchedule::GPipe}).graph.size(), 4 + 7 + 3898);
+  for (int M : {2, 5}) EXPECT_EQ(make_pipeline_graph(g, {M, PipelineSchedule::GPipe}).graph.size(), 9 * M + 3898 * M);
 }
 
 TEST(MicrobatchGate, GPipeAndPlainStepsAdmitEverything) {
