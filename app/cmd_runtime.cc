@@ -134,6 +134,7 @@ void run_compare(const MeasureArgs& a, const Graph& base, const RunGraph& mg, co
         .field("status", step_status_name(rs[i].status));
     if (rs[i].ok()) {
       j.field("step_s", rs[i].step_s).field("ci_low_s", rs[i].ci_low_s).field("ci_high_s", rs[i].ci_high_s);
+      j.field("ci_level", rs[i].ci_level);  // the interval's coverage, as measure --json and the text give it
       if (mg.spec()) write_pipeline_figures(j, "pipeline", pipeline_figures(rs[i], *mg.spec()));
       j.field("steps", static_cast<int64_t>(rs[i].samples_s.size())).field("stop", rs[i].stop);
       j.begin_array("samples_s");  // every measured step, in the order taken

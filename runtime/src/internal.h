@@ -252,6 +252,9 @@ struct Session {
   std::vector<at::Tensor> persistent;     // per op (params, inputs)
   std::vector<at::Tensor> initial;        // run_once: given values of inputs/params (CPU), per op; else drawn
   std::vector<int64_t> persistent_bytes;  // per device
+  // Per device (empty: none): other sessions' params and inputs, resident beside this one's (placements measured
+  // together), counted with this session's bytes against the device's capacity.
+  std::vector<int64_t> beside_bytes;
   bool check_memory = true;
   int profile_reps = 0;                         // > 0: each op's kernel runs this often, timed
   std::vector<std::vector<double>> op_seconds;  // profile: per op samples
@@ -280,8 +283,13 @@ class Executor {
     return devices_[from].kind == DeviceKind::Cpu && devices_[to].kind == DeviceKind::Cpu;
   }
 
-  // One step; never throws for execution failures (they are the outcome).
+  // One step; never throws for execution failures (they are the outcome). It begins with the set-up pass
+  // (prepare), outside its time and its time limit.
   StepOutcome run_step(Session& session, double timeout_s, std::vector<TimelineEvent>* timeline);
+  // The set-up pass: the session's params and inputs not made yet, each made (given or drawn) by its device's
+  // worker and its bytes reserved, untimed. Ok (peak_bytes: what the session holds), or the failure a step would
+  // report (out of memory at that op).
+  StepOutcome prepare(Session& session);
 
  private:
   struct Worker;
@@ -294,14 +302,14 @@ class Executor {
   // its time recorded, then its inputs released and its outputs published.
   // The bool steps return false when the step failed there.
   void run_op(Step& s, int32_t op, int32_t device);
-  bool run_guarded(Step& s, int32_t op, int32_t device, const std::vector<at::Tensor>& in,
-                   std::vector<at::Tensor>& out);
+  bool run_guarded(Step& s, int32_t op, int32_t device, const std::function<bool()>& body);
   bool run_reps(Step& s, int32_t op, int32_t device, const std::vector<at::Tensor>& in, std::vector<at::Tensor>& out);
   bool run_kernel(Step& s, int32_t op, int32_t device, const std::vector<at::Tensor>& in, bool last_rep,
                   std::vector<at::Tensor>& out);
-  // placer::input / placer::param: the session's value, made (given or drawn,
-  // and its memory reserved) on first use.
-  bool persistent_value(Step& s, int32_t op, int32_t device, std::vector<at::Tensor>& out);
+  // placer::input / placer::param in the set-up pass: the session's value made (given or drawn) and its
+  // memory reserved. set_up runs the pass on a step's workers; false when it failed.
+  bool make_persistent(Step& s, int32_t op, int32_t device);
+  bool set_up(Step& s);
   bool store_outputs(Step& s, int32_t op, std::vector<at::Tensor>& out);
   // A CPU op's busy time, per-op time and trace span (GPU ops: gpu_times()).
   void record_cpu_op(Step& s, int32_t op, int32_t device, Clock::time_point t0, Clock::time_point t1);
@@ -309,9 +317,13 @@ class Executor {
   void publish(Step& s, int32_t slot);
   void release(Step& s, int32_t slot);
   bool reserve(Step& s, int32_t device, int64_t bytes, const std::string& what);
-  void fail(Step& s, StepStatus status, const std::string& message);
-  // The step's first failure, if it is this one: out of memory on `device`, needing `needed` bytes.
-  void fail_oom(Step& s, int32_t device, const std::string& message, int64_t needed);
+  // What the device holds now: the step's live bytes and the sessions' resident beside it.
+  int64_t held(Step& s, int32_t device) const;
+  // The step's first failure, if it is this one (out of memory: on `oom_device`, needing `needed` bytes).
+  void fail(Step& s, StepStatus status, const std::string& message, int32_t oom_device = -1, int64_t needed = 0);
+  void fail_oom(Step& s, int32_t device, const std::string& message, int64_t needed) {
+    fail(s, StepStatus::Oom, message, device, needed);
+  }
   void finish_item(Step& s);
   // Takes a worker's lowest queued item it may run now (false: none; the
   // queue is left as it was): 1F1B holds a micro-batch back until its device
@@ -320,10 +332,13 @@ class Executor {
   // held-back workers see an abort.
   bool take_item(Worker& w, int32_t* item);
   void wake_workers();
-  // run_step's named steps: seed the ready ops and wait for the last item (or
-  // the time limit), synchronize the devices (true if one is a GPU), the
+  // run_step's named steps: the set-up pass, the devices started, then (the clock started) seed the ready ops
+  // and wait for the last item (or the time limit), synchronize the devices (true if one is a GPU), the
   // outcome, the values run_once keeps, the trace.
   void run_until_done(Step& s, double timeout_s);
+  // Queues `items` (op ids) on their devices' workers and waits for the last to finish, or until `timeout_s`
+  // after `from` (then a timeout: the workers skip what is queued; an op already running finishes first).
+  void run_items(Step& s, const std::vector<int32_t>& items, Clock::time_point from, double timeout_s);
   // Resets each device's allocator peak and marks the step's start on its stream; false (the step failed,
   // naming the device) when a device refuses, as a CUDA context poisoned by an earlier fault does.
   bool start_devices(Step& s);
@@ -340,6 +355,7 @@ class Executor {
   double spin_s_ = 0.0;                           // how long an idle worker spins before it sleeps (PLACER_SPIN_US)
   std::vector<std::unique_ptr<Worker>> workers_;  // devices first, then channels
   Step* current_ = nullptr;
+  std::atomic<bool> setting_up_{false};  // the workers' items are set-up pass items (set_up)
 };
 
 // ---------------------------------------------------------------- runtime.cc

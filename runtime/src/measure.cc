@@ -44,10 +44,25 @@ struct Candidate {
   double measured_s = 0.0;  // their seconds
 };
 
-// Runs one step of `c`; false (and c.result's status set) when it failed.
-bool step(Executor& executor, Candidate& c, const MeasureOptions& o, bool sample,
-          std::vector<TimelineEvent>* timeline) {
-  StepOutcome out = executor.run_step(c.session, o.timeout_s, timeline);
+// The params and inputs of every other candidate, resident beside c's while it steps (each keeps its own from
+// its set-up to its end, or its failure): counted, per device, against the capacity with c's own bytes.
+void set_beside(const std::deque<Candidate>& cands, Candidate& c) {
+  std::vector<int64_t>& beside = c.session.beside_bytes;
+  beside.assign(c.session.persistent_bytes.size(), 0);
+  for (const Candidate& other : cands)
+    if (&other != &c)
+      for (size_t i = 0; i < beside.size(); ++i) beside[i] += other.session.persistent_bytes[i];
+}
+
+// A candidate that failed holds nothing more: its params and inputs go, and stop counting beside the others'.
+void drop_values(Session& session) {
+  for (at::Tensor& t : session.persistent) t = at::Tensor();
+  std::fill(session.persistent_bytes.begin(), session.persistent_bytes.end(), 0);
+}
+
+// What a step (or the set-up pass) of `c` gave; false (and c.result's status set) when it failed.
+bool absorb(Candidate& c, const StepOutcome& out, bool sample) {
+  if (out.status != StepStatus::Ok) drop_values(c.session);
   // A step taken after the measurement ended (lockstep, to pair another placement's rounds; the traced step):
   // its failure leaves the finished measurement as it was.
   if (out.status != StepStatus::Ok && c.enough) {
@@ -75,6 +90,13 @@ bool step(Executor& executor, Candidate& c, const MeasureOptions& o, bool sample
     c.measured_s += out.step_s;
   }
   return true;
+}
+
+// Runs one step of `c`; false (and c.result's status set) when it failed.
+bool step(Executor& executor, std::deque<Candidate>& cands, Candidate& c, const MeasureOptions& o, bool sample,
+          std::vector<TimelineEvent>* timeline) {
+  set_beside(cands, c);
+  return absorb(c, executor.run_step(c.session, o.timeout_s, timeline), sample);
 }
 
 // Whether `c` has measured enough; sets result.stop when it has.
@@ -143,10 +165,19 @@ void add_candidates(std::deque<Candidate>& cands, const Cluster& cluster, const 
   }
 }
 
-// Warm-up: each candidate in turn (its params become resident, caches and the allocator warm).
+// The set-up pass of every candidate, in order, before any step (untimed): its params and inputs made, counted
+// beside those of the candidates before it. One that does not fit beside them is out of memory, saying so.
+void set_up(Executor& ex, std::deque<Candidate>& cands) {
+  for (Candidate& c : cands) {
+    set_beside(cands, c);
+    absorb(c, ex.prepare(c.session), false);
+  }
+}
+
+// Warm-up: each candidate in turn (caches and the allocator warm).
 void warm_up(Executor& ex, std::deque<Candidate>& cands, const MeasureOptions& o) {
   for (Candidate& c : cands)
-    for (int w = 0; w < o.warmup_steps && c.active; ++w) step(ex, c, o, false, nullptr);
+    for (int w = 0; w < o.warmup_steps && c.active; ++w) step(ex, cands, c, o, false, nullptr);
 }
 
 // Whether the shared budget, `spent`, stops `c` (it has its minimum of samples); sets result.stop when it does,
@@ -228,9 +259,9 @@ void measure_rounds(Executor& ex, std::deque<Candidate>& cands, const MeasureOpt
       }
       // Another placement's step ran since this one's last: re-warm it first.
       if (last != &c)
-        for (int w = 0; w < o.rewarm_steps && c.active; ++w) step(ex, c, o, false, nullptr);
+        for (int w = 0; w < o.rewarm_steps && c.active; ++w) step(ex, cands, c, o, false, nullptr);
       last = &c;
-      if (!c.active || !step(ex, c, o, true, nullptr)) continue;
+      if (!c.active || !step(ex, cands, c, o, true, nullptr)) continue;
       spent += c.result.samples_s.back();
       if (probe.on()) c.result.core_rtt_s.push_back(std::max(rtt, 0.0));  // 0: not read this round
       if (o.on_step) o.on_step(c.index, c.result.samples_s.back());
@@ -274,6 +305,7 @@ std::vector<StepResult> protocol_steps(Executor& ex, const Cluster& cluster, con
                                        std::vector<TimelineEvent>* trace) {
   std::deque<Candidate> cands;
   add_candidates(cands, cluster, graph, placements, o, prior);
+  set_up(ex, cands);
   warm_up(ex, cands, o);
   measure_rounds(ex, cands, o);
   if (trace && !cands.empty() && cands.front().result.ok()) {
@@ -281,7 +313,7 @@ std::vector<StepResult> protocol_steps(Executor& ex, const Cluster& cluster, con
     // turn the measured steps' success into a failure. The measurement stands; the trace is dropped.
     Candidate& c = cands.front();
     c.enough = true;  // its measurement has ended (its stop is set)
-    if (!step(ex, c, o, false, trace)) trace->clear();
+    if (!step(ex, cands, c, o, false, trace)) trace->clear();
   }
   return results(cands, cluster.size());
 }
