@@ -186,6 +186,7 @@ struct TimedProfile {
 TimedProfile timed_profile(Runtime& runtime, const Graph& graph, const FidelityArgs& a) {
   ProfileOptions po;
   po.repetitions = a.repetitions;
+  po.timeout_s = a.protocol.timeout_s;  // --timeout bounds the profiles' steps as it does the measured ones
   const auto start = std::chrono::steady_clock::now();
   Profile profile = runtime.profile(graph, po);
   return {std::move(profile), seconds_since(start)};

@@ -32,6 +32,7 @@ struct MeasureArgs {
 struct ProfileArgs {
   std::string graph, devices = "cpu:2", out;
   int repetitions = 5;
+  double timeout_s = ProfileOptions{}.timeout_s;
 };
 
 // The median's interval at the level it reaches (interval_level_label: 3 steps reach 75%, never 95% regardless).
@@ -189,6 +190,7 @@ void run_profile(const ProfileArgs& a) {
   Runtime runtime(parse_device_list(a.devices));
   ProfileOptions o;
   o.repetitions = a.repetitions;
+  o.timeout_s = a.timeout_s;
   const Profile p = runtime.profile(graph, o);
   save_profile(p, a.out);
   std::printf("profiled %zu op timings, %zu links, executor overhead %.2f us/op -> %s\n", p.ops.size(), p.links.size(),
@@ -309,6 +311,9 @@ void add_runtime_commands(CLI::App& app) {
   profile->add_option("--repetitions", pargs->repetitions, "Runs per op (median kept)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));
+  profile->add_option("--timeout", pargs->timeout_s, "Per-step time limit in seconds: a step past it fails the profile")
+      ->capture_default_str()
+      ->check(finite_range(1e-3, 1e7));
   profile->callback([pargs] { run_profile(*pargs); });
 }
 
