@@ -8,6 +8,7 @@
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <functional>
@@ -299,6 +300,158 @@ TEST(ExportReview, UnknownDtypeListsTheAcceptedNames) {
   for (const std::string& name : names) EXPECT_TRUE(parse_dtype(name).has_value()) << name;
   EXPECT_NE(list.find("int8"), std::string::npos);
   EXPECT_NE(list.find("uint8"), std::string::npos);
+}
+
+// ---------------------------------------------------------------- a second review (2026-12)
+
+// An aten node `name` of `target` with the named arguments `args` (JSON of each Argument), returning one tensor.
+std::string aten_node(const std::string& name, const std::string& target,
+                      const std::vector<std::pair<std::string, std::string>>& args) {
+  std::string inputs;
+  for (const auto& [arg, json] : args)
+    inputs += std::string(inputs.empty() ? "" : ",") + "{\"name\":\"" + arg + "\",\"arg\":" + json + "}";
+  return "{\"name\":\"" + name + "\",\"target\":\"torch.ops.aten." + target + "\",\"inputs\":[" + inputs +
+         "],\"outputs\":[{\"as_tensor\":{\"name\":\"" + name + "\"}}],\"metadata\":{}}";
+}
+
+// Finding 1: a symbolic float or bool naming a tensor became a tensor argument with no op behind it (an
+// abort in Recorder::record_arguments, or std::out_of_range for a list holding one).
+TEST(ExportReview, SymbolicFloatsAndBoolsAreNumbers) {
+  for (const std::string kind : {"as_sym_float", "as_sym_bool"}) {
+    const std::string message = import_error(
+        edited("tiny_cnn.pt2",
+               with_node(aten_node("r", "relu.default", {{"self", "{\"" + kind + "\":{\"as_name\":\"x\"}}"}}))));
+    const std::string what = kind == "as_sym_float" ? "a symbolic float" : "a symbolic bool";
+    EXPECT_NE(message.find("node 'r' (torch.ops.aten.relu.default) argument 'self': 'x' is a tensor, not " + what),
+              std::string::npos)
+        << message;
+  }
+  const std::string list = import_error(edited("tiny_cnn.pt2", [](rapidjson::Document& doc) {
+    rapidjson::Document spec(&doc.GetAllocator());
+    spec.Parse(R"({"constant_input":{"name":"c","value":{"as_sym_float":{"as_name":"x"}}}})");
+    rapidjson::Value copy(spec, doc.GetAllocator());
+    signature(doc)["input_specs"].PushBack(copy, doc.GetAllocator());
+    with_node(aten_node("r", "cat.default", {{"tensors", R"({"as_tensors":[{"name":"c"}]})"}}))(doc);
+  }));
+  EXPECT_NE(list.find("'x' is a tensor, not a symbolic float"), std::string::npos) << list;
+  // A symbolic size read as a float still is one: x * sym_size(x, 0).
+  const std::string sized = import_error(edited("tiny_cnn.pt2", [](rapidjson::Document& doc) {
+    with_node(
+        aten_node("m", "mul.Tensor",
+                  {{"self", R"({"as_tensor":{"name":"x"}})"}, {"other", R"({"as_sym_float":{"as_name":"sz"}})"}}))(doc);
+    with_node(sym_node("sz", "torch.ops.aten.sym_size.int", {"x", "0"}))(doc);
+  }));
+  EXPECT_EQ(sized, "");
+}
+
+// Finding 2: the values a node uses were collected recursively through its inputs, before any check: a node
+// whose inputs nest 10^6 arrays deep overflowed the stack (SIGSEGV).
+TEST(ExportReview, DeeplyNestedInputsAreRefused) {
+  const size_t depth = 1000000;
+  const std::string bytes = edited(
+      "tiny_cnn.pt2",
+      [](rapidjson::Document& doc) {
+        with_node(
+            R"({"name":"deep","target":"torch.ops.aten.relu.default","inputs":"@DEEP@","outputs":[],"metadata":{}})")(
+            doc);
+      },
+      [depth](Records& r) {
+        std::string& program = record(r, "models/model.json");
+        program.replace(program.find("\"@DEEP@\""), 8, std::string(depth, '[') + std::string(depth, ']'));
+      });
+  const std::string message = import_error(bytes);
+  EXPECT_NE(message.find("node 'deep' (torch.ops.aten.relu.default)"), std::string::npos) << message.substr(0, 300);
+}
+
+// Finding 3: aten._reshape_alias (as ATen's other view ops, unchecked) made a view far outside its base's
+// storage; the next op read wild memory (SIGSEGV).
+TEST(ExportReview, ViewsOutsideTheirStorageAreRefused) {
+  const std::string message = import_error(edited("tiny_cnn.pt2", [](rapidjson::Document& doc) {
+    with_node(aten_node("cl", "clone.default", {{"self", R"({"as_tensor":{"name":"al"}})"}}))(doc);
+    with_node(aten_node("al", "_reshape_alias.default",
+                        {{"self", R"({"as_tensor":{"name":"x"}})"},
+                         {"size", R"({"as_ints":[1024,1024]})"},
+                         {"stride", R"({"as_ints":[1073741824,1]})"}}))(doc);
+  }));
+  EXPECT_NE(message.find("node 'al' (torch.ops.aten._reshape_alias.default): output 0 (Float 1024x1024, strides "
+                         "1073741824x1, offset 0) reaches byte 4393751547904 of a storage of 1536 bytes"),
+            std::string::npos)
+      << message;
+  // Within its storage, the same view imports.
+  EXPECT_EQ(import_error(
+                edited("tiny_cnn.pt2",
+                       [](rapidjson::Document& doc) {
+                         with_node(aten_node("cl", "clone.default", {{"self", R"({"as_tensor":{"name":"al"}})"}}))(doc);
+                         with_node(aten_node("al", "_reshape_alias.default",
+                                             {{"self", R"({"as_tensor":{"name":"x"}})"},
+                                              {"size", R"({"as_ints":[6,64]})"},
+                                              {"stride", R"({"as_ints":[64,1]})"}}))(doc);
+                       })),
+            "");
+}
+
+// Finding 4: the 2^31-element cap came from a dry run on the meta device, and an op without a meta kernel in
+// LibTorch (tril_indices, max_unpool2d, and relu, conv, batch_norm) skipped it: row = col = 70000 allocated
+// 39 GB. Its allocations are capped while it runs instead.
+TEST(ExportReview, OpsWithoutAMetaKernelAreCapped) {
+  const std::string tril = import_error(
+      edited("tiny_cnn.pt2", with_node(aten_node("big", "tril_indices.default",
+                                                 {{"row", R"({"as_int":70000})"}, {"col", R"({"as_int":70000})"}}))));
+  EXPECT_NE(tril.find("node 'big' (torch.ops.aten.tril_indices.default): running it allocates 39200560000 bytes at "
+                      "once, over the limit of 8589934592 (2^31 elements of 4 bytes) for one tensor"),
+            std::string::npos)
+      << tril;
+  const std::string unpool = import_error(edited("tiny_cnn.pt2", [](rapidjson::Document& doc) {
+    with_node(aten_node("big", "max_unpool2d.default",
+                        {{"self", R"({"as_tensor":{"name":"src"}})"},
+                         {"indices", R"({"as_tensor":{"name":"idx"}})"},
+                         {"output_size", R"({"as_ints":[65536,65537]})"}}))(doc);
+    with_node(aten_node("src", "ones.default", {{"size", R"({"as_ints":[1,1,1,1]})"}}))(doc);
+    with_node(aten_node("idx", "zeros.default",
+                        {{"size", R"({"as_ints":[1,1,1,1]})"}, {"dtype", R"({"as_scalar_type":5})"}}))(doc);
+  }));
+  EXPECT_NE(unpool.find("node 'big' (torch.ops.aten.max_unpool2d.default): running it allocates"), std::string::npos)
+      << unpool;
+  // Small, they import.
+  EXPECT_EQ(import_error(
+                edited("tiny_cnn.pt2", with_node(aten_node("t", "tril_indices.default",
+                                                           {{"row", R"({"as_int":7})"}, {"col", R"({"as_int":7})"}})))),
+            "");
+}
+
+// Finding 6: the live subgraph kept every output and the loss, and make_training_graph trained on its last
+// scalar sink: a model returning (loss, y.mean()) computed after the loss trained on y.mean() and dropped the loss.
+TEST(ExportReview, TrainsOnTheLossNotALaterScalarOutput) {
+  const std::string bytes = edited("tiny_regression.pt2", [](rapidjson::Document& doc) {
+    rapidjson::Document node(&doc.GetAllocator());
+    node.Parse(aten_node("stat", "mean.dim",
+                         {{"self", R"({"as_tensor":{"name":"linear"}})"},
+                          {"dim", R"({"as_ints":[0,1]})"},
+                          {"keepdim", R"({"as_bool":true})"}})
+                   .c_str());
+    rapidjson::Value copy(node, doc.GetAllocator());
+    graph(doc)["nodes"].PushBack(copy, doc.GetAllocator());
+    rapidjson::Document spec(&doc.GetAllocator());
+    spec.Parse(R"({"user_output":{"arg":{"as_tensor":{"name":"stat"}}}})");
+    rapidjson::Value spec_copy(spec, doc.GetAllocator());
+    signature(doc)["output_specs"].PushBack(spec_copy, doc.GetAllocator());
+  });
+  const Graph g = import_exported_program_bytes(bytes, "request.pt2", {});
+  const auto loss = g.find("mse_loss");
+  ASSERT_TRUE(loss.has_value());
+  bool differentiated = false;
+  for (const Op& op : g.ops()) differentiated |= op.forward == *loss;
+  EXPECT_TRUE(differentiated) << "trained on another output than the loss";
+  const auto means = [](const Graph& graph) {
+    return std::count_if(graph.ops().begin(), graph.ops().end(),
+                         [](const Op& op) { return op.type == "aten::mean.dim"; });
+  };
+  EXPECT_EQ(means(g), 0) << "the training step computes only what the loss needs";
+  ImportOptions forward;
+  forward.forward_only = true;
+  const Graph inference = import_exported_program_bytes(bytes, "request.pt2", {}, forward);
+  EXPECT_EQ(means(inference), 1);
+  EXPECT_TRUE(inference.find("mse_loss").has_value());
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 // torch.export importer: the archive (zip records, the program JSON, tensor metadata and weights).
 #include "export_importer.h"
+#include "zip_sizes.h"
 
 #include <algorithm>
 
@@ -8,6 +9,10 @@ namespace placer::detail {
 void ExportImporter::open() {
   std::error_code ec;
   if (!bytes_ && !std::filesystem::is_regular_file(file_, ec)) fail("no such file");
+  // What the records would allocate, from the zip's directory, before the reader reads one (it reads `version`
+  // as it opens): a deflated record may expand 1000 times (the weights' cap counts them as they are read).
+  const uint64_t any = std::numeric_limits<uint64_t>::max();
+  if (const auto error = bytes_ ? zip_bytes_size_error(*bytes_, any, "") : zip_size_error(file_, any, "")) fail(*error);
   try {
     if (bytes_) {
       stream_ = std::make_unique<std::istringstream>(*bytes_);

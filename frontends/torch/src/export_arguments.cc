@@ -14,13 +14,20 @@ double ExportImporter::real(const rj::Value& v, const std::string& where, const 
   return json_.number(v, where, field);
 }
 
+// Every "name" under `v`, walked with a stack of its own: the file says how deep `v` nests (a node's inputs
+// 10^6 arrays deep overflowed the call stack when this recursed), and nothing has checked it yet.
 void ExportImporter::collect_used(const rj::Value& v) {
-  if (v.IsArray()) {
-    for (rj::SizeType i = 0; i < v.Size(); ++i) collect_used(v[i]);
-  } else if (v.IsObject()) {
-    for (auto it = v.MemberBegin(); it != v.MemberEnd(); ++it) {
-      if (it->value.IsString() && std::strcmp(it->name.GetString(), "name") == 0) used_.insert(it->value.GetString());
-      collect_used(it->value);
+  std::vector<const rj::Value*> stack = {&v};
+  while (!stack.empty()) {
+    const rj::Value& e = *stack.back();
+    stack.pop_back();
+    if (e.IsArray()) {
+      for (rj::SizeType i = 0; i < e.Size(); ++i) stack.push_back(&e[i]);
+    } else if (e.IsObject()) {
+      for (auto it = e.MemberBegin(); it != e.MemberEnd(); ++it) {
+        if (it->value.IsString() && std::strcmp(it->name.GetString(), "name") == 0) used_.insert(it->value.GetString());
+        stack.push_back(&it->value);
+      }
     }
   }
 }
@@ -49,6 +56,9 @@ const Val& ExportImporter::tensor_of(const ArgIn& a, const rj::Value& t) const {
       json_.string(json_.require(json_.object(t, a.where, a.field), "name", a.where), a.where, "name");
   const Val& found = val(name, a.where);
   if (!found.value.isTensor()) fail(a.where + ": '" + name + "' is not a tensor");
+  // Every tensor value is some op's output; one that is not (a constant input made of a number) has no place.
+  if (found.refs.size() != 1 || !found.refs[0])
+    fail(a.where + ": '" + name + "' is a tensor no op of the graph produces");
   return found;
 }
 
@@ -83,7 +93,7 @@ Val ExportImporter::arg_tensors(const ArgIn& a) {
   for (rj::SizeType i = 0; i < a.v.Size(); ++i) {
     const Val& t = tensor_of(a, a.v[i]);
     list.push_back(t.value.toTensor());
-    out.refs.push_back(t.refs.at(0));
+    out.refs.push_back(t.refs[0]);
   }
   out.value = c10::IValue(list);
   return out;
@@ -98,7 +108,7 @@ Val ExportImporter::arg_optional_tensors(const ArgIn& a) {
     if (e.HasMember("as_tensor")) {
       const Val& t = tensor_of(a, e["as_tensor"]);
       list.push_back(t.value.toTensor());
-      out.refs.push_back(t.refs.at(0));
+      out.refs.push_back(t.refs[0]);
     } else {
       list.push_back(std::nullopt);
       out.refs.push_back(std::nullopt);
@@ -174,17 +184,30 @@ Val ExportImporter::arg_layout(const ArgIn& a) {
 // Import runs on the CPU; the runtime puts each op on its placed device.
 Val ExportImporter::arg_device(const ArgIn&) { return of(c10::IValue(c10::Device(c10::kCPU))); }
 
+// The number a symbolic float or bool names: a value some symbolic node computed (an int, float or bool),
+// never a tensor or a list, which would reach the kernel as a tensor argument no op of the graph produces.
+c10::IValue ExportImporter::sym_number_of(const ArgIn& a, const rj::Value& s, const char* what) const {
+  const std::string name = json_.string(json_.require(s, "as_name", a.where), a.where, "as_name");
+  const c10::IValue& v = val(name, a.where).value;
+  if (!v.isInt() && !v.isDouble() && !v.isBool())
+    fail(a.where + ": '" + name + "' is " + (v.isTensor() ? "a tensor" : "a " + v.tagKind()) + ", not " + what);
+  return v;
+}
+
 Val ExportImporter::arg_sym_float(const ArgIn& a) {
   const rj::Value& s = json_.object(a.v, a.where, a.field);
-  if (const rj::Value* f = json_.member(s, "as_float")) return of(c10::IValue(json_.number(*f, a.where, a.field)));
-  const Val& found = val(json_.string(json_.require(s, "as_name", a.where), a.where, "as_name"), a.where);
-  return of(found.value.isInt() ? c10::IValue(static_cast<double>(found.value.toInt())) : found.value);
+  if (const rj::Value* f = json_.member(s, "as_float")) return of(c10::IValue(real(*f, a.where, a.field)));
+  const c10::IValue v = sym_number_of(a, s, "a symbolic float");
+  if (v.isDouble()) return of(v);
+  return of(c10::IValue(v.isInt() ? static_cast<double>(v.toInt()) : (v.toBool() ? 1.0 : 0.0)));
 }
 
 Val ExportImporter::arg_sym_bool(const ArgIn& a) {
   const rj::Value& s = json_.object(a.v, a.where, a.field);
   if (const rj::Value* b = json_.member(s, "as_bool")) return of(c10::IValue(json_.boolean(*b, a.where, a.field)));
-  return of(val(json_.string(json_.require(s, "as_name", a.where), a.where, "as_name"), a.where).value);
+  const c10::IValue v = sym_number_of(a, s, "a symbolic bool");
+  if (v.isBool()) return of(v);
+  return of(c10::IValue(v.isInt() ? v.toInt() != 0 : v.toDouble() != 0.0));
 }
 
 // One Argument of the schema (a one-key union) as a value, read by the rule

@@ -16,8 +16,10 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "export_importer.h"
+#include "zip_sizes.h"
 
 namespace placer {
 namespace detail {
@@ -116,6 +118,9 @@ bool is_exported_program(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[4] = {};
   if (!in.read(magic, 4) || std::memcmp(magic, "PK\x03\x04", 4) != 0) return false;
+  // The reader inflates the `version` record as it opens: an archive whose records would expand past what its
+  // size allows is not opened here (the TorchScript importer then refuses it, naming the record).
+  if (detail::zip_size_error(path, std::numeric_limits<uint64_t>::max(), "")) return false;
   try {
     caffe2::serialize::PyTorchStreamReader reader(path);
     for (const std::string& r : reader.getAllRecords()) {

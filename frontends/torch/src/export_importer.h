@@ -103,6 +103,7 @@ class ExportImporter {
       : file_(file),
         bytes_(bytes),
         max_weight_bytes_(options.max_weight_bytes),
+        max_live_bytes_(options.max_live_bytes),
         rec_(file, options),
         json_{"torch.export program"} {}
 
@@ -142,6 +143,7 @@ class ExportImporter {
   struct ArgIn;
   const Val& tensor_of(const ArgIn& a, const rj::Value& t) const;
   int64_t sym_int_of(const ArgIn& a, const rj::Value& s) const;
+  c10::IValue sym_number_of(const ArgIn& a, const rj::Value& s, const char* what) const;
   Val arg_none(const ArgIn& a);
   Val arg_tensor(const ArgIn& a);
   Val arg_tensors(const ArgIn& a);
@@ -165,6 +167,7 @@ class ExportImporter {
   double real(const rj::Value& v, const std::string& where, const char* field) const;
   void collect_used(const rj::Value& v);
   void visit(const rj::Value& node, size_t index);
+  std::string visit_node(const rj::Value& node, size_t index);  // -> the node as errors name it
   void visit_aten(const rj::Value& node, const std::string& target, const std::string& where);
   // visit_aten's steps (export_nodes.cc): the operator to call, its arguments, its outputs.
   struct AtenCall {
@@ -197,6 +200,7 @@ class ExportImporter {
   std::string file_;
   const std::string* bytes_;
   int64_t max_weight_bytes_;  // ImportOptions::max_weight_bytes
+  int64_t max_live_bytes_;    // ImportOptions::max_live_bytes
   double weight_bytes_ = 0;   // of the parameters, buffers and constants so far (stored records or metadata)
   Recorder rec_;
   JsonReader<InputError> json_;
@@ -222,6 +226,19 @@ class ExportImporter {
   void track_aliases(const rj::Value& node, const AtenCall& aten, const std::map<std::string, const rj::Value*>& named,
                      const std::string& where);
   void join_aliases(const std::vector<std::string>& names);
+  // The values nodes made, each let go after its last reader, and the bytes of those held (export_lifetimes.cc).
+  void plan_lifetimes();
+  void check_live_budget(const AtenCall& aten, const std::vector<CallArg>& args, const std::string& where) const;
+  void release_values(const rj::Value& node, size_t index, const std::string& where);
+  // Lifetimes (plan_lifetimes, at the first node): the last node that reads each value, the values never let go
+  // (placeholders and the program's outputs), the storages of the placeholders (not counted: the weights have
+  // their own cap), the values nodes made that are held now, and the bytes of their storages.
+  bool planned_ = false;
+  std::unordered_map<std::string, size_t> last_read_;
+  std::set<std::string> kept_;
+  std::unordered_map<const c10::StorageImpl*, c10::Storage> placeholder_storage_;
+  std::set<std::string> made_;
+  double live_bytes_ = 0;
 };
 
 }  // namespace placer::detail

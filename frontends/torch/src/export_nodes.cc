@@ -63,6 +63,12 @@ void ExportImporter::check_output(const std::string& name, const at::Tensor& t, 
 }
 
 void ExportImporter::visit(const rj::Value& node, size_t index) {
+  if (!planned_) plan_lifetimes();
+  const std::string where = visit_node(node, index);
+  release_values(node, index, where);
+}
+
+std::string ExportImporter::visit_node(const rj::Value& node, size_t index) {
   const std::string at = detail::concat("graph.nodes[", index, "]");
   json_.object(node, at, "node");
   const std::string target = json_.string(json_.require(node, "target", at), at, "target");
@@ -74,10 +80,11 @@ void ExportImporter::visit(const rj::Value& node, size_t index) {
                                                 "torch.ops.aten.sym_constrain_range.default",
                                                 "torch.ops.aten._assert_async.msg",
                                                 "torch.ops.aten._assert_async.default"};
-  if (kChecks.count(target)) return;  // checks of the exporter's assumptions; nothing to place
+  if (kChecks.count(target)) return where;  // checks of the exporter's assumptions; nothing to place
   if (target.rfind("torch.ops.aten.sym_", 0) == 0 || target.rfind("_operator.", 0) == 0 ||
       target.rfind("torch.sym_", 0) == 0 || target.rfind("math.", 0) == 0) {
-    return visit_symbolic(node, target, where);
+    visit_symbolic(node, target, where);
+    return where;
   }
   if (target.rfind("torch.ops.higher_order.", 0) == 0) {
     fail(where +
@@ -88,6 +95,7 @@ void ExportImporter::visit(const rj::Value& node, size_t index) {
     fail(where + ": not an ATen operator (a custom op or a Python function); the runtime can only call ATen ops");
   }
   visit_aten(node, target, where);
+  return where;
 }
 
 namespace {
@@ -404,6 +412,7 @@ void ExportImporter::visit_aten(const rj::Value& node, const std::string& target
   std::string layer = path;
   if (const auto d = path.rfind('.'); d != std::string::npos && !parent_modules_.count(path)) layer = path.substr(0, d);
   const std::string op_name = path.empty() ? short_kind : path + "/" + short_kind;
+  check_live_budget(aten, args, where);
   RecordedCall call = rec_.call(*aten.handle, args, where, op_name, layer);
   if (!aten.mutated_name.empty()) cast_back(aten, args, op_name, layer, where, call);
   bind_outputs(node, call, aten.mutated_name, where);

@@ -28,10 +28,12 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "output_size.h"
 #include "placer/frontends/torch_import.h"
 #include "placer/graphs/error.h"
 #include "recorder.h"
 #include "torchscript_importer.h"
+#include "zip_sizes.h"
 
 namespace placer {
 namespace detail {
@@ -104,9 +106,19 @@ void reject_control_flow(torch::jit::Block* block, const std::string& file) {
 
 // ---------------------------------------------------------------- the importer
 
+// A zip record's size is what reading it allocates, whatever it takes in the file (6 GiB of zeros deflate to
+// 6 MB), and the archive reader reads one (`version`) as it opens the archive: the records' sizes, from the zip's
+// directory, are capped in all (ImportOptions::max_weight_bytes, as the torch.export importer caps its weights;
+// and 32 times the file's size) before anything reads a record.
+void Importer::check_archive_size() {
+  const uint64_t cap = static_cast<uint64_t>(std::max<int64_t>(0, max_weight_bytes_));
+  if (const auto error = zip_size_error(file_, cap, "for all of them")) fail(*error);
+}
+
 torch::jit::Module Importer::load() {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(file_, ec)) fail("no such file");
+  check_archive_size();
   try {
     return torch::jit::load(file_, c10::kCPU);
   } catch (const std::exception& e) {
@@ -250,6 +262,19 @@ void Importer::visit_get_attr(Node* node) {
   slots_[node->output()] = std::move(result);
 }
 
+// Tensor math on constants (a buffer's repeat) allocates what the file's sizes ask for: a folded op's outputs are
+// capped as the Recorder caps a call's (2^31 elements for one tensor), before its kernel runs.
+void Importer::check_fold_size(Node* node, const torch::jit::Stack& stack) {
+  const c10::FunctionSchema* schema = node->maybeSchema();
+  if (!schema) return;
+  bool tensor_output = false;
+  for (const Value* out : node->outputs()) tensor_output = tensor_output || type_has_tensor(out->type());
+  if (!tensor_output) return;
+  const auto handle = c10::Dispatcher::singleton().findSchema(schema->operator_name());
+  if (!handle) return;
+  if (auto error = over_tensor_cap(*handle, stack, describe(node))) fail(*error);
+}
+
 // Evaluates a node whose result does not depend on the data: shape arithmetic,
 // constant lists, attribute lookups.
 void Importer::fold(Node* node) {
@@ -278,12 +303,13 @@ void Importer::fold(Node* node) {
       if (i < 0) i += static_cast<int64_t>(elems.size());
       stack = {elems.at(i)};
     } else {
+      check_fold_size(node, stack);
       node->getOperation()(stack);
     }
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
-    fail("evaluating " + describe(node) + " failed: " + e.what());
+    fail("evaluating " + describe(node) + " failed: " + detail::first_line(e.what()));
   }
   PLACER_CHECK(stack.size() == node->outputs().size(), "folding ", describe(node), " returned ", stack.size(),
                " values for ", node->outputs().size(), " outputs");

@@ -1,11 +1,15 @@
 // The recorder both importers share: see recorder.h.
 #include "recorder.h"
+#include "output_size.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 #include <torch/csrc/autograd/autograd.h>
 
 #include <algorithm>
+#include <limits>
+#include <optional>
 #include <sstream>
+#include <stdexcept>
 
 #include "placer/graphs/error.h"
 #include "placer/graphs/training.h"
@@ -87,55 +91,80 @@ bool shares_storage(const at::Tensor& out, const std::vector<c10::IValue>& value
   return false;
 }
 
-// A value of a dry run on the meta device, where tensors have sizes, strides and a dtype and no memory: a
-// tensor as such a tensor, a device (or a creation op's unsaid one: the CPU) as the meta device, a random
-// generator as none.
-c10::IValue to_meta(const c10::IValue& v, const c10::Argument& arg) {
-  const auto meta = [](const at::Tensor& t) {
-    return t.defined() ? at::empty_strided(t.sizes(), t.strides(), t.options().device(at::kMeta)) : t;
-  };
-  if (v.isTensor()) return meta(v.toTensor());
-  if (v.isTensorList()) {
-    std::vector<at::Tensor> list;
-    for (const at::Tensor& t : v.toTensorVector()) list.push_back(meta(t));
-    return list;
+// A kernel whose outputs the meta device cannot size (LibTorch has no meta kernel for relu or conv, nor for
+// tril_indices or max_unpool2d, whose sizes come from the file) runs with its allocations capped: the CPU
+// allocator, wrapped once, refuses one over the limit this thread set (other threads allocate as before).
+thread_local size_t tls_allocation_limit = 0;  // bytes; 0: none
+thread_local size_t tls_refused_bytes = 0;     // the allocation it refused last
+
+class CappedCpuAllocator final : public c10::Allocator {
+ public:
+  explicit CappedCpuAllocator(c10::Allocator* base) : base_(base) {}
+  c10::DataPtr allocate(size_t n) override {
+    if (tls_allocation_limit != 0 && n > tls_allocation_limit) {
+      tls_refused_bytes = n;
+      throw std::length_error(detail::concat("allocation of ", n, " bytes over the limit of ", tls_allocation_limit));
+    }
+    return base_->allocate(n);
   }
-  if (v.isList() && v.type()->containedType(0)->kind() == c10::TypeKind::OptionalType) {
-    c10::List<std::optional<at::Tensor>> list;
-    for (const auto& e : v.toListRef())
-      list.push_back(e.isTensor() ? std::optional<at::Tensor>(meta(e.toTensor())) : std::nullopt);
-    return list;
+  c10::DeleterFnPtr raw_deleter() const override { return base_->raw_deleter(); }
+  bool is_simple_data_ptr(const c10::DataPtr& data) const override { return base_->is_simple_data_ptr(data); }
+  void copy_data(void* dest, const void* src, size_t n) const override { base_->copy_data(dest, src, n); }
+
+ private:
+  c10::Allocator* base_;
+};
+
+// While it lives, one allocation on this thread holds at most `bytes`.
+class AllocationCap {
+ public:
+  explicit AllocationCap(size_t bytes) : saved_limit_(tls_allocation_limit), saved_refused_(tls_refused_bytes) {
+    static const bool installed = [] {  // the wrapper lives as long as the process
+      c10::SetAllocator(c10::DeviceType::CPU, new CappedCpuAllocator(c10::GetAllocator(c10::DeviceType::CPU)),
+                        std::numeric_limits<uint8_t>::max());
+      return true;
+    }();
+    (void)installed;
+    tls_allocation_limit = bytes;
+    tls_refused_bytes = 0;
   }
-  c10::TypePtr type = arg.real_type();
-  if (type->kind() == c10::TypeKind::OptionalType) type = type->containedType(0);
-  if (v.isDevice() || (v.isNone() && type->kind() == c10::TypeKind::DeviceObjType)) return c10::Device(at::kMeta);
-  if (v.isGenerator()) return c10::IValue();
-  return v;
+  ~AllocationCap() { tls_allocation_limit = saved_limit_, tls_refused_bytes = saved_refused_; }
+  size_t refused() const { return tls_refused_bytes; }
+
+ private:
+  size_t saved_limit_, saved_refused_;
+};
+
+// One allocation of a kernel the meta device could not size: the bytes of 2^31 elements of 4 bytes.
+constexpr size_t kMaxUnsizedAllocation = static_cast<size_t>(kMaxTensorElements) * 4;
+
+template <class Ints>
+std::string joined(const Ints& ints) {
+  std::string s;
+  for (const int64_t i : ints) s += (s.empty() ? "" : "x") + std::to_string(i);
+  return s.empty() ? "scalar" : s;
 }
 
-// The most elements an output of the call would hold in memory of its own (a view holds none), from a dry
-// run on the meta device; none when the op cannot run there (no meta kernel, or its sizes depend on values).
-std::optional<double> dry_run_largest_output(const c10::OperatorHandle& handle,
-                                             const std::vector<c10::IValue>& values) {
-  torch::jit::Stack stack;
-  const auto& arguments = handle.schema().arguments();
-  for (size_t i = 0; i < values.size() && i < arguments.size(); ++i) stack.push_back(to_meta(values[i], arguments[i]));
-  const std::vector<c10::IValue> inputs = stack;
-  try {
-    at::NoGradGuard no_grad;
-    handle.callBoxed(stack);
-  } catch (const std::exception&) {
-    return std::nullopt;
+// "" when every element of `t` lies in its storage, else why not. ATen's view ops do not check sizes and strides
+// from a file (_reshape_alias, as_strided): the next kernel would read or write past the end of the storage.
+std::string outside_storage(const at::Tensor& t) {
+  if (!t.defined() || t.layout() != at::kStrided || !t.has_storage() || t.numel() == 0) return "";
+  int64_t first = t.storage_offset(), last = first, end = 0;
+  bool overflow = false;
+  for (int64_t d = 0; d < t.dim(); ++d) {
+    int64_t step = 0;
+    overflow |= __builtin_mul_overflow(t.size(d) - 1, t.stride(d), &step);
+    overflow |= step < 0 ? __builtin_add_overflow(first, step, &first) : __builtin_add_overflow(last, step, &last);
   }
-  double most = 0;
-  for (const c10::IValue& v : stack) {
-    std::vector<at::Tensor> outs;
-    if (v.isTensor()) outs.push_back(v.toTensor());
-    if (v.isTensorList()) outs = v.toTensorVector();
-    for (const at::Tensor& t : outs)
-      if (t.defined() && !shares_storage(t, inputs)) most = std::max(most, static_cast<double>(t.numel()));
-  }
-  return most;
+  overflow |= __builtin_add_overflow(last, 1, &end) || __builtin_mul_overflow(end, t.element_size(), &end);
+  const auto bytes = static_cast<int64_t>(t.storage().nbytes());
+  if (!overflow && first >= 0 && end <= bytes) return "";
+  const std::string what = detail::concat("(", c10::toString(t.scalar_type()), " ", joined(t.sizes()), ", strides ",
+                                          joined(t.strides()), ", offset ", t.storage_offset(), ") ");
+  const std::string reach = overflow    ? std::string("reaches past byte 2^63")
+                            : first < 0 ? detail::concat("starts at element ", first)
+                                        : detail::concat("reaches byte ", end);
+  return what + reach + detail::concat(" of a storage of ", bytes, " bytes");
 }
 
 }  // namespace
@@ -341,7 +370,8 @@ void Recorder::record_arguments(const c10::FunctionSchema& schema, const std::ve
     const c10::IValue& v = args[i].value;
     const auto& refs = args[i].refs;
     if (v.isTensor()) {
-      PLACER_CHECK(refs.size() == 1 && refs[0], "tensor argument without its op");
+      // An importer that reads a number as a tensor (a file's symbolic float naming one) must not abort.
+      if (refs.size() != 1 || !refs[0]) fail(where + " argument '" + arguments[i].name() + "': no op produces it");
       op.args.push_back(Arg::tensor(input_index(*refs[0])));
     } else if (!refs.empty()) {  // Tensor[] or Tensor?[]
       std::vector<int64_t> indices;
@@ -353,20 +383,52 @@ void Recorder::record_arguments(const c10::FunctionSchema& schema, const std::ve
   }
 }
 
-std::vector<at::Tensor> Recorder::run_kernel(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& values,
-                                             const std::string& where, RecordedCall& result,
-                                             std::vector<size_t>& counts) const {
-  // The file gives the sizes (of aten::ones, full, repeat, arange, expand then clone): an output is capped
-  // as an --input is, before the kernel allocates it.
-  if (const auto most = dry_run_largest_output(handle, values); most && *most > static_cast<double>(kMaxTensorElements))
-    fail(detail::concat(where, ": an output would hold ", *most, " elements, over the limit of 2^31 for one tensor"));
-  torch::jit::Stack stack = values;
+namespace {
+
+// Runs the kernel on `stack`; with `capped`, each of its allocations is capped (see AllocationCap).
+void call_kernel(const Recorder& rec, const c10::OperatorHandle& handle, torch::jit::Stack& stack,
+                 const std::string& where, bool capped) {
+  std::optional<AllocationCap> cap;
+  if (capped) cap.emplace(kMaxUnsizedAllocation);
   try {
     at::NoGradGuard no_grad;
     handle.callBoxed(stack);
   } catch (const std::exception& e) {
-    fail("running " + where + " on the sample inputs failed: " + first_line(e.what()));
+    // (The refusal may reach here wrapped in a c10::Error, so it is read from the cap, not the exception.)
+    if (cap && cap->refused() != 0)
+      rec.fail(detail::concat(where, ": running it allocates ", cap->refused(), " bytes at once, over the limit of ",
+                              kMaxUnsizedAllocation, " (2^31 elements of 4 bytes) for one tensor"));
+    rec.fail("running " + where + " on the sample inputs failed: " + first_line(e.what()));
   }
+}
+
+// Each output lies in its storage; one the meta device could not size (`unsized`) and with memory of its
+// own holds at most 2^31 elements, as a sized one would.
+void check_produced(const Recorder& rec, const std::vector<at::Tensor>& produced,
+                    const std::vector<c10::IValue>& values, const std::string& where, bool unsized) {
+  for (size_t k = 0; k < produced.size(); ++k) {
+    if (const std::string why = outside_storage(produced[k]); !why.empty())
+      rec.fail(detail::concat(where, ": output ", k, " ", why));
+    if (unsized && produced[k].defined() && produced[k].numel() > kMaxTensorElements &&
+        !shares_storage(produced[k], values))
+      rec.fail(detail::concat(where, ": an output holds ", produced[k].numel(),
+                              " elements, over the limit of 2^31 for one tensor"));
+  }
+}
+
+}  // namespace
+
+std::vector<at::Tensor> Recorder::run_kernel(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& values,
+                                             const std::string& where, RecordedCall& result,
+                                             std::vector<size_t>& counts) const {
+  // The file gives the sizes (of aten::ones, full, repeat, arange, expand then clone): an output is capped
+  // as an --input is, before the kernel allocates it; an op the meta device cannot run, while it runs.
+  const std::optional<OutputSize> size = dry_run_outputs(handle, values);
+  if (size && size->largest_elements > static_cast<double>(kMaxTensorElements))
+    fail(detail::concat(where, ": an output would hold ", size->largest_elements,
+                        " elements, over the limit of 2^31 for one tensor"));
+  torch::jit::Stack stack = values;
+  call_kernel(*this, handle, stack, where, !size);
   // Outputs: tensors and tensor lists are flattened into Op::outputs in order.
   std::vector<at::Tensor> produced;
   result.returns = stack;
@@ -382,6 +444,7 @@ std::vector<at::Tensor> Recorder::run_kernel(const c10::OperatorHandle& handle, 
       counts[i] = v.toTensorVector().size();
     }
   }
+  check_produced(*this, produced, values, where, !size);
   return produced;
 }
 
@@ -508,8 +571,10 @@ Graph live_subgraph(const Graph& g, const std::vector<TensorRef>& roots) {
 
 Graph Recorder::finish(const std::vector<TensorRef>& outputs, std::optional<TensorRef> loss) {
   if (outputs.empty() && !loss) fail("the program returns no tensor computed from its inputs or parameters");
-  std::vector<TensorRef> roots = outputs;
-  if (!options_.forward_only) roots.push_back(loss ? *loss : add_loss(outputs));
+  // A training step computes what its loss needs, and only that: make_training_graph takes the last scalar
+  // sink for the loss, which with the other outputs kept could be one of them (return loss, y.mean()).
+  const std::vector<TensorRef> roots =
+      options_.forward_only ? outputs : std::vector<TensorRef>{loss ? *loss : add_loss(outputs)};
   const Graph live = live_subgraph(out_, roots);
   if (options_.forward_only) return live;
   const auto is_differentiable = [this](const Op& op) {

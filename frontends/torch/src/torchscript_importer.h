@@ -42,7 +42,8 @@ struct Slot {
 
 class Importer {
  public:
-  Importer(std::string file, const ImportOptions& options) : file_(file), rec_(std::move(file), options) {}
+  Importer(std::string file, const ImportOptions& options)
+      : file_(file), max_weight_bytes_(options.max_weight_bytes), rec_(std::move(file), options) {}
 
   Graph run(const std::vector<SampleInput>& samples);
 
@@ -50,6 +51,8 @@ class Importer {
   [[noreturn]] void fail(const std::string& message) const { rec_.fail(message); }
 
   torch::jit::Module load();
+  void check_archive_size();                                                     // import.cc
+  void check_fold_size(torch::jit::Node* node, const torch::jit::Stack& stack);  // import.cc
   void check_inputs(const torch::jit::Module& module, const std::vector<SampleInput>& samples);
   int64_t integer_input_high(const torch::jit::Value* input);
   std::optional<c10::IValue> static_value(const torch::jit::Value* value);
@@ -75,6 +78,7 @@ class Importer {
   void bind_aten_returns(torch::jit::Node* node, const RecordedCall& call);
 
   std::string file_;
+  int64_t max_weight_bytes_;  // ImportOptions::max_weight_bytes: the archive's records, uncompressed, in all
   Recorder rec_;
   torch::jit::Module root_;
   std::shared_ptr<torch::jit::Graph> graph_;

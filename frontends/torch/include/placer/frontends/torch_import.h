@@ -30,11 +30,16 @@ inline constexpr int64_t kMaxTensorElements = int64_t{1} << 31;
 // A torch.export archive's parameters, buffers and constants, stored or made up, hold at most 16 GiB
 // in all (a 7B-parameter model in bfloat16 is 14 GiB); ImportOptions::max_weight_bytes lowers it.
 inline constexpr int64_t kMaxWeightBytes = int64_t{16} << 30;
+// The outputs a torch.export program's nodes made that a later node or the program's outputs still read are held
+// at most 8 GiB in all, besides the weights (each is let go after its last reader); ImportOptions::max_live_bytes
+// changes it. A TorchScript archive's records, uncompressed, are capped in all by max_weight_bytes.
+inline constexpr int64_t kMaxLiveBytes = int64_t{8} << 30;
 
 struct ImportOptions {
   bool forward_only = false;  // keep the inference graph (no backward/update)
   double learning_rate = 0.01;
-  int64_t max_weight_bytes = kMaxWeightBytes;  // torch.export: the weights' total, see above
+  int64_t max_weight_bytes = kMaxWeightBytes;  // torch.export: the weights' total; TorchScript: the archive's
+  int64_t max_live_bytes = kMaxLiveBytes;      // torch.export: the node outputs held for later nodes, see above
 };
 
 // Loads MODEL.pt, freezes and inlines it, runs the sample inputs through it op
