@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "placer/graphs/error.h"
+#include "placer/graphs/pipeline_limits.h"
 #include "placer/graphs/validate.h"
 
 namespace placer {
@@ -29,11 +30,6 @@ std::optional<PipelineSchedule> parse_schedule(std::string_view name) {
 namespace {
 
 constexpr int kMaxMicrobatches = 1024;
-// An unrolled mini-batch holds about 2 KB per op (measured: 1,166,336 ops of the default transformer at 1024
-// micro-batches peaked at 2.3 GB; 2,044,208 of an nmt at 2 micro-batches, with its 980,232-op training graph, at
-// 3.1 GB): 4 million ops is about 8 GB, a third of a 24 GB machine. kMaxOps (10 million, what a file may hold)
-// let 6.2 million through, which ran out of memory at 10.8 GB.
-constexpr int64_t kMaxUnrolledOps = 4'000'000;
 
 bool is_shared(const Op& op) { return op.type == op_types::kParam || op.type == op_types::kSgd; }
 

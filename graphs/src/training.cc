@@ -168,11 +168,15 @@ Graph without_dead_ops(const Graph& forward, OpId* loss) {
 }  // namespace
 
 Graph make_training_graph(const Graph& forward, double learning_rate,
-                          const std::function<bool(const Op&)>& is_differentiable) {
+                          const std::function<bool(const Op&)>& is_differentiable, std::optional<OpId> given_loss) {
   if (forward.is_training()) {
     throw GraphError("graph '" + forward.name + "' already has backward or update ops");
   }
-  OpId loss = find_loss(forward);
+  if (given_loss && (given_loss->value < 0 || given_loss->value >= static_cast<int32_t>(forward.size()) ||
+                     forward.op(*given_loss).outputs.size() != 1 ||
+                     !is_scalar_float(forward.op(*given_loss).outputs[0])))
+    throw GraphError("graph '" + forward.name + "': the loss given is not an op with one scalar float output");
+  OpId loss = given_loss ? *given_loss : find_loss(forward);
   const Graph step_forward = without_dead_ops(forward, &loss);
   const int32_t n = static_cast<int32_t>(step_forward.size());
 

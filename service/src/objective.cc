@@ -1,8 +1,10 @@
 #include "objective.h"
 
+#include <algorithm>
 #include <string>
 
 #include "placer/env/pipeline_objective.h"
+#include "placer/graphs/pipeline_limits.h"
 
 namespace placer::service {
 
@@ -29,12 +31,14 @@ void check_pipeline_size(const Request& request, const Graph& graph, const Servi
                              "forward-only"
                            : "a pipeline objective needs a training graph (backward and update ops); graph '" +
                                  graph.name + "' has none");
+  // The smaller of the server's limit and make_pipeline_graph's own (past it a GraphError with no field).
   const int64_t ops = static_cast<int64_t>(graph.size()) * request.pipeline.microbatches;
-  if (ops > config.max_ops)
+  const int64_t most = std::min<int64_t>(config.max_ops, kMaxUnrolledOps);
+  if (ops > most)
     throw RequestError(codes::kTooLarge, "microbatches",
                        std::to_string(request.pipeline.microbatches) + " micro-batches of " +
                            std::to_string(graph.size()) + " operators make " + std::to_string(ops) +
-                           "; this server places at most " + std::to_string(config.max_ops));
+                           "; this server places at most " + std::to_string(most));
 }
 
 void write_objective(JsonOut& o, Objective objective, const PipelineSpec& pipeline) {

@@ -447,6 +447,9 @@ TEST(ExportReview, TrainsOnTheLossNotALaterScalarOutput) {
                          [](const Op& op) { return op.type == "aten::mean.dim"; });
   };
   EXPECT_EQ(means(g), 0) << "the training step computes only what the loss needs";
+  // Left out by make_training_graph, which counts it (the inputs and params stay, read or not).
+  ASSERT_TRUE(g.attrs.count("training.dropped_ops"));
+  EXPECT_EQ(g.attrs.at("training.dropped_ops"), "1");
   ImportOptions forward;
   forward.forward_only = true;
   const Graph inference = import_exported_program_bytes(bytes, "request.pt2", {}, forward);

@@ -33,17 +33,25 @@ ProfileOptions quick() {
 }
 
 // The contention step runs one copy of the graph per CPU device at once: with the memory check off, a graph
-// that did not fit one cpu:N device (RAM/N) made N copies and the process was OOM-killed. Checked, the
-// first step that does not fit is an InputError naming the device and the figures.
-TEST(RuntimeProfile, RefusesAGraphThatDoesNotFitTheDevice) {
+// that did not fit one cpu:N device (RAM/N) made N copies and the process was OOM-killed. Its copies are checked,
+// and where they do not fit the step is left out (contended_seconds 0: the simulator takes the times alone).
+// One copy on one device may use the host's memory, not only the device's share: a graph over RAM/N still runs
+// split over the N devices, and its profile must not be refused (a review found it was, for an hour).
+TEST(RuntimeProfile, AGraphOverADevicesShareIsProfiledWithoutContention) {
   const Graph train = make_training_graph(hand_mlp(), 0.05);
   Cluster c = cpus(2);
   for (Device& d : c.devices) d.memory_bytes = 64;  // w1 alone is 120 bytes
-  Runtime rt(c);
-  const std::string e = profile_error(rt, train, quick());
-  EXPECT_NE(e.find("cpu:0"), std::string::npos) << e;
-  EXPECT_NE(e.find("out of memory"), std::string::npos) << e;
-  EXPECT_NE(e.find("capacity 64"), std::string::npos) << e;
+  Runtime small(c);
+  Profile p;
+  ASSERT_NO_THROW(p = small.profile(train, quick()));
+  ASSERT_FALSE(p.ops.empty());
+  for (const OpTiming& t : p.ops) EXPECT_EQ(t.contended_seconds, 0.0) << t.op;
+
+  Runtime ample(cpus(2));
+  const Profile q = ample.profile(train, quick());
+  bool contended = false;
+  for (const OpTiming& t : q.ops) contended = contended || t.contended_seconds > 0;
+  EXPECT_TRUE(contended);
 }
 
 // Without a timed op on a CPU device the executor's overhead comes from a chain of adds; a chain that failed

@@ -543,7 +543,7 @@ namespace {
 
 // The ops that `roots` depend on, in the original order, with refs renumbered.
 // Work nothing needs (a buffer's in-place counter, an unused branch) goes.
-Graph live_subgraph(const Graph& g, const std::vector<TensorRef>& roots) {
+Graph live_subgraph(const Graph& g, const std::vector<TensorRef>& roots, TensorRef* follow) {
   std::vector<char> live(g.size(), 0);
   std::vector<int32_t> stack;
   for (const TensorRef& r : roots) stack.push_back(r.op.value);
@@ -564,6 +564,7 @@ Graph live_subgraph(const Graph& g, const std::vector<TensorRef>& roots) {
     for (TensorRef& in : op.inputs) in.op = OpId(remap[in.op.value]);
     remap[i] = out.add_op(std::move(op)).value;
   }
+  if (follow) follow->op = OpId(remap[follow->op.value]);  // a root, so live
   return out;
 }
 
@@ -571,11 +572,10 @@ Graph live_subgraph(const Graph& g, const std::vector<TensorRef>& roots) {
 
 Graph Recorder::finish(const std::vector<TensorRef>& outputs, std::optional<TensorRef> loss) {
   if (outputs.empty() && !loss) fail("the program returns no tensor computed from its inputs or parameters");
-  // A training step computes what its loss needs, and only that: make_training_graph takes the last scalar
-  // sink for the loss, which with the other outputs kept could be one of them (return loss, y.mean()).
-  const std::vector<TensorRef> roots =
-      options_.forward_only ? outputs : std::vector<TensorRef>{loss ? *loss : add_loss(outputs)};
-  const Graph live = live_subgraph(out_, roots);
+  std::vector<TensorRef> roots = outputs;
+  TensorRef chosen;
+  if (!options_.forward_only) roots.push_back(chosen = loss ? *loss : add_loss(outputs));
+  const Graph live = live_subgraph(out_, roots, options_.forward_only ? nullptr : &chosen);
   if (options_.forward_only) return live;
   const auto is_differentiable = [this](const Op& op) {
     auto key = op_grad_key_.find(op.name);
@@ -583,7 +583,8 @@ Graph Recorder::finish(const std::vector<TensorRef>& outputs, std::optional<Tens
     return grad_status_.at(key->second) != GradStatus::NotImplemented;
   };
   try {
-    return make_training_graph(live, options_.learning_rate, is_differentiable);
+    // The loss named: the last scalar sink could be another output (return loss, y.mean()).
+    return make_training_graph(live, options_.learning_rate, is_differentiable, chosen.op);
   } catch (const GraphError& e) {
     std::string message = e.what();
     for (const auto& [name, key] : op_grad_key_) {
