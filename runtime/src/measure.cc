@@ -1,6 +1,7 @@
 // The measurement protocol (runtime.h): warm-up, then measured steps of every
 // candidate placement interleaved (a shuffled order each round), until each one's median is known within
-// the target, its step count runs out, or the shared budget does.
+// the target, its step count runs out, or the shared budget does. One out of memory beside the others' params and
+// inputs is then measured again alone (measure_alone).
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -45,7 +46,8 @@ struct Candidate {
 };
 
 // The params and inputs of every other candidate, resident beside c's while it steps (each keeps its own from
-// its set-up to its end, or its failure): counted, per device, against the capacity with c's own bytes.
+// its set-up to its end, or its failure): counted, per device, against the capacity with c's own bytes. An oom
+// that counted them is not c's own: c is measured again alone (measure_alone).
 void set_beside(const std::deque<Candidate>& cands, Candidate& c) {
   std::vector<int64_t>& beside = c.session.beside_bytes;
   beside.assign(c.session.persistent_bytes.size(), 0);
@@ -146,27 +148,27 @@ void check_inputs(const Cluster& cluster, const Graph& graph, const std::vector<
   for (const Placement& p : placements) validate_placement(graph, cluster, p);
 }
 
-// One candidate per placement, in order, each with its plan, a fresh session
-// and its prior samples. `cands` is a deque: sessions point at their plans.
-void add_candidates(std::deque<Candidate>& cands, const Cluster& cluster, const Graph& graph,
-                    const std::vector<Placement>& placements, const MeasureOptions& o,
-                    const std::vector<std::vector<double>>* prior) {
+// The candidate for placements[k], appended to `cands`: its plan, a fresh session and its prior samples.
+// `cands` is a deque: sessions point at their plans.
+Candidate& add_candidate(std::deque<Candidate>& cands, const Cluster& cluster, const Graph& graph,
+                         const std::vector<Placement>& placements, size_t k, const MeasureOptions& o,
+                         const std::vector<std::vector<double>>* prior) {
   const int d = cluster.size();
-  for (size_t k = 0; k < placements.size(); ++k) {
-    Candidate& c = cands.emplace_back();
-    c.index = k;
-    c.plan = make_plan(graph, placements[k], d, false);
-    c.session = new_session(c.plan, o.seed, d);
-    c.result.devices.resize(d);
-    for (int i = 0; i < d; ++i) c.result.devices[i].device = cluster.devices[i].name;
-    c.busy.resize(d);
-    if (prior) c.result.samples_s = (*prior)[k];
-    c.result.prior_samples = static_cast<int64_t>(c.result.samples_s.size());
-  }
+  Candidate& c = cands.emplace_back();
+  c.index = k;
+  c.plan = make_plan(graph, placements[k], d, false);
+  c.session = new_session(c.plan, o.seed, d);
+  c.result.devices.resize(d);
+  for (int i = 0; i < d; ++i) c.result.devices[i].device = cluster.devices[i].name;
+  c.busy.resize(d);
+  if (prior) c.result.samples_s = (*prior)[k];
+  c.result.prior_samples = static_cast<int64_t>(c.result.samples_s.size());
+  return c;
 }
 
 // The set-up pass of every candidate, in order, before any step (untimed): its params and inputs made, counted
-// beside those of the candidates before it. One that does not fit beside them is out of memory, saying so.
+// beside those of the candidates before it. One that does not fit beside them is out of memory (and measured
+// again alone at the end: measure_alone).
 void set_up(Executor& ex, std::deque<Candidate>& cands) {
   for (Candidate& c : cands) {
     set_beside(cands, c);
@@ -287,6 +289,59 @@ std::vector<StepResult> results(std::deque<Candidate>& cands, int devices) {
   return out;
 }
 
+// Set-up, warm-up and the measured rounds of the candidates, together.
+void measure_together(Executor& ex, std::deque<Candidate>& cands, const MeasureOptions& o) {
+  set_up(ex, cands);
+  warm_up(ex, cands, o);
+  measure_rounds(ex, cands, o);
+}
+
+// With a trace: one more step of the first candidate, on its warm session, recorded there (not a sample).
+void trace_step(Executor& ex, std::deque<Candidate>& cands, const MeasureOptions& o,
+                std::vector<TimelineEvent>* trace) {
+  Candidate& c = cands.front();
+  if (!c.result.ok()) return;
+  // The traced step is one more, unmeasured: its failure (a timeout, traced steps being slower) must not
+  // turn the measured steps' success into a failure. The measurement stands; the trace is dropped.
+  c.enough = true;  // its measurement has ended (its stop is set)
+  if (!step(ex, cands, c, o, false, trace)) trace->clear();
+}
+
+// Whether `c` failed out of memory with the other candidates' params and inputs counted beside its own on that
+// device: an oom that measuring it together caused, or at least inflated (its needed bytes count theirs).
+bool oom_beside_others(const Candidate& c) {
+  if (c.result.status != StepStatus::Oom) return false;
+  const std::vector<int64_t>& beside = c.session.beside_bytes;  // as its failed step (or set-up) counted them
+  for (size_t i = 0; i < c.result.devices.size() && i < beside.size(); ++i)
+    if (c.result.devices[i].device == c.result.oom_device) return beside[i] > 0;
+  return false;
+}
+
+// After the rounds (and the trace): each candidate out of memory beside the others' params and inputs is
+// measured again alone, one at a time, and that measurement replaces its result: a placement that fits alone is
+// not failed for the company it was measured in (the trainer's measured rewards batch placements and cache what
+// they measure for the whole run). The others have finished and hold nothing more; its set-up, warm-up and
+// rounds are its own, under the same options (its own stop rule and budget), so its steps are not interleaved
+// with theirs. If it fails alone too, that failure is its own and is reported, with its own bytes.
+void measure_alone(Executor& ex, std::deque<Candidate>& cands, const Cluster& cluster, const Graph& graph,
+                   const std::vector<Placement>& placements, const MeasureOptions& o,
+                   const std::vector<std::vector<double>>* prior, std::vector<TimelineEvent>* trace) {
+  bool dropped = false;
+  for (Candidate& c : cands) {
+    if (!oom_beside_others(c)) continue;
+    if (!dropped)
+      for (Candidate& other : cands) drop_values(other.session);
+    dropped = true;
+    std::deque<Candidate> alone;  // a fresh candidate: its result and counters reset
+    add_candidate(alone, cluster, graph, placements, c.index, o, prior);
+    measure_together(ex, alone, o);
+    if (trace && &c == &cands.front()) trace_step(ex, alone, o, trace);
+    c.result = std::move(alone.front().result);
+    c.busy = std::move(alone.front().busy);
+    c.active = false;
+  }
+}
+
 // The protocol over the placements; with `trace`, one more step of the first
 // placement, on its warm session, is recorded there (not a sample).
 std::vector<StepResult> run_protocol(const Cluster& cluster, Executor& ex, std::mutex& mu, const Graph& graph,
@@ -304,17 +359,10 @@ std::vector<StepResult> protocol_steps(Executor& ex, const Cluster& cluster, con
                                        const std::vector<std::vector<double>>* prior,
                                        std::vector<TimelineEvent>* trace) {
   std::deque<Candidate> cands;
-  add_candidates(cands, cluster, graph, placements, o, prior);
-  set_up(ex, cands);
-  warm_up(ex, cands, o);
-  measure_rounds(ex, cands, o);
-  if (trace && !cands.empty() && cands.front().result.ok()) {
-    // The traced step is one more, unmeasured: its failure (a timeout, traced steps being slower) must not
-    // turn the measured steps' success into a failure. The measurement stands; the trace is dropped.
-    Candidate& c = cands.front();
-    c.enough = true;  // its measurement has ended (its stop is set)
-    if (!step(ex, cands, c, o, false, trace)) trace->clear();
-  }
+  for (size_t k = 0; k < placements.size(); ++k) add_candidate(cands, cluster, graph, placements, k, o, prior);
+  measure_together(ex, cands, o);
+  if (trace && !cands.empty()) trace_step(ex, cands, o, trace);
+  measure_alone(ex, cands, cluster, graph, placements, o, prior, trace);
   return results(cands, cluster.size());
 }
 
