@@ -184,9 +184,8 @@ struct TimedProfile {
   double seconds = 0.0;
 };
 TimedProfile timed_profile(Runtime& runtime, const Graph& graph, const FidelityArgs& a) {
-  ProfileOptions po;
-  po.repetitions = a.repetitions;
-  po.timeout_s = a.protocol.timeout_s;  // --timeout bounds the profiles' steps as it does the measured ones
+  // --timeout bounds the profiles' steps as it does the measured ones.
+  const ProfileOptions po{a.repetitions, ProfileOptions{}.transfer_sizes, a.protocol.timeout_s};
   const auto start = std::chrono::steady_clock::now();
   Profile profile = runtime.profile(graph, po);
   return {std::move(profile), seconds_since(start)};
