@@ -37,8 +37,11 @@ c10::IValue to_meta(const c10::IValue& v, const c10::Argument& arg) {
   return v;
 }
 
-bool aliases_an_input(const at::Tensor& out, const std::vector<c10::IValue>& inputs) {
-  for (const c10::IValue& v : inputs) {
+}  // namespace
+
+bool shares_storage(const at::Tensor& out, const std::vector<c10::IValue>& values) {
+  if (!out.defined()) return false;
+  for (const c10::IValue& v : values) {
     if (v.isTensor() && v.toTensor().defined() && out.is_alias_of(v.toTensor())) return true;
     if (v.isTensorList())
       for (const at::Tensor& t : v.toTensorVector())
@@ -46,8 +49,6 @@ bool aliases_an_input(const at::Tensor& out, const std::vector<c10::IValue>& inp
   }
   return false;
 }
-
-}  // namespace
 
 std::optional<OutputSize> dry_run_outputs(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& values) {
   torch::jit::Stack stack;
@@ -67,7 +68,7 @@ std::optional<OutputSize> dry_run_outputs(const c10::OperatorHandle& handle, con
     if (v.isTensor()) outs.push_back(v.toTensor());
     if (v.isTensorList()) outs = v.toTensorVector();
     for (const at::Tensor& t : outs) {
-      if (!t.defined() || aliases_an_input(t, inputs)) continue;
+      if (!t.defined() || shares_storage(t, inputs)) continue;
       size.largest_elements = std::max(size.largest_elements, static_cast<double>(t.numel()));
       size.new_bytes += static_cast<double>(t.numel()) * static_cast<double>(t.element_size());
     }

@@ -24,6 +24,11 @@ struct OutputSize {
 // device (no meta kernel, or sizes that depend on the data).
 std::optional<OutputSize> dry_run_outputs(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& values);
 
+// Whether `out` shares storage with a tensor among a call's arguments `values`. The schema's alias annotation
+// says an output *may* alias an input (reshape, contiguous: Tensor(a)); whether it does depends on the strides
+// (a reshape across a transpose, or contiguous of a permuted tensor, copies), and on the kernel that ran.
+bool shares_storage(const at::Tensor& out, const std::vector<c10::IValue>& values);
+
 // "<where>: an output would hold N elements, over the limit of 2^31 for one tensor" when the dry run says so
 // (the Recorder's message for the same cap), else none.
 std::optional<std::string> over_tensor_cap(const c10::OperatorHandle& handle, const std::vector<c10::IValue>& values,

@@ -77,20 +77,6 @@ std::vector<int32_t> schema_views(const c10::FunctionSchema& schema, const Op& o
   return views;
 }
 
-// Whether `out` shares storage with a tensor among the call's arguments. The schema's alias annotation says
-// an output *may* alias an input (reshape, contiguous: Tensor(a)); whether it does depends on the strides
-// (a reshape across a transpose, or contiguous of a permuted tensor, copies), and the kernel just ran.
-bool shares_storage(const at::Tensor& out, const std::vector<c10::IValue>& values) {
-  if (!out.defined()) return false;
-  for (const c10::IValue& v : values) {
-    if (v.isTensor() && v.toTensor().defined() && out.is_alias_of(v.toTensor())) return true;
-    if (v.isTensorList())
-      for (const at::Tensor& t : v.toTensorVector())
-        if (t.defined() && out.is_alias_of(t)) return true;
-  }
-  return false;
-}
-
 // A kernel whose outputs the meta device cannot size (LibTorch has no meta kernel for relu or conv, nor for
 // tril_indices or max_unpool2d, whose sizes come from the file) runs with its allocations capped: the CPU
 // allocator, wrapped once, refuses one over the limit this thread set (other threads allocate as before).
