@@ -1,37 +1,13 @@
 // The devices the runtime builds from a cluster: CPU devices' intra-op threads follow the cores this
 // process may run on; a device list's CUDA devices take their GPU's memory.
 #include <gtest/gtest.h>
-#include <sched.h>
-
-#include <functional>
 
 #include "runtime_helpers.h"
 
 namespace placer {
 namespace {
 
-// Runs `body` with this thread's affinity mask narrowed to its first allowed core, then restores it
-// (device_threads, which make_devices uses, and parse_device_list read the calling thread's mask).
-// (DeviceCtx itself is not for tests: its layout depends on PLACER_WITH_CUDA, which only the runtime sees.)
-void with_one_core(const std::function<void()>& body) {
-  cpu_set_t old_set;
-  ASSERT_EQ(sched_getaffinity(0, sizeof(old_set), &old_set), 0);
-  int first = -1;
-  for (int c = 0; c < CPU_SETSIZE && first < 0; ++c)
-    if (CPU_ISSET(c, &old_set)) first = c;
-  ASSERT_GE(first, 0);
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(first, &one);
-  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // this thread only
-  try {
-    body();
-  } catch (...) {
-    sched_setaffinity(0, sizeof(old_set), &old_set);
-    throw;
-  }
-  ASSERT_EQ(sched_setaffinity(0, sizeof(old_set), &old_set), 0);
-}
+using rt_test::with_one_core;
 
 // `taskset -c 0 placer measure --devices cpu:1` gave the device 2 intra-op threads on its one core
 // (parse_device_list set threads from every online CPU, and make_devices took that over the mask).

@@ -26,14 +26,6 @@ struct Fixture {
   }
 };
 
-// A fixed number of measured steps after `warmup` unmeasured ones.
-MeasureOptions fixed_steps(int warmup, int steps) {
-  MeasureOptions o;
-  o.warmup_steps = warmup;
-  o.measured_steps = o.max_steps = steps;
-  return o;
-}
-
 TEST(MeasureProtocol, CandidatesAreMeasuredInterleaved) {
   Fixture f;
   Runtime rt(cpus(2));

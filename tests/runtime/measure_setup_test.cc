@@ -25,13 +25,6 @@ Graph big_param_graph(int64_t rows, int64_t cols) {
   return g;
 }
 
-MeasureOptions fixed_steps(int warmup, int steps) {
-  MeasureOptions o;
-  o.warmup_steps = warmup;
-  o.measured_steps = o.max_steps = steps;
-  return o;
-}
-
 // 64 MiB of param drawn takes far more than 50 ms; its step (the sum of one row) well under 1 ms. The first
 // step, with no warm-up, timed the drawing: 0.45 s then 0.03 s on the 48 MiB mlp of the review, and a time
 // limit that the steady steps meet failed the first.

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <random>
 #include <string>
@@ -138,6 +139,36 @@ inline std::vector<BuilderCase> tiny_builders() {
       {"resnet", {{"batch", 1}, {"image", 32}, {"classes", 4}, {"width_div", 64}, {"depth", 50}}},
       {"inception_v3", {{"batch", 1}, {"image", 75}, {"classes", 4}, {"width_div", 64}}},
   };
+}
+
+// A fixed number of measured steps after `warmup` unmeasured ones.
+inline MeasureOptions fixed_steps(int warmup, int steps) {
+  MeasureOptions o;
+  o.warmup_steps = warmup;
+  o.measured_steps = o.max_steps = steps;
+  return o;
+}
+
+// Runs `body` with this thread's affinity mask narrowed to its first allowed core, then restores it
+// (usable_cores, device_threads and parse_device_list read the calling thread's mask).
+inline void with_one_core(const std::function<void()>& body) {
+  cpu_set_t old_set;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(old_set), &old_set), 0);
+  int first = -1;
+  for (int c = 0; c < CPU_SETSIZE && first < 0; ++c)
+    if (CPU_ISSET(c, &old_set)) first = c;
+  ASSERT_GE(first, 0);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);  // this thread only
+  try {
+    body();
+  } catch (...) {
+    sched_setaffinity(0, sizeof(old_set), &old_set);
+    throw;
+  }
+  ASSERT_EQ(sched_setaffinity(0, sizeof(old_set), &old_set), 0);
 }
 
 }  // namespace placer::rt_test
