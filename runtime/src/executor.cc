@@ -395,6 +395,8 @@ bool Executor::set_up(Step& s) {
     const OpKind k = s.plan->ops[i].kind;
     if ((k == OpKind::Input || k == OpKind::Param) && !s.session->persistent[i].defined()) missing.push_back(i);
   }
+  s.resident_at_start = s.session->persistent_bytes;
+  if (missing.empty()) return true;  // every step after the session's first: nothing to hand the workers
   current_ = &s;
   setting_up_.store(true);
   run_items(s, missing, Clock::now(), 1e7);
